@@ -1,0 +1,1 @@
+"""Static extractors of serving-engine constraints (vLLM, llama.cpp, SGLang, TensorRT-LLM)."""

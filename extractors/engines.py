@@ -1,0 +1,37 @@
+"""The explicit list of engines: one module each, one line here."""
+
+from __future__ import annotations
+
+from extractors.base import EngineSpec
+from extractors.errors import UsageError
+from extractors.vllm import ENGINE as VLLM
+
+ENGINES: dict[str, EngineSpec] = {
+    VLLM.engine_id: VLLM,
+}
+
+ALIASES = {
+    "llama.cpp": "llamacpp",
+    "llama-cpp": "llamacpp",
+    "tensorrt-llm": "trtllm",
+    "tensorrt_llm": "trtllm",
+    "trt-llm": "trtllm",
+}
+
+
+def engine_by_id(name: str) -> EngineSpec:
+    engine_id = ALIASES.get(name.lower(), name.lower())
+    try:
+        return ENGINES[engine_id]
+    except KeyError:
+        known = ", ".join(sorted(ENGINES))
+        raise UsageError(f"unknown engine {name!r}; known engines: {known}") from None
+
+
+def all_record_types() -> list[type]:
+    from extractors.records import ExtractionWarning
+
+    types = {ExtractionWarning}
+    for engine in ENGINES.values():
+        types.update(kind.record for kind in engine.fact_kinds)
+    return sorted(types, key=lambda t: t.__name__)

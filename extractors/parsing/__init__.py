@@ -1,0 +1,1 @@
+"""Shared parsing helpers: Python (libcst, tree-sitter), C++ (tree-sitter), markdown."""

@@ -1,0 +1,234 @@
+"""libcst helpers: parse safely, find classes and methods, and describe small expressions in words."""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from extractors.errors import ParseError
+
+
+def parse_module(text: str, path: str) -> cst.Module:
+    """Parse Python source; a syntax error or pathological nesting becomes a ParseError."""
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as err:
+        raise ParseError(f"{path} does not parse as Python: {err.message} "
+                         f"(line {err.raw_line}, column {err.raw_column})", paths=[path]) from None
+    except RecursionError:
+        raise ParseError(f"{path} is nested too deeply to parse", paths=[path]) from None
+
+
+def top_level_classes(module: cst.Module) -> dict[str, cst.ClassDef]:
+    return {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
+
+
+def top_level_assignments(module: cst.Module) -> dict[str, cst.BaseExpression]:
+    """`NAME = value` and `NAME: T = value` at module level; the last assignment wins."""
+    found: dict[str, cst.BaseExpression] = {}
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target = small.targets[0].target
+                if isinstance(target, cst.Name):
+                    found[target.value] = small.value
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                if isinstance(small.target, cst.Name):
+                    found[small.target.value] = small.value
+    return found
+
+
+def class_methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+    return {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
+
+
+def base_names(cls: cst.ClassDef) -> list[str]:
+    names = []
+    for arg in cls.bases:
+        if isinstance(arg.value, cst.Name):
+            names.append(arg.value.value)
+        elif isinstance(arg.value, cst.Attribute):
+            names.append(arg.value.attr.value)
+    return names
+
+
+def string_value(node: cst.BaseExpression) -> str | None:
+    """The value of a plain string literal (or implicit concatenation), else None."""
+    if isinstance(node, cst.SimpleString | cst.ConcatenatedString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def string_sequence(node: cst.BaseExpression) -> list[str] | None:
+    """The strings of a tuple/list/set literal of string literals, in order; else None."""
+    if isinstance(node, cst.Tuple | cst.List | cst.Set):
+        values = [string_value(e.value) for e in node.elements]
+        if all(v is not None for v in values):
+            return values  # type: ignore[return-value]
+    return None
+
+
+def int_value(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(ast.literal_eval(node.value))
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = int_value(node.expression)
+        return -inner if inner is not None else None
+    return None
+
+
+def statements(body: cst.BaseSuite) -> list[cst.CSTNode]:
+    """The statements of a suite, with simple statement lines flattened, docstrings dropped."""
+    flat: list[cst.CSTNode] = []
+    items = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for item in items:
+        if isinstance(item, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+            for small in item.body:
+                if isinstance(small, cst.Expr) and string_value(small.value) is not None:
+                    continue  # docstring
+                if isinstance(small, cst.Pass):
+                    continue
+                flat.append(small)
+        else:
+            flat.append(item)
+    return flat
+
+
+CONFIG_ROOTS = ("self.hf_text_config", "self.hf_config", "hf_text_config", "hf_config",
+                "self.text_config", "text_config")
+
+
+class ExpressionDescriber:
+    """Turns small condition/value expressions into short readable text.
+
+    `self.hf_text_config.attn_config["kv_n_heads"]` -> `attn_config.kv_n_heads`;
+    `getattr(self.hf_text_config, "multi_query", False)` -> `multi_query`;
+    local names are replaced by what they were assigned."""
+
+    def __init__(self, module: cst.Module, env: dict[str, cst.BaseExpression] | None = None,
+                 methods: dict[str, cst.FunctionDef] | None = None) -> None:
+        self.module = module
+        self.env = dict(env or {})
+        self.methods = methods or {}
+
+    def code(self, node: cst.CSTNode) -> str:
+        return " ".join(self.module.code_for_node(node).split())
+
+    def config_ref(self, node: cst.BaseExpression) -> str | None:
+        """The dotted config field a node reads, or None when it is not a config read."""
+        if isinstance(node, cst.Name):
+            if node.value in self.env:
+                return self.config_ref(self.env[node.value])
+            return None
+        text = self.code(node)
+        for root in CONFIG_ROOTS:
+            if text == root:
+                return ""
+        if isinstance(node, cst.Attribute):
+            base = self.config_ref(node.value)
+            if base is None:
+                return None
+            return f"{base}.{node.attr.value}" if base else node.attr.value
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+            index = node.slice[0].slice
+            key = string_value(index.value) if isinstance(index, cst.Index) else None
+            base = self.config_ref(node.value)
+            if base is None or key is None:
+                return None
+            return f"{base}.{key}" if base else key
+        if isinstance(node, cst.Call) and self._callee(node) == "getattr" and len(node.args) >= 2:
+            base = self.config_ref(node.args[0].value)
+            key = string_value(node.args[1].value)
+            if base is None or key is None:
+                return None
+            return f"{base}.{key}" if base else key
+        return None
+
+    def _callee(self, node: cst.Call) -> str:
+        return self.code(node.func)
+
+    def getattr_default(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        if isinstance(node, cst.Call) and self._callee(node) == "getattr" and len(node.args) == 3:
+            return node.args[2].value
+        return None
+
+    def describe(self, node: cst.BaseExpression) -> str:
+        ref = self.config_ref(node)
+        if ref:
+            return ref
+        if isinstance(node, cst.Name):
+            if node.value in self.env:
+                return self._wrap(self.env[node.value])
+            return node.value
+        text = string_value(node)
+        if text is not None:
+            return text
+        number = int_value(node)
+        if number is not None:
+            return str(number)
+        if isinstance(node, cst.Attribute) and self.code(node.value) == "self":
+            return node.attr.value
+        if isinstance(node, cst.List | cst.Tuple | cst.Set):
+            return "[" + ", ".join(self.describe(e.value) for e in node.elements) + "]"
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return "not " + self._wrap(node.expression)
+        if isinstance(node, cst.BooleanOperation):
+            op = "and" if isinstance(node.operator, cst.And) else "or"
+            return f"{self._wrap(node.left, op)} {op} {self._wrap(node.right, op)}"
+        if isinstance(node, cst.Comparison):
+            return self._describe_comparison(node)
+        if isinstance(node, cst.Call):
+            callee = self._callee(node)
+            if callee == "hasattr" and len(node.args) == 2:
+                base = self.config_ref(node.args[0].value)
+                key = string_value(node.args[1].value)
+                if base is not None and key is not None:
+                    return f"has {base + '.' if base else ''}{key}"
+            if callee.startswith("self.") and not node.args:
+                return self._describe_method(callee.removeprefix("self."))
+        return self.code(node)
+
+    def _describe_method(self, name: str) -> str:
+        method = self.methods.get(name)
+        if method is not None:
+            body = statements(method.body)
+            if len(body) == 1 and isinstance(body[0], cst.Return) and body[0].value is not None:
+                inner = ExpressionDescriber(self.module, methods=self.methods)
+                return inner.describe(body[0].value)
+        return f"{name}()"
+
+    def _describe_comparison(self, node: cst.Comparison) -> str:
+        parts = [self._wrap(node.left)]
+        for target in node.comparisons:
+            op = target.operator
+            right = target.comparator
+            if isinstance(op, cst.In | cst.NotIn) and string_value(node.left) is not None:
+                ref = self.config_ref(right)
+                if ref is not None and len(node.comparisons) == 1:
+                    key = string_value(node.left)
+                    prefix = "" if isinstance(op, cst.In) else "not "
+                    return f"{prefix}has {ref + '.' if ref else ''}{key}"
+            symbol = {
+                cst.Equal: "==", cst.NotEqual: "!=", cst.In: "in", cst.NotIn: "not in",
+                cst.Is: "is", cst.IsNot: "is not", cst.LessThan: "<", cst.GreaterThan: ">",
+                cst.LessThanEqual: "<=", cst.GreaterThanEqual: ">=",
+            }.get(type(op), self.code(op))
+            parts += [symbol, self._wrap(right)]
+        return " ".join(parts)
+
+    def _wrap(self, node: cst.BaseExpression, parent_op: str | None = None) -> str:
+        text = self.describe(node)
+        compound = isinstance(node, cst.BooleanOperation)
+        if isinstance(node, cst.Name) and node.value in self.env:
+            compound = isinstance(self.env[node.value], cst.BooleanOperation)
+        if compound:
+            inner = node if isinstance(node, cst.BooleanOperation) else self.env[node.value]  # type: ignore[union-attr]
+            op = "and" if isinstance(inner.operator, cst.And) else "or"
+            if op != parent_op:
+                return f"({text})"
+        return text

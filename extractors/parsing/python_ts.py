@@ -1,0 +1,81 @@
+"""tree-sitter-python helpers for hot paths (registry parsing): fast, comment-preserving."""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+
+import tree_sitter_python
+from tree_sitter import Language, Node, Parser
+
+from extractors.errors import ParseError
+
+PYTHON = Language(tree_sitter_python.language())
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Parser:
+    return Parser(PYTHON)
+
+
+def parse_python(text: str, path: str) -> Node:
+    """The module node; a file with syntax errors is a ParseError naming the first bad line."""
+    tree = _parser().parse(text.encode("utf-8"))
+    root = tree.root_node
+    if root.has_error:
+        bad = _first_error(root)
+        where = f" (line {bad.start_point[0] + 1})" if bad is not None else ""
+        raise ParseError(f"{path} does not parse as Python{where}", paths=[path])
+    return root
+
+
+def _first_error(node: Node) -> Node | None:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "ERROR" or current.is_missing:
+            return current
+        stack.extend(reversed(current.children))
+    return None
+
+
+def node_text(node: Node) -> str:
+    return node.text.decode("utf-8") if node.text is not None else ""
+
+
+def string_value(node: Node) -> str | None:
+    """The value of a string literal without interpolation (also implicit concatenation)."""
+    if node.type == "concatenated_string":
+        parts = [string_value(c) for c in node.named_children]
+        return "".join(parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
+    if node.type != "string":
+        return None
+    if any(c.type == "interpolation" for c in node.named_children):
+        return None
+    try:
+        value = ast.literal_eval(node_text(node))  # a literal only: never evaluates code
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def unparenthesize(node: Node) -> Node:
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
+
+
+def top_level_assignments(root: Node) -> list[tuple[str, Node]]:
+    """(name, value node) for every `NAME = value` / `NAME: T = value` at module level, in order."""
+    found = []
+    for statement in root.named_children:
+        if statement.type != "expression_statement" or statement.named_child_count != 1:
+            continue
+        assignment = statement.named_children[0]
+        if assignment.type != "assignment":
+            continue
+        left = assignment.child_by_field_name("left")
+        right = assignment.child_by_field_name("right")
+        if left is not None and right is not None and left.type == "identifier":
+            found.append((node_text(left), right))
+    return found

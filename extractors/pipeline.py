@@ -1,0 +1,106 @@
+"""One extraction run: pin -> source -> extractors -> render -> generated/ (atomically)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from extractors.base import EngineSpec, extract_engine
+from extractors.diff import EngineDiff, diff_engine
+from extractors.engines import ENGINES, all_record_types
+from extractors.errors import ExtractionError, UsageError
+from extractors.pins import Pin, check_source_url, load_pin
+from extractors.records import EngineFacts
+from extractors.render import load_engine_facts, render_engine_files, render_schema
+from extractors.source import GitSource
+from extractors.writer import replace_directory, write_file_atomically
+
+SOURCE_ENV = "APRON_SOURCE_{engine}"
+
+
+@dataclass(frozen=True)
+class ProjectPaths:
+    root: Path
+
+    @property
+    def pins(self) -> Path:
+        return self.root / "pins"
+
+    @property
+    def generated(self) -> Path:
+        return self.root / "generated"
+
+
+def find_project(start: Path | None = None) -> ProjectPaths:
+    """The checkout holding `pins/` and `generated/`: the given dir or the nearest parent."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "pins").is_dir() and (candidate / "generated").is_dir():
+            return ProjectPaths(candidate)
+    raise UsageError(f"no project checkout (a folder with pins/ and generated/) at or above {here}; "
+                     "run from the checkout or pass --root")
+
+
+def source_for(engine: EngineSpec, pin: Pin | None, source: str | None) -> str:
+    """`--source`, else APRON_SOURCE_<ENGINE>, else the pin's URL."""
+    chosen = source or os.environ.get(SOURCE_ENV.format(engine=engine.engine_id.upper())) or (
+        pin.url if pin else engine.upstream_url)
+    return check_source_url(chosen)
+
+
+def extract_at(engine: EngineSpec, commit: str, source: str, *, upstream_url: str,
+               cache_dir: Path | None = None) -> EngineFacts:
+    snapshot = GitSource(engine.engine_id, source, cache_dir=cache_dir).snapshot(commit)
+    facts = extract_engine(engine, snapshot, commit_date=snapshot.commit_date, source_label=source)
+    if facts.upstream_url != upstream_url:
+        facts = EngineFacts(engine=facts.engine, commit=facts.commit,
+                            commit_date=facts.commit_date, upstream_url=upstream_url,
+                            facts=facts.facts, warnings=facts.warnings)
+    return facts
+
+
+def render_all(facts: EngineFacts) -> dict[str, str]:
+    engine = ENGINES[facts.engine]
+    return render_engine_files(facts, engine.title)
+
+
+def current_facts(paths: ProjectPaths, engine: EngineSpec) -> EngineFacts | None:
+    try:
+        return load_engine_facts(paths.generated / engine.engine_id, engine.fact_kinds)
+    except Exception:  # a broken or hand-edited generated dir: treat as absent, diff against nothing
+        return None
+
+
+def write_generated(paths: ProjectPaths, facts: EngineFacts) -> None:
+    """Write `generated/<engine>/` all together, and the shared schema module."""
+    files = render_all(facts)  # render everything before touching the disk
+    schema = render_schema(all_record_types())
+    init = paths.generated / "__init__.py"
+    if not init.exists():
+        write_file_atomically(init, '"""Generated engine constraints. Do not edit by hand."""\n')
+    write_file_atomically(paths.generated / "schema.py", schema)
+    replace_directory(paths.generated / facts.engine, files)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    facts: EngineFacts
+    diff: EngineDiff
+    previous: EngineFacts | None
+
+
+def run(engine: EngineSpec, paths: ProjectPaths, *, commit: str | None, source: str | None,
+        write: bool = True, cache_dir: Path | None = None) -> RunResult:
+    pin = load_pin(paths.pins, engine.engine_id)
+    chosen_source = source_for(engine, pin, source)
+    try:
+        facts = extract_at(engine, commit or pin.commit, chosen_source, upstream_url=pin.url,
+                           cache_dir=cache_dir)
+    except ExtractionError as err:
+        raise err.with_context(engine=engine.engine_id, source=chosen_source)
+    previous = current_facts(paths, engine)
+    diff = diff_engine(previous, facts)
+    if write:
+        write_generated(paths, facts)
+    return RunResult(facts=facts, diff=diff, previous=previous)

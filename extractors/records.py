@@ -1,0 +1,102 @@
+"""Frozen record types shared by all engines, and the description of a fact kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Record(BaseModel):
+    """One fact. Fields are plain values (str, int, bool, None, tuples of str) so that the
+    renderer can write them as literals and `generated/schema.py` can mirror them as NamedTuples.
+
+    `KEY` names the fields that identify a fact across commits (for semantic diffs)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    KEY: ClassVar[tuple[str, ...]] = ()
+
+    def identity(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.KEY)
+
+
+class ExtractionWarning(Record):
+    """A soft problem found while extracting: a shadowed registry row, an unresolved join, ..."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("fact", "code", "subject")
+
+    fact: str
+    code: str
+    subject: str
+    message: str
+    path: str
+    symbol: str
+
+
+@dataclass(frozen=True)
+class FactKind:
+    """One kind of fact an engine yields: it becomes one module `generated/<engine>/<name>.py`."""
+
+    name: str
+    title: str
+    record: type[Record]
+    description: str
+    ordered: bool = False  # True when the upstream order carries meaning (e.g. alias scan order)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file read at the commit, named with its git blob SHA for the provenance header."""
+
+    path: str
+    blob: str
+
+
+@dataclass(frozen=True)
+class FactResult:
+    """The records of one fact kind and the files they were read from."""
+
+    kind: FactKind
+    records: tuple[Record, ...]
+    sources: tuple[SourceFile, ...]
+
+    def sorted_records(self) -> tuple[Record, ...]:
+        if self.kind.ordered:
+            return self.records
+        return tuple(sorted(self.records, key=_sort_key))
+
+
+def _sort_key(record: Record) -> tuple:
+    return tuple(_sortable(v) for v in record.model_dump().values())
+
+
+def _sortable(value: object) -> tuple:
+    if value is None:
+        return (0, "")
+    if isinstance(value, bool):
+        return (1, int(value))
+    if isinstance(value, int):
+        return (2, value)
+    if isinstance(value, tuple):
+        return (3, tuple(_sortable(v) for v in value))
+    return (4, str(value))
+
+
+@dataclass(frozen=True)
+class EngineFacts:
+    """Everything extracted for one engine at one commit."""
+
+    engine: str
+    commit: str
+    commit_date: str
+    upstream_url: str
+    facts: tuple[FactResult, ...]
+    warnings: tuple[ExtractionWarning, ...]
+
+    def fact(self, name: str) -> FactResult:
+        for result in self.facts:
+            if result.kind.name == name:
+                return result
+        raise KeyError(name)

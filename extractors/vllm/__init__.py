@@ -1,0 +1,135 @@
+"""vLLM: MLA model types and gates, the KV-head alias scan and overrides, registry rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from extractors.base import EngineSpec, FactExtractor, FactOutput
+from extractors.records import FactKind, Record
+from extractors.snapshot import Snapshot
+from extractors.vllm import convertor
+from extractors.vllm.records import (
+    KvHeadAlias,
+    KvHeadFallback,
+    KvHeadOverride,
+    MlaGate,
+    MlaModelType,
+    RegistryRow,
+)
+from extractors.vllm.registry_rows import registry_rows
+
+
+@dataclass(frozen=True)
+class ConvertorLayout:
+    """Where `is_deepseek_mla` and `get_total_num_kv_heads` live in one era of vLLM."""
+
+    path: str
+    class_name: str
+    has_convertor_map: bool
+
+
+# Newest first. 2026-01-02 moved the methods from ModelConfig into the convertor base class.
+CONVERTOR_LAYOUTS = (
+    ConvertorLayout("vllm/transformers_utils/model_arch_config_convertor.py",
+                    "ModelArchConfigConvertorBase", True),
+    ConvertorLayout("vllm/config/model.py", "ModelConfig", False),  # late 2025
+    ConvertorLayout("vllm/config.py", "ModelConfig", False),  # mid 2025
+)
+REGISTRY_PATHS = (
+    "vllm/model_executor/models/registry.py",
+    "vllm/models/registry.py",
+)
+
+
+def find_layout(snapshot: Snapshot, method: str) -> ConvertorLayout:
+    """The newest layout whose file defines `<class>.<method>`; an error names all tried."""
+    tried = []
+    for layout in CONVERTOR_LAYOUTS:
+        tried.append(layout.path)
+        if not snapshot.exists(layout.path):
+            continue
+        text = snapshot.read_text(layout.path)
+        if convertor.defines_method(text, layout.path, layout.class_name, method):
+            return layout
+    anchors = " or ".join(f"{lay.class_name}.{method}" for lay in CONVERTOR_LAYOUTS)
+    raise snapshot.missing_anchor(f"{method} is not defined in any known layout", tried, anchors)
+
+
+def _mla_model_types(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    layout = find_layout(snapshot, convertor.MLA_METHOD)
+    text = snapshot.read_text(layout.path)
+    return FactOutput(tuple(convertor.mla_model_types(text, layout.path, layout.class_name)))
+
+
+def _mla_gates(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    layout = find_layout(snapshot, convertor.MLA_METHOD)
+    text = snapshot.read_text(layout.path)
+    return FactOutput(tuple(convertor.mla_gates(text, layout.path, layout.class_name)))
+
+
+def _kv_head_aliases(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    layout = find_layout(snapshot, convertor.KV_METHOD)
+    text = snapshot.read_text(layout.path)
+    return FactOutput(tuple(convertor.kv_head_aliases(text, layout.path, layout.class_name)))
+
+
+def _kv_head_fallback(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    layout = find_layout(snapshot, convertor.KV_METHOD)
+    text = snapshot.read_text(layout.path)
+    return FactOutput(tuple(convertor.kv_head_fallback(text, layout.path, layout.class_name)))
+
+
+def _kv_head_overrides(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    layout = find_layout(snapshot, convertor.KV_METHOD)
+    text = snapshot.read_text(layout.path)
+    if layout.has_convertor_map:
+        rows = convertor.kv_head_overrides_by_convertor(text, layout.path, layout.class_name)
+    else:
+        rows = convertor.kv_head_overrides_inline(text, layout.path, layout.class_name)
+    return FactOutput(tuple(rows))
+
+
+def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing(REGISTRY_PATHS, anchor="_VLLM_MODELS")
+    rows, warnings = registry_rows(snapshot.read_text(path), path)
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+
+MLA_MODEL_TYPES = FactKind(
+    "mla_model_types", "MLA model types", MlaModelType,
+    "model_type values is_deepseek_mla() treats as MLA; eagle_inner rows are checked against "
+    "an EAGLE module's inner model.")
+MLA_GATES = FactKind(
+    "mla_gates", "MLA gates", MlaGate,
+    "what a listed model_type must also have to be MLA; when the gate fails vLLM uses "
+    "full attention.")
+KV_HEAD_ALIASES = FactKind(
+    "kv_head_aliases", "KV-head alias scan", KvHeadAlias,
+    "config keys get_total_num_kv_heads() tries in order; the first present key wins.",
+    ordered=True)
+KV_HEAD_FALLBACK = FactKind(
+    "kv_head_fallback", "KV-head fallback", KvHeadFallback,
+    "the value used when no alias key is present: vLLM silently assumes MHA.")
+KV_HEAD_OVERRIDES = FactKind(
+    "kv_head_overrides", "KV-head overrides", KvHeadOverride,
+    "per-model_type rules that replace or precede the alias scan; '*' applies to every "
+    "model type except `excludes`.")
+REGISTRY_ROWS = FactKind(
+    "registry_rows", "Registry rows", RegistryRow,
+    "every HF architecture vLLM registers, with module, class, task group and section.")
+
+ENGINE = EngineSpec(
+    engine_id="vllm",
+    title="vLLM",
+    upstream_url="https://github.com/vllm-project/vllm",
+    facts=(
+        FactExtractor(MLA_MODEL_TYPES, _mla_model_types),
+        FactExtractor(MLA_GATES, _mla_gates),
+        FactExtractor(KV_HEAD_ALIASES, _kv_head_aliases),
+        FactExtractor(KV_HEAD_FALLBACK, _kv_head_fallback),
+        FactExtractor(KV_HEAD_OVERRIDES, _kv_head_overrides),
+        FactExtractor(REGISTRY_ROWS, _registry_rows),
+    ),
+)

@@ -1,0 +1,436 @@
+"""vLLM code facts from the model-arch convertor (or the older ModelConfig): MLA model types,
+MLA gates, the KV-head alias scan, its fallback, and per-model_type KV-head overrides.
+
+Pure functions: file text in, records out."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import libcst as cst
+
+from extractors.errors import AnchorError
+from extractors.parsing.python_cst import (
+    ExpressionDescriber,
+    base_names,
+    class_methods,
+    int_value,
+    parse_module,
+    statements,
+    string_sequence,
+    string_value,
+    top_level_assignments,
+    top_level_classes,
+)
+from extractors.vllm.records import (
+    KvHeadAlias,
+    KvHeadFallback,
+    KvHeadOverride,
+    MlaGate,
+    MlaModelType,
+)
+
+MLA_METHOD = "is_deepseek_mla"
+KV_METHOD = "get_total_num_kv_heads"
+CONVERTOR_MAP = "MODEL_ARCH_CONFIG_CONVERTORS"
+SCOPE_BY_REF = {"model_type": "main", "model.model_type": "eagle_inner"}
+
+
+@lru_cache(maxsize=16)
+def _parsed(text: str, path: str) -> cst.Module:
+    return parse_module(text, path)
+
+
+def _method(text: str, path: str, class_name: str, method: str) -> tuple[cst.Module, cst.FunctionDef]:
+    module = _parsed(text, path)
+    cls = top_level_classes(module).get(class_name)
+    if cls is None:
+        raise AnchorError(f"class {class_name} not found in {path}", paths=[path],
+                          anchor=f"{class_name}.{method}")
+    found = class_methods(cls).get(method)
+    if found is None:
+        raise AnchorError(f"method {class_name}.{method} not found in {path}", paths=[path],
+                          anchor=f"{class_name}.{method}")
+    return module, found
+
+
+def defines_method(text: str, path: str, class_name: str, method: str) -> bool:
+    """Whether `class_name.method` is defined in this file (used to pick the layout)."""
+    cls = top_level_classes(_parsed(text, path)).get(class_name)
+    return cls is not None and method in class_methods(cls)
+
+
+def _describer(module: cst.Module, class_name: str) -> ExpressionDescriber:
+    cls = top_level_classes(module).get(class_name)
+    return ExpressionDescriber(module, methods=class_methods(cls) if cls else {})
+
+
+def _model_type_membership(node: cst.CSTNode, describer: ExpressionDescriber,
+                           constants: dict[str, cst.BaseExpression]) -> tuple[str, list[str]] | None:
+    """(scope, model types) when `node` is `<config>.model_type in (...)`, else None."""
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return None
+    target = node.comparisons[0]
+    if not isinstance(target.operator, cst.In):
+        return None
+    scope = SCOPE_BY_REF.get(describer.config_ref(node.left) or "")
+    if scope is None:
+        return None
+    comparator = target.comparator
+    if isinstance(comparator, cst.Name) and comparator.value in constants:
+        comparator = constants[comparator.value]
+    values = string_sequence(comparator)
+    return (scope, values) if values is not None else None
+
+
+def mla_model_types(text: str, path: str, class_name: str) -> list[MlaModelType]:
+    """Every model_type string `is_deepseek_mla()` compares with, by scope, in source order."""
+    module, method = _method(text, path, class_name, MLA_METHOD)
+    describer = _describer(module, class_name)
+    constants = top_level_assignments(module)
+    symbol = f"{class_name}.{MLA_METHOD}"
+    rows: list[MlaModelType] = []
+    for node in _walk(method):
+        found = _model_type_membership(node, describer, constants)
+        if found:
+            scope, values = found
+            rows += [MlaModelType(scope=scope, model_type=v, path=path, symbol=symbol) for v in values]
+    if not any(r.scope == "main" for r in rows):
+        raise AnchorError(f"{symbol} in {path} has no `model_type in (...)` list", paths=[path],
+                          anchor=f"{symbol}: model_type tuple")
+    return rows
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _split_requirements(expr: cst.BaseExpression, describer: ExpressionDescriber,
+                        constants: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    requires: list[str] = []
+    other: list[str] = []
+    for part in _conjuncts(expr):
+        if _model_type_membership(part, describer, constants):
+            continue  # the membership test itself is recorded as MlaModelType rows
+        if (isinstance(part, cst.Comparison) and len(part.comparisons) == 1
+                and isinstance(part.comparisons[0].operator, cst.IsNot)
+                and isinstance(part.comparisons[0].comparator, cst.Name)
+                and part.comparisons[0].comparator.value == "None"
+                and describer.config_ref(part.left)):
+            requires.append(describer.config_ref(part.left))  # type: ignore[arg-type]
+        else:
+            other.append(describer.describe(part))
+    return tuple(requires), tuple(other)
+
+
+def _when(test: cst.BaseExpression, describer: ExpressionDescriber, negate: bool) -> str:
+    text = describer.describe(test)
+    if not negate:
+        return text
+    return text[4:] if text.startswith("not ") else f"not {text}"
+
+
+def _gates_of_body(body: list[cst.CSTNode], scope: str, describer: ExpressionDescriber,
+                   constants: dict, path: str, symbol: str) -> list[MlaGate]:
+    def gate(when: str, expr: cst.BaseExpression | None) -> MlaGate:
+        if expr is None:
+            requires, other = (), ("returns None",)
+        else:
+            requires, other = _split_requirements(expr, describer, constants)
+        return MlaGate(scope=scope, when=when, requires_non_null=requires, other_conditions=other,
+                       path=path, symbol=symbol)
+
+    if len(body) == 1 and isinstance(body[0], cst.Return):
+        return [gate("always", body[0].value)]
+    if (len(body) == 1 and isinstance(body[0], cst.If) and isinstance(body[0].orelse, cst.Else)):
+        branch = body[0]
+        then_body = statements(branch.body)
+        else_body = statements(branch.orelse.body)
+        if (len(then_body) == 1 and isinstance(then_body[0], cst.Return)
+                and len(else_body) == 1 and isinstance(else_body[0], cst.Return)):
+            return [gate(_when(branch.test, describer, False), then_body[0].value),
+                    gate(_when(branch.test, describer, True), else_body[0].value)]
+    code = " ".join(describer.code(s) for s in body)
+    return [MlaGate(scope=scope, when="always", requires_non_null=(),
+                    other_conditions=(f"opaque: {code}",), path=path, symbol=symbol)]
+
+
+def mla_gates(text: str, path: str, class_name: str) -> list[MlaGate]:
+    """The conditions beyond model_type membership: per scope, when they apply and what they need."""
+    module, method = _method(text, path, class_name, MLA_METHOD)
+    describer = _describer(module, class_name)
+    constants = top_level_assignments(module)
+    symbol = f"{class_name}.{MLA_METHOD}"
+    gates: list[MlaGate] = []
+    for node in _walk(method):
+        if not isinstance(node, cst.If):
+            continue
+        found = _model_type_membership(node.test, describer, constants)
+        body = statements(node.body)
+        if found and found[0] == "main":
+            gates += _gates_of_body(body, "main", describer, constants, path, symbol)
+        elif describer.describe(node.test) == "model_type == eagle":
+            gates += _gates_of_body(body, "eagle_inner", describer, constants, path, symbol)
+    if not gates:
+        raise AnchorError(f"{symbol} in {path} has no recognisable MLA branch", paths=[path],
+                          anchor=f"{symbol}: if model_type in (...)")
+    return gates
+
+
+# ------------------------------------------------------------------ KV heads
+
+
+def _alias_list(method: cst.FunctionDef) -> cst.BaseExpression | None:
+    """The string list the scan iterates: a local list used as a `for` iterable or passed to a
+    call (`getattr_iter(config, attributes, ...)`), not one used in a membership test."""
+    lists: dict[str, cst.BaseExpression] = {}
+    for node in statements(method.body):
+        if (isinstance(node, cst.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0].target, cst.Name)
+                and string_sequence(node.value) is not None):
+            lists[node.targets[0].target.value] = node.value
+    for node in _walk(method):
+        if isinstance(node, cst.For) and isinstance(node.iter, cst.Name) and node.iter.value in lists:
+            return lists[node.iter.value]
+        if isinstance(node, cst.Call):
+            for arg in node.args:
+                if isinstance(arg.value, cst.Name) and arg.value.value in lists:
+                    return lists[arg.value.value]
+    return None
+
+
+def kv_head_aliases(text: str, path: str, class_name: str) -> list[KvHeadAlias]:
+    """The ordered config keys of the scan; the first present key wins."""
+    _, method = _method(text, path, class_name, KV_METHOD)
+    symbol = f"{class_name}.{KV_METHOD}"
+    alias_list = _alias_list(method)
+    keys = string_sequence(alias_list) if alias_list is not None else None
+    if not keys:
+        raise AnchorError(f"{symbol} in {path} has no list of config keys to scan",
+                          paths=[path], anchor=f"{symbol}: attributes = [...]")
+    return [KvHeadAlias(position=i, key=k, path=path, symbol=symbol) for i, k in enumerate(keys)]
+
+
+def kv_head_fallback(text: str, path: str, class_name: str) -> list[KvHeadFallback]:
+    """What the scan returns when no alias key is present."""
+    module, method = _method(text, path, class_name, KV_METHOD)
+    describer = _describer(module, class_name)
+    symbol = f"{class_name}.{KV_METHOD}"
+    fallback: cst.BaseExpression | None = None
+    for node in _walk(method):
+        if isinstance(node, cst.Arg) and node.keyword and node.keyword.value == "default_factory":
+            fallback = node.value
+    body = statements(method.body)
+    for node in body:
+        if isinstance(node, cst.Assign) and isinstance(node.targets[0].target, cst.Name):
+            describer.env[node.targets[0].target.value] = node.value
+    if fallback is None and body and isinstance(body[-1], cst.Return) and body[-1].value:
+        fallback = body[-1].value
+    if fallback is None:
+        raise AnchorError(f"{symbol} in {path} has no fallback after the alias scan",
+                          paths=[path], anchor=f"{symbol}: final return / default_factory")
+    if isinstance(fallback, cst.Name) and fallback.value in describer.env:
+        fallback = describer.env[fallback.value]
+    if isinstance(fallback, cst.Attribute) and describer.code(fallback.value) == "self":
+        words = describer.describe(cst.Call(func=fallback))  # a bound method used as a factory
+    else:
+        words = describer.describe(fallback)
+    return [KvHeadFallback(fallback=words, expression=describer.code(fallback), path=path,
+                           symbol=symbol)]
+
+
+def _is_super_call(node: cst.BaseExpression | None, method: str) -> bool:
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == method and isinstance(node.func.value, cst.Call)
+            and isinstance(node.func.value.func, cst.Name) and node.func.value.func.value == "super")
+
+
+def _value_words(node: cst.BaseExpression | None, d: ExpressionDescriber) -> str:
+    if node is None:
+        return "None"
+    if _is_super_call(node, KV_METHOD):
+        return "base scan"
+    return d.describe(node)
+
+
+def describe_kv_body(body: list[cst.CSTNode], d: ExpressionDescriber) -> tuple[str, str]:
+    """(kind, rule) in words for the body of a get_total_num_kv_heads override or inline rule."""
+    real = []
+    for node in body:
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(
+                node.targets[0].target, cst.Name):
+            d.env[node.targets[0].target.value] = node.value
+        elif not isinstance(node, cst.Assert):
+            real.append(node)
+    for node in real:
+        if isinstance(node, cst.For):
+            ref = d.config_ref(node.iter)
+            return ("derived", f"derived from {ref}" if ref else "derived in a loop")
+    if not real or not isinstance(real[-1], cst.Return):
+        return ("opaque", "")
+    branches = []
+    for node in real[:-1]:
+        if not isinstance(node, cst.If) or node.orelse is not None:
+            return ("opaque", "")
+        inner = statements(node.body)
+        if len(inner) != 1 or not isinstance(inner[0], cst.Return):
+            return ("opaque", "")
+        branches.append((node.test, inner[0].value))
+    last = real[-1].value
+    if not branches:
+        if last is not None and int_value(last) is not None:
+            return ("constant", f"constant {int_value(last)}")
+        if _is_super_call(last, KV_METHOD):
+            return ("base", "base scan")
+        default = d.getattr_default(last) if last is not None else None
+        ref = d.config_ref(last) if last is not None else None
+        if ref:
+            if default is not None:
+                return ("reads", f"reads {ref}, else {d.describe(default)}")
+            return ("reads", f"reads {ref}")
+        return ("expression", f"returns {_value_words(last, d)}")
+    if len(branches) == 1:
+        test, value = branches[0]
+        cond = d.describe(test)
+        ref = d.config_ref(value) if value is not None else None
+        if ref and cond == f"has {ref}":
+            return ("reads", f"reads {ref}, else {_value_words(last, d)}")
+    parts = [f"{_value_words(v, d)} when {d.describe(t)}" for t, v in branches]
+    return ("conditional", "; ".join(parts) + f"; else {_value_words(last, d)}")
+
+
+def _resolve_method(classes: dict[str, cst.ClassDef], name: str, method: str,
+                    seen: frozenset[str] = frozenset()) -> str | None:
+    """The class (among `classes`) whose `method` `name` would run; None when not found here."""
+    if name in seen or name not in classes:
+        return None
+    if method in class_methods(classes[name]):
+        return name
+    for base in base_names(classes[name]):
+        found = _resolve_method(classes, base, method, seen | {name})
+        if found:
+            return found
+    return None
+
+
+def convertor_map(text: str, path: str) -> dict[str, str]:
+    """MODEL_ARCH_CONFIG_CONVERTORS: model_type -> convertor class name."""
+    module = _parsed(text, path)
+    value = top_level_assignments(module).get(CONVERTOR_MAP)
+    if not isinstance(value, cst.Dict):
+        raise AnchorError(f"{CONVERTOR_MAP} dict not found in {path}", paths=[path],
+                          anchor=CONVERTOR_MAP)
+    mapping: dict[str, str] = {}
+    for element in value.elements:
+        if isinstance(element, cst.DictElement):
+            key = string_value(element.key)
+            if key is not None and isinstance(element.value, cst.Name | cst.Attribute):
+                mapping[key] = ExpressionDescriber(module).code(element.value).split(".")[-1]
+    if not mapping:
+        raise AnchorError(f"{CONVERTOR_MAP} in {path} is empty", paths=[path], anchor=CONVERTOR_MAP)
+    return mapping
+
+
+def kv_head_overrides_by_convertor(text: str, path: str, base_class: str) -> list[KvHeadOverride]:
+    """Per-model_type overrides of the scan, from the convertor classes (2026 layout)."""
+    module = _parsed(text, path)
+    classes = top_level_classes(module)
+    rows: list[KvHeadOverride] = []
+    for model_type, class_name in convertor_map(text, path).items():
+        owner = _resolve_method(classes, class_name, KV_METHOD)
+        if owner == base_class:
+            continue  # inherits the plain scan
+        if owner is None:
+            rows.append(KvHeadOverride(
+                model_type=model_type, rule_order=0, convertor_class=class_name, kind="opaque",
+                rule=f"opaque: {class_name} is not defined in this file", excludes="", path=path,
+                symbol=f"{class_name}.{KV_METHOD}"))
+            continue
+        method = class_methods(classes[owner])[KV_METHOD]
+        kind, rule = describe_kv_body(statements(method.body), _describer(module, owner))
+        symbol = f"{owner}.{KV_METHOD}"
+        rows.append(KvHeadOverride(
+            model_type=model_type, rule_order=0, convertor_class=class_name, kind=kind,
+            rule=rule or f"opaque: see {path}::{symbol}", excludes="", path=path, symbol=symbol))
+    return rows
+
+
+def _model_types_tested(test: cst.BaseExpression, d: ExpressionDescriber) -> list[str] | None:
+    """[types] when `test` is `model_type == "x"` or `model_type in [...]`, else None."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    if d.config_ref(test.left) != "model_type":
+        return None
+    op = test.comparisons[0].operator
+    right = test.comparisons[0].comparator
+    if isinstance(right, cst.Name) and right.value in d.env:
+        right = d.env[right.value]
+    if isinstance(op, cst.Equal) and string_value(right) is not None:
+        return [string_value(right)]  # type: ignore[list-item]
+    if isinstance(op, cst.In):
+        return string_sequence(right)
+    return None
+
+
+def _mentions_model_type(node: cst.BaseExpression, d: ExpressionDescriber) -> bool:
+    if isinstance(node, cst.Name) and node.value in d.env:
+        node = d.env[node.value]
+    return any(d.config_ref(n) == "model_type" for n in _walk(node)
+               if isinstance(n, cst.BaseExpression))
+
+
+def _unwrap(text: str) -> str:
+    return text[1:-1] if text.startswith("(") and text.endswith(")") else text
+
+
+def kv_head_overrides_inline(text: str, path: str, class_name: str) -> list[KvHeadOverride]:
+    """The special cases at the top of ModelConfig.get_total_num_kv_heads (2025 layouts)."""
+    module, method = _method(text, path, class_name, KV_METHOD)
+    d = _describer(module, class_name)
+    symbol = f"{class_name}.{KV_METHOD}"
+    alias_list = _alias_list(method)
+    rows: list[KvHeadOverride] = []
+    order = 0
+    for node in statements(method.body):
+        if isinstance(node, cst.Assign) and node.value is alias_list:
+            break
+        if isinstance(node, cst.Assign) and isinstance(node.targets[0].target, cst.Name):
+            d.env[node.targets[0].target.value] = node.value
+            continue
+        if not isinstance(node, cst.If):
+            continue
+        model_types = _model_types_tested(node.test, d)
+        if model_types:
+            kind, rule = describe_kv_body(statements(node.body), d)
+            for model_type in model_types:
+                rows.append(KvHeadOverride(
+                    model_type=model_type, rule_order=order, convertor_class="", kind=kind,
+                    rule=rule or f"opaque: see {path}::{symbol}", excludes="", path=path,
+                    symbol=symbol))
+            order += 1
+            continue
+        inner = statements(node.body)
+        conditions = _conjuncts(node.test)
+        excluded = [c for c in conditions if isinstance(c, cst.UnaryOperation)
+                    and _mentions_model_type(c.expression, d)]
+        kept = [c for c in conditions if c not in excluded]
+        if len(inner) == 1 and isinstance(inner[0], cst.Return):
+            value = _value_words(inner[0].value, d)
+            when = " and ".join(d.describe(c) for c in kept) or "always"
+            kind, rule = "conditional", f"{value} when {when}"
+        else:
+            kind, rule = "opaque", f"opaque: see {path}::{symbol}"
+        excludes = " and ".join(_unwrap(d.describe(c.expression)) for c in excluded)
+        rows.append(KvHeadOverride(model_type="*", rule_order=order, convertor_class="",
+                                   kind=kind, rule=rule, excludes=excludes, path=path,
+                                   symbol=symbol))
+        order += 1
+    return rows

@@ -1,0 +1,1 @@
+"""Generated engine constraints. Do not edit by hand."""

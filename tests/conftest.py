@@ -1,0 +1,92 @@
+"""Shared fixtures: temporary git repositories built from hand-written miniature trees."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from extractors.pipeline import ProjectPaths
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+def commit_tree(repo: Path, files: Mapping[str, str | bytes | None], message: str,
+                date: str = "2026-01-01T00:00:00+00:00") -> str:
+    """Make the work tree match `files` (None deletes a path) and commit; returns the SHA."""
+    for path, content in files.items():
+        target = repo / path
+        if content is None:
+            if target.exists():
+                target.unlink()
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
+    git(repo, "add", "-A")
+    env_date = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    os.environ.update(env_date)
+    try:
+        git(repo, "commit", "-q", "--allow-empty", "-m", message)
+    finally:
+        for key in env_date:
+            os.environ.pop(key, None)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def make_repo(tmp_path):
+    """`make_repo([(files, message, date), ...])` -> (repo path, [commit SHAs])."""
+
+    def build(commits, name: str = "engine") -> tuple[Path, list[str]]:
+        repo = tmp_path / name
+        repo.mkdir()
+        git(repo, "init", "-q", "-b", "main")
+        shas = []
+        for entry in commits:
+            files, message, *rest = entry
+            shas.append(commit_tree(repo, files, message, *(rest or [])))
+        return repo, shas
+
+    return build
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch):
+    """Every test gets its own git cache; no test touches the user's cache."""
+    monkeypatch.setenv("APRON_CACHE_DIR", str(tmp_path / "cache"))
+    for key in list(os.environ):
+        if key.startswith("APRON_SOURCE_"):
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def project(tmp_path) -> ProjectPaths:
+    """An empty project checkout (pins/ and generated/) in a temp dir."""
+    root = tmp_path / "project"
+    (root / "pins").mkdir(parents=True)
+    (root / "generated").mkdir()
+    return ProjectPaths(root)
+
+
+def write_pin(project: ProjectPaths, engine: str, url: str, commit: str,
+              date: str = "2026-01-01") -> None:
+    (project.pins / f"{engine}.toml").write_text(
+        f'url = "{url}"\ncommit = "{commit}"\ndate = "{date}"\n', encoding="utf-8")
+
+
+def mirror(engine: str) -> str | None:
+    """The real engine checkout named by APRON_MIRROR_<ENGINE>, or None."""
+    return os.environ.get(f"APRON_MIRROR_{engine.upper()}") or None
