@@ -75,8 +75,8 @@ def extract_engine(engine: Engine, snapshot: Snapshot, *, commit_date: str,
                     paths=recording.read_paths, anchor=extractor.kind.title,
                 )
         except ExtractionError as err:
-            raise err.with_context(engine=engine.engine_id, commit=snapshot.commit,
-                                   source=source_label)
+            err.with_context(engine=engine.engine_id, commit=snapshot.commit, source=source_label)
+            raise
         done[extractor.kind.name] = output.records
         results.append(FactResult(kind=extractor.kind, records=output.records,
                                   sources=recording.sources()))

@@ -98,7 +98,8 @@ def run(engine: EngineSpec, paths: ProjectPaths, *, commit: str | None, source: 
         facts = extract_at(engine, commit or pin.commit, chosen_source, upstream_url=pin.url,
                            cache_dir=cache_dir)
     except ExtractionError as err:
-        raise err.with_context(engine=engine.engine_id, source=chosen_source)
+        err.with_context(engine=engine.engine_id, source=chosen_source)
+        raise
     previous = current_facts(paths, engine)
     diff = diff_engine(previous, facts)
     if write:

@@ -10,7 +10,14 @@ import typing
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record, SourceFile
+from extractors.records import (
+    EngineFacts,
+    ExtractionWarning,
+    FactKind,
+    FactResult,
+    Record,
+    SourceFile,
+)
 
 GENERATED_BY = "extract"
 WARNINGS_MODULE = "warnings_found"

@@ -1,0 +1,178 @@
+"""The vLLM code facts from miniature convertor/config text: one pure function per fact."""
+
+from __future__ import annotations
+
+import pytest
+
+from extractors.errors import AnchorError, ParseError
+from extractors.vllm import convertor
+from tests.vllm_miniatures import (
+    CONFIG_SINGLE_PATH,
+    CONVERTOR_PATH,
+    CONVERTOR_V1,
+    CONVERTOR_V2,
+    MODEL_CONFIG_OLD,
+)
+
+BASE = "ModelArchConfigConvertorBase"
+
+
+def mla(text, path=CONVERTOR_PATH, cls=BASE):
+    return [(r.scope, r.model_type) for r in convertor.mla_model_types(text, path, cls)]
+
+
+def gates(text, path=CONVERTOR_PATH, cls=BASE):
+    return [(g.scope, g.when, g.requires_non_null, g.other_conditions)
+            for g in convertor.mla_gates(text, path, cls)]
+
+
+def test_mla_model_types_main_and_eagle_in_source_order():
+    assert mla(CONVERTOR_V1) == [("main", "deepseek_v2"), ("main", "deepseek_v3"),
+                                 ("eagle_inner", "deepseek_v3")]
+
+
+def test_mla_model_types_second_commit_adds_kimi():
+    assert ("main", "kimi_k2") in mla(CONVERTOR_V2)
+
+
+def test_mla_model_types_older_layout_with_line_continuation():
+    assert mla(MODEL_CONFIG_OLD, CONFIG_SINGLE_PATH, "ModelConfig") == [
+        ("main", "deepseek_v2"), ("main", "deepseek_v3"), ("eagle_inner", "deepseek_v2")]
+
+
+def test_mla_model_types_resolve_module_constant():
+    text = (
+        'MLA_TYPES = ("deepseek_v2", "glm_moe_dsa")\n'
+        "class ModelConfig:\n"
+        "    def is_deepseek_mla(self):\n"
+        "        if self.hf_text_config.model_type in MLA_TYPES:\n"
+        "            return self.hf_text_config.kv_lora_rank is not None\n"
+        "        return False\n"
+    )
+    assert mla(text, "vllm/config.py", "ModelConfig") == [("main", "deepseek_v2"),
+                                                          ("main", "glm_moe_dsa")]
+
+
+def test_mla_gate_always_kv_lora_rank():
+    assert gates(CONVERTOR_V1) == [
+        ("main", "always", ("kv_lora_rank",), ()),
+        ("eagle_inner", "always", ("kv_lora_rank",), ()),
+    ]
+
+
+def test_mla_gate_compress_ratios_needs_head_dim():
+    assert gates(CONVERTOR_V2)[:2] == [
+        ("main", "has compress_ratios", ("head_dim",), ()),
+        ("main", "not has compress_ratios", ("kv_lora_rank",), ()),
+    ]
+
+
+def test_mla_gate_unrecognised_condition_is_kept_in_words():
+    text = CONVERTOR_V1.replace(
+        'return getattr(self.hf_text_config, "kv_lora_rank", None) is not None\n        elif',
+        'return self.use_mla and getattr(self.hf_text_config, "kv_lora_rank", None) is not None\n'
+        "        elif", 1)
+    assert gates(text)[0] == ("main", "always", ("kv_lora_rank",), ("use_mla",))
+
+
+def test_kv_head_aliases_keep_upstream_order():
+    rows = convertor.kv_head_aliases(CONVERTOR_V2, CONVERTOR_PATH, BASE)
+    assert [(r.position, r.key) for r in rows] == [
+        (0, "n_head_kv"), (1, "num_kv_heads"), (2, "num_key_value_heads"),
+        (3, "num_attention_groups")]
+
+
+def test_kv_head_aliases_ignore_a_list_used_for_membership():
+    rows = convertor.kv_head_aliases(MODEL_CONFIG_OLD, CONFIG_SINGLE_PATH, "ModelConfig")
+    assert [r.key for r in rows] == ["n_head_kv", "num_kv_heads", "num_key_value_heads"]
+
+
+@pytest.mark.parametrize(("text", "path", "cls", "expected"), [
+    (CONVERTOR_V1, CONVERTOR_PATH, BASE, ("num_attention_heads", "self.get_total_num_attention_heads")),
+    (MODEL_CONFIG_OLD, CONFIG_SINGLE_PATH, "ModelConfig",
+     ("num_attention_heads", "self.hf_text_config.num_attention_heads")),
+])
+def test_kv_head_fallback_is_silent_mha(text, path, cls, expected):
+    (row,) = convertor.kv_head_fallback(text, path, cls)
+    assert (row.fallback, row.expression) == expected
+
+
+def test_kv_head_overrides_by_convertor_class_and_inheritance():
+    rows = convertor.kv_head_overrides_by_convertor(CONVERTOR_V1, CONVERTOR_PATH, BASE)
+    assert {(r.model_type, r.convertor_class, r.kind, r.rule) for r in rows} == {
+        ("mamba", "MambaConvertor", "constant", "constant 0"),
+        ("falcon_mamba", "FalconMambaConvertor", "constant", "constant 0"),  # inherited
+        ("falcon", "FalconConvertor", "conditional",
+         "1 when not new_decoder_architecture and multi_query; else base scan"),
+        ("mpt", "MptConvertor", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
+    }  # "quiet" inherits the plain scan: no row
+    inherited = next(r for r in rows if r.model_type == "falcon_mamba")
+    assert inherited.symbol == "MambaConvertor.get_total_num_kv_heads"
+
+
+def test_kv_head_override_of_an_unknown_class_is_opaque_not_dropped():
+    text = CONVERTOR_V1.replace('"mamba": MambaConvertor,', '"mamba": ImportedConvertor,')
+    rows = convertor.kv_head_overrides_by_convertor(text, CONVERTOR_PATH, BASE)
+    mamba = next(r for r in rows if r.model_type == "mamba")
+    assert mamba.kind == "opaque" and "ImportedConvertor" in mamba.rule
+
+
+def test_kv_head_override_too_complex_is_opaque_with_location():
+    text = CONVERTOR_V1.replace(
+        "    def get_total_num_kv_heads(self) -> int:\n        return 0\n",
+        "    def get_total_num_kv_heads(self) -> int:\n        x = compute(self)\n"
+        "        while x:\n            x -= 1\n        return x\n", 1)
+    rows = convertor.kv_head_overrides_by_convertor(text, CONVERTOR_PATH, BASE)
+    mamba = next(r for r in rows if r.model_type == "mamba")
+    assert mamba.kind == "opaque"
+    assert mamba.rule == f"opaque: see {CONVERTOR_PATH}::MambaConvertor.get_total_num_kv_heads"
+
+
+def test_kv_head_overrides_inline_older_layout_with_scope():
+    rows = convertor.kv_head_overrides_inline(MODEL_CONFIG_OLD, CONFIG_SINGLE_PATH, "ModelConfig")
+    assert [(r.model_type, r.rule_order, r.kind, r.rule, r.excludes) for r in rows] == [
+        ("*", 0, "conditional", "1 when multi_query",
+         "model_type in [falcon, RefinedWeb] and new_decoder_architecture"),
+        ("mpt", 1, "reads", "reads attn_config.kv_n_heads, else num_attention_heads", ""),
+        ("nemotron-nas", 2, "derived", "derived from block_configs", ""),
+        ("*", 3, "conditional", "0 when is_attention_free", ""),
+    ]
+
+
+@pytest.mark.parametrize(("mutation", "anchor"), [
+    (("def is_deepseek_mla(", "def is_mla_model("), "ModelArchConfigConvertorBase.is_deepseek_mla"),
+    (("class ModelArchConfigConvertorBase:", "class RenamedBase:"),
+     "ModelArchConfigConvertorBase.is_deepseek_mla"),
+])
+def test_missing_anchor_function_is_an_error_naming_it(mutation, anchor):
+    with pytest.raises(AnchorError) as info:
+        convertor.mla_model_types(CONVERTOR_V1.replace(*mutation), CONVERTOR_PATH, BASE)
+    assert info.value.anchor == anchor
+    assert info.value.paths == (CONVERTOR_PATH,)
+
+
+def test_anchor_present_but_empty_is_an_error():
+    text = CONVERTOR_V1.replace('"deepseek_v2",\n            "deepseek_v3",  # the big one\n', "")
+    text = text.replace('in ("deepseek_v3",)', "in ()")
+    with pytest.raises(AnchorError, match="no `model_type in"):
+        convertor.mla_model_types(text, CONVERTOR_PATH, BASE)
+
+
+def test_alias_list_missing_is_an_error():
+    text = CONVERTOR_V1.replace('"n_head_kv",  # falcon\n            "num_kv_heads",\n'
+                                '            "num_key_value_heads",\n', "")
+    with pytest.raises(AnchorError, match="no list of config keys"):
+        convertor.kv_head_aliases(text, CONVERTOR_PATH, BASE)
+
+
+def test_convertor_map_missing_is_an_error():
+    text = CONVERTOR_V1.replace("MODEL_ARCH_CONFIG_CONVERTORS", "CONVERTORS_BY_TYPE")
+    with pytest.raises(AnchorError) as info:
+        convertor.kv_head_overrides_by_convertor(text, CONVERTOR_PATH, BASE)
+    assert info.value.anchor == "MODEL_ARCH_CONFIG_CONVERTORS"
+
+
+def test_malformed_python_is_a_parse_error_naming_the_file():
+    with pytest.raises(ParseError) as info:
+        convertor.mla_model_types(CONVERTOR_V1 + "\ndef broken(:\n", CONVERTOR_PATH, BASE)
+    assert CONVERTOR_PATH in str(info.value)

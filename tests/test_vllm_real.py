@@ -1,0 +1,58 @@
+"""Against a real vLLM checkout (APRON_MIRROR_VLLM); skipped when it is not set."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from extractors.engines import ENGINES
+from extractors.pins import load_pin
+from extractors.pipeline import ProjectPaths, run
+from tests.conftest import REPO_ROOT, mirror
+
+pytestmark = pytest.mark.real_mirror
+
+
+@pytest.fixture
+def vllm_mirror():
+    path = mirror("vllm")
+    if path is None:
+        pytest.skip("APRON_MIRROR_VLLM is not set")
+    return path
+
+
+def test_extract_at_pin_matches_committed_generated(tmp_path, vllm_mirror):
+    project = ProjectPaths(tmp_path / "p")
+    (project.root).mkdir()
+    shutil.copytree(REPO_ROOT / "pins", project.pins)
+    (project.generated / "vllm").mkdir(parents=True)
+    result = run(ENGINES["vllm"], project, commit=None, source=vllm_mirror)
+    committed = REPO_ROOT / "generated" / "vllm"
+    for path in sorted((project.generated / "vllm").iterdir()):
+        assert path.read_text() == (committed / path.name).read_text(), path.name
+    facts = result.facts
+    mla = {r.model_type for r in facts.fact("mla_model_types").records if r.scope == "main"}
+    assert {"deepseek_v3", "deepseek_v4", "kimi_k2", "glm_moe_dsa", "bailing_hybrid"} <= mla
+    aliases = [r.key for r in facts.fact("kv_head_aliases").records]
+    assert aliases == ["n_head_kv", "num_kv_heads", "num_key_value_heads",
+                       "multi_query_group_num", "num_attention_groups"]
+    registry = {r.architecture: r for r in facts.fact("registry_rows").records}
+    assert registry["WhisperForConditionalGeneration"].section == "Encoder-decoder"
+    assert registry["DeepseekV4ForCausalLM"].module == "vllm.models.deepseek_v4"
+
+
+def test_older_layouts_extract(tmp_path, vllm_mirror):
+    """mid-2025 (vllm/config.py) and late-2025 (vllm/config/model.py) layouts."""
+    project = ProjectPaths(tmp_path / "p")
+    project.root.mkdir()
+    shutil.copytree(REPO_ROOT / "pins", project.pins)
+    project.generated.mkdir()
+    pin = load_pin(project.pins, "vllm")
+    assert pin.commit
+    for commit, path in [("7f280d69c98e560427d2cbc9c3c3c13a83510dca", "vllm/config.py"),
+                         ("eaf81485eda13efc10e1c38f4094978eae04e77f", "vllm/config/model.py")]:
+        result = run(ENGINES["vllm"], project, commit=commit, source=vllm_mirror, write=False)
+        overrides = result.facts.fact("kv_head_overrides").records
+        assert {s.path for s in result.facts.fact("kv_head_overrides").sources} == {path}
+        assert ("*", "1 when multi_query") in {(r.model_type, r.rule) for r in overrides}

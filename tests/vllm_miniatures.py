@@ -1,0 +1,216 @@
+"""Hand-written miniatures in the shape of vLLM's files (same paths, same syntax patterns)."""
+
+CONVERTOR_PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
+CONFIG_MODEL_PATH = "vllm/config/model.py"
+CONFIG_SINGLE_PATH = "vllm/config.py"
+REGISTRY_PATH = "vllm/model_executor/models/registry.py"
+
+CONVERTOR_V1 = '''
+"""Miniature convertor."""
+
+
+class ModelArchConfigConvertorBase:
+    def __init__(self, hf_config, hf_text_config):
+        self.hf_config = hf_config
+        self.hf_text_config = hf_text_config
+
+    def get_total_num_attention_heads(self) -> int:
+        return getattr(self.hf_text_config, "num_attention_heads", 0)
+
+    def get_total_num_kv_heads(self) -> int:
+        attributes = [
+            "n_head_kv",  # falcon
+            "num_kv_heads",
+            "num_key_value_heads",
+        ]
+        default_factory = self.get_total_num_attention_heads
+        return getattr_iter(self.hf_text_config, attributes, default_factory=default_factory)
+
+    def is_deepseek_mla(self) -> bool:
+        if not hasattr(self.hf_text_config, "model_type"):
+            return False
+        elif self.hf_text_config.model_type in (
+            "deepseek_v2",
+            "deepseek_v3",  # the big one
+        ):
+            return getattr(self.hf_text_config, "kv_lora_rank", None) is not None
+        elif self.hf_text_config.model_type == "eagle":
+            return (
+                self.hf_text_config.model.model_type in ("deepseek_v3",)
+                and getattr(self.hf_text_config, "kv_lora_rank", None) is not None
+            )
+        return False
+
+
+class MambaConvertor(ModelArchConfigConvertorBase):
+    def get_total_num_kv_heads(self) -> int:
+        return 0
+
+
+class FalconConvertor(ModelArchConfigConvertorBase):
+    def get_total_num_kv_heads(self) -> int:
+        new_arch = getattr(self.hf_text_config, "new_decoder_architecture", False)
+        if not new_arch and getattr(self.hf_text_config, "multi_query", False):
+            return 1
+        return super().get_total_num_kv_heads()
+
+
+class MptConvertor(ModelArchConfigConvertorBase):
+    def get_total_num_kv_heads(self) -> int:
+        if "kv_n_heads" in self.hf_text_config.attn_config:
+            return self.hf_text_config.attn_config["kv_n_heads"]
+        return self.hf_text_config.num_attention_heads
+
+
+class FalconMambaConvertor(MambaConvertor):
+    pass
+
+
+class QuietConvertor(ModelArchConfigConvertorBase):
+    def get_head_size(self) -> int:
+        return 0
+
+
+MODEL_ARCH_CONFIG_CONVERTORS = {
+    "mamba": MambaConvertor,
+    "falcon_mamba": FalconMambaConvertor,
+    "falcon": FalconConvertor,
+    "mpt": MptConvertor,
+    "quiet": QuietConvertor,
+}
+'''
+
+# v2: adds an MLA type, appends an alias, adds a compress_ratios gate, drops mpt.
+CONVERTOR_V2 = (
+    CONVERTOR_V1.replace('"deepseek_v3",  # the big one\n',
+                         '"deepseek_v3",  # the big one\n            "kimi_k2",\n')
+    .replace('            "num_key_value_heads",\n',
+             '            "num_key_value_heads",\n            "num_attention_groups",\n')
+    .replace(
+        '            return getattr(self.hf_text_config, "kv_lora_rank", None) is not None\n'
+        '        elif',
+        '            if hasattr(self.hf_text_config, "compress_ratios"):\n'
+        '                return getattr(self.hf_text_config, "head_dim", None) is not None\n'
+        '            else:\n'
+        '                return getattr(self.hf_text_config, "kv_lora_rank", None) is not None\n'
+        '        elif')
+    .replace('    "mpt": MptConvertor,\n', "")
+)
+
+# The older layout: everything inline in ModelConfig (vllm/config.py or vllm/config/model.py).
+MODEL_CONFIG_OLD = '''
+class ModelConfig:
+    @property
+    def is_deepseek_mla(self) -> bool:
+        if not hasattr(self.hf_text_config, "model_type"):
+            return False
+        elif self.hf_text_config.model_type in ('deepseek_v2', 'deepseek_v3'):
+            return self.hf_text_config.kv_lora_rank is not None
+        elif self.hf_text_config.model_type == 'eagle':
+            return self.hf_text_config.model.model_type in ('deepseek_v2',) \\
+                and self.hf_text_config.kv_lora_rank is not None
+        return False
+
+    def get_total_num_kv_heads(self) -> int:
+        """Returns the total number of KV heads."""
+        falcon_model_types = ["falcon", "RefinedWeb"]
+        new_decoder_arch_falcon = (
+            self.hf_config.model_type in falcon_model_types
+            and getattr(self.hf_config, "new_decoder_architecture", False))
+        if not new_decoder_arch_falcon and getattr(self.hf_text_config, "multi_query", False):
+            return 1
+        if self.hf_config.model_type == "mpt":
+            if "kv_n_heads" in self.hf_config.attn_config:
+                return self.hf_config.attn_config["kv_n_heads"]
+            return self.hf_config.num_attention_heads
+        if self.hf_config.model_type == "nemotron-nas":
+            for block in self.hf_config.block_configs:
+                if not block.attention.no_op:
+                    return self.hf_config.num_attention_heads // block.attention.n_heads_in_group
+            raise RuntimeError("no kv heads")
+        if self.is_attention_free:
+            return 0
+        attributes = [
+            "n_head_kv",
+            "num_kv_heads",
+            "num_key_value_heads",
+        ]
+        for attr in attributes:
+            num_kv_heads = getattr(self.hf_text_config, attr, None)
+            if num_kv_heads is not None:
+                return num_kv_heads
+        return self.hf_text_config.num_attention_heads
+'''
+
+REGISTRY_V1 = '''
+import sys
+
+_TEXT_GENERATION_MODELS = {
+    # [Decoder-only]
+    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),
+    "AquilaForCausalLM": ("llama", "LlamaForCausalLM"),  # AquilaChat2
+    # a note that is not a section
+    "DeepseekV3ForCausalLM": ("deepseek_v2", "DeepseekV3ForCausalLM"),
+    "DeepseekV4ForCausalLM": ("vllm.models.deepseek_v4", "DeepseekV4ForCausalLM"),
+    # [Encoder-decoder]
+    "WhisperForConditionalGeneration": (
+        "whisper",
+        "WhisperForConditionalGeneration",
+    ),
+}
+
+_EMBEDDING_MODELS = {
+    # [Text-only]
+    "BertModel": ("bert", "BertEmbeddingModel"),
+    **{
+        k: (mod, arch)
+        for k, (mod, arch) in _TEXT_GENERATION_MODELS.items()
+        if arch == "LlamaForCausalLM"
+    },
+    "Qwen2Model": ("qwen2", "Qwen2ForCausalLM"),
+}
+
+_MULTIMODAL_MODELS = {
+    # [Decoder-only]
+    "LlavaForConditionalGeneration": ("llava", "LlavaForConditionalGeneration"),
+}
+
+_SPECULATIVE_DECODING_MODELS = {
+    "EagleLlamaForCausalLM": ("llama_eagle", "EagleLlamaForCausalLM"),
+}
+
+_TRANSFORMERS_BACKEND_MODELS = {
+    # Text generation models
+    "TransformersForCausalLM": ("transformers", "TransformersForCausalLM"),
+}
+
+_VLLM_MODELS = {
+    **_TEXT_GENERATION_MODELS,
+    **_EMBEDDING_MODELS,
+    **_MULTIMODAL_MODELS,
+    **_SPECULATIVE_DECODING_MODELS,
+    **_TRANSFORMERS_BACKEND_MODELS,
+}
+
+_PREVIOUSLY_SUPPORTED_MODELS = {"MotifForCausalLM": "0.10.2"}
+'''
+
+# v2: adds OpenVLA (multimodal), removes Llava, moves Qwen2Model to multimodal.
+REGISTRY_V2 = (
+    REGISTRY_V1.replace('    "Qwen2Model": ("qwen2", "Qwen2ForCausalLM"),\n', "")
+    .replace(
+        '    "LlavaForConditionalGeneration": ("llava", "LlavaForConditionalGeneration"),\n',
+        '    "OpenVLAForActionPrediction": ("openvla", "OpenVLAForActionPrediction"),\n'
+        '    "Qwen2Model": ("qwen2", "Qwen2ForCausalLM"),\n')
+)
+
+
+def tree_v1() -> dict[str, str]:
+    return {CONVERTOR_PATH: CONVERTOR_V1, REGISTRY_PATH: REGISTRY_V1,
+            "vllm/config/model.py": "class ModelConfig:\n    pass\n"}
+
+
+def tree_v2_old_layout() -> dict[str, str | None]:
+    """The second commit switches to the older single-file layout."""
+    return {CONVERTOR_PATH: None, "vllm/config/model.py": None,
+            CONFIG_SINGLE_PATH: MODEL_CONFIG_OLD, REGISTRY_PATH: REGISTRY_V2}
