@@ -84,6 +84,97 @@ def extract(ctx: typer.Context, engine: EngineOpt = None, commit: CommitOpt = No
     print_summary(result, wrote=not dry_run)
 
 
+@app.command("bump")
+def bump_command(
+    engine: Annotated[str, typer.Option("--engine", "-e", help="Engine id.")],
+    to: Annotated[str | None, typer.Option("--to", help="Commit SHA, branch or tag. Default: the source's HEAD.")] = None,
+    source: SourceOpt = None,
+    root: RootOpt = None,
+    pr_title: Annotated[Path | None, typer.Option("--pr-title", help="Write the pull-request title here.")] = None,
+    pr_body: Annotated[Path | None, typer.Option("--pr-body", help="Write the pull-request body (markdown) here.")] = None,
+    branch: Annotated[str | None, typer.Option("--branch", help="Create this branch with one commit (pin + generated/). Never pushes.")] = None,
+    allow_shrink: Annotated[bool, typer.Option("--allow-shrink", help="Accept fact sets shrinking by more than half.")] = False,
+) -> None:
+    """Move the pin to a new commit, regenerate, and write the pull-request title and body.
+
+    Exit codes: 0 bumped; 3 nothing changed beyond the header (no files written);
+    2 any error (generated/ and pins/ untouched)."""
+    from extractors.bump import NO_CHANGE_EXIT, apply_bump, plan_bump, render_pr_body, render_pr_title
+    from extractors.engines import engine_by_id
+    from extractors.source import commit_on_new_branch
+
+    try:
+        spec = engine_by_id(engine)
+        paths = find_project(root)
+        plan = plan_bump(spec, paths, to=to, source=source, allow_shrink=allow_shrink)
+        if plan.no_change:
+            out_console.print(f"{spec.engine_id}: nothing changed beyond the header between "
+                              f"{plan.old_pin.commit} and {plan.new_pin.commit}; no files written")
+            raise typer.Exit(NO_CHANGE_EXIT)
+        apply_bump(paths, plan)
+        if pr_title:
+            pr_title.write_text(render_pr_title(plan), encoding="utf-8")
+        if pr_body:
+            pr_body.write_text(render_pr_body(plan), encoding="utf-8")
+        if branch:
+            sha = commit_on_new_branch(
+                paths.root, branch, [f"pins/{spec.engine_id}.toml", "generated"],
+                render_pr_title(plan).strip())
+            out_console.print(f"committed {sha} on branch {branch}")
+    except ExtractionError as err:
+        fail(err)
+        return
+    changed = [d for d in plan.diff.facts if not d.empty]
+    out_console.print(f"{spec.engine_id}: {plan.old_pin.commit[:12]} -> {plan.new_pin.commit[:12]}; "
+                      f"changed: {', '.join(d.fact for d in changed) or 'none'}")
+
+
+@app.command("check")
+def check_command(
+    engine: EngineOpt = None,
+    source: SourceOpt = None,
+    root: RootOpt = None,
+    offline: Annotated[bool, typer.Option("--offline", help="Only re-render the committed modules; no source needed.")] = False,
+) -> None:
+    """Re-extract every engine whose source is available and fail if generated/ differs.
+
+    Exit codes: 0 all engines checked and identical; 1 something differs (the message gives the
+    command that regenerates); 4 nothing differs but some engine could not be checked."""
+    from extractors.check import (
+        CHECK_DIFFERS_EXIT,
+        CHECK_INCOMPLETE_EXIT,
+        check_engine,
+        check_offline,
+    )
+    from extractors.engines import ENGINES, engine_by_id
+
+    try:
+        paths = find_project(root)
+        if offline:
+            differ = check_offline(paths)
+            if differ:
+                err_console.print("generated/ is not what the renderer writes from its own records: "
+                                  + ", ".join(differ) + "\n  regenerate with: extract --engine <id>")
+                raise typer.Exit(CHECK_DIFFERS_EXIT)
+            out_console.print("offline: every committed module re-renders byte for byte")
+            return
+        ids = [engine_by_id(engine).engine_id] if engine else sorted(ENGINES)
+        outcomes = [check_engine(paths, e, source) for e in ids]
+    except ExtractionError as err:
+        fail(err)
+        return
+    for outcome in outcomes:
+        line = f"{outcome.engine}: {outcome.status}: {outcome.detail}"
+        if outcome.command:
+            line += f"\n  regenerate with: {outcome.command}"
+        out_console.print(line, markup=False)
+    if any(o.status == "differs" for o in outcomes):
+        raise typer.Exit(CHECK_DIFFERS_EXIT)
+    if any(o.status == "not checked" for o in outcomes):
+        out_console.print("not every engine was checked: this is not a pass")
+        raise typer.Exit(CHECK_INCOMPLETE_EXIT)
+
+
 def main() -> None:
     try:
         app()

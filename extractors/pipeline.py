@@ -13,6 +13,7 @@ from extractors.errors import ExtractionError, UsageError
 from extractors.pins import Pin, check_source_url, load_pin
 from extractors.records import EngineFacts
 from extractors.render import load_engine_facts, render_engine_files, render_schema
+from extractors.reviewer import render_index, render_matrix
 from extractors.source import GitSource
 from extractors.writer import replace_directory, write_file_atomically
 
@@ -72,15 +73,45 @@ def current_facts(paths: ProjectPaths, engine: EngineSpec) -> EngineFacts | None
         return None
 
 
+def all_current_facts(paths: ProjectPaths) -> dict[str, EngineFacts]:
+    found = {}
+    for engine_id, engine in ENGINES.items():
+        facts = current_facts(paths, engine)
+        if facts is not None:
+            found[engine_id] = facts
+    return found
+
+
+def render_generated(paths: ProjectPaths, facts: EngineFacts) -> dict[str, str]:
+    """Every file an extraction of `facts` writes, keyed by path relative to generated/:
+    the engine's folder, the shared schema, the index and the cross-engine matrix."""
+    everything = {**all_current_facts(paths), facts.engine: facts}
+    rendered = {f"{facts.engine}/{name}": text for name, text in render_all(facts).items()}
+    rendered["__init__.py"] = '"""Generated engine constraints. Do not edit by hand."""\n'
+    rendered["schema.py"] = render_schema(all_record_types())
+    rendered["README.md"] = render_index(everything)
+    rendered["MATRIX.md"] = render_matrix(everything)
+    return rendered
+
+
+def write_rendered(paths: ProjectPaths, rendered: dict[str, str]) -> None:
+    """The engine folder is swapped in whole; then the shared files are replaced one by one."""
+    engine_files: dict[str, dict[str, str]] = {}
+    shared: dict[str, str] = {}
+    for relative, text in rendered.items():
+        if "/" in relative:
+            engine, name = relative.split("/", 1)
+            engine_files.setdefault(engine, {})[name] = text
+        else:
+            shared[relative] = text
+    for engine, files in engine_files.items():
+        replace_directory(paths.generated / engine, files)
+    for name, text in sorted(shared.items()):
+        write_file_atomically(paths.generated / name, text)
+
+
 def write_generated(paths: ProjectPaths, facts: EngineFacts) -> None:
-    """Write `generated/<engine>/` all together, and the shared schema module."""
-    files = render_all(facts)  # render everything before touching the disk
-    schema = render_schema(all_record_types())
-    init = paths.generated / "__init__.py"
-    if not init.exists():
-        write_file_atomically(init, '"""Generated engine constraints. Do not edit by hand."""\n')
-    write_file_atomically(paths.generated / "schema.py", schema)
-    replace_directory(paths.generated / facts.engine, files)
+    write_rendered(paths, render_generated(paths, facts))  # render all before writing any
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,11 @@ class Record(BaseModel):
     def identity(self) -> tuple:
         return tuple(getattr(self, name) for name in self.KEY)
 
+    def label(self) -> str:
+        """Short words for this fact in a semantic diff ("+deepseek_v4")."""
+        values = self.identity() if self.KEY else tuple(self.model_dump().values())
+        return " ".join(str(v) for v in values)
+
 
 class ExtractionWarning(Record):
     """A soft problem found while extracting: a shadowed registry row, an unresolved join, ..."""

@@ -190,16 +190,22 @@ class GitSource:
 
     def default_branch_head(self) -> str:
         """The full SHA the source's HEAD points to (for `bump` without `--to`)."""
+        return self.ref_head("HEAD")
+
+    def ref_head(self, ref: str) -> str:
+        """The full SHA a branch or tag name (or HEAD) points to at the source."""
         self._check_reachable()
         try:
-            out = self._open_cache().git.ls_remote(self.url, "HEAD")
+            out = self._open_cache().git.ls_remote("--", self.url, ref)
         except git.GitCommandError as err:
-            raise SourceUnreachableError(f"cannot list the source's HEAD ({_git_error_text(err)})",
+            raise SourceUnreachableError(f"cannot list {ref} at the source ({_git_error_text(err)})",
                                          engine=self.engine, source=self.source) from None
-        if not out.strip():
-            raise SourceUnreachableError("the source has no HEAD", engine=self.engine,
-                                         source=self.source)
-        return out.split()[0]
+        lines = [line.split() for line in out.splitlines() if line.strip()]
+        exact = [sha for sha, name in lines if name in (ref, f"refs/heads/{ref}", f"refs/tags/{ref}")]
+        if not exact:
+            raise UnknownCommitError(f"the source has no branch or tag named {ref}",
+                                     engine=self.engine, commit=ref, source=self.source)
+        return exact[0]
 
 
 class GitSnapshot(Snapshot):
@@ -293,3 +299,21 @@ class GitSnapshot(Snapshot):
             return set()
         have = {line.split(" ", 1)[0] for line in out.splitlines()}
         return {s for s in shas if s in have}
+
+
+# ---------------------------------------------------------------- the project's own repository
+
+
+def commit_on_new_branch(repo_root: Path, branch: str, paths: list[str], message: str) -> str:
+    """Create `branch` at HEAD of the project checkout, switch to it and commit `paths` as one
+    commit; returns its SHA. Never pushes."""
+    if branch.startswith("-") or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/-]*", branch):
+        raise CacheError(f"branch name {branch!r} is not allowed")
+    try:
+        repo = git.Repo(repo_root)
+        repo.git.switch("-c", branch)
+        repo.git.add("--", *paths)
+        repo.git.commit("-m", message, "--", *paths)
+        return repo.head.commit.hexsha
+    except (git.GitError, OSError) as err:
+        raise CacheError(f"cannot commit the bump on branch {branch} in {repo_root}: {err}") from err

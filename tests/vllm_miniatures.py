@@ -205,8 +205,43 @@ REGISTRY_V2 = (
 )
 
 
+DOCS_PATH = "docs/models/supported_models.md"
+DOCS_V1 = """# Supported Models
+
+## List of Text-only Language Models
+
+### Generative Models
+
+| Architecture | Models | Example HF Models | [LoRA](../features/lora.md) | [PP](../serving/parallelism.md) |
+|--------------|--------|-------------------|------|----|
+| `LlamaForCausalLM` | Llama 3 | `meta-llama/Meta-Llama-3-8B` | ✅︎ | ✅︎ |
+| `DeepseekV3ForCausalLM` | DeepSeek-V3 | `deepseek-ai/DeepSeek-V3` | ✅︎ | ✅︎ |
+
+## List of Multimodal Language Models
+
+| Architecture | Models | Inputs | Example HF Models | [LoRA](../features/lora.md) |
+|--------------|--------|--------|-------------------|------|
+| `LlavaForConditionalGeneration` | LLaVA-1.5 | T + I | `llava-hf/llava-1.5-7b-hf` | ✅︎ |
+"""
+
+
+POOLING_DOCS_PATH = "docs/models/pooling_models.md"
+POOLING_DOCS_V1 = """# Pooling Models
+
+## Supported Models
+
+### Text Embedding
+
+| Architecture | Models | Example HF Models | [LoRA](../features/lora.md) |
+|--------------|--------|-------------------|------|
+| `BertModel` | BERT-based | `BAAI/bge-base-en-v1.5` | |
+| `Qwen2Model` | Qwen2-based | `ssmits/Qwen2-7B-Instruct-embed-base` | ✅︎ |
+"""
+
+
 def tree_v1() -> dict[str, str]:
-    return {CONVERTOR_PATH: CONVERTOR_V1, REGISTRY_PATH: REGISTRY_V1,
+    return {CONVERTOR_PATH: CONVERTOR_V1, REGISTRY_PATH: REGISTRY_V1, DOCS_PATH: DOCS_V1,
+            POOLING_DOCS_PATH: POOLING_DOCS_V1,
             "vllm/config/model.py": "class ModelConfig:\n    pass\n"}
 
 

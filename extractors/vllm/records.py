@@ -17,6 +17,9 @@ class MlaModelType(Record):
     path: str
     symbol: str
 
+    def label(self) -> str:
+        return self.model_type + (" (EAGLE inner model)" if self.scope == "eagle_inner" else "")
+
 
 class MlaGate(Record):
     """A condition a listed model_type must also meet to be MLA (e.g. kv_lora_rank non-null)."""
@@ -30,6 +33,11 @@ class MlaGate(Record):
     path: str
     symbol: str
 
+    def label(self) -> str:
+        needs = " and ".join([f"{f} is not None" for f in self.requires_non_null]
+                             + list(self.other_conditions)) or "nothing"
+        return f"{self.scope}, when {self.when}: requires {needs}"
+
 
 class KvHeadAlias(Record):
     """One config key get_total_num_kv_heads() scans; the first present key wins."""
@@ -41,6 +49,9 @@ class KvHeadAlias(Record):
     path: str
     symbol: str
 
+    def label(self) -> str:
+        return f"{self.key} (position {self.position + 1})"
+
 
 class KvHeadFallback(Record):
     """What get_total_num_kv_heads() returns when no alias key is present (silent MHA)."""
@@ -51,6 +62,9 @@ class KvHeadFallback(Record):
     expression: str
     path: str
     symbol: str
+
+    def label(self) -> str:
+        return f"fallback {self.fallback}"
 
 
 class KvHeadOverride(Record):
@@ -67,6 +81,9 @@ class KvHeadOverride(Record):
     path: str
     symbol: str
 
+    def label(self) -> str:
+        return f"{self.model_type}: {self.rule}"
+
 
 class RegistryRow(Record):
     """One HF architecture vLLM registers, after the merged _VLLM_MODELS dict resolved it."""
@@ -81,3 +98,23 @@ class RegistryRow(Record):
     dict_name: str
     also_in: tuple[str, ...]  # task groups of earlier dicts whose row for it is shadowed
     path: str
+
+    def label(self) -> str:
+        return f"{self.architecture} ({self.task_group})"
+
+
+class VllmDocsRow(Record):
+    """One row of a vLLM supported-models table (supported_models.md or a pooling page)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("path", "section", "architectures")
+
+    path: str
+    section: str  # heading path above the table, from level 2 down
+    architectures: tuple[str, ...]  # as written; `*Model`-style entries are patterns
+    architecture_marks: tuple[str, ...]  # <sup> marks on the architecture cell, e.g. "C" (converted)
+    models: str
+    inputs: str  # multimodal Inputs column with <sup> marks as ^X; "" when the table has none
+    example_hf_models: tuple[str, ...]
+    features: tuple[str, ...]  # "<column>=<yes|no|planned|limited|as-original-model|?raw>"
+    other_columns: tuple[str, ...]  # "<column>=<text>" for the remaining text columns
+    notes: tuple[str, ...]  # "<column>: [^label] <footnote text>" for footnote refs in the row

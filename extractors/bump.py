@@ -1,0 +1,219 @@
+"""`extract bump`: move a pin, regenerate, and explain the change for a pull request."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from extractors.base import EngineSpec
+from extractors.diff import EngineDiff, FactDiff, diff_engine
+from extractors.errors import GuardError, UsageError
+from extractors.impact import ImpactChange, calculator_impact
+from extractors.pins import ANY_SHA, Pin, load_pin, save_pin
+from extractors.pipeline import (
+    ProjectPaths,
+    current_facts,
+    extract_at,
+    render_generated,
+    source_for,
+    write_rendered,
+)
+from extractors.records import EngineFacts, Record
+from extractors.source import GitSource
+
+NO_CHANGE_EXIT = 3  # documented: nothing changed beyond the header; no pull request
+SHRINK_LIMIT = 0.5
+REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}$")
+
+
+@dataclass(frozen=True)
+class Shrink:
+    fact: str
+    old_count: int
+    new_count: int
+
+
+@dataclass
+class BumpPlan:
+    engine: EngineSpec
+    old_pin: Pin
+    new_pin: Pin
+    old_facts: EngineFacts | None
+    new_facts: EngineFacts
+    diff: EngineDiff
+    shrinks: list[Shrink]
+    accepted_shrink: bool
+    impact: list[ImpactChange] | None = None
+    impact_note: str = ""
+    rendered: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def no_change(self) -> bool:
+        return self.diff.empty
+
+
+def resolve_ref(source: GitSource, ref: str | None) -> str:
+    """A commit SHA as given, a branch/tag name via the source, or the source's HEAD."""
+    if ref is None:
+        return source.default_branch_head()
+    if ANY_SHA.match(ref):
+        return ref
+    if ref.startswith("-") or not REF_NAME.match(ref) or ".." in ref:
+        raise UsageError(f"--to {ref!r} is neither a hexadecimal SHA nor a plain branch or tag name")
+    return source.ref_head(ref)
+
+
+def find_shrinks(diff: EngineDiff) -> list[Shrink]:
+    shrinks = [Shrink(d.fact, d.old_count, d.new_count) for d in diff.facts
+               if d.old_count and d.new_count < d.old_count * SHRINK_LIMIT]
+    shrinks += [Shrink(kind, 1, 0) for kind in diff.lost_kinds]
+    return shrinks
+
+
+def plan_bump(engine: EngineSpec, paths: ProjectPaths, *, to: str | None, source: str | None,
+              allow_shrink: bool = False, with_impact: bool = True) -> BumpPlan:
+    old_pin = load_pin(paths.pins, engine.engine_id)
+    chosen = source_for(engine, old_pin, source)
+    git_source = GitSource(engine.engine_id, chosen)
+    commit = resolve_ref(git_source, to)
+    new_facts = extract_at(engine, commit, chosen, upstream_url=old_pin.url)
+    old_facts = current_facts(paths, engine)
+    diff = diff_engine(old_facts, new_facts)
+    shrinks = find_shrinks(diff)
+    if shrinks and not allow_shrink:
+        listed = "; ".join(f"{s.fact}: {s.old_count} -> {s.new_count}" for s in shrinks)
+        raise GuardError(f"the bump would shrink fact sets by more than half or lose a fact kind "
+                         f"({listed}); rerun with --allow-shrink to accept it",
+                         engine=engine.engine_id, commit=new_facts.commit, source=chosen)
+    new_pin = Pin(url=old_pin.url, commit=new_facts.commit, date=new_facts.commit_date)
+    plan = BumpPlan(engine=engine, old_pin=old_pin, new_pin=new_pin, old_facts=old_facts,
+                    new_facts=new_facts, diff=diff, shrinks=shrinks,
+                    accepted_shrink=bool(shrinks))
+    plan.rendered = render_generated(paths, new_facts)
+    if with_impact and not plan.no_change:
+        plan.impact, plan.impact_note = calculator_impact(paths, plan.rendered)
+    return plan
+
+
+def apply_bump(paths: ProjectPaths, plan: BumpPlan) -> None:
+    """Write generated/ then the pin; if the pin cannot be written, put generated/ back."""
+    backup = Path(tempfile.mkdtemp(prefix="apron-bump-backup-"))
+    engine_dir = paths.generated / plan.engine.engine_id
+    try:
+        if engine_dir.exists():
+            shutil.copytree(engine_dir, backup / "engine")
+        for name in ("README.md", "MATRIX.md", "schema.py"):
+            if (paths.generated / name).exists():
+                shutil.copy2(paths.generated / name, backup / name)
+        write_rendered(paths, plan.rendered)
+        try:
+            save_pin(paths.pins, plan.engine.engine_id, plan.new_pin)
+        except Exception:
+            if (backup / "engine").exists():
+                shutil.rmtree(engine_dir, ignore_errors=True)
+                shutil.copytree(backup / "engine", engine_dir)
+            for name in ("README.md", "MATRIX.md", "schema.py"):
+                if (backup / name).exists():
+                    shutil.copy2(backup / name, paths.generated / name)
+            raise
+    finally:
+        shutil.rmtree(backup, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ pull request text
+
+
+def _compare_url(plan: BumpPlan) -> str:
+    base = plan.old_pin.url.removesuffix(".git")
+    if base.startswith("https://github.com/"):
+        return f"{base}/compare/{plan.old_pin.commit}...{plan.new_pin.commit}"
+    return ""
+
+
+def render_pr_title(plan: BumpPlan) -> str:
+    title = plan.engine.title
+    changed = [d for d in plan.diff.facts if not d.empty]
+    what = ", ".join(d.title for d in changed[:3]) if changed else "header only"
+    return (f"Bump {title} to {plan.new_pin.commit[:12]} ({plan.new_pin.date}): {what}\n")
+
+
+def _fact_lines(delta: FactDiff) -> list[str]:
+    lines = []
+    for record in delta.added:
+        lines.append(f"- +{record.label()}")
+    for record in delta.removed:
+        lines.append(f"- -{record.label()}")
+    for old, new in delta.changed:
+        lines.append(f"- ~{old.label()}: " + _changed_fields(old, new))
+    if delta.reordered:
+        lines.append("- order changed (order matters for this fact)")
+    return lines
+
+
+def _changed_fields(old: Record, new: Record) -> str:
+    before, after = old.model_dump(), new.model_dump()
+    parts = [f"{name} {before[name]!r} -> {after[name]!r}" for name in after
+             if before.get(name) != after[name]]
+    return "; ".join(parts)
+
+
+def _summary_line(delta: FactDiff) -> str:
+    bits = []
+    if delta.added:
+        bits.append("+" + ", +".join(r.label() for r in delta.added[:6])
+                    + (" ..." if len(delta.added) > 6 else ""))
+    if delta.removed:
+        bits.append("-" + ", -".join(r.label() for r in delta.removed[:6])
+                    + (" ..." if len(delta.removed) > 6 else ""))
+    if delta.changed:
+        bits.append(f"{len(delta.changed)} changed")
+    if delta.reordered:
+        bits.append("reordered")
+    return f"{delta.title}: " + "; ".join(bits)
+
+
+def render_pr_body(plan: BumpPlan) -> str:
+    lines: list[str] = []
+    if plan.accepted_shrink:
+        lines += ["> **Shrink accepted with --allow-shrink.** These fact sets shrank by more "
+                  "than half or disappeared:", ">"]
+        lines += [f"> - {s.fact}: {s.old_count} -> {s.new_count}" for s in plan.shrinks]
+        lines.append("")
+    lines += [f"## {plan.engine.title}: constraint bump", "",
+              "| | commit | date |", "| --- | --- | --- |",
+              f"| old | `{plan.old_pin.commit}` | {plan.old_pin.date} |",
+              f"| new | `{plan.new_pin.commit}` | {plan.new_pin.date} |", ""]
+    compare = _compare_url(plan)
+    if compare:
+        lines += [f"Compare: {compare}", ""]
+    lines += ["## Semantic diff", ""]
+    changed = [d for d in plan.diff.facts if not d.empty]
+    if not changed:
+        lines += ["Nothing changed beyond the header.", ""]
+    for delta in changed:
+        lines.append(f"- {_summary_line(delta)}")
+    lines.append("")
+    for delta in changed:
+        lines += [f"### {delta.title} ({delta.old_count} -> {delta.new_count})", ""]
+        lines += _fact_lines(delta)
+        lines.append("")
+    lines += ["## Warnings", ""]
+    if plan.diff.warnings_added or plan.diff.warnings_removed:
+        lines += [f"- new: [{w.code}] {w.message}" for w in plan.diff.warnings_added]
+        lines += [f"- gone: [{w.code}] {w.message}" for w in plan.diff.warnings_removed]
+    else:
+        lines.append(f"No change ({len(plan.new_facts.warnings)} warnings recorded, as before).")
+    lines += ["", "## Calculator impact", ""]
+    if plan.impact is None:
+        lines.append(f"Not computed: {plan.impact_note or 'no calculator available'}.")
+    elif not plan.impact:
+        lines.append("No figure or verdict of `apron plan` changed on the sample configs.")
+    else:
+        lines += ["| sample | field | before | after |", "| --- | --- | --- | --- |"]
+        lines += [f"| {c.sample} | {c.field} | {c.before} | {c.after} |" for c in plan.impact]
+    lines += ["", f"Generated by `extract bump --engine {plan.engine.engine_id} "
+                  f"--to {plan.new_pin.commit}`."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,216 @@
+"""`extract bump`, its guards, `extract check`, and the bump workflow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from extractors.bump import plan_bump, render_pr_body, render_pr_title
+from extractors.cli import app
+from extractors.engines import ENGINES
+from extractors.pipeline import ProjectPaths, run
+from tests.conftest import REPO_ROOT, git, write_pin
+from tests.vllm_miniatures import (
+    CONVERTOR_PATH,
+    CONVERTOR_V2,
+    REGISTRY_PATH,
+    REGISTRY_V1,
+    REGISTRY_V2,
+    tree_v1,
+)
+
+VLLM = ENGINES["vllm"]
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+URL = "https://github.com/vllm-project/vllm"
+runner = CliRunner()
+
+
+@pytest.fixture
+def upgrade(make_repo):
+    tiny_registry = (
+        '_TEXT_GENERATION_MODELS = {\n'
+        '    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n'
+        '    "OpenVLAForActionPrediction": ("openvla", "OpenVLAForActionPrediction"),\n'
+        '}\n\n_VLLM_MODELS = {\n    **_TEXT_GENERATION_MODELS,\n}\n')
+    return make_repo([
+        (tree_v1(), "v1", "2026-03-02T10:00:00+00:00"),
+        ({CONVERTOR_PATH: CONVERTOR_V2, REGISTRY_PATH: REGISTRY_V2},
+         "[Model] Kimi K2 as MLA, num_attention_groups alias (#4242)", "2026-04-01T10:00:00+00:00"),
+        ({REGISTRY_PATH: tiny_registry}, "drop most of the registry", "2026-04-02T10:00:00+00:00"),
+    ])
+
+
+@pytest.fixture
+def pinned(project, upgrade, monkeypatch):
+    repo, shas = upgrade
+    write_pin(project, "vllm", URL, shas[0], "2026-03-02")
+    run(VLLM, project, commit=None, source=str(repo))
+    monkeypatch.setenv("APRON_SOURCE_VLLM", str(repo))
+    return project, repo, shas
+
+
+def files(project: ProjectPaths) -> dict[str, bytes]:
+    return {str(p.relative_to(project.root)): p.read_bytes()
+            for root in (project.generated, project.pins) for p in sorted(root.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def cli(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_bump_body_matches_snapshot(pinned):
+    project, repo, shas = pinned
+    plan = plan_bump(VLLM, project, to=shas[1], source=None, with_impact=False)
+    body = render_pr_body(plan)
+    expected = (SNAPSHOTS / "bump_body_vllm.md").read_text()
+    assert body == expected.replace("{OLD}", shas[0]).replace("{NEW}", shas[1])
+    assert render_pr_title(plan).startswith(f"Bump vLLM to {shas[1][:12]} (2026-04-01): ")
+
+
+def test_bump_moves_pin_and_regenerates(pinned, tmp_path):
+    project, repo, shas = pinned
+    result = cli("bump", "--engine", "vllm", "--to", shas[1], "--root", project.root,
+                 "--pr-title", tmp_path / "t.txt", "--pr-body", tmp_path / "b.md")
+    assert result.exit_code == 0, result.output
+    assert f'commit = "{shas[1]}"' in (project.pins / "vllm.toml").read_text()
+    assert 'date = "2026-04-01"' in (project.pins / "vllm.toml").read_text()
+    assert '"kimi_k2"' in (project.generated / "vllm" / "mla_model_types.py").read_text()
+    body = (tmp_path / "b.md").read_text()
+    assert "- MLA model types: +kimi_k2" in body
+    assert "- KV-head alias scan: +num_attention_groups (position 4)" in body
+    assert "- +OpenVLAForActionPrediction (multimodal)" in body
+    assert "## Calculator impact" in body
+
+
+def test_noop_bump_writes_nothing_and_exits_3(pinned):
+    project, repo, shas = pinned
+    before = files(project)
+    result = cli("bump", "--engine", "vllm", "--to", shas[0], "--root", project.root)
+    assert result.exit_code == 3
+    assert "nothing changed beyond the header" in result.output
+    assert files(project) == before
+
+
+def test_bump_defaults_to_the_source_head(pinned):
+    project, repo, shas = pinned
+    result = cli("bump", "--engine", "vllm", "--root", project.root, "--allow-shrink")
+    assert result.exit_code == 0, result.output
+    assert shas[2] in (project.pins / "vllm.toml").read_text()
+
+
+def test_bump_to_a_branch_name(pinned):
+    project, repo, shas = pinned
+    result = cli("bump", "--engine", "vllm", "--to", "main", "--root", project.root,
+                 "--allow-shrink")
+    assert result.exit_code == 0, result.output
+    assert shas[2] in (project.pins / "vllm.toml").read_text()
+
+
+def test_shrink_guard_stops_and_leaves_everything(pinned):
+    project, repo, shas = pinned
+    before = files(project)
+    result = cli("bump", "--engine", "vllm", "--to", shas[2], "--root", project.root)
+    assert result.exit_code == 2
+    assert "registry_rows: 10 -> 2" in result.output
+    assert "--allow-shrink" in result.output
+    assert files(project) == before
+
+
+def test_accepted_shrink_is_stated_at_the_top(pinned, tmp_path):
+    project, repo, shas = pinned
+    result = cli("bump", "--engine", "vllm", "--to", shas[2], "--root", project.root,
+                 "--allow-shrink", "--pr-body", tmp_path / "b.md")
+    assert result.exit_code == 0, result.output
+    body = (tmp_path / "b.md").read_text()
+    assert body.startswith("> **Shrink accepted with --allow-shrink.**")
+    assert "> - registry_rows: 10 -> 2" in body
+
+
+def test_branch_gets_exactly_one_commit(pinned):
+    project, repo, shas = pinned
+    git(project.root, "init", "-q", "-b", "main")
+    git(project.root, "add", "-A")
+    git(project.root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "base")
+    base = git(project.root, "rev-parse", "HEAD")
+    result = cli("bump", "--engine", "vllm", "--to", shas[1], "--root", project.root,
+                 "--branch", "apron/bump-vllm")
+    assert result.exit_code == 0, result.output
+    assert git(project.root, "rev-parse", "--abbrev-ref", "HEAD") == "apron/bump-vllm"
+    assert git(project.root, "rev-list", "--count", f"{base}..apron/bump-vllm") == "1"
+    changed = git(project.root, "diff", "--name-only", base, "apron/bump-vllm").splitlines()
+    assert "pins/vllm.toml" in changed
+    assert all(p == "pins/vllm.toml" or p.startswith("generated/") for p in changed)
+    assert git(project.root, "status", "--porcelain") == ""
+
+
+def test_bump_rejects_a_ref_that_looks_like_an_option(pinned):
+    project, repo, shas = pinned
+    result = cli("bump", "--engine", "vllm", "--to", "--upload-pack=x", "--root", project.root)
+    assert result.exit_code != 0
+
+
+# ------------------------------------------------------------------ check
+
+
+def test_check_passes_when_generated_matches(pinned):
+    project, repo, shas = pinned
+    result = cli("check", "--engine", "vllm", "--root", project.root)
+    assert result.exit_code == 0, result.output
+    assert f"vllm: ok: identical at {shas[0]}" in result.output
+
+
+def test_check_fails_with_the_command_to_regenerate(pinned):
+    project, repo, shas = pinned
+    module = project.generated / "vllm" / "mla_model_types.py"
+    module.write_text(module.read_text().replace("deepseek_v2", "deepseek_v9"))
+    result = cli("check", "--engine", "vllm", "--root", project.root)
+    assert result.exit_code == 1
+    assert "vllm/mla_model_types.py" in result.output
+    assert "regenerate with: extract --engine vllm" in result.output
+
+
+def test_check_without_a_source_is_not_a_pass(pinned, monkeypatch, tmp_path):
+    project, repo, shas = pinned
+    monkeypatch.setenv("APRON_SOURCE_VLLM", str(tmp_path / "gone"))
+    result = cli("check", "--engine", "vllm", "--root", project.root)
+    assert result.exit_code == 4
+    assert "not checked" in result.output and "this is not a pass" in result.output
+
+
+def test_offline_rerender_of_the_committed_generated_modules():
+    result = cli("check", "--offline", "--root", REPO_ROOT)
+    assert result.exit_code == 0, result.output
+    assert "re-renders byte for byte" in result.output
+
+
+def test_offline_rerender_detects_a_hand_edit(pinned):
+    project, repo, shas = pinned
+    readme = project.generated / "vllm" / "README.md"
+    readme.write_text(readme.read_text() + "hand edit\n")
+    result = cli("check", "--offline", "--root", project.root)
+    assert result.exit_code == 1
+    assert "vllm/README.md" in result.output
+
+
+# ------------------------------------------------------------------ workflow
+
+
+def test_bump_workflow_structure():
+    workflow = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "bump.yml").read_text())
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
+    assert "schedule" in triggers and "workflow_dispatch" in triggers
+    assert triggers["schedule"][0]["cron"]
+    job = workflow["jobs"]["bump"]
+    assert "vllm" in job["strategy"]["matrix"]["engine"] and job["strategy"]["fail-fast"] is False
+    steps = job["steps"]
+    bump = next(s for s in steps if s.get("id") == "bump")
+    assert "extract bump --engine" in bump["run"] and '"$code" -eq 3' in bump["run"]
+    pr = next(s for s in steps if "create-pull-request" in s.get("uses", ""))
+    assert pr["with"]["branch"] == "apron/bump-${{ matrix.engine }}"  # stable: updates, not new
+    assert "GITHUB_TOKEN" not in pr["with"]["token"]  # default token PRs do not trigger CI
+    assert pr["with"]["body-path"] == "pr-body.md"
+    assert pr["if"] == "steps.bump.outputs.changed == 'true'"
