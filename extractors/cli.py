@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +13,7 @@ from rich.console import Console
 from extractors.errors import ExtractionError
 from extractors.pipeline import RunResult, find_project, run
 
-app = typer.Typer(add_completion=False, no_args_is_help=False,
+app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
                   help="Extract serving-engine constraints at pinned commits into generated/.")
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 out_console = Console(highlight=False, soft_wrap=True)
@@ -176,8 +177,16 @@ def check_command(
 
 
 def main() -> None:
+    """Console entry point: expected failures are one message; a bug is one line too, unless
+    APRON_DEBUG is set, then it is the full traceback."""
     try:
-        app()
+        app(standalone_mode=True)
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
+    except Exception as err:  # a bug, not bad input: say so without a traceback
+        if os.environ.get("APRON_DEBUG"):
+            raise
+        err_console.print(f"internal error: {type(err).__name__}: {err} "
+                          "(set APRON_DEBUG=1 for a traceback)", markup=False)
+        sys.exit(70)
