@@ -1,0 +1,242 @@
+"""Read a Hugging Face config.json (file, directory, dict or shipped sample) and expose its fields.
+
+Geometry comes from the text sub-config (`text_config`, `language_config`) when there is one, as
+vLLM's `hf_text_config` does; `architectures` and the top-level `model_type` come from the top.
+Nothing here invents a value: an absent field reads as absent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from apron.errors import ApronInputError
+
+TEXT_CONFIG_KEYS = ("text_config", "language_config")
+GGUF_MAGIC = b"GGUF"
+SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
+
+# transformers' `PretrainedConfig.attribute_map` spellings, per model_type: the canonical name on
+# the left is what engines read (`config.num_hidden_layers`); config.json stores the right-hand
+# key. Only model types whose config class declares the alias are listed (facts about
+# transformers, not about any engine).
+ATTRIBUTE_MAPS: dict[str, dict[str, tuple[str, ...]]] = {
+    "gpt2": {"hidden_size": ("n_embd",), "num_attention_heads": ("n_head",),
+             "num_hidden_layers": ("n_layer",), "max_position_embeddings": ("n_positions",)},
+    "gpt_bigcode": {"hidden_size": ("n_embd",), "num_attention_heads": ("n_head",),
+                    "num_hidden_layers": ("n_layer",), "max_position_embeddings": ("n_positions",)},
+    "gptj": {"hidden_size": ("n_embd",), "num_attention_heads": ("n_head",),
+             "num_hidden_layers": ("n_layer",), "max_position_embeddings": ("n_positions",)},
+    "codegen": {"hidden_size": ("n_embd",), "num_attention_heads": ("n_head",),
+                "num_hidden_layers": ("n_layer",), "max_position_embeddings": ("n_positions",)},
+    "mpt": {"hidden_size": ("d_model",), "num_attention_heads": ("n_heads",),
+            "num_hidden_layers": ("n_layers",), "max_position_embeddings": ("max_seq_len",)},
+    "dbrx": {"hidden_size": ("d_model",), "num_attention_heads": ("n_heads",),
+             "num_hidden_layers": ("n_layers",), "max_position_embeddings": ("max_seq_len",)},
+    "bloom": {"hidden_size": ("n_embed",), "num_attention_heads": ("n_head",),
+              "num_hidden_layers": ("n_layer",)},
+    "falcon": {"hidden_size": ("n_embed",), "num_attention_heads": ("n_head",),
+               "num_hidden_layers": ("n_layer",)},
+    "RefinedWeb": {"hidden_size": ("n_embed",), "num_attention_heads": ("n_head",),
+                   "num_hidden_layers": ("n_layer",)},
+    "RefinedWebModel": {"hidden_size": ("n_embed",), "num_attention_heads": ("n_head",),
+                        "num_hidden_layers": ("n_layer",)},
+    "chatglm": {"num_hidden_layers": ("num_layers",), "max_position_embeddings": ("seq_length",)},
+}
+
+
+class FieldRead(NamedTuple):
+    """One config field as read: the canonical name, the key actually present, its value."""
+
+    name: str
+    key: str
+    value: Any
+
+
+def _dig(mapping: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
+    node: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class ModelConfig:
+    """A normalized view of one config.json."""
+
+    __slots__ = ("raw", "text", "text_key", "source", "_aliases")
+
+    def __init__(self, raw: Mapping[str, Any], source: str) -> None:
+        self.raw = raw
+        self.source = source
+        self.text_key: str | None = None
+        self.text: Mapping[str, Any] = raw
+        for key in TEXT_CONFIG_KEYS:
+            sub = raw.get(key)
+            if isinstance(sub, Mapping):
+                self.text_key, self.text = key, sub
+                break
+        mt = self.text_model_type or self.model_type
+        self._aliases = ATTRIBUTE_MAPS.get(mt or "", {})
+
+    # -- identity ---------------------------------------------------------------------------
+    @property
+    def architectures(self) -> tuple[str, ...]:
+        archs = self.raw.get("architectures")
+        if isinstance(archs, list | tuple):
+            return tuple(a for a in archs if isinstance(a, str))
+        return ()
+
+    @property
+    def architecture(self) -> str | None:
+        return self.architectures[0] if self.architectures else None
+
+    @property
+    def model_type(self) -> str | None:
+        value = self.raw.get("model_type")
+        return value if isinstance(value, str) else None
+
+    @property
+    def text_model_type(self) -> str | None:
+        """model_type of the text config (the top-level one when there is no sub-config)."""
+        value = self.text.get("model_type")
+        return value if isinstance(value, str) else None
+
+    # -- fields -----------------------------------------------------------------------------
+    def read(self, name: str) -> FieldRead | None:
+        """The field from the text config (dotted paths reach into dicts), or None when absent.
+
+        A key that is present with a null value reads as FieldRead(value=None)."""
+        found, value = _dig(self.text, name)
+        if found:
+            return FieldRead(name, name, value)
+        for spelling in self._aliases.get(name, ()):
+            found, value = _dig(self.text, spelling)
+            if found:
+                return FieldRead(name, spelling, value)
+        return None
+
+    def present(self, name: str) -> bool:
+        return self.read(name) is not None
+
+    def get(self, name: str) -> Any:
+        """The value, or None when absent or null."""
+        read = self.read(name)
+        return None if read is None else read.value
+
+    def integer(self, name: str) -> int | None:
+        """The value when it is an integer (bools excluded), else None."""
+        value = self.get(name)
+        return value if is_int(value) else None
+
+    def top(self, name: str) -> Any:
+        """A top-level field (not the text sub-config)."""
+        return self.raw.get(name)
+
+    def key_of(self, name: str) -> str:
+        """How `name` is spelled in this config, for messages ("num_hidden_layers" or "n_layers")."""
+        read = self.read(name)
+        return read.key if read is not None else name
+
+    def model_dtype(self) -> str | None:
+        for key in ("torch_dtype", "dtype"):
+            value = self.text.get(key)
+            if isinstance(value, str):
+                return value
+            value = self.raw.get(key)
+            if isinstance(value, str):
+                return value
+        return None
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+def _gguf_message(what: str) -> str:
+    return (f"{what}, not a Hugging Face config.json. apron plans from config.json; for a GGUF "
+            "model ask llama.cpp to fit it: `llama-fit-params --model <file.gguf>` (or "
+            "`llama-server --model <file.gguf> --fit on`).")
+
+
+def _adapter_message(path: Path, adapter: Mapping[str, Any] | None) -> str:
+    base = adapter.get("base_model_name_or_path") if isinstance(adapter, Mapping) else None
+    hint = f" (its base model is {base!r})" if isinstance(base, str) and base else ""
+    return (f"{path} holds a LoRA/PEFT adapter (adapter_config.json), not a model config. "
+            f"Give apron the base model's config.json instead{hint}.")
+
+
+def _parse_json_file(path: Path) -> Any:
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise ApronInputError(f"cannot read {path}: {err.strerror or err}") from err
+    if data[:4] == GGUF_MAGIC:
+        raise ApronInputError(_gguf_message(f"{path} is a GGUF file"))
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ApronInputError(f"{path} is not a JSON file (not UTF-8 text); expected a Hugging "
+                              "Face config.json") from err
+    except json.JSONDecodeError as err:
+        raise ApronInputError(f"{path} is not valid JSON ({err.msg} at line {err.lineno}, column "
+                              f"{err.colno}); expected a Hugging Face config.json") from err
+
+
+def _is_adapter(data: Mapping[str, Any]) -> bool:
+    return ("peft_type" in data or "base_model_name_or_path" in data) and not (
+        "architectures" in data or "model_type" in data)
+
+
+def _from_path(path: Path) -> ModelConfig:
+    if path.is_dir():
+        config = path / "config.json"
+        if not config.is_file():
+            adapter = path / "adapter_config.json"
+            if adapter.is_file():
+                try:
+                    content = json.loads(adapter.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    content = None
+                raise ApronInputError(_adapter_message(path, content))
+            if any(path.glob("*.gguf")):
+                raise ApronInputError(_gguf_message(f"{path} holds GGUF files and no config.json"))
+            raise ApronInputError(f"{path} is a directory without a config.json; give the model's "
+                                  "config.json or the directory that holds it")
+        path = config
+    elif not path.exists():
+        raise ApronInputError(f"{path} does not exist; give a config.json, a directory holding one, "
+                              "or --sample <name>")
+    data = _parse_json_file(path)
+    if not isinstance(data, dict):
+        kind = type(data).__name__ if data is not None else "null"
+        raise ApronInputError(f"{path} is JSON but not an object (found {kind}); a config.json is "
+                              "one JSON object")
+    if _is_adapter(data):
+        raise ApronInputError(_adapter_message(path, data))
+    return ModelConfig(data, str(path))
+
+
+def load_config(source: str | Path | Mapping[str, Any], name: str | None = None) -> ModelConfig:
+    """A ModelConfig from a path (file or directory) or an already-parsed dict."""
+    if isinstance(source, Mapping):
+        if _is_adapter(source):
+            raise ApronInputError(_adapter_message(Path(name or "<dict>"), source))
+        return ModelConfig(source, name or "<dict>")
+    return _from_path(Path(source))
+
+
+def sample_names() -> tuple[str, ...]:
+    return tuple(sorted(p.stem for p in SAMPLES_DIR.glob("*.json")))
+
+
+def load_sample(name: str) -> ModelConfig:
+    path = SAMPLES_DIR / f"{name}.json"
+    if not path.is_file():
+        raise ApronInputError(f"no sample named {name!r}; samples: {', '.join(sample_names())}")
+    config = _from_path(path)
+    return ModelConfig(config.raw, f"sample:{name}")

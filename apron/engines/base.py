@@ -1,0 +1,33 @@
+"""The protocol each engine module implements: its decisions for one config, from its constraints."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+from apron.config import ModelConfig
+from apron.constraints import Citation, EngineConstraints
+from apron.results import HeadCount, MlaDecision
+
+
+class EngineDecision(NamedTuple):
+    """What one engine's extracted rules decide for a config.
+
+    kv_heads / mla: the engine's own resolution (None when it has no such rule extracted).
+    flags: architecture classes the engine assigns ("hybrid", "recurrent", "diffusion", ...).
+    computes_figures: whether the extracted rules are enough to say what the engine allocates."""
+
+    engine: str
+    kv_heads: HeadCount | None
+    mla: MlaDecision | None
+    flags: tuple[str, ...]
+    notes: tuple[str, ...]
+    citations: tuple[Citation, ...]
+    computes_figures: bool
+
+
+class EngineRules(Protocol):
+    """One module per engine (apron/engines/<engine>.py), listed in apron.engines.ENGINE_RULES."""
+
+    ENGINE: str
+
+    def decide(self, model: ModelConfig, constraints: EngineConstraints) -> EngineDecision: ...

@@ -1,0 +1,113 @@
+"""Per-layer layout from the config: which layers hold full-attention KV, windowed KV, or state.
+
+Read, in order, from the first field the config has: `layer_types`, `layers_block_type`,
+`hybrid_override_pattern` (Nemotron-H: M = Mamba2, * = attention, - = MLP, E = MoE),
+`attn_layer_period` + `attn_layer_offset` (Jamba: layer i is attention when i % period ==
+offset, else Mamba), `sliding_window_pattern` (Gemma 3 / Cohere2: every p-th layer is global),
+and `use_sliding_window` + `max_window_layers` (Qwen2: layers from max_window_layers on are
+windowed). None of these present means the config states no per-layer layout."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from apron.config import ModelConfig, is_int
+
+FULL, SLIDING, MAMBA, BOTH, LINEAR, CONV, NONE = (
+    "full_attention", "sliding_attention", "mamba", "attention+mamba", "linear_attention",
+    "short_conv", "no_cache")
+ATTENTION_KINDS = frozenset({FULL, SLIDING, BOTH})
+STATE_KINDS = frozenset({MAMBA, BOTH, LINEAR, CONV})
+
+# Per-layer type words seen in config.json files, normalized. Unknown words stay unknown.
+KIND_WORDS = {
+    "full_attention": FULL, "attention": FULL, "global": FULL, "global_attention": FULL,
+    "full": FULL, "*": FULL,
+    "sliding_attention": SLIDING, "sliding": SLIDING, "local": SLIDING, "local_attention": SLIDING,
+    "sliding_window": SLIDING, "swa": SLIDING,
+    "mamba": MAMBA, "mamba2": MAMBA, "m": MAMBA, "ssm": MAMBA,
+    "hybrid": BOTH,  # Zamba2: a Mamba layer with the shared attention block applied
+    "linear_attention": LINEAR, "linear": LINEAR, "gated_deltanet": LINEAR, "kda": LINEAR,
+    "conv": CONV, "short_conv": CONV,
+    "mlp": NONE, "moe": NONE, "-": NONE, "e": NONE, "ffn": NONE,
+}
+
+
+class LayerLayout(NamedTuple):
+    """Per-layer kinds (empty when unknown) and where they came from."""
+
+    kinds: tuple[str, ...]
+    source: str
+    unknown: tuple[str, ...]
+    missing: tuple[str, ...]
+
+    def count(self, *kinds: str) -> int:
+        return sum(1 for k in self.kinds if k in kinds)
+
+    @property
+    def has_state(self) -> bool:
+        return any(k in STATE_KINDS for k in self.kinds)
+
+    @property
+    def has_sliding(self) -> bool:
+        return SLIDING in self.kinds
+
+
+def _words(values: object, source: str, layers: int | None) -> LayerLayout:
+    if not isinstance(values, list | tuple | str) or not values:
+        return LayerLayout((), source, (f"{source} is not a non-empty list or string",), ())
+    kinds: list[str] = []
+    for index, value in enumerate(values):
+        word = str(value).strip().lower()
+        kind = KIND_WORDS.get(word)
+        if kind is None:
+            return LayerLayout((), source, (f"{source}[{index}] = {value!r} is a layer type apron "
+                                            "does not know",), ())
+        kinds.append(kind)
+    if layers is not None and len(kinds) != layers:
+        return LayerLayout((), source, (f"{source} has {len(kinds)} entries but the model has "
+                                        f"{layers} layers",), ())
+    return LayerLayout(tuple(kinds), source, (), ())
+
+
+HYBRID_FIELDS = ("layers_block_type", "hybrid_override_pattern", "attn_layer_period")
+
+
+def layout(model: ModelConfig) -> LayerLayout | None:
+    """The per-layer layout the config states, or None when it states none."""
+    layers = model.integer("num_hidden_layers")
+    for key in ("layer_types", "layers_block_type", "hybrid_override_pattern"):
+        value = model.get(key)
+        if value is not None:
+            return _words(value, key, layers)
+    period, offset = model.get("attn_layer_period"), model.get("attn_layer_offset")
+    if period is not None or offset is not None:
+        source = "attn_layer_period/attn_layer_offset"
+        missing = tuple(k for k, v in (("attn_layer_period", period), ("attn_layer_offset", offset),
+                                       ("num_hidden_layers", layers)) if v is None)
+        if missing:
+            return LayerLayout((), source, (f"{source} needs {', '.join(missing)}",), missing)
+        if not (is_int(period) and is_int(offset)) or period <= 0:
+            return LayerLayout((), source, (f"{source} = {period!r}/{offset!r} are not usable "
+                                            "integers",), ())
+        kinds = tuple(FULL if i % period == offset else MAMBA for i in range(layers))
+        return LayerLayout(kinds, f"{source} = {period}/{offset}", (), ())
+    pattern = model.get("sliding_window_pattern")
+    if pattern is not None:
+        source = f"sliding_window_pattern = {pattern!r}"
+        if not is_int(pattern) or pattern <= 0:
+            return LayerLayout((), source, (f"{source} is not a positive integer",), ())
+        if layers is None:
+            return LayerLayout((), source, (f"{source} needs num_hidden_layers",),
+                               ("num_hidden_layers",))
+        kinds = tuple(SLIDING if (i + 1) % pattern else FULL for i in range(layers))
+        return LayerLayout(kinds, f"{source} (every {pattern}th layer global)", (), ())
+    if model.get("use_sliding_window") is True and model.present("max_window_layers"):
+        first = model.get("max_window_layers")
+        source = f"use_sliding_window + max_window_layers = {first!r}"
+        if not is_int(first) or layers is None:
+            return LayerLayout((), source, (f"{source} needs integer max_window_layers and "
+                                            "num_hidden_layers",), ("num_hidden_layers",))
+        kinds = tuple(SLIDING if i >= first else FULL for i in range(layers))
+        return LayerLayout(kinds, f"{source} (layers {first}.. windowed)", (), ())
+    return None
