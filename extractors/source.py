@@ -2,17 +2,29 @@
 
 A source is an https URL, a file:// URL or a local path to a clone or bare mirror. Commits are
 fetched into a reusable cache under the user's cache directory: one bare, partial
-(`--filter=blob:none`) repository per engine and source, fetching only the commit asked for.
-Blobs are read straight from the object store by path at that commit; nothing is checked out.
+(`--filter=blob:none`) repository per engine and source, fetching only the commit asked for
+(depth 1: the commit and its trees, no blobs). Blobs are read straight from the object store by
+path at that commit; nothing is checked out.
+
+Fetch requests are explicit and counted (`GitSource.fetch_requests`): one for a commit, one per
+batch of blobs (`GitSnapshot.prefetch`, or a single blob read that was not prefetched). Whether
+the cache holds an object is answered from the pack indexes and loose objects directly, so a
+presence check costs in proportion to the request and never makes git fetch behind our back.
+`extract history` fetches a commit range with `--shallow-since` (commits and trees only) and the
+blobs of the files it reads in one batch.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import re
-from collections.abc import Iterable
+import struct
+import subprocess
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import git
@@ -27,6 +39,7 @@ from extractors.errors import (
     UnknownCommitError,
 )
 from extractors.pins import FULL_SHA, check_commit_argument, check_source_url
+from extractors.progress import NullProgress, Progress
 from extractors.snapshot import Snapshot, decode_source
 
 CACHE_ENV = "APRON_CACHE_DIR"
@@ -36,6 +49,9 @@ LOCK_TIMEOUT_SECONDS = 600
 # transports, so they must be on the upload-pack command itself). A fixed string, no user input.
 LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""}
+# Days before --since that a history fetch reaches back, in case committer dates are not monotonic.
+HISTORY_DATE_MARGIN_DAYS = 30
+NULL_SHA = "0" * 40
 
 _UNKNOWN_COMMIT = re.compile(
     r"not our ref|couldn't find remote ref|no such remote ref|unadvertised object|"
@@ -61,9 +77,22 @@ def _local_path(url: str) -> Path | None:
     return Path(url.removeprefix("file://")) if url.startswith("file://") else None
 
 
-def _git_error_text(err: git.GitCommandError) -> str:
+def _git_error_text(err: git.GitCommandError | GitFailed) -> str:
     text = (err.stderr or "").strip().replace("stderr: ", "").strip("'\n ")
     return text.splitlines()[-1] if text else str(err)
+
+
+class GitFailed(Exception):
+    """A git command exited nonzero (internal; mapped to a SourceError by the caller)."""
+
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
+        super().__init__(f"git {' '.join(args[:3])} exited {returncode}: {stderr.strip()[-300:]}")
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+class BlobNotPresent(Exception):
+    """A blob is not in the cache and this snapshot may not fetch (history worker processes)."""
 
 
 @dataclass(frozen=True)
@@ -71,18 +100,114 @@ class ResolvedCommit:
     sha: str
     date: str  # committer date, YYYY-MM-DD
     subject: str
+    parent: str = ""  # first parent; "" for a root commit or when not known
+
+
+# ---------------------------------------------------------------- object presence
+
+
+class _PackIndex:
+    """Membership test on one pack's .idx file (versions 1 and 2), by binary search."""
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as handle:
+            self._data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        data = self._data
+        if data[:4] == b"\xfftOc":
+            (version,) = struct.unpack_from(">I", data, 4)
+            if version != 2:
+                raise ValueError(f"pack index version {version}")
+            fanout_at, self._names_at, self._stride = 8, 8 + 1024, 20
+        else:
+            fanout_at, self._names_at, self._stride = 0, 1024 + 4, 24
+        self._fanout = struct.unpack_from(">256I", data, fanout_at)
+
+    def __contains__(self, raw: bytes) -> bool:
+        first = raw[0]
+        lo = self._fanout[first - 1] if first else 0
+        hi = self._fanout[first]
+        data, at, stride = self._data, self._names_at, self._stride
+        while lo < hi:
+            mid = (lo + hi) // 2
+            start = at + mid * stride
+            name = data[start:start + 20]
+            if name < raw:
+                lo = mid + 1
+            elif name > raw:
+                hi = mid
+            else:
+                return True
+        return False
+
+    def close(self) -> None:
+        self._data.close()
+
+
+class ObjectPresence:
+    """Which objects a repository holds, from its pack indexes and loose objects.
+
+    Costs a few index probes per object asked about, however large the cache is, and never runs
+    git (so never triggers a lazy fetch)."""
+
+    def __init__(self, objects_dir: Path) -> None:
+        self._dir = objects_dir
+        self._packs: dict[str, _PackIndex] = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        pack_dir = self._dir / "pack"
+        names = {p.name for p in pack_dir.glob("*.idx")} if pack_dir.is_dir() else set()
+        for gone in set(self._packs) - names:
+            self._packs.pop(gone).close()
+        for name in sorted(names - set(self._packs)):
+            try:
+                self._packs[name] = _PackIndex(pack_dir / name)
+            except (OSError, ValueError, struct.error):
+                continue  # being written, or not an index we read: the object counts as absent
+
+    def has(self, sha: str) -> bool:
+        if (self._dir / sha[:2] / sha[2:]).is_file():
+            return True
+        raw = bytes.fromhex(sha)
+        return any(raw in index for index in self._packs.values())
+
+    def missing(self, shas: Iterable[str]) -> list[str]:
+        seen: set[str] = set()
+        out = []
+        for sha in shas:
+            if sha not in seen:
+                seen.add(sha)
+                if not self.has(sha):
+                    out.append(sha)
+        return out
+
+    @property
+    def pack_count(self) -> int:
+        return len(self._packs)
+
+
+# ---------------------------------------------------------------- the source
 
 
 class GitSource:
-    """One engine's source, with its cache repository."""
+    """One engine's source, with its cache repository.
 
-    def __init__(self, engine: str, source: str, *, cache_dir: Path | None = None) -> None:
+    `fetch_requests` counts the fetches this object made (each is one request to the source);
+    `fetched_blobs` counts the blobs asked for by SHA."""
+
+    def __init__(self, engine: str, source: str, *, cache_dir: Path | None = None,
+                 progress: Progress | None = None) -> None:
         self.engine = engine
         self.source = source
         self.url = fetch_url(source)
         digest = hashlib.sha1(self.url.encode()).hexdigest()[:12]
-        self.cache_path = (cache_dir or cache_root()) / f"{engine}-{digest}.git"
+        self.cache_dir = cache_dir or cache_root()
+        self.cache_path = self.cache_dir / f"{engine}-{digest}.git"
+        self.progress = progress or NullProgress()
+        self.fetch_requests = 0
+        self.fetched_blobs = 0
         self._repo: git.Repo | None = None
+        self._presence: ObjectPresence | None = None
         self._lock = FileLock(str(self.cache_path) + ".lock")
 
     # ------------------------------------------------------------ cache
@@ -112,6 +237,23 @@ class GitSource:
         self._repo = repo
         return repo
 
+    @property
+    def presence(self) -> ObjectPresence:
+        if self._presence is None:
+            self._open_cache()
+            self._presence = ObjectPresence(self.cache_path / "objects")
+        return self._presence
+
+    def _git(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        """Run git on the cache repository; GitFailed when it exits nonzero (if `check`)."""
+        self._open_cache()
+        env = {**os.environ, **_GIT_ENV}
+        proc = subprocess.run(["git", f"--git-dir={self.cache_path}", *args], input=stdin,
+                              capture_output=True, text=True, env=env, check=False)
+        if check and proc.returncode != 0:
+            raise GitFailed(args, proc.returncode, proc.stderr)
+        return proc.stdout
+
     def _check_reachable(self) -> None:
         local = _local_path(self.url)
         if local is not None and not local.exists():
@@ -122,49 +264,96 @@ class GitSource:
         out = repo.git.for_each_ref("--format=%(objectname)", "refs/apron/")
         return out.split()
 
-    def _fetch(self, repo: git.Repo, sha: str) -> None:
+    def _run_fetch(self, *args: str, stdin: str | None = None, negotiate: bool = True) -> None:
+        """One request to the source: `git fetch` without tags, blobs filtered out unless named.
+
+        Blobs are fetched by SHA the way git's own lazy fetch does it: without negotiation
+        (advertising the cache's commits makes the connectivity check of a shallow cache fail)."""
         self._check_reachable()
-        base = ["--no-tags", "--filter=blob:none", "origin", sha]
+        self.fetch_requests += 1
+        config = () if negotiate else ("-c", "fetch.negotiationAlgorithm=noop")
+        try:
+            self._git(*config, "fetch", "--no-tags", "--no-write-fetch-head",
+                      "--recurse-submodules=no", "--filter=blob:none", *args, stdin=stdin)
+        finally:
+            if self._presence is not None:
+                self._presence.refresh()
+
+    def _fetch_error(self, err: GitFailed, sha: str) -> Exception:
+        text = _git_error_text(err)
+        if _UNKNOWN_COMMIT.search(err.stderr or ""):
+            return UnknownCommitError(f"commit not found at the source ({text})",
+                                      engine=self.engine, commit=sha, source=self.source)
+        return SourceUnreachableError(f"cannot fetch from the source ({text})",
+                                      engine=self.engine, commit=sha, source=self.source)
+
+    def _fetch(self, repo: git.Repo, sha: str) -> None:
+        self.progress.stage(f"fetching {self.engine} commit {sha[:12]} (trees only)")
         try:
             try:
-                repo.git.fetch("--depth=1", *base)
-            except git.GitCommandError as err:
+                self._run_fetch("--depth=1", "origin", sha)
+            except GitFailed as err:
                 if "shallow" not in (err.stderr or "").lower():
                     raise
-                repo.git.fetch(*base)  # server refuses shallow: fetch the commit's history
-        except git.GitCommandError as err:
-            text = _git_error_text(err)
-            if _UNKNOWN_COMMIT.search(err.stderr or ""):
-                raise UnknownCommitError(f"commit not found at the source ({text})",
-                                         engine=self.engine, commit=sha,
-                                         source=self.source) from None
-            raise SourceUnreachableError(f"cannot fetch from the source ({text})",
-                                         engine=self.engine, commit=sha,
-                                         source=self.source) from None
+                self._run_fetch("origin", sha)  # server refuses shallow: fetch the history
+        except GitFailed as err:
+            raise self._fetch_error(err, sha) from None
         repo.git.update_ref(f"refs/apron/{sha}", sha)
+
+    def fetch_blobs(self, shas: Iterable[str]) -> int:
+        """Fetch the blobs the cache lacks in one request; returns how many were asked for.
+
+        A failed batch is not an error here: each read then fetches its own blob and reports
+        the path it could not read."""
+        with self._locked():
+            missing = self.presence.missing(shas)
+            if not missing:
+                return 0
+            self.progress.stage(f"fetching {len(missing)} {self.engine} file(s)")
+            self.fetched_blobs += len(missing)
+            try:
+                self._run_fetch("--stdin", "origin", stdin="".join(s + "\n" for s in missing),
+                                negotiate=False)
+            except GitFailed:
+                pass
+            return len(missing)
+
+    def _locked(self):
+        try:
+            return self._lock.acquire(timeout=LOCK_TIMEOUT_SECONDS)
+        except Timeout:
+            raise CacheError(f"timed out waiting for the cache lock {self._lock.lock_file}",
+                             engine=self.engine, source=self.source) from None
 
     # ------------------------------------------------------------ commits
 
     def resolve(self, commit: str) -> ResolvedCommit:
         """Make `commit` available in the cache and return its full SHA and date."""
         commit = check_commit_argument(commit)
-        try:
-            with self._lock.acquire(timeout=LOCK_TIMEOUT_SECONDS):
-                repo = self._open_cache()
-                sha = commit if FULL_SHA.match(commit) else self._expand(repo, commit)
-                if sha not in self._cached_commits(repo):
+        with self._locked():
+            repo = self._open_cache()
+            sha = commit if FULL_SHA.match(commit) else self._expand(repo, commit)
+            if sha not in self._cached_commits(repo):
+                if self.presence.has(sha):  # fetched with a history range: trees are here
+                    repo.git.update_ref(f"refs/apron/{sha}", sha)
+                else:
                     self._fetch(repo, sha)
-                try:
-                    line = repo.git.show("-s", "--format=%H%x00%cI%x00%s", sha)
-                except git.GitCommandError as err:
-                    raise UnknownCommitError(
-                        f"the source answered, but {sha} is not a commit ({_git_error_text(err)})",
-                        engine=self.engine, commit=sha, source=self.source) from None
-        except Timeout:
-            raise CacheError(f"timed out waiting for the cache lock {self._lock.lock_file}",
-                             engine=self.engine, source=self.source) from None
-        full, date, subject = line.split("\x00", 2)
-        return ResolvedCommit(sha=full, date=date[:10], subject=subject)
+            found = self.commits([sha]).get(sha)
+        if found is None:
+            raise UnknownCommitError(f"the source answered, but {sha} is not a commit",
+                                     engine=self.engine, commit=sha, source=self.source)
+        return found
+
+    def commits(self, shas: Sequence[str]) -> dict[str, ResolvedCommit]:
+        """Date, subject and first parent of commits the cache holds, by SHA."""
+        if not shas:
+            return {}
+        try:
+            out = self._git("log", "--no-walk=unsorted", "--format=%H%x00%P%x00%cI%x00%s",
+                            *shas, "--")
+        except GitFailed:
+            return {}
+        return {c.sha: c for c in _parse_log(out)}
 
     def _expand(self, repo: git.Repo, prefix: str) -> str:
         matches = [s for s in self._cached_commits(repo) if s.startswith(prefix)]
@@ -188,6 +377,10 @@ class GitSource:
         resolved = self.resolve(commit)
         return GitSnapshot(self, self._open_cache(), resolved)
 
+    def snapshot_at(self, commit: ResolvedCommit, *, allow_fetch: bool = True) -> GitSnapshot:
+        """A snapshot of a commit already in the cache (from `resolve` or `first_parent_log`)."""
+        return GitSnapshot(self, self._open_cache(), commit, allow_fetch=allow_fetch)
+
     def default_branch_head(self) -> str:
         """The full SHA the source's HEAD points to (for `bump` without `--to`)."""
         return self.ref_head("HEAD")
@@ -207,18 +400,111 @@ class GitSource:
                                      engine=self.engine, commit=ref, source=self.source)
         return exact[0]
 
+    # ------------------------------------------------------------ history
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        try:
+            self._git("merge-base", "--is-ancestor", older, newer)
+        except GitFailed:
+            return False
+        return True
+
+    def fetch_range(self, since: ResolvedCommit, until: ResolvedCommit) -> None:
+        """Make the history from `since` to `until` available (commits and trees, no blobs).
+
+        One request, deepening `until` back to shortly before `since`'s date; nothing is fetched
+        when the cache already connects them."""
+        if self.is_ancestor(since.sha, until.sha):
+            return
+        with self._locked():
+            when = self._git("log", "-1", "--format=%cI", since.sha).strip()
+            reach = (datetime.fromisoformat(when) - timedelta(days=HISTORY_DATE_MARGIN_DAYS))
+            self.progress.stage(f"fetching {self.engine} history {since.sha[:12]}..{until.sha[:12]} "
+                                "(commits and trees only)")
+            try:
+                self._run_fetch(f"--shallow-since={reach.isoformat()}", "origin", until.sha)
+            except GitFailed as err:
+                if "shallow" not in (err.stderr or "").lower():
+                    raise self._fetch_error(err, until.sha) from None
+                try:
+                    self._run_fetch("origin", until.sha)  # no shallow support: all of it
+                except GitFailed as err2:
+                    raise self._fetch_error(err2, until.sha) from None
+        if not self.is_ancestor(since.sha, until.sha):
+            raise UnknownCommitError(
+                f"{since.sha} is not an ancestor of {until.sha} (or its history could not be "
+                "fetched); --since must be an older commit on the same branch",
+                engine=self.engine, commit=since.sha, source=self.source)
+
+    def first_parent_log(self, since: ResolvedCommit, until: ResolvedCommit,
+                         files: Iterable[str] = (), dirs: Iterable[str] = ()) -> list[ResolvedCommit]:
+        """First-parent commits after `since` up to `until` that changed one of `files` or a
+        file directly inside one of `dirs`, oldest first (needs `fetch_range`)."""
+        specs = _pathspecs(files, dirs)
+        if not specs:
+            return []
+        out = self._git("log", "--first-parent", "--format=%H%x00%P%x00%cI%x00%s",
+                        f"{since.sha}..{until.sha}", "--", *specs)
+        return list(reversed(_parse_log(out)))
+
+    def range_blobs(self, since: ResolvedCommit, until: ResolvedCommit,
+                    files: Iterable[str] = (), dirs: Iterable[str] = ()) -> set[str]:
+        """Blob SHAs the first-parent commits after `since` up to `until` gave these files."""
+        specs = _pathspecs(files, dirs)
+        if not specs:
+            return set()
+        out = self._git("log", "--first-parent", "--raw", "--no-abbrev", "--no-renames",
+                        "--format=", f"{since.sha}..{until.sha}", "--", *specs)
+        blobs = set()
+        for line in out.splitlines():
+            if line.startswith(":"):
+                fields = line[1:].split("\t", 1)[0].split()
+                if len(fields) >= 4 and fields[1] in ("100644", "100755") and fields[3] != NULL_SHA:
+                    blobs.add(fields[3])
+        return blobs
+
+
+def _glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
+def _pathspecs(files: Iterable[str], dirs: Iterable[str]) -> list[str]:
+    specs = [f":(top,literal){p}" for p in sorted(set(files))]
+    for directory in sorted({d.strip("/") for d in dirs}):
+        specs.append(f":(top,glob){_glob_escape(directory)}/*" if directory else ":(top,glob)*")
+    return specs
+
+
+def _parse_log(out: str) -> list[ResolvedCommit]:
+    commits = []
+    for line in out.splitlines():
+        if line.count("\x00") < 3:
+            continue
+        sha, parents, date, subject = line.split("\x00", 3)
+        parent = parents.split()[0] if parents.strip() else ""
+        commits.append(ResolvedCommit(sha=sha, date=date[:10], subject=subject, parent=parent))
+    return commits
+
 
 class GitSnapshot(Snapshot):
-    """A commit's tree in the cache; blobs are fetched lazily (or in batches) by path."""
+    """A commit's tree in the cache; blobs are fetched in batches (`prefetch`) or one by one."""
 
-    def __init__(self, source: GitSource, repo: git.Repo, commit: ResolvedCommit) -> None:
+    def __init__(self, source: GitSource, repo: git.Repo, commit: ResolvedCommit, *,
+                 allow_fetch: bool = True) -> None:
         self.engine = source.engine
         self.commit = commit.sha
         self.commit_date = commit.date
         self.subject = commit.subject
+        self.resolved = commit
         self._source = source
         self._repo = repo
-        self._tree = repo.commit(commit.sha).tree
+        self._allow_fetch = allow_fetch
+        try:
+            self._tree = repo.commit(commit.sha).tree
+        except (ValueError, git.GitError) as err:
+            raise UnknownCommitError(f"{commit.sha} is not in the cache ({err})",
+                                     engine=self.engine, commit=commit.sha,
+                                     source=source.source) from None
         self._text: dict[str, str] = {}
 
     def _missing(self, path: str, why: str = "does not exist at this commit") -> MissingPathError:
@@ -255,6 +541,15 @@ class GitSnapshot(Snapshot):
             raise self._missing(path, "is a directory, not a file")
         if entry.mode == 0o120000:
             raise self._missing(path, "is a symbolic link where a file is expected")
+        if not self._source.presence.has(entry.hexsha):
+            if not self._allow_fetch:
+                raise BlobNotPresent(entry.hexsha)
+            self._source.fetch_blobs([entry.hexsha])
+            if not self._source.presence.has(entry.hexsha):
+                raise MissingPathError(
+                    f"cannot read {path} (blob {entry.hexsha}): the source did not send it",
+                    engine=self.engine, commit=self.commit, source=self._source.source,
+                    paths=[path])
         try:
             return entry.data_stream.read()
         except (git.GitError, ValueError, OSError) as err:
@@ -268,37 +563,22 @@ class GitSnapshot(Snapshot):
             self._text[path] = decode_source(path, self.read_bytes(path))
         return self._text[path]
 
-    def prefetch(self, paths: Iterable[str]) -> None:
-        """Fetch the blobs of `paths` that the cache lacks, in one request."""
-        wanted = []
+    def blob_shas(self, paths: Iterable[str]) -> list[str]:
+        """Blob SHAs of those `paths` that are regular files at this commit."""
+        shas = []
         for path in paths:
             try:
                 entry = self._tree[path]
             except KeyError:
                 continue
-            if entry.type == "blob":
-                wanted.append(entry.hexsha)
-        if not wanted:
-            return
-        present = self._present(wanted)
-        missing = [sha for sha in wanted if sha not in present]
-        if not missing:
-            return
-        try:
-            self._repo.git.fetch("--no-tags", "--no-write-fetch-head", "--filter=blob:none",
-                                 "origin", *missing)
-        except git.GitCommandError:
-            pass  # lazy per-blob fetches still work; only the batching is lost
+            if entry.type == "blob" and entry.mode != 0o120000:
+                shas.append(entry.hexsha)
+        return shas
 
-    def _present(self, shas: list[str]) -> set[str]:
-        """Which of these objects the cache already holds, without triggering lazy fetches."""
-        try:
-            out = self._repo.git.cat_file("--batch-check", "--batch-all-objects",
-                                          "--unordered")
-        except git.GitCommandError:
-            return set()
-        have = {line.split(" ", 1)[0] for line in out.splitlines()}
-        return {s for s in shas if s in have}
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Fetch the blobs of `paths` that the cache lacks, in one request."""
+        if self._allow_fetch:
+            self._source.fetch_blobs(self.blob_shas(paths))
 
 
 # ---------------------------------------------------------------- the project's own repository
