@@ -58,6 +58,12 @@ class HeadDims:
     def known(self) -> bool:
         return self.k is not None and self.v is not None
 
+    @property
+    def reason(self) -> str:
+        if self.how:
+            return f"head size unknown: {self.how}"
+        return f"head size unknown: needs {', '.join(self.missing)}"
+
 
 def is_mla_shaped(model: ModelConfig) -> bool:
     """The config carries a latent KV projection (DeepSeek-style MLA fields)."""

@@ -37,8 +37,7 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
         reasons.append(f"{layers_key} is absent")
     if not dims.known:
         missing.extend(dims.missing)
-        reasons.append(f"head size unknown: needs {', '.join(dims.missing)}" if dims.missing
-                       else f"head size unknown: {dims.how}")
+        reasons.append(dims.reason)
     if not heads.known:
         missing.extend(heads.missing)
         reasons.extend(heads.unknown)

@@ -49,8 +49,7 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
     else:
         dims = head_dims(model)
         if not dims.known:
-            reasons.append(f"head size unknown: needs {', '.join(dims.missing)}" if dims.missing
-                           else f"head size unknown: {dims.how}")
+            reasons.append(dims.reason)
             missing.extend(dims.missing)
         if not heads.known:
             reasons.extend(heads.unknown)

@@ -29,8 +29,7 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
         reasons.append(f"{layers_key} is absent")
         missing.append(layers_key)
     if not dims.known:
-        reasons.append(f"head size unknown: needs {', '.join(dims.missing)}" if dims.missing
-                       else f"head size unknown: {dims.how}")
+        reasons.append(dims.reason)
         missing.extend(dims.missing)
     if not heads.known:
         reasons.extend(heads.unknown)

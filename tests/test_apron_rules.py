@@ -1,0 +1,311 @@
+"""The generated constraints drive apron's answers: swap the rows and the answer changes.
+
+vLLM rows come from the committed generated/vllm modules (or edited copies of them); SGLang,
+llama.cpp and TensorRT-LLM rows are hand-built with the field names their generated modules use,
+so these tests hold whichever engines are present in generated/."""
+
+from __future__ import annotations
+
+import json
+from collections import namedtuple
+from pathlib import Path
+
+import pytest
+
+import apron.constraints as constraints_module
+from apron import plan
+from apron.config import ModelConfig
+from apron.constraints import ConstraintSet, EngineConstraints, load_constraints, load_engine
+from apron.engines.vllm import resolve_kv_heads
+from generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
+
+SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
+CONVERTOR = "vllm/transformers_utils/model_arch_config_convertor.py"
+
+
+def sample(name: str) -> dict:
+    return json.loads((SAMPLES / f"{name}.json").read_text())
+
+
+def vllm() -> EngineConstraints:
+    engine = load_engine("vllm")
+    assert engine is not None, "generated/vllm is committed and must load"
+    return engine
+
+
+def with_vllm_fact(fact: str, rows: tuple) -> ConstraintSet:
+    engine = vllm()
+    return load_constraints().replace("vllm", engine._replace(facts={**engine.facts, fact: rows}))
+
+
+def only(**engines: EngineConstraints | None) -> ConstraintSet:
+    base = {name: None for name in constraints_module.ENGINES}
+    return ConstraintSet({**base, **engines})
+
+
+def view(result, engine: str):
+    return next(v for v in result.engines if v.engine == engine)
+
+
+# -- swapping generated rows changes the answer ---------------------------------------------------
+
+def test_adding_a_model_type_to_the_mla_list_makes_it_mla():
+    config = sample("deepseek-v3")
+    config["model_type"] = "my_latent_model"
+    before = plan(config, context=1024)
+    assert before.prediction.mechanism == "full_attention"
+    extra = MlaModelType(scope="main", model_type="my_latent_model", path=CONVERTOR,
+                         symbol="ModelArchConfigConvertorBase.is_deepseek_mla")
+    swapped = with_vllm_fact("mla_model_types", (*vllm().rows("mla_model_types"), extra))
+    after = plan(config, context=1024, constraints=swapped)
+    assert after.prediction.mechanism == "mla_latent"
+    assert after.prediction.kv_bytes_per_token == 61 * (512 + 64) * 2 == 70_272
+    assert view(after, "vllm").mechanism == "mla_latent"
+
+
+def test_monkeypatched_generated_module_drives_the_answer(monkeypatch):
+    import generated.vllm.mla_model_types as mla_module
+
+    kept = tuple(r for r in mla_module.ROWS if r.model_type != "deepseek_v3")
+    monkeypatch.setattr(mla_module, "ROWS", kept)
+    constraints_module.reset_cache()
+    try:
+        result = plan(sample("deepseek-v3"), context=1024)
+    finally:
+        monkeypatch.undo()
+        constraints_module.reset_cache()
+    assert result.prediction.mechanism == "full_attention"
+    assert view(result, "vllm").kv_bytes_per_token == 61 * 128 * (192 + 128) * 2
+    assert plan(sample("deepseek-v3"), context=1024).prediction.mechanism == "mla_latent"
+
+
+def test_alias_order_decides_which_key_wins():
+    config = {"model_type": "x", "num_hidden_layers": 1, "head_dim": 64,
+              "num_kv_heads": 4, "num_key_value_heads": 8}
+    model = ModelConfig(config, "t")
+    assert resolve_kv_heads(model, vllm())[0].count == 4  # num_kv_heads is scanned first
+    reordered = (KvHeadAlias(0, "num_key_value_heads", CONVERTOR, "s"),
+                 KvHeadAlias(1, "num_kv_heads", CONVERTOR, "s"))
+    engine = vllm()._replace(facts={**vllm().facts, "kv_head_aliases": reordered})
+    assert resolve_kv_heads(model, engine)[0].count == 8
+
+
+def test_without_generated_vllm_the_kv_heads_are_unknown():
+    result = plan(sample("llama-3.1-8b"), context=10, constraints=only())
+    assert result.prediction.kv_bytes_per_token is None
+    assert "generated/vllm has none" in result.kv_heads.unknown[0]
+    assert all(v.status == "constraints absent" for v in result.engines)
+    assert all(s.status == "constraints absent" for s in result.support)
+    assert any("no generated engine constraints" in n for n in result.notes)
+
+
+def test_load_engine_of_an_absent_engine_is_none():
+    assert load_engine("no_such_engine") is None
+
+
+def test_rows_missing_fields_do_not_crash():
+    Row = namedtuple("Row", "model_type")
+    engine = vllm()._replace(facts={**vllm().facts, "kv_head_overrides": (Row("llama"),),
+                                    "mla_gates": ()})
+    result = plan(sample("llama-3.1-8b"), context=10, constraints=load_constraints().replace(
+        "vllm", engine))
+    assert result.prediction.kv_bytes_per_token is None
+    assert "does not interpret" in result.kv_heads.unknown[0]
+
+
+# -- per-model_type overrides, as the structured kind/rule fields say ------------------------------
+
+def override(model_type: str, kind: str, rule: str, excludes: str = "", order: int = 0):
+    return KvHeadOverride(model_type=model_type, rule_order=order, convertor_class="C", kind=kind,
+                          rule=rule, excludes=excludes, path=CONVERTOR, symbol="C.get_total")
+
+
+@pytest.mark.parametrize(("rule_row", "config", "expected"), [
+    (override("m", "constant", "constant 0"), {}, 0),
+    (override("m", "constant", "constant 3"), {"num_key_value_heads": 8}, 3),
+    (override("m", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
+     {"attn_config": {"kv_n_heads": 2}, "num_attention_heads": 16}, 2),
+    (override("m", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
+     {"attn_config": {}, "num_attention_heads": 16}, 16),
+    (override("m", "reads", "reads encoder.n_heads"), {"encoder": {"n_heads": 6}}, 6),
+    (override("m", "reads", "reads encoder.n_heads"), {}, None),
+    (override("m", "conditional",
+              "1 when not new_decoder_architecture and multi_query; else base scan"),
+     {"multi_query": True, "new_decoder_architecture": False, "num_kv_heads": 9}, 1),
+    (override("m", "conditional",
+              "1 when not new_decoder_architecture and multi_query; else base scan"),
+     {"multi_query": True, "new_decoder_architecture": True, "num_kv_heads": 9}, 9),
+    # an absent flag reads as false (getattr(cfg, flag, False)): base scan
+    (override("m", "conditional",
+              "1 when not new_decoder_architecture and multi_query; else base scan"),
+     {"num_key_value_heads": 4}, 4),
+    (override("m", "conditional", "1 when has compress_ratios or multi_query; else base scan"),
+     {"num_key_value_heads": 4}, None),
+    (override("m", "opaque", "opaque: see x.py::C.get_total"), {"num_key_value_heads": 4}, None),
+    (override("m", "expression", "returns self.foo()"), {"num_key_value_heads": 4}, None),
+    # older layouts: "*" rules apply to every model type except `excludes`
+    (override("*", "conditional", "1 when multi_query",
+              excludes="model_type in [m, other] and new_decoder_architecture"),
+     {"multi_query": True, "new_decoder_architecture": True, "num_key_value_heads": 4}, 4),
+    (override("*", "conditional", "1 when multi_query",
+              excludes="model_type in [m, other] and new_decoder_architecture"),
+     {"multi_query": True, "num_key_value_heads": 4}, 1),
+])
+def test_override_rules(rule_row, config, expected):
+    engine = vllm()._replace(facts={**vllm().facts, "kv_head_overrides": (rule_row,)})
+    model = ModelConfig({"model_type": "m", **config}, "t")
+    heads, _ = resolve_kv_heads(model, engine)
+    assert heads.count == expected
+    if expected is None:
+        assert heads.unknown
+
+
+def test_nemotron_nas_block_configs_give_per_layer_heads():
+    config = {"architectures": ["DeciLMForCausalLM"], "model_type": "nemotron-nas",
+              "num_hidden_layers": 3, "num_attention_heads": 64, "hidden_size": 8192,
+              "block_configs": [{"attention": {"n_heads_in_group": 8, "no_op": False}},
+                                {"attention": {"no_op": True}},
+                                {"attention": {"n_heads_in_group": 4}}]}
+    result = plan(config, context=10)
+    # 64 // 8 = 8, no_op = 0, 64 // 4 = 16 KV heads; head_dim = 8192 / 64 = 128
+    # per token = (8 + 0 + 16) x (128 + 128) x 2 B = 12,288 B
+    assert result.kv_heads.per_layer == (8, 0, 16)
+    assert result.prediction.kv_bytes_per_token == (8 + 0 + 16) * 256 * 2 == 12_288
+
+
+def test_nemotron_nas_missing_group_is_unknown():
+    config = {"model_type": "nemotron-nas", "num_hidden_layers": 1, "num_attention_heads": 64,
+              "block_configs": [{"attention": {}}]}
+    heads, _ = resolve_kv_heads(ModelConfig(config, "t"), vllm())
+    assert not heads.known and "n_heads_in_group" in heads.missing[0]
+
+
+def test_alias_key_present_but_null_is_unknown():
+    config = {"model_type": "x", "num_hidden_layers": 1, "head_dim": 8, "num_kv_heads": None,
+              "num_key_value_heads": 4}
+    heads, engine_heads = resolve_kv_heads(ModelConfig(config, "t"), vllm())
+    assert heads.count is None and engine_heads.count is None
+    assert "num_kv_heads is present but None" in heads.unknown[0]
+
+
+# -- other engines, with the field names of their generated modules --------------------------------
+
+SglMla = namedtuple("SglMla", "architecture branch conditional path symbol")
+SglCond = namedtuple("SglCond", "architecture config field check default expression path symbol")
+SglMha = namedtuple("SglMha", "architecture branch mla_fields_read path symbol")
+SglReg = namedtuple("SglReg", "architecture module entry_name class_name resolved_via class_path "
+                    "also_in path")
+CHAIN = "python/sglang/srt/configs/model_config.py"
+
+
+def sglang(*, mla=(), conditions=(), mha=(), registry=()) -> EngineConstraints:
+    return EngineConstraints("sglang", "c" * 40, "2026-08-11", "https://example.invalid",
+                             {"mla_architectures": tuple(mla), "mla_conditions": tuple(conditions),
+                              "explicit_mha_architectures": tuple(mha),
+                              "registry_rows": tuple(registry)}, ())
+
+
+def test_sglang_architecture_set_makes_apron_predict_mla():
+    config = sample("deepseek-v3")
+    config["model_type"] = "my_latent_model"
+    config["architectures"] = ["MyLatentForCausalLM"]
+    engines = load_constraints().replace("sglang", sglang(
+        mla=[SglMla("MyLatentForCausalLM", 2, True, CHAIN, "ModelConfig.__init__")],
+        conditions=[SglCond("MyLatentForCausalLM", "hf_text_config", "kv_lora_rank",
+                            "is not None", "None", "kv_lora_rank is not None", CHAIN, "s")],
+        registry=[SglReg("MyLatentForCausalLM", "my_latent", "MyLatentForCausalLM",
+                         "MyLatentForCausalLM", "class", "python/sglang/srt/models/my_latent.py",
+                         (), "python/sglang/srt/models/my_latent.py")]))
+    result = plan(config, context=1024, constraints=engines)
+    assert result.prediction.mechanism == "mla_latent"
+    assert any("SGLang" in n for n in result.notes)
+    assert view(result, "sglang").mechanism == "mla_latent"
+    assert view(result, "vllm").mechanism == "full_attention"
+    assert view(result, "vllm").differs_from_prediction
+    support = next(s for s in result.support if s.engine == "sglang")
+    assert support.status == "registered" and support.entries[0].citation.commit == "c" * 40
+
+
+def test_sglang_condition_failing_falls_through_to_mha():
+    config = sample("deepseek-v3")
+    config["kv_lora_rank"] = None
+    engines = load_constraints().replace("sglang", sglang(
+        mla=[SglMla("DeepseekV3ForCausalLM", 1, True, CHAIN, "s")],
+        conditions=[SglCond("DeepseekV3ForCausalLM", "hf_text_config", "kv_lora_rank",
+                            "is not None", "None", "kv_lora_rank is not None", CHAIN, "s")]))
+    result = plan(config, context=8, constraints=engines)
+    sgl = view(result, "sglang")
+    assert sgl.mechanism == "full_attention"
+    assert any("condition fails" in n for n in sgl.notes)
+
+
+def test_sglang_explicit_mha_where_vllm_says_mla():
+    config = sample("deepseek-v3")
+    engines = load_constraints().replace("sglang", sglang(
+        mha=[SglMha("DeepseekV3ForCausalLM", 1, ("kv_lora_rank",), CHAIN, "s")]))
+    result = plan(config, context=8, constraints=engines)
+    assert result.prediction.mechanism == "mla_latent"  # vLLM's rule still says MLA
+    sgl = view(result, "sglang")
+    assert sgl.mechanism == "full_attention" and sgl.differs_from_prediction
+    assert any("MHA explicitly" in n for n in sgl.notes)
+
+
+HfArch = namedtuple("HfArch", "hf_architecture model_type converter_class model_arch "
+                    "model_arch_from gguf_arch llm_arch runtime_gguf_archs properties resolution "
+                    "path symbol")
+
+
+def llamacpp(*rows) -> EngineConstraints:
+    return EngineConstraints("llamacpp", "d" * 40, "2026-05-16", "https://example.invalid",
+                             {"hf_architectures": tuple(rows), "sliding_window": ()}, ())
+
+
+def test_llamacpp_hybrid_flag_is_reported_and_used():
+    config = {"architectures": ["FalconH1ForCausalLM"], "model_type": "falcon_h1",
+              "num_hidden_layers": 44, "num_attention_heads": 8, "num_key_value_heads": 2,
+              "head_dim": 128, "mamba_d_state": 256, "mamba_d_conv": 4}
+    row = HfArch("FalconH1ForCausalLM", "text", "FalconH1Model", "FALCON_H1", "FalconH1Model",
+                 "falcon-h1", "LLM_ARCH_FALCON_H1", (), ("llm_arch_is_hybrid",), "resolved",
+                 "conversion/falcon_h1.py", "FalconH1Model")
+    result = plan(config, context=8, constraints=load_constraints().replace("llamacpp",
+                                                                            llamacpp(row)))
+    lcpp = view(result, "llamacpp")
+    assert lcpp.status == "constraints used" and lcpp.mechanism is None
+    assert any("classes it as hybrid" in n for n in lcpp.notes)
+    # hybrid by llama.cpp's class, but no per-layer types in the config: unknown, not a guess
+    assert result.prediction.mechanism == "hybrid_ssm"
+    assert result.prediction.kv_bytes_per_token is None
+    support = next(s for s in result.support if s.engine == "llamacpp")
+    assert support.status == "registered"
+
+
+def test_llamacpp_diffusion_flag_makes_it_unsupported():
+    config = {"architectures": ["LLaDAModelLM"], "model_type": "llada", "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 8}
+    row = HfArch("LLaDAModelLM", "text", "LLaDAModel", "LLADA", "LLaDAModel", "llada",
+                 "LLM_ARCH_LLADA", (), ("llm_arch_is_diffusion",), "resolved", "p", "s")
+    result = plan(config, context=8, constraints=load_constraints().replace("llamacpp",
+                                                                            llamacpp(row)))
+    assert result.prediction.mechanism == "unsupported"
+    assert "diffusion" in result.prediction.unknown[0]
+
+
+def test_llamacpp_not_converted():
+    result = plan(sample("llama-3.1-8b"), context=8,
+                  constraints=load_constraints().replace("llamacpp", llamacpp()))
+    assert any("registers no" in n for n in view(result, "llamacpp").notes)
+    assert next(s for s in result.support if s.engine == "llamacpp").status == "not registered"
+
+
+def test_every_answer_cites_the_commits_used():
+    result = plan(sample("llama-3.1-8b"), context=8)
+    stamps = {s.engine: s for s in result.constraints}
+    assert stamps["vllm"].present and len(stamps["vllm"].commit) == 40
+    assert result.label == "prediction"
+    assert all(c.commit == stamps["vllm"].commit for c in result.kv_heads.citations)
+    registry = next(s for s in result.support if s.engine == "vllm")
+    assert registry.status == "registered"
+    entry = registry.entries[0]
+    assert entry.citation.path == "vllm/model_executor/models/registry.py"
+    assert entry.citation.symbol.startswith("_")  # the dict the row sits in
+    assert "text-generation" in entry.task_group
