@@ -17,6 +17,7 @@ from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
     PREDICTION,
     EngineStamp,
+    EngineSupport,
     EngineView,
     HeadCount,
     MechanismResult,
@@ -65,19 +66,26 @@ def _figures_differ(a: MechanismResult, b: MechanismResult) -> bool:
 
 def _view(model: ModelConfig, request: Request, engine_id: str, constraints: EngineConstraints | None,
           decision: EngineDecision | None, apron_heads: HeadCount, flags: frozenset[str],
-          enc_dec: str, prediction: MechanismResult) -> EngineView:
+          enc_dec: str, prediction: MechanismResult, support_entry: EngineSupport) -> EngineView:
     title = ENGINE_TITLES.get(engine_id, engine_id)
     if constraints is None or decision is None:
-        return EngineView(engine_id, title, None, "constraints absent", None, None, None, None, None,
-                          False, (f"no generated/{engine_id}/ module: apron has none of {title}'s "
-                                  "rules, so it cannot say what it would allocate",), ())
+        return EngineView(engine_id, title, None, "constraints absent", None, (), None, None, None,
+                          None, None, False,
+                          (f"no generated/{engine_id}/ module: apron has none of {title}'s rules, "
+                           "so it cannot say what it would allocate",), ())
     notes = list(decision.notes)
     cites = list(decision.citations)
+    registered = support_entry.status == "registered" if support_entry.status in (
+        "registered", "not registered") else None
+    if registered is False:
+        notes.append(f"{model.architecture} is not in {title}'s registry at this commit: it could "
+                     "load only through a generic fallback (e.g. a Transformers backend), which "
+                     "apron does not model")
     if not decision.computes_figures:
-        return EngineView(engine_id, title, constraints.commit, "constraints used", None, None, None,
-                          None, None, False, (*notes, f"byte figures: {title}'s KV sizing rules "
-                                              "are not among the extracted constraints"),
-                          tuple(cites))
+        return EngineView(engine_id, title, constraints.commit, "constraints used", registered,
+                          decision.flags, None, None, None, None, None, False,
+                          (*notes, f"byte figures: {title}'s KV sizing rules are not among the "
+                           "extracted constraints"), tuple(cites))
     heads = decision.kv_heads or apron_heads
     mla = decision.mla.is_mla if decision.mla is not None else None
     if decision.mla is not None:
@@ -98,7 +106,8 @@ def _view(model: ModelConfig, request: Request, engine_id: str, constraints: Eng
                          f"latent figure ({latent.kv_bytes_per_token:,} B/token)")
     if figures.unknown:
         notes.extend(f"unknown: {u}" for u in figures.unknown)
-    return EngineView(engine_id, title, constraints.commit, "constraints used", figures.mechanism,
+    return EngineView(engine_id, title, constraints.commit, "constraints used", registered,
+                      decision.flags, figures.mechanism,
                       figures.kv_bytes_per_token, figures.kv_bytes_at_context,
                       figures.naive_kv_bytes_at_context, figures.state_bytes_per_sequence,
                       _figures_differ(figures, prediction), tuple(dict.fromkeys(notes)),
@@ -140,9 +149,10 @@ def plan(config: ModelConfig | str | Path | Mapping[str, Any], *, context: int |
     if not any(c is not None for c in cs.engines.values()):
         notes.append("no generated engine constraints at all: every engine-derived value is unknown")
 
+    supported = support(model, cs)
     views = tuple(_view(model, request, engine_id, cs.get(engine_id), decisions.get(engine_id),
-                        apron_heads, flags, enc_dec, prediction)
-                  for engine_id in cs.engines)
+                        apron_heads, flags, enc_dec, prediction, entry)
+                  for engine_id, entry in zip(cs.engines, supported, strict=True))
     batch_kv = (prediction.kv_bytes_at_context * request.batch
                 if prediction.kv_bytes_at_context is not None else None)
     batch_state = (prediction.state_bytes_per_sequence * request.batch
@@ -154,4 +164,4 @@ def plan(config: ModelConfig | str | Path | Mapping[str, Any], *, context: int |
                    for engine_id, engine in cs.engines.items())
     return Plan(PREDICTION, model.source, model.architecture, model.model_type,
                 model.text_model_type, model.text_key, request, apron_heads, prediction, batch_kv,
-                batch_state, total, views, support(model, cs), stamps, tuple(notes))
+                batch_state, total, views, supported, stamps, tuple(notes))

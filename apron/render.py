@@ -83,8 +83,9 @@ def _engine_table(views: tuple[EngineView, ...], context: int | None) -> Table:
         table.add_column(column)
     for v in views:
         if v.status != "constraints used" or v.mechanism is None:
-            table.add_row(v.title, (v.commit or "-")[:12], v.status if v.commit is None
-                          else "flags only", "-", "-", "-", "")
+            what = v.status if v.commit is None else (
+                "classes: " + ", ".join(v.flags) if v.flags else "no figures extracted")
+            table.add_row(v.title, (v.commit or "-")[:12], what, "-", "-", "-", "")
             continue
         table.add_row(v.title, (v.commit or "-")[:12], v.mechanism, short_bytes(v.kv_bytes_per_token),
                       short_bytes(v.kv_bytes_at_context),
@@ -122,7 +123,7 @@ def _support_table(support: tuple[EngineSupport, ...], architecture: str | None)
             if entry.constraints:
                 where += " | constraints: " + "; ".join(entry.constraints)
             table.add_row(s.title if first else "", (s.commit or "-")[:12] if first else "",
-                          s.status if first else entry.kind, entry.task_group or entry.kind,
+                          s.status if first else entry.kind, entry.task_group or "-",
                           escape(where))
             first = False
         for note in s.notes:

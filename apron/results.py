@@ -77,6 +77,8 @@ class EngineView(NamedTuple):
     title: str
     commit: str | None
     status: str  # "constraints used", "constraints absent"
+    registered: bool | None  # architectures[0] in the engine's registry; None when not extracted
+    flags: tuple[str, ...]  # architecture classes the engine assigns (llama.cpp: hybrid, ...)
     mechanism: str | None
     kv_bytes_per_token: int | None
     kv_bytes_at_context: int | None

@@ -40,8 +40,10 @@ def _text(value: Any) -> str:
 
 
 def _entry(engine: EngineConstraints, fact: str, row: Any) -> SupportEntry:
+    symbol = str(field(row, "symbol", "") or field(row, "dict_name", "") or field(row, "section", "")
+                 or fact)
     detail = "; ".join(f"{name} {_text(field(row, name))}" for name in DETAIL_FIELDS
-                       if field(row, name) not in (None, "", (), []))
+                       if field(row, name) not in (None, "", (), []) and field(row, name) != symbol)
     group = field(row, "task_group", "") or ""
     also = field(row, "also_in", ())
     if group and also:
@@ -53,8 +55,6 @@ def _entry(engine: EngineConstraints, fact: str, row: Any) -> SupportEntry:
             constraints.append(value)
         elif isinstance(value, tuple | list):
             constraints.extend(str(v) for v in value if v)
-    symbol = str(field(row, "symbol", "") or field(row, "dict_name", "") or field(row, "section", "")
-                 or fact)
     return SupportEntry(fact, str(group), detail, tuple(constraints), engine.cite(row, symbol))
 
 

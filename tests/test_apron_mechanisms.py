@@ -13,6 +13,7 @@ import pytest
 
 from apron import plan
 from apron.config import ModelConfig
+from apron.constraints import ENGINES, ConstraintSet, load_engine
 from apron.layers import layout
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
@@ -156,10 +157,8 @@ def test_mla_gate_kv_lora_rank_null_means_full_attention_in_vllm():
 
 def test_mla_shaped_but_unlisted_model_type_is_full_attention_for_vllm():
     config = sample("deepseek-v3")
-    config["model_type"] = "my_latent_model"  # MLA fields, but not in vLLM's list
+    config["model_type"] = "my_latent_model"  # MLA fields, but not in vLLM's model_type list
     result = plan(config, context=32768)
-    assert result.prediction.mechanism == "full_attention"
-    assert any("MLA-shaped" in n for n in result.notes)
     vllm = next(v for v in result.engines if v.engine == "vllm")
     assert vllm.mechanism == "full_attention"
     # K head = qk_nope_head_dim + qk_rope_head_dim = 128 + 64 = 192; V head = v_head_dim = 128
@@ -168,6 +167,18 @@ def test_mla_shaped_but_unlisted_model_type_is_full_attention_for_vllm():
     # against the MLA latent: 4,997,120 / 70,272 = 71.1x
     assert any("71.1x the MLA latent figure" in n for n in vllm.notes)
     assert any("my_latent_model is not in vLLM's is_deepseek_mla list" in n for n in vllm.notes)
+    sglang = load_engine("sglang")
+    if sglang is not None and any(r.architecture == "DeepseekV3ForCausalLM"
+                                  for r in sglang.rows("mla_architectures")):
+        # SGLang decides by architecture, so apron's own prediction stays MLA and vLLM differs
+        assert result.prediction.mechanism == "mla_latent" and vllm.differs_from_prediction
+
+    # with vLLM's rules alone, no engine says MLA: the prediction is full attention, and says why
+    vllm_only = ConstraintSet({e: (load_engine(e) if e == "vllm" else None) for e in ENGINES})
+    alone = plan(config, context=32768, constraints=vllm_only)
+    assert alone.prediction.mechanism == "full_attention"
+    assert alone.prediction.kv_bytes_per_token == 4_997_120
+    assert any("MLA-shaped" in n for n in alone.notes)
 
 
 def test_mla_with_compress_ratios_is_unknown():
@@ -365,7 +376,10 @@ def test_recurrent_without_state_fields_is_unknown():
     config = {"architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": 768,
               "num_hidden_layers": 24}
     p = plan(config, context=10).prediction
-    assert p.mechanism == "unsupported" and p.unknown
+    # vLLM's override says 0 KV heads; with no state fields the state is unknown, never guessed
+    # ("recurrent" when llama.cpp's class set says so, else "unsupported")
+    assert p.mechanism in ("recurrent", "unsupported")
+    assert p.unknown and p.state_bytes_per_sequence is None
 
 
 # -- anything else ------------------------------------------------------------------------------

@@ -52,6 +52,7 @@ def view(result, engine: str):
 def test_adding_a_model_type_to_the_mla_list_makes_it_mla():
     config = sample("deepseek-v3")
     config["model_type"] = "my_latent_model"
+    config["architectures"] = ["MyLatentForCausalLM"]  # in no engine's MLA set
     before = plan(config, context=1024)
     assert before.prediction.mechanism == "full_attention"
     extra = MlaModelType(scope="main", model_type="my_latent_model", path=CONVERTOR,
@@ -70,13 +71,15 @@ def test_monkeypatched_generated_module_drives_the_answer(monkeypatch):
     monkeypatch.setattr(mla_module, "ROWS", kept)
     constraints_module.reset_cache()
     try:
-        result = plan(sample("deepseek-v3"), context=1024)
+        patched = load_engine("vllm")  # re-reads generated.vllm.mla_model_types.ROWS
+        result = plan(sample("deepseek-v3"), context=1024, constraints=only(vllm=patched))
     finally:
         monkeypatch.undo()
         constraints_module.reset_cache()
     assert result.prediction.mechanism == "full_attention"
     assert view(result, "vllm").kv_bytes_per_token == 61 * 128 * (192 + 128) * 2
-    assert plan(sample("deepseek-v3"), context=1024).prediction.mechanism == "mla_latent"
+    unpatched = plan(sample("deepseek-v3"), context=1024, constraints=only(vllm=vllm()))
+    assert unpatched.prediction.mechanism == "mla_latent"
 
 
 def test_alias_order_decides_which_key_wins():
@@ -250,7 +253,7 @@ def test_sglang_explicit_mha_where_vllm_says_mla():
     assert any("MHA explicitly" in n for n in sgl.notes)
 
 
-HfArch = namedtuple("HfArch", "hf_architecture model_type converter_class model_arch "
+HfArch = namedtuple("HfArch", "architecture model_type converter_class model_arch "
                     "model_arch_from gguf_arch llm_arch runtime_gguf_archs properties resolution "
                     "path symbol")
 
@@ -309,3 +312,34 @@ def test_every_answer_cites_the_commits_used():
     assert entry.citation.path == "vllm/model_executor/models/registry.py"
     assert entry.citation.symbol.startswith("_")  # the dict the row sits in
     assert "text-generation" in entry.task_group
+
+
+# -- the real generated modules of the other engines, when they are present -----------------------
+
+def test_real_sglang_lists_minicpm3_as_mla_where_vllm_does_not():
+    sglang_engine = load_engine("sglang")
+    if sglang_engine is None or not any(r.architecture == "MiniCPM3ForCausalLM"
+                                        for r in sglang_engine.rows("mla_architectures")):
+        pytest.skip("generated/sglang absent or without MiniCPM3 in its MLA set")
+    config = {"architectures": ["MiniCPM3ForCausalLM"], "model_type": "minicpm3",
+              "num_hidden_layers": 62, "hidden_size": 2560, "num_attention_heads": 40,
+              "num_key_value_heads": 40, "q_lora_rank": 768, "kv_lora_rank": 256,
+              "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "v_head_dim": 64,
+              "max_position_embeddings": 32768}
+    result = plan(config, context=32768)
+    # SGLang: MLA latent = 62 x (256 + 32) x 2 B = 35,712 B/token
+    assert result.prediction.mechanism == "mla_latent"
+    assert view(result, "sglang").kv_bytes_per_token == 62 * (256 + 32) * 2 == 35_712
+    # vLLM: minicpm3 is not in its list -> full attention, 62 x 40 x (96 + 64) x 2 = 793,600 B
+    assert view(result, "vllm").kv_bytes_per_token == 62 * 40 * (64 + 32 + 64) * 2 == 793_600
+    assert view(result, "vllm").differs_from_prediction
+
+
+def test_real_llamacpp_classes_jamba_hybrid_and_mamba2_recurrent():
+    engine = load_engine("llamacpp")
+    if engine is None:
+        pytest.skip("generated/llamacpp absent")
+    jamba = view(plan(sample("jamba-v0.1"), context=8), "llamacpp")
+    mamba = view(plan(sample("mamba-codestral-7b"), context=8), "llamacpp")
+    assert "hybrid" in jamba.flags and "recurrent" in mamba.flags
+    assert jamba.commit == engine.commit

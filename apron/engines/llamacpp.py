@@ -19,9 +19,13 @@ FLAG_OF = {"llm_arch_is_recurrent": "recurrent", "llm_arch_is_hybrid": "hybrid",
            "llm_arch_is_diffusion": "diffusion"}
 
 
+def _hf_name(row: object) -> object:
+    return field(row, "architecture") or field(row, "hf_architecture")
+
+
 def matches(model: ModelConfig, llamacpp: EngineConstraints) -> list:
     arch = model.architecture
-    rows = [r for r in llamacpp.rows(HF) if field(r, "hf_architecture") == arch]
+    rows = [r for r in llamacpp.rows(HF) if _hf_name(r) == arch]
     return sorted(rows, key=lambda r: field(r, "model_type", "") != "text")
 
 
