@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from extractors.base import EngineSpec
 from extractors.errors import UsageError
+from extractors.llamacpp import ENGINE as LLAMACPP
 from extractors.vllm import ENGINE as VLLM
 
 ENGINES: dict[str, EngineSpec] = {
     VLLM.engine_id: VLLM,
+    LLAMACPP.engine_id: LLAMACPP,
 }
 
 ALIASES = {

@@ -6,6 +6,54 @@ from __future__ import annotations
 from typing import NamedTuple
 
 
+class ArchName(NamedTuple):
+    """One entry of LLM_ARCH_NAMES: an llm_arch enum value and its GGUF architecture name."""
+
+    arch: str
+    gguf_name: str
+    in_enum: bool
+    preprocessor_condition: str
+    path: str
+    symbol: str
+
+
+class ClassPredicate(NamedTuple):
+    """One llm_arch_is_* / llm_arch_supports_* predicate with its shape and polarity."""
+
+    predicate: str
+    present: bool
+    shape: str
+    listed_returns: bool | None
+    default_returns: bool | None
+    polarity: str
+    listed_count: int
+    member_count: int
+    path: str
+    symbol: str
+
+
+class ClassSetListed(NamedTuple):
+    """A raw `case LLM_ARCH_X:` label of a predicate's switch and what it returns there."""
+
+    predicate: str
+    arch: str
+    returns: bool
+    preprocessor_condition: str
+    path: str
+    symbol: str
+
+
+class ClassSetMember(NamedTuple):
+    """An architecture that HAS the property: the predicate returns true for it."""
+
+    predicate: str
+    arch: str
+    gguf_name: str
+    via: str
+    path: str
+    symbol: str
+
+
 class ExtractionWarning(NamedTuple):
     """A soft problem found while extracting: a shadowed registry row, an unresolved join, ..."""
 
@@ -13,6 +61,23 @@ class ExtractionWarning(NamedTuple):
     code: str
     subject: str
     message: str
+    path: str
+    symbol: str
+
+
+class HfArchitecture(NamedTuple):
+    """An HF architecture the converter registers, joined to its GGUF and llm_arch names."""
+
+    architecture: str
+    model_type: str
+    converter_class: str
+    model_arch: str
+    model_arch_from: str
+    gguf_arch: str
+    llm_arch: str
+    runtime_gguf_archs: tuple[str, ...]
+    properties: tuple[str, ...]
+    resolution: str
     path: str
     symbol: str
 
@@ -79,3 +144,24 @@ class RegistryRow(NamedTuple):
     dict_name: str
     also_in: tuple[str, ...]
     path: str
+
+
+class SlidingWindowRule(NamedTuple):
+    """How one architecture's hparams loader sets up sliding-window attention."""
+
+    arch: str
+    gguf_name: str
+    swa_types: tuple[str, ...]
+    conditional: bool
+    conditions: tuple[str, ...]
+    pattern: str
+    period_default: int | None
+    dense_first: bool | None
+    pattern_gguf_key: str
+    window_literals: tuple[int, ...]
+    window_gguf_key: str
+    window_gguf_required: bool
+    other: tuple[str, ...]
+    model_class: str
+    path: str
+    symbol: str

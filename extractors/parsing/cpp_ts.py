@@ -1,0 +1,423 @@
+"""tree-sitter-cpp helpers: parse C++ with its preprocessor conditionals, find functions, enums,
+initializer lists and switch case groups, and turn syntax errors into clear ParseErrors.
+
+Preprocessor conditionals (`#if`, `#ifdef`, `#else`, `#endif`, ...) are blanked out before
+parsing (same byte offsets), so the code of every branch is parsed, and each line remembers the
+condition it sits under. tree-sitter-cpp cannot parse a directive inside an initializer list;
+blanking them is what lets an `#ifdef` inside `LLM_ARCH_NAMES` parse."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+import tree_sitter_cpp
+from tree_sitter import Language, Node, Parser, Tree
+
+from extractors.errors import AnchorError, ExtractionError, ParseError
+
+CPP = Language(tree_sitter_cpp.language())
+
+_CONDITIONAL = re.compile(r"^\s*#\s*(ifdef|ifndef|if|elifdef|elifndef|elif|else|endif)\b(.*)$")
+# statements that leave control at a point that is not "every time the function runs"
+CONDITIONAL_PARENTS = frozenset({
+    "if_statement", "else_clause", "switch_statement", "case_statement", "for_statement",
+    "for_range_loop", "while_statement", "do_statement", "conditional_expression",
+    "lambda_expression", "try_statement", "catch_clause",
+})
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Parser:
+    return Parser(CPP)
+
+
+@dataclass(frozen=True)
+class CppSource:
+    """A parsed C++ file: the tree, the text, and the preprocessor condition of each line."""
+
+    path: str
+    text: str
+    tree: Tree
+    root: Node
+    line_conditions: tuple[str, ...]  # per 0-based line; "" when not under a conditional
+
+    def condition_at(self, node: Node) -> str:
+        line = node.start_point[0]
+        return self.line_conditions[line] if line < len(self.line_conditions) else ""
+
+    def first_error_line(self, node: Node | None = None) -> int | None:
+        bad = first_error(node if node is not None else self.root)
+        return bad.start_point[0] + 1 if bad is not None else None
+
+    def require_clean(self, node: Node, anchor: str) -> None:
+        """A ParseError naming path, anchor and line when `node` contains a syntax error."""
+        line = self.first_error_line(node)
+        if line is not None:
+            raise ParseError(f"{self.path} does not parse as C++ at line {line}, inside {anchor}",
+                             paths=[self.path], anchor=anchor)
+
+    def missing(self, message: str, anchor: str) -> ExtractionError:
+        """The error for an anchor that is not in the file: a ParseError when the file has
+        syntax errors (the anchor may be hidden in them), else an AnchorError."""
+        line = self.first_error_line()
+        if line is not None:
+            return ParseError(f"{message}; {self.path} does not parse as C++ (first error at line "
+                              f"{line}), so the anchor may be hidden in broken code",
+                              paths=[self.path], anchor=anchor)
+        return AnchorError(message, paths=[self.path], anchor=anchor)
+
+
+def mask_conditionals(text: str) -> tuple[str, tuple[str, ...]]:
+    """Blank out conditional directives (keeping offsets) and name each line's condition.
+
+    `#ifdef X` -> "defined(X)", `#ifndef X` -> "!defined(X)", `#if E` -> "E", `#else` -> the
+    negation of the branches before it; nested conditions are joined with " && "."""
+    lines = text.split("\n")
+    out: list[str] = []
+    conditions: list[str] = []
+    stack: list[list[str]] = []  # per open #if: the conditions of its branches so far
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        match = _CONDITIONAL.match(line)
+        if match is None:
+            out.append(line)
+            conditions.append(_joined(stack))
+            index += 1
+            continue
+        directive, rest = match.group(1), match.group(2)
+        span = [line]
+        while span[-1].rstrip().endswith("\\") and index + len(span) < len(lines):
+            rest = rest.rstrip().removesuffix("\\") + " " + lines[index + len(span)]
+            span.append(lines[index + len(span)])
+        rest = " ".join(_strip_comment(rest).split())
+        if directive in ("if", "ifdef", "ifndef"):
+            stack.append([_condition(directive, rest)])
+        elif directive in ("elif", "elifdef", "elifndef") and stack:
+            stack[-1] = stack[-1] + [_condition(directive.removeprefix("el"), rest)]
+        elif directive == "else" and stack:
+            stack[-1] = stack[-1] + ["else"]
+        elif directive == "endif" and stack:
+            stack.pop()
+        for blank in span:
+            out.append(" " * len(blank))
+            conditions.append(_joined(stack))
+        index += len(span)
+    return "\n".join(out), tuple(conditions)
+
+
+def _strip_comment(text: str) -> str:
+    return re.sub(r"//.*$|/\*.*?\*/", "", text)
+
+
+def _condition(directive: str, rest: str) -> str:
+    if directive == "ifdef":
+        return f"defined({rest})"
+    if directive == "ifndef":
+        return f"!defined({rest})"
+    return rest
+
+
+def _branch(conditions: list[str]) -> str:
+    """The condition of the current (last) branch of one #if chain."""
+    *before, current = conditions
+    negated = [f"!({c})" for c in before]
+    if current == "else":
+        return " && ".join(negated)
+    return " && ".join([*negated, current])
+
+
+def _joined(stack: list[list[str]]) -> str:
+    return " && ".join(_branch(frame) for frame in stack)
+
+
+@lru_cache(maxsize=256)
+def parse_cpp(text: str, path: str) -> CppSource:
+    """Parse C++ after blanking preprocessor conditionals. Never raises: syntax errors are
+    reported where an anchor needs the broken code (`require_clean`, `missing`)."""
+    masked, conditions = mask_conditionals(text)
+    tree = _parser().parse(masked.encode("utf-8"))
+    return CppSource(path=path, text=text, tree=tree, root=tree.root_node, line_conditions=conditions)
+
+
+def first_error(node: Node) -> Node | None:
+    if not node.has_error:
+        return None
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "ERROR" or current.is_missing:
+            return current
+        stack.extend(reversed([c for c in current.children if c.has_error or c.is_missing]))
+    return None
+
+
+def node_text(node: Node) -> str:
+    return node.text.decode("utf-8") if node.text is not None else ""
+
+
+def compact(node: Node) -> str:
+    """The node's code on one line, with comments dropped and whitespace collapsed."""
+    data = node.text or b""
+    cut = [(c.start_byte - node.start_byte, c.end_byte - node.start_byte)
+           for c in walk(node) if c.type == "comment"]
+    for start, end in reversed(cut):
+        data = data[:start] + b" " + data[end:]
+    return re.sub(r"\s+", " ", data.decode("utf-8")).strip()
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node below (and including) `node`, in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def code_children(node: Node) -> list[Node]:
+    """Named children that are code (no comments)."""
+    return [c for c in node.named_children if c.type != "comment"]
+
+
+# ---------------------------------------------------------------- declarations
+
+
+def declarator_name(declarator: Node | None) -> str | None:
+    """The (qualified) name a declarator declares: `llm_arch_is_hybrid`, `llama_model_x::f`."""
+    while declarator is not None:
+        if declarator.type in ("identifier", "field_identifier", "qualified_identifier",
+                               "destructor_name", "operator_name", "type_identifier"):
+            return re.sub(r"\s+", "", node_text(declarator))
+        declarator = declarator.child_by_field_name("declarator")
+    return None
+
+
+def _function_declarator(declarator: Node | None) -> Node | None:
+    while declarator is not None:
+        if declarator.type == "function_declarator":
+            return declarator
+        declarator = declarator.child_by_field_name("declarator")
+    return None
+
+
+def function_definitions(root: Node) -> list[tuple[str, Node]]:
+    """(qualified name, function_definition node) for every function defined in the file."""
+    found = []
+    for node in walk(root):
+        if node.type != "function_definition":
+            continue
+        function = _function_declarator(node.child_by_field_name("declarator"))
+        if function is None:
+            continue
+        name = declarator_name(function.child_by_field_name("declarator"))
+        if name:
+            found.append((name, node))
+    return found
+
+
+def function_declarations(root: Node) -> list[tuple[str, Node]]:
+    """(name, declaration node) for every function declared without a body."""
+    found = []
+    for node in walk(root):
+        if node.type not in ("declaration", "field_declaration"):
+            continue
+        for declarator in node.children_by_field_name("declarator"):
+            function = _function_declarator(declarator)
+            if function is None:
+                continue
+            name = declarator_name(function.child_by_field_name("declarator"))
+            if name:
+                found.append((name, node))
+    return found
+
+
+def function_body(definition: Node) -> Node:
+    body = definition.child_by_field_name("body")
+    assert body is not None  # a function_definition always has one
+    return body
+
+
+def return_type_text(definition: Node) -> str:
+    type_node = definition.child_by_field_name("type")
+    return node_text(type_node) if type_node is not None else ""
+
+
+def enum_members(root: Node, enum_name: str) -> list[Node] | None:
+    """The enumerator nodes of `enum <enum_name> { ... }`, or None when there is no such enum."""
+    for node in walk(root):
+        if node.type != "enum_specifier":
+            continue
+        name = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        if name is not None and body is not None and node_text(name) == enum_name:
+            return [c for c in walk(body) if c.type == "enumerator"]
+    return None
+
+
+def enumerator_name(enumerator: Node) -> str:
+    name = enumerator.child_by_field_name("name")
+    return node_text(name) if name is not None else ""
+
+
+def variable_initializer(root: Node, variable: str) -> Node | None:
+    """The initializer of `... <variable> = <init>;` (or `<variable>{...}`) anywhere in the file."""
+    for node in walk(root):
+        if node.type != "init_declarator":
+            continue
+        if declarator_name(node.child_by_field_name("declarator")) != variable:
+            continue
+        value = node.child_by_field_name("value")
+        if value is not None:
+            return value
+    return None
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'", "0": "\0", "r": "\r"}
+
+
+def string_value(node: Node) -> str | None:
+    """The value of a plain string literal (or adjacent literals); None for anything else."""
+    if node.type == "concatenated_string":
+        parts = [string_value(c) for c in code_children(node)]
+        return "".join(parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
+    if node.type != "string_literal":
+        return None
+    chunks = []
+    for child in node.named_children:
+        if child.type == "string_content":
+            chunks.append(node_text(child))
+        elif child.type == "escape_sequence":
+            raw = node_text(child)
+            chunks.append(_ESCAPES.get(raw[1:], raw))
+        else:
+            return None
+    return "".join(chunks)
+
+
+def int_value(node: Node | None) -> int | None:
+    """The value of a decimal/hex integer literal (suffixes allowed), else None."""
+    if node is None or node.type != "number_literal":
+        return None
+    digits = node_text(node).rstrip("uUlL").replace("'", "")
+    try:
+        return int(digits, 0)
+    except ValueError:
+        return None
+
+
+def bool_value(node: Node | None) -> bool | None:
+    if node is None:
+        return None
+    if node.type == "true":
+        return True
+    if node.type == "false":
+        return False
+    if node.type == "parenthesized_expression" and len(code_children(node)) == 1:
+        return bool_value(code_children(node)[0])
+    return None
+
+
+# ---------------------------------------------------------------- statements
+
+
+def call_name(call: Node) -> str:
+    """`hparams.set_swa_pattern(...)` -> "hparams.set_swa_pattern"."""
+    function = call.child_by_field_name("function")
+    return re.sub(r"\s+", "", node_text(function)) if function is not None else ""
+
+
+def call_arguments(call: Node) -> list[Node]:
+    arguments = call.child_by_field_name("arguments")
+    return code_children(arguments) if arguments is not None else []
+
+
+def is_conditional(node: Node, stop: Node) -> bool:
+    """Whether `node` runs only under a condition or loop, looking up to (not past) `stop`."""
+    current = node.parent
+    while current is not None and current != stop:
+        if current.type in CONDITIONAL_PARENTS:
+            return True
+        current = current.parent
+    return False
+
+
+def enclosing_conditions(node: Node, stop: Node) -> list[str]:
+    """The `if` conditions `node` depends on, innermost last: "c" or "!(c)" for the else branch."""
+    found: list[str] = []
+    child = node
+    current = node.parent
+    while current is not None and current != stop:
+        if current.type == "if_statement":
+            condition = current.child_by_field_name("condition")
+            text = _condition_text(condition) if condition is not None else "?"
+            alternative = current.child_by_field_name("alternative")
+            in_else = alternative is not None and _contains(alternative, child)
+            found.append(f"!({text})" if in_else else text)
+        elif current.type in ("switch_statement", "for_statement", "for_range_loop",
+                              "while_statement", "do_statement"):
+            found.append(compact(current).split("{")[0].strip())
+        child = current
+        current = current.parent
+    return list(reversed(found))
+
+
+def _condition_text(condition: Node) -> str:
+    """`(const bool x = f(); x && y)` -> "x && y" (the value part of a condition clause)."""
+    value = condition.child_by_field_name("value")
+    text = compact(value if value is not None else condition)
+    if text.startswith("(") and text.endswith(")") and value is None:
+        text = text[1:-1].strip()
+    return text
+
+
+def _contains(outer: Node, inner: Node) -> bool:
+    return outer.start_byte <= inner.start_byte and inner.end_byte <= outer.end_byte
+
+
+@dataclass(frozen=True)
+class CaseGroup:
+    """Case labels that share one body (fall-through grouping), or the default label."""
+
+    labels: tuple[Node, ...]  # the label expressions; empty for a group that only has `default`
+    has_default: bool
+    statements: tuple[Node, ...]  # the statements run for these labels, comments dropped
+
+
+def switch_case_groups(switch: Node) -> list[CaseGroup]:
+    """The case groups of a `switch` statement, in source order.
+
+    Consecutive labels with no statement between them form one group (`case A: case B:`);
+    a trailing group of labels with no statements runs off the end of the switch."""
+    body = switch.child_by_field_name("body")
+    if body is None:
+        return []
+    groups: list[CaseGroup] = []
+    labels: list[Node] = []
+    has_default = False
+    for item in code_children(body):
+        if item.type != "case_statement":
+            # a statement directly in the switch body belongs to the labels before it
+            groups.append(CaseGroup(tuple(labels), has_default, (item,)))
+            labels, has_default = [], False
+            continue
+        value = item.child_by_field_name("value")
+        if value is None:
+            has_default = True
+        else:
+            labels.append(value)
+        statements = [c for c in code_children(item) if c != value]
+        if statements:
+            groups.append(CaseGroup(tuple(labels), has_default, tuple(statements)))
+            labels, has_default = [], False
+    if labels or has_default:
+        groups.append(CaseGroup(tuple(labels), has_default, ()))
+    return groups
+
+
+def switch_subject(switch: Node) -> str:
+    condition = switch.child_by_field_name("condition")
+    return _condition_text(condition) if condition is not None else ""

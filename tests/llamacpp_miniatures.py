@@ -1,0 +1,622 @@
+"""Hand-written miniatures in the shape of llama.cpp's files (same paths, same syntax patterns).
+
+Two eras: `tree_v1()` has the single `convert_hf_to_gguf.py` script and the one big
+`switch (arch)` in `llama_model::load_hparams`; `tree_v2()` has the `conversion/` package and
+per-model `load_arch_hparams` methods in src/models/, plus a newer predicate."""
+
+ARCH_CPP = "src/llama-arch.cpp"
+ARCH_H = "src/llama-arch.h"
+MODEL_CPP = "src/llama-model.cpp"
+MODELS_H = "src/models/models.h"
+CONSTANTS = "gguf-py/gguf/constants.py"
+SCRIPT = "convert_hf_to_gguf.py"
+
+ARCH_H_V1 = """\
+#pragma once
+
+#include <string>
+
+// miniature of the architecture enum
+enum llm_arch {
+    LLM_ARCH_CLIP,
+    LLM_ARCH_LLAMA,
+    LLM_ARCH_GEMMA2,
+    LLM_ARCH_MAMBA,
+    LLM_ARCH_JAMBA,
+    LLM_ARCH_QWEN3NEXT,
+    LLM_ARCH_DEEPSEEK2,
+    LLM_ARCH_DREAM,
+    LLM_ARCH_BERT,
+#ifdef LLAMA_EXPERIMENTAL
+    LLM_ARCH_TOYMODEL,
+#endif
+    LLM_ARCH_ORPHAN, // no name on purpose
+    LLM_ARCH_UNKNOWN,
+};
+
+const char * llm_arch_name(llm_arch arch);
+
+bool llm_arch_is_recurrent     (const llm_arch & arch);
+bool llm_arch_is_hybrid        (const llm_arch & arch);
+bool llm_arch_is_diffusion     (const llm_arch & arch);
+bool llm_arch_supports_sm_tensor(const llm_arch & arch);
+"""
+
+ARCH_H_V2 = ARCH_H_V1.replace(
+    "bool llm_arch_supports_sm_tensor(const llm_arch & arch);\n",
+    "bool llm_arch_supports_sm_tensor(const llm_arch & arch);\n"
+    "bool llm_arch_supports_rs_rollback(const llm_arch & arch);\n")
+
+ARCH_CPP_V1 = """\
+#include "llama-arch.h"
+
+#include <map>
+
+static const std::map<llm_arch, const char *> LLM_ARCH_NAMES = {
+    { LLM_ARCH_CLIP,             "clip"             }, // dummy, for the projector
+    { LLM_ARCH_LLAMA,            "llama"            },
+    { LLM_ARCH_GEMMA2,           "gemma2"           }, // sliding window
+    { LLM_ARCH_MAMBA,            "mamba"            },
+    { LLM_ARCH_JAMBA,            "jamba"            },
+    { LLM_ARCH_QWEN3NEXT,        "qwen3next"        },
+    { LLM_ARCH_DEEPSEEK2,        "deepseek2"        },
+    { LLM_ARCH_DREAM,            "dream"            },
+    { LLM_ARCH_BERT,             "bert"             },
+#ifdef LLAMA_EXPERIMENTAL
+    { LLM_ARCH_TOYMODEL,         "toymodel"         },
+#endif
+    { LLM_ARCH_GHOST,            "ghost"            },
+    { LLM_ARCH_UNKNOWN,          "(unknown)"        },
+};
+
+const char * llm_arch_name(llm_arch arch) {
+    auto it = LLM_ARCH_NAMES.find(arch);
+    if (it == LLM_ARCH_NAMES.end()) {
+        return "unknown";
+    }
+    return it->second;
+}
+
+bool llm_arch_is_recurrent(const llm_arch & arch) {
+    switch (arch) {
+        case LLM_ARCH_MAMBA:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool llm_arch_is_hybrid(const llm_arch & arch) {
+    // keep the list sorted; do not add case LLM_ARCH_LLAMA: here
+    switch (arch) {
+        case LLM_ARCH_JAMBA: case LLM_ARCH_QWEN3NEXT:
+            // case LLM_ARCH_BERT:
+            /* case LLM_ARCH_GEMMA2: */
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool llm_arch_is_diffusion(const llm_arch & arch) {
+    GGML_UNUSED(arch);
+    return false;
+}
+
+bool llm_arch_supports_sm_tensor(const llm_arch & arch) {
+    switch (arch) {
+        case LLM_ARCH_MAMBA:
+        case LLM_ARCH_JAMBA:
+        case LLM_ARCH_DEEPSEEK2:
+            return false;
+        default:
+            return true;
+    }
+}
+"""
+
+ARCH_CPP_V2 = ARCH_CPP_V1.replace("""bool llm_arch_is_diffusion(const llm_arch & arch) {
+    GGML_UNUSED(arch);
+    return false;
+}
+""", """bool llm_arch_is_diffusion(const llm_arch & arch) {
+    switch (arch) {
+        case LLM_ARCH_DREAM:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool llm_arch_supports_rs_rollback(const llm_arch & arch) {
+    switch (arch) {
+        case LLM_ARCH_QWEN3NEXT:
+#ifdef LLAMA_EXPERIMENTAL
+        case LLM_ARCH_TOYMODEL:
+#endif
+            return true;
+        default:
+            break;
+    }
+    return false;
+}
+""")
+
+# ---------------------------------------------------------------- hparams loaders
+
+MODEL_CPP_V1 = """\
+#include "llama-model.h"
+
+void llama_model::load_hparams(llama_model_loader & ml) {
+    const auto & kv = ml.kv();
+    ml.get_key(LLM_KV_BLOCK_COUNT, hparams.n_layer);
+
+    switch (arch) {
+        case LLM_ARCH_LLAMA:
+            {
+                ml.get_key(LLM_KV_ATTENTION_LAYERNORM_RMS_EPS, hparams.f_norm_rms_eps);
+            } break;
+        case LLM_ARCH_GEMMA2:
+            {
+                hparams.swa_type = LLAMA_SWA_TYPE_STANDARD;
+                hparams.n_swa = 4096; // a default
+                uint32_t swa_period = 2;
+                ml.get_key_or_arr(LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN, swa_period, false);
+                hparams.set_swa_pattern(swa_period);
+                ml.get_key(LLM_KV_ATTENTION_SLIDING_WINDOW, hparams.n_swa, false);
+            } break;
+        case LLM_ARCH_BERT:
+        case LLM_ARCH_DEEPSEEK2:
+            {
+                const bool found_swa = ml.get_key(LLM_KV_ATTENTION_SLIDING_WINDOW, hparams.n_swa, false);
+                if (found_swa && hparams.n_swa > 0) {
+                    hparams.swa_type = LLAMA_SWA_TYPE_SYMMETRIC;
+                    uint32_t swa_period = 3;
+                    ml.get_key_or_arr(LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN, swa_period, false);
+                    hparams.set_swa_pattern(swa_period, true);
+                } else {
+                    hparams.swa_type = LLAMA_SWA_TYPE_NONE;
+                }
+            } break;
+        case LLM_ARCH_JAMBA:
+            {
+                hparams.swa_type = LLAMA_SWA_TYPE_CHUNKED;
+                ml.get_key_or_arr(LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN, hparams.swa_layers, hparams.n_layer);
+                ml.get_key(LLM_KV_ATTENTION_SLIDING_WINDOW, hparams.n_swa);
+            } break;
+        default: throw std::runtime_error("unsupported model architecture");
+    }
+}
+"""
+
+MODEL_CPP_V2 = """\
+#include "llama-model.h"
+#include "models/models.h"
+
+static llama_model * llama_model_mapping(llm_arch arch, const llama_model_params & params) {
+    switch (arch) {
+        case LLM_ARCH_LLAMA:
+            return new llama_model_llama(params);
+        case LLM_ARCH_GEMMA2:
+            return new llama_model_gemma2(params);
+        case LLM_ARCH_BERT:
+            return new llama_model_bert(params);
+        case LLM_ARCH_DEEPSEEK2:
+            return new llama_model_deepseek2(params); // reuses bert's loader (miniature)
+        case LLM_ARCH_JAMBA:
+            return new llama_model_jamba(params);
+        default:
+            throw std::runtime_error("unsupported model architecture");
+    }
+}
+"""
+
+MODELS_H_TEXT = """\
+#pragma once
+
+#include "llama-model.h"
+
+struct llama_model_llama : public llama_model_base {
+    llama_model_llama(const struct llama_model_params & params) : llama_model_base(params) {}
+    void load_arch_hparams(llama_model_loader & ml) override;
+};
+
+struct llama_model_gemma2 : public llama_model_base {
+    llama_model_gemma2(const struct llama_model_params & params) : llama_model_base(params) {}
+    void load_arch_hparams(llama_model_loader & ml) override;
+};
+
+struct llama_model_bert : public llama_model_base {
+    llama_model_bert(const struct llama_model_params & params) : llama_model_base(params) {}
+    void load_arch_hparams(llama_model_loader & ml) override;
+};
+
+struct llama_model_deepseek2 : public llama_model_bert {
+    llama_model_deepseek2(const struct llama_model_params & params) : llama_model_bert(params) {}
+    // reuses load_arch_hparams from llama_model_bert
+};
+
+struct llama_model_jamba : public llama_model_base {
+    llama_model_jamba(const struct llama_model_params & params) : llama_model_base(params) {}
+    void load_arch_hparams(llama_model_loader & ml) override;
+};
+"""
+
+MODEL_FILES_V2 = {
+    "src/models/llama.cpp": """\
+#include "models.h"
+
+void llama_model_llama::load_arch_hparams(llama_model_loader & ml) {
+    ml.get_key(LLM_KV_ATTENTION_LAYERNORM_RMS_EPS, hparams.f_norm_rms_eps);
+}
+
+template struct llama_model_llama::graph<false>;
+""",
+    "src/models/gemma2.cpp": """\
+#include "models.h"
+
+void llama_model_gemma2::load_arch_hparams(llama_model_loader & ml) {
+    hparams.swa_type = LLAMA_SWA_TYPE_STANDARD;
+    hparams.n_swa = 4096; // a default
+    uint32_t swa_period = 2;
+    ml.get_key_or_arr(LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN, swa_period, false);
+    hparams.set_swa_pattern(swa_period);
+    ml.get_key(LLM_KV_ATTENTION_SLIDING_WINDOW, hparams.n_swa, false);
+}
+""",
+    "src/models/bert.cpp": """\
+#include "models.h"
+
+void llama_model_bert::load_arch_hparams(llama_model_loader & ml) {
+    const bool found_swa = ml.get_key(LLM_KV_ATTENTION_SLIDING_WINDOW, hparams.n_swa, false);
+    if (found_swa && hparams.n_swa > 0) {
+        hparams.swa_type = LLAMA_SWA_TYPE_SYMMETRIC;
+        uint32_t swa_period = 3;
+        ml.get_key_or_arr(LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN, swa_period, false);
+        hparams.set_swa_pattern(swa_period, true);
+    } else {
+        hparams.swa_type = LLAMA_SWA_TYPE_NONE;
+    }
+}
+""",
+    "src/models/jamba.cpp": """\
+#include "models.h"
+
+void llama_model_jamba::load_arch_hparams(llama_model_loader & ml) {
+    hparams.swa_type = LLAMA_SWA_TYPE_CHUNKED;
+    ml.get_key_or_arr(LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN, hparams.swa_layers, hparams.n_layer);
+    ml.get_key(LLM_KV_ATTENTION_SLIDING_WINDOW, hparams.n_swa);
+}
+""",
+}
+
+# ---------------------------------------------------------------- gguf-py
+
+CONSTANTS_TEXT = '''\
+from enum import IntEnum, auto
+
+
+class MODEL_ARCH(IntEnum):
+    MMPROJ    = auto()  # dummy arch for clip.cpp
+    LLAMA     = auto()
+    GEMMA2    = auto()
+    MAMBA     = auto()
+    JAMBA     = auto()
+    QWEN3NEXT = auto()
+    DEEPSEEK2 = auto()
+    BERT      = auto()
+    DREAM     = auto()
+    NOVEL     = auto()
+
+
+MODEL_ARCH_NAMES: dict[MODEL_ARCH, str] = {
+    MODEL_ARCH.MMPROJ:    "clip",
+    MODEL_ARCH.LLAMA:     "llama",
+    MODEL_ARCH.GEMMA2:    "gemma2",
+    MODEL_ARCH.MAMBA:     "mamba",
+    MODEL_ARCH.JAMBA:     "jamba",
+    MODEL_ARCH.QWEN3NEXT: "qwen3next",
+    MODEL_ARCH.DEEPSEEK2: "deepseek2",
+    MODEL_ARCH.BERT:      "bert",
+    MODEL_ARCH.DREAM:     "dream",
+    MODEL_ARCH.NOVEL:     "novel",  # the converter writes it, llama.cpp cannot load it
+}
+'''
+
+# ---------------------------------------------------------------- converter, script layout
+
+SCRIPT_TEXT = '''\
+#!/usr/bin/env python3
+from __future__ import annotations
+
+import gguf
+import torch
+
+
+class ModelBase:
+    _model_classes: dict = {}
+    model_arch: gguf.MODEL_ARCH
+
+    @classmethod
+    def register(cls, *names: str):
+        def func(modelcls):
+            for name in names:
+                cls._model_classes[name] = modelcls
+            return modelcls
+        return func
+
+
+class TextModel(ModelBase):
+    pass
+
+
+class MmprojModel(ModelBase):
+    model_arch = gguf.MODEL_ARCH.MMPROJ
+
+
+@ModelBase.register("LlamaForCausalLM", "MistralForCausalLM")
+class LlamaModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.LLAMA
+
+
+@ModelBase.register("MyLlamaVariantForCausalLM")
+class LlamaVariantModel(LlamaModel):
+    """inherits model_arch from LlamaModel"""
+    undo_permute = False
+
+
+@ModelBase.register("Gemma2ForCausalLM")
+class Gemma2Model(TextModel):
+    model_arch = gguf.MODEL_ARCH.GEMMA2
+
+
+@ModelBase.register("JambaForCausalLM")
+class JambaModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.JAMBA
+
+
+@ModelBase.register("Qwen3NextForCausalLM")
+class Qwen3NextModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.QWEN3NEXT
+
+
+@ModelBase.register("DeepseekV3ForCausalLM")
+class DeepseekV2Model(TextModel):
+    model_arch = gguf.MODEL_ARCH.DEEPSEEK2
+
+
+@ModelBase.register("BertModel", "BertForMaskedLM")
+class BertModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.BERT
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.hparams.get("moe"):
+            self.model_arch = gguf.MODEL_ARCH.DREAM
+
+
+@ModelBase.register("NovelForCausalLM")
+class NovelModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.NOVEL
+
+
+@ModelBase.register("AudioOnlyModel")
+class AudioOnlyModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.LLAMA  # dummy
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        raise NotImplementedError("no text decoder")
+
+
+@ModelBase.register("Gemma2ForCausalLM", "LlavaForConditionalGeneration")
+class VisionModel(MmprojModel):
+    """inherits MMPROJ, so it is registered as a projector"""
+    has_vision_encoder = True
+'''
+
+# ---------------------------------------------------------------- converter, package layout
+
+PACKAGE_INIT = '''\
+from __future__ import annotations
+
+from .base import ModelBase, TextModel, MmprojModel
+
+
+TEXT_MODEL_MAP: dict[str, str] = {
+    "AudioOnlyModel": "audio",
+    "BertForMaskedLM": "bert",
+    "BertModel": "bert",
+    "DeepseekV3ForCausalLM": "deepseek",
+    "Gemma2ForCausalLM": "gemma",
+    "JambaForCausalLM": "jamba",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "llama",
+    "MyLlamaVariantForCausalLM": "llama",
+    "NovelForCausalLM": "novel",
+    "Qwen3NextForCausalLM": "qwen",
+}
+
+
+MMPROJ_MODEL_MAP: dict[str, str] = {
+    "Gemma2ForCausalLM": "gemma",
+    "LlavaForConditionalGeneration": "gemma",
+}
+'''
+
+PACKAGE_FILES = {
+    "conversion/__init__.py": PACKAGE_INIT,
+    "conversion/base.py": '''\
+from __future__ import annotations
+
+import gguf
+
+
+class ModelBase:
+    _model_classes: dict = {}
+    model_arch: gguf.MODEL_ARCH
+
+    @classmethod
+    def register(cls, *names: str):
+        def func(modelcls):
+            for name in names:
+                cls._model_classes[name] = modelcls
+            return modelcls
+        return func
+
+
+class TextModel(ModelBase):
+    pass
+
+
+class MmprojModel(ModelBase):
+    model_arch = gguf.MODEL_ARCH.MMPROJ
+''',
+    "conversion/llama.py": '''\
+from __future__ import annotations
+
+from .base import ModelBase, TextModel, gguf
+
+
+@ModelBase.register(
+    "LlamaForCausalLM",
+    "MistralForCausalLM",
+)
+class LlamaModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.LLAMA
+
+
+@ModelBase.register("MyLlamaVariantForCausalLM")
+class LlamaVariantModel(LlamaModel):
+    """inherits model_arch from LlamaModel"""
+    undo_permute = False
+''',
+    "conversion/gemma.py": '''\
+from __future__ import annotations
+
+from .base import MmprojModel, ModelBase, TextModel, gguf
+from .llama import LlamaModel as _Llama
+
+
+@ModelBase.register("Gemma2ForCausalLM")
+class Gemma2Model(TextModel):
+    model_arch = gguf.MODEL_ARCH.GEMMA2
+
+
+@ModelBase.register("Gemma2ForCausalLM", "LlavaForConditionalGeneration")
+class VisionModel(MmprojModel):
+    """inherits MMPROJ from conversion/base.py"""
+    has_vision_encoder = True
+
+
+class _UnregisteredHelper(_Llama):
+    pass
+''',
+    "conversion/jamba.py": '''\
+from __future__ import annotations
+
+from .base import ModelBase, TextModel, gguf
+
+
+@ModelBase.register("JambaForCausalLM")
+class JambaModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.JAMBA
+''',
+    "conversion/qwen.py": '''\
+from __future__ import annotations
+
+from .base import ModelBase, TextModel, gguf
+
+
+@ModelBase.register("Qwen3NextForCausalLM")
+class Qwen3NextModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.QWEN3NEXT
+''',
+    "conversion/deepseek.py": '''\
+from __future__ import annotations
+
+from .base import ModelBase, TextModel, gguf
+
+
+@ModelBase.register("DeepseekV3ForCausalLM")
+class DeepseekV2Model(TextModel):
+    model_arch = gguf.MODEL_ARCH.DEEPSEEK2
+''',
+    "conversion/bert.py": '''\
+from __future__ import annotations
+
+from .base import ModelBase, TextModel, gguf
+
+
+@ModelBase.register("BertModel", "BertForMaskedLM")
+class BertModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.BERT
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.hparams.get("moe"):
+            self.model_arch = gguf.MODEL_ARCH.DREAM
+''',
+    "conversion/novel.py": '''\
+from __future__ import annotations
+
+from .base import ModelBase, TextModel, gguf
+
+
+@ModelBase.register("NovelForCausalLM")
+class NovelModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.NOVEL
+''',
+    "conversion/audio.py": '''\
+from __future__ import annotations
+
+from .base import ModelBase, TextModel, gguf
+
+
+@ModelBase.register("AudioOnlyModel")
+class AudioOnlyModel(TextModel):
+    model_arch = gguf.MODEL_ARCH.LLAMA  # dummy
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        raise NotImplementedError("no text decoder")
+''',
+}
+
+# after the split the script only imports the package
+SCRIPT_AFTER_SPLIT = '''\
+#!/usr/bin/env python3
+from __future__ import annotations
+
+from conversion import ModelBase, get_model_class
+
+
+def main() -> None:
+    model_class = get_model_class("LlamaForCausalLM")
+    print(model_class)
+'''
+
+
+def tree_v1() -> dict[str, str | None]:
+    """Before the refactors: one converter script, one hparams switch; no rs_rollback."""
+    return {
+        ARCH_H: ARCH_H_V1,
+        ARCH_CPP: ARCH_CPP_V1,
+        MODEL_CPP: MODEL_CPP_V1,
+        CONSTANTS: CONSTANTS_TEXT,
+        SCRIPT: SCRIPT_TEXT,
+    }
+
+
+def tree_v2() -> dict[str, str | None]:
+    """After: the conversion/ package, per-model loaders, a new predicate."""
+    return {
+        ARCH_H: ARCH_H_V2,
+        ARCH_CPP: ARCH_CPP_V2,
+        MODEL_CPP: MODEL_CPP_V2,
+        MODELS_H: MODELS_H_TEXT,
+        CONSTANTS: CONSTANTS_TEXT,
+        SCRIPT: SCRIPT_AFTER_SPLIT,
+        **MODEL_FILES_V2,
+        **PACKAGE_FILES,
+    }
