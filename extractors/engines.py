@@ -5,10 +5,14 @@ from __future__ import annotations
 from extractors.base import EngineSpec
 from extractors.errors import UsageError
 from extractors.llamacpp import ENGINE as LLAMACPP
+from extractors.sglang import ENGINE as SGLANG
+from extractors.trtllm import ENGINE as TRTLLM
 from extractors.vllm import ENGINE as VLLM
 
 ENGINES: dict[str, EngineSpec] = {
     VLLM.engine_id: VLLM,
+    SGLANG.engine_id: SGLANG,
+    TRTLLM.engine_id: TRTLLM,
     LLAMACPP.engine_id: LLAMACPP,
 }
 

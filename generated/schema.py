@@ -54,6 +54,18 @@ class ClassSetMember(NamedTuple):
     symbol: str
 
 
+class DocRegistryFinding(NamedTuple):
+    """An architecture the docs and the code registry disagree on (name, spelling or presence)."""
+
+    finding: str
+    architecture: str
+    registered_as: tuple[str, ...]
+    match: str
+    documented_in: tuple[str, ...]
+    registered_in: tuple[str, ...]
+    note: str
+
+
 class ExtractionWarning(NamedTuple):
     """A soft problem found while extracting: a shadowed registry row, an unresolved join, ..."""
 
@@ -146,6 +158,64 @@ class RegistryRow(NamedTuple):
     path: str
 
 
+class SglangDocsRow(NamedTuple):
+    """One row of an SGLang supported-models table (2025 .md or 2026 .mdx layout)."""
+
+    path: str
+    section: str
+    family: str
+    architectures: tuple[str, ...]
+    example_hf_ids: tuple[str, ...]
+    other_columns: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+class SglangExplicitMha(NamedTuple):
+    """An architecture an elif branch explicitly sets to AttentionArch.MHA (not the else default)."""
+
+    architecture: str
+    branch: int
+    mla_fields_read: tuple[str, ...]
+    path: str
+    symbol: str
+
+
+class SglangMlaArchitecture(NamedTuple):
+    """An architecture the attention if/elif chain in ModelConfig sets to AttentionArch.MLA."""
+
+    architecture: str
+    branch: int
+    conditional: bool
+    path: str
+    symbol: str
+
+
+class SglangMlaCondition(NamedTuple):
+    """A config condition an MLA architecture must also meet, in structured form."""
+
+    architecture: str
+    config: str
+    field: str
+    check: str
+    default: str
+    expression: str
+    path: str
+    symbol: str
+
+
+class SglangRegistryRow(NamedTuple):
+    """One architecture SGLang registers: a class named by a models module's `EntryClass`."""
+
+    architecture: str
+    module: str
+    entry_name: str
+    class_name: str
+    resolved_via: str
+    class_path: str
+    also_in: tuple[str, ...]
+    path: str
+
+
 class SlidingWindowRule(NamedTuple):
     """How one architecture's hparams loader sets up sliding-window attention."""
 
@@ -165,3 +235,54 @@ class SlidingWindowRule(NamedTuple):
     model_class: str
     path: str
     symbol: str
+
+
+class TrtllmFeatureCell(NamedTuple):
+    """One cell of a feature support matrix: an architecture, a feature, a status and its notes."""
+
+    matrix: str
+    architecture: str
+    feature: str
+    status: str
+    raw: str
+    notes: tuple[str, ...]
+    row_notes: tuple[str, ...]
+    path: str
+
+
+class TrtllmRegisteredArchitecture(NamedTuple):
+    """An architecture string a `@register_auto_model("<Arch>")` decorator registers."""
+
+    architecture: str
+    class_name: str
+    module: str
+    also_in: tuple[str, ...]
+    path: str
+
+
+class TrtllmSupportedModel(NamedTuple):
+    """One row of the supported-models architecture table (Architecture, Model, HF example)."""
+
+    section: str
+    architecture: str
+    architecture_notes: tuple[str, ...]
+    model: str
+    model_notes: tuple[str, ...]
+    hf_examples: tuple[str, ...]
+    example_notes: tuple[str, ...]
+    path: str
+
+
+class VllmDocsRow(NamedTuple):
+    """One row of a vLLM supported-models table (supported_models.md or a pooling page)."""
+
+    path: str
+    section: str
+    architectures: tuple[str, ...]
+    architecture_marks: tuple[str, ...]
+    models: str
+    inputs: str
+    example_hf_models: tuple[str, ...]
+    features: tuple[str, ...]
+    other_columns: tuple[str, ...]
+    notes: tuple[str, ...]

@@ -6,9 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
+from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
+from extractors.doc_findings import DocRegistryFinding
 from extractors.records import FactKind, Record
 from extractors.snapshot import Snapshot
 from extractors.vllm import convertor
+from extractors.vllm.docs_tables import FACT as DOCS_ROWS_FACT
+from extractors.vllm.docs_tables import docs_findings, docs_table_rows
 from extractors.vllm.records import (
     KvHeadAlias,
     KvHeadFallback,
@@ -16,6 +20,7 @@ from extractors.vllm.records import (
     MlaGate,
     MlaModelType,
     RegistryRow,
+    VllmDocsRow,
 )
 from extractors.vllm.registry_rows import registry_rows
 
@@ -119,6 +124,14 @@ KV_HEAD_OVERRIDES = FactKind(
 REGISTRY_ROWS = FactKind(
     "registry_rows", "Registry rows", RegistryRow,
     "every HF architecture vLLM registers, with module, class, task group and section.")
+DOCS_TABLE_ROWS = FactKind(
+    DOCS_ROWS_FACT, "Supported-model docs tables", VllmDocsRow,
+    "every row of the tables with an Architecture column in docs/models/supported_models.md and "
+    "the pooling pages, with the heading path it sits under, example HF ids and feature marks.")
+DOCS_REGISTRY_FINDINGS = FactKind(
+    DOCS_FINDINGS_FACT, "Documented vs registered", DocRegistryFinding,
+    "architectures the docs tables name that the registry lacks, registered architectures no "
+    "docs table names, and names the docs spell differently (case or punctuation).")
 
 ENGINE = EngineSpec(
     engine_id="vllm",
@@ -131,5 +144,7 @@ ENGINE = EngineSpec(
         FactExtractor(KV_HEAD_FALLBACK, _kv_head_fallback),
         FactExtractor(KV_HEAD_OVERRIDES, _kv_head_overrides),
         FactExtractor(REGISTRY_ROWS, _registry_rows),
+        FactExtractor(DOCS_TABLE_ROWS, docs_table_rows),
+        FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),
     ),
 )

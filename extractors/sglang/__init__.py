@@ -1,0 +1,126 @@
+"""SGLang: registry rows (EntryClass), the MLA attention chain, supported-model docs tables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from extractors.base import EngineSpec, FactExtractor, FactOutput
+from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
+from extractors.doc_findings import DocRegistryFinding
+from extractors.errors import MissingPathError
+from extractors.records import ExtractionWarning, FactKind, Record
+from extractors.sglang import attention_chain
+from extractors.sglang.docs_tables import FACT as DOCS_ROWS_FACT
+from extractors.sglang.docs_tables import docs_findings, docs_table_rows
+from extractors.sglang.records import (
+    SglangDocsRow,
+    SglangExplicitMha,
+    SglangMlaArchitecture,
+    SglangMlaCondition,
+    SglangRegistryRow,
+)
+from extractors.sglang.registry_rows import ModuleScan, registry_rows, scan_module
+from extractors.snapshot import Snapshot
+
+MODELS_DIRS = ("python/sglang/srt/models",)
+MODEL_CONFIG_PATHS = ("python/sglang/srt/configs/model_config.py",)
+SKIPPED_MODULES = ("__init__.py", "registry.py")
+
+
+def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    modules: list[str] = []
+    for candidate in MODELS_DIRS:
+        modules = [p for p in snapshot.list_files(candidate) if p.endswith(".py")
+                   and p.rsplit("/", 1)[-1] not in SKIPPED_MODULES]
+        if modules:
+            break
+    if not modules:
+        raise MissingPathError("no models package with Python modules exists at this commit",
+                               engine=snapshot.engine, commit=snapshot.commit,
+                               paths=[f"{d}/*.py" for d in MODELS_DIRS], anchor="EntryClass")
+    snapshot.prefetch(modules)
+    scans = {path: scan_module(snapshot.read_text(path), path) for path in modules}
+    extra: dict[str, ModuleScan | None] = {}
+
+    def load(path: str) -> ModuleScan | None:
+        if path in scans:
+            return scans[path]
+        if path not in extra:
+            extra[path] = scan_module(snapshot.read_text(path), path) \
+                if snapshot.exists(path) else None
+        return extra[path]
+
+    rows, warnings = registry_rows(scans, load)
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _chain(snapshot: Snapshot) -> attention_chain.ChainFacts:
+    path = snapshot.first_existing(MODEL_CONFIG_PATHS, anchor="ModelConfig attention_arch chain")
+    return attention_chain.attention_chain(snapshot.read_text(path), path)
+
+
+def _unregistered(chain_archs: list[str], done: Mapping[str, tuple[Record, ...]],
+                  path: str, symbol: str) -> list[ExtractionWarning]:
+    registered = {r.architecture for r in done.get("registry_rows", ())
+                  if isinstance(r, SglangRegistryRow)}
+    return [ExtractionWarning(
+        fact=attention_chain.FACT, code="not-registered", subject=arch,
+        message=f"the attention chain names {arch}, which no models module registers",
+        path=path, symbol=symbol) for arch in chain_archs if arch not in registered]
+
+
+def _mla_architectures(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    chain = _chain(snapshot)
+    symbol = chain.mla[0].symbol
+    archs = [r.architecture for r in chain.mla] + [r.architecture for r in chain.explicit_mha]
+    warnings = chain.warnings + _unregistered(archs, done, chain.mla[0].path, symbol)
+    return FactOutput(tuple(chain.mla), tuple(warnings))
+
+
+def _mla_conditions(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    return FactOutput(tuple(_chain(snapshot).conditions))
+
+
+def _explicit_mha(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    return FactOutput(tuple(_chain(snapshot).explicit_mha))
+
+
+REGISTRY_ROWS = FactKind(
+    "registry_rows", "Registry rows", SglangRegistryRow,
+    "every architecture SGLang registers: the class each models module names in EntryClass, "
+    "resolved through aliases and imports; the architecture is the class's name.")
+MLA_ARCHITECTURES = FactKind(
+    attention_chain.FACT, "MLA architectures", SglangMlaArchitecture,
+    "architectures the ModelConfig if/elif chain sets to AttentionArch.MLA; `conditional` rows "
+    "also need the conditions in mla_conditions.")
+MLA_CONDITIONS = FactKind(
+    "mla_conditions", "MLA conditions", SglangMlaCondition,
+    "extra conditions of an MLA branch, structured: config object, field, check, getattr default.")
+EXPLICIT_MHA = FactKind(
+    "explicit_mha_architectures", "Explicit MHA architectures", SglangExplicitMha,
+    "architectures an elif branch explicitly sets to AttentionArch.MHA, with the latent-attention "
+    "fields the branch still reads (non-empty: another engine may treat the model as MLA).")
+DOCS_TABLE_ROWS = FactKind(
+    DOCS_ROWS_FACT, "Supported-model docs tables", SglangDocsRow,
+    "every row of the model-family tables on the supported-models pages (.md 2025 or .mdx 2026 "
+    "layout), with its heading path, example HF ids and any architecture names it writes; the "
+    "Description column is not kept.")
+DOCS_REGISTRY_FINDINGS = FactKind(
+    DOCS_FINDINGS_FACT, "Documented vs registered", DocRegistryFinding,
+    "architecture names the docs write that no module registers (or spell differently), family "
+    "rows no registered architecture matches, registered architectures no row covers; family "
+    "coverage is a normalized-prefix heuristic (match = family-prefix).")
+
+ENGINE = EngineSpec(
+    engine_id="sglang",
+    title="SGLang",
+    upstream_url="https://github.com/sgl-project/sglang",
+    facts=(
+        FactExtractor(REGISTRY_ROWS, _registry_rows),
+        FactExtractor(MLA_ARCHITECTURES, _mla_architectures),
+        FactExtractor(MLA_CONDITIONS, _mla_conditions, allow_empty=True),
+        FactExtractor(EXPLICIT_MHA, _explicit_mha, allow_empty=True),
+        FactExtractor(DOCS_TABLE_ROWS, docs_table_rows),
+        FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),
+    ),
+)

@@ -1,0 +1,78 @@
+"""Record types of the SGLang facts."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from extractors.records import Record
+
+
+class SglangRegistryRow(Record):
+    """One architecture SGLang registers: a class named by a models module's `EntryClass`."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("architecture",)
+
+    architecture: str  # the class's __name__, which is what SGLang registers
+    module: str  # the models module whose EntryClass names it, e.g. "deepseek_v2"
+    entry_name: str  # the name written in EntryClass (differs from the class for an alias)
+    class_name: str
+    resolved_via: str  # "class", "alias X", "import from <module>", chains joined by " -> "
+    class_path: str  # file that defines the class
+    also_in: tuple[str, ...]  # later modules that register the same architecture (a conflict)
+    path: str
+
+
+class SglangMlaArchitecture(Record):
+    """An architecture the attention if/elif chain in ModelConfig sets to AttentionArch.MLA."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("architecture",)
+
+    architecture: str
+    branch: int  # 1-based position of the if/elif branch in the chain
+    conditional: bool  # True when the branch also requires config conditions (see mla_conditions)
+    path: str
+    symbol: str
+
+
+class SglangMlaCondition(Record):
+    """A config condition an MLA architecture must also meet, in structured form."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("architecture", "expression")
+
+    architecture: str
+    config: str  # "hf_text_config" or "hf_config"; "" when the condition reads no config field
+    field: str  # e.g. "kv_lora_rank"; "" when not a single field
+    check: str  # "is not None", "truthy", "falsy", "present", "expression"
+    default: str  # the getattr default as written ("None", "True"); "" when read without one
+    expression: str  # the condition as written, whitespace collapsed
+    path: str
+    symbol: str
+
+
+class SglangExplicitMha(Record):
+    """An architecture an elif branch explicitly sets to AttentionArch.MHA (not the else default).
+
+    `mla_fields_read` lists latent-attention config fields (and helpers) the branch still reads:
+    a model SGLang runs as MHA that another engine (vLLM's is_deepseek_mla) may treat as MLA."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("architecture",)
+
+    architecture: str
+    branch: int
+    mla_fields_read: tuple[str, ...]
+    path: str
+    symbol: str
+
+
+class SglangDocsRow(Record):
+    """One row of an SGLang supported-models table (2025 .md or 2026 .mdx layout)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("path", "section", "family", "example_hf_ids")
+
+    path: str
+    section: str  # heading path above the table, from level 2 down
+    family: str  # first column ("Model Family ..."), as plain text
+    architectures: tuple[str, ...]  # architecture class names the row writes (often none)
+    example_hf_ids: tuple[str, ...]  # code spans of the "Example ..." column
+    other_columns: tuple[str, ...]  # "<column>=<text>" except the long Description column
+    notes: tuple[str, ...]  # "<column>: [^label] <footnote text>"

@@ -1,0 +1,224 @@
+"""SGLang registry rows: the `EntryClass` of every module in python/sglang/srt/models/.
+
+SGLang has no literal registry. At import it walks the models package (top-level modules only)
+and registers each class named by a module's `EntryClass` under the class's `__name__`.
+Statically: find `EntryClass = X` / `EntryClass = [X, Y]`, resolve each name to the class it
+binds (a local class, an alias `A = B`, an import from another module), and take the class's
+name. Parsed with tree-sitter-python: ~200 files per commit."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from extractors.errors import AnchorError
+from extractors.parsing.python_ts import node_text, parse_python, unparenthesize
+from extractors.records import ExtractionWarning
+from extractors.sglang.records import SglangRegistryRow
+
+FACT = "registry_rows"
+ENTRY = "EntryClass"
+PACKAGE_ROOT = "python"  # python/sglang/... is the import root of `sglang`
+MAX_HOPS = 8
+
+
+@dataclass
+class ModuleScan:
+    """What one module binds at top level (including inside top-level if/try blocks)."""
+
+    path: str
+    classes: set[str] = field(default_factory=set)
+    aliases: dict[str, str] = field(default_factory=dict)  # A = B (B a plain name)
+    imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local -> (module path, name)
+    entry: Node | None = None  # the value of the last top-level EntryClass assignment
+    nested_entry: bool = False  # an EntryClass assignment inside an if/try block
+
+
+def _module_file(importer: str, module: str, level: int) -> str:
+    """`from .x import A` in python/sglang/srt/models/y.py -> python/sglang/srt/models/x.py
+    (the caller tries `<stem>.py` and `<stem>/__init__.py`; this returns the stem)."""
+    if level:
+        base = posixpath.dirname(importer)
+        for _ in range(level - 1):
+            base = posixpath.dirname(base)
+    else:
+        base = PACKAGE_ROOT
+    return posixpath.join(base, *module.split(".")) if module else base
+
+
+def _statements(root: Node):
+    """Top-level statements, descending into top-level if/try/with blocks (not defs)."""
+    for statement in root.named_children:
+        yield statement, True
+        if statement.type in ("if_statement", "try_statement", "with_statement"):
+            for block in _blocks(statement):
+                for inner in block.named_children:
+                    yield inner, False
+
+
+def _blocks(node: Node):
+    for child in node.named_children:
+        if child.type == "block":
+            yield child
+        elif child.type in ("else_clause", "elif_clause", "except_clause", "finally_clause",
+                            "except_group_clause"):
+            yield from _blocks(child)
+
+
+def scan_module(text: str, path: str) -> ModuleScan:
+    """Classes, aliases, imports and the EntryClass value of one module."""
+    root = parse_python(text.lstrip("\ufeff"), path)
+    scan = ModuleScan(path=path)
+    for statement, at_top in _statements(root):
+        node = statement
+        if node.type == "decorated_definition":
+            node = node.child_by_field_name("definition") or node
+        if node.type == "class_definition":
+            name = node.child_by_field_name("name")
+            if name is not None:
+                scan.classes.add(node_text(name))
+        elif node.type == "import_from_statement":
+            _read_import(scan, node, path)
+        elif node.type == "expression_statement" and node.named_child_count == 1:
+            assignment = node.named_children[0]
+            if assignment.type != "assignment":
+                continue
+            left = assignment.child_by_field_name("left")
+            right = assignment.child_by_field_name("right")
+            if left is None or right is None or left.type != "identifier":
+                continue
+            name = node_text(left)
+            if name == ENTRY:
+                if at_top:
+                    scan.entry = right
+                else:
+                    scan.nested_entry = True
+            elif right.type == "identifier" and node_text(right) != name:
+                scan.aliases[name] = node_text(right)
+    return scan
+
+
+def _read_import(scan: ModuleScan, node: Node, path: str) -> None:
+    module_node = node.child_by_field_name("module_name")
+    if module_node is None:
+        return
+    if module_node.type == "relative_import":
+        prefix = next((c for c in module_node.children if c.type == "import_prefix"), None)
+        level = len(node_text(prefix)) if prefix is not None else 0
+        dotted = next((c for c in module_node.children if c.type == "dotted_name"), None)
+        module = node_text(dotted) if dotted is not None else ""
+    else:
+        level, module = 0, node_text(module_node)
+    stem = _module_file(path, module, level)
+    for name_node in node.children_by_field_name("name"):
+        if name_node.type == "aliased_import":
+            imported = name_node.child_by_field_name("name")
+            local = name_node.child_by_field_name("alias")
+            if imported is not None and local is not None:
+                scan.imports[node_text(local)] = (stem, node_text(imported))
+        elif name_node.type == "dotted_name":
+            scan.imports[node_text(name_node)] = (stem, node_text(name_node))
+
+
+def entry_names(scan: ModuleScan) -> tuple[list[str], list[str]]:
+    """(names listed in EntryClass, problems). A non-name element is a problem, not a crash."""
+    if scan.entry is None:
+        return [], []
+    value = unparenthesize(scan.entry)
+    elements = value.named_children if value.type in ("list", "tuple") else [value]
+    names, problems = [], []
+    for element in elements:
+        element = unparenthesize(element)
+        if element.type == "identifier":
+            names.append(node_text(element))
+        elif element.type == "comment":
+            continue
+        else:
+            problems.append(node_text(element)[:60])
+    return names, problems
+
+
+@dataclass(frozen=True)
+class Resolved:
+    class_name: str
+    class_path: str
+    via: tuple[str, ...]
+
+
+Loader = Callable[[str], ModuleScan | None]
+
+
+def resolve(name: str, scan: ModuleScan, load: Loader) -> Resolved | None:
+    """Follow aliases and imports from `scan` until a class definition; None when lost."""
+    via: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for _ in range(MAX_HOPS):
+        if (scan.path, name) in seen:
+            return None
+        seen.add((scan.path, name))
+        if name in scan.classes:
+            return Resolved(class_name=name, class_path=scan.path,
+                            via=tuple(via) or ("class",))
+        if name in scan.aliases:
+            target = scan.aliases[name]
+            via.append(f"alias {name} = {target}")
+            name = target
+            continue
+        if name in scan.imports:
+            stem, imported = scan.imports[name]
+            target_scan = load(stem + ".py") or load(stem + "/__init__.py")
+            if target_scan is None:
+                return None
+            via.append(f"import from {target_scan.path}")
+            scan, name = target_scan, imported
+            continue
+        return None
+    return None
+
+
+def registry_rows(scans: Mapping[str, ModuleScan], load: Loader
+                  ) -> tuple[list[SglangRegistryRow], list[ExtractionWarning]]:
+    """One row per registered architecture, modules in the order SGLang imports them (sorted)."""
+    rows: dict[str, SglangRegistryRow] = {}
+    warnings: list[ExtractionWarning] = []
+
+    def warn(code: str, subject: str, message: str, path: str) -> None:
+        warnings.append(ExtractionWarning(fact=FACT, code=code, subject=subject, message=message,
+                                          path=path, symbol=ENTRY))
+
+    for path in sorted(scans):
+        scan = scans[path]
+        module = posixpath.splitext(posixpath.basename(path))[0]
+        if scan.nested_entry and scan.entry is None:
+            warn("conditional-entry", module,
+                 f"{ENTRY} is assigned only inside an if/try block; not recorded", path)
+        names, problems = entry_names(scan)
+        for problem in problems:
+            warn("unparsed-entry", f"{module}: {problem}",
+                 f"an {ENTRY} element is not a plain name; not recorded", path)
+        for name in names:
+            found = resolve(name, scan, load)
+            if found is None:
+                warn("unresolved-entry", name,
+                     f"{ENTRY} name {name} does not resolve to a class definition; recorded "
+                     "under the name as written", path)
+                found = Resolved(class_name=name, class_path="", via=("unresolved",))
+            row = SglangRegistryRow(
+                architecture=found.class_name, module=module, entry_name=name,
+                class_name=found.class_name, resolved_via=" -> ".join(found.via),
+                class_path=found.class_path, also_in=(), path=path)
+            previous = rows.get(row.architecture)
+            if previous is not None:
+                warn("duplicate-architecture", row.architecture,
+                     f"{row.architecture} is registered by {previous.module} and by {module}; "
+                     "SGLang asserts on a duplicate; the first module (import order) is kept", path)
+                rows[row.architecture] = previous.model_copy(
+                    update={"also_in": (*previous.also_in, module)})
+                continue
+            rows[row.architecture] = row
+    if not rows:
+        raise AnchorError(f"no module defines {ENTRY}", paths=sorted(scans), anchor=ENTRY)
+    return list(rows.values()), warnings

@@ -1,0 +1,145 @@
+"""TensorRT-LLM's supported-models page: the architecture table and the feature matrices,
+every footnote reference resolved to its text and kept on the cell it qualifies.
+
+Pure: page text in, records out."""
+
+from __future__ import annotations
+
+import re
+
+from extractors.errors import AnchorError
+from extractors.parsing.markdown import (
+    Cell,
+    Document,
+    Row,
+    Table,
+    footnote_notes,
+    normalize_heading,
+)
+from extractors.records import ExtractionWarning
+from extractors.trtllm.records import TrtllmFeatureCell, TrtllmSupportedModel
+
+ROWS_FACT = "supported_models"
+MATRIX_FACT = "feature_matrix"
+ARCHITECTURE_HEADING = "Supported Models"
+ARCHITECTURE_HEADER = "Architecture"
+MATRIX_HEADING = "Model-Feature Support Matrix"
+MATRIX_HEADER_PREFIX = "Model Architecture"
+STATUSES = {"yes": "yes", "no": "no", "untested": "untested", "n/a": "n/a"}
+TEXT_COLUMNS = {"Modality"}
+IDENTIFIER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*)$")
+
+
+def _warn(warnings: list[ExtractionWarning], fact: str, code: str, subject: str, message: str,
+          path: str, symbol: str) -> None:
+    warnings.append(ExtractionWarning(fact=fact, code=code, subject=subject, message=message,
+                                      path=path, symbol=symbol))
+
+
+def _architecture(cell: Cell) -> tuple[str, list[str]]:
+    """(architecture, extra words) from `` `LlavaLlamaModel (VILA)` `` or a plain name."""
+    source = cell.code[0] if cell.code else cell.text
+    match = IDENTIFIER.match(source)
+    if not match:
+        return source.strip(), []
+    extra = match.group(2).strip()
+    return match.group(1), ([f"written as `{source.strip()}`"] if extra else [])
+
+
+def _notes(document: Document, cell: Cell, row: Row, column: str, subject: str, fact: str,
+           symbol: str, warnings: list[ExtractionWarning]) -> tuple[str, ...]:
+    notes, problems = footnote_notes(document, cell, row.line)
+    for problem in problems:
+        _warn(warnings, fact, "footnote", subject, f"{column}: {problem}", document.path, symbol)
+    return tuple(notes)
+
+
+def _ragged(table: Table, row: Row, subject: str, fact: str, symbol: str, path: str,
+            warnings: list[ExtractionWarning]) -> None:
+    if row.is_ragged(len(table.headers)):
+        _warn(warnings, fact, "ragged-row", subject,
+              f"row has {row.source_cells} cells, the header has {len(table.headers)}; missing "
+              "cells read as empty, extra cells dropped", path, symbol)
+
+
+def architecture_table(document: Document
+                       ) -> tuple[list[TrtllmSupportedModel], list[ExtractionWarning]]:
+    """Rows of the tables under "Supported Models" whose first column is Architecture."""
+    if not document.has_heading(ARCHITECTURE_HEADING):
+        raise AnchorError(f"heading '{ARCHITECTURE_HEADING}' not found in {document.path}",
+                          paths=[document.path], anchor=f"heading: {ARCHITECTURE_HEADING}")
+    tables = [t for t in document.tables_under(ARCHITECTURE_HEADING)
+              if t.headers and t.headers[0].text == ARCHITECTURE_HEADER]
+    if not tables:
+        raise AnchorError(f"no table with an '{ARCHITECTURE_HEADER}' column under "
+                          f"'{ARCHITECTURE_HEADING}' in {document.path}", paths=[document.path],
+                          anchor=f"table under heading: {ARCHITECTURE_HEADING}")
+    rows: list[TrtllmSupportedModel] = []
+    warnings: list[ExtractionWarning] = []
+    for table in tables:
+        section = table.section(min_level=1)
+        headers = table.header_texts
+        for row in table.rows:
+            cells = dict(zip(headers, row.cells, strict=False))
+            arch_cell = row.cells[0]
+            architecture, extra = _architecture(arch_cell)
+            subject = architecture or "(empty row)"
+            _ragged(table, row, subject, ROWS_FACT, section, document.path, warnings)
+            arch_notes = _notes(document, arch_cell, row, ARCHITECTURE_HEADER, subject, ROWS_FACT,
+                                section, warnings)
+            model = cells.get("Model", Cell(text=""))
+            example = next((c for h, c in cells.items() if h.startswith("HuggingFace")),
+                           Cell(text=""))
+            rows.append(TrtllmSupportedModel(
+                section=section, architecture=architecture,
+                architecture_notes=tuple(extra) + arch_notes,
+                model=model.text,
+                model_notes=_notes(document, model, row, "Model", subject, ROWS_FACT, section,
+                                   warnings),
+                hf_examples=tuple(example.code),
+                example_notes=_notes(document, example, row, "HuggingFace Example", subject,
+                                     ROWS_FACT, section, warnings),
+                path=document.path))
+    return rows, warnings
+
+
+def feature_matrices(document: Document) -> tuple[list[TrtllmFeatureCell], list[ExtractionWarning]]:
+    """Cells of every table whose first header starts with "Model Architecture"; at least one
+    must sit under the "Model-Feature Support Matrix" heading."""
+    wanted = normalize_heading(MATRIX_HEADING)
+    headings = [text for _, text, _ in document.headings if wanted in normalize_heading(text)]
+    if not headings:
+        raise AnchorError(f"no heading containing '{MATRIX_HEADING}' in {document.path}",
+                          paths=[document.path], anchor=f"heading: {MATRIX_HEADING}")
+    tables = [t for t in document.tables
+              if t.headers and t.headers[0].text.startswith(MATRIX_HEADER_PREFIX)]
+    if not any(t.under(h) for t in tables for h in headings):
+        raise AnchorError(f"no table whose first column starts with '{MATRIX_HEADER_PREFIX}' "
+                          f"under '{headings[0]}' in {document.path}", paths=[document.path],
+                          anchor=f"table under heading: {MATRIX_HEADING}")
+    cells: list[TrtllmFeatureCell] = []
+    warnings: list[ExtractionWarning] = []
+    for table in tables:
+        matrix = table.headings[-1][1] if table.headings else ""
+        features = table.header_texts[1:]
+        for row in table.rows:
+            architecture, extra = _architecture(row.cells[0])
+            subject = architecture or "(empty row)"
+            _ragged(table, row, subject, MATRIX_FACT, matrix, document.path, warnings)
+            row_notes = tuple(extra) + _notes(document, row.cells[0], row, "Architecture",
+                                              subject, MATRIX_FACT, matrix, warnings)
+            for feature, cell in zip(features, row.cells[1:], strict=False):
+                notes = _notes(document, cell, row, feature, subject, MATRIX_FACT, matrix,
+                               warnings)
+                if feature in TEXT_COLUMNS:
+                    status = "text"
+                else:
+                    status = STATUSES.get(cell.text.strip().casefold(), "unknown")
+                    if status == "unknown":
+                        _warn(warnings, MATRIX_FACT, "unknown-cell-value", subject,
+                              f"{feature} cell {cell.text!r} is not Yes, No, Untested or N/A",
+                              document.path, matrix)
+                cells.append(TrtllmFeatureCell(
+                    matrix=matrix, architecture=architecture, feature=feature, status=status,
+                    raw=cell.text, notes=notes, row_notes=row_notes, path=document.path))
+    return cells, warnings

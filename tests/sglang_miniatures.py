@@ -1,0 +1,364 @@
+"""Hand-written miniatures in the shape of SGLang's files (same paths, same syntax patterns)."""
+
+MODELS = "python/sglang/srt/models"
+MODEL_CONFIG_PATH = "python/sglang/srt/configs/model_config.py"
+OLD_DOCS = "docs/supported_models"
+NEW_DOCS = "docs/docs/supported-models"
+
+LLAMA = '''
+"""Miniature llama module."""
+from torch import nn
+
+
+class LlamaModel(nn.Module):
+    pass
+
+
+class LlamaForCausalLM(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Phi3ForCausalLM(LlamaForCausalLM):
+    pass
+
+
+EntryClass = [
+    LlamaForCausalLM,
+    Phi3ForCausalLM,  # same implementation
+]
+'''
+
+# A UTF-8 byte-order mark in front, as one real module has.
+QWEN2 = '''\ufeff# Miniature qwen2 module.
+from torch import nn
+
+
+class Qwen2ForCausalLM(nn.Module):
+    pass
+
+
+EntryClass = Qwen2ForCausalLM
+'''
+
+DEEPSEEK_V2 = '''
+from torch import nn
+
+
+class DeepseekV2ForCausalLM(nn.Module):
+    pass
+
+
+class DeepseekV3ForCausalLM(DeepseekV2ForCausalLM):
+    pass
+
+
+EntryClass = [DeepseekV2ForCausalLM, DeepseekV3ForCausalLM]
+'''
+
+# alias: the registered architecture is the class's own name, not the alias
+GEMMA = '''
+from torch import nn
+
+
+class GemmaForCausalLM(nn.Module):
+    pass
+
+
+Gemma1ForCausalLM = GemmaForCausalLM
+
+EntryClass = Gemma1ForCausalLM
+'''
+
+NEXTN_IMPL_PATH = f"{MODELS}/deepseek_common/nextn_impl.py"
+NEXTN_IMPL = '''
+from torch import nn
+
+
+class DeepseekV3ForCausalLMNextN(nn.Module):
+    pass
+'''
+
+# imported EntryClass, with an `as` alias, from a sub-package module
+DEEPSEEK_NEXTN = '''
+from sglang.srt.models.deepseek_common.nextn_impl import (
+    DeepseekV3ForCausalLMNextN as NextN,
+)
+
+EntryClass = [NextN]
+'''
+
+QUANT_BASE = '''
+from torch import nn
+
+
+class QuantMixtralForCausalLM(nn.Module):
+    pass
+'''
+
+# imported EntryClass from a sibling module, relative import
+MIXTRAL_QUANT = '''
+from .quant_base import QuantMixtralForCausalLM
+
+EntryClass = QuantMixtralForCausalLM
+'''
+
+REGISTRY = '''
+import pkgutil
+
+
+def import_model_classes(package_name):
+    for _, name, ispkg in pkgutil.iter_modules([]):
+        module = __import__(name)
+        if hasattr(module, "EntryClass"):
+            entry = module.EntryClass
+    return {}
+'''
+
+MODEL_CONFIG = '''
+from enum import IntEnum, auto
+
+
+class AttentionArch(IntEnum):
+    MLA = auto()
+    MHA = auto()
+
+
+class ModelConfig:
+    def __init__(self, hf_config, hf_text_config):
+        self.hf_config = hf_config
+        self.hf_text_config = hf_text_config
+        self._derive_model_shapes()
+
+    def _derive_model_shapes(self):
+        self.head_dim = getattr(self.hf_text_config, "head_dim", None)
+        if (
+            "DeepseekV2ForCausalLM" in self.hf_config.architectures
+            or "DeepseekV3ForCausalLM" in self.hf_config.architectures
+            or "DeepseekV3ForCausalLMNextN" in self.hf_config.architectures
+            or (
+                "PixtralForConditionalGeneration" in self.hf_config.architectures
+                and getattr(self.hf_text_config, "kv_lora_rank", None) is not None
+            )
+        ):
+            self.head_dim = 256
+            self.attention_arch = AttentionArch.MLA
+            self.kv_lora_rank = self.hf_text_config.kv_lora_rank
+        elif (
+            "DeepseekV4ForCausalLM" in self.hf_config.architectures
+            or "DeepseekV4ForCausalLMNextN" in self.hf_config.architectures
+        ):
+            self.qk_rope_head_dim = self.hf_config.qk_rope_head_dim
+            self.compress_ratios = self.hf_config.compress_ratios
+            self.attention_arch = AttentionArch.MHA
+            self._init_mla_scaling(self.hf_config.rope_scaling)
+        elif "Glm4MoeForCausalLMNextN" in self.hf_config.architectures:
+            self.v_head_dim = self.head_dim
+            self.attention_arch = AttentionArch.MHA
+        elif "MiniCPM3ForCausalLM" in self.hf_config.architectures:
+            self.head_dim = 128
+            self.attention_arch = AttentionArch.MLA
+        elif "DeepseekVL2ForCausalLM" in self.hf_config.architectures and getattr(
+            self.hf_text_config, "use_mla", True
+        ):
+            self.head_dim = 256
+            self.attention_arch = AttentionArch.MLA
+        else:
+            if "MistralForCausalLM" in self.hf_config.architectures:
+                if getattr(self, "head_dim", None) is None:
+                    self.head_dim = 128
+            self.attention_arch = AttentionArch.MHA
+
+    def _init_mla_scaling(self, rope_scaling):
+        self.scaling = 1.0
+'''
+
+# 2025: the chain sat in __init__ and had fewer branches
+MODEL_CONFIG_OLD = '''
+class AttentionArch:
+    MLA = 1
+    MHA = 2
+
+
+class ModelConfig:
+    def __init__(self, hf_config):
+        self.hf_config = hf_config
+        if (
+            "DeepseekV2ForCausalLM" in self.hf_config.architectures
+            or "DeepseekV3ForCausalLM" in self.hf_config.architectures
+        ):
+            self.head_dim = 256
+            self.attention_arch = AttentionArch.MLA
+        elif "MiniCPM3ForCausalLM" in self.hf_config.architectures:
+            self.attention_arch = AttentionArch.MLA
+        else:
+            self.attention_arch = AttentionArch.MHA
+'''
+
+OLD_GENERATIVE = """# Large Language Models
+
+These models accept text input and produce text output.
+
+## Example launch Command
+
+```shell
+python3 -m sglang.launch_server \\
+  --model-path meta-llama/Llama-3.2-1B-Instruct \\  # example HF/local path
+  --port 30000
+```
+
+## Supported models
+
+```
+repo:sgl-project/sglang path:/^python\\/sglang\\/srt\\/models\\// Qwen3ForCausalLM
+```
+
+| Model Family (Variants)             | Example HuggingFace Identifier    | Description |
+|-------------------------------------|-----------------------------------|-------------|
+| **DeepSeek** (v2, v3/R1)            | `deepseek-ai/DeepSeek-R1`         | Reasoning models. [Guide](../basic_usage/deepseek.md) |
+| **Llama** (2, 3.x)                  | `meta-llama/Llama-3.1-8B`         | Meta's series. |
+| **Qwen** (2, 2.5)                   | `Qwen/Qwen2-7B`, `Qwen/Qwen2.5-7B` | Alibaba's series. |
+| **Persimmon** (8B)                  | `adept/persimmon-8b-chat`         | A removed model. |
+| **Gemma**                           | `google/gemma-2b`                 |
+"""
+
+OLD_MULTIMODAL = """# Multimodal Language Models
+
+## Supported models
+
+| Model Family (Variants)    | Example HuggingFace Identifier     | Description | Notes |
+|----------------------------|------------------------------------|-------------|-------|
+| **DeepSeek-VL2**           | `deepseek-ai/deepseek-vl2`         | Vision-language variant. |  |
+"""
+
+NEW_GENERATIVE = """---
+title: Large Language Models
+---
+These models accept text input and produce text output.
+
+## Example launch Command
+
+<CodeGroup>
+```shell Command
+python3 -m sglang.launch_server \\
+  --model-path meta-llama/Llama-3.2-1B-Instruct
+
+# comment line after a blank line inside the fence
+```
+</CodeGroup>
+
+## Supported models
+
+<table style={{width: "100%", borderCollapse: "collapse", tableLayout: "fixed"}}>
+  <colgroup>
+    <col style={{width: "34%"}} />
+    <col style={{width: "33%"}} />
+    <col style={{width: "33%"}} />
+  </colgroup>
+  <thead>
+    <tr style={{borderBottom: "2px solid #d55816"}}>
+      <th style={{textAlign: "left", padding: "10px 12px"}}>Model Family (Variants)</th>
+      <th style={{textAlign: "left", padding: "10px 12px"}}>Example HuggingFace Identifier</th>
+      <th style={{textAlign: "left", padding: "10px 12px"}}>Description</th>
+    </tr>
+  </thead>
+  <tbody>
+    <tr>
+      <td style={{padding: "9px 12px", fontWeight: 500}}>**DeepSeek** (v2, v3/R1)</td>
+      <td style={{padding: "9px 12px"}}>`deepseek-ai/DeepSeek-R1`</td>
+      <td style={{padding: "9px 12px"}}>Reasoning models. <a href="/cookbook/deepseek">Guide</a></td>
+    </tr>
+    <tr>
+      <td style={{padding: "9px 12px", fontWeight: 500}}><strong>Llama</strong> (2, 3.x)</td>
+      <td style={{padding: "9px 12px"}}><code>meta-llama/Llama-3.1-8B</code></td>
+      <td style={{padding: "9px 12px"}}>Meta's series.</td>
+    </tr>
+    <tr>
+      <td style={{padding: "9px 12px", fontWeight: 500}}><strong>Qwen</strong> (2, 2.5)</td>
+      <td style={{padding: "9px 12px"}}><code>Qwen/Qwen2-7B</code>, <code>Qwen/Qwen2.5-7B</code></td>
+      <td style={{padding: "9px 12px"}}>Alibaba's series.</td>
+    </tr>
+    <tr>
+      <td style={{padding: "9px 12px", fontWeight: 500}}><strong>Gemma</strong></td>
+      <td style={{padding: "9px 12px"}}><code>google/gemma-2b</code></td>
+    </tr>
+  </tbody>
+</table>
+"""
+
+NEW_MULTIMODAL = """---
+title: Multimodal Language Models
+---
+
+## Supported models
+
+<table>
+  <thead>
+    <tr>
+      <th>Model Family (Variants)</th>
+      <th>Example HuggingFace Identifier</th>
+      <th>Description</th>
+      <th>Notes</th>
+    </tr>
+  </thead>
+  <tbody>
+    <tr>
+      <td><strong>DeepSeek-VL2</strong></td>
+      <td><code>deepseek-ai/deepseek-vl2</code></td>
+      <td>Vision-language variant.</td>
+      <td>Use `--chat-template deepseek-vl2`</td>
+    </tr>
+  </tbody>
+</table>
+"""
+
+NEW_REWARD = """---
+title: Reward models
+---
+
+## Supported models
+
+| Model Family (Reward) | Example HuggingFace Identifier | Description |
+|---|---|---|
+| **Llama (3.1 Reward / `LlamaForSequenceClassification`)** | `Skywork/Skywork-Reward-Llama-3.1-8B-v0.2` | Reward model. |
+| **Qwen2 (Reward / `Qwen2forCausalLM`)** | `Qwen/Qwen2-RM` | Misspelled class name. |
+"""
+
+
+def models_tree() -> dict[str, str]:
+    return {
+        f"{MODELS}/__init__.py": "",
+        f"{MODELS}/registry.py": REGISTRY,
+        f"{MODELS}/llama.py": LLAMA,
+        f"{MODELS}/qwen2.py": QWEN2,
+        f"{MODELS}/deepseek_v2.py": DEEPSEEK_V2,
+        f"{MODELS}/gemma.py": GEMMA,
+        f"{MODELS}/deepseek_common/__init__.py": "",
+        NEXTN_IMPL_PATH: NEXTN_IMPL,
+        f"{MODELS}/deepseek_nextn.py": DEEPSEEK_NEXTN,
+        f"{MODELS}/quant_base.py": QUANT_BASE,
+        f"{MODELS}/mixtral_quant.py": MIXTRAL_QUANT,
+        f"{MODELS}/utils.py": "def helper():\n    return 1\n",
+    }
+
+
+def tree_2025() -> dict[str, str]:
+    """Old docs layout (docs/supported_models/*.md), chain in __init__."""
+    return {**models_tree(), MODEL_CONFIG_PATH: MODEL_CONFIG_OLD,
+            f"{OLD_DOCS}/generative_models.md": OLD_GENERATIVE,
+            f"{OLD_DOCS}/multimodal_language_models.md": OLD_MULTIMODAL}
+
+
+def tree_2026() -> dict[str, str | None]:
+    """New docs layout (docs/docs/supported-models/*.mdx), the old pages removed."""
+    return {MODEL_CONFIG_PATH: MODEL_CONFIG,
+            f"{OLD_DOCS}/generative_models.md": None,
+            f"{OLD_DOCS}/multimodal_language_models.md": None,
+            f"{NEW_DOCS}/generative_models.mdx": NEW_GENERATIVE,
+            f"{NEW_DOCS}/multimodal_language_models.mdx": NEW_MULTIMODAL,
+            f"{NEW_DOCS}/reward_models.mdx": NEW_REWARD}
+
+
+def full_tree_2026() -> dict[str, str]:
+    files = {**tree_2025(), **tree_2026()}
+    return {k: v for k, v in files.items() if v is not None}

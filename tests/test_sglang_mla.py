@@ -1,0 +1,133 @@
+"""SGLang attention chain: MLA architectures, their conditions, explicit MHA branches."""
+
+from __future__ import annotations
+
+import pytest
+
+from extractors.base import extract_engine
+from extractors.engines import ENGINES
+from extractors.errors import AnchorError, MissingPathError, ParseError
+from extractors.sglang.attention_chain import attention_chain
+from extractors.snapshot import MemorySnapshot
+from tests.sglang_miniatures import (
+    MODEL_CONFIG,
+    MODEL_CONFIG_OLD,
+    MODEL_CONFIG_PATH,
+    full_tree_2026,
+    models_tree,
+)
+
+PATH = MODEL_CONFIG_PATH
+
+
+def test_mla_architectures_and_branches():
+    chain = attention_chain(MODEL_CONFIG, PATH)
+    assert {(r.architecture, r.branch, r.conditional) for r in chain.mla} == {
+        ("DeepseekV2ForCausalLM", 1, False), ("DeepseekV3ForCausalLM", 1, False),
+        ("DeepseekV3ForCausalLMNextN", 1, False), ("PixtralForConditionalGeneration", 1, True),
+        ("MiniCPM3ForCausalLM", 4, False), ("DeepseekVL2ForCausalLM", 5, True)}
+    assert {r.symbol for r in chain.mla} == {"ModelConfig._derive_model_shapes"}
+    assert chain.warnings == []
+
+
+def test_conditions_are_structured():
+    chain = attention_chain(MODEL_CONFIG, PATH)
+    got = {(c.architecture, c.config, c.field, c.check, c.default) for c in chain.conditions}
+    assert got == {
+        ("PixtralForConditionalGeneration", "hf_text_config", "kv_lora_rank", "is not None",
+         "None"),
+        ("DeepseekVL2ForCausalLM", "hf_text_config", "use_mla", "truthy", "True"),
+    }
+    pixtral = next(c for c in chain.conditions if c.field == "kv_lora_rank")
+    assert pixtral.expression == 'getattr(self.hf_text_config, "kv_lora_rank", None) is not None'
+
+
+def test_explicit_mha_branches_keep_mla_reads():
+    chain = attention_chain(MODEL_CONFIG, PATH)
+    rows = {r.architecture: r for r in chain.explicit_mha}
+    assert set(rows) == {"DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN",
+                         "Glm4MoeForCausalLMNextN"}
+    assert rows["DeepseekV4ForCausalLM"].mla_fields_read == (
+        "_init_mla_scaling()", "compress_ratios", "qk_rope_head_dim")
+    assert rows["Glm4MoeForCausalLMNextN"].mla_fields_read == ()
+    # the nested `if "MistralForCausalLM"` inside the else branch is not an explicit branch
+    assert "MistralForCausalLM" not in rows
+
+
+def test_older_layout_chain_in_init():
+    chain = attention_chain(MODEL_CONFIG_OLD, PATH)
+    assert {r.architecture for r in chain.mla} == {"DeepseekV2ForCausalLM",
+                                                   "DeepseekV3ForCausalLM", "MiniCPM3ForCausalLM"}
+    assert {r.symbol for r in chain.mla} == {"ModelConfig.__init__"}
+
+
+CHAIN = '''
+class ModelConfig:
+    def f(self):
+        if {test}:
+            self.attention_arch = AttentionArch.MLA
+        elif "B" in self.hf_config.architectures:
+            {second}
+        else:
+            self.attention_arch = AttentionArch.MHA
+'''
+
+
+@pytest.mark.parametrize(("test", "second", "code", "subject"), [
+    ('"A" in self.hf_config.architectures', 'self.attention_arch = AttentionArch.SWA',
+     "unknown-attention-arch", "B"),
+    ('"A" in self.hf_config.architectures',
+     'if x:\n                self.attention_arch = AttentionArch.MLA',
+     "conditional-assignment", "B"),
+    ('"A" in self.hf_config.architectures and self.flag(3)', 'pass',
+     "unstructured-condition", "A"),
+    ('"A" in self.hf_config.architectures or "A" in self.hf_config.architectures', 'pass',
+     "shadowed-branch", "A"),
+])
+def test_soft_problems_are_warnings(test, second, code, subject):
+    chain = attention_chain(CHAIN.format(test=test, second=second), PATH)
+    assert [(w.code, w.subject) for w in chain.warnings] == [(code, subject)]
+    assert [r.architecture for r in chain.mla] == ["A"]
+
+
+def test_branch_without_readable_architecture_is_a_warning():
+    text = CHAIN.format(test='"A" in self.hf_config.architectures', second="pass").replace(
+        'elif "B" in self.hf_config.architectures:\n            pass',
+        'elif self.is_special():\n            self.attention_arch = AttentionArch.MLA')
+    chain = attention_chain(text, PATH)
+    assert [w.code for w in chain.warnings] == ["unparsed-branch"]
+
+
+@pytest.mark.parametrize(("text", "anchor"), [
+    ("class Other:\n    pass\n", "ModelConfig: self.attention_arch if/elif chain"),
+    ("class ModelConfig:\n    def f(self):\n        self.attention_arch = 1\n",
+     "ModelConfig: self.attention_arch if/elif chain"),
+    ('class ModelConfig:\n    def f(self):\n        if "A" in self.hf_config.architectures:\n'
+     "            self.attention_arch = AttentionArch.MHA\n", "ModelConfig.f: AttentionArch.MLA branch"),
+])
+def test_missing_or_empty_anchor_is_an_error(text, anchor):
+    with pytest.raises(AnchorError) as err:
+        attention_chain(text, PATH)
+    assert err.value.anchor == anchor and err.value.paths == (PATH,)
+
+
+def test_engine_facts_and_missing_file():
+    facts = extract_engine(ENGINES["sglang"], MemorySnapshot(full_tree_2026(), engine="sglang"),
+                           commit_date="2026-01-01",
+                           only={"registry_rows", "mla_architectures", "mla_conditions",
+                                 "explicit_mha_architectures"})
+    assert len(facts.fact("mla_architectures").records) == 6
+    # chain names that no module registers are flagged, not dropped
+    flagged = {w.subject for w in facts.warnings if w.code == "not-registered"}
+    assert flagged == {"PixtralForConditionalGeneration", "MiniCPM3ForCausalLM",
+                       "DeepseekVL2ForCausalLM", "DeepseekV4ForCausalLM",
+                       "DeepseekV4ForCausalLMNextN", "Glm4MoeForCausalLMNextN"}
+    with pytest.raises(MissingPathError) as err:
+        extract_engine(ENGINES["sglang"], MemorySnapshot(models_tree(), engine="sglang"),
+                       commit_date="2026-01-01", only={"mla_architectures"})
+    assert PATH in str(err.value) and "engine: sglang" in str(err.value)
+
+
+def test_malformed_model_config_is_a_parse_error():
+    with pytest.raises(ParseError):
+        attention_chain("class ModelConfig(:\n", PATH)
