@@ -35,13 +35,17 @@ class EngineConstraints(NamedTuple):
     commit_date: str
     upstream: str
     facts: Mapping[str, tuple[Any, ...]]
-    unreadable: tuple[str, ...]
 
     def rows(self, fact: str) -> tuple[Any, ...]:
-        return self.facts.get(fact, ())
+        return self.facts[fact] if fact in self.facts else ()
 
     def has(self, fact: str) -> bool:
         return fact in self.facts
+
+    def fact_names(self) -> tuple[str, ...]:
+        """Declared fact names, without importing their modules."""
+        names = getattr(self.facts, "names", None)
+        return tuple(names) if names is not None else tuple(self.facts)
 
     def cite(self, row: Any, symbol: str = "") -> Citation:
         """A citation for one row: its path and symbol fields when it has them."""
@@ -58,7 +62,7 @@ def field(row: Any, name: str, default: Any = None) -> Any:
     return getattr(row, name, default)
 
 
-def _fact_names(package: Any, engine: str) -> tuple[str, ...]:
+def _fact_names(package: Any) -> tuple[str, ...]:
     facts = getattr(package, "FACTS", None)
     if isinstance(facts, tuple | list) and facts:
         return tuple(str(f) for f in facts)
@@ -66,6 +70,55 @@ def _fact_names(package: Any, engine: str) -> tuple[str, ...]:
 
     return tuple(sorted(m.name for m in pkgutil.iter_modules(package.__path__)
                         if not m.name.startswith("_") and m.name != "warnings_found"))
+
+
+class LazyFacts(Mapping[str, tuple[Any, ...]]):
+    """Fact name -> ROWS, importing each generated module on first access.
+
+    A plan reads only the facts it needs, so an engine's other modules (llama.cpp's raw class
+    sets, say) cost nothing. A module that fails to import or has no ROWS tuple reads as absent
+    and is listed in `unreadable`."""
+
+    def __init__(self, engine: str, names: tuple[str, ...]) -> None:
+        self._engine = engine
+        self._names = names
+        self._rows: dict[str, tuple[Any, ...] | None] = {}
+
+    def _load(self, name: str) -> tuple[Any, ...] | None:
+        if name not in self._rows:
+            rows = None
+            try:
+                module = importlib.import_module(f"generated.{self._engine}.{name}")
+                found = getattr(module, "ROWS", None)
+                rows = tuple(found) if isinstance(found, tuple | list) else None
+            except Exception:  # a half-written or stale module must not take apron down
+                rows = None
+            self._rows[name] = rows
+        return self._rows[name]
+
+    def __getitem__(self, name: str) -> tuple[Any, ...]:
+        rows = self._load(name) if name in self._names else None
+        if rows is None:
+            raise KeyError(name)
+        return rows
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._names and self._load(name) is not None
+
+    def __iter__(self):  # noqa: ANN204
+        return (name for name in self._names if self._load(name) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The fact names the engine package declares (nothing is imported)."""
+        return self._names
+
+    @property
+    def unreadable(self) -> tuple[str, ...]:
+        return tuple(name for name in self._names if self._load(name) is None)
 
 
 def load_engine(engine: str) -> EngineConstraints | None:
@@ -78,30 +131,12 @@ def load_engine(engine: str) -> EngineConstraints | None:
         package = importlib.import_module(f"generated.{engine}")
     except ImportError:
         return None
-    facts: dict[str, tuple[Any, ...]] = {}
-    unreadable: list[str] = []
-    for name in _fact_names(package, engine):
-        module_name = f"generated.{engine}.{name}"
-        try:
-            if importlib.util.find_spec(module_name) is None:
-                unreadable.append(name)
-                continue
-            module = importlib.import_module(module_name)
-        except Exception:  # a half-written or stale module must not take the calculator down
-            unreadable.append(name)
-            continue
-        rows = getattr(module, "ROWS", None)
-        if isinstance(rows, tuple | list):
-            facts[name] = tuple(rows)
-        else:
-            unreadable.append(name)
     return EngineConstraints(
         engine=str(getattr(package, "ENGINE", engine)),
         commit=str(getattr(package, "COMMIT", "") or ""),
         commit_date=str(getattr(package, "COMMIT_DATE", "") or ""),
         upstream=str(getattr(package, "UPSTREAM_URL", "") or ""),
-        facts=facts,
-        unreadable=tuple(unreadable),
+        facts=LazyFacts(engine, _fact_names(package)),
     )
 
 

@@ -22,15 +22,37 @@ CONSTRAINT_FIELDS = ("notes", "footnotes", "constraints", "footnote_texts")
 DETAIL_FIELDS = ("module", "class_name", "section", "gguf_arch", "llm_arch",
                  "model_type", "converter_class", "resolution", "models", "family", "inputs",
                  "features", "other_columns", "example_hf_models", "example_hf_ids", "also_in")
-SKIP_FACTS = ("mla_conditions",)
+# facts the engine views already interpret (MLA sets and conditions) are not repeated here
+SKIP_FACTS = ("mla_conditions", "mla_architectures", "explicit_mha_architectures",
+              "mla_model_types", "mla_gates", "kv_head_aliases", "kv_head_fallback",
+              "kv_head_overrides")
+# a fact is scanned only when its name says it can hold architectures; this keeps a plan from
+# importing generated modules it does not need (llama.cpp's raw class sets, arch names, ...)
+NAME_HINTS = ("registry", "architecture", "docs", "supported", "registered", "feature", "models",
+              "footnote")
 
 
-def _names(row: Any) -> tuple[str, ...]:
-    names = [field(row, f) for f in ARCH_FIELDS]
-    many = field(row, "architectures")
-    if isinstance(many, tuple | list):
-        names.extend(many)
-    return tuple(n for n in names if isinstance(n, str) and n)
+def _arch_fields(row: Any) -> tuple[tuple[str, ...], str | None]:
+    """The scalar architecture fields and the tuple field this row type has."""
+    names = getattr(row, "_fields", None)
+    if names is None:
+        names = tuple(n for n in (*ARCH_FIELDS, "architectures") if hasattr(row, n))
+    return tuple(f for f in ARCH_FIELDS if f in names), (
+        "architectures" if "architectures" in names else None)
+
+
+def _scan(rows: tuple[Any, ...], arch: str) -> list[Any]:
+    if not rows:
+        return []
+    scalars, many = _arch_fields(rows[0])
+    if not scalars and many is None:
+        return []
+    found = []
+    for row in rows:
+        if any(getattr(row, f, None) == arch for f in scalars) or (
+                many is not None and arch in (getattr(row, many, None) or ())):
+            found.append(row)
+    return found
 
 
 def _text(value: Any) -> str:
@@ -40,8 +62,10 @@ def _text(value: Any) -> str:
 
 
 def _entry(engine: EngineConstraints, fact: str, row: Any) -> SupportEntry:
-    symbol = str(field(row, "symbol", "") or field(row, "dict_name", "") or field(row, "section", "")
-                 or fact)
+    entry_name = field(row, "entry_name", "")
+    symbol = str(field(row, "symbol", "") or field(row, "dict_name", "")
+                 or (f"EntryClass = {entry_name}" if entry_name else "")
+                 or field(row, "section", "") or fact)
     detail = "; ".join(f"{name} {_text(field(row, name))}" for name in DETAIL_FIELDS
                        if field(row, name) not in (None, "", (), []) and field(row, name) != symbol)
     group = field(row, "task_group", "") or ""
@@ -71,12 +95,10 @@ def engine_support(model: ModelConfig, engine_id: str, engine: EngineConstraints
     entries: list[SupportEntry] = []
     notes: list[str] = []
     registered = False
-    for fact, rows in engine.facts.items():
-        if fact in SKIP_FACTS:
-            continue
-        for row in rows:
-            if arch not in _names(row):
-                continue
+    facts = [f for f in engine.fact_names()
+             if f not in SKIP_FACTS and any(hint in f for hint in NAME_HINTS)]
+    for fact in facts:
+        for row in _scan(engine.rows(fact), arch):
             if fact in FINDINGS_FACTS:
                 kind = field(row, "finding", "") or "finding"
                 note = field(row, "note", "")
@@ -96,7 +118,8 @@ def engine_support(model: ModelConfig, engine_id: str, engine: EngineConstraints
             notes.append(f"{arch} is not in {title}'s {', '.join(registry)} at this commit")
     else:
         status = "registered"
-    entries.sort(key=lambda e: (e.kind not in REGISTRY_FACTS, e.kind, e.detail))
+    entries.sort(key=lambda e: (e.kind not in REGISTRY_FACTS, "model_type mmproj" in e.detail,
+                                e.kind))
     return EngineSupport(engine_id, title, engine.commit, status, tuple(entries), tuple(notes))
 
 

@@ -87,8 +87,10 @@ def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision |
             continue
         return MlaDecision(ENGINE, True, f"{arch} is in SGLang's MLA architecture set", (cite,))
     why = "; ".join(notes) + "; " if notes else ""
+    chain = sglang.rows(MLA)[:1]
     return MlaDecision(ENGINE, False, f"{why}no MLA branch of SGLang's chain matches "
-                       f"{', '.join(sorted(archs))}: MHA", ())
+                       f"{', '.join(sorted(archs))}: MHA",
+                       tuple(sglang.cite(r) for r in chain))
 
 
 def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:

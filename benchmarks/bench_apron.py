@@ -1,0 +1,133 @@
+"""Benchmark: import apron with every generated module, then compute one plan, in fresh processes.
+
+Run: python benchmarks/bench_apron.py [--runs N] [--sample NAME]
+
+Each run is a new interpreter that times, with perf_counter:
+  import     `import apron` (the calculator itself)
+  generated  importing every module of every generated/<engine>/ package that exists
+  plan       one apron.plan() of the sample, after the two steps above
+and, in a second process, the lazy path a user takes: `import apron` + one plan, which imports
+only the generated modules that plan reads.
+Both run twice: without a bytecode cache (PYTHONDONTWRITEBYTECODE=1, how this sandbox runs a
+source checkout, so every module is compiled from source at every start) and with a warmed
+bytecode cache in a temporary PYTHONPYCACHEPREFIX (how an installed package runs: pip writes
+the .pyc files at install time). Target: well under 100 ms. Also prints a warm in-process plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET_MS = 100.0
+
+CHILD_ALL = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import apron
+t1 = time.perf_counter()
+constraints = apron.load_constraints()
+rows = {k: (sum(len(v.rows(f)) for f in v.fact_names()) if v else None)
+        for k, v in constraints.engines.items()}
+t2 = time.perf_counter()
+plan = apron.plan(apron.load_sample(sys.argv[1]))
+t3 = time.perf_counter()
+print(json.dumps({
+    "import": (t1 - t0) * 1e3, "generated": (t2 - t1) * 1e3, "plan": (t3 - t2) * 1e3,
+    "engines": rows, "mechanism": plan.prediction.mechanism,
+    "bad_modules": sorted(m for m in sys.modules if m.split(".")[0] in
+                          ("extractors", "libcst", "tree_sitter", "pydantic", "typer", "rich")),
+}))
+"""
+
+CHILD_LAZY = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import apron
+plan = apron.plan(apron.load_sample(sys.argv[1]))
+t1 = time.perf_counter()
+print(json.dumps({"lazy": (t1 - t0) * 1e3,
+                  "modules": sum(1 for m in sys.modules if m.startswith("generated."))}))
+"""
+
+
+def run_child(code: str, sample: str, env: dict[str, str]) -> tuple[dict, float]:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, sample], capture_output=True, text=True,
+                          check=True, cwd=REPO, env=env)
+    wall = (time.perf_counter() - start) * 1e3
+    return json.loads(done.stdout), wall
+
+
+def series(label: str, sample: str, runs: int, env: dict[str, str]) -> float:
+    results = [run_child(CHILD_ALL, sample, env) for _ in range(runs)]
+    lazy = [run_child(CHILD_LAZY, sample, env)[0] for _ in range(runs)]
+    rows = [r for r, _ in results]
+    walls = [w for _, w in results]
+
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in rows)
+
+    totals = [r["import"] + r["generated"] + r["plan"] for r in rows]
+    total = statistics.median(totals)
+    lazy_ms = statistics.median(r["lazy"] for r in lazy)
+    print(f"{label} ({runs} fresh processes each, medians)")
+    print(f"  import apron                       {med('import'):6.1f} ms")
+    print(f"  import all generated modules       {med('generated'):6.1f} ms")
+    print(f"  one plan ({sample:<12})          {med('plan'):6.1f} ms")
+    print(f"  = import + all generated + plan    {total:6.1f} ms  (min {min(totals):.1f}; "
+          f"{'under' if total < TARGET_MS else 'OVER'} the {TARGET_MS:.0f} ms target)")
+    print(f"  lazy path: import apron + one plan {lazy_ms:6.1f} ms  "
+          f"({lazy[0]['modules']} generated modules imported)")
+    print(f"  whole process incl. interpreter start: {statistics.median(walls):.1f} ms")
+    if rows[0]["bad_modules"]:
+        print(f"  WARNING: imported {rows[0]['bad_modules']}")
+    return total
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--sample", default="deepseek-v3")
+    args = parser.parse_args()
+
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX",
+                                                            "PYTHONDONTWRITEBYTECODE")}
+    probe, _ = run_child(CHILD_ALL, args.sample, {**base, "PYTHONDONTWRITEBYTECODE": "1"})
+    engines = ", ".join(f"{k} ({v} rows)" if v is not None else f"{k} (absent)"
+                        for k, v in probe["engines"].items())
+    print(f"generated engines: {engines}")
+    print(f"python {sys.version.split()[0]} on {os.cpu_count()} CPUs; sample {args.sample} -> "
+          f"{probe['mechanism']}\n")
+
+    cold = series("no bytecode cache (compile from source each start)", args.sample, args.runs,
+                  {**base, "PYTHONDONTWRITEBYTECODE": "1"})
+    with tempfile.TemporaryDirectory(prefix="apron-bench-pyc-") as cache:
+        env = {**base, "PYTHONPYCACHEPREFIX": cache}
+        run_child(CHILD_ALL, args.sample, env)  # warm the cache
+        print()
+        warm = series("bytecode cached (as installed)", args.sample, args.runs, env)
+
+    sys.path.insert(0, str(REPO))
+    import apron
+
+    model = apron.load_sample(args.sample)
+    apron.plan(model)
+    count = 200
+    start = time.perf_counter()
+    for _ in range(count):
+        apron.plan(model)
+    each = (time.perf_counter() - start) / count * 1e3
+    print(f"\nwarm in-process plan ({args.sample}): {each:.2f} ms per plan ({count} plans)")
+    return 0 if max(cold, warm) < TARGET_MS else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
