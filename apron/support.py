@@ -18,7 +18,8 @@ ARCH_FIELDS = ("architecture", "hf_architecture", "registered_architecture")
 REGISTRY_FACTS = ("registry_rows", "hf_architectures", "registered_architectures",
                   "registered_models")
 FINDINGS_FACTS = ("docs_registry_findings",)
-CONSTRAINT_FIELDS = ("notes", "footnotes", "constraints", "footnote_texts")
+CONSTRAINT_FIELDS = ("notes", "footnotes", "constraints", "footnote_texts", "architecture_notes",
+                     "model_notes", "example_notes", "row_notes")
 DETAIL_FIELDS = ("module", "class_name", "section", "gguf_arch", "llm_arch",
                  "model_type", "converter_class", "resolution", "models", "family", "inputs",
                  "features", "other_columns", "example_hf_models", "example_hf_ids", "also_in")
@@ -82,6 +83,22 @@ def _entry(engine: EngineConstraints, fact: str, row: Any) -> SupportEntry:
     return SupportEntry(fact, str(group), detail, tuple(constraints), engine.cite(row, symbol))
 
 
+def _is_matrix(row: Any) -> bool:
+    return hasattr(row, "feature") and hasattr(row, "status")
+
+
+def _matrix_entry(engine: EngineConstraints, fact: str, cells: list[Any]) -> SupportEntry:
+    """One entry for a feature matrix's cells of this architecture (one row per cell)."""
+    detail = ", ".join(f"{field(c, 'feature', '?')} {field(c, 'status', '?')}" for c in cells)
+    constraints: list[str] = []
+    for cell in cells:
+        for name in ("notes", "row_notes"):
+            constraints.extend(str(n) for n in field(cell, name, ()) or () if n)
+    symbol = str(field(cells[0], "matrix", "") or fact)
+    return SupportEntry(fact, "", detail, tuple(dict.fromkeys(constraints)),
+                        engine.cite(cells[0], symbol))
+
+
 def engine_support(model: ModelConfig, engine_id: str, engine: EngineConstraints | None) -> EngineSupport:
     title = ENGINE_TITLES.get(engine_id, engine_id)
     if engine is None:
@@ -98,7 +115,11 @@ def engine_support(model: ModelConfig, engine_id: str, engine: EngineConstraints
     facts = [f for f in engine.fact_names()
              if f not in SKIP_FACTS and any(hint in f for hint in NAME_HINTS)]
     for fact in facts:
-        for row in _scan(engine.rows(fact), arch):
+        rows = _scan(engine.rows(fact), arch)
+        if rows and _is_matrix(rows[0]):
+            entries.append(_matrix_entry(engine, fact, rows))
+            continue
+        for row in rows:
             if fact in FINDINGS_FACTS:
                 kind = field(row, "finding", "") or "finding"
                 note = field(row, "note", "")

@@ -205,7 +205,7 @@ def sglang(*, mla=(), conditions=(), mha=(), registry=()) -> EngineConstraints:
     return EngineConstraints("sglang", "c" * 40, "2026-08-11", "https://example.invalid",
                              {"mla_architectures": tuple(mla), "mla_conditions": tuple(conditions),
                               "explicit_mha_architectures": tuple(mha),
-                              "registry_rows": tuple(registry)}, ())
+                              "registry_rows": tuple(registry)})
 
 
 def test_sglang_architecture_set_makes_apron_predict_mla():
@@ -260,7 +260,7 @@ HfArch = namedtuple("HfArch", "architecture model_type converter_class model_arc
 
 def llamacpp(*rows) -> EngineConstraints:
     return EngineConstraints("llamacpp", "d" * 40, "2026-05-16", "https://example.invalid",
-                             {"hf_architectures": tuple(rows), "sliding_window": ()}, ())
+                             {"hf_architectures": tuple(rows), "sliding_window": ()})
 
 
 def test_llamacpp_hybrid_flag_is_reported_and_used():
@@ -343,3 +343,45 @@ def test_real_llamacpp_classes_jamba_hybrid_and_mamba2_recurrent():
     mamba = view(plan(sample("mamba-codestral-7b"), context=8), "llamacpp")
     assert "hybrid" in jamba.flags and "recurrent" in mamba.flags
     assert jamba.commit == engine.commit
+
+
+TrtReg = namedtuple("TrtReg", "architecture class_name module also_in path")
+TrtModel = namedtuple("TrtModel", "section architecture architecture_notes model model_notes "
+                      "hf_examples example_notes path")
+TrtCell = namedtuple("TrtCell", "matrix architecture feature status raw notes row_notes path")
+PAGE = "docs/source/models/supported-models.md"
+
+
+def trtllm(*, registry=(), models=(), cells=()) -> EngineConstraints:
+    return EngineConstraints("trtllm", "e" * 40, "2026-09-01", "https://example.invalid",
+                             {"registry_rows": tuple(registry), "supported_models": tuple(models),
+                              "feature_matrix": tuple(cells)})
+
+
+def test_trtllm_documented_constraints_and_window_support():
+    arch = "Gemma3ForConditionalGeneration"
+    engines = load_constraints().replace("trtllm", trtllm(
+        registry=[TrtReg(arch, "Gemma3VLM", "modeling_gemma3vl",
+                         (), "tensorrt_llm/_torch/models/modeling_gemma3vl.py")],
+        models=[TrtModel("Multimodal", arch, ("[^2] only supported on Blackwell GPUs (SM100+)",),
+                         "Gemma 3", (), ("google/gemma-3-27b-it",), (), PAGE)],
+        cells=[TrtCell("Model-Feature Support Matrix", arch, "Sliding Window Attention", "no",
+                       "No", (), (), PAGE),
+               TrtCell("Model-Feature Support Matrix", arch, "Chunked Prefill", "yes", "Yes",
+                       ("[^1] Chunked Prefill for MLA can only be enabled on SM90/SM100",), (),
+                       PAGE)]))
+    result = plan(sample("gemma-3-27b"), context=32768, constraints=engines)
+    trt = view(result, "trtllm")
+    assert trt.status == "constraints used" and trt.commit == "e" * 40
+    assert any("Sliding Window Attention no" in n for n in trt.notes)
+    assert any("expect the naive" in n for n in trt.notes)
+    assert any("Blackwell" in n for n in trt.notes)
+    support = next(s for s in result.support if s.engine == "trtllm")
+    assert support.status == "registered"
+    kinds = [e.kind for e in support.entries]
+    assert kinds.count("feature_matrix") == 1  # the matrix's cells fold into one entry
+    matrix = next(e for e in support.entries if e.kind == "feature_matrix")
+    assert "Sliding Window Attention no" in matrix.detail
+    assert any("SM90" in c for c in matrix.constraints)
+    models_entry = next(e for e in support.entries if e.kind == "supported_models")
+    assert models_entry.citation.path == PAGE and "Blackwell" in models_entry.constraints[0]

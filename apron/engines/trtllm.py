@@ -1,6 +1,10 @@
-"""TensorRT-LLM's extracted facts applied to a config. Only registration and documented
-constraints (feature-matrix cells, footnotes) are extracted, so this view carries notes and the
-support table carries the rows; no byte figures."""
+"""TensorRT-LLM's extracted facts applied to a config: registration, the supported-models table
+and the model-feature matrix with its footnotes (hardware and backend constraints).
+
+Reads generated/trtllm facts `registry_rows`, `supported_models` and `feature_matrix` by field
+name. TensorRT-LLM's KV sizing rules are not extracted, so this view carries documented
+constraints, not byte figures; the feature matrix's Sliding Window Attention cell says which of
+apron's two sliding-window figures the documentation points to."""
 
 from __future__ import annotations
 
@@ -9,22 +13,47 @@ from apron.constraints import EngineConstraints, field
 from apron.engines.base import EngineDecision
 
 ENGINE = "trtllm"
+MATRIX, SUPPORTED = "feature_matrix", "supported_models"
+
+
+def _notes(row: object, *names: str) -> list[str]:
+    out: list[str] = []
+    for name in names:
+        value = field(row, name, ())
+        if isinstance(value, str) and value:
+            out.append(value)
+        elif isinstance(value, tuple | list):
+            out.extend(str(v) for v in value if v)
+    return out
 
 
 def decide(model: ModelConfig, trtllm: EngineConstraints) -> EngineDecision:
     arch = model.architecture
     notes: list[str] = []
     cites = []
-    for fact, rows in sorted(trtllm.facts.items()):
-        for row in rows:
-            if field(row, "architecture") != arch:
-                continue
-            for name in ("sliding_window_attention", "feature", "value", "cell"):
-                value = field(row, name)
-                if isinstance(value, str) and value:
-                    notes.append(f"{fact}: {name} = {value}")
-            for note in field(row, "footnotes", ()) or field(row, "notes", ()) or ():
-                notes.append(f"{fact}: {note}")
-            cites.append(trtllm.cite(row, fact))
-    return EngineDecision(ENGINE, None, None, (), tuple(dict.fromkeys(notes)), tuple(cites[:5]),
+    cells = [r for r in trtllm.rows(MATRIX) if field(r, "architecture") == arch]
+    if cells:
+        statuses = ", ".join(f"{field(c, 'feature', '?')} {field(c, 'status', '?')}" for c in cells)
+        notes.append(f"feature matrix: {statuses}")
+        for cell in cells:
+            for note in _notes(cell, "notes"):
+                notes.append(f"{field(cell, 'feature', '?')}: {note}")
+            notes.extend(f"row: {note}" for note in _notes(cell, "row_notes"))
+            feature = str(field(cell, "feature", "")).lower()
+            if "sliding window" in feature:
+                status = str(field(cell, "status", "")).lower()
+                if status == "no":
+                    notes.append("Sliding Window Attention is documented as unsupported for this "
+                                 "architecture: expect the naive (window-ignoring) figure")
+                elif status == "yes":
+                    notes.append("Sliding Window Attention is documented as supported: the "
+                                 "window-aware figure applies")
+        cites.append(trtllm.cite(cells[0], "Model-Feature Support Matrix"))
+    for row in trtllm.rows(SUPPORTED):
+        if field(row, "architecture") == arch:
+            notes.extend(_notes(row, "architecture_notes", "model_notes", "example_notes"))
+            cites.append(trtllm.cite(row, str(field(row, "section", "") or "supported models")))
+    if not cells and trtllm.has(MATRIX):
+        notes.append(f"no feature-matrix row for {arch}")
+    return EngineDecision(ENGINE, None, None, (), tuple(dict.fromkeys(notes)), tuple(cites[:4]),
                           computes_figures=False)
