@@ -127,7 +127,13 @@ def plan(config: ModelConfig | str | Path | Mapping[str, Any], *, context: int |
     for engine_id, engine in cs.engines.items():
         rules = ENGINE_RULES.get(engine_id)
         if engine is not None and rules is not None:
-            decisions[engine_id] = rules.decide(model, engine)
+            try:
+                decisions[engine_id] = rules.decide(model, engine)
+            except Exception as err:  # generated rows of a shape this apron does not know
+                decisions[engine_id] = EngineDecision(
+                    engine_id, None, None, (), (f"could not interpret generated/{engine_id} "
+                                                f"({type(err).__name__}: {err})",), (),
+                    computes_figures=False)
     flags = frozenset(f for d in decisions.values() for f in d.flags)
     mla_votes = [d.mla for d in decisions.values() if d.mla is not None]
     apron_mla = any(m.is_mla for m in mla_votes)
@@ -144,7 +150,7 @@ def plan(config: ModelConfig | str | Path | Mapping[str, Any], *, context: int |
     elif is_mla_shaped(model):
         notes.append("MLA-shaped (kv_lora_rank) but no engine's extracted rule lists it as MLA: "
                      "engines allocate full attention")
-    if request.context is None:
+    if request.context is None and prediction.kv_bytes_at_context != 0:
         notes.append("no context length: figures per token only (give --context)")
     if not any(c is not None for c in cs.engines.values()):
         notes.append("no generated engine constraints at all: every engine-derived value is unknown")

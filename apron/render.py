@@ -10,6 +10,7 @@ from rich.text import Text
 from apron.results import EngineSupport, EngineView, Plan
 
 UNKNOWN = "unknown"
+HEAD_MECHANISMS = ("full_attention", "sliding_window", "hybrid_ssm")
 
 
 def human_bytes(value: int | None) -> str:
@@ -53,10 +54,11 @@ def _mechanism_lines(plan: Plan) -> list[Text]:
                 rows.append(("naive / aware", f"{p.naive_ratio:.2f}x"))
     state = p.state_bytes_per_sequence
     rows.append(("state per sequence", "none" if state == 0 else human_bytes(state)))
-    if r.context is not None:
+    if r.context is not None or p.kv_bytes_at_context == 0:
         rows.append((f"batch {r.batch}: KV", human_bytes(plan.kv_bytes_for_batch)))
-        if state != 0:
-            rows.append((f"batch {r.batch}: state", human_bytes(plan.state_bytes_for_batch)))
+    if state != 0:
+        rows.append((f"batch {r.batch}: state", human_bytes(plan.state_bytes_for_batch)))
+    if plan.total_bytes_for_batch is not None or r.context is not None:
         rows.append((f"batch {r.batch}: total", human_bytes(plan.total_bytes_for_batch)))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
@@ -143,9 +145,11 @@ def render(plan: Plan, console: Console) -> None:
                else f"context: {r.context_source}") + \
         f" · KV dtype {r.kv_dtype} ({r.kv_dtype_bytes} B) · batch {r.batch}"
     heads = plan.kv_heads
-    heads_line = (f"KV heads: {heads.how}" if heads.known
-                  else "KV heads: unknown: " + "; ".join(heads.unknown))
-    console.print(Group(header, Text(ident), Text(request), Text(heads_line, style="dim")))
+    lines = [header, Text(ident), Text(request)]
+    if plan.prediction.mechanism in HEAD_MECHANISMS:
+        lines.append(Text(f"KV heads: {heads.how}" if heads.known
+                          else "KV heads: unknown: " + "; ".join(heads.unknown), style="dim"))
+    console.print(Group(*lines))
     console.print()
     for line in _mechanism_lines(plan):
         console.print(line)

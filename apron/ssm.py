@@ -115,5 +115,9 @@ def layer_state(model: ModelConfig, recurrent: bool) -> LayerState:
         return LayerState(variant, elements, None, dtype, tuple(lines), (why,),
                           () if dtype else ("torch_dtype",))
     lines.append(f"per layer = ({conv_elems:,} + {ssm_elems:,}) elements x {size} B ({dtype}) = "
+                 f"{elements * size:,} B (state in the model dtype; an engine told to keep the "
+                 "SSM state in float32, e.g. vLLM --mamba-ssm-cache-dtype float32, needs "
+                 f"{ssm_elems * (4 - size):,} B more per layer)" if size < 4 else
+                 f"per layer = ({conv_elems:,} + {ssm_elems:,}) elements x {size} B ({dtype}) = "
                  f"{elements * size:,} B")
     return LayerState(variant, elements, elements * size, dtype, tuple(lines), (), ())

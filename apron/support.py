@@ -144,6 +144,17 @@ def engine_support(model: ModelConfig, engine_id: str, engine: EngineConstraints
     return EngineSupport(engine_id, title, engine.commit, status, tuple(entries), tuple(notes))
 
 
+def _safe_support(model: ModelConfig, engine_id: str,
+                  engine: EngineConstraints | None) -> EngineSupport:
+    try:
+        return engine_support(model, engine_id, engine)
+    except Exception as err:  # generated rows of a shape this apron does not know
+        return EngineSupport(engine_id, ENGINE_TITLES.get(engine_id, engine_id),
+                             engine.commit if engine else None, "constraints unreadable", (),
+                             (f"could not read generated/{engine_id} ({type(err).__name__}: "
+                              f"{err})",))
+
+
 def support(model: ModelConfig, constraints: ConstraintSet) -> tuple[EngineSupport, ...]:
-    return tuple(engine_support(model, engine_id, engine)
+    return tuple(_safe_support(model, engine_id, engine)
                  for engine_id, engine in constraints.engines.items())

@@ -385,3 +385,14 @@ def test_trtllm_documented_constraints_and_window_support():
     assert any("SM90" in c for c in matrix.constraints)
     models_entry = next(e for e in support.entries if e.kind == "supported_models")
     assert models_entry.citation.path == PAGE and "Blackwell" in models_entry.constraints[0]
+
+
+def test_an_engine_module_of_an_unknown_shape_does_not_take_the_plan_down():
+    Odd = namedtuple("Odd", "architecture branch conditional path symbol")
+    broken = sglang(mla=[Odd("DeepseekV3ForCausalLM", "not-a-number", False, "p", "s")])
+    result = plan(sample("deepseek-v3"), context=8,
+                  constraints=load_constraints().replace("sglang", broken))
+    sgl = view(result, "sglang")
+    assert sgl.mechanism is None and any("could not interpret generated/sglang" in n
+                                         for n in sgl.notes)
+    assert result.prediction.mechanism == "mla_latent"  # vLLM's rule still answers

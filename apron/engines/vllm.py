@@ -205,8 +205,12 @@ def resolve_kv_heads(model: ModelConfig, vllm: EngineConstraints | None) -> tupl
     else:
         engine = HeadCount(value, (), f"no KV-head key: vLLM silently assumes MHA, {name} = {value}",
                            (), (), cites)
-    prediction = _unknown(f"{reason}; vLLM would silently assume MHA ({name} = {value})",
-                          keys, cites)
+    if value is None:
+        prediction = _unknown(f"{reason}; vLLM would fall back to {name}, which the config does "
+                              "not give either", keys, cites)
+    else:
+        prediction = _unknown(f"{reason}; vLLM would silently assume MHA ({name} = {value})",
+                              keys, cites)
     return prediction, engine
 
 

@@ -95,7 +95,8 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
     state_total: int | None = 0
     if mamba:
         state = layer_state(model, recurrent=False)
-        lines += [f"{state.variant} state, per layer: {line}" for line in state.arithmetic]
+        lines += [f"{state.variant} state per layer: {line}" if i == 0 else f"  {line}"
+                  for i, line in enumerate(state.arithmetic)]
         if state.bytes is None:
             reasons.extend(state.unknown)
             missing.extend(state.missing)

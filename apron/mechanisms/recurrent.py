@@ -25,7 +25,8 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
     if layers is None:
         return unknown_result(NAME, TITLE, (f"{layers_key} is absent",), (layers_key,), state=None)
     state = layer_state(model, recurrent=True)
-    lines = [f"{state.variant} state, per layer: {line}" for line in state.arithmetic]
+    lines = [f"{state.variant} state per layer: {line}" if i == 0 else f"  {line}"
+                  for i, line in enumerate(state.arithmetic)]
     if state.bytes is None:
         return result(NAME, f"{TITLE} ({state.variant})", per_token=0,
                       at_context=0, state=None,
