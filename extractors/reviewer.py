@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from extractors.records import EngineFacts
-from extractors.render import markdown_table, md_cell
+from extractors.render import markdown_table
 
 ENGINE_ORDER = ("vllm", "llamacpp", "sglang", "trtllm")
 ENGINE_TITLES = {"vllm": "vLLM", "llamacpp": "llama.cpp", "sglang": "SGLang",
@@ -58,8 +58,73 @@ def _generic_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
     return cells
 
 
+CLASS_FLAGS = {"llm_arch_is_hybrid": "hybrid", "llm_arch_is_recurrent": "recurrent",
+               "llm_arch_is_diffusion": "diffusion"}
+
+
+def _llamacpp_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
+    """The HF -> GGUF join, text rows (the language model) first; class flags from llama.cpp."""
+    cells: dict[str, MatrixCell] = {}
+    rows = sorted(_rows(facts, "hf_architectures"), key=lambda r: r.model_type != "text")
+    for row in rows:
+        if row.architecture in cells:
+            continue
+        if row.resolution != "resolved":
+            cells[row.architecture] = MatrixCell("converter registered", f"unresolved: {row.resolution}",
+                                                 f"{row.path} {row.symbol}")
+            continue
+        flags = tuple(CLASS_FLAGS[p] for p in row.properties if p in CLASS_FLAGS)
+        cells[row.architecture] = MatrixCell(
+            "converts", f"GGUF {row.gguf_arch} ({row.model_type})", f"{row.path} {row.symbol}",
+            flags)
+    return cells
+
+
+def _sglang_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
+    mla = {r.architecture: r for r in _rows(facts, "mla_architectures")}
+    mha = {r.architecture for r in _rows(facts, "explicit_mha_architectures")}
+    cells = {}
+    for row in _rows(facts, "registry_rows"):
+        flags = []
+        if row.architecture in mla:
+            flags.append("MLA if condition holds" if mla[row.architecture].conditional else "MLA")
+        if row.architecture in mha:
+            flags.append("MHA (explicit)")
+        cells[row.architecture] = MatrixCell("registered", row.module,
+                                             f"{row.path} EntryClass", tuple(flags))
+    return cells
+
+
+def _trtllm_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
+    """Registered via @register_auto_model; documented constraints (footnotes) make it `registered*`;
+    the feature matrix's Sliding Window Attention column becomes a flag."""
+    notes: dict[str, list[str]] = {}
+    swa: dict[str, str] = {}
+    for cell in _rows(facts, "feature_matrix"):
+        if cell.feature.lower().startswith("sliding window"):
+            swa[cell.architecture] = cell.status
+        for note in (*cell.notes, *cell.row_notes):
+            if note not in notes.setdefault(cell.architecture, []):
+                notes[cell.architecture].append(note)
+    for row in _rows(facts, "supported_models"):
+        for note in row.architecture_notes:
+            if note not in notes.setdefault(row.architecture, []):
+                notes[row.architecture].append(note)
+    cells = {}
+    for row in _rows(facts, "registry_rows"):
+        constraint = notes.get(row.architecture, [])
+        flags = (f"SWA {swa[row.architecture]}",) if row.architecture in swa else ()
+        detail = row.class_name + (": " + " / ".join(constraint) if constraint else "")
+        cells[row.architecture] = MatrixCell("registered*" if constraint else "registered", detail,
+                                             f"{row.path} @register_auto_model", flags)
+    return cells
+
+
 CELL_ADAPTERS: dict[str, Callable[[EngineFacts], dict[str, MatrixCell]]] = {
     "vllm": _vllm_cells,
+    "llamacpp": _llamacpp_cells,
+    "sglang": _sglang_cells,
+    "trtllm": _trtllm_cells,
 }
 
 
@@ -76,25 +141,32 @@ def model_type_guess(architecture: str) -> str:
 
 
 def mla_disagreements(all_facts: Mapping[str, EngineFacts]) -> list[tuple[str, str, str, str]]:
-    """(architecture, model_type guess, vLLM says, SGLang says) where the two differ."""
+    """(architecture, model_type guess, vLLM says, SGLang says) where the two differ.
+
+    vLLM decides by model_type, SGLang by architecture; the join guesses the model_type from the
+    architecture name, and the table says so."""
     vllm = all_facts.get("vllm")
     sglang = all_facts.get("sglang")
     if vllm is None or sglang is None:
         return []
     vllm_mla = {r.model_type for r in _rows(vllm, "mla_model_types") if r.scope == "main"}
-    sglang_says: dict[str, str] = {}
-    for result in sglang.facts:
-        fields = result.kind.record.model_fields
-        if "architecture" in fields and "attention_arch" in fields:
-            for row in result.records:
-                sglang_says[row.architecture] = str(row.attention_arch)
+    sglang_says = {r.architecture: "MLA" + (" (conditional)" if r.conditional else "")
+                   for r in _rows(sglang, "mla_architectures")}
+    for row in _rows(sglang, "explicit_mha_architectures"):
+        sglang_says.setdefault(row.architecture, "MHA (explicit)")
     out = []
     for arch, says in sorted(sglang_says.items()):
         guess = model_type_guess(arch)
-        vllm_word = "MLA" if guess in vllm_mla else "not listed"
-        if (says.upper() == "MLA") != (vllm_word == "MLA"):
+        vllm_word = "MLA" if guess in vllm_mla else "not in the MLA list"
+        if says.startswith("MLA") != (vllm_word == "MLA"):
             out.append((arch, guess, vllm_word, says))
     return out
+
+
+def _short(where: str) -> str:
+    """`a/b/registry.py _X` -> `registry.py _X`: the full path is on the engine's page."""
+    path, _, symbol = where.partition(" ")
+    return " ".join(p for p in (path.rsplit("/", 1)[-1], symbol) if p)
 
 
 def render_matrix(all_facts: Mapping[str, EngineFacts]) -> str:
@@ -112,19 +184,34 @@ def render_matrix(all_facts: Mapping[str, EngineFacts]) -> str:
     if missing:
         lines += ["", "No constraints extracted (every cell unknown): " + ", ".join(missing) + "."]
     lines += ["", "## MLA disagreements", "",
-              "Architectures SGLang decides on whose vLLM `model_type` (guessed from the name) "
-              "the two engines classify differently.", ""]
+              "SGLang decides MLA by architecture name, vLLM by the text config's `model_type`. "
+              "The join guesses the `model_type` from the architecture name. Where the guess names "
+              "a `model_type` vLLM lists, the disagreement is direct; otherwise vLLM's answer "
+              "depends on the checkpoint's (text) `model_type`, which a wrapper or draft "
+              "architecture does not carry in its name.", ""]
     disagreements = mla_disagreements(all_facts)
     if disagreements:
-        lines += markdown_table(["architecture", "model_type (guess)", "vLLM", "SGLang"],
-                                disagreements)
+        direct = [d for d in disagreements if d[2] == "MLA"]
+        by_config = [d for d in disagreements if d[2] != "MLA"]
+        if direct:
+            lines += ["### Direct (the name matches a vLLM MLA model_type)", ""]
+            lines += markdown_table(["architecture", "model_type (guess)", "vLLM", "SGLang"], direct)
+            lines.append("")
+        if by_config:
+            lines += ["### Depends on the checkpoint's model_type", ""]
+            lines += markdown_table(["architecture", "model_type (guess)", "vLLM", "SGLang"],
+                                    by_config)
     else:
         lines.append("None found." if "sglang" in all_facts else
                      "Not computed: SGLang constraints are absent.")
     lines += ["", "## Matrix", "",
-              "Cell: `status: detail (where)`. `-` = not registered at that commit; "
-              "`?` = no constraints for that engine.", ""]
+              "Cell: `status: detail [flags] (file symbol)`; the engine's page gives full paths "
+              "and blob SHAs. `-` = not registered at that commit; `?` = no constraints for "
+              "that engine. `registered*` = registered with a documented constraint.", ""]
     headers = ["HF architecture", *[ENGINE_TITLES.get(e, e) for e in ENGINE_ORDER]]
+
+    vllm_mla = ({r.model_type for r in _rows(all_facts["vllm"], "mla_model_types")
+                 if r.scope == "main"} if "vllm" in all_facts else set())
 
     def cell(engine: str, arch: str) -> str:
         if engine not in all_facts:
@@ -132,8 +219,11 @@ def render_matrix(all_facts: Mapping[str, EngineFacts]) -> str:
         found = cells[engine].get(arch)
         if found is None:
             return "-"
-        flags = f" [{', '.join(found.flags)}]" if found.flags else ""
-        return f"{found.status}: {found.detail}{flags} ({found.where})"
+        found_flags = found.flags
+        if engine == "vllm" and model_type_guess(arch) in vllm_mla:
+            found_flags = (*found_flags, f"MLA if model_type is {model_type_guess(arch)}")
+        flags = f" [{', '.join(found_flags)}]" if found_flags else ""
+        return f"{found.status}: {found.detail}{flags} ({_short(found.where)})"
 
     lines += markdown_table(headers, ([a, *[cell(e, a) for e in ENGINE_ORDER]]
                                       for a in architectures))
@@ -158,4 +248,4 @@ def render_index(all_facts: Mapping[str, EngineFacts]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["MatrixCell", "render_index", "render_matrix", "model_type_guess", "md_cell"]
+__all__ = ["MatrixCell", "mla_disagreements", "model_type_guess", "render_index", "render_matrix"]
