@@ -14,7 +14,26 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-SCRIPT = "import json\nfrom apron.impact import sample_figures\nprint(json.dumps(sample_figures(), sort_keys=True))\n"
+# The subprocess must see only the `generated/` under its root: an editable install would
+# otherwise supply a missing `generated.<engine>` from the project checkout.
+SCRIPT = """
+import importlib.abc, importlib.machinery, json, os, sys
+ROOT = os.environ["APRON_IMPACT_ROOT"]
+
+class OnlyThisGenerated(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != "generated" and not name.startswith("generated."):
+            return None
+        search = [os.path.join(ROOT, *name.split(".")[:-1])]
+        spec = importlib.machinery.PathFinder.find_spec(name, search)
+        if spec is None:
+            raise ModuleNotFoundError(name)
+        return spec
+
+sys.meta_path.insert(0, OnlyThisGenerated())
+from apron.impact import sample_figures
+print(json.dumps(sample_figures(), sort_keys=True))
+"""
 TIMEOUT_SECONDS = 120
 
 
@@ -27,7 +46,7 @@ class ImpactChange:
 
 
 def _figures(root: Path) -> dict[str, dict[str, str]]:
-    env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, "APRON_IMPACT_ROOT": str(root)}
     done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, env=env, capture_output=True,
                           text=True, timeout=TIMEOUT_SECONDS, check=False)
     if done.returncode != 0:

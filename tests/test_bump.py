@@ -17,7 +17,6 @@ from tests.vllm_miniatures import (
     CONVERTOR_PATH,
     CONVERTOR_V2,
     REGISTRY_PATH,
-    REGISTRY_V1,
     REGISTRY_V2,
     tree_v1,
 )
@@ -214,3 +213,35 @@ def test_bump_workflow_structure():
     assert "GITHUB_TOKEN" not in pr["with"]["token"]  # default token PRs do not trigger CI
     assert pr["with"]["body-path"] == "pr-body.md"
     assert pr["if"] == "steps.bump.outputs.changed == 'true'"
+
+
+# ------------------------------------------------------------------ calculator impact
+
+
+def test_impact_lists_changed_figures(project, make_repo, tmp_path, monkeypatch):
+    dropped = CONVERTOR_V2.replace('            "deepseek_v3",  # the big one\n', "")
+    repo, shas = make_repo([
+        (tree_v1(), "v1", "2026-03-02T10:00:00+00:00"),
+        ({CONVERTOR_PATH: dropped}, "deepseek_v3 is no longer MLA", "2026-04-01T10:00:00+00:00"),
+    ])
+    write_pin(project, "vllm", URL, shas[0], "2026-03-02")
+    run(VLLM, project, commit=None, source=str(repo))
+    monkeypatch.setenv("APRON_SOURCE_VLLM", str(repo))
+    result = cli("bump", "--engine", "vllm", "--to", shas[1], "--root", project.root,
+                 "--pr-body", tmp_path / "b.md")
+    assert result.exit_code == 0, result.output
+    body = (tmp_path / "b.md").read_text()
+    impact = body.split("## Calculator impact")[1]
+    assert "| deepseek-v3 | vllm mechanism | mla_latent | full_attention |" in impact
+    assert "| deepseek-v3 | prediction mechanism | mla_latent | full_attention |" in impact
+    assert "llama-3.1-8b" not in impact  # unaffected samples are not listed
+
+
+def test_impact_compare_lists_every_changed_field():
+    from extractors.impact import ImpactChange, compare
+
+    before = {"a": {"x": "1", "y": "2"}, "gone": {"x": "1"}}
+    after = {"a": {"x": "1", "y": "3"}, "new": {"x": "5"}}
+    assert compare(before, after) == [
+        ImpactChange("a", "y", "2", "3"), ImpactChange("gone", "x", "1", "-"),
+        ImpactChange("new", "x", "-", "5")]

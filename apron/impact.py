@@ -1,0 +1,33 @@
+"""The figures and verdicts `extract bump` compares before and after a pin moves.
+
+`sample_figures()` plans every shipped sample at a fixed context and flattens what a reviewer
+cares about into strings: apron's prediction and each engine's view at its pin."""
+
+from __future__ import annotations
+
+from apron.config import load_sample, sample_names
+from apron.plan import plan
+
+IMPACT_CONTEXT = 32768
+
+
+def sample_figures(context: int = IMPACT_CONTEXT) -> dict[str, dict[str, str]]:
+    figures: dict[str, dict[str, str]] = {}
+    for name in sample_names():
+        result = plan(load_sample(name), context=context)
+        row = {
+            "prediction mechanism": str(result.prediction.mechanism),
+            "prediction KV bytes/token": str(result.prediction.kv_bytes_per_token),
+            f"prediction KV bytes at {context}": str(result.prediction.kv_bytes_at_context),
+            "prediction state bytes/sequence": str(result.prediction.state_bytes_per_sequence),
+            "KV heads": str(result.kv_heads.count),
+        }
+        for view in result.engines:
+            prefix = view.engine
+            row[f"{prefix} status"] = view.status
+            row[f"{prefix} registers architecture"] = str(view.registered)
+            row[f"{prefix} mechanism"] = str(view.mechanism)
+            row[f"{prefix} KV bytes at {context}"] = str(view.kv_bytes_at_context)
+            row[f"{prefix} flags"] = ", ".join(view.flags)
+        figures[name] = row
+    return figures
