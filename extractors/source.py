@@ -186,6 +186,86 @@ class ObjectPresence:
         return len(self._packs)
 
 
+# ---------------------------------------------------------------- reading objects
+
+_BLOB_MODES = frozenset({"100644", "100755", "120000"})
+_SYMLINK = "120000"
+_TREE = "40000"
+
+
+class ObjectReader:
+    """One persistent `git cat-file --batch` process, and parsed trees memoized by SHA.
+
+    Trees are content-addressed, so a subtree that did not change between two commits is
+    parsed once for the whole run. Callers check blob presence first (ObjectPresence): a
+    missing object would make git fetch it lazily."""
+
+    MAX_TREES = 50_000
+
+    def __init__(self, git_dir: Path) -> None:
+        self._git_dir = git_dir
+        self._proc: subprocess.Popen | None = None
+        self._trees: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def _process(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            env = {**os.environ, **_GIT_ENV, "GIT_NO_LAZY_FETCH": "1"}
+            self._proc = subprocess.Popen(
+                ["git", f"--git-dir={self._git_dir}", "cat-file", "--batch"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        return self._proc
+
+    def read(self, sha: str) -> tuple[str, bytes]:
+        """(type, content) of an object; KeyError when the repository does not have it."""
+        proc = self._process()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(sha.encode() + b"\n")
+        proc.stdin.flush()
+        header = proc.stdout.readline().split()
+        if len(header) != 3:
+            if not header:
+                self.close()
+                raise OSError(f"git cat-file stopped while reading {sha}")
+            raise KeyError(sha)
+        size = int(header[2])
+        data = proc.stdout.read(size + 1)[:size]
+        return header[1].decode(), data
+
+    def tree(self, sha: str) -> dict[str, tuple[str, str]]:
+        """name -> (mode, sha) of a tree object."""
+        entries = self._trees.get(sha)
+        if entries is None:
+            kind, data = self.read(sha)
+            if kind != "tree":
+                raise KeyError(sha)
+            entries = {}
+            at, end = 0, len(data)
+            while at < end:
+                space = data.index(b" ", at)
+                nul = data.index(b"\0", space)
+                entries[data[space + 1:nul].decode("utf-8", "surrogateescape")] = (
+                    data[at:space].decode(), data[nul + 1:nul + 21].hex())
+                at = nul + 21
+            if len(self._trees) >= self.MAX_TREES:
+                self._trees.clear()
+            self._trees[sha] = entries
+        return entries
+
+    def commit_tree(self, sha: str) -> str:
+        kind, data = self.read(sha)
+        if kind != "commit" or not data.startswith(b"tree "):
+            raise KeyError(sha)
+        return data[5:45].decode()
+
+    def close(self) -> None:
+        if self._proc is not None:
+            for stream in (self._proc.stdin, self._proc.stdout):
+                if stream is not None:
+                    stream.close()
+            self._proc.wait()
+            self._proc = None
+
+
 # ---------------------------------------------------------------- the source
 
 
@@ -208,6 +288,7 @@ class GitSource:
         self.fetched_blobs = 0
         self._repo: git.Repo | None = None
         self._presence: ObjectPresence | None = None
+        self._reader: ObjectReader | None = None
         self._lock = FileLock(str(self.cache_path) + ".lock")
 
     # ------------------------------------------------------------ cache
@@ -236,6 +317,13 @@ class GitSource:
         repo.git.update_environment(**_GIT_ENV)
         self._repo = repo
         return repo
+
+    @property
+    def reader(self) -> ObjectReader:
+        if self._reader is None:
+            self._open_cache()
+            self._reader = ObjectReader(self.cache_path)
+        return self._reader
 
     @property
     def presence(self) -> ObjectPresence:
@@ -498,11 +586,12 @@ class GitSnapshot(Snapshot):
         self.resolved = commit
         self._source = source
         self._repo = repo
+        self._reader = source.reader
         self._allow_fetch = allow_fetch
         try:
-            self._tree = repo.commit(commit.sha).tree
-        except (ValueError, git.GitError) as err:
-            raise UnknownCommitError(f"{commit.sha} is not in the cache ({err})",
+            self._root = self._reader.commit_tree(commit.sha)
+        except KeyError:
+            raise UnknownCommitError(f"{commit.sha} is not a commit in the cache",
                                      engine=self.engine, commit=commit.sha,
                                      source=source.source) from None
         self._text: dict[str, str] = {}
@@ -511,52 +600,66 @@ class GitSnapshot(Snapshot):
         return MissingPathError(f"{path} {why}", engine=self.engine, commit=self.commit,
                                 source=self._source.source, paths=[path])
 
-    def _entry(self, path: str):
-        try:
-            return self._tree[path]
-        except KeyError:
-            raise self._missing(path) from None
+    def _lookup(self, path: str) -> tuple[str, str] | None:
+        """(mode, sha) of the entry at `path`, or None."""
+        entry = (_TREE, self._root)
+        for part in path.strip("/").split("/"):
+            if not part:
+                continue
+            if entry[0] != _TREE:
+                return None
+            entry = self._reader.tree(entry[1]).get(part)
+            if entry is None:
+                return None
+        return entry
+
+    def _entry(self, path: str) -> tuple[str, str]:
+        entry = self._lookup(path)
+        if entry is None or not path.strip("/"):
+            raise self._missing(path)
+        return entry
 
     def exists(self, path: str) -> bool:
-        try:
-            return self._tree[path].type == "blob"
-        except KeyError:
-            return False
+        entry = self._lookup(path)
+        return entry is not None and entry[0] in _BLOB_MODES
 
     def list_files(self, directory: str) -> list[str]:
-        try:
-            tree = self._tree[directory.rstrip("/")]
-        except KeyError:
+        entry = self._lookup(directory)
+        if entry is None or entry[0] != _TREE:
             return []
-        if tree.type != "tree":
-            return []
-        return sorted(b.path for b in tree.blobs if b.mode != 0o120000)
+        prefix = directory.strip("/")
+        prefix = prefix + "/" if prefix else ""
+        return sorted(prefix + name for name, (mode, _) in self._reader.tree(entry[1]).items()
+                      if mode in _BLOB_MODES and mode != _SYMLINK)
 
     def blob_sha(self, path: str) -> str:
-        return self._entry(path).hexsha
+        return self._entry(path)[1]
 
     def read_bytes(self, path: str) -> bytes:
-        entry = self._entry(path)
-        if entry.type != "blob":
+        mode, sha = self._entry(path)
+        if mode == _TREE:
             raise self._missing(path, "is a directory, not a file")
-        if entry.mode == 0o120000:
+        if mode == _SYMLINK:
             raise self._missing(path, "is a symbolic link where a file is expected")
-        if not self._source.presence.has(entry.hexsha):
+        if mode not in _BLOB_MODES:
+            raise self._missing(path, "is a submodule, not a file")
+        if not self._source.presence.has(sha):
             if not self._allow_fetch:
-                raise BlobNotPresent(entry.hexsha)
-            self._source.fetch_blobs([entry.hexsha])
-            if not self._source.presence.has(entry.hexsha):
+                raise BlobNotPresent(sha)
+            self._source.fetch_blobs([sha])
+            if not self._source.presence.has(sha):
                 raise MissingPathError(
-                    f"cannot read {path} (blob {entry.hexsha}): the source did not send it",
+                    f"cannot read {path} (blob {sha}): the source did not send it",
                     engine=self.engine, commit=self.commit, source=self._source.source,
                     paths=[path])
         try:
-            return entry.data_stream.read()
-        except (git.GitError, ValueError, OSError) as err:
+            kind, data = self._reader.read(sha)
+        except (KeyError, OSError) as err:
             raise MissingPathError(
-                f"cannot read {path} (blob {entry.hexsha}) from the source: {err}",
+                f"cannot read {path} (blob {sha}) from the cache: {err}",
                 engine=self.engine, commit=self.commit, source=self._source.source,
                 paths=[path]) from None
+        return data
 
     def read_text(self, path: str) -> str:
         if path not in self._text:
@@ -567,12 +670,9 @@ class GitSnapshot(Snapshot):
         """Blob SHAs of those `paths` that are regular files at this commit."""
         shas = []
         for path in paths:
-            try:
-                entry = self._tree[path]
-            except KeyError:
-                continue
-            if entry.type == "blob" and entry.mode != 0o120000:
-                shas.append(entry.hexsha)
+            entry = self._lookup(path)
+            if entry is not None and entry[0] in _BLOB_MODES and entry[0] != _SYMLINK:
+                shas.append(entry[1])
         return shas
 
     def prefetch(self, paths: Iterable[str]) -> None:
