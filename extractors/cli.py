@@ -190,3 +190,71 @@ def main() -> None:
         err_console.print(f"internal error: {type(err).__name__}: {err} "
                           "(set APRON_DEBUG=1 for a traceback)", markup=False)
         sys.exit(70)
+
+
+# ---------------------------------------------------------------- extract history (issue 7)
+# The timeline of one fact over an engine's commits; logic in extractors/history.py.
+
+
+@app.command("history")
+def history_command(
+    engine: Annotated[str, typer.Option("--engine", "-e", help="vllm, llamacpp, sglang or trtllm.")],
+    fact: Annotated[str, typer.Option("--fact", "-f", help="Fact kind, e.g. mla_model_types.")],
+    since: Annotated[str, typer.Option("--since", help="Oldest commit (full SHA; abbreviated if cached).")],
+    until: Annotated[str | None, typer.Option("--until", help="Newest commit. Default: the pin.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    source: SourceOpt = None,
+    root: RootOpt = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=0,
+                                      help="Worker processes for uncached commits (0: up to 2).")] = 0,
+) -> None:
+    """When each item of a fact appeared and left, over the first-parent commits from --since to
+    --until that touched the fact's files. Unsupported layouts are listed, not fatal."""
+    import json
+
+    from rich.table import Table
+
+    from extractors.engines import engine_by_id
+    from extractors.factcache import FactCache
+    from extractors.history import default_jobs, run_history, table_rows, unsupported_runs
+    from extractors.pins import load_pin
+    from extractors.pipeline import source_for
+    from extractors.progress import progress_for
+    from extractors.source import GitSource
+
+    progress = progress_for(sys.stderr)
+    try:
+        spec = engine_by_id(engine)
+        pin = None
+        try:
+            pin = load_pin(find_project(root).pins, spec.engine_id)
+        except ExtractionError:
+            if until is None:
+                raise
+        git_source = GitSource(spec.engine_id, source_for(spec, pin, source))
+        history = run_history(spec, fact, git_source, since, until or pin.commit,  # type: ignore[union-attr]
+                              cache=FactCache.at(), progress=progress,
+                              jobs=jobs or default_jobs())
+    except ExtractionError as err:
+        progress.close()
+        fail(err)
+        return
+    progress.close()
+    if as_json:
+        print(json.dumps(history.to_json(), indent=2))
+        return
+    table = Table(title=f"{history.engine} {history.fact}: {history.since.sha[:10]} "
+                        f"({history.since.date}) .. {history.until.sha[:10]} ({history.until.date})")
+    for column in ("item", "first commit with it", "last commit with it", "removed in", "note"):
+        table.add_column(column)
+    for row in table_rows(history):
+        table.add_row(*row)
+    # a pipe or a file gets the whole table, not one cut to 80 columns
+    console = out_console if out_console.is_terminal else Console(highlight=False, width=240)
+    console.print(table)
+    for span, count, reason in unsupported_runs(history):
+        console.print(f"{span} ({count} commit{'s' if count != 1 else ''}): {reason}",
+                      markup=False)
+    console.print(f"{len(history.evaluations)} commits, {history.parses} parsed, "
+                      f"{history.hits} from cache, {history.fetch_requests} fetch requests, "
+                      f"{history.seconds:.1f} s", markup=False)

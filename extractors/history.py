@@ -1,0 +1,601 @@
+"""`extract history`: when each item of a fact appeared and when it left, commit by commit.
+
+The run walks the first-parent commits between `--since` and `--until` that touched the files
+the fact's extractor looks at, and extracts the fact at each of them:
+
+1. Resolve both ends and fetch the range (commits and trees, no blobs: one request).
+2. Extract at both ends. The questions the extractor asked (paths it probed or read, directories
+   it listed, in every layout it tried) name the files to follow.
+3. List the first-parent commits that touched those files, fetch the blobs they need in one
+   batch, and extract at each commit. Results are cached by what the extractor saw
+   (`extractors.factcache`), so a commit whose files did not change costs a few tree lookups.
+   A commit where the extractor reads a file not followed yet widens the set; repeat step 3.
+4. Fold the per-commit results into a timeline per item (the record's KEY fields).
+
+A commit whose layout the extractor does not support (an AnchorError, ParseError or missing
+path) is listed as "unsupported layout" and the run goes on; an item's presence is unknown
+there, so the intervals around it are marked uncertain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import re
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from extractors.base import EngineSpec, FactExtractor
+from extractors.errors import AnchorError, ExtractionError, UsageError
+from extractors.factcache import (
+    _ABSENT,
+    FactCache,
+    FactRun,
+    answer_question,
+    decode_error,
+    decode_output,
+    execute_fact,
+    root_key,
+)
+from extractors.progress import NullProgress, Progress
+from extractors.records import Record
+from extractors.snapshot import Snapshot
+from extractors.source import BlobNotPresent, GitSource, ResolvedCommit
+
+PR_NUMBER = re.compile(r"\(#(\d+)\)")
+PROVENANCE_FIELDS = frozenset({"path", "symbol"})
+UNSUPPORTED = "unsupported layout"
+
+
+def pr_number(subject: str) -> int | None:
+    """The pull request a commit subject names, as in `Add foo (#1234)` (the last one wins)."""
+    found = PR_NUMBER.findall(subject)
+    return int(found[-1]) if found else None
+
+
+def commit_json(commit: ResolvedCommit) -> dict[str, Any]:
+    return {"commit": commit.sha, "date": commit.date, "pr": pr_number(commit.subject),
+            "subject": commit.subject}
+
+
+# ---------------------------------------------------------------- evaluating one commit
+
+
+@dataclass
+class Probes:
+    """What the extractor looked at: paths probed or read, paths read, directories listed."""
+
+    files: set[str] = field(default_factory=set)
+    reads: set[str] = field(default_factory=set)
+    dirs: set[str] = field(default_factory=set)
+
+    def add_trace(self, trace) -> None:
+        for (kind, arg), answer in trace:
+            if kind in ("exists", "read", "blob"):
+                self.files.add(arg)
+                if kind == "read" and answer is not None:
+                    self.reads.add(arg)
+            elif kind == "list":
+                self.dirs.add(arg)
+
+    def update(self, other: Probes) -> None:
+        self.files |= other.files
+        self.reads |= other.reads
+        self.dirs |= other.dirs
+
+    def covers(self, other: Probes) -> bool:
+        return other.files <= self.files and other.dirs <= self.dirs
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"files": sorted(self.files), "dirs": sorted(self.dirs)}
+
+
+@dataclass
+class Evaluation:
+    commit: ResolvedCommit
+    records: list[dict] | None  # None when unsupported
+    error: str | None
+    hit: bool
+    probes: Probes
+
+
+class _Miss(Exception):
+    """A lookup-only evaluation found a fact that is not in the cache."""
+
+
+def _digest(run: FactRun) -> str:
+    body = run.payload.get("records", run.payload.get("error"))
+    tag = "records" if "records" in run.payload else "error"
+    return tag + ":" + hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+class _LazyDone(Mapping):
+    """`done` for one fact at one commit: earlier facts are extracted only when read."""
+
+    def __init__(self, names: list[str], records: Any) -> None:
+        self._names = names
+        self._records = records
+
+    def __getitem__(self, name: str) -> tuple[Record, ...]:
+        if name not in self._names:
+            raise KeyError(name)
+        return self._records(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+class Evaluator:
+    """Extracts one fact (and the earlier facts it reads) at commits, through a FactCache."""
+
+    def __init__(self, engine: EngineSpec, fact: str, cache: FactCache) -> None:
+        self.engine = engine
+        self.cache = cache
+        self.names = [f.kind.name for f in engine.facts]
+        if fact not in self.names:
+            raise UsageError(f"engine {engine.engine_id} has no fact {fact!r}; its facts: "
+                             + ", ".join(self.names))
+        self.fact = fact
+        self.extractors: dict[str, FactExtractor] = {f.kind.name: f for f in engine.facts}
+        self.roots = {name: root_key(engine.engine_id, f) for name, f in self.extractors.items()}
+
+    def runs(self, snapshot: Snapshot, *, lookup_only: bool = False) -> dict[str, FactRun]:
+        """The target fact's run at this snapshot, and the runs of the facts it read."""
+        runs: dict[str, FactRun] = {}
+
+        def compute(name: str) -> FactRun:
+            if name in runs:
+                return runs[name]
+            extractor = self.extractors[name]
+            before = self.names[:self.names.index(name)]
+
+            def digest(dep: str) -> Any:
+                if dep not in before:
+                    return None
+                try:
+                    return _digest(compute(dep))
+                except _Miss:
+                    if lookup_only:
+                        return _ABSENT
+                    raise
+
+            found = self.cache.lookup(
+                self.roots[name], lambda q: answer_question(snapshot, q, digest, lambda _: before))
+            if found is not None:
+                self.cache.hits += 1
+                runs[name] = found
+                return found
+            if lookup_only:
+                raise _Miss(name)
+            run = execute_fact(self.cache, self.roots[name], extractor, snapshot,
+                               _LazyDone(before, records), digest)
+            runs[name] = run
+            return run
+
+        def records(name: str) -> tuple[Record, ...]:
+            run = compute(name)
+            if run.failed:
+                raise decode_error(run.payload)
+            if not run.payload["records"] and not self.extractors[name].allow_empty:
+                raise AnchorError(f"fact '{name}' extracted nothing", anchor=name)
+            return decode_output(self.extractors[name], run.payload).records
+
+        compute(self.fact)
+        return runs
+
+    def evaluate(self, commit: ResolvedCommit, snapshot: Snapshot, *,
+                 lookup_only: bool = False) -> Evaluation | None:
+        try:
+            runs = self.runs(snapshot, lookup_only=lookup_only)
+        except _Miss:
+            return None
+        except (BlobNotPresent, KeyboardInterrupt):
+            raise
+        except ExtractionError as err:  # a dependency failed outside any extractor's run
+            return Evaluation(commit, None, f"{type(err).__name__}: {err.message}", False, Probes())
+        except Exception as err:  # an extractor bug on this commit: report it, go on
+            return Evaluation(commit, None, f"extractor failed: {type(err).__name__}: {err}",
+                              False, Probes())
+        probes = Probes()
+        for run in runs.values():
+            probes.add_trace(run.trace)
+        target = runs[self.fact]
+        payload = target.payload
+        if "error" in payload:
+            error = payload["error"]
+            return Evaluation(commit, None, _error_text(error), target.hit, probes)
+        if not payload["records"] and not self.extractors[self.fact].allow_empty:
+            return Evaluation(commit, None, "extracted nothing (an empty result is not allowed)",
+                              target.hit, probes)
+        return Evaluation(commit, payload["records"], None, target.hit, probes)
+
+
+def _error_text(error: dict) -> str:
+    text = f"{error['type']}: {error['message']}"
+    if error.get("anchor"):
+        text += f" (anchor: {error['anchor']})"
+    return text
+
+
+# ---------------------------------------------------------------- worker processes
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_chunk(commits: list[ResolvedCommit]) -> tuple[list, list, tuple[int, int]]:
+    """Evaluate consecutive commits in a worker; unchanged files within the chunk are hits.
+
+    A commit whose blob is not in the cache comes back as (commit, blob SHA): workers never
+    fetch, the parent fetches all such blobs in one request."""
+    state = _WORKER
+    if "source" not in state:
+        state["source"] = GitSource(state["engine_id"], state["source_arg"],
+                                    cache_dir=state["cache_dir"])
+        state["cache"] = FactCache(None, collect=True)
+        state["evaluator"] = Evaluator(state["engine"], state["fact"], state["cache"])
+    source, cache, evaluator = state["source"], state["cache"], state["evaluator"]
+    out: list[Evaluation | tuple[ResolvedCommit, str]] = []
+    misses, hits = cache.misses, cache.hits
+    for commit in commits:
+        out.append(_evaluate_or_blob(evaluator, source, commit))
+    return out, cache.take_new(), (cache.misses - misses, cache.hits - hits)
+
+
+def _evaluate_or_blob(evaluator: Evaluator, source: GitSource,
+                      commit: ResolvedCommit) -> Evaluation | tuple[ResolvedCommit, str]:
+    try:
+        evaluation = evaluator.evaluate(commit, source.snapshot_at(commit, allow_fetch=False))
+    except BlobNotPresent as missing:
+        return (commit, str(missing.args[0]))
+    assert evaluation is not None
+    return evaluation
+
+
+def default_jobs() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+# ---------------------------------------------------------------- the run
+
+
+@dataclass
+class History:
+    engine: str
+    fact: str
+    since: ResolvedCommit
+    until: ResolvedCommit
+    evaluations: list[Evaluation]  # since first, then every commit that touched the files
+    probes: Probes
+    parents: dict[str, ResolvedCommit]
+    seconds: float
+    fetch_requests: int
+    parses: int
+    hits: int
+    key_fields: tuple[str, ...]
+    _timeline: Timeline | None = field(default=None, repr=False)
+
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            self._timeline = build_timeline(self.evaluations, self.key_fields, self.parents)
+        return self._timeline
+
+    def to_json(self) -> dict[str, Any]:
+        line = self.timeline()
+        return {
+            "engine": self.engine,
+            "fact": self.fact,
+            "since": commit_json(self.since),
+            "until": commit_json(self.until),
+            "followed": self.probes.to_json(),
+            "stats": {"commits": len(self.evaluations), "parses": self.parses,
+                      "cache_hits": self.hits, "fetch_requests": self.fetch_requests,
+                      "seconds": round(self.seconds, 3)},
+            "items": [item.to_json() for item in line.items],
+            "unsupported": [{**commit_json(ev.commit), "reason": ev.error}
+                            for ev in line.unsupported],
+        }
+
+
+def run_history(engine: EngineSpec, fact: str, source: GitSource, since: str, until: str, *,
+                cache: FactCache | None = None, progress: Progress | None = None,
+                jobs: int = 1) -> History:
+    """Extract `fact` at `since` and at every first-parent commit after it, up to `until`, that
+    touched the files the extractor looks at."""
+    started = time.perf_counter()
+    progress = progress or NullProgress()
+    cache = cache or FactCache(None)
+    evaluator = Evaluator(engine, fact, cache)
+    requests_before, misses_before, hits_before = source.fetch_requests, cache.misses, cache.hits
+    pool = _LazyPool(jobs, dict(engine=engine, engine_id=engine.engine_id, fact=fact,
+                                source_arg=source.source, cache_dir=source.cache_dir))
+    old_progress = source.progress
+    source.progress = progress
+    try:
+        start = source.resolve(since)
+        end = source.resolve(until)
+        source.fetch_range(start, end)
+        results: dict[str, Evaluation] = {}
+        probes = Probes()
+        for commit in (end, start):  # reads here fetch as they go (the extractor may prefetch)
+            progress.stage(f"extracting {fact} at {commit.sha[:12]} ({commit.date})")
+            evaluation = evaluator.evaluate(commit, source.snapshot_at(commit))
+            assert evaluation is not None
+            results[commit.sha] = evaluation
+            probes.update(evaluation.probes)
+        commits: list[ResolvedCommit] = []
+        while True:
+            progress.stage(f"following {len(probes.files)} file(s), {len(probes.dirs)} "
+                           "directory(ies)")
+            commits = source.first_parent_log(start, end, probes.files, probes.dirs)
+            todo = [c for c in commits if c.sha not in results]
+            if not todo:
+                break
+            source.fetch_blobs(source.range_blobs(start, end, probes.reads, probes.dirs))
+            found = _evaluate_all(evaluator, source, todo, progress, pool, jobs)
+            results.update(found)
+            seen = Probes()
+            for evaluation in found.values():
+                seen.update(evaluation.probes)
+            if probes.covers(seen):
+                break
+            probes.update(seen)
+        cache.flush()
+    finally:
+        source.progress = old_progress
+        pool.close()
+    order = [start] + [c for c in commits if c.sha != start.sha]
+    evaluations = [results[c.sha] for c in order if c.sha in results]
+    parents = source.commits(sorted({ev.commit.parent for ev in evaluations if ev.commit.parent}))
+    record_type = evaluator.extractors[fact].kind.record
+    key_fields = tuple(record_type.KEY) or tuple(
+        f for f in record_type.model_fields if f not in PROVENANCE_FIELDS)
+    return History(engine=engine.engine_id, fact=fact, since=start, until=end,
+                   evaluations=evaluations, probes=probes, parents=parents,
+                   seconds=time.perf_counter() - started,
+                   fetch_requests=source.fetch_requests - requests_before,
+                   parses=cache.misses - misses_before, hits=cache.hits - hits_before,
+                   key_fields=key_fields)
+
+
+class _LazyPool:
+    """Worker processes (fork), started only when there are enough cache misses to share."""
+
+    def __init__(self, jobs: int, state: dict[str, Any]) -> None:
+        self.jobs = jobs
+        self._state = state
+        self._pool = None
+
+    def get(self):
+        if self._pool is None:
+            _WORKER.clear()
+            _WORKER.update(self._state)
+            self._pool = multiprocessing.get_context("fork").Pool(self.jobs)
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+
+def _evaluate_all(evaluator: Evaluator, source: GitSource, commits: list[ResolvedCommit],
+                  progress: Progress, pool: _LazyPool, jobs: int) -> dict[str, Evaluation]:
+    """Evaluate commits; the blobs they lack are fetched in one request per round."""
+    out: dict[str, Evaluation] = {}
+    progress.start(f"{evaluator.engine.engine_id} {evaluator.fact}", len(commits))
+    try:
+        pending = list(commits)
+        while pending:
+            waiting: list[tuple[ResolvedCommit, str]] = []
+            for result in _evaluate_pass(evaluator, source, pending, pool, jobs):
+                if isinstance(result, Evaluation):
+                    out[result.commit.sha] = result
+                    progress.advance()
+                else:
+                    waiting.append(result)
+            if not waiting:
+                break
+            source.fetch_blobs(sha for _, sha in waiting)
+            pending = []
+            for commit, sha in waiting:
+                if source.presence.has(sha):
+                    pending.append(commit)
+                else:  # the source does not have it: let the read report the path
+                    found = evaluator.evaluate(commit, source.snapshot_at(commit))
+                    assert found is not None
+                    out[commit.sha] = found
+                    progress.advance()
+        return out
+    finally:
+        progress.finish()
+
+
+def _evaluate_pass(evaluator: Evaluator, source: GitSource, commits: list[ResolvedCommit],
+                   pool: _LazyPool, jobs: int) -> Iterator[Evaluation | tuple[ResolvedCommit, str]]:
+    if jobs < 2 or len(commits) < 4 * jobs:
+        for commit in commits:
+            yield _evaluate_or_blob(evaluator, source, commit)
+        return
+    misses = []
+    for commit in commits:  # cache hits first, in this process (no file is read)
+        found = evaluator.evaluate(commit, source.snapshot_at(commit, allow_fetch=False),
+                                   lookup_only=True)
+        if found is None:
+            misses.append(commit)
+        else:
+            yield found
+    if len(misses) < 4 * jobs:
+        for commit in misses:
+            yield _evaluate_or_blob(evaluator, source, commit)
+        return
+    size = max(1, -(-len(misses) // (jobs * 4)))
+    chunks = [misses[i:i + size] for i in range(0, len(misses), size)]
+    for results, nodes, (parses, hits) in pool.get().imap(_worker_chunk, chunks):
+        evaluator.cache.merge(nodes)
+        evaluator.cache.misses += parses
+        evaluator.cache.hits += hits
+        yield from results
+
+
+# ---------------------------------------------------------------- the timeline
+
+
+@dataclass
+class Interval:
+    first: ResolvedCommit
+    at_start: bool  # present in the first supported commit of the run (uncertain: was it there
+    # at --since? the commits before it were unsupported)
+    last: ResolvedCommit | None = None  # the last commit that had it (removal's first parent)
+    removed: ResolvedCommit | None = None  # the commit that removed it
+    uncertain: bool = False  # unsupported commits come right before `first`
+    removal_uncertain: bool = False  # unsupported commits come right before `removed`
+
+    def to_json(self) -> dict[str, Any]:
+        return {"first": commit_json(self.first), "present_at_start": self.at_start,
+                "last": commit_json(self.last) if self.last else None,
+                "removed_in": commit_json(self.removed) if self.removed else None,
+                "uncertain": self.uncertain, "removal_uncertain": self.removal_uncertain}
+
+
+@dataclass
+class ItemTimeline:
+    key: dict[str, Any]
+    intervals: list[Interval] = field(default_factory=list)
+    changes: list[tuple[ResolvedCommit, dict[str, list]]] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return " ".join(str(v) for v in self.key.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "intervals": [i.to_json() for i in self.intervals],
+                "changes": [{**commit_json(c), "fields": f} for c, f in self.changes]}
+
+
+@dataclass
+class Timeline:
+    items: list[ItemTimeline]
+    unsupported: list[Evaluation]
+
+
+def _freeze(value: Any) -> Any:
+    return tuple(_freeze(v) for v in value) if isinstance(value, list) else value
+
+
+def _identity(record: dict, key_fields: tuple[str, ...]) -> tuple:
+    return tuple(_freeze(record.get(k)) for k in key_fields)
+
+
+def _fact_changes(old: dict, new: dict) -> dict[str, list]:
+    """Fields that changed, leaving out where the fact was read from (path, symbol)."""
+    return {f: [old.get(f), new.get(f)] for f in sorted(set(old) | set(new))
+            if f not in PROVENANCE_FIELDS and old.get(f) != new.get(f)}
+
+
+def build_timeline(evaluations: list[Evaluation], key_fields: tuple[str, ...],
+                   parents: Mapping[str, ResolvedCommit] | None = None) -> Timeline:
+    parents = parents or {}
+    items: dict[tuple, ItemTimeline] = {}
+    state: dict[tuple, dict] | None = None
+    unsupported: list[Evaluation] = []
+    gap = False
+    previous_records = None
+    for evaluation in evaluations:
+        commit = evaluation.commit
+        if evaluation.records is None:
+            unsupported.append(evaluation)
+            gap = True  # before the first supported commit too: "at start" is then a guess
+            continue
+        if evaluation.records is previous_records and not gap:
+            continue  # the same cached result: nothing changed
+        previous_records = evaluation.records
+        current = {_identity(r, key_fields): r for r in evaluation.records}
+        if state is None:
+            for key, record in current.items():
+                item = items.setdefault(key, ItemTimeline({k: record.get(k) for k in key_fields}))
+                item.intervals.append(Interval(first=commit, at_start=True, uncertain=gap))
+        else:
+            for key in current.keys() - state.keys():
+                record = current[key]
+                item = items.setdefault(key, ItemTimeline({k: record.get(k) for k in key_fields}))
+                item.intervals.append(Interval(first=commit, at_start=False, uncertain=gap))
+            for key in state.keys() - current.keys():
+                interval = items[key].intervals[-1]
+                interval.removed = commit
+                interval.last = parents.get(commit.parent) or ResolvedCommit(
+                    commit.parent, "", "")
+                interval.removal_uncertain = gap
+            for key in current.keys() & state.keys():
+                if current[key] != state[key]:
+                    changed = _fact_changes(state[key], current[key])
+                    if changed:
+                        items[key].changes.append((commit, changed))
+        state = current
+        gap = False
+    ordered = sorted(items.values(), key=lambda i: (i.intervals[0].first.date if i.intervals
+                                                    else "", i.label))
+    return Timeline(ordered, unsupported)
+
+
+# ---------------------------------------------------------------- presenting
+
+
+def _short(commit: ResolvedCommit | None) -> str:
+    if commit is None:
+        return ""
+    pr = pr_number(commit.subject)
+    text = f"{commit.date} {commit.sha[:10]}".strip()
+    return f"{text} #{pr}" if pr is not None else text
+
+
+def table_rows(history: History) -> list[tuple[str, str, str, str, str]]:
+    """(item, first commit that has it, last commit that had it, removed in, note) per interval."""
+    rows = []
+    for item in history.timeline().items:
+        for interval in item.intervals:
+            notes = []
+            if interval.at_start and not interval.uncertain:
+                notes.append("present at --since")
+            elif interval.at_start:
+                notes.append("first supported commit (earlier ones: unsupported layout)")
+            elif interval.uncertain:
+                notes.append("after an unsupported layout: may have come earlier")
+            if interval.removal_uncertain:
+                notes.append("removal after an unsupported layout: may have left earlier")
+            if item.changes:
+                notes.append(f"{len(item.changes)} change(s)")
+            rows.append((item.label, _short(interval.first), _short(interval.last),
+                         _short(interval.removed), ", ".join(notes)))
+    return rows
+
+
+def unsupported_runs(history: History) -> list[tuple[str, int, str]]:
+    """Consecutive unsupported commits with the same reason: (range, count, reason)."""
+    runs: list[list] = []
+    previous_unsupported = False
+    for evaluation in history.evaluations:
+        if evaluation.records is None:
+            if previous_unsupported and runs[-1][2] == evaluation.error:
+                runs[-1][1] = evaluation.commit
+                runs[-1][3] += 1
+            else:
+                runs.append([evaluation.commit, evaluation.commit, evaluation.error, 1])
+            previous_unsupported = True
+        else:
+            previous_unsupported = False
+    out = []
+    for first, last, reason, count in runs:
+        span = _short(first) if first is last else f"{_short(first)} .. {_short(last)}"
+        out.append((span, count, f"{UNSUPPORTED}: {reason}"))
+    return out
