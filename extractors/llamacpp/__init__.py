@@ -33,7 +33,17 @@ CONVERTER_SCRIPT = "convert_hf_to_gguf.py"
 REGISTER_ANCHOR = "@ModelBase.register(...) classes"
 
 
+def prefetch_sources(snapshot: Snapshot) -> None:
+    """Fetch every file the llama.cpp facts may read in one batch (a git snapshot makes one
+    request instead of one per file; only paths present at the commit are fetched)."""
+    listed = [p for p in snapshot.list_files(CONVERTER_PACKAGE) if p.endswith(".py")]
+    listed += [p for p in snapshot.list_files(MODELS_DIR) if p.endswith(".cpp")]
+    snapshot.prefetch([ARCH_CPP, ARCH_H, MODEL_CPP, MODELS_H, GGUF_CONSTANTS,
+                       CONVERTER_PACKAGE_INIT, CONVERTER_SCRIPT, *listed])
+
+
 def _arch_names(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    prefetch_sources(snapshot)  # the first fact: one fetch for the whole engine
     cpp = snapshot.first_existing([ARCH_CPP], anchor="LLM_ARCH_NAMES")
     header = snapshot.first_existing([ARCH_H], anchor="enum llm_arch")
     records, warnings = arch_names(snapshot.read_text(cpp), cpp, snapshot.read_text(header), header)

@@ -61,7 +61,19 @@ def find_layout(snapshot: Snapshot, method: str) -> ConvertorLayout:
     raise snapshot.missing_anchor(f"{method} is not defined in any known layout", tried, anchors)
 
 
+def prefetch_sources(snapshot: Snapshot) -> None:
+    """Fetch every file the vLLM facts may read in one batch (a git snapshot makes one request
+    instead of one per file; only paths present at the commit are fetched)."""
+    from extractors.vllm import docs_tables
+
+    pooling = [p for d in docs_tables.POOLING_DIRS for p in snapshot.list_files(d)
+               if p.endswith(".md")]
+    snapshot.prefetch([*(lay.path for lay in CONVERTOR_LAYOUTS), *REGISTRY_PATHS,
+                       *docs_tables.SUPPORTED_PAGES, *docs_tables.POOLING_PAGES, *pooling])
+
+
 def _mla_model_types(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    prefetch_sources(snapshot)  # the first fact: one fetch for the whole engine
     layout = find_layout(snapshot, convertor.MLA_METHOD)
     text = snapshot.read_text(layout.path)
     return FactOutput(tuple(convertor.mla_model_types(text, layout.path, layout.class_name)))
