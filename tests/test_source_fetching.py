@@ -143,3 +143,25 @@ def test_resolve_reuses_commits_fetched_with_a_range(make_repo, tmp_path):
     middle = source.resolve(shas[2])
     assert middle.sha == shas[2] and middle.parent == shas[1]
     assert source.fetch_requests == requests
+
+
+def _engine_trees():
+    from tests import llamacpp_miniatures, sglang_miniatures, trtllm_miniatures, vllm_miniatures
+
+    return [("vllm", vllm_miniatures.tree_v1()), ("llamacpp", llamacpp_miniatures.tree_v2()),
+            ("sglang", sglang_miniatures.full_tree_2026()), ("trtllm", trtllm_miniatures.tree())]
+
+
+@pytest.mark.parametrize(("engine", "tree"), _engine_trees(), ids=lambda v: v if isinstance(v, str) else "")
+def test_each_engine_extracts_a_commit_in_at_most_three_requests(engine, tree, make_repo, tmp_path,
+                                                                 traced):
+    from extractors.base import extract_engine
+    from extractors.engines import ENGINES
+
+    repo, shas = make_repo([({p: t for p, t in tree.items() if t is not None}, "tree")])
+    source = GitSource(engine, str(repo), cache_dir=tmp_path / "c")
+    facts = extract_engine(ENGINES[engine], source.snapshot(shas[0]), commit_date="x")
+    read = {s.path for f in facts.facts for s in f.sources}
+    assert len(read) >= 2
+    assert source.fetch_requests <= 3, (engine, source.fetch_requests, sorted(read))
+    assert packet_fetches(traced) == source.fetch_requests
