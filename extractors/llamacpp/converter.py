@@ -16,6 +16,7 @@ from tree_sitter import Node
 
 from extractors.errors import AnchorError
 from extractors.parsing.python_ts import (
+    assignments,
     node_text,
     parse_python,
     string_value,
@@ -81,7 +82,7 @@ def _enum_members(root: Node) -> list[str] | None:
     for statement in root.named_children:
         if statement.type == "class_definition" and _name(statement) == ENUM_CLASS:
             body = statement.child_by_field_name("body")
-            return [name for name, _ in _body_assignments(body)] if body is not None else []
+            return [name for name, _ in assignments(body, include_bare=True)] if body is not None else []
     return None
 
 
@@ -117,19 +118,6 @@ class ConverterModule:
 def _name(node: Node) -> str:
     name = node.child_by_field_name("name")
     return node_text(name) if name is not None else ""
-
-
-def _body_assignments(body: Node) -> Iterator[tuple[str, Node | None]]:
-    """(`name`, right-hand side or None for a bare annotation) for `name = ...` in a block."""
-    for statement in body.named_children:
-        if statement.type != "expression_statement" or statement.named_child_count != 1:
-            continue
-        assignment = statement.named_children[0]
-        if assignment.type != "assignment":
-            continue
-        left = assignment.child_by_field_name("left")
-        if left is not None and left.type == "identifier":
-            yield node_text(left), assignment.child_by_field_name("right")
 
 
 def _definitions(block: Node) -> Iterator[tuple[Node, list[Node]]]:
@@ -239,7 +227,7 @@ def _read_class(module: ConverterModule, node: Node, decorators: Sequence[Node],
     runtime: list[str] = []
     delegates: list[str] = []
     if body is not None:
-        for name, right in _body_assignments(body):
+        for name, right in assignments(body, include_bare=True):
             if name != "model_arch" or right is None:
                 continue  # `model_arch: gguf.MODEL_ARCH` is an annotation, not a value
             match = _MODEL_ARCH_REF.match(node_text(right).replace(" ", ""))

@@ -56,6 +56,20 @@ def base_names(cls: cst.ClassDef) -> list[str]:
     return names
 
 
+def walk(node: cst.CSTNode):
+    """Every node below `node`, depth first, `node` included."""
+    yield node
+    for child in node.children:
+        yield from walk(child)
+
+
+def conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of a chain of `and`: `a and b and c` -> [a, b, c]."""
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return conjuncts(node.left) + conjuncts(node.right)
+    return [node]
+
+
 def string_value(node: cst.BaseExpression) -> str | None:
     """The value of a plain string literal (or implicit concatenation), else None."""
     if isinstance(node, cst.SimpleString | cst.ConcatenatedString):

@@ -65,10 +65,11 @@ def unparenthesize(node: Node) -> Node:
     return node
 
 
-def top_level_assignments(root: Node) -> list[tuple[str, Node]]:
-    """(name, value node) for every `NAME = value` / `NAME: T = value` at module level, in order."""
-    found = []
-    for statement in root.named_children:
+def assignments(block: Node, *, include_bare: bool = False) -> list[tuple[str, Node | None]]:
+    """(name, value node) for every `NAME = value` / `NAME: T = value` directly in a module or
+    class body, in order; with `include_bare`, also `NAME: T` with None as the value."""
+    found: list[tuple[str, Node | None]] = []
+    for statement in block.named_children:
         if statement.type != "expression_statement" or statement.named_child_count != 1:
             continue
         assignment = statement.named_children[0]
@@ -76,6 +77,11 @@ def top_level_assignments(root: Node) -> list[tuple[str, Node]]:
             continue
         left = assignment.child_by_field_name("left")
         right = assignment.child_by_field_name("right")
-        if left is not None and right is not None and left.type == "identifier":
+        if left is not None and left.type == "identifier" and (right is not None or include_bare):
             found.append((node_text(left), right))
     return found
+
+
+def top_level_assignments(root: Node) -> list[tuple[str, Node]]:
+    """(name, value node) for every `NAME = value` / `NAME: T = value` at module level, in order."""
+    return assignments(root)  # type: ignore[return-value]

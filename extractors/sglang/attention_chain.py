@@ -16,10 +16,12 @@ import libcst as cst
 from extractors.errors import AnchorError
 from extractors.parsing.python_cst import (
     class_methods,
+    conjuncts,
     parse_module,
     statements,
     string_value,
     top_level_classes,
+    walk,
 )
 from extractors.records import ExtractionWarning
 from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangMlaCondition
@@ -78,7 +80,7 @@ class _Reader:
                 if isinstance(value, cst.Attribute) and self.code(value.value) == ENUM:
                     return value.attr.value, False
                 return "?" + self.code(value), False
-        nested = any(self.code(n.targets[0].target) == TARGET for n in _walk(body)
+        nested = any(self.code(n.targets[0].target) == TARGET for n in walk(body)
                      if isinstance(n, cst.Assign) and len(n.targets) == 1)
         return None, nested
 
@@ -89,7 +91,7 @@ class _Reader:
         if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
             return self.memberships(node.left) + self.memberships(node.right)
         if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
-            parts = _conjuncts(node)
+            parts = conjuncts(node)
             with_arch = [p for p in parts if self.memberships(p)]
             if len(with_arch) != 1:
                 return []
@@ -156,7 +158,7 @@ class _Reader:
 
     def mla_reads(self, body: cst.BaseSuite) -> tuple[str, ...]:
         found: set[str] = set()
-        for node in _walk(body):
+        for node in walk(body):
             if isinstance(node, cst.Attribute):
                 if node.attr.value in MLA_FIELDS and self.code(node.value) in CONFIG_ROOTS:
                     found.add(node.attr.value)
@@ -170,16 +172,6 @@ class _Reader:
         return tuple(sorted(found))
 
 
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
-
-
-def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
-        return _conjuncts(node.left) + _conjuncts(node.right)
-    return [node]
 
 
 def _branches(node: cst.If) -> tuple[list[Branch], cst.Else | None]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
@@ -72,39 +72,35 @@ def prefetch_sources(snapshot: Snapshot) -> None:
                        *docs_tables.SUPPORTED_PAGES, *docs_tables.POOLING_PAGES, *pooling])
 
 
-def _mla_model_types(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    prefetch_sources(snapshot)  # the first fact: one fetch for the whole engine
-    layout = find_layout(snapshot, convertor.MLA_METHOD)
-    text = snapshot.read_text(layout.path)
-    return FactOutput(tuple(convertor.mla_model_types(text, layout.path, layout.class_name)))
+def _layout_fact(method: str, extract: Callable[[str, ConvertorLayout], list[Record]],
+                 *, prefetch: bool = False):
+    """A fact read from the newest convertor layout that defines `<class>.<method>`."""
+
+    def run(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+        if prefetch:
+            prefetch_sources(snapshot)  # the first fact: one fetch for the whole engine
+        layout = find_layout(snapshot, method)
+        return FactOutput(tuple(extract(snapshot.read_text(layout.path), layout)))
+
+    return run
 
 
-def _mla_gates(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    layout = find_layout(snapshot, convertor.MLA_METHOD)
-    text = snapshot.read_text(layout.path)
-    return FactOutput(tuple(convertor.mla_gates(text, layout.path, layout.class_name)))
-
-
-def _kv_head_aliases(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    layout = find_layout(snapshot, convertor.KV_METHOD)
-    text = snapshot.read_text(layout.path)
-    return FactOutput(tuple(convertor.kv_head_aliases(text, layout.path, layout.class_name)))
-
-
-def _kv_head_fallback(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    layout = find_layout(snapshot, convertor.KV_METHOD)
-    text = snapshot.read_text(layout.path)
-    return FactOutput(tuple(convertor.kv_head_fallback(text, layout.path, layout.class_name)))
-
-
-def _kv_head_overrides(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    layout = find_layout(snapshot, convertor.KV_METHOD)
-    text = snapshot.read_text(layout.path)
+def _kv_head_overrides(text: str, layout: ConvertorLayout) -> list[Record]:
     if layout.has_convertor_map:
-        rows = convertor.kv_head_overrides_by_convertor(text, layout.path, layout.class_name)
-    else:
-        rows = convertor.kv_head_overrides_inline(text, layout.path, layout.class_name)
-    return FactOutput(tuple(rows))
+        return convertor.kv_head_overrides_by_convertor(text, layout.path, layout.class_name)
+    return convertor.kv_head_overrides_inline(text, layout.path, layout.class_name)
+
+
+_mla_model_types = _layout_fact(
+    convertor.MLA_METHOD,
+    lambda text, lay: convertor.mla_model_types(text, lay.path, lay.class_name), prefetch=True)
+_mla_gates = _layout_fact(
+    convertor.MLA_METHOD, lambda text, lay: convertor.mla_gates(text, lay.path, lay.class_name))
+_kv_head_aliases = _layout_fact(
+    convertor.KV_METHOD, lambda text, lay: convertor.kv_head_aliases(text, lay.path, lay.class_name))
+_kv_head_fallback = _layout_fact(
+    convertor.KV_METHOD, lambda text, lay: convertor.kv_head_fallback(text, lay.path, lay.class_name))
+_kv_head_overrides_fact = _layout_fact(convertor.KV_METHOD, _kv_head_overrides)
 
 
 def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -154,7 +150,7 @@ ENGINE = EngineSpec(
         FactExtractor(MLA_GATES, _mla_gates),
         FactExtractor(KV_HEAD_ALIASES, _kv_head_aliases),
         FactExtractor(KV_HEAD_FALLBACK, _kv_head_fallback),
-        FactExtractor(KV_HEAD_OVERRIDES, _kv_head_overrides),
+        FactExtractor(KV_HEAD_OVERRIDES, _kv_head_overrides_fact),
         FactExtractor(REGISTRY_ROWS, _registry_rows),
         FactExtractor(DOCS_TABLE_ROWS, docs_table_rows),
         FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),

@@ -14,6 +14,7 @@ from extractors.parsing.python_cst import (
     ExpressionDescriber,
     base_names,
     class_methods,
+    conjuncts,
     int_value,
     parse_module,
     statements,
@@ -21,6 +22,7 @@ from extractors.parsing.python_cst import (
     string_value,
     top_level_assignments,
     top_level_classes,
+    walk,
 )
 from extractors.vllm.records import (
     KvHeadAlias,
@@ -90,7 +92,7 @@ def mla_model_types(text: str, path: str, class_name: str) -> list[MlaModelType]
     constants = top_level_assignments(module)
     symbol = f"{class_name}.{MLA_METHOD}"
     rows: list[MlaModelType] = []
-    for node in _walk(method):
+    for node in walk(method):
         found = _model_type_membership(node, describer, constants)
         if found:
             scope, values = found
@@ -101,23 +103,13 @@ def mla_model_types(text: str, path: str, class_name: str) -> list[MlaModelType]
     return rows
 
 
-def _walk(node: cst.CSTNode):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
-
-
-def _conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
-        return _conjuncts(node.left) + _conjuncts(node.right)
-    return [node]
 
 
 def _split_requirements(expr: cst.BaseExpression, describer: ExpressionDescriber,
                         constants: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
     requires: list[str] = []
     other: list[str] = []
-    for part in _conjuncts(expr):
+    for part in conjuncts(expr):
         if _model_type_membership(part, describer, constants):
             continue  # the membership test itself is recorded as MlaModelType rows
         if (isinstance(part, cst.Comparison) and len(part.comparisons) == 1
@@ -170,7 +162,7 @@ def mla_gates(text: str, path: str, class_name: str) -> list[MlaGate]:
     constants = top_level_assignments(module)
     symbol = f"{class_name}.{MLA_METHOD}"
     gates: list[MlaGate] = []
-    for node in _walk(method):
+    for node in walk(method):
         if not isinstance(node, cst.If):
             continue
         found = _model_type_membership(node.test, describer, constants)
@@ -197,7 +189,7 @@ def _alias_list(method: cst.FunctionDef) -> cst.BaseExpression | None:
                 and isinstance(node.targets[0].target, cst.Name)
                 and string_sequence(node.value) is not None):
             lists[node.targets[0].target.value] = node.value
-    for node in _walk(method):
+    for node in walk(method):
         if isinstance(node, cst.For) and isinstance(node.iter, cst.Name) and node.iter.value in lists:
             return lists[node.iter.value]
         if isinstance(node, cst.Call):
@@ -225,7 +217,7 @@ def kv_head_fallback(text: str, path: str, class_name: str) -> list[KvHeadFallba
     describer = _describer(module, class_name)
     symbol = f"{class_name}.{KV_METHOD}"
     fallback: cst.BaseExpression | None = None
-    for node in _walk(method):
+    for node in walk(method):
         if isinstance(node, cst.Arg) and node.keyword and node.keyword.value == "default_factory":
             fallback = node.value
     body = statements(method.body)
@@ -383,7 +375,7 @@ def _model_types_tested(test: cst.BaseExpression, d: ExpressionDescriber) -> lis
 def _mentions_model_type(node: cst.BaseExpression, d: ExpressionDescriber) -> bool:
     if isinstance(node, cst.Name) and node.value in d.env:
         node = d.env[node.value]
-    return any(d.config_ref(n) == "model_type" for n in _walk(node)
+    return any(d.config_ref(n) == "model_type" for n in walk(node)
                if isinstance(n, cst.BaseExpression))
 
 
@@ -418,7 +410,7 @@ def kv_head_overrides_inline(text: str, path: str, class_name: str) -> list[KvHe
             order += 1
             continue
         inner = statements(node.body)
-        conditions = _conjuncts(node.test)
+        conditions = conjuncts(node.test)
         excluded = [c for c in conditions if isinstance(c, cst.UnaryOperation)
                     and _mentions_model_type(c.expression, d)]
         kept = [c for c in conditions if c not in excluded]
