@@ -22,6 +22,7 @@ import os
 import re
 import struct
 import subprocess
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -273,7 +274,7 @@ class GitSource:
     """One engine's source, with its cache repository.
 
     `fetch_requests` counts the fetches this object made (each is one request to the source);
-    `fetched_blobs` counts the blobs asked for by SHA."""
+    `fetched_blobs` counts the blobs asked for by SHA; `fetch_seconds` is the time spent in them."""
 
     def __init__(self, engine: str, source: str, *, cache_dir: Path | None = None,
                  progress: Progress | None = None) -> None:
@@ -286,6 +287,7 @@ class GitSource:
         self.progress = progress or NullProgress()
         self.fetch_requests = 0
         self.fetched_blobs = 0
+        self.fetch_seconds = 0.0
         self._repo: git.Repo | None = None
         self._presence: ObjectPresence | None = None
         self._reader: ObjectReader | None = None
@@ -360,10 +362,12 @@ class GitSource:
         self._check_reachable()
         self.fetch_requests += 1
         config = () if negotiate else ("-c", "fetch.negotiationAlgorithm=noop")
+        started = time.perf_counter()
         try:
             self._git(*config, "fetch", "--no-tags", "--no-write-fetch-head",
                       "--recurse-submodules=no", "--filter=blob:none", *args, stdin=stdin)
         finally:
+            self.fetch_seconds += time.perf_counter() - started
             if self._presence is not None:
                 self._presence.refresh()
 
@@ -676,9 +680,19 @@ class GitSnapshot(Snapshot):
         return shas
 
     def prefetch(self, paths: Iterable[str]) -> None:
-        """Fetch the blobs of `paths` that the cache lacks, in one request."""
-        if self._allow_fetch:
-            self._source.fetch_blobs(self.blob_shas(paths))
+        """Fetch the blobs of `paths` that the cache lacks, in one request. A path that is a
+        directory stands for the files directly inside it (so an engine can name a models
+        directory without listing it: a listing is a question the fact cache would record)."""
+        if not self._allow_fetch:
+            return
+        files = []
+        for path in paths:
+            entry = self._lookup(path)
+            if entry is not None and entry[0] == _TREE and path.strip("/"):
+                files += self.list_files(path)
+            else:
+                files.append(path)
+        self._source.fetch_blobs(self.blob_shas(files))
 
 
 # ---------------------------------------------------------------- the project's own repository

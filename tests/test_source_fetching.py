@@ -43,6 +43,16 @@ def test_prefetch_reads_many_files_in_two_requests(make_repo, tmp_path, traced):
     assert source.fetch_requests == 2
 
 
+def test_prefetch_of_a_directory_fetches_the_files_directly_in_it(make_repo, tmp_path):
+    repo, shas = make_repo([({**MODELS, "pkg/models/sub/deep.py": "x\n", "top.py": "y\n"}, "m")])
+    source = GitSource("demo", str(repo), cache_dir=tmp_path / "c")
+    snapshot = source.snapshot(shas[0])
+    snapshot.prefetch(["pkg/models", "top.py", "not/there"])
+    assert source.fetch_requests == 2 and source.fetched_blobs == 61  # not sub/deep.py
+    [snapshot.read_text(p) for p in [*MODELS, "top.py"]]
+    assert source.fetch_requests == 2
+
+
 def test_reads_without_prefetch_cost_one_request_each(make_repo, tmp_path, traced):
     repo, shas = make_repo([(MODELS, "models")])
     source = GitSource("demo", str(repo), cache_dir=tmp_path / "c")

@@ -35,11 +35,10 @@ REGISTER_ANCHOR = "@ModelBase.register(...) classes"
 
 def prefetch_sources(snapshot: Snapshot) -> None:
     """Fetch every file the llama.cpp facts may read in one batch (a git snapshot makes one
-    request instead of one per file; only paths present at the commit are fetched)."""
-    listed = [p for p in snapshot.list_files(CONVERTER_PACKAGE) if p.endswith(".py")]
-    listed += [p for p in snapshot.list_files(MODELS_DIR) if p.endswith(".cpp")]
-    snapshot.prefetch([ARCH_CPP, ARCH_H, MODEL_CPP, MODELS_H, GGUF_CONSTANTS,
-                       CONVERTER_PACKAGE_INIT, CONVERTER_SCRIPT, *listed])
+    request instead of one per file; only paths present at the commit are fetched; a directory
+    stands for its files)."""
+    snapshot.prefetch([ARCH_CPP, ARCH_H, MODEL_CPP, GGUF_CONSTANTS, CONVERTER_SCRIPT,
+                       CONVERTER_PACKAGE, MODELS_DIR])
 
 
 def _arch_names(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:

@@ -29,12 +29,12 @@ SKIPPED_MODULES = ("__init__.py", "registry.py")
 
 def prefetch_sources(snapshot: Snapshot) -> None:
     """Fetch every file the SGLang facts may read in one batch (a git snapshot makes one request
-    instead of one per file; only paths present at the commit are fetched)."""
+    instead of one per file; only paths present at the commit are fetched; a directory stands
+    for its files)."""
     from extractors.sglang.docs_tables import LAYOUTS, PAGES
 
-    modules = [p for d in MODELS_DIRS for p in snapshot.list_files(d) if p.endswith(".py")]
     pages = [f"{lay.directory}/{page}{lay.extension}" for lay in LAYOUTS for page, _ in PAGES]
-    snapshot.prefetch([*modules, *MODEL_CONFIG_PATHS, *pages])
+    snapshot.prefetch([*MODELS_DIRS, *MODEL_CONFIG_PATHS, *pages])
 
 
 def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:

@@ -63,13 +63,13 @@ def find_layout(snapshot: Snapshot, method: str) -> ConvertorLayout:
 
 def prefetch_sources(snapshot: Snapshot) -> None:
     """Fetch every file the vLLM facts may read in one batch (a git snapshot makes one request
-    instead of one per file; only paths present at the commit are fetched)."""
+    instead of one per file; only paths present at the commit are fetched; a directory stands
+    for its files)."""
     from extractors.vllm import docs_tables
 
-    pooling = [p for d in docs_tables.POOLING_DIRS for p in snapshot.list_files(d)
-               if p.endswith(".md")]
     snapshot.prefetch([*(lay.path for lay in CONVERTOR_LAYOUTS), *REGISTRY_PATHS,
-                       *docs_tables.SUPPORTED_PAGES, *docs_tables.POOLING_PAGES, *pooling])
+                       *docs_tables.SUPPORTED_PAGES, *docs_tables.POOLING_PAGES,
+                       *docs_tables.POOLING_DIRS])
 
 
 def _layout_fact(method: str, extract: Callable[[str, ConvertorLayout], list[Record]],
