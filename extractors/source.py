@@ -23,6 +23,7 @@ import re
 import struct
 import subprocess
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -214,6 +215,7 @@ class ObjectReader:
             self._proc = subprocess.Popen(
                 ["git", f"--git-dir={self._git_dir}", "cat-file", "--batch"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+            weakref.finalize(self, _stop, self._proc)
         return self._proc
 
     def read(self, sha: str) -> tuple[str, bytes]:
@@ -260,11 +262,19 @@ class ObjectReader:
 
     def close(self) -> None:
         if self._proc is not None:
-            for stream in (self._proc.stdin, self._proc.stdout):
-                if stream is not None:
-                    stream.close()
-            self._proc.wait()
+            _stop(self._proc)
             self._proc = None
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End a cat-file process: closing its input ends it."""
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None and not stream.closed:
+            stream.close()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 # ---------------------------------------------------------------- the source
@@ -319,6 +329,11 @@ class GitSource:
         repo.git.update_environment(**_GIT_ENV)
         self._repo = repo
         return repo
+
+    def close(self) -> None:
+        """Stop the cache's cat-file process (it also stops when this object is collected)."""
+        if self._reader is not None:
+            self._reader.close()
 
     @property
     def reader(self) -> ObjectReader:
