@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from extractors.errors import AnchorError, ExtractionError
+from extractors.errors import AnchorError, ExtractionError, ParseError
 from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
 from extractors.snapshot import RecordingSnapshot, Snapshot
 
@@ -77,6 +77,12 @@ def extract_engine(engine: Engine, snapshot: Snapshot, *, commit_date: str,
         except ExtractionError as err:
             err.with_context(engine=engine.engine_id, commit=snapshot.commit, source=source_label)
             raise
+        except RecursionError:  # a backstop: the parsers refuse deep nesting before this
+            raise ParseError(
+                f"fact '{extractor.kind.name}' hit Python's recursion limit: a file it read is "
+                "nested too deeply", paths=recording.read_paths, anchor=extractor.kind.title,
+            ).with_context(engine=engine.engine_id, commit=snapshot.commit,
+                           source=source_label) from None
         done[extractor.kind.name] = output.records
         results.append(FactResult(kind=extractor.kind, records=output.records,
                                   sources=recording.sources()))

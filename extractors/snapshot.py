@@ -9,7 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from extractors.errors import AnchorError, MissingPathError, ParseError
 from extractors.records import SourceFile
 
-MAX_SOURCE_BYTES = 16 * 1024 * 1024
+# Six times the largest file any extractor reads (llama.cpp's single-file converter, 650 KB);
+# tree-sitter and the walkers over its tree need about 70 MB and a second per MB of C++.
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 
 def git_blob_sha(data: bytes) -> str:

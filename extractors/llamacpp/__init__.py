@@ -16,6 +16,7 @@ from extractors.llamacpp.records import (
     HfArchitecture,
     SlidingWindowRule,
 )
+from extractors.parsing.cpp_ts import brace_warnings, parse_cpp
 from extractors.records import FactKind, Record
 from extractors.snapshot import Snapshot
 
@@ -46,7 +47,13 @@ def _arch_names(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> F
     cpp = snapshot.first_existing([ARCH_CPP], anchor="LLM_ARCH_NAMES")
     header = snapshot.first_existing([ARCH_H], anchor="enum llm_arch")
     records, warnings = arch_names(snapshot.read_text(cpp), cpp, snapshot.read_text(header), header)
+    warnings += _brace_warnings(snapshot, ARCH_NAMES.name, [cpp, header])
     return FactOutput(tuple(records), tuple(warnings))
+
+
+def _brace_warnings(snapshot: Snapshot, fact: str, paths: list[str]) -> list:
+    """Unbalanced braces in C++ files this fact read (parses are cached: no second parse)."""
+    return brace_warnings(fact, [parse_cpp(snapshot.read_text(p), p) for p in paths])
 
 
 def _scan(snapshot: Snapshot) -> class_sets.PredicateScan:
@@ -138,7 +145,9 @@ def _sliding_window(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
     names = {n.arch: n.gguf_name for n in _names(done)}
     snapshot.read_text(ARCH_CPP)  # gguf_name comes from LLM_ARCH_NAMES: name it as a source
     rules, rule_warnings = sliding_window.sliding_window_rules(code, names)
-    return FactOutput(tuple(rules), (*warnings, *rule_warnings))
+    read = [model_cpp] if pairs is None else [model_cpp, models_h, *paths]
+    braces = _brace_warnings(snapshot, SLIDING_WINDOW.name, read)
+    return FactOutput(tuple(rules), (*warnings, *rule_warnings, *braces))
 
 
 ARCH_NAMES = FactKind(

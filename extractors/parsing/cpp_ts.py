@@ -17,6 +17,8 @@ import tree_sitter_cpp
 from tree_sitter import Language, Node, Parser, Tree
 
 from extractors.errors import AnchorError, ExtractionError, ParseError
+from extractors.parsing.limits import MAX_CONDITION_CHARS, MAX_SYNTAX_DEPTH, check_syntax_tree
+from extractors.records import ExtractionWarning
 
 CPP = Language(tree_sitter_cpp.language())
 
@@ -52,6 +54,21 @@ class CppSource:
         bad = first_error(node if node is not None else self.root)
         return bad.start_point[0] + 1 if bad is not None else None
 
+    def brace_imbalance(self) -> int:
+        """`{` tokens minus `}` tokens (tree-sitter's MISSING placeholders not counted). Nonzero
+        for unbalanced braces, and for braces split across the branches of an `#if`/`#else`."""
+        balance = 0
+        cursor = self.root.walk()
+        while True:
+            if cursor.goto_first_child():
+                continue
+            leaf = cursor.node
+            if leaf is not None and not leaf.is_missing:
+                balance += {"{": 1, "}": -1}.get(leaf.type, 0)
+            while not cursor.goto_next_sibling():
+                if not cursor.goto_parent():
+                    return balance
+
     def require_clean(self, node: Node, anchor: str) -> None:
         """A ParseError naming path, anchor and line when `node` contains a syntax error."""
         line = self.first_error_line(node)
@@ -70,42 +87,76 @@ class CppSource:
         return AnchorError(message, paths=[self.path], anchor=anchor)
 
 
-def mask_conditionals(text: str) -> tuple[str, tuple[str, ...]]:
+def brace_warnings(fact: str, sources: list[CppSource]) -> list[ExtractionWarning]:
+    """A warning per file whose braces do not balance. Anchors inside broken code are already
+    ParseErrors; this says that the rest of the file was read through tree-sitter's error
+    recovery, so the facts should be checked by hand."""
+    warnings = []
+    for source in sources:
+        imbalance = source.brace_imbalance()
+        if imbalance:
+            which = "'{' than '}'" if imbalance > 0 else "'}' than '{'"
+            warnings.append(ExtractionWarning(
+                fact=fact, code="unbalanced-braces", subject=source.path,
+                message=f"{source.path} has {abs(imbalance)} more {which} (counting both branches "
+                        "of #if/#else); its facts were read through the parser's error recovery",
+                path=source.path, symbol=""))
+    return warnings
+
+
+def mask_conditionals(text: str, path: str = "<text>") -> tuple[str, tuple[str, ...]]:
     """Blank out conditional directives (keeping offsets) and name each line's condition.
 
     `#ifdef X` -> "defined(X)", `#ifndef X` -> "!defined(X)", `#if E` -> "E", `#else` -> the
-    negation of the branches before it; nested conditions are joined with " && "."""
+    negation of the branches before it; nested conditions are joined with " && ".
+    Lines share one condition string until the next directive; conditionals nested deeper than
+    MAX_SYNTAX_DEPTH, or conditions whose text adds up past MAX_CONDITION_CHARS, are a
+    ParseError (their cost grows with the square of the nesting)."""
     lines = text.split("\n")
     out: list[str] = []
     conditions: list[str] = []
     stack: list[list[str]] = []  # per open #if: the conditions of its branches so far
+    current = ""  # the condition of the lines since the last directive
+    spent = 0
     index = 0
     while index < len(lines):
         line = lines[index]
         match = _CONDITIONAL.match(line)
         if match is None:
             out.append(line)
-            conditions.append(_joined(stack))
+            conditions.append(current)
             index += 1
             continue
-        directive, rest = match.group(1), match.group(2)
-        span = [line]
-        while span[-1].rstrip().endswith("\\") and index + len(span) < len(lines):
-            rest = rest.rstrip().removesuffix("\\") + " " + lines[index + len(span)]
-            span.append(lines[index + len(span)])
-        rest = " ".join(_strip_comment(rest).split())
+        directive = match.group(1)
+        parts = [match.group(2)]
+        end = index + 1
+        while lines[end - 1].rstrip().endswith("\\") and end < len(lines):
+            parts[-1] = parts[-1].rstrip().removesuffix("\\")
+            parts.append(lines[end])
+            end += 1
+        rest = " ".join(_strip_comment(" ".join(parts)).split())
         if directive in ("if", "ifdef", "ifndef"):
+            if len(stack) >= MAX_SYNTAX_DEPTH:
+                raise ParseError(f"{path} nests preprocessor conditionals more than "
+                                 f"{MAX_SYNTAX_DEPTH} levels deep (line {index + 1})",
+                                 paths=[path])
             stack.append([_condition(directive, rest)])
         elif directive in ("elif", "elifdef", "elifndef") and stack:
-            stack[-1] = stack[-1] + [_condition(directive.removeprefix("el"), rest)]
+            stack[-1].append(_condition(directive.removeprefix("el"), rest))
         elif directive == "else" and stack:
-            stack[-1] = stack[-1] + ["else"]
+            stack[-1].append("else")
         elif directive == "endif" and stack:
             stack.pop()
-        for blank in span:
+        current = _joined(stack)
+        spent += len(current)
+        if spent > MAX_CONDITION_CHARS:
+            raise ParseError(f"{path} has preprocessor conditions adding up to over "
+                             f"{MAX_CONDITION_CHARS} characters (line {index + 1}); too many or "
+                             "too long #if/#elif branches", paths=[path])
+        for blank in lines[index:end]:
             out.append(" " * len(blank))
-            conditions.append(_joined(stack))
-        index += len(span)
+            conditions.append(current)
+        index = end
     return "\n".join(out), tuple(conditions)
 
 
@@ -136,10 +187,12 @@ def _joined(stack: list[list[str]]) -> str:
 
 @lru_cache(maxsize=256)
 def parse_cpp(text: str, path: str) -> CppSource:
-    """Parse C++ after blanking preprocessor conditionals. Never raises: syntax errors are
-    reported where an anchor needs the broken code (`require_clean`, `missing`)."""
-    masked, conditions = mask_conditionals(text)
+    """Parse C++ after blanking preprocessor conditionals. Syntax errors are reported where an
+    anchor needs the broken code (`require_clean`, `missing`); only a file nested too deeply to
+    walk safely is a ParseError here."""
+    masked, conditions = mask_conditionals(text, path)
     tree = _parser().parse(masked.encode("utf-8"))
+    check_syntax_tree(tree.root_node, path, "C++")
     return CppSource(path=path, text=text, tree=tree, root=tree.root_node, line_conditions=conditions)
 
 

@@ -21,6 +21,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from extractors.errors import AnchorError
+from extractors.parsing.limits import check_markdown_size, check_table_width
 
 # A footnote reference the parser did not resolve stays in the text as `[^label]`.
 DANGLING_REF = re.compile(r"\[\^([^\]\s]+)\]")
@@ -29,7 +30,9 @@ DANGLING_REF = re.compile(r"\[\^([^\]\s]+)\]")
 MDX_COMPONENT_LINE = re.compile(r"^\s*</?[A-Z][A-Za-z0-9.]*(\s[^<>]*)?/?>\s*$")
 # Any HTML/JSX tag alone on its line; used only to unwrap a pipe table an HTML block swallowed.
 TAG_ONLY_LINE = re.compile(r"^\s*</?[A-Za-z][A-Za-z0-9.-]*(\s[^<>]*)?/?>\s*$")
-DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)+\|?\s*$")
+# Possessive quantifiers: with plain ones, a line of spaces that is not a delimiter row backtracks
+# through every split of the spaces (quadratic time).
+DELIMITER_ROW = re.compile(r"^\s*+\|?\s*+:?-++:?\s*+(?:\|\s*+:?-++:?\s*+)+\|?\s*+$")
 
 
 @lru_cache(maxsize=1)
@@ -341,6 +344,7 @@ class _DocumentReader:
                 assert current is not None
                 current.append(_inline_cell(tokens[index + 1]))
             elif token.type == "tr_close" and current is not None:
+                check_table_width(len(current), self.path, row_line)
                 if in_head:
                     headers = current
                 else:
@@ -398,6 +402,7 @@ class _DocumentReader:
         headers: list[Cell] = []
         rows: list[Row] = []
         for row_line, cells in reader.rows:
+            check_table_width(len(cells), self.path, line + row_line)
             parsed = [self._html_cell(raw) for _, raw in cells]
             if cells and all(is_header for is_header, _ in cells) and not headers and not rows:
                 headers = parsed
@@ -418,6 +423,7 @@ class _DocumentReader:
 
 def parse_document(text: str, path: str, *, mdx: bool | None = None) -> Document:
     """Headings, tables and footnote definitions of one markdown or MDX page."""
+    check_markdown_size(text, path)
     if mdx is None:
         mdx = path.endswith(".mdx")
     return _DocumentReader(text, path, mdx).read()

@@ -7,10 +7,16 @@ import ast
 import libcst as cst
 
 from extractors.errors import ParseError
+from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
+from extractors.parsing.python_ts import parse_tree
 
 
 def parse_module(text: str, path: str) -> cst.Module:
-    """Parse Python source; a syntax error or pathological nesting becomes a ParseError."""
+    """Parse Python source; a syntax error or pathological nesting becomes a ParseError.
+
+    tree-sitter measures the file first: libcst crashes the interpreter on very deep nesting and
+    its memory grows with depth, so a file over the limits never reaches it."""
+    check_syntax_tree(parse_tree(text), path, "Python", cost_budget=CST_COST_BUDGET)
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as err:

@@ -9,6 +9,7 @@ import tree_sitter_python
 from tree_sitter import Language, Node, Parser
 
 from extractors.errors import ParseError
+from extractors.parsing.limits import check_syntax_tree
 
 PYTHON = Language(tree_sitter_python.language())
 
@@ -18,10 +19,15 @@ def _parser() -> Parser:
     return Parser(PYTHON)
 
 
+def parse_tree(text: str) -> Node:
+    """The module node as tree-sitter parses it, syntax errors and all."""
+    return _parser().parse(text.encode("utf-8")).root_node
+
+
 def parse_python(text: str, path: str) -> Node:
-    """The module node; a file with syntax errors is a ParseError naming the first bad line."""
-    tree = _parser().parse(text.encode("utf-8"))
-    root = tree.root_node
+    """The module node; a file with syntax errors, or nested too deeply, is a ParseError."""
+    root = parse_tree(text)
+    check_syntax_tree(root, path, "Python")
     if root.has_error:
         bad = _first_error(root)
         where = f" (line {bad.start_point[0] + 1})" if bad is not None else ""

@@ -1,0 +1,70 @@
+"""Limits that keep hostile source files from costing unbounded time, memory or stack.
+
+Every parser entry point (python_cst, python_ts, cpp_ts, markdown) checks these before or right
+after parsing, so a pathological file is one ParseError naming its path. The numbers leave wide
+room over the real engine files (measured at the pins: the files the extractors read are at most
+27 levels deep, any C++ or Python file of the three engines at most 156 (long else-if chains);
+the largest file libcst reads, vLLM's old single-file config.py, costs about 280,000
+node-levels)."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from extractors.errors import ParseError
+
+# tree-sitter levels. libcst's native parser crashes the interpreter (stack overflow) on about
+# 2,000 nested brackets, and the recursive tree walkers would hit Python's recursion limit
+# (extract_engine turns a RecursionError that still happens into a ParseError).
+MAX_SYNTAX_DEPTH = 500
+# Sum of node depths over a tree-sitter tree of the file. libcst's memory grows with it (about
+# 150 bytes per node-level on ordinary code, up to 600 on bracket-heavy code): this caps a libcst
+# parse at well under 1 GB and ten seconds.
+CST_COST_BUDGET = 1_000_000
+# C++ preprocessor: the total text of the distinct line conditions (`#if A` inside `#if B` ...).
+MAX_CONDITION_CHARS = 4_000_000
+# Markdown pages: markdown-it-py's tokens cost ~400 bytes per source character on table-heavy
+# pages; the real supported-model pages are under 100 KB.
+MAX_MARKDOWN_CHARS = 1_000_000
+MAX_TABLE_COLUMNS = 256
+
+
+def check_syntax_tree(root: Node, path: str, language: str, *,
+                      cost_budget: int | None = None) -> None:
+    """Walk the tree once (iteratively, stopping early); ParseError when it nests deeper than
+    MAX_SYNTAX_DEPTH or, when `cost_budget` is given, when the sum of node depths exceeds it."""
+    cursor = root.walk()
+    depth = 0
+    cost = 0
+    while True:
+        if cursor.goto_first_child():
+            depth += 1
+            cost += depth
+            if depth > MAX_SYNTAX_DEPTH:
+                line = cursor.node.start_point[0] + 1 if cursor.node is not None else 0
+                raise ParseError(
+                    f"{path} nests {language} syntax more than {MAX_SYNTAX_DEPTH} levels deep "
+                    f"(line {line}); it is nested too deeply to parse safely", paths=[path])
+            if cost_budget is not None and cost > cost_budget:
+                raise ParseError(
+                    f"{path} is too large or too deeply bracketed to parse with libcst (over "
+                    f"{cost_budget} node-levels; the real engine files cost under 300,000)",
+                    paths=[path])
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return
+            depth -= 1
+        cost += depth
+
+
+def check_markdown_size(text: str, path: str) -> None:
+    if len(text) > MAX_MARKDOWN_CHARS:
+        raise ParseError(f"{path} is {len(text)} characters, over the {MAX_MARKDOWN_CHARS}-character "
+                         "limit for a markdown page", paths=[path])
+
+
+def check_table_width(columns: int, path: str, line: int) -> None:
+    if columns > MAX_TABLE_COLUMNS:
+        raise ParseError(f"{path} has a table with {columns} columns (line {line + 1}), over the "
+                         f"limit of {MAX_TABLE_COLUMNS}", paths=[path])
