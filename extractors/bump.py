@@ -26,7 +26,7 @@ from extractors.source import GitSource
 
 NO_CHANGE_EXIT = 3  # documented: nothing changed beyond the header; no pull request
 SHRINK_LIMIT = 0.5
-REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}$")
+REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}\Z")  # \Z: no trailing newline
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from extractors.errors import PinError, UsageError
 
-FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
-ANY_SHA = re.compile(r"^[0-9a-f]{4,40}$")
-DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# \Z, not $: `$` also matches before a trailing newline, which would let "<sha>\n" through
+FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")
+ANY_SHA = re.compile(r"^[0-9a-f]{4,40}\Z")
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
 
 
 def check_commit_argument(commit: str) -> str:
@@ -25,7 +26,7 @@ def check_commit_argument(commit: str) -> str:
 
 def check_source_url(url: str) -> str:
     """Only https://, file:// and local paths are sources; everything else is rejected."""
-    if url.startswith("-") or any(c.isspace() for c in url) or not url:
+    if not url or url.startswith("-") or any(c.isspace() for c in url) or not url.isprintable():
         raise UsageError(f"source {url!r} is not a valid URL or path")
     if "://" in url:
         if not (url.startswith("https://") or url.startswith("file://")):
