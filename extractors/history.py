@@ -336,11 +336,15 @@ def run_history(engine: EngineSpec, fact: str, source: GitSource, since: str, un
         while True:
             progress.stage(f"following {len(probes.files)} file(s), {len(probes.dirs)} "
                            "directory(ies)")
-            commits = source.first_parent_log(start, end, probes.files, probes.dirs)
+            changes = source.first_parent_changes(start, end, probes.files, probes.dirs)
+            commits = [c for c, _ in changes]
             todo = [c for c in commits if c.sha not in results]
             if not todo:
                 break
-            source.fetch_blobs(source.range_blobs(start, end, probes.reads, probes.dirs))
+            # the blobs these commits gave the files read so far: one request
+            source.fetch_blobs(blob for c, changed in changes if c.sha not in results
+                               for path, blob in changed
+                               if path in probes.reads or path.rpartition("/")[0] in probes.dirs)
             found = _evaluate_all(evaluator, source, todo, progress, pool, jobs)
             results.update(found)
             seen = Probes()

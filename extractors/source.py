@@ -543,32 +543,44 @@ class GitSource:
                 "fetched); --since must be an older commit on the same branch",
                 engine=self.engine, commit=since.sha, source=self.source)
 
-    def first_parent_log(self, since: ResolvedCommit, until: ResolvedCommit,
-                         files: Iterable[str] = (), dirs: Iterable[str] = ()) -> list[ResolvedCommit]:
+    def first_parent_changes(self, since: ResolvedCommit, until: ResolvedCommit,
+                             files: Iterable[str] = (), dirs: Iterable[str] = ()
+                             ) -> list[tuple[ResolvedCommit, list[tuple[str, str]]]]:
         """First-parent commits after `since` up to `until` that changed one of `files` or a
-        file directly inside one of `dirs`, oldest first (needs `fetch_range`)."""
+        file directly inside one of `dirs`, oldest first, each with the (path, new blob SHA)
+        of the regular files it changed there (deletions left out). One `git log` over the
+        range, which `fetch_range` made available."""
         specs = _pathspecs(files, dirs)
         if not specs:
             return []
-        out = self._git("log", "--first-parent", "--format=%H%x00%P%x00%cI%x00%s",
-                        f"{since.sha}..{until.sha}", "--", *specs)
-        return list(reversed(_parse_log(out)))
+        out = self._git("log", "--first-parent", "--raw", "--no-abbrev", "--no-renames",
+                        "--format=%x01%H%x00%P%x00%cI%x00%s", f"{since.sha}..{until.sha}",
+                        "--", *specs)
+        found: list[tuple[ResolvedCommit, list[tuple[str, str]]]] = []
+        for chunk in out.split("\x01")[1:]:
+            header, _, raw = chunk.partition("\n")
+            commit = _parse_log(header)[0]
+            changed = []
+            for line in raw.splitlines():
+                if not line.startswith(":"):
+                    continue
+                fields, _, path = line[1:].partition("\t")
+                parts = fields.split()
+                if len(parts) >= 4 and parts[1] in ("100644", "100755") and parts[3] != NULL_SHA:
+                    changed.append((path, parts[3]))
+            found.append((commit, changed))
+        return list(reversed(found))
+
+    def first_parent_log(self, since: ResolvedCommit, until: ResolvedCommit,
+                         files: Iterable[str] = (), dirs: Iterable[str] = ()) -> list[ResolvedCommit]:
+        """The commits of `first_parent_changes`, oldest first."""
+        return [c for c, _ in self.first_parent_changes(since, until, files, dirs)]
 
     def range_blobs(self, since: ResolvedCommit, until: ResolvedCommit,
                     files: Iterable[str] = (), dirs: Iterable[str] = ()) -> set[str]:
         """Blob SHAs the first-parent commits after `since` up to `until` gave these files."""
-        specs = _pathspecs(files, dirs)
-        if not specs:
-            return set()
-        out = self._git("log", "--first-parent", "--raw", "--no-abbrev", "--no-renames",
-                        "--format=", f"{since.sha}..{until.sha}", "--", *specs)
-        blobs = set()
-        for line in out.splitlines():
-            if line.startswith(":"):
-                fields = line[1:].split("\t", 1)[0].split()
-                if len(fields) >= 4 and fields[1] in ("100644", "100755") and fields[3] != NULL_SHA:
-                    blobs.add(fields[3])
-        return blobs
+        return {blob for _, changed in self.first_parent_changes(since, until, files, dirs)
+                for _, blob in changed}
 
 
 def _glob_escape(text: str) -> str:
