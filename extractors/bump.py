@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from extractors.base import EngineSpec
 from extractors.diff import EngineDiff, FactDiff, diff_engine
 from extractors.errors import GuardError, UsageError
 from extractors.impact import ImpactChange, calculator_impact
-from extractors.pins import ANY_SHA, Pin, load_pin, save_pin
+from extractors.pins import ANY_SHA, Pin, load_pin, pin_path, render_pin
 from extractors.pipeline import (
     ProjectPaths,
     current_facts,
     extract_at,
+    generated_changes,
     render_generated,
     source_for,
-    write_rendered,
 )
 from extractors.records import EngineFacts, Record
 from extractors.source import GitSource
+from extractors.writer import write_changes_atomically
 
 NO_CHANGE_EXIT = 3  # documented: nothing changed beyond the header; no pull request
 SHRINK_LIMIT = 0.5
@@ -99,28 +97,11 @@ def plan_bump(engine: EngineSpec, paths: ProjectPaths, *, to: str | None, source
 
 
 def apply_bump(paths: ProjectPaths, plan: BumpPlan) -> None:
-    """Write generated/ then the pin; if the pin cannot be written, put generated/ back."""
-    backup = Path(tempfile.mkdtemp(prefix="apron-bump-backup-"))
-    engine_dir = paths.generated / plan.engine.engine_id
-    try:
-        if engine_dir.exists():
-            shutil.copytree(engine_dir, backup / "engine")
-        for name in ("README.md", "MATRIX.md", "schema.py"):
-            if (paths.generated / name).exists():
-                shutil.copy2(paths.generated / name, backup / name)
-        write_rendered(paths, plan.rendered)
-        try:
-            save_pin(paths.pins, plan.engine.engine_id, plan.new_pin)
-        except Exception:
-            if (backup / "engine").exists():
-                shutil.rmtree(engine_dir, ignore_errors=True)
-                shutil.copytree(backup / "engine", engine_dir)
-            for name in ("README.md", "MATRIX.md", "schema.py"):
-                if (backup / name).exists():
-                    shutil.copy2(backup / name, paths.generated / name)
-            raise
-    finally:
-        shutil.rmtree(backup, ignore_errors=True)
+    """generated/ and the pin as one atomic change, the pin swapped in last: a failure anywhere
+    leaves both as they were, so the pin never names a commit whose files were not written."""
+    changes = generated_changes(paths, plan.rendered)
+    changes[pin_path(paths.pins, plan.engine.engine_id)] = render_pin(plan.new_pin)
+    write_changes_atomically(changes)
 
 
 # ------------------------------------------------------------------ pull request text

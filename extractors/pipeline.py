@@ -10,12 +10,13 @@ from extractors.base import EngineSpec, extract_engine
 from extractors.diff import EngineDiff, diff_engine
 from extractors.engines import ENGINES, all_record_types
 from extractors.errors import ExtractionError, UsageError
+from extractors.factcache import FactCache, cached_engine
 from extractors.pins import Pin, check_source_url, load_pin
 from extractors.records import EngineFacts
 from extractors.render import load_engine_facts, render_engine_files, render_schema
 from extractors.reviewer import render_index, render_matrix
 from extractors.source import GitSource
-from extractors.writer import replace_directory, write_file_atomically
+from extractors.writer import Content, write_changes_atomically
 
 SOURCE_ENV = "APRON_SOURCE_{engine}"
 
@@ -53,7 +54,8 @@ def source_for(engine: EngineSpec, pin: Pin | None, source: str | None) -> str:
 def extract_at(engine: EngineSpec, commit: str, source: str, *, upstream_url: str,
                cache_dir: Path | None = None) -> EngineFacts:
     snapshot = GitSource(engine.engine_id, source, cache_dir=cache_dir).snapshot(commit)
-    facts = extract_engine(engine, snapshot, commit_date=snapshot.commit_date, source_label=source)
+    cached = cached_engine(engine, FactCache.at(cache_dir))  # unchanged blobs are not parsed again
+    facts = extract_engine(cached, snapshot, commit_date=snapshot.commit_date, source_label=source)
     if facts.upstream_url != upstream_url:
         facts = EngineFacts(engine=facts.engine, commit=facts.commit,
                             commit_date=facts.commit_date, upstream_url=upstream_url,
@@ -94,8 +96,8 @@ def render_generated(paths: ProjectPaths, facts: EngineFacts) -> dict[str, str]:
     return rendered
 
 
-def write_rendered(paths: ProjectPaths, rendered: dict[str, str]) -> None:
-    """The engine folder is swapped in whole; then the shared files are replaced one by one."""
+def generated_changes(paths: ProjectPaths, rendered: dict[str, str]) -> dict[Path, Content]:
+    """The targets `rendered` replaces: each engine folder whole, then the shared files."""
     engine_files: dict[str, dict[str, str]] = {}
     shared: dict[str, str] = {}
     for relative, text in rendered.items():
@@ -104,10 +106,14 @@ def write_rendered(paths: ProjectPaths, rendered: dict[str, str]) -> None:
             engine_files.setdefault(engine, {})[name] = text
         else:
             shared[relative] = text
-    for engine, files in engine_files.items():
-        replace_directory(paths.generated / engine, files)
-    for name, text in sorted(shared.items()):
-        write_file_atomically(paths.generated / name, text)
+    changes: dict[Path, Content] = {paths.generated / e: f for e, f in engine_files.items()}
+    changes.update({paths.generated / name: text for name, text in sorted(shared.items())})
+    return changes
+
+
+def write_rendered(paths: ProjectPaths, rendered: dict[str, str]) -> None:
+    """Every rendered file lands together or none does (writer.write_changes_atomically)."""
+    write_changes_atomically(generated_changes(paths, rendered))
 
 
 def write_generated(paths: ProjectPaths, facts: EngineFacts) -> None:
