@@ -100,7 +100,13 @@ def bump_command(
 
     Exit codes: 0 bumped; 3 nothing changed beyond the header (no files written);
     2 any error (generated/ and pins/ untouched)."""
-    from extractors.bump import NO_CHANGE_EXIT, apply_bump, plan_bump, render_pr_body, render_pr_title
+    from extractors.bump import (
+        NO_CHANGE_EXIT,
+        apply_bump,
+        plan_bump,
+        render_pr_body,
+        render_pr_title,
+    )
     from extractors.engines import engine_by_id
     from extractors.source import commit_on_new_branch
 

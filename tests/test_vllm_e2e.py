@@ -149,7 +149,8 @@ def test_layout_with_no_anchor_names_every_path_tried(project, make_repo):
     write_pin(project, "vllm", "https://github.com/vllm-project/vllm", shas[0])
     with pytest.raises(AnchorError) as info:
         run(VLLM, project, commit=None, source=str(repo))
-    assert info.value.paths == (CONVERTOR_PATH, "vllm/config/model.py", CONFIG_SINGLE_PATH)
+    assert info.value.paths == (CONVERTOR_PATH, "vllm/config/model.py", "vllm/config/__init__.py",
+                                CONFIG_SINGLE_PATH)
     assert "ModelArchConfigConvertorBase.is_deepseek_mla" in info.value.anchor
 
 

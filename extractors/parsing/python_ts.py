@@ -58,6 +58,10 @@ def string_value(node: Node) -> str | None:
         return None
     if any(c.type == "interpolation" for c in node.named_children):
         return None
+    text = node_text(node)
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and "\\" not in text \
+            and text[1:-1].count(text[0]) == 0:
+        return text[1:-1]  # the common case: a plain one-line literal without escapes or prefix
     try:
         value = ast.literal_eval(node_text(node))  # a literal only: never evaluates code
     except (ValueError, SyntaxError, MemoryError, RecursionError):

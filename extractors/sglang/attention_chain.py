@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
 
@@ -216,8 +217,9 @@ def find_chain(module: cst.Module, path: str) -> tuple[str, cst.If]:
                       anchor=f"{CLASS}: {TARGET} if/elif chain")
 
 
+@lru_cache(maxsize=8)
 def attention_chain(text: str, path: str) -> ChainFacts:
-    """MLA architectures (with their conditions) and explicit-MHA architectures of the chain."""
+    """(Memoized: three facts read the same chain.) MLA architectures (with their conditions) and explicit-MHA architectures of the chain."""
     module = parse_module(text, path)
     symbol, chain = find_chain(module, path)
     reader = _Reader(module, path, symbol)

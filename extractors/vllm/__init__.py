@@ -39,6 +39,7 @@ CONVERTOR_LAYOUTS = (
     ConvertorLayout("vllm/transformers_utils/model_arch_config_convertor.py",
                     "ModelArchConfigConvertorBase", True),
     ConvertorLayout("vllm/config/model.py", "ModelConfig", False),  # late 2025
+    ConvertorLayout("vllm/config/__init__.py", "ModelConfig", False),  # 2025-08-08 .. 2025-09-19
     ConvertorLayout("vllm/config.py", "ModelConfig", False),  # mid 2025
 )
 REGISTRY_PATHS = (
