@@ -53,6 +53,8 @@ class Pin(BaseModel):
     def _url(cls, value: str) -> str:
         if not (value.startswith("https://") or value.startswith("file://")):
             raise ValueError(f"url {value!r} must start with https:// or file://")
+        if not value.isprintable() or any(c.isspace() for c in value):
+            raise ValueError(f"url {value!r} contains whitespace or a control character")
         return value
 
     @field_validator("commit")

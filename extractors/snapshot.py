@@ -19,6 +19,16 @@ def git_blob_sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def check_path(path: str) -> str:
+    """A path an extractor reads must be printable text. A line break, a control character or
+    bytes that are not UTF-8 in a file name are hostile: the path goes into the headers of
+    generated modules. Returns the path; a ParseError otherwise."""
+    if not path.isprintable():
+        raise ParseError(f"file name {path!r} contains a line break, a control character or "
+                         "bytes that are not UTF-8; refusing to read it", paths=[ascii(path)])
+    return path
+
+
 def decode_source(path: str, data: bytes) -> str:
     """Decode a source file strictly; oversize, NUL bytes and non-UTF-8 are clear errors."""
     if len(data) > MAX_SOURCE_BYTES:
@@ -121,14 +131,14 @@ class RecordingSnapshot(Snapshot):
         return self._inner.list_files(directory)
 
     def read_bytes(self, path: str) -> bytes:
-        data = self._inner.read_bytes(path)
+        data = self._inner.read_bytes(check_path(path))
         if path not in self.read_paths:
             self.read_paths.append(path)
         return data
 
     def read_text(self, path: str) -> str:
         # go through the inner snapshot so a caching snapshot can keep decoded text
-        text = self._inner.read_text(path)
+        text = self._inner.read_text(check_path(path))
         if path not in self.read_paths:
             self.read_paths.append(path)
         return text

@@ -142,10 +142,16 @@ def test_bad_pin_url_never_reaches_git(project, spawned, url):
     assert spawned == []
 
 
-def test_pin_url_with_an_option_after_whitespace_never_reaches_git(project, spawned):
-    write_pin(project, "vllm", "https://github.com/a/b --upload-pack=touch", "a" * 40)
-    with pytest.raises(UsageError, match="is not a valid URL or path"):
-        run(VLLM, project, commit=None, source=None)
+@pytest.mark.parametrize("url", ["https://github.com/a/b --upload-pack=touch",
+                                 "https://github.com/a/b\\nimport os", "file:///srv/x\\u001b[2J"])
+def test_pin_url_with_whitespace_or_control_characters_is_rejected(project, vllm_repo, spawned,
+                                                                   url):
+    """Checked in the pin itself: the pin URL is also written into generated headers, even
+    when --source names another place to read from."""
+    repo, _ = vllm_repo
+    write_pin(project, "vllm", url, "a" * 40)  # TOML unescapes \\n and \\u001b
+    with pytest.raises(PinError, match="whitespace or a control character"):
+        run(VLLM, project, commit=None, source=str(repo))
     assert spawned == []
 
 

@@ -6,6 +6,7 @@ one allowlisted function that loads our own generated modules."""
 from __future__ import annotations
 
 import ast
+import os
 import signal
 import socket
 from pathlib import Path
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from extractors import render
-from tests.conftest import REPO_ROOT
+from extractors.errors import ParseError
+from tests.conftest import REPO_ROOT, commit_tree
 from tests.hostile.helpers import clean_tree, extract_repo
 from tests.hostile.hostile_trees import hostile_tree
 
@@ -77,6 +79,8 @@ def test_hostile_tree_extracts_like_the_clean_tree_and_runs_nothing(
     assert loaded and all(p.resolve().is_relative_to(project.generated.resolve()) for p in loaded)
     generated = "".join(p.read_text() for p in (project.generated / engine).glob("*.py"))
     assert "_hostile" not in generated and str(marker) not in generated
+    for path in project.generated.rglob("*.py"):
+        assert generated_module_problems(path.read_text(encoding="utf-8")) == [], path
 
 
 # ------------------------------------------------------------------ static scan of extractors/
@@ -222,3 +226,114 @@ def test_scan_flags_each_kind_of_loader(snippet, expected):
 ])
 def test_scan_lets_ordinary_code_through(snippet):
     assert scan_source(snippet + "\n", "x.py") == []
+
+
+# ------------------------------------------------------------------ hostile file names
+
+
+def generated_module_problems(text: str) -> list[str]:
+    """Statements of a generated module that are not plain data: the only allowed ones are a
+    docstring, `from __future__`/`from generated.schema`/`from typing import NamedTuple`,
+    assignments of literals and schema NamedTuple calls, and the NamedTuple classes of
+    schema.py. Checked with ast.parse: nothing is run."""
+    tree = ast.parse(text)
+    schema_names = {a.asname or a.name for node in tree.body if isinstance(node, ast.ImportFrom)
+                    and node.module == "generated.schema" for a in node.names}
+
+    def is_data(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return True
+        if isinstance(node, ast.Tuple | ast.List):
+            return all(is_data(e) for e in node.elts)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return is_data(node.operand)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return (node.func.id in schema_names and not node.args
+                    and all(k.arg and is_data(k.value) for k in node.keywords))
+        return False
+
+    problems = []
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module in ("__future__", "generated.schema"):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "typing" and \
+                [a.name for a in node.names] == ["NamedTuple"]:
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name) and is_data(node.value):
+            continue
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
+                node.value is not None and is_data(node.value):
+            continue
+        if isinstance(node, ast.ClassDef) and [ast.unparse(b) for b in node.bases] == ["NamedTuple"] \
+                and not node.decorator_list and all(
+                    isinstance(s, ast.AnnAssign) and s.value is None or
+                    isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in node.body):
+            continue
+        problems.append(f"line {node.lineno}: {ast.unparse(node)[:80]}")
+    return problems
+
+
+def test_committed_generated_modules_are_plain_data():
+    modules = sorted((REPO_ROOT / "generated").rglob("*.py"))
+    assert modules
+    for path in modules:
+        assert generated_module_problems(path.read_text(encoding="utf-8")) == [], path
+
+
+def test_data_check_catches_code():
+    assert generated_module_problems('"""doc"""\nimport os\n') == ["line 2: import os"]
+    assert generated_module_problems('from generated.schema import R\nROWS = (R(a=open("x")),)\n')
+    assert generated_module_problems('X = 1\nopen("x", "w").write("y")\n')
+
+
+INJECTED = 'open("EXECUTED", "w").write("from a file name")'
+HOSTILE_NAMES = [
+    # (engine, a file name in a folder the extractor lists, the tree's file it imitates)
+    ("sglang", f"python/sglang/srt/models/evil\n{INJECTED}\n#.py", "python/sglang/srt/models/gemma.py"),
+    ("trtllm", f"tensorrt_llm/_torch/models/modeling_x\n{INJECTED}\n#.py",
+     "tensorrt_llm/_torch/models/modeling_qwen3.py"),
+    ("llamacpp", f"src/models/x\n{INJECTED}\n#.cpp", "src/models/gemma2.cpp"),
+    ("llamacpp", f"conversion/x\u2028{INJECTED}\u2028#.py", "conversion/base.py"),
+    ("sglang", "python/sglang/srt/models/caf\udce9.py", "python/sglang/srt/models/gemma.py"),
+]
+
+
+@pytest.mark.parametrize(("engine", "name", "imitates"), HOSTILE_NAMES)
+def test_hostile_file_name_never_becomes_code_in_generated(project, make_repo, tmp_path,
+                                                           monkeypatch, engine, name, imitates):
+    """A file name with a line break (or bytes that are not UTF-8) in a folder the extractor
+    lists would end up in the `# source:` header of a generated module, which the next run
+    loads back and apron imports. It is a clear error instead, and nothing runs."""
+    monkeypatch.chdir(tmp_path)  # the injected code writes EXECUTED into the current folder
+    repo, shas = make_repo([(clean_tree(engine), "clean")])
+    hostile = repo / os.fsencode(name).decode("utf-8", "surrogateescape")
+    hostile.write_bytes((repo / imitates).read_bytes())
+    shas.append(commit_tree(repo, {}, "a file whose name carries code"))
+    extract_repo(project, repo, engine, shas[0])
+    with pytest.raises(ParseError) as info:
+        extract_repo(project, repo, engine, shas[1])
+    assert "file name" in str(info.value) and "\n" + INJECTED not in str(info.value)
+    extract_repo(project, repo, engine, shas[0])  # loads the generated modules back
+    assert not (tmp_path / "EXECUTED").exists()
+    for path in (project.generated).rglob("*.py"):
+        assert generated_module_problems(path.read_text(encoding="utf-8")) == [], path
+
+
+def test_header_quotes_a_value_that_could_end_its_comment_line():
+    """Defence in depth behind the snapshot's check: the renderer itself never lets a value
+    end a `#` line."""
+    from extractors.records import EngineFacts, FactResult, SourceFile
+    from extractors.render import render_fact_module
+    from extractors.vllm import ENGINE as VLLM_ENGINE
+
+    kind = VLLM_ENGINE.facts[0].kind
+    hostile = f"a\n{INJECTED}\n\u2028{INJECTED}\r#.py"
+    facts = EngineFacts(engine="vllm", commit="a" * 40, commit_date="2026-01-01",
+                        upstream_url=f"https://x/\n{INJECTED}", facts=(), warnings=())
+    text = render_fact_module(facts, FactResult(kind=kind, records=(),
+                                                sources=(SourceFile(path=hostile, blob="b" * 40),)))
+    assert generated_module_problems(text) == []
+    assert '# source: "a\\n' in text and "\n" + INJECTED not in text
