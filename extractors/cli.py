@@ -35,6 +35,8 @@ def fail(err: ExtractionError) -> None:
 
 def print_summary(result: RunResult, wrote: bool) -> None:
     facts = result.facts
+    for notice in result.notices:
+        err_console.print(f"note: {notice}", markup=False)
     out_console.print(f"{facts.engine} @ {facts.commit} ({facts.commit_date})")
     for fact in facts.facts:
         line = f"  {fact.kind.name}: {len(fact.records)}"

@@ -83,6 +83,11 @@ class CacheError(SourceError):
     """The local git cache is unusable."""
 
 
+class CacheCorruptError(CacheError):
+    """The cache's object store is damaged (truncated pack, missing object it had): the
+    pipeline rebuilds the cache once and retries."""
+
+
 class AnchorError(ExtractionError):
     """A file exists but the function, dict, switch or table the extractor needs is not in it,
     or it is present and empty."""

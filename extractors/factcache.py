@@ -268,6 +268,7 @@ class FactCache:
     hits: int = 0
     misses: int = 0
     collect: bool = False  # keep new nodes in `_pending` even without a database (workers)
+    rebuilt: bool = False  # the database file was damaged and started afresh
     _nodes: dict[str, tuple[int, Any]] = field(default_factory=dict)
     _pending: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     _db: sqlite3.Connection | None = None
@@ -281,14 +282,35 @@ class FactCache:
         return cls(directory / DB_NAME)
 
     def _connect(self) -> sqlite3.Connection | None:
+        """The database; a damaged file is deleted and started afresh (it is only a cache),
+        and if that fails too the cache works in memory for this run."""
         if self._db is None and self.path is not None:
-            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            for attempt in (1, 2):
+                try:
+                    self._db = self._open_db(self.path)
+                    break
+                except sqlite3.DatabaseError:
+                    if attempt == 2:
+                        self.path = None
+                        break
+                    self.rebuilt = True
+                    for suffix in ("", "-wal", "-shm"):
+                        Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        return self._db
+
+    @staticmethod
+    def _open_db(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(path, timeout=60, isolation_level=None)
+        try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("CREATE TABLE IF NOT EXISTS nodes (h TEXT PRIMARY KEY, kind INTEGER, "
                        "data BLOB)")
-            self._db = db
-        return self._db
+            db.execute("SELECT count(*) FROM nodes WHERE h = ''").fetchone()
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
 
     def _get(self, h: str) -> tuple[int, Any] | None:
         node = self._nodes.get(h)

@@ -9,7 +9,7 @@ from pathlib import Path
 from extractors.base import EngineSpec, extract_engine
 from extractors.diff import EngineDiff, diff_engine
 from extractors.engines import ENGINES, all_record_types
-from extractors.errors import ExtractionError, UsageError
+from extractors.errors import CacheCorruptError, ExtractionError, UsageError
 from extractors.factcache import FactCache, cached_engine
 from extractors.pins import Pin, check_source_url, load_pin
 from extractors.records import EngineFacts
@@ -52,10 +52,26 @@ def source_for(engine: EngineSpec, pin: Pin | None, source: str | None) -> str:
 
 
 def extract_at(engine: EngineSpec, commit: str, source: str, *, upstream_url: str,
-               cache_dir: Path | None = None) -> EngineFacts:
-    snapshot = GitSource(engine.engine_id, source, cache_dir=cache_dir).snapshot(commit)
+               cache_dir: Path | None = None, notices: list[str] | None = None) -> EngineFacts:
+    """Extract `engine` at `commit`. A damaged git cache is rebuilt once (and said in `notices`)."""
+    git_source = GitSource(engine.engine_id, source, cache_dir=cache_dir)
     cached = cached_engine(engine, FactCache.at(cache_dir))  # unchanged blobs are not parsed again
-    facts = extract_engine(cached, snapshot, commit_date=snapshot.commit_date, source_label=source)
+    try:
+        for attempt in (1, 2):
+            try:
+                snapshot = git_source.snapshot(commit)
+                facts = extract_engine(cached, snapshot, commit_date=snapshot.commit_date,
+                                       source_label=source)
+                break
+            except CacheCorruptError as err:
+                if attempt == 2:
+                    raise
+                git_source.rebuild()
+                if notices is not None:
+                    notices.append(f"the git cache at {git_source.cache_path} was damaged "
+                                   f"({err.message}); rebuilt it and extracted again")
+    finally:
+        git_source.close()
     if facts.upstream_url != upstream_url:
         facts = EngineFacts(engine=facts.engine, commit=facts.commit,
                             commit_date=facts.commit_date, upstream_url=upstream_url,
@@ -125,15 +141,17 @@ class RunResult:
     facts: EngineFacts
     diff: EngineDiff
     previous: EngineFacts | None
+    notices: tuple[str, ...] = ()
 
 
 def run(engine: EngineSpec, paths: ProjectPaths, *, commit: str | None, source: str | None,
         write: bool = True, cache_dir: Path | None = None) -> RunResult:
     pin = load_pin(paths.pins, engine.engine_id)
     chosen_source = source_for(engine, pin, source)
+    notices: list[str] = []
     try:
         facts = extract_at(engine, commit or pin.commit, chosen_source, upstream_url=pin.url,
-                           cache_dir=cache_dir)
+                           cache_dir=cache_dir, notices=notices)
     except ExtractionError as err:
         err.with_context(engine=engine.engine_id, source=chosen_source)
         raise
@@ -141,4 +159,4 @@ def run(engine: EngineSpec, paths: ProjectPaths, *, commit: str | None, source: 
     diff = diff_engine(previous, facts)
     if write:
         write_generated(paths, facts)
-    return RunResult(facts=facts, diff=diff, previous=previous)
+    return RunResult(facts=facts, diff=diff, previous=previous, notices=tuple(notices))

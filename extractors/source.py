@@ -20,6 +20,7 @@ import hashlib
 import mmap
 import os
 import re
+import shutil
 import struct
 import subprocess
 import time
@@ -35,6 +36,7 @@ from platformdirs import user_cache_dir
 
 from extractors.errors import (
     AbbreviatedCommitError,
+    CacheCorruptError,
     CacheError,
     MissingPathError,
     SourceUnreachableError,
@@ -310,7 +312,12 @@ class GitSource:
             return self._repo
         try:
             if (self.cache_path / "HEAD").exists():
-                repo = git.Repo(self.cache_path)
+                try:
+                    repo = git.Repo(self.cache_path)
+                except (git.InvalidGitRepositoryError, git.NoSuchPathError) as err:
+                    raise CacheCorruptError(f"the git cache at {self.cache_path} is not a "
+                                            f"repository any more ({err})", engine=self.engine,
+                                            source=self.source) from None
             else:
                 self.cache_path.parent.mkdir(parents=True, exist_ok=True)
                 repo = git.Repo.init(self.cache_path, bare=True)
@@ -329,6 +336,21 @@ class GitSource:
         repo.git.update_environment(**_GIT_ENV)
         self._repo = repo
         return repo
+
+    def rebuild(self) -> None:
+        """Delete the cache repository (under the lock) so the next call starts a fresh one."""
+        with self._locked():
+            self.close()
+            shutil.rmtree(self.cache_path, ignore_errors=True)
+            self._repo = None
+            self._presence = None
+            self._reader = None
+
+    def _clear_stale_git_locks(self) -> None:
+        """A fetch killed midway leaves git's own lock files (shallow.lock, ref locks) behind.
+        Called with our lock held, so no git process of ours is writing: they are stale."""
+        for stale in (*self.cache_path.glob("*.lock"), *self.cache_path.glob("refs/**/*.lock")):
+            stale.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Stop the cache's cat-file process (it also stops when this object is collected)."""
@@ -375,6 +397,7 @@ class GitSource:
         Blobs are fetched by SHA the way git's own lazy fetch does it: without negotiation
         (advertising the cache's commits makes the connectivity check of a shallow cache fail)."""
         self._check_reachable()
+        self._clear_stale_git_locks()
         self.fetch_requests += 1
         config = () if negotiate else ("-c", "fetch.negotiationAlgorithm=noop")
         started = time.perf_counter()
@@ -440,12 +463,16 @@ class GitSource:
         with self._locked():
             repo = self._open_cache()
             sha = commit if FULL_SHA.match(commit) else self._expand(repo, commit)
-            if sha not in self._cached_commits(repo):
+            fetched_before = sha in self._cached_commits(repo)
+            if not fetched_before:
                 if self.presence.has(sha):  # fetched with a history range: trees are here
                     repo.git.update_ref(f"refs/apron/{sha}", sha)
                 else:
                     self._fetch(repo, sha)
             found = self.commits([sha]).get(sha)
+        if found is None and fetched_before:
+            raise CacheCorruptError(f"the cache fetched {sha} before but cannot read it now",
+                                    engine=self.engine, commit=sha, source=self.source)
         if found is None:
             raise UnknownCommitError(f"the source answered, but {sha} is not a commit",
                                      engine=self.engine, commit=sha, source=self.source)
@@ -621,6 +648,10 @@ class GitSnapshot(Snapshot):
         self._allow_fetch = allow_fetch
         try:
             self._root = self._reader.commit_tree(commit.sha)
+        except OSError:
+            raise CacheCorruptError(f"cannot read commit {commit.sha} from the cache",
+                                    engine=self.engine, commit=commit.sha,
+                                    source=source.source) from None
         except KeyError:
             raise UnknownCommitError(f"{commit.sha} is not a commit in the cache",
                                      engine=self.engine, commit=commit.sha,
@@ -639,10 +670,19 @@ class GitSnapshot(Snapshot):
                 continue
             if entry[0] != _TREE:
                 return None
-            entry = self._reader.tree(entry[1]).get(part)
+            entry = self._tree(entry[1]).get(part)
             if entry is None:
                 return None
         return entry
+
+    def _tree(self, sha: str) -> dict[str, tuple[str, str]]:
+        """A tree of this commit: the fetch brought every tree, so a failed read is damage."""
+        try:
+            return self._reader.tree(sha)
+        except (KeyError, OSError, ValueError) as err:
+            raise CacheCorruptError(f"cannot read tree {sha} of {self.commit} from the cache "
+                                    f"({type(err).__name__})", engine=self.engine,
+                                    commit=self.commit, source=self._source.source) from None
 
     def _entry(self, path: str) -> tuple[str, str]:
         entry = self._lookup(path)
@@ -660,7 +700,7 @@ class GitSnapshot(Snapshot):
             return []
         prefix = directory.strip("/")
         prefix = prefix + "/" if prefix else ""
-        return sorted(prefix + name for name, (mode, _) in self._reader.tree(entry[1]).items()
+        return sorted(prefix + name for name, (mode, _) in self._tree(entry[1]).items()
                       if mode in _BLOB_MODES and mode != _SYMLINK)
 
     def blob_sha(self, path: str) -> str:
@@ -685,9 +725,9 @@ class GitSnapshot(Snapshot):
                     paths=[path])
         try:
             kind, data = self._reader.read(sha)
-        except (KeyError, OSError) as err:
-            raise MissingPathError(
-                f"cannot read {path} (blob {sha}) from the cache: {err}",
+        except (KeyError, OSError) as err:  # the pack index lists it: the pack is damaged
+            raise CacheCorruptError(
+                f"cannot read {path} (blob {sha}) from the cache ({type(err).__name__})",
                 engine=self.engine, commit=self.commit, source=self._source.source,
                 paths=[path]) from None
         return data
