@@ -21,7 +21,7 @@ from extractors.cli import app
 from extractors.engines import ENGINES
 from extractors.errors import PinError, UsageError
 from extractors.pipeline import run
-from tests.conftest import write_pin
+from tests.conftest import commit_tree, git, write_pin
 from tests.hostile.helpers import UPSTREAM, clean_tree, folder_bytes
 from tests.vllm_miniatures import REGISTRY_PATH, REGISTRY_V2
 
@@ -53,9 +53,14 @@ def spawned(monkeypatch) -> Spawned:
     return calls
 
 
-@pytest.fixture
-def vllm_repo(make_repo):
-    return make_repo([(clean_tree("vllm"), "v1"), ({REGISTRY_PATH: REGISTRY_V2}, "v2")])
+@pytest.fixture(scope="module")
+def vllm_repo(tmp_path_factory):
+    """Built once: these tests only read it (each test has its own cache and project)."""
+    repo = tmp_path_factory.mktemp("vllm-engine")
+    git(repo, "init", "-q", "-b", "main")
+    shas = [commit_tree(repo, clean_tree("vllm"), "v1"),
+            commit_tree(repo, {REGISTRY_PATH: REGISTRY_V2}, "v2")]
+    return repo, shas
 
 
 # ------------------------------------------------------------------ commits

@@ -150,6 +150,21 @@ def test_relative_symlink_in_cpp_sources_is_an_error(project, make_repo):
     assert ARCH_H in info.value.paths
 
 
+def test_symlinked_module_in_a_listed_folder_is_not_followed(project, make_repo, tmp_path):
+    """A symlink among the model modules is not a file: it is skipped, and what it points at
+    (outside the tree) is never read. (It is skipped without a warning: the listing leaves it
+    out.)"""
+    outside = tmp_path / "outside.py"
+    outside.write_text("class LeakedForCausalLM:\n    pass\n\n\nEntryClass = LeakedForCausalLM\n")
+    repo, shas = make_repo([(clean_tree("sglang"), "clean")])
+    os.symlink(outside, repo / SGLANG_MODELS / "leaked.py")
+    shas.append(commit_tree(repo, {}, "a symlinked model module"))
+    clean = extract_repo(project, repo, "sglang", shas[0])
+    linked = extract_repo(project, repo, "sglang", shas[1])
+    assert linked.facts.fact("registry_rows").records == clean.facts.fact("registry_rows").records
+    assert "Leaked" not in "".join(p.read_text() for p in project.generated.rglob("*.py"))
+
+
 def test_directory_where_a_file_is_expected_names_every_candidate(project, make_repo):
     tree = clean_tree("vllm")
     repo, shas = make_repo([(tree, "clean"),
