@@ -62,7 +62,8 @@ class CliRun:
     peak_rss_mb: float  # of the `extract` process itself, not of the git processes it starts
 
 
-# Runs `extract` in a fresh interpreter and appends its own peak RSS (KiB on Linux) to a file.
+# Runs `extract` in a fresh interpreter and writes its own peak RSS in KiB to a file: VmHWM of
+# its address space (ru_maxrss would include the parent's RSS, which Linux keeps across exec).
 _MEASURED = """
 import os, resource, sys
 sys.argv = ["extract", *sys.argv[2:]]
@@ -70,8 +71,14 @@ try:
     from extractors.cli import main
     main()
 finally:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        with open("/proc/self/status") as status:
+            peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        pass
     with open(os.environ["APRON_RSS_FILE"], "w") as out:
-        out.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+        out.write(str(peak))
 """
 
 
