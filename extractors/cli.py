@@ -111,6 +111,7 @@ def bump_command(
     )
     from extractors.engines import engine_by_id
     from extractors.source import commit_on_new_branch
+    from extractors.writer import write_file_atomically
 
     try:
         spec = engine_by_id(engine)
@@ -122,9 +123,9 @@ def bump_command(
             raise typer.Exit(NO_CHANGE_EXIT)
         apply_bump(paths, plan)
         if pr_title:
-            pr_title.write_text(render_pr_title(plan), encoding="utf-8")
+            write_file_atomically(pr_title, render_pr_title(plan))
         if pr_body:
-            pr_body.write_text(render_pr_body(plan), encoding="utf-8")
+            write_file_atomically(pr_body, render_pr_body(plan))
         if branch:
             sha = commit_on_new_branch(
                 paths.root, branch, [f"pins/{spec.engine_id}.toml", "generated"],

@@ -39,12 +39,13 @@ from extractors.errors import (
     CacheCorruptError,
     CacheError,
     MissingPathError,
+    ParseError,
     SourceUnreachableError,
     UnknownCommitError,
 )
 from extractors.pins import FULL_SHA, check_commit_argument, check_source_url
 from extractors.progress import NullProgress, Progress
-from extractors.snapshot import Snapshot, decode_source
+from extractors.snapshot import MAX_SOURCE_BYTES, Snapshot, decode_source
 
 CACHE_ENV = "APRON_CACHE_DIR"
 LOCK_TIMEOUT_SECONDS = 600
@@ -93,6 +94,10 @@ class GitFailed(Exception):
         super().__init__(f"git {' '.join(args[:3])} exited {returncode}: {stderr.strip()[-300:]}")
         self.returncode = returncode
         self.stderr = stderr
+
+
+class ObjectTooLarge(Exception):
+    """An object over the size the caller accepts; `args[0]` is its size."""
 
 
 class BlobNotPresent(Exception):
@@ -220,8 +225,9 @@ class ObjectReader:
             weakref.finalize(self, _stop, self._proc)
         return self._proc
 
-    def read(self, sha: str) -> tuple[str, bytes]:
-        """(type, content) of an object; KeyError when the repository does not have it."""
+    def read(self, sha: str, max_size: int | None = None) -> tuple[str, bytes]:
+        """(type, content) of an object; KeyError when the repository does not have it;
+        ObjectTooLarge (content skipped, never held in memory) when over `max_size`."""
         proc = self._process()
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(sha.encode() + b"\n")
@@ -233,6 +239,11 @@ class ObjectReader:
                 raise OSError(f"git cat-file stopped while reading {sha}")
             raise KeyError(sha)
         size = int(header[2])
+        if max_size is not None and size > max_size:
+            left = size + 1
+            while left:
+                left -= len(proc.stdout.read(min(left, 1 << 20)) or b"") or left
+            raise ObjectTooLarge(size)
         data = proc.stdout.read(size + 1)[:size]
         return header[1].decode(), data
 
@@ -724,7 +735,11 @@ class GitSnapshot(Snapshot):
                     engine=self.engine, commit=self.commit, source=self._source.source,
                     paths=[path])
         try:
-            kind, data = self._reader.read(sha)
+            kind, data = self._reader.read(sha, max_size=MAX_SOURCE_BYTES)
+        except ObjectTooLarge as err:
+            raise ParseError(f"{path} is {err.args[0]} bytes, over the {MAX_SOURCE_BYTES}-byte "
+                             "limit for a source file", engine=self.engine, commit=self.commit,
+                             paths=[path]) from None
         except (KeyError, OSError) as err:  # the pack index lists it: the pack is damaged
             raise CacheCorruptError(
                 f"cannot read {path} (blob {sha}) from the cache ({type(err).__name__})",
