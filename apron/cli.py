@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Annotated
 
 import typer
@@ -11,7 +13,7 @@ from apron.config import load_config, load_sample, sample_names
 from apron.errors import ApronInputError
 from apron.plan import KV_DTYPES, plan
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Mechanism-aware KV-cache predictions from a Hugging Face config.json, "
                        "driven by the generated engine constraints.")
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -66,4 +68,13 @@ def plan_command(config: ConfigArg = None, context: ContextOpt = None, kv_dtype:
 
 
 def main() -> None:
-    app()
+    """Console entry point: bad input is one message (exit 2); a bug is one line too (exit 70),
+    unless APRON_DEBUG is set, then it is the full traceback."""
+    try:
+        app()
+    except Exception as err:  # a bug, not bad input
+        if os.environ.get("APRON_DEBUG"):
+            raise
+        err_console.print(f"internal error: {type(err).__name__}: {err} "
+                          "(set APRON_DEBUG=1 for a traceback)", markup=False)
+        sys.exit(70)

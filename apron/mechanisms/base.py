@@ -101,6 +101,24 @@ def head_dims(model: ModelConfig) -> HeadDims:
                     "(no head_dim key)", ())
 
 
+def missing_inputs(dims: HeadDims, heads: HeadCount, layers: int | None = None,
+                   layers_key: str | None = None) -> tuple[list[str], list[str]]:
+    """(reasons, missing field names) for what an attention cache needs: the layer count (when
+    `layers_key` is given), the head dimensions and the KV-head count."""
+    reasons: list[str] = []
+    missing: list[str] = []
+    if layers_key is not None and layers is None:
+        reasons.append(f"{layers_key} is absent")
+        missing.append(layers_key)
+    if not dims.known:
+        reasons.append(dims.reason)
+        missing.extend(dims.missing)
+    if not heads.known:
+        reasons.extend(heads.unknown)
+        missing.extend(heads.missing)
+    return reasons, missing
+
+
 def per_layer_heads(heads: HeadCount, layers: int) -> tuple[tuple[int, ...] | None, str]:
     """The KV-head count of each layer, or (None, why)."""
     if heads.per_layer:

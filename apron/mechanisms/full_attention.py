@@ -5,7 +5,15 @@ bytes per token = sum over layers of kv_heads x (k_head_dim + v_head_dim) x dtyp
 from __future__ import annotations
 
 from apron.config import ModelConfig
-from apron.mechanisms.base import head_dims, n, num_layers, per_layer_heads, result, unknown_result
+from apron.mechanisms.base import (
+    head_dims,
+    missing_inputs,
+    n,
+    num_layers,
+    per_layer_heads,
+    result,
+    unknown_result,
+)
 from apron.results import HeadCount, MechanismResult, Request
 
 NAME = "full_attention"
@@ -30,17 +38,7 @@ def flavour(heads: HeadCount, model: ModelConfig) -> str:
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:
     layers, layers_key = num_layers(model)
     dims = head_dims(model)
-    reasons: list[str] = []
-    missing: list[str] = []
-    if layers is None:
-        missing.append(layers_key)
-        reasons.append(f"{layers_key} is absent")
-    if not dims.known:
-        missing.extend(dims.missing)
-        reasons.append(dims.reason)
-    if not heads.known:
-        missing.extend(heads.missing)
-        reasons.extend(heads.unknown)
+    reasons, missing = missing_inputs(dims, heads, layers, layers_key)
     title = f"{TITLE} ({flavour(heads, model)})"
     if reasons:
         return unknown_result(NAME, title, tuple(reasons), tuple(missing), state=0)

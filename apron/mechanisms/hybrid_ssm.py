@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from apron.config import ModelConfig, is_int
 from apron.layers import BOTH, CONV, FULL, LINEAR, MAMBA, SLIDING, layout
-from apron.mechanisms.base import head_dims, n, num_layers, per_layer_heads, result, unknown_result
+from apron.mechanisms.base import (
+    head_dims,
+    missing_inputs,
+    n,
+    num_layers,
+    per_layer_heads,
+    result,
+    unknown_result,
+)
 from apron.results import HeadCount, MechanismResult, Request
 from apron.ssm import layer_state
 
@@ -48,12 +56,9 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
         per_token, at_context, naive_at = 0, 0, None
     else:
         dims = head_dims(model)
-        if not dims.known:
-            reasons.append(dims.reason)
-            missing.extend(dims.missing)
-        if not heads.known:
-            reasons.extend(heads.unknown)
-            missing.extend(heads.missing)
+        more_reasons, more_missing = missing_inputs(dims, heads)
+        reasons += more_reasons
+        missing += more_missing
         counts = None
         if not reasons:
             counts, why = per_layer_heads(heads, layers)

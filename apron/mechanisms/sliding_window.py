@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from apron.config import ModelConfig, is_int
 from apron.layers import FULL, SLIDING, layout
-from apron.mechanisms.base import head_dims, n, num_layers, per_layer_heads, result, unknown_result
+from apron.mechanisms.base import (
+    head_dims,
+    missing_inputs,
+    n,
+    num_layers,
+    per_layer_heads,
+    result,
+    unknown_result,
+)
 from apron.mechanisms.full_attention import flavour
 from apron.results import HeadCount, MechanismResult, Request
 
@@ -23,17 +31,7 @@ NEEDS = ("num_hidden_layers", "KV-head count", "head_dim", "sliding_window",
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:
     layers, layers_key = num_layers(model)
     dims = head_dims(model)
-    reasons: list[str] = []
-    missing: list[str] = []
-    if layers is None:
-        reasons.append(f"{layers_key} is absent")
-        missing.append(layers_key)
-    if not dims.known:
-        reasons.append(dims.reason)
-        missing.extend(dims.missing)
-    if not heads.known:
-        reasons.extend(heads.unknown)
-        missing.extend(heads.missing)
+    reasons, missing = missing_inputs(dims, heads, layers, layers_key)
     title = f"{TITLE} ({flavour(heads, model)})"
     if reasons:
         return unknown_result(NAME, title, tuple(reasons), tuple(missing), state=0)
