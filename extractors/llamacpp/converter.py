@@ -17,6 +17,8 @@ from tree_sitter import Node
 from extractors.errors import AnchorError
 from extractors.parsing.python_ts import (
     assignments,
+    import_source,
+    imported_names,
     node_text,
     parse_python,
     string_value,
@@ -261,22 +263,16 @@ def read_module(text: str, path: str, module_name: str, package: str, counter: l
 
 
 def _read_import(module: ConverterModule, statement: Node, package: str) -> None:
-    source = statement.child_by_field_name("module_name")
+    source = import_source(statement)
     if source is None:
         return
-    text = node_text(source).replace(" ", "")
-    if text.startswith("."):
-        target = f"{package}.{text.lstrip('.')}" if text.strip(".") else package
+    level, dotted = source
+    if level:
+        target = f"{package}.{dotted}" if dotted else package
     else:
-        target = text
-    for item in statement.children_by_field_name("name"):
-        if item.type == "aliased_import":
-            name = item.child_by_field_name("name")
-            alias = item.child_by_field_name("alias")
-            if name is not None and alias is not None:
-                module.imports[node_text(alias)] = (target, node_text(name))
-        elif item.type == "dotted_name":
-            module.imports[node_text(item)] = (target, node_text(item))
+        target = dotted
+    for local, imported in imported_names(statement):
+        module.imports[local] = (target, imported)
 
 
 # ---------------------------------------------------------------- resolution

@@ -74,6 +74,34 @@ def string_value(node: Node) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def import_source(statement: Node) -> tuple[int, str] | None:
+    """(level, dotted module) of `from <module> import ...`: `from ..a.b import x` -> (2, "a.b");
+    None when the statement has no module."""
+    source = statement.child_by_field_name("module_name")
+    if source is None:
+        return None
+    if source.type == "relative_import":
+        prefix = next((c for c in source.children if c.type == "import_prefix"), None)
+        dotted = next((c for c in source.children if c.type == "dotted_name"), None)
+        return (len(node_text(prefix)) if prefix is not None else 0,
+                node_text(dotted) if dotted is not None else "")
+    return 0, node_text(source)
+
+
+def imported_names(statement: Node) -> list[tuple[str, str]]:
+    """(local name, imported name) of `from m import a, b as c` -> [("a", "a"), ("c", "b")]."""
+    names = []
+    for item in statement.children_by_field_name("name"):
+        if item.type == "aliased_import":
+            name = item.child_by_field_name("name")
+            alias = item.child_by_field_name("alias")
+            if name is not None and alias is not None:
+                names.append((node_text(alias), node_text(name)))
+        elif item.type == "dotted_name":
+            names.append((node_text(item), node_text(item)))
+    return names
+
+
 def unparenthesize(node: Node) -> Node:
     while node.type == "parenthesized_expression" and node.named_child_count == 1:
         node = node.named_children[0]

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_ts import node_text, parse_python, unparenthesize
+from extractors.parsing.python_ts import (
+    import_source,
+    imported_names,
+    node_text,
+    parse_python,
+    unparenthesize,
+)
 from extractors.records import ExtractionWarning
 from extractors.sglang.records import SglangRegistryRow
 
@@ -102,25 +108,13 @@ def scan_module(text: str, path: str) -> ModuleScan:
 
 
 def _read_import(scan: ModuleScan, node: Node, path: str) -> None:
-    module_node = node.child_by_field_name("module_name")
-    if module_node is None:
+    source = import_source(node)
+    if source is None:
         return
-    if module_node.type == "relative_import":
-        prefix = next((c for c in module_node.children if c.type == "import_prefix"), None)
-        level = len(node_text(prefix)) if prefix is not None else 0
-        dotted = next((c for c in module_node.children if c.type == "dotted_name"), None)
-        module = node_text(dotted) if dotted is not None else ""
-    else:
-        level, module = 0, node_text(module_node)
+    level, module = source
     stem = _module_file(path, module, level)
-    for name_node in node.children_by_field_name("name"):
-        if name_node.type == "aliased_import":
-            imported = name_node.child_by_field_name("name")
-            local = name_node.child_by_field_name("alias")
-            if imported is not None and local is not None:
-                scan.imports[node_text(local)] = (stem, node_text(imported))
-        elif name_node.type == "dotted_name":
-            scan.imports[node_text(name_node)] = (stem, node_text(name_node))
+    for local, imported in imported_names(node):
+        scan.imports[local] = (stem, imported)
 
 
 def entry_names(scan: ModuleScan) -> tuple[list[str], list[str]]:
