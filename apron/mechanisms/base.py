@@ -6,7 +6,7 @@ with their names, never a default. Each figure carries its arithmetic written ou
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from apron.config import ModelConfig, is_int
 from apron.results import HeadCount, MechanismResult, Request
@@ -129,6 +129,32 @@ def per_layer_heads(heads: HeadCount, layers: int) -> tuple[tuple[int, ...] | No
     if heads.count is None:
         return None, "; ".join(heads.unknown) or "KV-head count unknown"
     return (heads.count,) * layers, ""
+
+
+class LayerWidths(NamedTuple):
+    """Every attention layer's KV bytes per token, with what they were computed from."""
+
+    layers: int
+    dims: HeadDims
+    counts: tuple[int, ...]  # KV heads per layer
+    widths: tuple[int, ...]  # bytes per token per layer: kv_heads x (k + v) x dtype bytes
+
+
+def layer_widths(model: ModelConfig, heads: HeadCount, request: Request, name: str,
+                 title: str) -> LayerWidths | MechanismResult:
+    """Per-layer KV widths for a cache where every layer attends, or the `unknown` result
+    (with the missing field names) when the config lacks what that needs."""
+    layers, layers_key = num_layers(model)
+    dims = head_dims(model)
+    reasons, missing = missing_inputs(dims, heads, layers, layers_key)
+    if reasons:
+        return unknown_result(name, title, tuple(reasons), tuple(missing), state=0)
+    assert layers is not None and dims.k is not None and dims.v is not None
+    counts, why = per_layer_heads(heads, layers)
+    if counts is None:
+        return unknown_result(name, title, (why,), state=0)
+    b = request.kv_dtype_bytes
+    return LayerWidths(layers, dims, counts, tuple(c * (dims.k + dims.v) * b for c in counts))
 
 
 def layer_bytes_text(kv_heads: int, dims: HeadDims, dtype_bytes: int) -> str:

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 from apron.config import ModelConfig
 from apron.mechanisms.base import (
-    head_dims,
-    missing_inputs,
+    LayerWidths,
+    layer_widths,
     n,
-    num_layers,
-    per_layer_heads,
     result,
-    unknown_result,
 )
 from apron.results import HeadCount, MechanismResult, Request
 
@@ -36,18 +33,13 @@ def flavour(heads: HeadCount, model: ModelConfig) -> str:
 
 
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:
-    layers, layers_key = num_layers(model)
-    dims = head_dims(model)
-    reasons, missing = missing_inputs(dims, heads, layers, layers_key)
     title = f"{TITLE} ({flavour(heads, model)})"
-    if reasons:
-        return unknown_result(NAME, title, tuple(reasons), tuple(missing), state=0)
-    assert layers is not None and dims.k is not None and dims.v is not None
-    counts, why = per_layer_heads(heads, layers)
-    if counts is None:
-        return unknown_result(NAME, title, (why,), (), state=0)
+    found = layer_widths(model, heads, request, NAME, title)
+    if not isinstance(found, LayerWidths):
+        return found
+    layers, dims, counts = found.layers, found.dims, found.counts
     b = request.kv_dtype_bytes
-    per_token = sum(c * (dims.k + dims.v) * b for c in counts)
+    per_token = sum(found.widths)
     lines = [f"KV heads: {heads.how}", f"head dims: {dims.how}"]
     if heads.per_layer:
         lines.append(f"per token = sum over {layers} layers of kv_heads_l x ({dims.k} + {dims.v}) "

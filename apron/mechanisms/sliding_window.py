@@ -10,13 +10,10 @@ from __future__ import annotations
 from apron.config import ModelConfig, is_int
 from apron.layers import FULL, SLIDING, layout
 from apron.mechanisms.base import (
-    head_dims,
-    missing_inputs,
+    LayerWidths,
+    layer_widths,
     n,
-    num_layers,
-    per_layer_heads,
     result,
-    unknown_result,
 )
 from apron.mechanisms.full_attention import flavour
 from apron.results import HeadCount, MechanismResult, Request
@@ -29,18 +26,12 @@ NEEDS = ("num_hidden_layers", "KV-head count", "head_dim", "sliding_window",
 
 
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:
-    layers, layers_key = num_layers(model)
-    dims = head_dims(model)
-    reasons, missing = missing_inputs(dims, heads, layers, layers_key)
     title = f"{TITLE} ({flavour(heads, model)})"
-    if reasons:
-        return unknown_result(NAME, title, tuple(reasons), tuple(missing), state=0)
-    assert layers is not None and dims.k is not None and dims.v is not None
-    counts, why = per_layer_heads(heads, layers)
-    if counts is None:
-        return unknown_result(NAME, title, (why,), state=0)
+    found = layer_widths(model, heads, request, NAME, title)
+    if not isinstance(found, LayerWidths):
+        return found
+    layers, dims, counts, widths = found.layers, found.dims, found.counts, found.widths
     b = request.kv_dtype_bytes
-    widths = [c * (dims.k + dims.v) * b for c in counts]
     naive_per_token = sum(widths)
     uniform = len(set(widths)) == 1
     lines = [f"KV heads: {heads.how}", f"head dims: {dims.how}"]
