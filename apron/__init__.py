@@ -11,5 +11,14 @@ from apron.errors import ApronInputError
 from apron.plan import KV_DTYPES, plan
 from apron.results import Plan
 
-__all__ = ["KV_DTYPES", "ApronInputError", "ModelConfig", "Plan", "load_config",
-           "load_constraints", "load_sample", "plan", "sample_names"]
+__all__ = [
+    "KV_DTYPES",
+    "ApronInputError",
+    "ModelConfig",
+    "Plan",
+    "load_config",
+    "load_constraints",
+    "load_sample",
+    "plan",
+    "sample_names",
+]

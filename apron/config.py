@@ -22,26 +22,62 @@ SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 # key. Only model types whose config class declares the alias are listed (facts about
 # transformers, not about any engine).
 ATTRIBUTE_MAPS: dict[str, dict[str, tuple[str, ...]]] = {
-    "gpt2": {"hidden_size": ("n_embd",), "num_attention_heads": ("n_head",),
-             "num_hidden_layers": ("n_layer",), "max_position_embeddings": ("n_positions",)},
-    "gpt_bigcode": {"hidden_size": ("n_embd",), "num_attention_heads": ("n_head",),
-                    "num_hidden_layers": ("n_layer",), "max_position_embeddings": ("n_positions",)},
-    "gptj": {"hidden_size": ("n_embd",), "num_attention_heads": ("n_head",),
-             "num_hidden_layers": ("n_layer",), "max_position_embeddings": ("n_positions",)},
-    "codegen": {"hidden_size": ("n_embd",), "num_attention_heads": ("n_head",),
-                "num_hidden_layers": ("n_layer",), "max_position_embeddings": ("n_positions",)},
-    "mpt": {"hidden_size": ("d_model",), "num_attention_heads": ("n_heads",),
-            "num_hidden_layers": ("n_layers",), "max_position_embeddings": ("max_seq_len",)},
-    "dbrx": {"hidden_size": ("d_model",), "num_attention_heads": ("n_heads",),
-             "num_hidden_layers": ("n_layers",), "max_position_embeddings": ("max_seq_len",)},
-    "bloom": {"hidden_size": ("n_embed",), "num_attention_heads": ("n_head",),
-              "num_hidden_layers": ("n_layer",)},
-    "falcon": {"hidden_size": ("n_embed",), "num_attention_heads": ("n_head",),
-               "num_hidden_layers": ("n_layer",)},
-    "RefinedWeb": {"hidden_size": ("n_embed",), "num_attention_heads": ("n_head",),
-                   "num_hidden_layers": ("n_layer",)},
-    "RefinedWebModel": {"hidden_size": ("n_embed",), "num_attention_heads": ("n_head",),
-                        "num_hidden_layers": ("n_layer",)},
+    "gpt2": {
+        "hidden_size": ("n_embd",),
+        "num_attention_heads": ("n_head",),
+        "num_hidden_layers": ("n_layer",),
+        "max_position_embeddings": ("n_positions",),
+    },
+    "gpt_bigcode": {
+        "hidden_size": ("n_embd",),
+        "num_attention_heads": ("n_head",),
+        "num_hidden_layers": ("n_layer",),
+        "max_position_embeddings": ("n_positions",),
+    },
+    "gptj": {
+        "hidden_size": ("n_embd",),
+        "num_attention_heads": ("n_head",),
+        "num_hidden_layers": ("n_layer",),
+        "max_position_embeddings": ("n_positions",),
+    },
+    "codegen": {
+        "hidden_size": ("n_embd",),
+        "num_attention_heads": ("n_head",),
+        "num_hidden_layers": ("n_layer",),
+        "max_position_embeddings": ("n_positions",),
+    },
+    "mpt": {
+        "hidden_size": ("d_model",),
+        "num_attention_heads": ("n_heads",),
+        "num_hidden_layers": ("n_layers",),
+        "max_position_embeddings": ("max_seq_len",),
+    },
+    "dbrx": {
+        "hidden_size": ("d_model",),
+        "num_attention_heads": ("n_heads",),
+        "num_hidden_layers": ("n_layers",),
+        "max_position_embeddings": ("max_seq_len",),
+    },
+    "bloom": {
+        "hidden_size": ("n_embed",),
+        "num_attention_heads": ("n_head",),
+        "num_hidden_layers": ("n_layer",),
+    },
+    "falcon": {
+        "hidden_size": ("n_embed",),
+        "num_attention_heads": ("n_head",),
+        "num_hidden_layers": ("n_layer",),
+    },
+    "RefinedWeb": {
+        "hidden_size": ("n_embed",),
+        "num_attention_heads": ("n_head",),
+        "num_hidden_layers": ("n_layer",),
+    },
+    "RefinedWebModel": {
+        "hidden_size": ("n_embed",),
+        "num_attention_heads": ("n_head",),
+        "num_hidden_layers": ("n_layer",),
+    },
     "chatglm": {"num_hidden_layers": ("num_layers",), "max_position_embeddings": ("seq_length",)},
 }
 
@@ -157,17 +193,22 @@ class ModelConfig:
 
 # -- loading ------------------------------------------------------------------------------------
 
+
 def _gguf_message(what: str) -> str:
-    return (f"{what}, not a Hugging Face config.json. apron plans from config.json; for a GGUF "
-            "model ask llama.cpp to fit it: `llama-fit-params --model <file.gguf>` (or "
-            "`llama-server --model <file.gguf> --fit on`).")
+    return (
+        f"{what}, not a Hugging Face config.json. apron plans from config.json; for a GGUF "
+        "model ask llama.cpp to fit it: `llama-fit-params --model <file.gguf>` (or "
+        "`llama-server --model <file.gguf> --fit on`)."
+    )
 
 
 def _adapter_message(path: Path, adapter: Mapping[str, Any] | None) -> str:
     base = adapter.get("base_model_name_or_path") if isinstance(adapter, Mapping) else None
     hint = f" (its base model is {base!r})" if isinstance(base, str) and base else ""
-    return (f"{path} holds a LoRA/PEFT adapter (adapter_config.json), not a model config. "
-            f"Give apron the base model's config.json instead{hint}.")
+    return (
+        f"{path} holds a LoRA/PEFT adapter (adapter_config.json), not a model config. "
+        f"Give apron the base model's config.json instead{hint}."
+    )
 
 
 def _parse_json_file(path: Path) -> Any:
@@ -180,16 +221,20 @@ def _parse_json_file(path: Path) -> Any:
     try:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as err:
-        raise ApronInputError(f"{path} is not a JSON file (not UTF-8 text); expected a Hugging "
-                              "Face config.json") from err
+        raise ApronInputError(
+            f"{path} is not a JSON file (not UTF-8 text); expected a Hugging Face config.json"
+        ) from err
     except json.JSONDecodeError as err:
-        raise ApronInputError(f"{path} is not valid JSON ({err.msg} at line {err.lineno}, column "
-                              f"{err.colno}); expected a Hugging Face config.json") from err
+        raise ApronInputError(
+            f"{path} is not valid JSON ({err.msg} at line {err.lineno}, column "
+            f"{err.colno}); expected a Hugging Face config.json"
+        ) from err
 
 
 def _is_adapter(data: Mapping[str, Any]) -> bool:
     return ("peft_type" in data or "base_model_name_or_path" in data) and not (
-        "architectures" in data or "model_type" in data)
+        "architectures" in data or "model_type" in data
+    )
 
 
 def _from_path(path: Path) -> ModelConfig:
@@ -205,17 +250,22 @@ def _from_path(path: Path) -> ModelConfig:
                 raise ApronInputError(_adapter_message(path, content))
             if any(path.glob("*.gguf")):
                 raise ApronInputError(_gguf_message(f"{path} holds GGUF files and no config.json"))
-            raise ApronInputError(f"{path} is a directory without a config.json; give the model's "
-                                  "config.json or the directory that holds it")
+            raise ApronInputError(
+                f"{path} is a directory without a config.json; give the model's "
+                "config.json or the directory that holds it"
+            )
         path = config
     elif not path.exists():
-        raise ApronInputError(f"{path} does not exist; give a config.json, a directory holding one, "
-                              "or --sample <name>")
+        raise ApronInputError(
+            f"{path} does not exist; give a config.json, a directory holding one, "
+            "or --sample <name>"
+        )
     data = _parse_json_file(path)
     if not isinstance(data, dict):
         kind = type(data).__name__ if data is not None else "null"
-        raise ApronInputError(f"{path} is JSON but not an object (found {kind}); a config.json is "
-                              "one JSON object")
+        raise ApronInputError(
+            f"{path} is JSON but not an object (found {kind}); a config.json is one JSON object"
+        )
     if _is_adapter(data):
         raise ApronInputError(_adapter_message(path, data))
     return ModelConfig(data, str(path))

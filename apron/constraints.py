@@ -14,8 +14,12 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 ENGINES = ("vllm", "sglang", "llamacpp", "trtllm")
-ENGINE_TITLES = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp",
-                 "trtllm": "TensorRT-LLM"}
+ENGINE_TITLES = {
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "llamacpp": "llama.cpp",
+    "trtllm": "TensorRT-LLM",
+}
 
 
 class Citation(NamedTuple):
@@ -49,8 +53,12 @@ class EngineConstraints(NamedTuple):
 
     def cite(self, row: Any, symbol: str = "") -> Citation:
         """A citation for one row: its path and symbol fields when it has them."""
-        return Citation(self.engine, self.commit, str(field(row, "path", "") or ""),
-                        str(field(row, "symbol", "") or symbol))
+        return Citation(
+            self.engine,
+            self.commit,
+            str(field(row, "path", "") or ""),
+            str(field(row, "symbol", "") or symbol),
+        )
 
     @property
     def title(self) -> str:
@@ -68,8 +76,13 @@ def _fact_names(package: Any) -> tuple[str, ...]:
         return tuple(str(f) for f in facts)
     import pkgutil  # only for a package that does not declare FACTS
 
-    return tuple(sorted(m.name for m in pkgutil.iter_modules(package.__path__)
-                        if not m.name.startswith("_") and m.name != "warnings_found"))
+    return tuple(
+        sorted(
+            m.name
+            for m in pkgutil.iter_modules(package.__path__)
+            if not m.name.startswith("_") and m.name != "warnings_found"
+        )
+    )
 
 
 class LazyFacts(Mapping[str, tuple[Any, ...]]):

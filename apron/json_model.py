@@ -40,8 +40,9 @@ def model_for(cls: type) -> type[BaseModel]:
     if cls not in _MODELS:
         hints = typing.get_type_hints(cls)
         fields = {name: (_convert(hints[name]), ...) for name in cls._fields}
-        _MODELS[cls] = create_model(cls.__name__, __config__=ConfigDict(frozen=True),
-                                    __doc__=cls.__doc__, **fields)
+        _MODELS[cls] = create_model(
+            cls.__name__, __config__=ConfigDict(frozen=True), __doc__=cls.__doc__, **fields
+        )
     return _MODELS[cls]
 
 

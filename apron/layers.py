@@ -14,22 +14,47 @@ from typing import NamedTuple
 from apron.config import ModelConfig, is_int
 
 FULL, SLIDING, MAMBA, BOTH, LINEAR, CONV, NONE = (
-    "full_attention", "sliding_attention", "mamba", "attention+mamba", "linear_attention",
-    "short_conv", "no_cache")
+    "full_attention",
+    "sliding_attention",
+    "mamba",
+    "attention+mamba",
+    "linear_attention",
+    "short_conv",
+    "no_cache",
+)
 ATTENTION_KINDS = frozenset({FULL, SLIDING, BOTH})
 STATE_KINDS = frozenset({MAMBA, BOTH, LINEAR, CONV})
 
 # Per-layer type words seen in config.json files, normalized. Unknown words stay unknown.
 KIND_WORDS = {
-    "full_attention": FULL, "attention": FULL, "global": FULL, "global_attention": FULL,
-    "full": FULL, "*": FULL,
-    "sliding_attention": SLIDING, "sliding": SLIDING, "local": SLIDING, "local_attention": SLIDING,
-    "sliding_window": SLIDING, "swa": SLIDING,
-    "mamba": MAMBA, "mamba2": MAMBA, "m": MAMBA, "ssm": MAMBA,
+    "full_attention": FULL,
+    "attention": FULL,
+    "global": FULL,
+    "global_attention": FULL,
+    "full": FULL,
+    "*": FULL,
+    "sliding_attention": SLIDING,
+    "sliding": SLIDING,
+    "local": SLIDING,
+    "local_attention": SLIDING,
+    "sliding_window": SLIDING,
+    "swa": SLIDING,
+    "mamba": MAMBA,
+    "mamba2": MAMBA,
+    "m": MAMBA,
+    "ssm": MAMBA,
     "hybrid": BOTH,  # Zamba2: a Mamba layer with the shared attention block applied
-    "linear_attention": LINEAR, "linear": LINEAR, "gated_deltanet": LINEAR, "kda": LINEAR,
-    "conv": CONV, "short_conv": CONV,
-    "mlp": NONE, "moe": NONE, "-": NONE, "e": NONE, "ffn": NONE,
+    "linear_attention": LINEAR,
+    "linear": LINEAR,
+    "gated_deltanet": LINEAR,
+    "kda": LINEAR,
+    "conv": CONV,
+    "short_conv": CONV,
+    "mlp": NONE,
+    "moe": NONE,
+    "-": NONE,
+    "e": NONE,
+    "ffn": NONE,
 }
 
 
@@ -61,12 +86,20 @@ def _words(values: object, source: str, layers: int | None) -> LayerLayout:
         word = str(value).strip().lower()
         kind = KIND_WORDS.get(word)
         if kind is None:
-            return LayerLayout((), source, (f"{source}[{index}] = {value!r} is a layer type apron "
-                                            "does not know",), ())
+            return LayerLayout(
+                (),
+                source,
+                (f"{source}[{index}] = {value!r} is a layer type apron does not know",),
+                (),
+            )
         kinds.append(kind)
     if layers is not None and len(kinds) != layers:
-        return LayerLayout((), source, (f"{source} has {len(kinds)} entries but the model has "
-                                        f"{layers} layers",), ())
+        return LayerLayout(
+            (),
+            source,
+            (f"{source} has {len(kinds)} entries but the model has {layers} layers",),
+            (),
+        )
     return LayerLayout(tuple(kinds), source, (), ())
 
 
@@ -83,13 +116,21 @@ def layout(model: ModelConfig) -> LayerLayout | None:
     period, offset = model.get("attn_layer_period"), model.get("attn_layer_offset")
     if period is not None or offset is not None:
         source = "attn_layer_period/attn_layer_offset"
-        missing = tuple(k for k, v in (("attn_layer_period", period), ("attn_layer_offset", offset),
-                                       ("num_hidden_layers", layers)) if v is None)
+        missing = tuple(
+            k
+            for k, v in (
+                ("attn_layer_period", period),
+                ("attn_layer_offset", offset),
+                ("num_hidden_layers", layers),
+            )
+            if v is None
+        )
         if missing:
             return LayerLayout((), source, (f"{source} needs {', '.join(missing)}",), missing)
         if not (is_int(period) and is_int(offset)) or period <= 0:
-            return LayerLayout((), source, (f"{source} = {period!r}/{offset!r} are not usable "
-                                            "integers",), ())
+            return LayerLayout(
+                (), source, (f"{source} = {period!r}/{offset!r} are not usable integers",), ()
+            )
         kinds = tuple(FULL if i % period == offset else MAMBA for i in range(layers))
         return LayerLayout(kinds, f"{source} = {period}/{offset}", (), ())
     pattern = model.get("sliding_window_pattern")
@@ -98,16 +139,21 @@ def layout(model: ModelConfig) -> LayerLayout | None:
         if not is_int(pattern) or pattern <= 0:
             return LayerLayout((), source, (f"{source} is not a positive integer",), ())
         if layers is None:
-            return LayerLayout((), source, (f"{source} needs num_hidden_layers",),
-                               ("num_hidden_layers",))
+            return LayerLayout(
+                (), source, (f"{source} needs num_hidden_layers",), ("num_hidden_layers",)
+            )
         kinds = tuple(SLIDING if (i + 1) % pattern else FULL for i in range(layers))
         return LayerLayout(kinds, f"{source} (every {pattern}th layer global)", (), ())
     if model.get("use_sliding_window") is True and model.present("max_window_layers"):
         first = model.get("max_window_layers")
         source = f"use_sliding_window + max_window_layers = {first!r}"
         if not is_int(first) or layers is None:
-            return LayerLayout((), source, (f"{source} needs integer max_window_layers and "
-                                            "num_hidden_layers",), ("num_hidden_layers",))
+            return LayerLayout(
+                (),
+                source,
+                (f"{source} needs integer max_window_layers and num_hidden_layers",),
+                ("num_hidden_layers",),
+            )
         kinds = tuple(SLIDING if i >= first else FULL for i in range(layers))
         return LayerLayout(kinds, f"{source} (layers {first}.. windowed)", (), ())
     return None

@@ -34,8 +34,7 @@ CONTEXT_KEYS = ("max_position_embeddings",)
 def make_request(model: ModelConfig, context: int | None, kv_dtype: str, batch: int) -> Request:
     """Validate the options; a context of None means the config's own maximum (when it has one)."""
     if kv_dtype not in KV_DTYPES:
-        raise ApronInputError(f"unknown KV dtype {kv_dtype!r}; use one of "
-                              f"{', '.join(KV_DTYPES)}")
+        raise ApronInputError(f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}")
     if context is not None and context <= 0:
         raise ApronInputError(f"context must be a positive number of tokens, got {context}")
     if batch <= 0:
@@ -44,8 +43,11 @@ def make_request(model: ModelConfig, context: int | None, kv_dtype: str, batch: 
     if context is None:
         context = model.integer("max_position_embeddings")
         key = model.key_of("max_position_embeddings")
-        source = f"the config's {key}" if context is not None else \
-            "none: no --context and no max_position_embeddings in the config"
+        source = (
+            f"the config's {key}"
+            if context is not None
+            else "none: no --context and no max_position_embeddings in the config"
+        )
     return Request(context, source, kv_dtype, KV_DTYPES[kv_dtype], batch)
 
 
@@ -53,70 +55,141 @@ def _encoder_decoder_section(model: ModelConfig, vllm: EngineConstraints | None)
     if vllm is None or model.architecture is None:
         return ""
     for row in vllm.rows("registry_rows"):
-        if getattr(row, "architecture", None) == model.architecture and \
-                "encoder-decoder" in str(getattr(row, "section", "")).lower():
+        if (
+            getattr(row, "architecture", None) == model.architecture
+            and "encoder-decoder" in str(getattr(row, "section", "")).lower()
+        ):
             return f"vLLM's registry files {model.architecture} under [Encoder-decoder]"
     return ""
 
 
 def _figures_differ(a: MechanismResult, b: MechanismResult) -> bool:
-    return (a.mechanism, a.kv_bytes_per_token, a.kv_bytes_at_context, a.state_bytes_per_sequence) \
-        != (b.mechanism, b.kv_bytes_per_token, b.kv_bytes_at_context, b.state_bytes_per_sequence)
+    return (
+        a.mechanism,
+        a.kv_bytes_per_token,
+        a.kv_bytes_at_context,
+        a.state_bytes_per_sequence,
+    ) != (b.mechanism, b.kv_bytes_per_token, b.kv_bytes_at_context, b.state_bytes_per_sequence)
 
 
-def _view(model: ModelConfig, request: Request, engine_id: str, constraints: EngineConstraints | None,
-          decision: EngineDecision | None, apron_heads: HeadCount, flags: frozenset[str],
-          enc_dec: str, prediction: MechanismResult, support_entry: EngineSupport) -> EngineView:
+def _view(
+    model: ModelConfig,
+    request: Request,
+    engine_id: str,
+    constraints: EngineConstraints | None,
+    decision: EngineDecision | None,
+    apron_heads: HeadCount,
+    flags: frozenset[str],
+    enc_dec: str,
+    prediction: MechanismResult,
+    support_entry: EngineSupport,
+) -> EngineView:
     title = ENGINE_TITLES.get(engine_id, engine_id)
     if constraints is None or decision is None:
-        return EngineView(engine_id, title, None, "constraints absent", None, (), None, None, None,
-                          None, None, False,
-                          (f"no generated/{engine_id}/ module: apron has none of {title}'s rules, "
-                           "so it cannot say what it would allocate",), ())
+        return EngineView(
+            engine_id,
+            title,
+            None,
+            "constraints absent",
+            None,
+            (),
+            None,
+            None,
+            None,
+            None,
+            None,
+            False,
+            (
+                f"no generated/{engine_id}/ module: apron has none of {title}'s rules, "
+                "so it cannot say what it would allocate",
+            ),
+            (),
+        )
     notes = list(decision.notes)
     cites = list(decision.citations)
-    registered = support_entry.status == "registered" if support_entry.status in (
-        "registered", "not registered") else None
+    registered = (
+        support_entry.status == "registered"
+        if support_entry.status in ("registered", "not registered")
+        else None
+    )
     if registered is False:
-        notes.append(f"{model.architecture} is not in {title}'s registry at this commit: it could "
-                     "load only through a generic fallback (e.g. a Transformers backend), which "
-                     "apron does not model")
+        notes.append(
+            f"{model.architecture} is not in {title}'s registry at this commit: it could "
+            "load only through a generic fallback (e.g. a Transformers backend), which "
+            "apron does not model"
+        )
     if not decision.computes_figures:
-        return EngineView(engine_id, title, constraints.commit, "constraints used", registered,
-                          decision.flags, None, None, None, None, None, False,
-                          (*notes, f"byte figures: {title}'s KV sizing rules are not among the "
-                           "extracted constraints"), tuple(cites))
+        return EngineView(
+            engine_id,
+            title,
+            constraints.commit,
+            "constraints used",
+            registered,
+            decision.flags,
+            None,
+            None,
+            None,
+            None,
+            None,
+            False,
+            (
+                *notes,
+                f"byte figures: {title}'s KV sizing rules are not among the extracted constraints",
+            ),
+            tuple(cites),
+        )
     heads = decision.kv_heads or apron_heads
     mla = decision.mla.is_mla if decision.mla is not None else None
     if decision.mla is not None:
-        notes.insert(0, f"MLA: {'yes' if mla else 'no' if mla is False else 'unknown'}: "
-                     f"{decision.mla.why}")
+        notes.insert(
+            0, f"MLA: {'yes' if mla else 'no' if mla is False else 'unknown'}: {decision.mla.why}"
+        )
         cites.extend(decision.mla.citations)
     cites.extend(heads.citations)
-    selection = select(model, mla=bool(mla), heads=heads, flags=flags,
-                       encoder_decoder_section=enc_dec)
+    selection = select(
+        model, mla=bool(mla), heads=heads, flags=flags, encoder_decoder_section=enc_dec
+    )
     figures = compute(selection, model, heads, request)
     if mla is None and is_mla_shaped(model):
-        notes.append(f"whether {title} treats this config as MLA is unknown; shown as full attention")
+        notes.append(
+            f"whether {title} treats this config as MLA is unknown; shown as full attention"
+        )
     if mla is False and is_mla_shaped(model) and figures.mechanism != mla_latent.NAME:
         latent = mla_latent.compute(model, heads, request)
         if latent.kv_bytes_per_token and figures.kv_bytes_per_token:
-            notes.append(f"MLA-shaped config allocated as full attention: "
-                         f"{figures.kv_bytes_per_token / latent.kv_bytes_per_token:.1f}x the MLA "
-                         f"latent figure ({latent.kv_bytes_per_token:,} B/token)")
+            notes.append(
+                f"MLA-shaped config allocated as full attention: "
+                f"{figures.kv_bytes_per_token / latent.kv_bytes_per_token:.1f}x the MLA "
+                f"latent figure ({latent.kv_bytes_per_token:,} B/token)"
+            )
     if figures.unknown:
         notes.extend(f"unknown: {u}" for u in figures.unknown)
-    return EngineView(engine_id, title, constraints.commit, "constraints used", registered,
-                      decision.flags, figures.mechanism,
-                      figures.kv_bytes_per_token, figures.kv_bytes_at_context,
-                      figures.naive_kv_bytes_at_context, figures.state_bytes_per_sequence,
-                      _figures_differ(figures, prediction), tuple(dict.fromkeys(notes)),
-                      tuple(dict.fromkeys(cites)))
+    return EngineView(
+        engine_id,
+        title,
+        constraints.commit,
+        "constraints used",
+        registered,
+        decision.flags,
+        figures.mechanism,
+        figures.kv_bytes_per_token,
+        figures.kv_bytes_at_context,
+        figures.naive_kv_bytes_at_context,
+        figures.state_bytes_per_sequence,
+        _figures_differ(figures, prediction),
+        tuple(dict.fromkeys(notes)),
+        tuple(dict.fromkeys(cites)),
+    )
 
 
-def plan(config: ModelConfig | str | Path | Mapping[str, Any], *, context: int | None = None,
-         kv_dtype: str = "bf16", batch: int = 1,
-         constraints: ConstraintSet | None = None) -> Plan:
+def plan(
+    config: ModelConfig | str | Path | Mapping[str, Any],
+    *,
+    context: int | None = None,
+    kv_dtype: str = "bf16",
+    batch: int = 1,
+    constraints: ConstraintSet | None = None,
+) -> Plan:
     """A labelled prediction for one config, citing the engine commits whose rules it used."""
     model = config if isinstance(config, ModelConfig) else load_config(config)
     request = make_request(model, context, kv_dtype, batch)
@@ -131,43 +204,94 @@ def plan(config: ModelConfig | str | Path | Mapping[str, Any], *, context: int |
                 decisions[engine_id] = rules.decide(model, engine)
             except Exception as err:  # generated rows of a shape this apron does not know
                 decisions[engine_id] = EngineDecision(
-                    engine_id, None, None, (), (f"could not interpret generated/{engine_id} "
-                                                f"({type(err).__name__}: {err})",), (),
-                    computes_figures=False)
+                    engine_id,
+                    None,
+                    None,
+                    (),
+                    (f"could not interpret generated/{engine_id} ({type(err).__name__}: {err})",),
+                    (),
+                    computes_figures=False,
+                )
     flags = frozenset(f for d in decisions.values() for f in d.flags)
     mla_votes = [d.mla for d in decisions.values() if d.mla is not None]
     apron_mla = any(m.is_mla for m in mla_votes)
     enc_dec = _encoder_decoder_section(model, vllm)
-    selection = select(model, mla=apron_mla, heads=apron_heads, flags=flags,
-                       encoder_decoder_section=enc_dec)
+    selection = select(
+        model, mla=apron_mla, heads=apron_heads, flags=flags, encoder_decoder_section=enc_dec
+    )
     prediction = compute(selection, model, apron_heads, request)
     notes: list[str] = []
     if model.text_key:
         notes.append(f"geometry read from the {model.text_key} sub-config")
     if apron_mla:
-        notes.append("MLA because " + "; ".join(f"{ENGINE_TITLES[m.engine]}: {m.why}"
-                                                for m in mla_votes if m.is_mla))
+        notes.append(
+            "MLA because "
+            + "; ".join(f"{ENGINE_TITLES[m.engine]}: {m.why}" for m in mla_votes if m.is_mla)
+        )
     elif is_mla_shaped(model):
-        notes.append("MLA-shaped (kv_lora_rank) but no engine's extracted rule lists it as MLA: "
-                     "engines allocate full attention")
+        notes.append(
+            "MLA-shaped (kv_lora_rank) but no engine's extracted rule lists it as MLA: "
+            "engines allocate full attention"
+        )
     if request.context is None and prediction.kv_bytes_at_context != 0:
         notes.append("no context length: figures per token only (give --context)")
     if not any(c is not None for c in cs.engines.values()):
-        notes.append("no generated engine constraints at all: every engine-derived value is unknown")
+        notes.append(
+            "no generated engine constraints at all: every engine-derived value is unknown"
+        )
 
     supported = support(model, cs)
-    views = tuple(_view(model, request, engine_id, cs.get(engine_id), decisions.get(engine_id),
-                        apron_heads, flags, enc_dec, prediction, entry)
-                  for engine_id, entry in zip(cs.engines, supported, strict=True))
-    batch_kv = (prediction.kv_bytes_at_context * request.batch
-                if prediction.kv_bytes_at_context is not None else None)
-    batch_state = (prediction.state_bytes_per_sequence * request.batch
-                   if prediction.state_bytes_per_sequence is not None else None)
+    views = tuple(
+        _view(
+            model,
+            request,
+            engine_id,
+            cs.get(engine_id),
+            decisions.get(engine_id),
+            apron_heads,
+            flags,
+            enc_dec,
+            prediction,
+            entry,
+        )
+        for engine_id, entry in zip(cs.engines, supported, strict=True)
+    )
+    batch_kv = (
+        prediction.kv_bytes_at_context * request.batch
+        if prediction.kv_bytes_at_context is not None
+        else None
+    )
+    batch_state = (
+        prediction.state_bytes_per_sequence * request.batch
+        if prediction.state_bytes_per_sequence is not None
+        else None
+    )
     total = batch_kv + batch_state if batch_kv is not None and batch_state is not None else None
-    stamps = tuple(EngineStamp(engine_id, ENGINE_TITLES.get(engine_id, engine_id),
-                               engine.commit if engine else None,
-                               engine.commit_date if engine else None, engine is not None)
-                   for engine_id, engine in cs.engines.items())
-    return Plan(PREDICTION, model.source, model.architecture, model.model_type,
-                model.text_model_type, model.text_key, request, apron_heads, prediction, batch_kv,
-                batch_state, total, views, supported, stamps, tuple(notes))
+    stamps = tuple(
+        EngineStamp(
+            engine_id,
+            ENGINE_TITLES.get(engine_id, engine_id),
+            engine.commit if engine else None,
+            engine.commit_date if engine else None,
+            engine is not None,
+        )
+        for engine_id, engine in cs.engines.items()
+    )
+    return Plan(
+        PREDICTION,
+        model.source,
+        model.architecture,
+        model.model_type,
+        model.text_model_type,
+        model.text_key,
+        request,
+        apron_heads,
+        prediction,
+        batch_kv,
+        batch_state,
+        total,
+        views,
+        supported,
+        stamps,
+        tuple(notes),
+    )

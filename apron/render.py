@@ -36,7 +36,7 @@ def short_bytes(value: int | None) -> str:
     if value is None:
         return "-"
     text = human_bytes(value)
-    return text[text.index("(") + 1:-1] if "(" in text else text
+    return text[text.index("(") + 1 : -1] if "(" in text else text
 
 
 def _mechanism_lines(plan: Plan) -> list[Text]:
@@ -47,8 +47,9 @@ def _mechanism_lines(plan: Plan) -> list[Text]:
     if r.context is not None:
         aware = "KV at context" if p.naive_ratio is None else "KV at context (aware)"
         rows.append((aware, human_bytes(p.kv_bytes_at_context)))
-        if p.naive_ratio is not None or (p.naive_kv_bytes_at_context not in (None,
-                                                                          p.kv_bytes_at_context)):
+        if p.naive_ratio is not None or (
+            p.naive_kv_bytes_at_context not in (None, p.kv_bytes_at_context)
+        ):
             rows.append(("KV at context (naive)", human_bytes(p.naive_kv_bytes_at_context)))
             if p.naive_ratio is not None:
                 rows.append(("naive / aware", f"{p.naive_ratio:.2f}x"))
@@ -77,22 +78,40 @@ def _mechanism_lines(plan: Plan) -> list[Text]:
 
 
 def _engine_table(views: tuple[EngineView, ...], context: int | None) -> Table:
-    table = Table(title="What each engine would allocate at its pinned commit",
-                  title_justify="left", show_edge=False, pad_edge=False)
-    for column in ("engine", "commit", "mechanism", "KV/token",
-                   "KV at context" if context is not None else "KV at context (no context)",
-                   "state/seq", "differs"):
+    table = Table(
+        title="What each engine would allocate at its pinned commit",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
+    for column in (
+        "engine",
+        "commit",
+        "mechanism",
+        "KV/token",
+        "KV at context" if context is not None else "KV at context (no context)",
+        "state/seq",
+        "differs",
+    ):
         table.add_column(column)
     for v in views:
         if v.status != "constraints used" or v.mechanism is None:
-            what = v.status if v.commit is None else (
-                "classes: " + ", ".join(v.flags) if v.flags else "no figures extracted")
+            what = (
+                v.status
+                if v.commit is None
+                else ("classes: " + ", ".join(v.flags) if v.flags else "no figures extracted")
+            )
             table.add_row(v.title, (v.commit or "-")[:12], what, "-", "-", "-", "")
             continue
-        table.add_row(v.title, (v.commit or "-")[:12], v.mechanism, short_bytes(v.kv_bytes_per_token),
-                      short_bytes(v.kv_bytes_at_context),
-                      "-" if v.state_bytes_per_sequence == 0 else short_bytes(v.state_bytes_per_sequence),
-                      "yes" if v.differs_from_prediction else "no")
+        table.add_row(
+            v.title,
+            (v.commit or "-")[:12],
+            v.mechanism,
+            short_bytes(v.kv_bytes_per_token),
+            short_bytes(v.kv_bytes_at_context),
+            "-" if v.state_bytes_per_sequence == 0 else short_bytes(v.state_bytes_per_sequence),
+            "yes" if v.differs_from_prediction else "no",
+        )
     return table
 
 
@@ -102,14 +121,23 @@ def _engine_notes(views: tuple[EngineView, ...]) -> list[Text]:
         for note in v.notes:
             lines.append(Text.assemble(f"  {v.title}: ", (note, "dim" if v.commit is None else "")))
         for cite in v.citations[:4]:
-            lines.append(Text(f"    cites {cite.engine}@{cite.commit[:12]} {cite.path}"
-                              f"{' :: ' + cite.symbol if cite.symbol else ''}", style="dim"))
+            lines.append(
+                Text(
+                    f"    cites {cite.engine}@{cite.commit[:12]} {cite.path}"
+                    f"{' :: ' + cite.symbol if cite.symbol else ''}",
+                    style="dim",
+                )
+            )
     return lines
 
 
 def _support_table(support: tuple[EngineSupport, ...], architecture: str | None) -> Table:
-    table = Table(title=f"Engine support for {architecture or '(no architectures in config)'}",
-                  title_justify="left", show_edge=False, pad_edge=False)
+    table = Table(
+        title=f"Engine support for {architecture or '(no architectures in config)'}",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
     for column in ("engine", "commit", "status", "task group", "where (path :: symbol)"):
         table.add_column(column, overflow="fold")
     for s in support:
@@ -124,9 +152,13 @@ def _support_table(support: tuple[EngineSupport, ...], architecture: str | None)
                 where += f" ({entry.detail})"
             if entry.constraints:
                 where += " | constraints: " + "; ".join(entry.constraints)
-            table.add_row(s.title if first else "", (s.commit or "-")[:12] if first else "",
-                          s.status if first else entry.kind, entry.task_group or "-",
-                          escape(where))
+            table.add_row(
+                s.title if first else "",
+                (s.commit or "-")[:12] if first else "",
+                s.status if first else entry.kind,
+                entry.task_group or "-",
+                escape(where),
+            )
             first = False
         for note in s.notes:
             table.add_row("", "", "note", "", escape(note))
@@ -136,19 +168,31 @@ def _support_table(support: tuple[EngineSupport, ...], architecture: str | None)
 def render(plan: Plan, console: Console) -> None:
     r = plan.request
     used = [s for s in plan.constraints if s.present]
-    header = Text.assemble(("apron plan", "bold"), f"  {plan.source}   ",
-                           ("PREDICTION", "bold magenta"),
-                           " (from config fields and extracted engine rules, not a measurement)")
-    ident = (f"{plan.architecture or '(no architectures)'} · model_type {plan.model_type or '?'}"
-             + (f" (text: {plan.text_model_type})" if plan.text_config_key else ""))
-    request = (f"context {r.context:,} tokens ({r.context_source})" if r.context is not None
-               else f"context: {r.context_source}") + \
-        f" · KV dtype {r.kv_dtype} ({r.kv_dtype_bytes} B) · batch {r.batch}"
+    header = Text.assemble(
+        ("apron plan", "bold"),
+        f"  {plan.source}   ",
+        ("PREDICTION", "bold magenta"),
+        " (from config fields and extracted engine rules, not a measurement)",
+    )
+    ident = f"{plan.architecture or '(no architectures)'} · model_type {plan.model_type or '?'}" + (
+        f" (text: {plan.text_model_type})" if plan.text_config_key else ""
+    )
+    request = (
+        f"context {r.context:,} tokens ({r.context_source})"
+        if r.context is not None
+        else f"context: {r.context_source}"
+    ) + f" · KV dtype {r.kv_dtype} ({r.kv_dtype_bytes} B) · batch {r.batch}"
     heads = plan.kv_heads
     lines = [header, Text(ident), Text(request)]
     if plan.prediction.mechanism in HEAD_MECHANISMS:
-        lines.append(Text(f"KV heads: {heads.how}" if heads.known
-                          else "KV heads: unknown: " + "; ".join(heads.unknown), style="dim"))
+        lines.append(
+            Text(
+                f"KV heads: {heads.how}"
+                if heads.known
+                else "KV heads: unknown: " + "; ".join(heads.unknown),
+                style="dim",
+            )
+        )
     console.print(Group(*lines))
     console.print()
     for line in _mechanism_lines(plan):
@@ -160,9 +204,16 @@ def render(plan: Plan, console: Console) -> None:
     console.print()
     console.print(_support_table(plan.support, plan.architecture))
     console.print()
-    stamps = "; ".join(f"{s.title} @ {s.commit} ({s.commit_date})" if s.present
-                       else f"{s.title}: constraints absent" for s in plan.constraints)
-    console.print(Text.assemble(("Prediction", "bold magenta"),
-                                f" using the generated constraints of: {stamps}"))
+    stamps = "; ".join(
+        f"{s.title} @ {s.commit} ({s.commit_date})"
+        if s.present
+        else f"{s.title}: constraints absent"
+        for s in plan.constraints
+    )
+    console.print(
+        Text.assemble(
+            ("Prediction", "bold magenta"), f" using the generated constraints of: {stamps}"
+        )
+    )
     if not used:
         console.print(Text("no engine constraints were present", style="yellow"))

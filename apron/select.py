@@ -30,60 +30,101 @@ class Selection(NamedTuple):
     reason: str = ""
 
 
-ATTENTION_MARKERS = ("num_attention_heads", "num_key_value_heads", "n_head_kv", "num_kv_heads",
-                     "multi_query_group_num")
+ATTENTION_MARKERS = (
+    "num_attention_heads",
+    "num_key_value_heads",
+    "n_head_kv",
+    "num_kv_heads",
+    "multi_query_group_num",
+)
 
 
 def _has_attention_fields(model: ModelConfig) -> bool:
     return any(model.present(k) for k in ATTENTION_MARKERS)
 
 
-def select(model: ModelConfig, *, mla: bool | None, heads: HeadCount, flags: frozenset[str],
-           encoder_decoder_section: str = "") -> Selection:
+def select(
+    model: ModelConfig,
+    *,
+    mla: bool | None,
+    heads: HeadCount,
+    flags: frozenset[str],
+    encoder_decoder_section: str = "",
+) -> Selection:
     if model.get("is_encoder_decoder") is True or model.top("is_encoder_decoder") is True:
-        return Selection(unsupported, "encoder-decoder", (
-            "encoder-decoder model (is_encoder_decoder): decoder self-attention plus "
-            "cross-attention over the encoder output is not an implemented mechanism"))
+        return Selection(
+            unsupported,
+            "encoder-decoder",
+            (
+                "encoder-decoder model (is_encoder_decoder): decoder self-attention plus "
+                "cross-attention over the encoder output is not an implemented mechanism"
+            ),
+        )
     if encoder_decoder_section:
-        return Selection(unsupported, "encoder-decoder", (
-            f"{encoder_decoder_section}: encoder-decoder cross-attention is not an implemented "
-            "mechanism"))
+        return Selection(
+            unsupported,
+            "encoder-decoder",
+            (
+                f"{encoder_decoder_section}: encoder-decoder cross-attention is not an implemented "
+                "mechanism"
+            ),
+        )
     if "diffusion" in flags:
-        return Selection(unsupported, "diffusion", (
-            "llama.cpp classes this architecture as a diffusion model: no autoregressive KV "
-            "cache; not an implemented mechanism"))
+        return Selection(
+            unsupported,
+            "diffusion",
+            (
+                "llama.cpp classes this architecture as a diffusion model: no autoregressive KV "
+                "cache; not an implemented mechanism"
+            ),
+        )
     if model.get("attention_chunk_size") is not None:
-        return Selection(unsupported, "chunked local attention", (
-            f"attention_chunk_size = {model.get('attention_chunk_size')!r}: chunked local "
-            "attention is not an implemented mechanism"))
+        return Selection(
+            unsupported,
+            "chunked local attention",
+            (
+                f"attention_chunk_size = {model.get('attention_chunk_size')!r}: chunked local "
+                "attention is not an implemented mechanism"
+            ),
+        )
     if mla:
         return Selection(mla_latent, "the engine rule says MLA")
     structure = layout(model)
     hybrid_source = structure is not None and any(
-        structure.source.startswith(k) for k in HYBRID_FIELDS)
+        structure.source.startswith(k) for k in HYBRID_FIELDS
+    )
     if structure is not None and (structure.has_state or (structure.unknown and hybrid_source)):
         return Selection(hybrid_ssm, f"per-layer types ({structure.source}) include state layers")
     if "hybrid" in flags and structure is None:
         return Selection(hybrid_ssm, "llama.cpp classes the architecture as hybrid")
     attention_free = heads.count == 0 and not heads.per_layer
-    if has_state_fields(model) and (attention_free or not _has_attention_fields(model)
-                                    or "recurrent" in flags):
+    if has_state_fields(model) and (
+        attention_free or not _has_attention_fields(model) or "recurrent" in flags
+    ):
         return Selection(recurrent, "state fields and no attention")
     if "recurrent" in flags:
         return Selection(recurrent, "llama.cpp classes the architecture as recurrent")
     if attention_free:
-        return Selection(unsupported, "no KV heads", (
-            f"{heads.how}: no attention KV, and the config has no recurrent state fields apron "
-            "knows"))
-    if (structure is not None and (structure.has_sliding or structure.unknown)) or \
-            model.get("sliding_window") is not None:
+        return Selection(
+            unsupported,
+            "no KV heads",
+            (
+                f"{heads.how}: no attention KV, and the config has no recurrent state fields apron "
+                "knows"
+            ),
+        )
+    if (structure is not None and (structure.has_sliding or structure.unknown)) or model.get(
+        "sliding_window"
+    ) is not None:
         return Selection(sliding_window, "sliding_window / per-layer types")
     return Selection(full_attention, "every layer is full attention")
 
 
-def compute(selection: Selection, model: ModelConfig, heads: HeadCount,
-            request: Request) -> MechanismResult:
+def compute(
+    selection: Selection, model: ModelConfig, heads: HeadCount, request: Request
+) -> MechanismResult:
     if selection.mechanism is unsupported:
-        return unsupported.compute(model, heads, request, selection.reason,
-                                   f"{unsupported.TITLE} ({selection.why})")
+        return unsupported.compute(
+            model, heads, request, selection.reason, f"{unsupported.TITLE} ({selection.why})"
+        )
     return selection.mechanism.compute(model, heads, request)  # type: ignore[attr-defined]

@@ -14,8 +14,15 @@ from typing import NamedTuple
 
 from apron.config import ModelConfig
 
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4,
-               "float8_e4m3fn": 1, "float8_e5m2": 1}
+DTYPE_BYTES = {
+    "bfloat16": 2,
+    "float16": 2,
+    "half": 2,
+    "float32": 4,
+    "float": 4,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+}
 
 # canonical -> spellings, hybrid configs (prefixed names only, since head_dim etc. are attention's)
 HYBRID_SPELLINGS = {
@@ -53,7 +60,9 @@ class LayerState(NamedTuple):
     missing: tuple[str, ...]
 
 
-def _pick(model: ModelConfig, spellings: dict[str, tuple[str, ...]], name: str) -> tuple[int | None, str]:
+def _pick(
+    model: ModelConfig, spellings: dict[str, tuple[str, ...]], name: str
+) -> tuple[int | None, str]:
     for key in spellings[name]:
         value = model.integer(key)
         if value is not None:
@@ -76,11 +85,15 @@ def layer_state(model: ModelConfig, recurrent: bool) -> LayerState:
         hidden = model.integer("hidden_size")
         if expand is not None and hidden is not None:
             d_inner = expand * hidden
-            lines.append(f"d_inner = {expand_key} x hidden_size = {expand} x {hidden} = {d_inner:,}")
+            lines.append(
+                f"d_inner = {expand_key} x hidden_size = {expand} x {hidden} = {d_inner:,}"
+            )
         elif variant == "mamba2" and vals["head_dim"][0] is not None:
             d_inner = heads * vals["head_dim"][0]
-            lines.append(f"d_inner = {heads_key} x {vals['head_dim'][1]} = {heads} x "
-                         f"{vals['head_dim'][0]} = {d_inner:,}")
+            lines.append(
+                f"d_inner = {heads_key} x {vals['head_dim'][1]} = {heads} x "
+                f"{vals['head_dim'][0]} = {d_inner:,}"
+            )
         else:
             missing += [k for k, v in ((expand_key, expand), ("hidden_size", hidden)) if v is None]
     else:
@@ -90,34 +103,52 @@ def layer_state(model: ModelConfig, recurrent: bool) -> LayerState:
         groups, groups_key = vals["n_groups"]
         missing += [k for k, v in ((head_dim_key, head_dim), (groups_key, groups)) if v is None]
     if missing:
-        return LayerState(variant, None, None, None, (), (f"{variant} state needs "
-                          f"{', '.join(dict.fromkeys(missing))}",), tuple(dict.fromkeys(missing)))
+        return LayerState(
+            variant,
+            None,
+            None,
+            None,
+            (),
+            (f"{variant} state needs {', '.join(dict.fromkeys(missing))}",),
+            tuple(dict.fromkeys(missing)),
+        )
     assert conv is not None and state is not None and d_inner is not None
     if variant == "mamba2":
         conv_dim = d_inner + 2 * groups * state
         conv_elems = (conv - 1) * conv_dim
         ssm_elems = heads * head_dim * state
-        lines += [f"conv = ({conv_key} - 1) x (d_inner + 2 x {groups_key} x {state_key}) = "
-                  f"({conv} - 1) x ({d_inner:,} + 2 x {groups} x {state}) = {conv_elems:,}",
-                  f"ssm = {heads_key} x {head_dim_key} x {state_key} = {heads} x {head_dim} x "
-                  f"{state} = {ssm_elems:,}"]
+        lines += [
+            f"conv = ({conv_key} - 1) x (d_inner + 2 x {groups_key} x {state_key}) = "
+            f"({conv} - 1) x ({d_inner:,} + 2 x {groups} x {state}) = {conv_elems:,}",
+            f"ssm = {heads_key} x {head_dim_key} x {state_key} = {heads} x {head_dim} x "
+            f"{state} = {ssm_elems:,}",
+        ]
     else:
         conv_elems = (conv - 1) * d_inner
         ssm_elems = d_inner * state
-        lines += [f"conv = ({conv_key} - 1) x d_inner = ({conv} - 1) x {d_inner:,} = {conv_elems:,}",
-                  f"ssm = d_inner x {state_key} = {d_inner:,} x {state} = {ssm_elems:,}"]
+        lines += [
+            f"conv = ({conv_key} - 1) x d_inner = ({conv} - 1) x {d_inner:,} = {conv_elems:,}",
+            f"ssm = d_inner x {state_key} = {d_inner:,} x {state} = {ssm_elems:,}",
+        ]
     elements = conv_elems + ssm_elems
     dtype = model.model_dtype()
     size = DTYPE_BYTES.get(dtype or "")
     if size is None:
-        why = (f"state dtype {dtype!r} is not one apron knows" if dtype else
-               "the config gives no torch_dtype, so the state's bytes per element are unknown")
-        return LayerState(variant, elements, None, dtype, tuple(lines), (why,),
-                          () if dtype else ("torch_dtype",))
-    lines.append(f"per layer = ({conv_elems:,} + {ssm_elems:,}) elements x {size} B ({dtype}) = "
-                 f"{elements * size:,} B (state in the model dtype; an engine told to keep the "
-                 "SSM state in float32, e.g. vLLM --mamba-ssm-cache-dtype float32, needs "
-                 f"{ssm_elems * (4 - size):,} B more per layer)" if size < 4 else
-                 f"per layer = ({conv_elems:,} + {ssm_elems:,}) elements x {size} B ({dtype}) = "
-                 f"{elements * size:,} B")
+        why = (
+            f"state dtype {dtype!r} is not one apron knows"
+            if dtype
+            else "the config gives no torch_dtype, so the state's bytes per element are unknown"
+        )
+        return LayerState(
+            variant, elements, None, dtype, tuple(lines), (why,), () if dtype else ("torch_dtype",)
+        )
+    lines.append(
+        f"per layer = ({conv_elems:,} + {ssm_elems:,}) elements x {size} B ({dtype}) = "
+        f"{elements * size:,} B (state in the model dtype; an engine told to keep the "
+        "SSM state in float32, e.g. vLLM --mamba-ssm-cache-dtype float32, needs "
+        f"{ssm_elems * (4 - size):,} B more per layer)"
+        if size < 4
+        else f"per layer = ({conv_elems:,} + {ssm_elems:,}) elements x {size} B ({dtype}) = "
+        f"{elements * size:,} B"
+    )
     return LayerState(variant, elements, elements * size, dtype, tuple(lines), (), ())

@@ -15,22 +15,64 @@ from apron.constraints import ENGINE_TITLES, ConstraintSet, EngineConstraints, f
 from apron.results import EngineSupport, SupportEntry
 
 ARCH_FIELDS = ("architecture", "hf_architecture", "registered_architecture")
-REGISTRY_FACTS = ("registry_rows", "hf_architectures", "registered_architectures",
-                  "registered_models")
+REGISTRY_FACTS = (
+    "registry_rows",
+    "hf_architectures",
+    "registered_architectures",
+    "registered_models",
+)
 FINDINGS_FACTS = ("docs_registry_findings",)
-CONSTRAINT_FIELDS = ("notes", "footnotes", "constraints", "footnote_texts", "architecture_notes",
-                     "model_notes", "example_notes", "row_notes")
-DETAIL_FIELDS = ("module", "class_name", "section", "gguf_arch", "llm_arch",
-                 "model_type", "converter_class", "resolution", "models", "family", "inputs",
-                 "features", "other_columns", "example_hf_models", "example_hf_ids", "also_in")
+CONSTRAINT_FIELDS = (
+    "notes",
+    "footnotes",
+    "constraints",
+    "footnote_texts",
+    "architecture_notes",
+    "model_notes",
+    "example_notes",
+    "row_notes",
+)
+DETAIL_FIELDS = (
+    "module",
+    "class_name",
+    "section",
+    "gguf_arch",
+    "llm_arch",
+    "model_type",
+    "converter_class",
+    "resolution",
+    "models",
+    "family",
+    "inputs",
+    "features",
+    "other_columns",
+    "example_hf_models",
+    "example_hf_ids",
+    "also_in",
+)
 # facts the engine views already interpret (MLA sets and conditions) are not repeated here
-SKIP_FACTS = ("mla_conditions", "mla_architectures", "explicit_mha_architectures",
-              "mla_model_types", "mla_gates", "kv_head_aliases", "kv_head_fallback",
-              "kv_head_overrides")
+SKIP_FACTS = (
+    "mla_conditions",
+    "mla_architectures",
+    "explicit_mha_architectures",
+    "mla_model_types",
+    "mla_gates",
+    "kv_head_aliases",
+    "kv_head_fallback",
+    "kv_head_overrides",
+)
 # a fact is scanned only when its name says it can hold architectures; this keeps a plan from
 # importing generated modules it does not need (llama.cpp's raw class sets, arch names, ...)
-NAME_HINTS = ("registry", "architecture", "docs", "supported", "registered", "feature", "models",
-              "footnote")
+NAME_HINTS = (
+    "registry",
+    "architecture",
+    "docs",
+    "supported",
+    "registered",
+    "feature",
+    "models",
+    "footnote",
+)
 
 
 def _arch_fields(row: Any) -> tuple[tuple[str, ...], str | None]:
@@ -39,7 +81,8 @@ def _arch_fields(row: Any) -> tuple[tuple[str, ...], str | None]:
     if names is None:
         names = tuple(n for n in (*ARCH_FIELDS, "architectures") if hasattr(row, n))
     return tuple(f for f in ARCH_FIELDS if f in names), (
-        "architectures" if "architectures" in names else None)
+        "architectures" if "architectures" in names else None
+    )
 
 
 def _scan(rows: tuple[Any, ...], arch: str) -> list[Any]:
@@ -51,7 +94,8 @@ def _scan(rows: tuple[Any, ...], arch: str) -> list[Any]:
     found = []
     for row in rows:
         if any(getattr(row, f, None) == arch for f in scalars) or (
-                many is not None and arch in (getattr(row, many, None) or ())):
+            many is not None and arch in (getattr(row, many, None) or ())
+        ):
             found.append(row)
     return found
 
@@ -64,11 +108,18 @@ def _text(value: Any) -> str:
 
 def _entry(engine: EngineConstraints, fact: str, row: Any) -> SupportEntry:
     entry_name = field(row, "entry_name", "")
-    symbol = str(field(row, "symbol", "") or field(row, "dict_name", "")
-                 or (f"EntryClass = {entry_name}" if entry_name else "")
-                 or field(row, "section", "") or fact)
-    detail = "; ".join(f"{name} {_text(field(row, name))}" for name in DETAIL_FIELDS
-                       if field(row, name) not in (None, "", (), []) and field(row, name) != symbol)
+    symbol = str(
+        field(row, "symbol", "")
+        or field(row, "dict_name", "")
+        or (f"EntryClass = {entry_name}" if entry_name else "")
+        or field(row, "section", "")
+        or fact
+    )
+    detail = "; ".join(
+        f"{name} {_text(field(row, name))}"
+        for name in DETAIL_FIELDS
+        if field(row, name) not in (None, "", (), []) and field(row, name) != symbol
+    )
     group = field(row, "task_group", "") or ""
     also = field(row, "also_in", ())
     if group and also:
@@ -95,25 +146,42 @@ def _matrix_entry(engine: EngineConstraints, fact: str, cells: list[Any]) -> Sup
         for name in ("notes", "row_notes"):
             constraints.extend(str(n) for n in field(cell, name, ()) or () if n)
     symbol = str(field(cells[0], "matrix", "") or fact)
-    return SupportEntry(fact, "", detail, tuple(dict.fromkeys(constraints)),
-                        engine.cite(cells[0], symbol))
+    return SupportEntry(
+        fact, "", detail, tuple(dict.fromkeys(constraints)), engine.cite(cells[0], symbol)
+    )
 
 
-def engine_support(model: ModelConfig, engine_id: str, engine: EngineConstraints | None) -> EngineSupport:
+def engine_support(
+    model: ModelConfig, engine_id: str, engine: EngineConstraints | None
+) -> EngineSupport:
     title = ENGINE_TITLES.get(engine_id, engine_id)
     if engine is None:
-        return EngineSupport(engine_id, title, None, "constraints absent", (),
-                             (f"no generated/{engine_id}/: apron cannot say whether {title} "
-                              "registers it",))
+        return EngineSupport(
+            engine_id,
+            title,
+            None,
+            "constraints absent",
+            (),
+            (f"no generated/{engine_id}/: apron cannot say whether {title} registers it",),
+        )
     arch = model.architecture
     if arch is None:
-        return EngineSupport(engine_id, title, engine.commit, "no architecture", (),
-                             ("the config has no architectures list",))
+        return EngineSupport(
+            engine_id,
+            title,
+            engine.commit,
+            "no architecture",
+            (),
+            ("the config has no architectures list",),
+        )
     entries: list[SupportEntry] = []
     notes: list[str] = []
     registered = False
-    facts = [f for f in engine.fact_names()
-             if f not in SKIP_FACTS and any(hint in f for hint in NAME_HINTS)]
+    facts = [
+        f
+        for f in engine.fact_names()
+        if f not in SKIP_FACTS and any(hint in f for hint in NAME_HINTS)
+    ]
     for fact in facts:
         rows = _scan(engine.rows(fact), arch)
         if rows and _is_matrix(rows[0]):
@@ -139,22 +207,29 @@ def engine_support(model: ModelConfig, engine_id: str, engine: EngineConstraints
             notes.append(f"{arch} is not in {title}'s {', '.join(registry)} at this commit")
     else:
         status = "registered"
-    entries.sort(key=lambda e: (e.kind not in REGISTRY_FACTS, "model_type mmproj" in e.detail,
-                                e.kind))
+    entries.sort(
+        key=lambda e: (e.kind not in REGISTRY_FACTS, "model_type mmproj" in e.detail, e.kind)
+    )
     return EngineSupport(engine_id, title, engine.commit, status, tuple(entries), tuple(notes))
 
 
-def _safe_support(model: ModelConfig, engine_id: str,
-                  engine: EngineConstraints | None) -> EngineSupport:
+def _safe_support(
+    model: ModelConfig, engine_id: str, engine: EngineConstraints | None
+) -> EngineSupport:
     try:
         return engine_support(model, engine_id, engine)
     except Exception as err:  # generated rows of a shape this apron does not know
-        return EngineSupport(engine_id, ENGINE_TITLES.get(engine_id, engine_id),
-                             engine.commit if engine else None, "constraints unreadable", (),
-                             (f"could not read generated/{engine_id} ({type(err).__name__}: "
-                              f"{err})",))
+        return EngineSupport(
+            engine_id,
+            ENGINE_TITLES.get(engine_id, engine_id),
+            engine.commit if engine else None,
+            "constraints unreadable",
+            (),
+            (f"could not read generated/{engine_id} ({type(err).__name__}: {err})",),
+        )
 
 
 def support(model: ModelConfig, constraints: ConstraintSet) -> tuple[EngineSupport, ...]:
-    return tuple(_safe_support(model, engine_id, engine)
-                 for engine_id, engine in constraints.engines.items())
+    return tuple(
+        _safe_support(model, engine_id, engine) for engine_id, engine in constraints.engines.items()
+    )

@@ -60,8 +60,14 @@ print(json.dumps({"lazy": (t1 - t0) * 1e3,
 
 def run_child(code: str, sample: str, env: dict[str, str]) -> tuple[dict, float]:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, sample], capture_output=True, text=True,
-                          check=True, cwd=REPO, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", code, sample],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        env=env,
+    )
     wall = (time.perf_counter() - start) * 1e3
     return json.loads(done.stdout), wall
 
@@ -82,10 +88,14 @@ def series(label: str, sample: str, runs: int, env: dict[str, str]) -> float:
     print(f"  import apron                       {med('import'):6.1f} ms")
     print(f"  import all generated modules       {med('generated'):6.1f} ms")
     print(f"  one plan ({sample:<12})          {med('plan'):6.1f} ms")
-    print(f"  = import + all generated + plan    {total:6.1f} ms  (min {min(totals):.1f}; "
-          f"{'under' if total < TARGET_MS else 'OVER'} the {TARGET_MS:.0f} ms target)")
-    print(f"  lazy path: import apron + one plan {lazy_ms:6.1f} ms  "
-          f"({lazy[0]['modules']} generated modules imported)")
+    print(
+        f"  = import + all generated + plan    {total:6.1f} ms  (min {min(totals):.1f}; "
+        f"{'under' if total < TARGET_MS else 'OVER'} the {TARGET_MS:.0f} ms target)"
+    )
+    print(
+        f"  lazy path: import apron + one plan {lazy_ms:6.1f} ms  "
+        f"({lazy[0]['modules']} generated modules imported)"
+    )
     print(f"  whole process incl. interpreter start: {statistics.median(walls):.1f} ms")
     if rows[0]["bad_modules"]:
         print(f"  WARNING: imported {rows[0]['bad_modules']}")
@@ -98,17 +108,27 @@ def main() -> int:
     parser.add_argument("--sample", default="deepseek-v3")
     args = parser.parse_args()
 
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX",
-                                                            "PYTHONDONTWRITEBYTECODE")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")
+    }
     probe, _ = run_child(CHILD_ALL, args.sample, {**base, "PYTHONDONTWRITEBYTECODE": "1"})
-    engines = ", ".join(f"{k} ({v} rows)" if v is not None else f"{k} (absent)"
-                        for k, v in probe["engines"].items())
+    engines = ", ".join(
+        f"{k} ({v} rows)" if v is not None else f"{k} (absent)" for k, v in probe["engines"].items()
+    )
     print(f"generated engines: {engines}")
-    print(f"python {sys.version.split()[0]} on {os.cpu_count()} CPUs; sample {args.sample} -> "
-          f"{probe['mechanism']}\n")
+    print(
+        f"python {sys.version.split()[0]} on {os.cpu_count()} CPUs; sample {args.sample} -> "
+        f"{probe['mechanism']}\n"
+    )
 
-    cold = series("no bytecode cache (compile from source each start)", args.sample, args.runs,
-                  {**base, "PYTHONDONTWRITEBYTECODE": "1"})
+    cold = series(
+        "no bytecode cache (compile from source each start)",
+        args.sample,
+        args.runs,
+        {**base, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
     with tempfile.TemporaryDirectory(prefix="apron-bench-pyc-") as cache:
         env = {**base, "PYTHONPYCACHEPREFIX": cache}
         run_child(CHILD_ALL, args.sample, env)  # warm the cache
@@ -129,8 +149,10 @@ def main() -> int:
     # The goal is judged as installed (pip writes .pyc files at install time); the no-bytecode
     # figure is printed for information: it is what a source checkout under
     # PYTHONDONTWRITEBYTECODE pays on every start.
-    print(f"goal (as installed): {warm:.1f} ms {'<' if warm < TARGET_MS else '>='} {TARGET_MS:.0f} ms; "
-          f"no-bytecode figure {cold:.1f} ms")
+    print(
+        f"goal (as installed): {warm:.1f} ms {'<' if warm < TARGET_MS else '>='} {TARGET_MS:.0f} ms; "
+        f"no-bytecode figure {cold:.1f} ms"
+    )
     return 0 if warm < TARGET_MS else 1
 
 

@@ -1,4 +1,4 @@
-"""Benchmark (issue 7, target 1): cold extraction of an engine at its pin, against git clones.
+"""Benchmark: cold extraction of an engine at its pin, against git clones.
 
 Run: python benchmarks/bench_cold_extract.py [--runs N] [--engines vllm,llamacpp,sglang]
 
@@ -83,11 +83,15 @@ def cold_extract(engine_id: str, url: str, commit: str, trace: Path | None) -> d
             seconds = time.perf_counter() - started
         finally:
             os.environ.pop("GIT_TRACE_PACKET", None)
-        return {"seconds": seconds, "fetch_seconds": source.fetch_seconds,
-                "bytes": disk_bytes(cache), "requests": source.fetch_requests,
-                "blobs": source.fetched_blobs, "files": len({s.path for f in facts.facts
-                                                             for s in f.sources}),
-                "records": sum(len(f.records) for f in facts.facts)}
+        return {
+            "seconds": seconds,
+            "fetch_seconds": source.fetch_seconds,
+            "bytes": disk_bytes(cache),
+            "requests": source.fetch_requests,
+            "blobs": source.fetched_blobs,
+            "files": len({s.path for f in facts.facts for s in f.sources}),
+            "records": sum(len(f.records) for f in facts.facts),
+        }
 
 
 def plain_clone(url: str, commit: str) -> dict:
@@ -98,8 +102,12 @@ def plain_clone(url: str, commit: str) -> dict:
         if done.returncode == 0:
             done = git("checkout", "-q", commit, cwd=target)
         seconds = time.perf_counter() - started
-        return {"seconds": seconds, "bytes": disk_bytes(target), "ok": done.returncode == 0,
-                "error": done.stderr.strip().splitlines()[-1:] if done.returncode else []}
+        return {
+            "seconds": seconds,
+            "bytes": disk_bytes(target),
+            "ok": done.returncode == 0,
+            "error": done.stderr.strip().splitlines()[-1:] if done.returncode else [],
+        }
 
 
 def shallow_fetch(url: str, commit: str) -> dict:
@@ -108,13 +116,25 @@ def shallow_fetch(url: str, commit: str) -> dict:
         target.mkdir()
         started = time.perf_counter()
         git("init", "-q", cwd=target)
-        done = git("fetch", "-q", "--depth", "1", f"--upload-pack={LOCAL_UPLOAD_PACK}", url,
-                   commit, cwd=target)
+        done = git(
+            "fetch",
+            "-q",
+            "--depth",
+            "1",
+            f"--upload-pack={LOCAL_UPLOAD_PACK}",
+            url,
+            commit,
+            cwd=target,
+        )
         if done.returncode == 0:
             done = git("checkout", "-q", "FETCH_HEAD", cwd=target)
         seconds = time.perf_counter() - started
-        return {"seconds": seconds, "bytes": disk_bytes(target), "ok": done.returncode == 0,
-                "error": done.stderr.strip().splitlines()[-1:] if done.returncode else []}
+        return {
+            "seconds": seconds,
+            "bytes": disk_bytes(target),
+            "ok": done.returncode == 0,
+            "error": done.stderr.strip().splitlines()[-1:] if done.returncode else [],
+        }
 
 
 def tree_size(path: str, commit: str) -> tuple[int, int, int]:
@@ -122,8 +142,12 @@ def tree_size(path: str, commit: str) -> tuple[int, int, int]:
     git_dir = Path(path) / ".git" if (Path(path) / ".git").exists() else Path(path)
     listing = git(f"--git-dir={git_dir}", "ls-tree", "-r", "--format=%(objectname)", commit)
     shas = [s for s in listing.stdout.split() if s]
-    check = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "--batch-check"],
-                           input="\n".join(shas) + "\n", capture_output=True, text=True)
+    check = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "cat-file", "--batch-check"],
+        input="\n".join(shas) + "\n",
+        capture_output=True,
+        text=True,
+    )
     size = missing = 0
     for line in check.stdout.splitlines():
         parts = line.split()
@@ -155,23 +179,32 @@ def main() -> int:
         runs.append(cold_extract(engine, url, commit, trace))
         packets = trace.read_text(errors="replace").count("fetch< version 2")
         trace.unlink()
-        result = {**runs[-1], "seconds": statistics.median(r["seconds"] for r in runs),
-                  "fetch_seconds": statistics.median(r["fetch_seconds"] for r in runs),
-                  "packets": packets}
+        result = {
+            **runs[-1],
+            "seconds": statistics.median(r["seconds"] for r in runs),
+            "fetch_seconds": statistics.median(r["fetch_seconds"] for r in runs),
+            "packets": packets,
+        }
         results[engine] = result
-        print(f"  {engine:9s} {result['seconds']:6.2f} s (fetching {result['fetch_seconds']:.2f} s, "
-              f"the rest reading and parsing)  {mb(result['bytes']):>10s} on disk  "
-              f"{result['requests']} fetch requests (packet trace: {packets})  "
-              f"{result['blobs']} blobs fetched, {result['files']} files read, "
-              f"{result['records']} records")
+        print(
+            f"  {engine:9s} {result['seconds']:6.2f} s (fetching {result['fetch_seconds']:.2f} s, "
+            f"the rest reading and parsing)  {mb(result['bytes']):>10s} on disk  "
+            f"{result['requests']} fetch requests (packet trace: {packets})  "
+            f"{result['blobs']} blobs fetched, {result['files']} files read, "
+            f"{result['records']} records"
+        )
         if result["requests"] > GOAL_REQUESTS or packets != result["requests"]:
-            failures.append(f"{engine}: {result['requests']} fetch requests (packet trace "
-                            f"{packets}); goal <= {GOAL_REQUESTS}")
+            failures.append(
+                f"{engine}: {result['requests']} fetch requests (packet trace "
+                f"{packets}); goal <= {GOAL_REQUESTS}"
+            )
         if engine != BASELINE_ENGINE:
             size, blobs, missing = tree_size(mirror(engine), commit)
-            print(f"  {'':9s} tree at the pin: {blobs} blobs, {mb(size)} of them in the mirror "
-                  f"({missing} missing: a clone or checkout of this mirror fails); "
-                  f"{size / max(result['bytes'], 1):.0f}x the cold cache")
+            print(
+                f"  {'':9s} tree at the pin: {blobs} blobs, {mb(size)} of them in the mirror "
+                f"({missing} missing: a clone or checkout of this mirror fails); "
+                f"{size / max(result['bytes'], 1):.0f}x the cold cache"
+            )
     base = mirror(BASELINE_ENGINE)
     if base is None or BASELINE_ENGINE not in results:
         print(f"APRON_MIRROR_{BASELINE_ENGINE.upper()} not set or not measured: no clone baselines")
@@ -182,12 +215,17 @@ def main() -> int:
     shallow = shallow_fetch(url, commit)
     ours = results[BASELINE_ENGINE]
     print(f"baselines on the {BASELINE_ENGINE} mirror (complete), pin {commit[:12]}")
-    for name, base_run in (("(a) clone + checkout", clone), ("(b) depth-1 fetch + checkout", shallow)):
+    for name, base_run in (
+        ("(a) clone + checkout", clone),
+        ("(b) depth-1 fetch + checkout", shallow),
+    ):
         state = "" if base_run["ok"] else f"  FAILED: {' '.join(base_run['error'])}"
         print(f"  {name:30s} {base_run['seconds']:6.2f} s  {mb(base_run['bytes']):>10s}{state}")
-    print(f"  {'cold extraction (this tool)':30s} {ours['seconds']:6.2f} s  {mb(ours['bytes']):>10s}"
-          f"  (its fetches alone: {ours['fetch_seconds']:.2f} s, "
-          f"{clone['seconds'] / max(ours['fetch_seconds'], 1e-9):.0f}x less than (a))")
+    print(
+        f"  {'cold extraction (this tool)':30s} {ours['seconds']:6.2f} s  {mb(ours['bytes']):>10s}"
+        f"  (its fetches alone: {ours['fetch_seconds']:.2f} s, "
+        f"{clone['seconds'] / max(ours['fetch_seconds'], 1e-9):.0f}x less than (a))"
+    )
     ratios = {
         "bytes vs (a)": (clone["bytes"] / max(ours["bytes"], 1), GOAL_BYTES_VS_CLONE),
         "time vs (a)": (clone["seconds"] / ours["seconds"], GOAL_TIME_VS_CLONE),

@@ -1,4 +1,4 @@
-"""Benchmark (issue 7, target 3): `extract history` of vLLM's registry rows.
+"""Benchmark: `extract history` of vLLM's registry rows.
 
 Run: python benchmarks/bench_history.py [--fact registry_rows] [--since SHA] [--until SHA] [--jobs N]
 
@@ -46,18 +46,34 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def measure(label: str, mirror_url: str, cache_dir: Path, fact: str, since: str, until: str,
-            jobs: int, persist: bool) -> dict:
+def measure(
+    label: str,
+    mirror_url: str,
+    cache_dir: Path,
+    fact: str,
+    since: str,
+    until: str,
+    jobs: int,
+    persist: bool,
+) -> dict:
     cache = FactCache.at(cache_dir) if persist else FactCache(None)
     source = GitSource("vllm", mirror_url, cache_dir=cache_dir)
     wall, cpu = time.perf_counter(), cpu_seconds()
     history = run_history(ENGINES["vllm"], fact, source, since, until, cache=cache, jobs=jobs)
     timeline = history.timeline()
-    result = {"label": label, "wall": time.perf_counter() - wall, "cpu": cpu_seconds() - cpu,
-              "commits": len(history.evaluations), "parses": history.parses,
-              "hits": history.hits, "requests": history.fetch_requests,
-              "fetch": source.fetch_seconds, "items": len(timeline.items),
-              "unsupported": len(timeline.unsupported), "history": history}
+    result = {
+        "label": label,
+        "wall": time.perf_counter() - wall,
+        "cpu": cpu_seconds() - cpu,
+        "commits": len(history.evaluations),
+        "parses": history.parses,
+        "hits": history.hits,
+        "requests": history.fetch_requests,
+        "fetch": source.fetch_seconds,
+        "items": len(timeline.items),
+        "unsupported": len(timeline.unsupported),
+        "history": history,
+    }
     cache.close()
     return result
 
@@ -74,8 +90,9 @@ def naive_baseline(cache_dir: Path, history, fact: str, sample: int) -> tuple[fl
     for commit in chosen:
         files = {}
         for path in paths:
-            shown = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit.sha}:{path}"],
-                                   capture_output=True)
+            shown = subprocess.run(
+                ["git", f"--git-dir={git_dir}", "show", f"{commit.sha}:{path}"], capture_output=True
+            )
             if shown.returncode == 0:
                 files[path] = shown.stdout
         extractor.run(MemorySnapshot(files, engine="vllm", commit=commit.sha), {})
@@ -96,12 +113,19 @@ def main() -> int:
         return 2
     git_dir = Path(mirror) / ".git" if (Path(mirror) / ".git").exists() else Path(mirror)
     until = args.until or load_pin(REPO / "pins", "vllm").commit
-    since = args.since or subprocess.run(
-        ["git", f"--git-dir={git_dir}", "rev-list", "--first-parent", "--max-parents=0", until],
-        capture_output=True, text=True, check=True).stdout.split()[-1]
+    since = (
+        args.since
+        or subprocess.run(
+            ["git", f"--git-dir={git_dir}", "rev-list", "--first-parent", "--max-parents=0", until],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()[-1]
+    )
     url = "file://" + str(Path(mirror).resolve())
-    print(f"vllm {args.fact}: {since[:12]}..{until[:12]}, {args.jobs} job(s), "
-          f"{os.cpu_count()} CPU(s)")
+    print(
+        f"vllm {args.fact}: {since[:12]}..{until[:12]}, {args.jobs} job(s), {os.cpu_count()} CPU(s)"
+    )
     with tempfile.TemporaryDirectory(prefix="apron-history-") as tmp:
         cold_dir, runs = Path(tmp), []
         runs.append(measure("cold", url, cold_dir, args.fact, since, until, args.jobs, False))
@@ -110,18 +134,24 @@ def main() -> int:
         per_commit, sampled = naive_baseline(cold_dir, runs[1]["history"], args.fact, args.sample)
     for run in runs:
         per_blob = run["wall"] / run["parses"] if run["parses"] else 0.0
-        print(f"  {run['label']:6s} {run['wall']:6.2f} s wall  {run['cpu']:6.2f} s CPU  "
-              f"{run['commits']} commits  {run['parses']} parsed  {run['hits']} from cache  "
-              f"{run['requests']} fetch requests ({run['fetch']:.2f} s)  "
-              + (f"{per_blob * 1e3:.1f} ms per distinct blob" if run["parses"] else ""))
+        print(
+            f"  {run['label']:6s} {run['wall']:6.2f} s wall  {run['cpu']:6.2f} s CPU  "
+            f"{run['commits']} commits  {run['parses']} parsed  {run['hits']} from cache  "
+            f"{run['requests']} fetch requests ({run['fetch']:.2f} s)  "
+            + (f"{per_blob * 1e3:.1f} ms per distinct blob" if run["parses"] else "")
+        )
     parse = runs[1]
     naive = per_commit * parse["commits"]
-    print(f"  naive  {naive:6.2f} s wall (git show + parse per commit, no cache: "
-          f"{per_commit * 1e3:.1f} ms x {parse['commits']} commits, timed on {sampled})")
+    print(
+        f"  naive  {naive:6.2f} s wall (git show + parse per commit, no cache: "
+        f"{per_commit * 1e3:.1f} ms x {parse['commits']} commits, timed on {sampled})"
+    )
     print(f"  timeline: {parse['items']} items, {parse['unsupported']} unsupported commit(s)")
-    print(f"  goal: parse run under {GOAL_SECONDS:.0f} s: {parse['wall']:.2f} s "
-          f"({naive / parse['wall']:.1f}x faster than naive); "
-          f"cold with the fetch: {runs[0]['wall']:.2f} s; warm: {runs[2]['wall']:.2f} s")
+    print(
+        f"  goal: parse run under {GOAL_SECONDS:.0f} s: {parse['wall']:.2f} s "
+        f"({naive / parse['wall']:.1f}x faster than naive); "
+        f"cold with the fetch: {runs[0]['wall']:.2f} s; warm: {runs[2]['wall']:.2f} s"
+    )
     if parse["wall"] >= GOAL_SECONDS:
         print("goal missed")
         return 1

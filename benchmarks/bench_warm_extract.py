@@ -1,4 +1,4 @@
-"""Benchmark (issue 7, target 2): warm extraction of every engine with a source, at its pin.
+"""Benchmark: warm extraction of every engine with a source, at its pin.
 
 Run: python benchmarks/bench_warm_extract.py [--runs N]
 
@@ -73,8 +73,13 @@ print(json.dumps({"seconds": time.perf_counter() - started, "facts": per_fact,
 
 
 def child(engine_id: str, url: str, commit: str, cache_dir: Path, variant: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, engine_id, url, commit, str(cache_dir),
-                          variant], cwd=REPO, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, engine_id, url, commit, str(cache_dir), variant],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -101,14 +106,19 @@ def main() -> int:
                 totals[variant] += seconds
                 facts = "  ".join(
                     f"{name} {statistics.median(r['facts'][name] for r in runs) * 1e3:.0f} ms"
-                    for name in runs[0]["facts"])
+                    for name in runs[0]["facts"]
+                )
                 requests = max(r["requests"] for r in runs)
-                print(f"  {label:10s} {seconds:6.3f} s  ({requests} fetch requests, "
-                      f"{runs[0]['records']} records)  {facts}")
+                print(
+                    f"  {label:10s} {seconds:6.3f} s  ({requests} fetch requests, "
+                    f"{runs[0]['records']} records)  {facts}"
+                )
     for name in skipped:
         print(f"{name}: skipped (APRON_MIRROR_{name.upper()} not set)")
-    print(f"all engines: fact cache {totals['cache']:.2f} s, parse {totals['parse']:.2f} s "
-          f"(goal: under {GOAL_SECONDS:.0f} s with the fact cache)")
+    print(
+        f"all engines: fact cache {totals['cache']:.2f} s, parse {totals['parse']:.2f} s "
+        f"(goal: under {GOAL_SECONDS:.0f} s with the fact cache)"
+    )
     if totals["cache"] >= GOAL_SECONDS:
         print(f"goal missed: {totals['cache']:.2f} s >= {GOAL_SECONDS:.0f} s")
         return 1

@@ -52,9 +52,14 @@ class EngineSpec:
         return tuple(f.kind for f in self.facts)
 
 
-def extract_engine(engine: Engine, snapshot: Snapshot, *, commit_date: str,
-                   source_label: str | None = None,
-                   only: set[str] | None = None) -> EngineFacts:
+def extract_engine(
+    engine: Engine,
+    snapshot: Snapshot,
+    *,
+    commit_date: str,
+    source_label: str | None = None,
+    only: set[str] | None = None,
+) -> EngineFacts:
     """Run every fact extractor of `engine` on `snapshot`, in order.
 
     An empty result is an error unless the fact allows it: an empty list would read as
@@ -72,7 +77,8 @@ def extract_engine(engine: Engine, snapshot: Snapshot, *, commit_date: str,
                 raise AnchorError(
                     f"fact '{extractor.kind.name}' extracted nothing; an empty list would read "
                     "as 'everything was removed'",
-                    paths=recording.read_paths, anchor=extractor.kind.title,
+                    paths=recording.read_paths,
+                    anchor=extractor.kind.title,
                 )
         except ExtractionError as err:
             err.with_context(engine=engine.engine_id, commit=snapshot.commit, source=source_label)
@@ -80,12 +86,16 @@ def extract_engine(engine: Engine, snapshot: Snapshot, *, commit_date: str,
         except RecursionError:  # a backstop: the parsers refuse deep nesting before this
             raise ParseError(
                 f"fact '{extractor.kind.name}' hit Python's recursion limit: a file it read is "
-                "nested too deeply", paths=recording.read_paths, anchor=extractor.kind.title,
-            ).with_context(engine=engine.engine_id, commit=snapshot.commit,
-                           source=source_label) from None
+                "nested too deeply",
+                paths=recording.read_paths,
+                anchor=extractor.kind.title,
+            ).with_context(
+                engine=engine.engine_id, commit=snapshot.commit, source=source_label
+            ) from None
         done[extractor.kind.name] = output.records
-        results.append(FactResult(kind=extractor.kind, records=output.records,
-                                  sources=recording.sources()))
+        results.append(
+            FactResult(kind=extractor.kind, records=output.records, sources=recording.sources())
+        )
         warnings.extend(output.warnings)
     return EngineFacts(
         engine=engine.engine_id,

@@ -60,19 +60,31 @@ def resolve_ref(source: GitSource, ref: str | None) -> str:
     if ANY_SHA.match(ref):
         return ref
     if ref.startswith("-") or not REF_NAME.match(ref) or ".." in ref:
-        raise UsageError(f"--to {ref!r} is neither a hexadecimal SHA nor a plain branch or tag name")
+        raise UsageError(
+            f"--to {ref!r} is neither a hexadecimal SHA nor a plain branch or tag name"
+        )
     return source.ref_head(ref)
 
 
 def find_shrinks(diff: EngineDiff) -> list[Shrink]:
-    shrinks = [Shrink(d.fact, d.old_count, d.new_count) for d in diff.facts
-               if d.old_count and d.new_count < d.old_count * SHRINK_LIMIT]
+    shrinks = [
+        Shrink(d.fact, d.old_count, d.new_count)
+        for d in diff.facts
+        if d.old_count and d.new_count < d.old_count * SHRINK_LIMIT
+    ]
     shrinks += [Shrink(kind, 1, 0) for kind in diff.lost_kinds]
     return shrinks
 
 
-def plan_bump(engine: EngineSpec, paths: ProjectPaths, *, to: str | None, source: str | None,
-              allow_shrink: bool = False, with_impact: bool = True) -> BumpPlan:
+def plan_bump(
+    engine: EngineSpec,
+    paths: ProjectPaths,
+    *,
+    to: str | None,
+    source: str | None,
+    allow_shrink: bool = False,
+    with_impact: bool = True,
+) -> BumpPlan:
     old_pin = load_pin(paths.pins, engine.engine_id)
     chosen = source_for(engine, old_pin, source)
     git_source = GitSource(engine.engine_id, chosen)
@@ -83,13 +95,24 @@ def plan_bump(engine: EngineSpec, paths: ProjectPaths, *, to: str | None, source
     shrinks = find_shrinks(diff)
     if shrinks and not allow_shrink:
         listed = "; ".join(f"{s.fact}: {s.old_count} -> {s.new_count}" for s in shrinks)
-        raise GuardError(f"the bump would shrink fact sets by more than half or lose a fact kind "
-                         f"({listed}); rerun with --allow-shrink to accept it",
-                         engine=engine.engine_id, commit=new_facts.commit, source=chosen)
+        raise GuardError(
+            f"the bump would shrink fact sets by more than half or lose a fact kind "
+            f"({listed}); rerun with --allow-shrink to accept it",
+            engine=engine.engine_id,
+            commit=new_facts.commit,
+            source=chosen,
+        )
     new_pin = Pin(url=old_pin.url, commit=new_facts.commit, date=new_facts.commit_date)
-    plan = BumpPlan(engine=engine, old_pin=old_pin, new_pin=new_pin, old_facts=old_facts,
-                    new_facts=new_facts, diff=diff, shrinks=shrinks,
-                    accepted_shrink=bool(shrinks))
+    plan = BumpPlan(
+        engine=engine,
+        old_pin=old_pin,
+        new_pin=new_pin,
+        old_facts=old_facts,
+        new_facts=new_facts,
+        diff=diff,
+        shrinks=shrinks,
+        accepted_shrink=bool(shrinks),
+    )
     plan.rendered = render_generated(paths, new_facts)
     if with_impact and not plan.no_change:
         plan.impact, plan.impact_note = calculator_impact(paths, plan.rendered)
@@ -118,7 +141,7 @@ def render_pr_title(plan: BumpPlan) -> str:
     title = plan.engine.title
     changed = [d for d in plan.diff.facts if not d.empty]
     what = ", ".join(d.title for d in changed[:3]) if changed else "header only"
-    return (f"Bump {title} to {plan.new_pin.commit[:12]} ({plan.new_pin.date}): {what}\n")
+    return f"Bump {title} to {plan.new_pin.commit[:12]} ({plan.new_pin.date}): {what}\n"
 
 
 def _fact_lines(delta: FactDiff) -> list[str]:
@@ -136,19 +159,28 @@ def _fact_lines(delta: FactDiff) -> list[str]:
 
 def _changed_fields(old: Record, new: Record) -> str:
     before, after = old.model_dump(), new.model_dump()
-    parts = [f"{name} {before[name]!r} -> {after[name]!r}" for name in after
-             if before.get(name) != after[name]]
+    parts = [
+        f"{name} {before[name]!r} -> {after[name]!r}"
+        for name in after
+        if before.get(name) != after[name]
+    ]
     return "; ".join(parts)
 
 
 def _summary_line(delta: FactDiff) -> str:
     bits = []
     if delta.added:
-        bits.append("+" + ", +".join(r.label() for r in delta.added[:6])
-                    + (" ..." if len(delta.added) > 6 else ""))
+        bits.append(
+            "+"
+            + ", +".join(r.label() for r in delta.added[:6])
+            + (" ..." if len(delta.added) > 6 else "")
+        )
     if delta.removed:
-        bits.append("-" + ", -".join(r.label() for r in delta.removed[:6])
-                    + (" ..." if len(delta.removed) > 6 else ""))
+        bits.append(
+            "-"
+            + ", -".join(r.label() for r in delta.removed[:6])
+            + (" ..." if len(delta.removed) > 6 else "")
+        )
     if delta.changed:
         bits.append(f"{len(delta.changed)} changed")
     if delta.reordered:
@@ -159,14 +191,22 @@ def _summary_line(delta: FactDiff) -> str:
 def render_pr_body(plan: BumpPlan) -> str:
     lines: list[str] = []
     if plan.accepted_shrink:
-        lines += ["> **Shrink accepted with --allow-shrink.** These fact sets shrank by more "
-                  "than half or disappeared:", ">"]
+        lines += [
+            "> **Shrink accepted with --allow-shrink.** These fact sets shrank by more "
+            "than half or disappeared:",
+            ">",
+        ]
         lines += [f"> - {s.fact}: {s.old_count} -> {s.new_count}" for s in plan.shrinks]
         lines.append("")
-    lines += [f"## {plan.engine.title}: constraint bump", "",
-              "| | commit | date |", "| --- | --- | --- |",
-              f"| old | `{plan.old_pin.commit}` | {plan.old_pin.date} |",
-              f"| new | `{plan.new_pin.commit}` | {plan.new_pin.date} |", ""]
+    lines += [
+        f"## {plan.engine.title}: constraint bump",
+        "",
+        "| | commit | date |",
+        "| --- | --- | --- |",
+        f"| old | `{plan.old_pin.commit}` | {plan.old_pin.date} |",
+        f"| new | `{plan.new_pin.commit}` | {plan.new_pin.date} |",
+        "",
+    ]
     compare = _compare_url(plan)
     if compare:
         lines += [f"Compare: {compare}", ""]
@@ -195,6 +235,8 @@ def render_pr_body(plan: BumpPlan) -> str:
     else:
         lines += ["| sample | field | before | after |", "| --- | --- | --- | --- |"]
         lines += [f"| {c.sample} | {c.field} | {c.before} | {c.after} |" for c in plan.impact]
-    lines += ["", f"Generated by `extract bump --engine {plan.engine.engine_id} "
-                  f"--to {plan.new_pin.commit}`."]
+    lines += [
+        "",
+        f"Generated by `extract bump --engine {plan.engine.engine_id} --to {plan.new_pin.commit}`.",
+    ]
     return "\n".join(lines) + "\n"

@@ -60,13 +60,21 @@ def check_engine(paths: ProjectPaths, engine_id: str, source: str | None = None)
     except SourceError as err:
         return CheckOutcome(engine_id, "not checked", f"source unavailable: {err.message}")
     except ExtractionError as err:
-        return CheckOutcome(engine_id, "differs", f"extraction at the pin fails: {err.message}",
-                            regenerate_command(engine_id, source))
+        return CheckOutcome(
+            engine_id,
+            "differs",
+            f"extraction at the pin fails: {err.message}",
+            regenerate_command(engine_id, source),
+        )
     rendered = render_generated(paths, facts)
     differ = differing_files(paths.generated, rendered, engine_id)
     if differ:
-        return CheckOutcome(engine_id, "differs", "differs: " + ", ".join(differ),
-                            regenerate_command(engine_id, source))
+        return CheckOutcome(
+            engine_id,
+            "differs",
+            "differs: " + ", ".join(differ),
+            regenerate_command(engine_id, source),
+        )
     return CheckOutcome(engine_id, "ok", f"identical at {pin.commit}")
 
 
@@ -80,6 +88,7 @@ def check_offline(paths: ProjectPaths) -> list[str]:
     if everything:
         any_facts = next(iter(everything.values()))
         shared = render_generated(paths, any_facts)
-        differ += differing_files(paths.generated, {k: v for k, v in shared.items() if "/" not in k},
-                                  None)
+        differ += differing_files(
+            paths.generated, {k: v for k, v in shared.items() if "/" not in k}, None
+        )
     return differ

@@ -13,19 +13,41 @@ from rich.console import Console
 from extractors.errors import ExtractionError
 from extractors.pipeline import RunResult, find_project, run
 
-app = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
-                  help="Extract serving-engine constraints at pinned commits into generated/.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=False,
+    pretty_exceptions_enable=False,
+    help="Extract serving-engine constraints at pinned commits into generated/.",
+)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 out_console = Console(highlight=False, soft_wrap=True)
 
-EngineOpt = Annotated[str | None, typer.Option("--engine", "-e",
-                      help="vllm, llamacpp (llama.cpp), sglang or trtllm (tensorrt-llm).")]
-CommitOpt = Annotated[str | None, typer.Option("--commit", "-c",
-                      help="Commit to extract (full SHA; abbreviated if already cached). Default: the pin.")]
-SourceOpt = Annotated[str | None, typer.Option("--source", "-s",
-                      help="https:// or file:// URL or local path of the engine repository. "
-                           "Default: $APRON_SOURCE_<ENGINE>, else the pin's URL.")]
-RootOpt = Annotated[Path | None, typer.Option("--root", help="Project checkout (holds pins/ and generated/).")]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine", "-e", help="vllm, llamacpp (llama.cpp), sglang or trtllm (tensorrt-llm)."
+    ),
+]
+CommitOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--commit",
+        "-c",
+        help="Commit to extract (full SHA; abbreviated if already cached). Default: the pin.",
+    ),
+]
+SourceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--source",
+        "-s",
+        help="https:// or file:// URL or local path of the engine repository. "
+        "Default: $APRON_SOURCE_<ENGINE>, else the pin's URL.",
+    ),
+]
+RootOpt = Annotated[
+    Path | None, typer.Option("--root", help="Project checkout (holds pins/ and generated/).")
+]
 
 
 def fail(err: ExtractionError) -> None:
@@ -59,16 +81,27 @@ def print_summary(result: RunResult, wrote: bool) -> None:
     for warning in facts.warnings[:10]:
         out_console.print(f"    [{warning.code}] {warning.message}", markup=False)
     if len(facts.warnings) > 10:
-        out_console.print(f"    ... {len(facts.warnings) - 10} more in generated/{facts.engine}/README.md")
+        out_console.print(
+            f"    ... {len(facts.warnings) - 10} more in generated/{facts.engine}/README.md"
+        )
     if result.previous is not None and result.diff.empty and result.previous.commit == facts.commit:
         out_console.print("  no change against generated/")
-    out_console.print(f"  wrote generated/{facts.engine}/" if wrote else "  dry run: nothing written")
+    out_console.print(
+        f"  wrote generated/{facts.engine}/" if wrote else "  dry run: nothing written"
+    )
 
 
 @app.callback(invoke_without_command=True)
-def extract(ctx: typer.Context, engine: EngineOpt = None, commit: CommitOpt = None,
-            source: SourceOpt = None, root: RootOpt = None,
-            dry_run: Annotated[bool, typer.Option("--dry-run", help="Extract and report; write nothing.")] = False) -> None:
+def extract(
+    ctx: typer.Context,
+    engine: EngineOpt = None,
+    commit: CommitOpt = None,
+    source: SourceOpt = None,
+    root: RootOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Extract and report; write nothing.")
+    ] = False,
+) -> None:
     """Extract one engine at a commit (default: its pin) and write generated/<engine>/."""
     if ctx.invoked_subcommand is not None:
         return
@@ -90,13 +123,27 @@ def extract(ctx: typer.Context, engine: EngineOpt = None, commit: CommitOpt = No
 @app.command("bump")
 def bump_command(
     engine: Annotated[str, typer.Option("--engine", "-e", help="Engine id.")],
-    to: Annotated[str | None, typer.Option("--to", help="Commit SHA, branch or tag. Default: the source's HEAD.")] = None,
+    to: Annotated[
+        str | None,
+        typer.Option("--to", help="Commit SHA, branch or tag. Default: the source's HEAD."),
+    ] = None,
     source: SourceOpt = None,
     root: RootOpt = None,
-    pr_title: Annotated[Path | None, typer.Option("--pr-title", help="Write the pull-request title here.")] = None,
-    pr_body: Annotated[Path | None, typer.Option("--pr-body", help="Write the pull-request body (markdown) here.")] = None,
-    branch: Annotated[str | None, typer.Option("--branch", help="Create this branch with one commit (pin + generated/). Never pushes.")] = None,
-    allow_shrink: Annotated[bool, typer.Option("--allow-shrink", help="Accept fact sets shrinking by more than half.")] = False,
+    pr_title: Annotated[
+        Path | None, typer.Option("--pr-title", help="Write the pull-request title here.")
+    ] = None,
+    pr_body: Annotated[
+        Path | None, typer.Option("--pr-body", help="Write the pull-request body (markdown) here.")
+    ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option(
+            "--branch", help="Create this branch with one commit (pin + generated/). Never pushes."
+        ),
+    ] = None,
+    allow_shrink: Annotated[
+        bool, typer.Option("--allow-shrink", help="Accept fact sets shrinking by more than half.")
+    ] = False,
 ) -> None:
     """Move the pin to a new commit, regenerate, and write the pull-request title and body.
 
@@ -118,8 +165,10 @@ def bump_command(
         paths = find_project(root)
         plan = plan_bump(spec, paths, to=to, source=source, allow_shrink=allow_shrink)
         if plan.no_change:
-            out_console.print(f"{spec.engine_id}: nothing changed beyond the header between "
-                              f"{plan.old_pin.commit} and {plan.new_pin.commit}; no files written")
+            out_console.print(
+                f"{spec.engine_id}: nothing changed beyond the header between "
+                f"{plan.old_pin.commit} and {plan.new_pin.commit}; no files written"
+            )
             raise typer.Exit(NO_CHANGE_EXIT)
         apply_bump(paths, plan)
         if pr_title:
@@ -128,15 +177,20 @@ def bump_command(
             write_file_atomically(pr_body, render_pr_body(plan))
         if branch:
             sha = commit_on_new_branch(
-                paths.root, branch, [f"pins/{spec.engine_id}.toml", "generated"],
-                render_pr_title(plan).strip())
+                paths.root,
+                branch,
+                [f"pins/{spec.engine_id}.toml", "generated"],
+                render_pr_title(plan).strip(),
+            )
             out_console.print(f"committed {sha} on branch {branch}")
     except ExtractionError as err:
         fail(err)
         return
     changed = [d for d in plan.diff.facts if not d.empty]
-    out_console.print(f"{spec.engine_id}: {plan.old_pin.commit[:12]} -> {plan.new_pin.commit[:12]}; "
-                      f"changed: {', '.join(d.fact for d in changed) or 'none'}")
+    out_console.print(
+        f"{spec.engine_id}: {plan.old_pin.commit[:12]} -> {plan.new_pin.commit[:12]}; "
+        f"changed: {', '.join(d.fact for d in changed) or 'none'}"
+    )
 
 
 @app.command("check")
@@ -144,7 +198,10 @@ def check_command(
     engine: EngineOpt = None,
     source: SourceOpt = None,
     root: RootOpt = None,
-    offline: Annotated[bool, typer.Option("--offline", help="Only re-render the committed modules; no source needed.")] = False,
+    offline: Annotated[
+        bool,
+        typer.Option("--offline", help="Only re-render the committed modules; no source needed."),
+    ] = False,
 ) -> None:
     """Re-extract every engine whose source is available and fail if generated/ differs.
 
@@ -163,8 +220,11 @@ def check_command(
         if offline:
             differ = check_offline(paths)
             if differ:
-                err_console.print("generated/ is not what the renderer writes from its own records: "
-                                  + ", ".join(differ) + "\n  regenerate with: extract --engine <id>")
+                err_console.print(
+                    "generated/ is not what the renderer writes from its own records: "
+                    + ", ".join(differ)
+                    + "\n  regenerate with: extract --engine <id>"
+                )
                 raise typer.Exit(CHECK_DIFFERS_EXIT)
             out_console.print("offline: every committed module re-renders byte for byte")
             return
@@ -196,26 +256,38 @@ def main() -> None:
     except Exception as err:  # a bug, not bad input: say so without a traceback
         if os.environ.get("APRON_DEBUG"):
             raise
-        err_console.print(f"internal error: {type(err).__name__}: {err} "
-                          "(set APRON_DEBUG=1 for a traceback)", markup=False)
+        err_console.print(
+            f"internal error: {type(err).__name__}: {err} (set APRON_DEBUG=1 for a traceback)",
+            markup=False,
+        )
         sys.exit(70)
 
 
-# ---------------------------------------------------------------- extract history (issue 7)
+# ---------------------------------------------------------------- extract history
 # The timeline of one fact over an engine's commits; logic in extractors/history.py.
 
 
 @app.command("history")
 def history_command(
-    engine: Annotated[str, typer.Option("--engine", "-e", help="vllm, llamacpp, sglang or trtllm.")],
+    engine: Annotated[
+        str, typer.Option("--engine", "-e", help="vllm, llamacpp, sglang or trtllm.")
+    ],
     fact: Annotated[str, typer.Option("--fact", "-f", help="Fact kind, e.g. mla_model_types.")],
-    since: Annotated[str, typer.Option("--since", help="Oldest commit (full SHA; abbreviated if cached).")],
-    until: Annotated[str | None, typer.Option("--until", help="Newest commit. Default: the pin.")] = None,
+    since: Annotated[
+        str, typer.Option("--since", help="Oldest commit (full SHA; abbreviated if cached).")
+    ],
+    until: Annotated[
+        str | None, typer.Option("--until", help="Newest commit. Default: the pin.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     source: SourceOpt = None,
     root: RootOpt = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=0,
-                                      help="Worker processes for uncached commits (0: up to 2).")] = 0,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs", "-j", min=0, help="Worker processes for uncached commits (0: up to 2)."
+        ),
+    ] = 0,
 ) -> None:
     """When each item of a fact appeared and left, over the first-parent commits from --since to
     --until that touched the fact's files. Unsupported layouts are listed, not fatal."""
@@ -241,9 +313,16 @@ def history_command(
             if until is None:
                 raise
         git_source = GitSource(spec.engine_id, source_for(spec, pin, source))
-        history = run_history(spec, fact, git_source, since, until or pin.commit,  # type: ignore[union-attr]
-                              cache=FactCache.at(), progress=progress,
-                              jobs=jobs or default_jobs())
+        history = run_history(
+            spec,
+            fact,
+            git_source,
+            since,
+            until or pin.commit,  # type: ignore[union-attr]
+            cache=FactCache.at(),
+            progress=progress,
+            jobs=jobs or default_jobs(),
+        )
     except ExtractionError as err:
         progress.close()
         fail(err)
@@ -252,8 +331,10 @@ def history_command(
     if as_json:
         print(json.dumps(history.to_json(), indent=2))
         return
-    table = Table(title=f"{history.engine} {history.fact}: {history.since.sha[:10]} "
-                        f"({history.since.date}) .. {history.until.sha[:10]} ({history.until.date})")
+    table = Table(
+        title=f"{history.engine} {history.fact}: {history.since.sha[:10]} "
+        f"({history.since.date}) .. {history.until.sha[:10]} ({history.until.date})"
+    )
     for column in ("item", "first commit with it", "last commit with it", "removed in", "note"):
         table.add_column(column)
     for row in table_rows(history):
@@ -262,8 +343,10 @@ def history_command(
     console = out_console if out_console.is_terminal else Console(highlight=False, width=240)
     console.print(table)
     for span, count, reason in unsupported_runs(history):
-        console.print(f"{span} ({count} commit{'s' if count != 1 else ''}): {reason}",
-                      markup=False)
-    console.print(f"{len(history.evaluations)} commits, {history.parses} parsed, "
-                      f"{history.hits} from cache, {history.fetch_requests} fetch requests, "
-                      f"{history.seconds:.1f} s", markup=False)
+        console.print(f"{span} ({count} commit{'s' if count != 1 else ''}): {reason}", markup=False)
+    console.print(
+        f"{len(history.evaluations)} commits, {history.parses} parsed, "
+        f"{history.hits} from cache, {history.fetch_requests} fetch requests, "
+        f"{history.seconds:.1f} s",
+        markup=False,
+    )

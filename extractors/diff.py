@@ -33,8 +33,13 @@ class EngineDiff:
 
     @property
     def empty(self) -> bool:
-        return (all(f.empty for f in self.facts) and not self.new_kinds and not self.lost_kinds
-                and not self.warnings_added and not self.warnings_removed)
+        return (
+            all(f.empty for f in self.facts)
+            and not self.new_kinds
+            and not self.lost_kinds
+            and not self.warnings_added
+            and not self.warnings_removed
+        )
 
 
 def _keyed(result: FactResult) -> dict[tuple, Record]:
@@ -56,12 +61,22 @@ def diff_fact(old: FactResult | None, new: FactResult) -> FactDiff:
         if old_keyed[k] != new_keyed[k]
     )
     reordered = bool(
-        new.kind.ordered and old is not None and not added and not removed
+        new.kind.ordered
+        and old is not None
+        and not added
+        and not removed
         and [r.identity() for r in old.records] != [r.identity() for r in new.records]
     )
-    return FactDiff(fact=new.kind.name, title=new.kind.title, added=added, removed=removed,
-                    changed=changed, reordered=reordered,
-                    old_count=len(old.records) if old else 0, new_count=len(new.records))
+    return FactDiff(
+        fact=new.kind.name,
+        title=new.kind.title,
+        added=added,
+        removed=removed,
+        changed=changed,
+        reordered=reordered,
+        old_count=len(old.records) if old else 0,
+        new_count=len(new.records),
+    )
 
 
 def diff_engine(old: EngineFacts | None, new: EngineFacts) -> EngineDiff:

@@ -25,8 +25,12 @@ class DocRegistryFinding(Record):
     KEY: ClassVar[tuple[str, ...]] = ("finding", "architecture")
 
     finding: str  # documented-not-registered, registered-not-documented, documented-other-spelling
-    architecture: str  # as the docs write it; as the code registers it for registered-not-documented
-    registered_as: tuple[str, ...]  # the registered spelling(s) a documented name matches; () if none
+    architecture: (
+        str  # as the docs write it; as the code registers it for registered-not-documented
+    )
+    registered_as: tuple[
+        str, ...
+    ]  # the registered spelling(s) a documented name matches; () if none
     match: str  # exact-name, case-and-punctuation, family-prefix (a heuristic), none
     documented_in: tuple[str, ...]  # "<page> § <section>" of each table naming it
     registered_in: tuple[str, ...]  # "<path>: <where>" of each registration
@@ -63,8 +67,11 @@ def normalized(name: str) -> str:
     return re.sub(r"[^0-9a-z]", "", name.casefold())
 
 
-def compare(documented: Iterable[Documented], registered: Iterable[Registered],
-            families: Iterable[DocumentedFamily] = ()) -> list[DocRegistryFinding]:
+def compare(
+    documented: Iterable[Documented],
+    registered: Iterable[Registered],
+    families: Iterable[DocumentedFamily] = (),
+) -> list[DocRegistryFinding]:
     """Findings, one per architecture name: documented but not registered, registered but
     not documented, documented under another spelling. Names with `*` are patterns, not
     architectures, and are ignored."""
@@ -94,38 +101,65 @@ def compare(documented: Iterable[Documented], registered: Iterable[Registered],
         spelled = sorted(reg_by_norm.get(normalized(name), ()))
         if spelled:
             covered.update(spelled)
-            findings.append(DocRegistryFinding(
-                finding=OTHER_SPELLING, architecture=name, registered_as=tuple(spelled),
-                match="case-and-punctuation", documented_in=tuple(sorted(where)),
-                registered_in=tuple(sorted(w for s in spelled for w in reg_where[s])),
-                note=f"documented as {name}, registered as {', '.join(spelled)}"))
+            findings.append(
+                DocRegistryFinding(
+                    finding=OTHER_SPELLING,
+                    architecture=name,
+                    registered_as=tuple(spelled),
+                    match="case-and-punctuation",
+                    documented_in=tuple(sorted(where)),
+                    registered_in=tuple(sorted(w for s in spelled for w in reg_where[s])),
+                    note=f"documented as {name}, registered as {', '.join(spelled)}",
+                )
+            )
             continue
         close = difflib.get_close_matches(name, sorted(reg_where), n=1, cutoff=0.85)
         notes = sorted(doc_notes.get(name, ()))
         if close:
             notes.append(f"closest registered name: {close[0]}")
-        findings.append(DocRegistryFinding(
-            finding=DOCUMENTED_NOT_REGISTERED, architecture=name, registered_as=(),
-            match="none", documented_in=tuple(sorted(where)), registered_in=(),
-            note="; ".join(notes)))
+        findings.append(
+            DocRegistryFinding(
+                finding=DOCUMENTED_NOT_REGISTERED,
+                architecture=name,
+                registered_as=(),
+                match="none",
+                documented_in=tuple(sorted(where)),
+                registered_in=(),
+                note="; ".join(notes),
+            )
+        )
 
     for family in families:
         keys = tuple(k for k in family.keys if k)
         matched = sorted(n for n in reg_where if any(normalized(n).startswith(k) for k in keys))
         covered.update(matched)
         if keys and not matched:
-            findings.append(DocRegistryFinding(
-                finding=DOCUMENTED_NOT_REGISTERED, architecture=family.name, registered_as=(),
-                match="family-prefix", documented_in=(family.where,), registered_in=(),
-                note="a family row; no registered architecture starts with "
-                     + " or ".join(keys)))
+            findings.append(
+                DocRegistryFinding(
+                    finding=DOCUMENTED_NOT_REGISTERED,
+                    architecture=family.name,
+                    registered_as=(),
+                    match="family-prefix",
+                    documented_in=(family.where,),
+                    registered_in=(),
+                    note="a family row; no registered architecture starts with "
+                    + " or ".join(keys),
+                )
+            )
 
     for name in sorted(set(reg_where) - covered):
         groups = sorted(reg_group.get(name, ()))
-        findings.append(DocRegistryFinding(
-            finding=REGISTERED_NOT_DOCUMENTED, architecture=name, registered_as=(name,),
-            match="none", documented_in=(), registered_in=tuple(sorted(reg_where[name])),
-            note=("group: " + ", ".join(groups)) if groups else ""))
+        findings.append(
+            DocRegistryFinding(
+                finding=REGISTERED_NOT_DOCUMENTED,
+                architecture=name,
+                registered_as=(name,),
+                match="none",
+                documented_in=(),
+                registered_in=tuple(sorted(reg_where[name])),
+                note=("group: " + ", ".join(groups)) if groups else "",
+            )
+        )
     return _merge_family_rows(findings)
 
 
@@ -138,16 +172,25 @@ def _merge_family_rows(findings: list[DocRegistryFinding]) -> list[DocRegistryFi
         if previous is None:
             merged[key] = finding
         else:
-            merged[key] = previous.model_copy(update={"documented_in": tuple(sorted(
-                {*previous.documented_in, *finding.documented_in}))})
+            merged[key] = previous.model_copy(
+                update={
+                    "documented_in": tuple(
+                        sorted({*previous.documented_in, *finding.documented_in})
+                    )
+                }
+            )
     return list(merged.values())
 
 
 ARCHITECTURE_NAME = re.compile(
-    r"^[A-Z][A-Za-z0-9_]*(?:For[A-Z][A-Za-z0-9_]*|Model|LM|Generation|Classification)$")
+    r"^[A-Z][A-Za-z0-9_]*(?:For[A-Z][A-Za-z0-9_]*|Model|LM|Generation|Classification)$"
+)
 
 
 def looks_like_architecture(word: str) -> bool:
     """`LlamaForCausalLM`, `BgeRerankModel`, `CLIPModel`; not `LLM`, `VILA` or `Model`."""
-    return bool(ARCHITECTURE_NAME.match(word)) and not word.isupper() and word not in (
-        "Model", "Generation", "Classification")
+    return (
+        bool(ARCHITECTURE_NAME.match(word))
+        and not word.isupper()
+        and word not in ("Model", "Generation", "Classification")
+    )

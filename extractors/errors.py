@@ -28,8 +28,9 @@ class ExtractionError(Exception):
         self.paths = tuple(paths)
         self.anchor = anchor
 
-    def with_context(self, *, engine: str | None = None, commit: str | None = None,
-                     source: str | None = None) -> ExtractionError:
+    def with_context(
+        self, *, engine: str | None = None, commit: str | None = None, source: str | None = None
+    ) -> ExtractionError:
         """Fill in the engine/commit/source that a pure parser could not know; returns self."""
         self.engine = self.engine or engine
         self.commit = self.commit or commit

@@ -38,8 +38,15 @@ from extractors.snapshot import Snapshot
 DB_NAME = "facts-v1.sqlite3"
 _QUESTION, _RESULT, _READS = 0, 1, 2
 _CACHEABLE_ERRORS = (AnchorError, ParseError, MissingPathError)
-_PARSER_PACKAGES = ("libcst", "tree-sitter", "tree-sitter-python", "tree-sitter-cpp",
-                    "markdown-it-py", "mdit-py-plugins", "pydantic")
+_PARSER_PACKAGES = (
+    "libcst",
+    "tree-sitter",
+    "tree-sitter-python",
+    "tree-sitter-cpp",
+    "markdown-it-py",
+    "mdit-py-plugins",
+    "pydantic",
+)
 
 Question = tuple[str, str]  # (kind, path): exists/list/read/blob/done
 Payload = dict[str, Any]  # {"records": [...], "warnings": [...]} or {"error": {...}}
@@ -80,13 +87,21 @@ def records_digest(payload_records: list[dict]) -> str:
 
 
 def encode_output(output: FactOutput) -> Payload:
-    return {"records": [r.model_dump(mode="json") for r in output.records],
-            "warnings": [w.model_dump(mode="json") for w in output.warnings]}
+    return {
+        "records": [r.model_dump(mode="json") for r in output.records],
+        "warnings": [w.model_dump(mode="json") for w in output.warnings],
+    }
 
 
 def encode_error(err: ExtractionError) -> Payload:
-    return {"error": {"type": type(err).__name__, "message": err.message,
-                      "paths": list(err.paths), "anchor": err.anchor}}
+    return {
+        "error": {
+            "type": type(err).__name__,
+            "message": err.message,
+            "paths": list(err.paths),
+            "anchor": err.anchor,
+        }
+    }
 
 
 def decode_error(payload: Payload) -> ExtractionError:
@@ -99,8 +114,10 @@ def decode_error(payload: Payload) -> ExtractionError:
 
 def decode_output(extractor: FactExtractor, payload: Payload) -> FactOutput:
     record = extractor.kind.record
-    return FactOutput(tuple(record.model_validate(r) for r in payload["records"]),
-                      tuple(ExtractionWarning.model_validate(w) for w in payload["warnings"]))
+    return FactOutput(
+        tuple(record.model_validate(r) for r in payload["records"]),
+        tuple(ExtractionWarning.model_validate(w) for w in payload["warnings"]),
+    )
 
 
 def compress(payload: Payload) -> bytes:
@@ -131,9 +148,12 @@ class Recorder:
         return answer
 
 
-def answer_question(snapshot: Snapshot, question: Question,
-                    done_digest: Callable[[str], str | None],
-                    done_names: Callable[[str], list[str]] | None = None) -> Any:
+def answer_question(
+    snapshot: Snapshot,
+    question: Question,
+    done_digest: Callable[[str], str | None],
+    done_names: Callable[[str], list[str]] | None = None,
+) -> Any:
     kind, arg = question
     if kind == "exists":
         return snapshot.exists(arg)
@@ -161,8 +181,9 @@ class TracingSnapshot(Snapshot):
         self.commit = inner.commit
 
     def _ask(self, kind: str, arg: str) -> Any:
-        return self._rec.ask((kind, arg), lambda: answer_question(self._inner, (kind, arg),
-                                                                  _no_done))
+        return self._rec.ask(
+            (kind, arg), lambda: answer_question(self._inner, (kind, arg), _no_done)
+        )
 
     def exists(self, path: str) -> bool:
         return self._ask("exists", path)
@@ -205,8 +226,12 @@ def _no_done(name: str) -> str | None:
 class TracingDone(Mapping):
     """The `done` mapping an extractor sees: each fact it reads is a question in the trace."""
 
-    def __init__(self, done: Mapping[str, tuple[Record, ...]], recorder: Recorder,
-                 digest: Callable[[str], str | None]) -> None:
+    def __init__(
+        self,
+        done: Mapping[str, tuple[Record, ...]],
+        recorder: Recorder,
+        digest: Callable[[str], str | None],
+    ) -> None:
         self._done = done
         self._rec = recorder
         self._digest = digest
@@ -237,6 +262,7 @@ def plain_done_digest(done: Mapping[str, tuple[Record, ...]]) -> Callable[[str],
         if name not in done:
             return None
         return records_digest([r.model_dump(mode="json") for r in done[name]])
+
     return digest
 
 
@@ -304,8 +330,9 @@ class FactCache:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("CREATE TABLE IF NOT EXISTS nodes (h TEXT PRIMARY KEY, kind INTEGER, "
-                       "data BLOB)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS nodes (h TEXT PRIMARY KEY, kind INTEGER, data BLOB)"
+            )
             db.execute("SELECT count(*) FROM nodes WHERE h = ''").fetchone()
         except sqlite3.DatabaseError:
             db.close()
@@ -353,8 +380,10 @@ class FactCache:
         if db is None or not self._pending:
             return
         with db:
-            db.executemany("INSERT OR REPLACE INTO nodes (h, kind, data) VALUES (?, ?, ?)",
-                           [(h, k, d) for h, (k, d) in self._pending.items()])
+            db.executemany(
+                "INSERT OR REPLACE INTO nodes (h, kind, data) VALUES (?, ?, ?)",
+                [(h, k, d) for h, (k, d) in self._pending.items()],
+            )
         self._pending.clear()
 
     def close(self) -> None:
@@ -384,8 +413,13 @@ class FactCache:
             trace.append((question, answer))
             state = _step(state, question, answer)
 
-    def store(self, root: str, trace: list[tuple[Question, Any]], payload: Payload,
-              blob: bytes | None = None) -> None:
+    def store(
+        self,
+        root: str,
+        trace: list[tuple[Question, Any]],
+        payload: Payload,
+        blob: bytes | None = None,
+    ) -> None:
         state = root
         for question, answer in trace:
             self._put(state, _QUESTION, tuple(question), json.dumps(list(question)).encode())
@@ -411,17 +445,21 @@ class FactCache:
 _ABSENT = object()  # an answer that cannot be given (a dependency not in the cache)
 
 
-def run_fact(cache: FactCache, engine_id: str, extractor: FactExtractor, snapshot: Snapshot,
-             done: Mapping[str, tuple[Record, ...]],
-             done_digest: Callable[[str], Any] | None = None,
-             on_miss: Callable[[], None] | None = None) -> FactRun:
+def run_fact(
+    cache: FactCache,
+    engine_id: str,
+    extractor: FactExtractor,
+    snapshot: Snapshot,
+    done: Mapping[str, tuple[Record, ...]],
+    done_digest: Callable[[str], Any] | None = None,
+    on_miss: Callable[[], None] | None = None,
+) -> FactRun:
     """The fact's payload at this snapshot: from the cache when the trace matches, else by
     running the extractor (and storing its trace). `done_digest(name)` answers "which records
     did fact `name` give" without computing them twice; by default it hashes `done[name]`."""
     digest = done_digest or plain_done_digest(done)
     root = root_key(engine_id, extractor)
-    found = cache.lookup(root, lambda q: answer_question(snapshot, q, digest,
-                                                         lambda _: list(done)))
+    found = cache.lookup(root, lambda q: answer_question(snapshot, q, digest, lambda _: list(done)))
     if found is not None:
         cache.hits += 1
         return found
@@ -430,15 +468,21 @@ def run_fact(cache: FactCache, engine_id: str, extractor: FactExtractor, snapsho
     return execute_fact(cache, root, extractor, snapshot, done, digest)
 
 
-def execute_fact(cache: FactCache, root: str, extractor: FactExtractor, snapshot: Snapshot,
-                 done: Mapping[str, tuple[Record, ...]],
-                 digest: Callable[[str], Any]) -> FactRun:
+def execute_fact(
+    cache: FactCache,
+    root: str,
+    extractor: FactExtractor,
+    snapshot: Snapshot,
+    done: Mapping[str, tuple[Record, ...]],
+    digest: Callable[[str], Any],
+) -> FactRun:
     """Run the extractor with its questions traced, and store the trace (a cache miss)."""
     cache.misses += 1
     recorder = Recorder()
     try:
-        output = extractor.run(TracingSnapshot(snapshot, recorder),
-                               TracingDone(done, recorder, digest))
+        output = extractor.run(
+            TracingSnapshot(snapshot, recorder), TracingDone(done, recorder, digest)
+        )
         payload = encode_output(output)
     except _CACHEABLE_ERRORS as err:
         payload = encode_error(err)
@@ -465,8 +509,9 @@ class _CachedRun:
             # a miss will read files: fetch every file this engine read before in one batch
             snapshot.prefetch(self.cache.reads(self.engine_id))
 
-        result = run_fact(self.cache, self.engine_id, self.extractor, snapshot, done,
-                          on_miss=prefetch_known_reads)
+        result = run_fact(
+            self.cache, self.engine_id, self.extractor, snapshot, done, on_miss=prefetch_known_reads
+        )
         if result.hit:
             recorded = getattr(snapshot, "read_paths", None)
             if isinstance(recorded, list):  # a RecordingSnapshot: keep the provenance header

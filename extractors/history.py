@@ -58,8 +58,12 @@ def pr_number(subject: str) -> int | None:
 
 
 def commit_json(commit: ResolvedCommit) -> dict[str, Any]:
-    return {"commit": commit.sha, "date": commit.date, "pr": pr_number(commit.subject),
-            "subject": commit.subject}
+    return {
+        "commit": commit.sha,
+        "date": commit.date,
+        "pr": pr_number(commit.subject),
+        "subject": commit.subject,
+    }
 
 
 # ---------------------------------------------------------------- evaluating one commit
@@ -143,8 +147,10 @@ class Evaluator:
         self.cache = cache
         self.names = [f.kind.name for f in engine.facts]
         if fact not in self.names:
-            raise UsageError(f"engine {engine.engine_id} has no fact {fact!r}; its facts: "
-                             + ", ".join(self.names))
+            raise UsageError(
+                f"engine {engine.engine_id} has no fact {fact!r}; its facts: "
+                + ", ".join(self.names)
+            )
         self.fact = fact
         self.extractors: dict[str, FactExtractor] = {f.kind.name: f for f in engine.facts}
         self.roots = {name: root_key(engine.engine_id, f) for name, f in self.extractors.items()}
@@ -157,7 +163,7 @@ class Evaluator:
             if name in runs:
                 return runs[name]
             extractor = self.extractors[name]
-            before = self.names[:self.names.index(name)]
+            before = self.names[: self.names.index(name)]
 
             def digest(dep: str) -> Any:
                 if dep not in before:
@@ -170,15 +176,22 @@ class Evaluator:
                     raise
 
             found = self.cache.lookup(
-                self.roots[name], lambda q: answer_question(snapshot, q, digest, lambda _: before))
+                self.roots[name], lambda q: answer_question(snapshot, q, digest, lambda _: before)
+            )
             if found is not None:
                 self.cache.hits += 1
                 runs[name] = found
                 return found
             if lookup_only:
                 raise _Miss(name)
-            run = execute_fact(self.cache, self.roots[name], extractor, snapshot,
-                               _LazyDone(before, records), digest)
+            run = execute_fact(
+                self.cache,
+                self.roots[name],
+                extractor,
+                snapshot,
+                _LazyDone(before, records),
+                digest,
+            )
             runs[name] = run
             return run
 
@@ -193,8 +206,9 @@ class Evaluator:
         compute(self.fact)
         return runs
 
-    def evaluate(self, commit: ResolvedCommit, snapshot: Snapshot, *,
-                 lookup_only: bool = False) -> Evaluation | None:
+    def evaluate(
+        self, commit: ResolvedCommit, snapshot: Snapshot, *, lookup_only: bool = False
+    ) -> Evaluation | None:
         try:
             runs = self.runs(snapshot, lookup_only=lookup_only)
         except _Miss:
@@ -204,8 +218,9 @@ class Evaluator:
         except ExtractionError as err:  # a dependency failed outside any extractor's run
             return Evaluation(commit, None, f"{type(err).__name__}: {err.message}", False, Probes())
         except Exception as err:  # an extractor bug on this commit: report it, go on
-            return Evaluation(commit, None, f"extractor failed: {type(err).__name__}: {err}",
-                              False, Probes())
+            return Evaluation(
+                commit, None, f"extractor failed: {type(err).__name__}: {err}", False, Probes()
+            )
         probes = Probes()
         for run in runs.values():
             probes.add_trace(run.trace)
@@ -215,8 +230,13 @@ class Evaluator:
             error = payload["error"]
             return Evaluation(commit, None, _error_text(error), target.hit, probes)
         if not payload["records"] and not self.extractors[self.fact].allow_empty:
-            return Evaluation(commit, None, "extracted nothing (an empty result is not allowed)",
-                              target.hit, probes)
+            return Evaluation(
+                commit,
+                None,
+                "extracted nothing (an empty result is not allowed)",
+                target.hit,
+                probes,
+            )
         return Evaluation(commit, payload["records"], None, target.hit, probes)
 
 
@@ -239,8 +259,9 @@ def _worker_chunk(commits: list[ResolvedCommit]) -> tuple[list, list, tuple[int,
     fetch, the parent fetches all such blobs in one request."""
     state = _WORKER
     if "source" not in state:
-        state["source"] = GitSource(state["engine_id"], state["source_arg"],
-                                    cache_dir=state["cache_dir"])
+        state["source"] = GitSource(
+            state["engine_id"], state["source_arg"], cache_dir=state["cache_dir"]
+        )
         state["cache"] = FactCache(None, collect=True)
         state["evaluator"] = Evaluator(state["engine"], state["fact"], state["cache"])
     source, cache, evaluator = state["source"], state["cache"], state["evaluator"]
@@ -251,8 +272,9 @@ def _worker_chunk(commits: list[ResolvedCommit]) -> tuple[list, list, tuple[int,
     return out, cache.take_new(), (cache.misses - misses, cache.hits - hits)
 
 
-def _evaluate_or_blob(evaluator: Evaluator, source: GitSource,
-                      commit: ResolvedCommit) -> Evaluation | tuple[ResolvedCommit, str]:
+def _evaluate_or_blob(
+    evaluator: Evaluator, source: GitSource, commit: ResolvedCommit
+) -> Evaluation | tuple[ResolvedCommit, str]:
     try:
         evaluation = evaluator.evaluate(commit, source.snapshot_at(commit, allow_fetch=False))
     except BlobNotPresent as missing:
@@ -297,18 +319,31 @@ class History:
             "since": commit_json(self.since),
             "until": commit_json(self.until),
             "followed": self.probes.to_json(),
-            "stats": {"commits": len(self.evaluations), "parses": self.parses,
-                      "cache_hits": self.hits, "fetch_requests": self.fetch_requests,
-                      "seconds": round(self.seconds, 3)},
+            "stats": {
+                "commits": len(self.evaluations),
+                "parses": self.parses,
+                "cache_hits": self.hits,
+                "fetch_requests": self.fetch_requests,
+                "seconds": round(self.seconds, 3),
+            },
             "items": [item.to_json() for item in line.items],
-            "unsupported": [{**commit_json(ev.commit), "reason": ev.error}
-                            for ev in line.unsupported],
+            "unsupported": [
+                {**commit_json(ev.commit), "reason": ev.error} for ev in line.unsupported
+            ],
         }
 
 
-def run_history(engine: EngineSpec, fact: str, source: GitSource, since: str, until: str, *,
-                cache: FactCache | None = None, progress: Progress | None = None,
-                jobs: int = 1) -> History:
+def run_history(
+    engine: EngineSpec,
+    fact: str,
+    source: GitSource,
+    since: str,
+    until: str,
+    *,
+    cache: FactCache | None = None,
+    progress: Progress | None = None,
+    jobs: int = 1,
+) -> History:
     """Extract `fact` at `since` and at every first-parent commit after it, up to `until`, that
     touched the files the extractor looks at."""
     started = time.perf_counter()
@@ -316,8 +351,16 @@ def run_history(engine: EngineSpec, fact: str, source: GitSource, since: str, un
     cache = cache or FactCache(None)
     evaluator = Evaluator(engine, fact, cache)
     requests_before, misses_before, hits_before = source.fetch_requests, cache.misses, cache.hits
-    pool = _LazyPool(jobs, dict(engine=engine, engine_id=engine.engine_id, fact=fact,
-                                source_arg=source.source, cache_dir=source.cache_dir))
+    pool = _LazyPool(
+        jobs,
+        dict(
+            engine=engine,
+            engine_id=engine.engine_id,
+            fact=fact,
+            source_arg=source.source,
+            cache_dir=source.cache_dir,
+        ),
+    )
     old_progress = source.progress
     source.progress = progress
     try:
@@ -334,17 +377,22 @@ def run_history(engine: EngineSpec, fact: str, source: GitSource, since: str, un
             probes.update(evaluation.probes)
         commits: list[ResolvedCommit] = []
         while True:
-            progress.stage(f"following {len(probes.files)} file(s), {len(probes.dirs)} "
-                           "directory(ies)")
+            progress.stage(
+                f"following {len(probes.files)} file(s), {len(probes.dirs)} directory(ies)"
+            )
             changes = source.first_parent_changes(start, end, probes.files, probes.dirs)
             commits = [c for c, _ in changes]
             todo = [c for c in commits if c.sha not in results]
             if not todo:
                 break
             # the blobs these commits gave the files read so far: one request
-            source.fetch_blobs(blob for c, changed in changes if c.sha not in results
-                               for path, blob in changed
-                               if path in probes.reads or path.rpartition("/")[0] in probes.dirs)
+            source.fetch_blobs(
+                blob
+                for c, changed in changes
+                if c.sha not in results
+                for path, blob in changed
+                if path in probes.reads or path.rpartition("/")[0] in probes.dirs
+            )
             found = _evaluate_all(evaluator, source, todo, progress, pool, jobs)
             results.update(found)
             seen = Probes()
@@ -362,13 +410,22 @@ def run_history(engine: EngineSpec, fact: str, source: GitSource, since: str, un
     parents = source.commits(sorted({ev.commit.parent for ev in evaluations if ev.commit.parent}))
     record_type = evaluator.extractors[fact].kind.record
     key_fields = tuple(record_type.KEY) or tuple(
-        f for f in record_type.model_fields if f not in PROVENANCE_FIELDS)
-    return History(engine=engine.engine_id, fact=fact, since=start, until=end,
-                   evaluations=evaluations, probes=probes, parents=parents,
-                   seconds=time.perf_counter() - started,
-                   fetch_requests=source.fetch_requests - requests_before,
-                   parses=cache.misses - misses_before, hits=cache.hits - hits_before,
-                   key_fields=key_fields)
+        f for f in record_type.model_fields if f not in PROVENANCE_FIELDS
+    )
+    return History(
+        engine=engine.engine_id,
+        fact=fact,
+        since=start,
+        until=end,
+        evaluations=evaluations,
+        probes=probes,
+        parents=parents,
+        seconds=time.perf_counter() - started,
+        fetch_requests=source.fetch_requests - requests_before,
+        parses=cache.misses - misses_before,
+        hits=cache.hits - hits_before,
+        key_fields=key_fields,
+    )
 
 
 class _LazyPool:
@@ -393,8 +450,14 @@ class _LazyPool:
             self._pool = None
 
 
-def _evaluate_all(evaluator: Evaluator, source: GitSource, commits: list[ResolvedCommit],
-                  progress: Progress, pool: _LazyPool, jobs: int) -> dict[str, Evaluation]:
+def _evaluate_all(
+    evaluator: Evaluator,
+    source: GitSource,
+    commits: list[ResolvedCommit],
+    progress: Progress,
+    pool: _LazyPool,
+    jobs: int,
+) -> dict[str, Evaluation]:
     """Evaluate commits; the blobs they lack are fetched in one request per round."""
     out: dict[str, Evaluation] = {}
     progress.start(f"{evaluator.engine.engine_id} {evaluator.fact}", len(commits))
@@ -425,16 +488,22 @@ def _evaluate_all(evaluator: Evaluator, source: GitSource, commits: list[Resolve
         progress.finish()
 
 
-def _evaluate_pass(evaluator: Evaluator, source: GitSource, commits: list[ResolvedCommit],
-                   pool: _LazyPool, jobs: int) -> Iterator[Evaluation | tuple[ResolvedCommit, str]]:
+def _evaluate_pass(
+    evaluator: Evaluator,
+    source: GitSource,
+    commits: list[ResolvedCommit],
+    pool: _LazyPool,
+    jobs: int,
+) -> Iterator[Evaluation | tuple[ResolvedCommit, str]]:
     if jobs < 2 or len(commits) < 4 * jobs:
         for commit in commits:
             yield _evaluate_or_blob(evaluator, source, commit)
         return
     misses = []
     for commit in commits:  # cache hits first, in this process (no file is read)
-        found = evaluator.evaluate(commit, source.snapshot_at(commit, allow_fetch=False),
-                                   lookup_only=True)
+        found = evaluator.evaluate(
+            commit, source.snapshot_at(commit, allow_fetch=False), lookup_only=True
+        )
         if found is None:
             misses.append(commit)
         else:
@@ -444,7 +513,7 @@ def _evaluate_pass(evaluator: Evaluator, source: GitSource, commits: list[Resolv
             yield _evaluate_or_blob(evaluator, source, commit)
         return
     size = max(1, -(-len(misses) // (jobs * 4)))
-    chunks = [misses[i:i + size] for i in range(0, len(misses), size)]
+    chunks = [misses[i : i + size] for i in range(0, len(misses), size)]
     for results, nodes, (parses, hits) in pool.get().imap(_worker_chunk, chunks):
         evaluator.cache.merge(nodes)
         evaluator.cache.misses += parses
@@ -466,10 +535,14 @@ class Interval:
     removal_uncertain: bool = False  # unsupported commits come right before `removed`
 
     def to_json(self) -> dict[str, Any]:
-        return {"first": commit_json(self.first), "present_at_start": self.at_start,
-                "last": commit_json(self.last) if self.last else None,
-                "removed_in": commit_json(self.removed) if self.removed else None,
-                "uncertain": self.uncertain, "removal_uncertain": self.removal_uncertain}
+        return {
+            "first": commit_json(self.first),
+            "present_at_start": self.at_start,
+            "last": commit_json(self.last) if self.last else None,
+            "removed_in": commit_json(self.removed) if self.removed else None,
+            "uncertain": self.uncertain,
+            "removal_uncertain": self.removal_uncertain,
+        }
 
 
 @dataclass
@@ -483,8 +556,11 @@ class ItemTimeline:
         return " ".join(str(v) for v in self.key.values())
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "intervals": [i.to_json() for i in self.intervals],
-                "changes": [{**commit_json(c), "fields": f} for c, f in self.changes]}
+        return {
+            "key": self.key,
+            "intervals": [i.to_json() for i in self.intervals],
+            "changes": [{**commit_json(c), "fields": f} for c, f in self.changes],
+        }
 
 
 @dataclass
@@ -503,12 +579,18 @@ def _identity(record: dict, key_fields: tuple[str, ...]) -> tuple:
 
 def _fact_changes(old: dict, new: dict) -> dict[str, list]:
     """Fields that changed, leaving out where the fact was read from (path, symbol)."""
-    return {f: [old.get(f), new.get(f)] for f in sorted(set(old) | set(new))
-            if f not in PROVENANCE_FIELDS and old.get(f) != new.get(f)}
+    return {
+        f: [old.get(f), new.get(f)]
+        for f in sorted(set(old) | set(new))
+        if f not in PROVENANCE_FIELDS and old.get(f) != new.get(f)
+    }
 
 
-def build_timeline(evaluations: list[Evaluation], key_fields: tuple[str, ...],
-                   parents: Mapping[str, ResolvedCommit] | None = None) -> Timeline:
+def build_timeline(
+    evaluations: list[Evaluation],
+    key_fields: tuple[str, ...],
+    parents: Mapping[str, ResolvedCommit] | None = None,
+) -> Timeline:
     parents = parents or {}
     items: dict[tuple, ItemTimeline] = {}
     state: dict[tuple, dict] | None = None
@@ -537,8 +619,7 @@ def build_timeline(evaluations: list[Evaluation], key_fields: tuple[str, ...],
             for key in state.keys() - current.keys():
                 interval = items[key].intervals[-1]
                 interval.removed = commit
-                interval.last = parents.get(commit.parent) or ResolvedCommit(
-                    commit.parent, "", "")
+                interval.last = parents.get(commit.parent) or ResolvedCommit(commit.parent, "", "")
                 interval.removal_uncertain = gap
             for key in current.keys() & state.keys():
                 if current[key] != state[key]:
@@ -547,8 +628,9 @@ def build_timeline(evaluations: list[Evaluation], key_fields: tuple[str, ...],
                         items[key].changes.append((commit, changed))
         state = current
         gap = False
-    ordered = sorted(items.values(), key=lambda i: (i.intervals[0].first.date if i.intervals
-                                                    else "", i.label))
+    ordered = sorted(
+        items.values(), key=lambda i: (i.intervals[0].first.date if i.intervals else "", i.label)
+    )
     return Timeline(ordered, unsupported)
 
 
@@ -579,8 +661,15 @@ def table_rows(history: History) -> list[tuple[str, str, str, str, str]]:
                 notes.append("removal after an unsupported layout: may have left earlier")
             if item.changes:
                 notes.append(f"{len(item.changes)} change(s)")
-            rows.append((item.label, _short(interval.first), _short(interval.last),
-                         _short(interval.removed), ", ".join(notes)))
+            rows.append(
+                (
+                    item.label,
+                    _short(interval.first),
+                    _short(interval.last),
+                    _short(interval.removed),
+                    ", ".join(notes),
+                )
+            )
     return rows
 
 

@@ -47,22 +47,32 @@ class ImpactChange:
 
 def _figures(root: Path) -> dict[str, dict[str, str]]:
     env = {**os.environ, "APRON_IMPACT_ROOT": str(root)}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT_SECONDS, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_SECONDS,
+        check=False,
+    )
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(last)
     return json.loads(done.stdout)
 
 
-def compare(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]) -> list[ImpactChange]:
+def compare(
+    before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]
+) -> list[ImpactChange]:
     changes = []
     for sample in sorted(set(before) | set(after)):
         old, new = before.get(sample, {}), after.get(sample, {})
         for field in sorted(set(old) | set(new)):
             if old.get(field) != new.get(field):
-                changes.append(ImpactChange(sample, field, str(old.get(field, "-")),
-                                            str(new.get(field, "-"))))
+                changes.append(
+                    ImpactChange(sample, field, str(old.get(field, "-")), str(new.get(field, "-")))
+                )
     return changes
 
 
@@ -70,8 +80,9 @@ def calculator_impact(paths, rendered: dict[str, str]) -> tuple[list[ImpactChang
     """(changes, note). None when the calculator cannot run; the note says why."""
     with tempfile.TemporaryDirectory(prefix="apron-impact-") as tmp:
         after_root = Path(tmp)
-        shutil.copytree(paths.generated, after_root / "generated",
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            paths.generated, after_root / "generated", ignore=shutil.ignore_patterns("__pycache__")
+        )
         for relative, text in rendered.items():
             target = after_root / "generated" / relative
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -31,8 +31,10 @@ def check_source_url(url: str) -> str:
     if "://" in url:
         if not (url.startswith("https://") or url.startswith("file://")):
             scheme = url.split("://", 1)[0]
-            raise UsageError(f"source {url!r} uses scheme '{scheme}'; only https://, file:// "
-                             "and local paths are allowed")
+            raise UsageError(
+                f"source {url!r} uses scheme '{scheme}'; only https://, file:// "
+                "and local paths are allowed"
+            )
         return url
     if re.match(r"^[\w.-]+@[\w.-]+:", url) or url.startswith("ext::"):
         raise UsageError(f"source {url!r} is not https://, file:// or a local path")
@@ -95,7 +97,11 @@ def load_pin(pins_dir: Path, engine_id: str) -> Pin:
     except ValidationError as err:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'file'}: "
-            + ("missing field" if e["type"] == "missing" else e["msg"].removeprefix("Value error, "))
+            + (
+                "missing field"
+                if e["type"] == "missing"
+                else e["msg"].removeprefix("Value error, ")
+            )
             for e in err.errors()
         )
         raise PinError(f"pin file {path} is malformed: {problems}", engine=engine_id) from None

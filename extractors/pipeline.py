@@ -40,19 +40,31 @@ def find_project(start: Path | None = None) -> ProjectPaths:
     for candidate in (here, *here.parents):
         if (candidate / "pins").is_dir() and (candidate / "generated").is_dir():
             return ProjectPaths(candidate)
-    raise UsageError(f"no project checkout (a folder with pins/ and generated/) at or above {here}; "
-                     "run from the checkout or pass --root")
+    raise UsageError(
+        f"no project checkout (a folder with pins/ and generated/) at or above {here}; "
+        "run from the checkout or pass --root"
+    )
 
 
 def source_for(engine: EngineSpec, pin: Pin | None, source: str | None) -> str:
     """`--source`, else APRON_SOURCE_<ENGINE>, else the pin's URL."""
-    chosen = source or os.environ.get(SOURCE_ENV.format(engine=engine.engine_id.upper())) or (
-        pin.url if pin else engine.upstream_url)
+    chosen = (
+        source
+        or os.environ.get(SOURCE_ENV.format(engine=engine.engine_id.upper()))
+        or (pin.url if pin else engine.upstream_url)
+    )
     return check_source_url(chosen)
 
 
-def extract_at(engine: EngineSpec, commit: str, source: str, *, upstream_url: str,
-               cache_dir: Path | None = None, notices: list[str] | None = None) -> EngineFacts:
+def extract_at(
+    engine: EngineSpec,
+    commit: str,
+    source: str,
+    *,
+    upstream_url: str,
+    cache_dir: Path | None = None,
+    notices: list[str] | None = None,
+) -> EngineFacts:
     """Extract `engine` at `commit`. A damaged git cache is rebuilt once (and said in `notices`)."""
     git_source = GitSource(engine.engine_id, source, cache_dir=cache_dir)
     cached = cached_engine(engine, FactCache.at(cache_dir))  # unchanged blobs are not parsed again
@@ -60,22 +72,30 @@ def extract_at(engine: EngineSpec, commit: str, source: str, *, upstream_url: st
         for attempt in (1, 2):
             try:
                 snapshot = git_source.snapshot(commit)
-                facts = extract_engine(cached, snapshot, commit_date=snapshot.commit_date,
-                                       source_label=source)
+                facts = extract_engine(
+                    cached, snapshot, commit_date=snapshot.commit_date, source_label=source
+                )
                 break
             except CacheCorruptError as err:
                 if attempt == 2:
                     raise
                 git_source.rebuild()
                 if notices is not None:
-                    notices.append(f"the git cache at {git_source.cache_path} was damaged "
-                                   f"({err.message}); rebuilt it and extracted again")
+                    notices.append(
+                        f"the git cache at {git_source.cache_path} was damaged "
+                        f"({err.message}); rebuilt it and extracted again"
+                    )
     finally:
         git_source.close()
     if facts.upstream_url != upstream_url:
-        facts = EngineFacts(engine=facts.engine, commit=facts.commit,
-                            commit_date=facts.commit_date, upstream_url=upstream_url,
-                            facts=facts.facts, warnings=facts.warnings)
+        facts = EngineFacts(
+            engine=facts.engine,
+            commit=facts.commit,
+            commit_date=facts.commit_date,
+            upstream_url=upstream_url,
+            facts=facts.facts,
+            warnings=facts.warnings,
+        )
     return facts
 
 
@@ -87,7 +107,9 @@ def render_all(facts: EngineFacts) -> dict[str, str]:
 def current_facts(paths: ProjectPaths, engine: EngineSpec) -> EngineFacts | None:
     try:
         return load_engine_facts(paths.generated / engine.engine_id, engine.fact_kinds)
-    except Exception:  # a broken or hand-edited generated dir: treat as absent, diff against nothing
+    except (
+        Exception
+    ):  # a broken or hand-edited generated dir: treat as absent, diff against nothing
         return None
 
 
@@ -144,14 +166,27 @@ class RunResult:
     notices: tuple[str, ...] = ()
 
 
-def run(engine: EngineSpec, paths: ProjectPaths, *, commit: str | None, source: str | None,
-        write: bool = True, cache_dir: Path | None = None) -> RunResult:
+def run(
+    engine: EngineSpec,
+    paths: ProjectPaths,
+    *,
+    commit: str | None,
+    source: str | None,
+    write: bool = True,
+    cache_dir: Path | None = None,
+) -> RunResult:
     pin = load_pin(paths.pins, engine.engine_id)
     chosen_source = source_for(engine, pin, source)
     notices: list[str] = []
     try:
-        facts = extract_at(engine, commit or pin.commit, chosen_source, upstream_url=pin.url,
-                           cache_dir=cache_dir, notices=notices)
+        facts = extract_at(
+            engine,
+            commit or pin.commit,
+            chosen_source,
+            upstream_url=pin.url,
+            cache_dir=cache_dir,
+            notices=notices,
+        )
     except ExtractionError as err:
         err.with_context(engine=engine.engine_id, source=chosen_source)
         raise

@@ -74,8 +74,14 @@ class RichProgress(Progress):
         from rich.progress import Progress as Bar
 
         self._console = Console(stderr=True, highlight=False)
-        self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=self._console, transient=True)
+        self._bar = Bar(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self._console,
+            transient=True,
+        )
         self._task = None
         self._live = False
 

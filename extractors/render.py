@@ -129,8 +129,13 @@ def render_fact_module(facts: EngineFacts, result: FactResult) -> str:
     kind = result.kind
     record_name = kind.record.__name__
     lines = _header(facts, result.sources, f"{kind.title}: {kind.description}")
-    lines += ["", "from __future__ import annotations", "",
-              f"from generated.schema import {record_name}", ""]
+    lines += [
+        "",
+        "from __future__ import annotations",
+        "",
+        f"from generated.schema import {record_name}",
+        "",
+    ]
     lines.append(f"FACT = {py_literal(kind.name)}")
     lines.append(f"ORDERED = {kind.ordered!r}")
     lines += _sources_literal(result.sources)
@@ -141,8 +146,13 @@ def render_fact_module(facts: EngineFacts, result: FactResult) -> str:
 
 def render_warnings_module(facts: EngineFacts) -> str:
     lines = _header(facts, (), "Warnings recorded while extracting: soft problems, not failures.")
-    lines += ["", "from __future__ import annotations", "",
-              "from generated.schema import ExtractionWarning", ""]
+    lines += [
+        "",
+        "from __future__ import annotations",
+        "",
+        "from generated.schema import ExtractionWarning",
+        "",
+    ]
     lines += _rows_literal("ExtractionWarning", facts.warnings)
     return "\n".join(lines) + "\n"
 
@@ -215,8 +225,11 @@ def render_engine_markdown(facts: EngineFacts, title: str) -> str:
 
 def render_engine_files(facts: EngineFacts, title: str) -> dict[str, str]:
     """Every file of `generated/<engine>/`, by file name."""
-    files = {"__init__.py": render_engine_init(facts), f"{WARNINGS_MODULE}.py": render_warnings_module(facts),
-             "README.md": render_engine_markdown(facts, title)}
+    files = {
+        "__init__.py": render_engine_init(facts),
+        f"{WARNINGS_MODULE}.py": render_warnings_module(facts),
+        "README.md": render_engine_markdown(facts, title),
+    }
     for result in facts.facts:
         files[f"{result.kind.name}.py"] = render_fact_module(facts, result)
     return files
@@ -257,8 +270,14 @@ def load_engine_facts(engine_dir: Path, kinds: Sequence[FactKind]) -> EngineFact
     if warnings_path.exists():
         module = _load_module(warnings_path, f"{prefix}_warnings")
         warnings = tuple(ExtractionWarning(**row._asdict()) for row in module.ROWS)
-    return EngineFacts(engine=meta.ENGINE, commit=meta.COMMIT, commit_date=meta.COMMIT_DATE,
-                       upstream_url=meta.UPSTREAM_URL, facts=tuple(results), warnings=warnings)
+    return EngineFacts(
+        engine=meta.ENGINE,
+        commit=meta.COMMIT,
+        commit_date=meta.COMMIT_DATE,
+        upstream_url=meta.UPSTREAM_URL,
+        facts=tuple(results),
+        warnings=warnings,
+    )
 
 
 def _ensure_generated_importable(generated_root: Path) -> None:

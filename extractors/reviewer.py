@@ -13,8 +13,12 @@ from extractors.records import EngineFacts
 from extractors.render import markdown_table
 
 ENGINE_ORDER = ("vllm", "llamacpp", "sglang", "trtllm")
-ENGINE_TITLES = {"vllm": "vLLM", "llamacpp": "llama.cpp", "sglang": "SGLang",
-                 "trtllm": "TensorRT-LLM"}
+ENGINE_TITLES = {
+    "vllm": "vLLM",
+    "llamacpp": "llama.cpp",
+    "sglang": "SGLang",
+    "trtllm": "TensorRT-LLM",
+}
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,7 @@ def _vllm_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
         detail = row.task_group + (f" ({row.section})" if row.section else "")
         if row.also_in:
             detail += "; also " + ", ".join(row.also_in)
-        cells[row.architecture] = MatrixCell("registered", detail,
-                                             f"{row.path} {row.dict_name}")
+        cells[row.architecture] = MatrixCell("registered", detail, f"{row.path} {row.dict_name}")
     return cells
 
 
@@ -52,14 +55,18 @@ def _generic_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
         if "architecture" not in result.kind.record.model_fields:
             continue
         for row in result.records:
-            where = " ".join(str(getattr(row, f)) for f in ("path", "symbol")
-                             if getattr(row, f, ""))
+            where = " ".join(
+                str(getattr(row, f)) for f in ("path", "symbol") if getattr(row, f, "")
+            )
             cells.setdefault(row.architecture, MatrixCell("registered", result.kind.title, where))
     return cells
 
 
-CLASS_FLAGS = {"llm_arch_is_hybrid": "hybrid", "llm_arch_is_recurrent": "recurrent",
-               "llm_arch_is_diffusion": "diffusion"}
+CLASS_FLAGS = {
+    "llm_arch_is_hybrid": "hybrid",
+    "llm_arch_is_recurrent": "recurrent",
+    "llm_arch_is_diffusion": "diffusion",
+}
 
 
 def _llamacpp_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
@@ -70,13 +77,17 @@ def _llamacpp_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
         if row.architecture in cells:
             continue
         if row.resolution != "resolved":
-            cells[row.architecture] = MatrixCell("converter registered", f"unresolved: {row.resolution}",
-                                                 f"{row.path} {row.symbol}")
+            cells[row.architecture] = MatrixCell(
+                "converter registered", f"unresolved: {row.resolution}", f"{row.path} {row.symbol}"
+            )
             continue
         flags = tuple(CLASS_FLAGS[p] for p in row.properties if p in CLASS_FLAGS)
         cells[row.architecture] = MatrixCell(
-            "converts", f"GGUF {row.gguf_arch} ({row.model_type})", f"{row.path} {row.symbol}",
-            flags)
+            "converts",
+            f"GGUF {row.gguf_arch} ({row.model_type})",
+            f"{row.path} {row.symbol}",
+            flags,
+        )
     return cells
 
 
@@ -90,8 +101,9 @@ def _sglang_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
             flags.append("MLA if condition holds" if mla[row.architecture].conditional else "MLA")
         if row.architecture in mha:
             flags.append("MHA (explicit)")
-        cells[row.architecture] = MatrixCell("registered", row.module,
-                                             f"{row.path} EntryClass", tuple(flags))
+        cells[row.architecture] = MatrixCell(
+            "registered", row.module, f"{row.path} EntryClass", tuple(flags)
+        )
     return cells
 
 
@@ -115,8 +127,12 @@ def _trtllm_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
         constraint = notes.get(row.architecture, [])
         flags = (f"SWA {swa[row.architecture]}",) if row.architecture in swa else ()
         detail = row.class_name + (": " + " / ".join(constraint) if constraint else "")
-        cells[row.architecture] = MatrixCell("registered*" if constraint else "registered", detail,
-                                             f"{row.path} @register_auto_model", flags)
+        cells[row.architecture] = MatrixCell(
+            "registered*" if constraint else "registered",
+            detail,
+            f"{row.path} @register_auto_model",
+            flags,
+        )
     return cells
 
 
@@ -150,8 +166,10 @@ def mla_disagreements(all_facts: Mapping[str, EngineFacts]) -> list[tuple[str, s
     if vllm is None or sglang is None:
         return []
     vllm_mla = {r.model_type for r in _rows(vllm, "mla_model_types") if r.scope == "main"}
-    sglang_says = {r.architecture: "MLA" + (" (conditional)" if r.conditional else "")
-                   for r in _rows(sglang, "mla_architectures")}
+    sglang_says = {
+        r.architecture: "MLA" + (" (conditional)" if r.conditional else "")
+        for r in _rows(sglang, "mla_architectures")
+    }
     for row in _rows(sglang, "explicit_mha_architectures"):
         sglang_says.setdefault(row.architecture, "MHA (explicit)")
     out = []
@@ -171,47 +189,75 @@ def _short(where: str) -> str:
 
 def render_matrix(all_facts: Mapping[str, EngineFacts]) -> str:
     engines = [e for e in ENGINE_ORDER if e in all_facts] + sorted(
-        e for e in all_facts if e not in ENGINE_ORDER)
+        e for e in all_facts if e not in ENGINE_ORDER
+    )
     cells = {e: engine_cells(all_facts[e]) for e in engines}
     architectures = sorted({a for per in cells.values() for a in per})
-    lines = ["# Cross-engine compatibility matrix", "",
-             "Generated by `extract`. Do not edit. One row per HF architecture; one column per "
-             "engine at its pinned commit.", ""]
-    lines += markdown_table(["engine", "commit", "date"], (
-        (ENGINE_TITLES.get(e, e), f"`{all_facts[e].commit}`", all_facts[e].commit_date)
-        for e in engines))
+    lines = [
+        "# Cross-engine compatibility matrix",
+        "",
+        "Generated by `extract`. Do not edit. One row per HF architecture; one column per "
+        "engine at its pinned commit.",
+        "",
+    ]
+    lines += markdown_table(
+        ["engine", "commit", "date"],
+        (
+            (ENGINE_TITLES.get(e, e), f"`{all_facts[e].commit}`", all_facts[e].commit_date)
+            for e in engines
+        ),
+    )
     missing = [ENGINE_TITLES.get(e, e) for e in ENGINE_ORDER if e not in all_facts]
     if missing:
         lines += ["", "No constraints extracted (every cell unknown): " + ", ".join(missing) + "."]
-    lines += ["", "## MLA disagreements", "",
-              "SGLang decides MLA by architecture name, vLLM by the text config's `model_type`. "
-              "The join guesses the `model_type` from the architecture name. Where the guess names "
-              "a `model_type` vLLM lists, the disagreement is direct; otherwise vLLM's answer "
-              "depends on the checkpoint's (text) `model_type`, which a wrapper or draft "
-              "architecture does not carry in its name.", ""]
+    lines += [
+        "",
+        "## MLA disagreements",
+        "",
+        "SGLang decides MLA by architecture name, vLLM by the text config's `model_type`. "
+        "The join guesses the `model_type` from the architecture name. Where the guess names "
+        "a `model_type` vLLM lists, the disagreement is direct; otherwise vLLM's answer "
+        "depends on the checkpoint's (text) `model_type`, which a wrapper or draft "
+        "architecture does not carry in its name.",
+        "",
+    ]
     disagreements = mla_disagreements(all_facts)
     if disagreements:
         direct = [d for d in disagreements if d[2] == "MLA"]
         by_config = [d for d in disagreements if d[2] != "MLA"]
         if direct:
             lines += ["### Direct (the name matches a vLLM MLA model_type)", ""]
-            lines += markdown_table(["architecture", "model_type (guess)", "vLLM", "SGLang"], direct)
+            lines += markdown_table(
+                ["architecture", "model_type (guess)", "vLLM", "SGLang"], direct
+            )
             lines.append("")
         if by_config:
             lines += ["### Depends on the checkpoint's model_type", ""]
-            lines += markdown_table(["architecture", "model_type (guess)", "vLLM", "SGLang"],
-                                    by_config)
+            lines += markdown_table(
+                ["architecture", "model_type (guess)", "vLLM", "SGLang"], by_config
+            )
     else:
-        lines.append("None found." if "sglang" in all_facts else
-                     "Not computed: SGLang constraints are absent.")
-    lines += ["", "## Matrix", "",
-              "Cell: `status: detail [flags] (file symbol)`; the engine's page gives full paths "
-              "and blob SHAs. `-` = not registered at that commit; `?` = no constraints for "
-              "that engine. `registered*` = registered with a documented constraint.", ""]
+        lines.append(
+            "None found."
+            if "sglang" in all_facts
+            else "Not computed: SGLang constraints are absent."
+        )
+    lines += [
+        "",
+        "## Matrix",
+        "",
+        "Cell: `status: detail [flags] (file symbol)`; the engine's page gives full paths "
+        "and blob SHAs. `-` = not registered at that commit; `?` = no constraints for "
+        "that engine. `registered*` = registered with a documented constraint.",
+        "",
+    ]
     headers = ["HF architecture", *[ENGINE_TITLES.get(e, e) for e in ENGINE_ORDER]]
 
-    vllm_mla = ({r.model_type for r in _rows(all_facts["vllm"], "mla_model_types")
-                 if r.scope == "main"} if "vllm" in all_facts else set())
+    vllm_mla = (
+        {r.model_type for r in _rows(all_facts["vllm"], "mla_model_types") if r.scope == "main"}
+        if "vllm" in all_facts
+        else set()
+    )
 
     def cell(engine: str, arch: str) -> str:
         if engine not in all_facts:
@@ -225,22 +271,35 @@ def render_matrix(all_facts: Mapping[str, EngineFacts]) -> str:
         flags = f" [{', '.join(found_flags)}]" if found_flags else ""
         return f"{found.status}: {found.detail}{flags} ({_short(found.where)})"
 
-    lines += markdown_table(headers, ([a, *[cell(e, a) for e in ENGINE_ORDER]]
-                                      for a in architectures))
+    lines += markdown_table(
+        headers, ([a, *[cell(e, a) for e in ENGINE_ORDER]] for a in architectures)
+    )
     lines += ["", f"{len(architectures)} architectures.", ""]
     return "\n".join(lines)
 
 
 def render_index(all_facts: Mapping[str, EngineFacts]) -> str:
-    lines = ["# Generated engine constraints", "",
-             "Generated by `extract`. Do not edit: run `extract --engine <id>` (or `extract bump`).",
-             "", "- [Cross-engine compatibility matrix](MATRIX.md)", ""]
+    lines = [
+        "# Generated engine constraints",
+        "",
+        "Generated by `extract`. Do not edit: run `extract --engine <id>` (or `extract bump`).",
+        "",
+        "- [Cross-engine compatibility matrix](MATRIX.md)",
+        "",
+    ]
     rows = []
     for engine in [e for e in ENGINE_ORDER if e in all_facts]:
         facts = all_facts[engine]
         counts = ", ".join(f"{r.kind.name} {len(r.records)}" for r in facts.facts)
-        rows.append((f"[{ENGINE_TITLES[engine]}]({engine}/README.md)", f"`{facts.commit}`",
-                     facts.commit_date, counts, len(facts.warnings)))
+        rows.append(
+            (
+                f"[{ENGINE_TITLES[engine]}]({engine}/README.md)",
+                f"`{facts.commit}`",
+                facts.commit_date,
+                counts,
+                len(facts.warnings),
+            )
+        )
     lines += markdown_table(["engine", "commit", "date", "facts", "warnings"], rows)
     absent = [ENGINE_TITLES[e] for e in ENGINE_ORDER if e not in all_facts]
     if absent:

@@ -24,8 +24,11 @@ def check_path(path: str) -> str:
     bytes that are not UTF-8 in a file name are hostile: the path goes into the headers of
     generated modules. Returns the path; a ParseError otherwise."""
     if not path.isprintable():
-        raise ParseError(f"file name {path!r} contains a line break, a control character or "
-                         "bytes that are not UTF-8; refusing to read it", paths=[ascii(path)])
+        raise ParseError(
+            f"file name {path!r} contains a line break, a control character or "
+            "bytes that are not UTF-8; refusing to read it",
+            paths=[ascii(path)],
+        )
     return path
 
 
@@ -41,8 +44,9 @@ def decode_source(path: str, data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ParseError(f"{path} is not valid UTF-8 ({err.reason} at byte {err.start})",
-                         paths=[path]) from err
+        raise ParseError(
+            f"{path} is not valid UTF-8 ({err.reason} at byte {err.start})", paths=[path]
+        ) from err
 
 
 class Snapshot(ABC):
@@ -80,19 +84,24 @@ class Snapshot(ABC):
                 return path
         raise MissingPathError(
             "none of the candidate paths exists at this commit",
-            engine=self.engine, commit=self.commit, paths=candidates, anchor=anchor,
+            engine=self.engine,
+            commit=self.commit,
+            paths=candidates,
+            anchor=anchor,
         )
 
     def missing_anchor(self, message: str, paths: Sequence[str], anchor: str) -> AnchorError:
-        return AnchorError(message, engine=self.engine, commit=self.commit, paths=paths,
-                           anchor=anchor)
+        return AnchorError(
+            message, engine=self.engine, commit=self.commit, paths=paths, anchor=anchor
+        )
 
 
 class MemorySnapshot(Snapshot):
     """A snapshot backed by a dict of path -> text or bytes; used by tests and benchmarks."""
 
-    def __init__(self, files: Mapping[str, str | bytes], *, engine: str = "test",
-                 commit: str = "0" * 40) -> None:
+    def __init__(
+        self, files: Mapping[str, str | bytes], *, engine: str = "test", commit: str = "0" * 40
+    ) -> None:
         self._files = {p: (v.encode() if isinstance(v, str) else v) for p, v in files.items()}
         self.engine = engine
         self.commit = commit
@@ -102,14 +111,20 @@ class MemorySnapshot(Snapshot):
 
     def list_files(self, directory: str) -> list[str]:
         prefix = directory.rstrip("/") + "/"
-        return sorted(p for p in self._files if p.startswith(prefix) and "/" not in p[len(prefix):])
+        return sorted(
+            p for p in self._files if p.startswith(prefix) and "/" not in p[len(prefix) :]
+        )
 
     def read_bytes(self, path: str) -> bytes:
         try:
             return self._files[path]
         except KeyError:
-            raise MissingPathError(f"{path} does not exist at this commit", engine=self.engine,
-                                   commit=self.commit, paths=[path]) from None
+            raise MissingPathError(
+                f"{path} does not exist at this commit",
+                engine=self.engine,
+                commit=self.commit,
+                paths=[path],
+            ) from None
 
     def blob_sha(self, path: str) -> str:
         return git_blob_sha(self.read_bytes(path))
@@ -150,5 +165,6 @@ class RecordingSnapshot(Snapshot):
         self._inner.prefetch(paths)
 
     def sources(self) -> tuple[SourceFile, ...]:
-        return tuple(sorted((self._inner.source_file(p) for p in self.read_paths),
-                            key=lambda s: s.path))
+        return tuple(
+            sorted((self._inner.source_file(p) for p in self.read_paths), key=lambda s: s.path)
+        )

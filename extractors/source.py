@@ -52,7 +52,9 @@ LOCK_TIMEOUT_SECONDS = 600
 # Let a local (file://) source serve partial, by-SHA fetches without changing its own config:
 # the cache's remote runs upload-pack with these settings (git clears -c/GIT_CONFIG_* for local
 # transports, so they must be on the upload-pack command itself). A fixed string, no user input.
-LOCAL_UPLOAD_PACK = "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
+LOCAL_UPLOAD_PACK = (
+    "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
+)
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""}
 # Days before --since that a history fetch reaches back, in case committer dates are not monotonic.
 HISTORY_DATE_MARGIN_DAYS = 30
@@ -60,7 +62,9 @@ NULL_SHA = "0" * 40
 
 _UNKNOWN_COMMIT = re.compile(
     r"not our ref|couldn't find remote ref|no such remote ref|unadvertised object|"
-    r"remote error: upload-pack|bad object|not a valid object|fatal: remote error", re.I)
+    r"remote error: upload-pack|bad object|not a valid object|fatal: remote error",
+    re.I,
+)
 
 
 def cache_root() -> Path:
@@ -139,7 +143,7 @@ class _PackIndex:
         while lo < hi:
             mid = (lo + hi) // 2
             start = at + mid * stride
-            name = data[start:start + 20]
+            name = data[start : start + 20]
             if name < raw:
                 lo = mid + 1
             elif name > raw:
@@ -221,7 +225,10 @@ class ObjectReader:
             env = {**os.environ, **_GIT_ENV, "GIT_NO_LAZY_FETCH": "1"}
             self._proc = subprocess.Popen(
                 ["git", f"--git-dir={self._git_dir}", "cat-file", "--batch"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+            )
             weakref.finalize(self, _stop, self._proc)
         return self._proc
 
@@ -259,8 +266,10 @@ class ObjectReader:
             while at < end:
                 space = data.index(b" ", at)
                 nul = data.index(b"\0", space)
-                entries[data[space + 1:nul].decode("utf-8", "surrogateescape")] = (
-                    data[at:space].decode(), data[nul + 1:nul + 21].hex())
+                entries[data[space + 1 : nul].decode("utf-8", "surrogateescape")] = (
+                    data[at:space].decode(),
+                    data[nul + 1 : nul + 21].hex(),
+                )
                 at = nul + 21
             if len(self._trees) >= self.MAX_TREES:
                 self._trees.clear()
@@ -299,8 +308,14 @@ class GitSource:
     `fetch_requests` counts the fetches this object made (each is one request to the source);
     `fetched_blobs` counts the blobs asked for by SHA; `fetch_seconds` is the time spent in them."""
 
-    def __init__(self, engine: str, source: str, *, cache_dir: Path | None = None,
-                 progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        engine: str,
+        source: str,
+        *,
+        cache_dir: Path | None = None,
+        progress: Progress | None = None,
+    ) -> None:
         self.engine = engine
         self.source = source
         self.url = fetch_url(source)
@@ -326,9 +341,11 @@ class GitSource:
                 try:
                     repo = git.Repo(self.cache_path)
                 except (git.InvalidGitRepositoryError, git.NoSuchPathError) as err:
-                    raise CacheCorruptError(f"the git cache at {self.cache_path} is not a "
-                                            f"repository any more ({err})", engine=self.engine,
-                                            source=self.source) from None
+                    raise CacheCorruptError(
+                        f"the git cache at {self.cache_path} is not a repository any more ({err})",
+                        engine=self.engine,
+                        source=self.source,
+                    ) from None
             else:
                 self.cache_path.parent.mkdir(parents=True, exist_ok=True)
                 repo = git.Repo.init(self.cache_path, bare=True)
@@ -342,8 +359,11 @@ class GitSource:
                         cfg.set_value('remote "origin"', "uploadpack", LOCAL_UPLOAD_PACK)
                     cfg.set_value("gc", "auto", "0")
         except (git.GitError, OSError) as err:
-            raise CacheError(f"cannot open the git cache at {self.cache_path}: {err}",
-                             engine=self.engine, source=self.source) from err
+            raise CacheError(
+                f"cannot open the git cache at {self.cache_path}: {err}",
+                engine=self.engine,
+                source=self.source,
+            ) from err
         repo.git.update_environment(**_GIT_ENV)
         self._repo = repo
         return repo
@@ -386,8 +406,14 @@ class GitSource:
         """Run git on the cache repository; GitFailed when it exits nonzero (if `check`)."""
         self._open_cache()
         env = {**os.environ, **_GIT_ENV}
-        proc = subprocess.run(["git", f"--git-dir={self.cache_path}", *args], input=stdin,
-                              capture_output=True, text=True, env=env, check=False)
+        proc = subprocess.run(
+            ["git", f"--git-dir={self.cache_path}", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
         if check and proc.returncode != 0:
             raise GitFailed(args, proc.returncode, proc.stderr)
         return proc.stdout
@@ -395,8 +421,9 @@ class GitSource:
     def _check_reachable(self) -> None:
         local = _local_path(self.url)
         if local is not None and not local.exists():
-            raise SourceUnreachableError(f"local source {local} does not exist",
-                                         engine=self.engine, source=self.source)
+            raise SourceUnreachableError(
+                f"local source {local} does not exist", engine=self.engine, source=self.source
+            )
 
     def _cached_commits(self, repo: git.Repo) -> list[str]:
         out = repo.git.for_each_ref("--format=%(objectname)", "refs/apron/")
@@ -413,8 +440,16 @@ class GitSource:
         config = () if negotiate else ("-c", "fetch.negotiationAlgorithm=noop")
         started = time.perf_counter()
         try:
-            self._git(*config, "fetch", "--no-tags", "--no-write-fetch-head",
-                      "--recurse-submodules=no", "--filter=blob:none", *args, stdin=stdin)
+            self._git(
+                *config,
+                "fetch",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--recurse-submodules=no",
+                "--filter=blob:none",
+                *args,
+                stdin=stdin,
+            )
         finally:
             self.fetch_seconds += time.perf_counter() - started
             if self._presence is not None:
@@ -423,10 +458,18 @@ class GitSource:
     def _fetch_error(self, err: GitFailed, sha: str) -> Exception:
         text = _git_error_text(err)
         if _UNKNOWN_COMMIT.search(err.stderr or ""):
-            return UnknownCommitError(f"commit not found at the source ({text})",
-                                      engine=self.engine, commit=sha, source=self.source)
-        return SourceUnreachableError(f"cannot fetch from the source ({text})",
-                                      engine=self.engine, commit=sha, source=self.source)
+            return UnknownCommitError(
+                f"commit not found at the source ({text})",
+                engine=self.engine,
+                commit=sha,
+                source=self.source,
+            )
+        return SourceUnreachableError(
+            f"cannot fetch from the source ({text})",
+            engine=self.engine,
+            commit=sha,
+            source=self.source,
+        )
 
     def _fetch(self, repo: git.Repo, sha: str) -> None:
         self.progress.stage(f"fetching {self.engine} commit {sha[:12]} (trees only)")
@@ -453,8 +496,9 @@ class GitSource:
             self.progress.stage(f"fetching {len(missing)} {self.engine} file(s)")
             self.fetched_blobs += len(missing)
             try:
-                self._run_fetch("--stdin", "origin", stdin="".join(s + "\n" for s in missing),
-                                negotiate=False)
+                self._run_fetch(
+                    "--stdin", "origin", stdin="".join(s + "\n" for s in missing), negotiate=False
+                )
             except GitFailed:
                 pass
             return len(missing)
@@ -463,8 +507,11 @@ class GitSource:
         try:
             return self._lock.acquire(timeout=LOCK_TIMEOUT_SECONDS)
         except Timeout:
-            raise CacheError(f"timed out waiting for the cache lock {self._lock.lock_file}",
-                             engine=self.engine, source=self.source) from None
+            raise CacheError(
+                f"timed out waiting for the cache lock {self._lock.lock_file}",
+                engine=self.engine,
+                source=self.source,
+            ) from None
 
     # ------------------------------------------------------------ commits
 
@@ -482,11 +529,19 @@ class GitSource:
                     self._fetch(repo, sha)
             found = self.commits([sha]).get(sha)
         if found is None and fetched_before:
-            raise CacheCorruptError(f"the cache fetched {sha} before but cannot read it now",
-                                    engine=self.engine, commit=sha, source=self.source)
+            raise CacheCorruptError(
+                f"the cache fetched {sha} before but cannot read it now",
+                engine=self.engine,
+                commit=sha,
+                source=self.source,
+            )
         if found is None:
-            raise UnknownCommitError(f"the source answered, but {sha} is not a commit",
-                                     engine=self.engine, commit=sha, source=self.source)
+            raise UnknownCommitError(
+                f"the source answered, but {sha} is not a commit",
+                engine=self.engine,
+                commit=sha,
+                source=self.source,
+            )
         return found
 
     def commits(self, shas: Sequence[str]) -> dict[str, ResolvedCommit]:
@@ -494,8 +549,9 @@ class GitSource:
         if not shas:
             return {}
         try:
-            out = self._git("log", "--no-walk=unsorted", "--format=%H%x00%P%x00%cI%x00%s",
-                            *shas, "--")
+            out = self._git(
+                "log", "--no-walk=unsorted", "--format=%H%x00%P%x00%cI%x00%s", *shas, "--"
+            )
         except GitFailed:
             return {}
         return {c.sha: c for c in _parse_log(out)}
@@ -506,8 +562,16 @@ class GitSource:
         if not matches and local is not None and local.exists():
             git_dir = local / ".git" if (local / ".git").exists() else local
             try:
-                out = git.Git().execute(["git", f"--git-dir={git_dir}", "rev-parse", "--verify",
-                                         "--quiet", f"{prefix}^{{commit}}"])
+                out = git.Git().execute(
+                    [
+                        "git",
+                        f"--git-dir={git_dir}",
+                        "rev-parse",
+                        "--verify",
+                        "--quiet",
+                        f"{prefix}^{{commit}}",
+                    ]
+                )
                 matches = [out.strip()] if FULL_SHA.match(out.strip()) else []
             except (git.GitError, OSError):
                 matches = []
@@ -516,7 +580,10 @@ class GitSource:
         reason = "is ambiguous" if matches else "is not known to the cache or the local source"
         raise AbbreviatedCommitError(
             f"abbreviated commit {prefix} {reason}; give the full 40-hex SHA",
-            engine=self.engine, commit=prefix, source=self.source)
+            engine=self.engine,
+            commit=prefix,
+            source=self.source,
+        )
 
     def snapshot(self, commit: str) -> GitSnapshot:
         resolved = self.resolve(commit)
@@ -536,13 +603,22 @@ class GitSource:
         try:
             out = self._open_cache().git.ls_remote("--", self.url, ref)
         except git.GitCommandError as err:
-            raise SourceUnreachableError(f"cannot list {ref} at the source ({_git_error_text(err)})",
-                                         engine=self.engine, source=self.source) from None
+            raise SourceUnreachableError(
+                f"cannot list {ref} at the source ({_git_error_text(err)})",
+                engine=self.engine,
+                source=self.source,
+            ) from None
         lines = [line.split() for line in out.splitlines() if line.strip()]
-        exact = [sha for sha, name in lines if name in (ref, f"refs/heads/{ref}", f"refs/tags/{ref}")]
+        exact = [
+            sha for sha, name in lines if name in (ref, f"refs/heads/{ref}", f"refs/tags/{ref}")
+        ]
         if not exact:
-            raise UnknownCommitError(f"the source has no branch or tag named {ref}",
-                                     engine=self.engine, commit=ref, source=self.source)
+            raise UnknownCommitError(
+                f"the source has no branch or tag named {ref}",
+                engine=self.engine,
+                commit=ref,
+                source=self.source,
+            )
         return exact[0]
 
     # ------------------------------------------------------------ history
@@ -563,9 +639,11 @@ class GitSource:
             return
         with self._locked():
             when = self._git("log", "-1", "--format=%cI", since.sha).strip()
-            reach = (datetime.fromisoformat(when) - timedelta(days=HISTORY_DATE_MARGIN_DAYS))
-            self.progress.stage(f"fetching {self.engine} history {since.sha[:12]}..{until.sha[:12]} "
-                                "(commits and trees only)")
+            reach = datetime.fromisoformat(when) - timedelta(days=HISTORY_DATE_MARGIN_DAYS)
+            self.progress.stage(
+                f"fetching {self.engine} history {since.sha[:12]}..{until.sha[:12]} "
+                "(commits and trees only)"
+            )
             try:
                 self._run_fetch(f"--shallow-since={reach.isoformat()}", "origin", until.sha)
             except GitFailed as err:
@@ -579,11 +657,18 @@ class GitSource:
             raise UnknownCommitError(
                 f"{since.sha} is not an ancestor of {until.sha} (or its history could not be "
                 "fetched); --since must be an older commit on the same branch",
-                engine=self.engine, commit=since.sha, source=self.source)
+                engine=self.engine,
+                commit=since.sha,
+                source=self.source,
+            )
 
-    def first_parent_changes(self, since: ResolvedCommit, until: ResolvedCommit,
-                             files: Iterable[str] = (), dirs: Iterable[str] = ()
-                             ) -> list[tuple[ResolvedCommit, list[tuple[str, str]]]]:
+    def first_parent_changes(
+        self,
+        since: ResolvedCommit,
+        until: ResolvedCommit,
+        files: Iterable[str] = (),
+        dirs: Iterable[str] = (),
+    ) -> list[tuple[ResolvedCommit, list[tuple[str, str]]]]:
         """First-parent commits after `since` up to `until` that changed one of `files` or a
         file directly inside one of `dirs`, oldest first, each with the (path, new blob SHA)
         of the regular files it changed there (deletions left out). One `git log` over the
@@ -591,9 +676,17 @@ class GitSource:
         specs = _pathspecs(files, dirs)
         if not specs:
             return []
-        out = self._git("log", "--first-parent", "--raw", "--no-abbrev", "--no-renames",
-                        "--format=%x01%H%x00%P%x00%cI%x00%s", f"{since.sha}..{until.sha}",
-                        "--", *specs)
+        out = self._git(
+            "log",
+            "--first-parent",
+            "--raw",
+            "--no-abbrev",
+            "--no-renames",
+            "--format=%x01%H%x00%P%x00%cI%x00%s",
+            f"{since.sha}..{until.sha}",
+            "--",
+            *specs,
+        )
         found: list[tuple[ResolvedCommit, list[tuple[str, str]]]] = []
         for chunk in out.split("\x01")[1:]:
             header, _, raw = chunk.partition("\n")
@@ -609,16 +702,29 @@ class GitSource:
             found.append((commit, changed))
         return list(reversed(found))
 
-    def first_parent_log(self, since: ResolvedCommit, until: ResolvedCommit,
-                         files: Iterable[str] = (), dirs: Iterable[str] = ()) -> list[ResolvedCommit]:
+    def first_parent_log(
+        self,
+        since: ResolvedCommit,
+        until: ResolvedCommit,
+        files: Iterable[str] = (),
+        dirs: Iterable[str] = (),
+    ) -> list[ResolvedCommit]:
         """The commits of `first_parent_changes`, oldest first."""
         return [c for c, _ in self.first_parent_changes(since, until, files, dirs)]
 
-    def range_blobs(self, since: ResolvedCommit, until: ResolvedCommit,
-                    files: Iterable[str] = (), dirs: Iterable[str] = ()) -> set[str]:
+    def range_blobs(
+        self,
+        since: ResolvedCommit,
+        until: ResolvedCommit,
+        files: Iterable[str] = (),
+        dirs: Iterable[str] = (),
+    ) -> set[str]:
         """Blob SHAs the first-parent commits after `since` up to `until` gave these files."""
-        return {blob for _, changed in self.first_parent_changes(since, until, files, dirs)
-                for _, blob in changed}
+        return {
+            blob
+            for _, changed in self.first_parent_changes(since, until, files, dirs)
+            for _, blob in changed
+        }
 
 
 def _glob_escape(text: str) -> str:
@@ -646,8 +752,9 @@ def _parse_log(out: str) -> list[ResolvedCommit]:
 class GitSnapshot(Snapshot):
     """A commit's tree in the cache; blobs are fetched in batches (`prefetch`) or one by one."""
 
-    def __init__(self, source: GitSource, repo: git.Repo, commit: ResolvedCommit, *,
-                 allow_fetch: bool = True) -> None:
+    def __init__(
+        self, source: GitSource, repo: git.Repo, commit: ResolvedCommit, *, allow_fetch: bool = True
+    ) -> None:
         self.engine = source.engine
         self.commit = commit.sha
         self.commit_date = commit.date
@@ -660,18 +767,29 @@ class GitSnapshot(Snapshot):
         try:
             self._root = self._reader.commit_tree(commit.sha)
         except OSError:
-            raise CacheCorruptError(f"cannot read commit {commit.sha} from the cache",
-                                    engine=self.engine, commit=commit.sha,
-                                    source=source.source) from None
+            raise CacheCorruptError(
+                f"cannot read commit {commit.sha} from the cache",
+                engine=self.engine,
+                commit=commit.sha,
+                source=source.source,
+            ) from None
         except KeyError:
-            raise UnknownCommitError(f"{commit.sha} is not a commit in the cache",
-                                     engine=self.engine, commit=commit.sha,
-                                     source=source.source) from None
+            raise UnknownCommitError(
+                f"{commit.sha} is not a commit in the cache",
+                engine=self.engine,
+                commit=commit.sha,
+                source=source.source,
+            ) from None
         self._text: dict[str, str] = {}
 
     def _missing(self, path: str, why: str = "does not exist at this commit") -> MissingPathError:
-        return MissingPathError(f"{path} {why}", engine=self.engine, commit=self.commit,
-                                source=self._source.source, paths=[path])
+        return MissingPathError(
+            f"{path} {why}",
+            engine=self.engine,
+            commit=self.commit,
+            source=self._source.source,
+            paths=[path],
+        )
 
     def _lookup(self, path: str) -> tuple[str, str] | None:
         """(mode, sha) of the entry at `path`, or None."""
@@ -691,9 +809,12 @@ class GitSnapshot(Snapshot):
         try:
             return self._reader.tree(sha)
         except (KeyError, OSError, ValueError) as err:
-            raise CacheCorruptError(f"cannot read tree {sha} of {self.commit} from the cache "
-                                    f"({type(err).__name__})", engine=self.engine,
-                                    commit=self.commit, source=self._source.source) from None
+            raise CacheCorruptError(
+                f"cannot read tree {sha} of {self.commit} from the cache ({type(err).__name__})",
+                engine=self.engine,
+                commit=self.commit,
+                source=self._source.source,
+            ) from None
 
     def _entry(self, path: str) -> tuple[str, str]:
         entry = self._lookup(path)
@@ -711,8 +832,11 @@ class GitSnapshot(Snapshot):
             return []
         prefix = directory.strip("/")
         prefix = prefix + "/" if prefix else ""
-        return sorted(prefix + name for name, (mode, _) in self._tree(entry[1]).items()
-                      if mode in _BLOB_MODES and mode != _SYMLINK)
+        return sorted(
+            prefix + name
+            for name, (mode, _) in self._tree(entry[1]).items()
+            if mode in _BLOB_MODES and mode != _SYMLINK
+        )
 
     def blob_sha(self, path: str) -> str:
         return self._entry(path)[1]
@@ -732,19 +856,29 @@ class GitSnapshot(Snapshot):
             if not self._source.presence.has(sha):
                 raise MissingPathError(
                     f"cannot read {path} (blob {sha}): the source did not send it",
-                    engine=self.engine, commit=self.commit, source=self._source.source,
-                    paths=[path])
+                    engine=self.engine,
+                    commit=self.commit,
+                    source=self._source.source,
+                    paths=[path],
+                )
         try:
             kind, data = self._reader.read(sha, max_size=MAX_SOURCE_BYTES)
         except ObjectTooLarge as err:
-            raise ParseError(f"{path} is {err.args[0]} bytes, over the {MAX_SOURCE_BYTES}-byte "
-                             "limit for a source file", engine=self.engine, commit=self.commit,
-                             paths=[path]) from None
+            raise ParseError(
+                f"{path} is {err.args[0]} bytes, over the {MAX_SOURCE_BYTES}-byte "
+                "limit for a source file",
+                engine=self.engine,
+                commit=self.commit,
+                paths=[path],
+            ) from None
         except (KeyError, OSError) as err:  # the pack index lists it: the pack is damaged
             raise CacheCorruptError(
                 f"cannot read {path} (blob {sha}) from the cache ({type(err).__name__})",
-                engine=self.engine, commit=self.commit, source=self._source.source,
-                paths=[path]) from None
+                engine=self.engine,
+                commit=self.commit,
+                source=self._source.source,
+                paths=[path],
+            ) from None
         return data
 
     def read_text(self, path: str) -> str:
@@ -792,4 +926,6 @@ def commit_on_new_branch(repo_root: Path, branch: str, paths: list[str], message
         repo.git.commit("-m", message, "--", *paths)
         return repo.head.commit.hexsha
     except (git.GitError, OSError) as err:
-        raise CacheError(f"cannot commit the bump on branch {branch} in {repo_root}: {err}") from err
+        raise CacheError(
+            f"cannot commit the bump on branch {branch} in {repo_root}: {err}"
+        ) from err

@@ -48,10 +48,13 @@ def write_changes_atomically(changes: Mapping[Path, Content]) -> list[Path]:
             raise
         if failed:
             kept = ", ".join(f"{t} (old copy at {r})" for t, r in failed)
-            raise WriteError(f"cannot write {target}: {err}; could not put back: {kept}",
-                             paths=[str(t) for t, _ in failed]) from err
-        raise WriteError(f"cannot write {target}: {err}; nothing was changed",
-                         paths=[str(target)]) from err
+            raise WriteError(
+                f"cannot write {target}: {err}; could not put back: {kept}",
+                paths=[str(t) for t, _ in failed],
+            ) from err
+        raise WriteError(
+            f"cannot write {target}: {err}; nothing was changed", paths=[str(target)]
+        ) from err
     for _, retired in swapped:
         if retired is not None:
             shutil.rmtree(retired.parent, ignore_errors=True)
@@ -79,8 +82,9 @@ def _umask() -> int:
 
 def _same_text(path: Path, content: str) -> bool:
     try:
-        return path.is_file() and not path.is_symlink() and \
-            path.read_text(encoding="utf-8") == content
+        return (
+            path.is_file() and not path.is_symlink() and path.read_text(encoding="utf-8") == content
+        )
     except (OSError, UnicodeDecodeError):
         return False
 

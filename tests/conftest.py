@@ -15,14 +15,24 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
 
 
-def commit_tree(repo: Path, files: Mapping[str, str | bytes | None], message: str,
-                date: str = "2026-01-01T00:00:00+00:00") -> str:
+def commit_tree(
+    repo: Path,
+    files: Mapping[str, str | bytes | None],
+    message: str,
+    date: str = "2026-01-01T00:00:00+00:00",
+) -> str:
     """Make the work tree match `files` (None deletes a path) and commit; returns the SHA."""
     for path, content in files.items():
         target = repo / path
@@ -81,10 +91,12 @@ def project(tmp_path) -> ProjectPaths:
     return ProjectPaths(root)
 
 
-def write_pin(project: ProjectPaths, engine: str, url: str, commit: str,
-              date: str = "2026-01-01") -> None:
+def write_pin(
+    project: ProjectPaths, engine: str, url: str, commit: str, date: str = "2026-01-01"
+) -> None:
     (project.pins / f"{engine}.toml").write_text(
-        f'url = "{url}"\ncommit = "{commit}"\ndate = "{date}"\n', encoding="utf-8")
+        f'url = "{url}"\ncommit = "{commit}"\ndate = "{date}"\n', encoding="utf-8"
+    )
 
 
 def mirror(engine: str) -> str | None:

@@ -45,7 +45,8 @@ bool llm_arch_supports_sm_tensor(const llm_arch & arch);
 ARCH_H_V2 = ARCH_H_V1.replace(
     "bool llm_arch_supports_sm_tensor(const llm_arch & arch);\n",
     "bool llm_arch_supports_sm_tensor(const llm_arch & arch);\n"
-    "bool llm_arch_supports_rs_rollback(const llm_arch & arch);\n")
+    "bool llm_arch_supports_rs_rollback(const llm_arch & arch);\n",
+)
 
 ARCH_CPP_V1 = """\
 #include "llama-arch.h"
@@ -115,11 +116,13 @@ bool llm_arch_supports_sm_tensor(const llm_arch & arch) {
 }
 """
 
-ARCH_CPP_V2 = ARCH_CPP_V1.replace("""bool llm_arch_is_diffusion(const llm_arch & arch) {
+ARCH_CPP_V2 = ARCH_CPP_V1.replace(
+    """bool llm_arch_is_diffusion(const llm_arch & arch) {
     GGML_UNUSED(arch);
     return false;
 }
-""", """bool llm_arch_is_diffusion(const llm_arch & arch) {
+""",
+    """bool llm_arch_is_diffusion(const llm_arch & arch) {
     switch (arch) {
         case LLM_ARCH_DREAM:
             return true;
@@ -140,7 +143,8 @@ bool llm_arch_supports_rs_rollback(const llm_arch & arch) {
     }
     return false;
 }
-""")
+""",
+)
 
 # ---------------------------------------------------------------- hparams loaders
 
@@ -292,7 +296,7 @@ void llama_model_jamba::load_arch_hparams(llama_model_loader & ml) {
 
 # ---------------------------------------------------------------- gguf-py
 
-CONSTANTS_TEXT = '''\
+CONSTANTS_TEXT = """\
 from enum import IntEnum, auto
 
 
@@ -321,7 +325,7 @@ MODEL_ARCH_NAMES: dict[MODEL_ARCH, str] = {
     MODEL_ARCH.DREAM:     "dream",
     MODEL_ARCH.NOVEL:     "novel",  # the converter writes it, llama.cpp cannot load it
 }
-'''
+"""
 
 # ---------------------------------------------------------------- converter, script layout
 
@@ -417,7 +421,7 @@ class VisionModel(MmprojModel):
 
 # ---------------------------------------------------------------- converter, package layout
 
-PACKAGE_INIT = '''\
+PACKAGE_INIT = """\
 from __future__ import annotations
 
 from .base import ModelBase, TextModel, MmprojModel
@@ -442,11 +446,11 @@ MMPROJ_MODEL_MAP: dict[str, str] = {
     "Gemma2ForCausalLM": "gemma",
     "LlavaForConditionalGeneration": "gemma",
 }
-'''
+"""
 
 PACKAGE_FILES = {
     "conversion/__init__.py": PACKAGE_INIT,
-    "conversion/base.py": '''\
+    "conversion/base.py": """\
 from __future__ import annotations
 
 import gguf
@@ -471,7 +475,7 @@ class TextModel(ModelBase):
 
 class MmprojModel(ModelBase):
     model_arch = gguf.MODEL_ARCH.MMPROJ
-''',
+""",
     "conversion/llama.py": '''\
 from __future__ import annotations
 
@@ -512,7 +516,7 @@ class VisionModel(MmprojModel):
 class _UnregisteredHelper(_Llama):
     pass
 ''',
-    "conversion/jamba.py": '''\
+    "conversion/jamba.py": """\
 from __future__ import annotations
 
 from .base import ModelBase, TextModel, gguf
@@ -521,8 +525,8 @@ from .base import ModelBase, TextModel, gguf
 @ModelBase.register("JambaForCausalLM")
 class JambaModel(TextModel):
     model_arch = gguf.MODEL_ARCH.JAMBA
-''',
-    "conversion/qwen.py": '''\
+""",
+    "conversion/qwen.py": """\
 from __future__ import annotations
 
 from .base import ModelBase, TextModel, gguf
@@ -531,8 +535,8 @@ from .base import ModelBase, TextModel, gguf
 @ModelBase.register("Qwen3NextForCausalLM")
 class Qwen3NextModel(TextModel):
     model_arch = gguf.MODEL_ARCH.QWEN3NEXT
-''',
-    "conversion/deepseek.py": '''\
+""",
+    "conversion/deepseek.py": """\
 from __future__ import annotations
 
 from .base import ModelBase, TextModel, gguf
@@ -541,8 +545,8 @@ from .base import ModelBase, TextModel, gguf
 @ModelBase.register("DeepseekV3ForCausalLM")
 class DeepseekV2Model(TextModel):
     model_arch = gguf.MODEL_ARCH.DEEPSEEK2
-''',
-    "conversion/bert.py": '''\
+""",
+    "conversion/bert.py": """\
 from __future__ import annotations
 
 from .base import ModelBase, TextModel, gguf
@@ -556,8 +560,8 @@ class BertModel(TextModel):
         super().__init__(*args, **kwargs)
         if self.hparams.get("moe"):
             self.model_arch = gguf.MODEL_ARCH.DREAM
-''',
-    "conversion/novel.py": '''\
+""",
+    "conversion/novel.py": """\
 from __future__ import annotations
 
 from .base import ModelBase, TextModel, gguf
@@ -566,8 +570,8 @@ from .base import ModelBase, TextModel, gguf
 @ModelBase.register("NovelForCausalLM")
 class NovelModel(TextModel):
     model_arch = gguf.MODEL_ARCH.NOVEL
-''',
-    "conversion/audio.py": '''\
+""",
+    "conversion/audio.py": """\
 from __future__ import annotations
 
 from .base import ModelBase, TextModel, gguf
@@ -580,11 +584,11 @@ class AudioOnlyModel(TextModel):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         raise NotImplementedError("no text decoder")
-''',
+""",
 }
 
 # after the split the script only imports the package
-SCRIPT_AFTER_SPLIT = '''\
+SCRIPT_AFTER_SPLIT = """\
 #!/usr/bin/env python3
 from __future__ import annotations
 
@@ -594,7 +598,7 @@ from conversion import ModelBase, get_model_class
 def main() -> None:
     model_class = get_model_class("LlamaForCausalLM")
     print(model_class)
-'''
+"""
 
 
 def tree_v1() -> dict[str, str | None]:

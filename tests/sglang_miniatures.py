@@ -30,7 +30,7 @@ EntryClass = [
 '''
 
 # A UTF-8 byte-order mark in front, as one real module has.
-QWEN2 = '''\ufeff# Miniature qwen2 module.
+QWEN2 = """\ufeff# Miniature qwen2 module.
 from torch import nn
 
 
@@ -39,9 +39,9 @@ class Qwen2ForCausalLM(nn.Module):
 
 
 EntryClass = Qwen2ForCausalLM
-'''
+"""
 
-DEEPSEEK_V2 = '''
+DEEPSEEK_V2 = """
 from torch import nn
 
 
@@ -54,10 +54,10 @@ class DeepseekV3ForCausalLM(DeepseekV2ForCausalLM):
 
 
 EntryClass = [DeepseekV2ForCausalLM, DeepseekV3ForCausalLM]
-'''
+"""
 
 # alias: the registered architecture is the class's own name, not the alias
-GEMMA = '''
+GEMMA = """
 from torch import nn
 
 
@@ -68,42 +68,42 @@ class GemmaForCausalLM(nn.Module):
 Gemma1ForCausalLM = GemmaForCausalLM
 
 EntryClass = Gemma1ForCausalLM
-'''
+"""
 
 NEXTN_IMPL_PATH = f"{MODELS}/deepseek_common/nextn_impl.py"
-NEXTN_IMPL = '''
+NEXTN_IMPL = """
 from torch import nn
 
 
 class DeepseekV3ForCausalLMNextN(nn.Module):
     pass
-'''
+"""
 
 # imported EntryClass, with an `as` alias, from a sub-package module
-DEEPSEEK_NEXTN = '''
+DEEPSEEK_NEXTN = """
 from sglang.srt.models.deepseek_common.nextn_impl import (
     DeepseekV3ForCausalLMNextN as NextN,
 )
 
 EntryClass = [NextN]
-'''
+"""
 
-QUANT_BASE = '''
+QUANT_BASE = """
 from torch import nn
 
 
 class QuantMixtralForCausalLM(nn.Module):
     pass
-'''
+"""
 
 # imported EntryClass from a sibling module, relative import
-MIXTRAL_QUANT = '''
+MIXTRAL_QUANT = """
 from .quant_base import QuantMixtralForCausalLM
 
 EntryClass = QuantMixtralForCausalLM
-'''
+"""
 
-REGISTRY = '''
+REGISTRY = """
 import pkgutil
 
 
@@ -113,9 +113,9 @@ def import_model_classes(package_name):
         if hasattr(module, "EntryClass"):
             entry = module.EntryClass
     return {}
-'''
+"""
 
-MODEL_CONFIG = '''
+MODEL_CONFIG = """
 from enum import IntEnum, auto
 
 
@@ -171,10 +171,10 @@ class ModelConfig:
 
     def _init_mla_scaling(self, rope_scaling):
         self.scaling = 1.0
-'''
+"""
 
 # 2025: the chain sat in __init__ and had fewer branches
-MODEL_CONFIG_OLD = '''
+MODEL_CONFIG_OLD = """
 class AttentionArch:
     MLA = 1
     MHA = 2
@@ -193,7 +193,7 @@ class ModelConfig:
             self.attention_arch = AttentionArch.MLA
         else:
             self.attention_arch = AttentionArch.MHA
-'''
+"""
 
 OLD_GENERATIVE = """# Large Language Models
 
@@ -344,19 +344,24 @@ def models_tree() -> dict[str, str]:
 
 def tree_2025() -> dict[str, str]:
     """Old docs layout (docs/supported_models/*.md), chain in __init__."""
-    return {**models_tree(), MODEL_CONFIG_PATH: MODEL_CONFIG_OLD,
-            f"{OLD_DOCS}/generative_models.md": OLD_GENERATIVE,
-            f"{OLD_DOCS}/multimodal_language_models.md": OLD_MULTIMODAL}
+    return {
+        **models_tree(),
+        MODEL_CONFIG_PATH: MODEL_CONFIG_OLD,
+        f"{OLD_DOCS}/generative_models.md": OLD_GENERATIVE,
+        f"{OLD_DOCS}/multimodal_language_models.md": OLD_MULTIMODAL,
+    }
 
 
 def tree_2026() -> dict[str, str | None]:
     """New docs layout (docs/docs/supported-models/*.mdx), the old pages removed."""
-    return {MODEL_CONFIG_PATH: MODEL_CONFIG,
-            f"{OLD_DOCS}/generative_models.md": None,
-            f"{OLD_DOCS}/multimodal_language_models.md": None,
-            f"{NEW_DOCS}/generative_models.mdx": NEW_GENERATIVE,
-            f"{NEW_DOCS}/multimodal_language_models.mdx": NEW_MULTIMODAL,
-            f"{NEW_DOCS}/reward_models.mdx": NEW_REWARD}
+    return {
+        MODEL_CONFIG_PATH: MODEL_CONFIG,
+        f"{OLD_DOCS}/generative_models.md": None,
+        f"{OLD_DOCS}/multimodal_language_models.md": None,
+        f"{NEW_DOCS}/generative_models.mdx": NEW_GENERATIVE,
+        f"{NEW_DOCS}/multimodal_language_models.mdx": NEW_MULTIMODAL,
+        f"{NEW_DOCS}/reward_models.mdx": NEW_REWARD,
+    }
 
 
 def full_tree_2026() -> dict[str, str]:

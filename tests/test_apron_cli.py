@@ -32,8 +32,19 @@ def test_sample_prints_a_labelled_prediction():
     assert "DeepseekV3ForCausalLM" in out and "registered" in out
 
 
-@pytest.mark.parametrize("name", ["llama-3.1-8b", "deepseek-v3", "gemma-3-27b", "jamba-v0.1",
-                                  "mamba-codestral-7b", "falcon-7b", "mpt-7b", "llama-7b"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "llama-3.1-8b",
+        "deepseek-v3",
+        "gemma-3-27b",
+        "jamba-v0.1",
+        "mamba-codestral-7b",
+        "falcon-7b",
+        "mpt-7b",
+        "llama-7b",
+    ],
+)
 def test_every_sample_plans(name):
     result = run("--sample", name)
     assert result.exit_code == 0, result.output
@@ -44,8 +55,13 @@ def test_json_output_is_the_plan_model():
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["label"] == "prediction"
-    assert data["request"] == {"context": 4096, "context_source": "--context", "kv_dtype": "bf16",
-                               "kv_dtype_bytes": 2, "batch": 3}
+    assert data["request"] == {
+        "context": 4096,
+        "context_source": "--context",
+        "kv_dtype": "bf16",
+        "kv_dtype_bytes": 2,
+        "batch": 3,
+    }
     assert data["prediction"]["mechanism"] == "hybrid_ssm"
     assert data["state_bytes_for_batch"] == 3 * 8_716_288
     assert {e["engine"] for e in data["engines"]} >= {"vllm"}
@@ -106,8 +122,11 @@ def test_directory_of_gguf_files(tmp_path):
 
 
 def test_adapter_only_directory(tmp_path):
-    (tmp_path / "adapter_config.json").write_text(json.dumps(
-        {"peft_type": "LORA", "base_model_name_or_path": "meta-llama/Llama-3.1-8B", "r": 16}))
+    (tmp_path / "adapter_config.json").write_text(
+        json.dumps(
+            {"peft_type": "LORA", "base_model_name_or_path": "meta-llama/Llama-3.1-8B", "r": 16}
+        )
+    )
     (tmp_path / "adapter_model.safetensors").write_bytes(b"\x00")
     message = bad(str(tmp_path))
     assert "LoRA/PEFT adapter" in message and "base model" in message
@@ -130,8 +149,9 @@ def test_missing_path(tmp_path):
 
 @pytest.mark.parametrize("value", ["0", "-5"])
 def test_context_must_be_positive(value):
-    assert "context must be a positive number of tokens" in bad("--sample", "llama-3.1-8b",
-                                                               "--context", value)
+    assert "context must be a positive number of tokens" in bad(
+        "--sample", "llama-3.1-8b", "--context", value
+    )
 
 
 def test_unknown_dtype():
@@ -165,20 +185,24 @@ def test_console_script_exit_code(tmp_path):
     path.write_text("{not json")
     script = Path(sys.executable).parent / "apron"
     assert script.exists(), "the apron console script is installed with the project"
-    done = subprocess.run([str(script), "plan", str(path)], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [str(script), "plan", str(path)], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 2
     assert "error:" in done.stderr and "not valid JSON" in done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_importing_apron_imports_only_generated():
-    code = ("import sys, apron; apron.plan(apron.load_sample('deepseek-v3')); "
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('extractors', 'libcst', 'tree_sitter', 'tree_sitter_python', 'tree_sitter_cpp', "
-            "'git', 'markdown_it', 'pydantic', 'typer', 'rich')); "
-            "assert 'generated.vllm.registry_rows' in sys.modules; print(bad)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          cwd=REPO)
+    code = (
+        "import sys, apron; apron.plan(apron.load_sample('deepseek-v3')); "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('extractors', 'libcst', 'tree_sitter', 'tree_sitter_python', 'tree_sitter_cpp', "
+        "'git', 'markdown_it', 'pydantic', 'typer', 'rich')); "
+        "assert 'generated.vllm.registry_rows' in sys.modules; print(bad)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
     # no extractor or parser code, and not even pydantic/typer/rich: the CLI and --json add those
     assert done.stdout.strip() == "[]"

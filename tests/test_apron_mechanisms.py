@@ -25,6 +25,7 @@ def sample(name: str) -> dict:
 
 # -- full attention ---------------------------------------------------------------------------
 
+
 def test_dense_gqa_llama_3_1_8b():
     result = plan(sample("llama-3.1-8b"), context=32768)
     p = result.prediction
@@ -67,9 +68,16 @@ def test_falcon_multi_query_is_one_kv_head():
 
 
 def test_falcon_new_decoder_architecture_uses_the_scan():
-    config = {"architectures": ["FalconForCausalLM"], "model_type": "falcon",
-              "hidden_size": 8192, "num_attention_heads": 128, "num_hidden_layers": 60,
-              "num_kv_heads": 8, "new_decoder_architecture": True, "multi_query": True}
+    config = {
+        "architectures": ["FalconForCausalLM"],
+        "model_type": "falcon",
+        "hidden_size": 8192,
+        "num_attention_heads": 128,
+        "num_hidden_layers": 60,
+        "num_kv_heads": 8,
+        "new_decoder_architecture": True,
+        "multi_query": True,
+    }
     result = plan(config, context=100)
     # multi_query is ignored for the new decoder: base scan finds num_kv_heads = 8
     # per token = 60 x 8 x (64 + 64) x 2 = 122,880 B (head_dim = 8192 / 128 = 64)
@@ -115,22 +123,34 @@ def test_no_kv_head_key_is_unknown_but_vllm_assumes_mha():
 
 
 def test_missing_fields_are_unknown_not_errors():
-    result = plan({"architectures": ["SomethingForCausalLM"], "model_type": "something",
-                   "num_key_value_heads": 4}, context=10)
+    result = plan(
+        {
+            "architectures": ["SomethingForCausalLM"],
+            "model_type": "something",
+            "num_key_value_heads": 4,
+        },
+        context=10,
+    )
     p = result.prediction
     assert p.kv_bytes_per_token is None
     assert "num_hidden_layers" in p.missing and "head_dim" in p.missing
 
 
 def test_head_dim_that_does_not_divide_is_unknown():
-    config = {"model_type": "x", "num_hidden_layers": 2, "hidden_size": 100,
-              "num_attention_heads": 3, "num_key_value_heads": 1}
+    config = {
+        "model_type": "x",
+        "num_hidden_layers": 2,
+        "hidden_size": 100,
+        "num_attention_heads": 3,
+        "num_key_value_heads": 1,
+    }
     p = plan(config, context=10).prediction
     assert p.kv_bytes_per_token is None
     assert any("not a multiple" in u for u in p.unknown)
 
 
 # -- MLA --------------------------------------------------------------------------------------
+
 
 def test_mla_deepseek_v3():
     result = plan(sample("deepseek-v3"), context=32768)
@@ -168,8 +188,9 @@ def test_mla_shaped_but_unlisted_model_type_is_full_attention_for_vllm():
     assert any("71.1x the MLA latent figure" in n for n in vllm.notes)
     assert any("my_latent_model is not in vLLM's is_deepseek_mla list" in n for n in vllm.notes)
     sglang = load_engine("sglang")
-    if sglang is not None and any(r.architecture == "DeepseekV3ForCausalLM"
-                                  for r in sglang.rows("mla_architectures")):
+    if sglang is not None and any(
+        r.architecture == "DeepseekV3ForCausalLM" for r in sglang.rows("mla_architectures")
+    ):
         # SGLang decides by architecture, so apron's own prediction stays MLA and vLLM differs
         assert result.prediction.mechanism == "mla_latent" and vllm.differs_from_prediction
 
@@ -192,6 +213,7 @@ def test_mla_with_compress_ratios_is_unknown():
 
 
 # -- sliding window ---------------------------------------------------------------------------
+
 
 def test_gemma3_interleaved_sliding_window():
     result = plan(sample("gemma-3-27b"), context=32768)
@@ -221,11 +243,22 @@ def test_gemma3_ratio_at_full_context_matches_the_overpay_table():
 
 
 def test_layer_types_list_gemma2_style():
-    config = {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2",
-              "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
-              "head_dim": 256, "sliding_window": 4096, "max_position_embeddings": 8192,
-              "layer_types": ["sliding_attention", "full_attention", "sliding_attention",
-                              "full_attention"]}
+    config = {
+        "architectures": ["Gemma2ForCausalLM"],
+        "model_type": "gemma2",
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "sliding_window": 4096,
+        "max_position_embeddings": 8192,
+        "layer_types": [
+            "sliding_attention",
+            "full_attention",
+            "sliding_attention",
+            "full_attention",
+        ],
+    }
     p = plan(config, context=8192).prediction
     # k = 4 x (256 + 256) x 2 = 4,096 B; naive = 4 x 4,096 x 8,192 = 134,217,728
     # aware = 2 x 4,096 x 8,192 + 2 x 4,096 x min(8,192, 4,096) = 67,108,864 + 33,554,432
@@ -241,9 +274,16 @@ def test_window_not_filled_gives_equal_figures():
 
 
 def test_window_at_or_above_max_context_is_inert():
-    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
-              "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8,
-              "hidden_size": 5120, "max_position_embeddings": 131072, "sliding_window": 131072}
+    config = {
+        "architectures": ["Qwen2ForCausalLM"],
+        "model_type": "qwen2",
+        "num_hidden_layers": 64,
+        "num_attention_heads": 40,
+        "num_key_value_heads": 8,
+        "hidden_size": 5120,
+        "max_position_embeddings": 131072,
+        "sliding_window": 131072,
+    }
     p = plan(config, context=32768).prediction
     assert p.mechanism == "sliding_window" and "inert" in p.title
     assert any("never binds" in n for n in p.notes)
@@ -252,17 +292,31 @@ def test_window_at_or_above_max_context_is_inert():
 
 
 def test_use_sliding_window_false_is_inert():
-    config = {"model_type": "qwen2", "num_hidden_layers": 2, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "head_dim": 64, "sliding_window": 4096,
-              "use_sliding_window": False, "max_window_layers": 1,
-              "max_position_embeddings": 32768}
+    config = {
+        "model_type": "qwen2",
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+        "sliding_window": 4096,
+        "use_sliding_window": False,
+        "max_window_layers": 1,
+        "max_position_embeddings": 32768,
+    }
     p = plan(config, context=32768).prediction
     assert "inert" in p.title and any("switched off" in n for n in p.notes)
 
 
 def test_qwen2_max_window_layers_layout():
-    model = ModelConfig({"num_hidden_layers": 4, "use_sliding_window": True,
-                         "max_window_layers": 3, "sliding_window": 16}, "t")
+    model = ModelConfig(
+        {
+            "num_hidden_layers": 4,
+            "use_sliding_window": True,
+            "max_window_layers": 3,
+            "sliding_window": 16,
+        },
+        "t",
+    )
     assert layout(model).kinds == ("full_attention",) * 3 + ("sliding_attention",)
 
 
@@ -278,6 +332,7 @@ def test_published_gemma3_without_layout_is_partly_unknown():
 
 
 # -- hybrid attention + state space -------------------------------------------------------------
+
 
 def test_jamba_hybrid():
     result = plan(sample("jamba-v0.1"), context=262144, batch=2)
@@ -303,12 +358,23 @@ def test_jamba_hybrid():
 def test_nemotron_h_pattern_string():
     pattern = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
     assert len(pattern) == 52 and pattern.count("M") == 24 and pattern.count("*") == 4
-    config = {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h",
-              "hybrid_override_pattern": pattern, "hidden_size": 4096,
-              "num_hidden_layers": 52, "num_attention_heads": 32, "num_key_value_heads": 8,
-              "ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64,
-              "n_groups": 8, "conv_kernel": 4, "expand": 2, "max_position_embeddings": 8192,
-              "torch_dtype": "bfloat16"}
+    config = {
+        "architectures": ["NemotronHForCausalLM"],
+        "model_type": "nemotron_h",
+        "hybrid_override_pattern": pattern,
+        "hidden_size": 4096,
+        "num_hidden_layers": 52,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "ssm_state_size": 128,
+        "mamba_num_heads": 128,
+        "mamba_head_dim": 64,
+        "n_groups": 8,
+        "conv_kernel": 4,
+        "expand": 2,
+        "max_position_embeddings": 8192,
+        "torch_dtype": "bfloat16",
+    }
     p = plan(config, context=8192).prediction
     assert p.mechanism == "hybrid_ssm"
     # KV = 4 attention layers x 8 x (128 + 128) x 2 B = 16,384 B/token
@@ -320,10 +386,19 @@ def test_nemotron_h_pattern_string():
 
 
 def test_layers_block_type_list():
-    config = {"model_type": "x", "num_hidden_layers": 3, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "head_dim": 16, "hidden_size": 64,
-              "layers_block_type": ["mamba", "attention", "mamba"], "mamba_d_state": 4,
-              "mamba_d_conv": 4, "mamba_expand": 2, "torch_dtype": "float32"}
+    config = {
+        "model_type": "x",
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "hidden_size": 64,
+        "layers_block_type": ["mamba", "attention", "mamba"],
+        "mamba_d_state": 4,
+        "mamba_d_conv": 4,
+        "mamba_expand": 2,
+        "torch_dtype": "float32",
+    }
     p = plan(config, context=10).prediction
     # KV = 1 x 2 x (16 + 16) x 2 = 128 B/token
     # Mamba1: d_inner = 2 x 64 = 128; conv = 3 x 128 = 384; ssm = 128 x 4 = 512; x 4 B = 3,584
@@ -340,13 +415,18 @@ def test_hybrid_without_state_dtype_is_unknown_state():
 
 
 def test_hybrid_unknown_layer_word_is_unknown():
-    config = {"model_type": "x", "num_hidden_layers": 2, "layers_block_type": ["mamba", "weird"],
-              "mamba_d_state": 4}
+    config = {
+        "model_type": "x",
+        "num_hidden_layers": 2,
+        "layers_block_type": ["mamba", "weird"],
+        "mamba_d_state": 4,
+    }
     p = plan(config, context=10).prediction
     assert p.mechanism == "hybrid_ssm" and "weird" in p.unknown[0]
 
 
 # -- attention-free recurrent -------------------------------------------------------------------
+
 
 def test_mamba2_codestral():
     result = plan(sample("mamba-codestral-7b"), context=100_000, batch=8)
@@ -362,9 +442,17 @@ def test_mamba2_codestral():
 
 
 def test_mamba1_uses_vllm_constant_zero_override():
-    config = {"architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": 768,
-              "num_hidden_layers": 24, "state_size": 16, "conv_kernel": 4, "expand": 2,
-              "intermediate_size": 1536, "torch_dtype": "float32"}
+    config = {
+        "architectures": ["MambaForCausalLM"],
+        "model_type": "mamba",
+        "hidden_size": 768,
+        "num_hidden_layers": 24,
+        "state_size": 16,
+        "conv_kernel": 4,
+        "expand": 2,
+        "intermediate_size": 1536,
+        "torch_dtype": "float32",
+    }
     result = plan(config, context=10)
     assert result.kv_heads.count == 0 and "constant 0" in result.kv_heads.how
     p = result.prediction
@@ -373,8 +461,12 @@ def test_mamba1_uses_vllm_constant_zero_override():
 
 
 def test_recurrent_without_state_fields_is_unknown():
-    config = {"architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": 768,
-              "num_hidden_layers": 24}
+    config = {
+        "architectures": ["MambaForCausalLM"],
+        "model_type": "mamba",
+        "hidden_size": 768,
+        "num_hidden_layers": 24,
+    }
     p = plan(config, context=10).prediction
     # vLLM's override says 0 KV heads; with no state fields the state is unknown, never guessed
     # ("recurrent" when llama.cpp's class set says so, else "unsupported")
@@ -384,24 +476,42 @@ def test_recurrent_without_state_fields_is_unknown():
 
 # -- anything else ------------------------------------------------------------------------------
 
+
 def test_encoder_decoder_is_unknown():
-    config = {"architectures": ["T5ForConditionalGeneration"], "model_type": "t5",
-              "is_encoder_decoder": True, "num_layers": 6, "num_heads": 8, "d_model": 512}
+    config = {
+        "architectures": ["T5ForConditionalGeneration"],
+        "model_type": "t5",
+        "is_encoder_decoder": True,
+        "num_layers": 6,
+        "num_heads": 8,
+        "d_model": 512,
+    }
     p = plan(config, context=10).prediction
     assert p.mechanism == "unsupported" and "encoder-decoder" in p.unknown[0]
     assert p.kv_bytes_per_token is None
 
 
 def test_vllm_encoder_decoder_section_is_unknown():
-    config = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper",
-              "num_hidden_layers": 4, "num_attention_heads": 6, "num_key_value_heads": 6,
-              "hidden_size": 384}
+    config = {
+        "architectures": ["WhisperForConditionalGeneration"],
+        "model_type": "whisper",
+        "num_hidden_layers": 4,
+        "num_attention_heads": 6,
+        "num_key_value_heads": 6,
+        "hidden_size": 384,
+    }
     p = plan(config, context=10).prediction
     assert p.mechanism == "unsupported" and "[Encoder-decoder]" in p.unknown[0]
 
 
 def test_chunked_local_attention_is_unknown():
-    config = {"model_type": "llama4_text", "num_hidden_layers": 4, "num_attention_heads": 8,
-              "num_key_value_heads": 2, "head_dim": 128, "attention_chunk_size": 8192}
+    config = {
+        "model_type": "llama4_text",
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 128,
+        "attention_chunk_size": 8192,
+    }
     p = plan(config, context=10).prediction
     assert p.mechanism == "unsupported" and "chunked" in p.unknown[0]

@@ -49,14 +49,19 @@ def view(result, engine: str):
 
 # -- swapping generated rows changes the answer ---------------------------------------------------
 
+
 def test_adding_a_model_type_to_the_mla_list_makes_it_mla():
     config = sample("deepseek-v3")
     config["model_type"] = "my_latent_model"
     config["architectures"] = ["MyLatentForCausalLM"]  # in no engine's MLA set
     before = plan(config, context=1024)
     assert before.prediction.mechanism == "full_attention"
-    extra = MlaModelType(scope="main", model_type="my_latent_model", path=CONVERTOR,
-                         symbol="ModelArchConfigConvertorBase.is_deepseek_mla")
+    extra = MlaModelType(
+        scope="main",
+        model_type="my_latent_model",
+        path=CONVERTOR,
+        symbol="ModelArchConfigConvertorBase.is_deepseek_mla",
+    )
     swapped = with_vllm_fact("mla_model_types", (*vllm().rows("mla_model_types"), extra))
     after = plan(config, context=1024, constraints=swapped)
     assert after.prediction.mechanism == "mla_latent"
@@ -83,12 +88,19 @@ def test_monkeypatched_generated_module_drives_the_answer(monkeypatch):
 
 
 def test_alias_order_decides_which_key_wins():
-    config = {"model_type": "x", "num_hidden_layers": 1, "head_dim": 64,
-              "num_kv_heads": 4, "num_key_value_heads": 8}
+    config = {
+        "model_type": "x",
+        "num_hidden_layers": 1,
+        "head_dim": 64,
+        "num_kv_heads": 4,
+        "num_key_value_heads": 8,
+    }
     model = ModelConfig(config, "t")
     assert resolve_kv_heads(model, vllm())[0].count == 4  # num_kv_heads is scanned first
-    reordered = (KvHeadAlias(0, "num_key_value_heads", CONVERTOR, "s"),
-                 KvHeadAlias(1, "num_kv_heads", CONVERTOR, "s"))
+    reordered = (
+        KvHeadAlias(0, "num_key_value_heads", CONVERTOR, "s"),
+        KvHeadAlias(1, "num_kv_heads", CONVERTOR, "s"),
+    )
     engine = vllm()._replace(facts={**vllm().facts, "kv_head_aliases": reordered})
     assert resolve_kv_heads(model, engine)[0].count == 8
 
@@ -108,52 +120,113 @@ def test_load_engine_of_an_absent_engine_is_none():
 
 def test_rows_missing_fields_do_not_crash():
     Row = namedtuple("Row", "model_type")
-    engine = vllm()._replace(facts={**vllm().facts, "kv_head_overrides": (Row("llama"),),
-                                    "mla_gates": ()})
-    result = plan(sample("llama-3.1-8b"), context=10, constraints=load_constraints().replace(
-        "vllm", engine))
+    engine = vllm()._replace(
+        facts={**vllm().facts, "kv_head_overrides": (Row("llama"),), "mla_gates": ()}
+    )
+    result = plan(
+        sample("llama-3.1-8b"), context=10, constraints=load_constraints().replace("vllm", engine)
+    )
     assert result.prediction.kv_bytes_per_token is None
     assert "does not interpret" in result.kv_heads.unknown[0]
 
 
 # -- per-model_type overrides, as the structured kind/rule fields say ------------------------------
 
+
 def override(model_type: str, kind: str, rule: str, excludes: str = "", order: int = 0):
-    return KvHeadOverride(model_type=model_type, rule_order=order, convertor_class="C", kind=kind,
-                          rule=rule, excludes=excludes, path=CONVERTOR, symbol="C.get_total")
+    return KvHeadOverride(
+        model_type=model_type,
+        rule_order=order,
+        convertor_class="C",
+        kind=kind,
+        rule=rule,
+        excludes=excludes,
+        path=CONVERTOR,
+        symbol="C.get_total",
+    )
 
 
-@pytest.mark.parametrize(("rule_row", "config", "expected"), [
-    (override("m", "constant", "constant 0"), {}, 0),
-    (override("m", "constant", "constant 3"), {"num_key_value_heads": 8}, 3),
-    (override("m", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
-     {"attn_config": {"kv_n_heads": 2}, "num_attention_heads": 16}, 2),
-    (override("m", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
-     {"attn_config": {}, "num_attention_heads": 16}, 16),
-    (override("m", "reads", "reads encoder.n_heads"), {"encoder": {"n_heads": 6}}, 6),
-    (override("m", "reads", "reads encoder.n_heads"), {}, None),
-    (override("m", "conditional",
-              "1 when not new_decoder_architecture and multi_query; else base scan"),
-     {"multi_query": True, "new_decoder_architecture": False, "num_kv_heads": 9}, 1),
-    (override("m", "conditional",
-              "1 when not new_decoder_architecture and multi_query; else base scan"),
-     {"multi_query": True, "new_decoder_architecture": True, "num_kv_heads": 9}, 9),
-    # an absent flag reads as false (getattr(cfg, flag, False)): base scan
-    (override("m", "conditional",
-              "1 when not new_decoder_architecture and multi_query; else base scan"),
-     {"num_key_value_heads": 4}, 4),
-    (override("m", "conditional", "1 when has compress_ratios or multi_query; else base scan"),
-     {"num_key_value_heads": 4}, None),
-    (override("m", "opaque", "opaque: see x.py::C.get_total"), {"num_key_value_heads": 4}, None),
-    (override("m", "expression", "returns self.foo()"), {"num_key_value_heads": 4}, None),
-    # older layouts: "*" rules apply to every model type except `excludes`
-    (override("*", "conditional", "1 when multi_query",
-              excludes="model_type in [m, other] and new_decoder_architecture"),
-     {"multi_query": True, "new_decoder_architecture": True, "num_key_value_heads": 4}, 4),
-    (override("*", "conditional", "1 when multi_query",
-              excludes="model_type in [m, other] and new_decoder_architecture"),
-     {"multi_query": True, "num_key_value_heads": 4}, 1),
-])
+@pytest.mark.parametrize(
+    ("rule_row", "config", "expected"),
+    [
+        (override("m", "constant", "constant 0"), {}, 0),
+        (override("m", "constant", "constant 3"), {"num_key_value_heads": 8}, 3),
+        (
+            override("m", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
+            {"attn_config": {"kv_n_heads": 2}, "num_attention_heads": 16},
+            2,
+        ),
+        (
+            override("m", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
+            {"attn_config": {}, "num_attention_heads": 16},
+            16,
+        ),
+        (override("m", "reads", "reads encoder.n_heads"), {"encoder": {"n_heads": 6}}, 6),
+        (override("m", "reads", "reads encoder.n_heads"), {}, None),
+        (
+            override(
+                "m",
+                "conditional",
+                "1 when not new_decoder_architecture and multi_query; else base scan",
+            ),
+            {"multi_query": True, "new_decoder_architecture": False, "num_kv_heads": 9},
+            1,
+        ),
+        (
+            override(
+                "m",
+                "conditional",
+                "1 when not new_decoder_architecture and multi_query; else base scan",
+            ),
+            {"multi_query": True, "new_decoder_architecture": True, "num_kv_heads": 9},
+            9,
+        ),
+        # an absent flag reads as false (getattr(cfg, flag, False)): base scan
+        (
+            override(
+                "m",
+                "conditional",
+                "1 when not new_decoder_architecture and multi_query; else base scan",
+            ),
+            {"num_key_value_heads": 4},
+            4,
+        ),
+        (
+            override(
+                "m", "conditional", "1 when has compress_ratios or multi_query; else base scan"
+            ),
+            {"num_key_value_heads": 4},
+            None,
+        ),
+        (
+            override("m", "opaque", "opaque: see x.py::C.get_total"),
+            {"num_key_value_heads": 4},
+            None,
+        ),
+        (override("m", "expression", "returns self.foo()"), {"num_key_value_heads": 4}, None),
+        # older layouts: "*" rules apply to every model type except `excludes`
+        (
+            override(
+                "*",
+                "conditional",
+                "1 when multi_query",
+                excludes="model_type in [m, other] and new_decoder_architecture",
+            ),
+            {"multi_query": True, "new_decoder_architecture": True, "num_key_value_heads": 4},
+            4,
+        ),
+        (
+            override(
+                "*",
+                "conditional",
+                "1 when multi_query",
+                excludes="model_type in [m, other] and new_decoder_architecture",
+            ),
+            {"multi_query": True, "num_key_value_heads": 4},
+            1,
+        ),
+    ],
+)
 def test_override_rules(rule_row, config, expected):
     engine = vllm()._replace(facts={**vllm().facts, "kv_head_overrides": (rule_row,)})
     model = ModelConfig({"model_type": "m", **config}, "t")
@@ -164,11 +237,18 @@ def test_override_rules(rule_row, config, expected):
 
 
 def test_nemotron_nas_block_configs_give_per_layer_heads():
-    config = {"architectures": ["DeciLMForCausalLM"], "model_type": "nemotron-nas",
-              "num_hidden_layers": 3, "num_attention_heads": 64, "hidden_size": 8192,
-              "block_configs": [{"attention": {"n_heads_in_group": 8, "no_op": False}},
-                                {"attention": {"no_op": True}},
-                                {"attention": {"n_heads_in_group": 4}}]}
+    config = {
+        "architectures": ["DeciLMForCausalLM"],
+        "model_type": "nemotron-nas",
+        "num_hidden_layers": 3,
+        "num_attention_heads": 64,
+        "hidden_size": 8192,
+        "block_configs": [
+            {"attention": {"n_heads_in_group": 8, "no_op": False}},
+            {"attention": {"no_op": True}},
+            {"attention": {"n_heads_in_group": 4}},
+        ],
+    }
     result = plan(config, context=10)
     # 64 // 8 = 8, no_op = 0, 64 // 4 = 16 KV heads; head_dim = 8192 / 64 = 128
     # per token = (8 + 0 + 16) x (128 + 128) x 2 B = 12,288 B
@@ -177,15 +257,24 @@ def test_nemotron_nas_block_configs_give_per_layer_heads():
 
 
 def test_nemotron_nas_missing_group_is_unknown():
-    config = {"model_type": "nemotron-nas", "num_hidden_layers": 1, "num_attention_heads": 64,
-              "block_configs": [{"attention": {}}]}
+    config = {
+        "model_type": "nemotron-nas",
+        "num_hidden_layers": 1,
+        "num_attention_heads": 64,
+        "block_configs": [{"attention": {}}],
+    }
     heads, _ = resolve_kv_heads(ModelConfig(config, "t"), vllm())
     assert not heads.known and "n_heads_in_group" in heads.missing[0]
 
 
 def test_alias_key_present_but_null_is_unknown():
-    config = {"model_type": "x", "num_hidden_layers": 1, "head_dim": 8, "num_kv_heads": None,
-              "num_key_value_heads": 4}
+    config = {
+        "model_type": "x",
+        "num_hidden_layers": 1,
+        "head_dim": 8,
+        "num_kv_heads": None,
+        "num_key_value_heads": 4,
+    }
     heads, engine_heads = resolve_kv_heads(ModelConfig(config, "t"), vllm())
     assert heads.count is None and engine_heads.count is None
     assert "num_kv_heads is present but None" in heads.unknown[0]
@@ -196,29 +285,61 @@ def test_alias_key_present_but_null_is_unknown():
 SglMla = namedtuple("SglMla", "architecture branch conditional path symbol")
 SglCond = namedtuple("SglCond", "architecture config field check default expression path symbol")
 SglMha = namedtuple("SglMha", "architecture branch mla_fields_read path symbol")
-SglReg = namedtuple("SglReg", "architecture module entry_name class_name resolved_via class_path "
-                    "also_in path")
+SglReg = namedtuple(
+    "SglReg", "architecture module entry_name class_name resolved_via class_path also_in path"
+)
 CHAIN = "python/sglang/srt/configs/model_config.py"
 
 
 def sglang(*, mla=(), conditions=(), mha=(), registry=()) -> EngineConstraints:
-    return EngineConstraints("sglang", "c" * 40, "2026-08-11", "https://example.invalid",
-                             {"mla_architectures": tuple(mla), "mla_conditions": tuple(conditions),
-                              "explicit_mha_architectures": tuple(mha),
-                              "registry_rows": tuple(registry)})
+    return EngineConstraints(
+        "sglang",
+        "c" * 40,
+        "2026-08-11",
+        "https://example.invalid",
+        {
+            "mla_architectures": tuple(mla),
+            "mla_conditions": tuple(conditions),
+            "explicit_mha_architectures": tuple(mha),
+            "registry_rows": tuple(registry),
+        },
+    )
 
 
 def test_sglang_architecture_set_makes_apron_predict_mla():
     config = sample("deepseek-v3")
     config["model_type"] = "my_latent_model"
     config["architectures"] = ["MyLatentForCausalLM"]
-    engines = load_constraints().replace("sglang", sglang(
-        mla=[SglMla("MyLatentForCausalLM", 2, True, CHAIN, "ModelConfig.__init__")],
-        conditions=[SglCond("MyLatentForCausalLM", "hf_text_config", "kv_lora_rank",
-                            "is not None", "None", "kv_lora_rank is not None", CHAIN, "s")],
-        registry=[SglReg("MyLatentForCausalLM", "my_latent", "MyLatentForCausalLM",
-                         "MyLatentForCausalLM", "class", "python/sglang/srt/models/my_latent.py",
-                         (), "python/sglang/srt/models/my_latent.py")]))
+    engines = load_constraints().replace(
+        "sglang",
+        sglang(
+            mla=[SglMla("MyLatentForCausalLM", 2, True, CHAIN, "ModelConfig.__init__")],
+            conditions=[
+                SglCond(
+                    "MyLatentForCausalLM",
+                    "hf_text_config",
+                    "kv_lora_rank",
+                    "is not None",
+                    "None",
+                    "kv_lora_rank is not None",
+                    CHAIN,
+                    "s",
+                )
+            ],
+            registry=[
+                SglReg(
+                    "MyLatentForCausalLM",
+                    "my_latent",
+                    "MyLatentForCausalLM",
+                    "MyLatentForCausalLM",
+                    "class",
+                    "python/sglang/srt/models/my_latent.py",
+                    (),
+                    "python/sglang/srt/models/my_latent.py",
+                )
+            ],
+        ),
+    )
     result = plan(config, context=1024, constraints=engines)
     assert result.prediction.mechanism == "mla_latent"
     assert any("SGLang" in n for n in result.notes)
@@ -232,10 +353,24 @@ def test_sglang_architecture_set_makes_apron_predict_mla():
 def test_sglang_condition_failing_falls_through_to_mha():
     config = sample("deepseek-v3")
     config["kv_lora_rank"] = None
-    engines = load_constraints().replace("sglang", sglang(
-        mla=[SglMla("DeepseekV3ForCausalLM", 1, True, CHAIN, "s")],
-        conditions=[SglCond("DeepseekV3ForCausalLM", "hf_text_config", "kv_lora_rank",
-                            "is not None", "None", "kv_lora_rank is not None", CHAIN, "s")]))
+    engines = load_constraints().replace(
+        "sglang",
+        sglang(
+            mla=[SglMla("DeepseekV3ForCausalLM", 1, True, CHAIN, "s")],
+            conditions=[
+                SglCond(
+                    "DeepseekV3ForCausalLM",
+                    "hf_text_config",
+                    "kv_lora_rank",
+                    "is not None",
+                    "None",
+                    "kv_lora_rank is not None",
+                    CHAIN,
+                    "s",
+                )
+            ],
+        ),
+    )
     result = plan(config, context=8, constraints=engines)
     sgl = view(result, "sglang")
     assert sgl.mechanism == "full_attention"
@@ -244,8 +379,9 @@ def test_sglang_condition_failing_falls_through_to_mha():
 
 def test_sglang_explicit_mha_where_vllm_says_mla():
     config = sample("deepseek-v3")
-    engines = load_constraints().replace("sglang", sglang(
-        mha=[SglMha("DeepseekV3ForCausalLM", 1, ("kv_lora_rank",), CHAIN, "s")]))
+    engines = load_constraints().replace(
+        "sglang", sglang(mha=[SglMha("DeepseekV3ForCausalLM", 1, ("kv_lora_rank",), CHAIN, "s")])
+    )
     result = plan(config, context=8, constraints=engines)
     assert result.prediction.mechanism == "mla_latent"  # vLLM's rule still says MLA
     sgl = view(result, "sglang")
@@ -253,25 +389,52 @@ def test_sglang_explicit_mha_where_vllm_says_mla():
     assert any("MHA explicitly" in n for n in sgl.notes)
 
 
-HfArch = namedtuple("HfArch", "architecture model_type converter_class model_arch "
-                    "model_arch_from gguf_arch llm_arch runtime_gguf_archs properties resolution "
-                    "path symbol")
+HfArch = namedtuple(
+    "HfArch",
+    "architecture model_type converter_class model_arch "
+    "model_arch_from gguf_arch llm_arch runtime_gguf_archs properties resolution "
+    "path symbol",
+)
 
 
 def llamacpp(*rows) -> EngineConstraints:
-    return EngineConstraints("llamacpp", "d" * 40, "2026-05-16", "https://example.invalid",
-                             {"hf_architectures": tuple(rows), "sliding_window": ()})
+    return EngineConstraints(
+        "llamacpp",
+        "d" * 40,
+        "2026-05-16",
+        "https://example.invalid",
+        {"hf_architectures": tuple(rows), "sliding_window": ()},
+    )
 
 
 def test_llamacpp_hybrid_flag_is_reported_and_used():
-    config = {"architectures": ["FalconH1ForCausalLM"], "model_type": "falcon_h1",
-              "num_hidden_layers": 44, "num_attention_heads": 8, "num_key_value_heads": 2,
-              "head_dim": 128, "mamba_d_state": 256, "mamba_d_conv": 4}
-    row = HfArch("FalconH1ForCausalLM", "text", "FalconH1Model", "FALCON_H1", "FalconH1Model",
-                 "falcon-h1", "LLM_ARCH_FALCON_H1", (), ("llm_arch_is_hybrid",), "resolved",
-                 "conversion/falcon_h1.py", "FalconH1Model")
-    result = plan(config, context=8, constraints=load_constraints().replace("llamacpp",
-                                                                            llamacpp(row)))
+    config = {
+        "architectures": ["FalconH1ForCausalLM"],
+        "model_type": "falcon_h1",
+        "num_hidden_layers": 44,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 128,
+        "mamba_d_state": 256,
+        "mamba_d_conv": 4,
+    }
+    row = HfArch(
+        "FalconH1ForCausalLM",
+        "text",
+        "FalconH1Model",
+        "FALCON_H1",
+        "FalconH1Model",
+        "falcon-h1",
+        "LLM_ARCH_FALCON_H1",
+        (),
+        ("llm_arch_is_hybrid",),
+        "resolved",
+        "conversion/falcon_h1.py",
+        "FalconH1Model",
+    )
+    result = plan(
+        config, context=8, constraints=load_constraints().replace("llamacpp", llamacpp(row))
+    )
     lcpp = view(result, "llamacpp")
     assert lcpp.status == "constraints used" and lcpp.mechanism is None
     assert any("classes it as hybrid" in n for n in lcpp.notes)
@@ -283,19 +446,41 @@ def test_llamacpp_hybrid_flag_is_reported_and_used():
 
 
 def test_llamacpp_diffusion_flag_makes_it_unsupported():
-    config = {"architectures": ["LLaDAModelLM"], "model_type": "llada", "num_hidden_layers": 2,
-              "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 8}
-    row = HfArch("LLaDAModelLM", "text", "LLaDAModel", "LLADA", "LLaDAModel", "llada",
-                 "LLM_ARCH_LLADA", (), ("llm_arch_is_diffusion",), "resolved", "p", "s")
-    result = plan(config, context=8, constraints=load_constraints().replace("llamacpp",
-                                                                            llamacpp(row)))
+    config = {
+        "architectures": ["LLaDAModelLM"],
+        "model_type": "llada",
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "head_dim": 8,
+    }
+    row = HfArch(
+        "LLaDAModelLM",
+        "text",
+        "LLaDAModel",
+        "LLADA",
+        "LLaDAModel",
+        "llada",
+        "LLM_ARCH_LLADA",
+        (),
+        ("llm_arch_is_diffusion",),
+        "resolved",
+        "p",
+        "s",
+    )
+    result = plan(
+        config, context=8, constraints=load_constraints().replace("llamacpp", llamacpp(row))
+    )
     assert result.prediction.mechanism == "unsupported"
     assert "diffusion" in result.prediction.unknown[0]
 
 
 def test_llamacpp_not_converted():
-    result = plan(sample("llama-3.1-8b"), context=8,
-                  constraints=load_constraints().replace("llamacpp", llamacpp()))
+    result = plan(
+        sample("llama-3.1-8b"),
+        context=8,
+        constraints=load_constraints().replace("llamacpp", llamacpp()),
+    )
     assert any("registers no" in n for n in view(result, "llamacpp").notes)
     assert next(s for s in result.support if s.engine == "llamacpp").status == "not registered"
 
@@ -316,16 +501,27 @@ def test_every_answer_cites_the_commits_used():
 
 # -- the real generated modules of the other engines, when they are present -----------------------
 
+
 def test_real_sglang_lists_minicpm3_as_mla_where_vllm_does_not():
     sglang_engine = load_engine("sglang")
-    if sglang_engine is None or not any(r.architecture == "MiniCPM3ForCausalLM"
-                                        for r in sglang_engine.rows("mla_architectures")):
+    if sglang_engine is None or not any(
+        r.architecture == "MiniCPM3ForCausalLM" for r in sglang_engine.rows("mla_architectures")
+    ):
         pytest.skip("generated/sglang absent or without MiniCPM3 in its MLA set")
-    config = {"architectures": ["MiniCPM3ForCausalLM"], "model_type": "minicpm3",
-              "num_hidden_layers": 62, "hidden_size": 2560, "num_attention_heads": 40,
-              "num_key_value_heads": 40, "q_lora_rank": 768, "kv_lora_rank": 256,
-              "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "v_head_dim": 64,
-              "max_position_embeddings": 32768}
+    config = {
+        "architectures": ["MiniCPM3ForCausalLM"],
+        "model_type": "minicpm3",
+        "num_hidden_layers": 62,
+        "hidden_size": 2560,
+        "num_attention_heads": 40,
+        "num_key_value_heads": 40,
+        "q_lora_rank": 768,
+        "kv_lora_rank": 256,
+        "qk_nope_head_dim": 64,
+        "qk_rope_head_dim": 32,
+        "v_head_dim": 64,
+        "max_position_embeddings": 32768,
+    }
     result = plan(config, context=32768)
     # SGLang: MLA latent = 62 x (256 + 32) x 2 B = 35,712 B/token
     assert result.prediction.mechanism == "mla_latent"
@@ -346,30 +542,78 @@ def test_real_llamacpp_classes_jamba_hybrid_and_mamba2_recurrent():
 
 
 TrtReg = namedtuple("TrtReg", "architecture class_name module also_in path")
-TrtModel = namedtuple("TrtModel", "section architecture architecture_notes model model_notes "
-                      "hf_examples example_notes path")
+TrtModel = namedtuple(
+    "TrtModel",
+    "section architecture architecture_notes model model_notes hf_examples example_notes path",
+)
 TrtCell = namedtuple("TrtCell", "matrix architecture feature status raw notes row_notes path")
 PAGE = "docs/source/models/supported-models.md"
 
 
 def trtllm(*, registry=(), models=(), cells=()) -> EngineConstraints:
-    return EngineConstraints("trtllm", "e" * 40, "2026-09-01", "https://example.invalid",
-                             {"registry_rows": tuple(registry), "supported_models": tuple(models),
-                              "feature_matrix": tuple(cells)})
+    return EngineConstraints(
+        "trtllm",
+        "e" * 40,
+        "2026-09-01",
+        "https://example.invalid",
+        {
+            "registry_rows": tuple(registry),
+            "supported_models": tuple(models),
+            "feature_matrix": tuple(cells),
+        },
+    )
 
 
 def test_trtllm_documented_constraints_and_window_support():
     arch = "Gemma3ForConditionalGeneration"
-    engines = load_constraints().replace("trtllm", trtllm(
-        registry=[TrtReg(arch, "Gemma3VLM", "modeling_gemma3vl",
-                         (), "tensorrt_llm/_torch/models/modeling_gemma3vl.py")],
-        models=[TrtModel("Multimodal", arch, ("[^2] only supported on Blackwell GPUs (SM100+)",),
-                         "Gemma 3", (), ("google/gemma-3-27b-it",), (), PAGE)],
-        cells=[TrtCell("Model-Feature Support Matrix", arch, "Sliding Window Attention", "no",
-                       "No", (), (), PAGE),
-               TrtCell("Model-Feature Support Matrix", arch, "Chunked Prefill", "yes", "Yes",
-                       ("[^1] Chunked Prefill for MLA can only be enabled on SM90/SM100",), (),
-                       PAGE)]))
+    engines = load_constraints().replace(
+        "trtllm",
+        trtllm(
+            registry=[
+                TrtReg(
+                    arch,
+                    "Gemma3VLM",
+                    "modeling_gemma3vl",
+                    (),
+                    "tensorrt_llm/_torch/models/modeling_gemma3vl.py",
+                )
+            ],
+            models=[
+                TrtModel(
+                    "Multimodal",
+                    arch,
+                    ("[^2] only supported on Blackwell GPUs (SM100+)",),
+                    "Gemma 3",
+                    (),
+                    ("google/gemma-3-27b-it",),
+                    (),
+                    PAGE,
+                )
+            ],
+            cells=[
+                TrtCell(
+                    "Model-Feature Support Matrix",
+                    arch,
+                    "Sliding Window Attention",
+                    "no",
+                    "No",
+                    (),
+                    (),
+                    PAGE,
+                ),
+                TrtCell(
+                    "Model-Feature Support Matrix",
+                    arch,
+                    "Chunked Prefill",
+                    "yes",
+                    "Yes",
+                    ("[^1] Chunked Prefill for MLA can only be enabled on SM90/SM100",),
+                    (),
+                    PAGE,
+                ),
+            ],
+        ),
+    )
     result = plan(sample("gemma-3-27b"), context=32768, constraints=engines)
     trt = view(result, "trtllm")
     assert trt.status == "constraints used" and trt.commit == "e" * 40
@@ -390,9 +634,11 @@ def test_trtllm_documented_constraints_and_window_support():
 def test_an_engine_module_of_an_unknown_shape_does_not_take_the_plan_down():
     Odd = namedtuple("Odd", "architecture branch conditional path symbol")
     broken = sglang(mla=[Odd("DeepseekV3ForCausalLM", "not-a-number", False, "p", "s")])
-    result = plan(sample("deepseek-v3"), context=8,
-                  constraints=load_constraints().replace("sglang", broken))
+    result = plan(
+        sample("deepseek-v3"), context=8, constraints=load_constraints().replace("sglang", broken)
+    )
     sgl = view(result, "sglang")
-    assert sgl.mechanism is None and any("could not interpret generated/sglang" in n
-                                         for n in sgl.notes)
+    assert sgl.mechanism is None and any(
+        "could not interpret generated/sglang" in n for n in sgl.notes
+    )
     assert result.prediction.mechanism == "mla_latent"  # vLLM's rule still answers

@@ -30,16 +30,26 @@ runner = CliRunner()
 @pytest.fixture
 def upgrade(make_repo):
     tiny_registry = (
-        '_TEXT_GENERATION_MODELS = {\n'
+        "_TEXT_GENERATION_MODELS = {\n"
         '    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n'
         '    "OpenVLAForActionPrediction": ("openvla", "OpenVLAForActionPrediction"),\n'
-        '}\n\n_VLLM_MODELS = {\n    **_TEXT_GENERATION_MODELS,\n}\n')
-    return make_repo([
-        (tree_v1(), "v1", "2026-03-02T10:00:00+00:00"),
-        ({CONVERTOR_PATH: CONVERTOR_V2, REGISTRY_PATH: REGISTRY_V2},
-         "[Model] Kimi K2 as MLA, num_attention_groups alias (#4242)", "2026-04-01T10:00:00+00:00"),
-        ({REGISTRY_PATH: tiny_registry}, "drop most of the registry", "2026-04-02T10:00:00+00:00"),
-    ])
+        "}\n\n_VLLM_MODELS = {\n    **_TEXT_GENERATION_MODELS,\n}\n"
+    )
+    return make_repo(
+        [
+            (tree_v1(), "v1", "2026-03-02T10:00:00+00:00"),
+            (
+                {CONVERTOR_PATH: CONVERTOR_V2, REGISTRY_PATH: REGISTRY_V2},
+                "[Model] Kimi K2 as MLA, num_attention_groups alias (#4242)",
+                "2026-04-01T10:00:00+00:00",
+            ),
+            (
+                {REGISTRY_PATH: tiny_registry},
+                "drop most of the registry",
+                "2026-04-02T10:00:00+00:00",
+            ),
+        ]
+    )
 
 
 @pytest.fixture
@@ -52,9 +62,12 @@ def pinned(project, upgrade, monkeypatch):
 
 
 def files(project: ProjectPaths) -> dict[str, bytes]:
-    return {str(p.relative_to(project.root)): p.read_bytes()
-            for root in (project.generated, project.pins) for p in sorted(root.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        str(p.relative_to(project.root)): p.read_bytes()
+        for root in (project.generated, project.pins)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 def cli(*args):
@@ -72,8 +85,19 @@ def test_bump_body_matches_snapshot(pinned):
 
 def test_bump_moves_pin_and_regenerates(pinned, tmp_path):
     project, repo, shas = pinned
-    result = cli("bump", "--engine", "vllm", "--to", shas[1], "--root", project.root,
-                 "--pr-title", tmp_path / "t.txt", "--pr-body", tmp_path / "b.md")
+    result = cli(
+        "bump",
+        "--engine",
+        "vllm",
+        "--to",
+        shas[1],
+        "--root",
+        project.root,
+        "--pr-title",
+        tmp_path / "t.txt",
+        "--pr-body",
+        tmp_path / "b.md",
+    )
     assert result.exit_code == 0, result.output
     assert f'commit = "{shas[1]}"' in (project.pins / "vllm.toml").read_text()
     assert 'date = "2026-04-01"' in (project.pins / "vllm.toml").read_text()
@@ -103,8 +127,9 @@ def test_bump_defaults_to_the_source_head(pinned):
 
 def test_bump_to_a_branch_name(pinned):
     project, repo, shas = pinned
-    result = cli("bump", "--engine", "vllm", "--to", "main", "--root", project.root,
-                 "--allow-shrink")
+    result = cli(
+        "bump", "--engine", "vllm", "--to", "main", "--root", project.root, "--allow-shrink"
+    )
     assert result.exit_code == 0, result.output
     assert shas[2] in (project.pins / "vllm.toml").read_text()
 
@@ -121,8 +146,18 @@ def test_shrink_guard_stops_and_leaves_everything(pinned):
 
 def test_accepted_shrink_is_stated_at_the_top(pinned, tmp_path):
     project, repo, shas = pinned
-    result = cli("bump", "--engine", "vllm", "--to", shas[2], "--root", project.root,
-                 "--allow-shrink", "--pr-body", tmp_path / "b.md")
+    result = cli(
+        "bump",
+        "--engine",
+        "vllm",
+        "--to",
+        shas[2],
+        "--root",
+        project.root,
+        "--allow-shrink",
+        "--pr-body",
+        tmp_path / "b.md",
+    )
     assert result.exit_code == 0, result.output
     body = (tmp_path / "b.md").read_text()
     assert body.startswith("> **Shrink accepted with --allow-shrink.**")
@@ -135,8 +170,17 @@ def test_branch_gets_exactly_one_commit(pinned):
     git(project.root, "add", "-A")
     git(project.root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "base")
     base = git(project.root, "rev-parse", "HEAD")
-    result = cli("bump", "--engine", "vllm", "--to", shas[1], "--root", project.root,
-                 "--branch", "apron/bump-vllm")
+    result = cli(
+        "bump",
+        "--engine",
+        "vllm",
+        "--to",
+        shas[1],
+        "--root",
+        project.root,
+        "--branch",
+        "apron/bump-vllm",
+    )
     assert result.exit_code == 0, result.output
     assert git(project.root, "rev-parse", "--abbrev-ref", "HEAD") == "apron/bump-vllm"
     assert git(project.root, "rev-list", "--count", f"{base}..apron/bump-vllm") == "1"
@@ -220,15 +264,30 @@ def test_bump_workflow_structure():
 
 def test_impact_lists_changed_figures(project, make_repo, tmp_path, monkeypatch):
     dropped = CONVERTOR_V2.replace('            "deepseek_v3",  # the big one\n', "")
-    repo, shas = make_repo([
-        (tree_v1(), "v1", "2026-03-02T10:00:00+00:00"),
-        ({CONVERTOR_PATH: dropped}, "deepseek_v3 is no longer MLA", "2026-04-01T10:00:00+00:00"),
-    ])
+    repo, shas = make_repo(
+        [
+            (tree_v1(), "v1", "2026-03-02T10:00:00+00:00"),
+            (
+                {CONVERTOR_PATH: dropped},
+                "deepseek_v3 is no longer MLA",
+                "2026-04-01T10:00:00+00:00",
+            ),
+        ]
+    )
     write_pin(project, "vllm", URL, shas[0], "2026-03-02")
     run(VLLM, project, commit=None, source=str(repo))
     monkeypatch.setenv("APRON_SOURCE_VLLM", str(repo))
-    result = cli("bump", "--engine", "vllm", "--to", shas[1], "--root", project.root,
-                 "--pr-body", tmp_path / "b.md")
+    result = cli(
+        "bump",
+        "--engine",
+        "vllm",
+        "--to",
+        shas[1],
+        "--root",
+        project.root,
+        "--pr-body",
+        tmp_path / "b.md",
+    )
     assert result.exit_code == 0, result.output
     body = (tmp_path / "b.md").read_text()
     impact = body.split("## Calculator impact")[1]
@@ -243,5 +302,7 @@ def test_impact_compare_lists_every_changed_field():
     before = {"a": {"x": "1", "y": "2"}, "gone": {"x": "1"}}
     after = {"a": {"x": "1", "y": "3"}, "new": {"x": "5"}}
     assert compare(before, after) == [
-        ImpactChange("a", "y", "2", "3"), ImpactChange("gone", "x", "1", "-"),
-        ImpactChange("new", "x", "-", "5")]
+        ImpactChange("a", "y", "2", "3"),
+        ImpactChange("gone", "x", "1", "-"),
+        ImpactChange("new", "x", "-", "5"),
+    ]

@@ -25,8 +25,10 @@ def counted(engine: EngineSpec, calls: list[str]) -> EngineSpec:
         def run(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
             calls.append(extractor.kind.name)
             return extractor.run(snapshot, done)
+
         run.__qualname__ = f"counted.{extractor.kind.name}"
         return replace(extractor, run=run)
+
     return replace(engine, facts=tuple(wrap(f) for f in engine.facts))
 
 
@@ -38,8 +40,11 @@ def test_cached_engine_gives_the_same_facts_and_parses_once(tmp_path):
     cache = FactCache.at(tmp_path)
     first = extract_engine(cached_engine(engine, cache), snapshot, commit_date="2026-01-01")
     assert len(calls) == len(VLLM.facts)
-    again = extract_engine(cached_engine(engine, FactCache.at(tmp_path)),
-                           MemorySnapshot(tree_v1(), engine="vllm"), commit_date="2026-01-01")
+    again = extract_engine(
+        cached_engine(engine, FactCache.at(tmp_path)),
+        MemorySnapshot(tree_v1(), engine="vllm"),
+        commit_date="2026-01-01",
+    )
     assert len(calls) == len(VLLM.facts)  # nothing ran: every fact came from disk
     for result in (first, again):
         assert result.facts == plain.facts  # records and provenance (path + blob) alike
@@ -87,22 +92,36 @@ def test_a_blob_the_source_cannot_send_is_not_cached(make_repo, tmp_path):
         extract_engine(cached_engine(VLLM, cache), snapshot, commit_date="x")
     calls: list[str] = []
     with pytest.raises(MissingPathError, match="did not send it"):
-        extract_engine(cached_engine(counted(VLLM, calls), FactCache.at(tmp_path / "c")),
-                       snapshot, commit_date="x")
+        extract_engine(
+            cached_engine(counted(VLLM, calls), FactCache.at(tmp_path / "c")),
+            snapshot,
+            commit_date="x",
+        )
     assert calls[:1] == ["mla_model_types"]  # ran again: a transport failure is not a result
 
 
 def test_the_learned_read_set_is_fetched_in_one_batch(make_repo, tmp_path):
-    repo, shas = make_repo([(tree_v1(), "v1"), ({CONVERTOR_PATH: tree_v1()[CONVERTOR_PATH] + "\n",
-                                                 REGISTRY_PATH: tree_v1()[REGISTRY_PATH] + "\n"},
-                                                "v2")])
+    repo, shas = make_repo(
+        [
+            (tree_v1(), "v1"),
+            (
+                {
+                    CONVERTOR_PATH: tree_v1()[CONVERTOR_PATH] + "\n",
+                    REGISTRY_PATH: tree_v1()[REGISTRY_PATH] + "\n",
+                },
+                "v2",
+            ),
+        ]
+    )
     cache_dir = tmp_path / "c"
     source = GitSource("vllm", str(repo), cache_dir=cache_dir)
-    extract_engine(cached_engine(VLLM, FactCache.at(cache_dir)), source.snapshot(shas[0]),
-                   commit_date="x")
+    extract_engine(
+        cached_engine(VLLM, FactCache.at(cache_dir)), source.snapshot(shas[0]), commit_date="x"
+    )
     second = GitSource("vllm", str(repo), cache_dir=cache_dir)
-    extract_engine(cached_engine(VLLM, FactCache.at(cache_dir)), second.snapshot(shas[1]),
-                   commit_date="x")
+    extract_engine(
+        cached_engine(VLLM, FactCache.at(cache_dir)), second.snapshot(shas[1]), commit_date="x"
+    )
     # the commit, then every file the engine read last time (changed ones included) at once
     assert second.fetch_requests == 2
 

@@ -39,8 +39,15 @@ def vllm_mirror():
 
 def test_mla_model_types_2026(tmp_path, vllm_mirror):
     source = GitSource("vllm", vllm_mirror, cache_dir=tmp_path / "c")
-    history = run_history(ENGINES["vllm"], "mla_model_types", source, BEFORE_EAGLE_MTP, PIN,
-                          cache=FactCache.at(tmp_path / "c"), jobs=2)
+    history = run_history(
+        ENGINES["vllm"],
+        "mla_model_types",
+        source,
+        BEFORE_EAGLE_MTP,
+        PIN,
+        cache=FactCache.at(tmp_path / "c"),
+        jobs=2,
+    )
     line = history.timeline()
     assert not line.unsupported
     firsts = {(i.key["scope"], i.key["model_type"]): i.intervals for i in line.items}
@@ -52,7 +59,12 @@ def test_mla_model_types_2026(tmp_path, vllm_mirror):
     assert ("main", "kimi_k2") in at_start and ("eagle_inner", "deepseek_v32") in at_start
     assert len(firsts) == 20  # the 20 rows generated/vllm has at the pin
     assert history.fetch_requests <= 6
-    again = run_history(ENGINES["vllm"], "mla_model_types",
-                        GitSource("vllm", vllm_mirror, cache_dir=tmp_path / "c"),
-                        BEFORE_EAGLE_MTP, PIN, cache=FactCache.at(tmp_path / "c"))
+    again = run_history(
+        ENGINES["vllm"],
+        "mla_model_types",
+        GitSource("vllm", vllm_mirror, cache_dir=tmp_path / "c"),
+        BEFORE_EAGLE_MTP,
+        PIN,
+        cache=FactCache.at(tmp_path / "c"),
+    )
     assert again.parses == 0 and again.fetch_requests == 0

@@ -1,4 +1,4 @@
-"""The git cache under concurrency, damage and interrupted fetches (issue: hostile input, §5)."""
+"""The git cache under concurrency, damage and interrupted fetches."""
 
 from __future__ import annotations
 
@@ -36,9 +36,23 @@ def cache_repo(repo: Path) -> Path:
 
 def extract_process(project, repo) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-c", CLI, "--engine", "vllm", "--source", str(repo), "--root",
-         str(project.root), "--dry-run"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "--engine",
+            "vllm",
+            "--source",
+            str(repo),
+            "--root",
+            str(project.root),
+            "--dry-run",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
 
 
 def test_second_process_waits_on_the_lock_then_succeeds(setup):

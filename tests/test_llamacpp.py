@@ -46,9 +46,18 @@ def test_masking_keeps_offsets_and_names_each_branch():
     text = "a\n#ifdef X\nb\n#elif defined(Y)\nc\n#else\nd\n#endif\ne\n"
     masked, conditions = mask_conditionals(text)
     assert len(masked) == len(text) and "#" not in masked
-    assert conditions == ("", "defined(X)", "defined(X)", "!(defined(X)) && defined(Y)",
-                          "!(defined(X)) && defined(Y)", "!(defined(X)) && !(defined(Y))",
-                          "!(defined(X)) && !(defined(Y))", "", "", "")
+    assert conditions == (
+        "",
+        "defined(X)",
+        "defined(X)",
+        "!(defined(X)) && defined(Y)",
+        "!(defined(X)) && defined(Y)",
+        "!(defined(X)) && !(defined(Y))",
+        "!(defined(X)) && !(defined(Y))",
+        "",
+        "",
+        "",
+    )
 
 
 def test_masking_nests_and_skips_continuation_lines():
@@ -60,8 +69,9 @@ def test_masking_nests_and_skips_continuation_lines():
 
 
 def test_grouped_labels_share_one_body():
-    source = parse_cpp("int f(int a) { switch (a) { case 1: case 2: return 3; default: return 4; } }",
-                       "f.cpp")
+    source = parse_cpp(
+        "int f(int a) { switch (a) { case 1: case 2: return 3; default: return 4; } }", "f.cpp"
+    )
     switch = next(n for n in walk(source.root) if n.type == "switch_statement")
     groups = switch_case_groups(switch)
     assert [[label.text.decode() for label in g.labels] for g in groups] == [["1", "2"], []]
@@ -82,13 +92,16 @@ def test_names_map_with_ifdef_and_cross_check_warnings():
     assert by_arch["LLM_ARCH_GHOST"].in_enum is False
     assert len(records) == 12
     codes = {(w.code, w.subject) for w in warnings}
-    assert codes == {("name-without-enum", "LLM_ARCH_GHOST"),
-                     ("enum-without-name", "LLM_ARCH_ORPHAN")}
+    assert codes == {
+        ("name-without-enum", "LLM_ARCH_GHOST"),
+        ("enum-without-name", "LLM_ARCH_ORPHAN"),
+    }
 
 
 def test_duplicate_key_keeps_the_first_entry():
-    cpp = ARCH_CPP_V1.replace('{ LLM_ARCH_GHOST,            "ghost"            },',
-                              '{ LLM_ARCH_LLAMA, "llama-again" },')
+    cpp = ARCH_CPP_V1.replace(
+        '{ LLM_ARCH_GHOST,            "ghost"            },', '{ LLM_ARCH_LLAMA, "llama-again" },'
+    )
     records, warnings = arch_names(cpp, ARCH_CPP, ARCH_H_V1, ARCH_H)
     assert {r.arch: r.gguf_name for r in records}["LLM_ARCH_LLAMA"] == "llama"
     assert any(w.code == "duplicate-key" and w.subject == "LLM_ARCH_LLAMA" for w in warnings)
@@ -118,8 +131,9 @@ def test_missing_enum_is_an_anchor_error():
 
 
 def test_names_map_that_does_not_parse_is_a_parse_error():
-    cpp = ARCH_CPP_V1.replace('{ LLM_ARCH_MAMBA,            "mamba"            },',
-                              '{ LLM_ARCH_MAMBA,  "mamba" ;; ] },')
+    cpp = ARCH_CPP_V1.replace(
+        '{ LLM_ARCH_MAMBA,            "mamba"            },', '{ LLM_ARCH_MAMBA,  "mamba" ;; ] },'
+    )
     with pytest.raises(ParseError) as err:
         arch_names(cpp, ARCH_CPP, ARCH_H_V1, ARCH_H)
     assert err.value.anchor == "LLM_ARCH_NAMES" and "does not parse as C++" in str(err.value)
@@ -143,15 +157,27 @@ def test_class_sets_v1_members_and_polarity():
     # inverted polarity: listed return false, default true, over every named architecture
     # but LLM_ARCH_UNKNOWN
     assert found["llm_arch_supports_sm_tensor"] == {
-        "LLM_ARCH_CLIP", "LLM_ARCH_LLAMA", "LLM_ARCH_GEMMA2", "LLM_ARCH_QWEN3NEXT",
-        "LLM_ARCH_DREAM", "LLM_ARCH_BERT", "LLM_ARCH_TOYMODEL", "LLM_ARCH_GHOST"}
+        "LLM_ARCH_CLIP",
+        "LLM_ARCH_LLAMA",
+        "LLM_ARCH_GEMMA2",
+        "LLM_ARCH_QWEN3NEXT",
+        "LLM_ARCH_DREAM",
+        "LLM_ARCH_BERT",
+        "LLM_ARCH_TOYMODEL",
+        "LLM_ARCH_GHOST",
+    }
     assert "llm_arch_is_diffusion" not in found  # GGML_UNUSED(arch); return false;
 
 
 def test_predicate_rows_state_polarity_and_absence():
     rows = {r.predicate: r for r in class_sets.predicate_rows(scan(), names_v1(), ARCH_CPP)}
     sm = rows["llm_arch_supports_sm_tensor"]
-    assert (sm.listed_returns, sm.default_returns, sm.listed_count, sm.member_count) == (False, True, 3, 8)
+    assert (sm.listed_returns, sm.default_returns, sm.listed_count, sm.member_count) == (
+        False,
+        True,
+        3,
+        8,
+    )
     assert sm.polarity == "listed architectures return false; default true"
     assert rows["llm_arch_is_hybrid"].polarity == "listed architectures return true; default false"
     diffusion = rows["llm_arch_is_diffusion"]
@@ -163,45 +189,61 @@ def test_predicate_rows_state_polarity_and_absence():
 
 def test_listed_rows_keep_the_raw_labels_and_preprocessor_conditions():
     rows = class_sets.listed_rows(scan(ARCH_CPP_V2, ARCH_H_V2))
-    rollback = {(r.arch, r.returns, r.preprocessor_condition) for r in rows
-                if r.predicate == "llm_arch_supports_rs_rollback"}
+    rollback = {
+        (r.arch, r.returns, r.preprocessor_condition)
+        for r in rows
+        if r.predicate == "llm_arch_supports_rs_rollback"
+    }
     # `default: break;` then `return false;` after the switch
-    assert rollback == {("LLM_ARCH_QWEN3NEXT", True, ""),
-                        ("LLM_ARCH_TOYMODEL", True, "defined(LLAMA_EXPERIMENTAL)")}
+    assert rollback == {
+        ("LLM_ARCH_QWEN3NEXT", True, ""),
+        ("LLM_ARCH_TOYMODEL", True, "defined(LLAMA_EXPERIMENTAL)"),
+    }
     sm = {r.arch for r in rows if r.predicate == "llm_arch_supports_sm_tensor" and not r.returns}
     assert sm == {"LLM_ARCH_MAMBA", "LLM_ARCH_JAMBA", "LLM_ARCH_DEEPSEEK2"}
 
 
 def test_a_new_predicate_of_the_same_shape_is_picked_up():
-    cpp = ARCH_CPP_V1 + predicate("llm_arch_is_encoder", """    switch (arch) {
+    cpp = ARCH_CPP_V1 + predicate(
+        "llm_arch_is_encoder",
+        """    switch (arch) {
         case LLM_ARCH_BERT:
             return true;
         default:
             return false;
-    }""")
+    }""",
+    )
     assert members(cpp)["llm_arch_is_encoder"] == {"LLM_ARCH_BERT"}
 
 
 def test_mixed_case_values_and_no_default_label():
-    cpp = ARCH_CPP_V1 + predicate("llm_arch_supports_mixed", """    switch (arch) {
+    cpp = ARCH_CPP_V1 + predicate(
+        "llm_arch_supports_mixed",
+        """    switch (arch) {
         case LLM_ARCH_BERT:
             return false;
         case LLM_ARCH_LLAMA:
         case LLM_ARCH_GEMMA2:
             { return true; }
     }
-    return false;""")
+    return false;""",
+    )
     found = next(s for s in scan(cpp).sets if s.predicate == "llm_arch_supports_mixed")
-    assert found.listed == (("LLM_ARCH_BERT", False, ""), ("LLM_ARCH_LLAMA", True, ""),
-                            ("LLM_ARCH_GEMMA2", True, ""))
+    assert found.listed == (
+        ("LLM_ARCH_BERT", False, ""),
+        ("LLM_ARCH_LLAMA", True, ""),
+        ("LLM_ARCH_GEMMA2", True, ""),
+    )
     assert found.default is False and found.listed_returns is None
     assert found.polarity() == "each listed architecture returns its own value; default false"
     assert members(cpp)["llm_arch_supports_mixed"] == {"LLM_ARCH_LLAMA", "LLM_ARCH_GEMMA2"}
 
 
 def test_unrecognized_new_predicate_is_a_warning_not_a_silent_set():
-    cpp = ARCH_CPP_V1 + predicate("llm_arch_is_anything",
-                                  "    return llm_arch_is_recurrent(arch) || llm_arch_is_hybrid(arch);")
+    cpp = ARCH_CPP_V1 + predicate(
+        "llm_arch_is_anything",
+        "    return llm_arch_is_recurrent(arch) || llm_arch_is_hybrid(arch);",
+    )
     result = scan(cpp)
     found = next(s for s in result.sets if s.predicate == "llm_arch_is_anything")
     assert found.shape == "unrecognized"
@@ -209,13 +251,17 @@ def test_unrecognized_new_predicate_is_a_warning_not_a_silent_set():
     rows = {r.predicate: r for r in class_sets.predicate_rows(result, names_v1(), ARCH_CPP)}
     assert rows["llm_arch_is_anything"].polarity.startswith("not extracted:")
     # and a known predicate that went missing next to it is flagged as a possible rename
-    assert any(w.code == "possible-rename" and w.subject == "llm_arch_supports_rs_rollback"
-               for w in result.warnings)
+    assert any(
+        w.code == "possible-rename" and w.subject == "llm_arch_supports_rs_rollback"
+        for w in result.warnings
+    )
 
 
 def test_renamed_switch_function_is_an_error():
     # renamed in the .cpp only: the header still declares the old name
-    cpp = ARCH_CPP_V1.replace("bool llm_arch_supports_sm_tensor(", "bool llm_arch_supports_tensor_split(")
+    cpp = ARCH_CPP_V1.replace(
+        "bool llm_arch_supports_sm_tensor(", "bool llm_arch_supports_tensor_split("
+    )
     with pytest.raises(AnchorError) as err:
         scan(cpp)
     assert err.value.anchor == "llm_arch_supports_sm_tensor"
@@ -231,28 +277,35 @@ def test_renamed_required_predicate_is_an_error_even_when_the_header_follows():
 
 
 def test_known_predicate_with_an_unexpected_body_is_an_error():
-    cpp = ARCH_CPP_V1.replace("""        case LLM_ARCH_MAMBA:
+    cpp = ARCH_CPP_V1.replace(
+        """        case LLM_ARCH_MAMBA:
             return true;
         default:
-            return false;""", """        case LLM_ARCH_MAMBA:
+            return false;""",
+        """        case LLM_ARCH_MAMBA:
             return hparams.ssm;
         default:
-            return false;""")
+            return false;""",
+    )
     with pytest.raises(AnchorError) as err:
         scan(cpp)
     assert err.value.anchor == "llm_arch_is_recurrent" and "hparams.ssm" in str(err.value)
 
 
 def test_switch_over_something_else_is_an_error():
-    cpp = ARCH_CPP_V1.replace("bool llm_arch_is_recurrent(const llm_arch & arch) {\n    switch (arch) {",
-                              "bool llm_arch_is_recurrent(const llm_arch & arch) {\n    switch (other) {")
+    cpp = ARCH_CPP_V1.replace(
+        "bool llm_arch_is_recurrent(const llm_arch & arch) {\n    switch (arch) {",
+        "bool llm_arch_is_recurrent(const llm_arch & arch) {\n    switch (other) {",
+    )
     with pytest.raises(AnchorError, match="not `arch`"):
         scan(cpp)
 
 
 def test_predicate_file_that_does_not_parse_is_a_parse_error():
-    cpp = ARCH_CPP_V1.replace("        case LLM_ARCH_JAMBA: case LLM_ARCH_QWEN3NEXT:",
-                              "        case LLM_ARCH_JAMBA: case ) LLM_ARCH_QWEN3NEXT ::")
+    cpp = ARCH_CPP_V1.replace(
+        "        case LLM_ARCH_JAMBA: case LLM_ARCH_QWEN3NEXT:",
+        "        case LLM_ARCH_JAMBA: case ) LLM_ARCH_QWEN3NEXT ::",
+    )
     with pytest.raises(ParseError) as err:
         scan(cpp)
     assert err.value.anchor == "llm_arch_is_hybrid" and err.value.paths == (ARCH_CPP,)

@@ -21,11 +21,20 @@ UPSTREAM = "https://github.com/ggml-org/llama.cpp"
 
 @pytest.fixture
 def llamacpp_repo(make_repo):
-    return make_repo([
-        (tree_v1(), "v1: one converter script, one hparams switch", "2026-05-01T10:00:00+00:00"),
-        (tree_v2(), "v2: conversion/ package, per-model loaders, rs_rollback (#2)",
-         "2026-05-16T10:00:00+00:00"),
-    ])
+    return make_repo(
+        [
+            (
+                tree_v1(),
+                "v1: one converter script, one hparams switch",
+                "2026-05-01T10:00:00+00:00",
+            ),
+            (
+                tree_v2(),
+                "v2: conversion/ package, per-model loaders, rs_rollback (#2)",
+                "2026-05-16T10:00:00+00:00",
+            ),
+        ]
+    )
 
 
 def generated_files(project):
@@ -43,15 +52,25 @@ def test_extract_two_commits_writes_deterministic_modules(project, llamacpp_repo
     first = run(LLAMACPP, project, commit=None, source=str(repo))
     assert first.facts.commit == shas[0] and first.facts.commit_date == "2026-05-01"
     files_v1 = generated_files(project)
-    assert set(files_v1) == {"README.md", "__init__.py", "warnings_found.py", "arch_names.py",
-                             "class_predicates.py", "class_set_listed.py", "class_set_members.py",
-                             "hf_architectures.py", "sliding_window.py"}
+    assert set(files_v1) == {
+        "README.md",
+        "__init__.py",
+        "warnings_found.py",
+        "arch_names.py",
+        "class_predicates.py",
+        "class_set_listed.py",
+        "class_set_members.py",
+        "hf_architectures.py",
+        "sliding_window.py",
+    }
     module = files_v1["class_set_members.py"].decode()
     assert f"# commit: {shas[0]} (2026-05-01)" in module
     assert f"# source: {ARCH_CPP} @ blob " in module and str(repo) not in module
     readme = files_v1["README.md"].decode()
-    assert ("| llm_arch_supports_sm_tensor | True | switch | False | True | listed architectures "
-            "return false; default true |") in readme
+    assert (
+        "| llm_arch_supports_sm_tensor | True | switch | False | True | listed architectures "
+        "return false; default true |"
+    ) in readme
     assert "absent at this commit: the function does not exist (not an empty set)" in readme
     assert "hf_architectures.py" in files_v1 and SCRIPT in files_v1["hf_architectures.py"].decode()
 
@@ -65,12 +84,16 @@ def test_extract_two_commits_writes_deterministic_modules(project, llamacpp_repo
     assert [r.identity() for r in delta["class_set_members"].added] == [
         ("llm_arch_is_diffusion", "LLM_ARCH_DREAM"),
         ("llm_arch_supports_rs_rollback", "LLM_ARCH_QWEN3NEXT"),
-        ("llm_arch_supports_rs_rollback", "LLM_ARCH_TOYMODEL")]
+        ("llm_arch_supports_rs_rollback", "LLM_ARCH_TOYMODEL"),
+    ]
     predicates = {r.predicate: r for r in second.facts.fact("class_predicates").records}
     assert predicates["llm_arch_supports_rs_rollback"].present
     hf = second.facts.fact("hf_architectures")
-    assert {s.path for s in hf.sources} >= {"conversion/__init__.py", "conversion/llama.py",
-                                            "gguf-py/gguf/constants.py"}
+    assert {s.path for s in hf.sources} >= {
+        "conversion/__init__.py",
+        "conversion/llama.py",
+        "gguf-py/gguf/constants.py",
+    }
     swa = {r.arch: r for r in second.facts.fact("sliding_window").records}
     assert swa["LLM_ARCH_GEMMA2"].symbol == "llama_model_gemma2::load_arch_hparams"
 
@@ -92,21 +115,31 @@ def test_generated_modules_import_without_extractor_code(project, llamacpp_repo)
 
 
 def test_bad_commit_fails_closed_and_leaves_generated_untouched(project, make_repo):
-    broken = ARCH_CPP_V2.replace("bool llm_arch_is_hybrid(const llm_arch & arch) {",
-                                 "bool llm_arch_is_hybrid(const llm_arch & arch) { ((")
-    renamed = ARCH_CPP_V2.replace("bool llm_arch_supports_sm_tensor(", "bool llm_arch_supports_split(")
-    repo, shas = make_repo([
-        (tree_v2(), "good", "2026-05-16T10:00:00+00:00"),
-        ({ARCH_CPP: broken}, "broken predicate", "2026-05-17T10:00:00+00:00"),
-        ({ARCH_CPP: renamed}, "renamed predicate", "2026-05-18T10:00:00+00:00"),
-    ])
+    broken = ARCH_CPP_V2.replace(
+        "bool llm_arch_is_hybrid(const llm_arch & arch) {",
+        "bool llm_arch_is_hybrid(const llm_arch & arch) { ((",
+    )
+    renamed = ARCH_CPP_V2.replace(
+        "bool llm_arch_supports_sm_tensor(", "bool llm_arch_supports_split("
+    )
+    repo, shas = make_repo(
+        [
+            (tree_v2(), "good", "2026-05-16T10:00:00+00:00"),
+            ({ARCH_CPP: broken}, "broken predicate", "2026-05-17T10:00:00+00:00"),
+            ({ARCH_CPP: renamed}, "renamed predicate", "2026-05-18T10:00:00+00:00"),
+        ]
+    )
     write_pin(project, "llamacpp", UPSTREAM, shas[0])
     run(LLAMACPP, project, commit=None, source=str(repo))
     before = generated_files(project)
     with pytest.raises(ParseError) as err:
         run(LLAMACPP, project, commit=shas[1], source=str(repo))
     assert (err.value.engine, err.value.commit, err.value.paths, err.value.anchor) == (
-        "llamacpp", shas[1], (ARCH_CPP,), "llm_arch_is_hybrid")
+        "llamacpp",
+        shas[1],
+        (ARCH_CPP,),
+        "llm_arch_is_hybrid",
+    )
     with pytest.raises(AnchorError) as err:
         run(LLAMACPP, project, commit=shas[2], source=str(repo))
     assert err.value.commit == shas[2] and err.value.anchor == "llm_arch_supports_sm_tensor"
@@ -149,15 +182,31 @@ def test_real_pin_matches_committed_generated_and_known_members(tmp_path, real):
     members: dict[str, set[str]] = {}
     for row in facts.fact("class_set_members").records:
         members.setdefault(row.predicate, set()).add(row.arch)
-    listed_false = {r.arch for r in facts.fact("class_set_listed").records
-                    if r.predicate == "llm_arch_supports_sm_tensor" and not r.returns}
-    assert {"LLM_ARCH_JAMBA", "LLM_ARCH_QWEN3NEXT", "LLM_ARCH_QWEN35",
-            "LLM_ARCH_KIMI_LINEAR"} <= members["llm_arch_is_hybrid"]
-    assert members["llm_arch_is_recurrent"] == {"LLM_ARCH_MAMBA", "LLM_ARCH_MAMBA2", "LLM_ARCH_RWKV6",
-                                                "LLM_ARCH_RWKV6QWEN2", "LLM_ARCH_RWKV7",
-                                                "LLM_ARCH_ARWKV7"}
-    assert members["llm_arch_is_diffusion"] == {"LLM_ARCH_DREAM", "LLM_ARCH_LLADA",
-                                                "LLM_ARCH_LLADA_MOE", "LLM_ARCH_RND1"}
+    listed_false = {
+        r.arch
+        for r in facts.fact("class_set_listed").records
+        if r.predicate == "llm_arch_supports_sm_tensor" and not r.returns
+    }
+    assert {
+        "LLM_ARCH_JAMBA",
+        "LLM_ARCH_QWEN3NEXT",
+        "LLM_ARCH_QWEN35",
+        "LLM_ARCH_KIMI_LINEAR",
+    } <= members["llm_arch_is_hybrid"]
+    assert members["llm_arch_is_recurrent"] == {
+        "LLM_ARCH_MAMBA",
+        "LLM_ARCH_MAMBA2",
+        "LLM_ARCH_RWKV6",
+        "LLM_ARCH_RWKV6QWEN2",
+        "LLM_ARCH_RWKV7",
+        "LLM_ARCH_ARWKV7",
+    }
+    assert members["llm_arch_is_diffusion"] == {
+        "LLM_ARCH_DREAM",
+        "LLM_ARCH_LLADA",
+        "LLM_ARCH_LLADA_MOE",
+        "LLM_ARCH_RND1",
+    }
     assert members["llm_arch_supports_rs_rollback"] == {"LLM_ARCH_QWEN35", "LLM_ARCH_QWEN35MOE"}
     assert {"LLM_ARCH_DEEPSEEK2", "LLM_ARCH_MAMBA", "LLM_ARCH_KIMI_LINEAR"} <= listed_false
     assert "LLM_ARCH_DEEPSEEK2" not in members["llm_arch_supports_sm_tensor"]
@@ -172,7 +221,10 @@ def test_real_pin_matches_committed_generated_and_known_members(tmp_path, real):
     resolved = sum(r.resolution == "resolved" for r in rows)
     assert resolved / len(rows) >= 0.95
     swa = {r.arch: r for r in facts.fact("sliding_window").records}
-    assert (swa["LLM_ARCH_GEMMA2"].swa_types, swa["LLM_ARCH_GEMMA2"].period_default) == (("standard",), 2)
+    assert (swa["LLM_ARCH_GEMMA2"].swa_types, swa["LLM_ARCH_GEMMA2"].period_default) == (
+        ("standard",),
+        2,
+    )
     assert swa["LLM_ARCH_LLAMA4"].swa_types == ("none", "chunked")
 
 
@@ -180,14 +232,19 @@ def test_real_pin_matches_committed_generated_and_known_members(tmp_path, real):
 def test_real_older_commits_absent_predicate_and_script_layout(tmp_path, real):
     source, cache = real
     project = real_project(tmp_path)
-    before = run(LLAMACPP, project, commit=BEFORE_RS_ROLLBACK, source=source, write=False,
-                 cache_dir=cache).facts
+    before = run(
+        LLAMACPP, project, commit=BEFORE_RS_ROLLBACK, source=source, write=False, cache_dir=cache
+    ).facts
     predicates = {r.predicate: r for r in before.fact("class_predicates").records}
     assert predicates["llm_arch_supports_rs_rollback"].present is False
     assert predicates["llm_arch_is_hybrid"].member_count == 12
-    script = run(LLAMACPP, project, commit=SCRIPT_LAYOUT, source=source, write=False,
-                 cache_dir=cache).facts
+    script = run(
+        LLAMACPP, project, commit=SCRIPT_LAYOUT, source=source, write=False, cache_dir=cache
+    ).facts
     rows = script.fact("hf_architectures").records
     assert {s.path for s in script.fact("hf_architectures").sources} == {
-        "convert_hf_to_gguf.py", "gguf-py/gguf/constants.py", "src/llama-arch.cpp"}
+        "convert_hf_to_gguf.py",
+        "gguf-py/gguf/constants.py",
+        "src/llama-arch.cpp",
+    }
     assert len(rows) >= 250 and sum(r.resolution == "resolved" for r in rows) / len(rows) >= 0.95

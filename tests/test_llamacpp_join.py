@@ -37,7 +37,11 @@ def test_join_resolves_through_to_class_sets(tree):
     rows, _ = join_rows(tree())
     jamba = rows[("JambaForCausalLM", "text")]
     assert (jamba.converter_class, jamba.model_arch, jamba.gguf_arch, jamba.llm_arch) == (
-        "JambaModel", "JAMBA", "jamba", "LLM_ARCH_JAMBA")
+        "JambaModel",
+        "JAMBA",
+        "jamba",
+        "LLM_ARCH_JAMBA",
+    )
     assert jamba.properties == ("llm_arch_is_hybrid",)  # sm_tensor lists it as false
     assert rows[("DeepseekV3ForCausalLM", "text")].properties == ()
     assert "llm_arch_is_hybrid" in rows[("Qwen3NextForCausalLM", "text")].properties
@@ -51,12 +55,19 @@ def test_inherited_model_arch(tree):
     rows, _ = join_rows(tree())
     variant = rows[("MyLlamaVariantForCausalLM", "text")]
     assert (variant.converter_class, variant.model_arch_from, variant.gguf_arch) == (
-        "LlamaVariantModel", "LlamaModel", "llama")
+        "LlamaVariantModel",
+        "LlamaModel",
+        "llama",
+    )
     # the projector inherits MMPROJ (in the package: from conversion/base.py, another module),
     # so it is registered as a projector, beside the text model of the same HF architecture
     vision = rows[("Gemma2ForCausalLM", "mmproj")]
     assert (vision.model_arch, vision.model_arch_from, vision.gguf_arch, vision.llm_arch) == (
-        "MMPROJ", "MmprojModel", "clip", "LLM_ARCH_CLIP")
+        "MMPROJ",
+        "MmprojModel",
+        "clip",
+        "LLM_ARCH_CLIP",
+    )
     assert rows[("Gemma2ForCausalLM", "text")].gguf_arch == "gemma2"
 
 
@@ -65,8 +76,11 @@ def test_both_layouts_give_the_same_join():
     new, new_warnings = join_rows(tree_v2())
     # v2 adds rs_rollback (QWEN3NEXT); everything else is identical
     qwen = ("Qwen3NextForCausalLM", "text")
-    assert new[qwen].properties == (*old[qwen].properties[:1], "llm_arch_supports_rs_rollback",
-                                    *old[qwen].properties[1:])
+    assert new[qwen].properties == (
+        *old[qwen].properties[:1],
+        "llm_arch_supports_rs_rollback",
+        *old[qwen].properties[1:],
+    )
     old.pop(qwen), new.pop(qwen)
     assert comparable(old) == comparable(new)
     assert {w.subject for w in old_warnings} == {w.subject for w in new_warnings}
@@ -96,9 +110,11 @@ def test_runtime_switches_of_model_arch_are_recorded():
 def test_routing_map_inconsistencies():
     files = tree_v2()
     files["conversion/__init__.py"] = PACKAGE_INIT.replace(
-        '    "JambaForCausalLM": "jamba",\n', "").replace(
+        '    "JambaForCausalLM": "jamba",\n', ""
+    ).replace(
         '    "NovelForCausalLM": "novel",\n',
-        '    "NovelForCausalLM": "novel",\n    "PhantomForCausalLM": "llama",\n')
+        '    "NovelForCausalLM": "novel",\n    "PhantomForCausalLM": "llama",\n',
+    )
     rows, warnings = join_rows(files)
     assert any(w.code == "unrouted" and w.subject == "JambaForCausalLM/text" for w in warnings)
     phantom = rows[("PhantomForCausalLM", "text")]
@@ -108,26 +124,27 @@ def test_routing_map_inconsistencies():
 
 def test_duplicate_registration_prefers_the_routed_module():
     files = tree_v2()
-    files["conversion/jamba.py"] += '''
+    files["conversion/jamba.py"] += """
 
 @ModelBase.register("LlamaForCausalLM")
 class NotTheLlama(TextModel):
     model_arch = gguf.MODEL_ARCH.JAMBA
-'''
+"""
     rows, warnings = join_rows(files)
     assert rows[("LlamaForCausalLM", "text")].converter_class == "LlamaModel"
-    assert any(w.code == "registered-twice" and w.subject == "LlamaForCausalLM/text"
-               for w in warnings)
+    assert any(
+        w.code == "registered-twice" and w.subject == "LlamaForCausalLM/text" for w in warnings
+    )
 
 
 def test_script_layout_later_registration_wins():
     files = tree_v1()
-    files[SCRIPT] += '''
+    files[SCRIPT] += """
 
 @ModelBase.register("JambaForCausalLM")
 class JambaModelV2(TextModel):
     model_arch = gguf.MODEL_ARCH.MAMBA
-'''
+"""
     rows, warnings = join_rows(files)
     assert rows[("JambaForCausalLM", "text")].converter_class == "JambaModelV2"
     assert rows[("JambaForCausalLM", "text")].properties == ("llm_arch_is_recurrent",)
@@ -136,12 +153,12 @@ class JambaModelV2(TextModel):
 
 def test_model_arch_that_is_not_a_literal_is_unresolved():
     files = tree_v1()
-    files[SCRIPT] += '''
+    files[SCRIPT] += """
 
 @ModelBase.register("DynamicForCausalLM")
 class DynamicModel(TextModel):
     model_arch = pick_arch()
-'''
+"""
     rows, warnings = join_rows(files)
     row = rows[("DynamicForCausalLM", "unknown")]
     assert row.model_arch == "" and "pick_arch()" in row.resolution
@@ -153,46 +170,62 @@ class DynamicModel(TextModel):
 
 def index_of(modules: dict[str, str]) -> converter.ConverterIndex:
     counter, warnings = [0], []
-    parsed = [converter.read_module(text, f"conversion/{name}.py", f"conversion.{name}",
-                                    "conversion", counter, warnings)
-              for name, text in modules.items()]
+    parsed = [
+        converter.read_module(
+            text, f"conversion/{name}.py", f"conversion.{name}", "conversion", counter, warnings
+        )
+        for name, text in modules.items()
+    ]
     return converter.ConverterIndex(parsed)
 
 
 def test_nested_delegate_classes_and_aliases_across_modules():
-    index = index_of({
-        "base": "import gguf\n\nclass ModelBase:\n    pass\n\nclass TextModel(ModelBase):\n    pass\n",
-        "llama": ("from .base import ModelBase, TextModel, gguf\n\n"
-                  "class LlamaModel(TextModel):\n    model_arch = gguf.MODEL_ARCH.LLAMA\n"),
-        "mistral": (
-            "from .base import ModelBase, TextModel, gguf\n"
-            "from .llama import LlamaModel as Base\n\n"
-            "@ModelBase.register(\"Mistral3ForConditionalGeneration\")\n"
-            "class Mistral3Model(TextModel):\n"
-            "    class Inner4(Base):\n"
-            "        model_arch = gguf.MODEL_ARCH.MISTRAL4\n"
-            "\n"
-            "    model_arch = gguf.MODEL_ARCH.MISTRAL3  # unused\n"
-            "\n"
-            "    def __init__(self, *args, **kwargs):\n"
-            "        if self.hparams.get('model_type') == 'mistral4':\n"
-            "            self.impl = Mistral3Model.Inner4(*args, **kwargs)\n"),
-    })
+    index = index_of(
+        {
+            "base": "import gguf\n\nclass ModelBase:\n    pass\n\nclass TextModel(ModelBase):\n    pass\n",
+            "llama": (
+                "from .base import ModelBase, TextModel, gguf\n\n"
+                "class LlamaModel(TextModel):\n    model_arch = gguf.MODEL_ARCH.LLAMA\n"
+            ),
+            "mistral": (
+                "from .base import ModelBase, TextModel, gguf\n"
+                "from .llama import LlamaModel as Base\n\n"
+                '@ModelBase.register("Mistral3ForConditionalGeneration")\n'
+                "class Mistral3Model(TextModel):\n"
+                "    class Inner4(Base):\n"
+                "        model_arch = gguf.MODEL_ARCH.MISTRAL4\n"
+                "\n"
+                "    model_arch = gguf.MODEL_ARCH.MISTRAL3  # unused\n"
+                "\n"
+                "    def __init__(self, *args, **kwargs):\n"
+                "        if self.hparams.get('model_type') == 'mistral4':\n"
+                "            self.impl = Mistral3Model.Inner4(*args, **kwargs)\n"
+            ),
+        }
+    )
     [registration] = converter.registrations(index)
     assert registration.model_arch == "MISTRAL3" and registration.runtime_archs == ("MISTRAL4",)
     inner = index.modules["conversion.mistral"].classes["Mistral3Model.Inner4"]
-    assert [c.qualname for c in index.mro(inner)] == ["Mistral3Model.Inner4", "LlamaModel",
-                                                      "TextModel", "ModelBase"]
+    assert [c.qualname for c in index.mro(inner)] == [
+        "Mistral3Model.Inner4",
+        "LlamaModel",
+        "TextModel",
+        "ModelBase",
+    ]
 
 
 def test_annotation_only_is_not_a_model_arch_and_c3_order_is_used():
-    index = index_of({
-        "m": ("import gguf\n\n"
-              "class A:\n    model_arch: gguf.MODEL_ARCH\n\n"
-              "class B(A):\n    model_arch = gguf.MODEL_ARCH.BEE\n\n"
-              "class C(A):\n    model_arch = gguf.MODEL_ARCH.SEA\n\n"
-              "@ModelBase.register(\"D\")\nclass D(C, B):\n    pass\n"),
-    })
+    index = index_of(
+        {
+            "m": (
+                "import gguf\n\n"
+                "class A:\n    model_arch: gguf.MODEL_ARCH\n\n"
+                "class B(A):\n    model_arch = gguf.MODEL_ARCH.BEE\n\n"
+                "class C(A):\n    model_arch = gguf.MODEL_ARCH.SEA\n\n"
+                '@ModelBase.register("D")\nclass D(C, B):\n    pass\n'
+            ),
+        }
+    )
     [registration] = converter.registrations(index)
     assert (registration.model_arch, registration.model_arch_from) == ("SEA", "C")
     cls = index.modules["conversion.m"].classes["D"]

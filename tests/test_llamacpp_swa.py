@@ -16,8 +16,13 @@ from tests.llamacpp_miniatures import (
     MODELS_H_TEXT,
 )
 
-NAMES = {"LLM_ARCH_GEMMA2": "gemma2", "LLM_ARCH_BERT": "bert", "LLM_ARCH_JAMBA": "jamba",
-         "LLM_ARCH_DEEPSEEK2": "deepseek2", "LLM_ARCH_LLAMA": "llama"}
+NAMES = {
+    "LLM_ARCH_GEMMA2": "gemma2",
+    "LLM_ARCH_BERT": "bert",
+    "LLM_ARCH_JAMBA": "jamba",
+    "LLM_ARCH_DEEPSEEK2": "deepseek2",
+    "LLM_ARCH_LLAMA": "llama",
+}
 
 
 def rules_v1():
@@ -44,7 +49,9 @@ def test_period_pattern_with_gguf_overrides(read):
     assert gemma.pattern_gguf_key == "LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN"
     assert gemma.window_literals == (4096,)
     assert (gemma.window_gguf_key, gemma.window_gguf_required) == (
-        "LLM_KV_ATTENTION_SLIDING_WINDOW", False)
+        "LLM_KV_ATTENTION_SLIDING_WINDOW",
+        False,
+    )
     assert "LLM_ARCH_LLAMA" not in rules  # no sliding-window code at all
 
 
@@ -56,12 +63,14 @@ def test_conditional_window_type_and_dense_first(read):
     assert bert.conditions == (
         "symmetric when has(LLM_KV_ATTENTION_SLIDING_WINDOW) && hparams.n_swa > 0",
         "pattern when has(LLM_KV_ATTENTION_SLIDING_WINDOW) && hparams.n_swa > 0",
-        "none when !(has(LLM_KV_ATTENTION_SLIDING_WINDOW) && hparams.n_swa > 0)")
+        "none when !(has(LLM_KV_ATTENTION_SLIDING_WINDOW) && hparams.n_swa > 0)",
+    )
     assert (bert.period_default, bert.dense_first) == (3, True)
     # grouped case labels (v1) and an inherited loader (v2) give DEEPSEEK2 the same rule
     deepseek = rules["LLM_ARCH_DEEPSEEK2"]
-    assert deepseek.model_copy(update={"arch": "", "gguf_name": "", "model_class": "", "symbol": ""}) == \
-        bert.model_copy(update={"arch": "", "gguf_name": "", "model_class": "", "symbol": ""})
+    assert deepseek.model_copy(
+        update={"arch": "", "gguf_name": "", "model_class": "", "symbol": ""}
+    ) == bert.model_copy(update={"arch": "", "gguf_name": "", "model_class": "", "symbol": ""})
 
 
 @pytest.mark.parametrize("read", [rules_v1, rules_v2], ids=["switch", "per-model"])
@@ -69,7 +78,11 @@ def test_per_layer_pattern_and_required_window(read):
     rules, _ = read()
     jamba = rules["LLM_ARCH_JAMBA"]
     assert jamba.swa_types == ("chunked",)
-    assert (jamba.pattern, jamba.period_default, jamba.dense_first) == ("per-layer array", None, None)
+    assert (jamba.pattern, jamba.period_default, jamba.dense_first) == (
+        "per-layer array",
+        None,
+        None,
+    )
     assert jamba.window_gguf_required is True
 
 
@@ -99,8 +112,9 @@ void llama_model_jamba::load_arch_hparams(llama_model_loader & ml) {
     jamba = rules["LLM_ARCH_JAMBA"]
     assert jamba.pattern == "computed"
     assert jamba.other == ("hparams.swa_layers[il] = !hparams.recurrent_layer_arr[il]",)
-    assert jamba.conditions[0] == ("standard when has(LLM_KV_ATTENTION_SLIDING_WINDOW) && "
-                                   "hparams.n_swa > 0")
+    assert jamba.conditions[0] == (
+        "standard when has(LLM_KV_ATTENTION_SLIDING_WINDOW) && hparams.n_swa > 0"
+    )
 
 
 def test_missing_loader_is_a_warning():
@@ -122,7 +136,8 @@ def test_neither_layout_is_an_anchor_error():
 def test_loader_that_does_not_parse_is_a_parse_error():
     files = dict(MODEL_FILES_V2)
     files["src/models/gemma2.cpp"] = files["src/models/gemma2.cpp"].replace(
-        "uint32_t swa_period = 2;", "uint32_t swa_period = = 2 )) ;")
+        "uint32_t swa_period = 2;", "uint32_t swa_period = = 2 )) ;"
+    )
     with pytest.raises(ParseError) as err:
         rules_v2(files)
     assert err.value.paths == ("src/models/gemma2.cpp",)

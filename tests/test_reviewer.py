@@ -12,60 +12,138 @@ from extractors.vllm.records import MlaModelType, RegistryRow
 
 
 def facts(engine, *results):
-    return EngineFacts(engine=engine, commit=engine[0] * 40, commit_date="2026-01-01",
-                       upstream_url="https://example.invalid", warnings=(),
-                       facts=tuple(FactResult(FactKind(name, name, type(rows[0]), ""), tuple(rows), ())
-                                   for name, rows in results))
+    return EngineFacts(
+        engine=engine,
+        commit=engine[0] * 40,
+        commit_date="2026-01-01",
+        upstream_url="https://example.invalid",
+        warnings=(),
+        facts=tuple(
+            FactResult(FactKind(name, name, type(rows[0]), ""), tuple(rows), ())
+            for name, rows in results
+        ),
+    )
 
 
 VLLM = facts(
     "vllm",
-    ("registry_rows", [RegistryRow(architecture="DeepseekV4ForCausalLM", task_group="text-generation",
-                                   module="vllm.models.deepseek_v4", class_name="DeepseekV4ForCausalLM",
-                                   section="Decoder-only", dict_name="_TEXT_GENERATION_MODELS",
-                                   also_in=(), path="vllm/model_executor/models/registry.py")]),
-    ("mla_model_types", [MlaModelType(scope="main", model_type="deepseek_v4", path="p", symbol="s")]),
+    (
+        "registry_rows",
+        [
+            RegistryRow(
+                architecture="DeepseekV4ForCausalLM",
+                task_group="text-generation",
+                module="vllm.models.deepseek_v4",
+                class_name="DeepseekV4ForCausalLM",
+                section="Decoder-only",
+                dict_name="_TEXT_GENERATION_MODELS",
+                also_in=(),
+                path="vllm/model_executor/models/registry.py",
+            )
+        ],
+    ),
+    (
+        "mla_model_types",
+        [MlaModelType(scope="main", model_type="deepseek_v4", path="p", symbol="s")],
+    ),
 )
 SGLANG = facts(
     "sglang",
-    ("registry_rows", [SglangRegistryRow(architecture=a, module=m, entry_name=a, class_name=a,
-                                         resolved_via="local class", class_path="x", also_in=(),
-                                         path=f"python/sglang/srt/models/{m}.py")
-                       for a, m in [("DeepseekV4ForCausalLM", "deepseek_v4"),
-                                    ("MiniCPM3ForCausalLM", "minicpm3")]]),
-    ("mla_architectures", [SglangMlaArchitecture(architecture="MiniCPM3ForCausalLM", branch=2,
-                                                 conditional=False, path="c.py", symbol="s")]),
-    ("explicit_mha_architectures", [SglangExplicitMha(architecture="DeepseekV4ForCausalLM", branch=1,
-                                                      mla_fields_read=("compress_ratios",),
-                                                      path="c.py", symbol="s")]),
+    (
+        "registry_rows",
+        [
+            SglangRegistryRow(
+                architecture=a,
+                module=m,
+                entry_name=a,
+                class_name=a,
+                resolved_via="local class",
+                class_path="x",
+                also_in=(),
+                path=f"python/sglang/srt/models/{m}.py",
+            )
+            for a, m in [
+                ("DeepseekV4ForCausalLM", "deepseek_v4"),
+                ("MiniCPM3ForCausalLM", "minicpm3"),
+            ]
+        ],
+    ),
+    (
+        "mla_architectures",
+        [
+            SglangMlaArchitecture(
+                architecture="MiniCPM3ForCausalLM",
+                branch=2,
+                conditional=False,
+                path="c.py",
+                symbol="s",
+            )
+        ],
+    ),
+    (
+        "explicit_mha_architectures",
+        [
+            SglangExplicitMha(
+                architecture="DeepseekV4ForCausalLM",
+                branch=1,
+                mla_fields_read=("compress_ratios",),
+                path="c.py",
+                symbol="s",
+            )
+        ],
+    ),
 )
 TRTLLM = facts(
     "trtllm",
-    ("registry_rows", [TrtllmRegisteredArchitecture(architecture="DeepseekV4ForCausalLM",
-                                                    class_name="DeepseekV4ForCausalLM",
-                                                    module="modeling_deepseekv4", also_in=(),
-                                                    path="tensorrt_llm/_torch/models/modeling_deepseekv4.py")]),
-    ("feature_matrix", [TrtllmFeatureCell(matrix="m", architecture="DeepseekV4ForCausalLM",
-                                          feature="Sliding Window Attention", status="Yes", raw="Yes",
-                                          notes=(), row_notes=("only supported on Blackwell GPUs (SM100+)",),
-                                          path="docs/source/models/supported-models.md")]),
+    (
+        "registry_rows",
+        [
+            TrtllmRegisteredArchitecture(
+                architecture="DeepseekV4ForCausalLM",
+                class_name="DeepseekV4ForCausalLM",
+                module="modeling_deepseekv4",
+                also_in=(),
+                path="tensorrt_llm/_torch/models/modeling_deepseekv4.py",
+            )
+        ],
+    ),
+    (
+        "feature_matrix",
+        [
+            TrtllmFeatureCell(
+                matrix="m",
+                architecture="DeepseekV4ForCausalLM",
+                feature="Sliding Window Attention",
+                status="Yes",
+                raw="Yes",
+                notes=(),
+                row_notes=("only supported on Blackwell GPUs (SM100+)",),
+                path="docs/source/models/supported-models.md",
+            )
+        ],
+    ),
 )
 
 
-@pytest.mark.parametrize(("architecture", "guess"), [
-    ("DeepseekV4ForCausalLM", "deepseek_v4"),
-    ("Glm4MoeLiteForCausalLM", "glm4_moe_lite"),
-    ("PanguUltraMoEForCausalLM", "pangu_ultra_moe"),
-    ("LongcatFlashForCausalLM", "longcat_flash"),
-])
+@pytest.mark.parametrize(
+    ("architecture", "guess"),
+    [
+        ("DeepseekV4ForCausalLM", "deepseek_v4"),
+        ("Glm4MoeLiteForCausalLM", "glm4_moe_lite"),
+        ("PanguUltraMoEForCausalLM", "pangu_ultra_moe"),
+        ("LongcatFlashForCausalLM", "longcat_flash"),
+    ],
+)
 def test_model_type_guess(architecture, guess):
     assert model_type_guess(architecture) == guess
 
 
 def test_disagreements_list_direct_and_config_dependent_cases():
     rows = mla_disagreements({"vllm": VLLM, "sglang": SGLANG})
-    assert rows == [("DeepseekV4ForCausalLM", "deepseek_v4", "MLA", "MHA (explicit)"),
-                    ("MiniCPM3ForCausalLM", "mini_cpm3", "not in the MLA list", "MLA")]
+    assert rows == [
+        ("DeepseekV4ForCausalLM", "deepseek_v4", "MLA", "MHA (explicit)"),
+        ("MiniCPM3ForCausalLM", "mini_cpm3", "not in the MLA list", "MLA"),
+    ]
 
 
 def test_matrix_cells_and_top_section():
@@ -74,12 +152,16 @@ def test_matrix_cells_and_top_section():
     assert "| DeepseekV4ForCausalLM | deepseek_v4 | MLA | MHA (explicit) |" in top
     row = next(line for line in matrix.splitlines() if line.startswith("| DeepseekV4ForCausalLM"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[1] == ("registered: text-generation (Decoder-only) [MLA if model_type is "
-                        "deepseek_v4] (registry.py _TEXT_GENERATION_MODELS)")
+    assert cells[1] == (
+        "registered: text-generation (Decoder-only) [MLA if model_type is "
+        "deepseek_v4] (registry.py _TEXT_GENERATION_MODELS)"
+    )
     assert cells[2] == "?"  # no llama.cpp constraints
     assert cells[3] == "registered: deepseek_v4 [MHA (explicit)] (deepseek_v4.py EntryClass)"
-    assert cells[4] == ("registered*: DeepseekV4ForCausalLM: only supported on Blackwell GPUs "
-                        "(SM100+) [SWA Yes] (modeling_deepseekv4.py @register_auto_model)")
+    assert cells[4] == (
+        "registered*: DeepseekV4ForCausalLM: only supported on Blackwell GPUs "
+        "(SM100+) [SWA Yes] (modeling_deepseekv4.py @register_auto_model)"
+    )
     assert "No constraints extracted (every cell unknown): llama.cpp." in text
     assert ":" not in cells[1].rsplit("(", 1)[1]  # no line numbers in cells
 

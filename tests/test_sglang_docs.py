@@ -23,8 +23,9 @@ DOC_FACTS = {"registry_rows", "docs_table_rows", "docs_registry_findings"}
 
 
 def extract(files):
-    return extract_engine(SGLANG, MemorySnapshot(files, engine="sglang"), commit_date="2026-01-01",
-                          only=DOC_FACTS)
+    return extract_engine(
+        SGLANG, MemorySnapshot(files, engine="sglang"), commit_date="2026-01-01", only=DOC_FACTS
+    )
 
 
 def rows_by_family(facts):
@@ -34,12 +35,14 @@ def rows_by_family(facts):
 def test_old_layout_pipe_tables():
     facts = extract(tree_2025())
     rows = rows_by_family(facts)
-    assert set(rows) == {("generative_models.md", "DeepSeek (v2, v3/R1)"),
-                         ("generative_models.md", "Llama (2, 3.x)"),
-                         ("generative_models.md", "Qwen (2, 2.5)"),
-                         ("generative_models.md", "Persimmon (8B)"),
-                         ("generative_models.md", "Gemma"),
-                         ("multimodal_language_models.md", "DeepSeek-VL2")}
+    assert set(rows) == {
+        ("generative_models.md", "DeepSeek (v2, v3/R1)"),
+        ("generative_models.md", "Llama (2, 3.x)"),
+        ("generative_models.md", "Qwen (2, 2.5)"),
+        ("generative_models.md", "Persimmon (8B)"),
+        ("generative_models.md", "Gemma"),
+        ("multimodal_language_models.md", "DeepSeek-VL2"),
+    }
     qwen = rows[("generative_models.md", "Qwen (2, 2.5)")]
     assert qwen.section == "Supported models"
     assert qwen.example_hf_ids == ("Qwen/Qwen2-7B", "Qwen/Qwen2.5-7B")
@@ -52,12 +55,17 @@ def test_old_layout_pipe_tables():
 def test_new_layout_mdx_html_tables():
     facts = extract(full_tree_2026())
     rows = rows_by_family(facts)
-    assert {page for page, _ in rows} == {"generative_models.mdx",
-                                          "multimodal_language_models.mdx", "reward_models.mdx"}
+    assert {page for page, _ in rows} == {
+        "generative_models.mdx",
+        "multimodal_language_models.mdx",
+        "reward_models.mdx",
+    }
     assert rows[("generative_models.mdx", "Llama (2, 3.x)")].example_hf_ids == (
-        "meta-llama/Llama-3.1-8B",)
+        "meta-llama/Llama-3.1-8B",
+    )
     assert rows[("generative_models.mdx", "DeepSeek (v2, v3/R1)")].example_hf_ids == (
-        "deepseek-ai/DeepSeek-R1",)
+        "deepseek-ai/DeepSeek-R1",
+    )
     notes = rows[("multimodal_language_models.mdx", "DeepSeek-VL2")].other_columns
     assert notes == ("Notes=Use --chat-template deepseek-vl2",)
     reward = rows[("reward_models.mdx", "Llama (3.1 Reward / LlamaForSequenceClassification)")]
@@ -69,32 +77,43 @@ def test_new_layout_mdx_html_tables():
 
 def test_findings_in_both_directions_and_other_spelling():
     facts = extract(full_tree_2026())
-    findings = {(f.finding, f.architecture): f for f in facts.fact("docs_registry_findings").records}
+    findings = {
+        (f.finding, f.architecture): f for f in facts.fact("docs_registry_findings").records
+    }
     spelled = findings[("documented-other-spelling", "Qwen2forCausalLM")]
-    assert spelled.registered_as == ("Qwen2ForCausalLM",) and spelled.match == "case-and-punctuation"
+    assert (
+        spelled.registered_as == ("Qwen2ForCausalLM",) and spelled.match == "case-and-punctuation"
+    )
     missing = findings[("documented-not-registered", "LlamaForSequenceClassification")]
     assert missing.match == "none" and missing.documented_in == (
-        f"{NEW_DOCS}/reward_models.mdx § Supported models",)
+        f"{NEW_DOCS}/reward_models.mdx § Supported models",
+    )
     # family rows cover registered names by normalized prefix (Llama -> LlamaForCausalLM)
     assert ("registered-not-documented", "LlamaForCausalLM") not in findings
     assert ("registered-not-documented", "Phi3ForCausalLM") in findings
     assert findings[("registered-not-documented", "QuantMixtralForCausalLM")].note == (
-        "group: mixtral_quant")
+        "group: mixtral_quant"
+    )
 
 
 def test_family_without_registered_architecture_is_a_finding():
     facts = extract(tree_2025())
-    findings = {(f.finding, f.architecture): f for f in facts.fact("docs_registry_findings").records}
+    findings = {
+        (f.finding, f.architecture): f for f in facts.fact("docs_registry_findings").records
+    }
     persimmon = findings[("documented-not-registered", "Persimmon (8B)")]
     assert persimmon.match == "family-prefix" and "persimmon" in persimmon.note
 
 
-@pytest.mark.parametrize(("family", "keys"), [
-    ("DeepSeek (v1, v2, v3/R1)", ("deepseek",)),
-    ("Command-R (Cohere)", ("commandr", "command", "cohere")),
-    ("IBM Granite 4.0 (Hybrid, Dense)", ("ibmgranite40", "ibm", "granite")),
-    ("E5 (Llama/Mistral based)", ("llama", "mistral")),
-])
+@pytest.mark.parametrize(
+    ("family", "keys"),
+    [
+        ("DeepSeek (v1, v2, v3/R1)", ("deepseek",)),
+        ("Command-R (Cohere)", ("commandr", "command", "cohere")),
+        ("IBM Granite 4.0 (Hybrid, Dense)", ("ibmgranite40", "ibm", "granite")),
+        ("E5 (Llama/Mistral based)", ("llama", "mistral")),
+    ],
+)
 def test_family_keys(family, keys):
     assert family_keys(family) == keys
 
@@ -111,14 +130,20 @@ def test_missing_pages_and_headings_are_errors():
         extract(no_multimodal)
     assert f"{OLD_DOCS}/multimodal_language_models.md" in str(err.value)
 
-    renamed = {**tree_2025(), f"{OLD_DOCS}/generative_models.md":
-               OLD_GENERATIVE.replace("## Supported models", "## Models we run")}
+    renamed = {
+        **tree_2025(),
+        f"{OLD_DOCS}/generative_models.md": OLD_GENERATIVE.replace(
+            "## Supported models", "## Models we run"
+        ),
+    }
     with pytest.raises(AnchorError) as err:
         extract(renamed)
     assert err.value.anchor == "heading: Supported models"
 
-    no_table = {**full_tree_2026(), f"{NEW_DOCS}/generative_models.mdx":
-                NEW_GENERATIVE.split("<table")[0]}
+    no_table = {
+        **full_tree_2026(),
+        f"{NEW_DOCS}/generative_models.mdx": NEW_GENERATIVE.split("<table")[0],
+    }
     with pytest.raises(AnchorError) as err:
         extract(no_table)
     assert err.value.anchor == "table under heading: Supported models"

@@ -19,11 +19,18 @@ URL = "https://github.com/sgl-project/sglang"
 
 @pytest.fixture
 def sglang_repo(make_repo):
-    return make_repo([
-        (tree_2025(), "2025: docs/supported_models/*.md", "2025-10-01T10:00:00+00:00"),
-        (tree_2026(), "2026: docs moved to mdx, chain grows (#42)", "2026-08-11T10:00:00+00:00"),
-        ({MODEL_CONFIG_PATH: None}, "model_config.py moved away", "2026-09-01T10:00:00+00:00"),
-    ], name="sglang")
+    return make_repo(
+        [
+            (tree_2025(), "2025: docs/supported_models/*.md", "2025-10-01T10:00:00+00:00"),
+            (
+                tree_2026(),
+                "2026: docs moved to mdx, chain grows (#42)",
+                "2026-08-11T10:00:00+00:00",
+            ),
+            ({MODEL_CONFIG_PATH: None}, "model_config.py moved away", "2026-09-01T10:00:00+00:00"),
+        ],
+        name="sglang",
+    )
 
 
 def generated_bytes(project):
@@ -36,20 +43,27 @@ def test_extract_both_layouts_and_upgrade_diff(project, sglang_repo):
     write_pin(project, "sglang", URL, shas[0], "2025-10-01")
     first = run(SGLANG, project, commit=None, source=str(repo))
     docs_paths = {s.path for s in first.facts.fact("docs_table_rows").sources}
-    assert docs_paths == {"docs/supported_models/generative_models.md",
-                          "docs/supported_models/multimodal_language_models.md"}
+    assert docs_paths == {
+        "docs/supported_models/generative_models.md",
+        "docs/supported_models/multimodal_language_models.md",
+    }
     mla = (project.generated / "sglang" / "mla_architectures.py").read_text()
     assert f"# commit: {shas[0]} (2025-10-01)" in mla
     assert '"MiniCPM3ForCausalLM"' in mla and "Pixtral" not in mla
 
     second = run(SGLANG, project, commit=shas[1], source=str(repo))
     assert {s.path for s in second.facts.fact("docs_table_rows").sources} == {
-        f"{NEW_DOCS}/generative_models.mdx", f"{NEW_DOCS}/multimodal_language_models.mdx",
-        f"{NEW_DOCS}/reward_models.mdx"}
+        f"{NEW_DOCS}/generative_models.mdx",
+        f"{NEW_DOCS}/multimodal_language_models.mdx",
+        f"{NEW_DOCS}/reward_models.mdx",
+    }
     mla_diff = next(d for d in second.diff.facts if d.fact == "mla_architectures")
     added = {r.architecture for r in mla_diff.added}
-    assert added == {"DeepseekV3ForCausalLMNextN", "PixtralForConditionalGeneration",
-                     "DeepseekVL2ForCausalLM"}
+    assert added == {
+        "DeepseekV3ForCausalLMNextN",
+        "PixtralForConditionalGeneration",
+        "DeepseekVL2ForCausalLM",
+    }
     mha = (project.generated / "sglang" / "explicit_mha_architectures.py").read_text()
     assert "DeepseekV4ForCausalLM" in mha and "compress_ratios" in mha
     readme = (project.generated / "sglang" / "README.md").read_text()

@@ -23,9 +23,13 @@ PATH = MODEL_CONFIG_PATH
 def test_mla_architectures_and_branches():
     chain = attention_chain(MODEL_CONFIG, PATH)
     assert {(r.architecture, r.branch, r.conditional) for r in chain.mla} == {
-        ("DeepseekV2ForCausalLM", 1, False), ("DeepseekV3ForCausalLM", 1, False),
-        ("DeepseekV3ForCausalLMNextN", 1, False), ("PixtralForConditionalGeneration", 1, True),
-        ("MiniCPM3ForCausalLM", 4, False), ("DeepseekVL2ForCausalLM", 5, True)}
+        ("DeepseekV2ForCausalLM", 1, False),
+        ("DeepseekV3ForCausalLM", 1, False),
+        ("DeepseekV3ForCausalLMNextN", 1, False),
+        ("PixtralForConditionalGeneration", 1, True),
+        ("MiniCPM3ForCausalLM", 4, False),
+        ("DeepseekVL2ForCausalLM", 5, True),
+    }
     assert {r.symbol for r in chain.mla} == {"ModelConfig._derive_model_shapes"}
     assert chain.warnings == []
 
@@ -34,8 +38,13 @@ def test_conditions_are_structured():
     chain = attention_chain(MODEL_CONFIG, PATH)
     got = {(c.architecture, c.config, c.field, c.check, c.default) for c in chain.conditions}
     assert got == {
-        ("PixtralForConditionalGeneration", "hf_text_config", "kv_lora_rank", "is not None",
-         "None"),
+        (
+            "PixtralForConditionalGeneration",
+            "hf_text_config",
+            "kv_lora_rank",
+            "is not None",
+            "None",
+        ),
         ("DeepseekVL2ForCausalLM", "hf_text_config", "use_mla", "truthy", "True"),
     }
     pixtral = next(c for c in chain.conditions if c.field == "kv_lora_rank")
@@ -45,10 +54,16 @@ def test_conditions_are_structured():
 def test_explicit_mha_branches_keep_mla_reads():
     chain = attention_chain(MODEL_CONFIG, PATH)
     rows = {r.architecture: r for r in chain.explicit_mha}
-    assert set(rows) == {"DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN",
-                         "Glm4MoeForCausalLMNextN"}
+    assert set(rows) == {
+        "DeepseekV4ForCausalLM",
+        "DeepseekV4ForCausalLMNextN",
+        "Glm4MoeForCausalLMNextN",
+    }
     assert rows["DeepseekV4ForCausalLM"].mla_fields_read == (
-        "_init_mla_scaling()", "compress_ratios", "qk_rope_head_dim")
+        "_init_mla_scaling()",
+        "compress_ratios",
+        "qk_rope_head_dim",
+    )
     assert rows["Glm4MoeForCausalLMNextN"].mla_fields_read == ()
     # the nested `if "MistralForCausalLM"` inside the else branch is not an explicit branch
     assert "MistralForCausalLM" not in rows
@@ -56,12 +71,15 @@ def test_explicit_mha_branches_keep_mla_reads():
 
 def test_older_layout_chain_in_init():
     chain = attention_chain(MODEL_CONFIG_OLD, PATH)
-    assert {r.architecture for r in chain.mla} == {"DeepseekV2ForCausalLM",
-                                                   "DeepseekV3ForCausalLM", "MiniCPM3ForCausalLM"}
+    assert {r.architecture for r in chain.mla} == {
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "MiniCPM3ForCausalLM",
+    }
     assert {r.symbol for r in chain.mla} == {"ModelConfig.__init__"}
 
 
-CHAIN = '''
+CHAIN = """
 class ModelConfig:
     def f(self):
         if {test}:
@@ -70,20 +88,38 @@ class ModelConfig:
             {second}
         else:
             self.attention_arch = AttentionArch.MHA
-'''
+"""
 
 
-@pytest.mark.parametrize(("test", "second", "code", "subject"), [
-    ('"A" in self.hf_config.architectures', 'self.attention_arch = AttentionArch.SWA',
-     "unknown-attention-arch", "B"),
-    ('"A" in self.hf_config.architectures',
-     'if x:\n                self.attention_arch = AttentionArch.MLA',
-     "conditional-assignment", "B"),
-    ('"A" in self.hf_config.architectures and self.flag(3)', 'pass',
-     "unstructured-condition", "A"),
-    ('"A" in self.hf_config.architectures or "A" in self.hf_config.architectures', 'pass',
-     "shadowed-branch", "A"),
-])
+@pytest.mark.parametrize(
+    ("test", "second", "code", "subject"),
+    [
+        (
+            '"A" in self.hf_config.architectures',
+            "self.attention_arch = AttentionArch.SWA",
+            "unknown-attention-arch",
+            "B",
+        ),
+        (
+            '"A" in self.hf_config.architectures',
+            "if x:\n                self.attention_arch = AttentionArch.MLA",
+            "conditional-assignment",
+            "B",
+        ),
+        (
+            '"A" in self.hf_config.architectures and self.flag(3)',
+            "pass",
+            "unstructured-condition",
+            "A",
+        ),
+        (
+            '"A" in self.hf_config.architectures or "A" in self.hf_config.architectures',
+            "pass",
+            "shadowed-branch",
+            "A",
+        ),
+    ],
+)
 def test_soft_problems_are_warnings(test, second, code, subject):
     chain = attention_chain(CHAIN.format(test=test, second=second), PATH)
     assert [(w.code, w.subject) for w in chain.warnings] == [(code, subject)]
@@ -93,18 +129,27 @@ def test_soft_problems_are_warnings(test, second, code, subject):
 def test_branch_without_readable_architecture_is_a_warning():
     text = CHAIN.format(test='"A" in self.hf_config.architectures', second="pass").replace(
         'elif "B" in self.hf_config.architectures:\n            pass',
-        'elif self.is_special():\n            self.attention_arch = AttentionArch.MLA')
+        "elif self.is_special():\n            self.attention_arch = AttentionArch.MLA",
+    )
     chain = attention_chain(text, PATH)
     assert [w.code for w in chain.warnings] == ["unparsed-branch"]
 
 
-@pytest.mark.parametrize(("text", "anchor"), [
-    ("class Other:\n    pass\n", "ModelConfig: self.attention_arch if/elif chain"),
-    ("class ModelConfig:\n    def f(self):\n        self.attention_arch = 1\n",
-     "ModelConfig: self.attention_arch if/elif chain"),
-    ('class ModelConfig:\n    def f(self):\n        if "A" in self.hf_config.architectures:\n'
-     "            self.attention_arch = AttentionArch.MHA\n", "ModelConfig.f: AttentionArch.MLA branch"),
-])
+@pytest.mark.parametrize(
+    ("text", "anchor"),
+    [
+        ("class Other:\n    pass\n", "ModelConfig: self.attention_arch if/elif chain"),
+        (
+            "class ModelConfig:\n    def f(self):\n        self.attention_arch = 1\n",
+            "ModelConfig: self.attention_arch if/elif chain",
+        ),
+        (
+            'class ModelConfig:\n    def f(self):\n        if "A" in self.hf_config.architectures:\n'
+            "            self.attention_arch = AttentionArch.MHA\n",
+            "ModelConfig.f: AttentionArch.MLA branch",
+        ),
+    ],
+)
 def test_missing_or_empty_anchor_is_an_error(text, anchor):
     with pytest.raises(AnchorError) as err:
         attention_chain(text, PATH)
@@ -112,19 +157,30 @@ def test_missing_or_empty_anchor_is_an_error(text, anchor):
 
 
 def test_engine_facts_and_missing_file():
-    facts = extract_engine(ENGINES["sglang"], MemorySnapshot(full_tree_2026(), engine="sglang"),
-                           commit_date="2026-01-01",
-                           only={"registry_rows", "mla_architectures", "mla_conditions",
-                                 "explicit_mha_architectures"})
+    facts = extract_engine(
+        ENGINES["sglang"],
+        MemorySnapshot(full_tree_2026(), engine="sglang"),
+        commit_date="2026-01-01",
+        only={"registry_rows", "mla_architectures", "mla_conditions", "explicit_mha_architectures"},
+    )
     assert len(facts.fact("mla_architectures").records) == 6
     # chain names that no module registers are flagged, not dropped
     flagged = {w.subject for w in facts.warnings if w.code == "not-registered"}
-    assert flagged == {"PixtralForConditionalGeneration", "MiniCPM3ForCausalLM",
-                       "DeepseekVL2ForCausalLM", "DeepseekV4ForCausalLM",
-                       "DeepseekV4ForCausalLMNextN", "Glm4MoeForCausalLMNextN"}
+    assert flagged == {
+        "PixtralForConditionalGeneration",
+        "MiniCPM3ForCausalLM",
+        "DeepseekVL2ForCausalLM",
+        "DeepseekV4ForCausalLM",
+        "DeepseekV4ForCausalLMNextN",
+        "Glm4MoeForCausalLMNextN",
+    }
     with pytest.raises(MissingPathError) as err:
-        extract_engine(ENGINES["sglang"], MemorySnapshot(models_tree(), engine="sglang"),
-                       commit_date="2026-01-01", only={"mla_architectures"})
+        extract_engine(
+            ENGINES["sglang"],
+            MemorySnapshot(models_tree(), engine="sglang"),
+            commit_date="2026-01-01",
+            only={"mla_architectures"},
+        )
     assert PATH in str(err.value) and "engine: sglang" in str(err.value)
 
 

@@ -15,16 +15,27 @@ SGLANG = ENGINES["sglang"]
 
 
 def registry(files):
-    facts = extract_engine(SGLANG, MemorySnapshot(files, engine="sglang"), commit_date="2026-01-01",
-                           only={"registry_rows"})
+    facts = extract_engine(
+        SGLANG,
+        MemorySnapshot(files, engine="sglang"),
+        commit_date="2026-01-01",
+        only={"registry_rows"},
+    )
     return {r.architecture: r for r in facts.fact("registry_rows").records}, facts
 
 
 def test_entry_classes_resolve_to_class_names():
     rows, facts = registry(full_tree_2026())
-    assert set(rows) == {"LlamaForCausalLM", "Phi3ForCausalLM", "Qwen2ForCausalLM",
-                         "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "GemmaForCausalLM",
-                         "DeepseekV3ForCausalLMNextN", "QuantMixtralForCausalLM"}
+    assert set(rows) == {
+        "LlamaForCausalLM",
+        "Phi3ForCausalLM",
+        "Qwen2ForCausalLM",
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "GemmaForCausalLM",
+        "DeepseekV3ForCausalLMNextN",
+        "QuantMixtralForCausalLM",
+    }
     assert rows["Phi3ForCausalLM"].module == "llama"
     assert rows["Qwen2ForCausalLM"].resolved_via == "class"  # BOM-prefixed module parses
     assert facts.warnings == ()
@@ -58,16 +69,37 @@ def no_load(path):
     return None
 
 
-@pytest.mark.parametrize(("modules", "code", "subject"), [
-    ({"a.py": "class XForCausalLM: pass\nEntryClass = XForCausalLM\n",
-      "b.py": "class XForCausalLM: pass\nEntryClass = [XForCausalLM]\n"},
-     "duplicate-architecture", "XForCausalLM"),
-    ({"a.py": "from .gone import Missing\nEntryClass = Missing\n"}, "unresolved-entry", "Missing"),
-    ({"a.py": "class A: pass\nEntryClass = [A, make_class()]\n"}, "unparsed-entry",
-     "a: make_class()"),
-    ({"a.py": "class A: pass\nif True:\n    EntryClass = A\n",
-      "b.py": "class B: pass\nEntryClass = B\n"}, "conditional-entry", "a"),
-])
+@pytest.mark.parametrize(
+    ("modules", "code", "subject"),
+    [
+        (
+            {
+                "a.py": "class XForCausalLM: pass\nEntryClass = XForCausalLM\n",
+                "b.py": "class XForCausalLM: pass\nEntryClass = [XForCausalLM]\n",
+            },
+            "duplicate-architecture",
+            "XForCausalLM",
+        ),
+        (
+            {"a.py": "from .gone import Missing\nEntryClass = Missing\n"},
+            "unresolved-entry",
+            "Missing",
+        ),
+        (
+            {"a.py": "class A: pass\nEntryClass = [A, make_class()]\n"},
+            "unparsed-entry",
+            "a: make_class()",
+        ),
+        (
+            {
+                "a.py": "class A: pass\nif True:\n    EntryClass = A\n",
+                "b.py": "class B: pass\nEntryClass = B\n",
+            },
+            "conditional-entry",
+            "a",
+        ),
+    ],
+)
 def test_soft_problems_are_warnings(modules, code, subject):
     files = {f"{MODELS}/{name}": text for name, text in modules.items()}
     rows, warnings = registry_rows(scans(files), no_load)

@@ -83,9 +83,18 @@ def test_presence_matches_git(make_repo, tmp_path):
     wanted = snapshot.blob_shas(list(MODELS)[:10])
     snapshot.prefetch(list(MODELS)[:10])
     presence = ObjectPresence(source.cache_path / "objects")
-    listed = subprocess.run(["git", f"--git-dir={source.cache_path}", "cat-file", "--batch-check",
-                             "--batch-all-objects"], capture_output=True, text=True,
-                            check=True).stdout.split("\n")
+    listed = subprocess.run(
+        [
+            "git",
+            f"--git-dir={source.cache_path}",
+            "cat-file",
+            "--batch-check",
+            "--batch-all-objects",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
     have = {line.split()[0] for line in listed if line}
     assert all(presence.has(sha) for sha in have)
     assert set(wanted) <= have
@@ -158,13 +167,20 @@ def test_resolve_reuses_commits_fetched_with_a_range(make_repo, tmp_path):
 def _engine_trees():
     from tests import llamacpp_miniatures, sglang_miniatures, trtllm_miniatures, vllm_miniatures
 
-    return [("vllm", vllm_miniatures.tree_v1()), ("llamacpp", llamacpp_miniatures.tree_v2()),
-            ("sglang", sglang_miniatures.full_tree_2026()), ("trtllm", trtllm_miniatures.tree())]
+    return [
+        ("vllm", vllm_miniatures.tree_v1()),
+        ("llamacpp", llamacpp_miniatures.tree_v2()),
+        ("sglang", sglang_miniatures.full_tree_2026()),
+        ("trtllm", trtllm_miniatures.tree()),
+    ]
 
 
-@pytest.mark.parametrize(("engine", "tree"), _engine_trees(), ids=lambda v: v if isinstance(v, str) else "")
-def test_each_engine_extracts_a_commit_in_at_most_three_requests(engine, tree, make_repo, tmp_path,
-                                                                 traced):
+@pytest.mark.parametrize(
+    ("engine", "tree"), _engine_trees(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_each_engine_extracts_a_commit_in_at_most_three_requests(
+    engine, tree, make_repo, tmp_path, traced
+):
     from extractors.base import extract_engine
     from extractors.engines import ENGINES
 

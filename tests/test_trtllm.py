@@ -21,8 +21,7 @@ BLACKWELL = "[^11] DeepSeek-V4 is only supported on Blackwell GPUs (SM100+)."
 
 @pytest.fixture(scope="module")
 def facts():
-    return extract_engine(TRTLLM, MemorySnapshot(tree(), engine="trtllm"),
-                          commit_date="2026-01-01")
+    return extract_engine(TRTLLM, MemorySnapshot(tree(), engine="trtllm"), commit_date="2026-01-01")
 
 
 def test_engine_is_registered_under_its_aliases():
@@ -31,28 +30,36 @@ def test_engine_is_registered_under_its_aliases():
 
 def test_registered_string_and_class_are_both_recorded(facts):
     rows = {r.architecture: r for r in facts.fact("registry_rows").records}
-    assert set(rows) == {"LlamaForCausalLM", "Llama4ForConditionalGeneration",
-                         "DeciLMForCausalLM", "DeepseekV3ForCausalLM",
-                         "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "Qwen3ForCausalLM"}
+    assert set(rows) == {
+        "LlamaForCausalLM",
+        "Llama4ForConditionalGeneration",
+        "DeciLMForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",
+        "GlmMoeDsaForCausalLM",
+        "Qwen3ForCausalLM",
+    }
     assert rows["DeciLMForCausalLM"].class_name == "NemotronNASForCausalLM"
     assert rows["DeciLMForCausalLM"].module == "modeling_nemotron_nas"
     assert rows["GlmMoeDsaForCausalLM"].class_name == "DeepseekV3ForCausalLM"
     assert rows["Qwen3ForCausalLM"].class_name == "Qwen3ForCausalLM"  # call form
     # only modeling_*.py directly in the models folder is read
     assert {s.path for s in facts.fact("registry_rows").sources} == {
-        f"{MODELS}/modeling_{m}.py" for m in
-        ("utils", "llama", "nemotron_nas", "deepseekv3", "qwen3")}
+        f"{MODELS}/modeling_{m}.py"
+        for m in ("utils", "llama", "nemotron_nas", "deepseekv3", "qwen3")
+    }
 
 
 def test_duplicate_and_unparsed_registrations_are_warnings():
     texts = {
         f"{MODELS}/modeling_a.py": '@register_auto_model("DeciLMForCausalLM")\nclass NVSmall: pass\n',
         f"{MODELS}/modeling_b.py": '@register_auto_model("DeciLMForCausalLM")\nclass NAS: pass\n'
-                                   '@register_auto_model(NAME)\nclass Other: pass\n',
+        "@register_auto_model(NAME)\nclass Other: pass\n",
     }
     rows, warnings = registered_architectures(texts)
     assert [(r.architecture, r.class_name, r.also_in) for r in rows] == [
-        ("DeciLMForCausalLM", "NVSmall", ("modeling_b.NAS",))]
+        ("DeciLMForCausalLM", "NVSmall", ("modeling_b.NAS",))
+    ]
     assert sorted(w.code for w in warnings) == ["duplicate-architecture", "unparsed-registration"]
 
 
@@ -64,7 +71,8 @@ def test_architecture_table_keeps_footnotes_on_their_cells(facts):
     assert gemma.architecture_notes == ()
     assert gemma.hf_examples == ("google/gemma-4-E2B-it", "google/gemma-4-26B-A4B-it")
     assert gemma.example_notes == (
-        "[^6] Also supports text-only inference via the AutoDeploy backend.",)
+        "[^6] Also supports text-only inference via the AutoDeploy backend.",
+    )
     assert rows["DeciLMForCausalLM"].model == "Nemotron"
     assert {r.section for r in rows.values()} == {"Supported Models"}
 
@@ -78,13 +86,13 @@ def test_ragged_row_is_recorded_with_a_warning(facts):
 
 
 def test_feature_matrix_cells_with_footnotes(facts):
-    cells = {(c.matrix, c.architecture, c.feature): c
-             for c in facts.fact("feature_matrix").records}
+    cells = {(c.matrix, c.architecture, c.feature): c for c in facts.fact("feature_matrix").records}
     key = "Model-Feature Support Matrix (Key Models)"
     chunked = cells[(key, "DeepseekV3ForCausalLM", "Chunked Prefill")]
     assert chunked.status == "yes" and chunked.raw == "Yes"
     assert chunked.notes == (
-        "[^1] Chunked Prefill for MLA can only be enabled on SM90/SM100/SM103/SM120.",)
+        "[^1] Chunked Prefill for MLA can only be enabled on SM90/SM100/SM103/SM120.",
+    )
     reuse = cells[(key, "DeepseekV3ForCausalLM", "KV Cache Reuse")]
     assert reuse.notes[0].startswith("[^2] KV cache reuse for MLA")
     v4 = cells[(key, "DeepseekV4ForCausalLM", "KV Cache Reuse")]
@@ -94,12 +102,12 @@ def test_feature_matrix_cells_with_footnotes(facts):
     partly = cells[(key, "Qwen3NextForCausalLM", "Chunked Prefill")]
     assert partly.status == "unknown" and partly.raw == "Partly"
     assert ("unknown-cell-value", "Qwen3NextForCausalLM") in {
-        (w.code, w.subject) for w in facts.warnings}
+        (w.code, w.subject) for w in facts.warnings
+    }
 
 
 def test_multimodal_matrix_text_column_and_written_names(facts):
-    cells = {(c.matrix, c.architecture, c.feature): c
-             for c in facts.fact("feature_matrix").records}
+    cells = {(c.matrix, c.architecture, c.feature): c for c in facts.fact("feature_matrix").records}
     key = "Multimodal Feature Support Matrix (PyTorch Backend)"
     modality = cells[(key, "Gemma4ForConditionalGeneration", "Modality")]
     assert modality.status == "text" and modality.raw == "L + I + V + A"
@@ -112,14 +120,19 @@ def test_multimodal_matrix_text_column_and_written_names(facts):
 
 def test_dangling_and_duplicate_footnotes_are_row_warnings(facts):
     warned = {(w.subject, w.message) for w in facts.warnings if w.code == "footnote"}
-    assert ("Qwen3NextForCausalLM", "Sliding Window Attention: footnote reference [^4] has no "
-            "definition on the page") in warned
+    assert (
+        "Qwen3NextForCausalLM",
+        "Sliding Window Attention: footnote reference [^4] has no definition on the page",
+    ) in warned
     duplicate = [m for s, m in warned if s == "Qwen3NextForCausalLM" and "defined 2 times" in m]
     assert duplicate and "Qwen3-Next-80B-A3B" in duplicate[0]
     cells = {(c.architecture, c.feature): c for c in facts.fact("feature_matrix").records}
     assert cells[("Qwen3NextForCausalLM", "Sliding Window Attention")].raw == "No"
-    assert cells[("Qwen3NextForCausalLM", "Overlap Scheduler")].row_notes[0].startswith(
-        "[^3] Qwen3-Next-80B-A3B")
+    assert (
+        cells[("Qwen3NextForCausalLM", "Overlap Scheduler")]
+        .row_notes[0]
+        .startswith("[^3] Qwen3-Next-80B-A3B")
+    )
 
 
 def test_findings(facts):
@@ -133,12 +146,16 @@ def test_findings(facts):
 
 def test_missing_page_heading_and_tables_are_errors():
     with pytest.raises(MissingPathError) as err:
-        extract_engine(TRTLLM, MemorySnapshot({k: v for k, v in tree().items() if k != PAGE_PATH},
-                                              engine="trtllm"), commit_date="2026-01-01")
+        extract_engine(
+            TRTLLM,
+            MemorySnapshot({k: v for k, v in tree().items() if k != PAGE_PATH}, engine="trtllm"),
+            commit_date="2026-01-01",
+        )
     assert PAGE_PATH in str(err.value) and "engine: trtllm" in str(err.value)
     with pytest.raises(MissingPathError) as err:
-        extract_engine(TRTLLM, MemorySnapshot({PAGE_PATH: PAGE}, engine="trtllm"),
-                       commit_date="2026-01-01")
+        extract_engine(
+            TRTLLM, MemorySnapshot({PAGE_PATH: PAGE}, engine="trtllm"), commit_date="2026-01-01"
+        )
     assert f"{MODELS}/modeling_*.py" in str(err.value)
 
     no_matrix = parse_document(PAGE.replace("Model-Feature Support Matrix", "Features"), PAGE_PATH)

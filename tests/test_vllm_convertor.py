@@ -22,13 +22,18 @@ def mla(text, path=CONVERTOR_PATH, cls=BASE):
 
 
 def gates(text, path=CONVERTOR_PATH, cls=BASE):
-    return [(g.scope, g.when, g.requires_non_null, g.other_conditions)
-            for g in convertor.mla_gates(text, path, cls)]
+    return [
+        (g.scope, g.when, g.requires_non_null, g.other_conditions)
+        for g in convertor.mla_gates(text, path, cls)
+    ]
 
 
 def test_mla_model_types_main_and_eagle_in_source_order():
-    assert mla(CONVERTOR_V1) == [("main", "deepseek_v2"), ("main", "deepseek_v3"),
-                                 ("eagle_inner", "deepseek_v3")]
+    assert mla(CONVERTOR_V1) == [
+        ("main", "deepseek_v2"),
+        ("main", "deepseek_v3"),
+        ("eagle_inner", "deepseek_v3"),
+    ]
 
 
 def test_mla_model_types_second_commit_adds_kimi():
@@ -37,7 +42,10 @@ def test_mla_model_types_second_commit_adds_kimi():
 
 def test_mla_model_types_older_layout_with_line_continuation():
     assert mla(MODEL_CONFIG_OLD, CONFIG_SINGLE_PATH, "ModelConfig") == [
-        ("main", "deepseek_v2"), ("main", "deepseek_v3"), ("eagle_inner", "deepseek_v2")]
+        ("main", "deepseek_v2"),
+        ("main", "deepseek_v3"),
+        ("eagle_inner", "deepseek_v2"),
+    ]
 
 
 def test_mla_model_types_resolve_module_constant():
@@ -49,8 +57,10 @@ def test_mla_model_types_resolve_module_constant():
         "            return self.hf_text_config.kv_lora_rank is not None\n"
         "        return False\n"
     )
-    assert mla(text, "vllm/config.py", "ModelConfig") == [("main", "deepseek_v2"),
-                                                          ("main", "glm_moe_dsa")]
+    assert mla(text, "vllm/config.py", "ModelConfig") == [
+        ("main", "deepseek_v2"),
+        ("main", "glm_moe_dsa"),
+    ]
 
 
 def test_mla_gate_always_kv_lora_rank():
@@ -71,15 +81,20 @@ def test_mla_gate_unrecognised_condition_is_kept_in_words():
     text = CONVERTOR_V1.replace(
         'return getattr(self.hf_text_config, "kv_lora_rank", None) is not None\n        elif',
         'return self.use_mla and getattr(self.hf_text_config, "kv_lora_rank", None) is not None\n'
-        "        elif", 1)
+        "        elif",
+        1,
+    )
     assert gates(text)[0] == ("main", "always", ("kv_lora_rank",), ("use_mla",))
 
 
 def test_kv_head_aliases_keep_upstream_order():
     rows = convertor.kv_head_aliases(CONVERTOR_V2, CONVERTOR_PATH, BASE)
     assert [(r.position, r.key) for r in rows] == [
-        (0, "n_head_kv"), (1, "num_kv_heads"), (2, "num_key_value_heads"),
-        (3, "num_attention_groups")]
+        (0, "n_head_kv"),
+        (1, "num_kv_heads"),
+        (2, "num_key_value_heads"),
+        (3, "num_attention_groups"),
+    ]
 
 
 def test_kv_head_aliases_ignore_a_list_used_for_membership():
@@ -87,11 +102,23 @@ def test_kv_head_aliases_ignore_a_list_used_for_membership():
     assert [r.key for r in rows] == ["n_head_kv", "num_kv_heads", "num_key_value_heads"]
 
 
-@pytest.mark.parametrize(("text", "path", "cls", "expected"), [
-    (CONVERTOR_V1, CONVERTOR_PATH, BASE, ("num_attention_heads", "self.get_total_num_attention_heads")),
-    (MODEL_CONFIG_OLD, CONFIG_SINGLE_PATH, "ModelConfig",
-     ("num_attention_heads", "self.hf_text_config.num_attention_heads")),
-])
+@pytest.mark.parametrize(
+    ("text", "path", "cls", "expected"),
+    [
+        (
+            CONVERTOR_V1,
+            CONVERTOR_PATH,
+            BASE,
+            ("num_attention_heads", "self.get_total_num_attention_heads"),
+        ),
+        (
+            MODEL_CONFIG_OLD,
+            CONFIG_SINGLE_PATH,
+            "ModelConfig",
+            ("num_attention_heads", "self.hf_text_config.num_attention_heads"),
+        ),
+    ],
+)
 def test_kv_head_fallback_is_silent_mha(text, path, cls, expected):
     (row,) = convertor.kv_head_fallback(text, path, cls)
     assert (row.fallback, row.expression) == expected
@@ -102,8 +129,12 @@ def test_kv_head_overrides_by_convertor_class_and_inheritance():
     assert {(r.model_type, r.convertor_class, r.kind, r.rule) for r in rows} == {
         ("mamba", "MambaConvertor", "constant", "constant 0"),
         ("falcon_mamba", "FalconMambaConvertor", "constant", "constant 0"),  # inherited
-        ("falcon", "FalconConvertor", "conditional",
-         "1 when not new_decoder_architecture and multi_query; else base scan"),
+        (
+            "falcon",
+            "FalconConvertor",
+            "conditional",
+            "1 when not new_decoder_architecture and multi_query; else base scan",
+        ),
         ("mpt", "MptConvertor", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
     }  # "quiet" inherits the plain scan: no row
     inherited = next(r for r in rows if r.model_type == "falcon_mamba")
@@ -121,7 +152,9 @@ def test_kv_head_override_too_complex_is_opaque_with_location():
     text = CONVERTOR_V1.replace(
         "    def get_total_num_kv_heads(self) -> int:\n        return 0\n",
         "    def get_total_num_kv_heads(self) -> int:\n        x = compute(self)\n"
-        "        while x:\n            x -= 1\n        return x\n", 1)
+        "        while x:\n            x -= 1\n        return x\n",
+        1,
+    )
     rows = convertor.kv_head_overrides_by_convertor(text, CONVERTOR_PATH, BASE)
     mamba = next(r for r in rows if r.model_type == "mamba")
     assert mamba.kind == "opaque"
@@ -131,19 +164,32 @@ def test_kv_head_override_too_complex_is_opaque_with_location():
 def test_kv_head_overrides_inline_older_layout_with_scope():
     rows = convertor.kv_head_overrides_inline(MODEL_CONFIG_OLD, CONFIG_SINGLE_PATH, "ModelConfig")
     assert [(r.model_type, r.rule_order, r.kind, r.rule, r.excludes) for r in rows] == [
-        ("*", 0, "conditional", "1 when multi_query",
-         "model_type in [falcon, RefinedWeb] and new_decoder_architecture"),
+        (
+            "*",
+            0,
+            "conditional",
+            "1 when multi_query",
+            "model_type in [falcon, RefinedWeb] and new_decoder_architecture",
+        ),
         ("mpt", 1, "reads", "reads attn_config.kv_n_heads, else num_attention_heads", ""),
         ("nemotron-nas", 2, "derived", "derived from block_configs", ""),
         ("*", 3, "conditional", "0 when is_attention_free", ""),
     ]
 
 
-@pytest.mark.parametrize(("mutation", "anchor"), [
-    (("def is_deepseek_mla(", "def is_mla_model("), "ModelArchConfigConvertorBase.is_deepseek_mla"),
-    (("class ModelArchConfigConvertorBase:", "class RenamedBase:"),
-     "ModelArchConfigConvertorBase.is_deepseek_mla"),
-])
+@pytest.mark.parametrize(
+    ("mutation", "anchor"),
+    [
+        (
+            ("def is_deepseek_mla(", "def is_mla_model("),
+            "ModelArchConfigConvertorBase.is_deepseek_mla",
+        ),
+        (
+            ("class ModelArchConfigConvertorBase:", "class RenamedBase:"),
+            "ModelArchConfigConvertorBase.is_deepseek_mla",
+        ),
+    ],
+)
 def test_missing_anchor_function_is_an_error_naming_it(mutation, anchor):
     with pytest.raises(AnchorError) as info:
         convertor.mla_model_types(CONVERTOR_V1.replace(*mutation), CONVERTOR_PATH, BASE)
@@ -159,8 +205,10 @@ def test_anchor_present_but_empty_is_an_error():
 
 
 def test_alias_list_missing_is_an_error():
-    text = CONVERTOR_V1.replace('"n_head_kv",  # falcon\n            "num_kv_heads",\n'
-                                '            "num_key_value_heads",\n', "")
+    text = CONVERTOR_V1.replace(
+        '"n_head_kv",  # falcon\n            "num_kv_heads",\n            "num_key_value_heads",\n',
+        "",
+    )
     with pytest.raises(AnchorError, match="no list of config keys"):
         convertor.kv_head_aliases(text, CONVERTOR_PATH, BASE)
 

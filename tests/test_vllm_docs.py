@@ -93,7 +93,7 @@ README_2026 = """# Pooling Models
 | `*ForTextEncoding`, `*EmbeddingModel`, `*Model` | `embed`     | `token_embed`, `embed`       |
 """
 
-REGISTRY = '''
+REGISTRY = """
 _TEXT_GENERATION_MODELS = {
     # [Decoder-only]
     "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),
@@ -113,17 +113,25 @@ _VLLM_MODELS = {
     **_EMBEDDING_MODELS,
     **_MULTIMODAL_MODELS,
 }
-'''
+"""
 
 
 def tree_2026() -> dict[str, str]:
-    return {REGISTRY_PATH: REGISTRY, SUPPORTED: SUPPORTED_2026,
-            f"{POOLING}/README.md": README_2026, f"{POOLING}/embed.md": EMBED_2026}
+    return {
+        REGISTRY_PATH: REGISTRY,
+        SUPPORTED: SUPPORTED_2026,
+        f"{POOLING}/README.md": README_2026,
+        f"{POOLING}/embed.md": EMBED_2026,
+    }
 
 
 def extract(files):
-    return extract_engine(VLLM, MemorySnapshot(files, engine="vllm"), commit_date="2026-05-19",
-                          only={"registry_rows", "docs_table_rows", "docs_registry_findings"})
+    return extract_engine(
+        VLLM,
+        MemorySnapshot(files, engine="vllm"),
+        commit_date="2026-05-19",
+        only={"registry_rows", "docs_table_rows", "docs_registry_findings"},
+    )
 
 
 def rows_by_arch(facts):
@@ -135,12 +143,16 @@ def test_rows_sections_examples_and_marks():
     rows = rows_by_arch(facts)
     llama = rows[("LlamaForCausalLM",)]
     assert llama.path == SUPPORTED
-    assert llama.section == "List of Text-only Language Models > Generative Models > Text Generation"
+    assert (
+        llama.section == "List of Text-only Language Models > Generative Models > Text Generation"
+    )
     assert llama.models == "Llama 3.1, Llama 3"
     assert llama.example_hf_models == ("meta-llama/Meta-Llama-3.1-8B",)
     assert llama.features == ("LoRA=yes", "PP=yes")
     assert rows[("ChatGLMModel", "ChatGLMForConditionalGeneration")].features == (
-        "LoRA=yes", "PP=planned")  # ✅ without the variation selector is the same mark
+        "LoRA=yes",
+        "PP=planned",
+    )  # ✅ without the variation selector is the same mark
     llava = rows[("LlavaForConditionalGeneration",)]
     assert llava.section.startswith("List of Multimodal Language Models")
     assert llava.inputs == "T + I^E+"
@@ -161,15 +173,19 @@ def test_pooling_pages_marks_and_patterns():
     pattern = rows[("*Model", "*ForCausalLM")]
     assert pattern.features == ("LoRA=as-original-model", "PP=as-original-model")
     conversion = rows[("*ForTextEncoding", "*EmbeddingModel", "*Model")]
-    assert conversion.other_columns == ("--convert=embed",
-                                        "Supported pooling tasks=token_embed, embed")
+    assert conversion.other_columns == (
+        "--convert=embed",
+        "Supported pooling tasks=token_embed, embed",
+    )
 
 
 def test_bad_rows_are_warnings_not_drops():
     facts = extract(tree_2026())
     warned = {(w.code, w.subject): w for w in facts.warnings if w.fact == "docs_table_rows"}
-    assert set(warned) == {("unknown-cell-value", "DeepseekV3ForCausalLM"),
-                           ("ragged-row", "AfmoeForCausalLM")}
+    assert set(warned) == {
+        ("unknown-cell-value", "DeepseekV3ForCausalLM"),
+        ("ragged-row", "AfmoeForCausalLM"),
+    }
     rows = rows_by_arch(facts)
     assert rows[("DeepseekV3ForCausalLM",)].features == ("LoRA=limited", "PP=?maybe")
     assert rows[("AfmoeForCausalLM",)].features == ("LoRA=yes", "PP=no")
@@ -213,22 +229,29 @@ def test_older_single_pooling_page_layout():
 def test_missing_pages_and_headings_are_errors():
     with pytest.raises(MissingPathError) as err:
         extract({REGISTRY_PATH: REGISTRY_V1})
-    assert SUPPORTED in str(err.value) and "docs/source/models/supported_models.md" in str(err.value)
+    assert SUPPORTED in str(err.value) and "docs/source/models/supported_models.md" in str(
+        err.value
+    )
 
     no_pooling = {k: v for k, v in tree_2026().items() if not k.startswith(POOLING)}
     with pytest.raises(MissingPathError) as err:
         extract(no_pooling)
     assert f"{POOLING}/*.md" in str(err.value) and "docs/models/pooling_models.md" in str(err.value)
 
-    renamed = {**tree_2026(), SUPPORTED: SUPPORTED_2026.replace(
-        "## List of Multimodal Language Models", "## Multimodal")}
+    renamed = {
+        **tree_2026(),
+        SUPPORTED: SUPPORTED_2026.replace("## List of Multimodal Language Models", "## Multimodal"),
+    }
     with pytest.raises(AnchorError) as err:
         extract(renamed)
     assert err.value.anchor == "heading: List of Multimodal Language Models"
     assert SUPPORTED in str(err.value) and "engine: vllm" in str(err.value)
 
-    no_tables = {**tree_2026(), f"{POOLING}/embed.md": "# Embedding\n\nNo tables.\n",
-                 f"{POOLING}/README.md": "# Pooling\n"}
+    no_tables = {
+        **tree_2026(),
+        f"{POOLING}/embed.md": "# Embedding\n\nNo tables.\n",
+        f"{POOLING}/README.md": "# Pooling\n",
+    }
     with pytest.raises(AnchorError) as err:
         extract(no_tables)
     assert err.value.anchor == "pooling model tables"

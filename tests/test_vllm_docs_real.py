@@ -20,8 +20,12 @@ def facts():
         pytest.skip("APRON_MIRROR_VLLM is not set")
     pin = load_pin(REPO_ROOT / "pins", "vllm")
     snapshot = GitSource("vllm", path).snapshot(pin.commit)
-    return extract_engine(ENGINES["vllm"], snapshot, commit_date=snapshot.commit_date,
-                          only={"registry_rows", "docs_table_rows", "docs_registry_findings"})
+    return extract_engine(
+        ENGINES["vllm"],
+        snapshot,
+        commit_date=snapshot.commit_date,
+        only={"registry_rows", "docs_table_rows", "docs_registry_findings"},
+    )
 
 
 def test_docs_rows_at_pin(facts):
@@ -29,13 +33,17 @@ def test_docs_rows_at_pin(facts):
     assert len(rows) == 327
     by_arch = {(r.path, r.architectures): r for r in rows}
     afmoe = by_arch[("docs/models/supported_models.md", ("AfmoeForCausalLM",))]
-    assert afmoe.section == "List of Text-only Language Models > Generative Models > Text Generation"
+    assert (
+        afmoe.section == "List of Text-only Language Models > Generative Models > Text Generation"
+    )
     assert afmoe.example_hf_models == () and afmoe.features == ("LoRA=yes", "PP=yes")
-    chatglm = by_arch[("docs/models/supported_models.md",
-                       ("ChatGLMModel", "ChatGLMForConditionalGeneration"))]
+    chatglm = by_arch[
+        ("docs/models/supported_models.md", ("ChatGLMModel", "ChatGLMForConditionalGeneration"))
+    ]
     assert "zai-org/chatglm2-6b" in chatglm.example_hf_models
-    classify = by_arch[("docs/models/pooling_models/classify.md",
-                        ("Qwen2ForSequenceClassification",))]
+    classify = by_arch[
+        ("docs/models/pooling_models/classify.md", ("Qwen2ForSequenceClassification",))
+    ]
     assert classify.architecture_marks == ("C",)
     assert classify.section == "Supported Models > Text-only Models"
     aria = by_arch[("docs/models/supported_models.md", ("AriaForConditionalGeneration",))]

@@ -29,18 +29,30 @@ runner = CliRunner()
 
 @pytest.fixture
 def vllm_repo(make_repo):
-    return make_repo([
-        (tree_v1(), "v1: convertor layout", "2026-03-02T10:00:00+00:00"),
-        ({CONVERTOR_PATH: CONVERTOR_V2, REGISTRY_PATH: REGISTRY_V2}, "v2: kimi, aliases (#123)",
-         "2026-04-01T10:00:00+00:00"),
-        (tree_v2_old_layout(), "v3: back to the single-file layout", "2026-05-01T10:00:00+00:00"),
-    ])
+    return make_repo(
+        [
+            (tree_v1(), "v1: convertor layout", "2026-03-02T10:00:00+00:00"),
+            (
+                {CONVERTOR_PATH: CONVERTOR_V2, REGISTRY_PATH: REGISTRY_V2},
+                "v2: kimi, aliases (#123)",
+                "2026-04-01T10:00:00+00:00",
+            ),
+            (
+                tree_v2_old_layout(),
+                "v3: back to the single-file layout",
+                "2026-05-01T10:00:00+00:00",
+            ),
+        ]
+    )
 
 
 def snapshot_files(project):
     root = project.generated
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 def cli(*args):
@@ -86,11 +98,16 @@ def test_upgrade_diff_shows_what_changed(project, vllm_repo):
     by_fact = {d.fact: d for d in second.diff.facts}
     assert [r.model_type for r in by_fact["mla_model_types"].added] == ["kimi_k2"]
     assert [r.key for r in by_fact["kv_head_aliases"].added] == ["num_attention_groups"]
-    assert {r.architecture for r in by_fact["registry_rows"].added} == {"OpenVLAForActionPrediction"}
+    assert {r.architecture for r in by_fact["registry_rows"].added} == {
+        "OpenVLAForActionPrediction"
+    }
     assert {r.architecture for r in by_fact["registry_rows"].removed} == {
-        "LlavaForConditionalGeneration"}
-    moved = {old.architecture: (old.task_group, new.task_group)
-             for old, new in by_fact["registry_rows"].changed}
+        "LlavaForConditionalGeneration"
+    }
+    moved = {
+        old.architecture: (old.task_group, new.task_group)
+        for old, new in by_fact["registry_rows"].changed
+    }
     assert moved == {"Qwen2Model": ("embedding", "multimodal")}
     assert [r.model_type for r in by_fact["kv_head_overrides"].removed] == ["mpt"]
     gates = {(g.when, g.requires_non_null) for g in by_fact["mla_gates"].added}
@@ -122,18 +139,23 @@ def test_two_runs_at_one_commit_are_byte_identical(project, vllm_repo):
 
 
 def test_failed_run_leaves_generated_untouched(project, make_repo):
-    repo, shas = make_repo([
-        (tree_v1(), "good"),
-        ({REGISTRY_PATH: None}, "registry moved away"),
-        ({REGISTRY_PATH: REGISTRY_V2.replace("_VLLM_MODELS", "_ALL")}, "anchor renamed"),
-        ({REGISTRY_PATH: REGISTRY_V2, CONVERTOR_PATH: "class Broken(:\n"}, "malformed python"),
-    ])
+    repo, shas = make_repo(
+        [
+            (tree_v1(), "good"),
+            ({REGISTRY_PATH: None}, "registry moved away"),
+            ({REGISTRY_PATH: REGISTRY_V2.replace("_VLLM_MODELS", "_ALL")}, "anchor renamed"),
+            ({REGISTRY_PATH: REGISTRY_V2, CONVERTOR_PATH: "class Broken(:\n"}, "malformed python"),
+        ]
+    )
     write_pin(project, "vllm", "https://github.com/vllm-project/vllm", shas[0])
     run(VLLM, project, commit=None, source=str(repo))
     before = snapshot_files(project)
     with pytest.raises(MissingPathError) as missing:
         run(VLLM, project, commit=shas[1], source=str(repo))
-    assert missing.value.paths == ("vllm/model_executor/models/registry.py", "vllm/models/registry.py")
+    assert missing.value.paths == (
+        "vllm/model_executor/models/registry.py",
+        "vllm/models/registry.py",
+    )
     assert (missing.value.engine, missing.value.commit) == ("vllm", shas[1])
     with pytest.raises(AnchorError) as anchor:
         run(VLLM, project, commit=shas[2], source=str(repo))
@@ -144,13 +166,23 @@ def test_failed_run_leaves_generated_untouched(project, make_repo):
 
 
 def test_layout_with_no_anchor_names_every_path_tried(project, make_repo):
-    repo, shas = make_repo([({REGISTRY_PATH: REGISTRY_V2, "vllm/config.py": "class ModelConfig:\n    x = 1\n"},
-                             "no anchors")])
+    repo, shas = make_repo(
+        [
+            (
+                {REGISTRY_PATH: REGISTRY_V2, "vllm/config.py": "class ModelConfig:\n    x = 1\n"},
+                "no anchors",
+            )
+        ]
+    )
     write_pin(project, "vllm", "https://github.com/vllm-project/vllm", shas[0])
     with pytest.raises(AnchorError) as info:
         run(VLLM, project, commit=None, source=str(repo))
-    assert info.value.paths == (CONVERTOR_PATH, "vllm/config/model.py", "vllm/config/__init__.py",
-                                CONFIG_SINGLE_PATH)
+    assert info.value.paths == (
+        CONVERTOR_PATH,
+        "vllm/config/model.py",
+        "vllm/config/__init__.py",
+        CONFIG_SINGLE_PATH,
+    )
     assert "ModelArchConfigConvertorBase.is_deepseek_mla" in info.value.anchor
 
 
@@ -164,8 +196,9 @@ def test_cli_success_prints_summary(project, vllm_repo):
     assert result.exit_code == 0, result.output
     assert "mla_model_types: 3 (new)" in result.output
     assert "registry_rows: 10 (new)" in result.output
-    result = cli("--engine", "vllm", "--commit", shas[1], "--source", str(repo), "--root",
-                 str(project.root))
+    result = cli(
+        "--engine", "vllm", "--commit", shas[1], "--source", str(repo), "--root", str(project.root)
+    )
     assert result.exit_code == 0
     assert "mla_model_types: 4 (+1 against generated/)" in result.output
 
@@ -173,20 +206,35 @@ def test_cli_success_prints_summary(project, vllm_repo):
 def test_cli_abbreviated_sha_resolves_from_local_source(project, vllm_repo):
     repo, shas = vllm_repo
     write_pin(project, "vllm", "https://github.com/vllm-project/vllm", shas[0])
-    result = cli("--engine", "vllm", "--commit", shas[1][:9], "--source", str(repo),
-                 "--root", str(project.root), "--dry-run")
+    result = cli(
+        "--engine",
+        "vllm",
+        "--commit",
+        shas[1][:9],
+        "--source",
+        str(repo),
+        "--root",
+        str(project.root),
+        "--dry-run",
+    )
     assert result.exit_code == 0, result.output
     assert shas[1] in result.output
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--engine", "nosuch"], "unknown engine 'nosuch'"),
-    (["--engine", "vllm", "--commit", "--upload-pack=touch"], "is not a hexadecimal SHA"),
-    (["--engine", "vllm", "--commit", "zzzz"], "is not a hexadecimal SHA"),
-    (["--engine", "vllm", "--source", "ssh://host/repo"], "only https://, file:// and local paths"),
-    (["--engine", "vllm", "--commit", "a" * 40], "commit not found at the source"),
-    (["--engine", "vllm", "--commit", "abcdef12"], "give the full 40-hex SHA"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--engine", "nosuch"], "unknown engine 'nosuch'"),
+        (["--engine", "vllm", "--commit", "--upload-pack=touch"], "is not a hexadecimal SHA"),
+        (["--engine", "vllm", "--commit", "zzzz"], "is not a hexadecimal SHA"),
+        (
+            ["--engine", "vllm", "--source", "ssh://host/repo"],
+            "only https://, file:// and local paths",
+        ),
+        (["--engine", "vllm", "--commit", "a" * 40], "commit not found at the source"),
+        (["--engine", "vllm", "--commit", "abcdef12"], "give the full 40-hex SHA"),
+    ],
+)
 def test_cli_errors_exit_nonzero_with_one_message(project, vllm_repo, args, message):
     repo, shas = vllm_repo
     write_pin(project, "vllm", "https://github.com/vllm-project/vllm", shas[0])
@@ -201,8 +249,9 @@ def test_cli_errors_exit_nonzero_with_one_message(project, vllm_repo, args, mess
 
 def test_cli_unreachable_source(project, tmp_path):
     write_pin(project, "vllm", "https://github.com/vllm-project/vllm", "a" * 40)
-    result = cli("--engine", "vllm", "--source", str(tmp_path / "nowhere"), "--root",
-                 str(project.root))
+    result = cli(
+        "--engine", "vllm", "--source", str(tmp_path / "nowhere"), "--root", str(project.root)
+    )
     assert result.exit_code == 2
     assert "does not exist" in result.output
 
@@ -212,8 +261,11 @@ def test_cli_malformed_pin(project, vllm_repo):
     (project.pins / "vllm.toml").write_text('url = "ftp://x"\ncommit = "abc"\n')
     result = cli("--engine", "vllm", "--source", str(repo), "--root", str(project.root))
     assert result.exit_code == 2
-    for part in ("must start with https:// or file://", "full 40-hex-digit SHA",
-                 "date: missing field"):
+    for part in (
+        "must start with https:// or file://",
+        "full 40-hex-digit SHA",
+        "date: missing field",
+    ):
         assert part in result.output
 
 

@@ -35,8 +35,13 @@ def test_extract_at_pin_matches_committed_generated(tmp_path, vllm_mirror):
     mla = {r.model_type for r in facts.fact("mla_model_types").records if r.scope == "main"}
     assert {"deepseek_v3", "deepseek_v4", "kimi_k2", "glm_moe_dsa", "bailing_hybrid"} <= mla
     aliases = [r.key for r in facts.fact("kv_head_aliases").records]
-    assert aliases == ["n_head_kv", "num_kv_heads", "num_key_value_heads",
-                       "multi_query_group_num", "num_attention_groups"]
+    assert aliases == [
+        "n_head_kv",
+        "num_kv_heads",
+        "num_key_value_heads",
+        "multi_query_group_num",
+        "num_attention_groups",
+    ]
     registry = {r.architecture: r for r in facts.fact("registry_rows").records}
     assert registry["WhisperForConditionalGeneration"].section == "Encoder-decoder"
     assert registry["DeepseekV4ForCausalLM"].module == "vllm.models.deepseek_v4"
@@ -50,8 +55,10 @@ def test_older_layouts_extract(tmp_path, vllm_mirror):
     project.generated.mkdir()
     pin = load_pin(project.pins, "vllm")
     assert pin.commit
-    for commit, path in [("7f280d69c98e560427d2cbc9c3c3c13a83510dca", "vllm/config.py"),
-                         ("eaf81485eda13efc10e1c38f4094978eae04e77f", "vllm/config/model.py")]:
+    for commit, path in [
+        ("7f280d69c98e560427d2cbc9c3c3c13a83510dca", "vllm/config.py"),
+        ("eaf81485eda13efc10e1c38f4094978eae04e77f", "vllm/config/model.py"),
+    ]:
         result = run(ENGINES["vllm"], project, commit=commit, source=vllm_mirror, write=False)
         overrides = result.facts.fact("kv_head_overrides").records
         assert {s.path for s in result.facts.fact("kv_head_overrides").sources} == {path}

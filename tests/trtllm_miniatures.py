@@ -3,7 +3,7 @@
 MODELS = "tensorrt_llm/_torch/models"
 PAGE_PATH = "docs/source/models/supported-models.md"
 
-MODELING_LLAMA = '''
+MODELING_LLAMA = """
 from ..model_config import ModelConfig
 from .modeling_utils import DecoderModelForCausalLM, register_auto_model
 
@@ -22,20 +22,20 @@ class LlamaForCausalLM(DecoderModelForCausalLM[LlamaModel, object]):
 @register_auto_model("Llama4ForConditionalGeneration")
 class Llama4ForConditionalGeneration(DecoderModelForCausalLM):
     pass
-'''
+"""
 
 # the registered string differs from the class name
-MODELING_NEMOTRON_NAS = '''
+MODELING_NEMOTRON_NAS = """
 from .modeling_utils import DecoderModelForCausalLM, register_auto_model
 
 
 @register_auto_model("DeciLMForCausalLM")
 class NemotronNASForCausalLM(DecoderModelForCausalLM):
     pass
-'''
+"""
 
 # stacked decorators, one class registered under three strings, other decorators around
-MODELING_DEEPSEEKV3 = '''
+MODELING_DEEPSEEKV3 = """
 from . import modeling_utils
 from .modeling_utils import register_auto_model, register_vision_encoder
 
@@ -50,10 +50,10 @@ class DeepseekV3ForCausalLM(object):
 @register_vision_encoder(object, vlm_base_model=object)
 class NotRegistered(object):
     pass
-'''
+"""
 
 # the call form
-MODELING_QWEN3 = '''
+MODELING_QWEN3 = """
 from .modeling_utils import register_auto_model
 
 
@@ -62,9 +62,9 @@ class Qwen3ForCausalLM(object):
 
 
 register_auto_model("Qwen3ForCausalLM")(Qwen3ForCausalLM)
-'''
+"""
 
-MODELING_UTILS = '''
+MODELING_UTILS = """
 MODEL_CLASS_MAPPING = {}
 
 
@@ -73,7 +73,7 @@ def register_auto_model(name):
         MODEL_CLASS_MAPPING[name] = cls
         return cls
     return decorator
-'''
+"""
 
 PAGE = """(support-matrix)=
 # Supported Models

@@ -82,18 +82,22 @@ MODEL_ARCH_CONFIG_CONVERTORS = {
 
 # v2: adds an MLA type, appends an alias, adds a compress_ratios gate, drops mpt.
 CONVERTOR_V2 = (
-    CONVERTOR_V1.replace('"deepseek_v3",  # the big one\n',
-                         '"deepseek_v3",  # the big one\n            "kimi_k2",\n')
-    .replace('            "num_key_value_heads",\n',
-             '            "num_key_value_heads",\n            "num_attention_groups",\n')
+    CONVERTOR_V1.replace(
+        '"deepseek_v3",  # the big one\n', '"deepseek_v3",  # the big one\n            "kimi_k2",\n'
+    )
+    .replace(
+        '            "num_key_value_heads",\n',
+        '            "num_key_value_heads",\n            "num_attention_groups",\n',
+    )
     .replace(
         '            return getattr(self.hf_text_config, "kv_lora_rank", None) is not None\n'
-        '        elif',
+        "        elif",
         '            if hasattr(self.hf_text_config, "compress_ratios"):\n'
         '                return getattr(self.hf_text_config, "head_dim", None) is not None\n'
-        '            else:\n'
+        "            else:\n"
         '                return getattr(self.hf_text_config, "kv_lora_rank", None) is not None\n'
-        '        elif')
+        "        elif",
+    )
     .replace('    "mpt": MptConvertor,\n', "")
 )
 
@@ -142,7 +146,7 @@ class ModelConfig:
         return self.hf_text_config.num_attention_heads
 '''
 
-REGISTRY_V1 = '''
+REGISTRY_V1 = """
 import sys
 
 _TEXT_GENERATION_MODELS = {
@@ -193,15 +197,13 @@ _VLLM_MODELS = {
 }
 
 _PREVIOUSLY_SUPPORTED_MODELS = {"MotifForCausalLM": "0.10.2"}
-'''
+"""
 
 # v2: adds OpenVLA (multimodal), removes Llava, moves Qwen2Model to multimodal.
-REGISTRY_V2 = (
-    REGISTRY_V1.replace('    "Qwen2Model": ("qwen2", "Qwen2ForCausalLM"),\n', "")
-    .replace(
-        '    "LlavaForConditionalGeneration": ("llava", "LlavaForConditionalGeneration"),\n',
-        '    "OpenVLAForActionPrediction": ("openvla", "OpenVLAForActionPrediction"),\n'
-        '    "Qwen2Model": ("qwen2", "Qwen2ForCausalLM"),\n')
+REGISTRY_V2 = REGISTRY_V1.replace('    "Qwen2Model": ("qwen2", "Qwen2ForCausalLM"),\n', "").replace(
+    '    "LlavaForConditionalGeneration": ("llava", "LlavaForConditionalGeneration"),\n',
+    '    "OpenVLAForActionPrediction": ("openvla", "OpenVLAForActionPrediction"),\n'
+    '    "Qwen2Model": ("qwen2", "Qwen2ForCausalLM"),\n',
 )
 
 
@@ -240,12 +242,20 @@ POOLING_DOCS_V1 = """# Pooling Models
 
 
 def tree_v1() -> dict[str, str]:
-    return {CONVERTOR_PATH: CONVERTOR_V1, REGISTRY_PATH: REGISTRY_V1, DOCS_PATH: DOCS_V1,
-            POOLING_DOCS_PATH: POOLING_DOCS_V1,
-            "vllm/config/model.py": "class ModelConfig:\n    pass\n"}
+    return {
+        CONVERTOR_PATH: CONVERTOR_V1,
+        REGISTRY_PATH: REGISTRY_V1,
+        DOCS_PATH: DOCS_V1,
+        POOLING_DOCS_PATH: POOLING_DOCS_V1,
+        "vllm/config/model.py": "class ModelConfig:\n    pass\n",
+    }
 
 
 def tree_v2_old_layout() -> dict[str, str | None]:
     """The second commit switches to the older single-file layout."""
-    return {CONVERTOR_PATH: None, "vllm/config/model.py": None,
-            CONFIG_SINGLE_PATH: MODEL_CONFIG_OLD, REGISTRY_PATH: REGISTRY_V2}
+    return {
+        CONVERTOR_PATH: None,
+        "vllm/config/model.py": None,
+        CONFIG_SINGLE_PATH: MODEL_CONFIG_OLD,
+        REGISTRY_PATH: REGISTRY_V2,
+    }

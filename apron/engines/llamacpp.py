@@ -15,8 +15,11 @@ ENGINE = "llamacpp"
 HF, SWA = "hf_architectures", "sliding_window"
 
 # predicate -> the flag apron's mechanism selection understands
-FLAG_OF = {"llm_arch_is_recurrent": "recurrent", "llm_arch_is_hybrid": "hybrid",
-           "llm_arch_is_diffusion": "diffusion"}
+FLAG_OF = {
+    "llm_arch_is_recurrent": "recurrent",
+    "llm_arch_is_hybrid": "hybrid",
+    "llm_arch_is_diffusion": "diffusion",
+}
 
 
 def _hf_name(row: object) -> object:
@@ -31,26 +34,49 @@ def matches(model: ModelConfig, llamacpp: EngineConstraints) -> list:
 
 def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
     if not llamacpp.has(HF):
-        return EngineDecision(ENGINE, None, None, (), ("no hf_architectures fact in "
-                              "generated/llamacpp",), (), computes_figures=False)
+        return EngineDecision(
+            ENGINE,
+            None,
+            None,
+            (),
+            ("no hf_architectures fact in generated/llamacpp",),
+            (),
+            computes_figures=False,
+        )
     rows = matches(model, llamacpp)
     text_rows = [r for r in rows if field(r, "model_type", "text") == "text"] or rows
     if not text_rows:
-        return EngineDecision(ENGINE, None, None, (), (
-            f"the llama.cpp converter registers no {model.architecture!r}: it cannot convert this "
-            "checkpoint to GGUF at this commit",), (), computes_figures=False)
+        return EngineDecision(
+            ENGINE,
+            None,
+            None,
+            (),
+            (
+                f"the llama.cpp converter registers no {model.architecture!r}: it cannot convert this "
+                "checkpoint to GGUF at this commit",
+            ),
+            (),
+            computes_figures=False,
+        )
     row = text_rows[0]
     gguf = field(row, "gguf_arch", "") or "?"
     properties = tuple(field(row, "properties", ()) or ())
     flags = tuple(FLAG_OF[p] for p in properties if p in FLAG_OF)
-    notes = [f"converts {model.architecture} to GGUF architecture {gguf!r} "
-             f"({field(row, 'llm_arch', '') or 'no LLM_ARCH_* match'})"]
+    notes = [
+        f"converts {model.architecture} to GGUF architecture {gguf!r} "
+        f"({field(row, 'llm_arch', '') or 'no LLM_ARCH_* match'})"
+    ]
     resolution = field(row, "resolution", "resolved")
     if resolution and resolution != "resolved":
         notes.append(f"join incomplete: {resolution}")
     if flags:
-        notes.append("llama.cpp classes it as " + " and ".join(flags)
-                     + " (" + ", ".join(p for p in properties if p in FLAG_OF) + ")")
+        notes.append(
+            "llama.cpp classes it as "
+            + " and ".join(flags)
+            + " ("
+            + ", ".join(p for p in properties if p in FLAG_OF)
+            + ")"
+        )
     others = [p for p in properties if p not in FLAG_OF]
     if others:
         notes.append("other class predicates true: " + ", ".join(others))
@@ -66,5 +92,6 @@ def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
                 bits.append("conditional: " + "; ".join(field(rule, "conditions", ()) or ()))
             notes.append(", ".join(bits))
             cites.append(llamacpp.cite(rule))
-    return EngineDecision(ENGINE, None, None, flags, tuple(notes), tuple(cites),
-                          computes_figures=False)
+    return EngineDecision(
+        ENGINE, None, None, flags, tuple(notes), tuple(cites), computes_figures=False
+    )

@@ -51,8 +51,12 @@ def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision |
         return None
     archs = set(model.architectures)
     if not archs:
-        return MlaDecision(ENGINE, None, "the config lists no architectures; SGLang's chain tests "
-                           "hf_config.architectures", ())
+        return MlaDecision(
+            ENGINE,
+            None,
+            "the config lists no architectures; SGLang's chain tests hf_config.architectures",
+            (),
+        )
     branches: list[tuple[int, str, Any]] = []
     for row in sglang.rows(MLA):
         if field(row, "architecture") in archs:
@@ -67,30 +71,45 @@ def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision |
         if kind == "mha":
             reads = tuple(field(row, "mla_fields_read", ()) or ())
             extra = f" (the branch still reads {', '.join(reads)})" if reads else ""
-            return MlaDecision(ENGINE, False, f"SGLang's chain sets {arch} to MHA explicitly{extra}",
-                               (cite,))
+            return MlaDecision(
+                ENGINE, False, f"SGLang's chain sets {arch} to MHA explicitly{extra}", (cite,)
+            )
         if field(row, "conditional", False):
             conds = [c for c in sglang.rows(CONDITIONS) if field(c, "architecture") == arch]
             results = [_condition(model, c) for c in conds]
             cites: tuple[Citation, ...] = (cite, *(sglang.cite(c) for c in conds))
             if not conds:
-                return MlaDecision(ENGINE, None, f"{arch}'s MLA branch is conditional but no "
-                                   "condition was extracted", cites)
+                return MlaDecision(
+                    ENGINE,
+                    None,
+                    f"{arch}'s MLA branch is conditional but no condition was extracted",
+                    cites,
+                )
             if any(ok is None for ok, _ in results):
                 why = "; ".join(text for ok, text in results if ok is None)
                 return MlaDecision(ENGINE, None, f"{arch}'s MLA branch: {why}", cites)
             if all(ok for ok, _ in results):
-                return MlaDecision(ENGINE, True, f"{arch} is in SGLang's MLA set and "
-                                   + " and ".join(t for _, t in results), cites)
-            notes.append(f"{arch}'s MLA branch condition fails ("
-                         + "; ".join(t for ok, t in results if not ok) + ")")
+                return MlaDecision(
+                    ENGINE,
+                    True,
+                    f"{arch} is in SGLang's MLA set and " + " and ".join(t for _, t in results),
+                    cites,
+                )
+            notes.append(
+                f"{arch}'s MLA branch condition fails ("
+                + "; ".join(t for ok, t in results if not ok)
+                + ")"
+            )
             continue
         return MlaDecision(ENGINE, True, f"{arch} is in SGLang's MLA architecture set", (cite,))
     why = "; ".join(notes) + "; " if notes else ""
     chain = sglang.rows(MLA)[:1]
-    return MlaDecision(ENGINE, False, f"{why}no MLA branch of SGLang's chain matches "
-                       f"{', '.join(sorted(archs))}: MHA",
-                       tuple(sglang.cite(r) for r in chain))
+    return MlaDecision(
+        ENGINE,
+        False,
+        f"{why}no MLA branch of SGLang's chain matches {', '.join(sorted(archs))}: MHA",
+        tuple(sglang.cite(r) for r in chain),
+    )
 
 
 def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:

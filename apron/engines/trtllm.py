@@ -43,11 +43,15 @@ def decide(model: ModelConfig, trtllm: EngineConstraints) -> EngineDecision:
             if "sliding window" in feature:
                 status = str(field(cell, "status", "")).lower()
                 if status == "no":
-                    notes.append("Sliding Window Attention is documented as unsupported for this "
-                                 "architecture: expect the naive (window-ignoring) figure")
+                    notes.append(
+                        "Sliding Window Attention is documented as unsupported for this "
+                        "architecture: expect the naive (window-ignoring) figure"
+                    )
                 elif status == "yes":
-                    notes.append("Sliding Window Attention is documented as supported: the "
-                                 "window-aware figure applies")
+                    notes.append(
+                        "Sliding Window Attention is documented as supported: the "
+                        "window-aware figure applies"
+                    )
         cites.append(trtllm.cite(cells[0], "Model-Feature Support Matrix"))
     for row in trtllm.rows(SUPPORTED):
         if field(row, "architecture") == arch:
@@ -55,5 +59,12 @@ def decide(model: ModelConfig, trtllm: EngineConstraints) -> EngineDecision:
             cites.append(trtllm.cite(row, str(field(row, "section", "") or "supported models")))
     if not cells and trtllm.has(MATRIX):
         notes.append(f"no feature-matrix row for {arch}")
-    return EngineDecision(ENGINE, None, None, (), tuple(dict.fromkeys(notes)), tuple(cites[:4]),
-                          computes_figures=False)
+    return EngineDecision(
+        ENGINE,
+        None,
+        None,
+        (),
+        tuple(dict.fromkeys(notes)),
+        tuple(cites[:4]),
+        computes_figures=False,
+    )

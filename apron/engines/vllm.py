@@ -25,7 +25,9 @@ _READS = re.compile(r"^reads (\S+?)(?:, else (.+))?$")
 _WHEN = re.compile(r"^(.+?) when (.+)$")
 
 
-def _unknown(reason: str, missing: tuple[str, ...] = (), cites: tuple[Citation, ...] = ()) -> HeadCount:
+def _unknown(
+    reason: str, missing: tuple[str, ...] = (), cites: tuple[Citation, ...] = ()
+) -> HeadCount:
     return HeadCount(None, (), "", (reason,), missing, cites)
 
 
@@ -34,8 +36,9 @@ class _Outcome:
 
     __slots__ = ("heads", "fallthrough", "notes")
 
-    def __init__(self, heads: HeadCount | None = None, fallthrough: bool = False,
-                 notes: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, heads: HeadCount | None = None, fallthrough: bool = False, notes: tuple[str, ...] = ()
+    ) -> None:
         self.heads, self.fallthrough, self.notes = heads, fallthrough, notes
 
 
@@ -49,20 +52,25 @@ def _value(model: ModelConfig, words: str, how: str, cite: Citation) -> _Outcome
     if _IDENT.match(words):
         read = model.read(words)
         if read is None:
-            return _Outcome(_unknown(f"{how}: {words} is absent from the config", (words,), (cite,)))
+            return _Outcome(
+                _unknown(f"{how}: {words} is absent from the config", (words,), (cite,))
+            )
         if not is_int(read.value):
-            return _Outcome(_unknown(f"{how}: {read.key} is {read.value!r}, not an integer",
-                                     (), (cite,)))
-        return _Outcome(HeadCount(read.value, (), f"{how}: {read.key} = {read.value}", (), (),
-                                  (cite,)))
+            return _Outcome(
+                _unknown(f"{how}: {read.key} is {read.value!r}, not an integer", (), (cite,))
+            )
+        return _Outcome(
+            HeadCount(read.value, (), f"{how}: {read.key} = {read.value}", (), (), (cite,))
+        )
     return _Outcome(_unknown(f"{how}: value {words!r} is not interpreted", (), (cite,)))
 
 
 def _block_configs(model: ModelConfig, how: str, cite: Citation) -> _Outcome:
     blocks = model.get("block_configs")
     heads = model.integer("num_attention_heads")
-    missing = tuple(n for n, v in (("block_configs", blocks), ("num_attention_heads", heads))
-                    if v is None)
+    missing = tuple(
+        n for n, v in (("block_configs", blocks), ("num_attention_heads", heads)) if v is None
+    )
     if missing:
         return _Outcome(_unknown(f"{how}: needs {', '.join(missing)}", missing, (cite,)))
     if not isinstance(blocks, list) or not blocks:
@@ -71,19 +79,30 @@ def _block_configs(model: ModelConfig, how: str, cite: Citation) -> _Outcome:
     for index, block in enumerate(blocks):
         attention = block.get("attention") if isinstance(block, dict) else None
         if not isinstance(attention, dict):
-            return _Outcome(_unknown(f"{how}: block_configs[{index}] has no attention dict",
-                                     (f"block_configs[{index}].attention",), (cite,)))
+            return _Outcome(
+                _unknown(
+                    f"{how}: block_configs[{index}] has no attention dict",
+                    (f"block_configs[{index}].attention",),
+                    (cite,),
+                )
+            )
         if attention.get("no_op") or attention.get("replace_with_linear"):
             per_layer.append(0)
             continue
         group = attention.get("n_heads_in_group")
         if not is_int(group) or group <= 0:
-            return _Outcome(_unknown(
-                f"{how}: block_configs[{index}].attention.n_heads_in_group is {group!r}",
-                (f"block_configs[{index}].attention.n_heads_in_group",), (cite,)))
+            return _Outcome(
+                _unknown(
+                    f"{how}: block_configs[{index}].attention.n_heads_in_group is {group!r}",
+                    (f"block_configs[{index}].attention.n_heads_in_group",),
+                    (cite,),
+                )
+            )
         per_layer.append(heads // group)
-    text = (f"{how}: per block num_attention_heads // attention.n_heads_in_group "
-            f"({heads} // n), 0 for no_op / replace_with_linear blocks")
+    text = (
+        f"{how}: per block num_attention_heads // attention.n_heads_in_group "
+        f"({heads} // n), 0 for no_op / replace_with_linear blocks"
+    )
     return _Outcome(HeadCount(None, tuple(per_layer), text, (), (), (cite,)))
 
 
@@ -102,11 +121,13 @@ def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) ->
         source, otherwise = m.group(1), m.group(2)
         read = model.read(source)
         if read is not None and is_int(read.value):
-            outcome = _Outcome(HeadCount(read.value, (), f"{how}: {source} = {read.value}", (), (),
-                                         (cite,)))
+            outcome = _Outcome(
+                HeadCount(read.value, (), f"{how}: {source} = {read.value}", (), (), (cite,))
+            )
         elif read is not None and read.value is not None:
-            outcome = _Outcome(_unknown(f"{how}: {source} is {read.value!r}, not an integer",
-                                        (), (cite,)))
+            outcome = _Outcome(
+                _unknown(f"{how}: {source} is {read.value!r}, not an integer", (), (cite,))
+            )
         elif otherwise is None:
             outcome = _Outcome(_unknown(f"{how}: {source} is absent or null", (source,), (cite,)))
         else:
@@ -121,8 +142,9 @@ def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) ->
                 break
             m = _WHEN.match(part)
             if m is None:
-                outcome = _Outcome(_unknown(f"{how}: clause {part!r} is not interpreted", (),
-                                            (cite,)))
+                outcome = _Outcome(
+                    _unknown(f"{how}: clause {part!r} is not interpreted", (), (cite,))
+                )
                 break
             ev = evaluate(model, m.group(2))
             notes.extend(ev.notes)
@@ -136,31 +158,38 @@ def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) ->
     elif kind == "derived" and rule.strip() == "derived from block_configs":
         outcome = _block_configs(model, how, cite)
     else:
-        outcome = _Outcome(_unknown(f"{how}: a {kind or 'rule'} apron does not interpret", (),
-                                    (cite,)))
+        outcome = _Outcome(
+            _unknown(f"{how}: a {kind or 'rule'} apron does not interpret", (), (cite,))
+        )
     excludes = str(field(row, "excludes", "") or "")
     if excludes and outcome.heads is not None and outcome.heads.known:
         ev = evaluate(model, excludes)
         if ev.value is None:
-            outcome = _Outcome(_unknown(f"{how}: exclusion {excludes!r}: {ev.problem}", (), (cite,)))
+            outcome = _Outcome(
+                _unknown(f"{how}: exclusion {excludes!r}: {ev.problem}", (), (cite,))
+            )
         elif ev.value:
             outcome = _Outcome(fallthrough=True)
     return outcome
 
 
-def resolve_kv_heads(model: ModelConfig, vllm: EngineConstraints | None) -> tuple[HeadCount, HeadCount]:
+def resolve_kv_heads(
+    model: ModelConfig, vllm: EngineConstraints | None
+) -> tuple[HeadCount, HeadCount]:
     """(apron's prediction, what vLLM would use) for the KV-head count.
 
     They differ only when no alias key is present: vLLM falls back to MHA silently; apron says
     unknown."""
     if vllm is None or not vllm.rows(ALIASES):
-        hc = _unknown("the KV-head alias order is an extracted vLLM constraint and "
-                      "generated/vllm has none")
+        hc = _unknown(
+            "the KV-head alias order is an extracted vLLM constraint and generated/vllm has none"
+        )
         return hc, hc
     model_type = model.model_type
-    rules = sorted((r for r in vllm.rows(OVERRIDES)
-                    if field(r, "model_type") in (model_type, "*")),
-                   key=lambda r: (field(r, "rule_order", 0) or 0, field(r, "model_type") == "*"))
+    rules = sorted(
+        (r for r in vllm.rows(OVERRIDES) if field(r, "model_type") in (model_type, "*")),
+        key=lambda r: (field(r, "rule_order", 0) or 0, field(r, "model_type") == "*"),
+    )
     notes: tuple[str, ...] = ()
     for row in rules:
         outcome = _apply_override(model, row, vllm)
@@ -169,8 +198,10 @@ def resolve_kv_heads(model: ModelConfig, vllm: EngineConstraints | None) -> tupl
             heads = outcome.heads
             if notes:
                 extra = f" ({'; '.join(notes)})"
-                heads = heads._replace(how=heads.how + extra if heads.how else "",
-                                       unknown=tuple(u + extra for u in heads.unknown))
+                heads = heads._replace(
+                    how=heads.how + extra if heads.how else "",
+                    unknown=tuple(u + extra for u in heads.unknown),
+                )
             return heads, heads
     aliases = sorted(vllm.rows(ALIASES), key=lambda r: field(r, "position", 0) or 0)
     keys = tuple(str(field(r, "key")) for r in aliases)
@@ -181,17 +212,25 @@ def resolve_kv_heads(model: ModelConfig, vllm: EngineConstraints | None) -> tupl
             continue
         cite = vllm.cite(row)
         if is_int(read.value):
-            how = (f"{key} = {read.value} (vLLM alias scan: key {position + 1} of {len(keys)}: "
-                   f"{', '.join(keys)})")
+            how = (
+                f"{key} = {read.value} (vLLM alias scan: key {position + 1} of {len(keys)}: "
+                f"{', '.join(keys)})"
+            )
             heads = HeadCount(read.value, (), how, (), (), (cite,))
             return heads, heads
-        bad = _unknown(f"{key} is present but {read.value!r}; vLLM's scan stops at the first "
-                       f"present key and would take that value", (), (cite,))
+        bad = _unknown(
+            f"{key} is present but {read.value!r}; vLLM's scan stops at the first "
+            f"present key and would take that value",
+            (),
+            (cite,),
+        )
         return bad, bad
     fallback_rows = vllm.rows(FALLBACK)
     alias_cites = tuple(vllm.cite(r) for r in aliases[:1])
-    reason = (f"none of the KV-head keys vLLM scans ({', '.join(keys)}) is in the config, so the "
-              "count is not known from the config")
+    reason = (
+        f"none of the KV-head keys vLLM scans ({', '.join(keys)}) is in the config, so the "
+        "count is not known from the config"
+    )
     if not fallback_rows:
         hc = _unknown(reason, keys, alias_cites)
         return hc, hc
@@ -200,22 +239,32 @@ def resolve_kv_heads(model: ModelConfig, vllm: EngineConstraints | None) -> tupl
     cites = (*alias_cites, vllm.cite(fallback))
     value = model.integer(name) if _IDENT.match(name) else None
     if value is None:
-        engine = _unknown(f"{reason}; vLLM falls back to {name or 'its fallback'}, which the "
-                          "config does not give either", keys, cites)
+        engine = _unknown(
+            f"{reason}; vLLM falls back to {name or 'its fallback'}, which the "
+            "config does not give either",
+            keys,
+            cites,
+        )
     else:
-        engine = HeadCount(value, (), f"no KV-head key: vLLM silently assumes MHA, {name} = {value}",
-                           (), (), cites)
+        engine = HeadCount(
+            value, (), f"no KV-head key: vLLM silently assumes MHA, {name} = {value}", (), (), cites
+        )
     if value is None:
-        prediction = _unknown(f"{reason}; vLLM would fall back to {name}, which the config does "
-                              "not give either", keys, cites)
+        prediction = _unknown(
+            f"{reason}; vLLM would fall back to {name}, which the config does not give either",
+            keys,
+            cites,
+        )
     else:
-        prediction = _unknown(f"{reason}; vLLM would silently assume MHA ({name} = {value})",
-                              keys, cites)
+        prediction = _unknown(
+            f"{reason}; vLLM would silently assume MHA ({name} = {value})", keys, cites
+        )
     return prediction, engine
 
 
-def _gate(model: ModelConfig, vllm: EngineConstraints, scope: str) -> tuple[bool | None, str,
-                                                                             tuple[Citation, ...]]:
+def _gate(
+    model: ModelConfig, vllm: EngineConstraints, scope: str
+) -> tuple[bool | None, str, tuple[Citation, ...]]:
     gates = [g for g in vllm.rows(MLA_GATES) if field(g, "scope") == scope]
     cites: list[Citation] = []
     for gate in gates:
@@ -227,15 +276,27 @@ def _gate(model: ModelConfig, vllm: EngineConstraints, scope: str) -> tuple[bool
         cites.append(vllm.cite(gate))
         others = tuple(field(gate, "other_conditions", ()) or ())
         if others:
-            return None, f"MLA gate has conditions apron does not interpret: {'; '.join(others)}", \
-                tuple(cites)
+            return (
+                None,
+                f"MLA gate has conditions apron does not interpret: {'; '.join(others)}",
+                tuple(cites),
+            )
         for name in field(gate, "requires_non_null", ()) or ():
             if model.get(name) is None:
-                return False, (f"{name} is absent or null, so vLLM's gate "
-                               f"({field(gate, 'when', '')}) fails and it uses full attention"), \
-                    tuple(cites)
+                return (
+                    False,
+                    (
+                        f"{name} is absent or null, so vLLM's gate "
+                        f"({field(gate, 'when', '')}) fails and it uses full attention"
+                    ),
+                    tuple(cites),
+                )
         required = ", ".join(field(gate, "requires_non_null", ()) or ()) or "nothing"
-        return True, f"gate ({field(gate, 'when', '')}) requires {required} non-null: met", tuple(cites)
+        return (
+            True,
+            f"gate ({field(gate, 'when', '')}) requires {required} non-null: met",
+            tuple(cites),
+        )
     return True, "no gate applies", tuple(cites)
 
 
@@ -247,25 +308,42 @@ def mla_decision(model: ModelConfig, vllm: EngineConstraints | None) -> MlaDecis
     rows = vllm.rows(MLA_TYPES)
     main = {str(field(r, "model_type")): r for r in rows if field(r, "scope") == "main"}
     if text_type is None:
-        return MlaDecision(ENGINE, False, "the text config has no model_type; vLLM's check returns "
-                           "false", ())
+        return MlaDecision(
+            ENGINE, False, "the text config has no model_type; vLLM's check returns false", ()
+        )
     if text_type in main:
         ok, why, cites = _gate(model, vllm, "main")
-        return MlaDecision(ENGINE, ok, f"model_type {text_type} is in vLLM's is_deepseek_mla list; "
-                           + why, (vllm.cite(main[text_type]), *cites))
+        return MlaDecision(
+            ENGINE,
+            ok,
+            f"model_type {text_type} is in vLLM's is_deepseek_mla list; " + why,
+            (vllm.cite(main[text_type]), *cites),
+        )
     if text_type == "eagle":
         inner_model = model.get("model")
         inner = inner_model.get("model_type") if isinstance(inner_model, dict) else None
         eagle = {str(field(r, "model_type")): r for r in rows if field(r, "scope") == "eagle_inner"}
         if inner in eagle:
             ok, why, cites = _gate(model, vllm, "eagle_inner")
-            return MlaDecision(ENGINE, ok, f"EAGLE module over {inner}, which vLLM's list covers; "
-                               + why, (vllm.cite(eagle[inner]), *cites))
-        return MlaDecision(ENGINE, False, f"EAGLE module over {inner!r}, not in vLLM's EAGLE MLA list",
-                           tuple(vllm.cite(r) for r in list(eagle.values())[:1]))
+            return MlaDecision(
+                ENGINE,
+                ok,
+                f"EAGLE module over {inner}, which vLLM's list covers; " + why,
+                (vllm.cite(eagle[inner]), *cites),
+            )
+        return MlaDecision(
+            ENGINE,
+            False,
+            f"EAGLE module over {inner!r}, not in vLLM's EAGLE MLA list",
+            tuple(vllm.cite(r) for r in list(eagle.values())[:1]),
+        )
     any_row = next(iter(main.values()), None)
-    return MlaDecision(ENGINE, False, f"model_type {text_type} is not in vLLM's is_deepseek_mla list "
-                       f"({len(main)} model types)", (vllm.cite(any_row),) if any_row else ())
+    return MlaDecision(
+        ENGINE,
+        False,
+        f"model_type {text_type} is not in vLLM's is_deepseek_mla list ({len(main)} model types)",
+        (vllm.cite(any_row),) if any_row else (),
+    )
 
 
 def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
@@ -273,7 +351,10 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
     _prediction, engine_heads = resolve_kv_heads(model, vllm)
     notes = []
     if _prediction.unknown and engine_heads.known:
-        notes.append(f"{engine_heads.how} (the figure vLLM would allocate); apron's own "
-                     "prediction stays unknown")
-    return EngineDecision(ENGINE, engine_heads, mla_decision(model, vllm), (), tuple(notes), (),
-                          computes_figures=True)
+        notes.append(
+            f"{engine_heads.how} (the figure vLLM would allocate); apron's own "
+            "prediction stays unknown"
+        )
+    return EngineDecision(
+        ENGINE, engine_heads, mla_decision(model, vllm), (), tuple(notes), (), computes_figures=True
+    )

@@ -17,7 +17,9 @@ class Mechanism(Protocol):
     TITLE: str
     NEEDS: tuple[str, ...]
 
-    def compute(self, model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult: ...
+    def compute(
+        self, model: ModelConfig, heads: HeadCount, request: Request
+    ) -> MechanismResult: ...
 
 
 def n(value: int) -> str:
@@ -25,19 +27,45 @@ def n(value: int) -> str:
     return f"{value:,}"
 
 
-def result(name: str, title: str, *, per_token: int | None = None, at_context: int | None = None,
-           naive: int | None = None, ratio: float | None = None, state: int | None = 0,
-           unknown: tuple[str, ...] = (), missing: tuple[str, ...] = (),
-           arithmetic: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> MechanismResult:
+def result(
+    name: str,
+    title: str,
+    *,
+    per_token: int | None = None,
+    at_context: int | None = None,
+    naive: int | None = None,
+    ratio: float | None = None,
+    state: int | None = 0,
+    unknown: tuple[str, ...] = (),
+    missing: tuple[str, ...] = (),
+    arithmetic: tuple[str, ...] = (),
+    notes: tuple[str, ...] = (),
+) -> MechanismResult:
     if naive is None and ratio is None:
         naive = at_context
-    return MechanismResult(name, title, per_token, at_context, naive, ratio, state,
-                           tuple(dict.fromkeys(unknown)), tuple(dict.fromkeys(missing)),
-                           arithmetic, notes)
+    return MechanismResult(
+        name,
+        title,
+        per_token,
+        at_context,
+        naive,
+        ratio,
+        state,
+        tuple(dict.fromkeys(unknown)),
+        tuple(dict.fromkeys(missing)),
+        arithmetic,
+        notes,
+    )
 
 
-def unknown_result(name: str, title: str, reasons: tuple[str, ...], missing: tuple[str, ...] = (),
-                   notes: tuple[str, ...] = (), state: int | None = None) -> MechanismResult:
+def unknown_result(
+    name: str,
+    title: str,
+    reasons: tuple[str, ...],
+    missing: tuple[str, ...] = (),
+    notes: tuple[str, ...] = (),
+    state: int | None = None,
+) -> MechanismResult:
     return result(name, title, unknown=reasons, missing=missing, notes=notes, state=state)
 
 
@@ -74,35 +102,54 @@ def head_dims(model: ModelConfig) -> HeadDims:
     """K/V head dims: the unabsorbed MLA shape for MLA-shaped configs, else head_dim (or
     hidden_size_per_head, or hidden_size / num_attention_heads when it divides exactly)."""
     if is_mla_shaped(model):
-        nope, rope, v = (model.integer(k) for k in ("qk_nope_head_dim", "qk_rope_head_dim",
-                                                    "v_head_dim"))
-        missing = tuple(k for k, x in (("qk_nope_head_dim", nope), ("qk_rope_head_dim", rope),
-                                       ("v_head_dim", v)) if x is None)
+        nope, rope, v = (
+            model.integer(k) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+        )
+        missing = tuple(
+            k
+            for k, x in (("qk_nope_head_dim", nope), ("qk_rope_head_dim", rope), ("v_head_dim", v))
+            if x is None
+        )
         if missing:
             return HeadDims(None, None, "", missing)
-        return HeadDims(nope + rope, v,
-                        f"K head = qk_nope_head_dim + qk_rope_head_dim = {nope} + {rope} = "
-                        f"{nope + rope}, V head = v_head_dim = {v} (MLA fields, unabsorbed)", ())
+        return HeadDims(
+            nope + rope,
+            v,
+            f"K head = qk_nope_head_dim + qk_rope_head_dim = {nope} + {rope} = "
+            f"{nope + rope}, V head = v_head_dim = {v} (MLA fields, unabsorbed)",
+            (),
+        )
     for key in ("head_dim", "hidden_size_per_head"):
         value = model.get(key)
         if is_int(value):
             return HeadDims(value, value, f"{key} = {value}", ())
     hidden, heads = model.integer("hidden_size"), model.integer("num_attention_heads")
     if hidden is None or heads is None:
-        missing = ("head_dim",) + tuple(k for k, x in (("hidden_size", hidden),
-                                                        ("num_attention_heads", heads)) if x is None)
+        missing = ("head_dim",) + tuple(
+            k for k, x in (("hidden_size", hidden), ("num_attention_heads", heads)) if x is None
+        )
         return HeadDims(None, None, "", missing)
     if heads <= 0 or hidden % heads:
-        return HeadDims(None, None, f"hidden_size {hidden} is not a multiple of "
-                        f"num_attention_heads {heads}", ("head_dim",))
+        return HeadDims(
+            None,
+            None,
+            f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}",
+            ("head_dim",),
+        )
     dim = hidden // heads
-    return HeadDims(dim, dim, f"head_dim = {model.key_of('hidden_size')} / "
-                    f"{model.key_of('num_attention_heads')} = {hidden} / {heads} = {dim} "
-                    "(no head_dim key)", ())
+    return HeadDims(
+        dim,
+        dim,
+        f"head_dim = {model.key_of('hidden_size')} / "
+        f"{model.key_of('num_attention_heads')} = {hidden} / {heads} = {dim} "
+        "(no head_dim key)",
+        (),
+    )
 
 
-def missing_inputs(dims: HeadDims, heads: HeadCount, layers: int | None = None,
-                   layers_key: str | None = None) -> tuple[list[str], list[str]]:
+def missing_inputs(
+    dims: HeadDims, heads: HeadCount, layers: int | None = None, layers_key: str | None = None
+) -> tuple[list[str], list[str]]:
     """(reasons, missing field names) for what an attention cache needs: the layer count (when
     `layers_key` is given), the head dimensions and the KV-head count."""
     reasons: list[str] = []
@@ -123,8 +170,10 @@ def per_layer_heads(heads: HeadCount, layers: int) -> tuple[tuple[int, ...] | No
     """The KV-head count of each layer, or (None, why)."""
     if heads.per_layer:
         if len(heads.per_layer) != layers:
-            return None, (f"the KV-head rule gives {len(heads.per_layer)} per-layer counts for "
-                          f"{layers} layers")
+            return None, (
+                f"the KV-head rule gives {len(heads.per_layer)} per-layer counts for "
+                f"{layers} layers"
+            )
         return heads.per_layer, ""
     if heads.count is None:
         return None, "; ".join(heads.unknown) or "KV-head count unknown"
@@ -140,8 +189,9 @@ class LayerWidths(NamedTuple):
     widths: tuple[int, ...]  # bytes per token per layer: kv_heads x (k + v) x dtype bytes
 
 
-def layer_widths(model: ModelConfig, heads: HeadCount, request: Request, name: str,
-                 title: str) -> LayerWidths | MechanismResult:
+def layer_widths(
+    model: ModelConfig, heads: HeadCount, request: Request, name: str, title: str
+) -> LayerWidths | MechanismResult:
     """Per-layer KV widths for a cache where every layer attends, or the `unknown` result
     (with the missing field names) when the config lacks what that needs."""
     layers, layers_key = num_layers(model)

@@ -15,8 +15,11 @@ from apron.results import HeadCount, MechanismResult, Request
 
 NAME = "full_attention"
 TITLE = "full attention"
-NEEDS = ("num_hidden_layers", "KV-head count (vLLM alias keys / overrides)",
-         "head_dim (or hidden_size and num_attention_heads)")
+NEEDS = (
+    "num_hidden_layers",
+    "KV-head count (vLLM alias keys / overrides)",
+    "head_dim (or hidden_size and num_attention_heads)",
+)
 
 
 def flavour(heads: HeadCount, model: ModelConfig) -> str:
@@ -42,19 +45,30 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
     per_token = sum(found.widths)
     lines = [f"KV heads: {heads.how}", f"head dims: {dims.how}"]
     if heads.per_layer:
-        lines.append(f"per token = sum over {layers} layers of kv_heads_l x ({dims.k} + {dims.v}) "
-                     f"x {b} B = {sum(counts):,} KV heads in total x {dims.k + dims.v} x {b} = "
-                     f"{n(per_token)} B")
+        lines.append(
+            f"per token = sum over {layers} layers of kv_heads_l x ({dims.k} + {dims.v}) "
+            f"x {b} B = {sum(counts):,} KV heads in total x {dims.k + dims.v} x {b} = "
+            f"{n(per_token)} B"
+        )
     else:
-        lines.append(f"per token = {layers} layers x {heads.count} KV heads x ({dims.k} + {dims.v})"
-                     f" x {b} B ({request.kv_dtype}) = {n(per_token)} B")
+        lines.append(
+            f"per token = {layers} layers x {heads.count} KV heads x ({dims.k} + {dims.v})"
+            f" x {b} B ({request.kv_dtype}) = {n(per_token)} B"
+        )
     at_context = None
     if request.context is not None:
         at_context = per_token * request.context
-        lines.append(f"at context = {n(per_token)} B x {n(request.context)} tokens = "
-                     f"{n(at_context)} B")
+        lines.append(
+            f"at context = {n(per_token)} B x {n(request.context)} tokens = {n(at_context)} B"
+        )
     notes = ()
     if request.kv_dtype == "fp8":
         notes = ("fp8 KV: 1 B per element; scales and packing depend on the attention backend",)
-    return result(NAME, title, per_token=per_token, at_context=at_context,
-                  arithmetic=tuple(lines), notes=notes)
+    return result(
+        NAME,
+        title,
+        per_token=per_token,
+        at_context=at_context,
+        arithmetic=tuple(lines),
+        notes=notes,
+    )

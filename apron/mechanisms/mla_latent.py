@@ -18,43 +18,79 @@ NEEDS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim")
 
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:
     if model.present("compress_ratios"):
-        return unknown_result(NAME, f"{TITLE} with compressed attention", (
-            "the config has compress_ratios (DeepSeek-V4-style compressed sparse attention): "
-            "per-layer compression is not an implemented mechanism",), state=None)
+        return unknown_result(
+            NAME,
+            f"{TITLE} with compressed attention",
+            (
+                "the config has compress_ratios (DeepSeek-V4-style compressed sparse attention): "
+                "per-layer compression is not an implemented mechanism",
+            ),
+            state=None,
+        )
     structure = layout(model)
     if structure is not None and (structure.has_state or structure.unknown):
-        return unknown_result(NAME, f"{TITLE} in a hybrid stack", (
-            f"per-layer types ({structure.source}) mix MLA with other layer kinds; MLA combined "
-            "with linear-attention or state-space layers is not an implemented mechanism",),
-            state=None)
+        return unknown_result(
+            NAME,
+            f"{TITLE} in a hybrid stack",
+            (
+                f"per-layer types ({structure.source}) mix MLA with other layer kinds; MLA combined "
+                "with linear-attention or state-space layers is not an implemented mechanism",
+            ),
+            state=None,
+        )
     if model.get("linear_attn_config") is not None:
-        return unknown_result(NAME, f"{TITLE} in a hybrid stack", (
-            "linear_attn_config: MLA layers mixed with linear-attention layers are not an "
-            "implemented mechanism",), state=None)
+        return unknown_result(
+            NAME,
+            f"{TITLE} in a hybrid stack",
+            (
+                "linear_attn_config: MLA layers mixed with linear-attention layers are not an "
+                "implemented mechanism",
+            ),
+            state=None,
+        )
     layers, layers_key = num_layers(model)
     rank, rope = model.integer("kv_lora_rank"), model.integer("qk_rope_head_dim")
-    missing = tuple(k for k, v in ((layers_key, layers), ("kv_lora_rank", rank),
-                                   ("qk_rope_head_dim", rope)) if v is None)
+    missing = tuple(
+        k
+        for k, v in ((layers_key, layers), ("kv_lora_rank", rank), ("qk_rope_head_dim", rope))
+        if v is None
+    )
     if missing:
-        return unknown_result(NAME, TITLE, (f"MLA latent needs {', '.join(missing)}",), missing,
-                              state=0)
+        return unknown_result(
+            NAME, TITLE, (f"MLA latent needs {', '.join(missing)}",), missing, state=0
+        )
     assert layers is not None and rank is not None and rope is not None
     b = request.kv_dtype_bytes
     per_token = layers * (rank + rope) * b
-    lines = [f"per token = {layers_key} x (kv_lora_rank + qk_rope_head_dim) x {b} B "
-             f"({request.kv_dtype}) = {layers} x ({rank} + {rope}) x {b} = {n(per_token)} B"]
+    lines = [
+        f"per token = {layers_key} x (kv_lora_rank + qk_rope_head_dim) x {b} B "
+        f"({request.kv_dtype}) = {layers} x ({rank} + {rope}) x {b} = {n(per_token)} B"
+    ]
     at_context = None
     if request.context is not None:
         at_context = per_token * request.context
-        lines.append(f"at context = {n(per_token)} B x {n(request.context)} tokens = "
-                     f"{n(at_context)} B")
-    notes = ["one latent per layer per token, shared by all heads: the KV-head count does not enter"]
+        lines.append(
+            f"at context = {n(per_token)} B x {n(request.context)} tokens = {n(at_context)} B"
+        )
+    notes = [
+        "one latent per layer per token, shared by all heads: the KV-head count does not enter"
+    ]
     nextn = model.integer("num_nextn_predict_layers")
     if nextn:
-        notes.append(f"num_nextn_predict_layers = {nextn}: an MTP draft layer adds its own cache "
-                     "when speculative decoding is on (not counted)")
+        notes.append(
+            f"num_nextn_predict_layers = {nextn}: an MTP draft layer adds its own cache "
+            "when speculative decoding is on (not counted)"
+        )
     if request.kv_dtype == "fp8":
-        notes.append("fp8 MLA caches are backend-specific (some pack scales and a bf16 rope part "
-                     "per token); the fp8 figure is a lower bound")
-    return result(NAME, TITLE, per_token=per_token, at_context=at_context,
-                  arithmetic=tuple(lines), notes=tuple(notes))
+        notes.append(
+            "fp8 MLA caches are backend-specific (some pack scales and a bf16 rope part "
+            "per token); the fp8 figure is a lower bound"
+        )
+    return result(
+        NAME,
+        TITLE,
+        per_token=per_token,
+        at_context=at_context,
+        arithmetic=tuple(lines),
+        notes=tuple(notes),
+    )

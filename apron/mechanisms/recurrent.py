@@ -11,30 +11,56 @@ from apron.ssm import has_state_fields, layer_state
 
 NAME = "recurrent"
 TITLE = "attention-free recurrent state"
-NEEDS = ("num_hidden_layers", "state fields: conv_kernel, state_size, expand (+ num_heads, "
-         "head_dim, n_groups for Mamba2)", "torch_dtype (state bytes)")
+NEEDS = (
+    "num_hidden_layers",
+    "state fields: conv_kernel, state_size, expand (+ num_heads, head_dim, n_groups for Mamba2)",
+    "torch_dtype (state bytes)",
+)
 
 
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:
     layers, layers_key = num_layers(model)
     if not has_state_fields(model):
-        return unknown_result(NAME, TITLE, (
-            "attention-free, but the config has no Mamba-style state fields apron knows "
-            "(state_size / ssm_state_size / mamba_d_state): the state formula for this recurrence "
-            "is not implemented",), ("state_size",), state=None)
+        return unknown_result(
+            NAME,
+            TITLE,
+            (
+                "attention-free, but the config has no Mamba-style state fields apron knows "
+                "(state_size / ssm_state_size / mamba_d_state): the state formula for this recurrence "
+                "is not implemented",
+            ),
+            ("state_size",),
+            state=None,
+        )
     if layers is None:
         return unknown_result(NAME, TITLE, (f"{layers_key} is absent",), (layers_key,), state=None)
     state = layer_state(model, recurrent=True)
-    lines = [f"{state.variant} state per layer: {line}" if i == 0 else f"  {line}"
-                  for i, line in enumerate(state.arithmetic)]
+    lines = [
+        f"{state.variant} state per layer: {line}" if i == 0 else f"  {line}"
+        for i, line in enumerate(state.arithmetic)
+    ]
     if state.bytes is None:
-        return result(NAME, f"{TITLE} ({state.variant})", per_token=0,
-                      at_context=0, state=None,
-                      unknown=state.unknown, missing=state.missing, arithmetic=tuple(lines))
+        return result(
+            NAME,
+            f"{TITLE} ({state.variant})",
+            per_token=0,
+            at_context=0,
+            state=None,
+            unknown=state.unknown,
+            missing=state.missing,
+            arithmetic=tuple(lines),
+        )
     total = state.bytes * layers
-    lines.append(f"state per sequence = {layers} layers x {n(state.bytes)} B = {n(total)} B "
-                 "(fixed: does not grow with context)")
-    return result(NAME, f"{TITLE} ({state.variant})", per_token=0,
-                  at_context=0, state=total,
-                  arithmetic=tuple(lines), notes=("no KV cache: memory scales with batch, not "
-                                                  "context",))
+    lines.append(
+        f"state per sequence = {layers} layers x {n(state.bytes)} B = {n(total)} B "
+        "(fixed: does not grow with context)"
+    )
+    return result(
+        NAME,
+        f"{TITLE} ({state.variant})",
+        per_token=0,
+        at_context=0,
+        state=total,
+        arithmetic=tuple(lines),
+        notes=("no KV cache: memory scales with batch, not context",),
+    )

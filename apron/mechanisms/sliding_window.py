@@ -20,9 +20,15 @@ from apron.results import HeadCount, MechanismResult, Request
 
 NAME = "sliding_window"
 TITLE = "sliding-window attention"
-NEEDS = ("num_hidden_layers", "KV-head count", "head_dim", "sliding_window",
-         "per-layer layout: layer_types / sliding_window_pattern / use_sliding_window + "
-         "max_window_layers", "max_position_embeddings (to tell an inert window)")
+NEEDS = (
+    "num_hidden_layers",
+    "KV-head count",
+    "head_dim",
+    "sliding_window",
+    "per-layer layout: layer_types / sliding_window_pattern / use_sliding_window + "
+    "max_window_layers",
+    "max_position_embeddings (to tell an inert window)",
+)
 
 
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:
@@ -36,9 +42,13 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
     uniform = len(set(widths)) == 1
     lines = [f"KV heads: {heads.how}", f"head dims: {dims.how}"]
     if uniform:
-        lines.append(f"per layer per token k = {counts[0]} KV heads x ({dims.k} + {dims.v}) x {b} B "
-                     f"({request.kv_dtype}) = {n(widths[0])} B")
-        lines.append(f"naive per token = {layers} layers x {n(widths[0])} B = {n(naive_per_token)} B")
+        lines.append(
+            f"per layer per token k = {counts[0]} KV heads x ({dims.k} + {dims.v}) x {b} B "
+            f"({request.kv_dtype}) = {n(widths[0])} B"
+        )
+        lines.append(
+            f"naive per token = {layers} layers x {n(widths[0])} B = {n(naive_per_token)} B"
+        )
     else:
         lines.append(f"naive per token = sum over {layers} layers = {n(naive_per_token)} B")
     c = request.context
@@ -47,66 +57,119 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
         lines.append(f"naive at context = {n(naive_per_token)} B x {n(c)} = {n(naive_at)} B")
 
     def partial(reason: str, miss: tuple[str, ...] = ()) -> MechanismResult:
-        return result(NAME, title, per_token=naive_per_token, at_context=None, naive=naive_at,
-                      ratio=None, unknown=(f"window-aware figure unknown: {reason}",), missing=miss,
-                      arithmetic=tuple(lines))
+        return result(
+            NAME,
+            title,
+            per_token=naive_per_token,
+            at_context=None,
+            naive=naive_at,
+            ratio=None,
+            unknown=(f"window-aware figure unknown: {reason}",),
+            missing=miss,
+            arithmetic=tuple(lines),
+        )
 
     def inert(why: str) -> MechanismResult:
         lines.append(f"window-aware = naive ({why})")
-        return result(NAME, f"{title}, window inert", per_token=naive_per_token, at_context=naive_at,
-                      naive=naive_at, ratio=1.0 if c is not None else None, arithmetic=tuple(lines),
-                      notes=(why,))
+        return result(
+            NAME,
+            f"{title}, window inert",
+            per_token=naive_per_token,
+            at_context=naive_at,
+            naive=naive_at,
+            ratio=1.0 if c is not None else None,
+            arithmetic=tuple(lines),
+            notes=(why,),
+        )
 
-    if model.get("global_head_dim") is not None or model.get("num_global_key_value_heads") is not None:
-        return partial("global and windowed layers have different head geometry "
-                       "(global_head_dim / num_global_key_value_heads): not an implemented mechanism")
+    if (
+        model.get("global_head_dim") is not None
+        or model.get("num_global_key_value_heads") is not None
+    ):
+        return partial(
+            "global and windowed layers have different head geometry "
+            "(global_head_dim / num_global_key_value_heads): not an implemented mechanism"
+        )
     if (model.integer("num_kv_shared_layers") or 0) > 0:
-        return partial("num_kv_shared_layers: layers that reuse another layer's KV are not an "
-                       "implemented mechanism")
+        return partial(
+            "num_kv_shared_layers: layers that reuse another layer's KV are not an "
+            "implemented mechanism"
+        )
     if model.get("use_sliding_window") is False:
-        return inert("use_sliding_window is false: the window is switched off, every layer keeps "
-                     "every token")
+        return inert(
+            "use_sliding_window is false: the window is switched off, every layer keeps every token"
+        )
     window = model.get("sliding_window")
     structure = layout(model)
     if window is None:
-        return partial("per-layer types mark windowed layers but sliding_window is absent or null",
-                       ("sliding_window",))
+        return partial(
+            "per-layer types mark windowed layers but sliding_window is absent or null",
+            ("sliding_window",),
+        )
     if not is_int(window) or window <= 0:
         return partial(f"sliding_window = {window!r} is not a positive integer")
     max_ctx = model.integer("max_position_embeddings")
     if max_ctx is not None and window >= max_ctx:
-        return inert(f"sliding_window = {n(window)} >= the maximum context "
-                     f"(max_position_embeddings = {n(max_ctx)}): the window never binds")
+        return inert(
+            f"sliding_window = {n(window)} >= the maximum context "
+            f"(max_position_embeddings = {n(max_ctx)}): the window never binds"
+        )
     if structure is None:
-        return partial(f"the config sets sliding_window = {n(window)} but states no per-layer layout "
-                       "(layer_types, sliding_window_pattern, use_sliding_window + "
-                       "max_window_layers), so which layers are windowed is not in the config",
-                       ("layer_types",))
+        return partial(
+            f"the config sets sliding_window = {n(window)} but states no per-layer layout "
+            "(layer_types, sliding_window_pattern, use_sliding_window + "
+            "max_window_layers), so which layers are windowed is not in the config",
+            ("layer_types",),
+        )
     if structure.unknown:
         return partial("; ".join(structure.unknown), structure.missing)
     kinds = structure.kinds
     globals_ = [w for w, k in zip(widths, kinds, strict=True) if k == FULL]
     windowed = [w for w, k in zip(widths, kinds, strict=True) if k == SLIDING]
     g_bytes, s_bytes = sum(globals_), sum(windowed)
-    notes = [f"layout from {structure.source}: {len(globals_)} global, {len(windowed)} windowed "
-             f"layers, window {n(window)} tokens"]
+    notes = [
+        f"layout from {structure.source}: {len(globals_)} global, {len(windowed)} windowed "
+        f"layers, window {n(window)} tokens"
+    ]
     if max_ctx is None:
         notes.append("max_position_embeddings absent: cannot tell whether the window is inert")
     if c is None:
-        return result(NAME, title, per_token=naive_per_token, at_context=None, naive=None,
-                      ratio=None, arithmetic=tuple(lines), notes=tuple(notes))
+        return result(
+            NAME,
+            title,
+            per_token=naive_per_token,
+            at_context=None,
+            naive=None,
+            ratio=None,
+            arithmetic=tuple(lines),
+            notes=tuple(notes),
+        )
     aware = g_bytes * c + s_bytes * min(c, window)
     if uniform:
-        lines.append(f"window-aware at context = G x k x c + S x k x min(c, w) = {len(globals_)} x "
-                     f"{n(widths[0])} x {n(c)} + {len(windowed)} x {n(widths[0])} x min({n(c)}, "
-                     f"{n(window)}) = {n(aware)} B")
+        lines.append(
+            f"window-aware at context = G x k x c + S x k x min(c, w) = {len(globals_)} x "
+            f"{n(widths[0])} x {n(c)} + {len(windowed)} x {n(widths[0])} x min({n(c)}, "
+            f"{n(window)}) = {n(aware)} B"
+        )
     else:
-        lines.append(f"window-aware at context = {n(g_bytes)} x {n(c)} + {n(s_bytes)} x "
-                     f"min({n(c)}, {n(window)}) = {n(aware)} B")
+        lines.append(
+            f"window-aware at context = {n(g_bytes)} x {n(c)} + {n(s_bytes)} x "
+            f"min({n(c)}, {n(window)}) = {n(aware)} B"
+        )
     ratio = naive_at / aware if aware else None
     if ratio is not None:
         lines.append(f"naive / window-aware = {n(naive_at)} / {n(aware)} = {ratio:.2f}x")
     if c <= window:
-        notes.append(f"at {n(c)} tokens the window ({n(window)}) has not filled: both figures equal")
-    return result(NAME, title, per_token=naive_per_token, at_context=aware, naive=naive_at,
-                  ratio=ratio, arithmetic=tuple(lines), notes=tuple(notes))
+        notes.append(
+            f"at {n(c)} tokens the window ({n(window)}) has not filled: both figures equal"
+        )
+    return result(
+        NAME,
+        title,
+        per_token=naive_per_token,
+        at_context=aware,
+        naive=naive_at,
+        ratio=ratio,
+        arithmetic=tuple(lines),
+        notes=tuple(notes),
+    )

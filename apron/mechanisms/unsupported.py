@@ -12,7 +12,9 @@ TITLE = "no implemented mechanism"
 NEEDS: tuple[str, ...] = ()
 
 
-def compute(model: ModelConfig, heads: HeadCount, request: Request, reason: str = "",
-            title: str = TITLE) -> MechanismResult:
-    return unknown_result(NAME, title, (reason or "no implemented mechanism fits this config",),
-                          state=None)
+def compute(
+    model: ModelConfig, heads: HeadCount, request: Request, reason: str = "", title: str = TITLE
+) -> MechanismResult:
+    return unknown_result(
+        NAME, title, (reason or "no implemented mechanism fits this config",), state=None
+    )

@@ -38,8 +38,17 @@ def prefetch_sources(snapshot: Snapshot) -> None:
     """Fetch every file the llama.cpp facts may read in one batch (a git snapshot makes one
     request instead of one per file; only paths present at the commit are fetched; a directory
     stands for its files)."""
-    snapshot.prefetch([ARCH_CPP, ARCH_H, MODEL_CPP, GGUF_CONSTANTS, CONVERTER_SCRIPT,
-                       CONVERTER_PACKAGE, MODELS_DIR])
+    snapshot.prefetch(
+        [
+            ARCH_CPP,
+            ARCH_H,
+            MODEL_CPP,
+            GGUF_CONSTANTS,
+            CONVERTER_SCRIPT,
+            CONVERTER_PACKAGE,
+            MODELS_DIR,
+        ]
+    )
 
 
 def _arch_names(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -59,8 +68,9 @@ def _brace_warnings(snapshot: Snapshot, fact: str, paths: list[str]) -> list:
 def _scan(snapshot: Snapshot) -> class_sets.PredicateScan:
     cpp = snapshot.first_existing([ARCH_CPP], anchor="llm_arch_is_* predicates")
     header = snapshot.first_existing([ARCH_H], anchor="llm_arch_is_* declarations")
-    return class_sets.scan_predicates(snapshot.read_text(cpp), cpp, snapshot.read_text(header),
-                                      header)
+    return class_sets.scan_predicates(
+        snapshot.read_text(cpp), cpp, snapshot.read_text(header), header
+    )
 
 
 def _names(done: Mapping[str, tuple[Record, ...]]) -> list[ArchName]:
@@ -82,8 +92,9 @@ def _class_set_members(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]
     return FactOutput(tuple(rows), tuple(warnings))
 
 
-def _converter_modules(snapshot: Snapshot, warnings: list) -> tuple[list[converter.ConverterModule],
-                                                                    str, str]:
+def _converter_modules(
+    snapshot: Snapshot, warnings: list
+) -> tuple[list[converter.ConverterModule], str, str]:
     """The converter modules of whichever layout this commit has: (modules, package, init path)."""
     counter = [0]
     if snapshot.exists(CONVERTER_PACKAGE_INIT):
@@ -93,12 +104,18 @@ def _converter_modules(snapshot: Snapshot, warnings: list) -> tuple[list[convert
         for path in paths:
             stem = path.rsplit("/", 1)[-1].removesuffix(".py")
             name = CONVERTER_PACKAGE if stem == "__init__" else f"{CONVERTER_PACKAGE}.{stem}"
-            modules.append(converter.read_module(snapshot.read_text(path), path, name,
-                                                 CONVERTER_PACKAGE, counter, warnings))
+            modules.append(
+                converter.read_module(
+                    snapshot.read_text(path), path, name, CONVERTER_PACKAGE, counter, warnings
+                )
+            )
         return modules, CONVERTER_PACKAGE, CONVERTER_PACKAGE_INIT
-    path = snapshot.first_existing([CONVERTER_PACKAGE_INIT, CONVERTER_SCRIPT], anchor=REGISTER_ANCHOR)
-    module = converter.read_module(snapshot.read_text(path), path, "convert_hf_to_gguf", "",
-                                   counter, warnings)
+    path = snapshot.first_existing(
+        [CONVERTER_PACKAGE_INIT, CONVERTER_SCRIPT], anchor=REGISTER_ANCHOR
+    )
+    module = converter.read_module(
+        snapshot.read_text(path), path, "convert_hf_to_gguf", "", counter, warnings
+    )
     return [module], "", ""
 
 
@@ -109,19 +126,22 @@ def _hf_architectures(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]
     found = converter.registrations(index)
     if not found:
         tried = [m.path for m in modules]
-        raise snapshot.missing_anchor("no converter class registers an HF architecture", tried,
-                                      REGISTER_ANCHOR)
+        raise snapshot.missing_anchor(
+            "no converter class registers an HF architecture", tried, REGISTER_ANCHOR
+        )
     routes = {}
     if package:
         routes = converter.routing_maps(index.modules[package]) if package in index.modules else {}
-    winners, unregistered, choose_warnings = hf_join.choose_registrations(found, routes, package,
-                                                                          init_path)
+    winners, unregistered, choose_warnings = hf_join.choose_registrations(
+        found, routes, package, init_path
+    )
     constants = snapshot.first_existing([GGUF_CONSTANTS], anchor=converter.NAMES_DICT)
     gguf_names, name_warnings = converter.gguf_arch_names(snapshot.read_text(constants), constants)
     members = [r for r in done["class_set_members"] if isinstance(r, ClassSetMember)]
     snapshot.read_text(ARCH_CPP)  # the join ends in LLM_ARCH_NAMES: name it as a source
-    rows, join_warnings = hf_join.join(winners, unregistered, gguf_names, constants, _names(done),
-                                       members, package, init_path)
+    rows, join_warnings = hf_join.join(
+        winners, unregistered, gguf_names, constants, _names(done), members, package, init_path
+    )
     return FactOutput(tuple(rows), (*warnings, *choose_warnings, *name_warnings, *join_warnings))
 
 
@@ -139,7 +159,9 @@ def _sliding_window(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
         if not methods:
             raise snapshot.missing_anchor(
                 f"no llama_model_*::{sliding_window.HPARAMS_METHOD} is defined in {MODELS_DIR}/",
-                paths or [MODELS_DIR], f"llama_model_*::{sliding_window.HPARAMS_METHOD}")
+                paths or [MODELS_DIR],
+                f"llama_model_*::{sliding_window.HPARAMS_METHOD}",
+            )
         bases = sliding_window.struct_bases(snapshot.read_text(models_h), models_h)
         code, warnings = sliding_window.per_model_code(pairs, methods, bases, models_h)
     names = {n.arch: n.gguf_name for n in _names(done)}
@@ -151,34 +173,52 @@ def _sliding_window(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
 
 
 ARCH_NAMES = FactKind(
-    "arch_names", "Architecture names", ArchName,
+    "arch_names",
+    "Architecture names",
+    ArchName,
     "LLM_ARCH_NAMES: each llm_arch enum value and the GGUF general.architecture string it "
-    "loads; cross-checked with enum llm_arch.")
+    "loads; cross-checked with enum llm_arch.",
+)
 CLASS_PREDICATES = FactKind(
-    "class_predicates", "Architecture class predicates", ClassPredicate,
+    "class_predicates",
+    "Architecture class predicates",
+    ClassPredicate,
     "every llm_arch_is_* / llm_arch_supports_* predicate at this commit with its polarity in "
     "words; a predicate that does not exist at this commit is a row with present=False "
     "(absent, not empty). member_count counts the LLM_ARCH_NAMES entries (but "
-    "LLM_ARCH_UNKNOWN) for which it returns true.")
+    "LLM_ARCH_UNKNOWN) for which it returns true.",
+)
 CLASS_SET_LISTED = FactKind(
-    "class_set_listed", "Class sets: listed case labels", ClassSetListed,
+    "class_set_listed",
+    "Class sets: listed case labels",
+    ClassSetListed,
     "the raw `case LLM_ARCH_X:` labels of each predicate's switch and what each returns "
-    "(llm_arch_supports_sm_tensor lists the architectures that return false).")
+    "(llm_arch_supports_sm_tensor lists the architectures that return false).",
+)
 CLASS_SET_MEMBERS = FactKind(
-    "class_set_members", "Class sets: members", ClassSetMember,
+    "class_set_members",
+    "Class sets: members",
+    ClassSetMember,
     "the architectures for which each predicate returns true (it HAS the property): listed "
-    "labels that return true, or every unlisted architecture when the default is true.")
+    "labels that return true, or every unlisted architecture when the default is true.",
+)
 HF_ARCHITECTURES = FactKind(
-    "hf_architectures", "HF architecture -> GGUF architecture", HfArchitecture,
+    "hf_architectures",
+    "HF architecture -> GGUF architecture",
+    HfArchitecture,
     "every HF architecture the converter registers, joined through its converter class's "
     "model_arch (own or inherited) to the GGUF name, the LLM_ARCH_* value and the class-set "
-    "predicates that return true for it; unresolved rows say why.")
+    "predicates that return true for it; unresolved rows say why.",
+)
 SLIDING_WINDOW = FactKind(
-    "sliding_window", "Sliding-window attention", SlidingWindowRule,
+    "sliding_window",
+    "Sliding-window attention",
+    SlidingWindowRule,
     "per architecture whose hparams loader mentions sliding-window attention: the "
     "LLAMA_SWA_TYPE_* it assigns (under which condition), the set_swa_pattern period and "
     "dense_first flag, and the GGUF keys that override the pattern and the window. "
-    "Architectures not listed never set one (swa_type stays none).")
+    "Architectures not listed never set one (swa_type stays none).",
+)
 
 ENGINE = EngineSpec(
     engine_id="llamacpp",

@@ -21,8 +21,9 @@ FACT = "arch_names"
 
 
 def _warning(code: str, subject: str, message: str, path: str, symbol: str) -> ExtractionWarning:
-    return ExtractionWarning(fact=FACT, code=code, subject=subject, message=message, path=path,
-                             symbol=symbol)
+    return ExtractionWarning(
+        fact=FACT, code=code, subject=subject, message=message, path=path, symbol=symbol
+    )
 
 
 def enum_values(header_text: str, header_path: str) -> list[str]:
@@ -32,8 +33,9 @@ def enum_values(header_text: str, header_path: str) -> list[str]:
     if members is None:
         raise source.missing(f"enum {ARCH_ENUM} not found in {header_path}", f"enum {ARCH_ENUM}")
     if not members:
-        raise source.missing(f"enum {ARCH_ENUM} in {header_path} has no enumerators",
-                             f"enum {ARCH_ENUM}")
+        raise source.missing(
+            f"enum {ARCH_ENUM} in {header_path} has no enumerators", f"enum {ARCH_ENUM}"
+        )
     for member in members:
         source.require_clean(member, f"enum {ARCH_ENUM}")
     return [enumerator_name(m) for m in members]
@@ -54,19 +56,27 @@ def names_map(text: str, path: str) -> tuple[list[tuple[str, str, str]], list[Ex
         parts = code_children(item) if item.type == "initializer_list" else []
         name = string_value(parts[1]) if len(parts) == 2 else None
         if len(parts) != 2 or parts[0].type != "identifier" or name is None:
-            warnings.append(_warning("unparsed-entry", node_text(item)[:60],
-                                     f"an entry of {NAMES_MAP} is not `{{ LLM_ARCH_X, \"name\" }}`",
-                                     path, NAMES_MAP))
+            warnings.append(
+                _warning(
+                    "unparsed-entry",
+                    node_text(item)[:60],
+                    f'an entry of {NAMES_MAP} is not `{{ LLM_ARCH_X, "name" }}`',
+                    path,
+                    NAMES_MAP,
+                )
+            )
             continue
         entries.append((node_text(parts[0]), name, source.condition_at(item)))
     if not entries:
-        raise source.missing(f"{NAMES_MAP} in {path} has no `{{ LLM_ARCH_X, \"name\" }}` entries",
-                             NAMES_MAP)
+        raise source.missing(
+            f'{NAMES_MAP} in {path} has no `{{ LLM_ARCH_X, "name" }}` entries', NAMES_MAP
+        )
     return entries, warnings
 
 
-def arch_names(cpp_text: str, cpp_path: str, header_text: str,
-               header_path: str) -> tuple[list[ArchName], list[ExtractionWarning]]:
+def arch_names(
+    cpp_text: str, cpp_path: str, header_text: str, header_path: str
+) -> tuple[list[ArchName], list[ExtractionWarning]]:
     """Every LLM_ARCH_NAMES entry as a record; enum values without a name, names without an enum
     value, and duplicate keys or names are warnings."""
     entries, warnings = names_map(cpp_text, cpp_path)
@@ -76,29 +86,59 @@ def arch_names(cpp_text: str, cpp_path: str, header_text: str,
     names_seen: dict[str, str] = {}
     for arch, name, condition in entries:
         if arch in records:
-            warnings.append(_warning(
-                "duplicate-key", arch,
-                f"{arch} appears twice in {NAMES_MAP}; std::map keeps the first entry "
-                f"({records[arch].gguf_name!r}), not {name!r}", cpp_path, NAMES_MAP))
+            warnings.append(
+                _warning(
+                    "duplicate-key",
+                    arch,
+                    f"{arch} appears twice in {NAMES_MAP}; std::map keeps the first entry "
+                    f"({records[arch].gguf_name!r}), not {name!r}",
+                    cpp_path,
+                    NAMES_MAP,
+                )
+            )
             continue
         if name in names_seen:
-            warnings.append(_warning(
-                "duplicate-name", name,
-                f"GGUF name {name!r} is given to {names_seen[name]} and {arch}; "
-                "llm_arch_from_string returns the first", cpp_path, NAMES_MAP))
+            warnings.append(
+                _warning(
+                    "duplicate-name",
+                    name,
+                    f"GGUF name {name!r} is given to {names_seen[name]} and {arch}; "
+                    "llm_arch_from_string returns the first",
+                    cpp_path,
+                    NAMES_MAP,
+                )
+            )
         else:
             names_seen[name] = arch
         if arch not in enum_set:
-            warnings.append(_warning(
-                "name-without-enum", arch,
-                f"{NAMES_MAP} names {arch} ({name!r}) but enum {ARCH_ENUM} in {header_path} "
-                "has no such value", cpp_path, NAMES_MAP))
-        records[arch] = ArchName(arch=arch, gguf_name=name, in_enum=arch in enum_set,
-                                 preprocessor_condition=condition, path=cpp_path, symbol=NAMES_MAP)
+            warnings.append(
+                _warning(
+                    "name-without-enum",
+                    arch,
+                    f"{NAMES_MAP} names {arch} ({name!r}) but enum {ARCH_ENUM} in {header_path} "
+                    "has no such value",
+                    cpp_path,
+                    NAMES_MAP,
+                )
+            )
+        records[arch] = ArchName(
+            arch=arch,
+            gguf_name=name,
+            in_enum=arch in enum_set,
+            preprocessor_condition=condition,
+            path=cpp_path,
+            symbol=NAMES_MAP,
+        )
     for value in enum:
         if value not in records:
-            warnings.append(_warning(
-                "enum-without-name", value,
-                f"enum {ARCH_ENUM} has {value} but {NAMES_MAP} gives it no GGUF name "
-                "(llm_arch_name returns \"unknown\")", header_path, f"enum {ARCH_ENUM}"))
+            warnings.append(
+                _warning(
+                    "enum-without-name",
+                    value,
+                    f"enum {ARCH_ENUM} has {value} but {NAMES_MAP} gives it no GGUF name "
+                    '(llm_arch_name returns "unknown")',
+                    header_path,
+                    f"enum {ARCH_ENUM}",
+                )
+            )
     return list(records.values()), warnings

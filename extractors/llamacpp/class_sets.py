@@ -36,8 +36,12 @@ from extractors.records import ExtractionWarning
 # their absence means a rename, not an older commit. The others arrived later
 # (is_diffusion 2025-07-16, supports_sm_tensor 2026-04-09, supports_rs_rollback 2026-05-16).
 REQUIRED_PREDICATES = ("llm_arch_is_recurrent", "llm_arch_is_hybrid")
-KNOWN_PREDICATES = (*REQUIRED_PREDICATES, "llm_arch_is_diffusion",
-                    "llm_arch_supports_rs_rollback", "llm_arch_supports_sm_tensor")
+KNOWN_PREDICATES = (
+    *REQUIRED_PREDICATES,
+    "llm_arch_is_diffusion",
+    "llm_arch_supports_rs_rollback",
+    "llm_arch_supports_sm_tensor",
+)
 PREDICATE_NAME = re.compile(r"^llm_arch_(is|supports)_\w+$")
 UNKNOWN_ARCH = "LLM_ARCH_UNKNOWN"  # not an architecture: excluded from "every other architecture"
 FACT_PREDICATES = "class_predicates"
@@ -93,10 +97,12 @@ class PredicateScan:
     warnings: tuple[ExtractionWarning, ...]
 
 
-def _warning(fact: str, code: str, subject: str, message: str, path: str,
-             symbol: str) -> ExtractionWarning:
-    return ExtractionWarning(fact=fact, code=code, subject=subject, message=message, path=path,
-                             symbol=symbol)
+def _warning(
+    fact: str, code: str, subject: str, message: str, path: str, symbol: str
+) -> ExtractionWarning:
+    return ExtractionWarning(
+        fact=fact, code=code, subject=subject, message=message, path=path, symbol=symbol
+    )
 
 
 def _parameter_names(definition: Node) -> list[str]:
@@ -127,8 +133,11 @@ def _is_unused_marker(statement: Node, parameter: str) -> bool:
     if code in (f"(void){parameter};", f"(void)({parameter});"):
         return True
     expression = code_children(statement)
-    return (len(expression) == 1 and expression[0].type == "call_expression"
-            and call_name(expression[0]).endswith("UNUSED"))
+    return (
+        len(expression) == 1
+        and expression[0].type == "call_expression"
+        and call_name(expression[0]).endswith("UNUSED")
+    )
 
 
 def _returned_bool(statements: Sequence[Node], after: bool | None) -> tuple[bool | None, str]:
@@ -146,13 +155,17 @@ def _returned_bool(statements: Sequence[Node], after: bool | None) -> tuple[bool
             return value, ""
         return None, f"a case returns `{compact(first)}`, not true or false"
     if first.type == "break_statement":
-        return after, "" if after is not None else "a case breaks out with no return after the switch"
+        return (
+            after,
+            "" if after is not None else "a case breaks out with no return after the switch",
+        )
     return None, f"a case body starts with `{compact(first)[:60]}`, not a return"
 
 
 def read_predicate(source: CppSource, name: str, definition: Node) -> PredicateSet:
     """The switch (or constant) a predicate definition consists of; shape "unrecognized" with a
     reason for anything else."""
+
     def unrecognized(reason: str) -> PredicateSet:
         return PredicateSet(name, "unrecognized", (), None, reason, source.path)
 
@@ -188,7 +201,10 @@ def read_predicate(source: CppSource, name: str, definition: Node) -> PredicateS
             return unrecognized(reason)
         for label in group.labels:
             label_name = node_text(label).split("::")[-1]
-            if label.type not in ("identifier", "qualified_identifier") or not label_name.startswith("LLM_ARCH_"):
+            if label.type not in (
+                "identifier",
+                "qualified_identifier",
+            ) or not label_name.startswith("LLM_ARCH_"):
                 return unrecognized(f"case label `{compact(label)}` is not an LLM_ARCH_* value")
             listed.append((label_name, value, source.condition_at(label)))
         if group.has_default:
@@ -200,8 +216,9 @@ def read_predicate(source: CppSource, name: str, definition: Node) -> PredicateS
     return PredicateSet(name, "switch", tuple(listed), default, "", source.path)
 
 
-def scan_predicates(cpp_text: str, cpp_path: str, header_text: str,
-                    header_path: str) -> PredicateScan:
+def scan_predicates(
+    cpp_text: str, cpp_path: str, header_text: str, header_path: str
+) -> PredicateScan:
     """Read every predicate defined in llama-arch.cpp or declared in llama-arch.h.
 
     Errors: a required predicate missing (renamed?), a predicate declared in the header but not
@@ -214,41 +231,69 @@ def scan_predicates(cpp_text: str, cpp_path: str, header_text: str,
         if not PREDICATE_NAME.match(name):
             continue
         if name in definitions:
-            warnings.append(_warning(FACT_PREDICATES, "defined-twice", name,
-                                     f"{name} is defined twice in {cpp_path}; the first is read",
-                                     cpp_path, name))
+            warnings.append(
+                _warning(
+                    FACT_PREDICATES,
+                    "defined-twice",
+                    name,
+                    f"{name} is defined twice in {cpp_path}; the first is read",
+                    cpp_path,
+                    name,
+                )
+            )
             continue
         definitions[name] = node
-    declared = {name for name, _ in function_declarations(header.root) if PREDICATE_NAME.match(name)}
+    declared = {
+        name for name, _ in function_declarations(header.root) if PREDICATE_NAME.match(name)
+    }
     missing = (declared | set(REQUIRED_PREDICATES)) - set(definitions)
     if missing and source.root.has_error:
         raise _broken_predicates(source, sorted(missing))
     for name in sorted(declared - set(definitions)):
         raise source.missing(
-            f"{name} is declared in {header_path} but not defined in {cpp_path}: "
-            "renamed or moved?", name)
+            f"{name} is declared in {header_path} but not defined in {cpp_path}: renamed or moved?",
+            name,
+        )
     for name in REQUIRED_PREDICATES:
         if name not in definitions:
             raise source.missing(
-                f"{name} is not defined in {cpp_path} (it exists since 2025-06; renamed?)", name)
+                f"{name} is not defined in {cpp_path} (it exists since 2025-06; renamed?)", name
+            )
     sets: list[PredicateSet] = []
     discovered = sorted(set(definitions) - set(KNOWN_PREDICATES))
     for name in [n for n in KNOWN_PREDICATES if n in definitions] + discovered:
         found = read_predicate(source, name, definitions[name])
         if found.shape == "unrecognized":
             if name in KNOWN_PREDICATES:
-                raise AnchorError(f"{name} in {cpp_path} is not a switch over the architecture: "
-                                  f"{found.reason}", paths=[cpp_path], anchor=name)
-            warnings.append(_warning(FACT_PREDICATES, "unrecognized-predicate", name,
-                                     f"{name} is not extracted: {found.reason}", cpp_path, name))
+                raise AnchorError(
+                    f"{name} in {cpp_path} is not a switch over the architecture: {found.reason}",
+                    paths=[cpp_path],
+                    anchor=name,
+                )
+            warnings.append(
+                _warning(
+                    FACT_PREDICATES,
+                    "unrecognized-predicate",
+                    name,
+                    f"{name} is not extracted: {found.reason}",
+                    cpp_path,
+                    name,
+                )
+            )
         sets.append(found)
     absent = tuple(n for n in KNOWN_PREDICATES if n not in definitions)
     if absent and discovered:
         for name in absent:
-            warnings.append(_warning(
-                FACT_PREDICATES, "possible-rename", name,
-                f"{name} is absent while {', '.join(discovered)} is new; check for a rename",
-                cpp_path, name))
+            warnings.append(
+                _warning(
+                    FACT_PREDICATES,
+                    "possible-rename",
+                    name,
+                    f"{name} is absent while {', '.join(discovered)} is new; check for a rename",
+                    cpp_path,
+                    name,
+                )
+            )
     return PredicateScan(tuple(sets), absent, tuple(warnings))
 
 
@@ -259,8 +304,12 @@ def _broken_predicates(source: CppSource, missing: list[str]) -> ParseError:
     above = "\n".join(source.text.split("\n")[:line])
     names = re.findall(r"\b(llm_arch_(?:is|supports)_\w+)\s*\(", above)
     near = names[-1] if names else missing[0]
-    return ParseError(f"{source.path} does not parse as C++ at line {line} (in {near}); "
-                      f"{', '.join(missing)} cannot be read", paths=[source.path], anchor=near)
+    return ParseError(
+        f"{source.path} does not parse as C++ at line {line} (in {near}); "
+        f"{', '.join(missing)} cannot be read",
+        paths=[source.path],
+        anchor=near,
+    )
 
 
 def universe(names: Sequence[ArchName]) -> list[ArchName]:
@@ -268,8 +317,9 @@ def universe(names: Sequence[ArchName]) -> list[ArchName]:
     return sorted((n for n in names if n.arch != UNKNOWN_ARCH), key=lambda n: n.arch)
 
 
-def members(scan: PredicateScan, names: Sequence[ArchName]) -> tuple[list[ClassSetMember],
-                                                                     list[ExtractionWarning]]:
+def members(
+    scan: PredicateScan, names: Sequence[ArchName]
+) -> tuple[list[ClassSetMember], list[ExtractionWarning]]:
     """The architectures each extracted predicate returns true for."""
     rows: list[ClassSetMember] = []
     warnings: list[ExtractionWarning] = []
@@ -280,44 +330,93 @@ def members(scan: PredicateScan, names: Sequence[ArchName]) -> tuple[list[ClassS
             continue
         listed = {arch: returns for arch, returns, _ in found.listed}
         for arch in sorted(set(listed) - set(named)):
-            warnings.append(_warning(
-                FACT_MEMBERS, "listed-without-name", f"{found.predicate}:{arch}",
-                f"{found.predicate} lists {arch}, which has no LLM_ARCH_NAMES entry",
-                found.path, found.predicate))
+            warnings.append(
+                _warning(
+                    FACT_MEMBERS,
+                    "listed-without-name",
+                    f"{found.predicate}:{arch}",
+                    f"{found.predicate} lists {arch}, which has no LLM_ARCH_NAMES entry",
+                    found.path,
+                    found.predicate,
+                )
+            )
         for entry in everyone:
             if found.returns_for(entry.arch):
-                rows.append(ClassSetMember(
-                    predicate=found.predicate, arch=entry.arch, gguf_name=entry.gguf_name,
-                    via="listed" if entry.arch in listed else "default", path=found.path,
-                    symbol=found.predicate))
+                rows.append(
+                    ClassSetMember(
+                        predicate=found.predicate,
+                        arch=entry.arch,
+                        gguf_name=entry.gguf_name,
+                        via="listed" if entry.arch in listed else "default",
+                        path=found.path,
+                        symbol=found.predicate,
+                    )
+                )
         for arch in sorted(set(listed) - {e.arch for e in everyone}):
             if listed[arch]:
-                rows.append(ClassSetMember(predicate=found.predicate, arch=arch,
-                                           gguf_name=named.get(arch, ""), via="listed",
-                                           path=found.path, symbol=found.predicate))
+                rows.append(
+                    ClassSetMember(
+                        predicate=found.predicate,
+                        arch=arch,
+                        gguf_name=named.get(arch, ""),
+                        via="listed",
+                        path=found.path,
+                        symbol=found.predicate,
+                    )
+                )
     return rows, warnings
 
 
-def predicate_rows(scan: PredicateScan, names: Sequence[ArchName], cpp_path: str) -> list[ClassPredicate]:
+def predicate_rows(
+    scan: PredicateScan, names: Sequence[ArchName], cpp_path: str
+) -> list[ClassPredicate]:
     member_rows, _ = members(scan, names)
     counts: dict[str, int] = {}
     for row in member_rows:
         counts[row.predicate] = counts.get(row.predicate, 0) + 1
-    rows = [ClassPredicate(
-        predicate=found.predicate, present=True, shape=found.shape,
-        listed_returns=found.listed_returns if found.listed else None,
-        default_returns=found.default, polarity=found.polarity(), listed_count=len(found.listed),
-        member_count=counts.get(found.predicate, 0), path=found.path, symbol=found.predicate)
-        for found in scan.sets]
-    rows += [ClassPredicate(
-        predicate=name, present=False, shape="absent", listed_returns=None, default_returns=None,
-        polarity="absent at this commit: the function does not exist (not an empty set)",
-        listed_count=0, member_count=0, path=cpp_path, symbol=name) for name in scan.absent]
+    rows = [
+        ClassPredicate(
+            predicate=found.predicate,
+            present=True,
+            shape=found.shape,
+            listed_returns=found.listed_returns if found.listed else None,
+            default_returns=found.default,
+            polarity=found.polarity(),
+            listed_count=len(found.listed),
+            member_count=counts.get(found.predicate, 0),
+            path=found.path,
+            symbol=found.predicate,
+        )
+        for found in scan.sets
+    ]
+    rows += [
+        ClassPredicate(
+            predicate=name,
+            present=False,
+            shape="absent",
+            listed_returns=None,
+            default_returns=None,
+            polarity="absent at this commit: the function does not exist (not an empty set)",
+            listed_count=0,
+            member_count=0,
+            path=cpp_path,
+            symbol=name,
+        )
+        for name in scan.absent
+    ]
     return rows
 
 
 def listed_rows(scan: PredicateScan) -> list[ClassSetListed]:
-    return [ClassSetListed(predicate=found.predicate, arch=arch, returns=returns,
-                           preprocessor_condition=condition, path=found.path,
-                           symbol=found.predicate)
-            for found in scan.sets for arch, returns, condition in found.listed]
+    return [
+        ClassSetListed(
+            predicate=found.predicate,
+            arch=arch,
+            returns=returns,
+            preprocessor_condition=condition,
+            path=found.path,
+            symbol=found.predicate,
+        )
+        for found in scan.sets
+        for arch, returns, condition in found.listed
+    ]

@@ -36,8 +36,9 @@ ROUTING_MAPS = {"text": "TEXT_MODEL_MAP", "mmproj": "MMPROJ_MODEL_MAP"}
 
 
 def _warning(code: str, subject: str, message: str, path: str, symbol: str) -> ExtractionWarning:
-    return ExtractionWarning(fact=FACT, code=code, subject=subject, message=message, path=path,
-                             symbol=symbol)
+    return ExtractionWarning(
+        fact=FACT, code=code, subject=subject, message=message, path=path, symbol=symbol
+    )
 
 
 # ---------------------------------------------------------------- gguf-py constants
@@ -49,7 +50,9 @@ def gguf_arch_names(text: str, path: str) -> tuple[dict[str, str], list[Extracti
     root = parse_python(text, path)
     members = _enum_members(root)
     if members is None:
-        raise AnchorError(f"class {ENUM_CLASS} not found in {path}", paths=[path], anchor=ENUM_CLASS)
+        raise AnchorError(
+            f"class {ENUM_CLASS} not found in {path}", paths=[path], anchor=ENUM_CLASS
+        )
     mapping = dict(top_level_assignments(root)).get(NAMES_DICT)
     if mapping is None or mapping.type != "dictionary":
         raise AnchorError(f"{NAMES_DICT} dict not found in {path}", paths=[path], anchor=NAMES_DICT)
@@ -63,20 +66,39 @@ def gguf_arch_names(text: str, path: str) -> tuple[dict[str, str], list[Extracti
         match = _MODEL_ARCH_REF.match(node_text(key)) if key is not None else None
         name = string_value(value) if value is not None else None
         if match is None or name is None:
-            warnings.append(_warning("unparsed-entry", node_text(pair)[:60],
-                                     f"an entry of {NAMES_DICT} is not `MODEL_ARCH.X: \"name\"`",
-                                     path, NAMES_DICT))
+            warnings.append(
+                _warning(
+                    "unparsed-entry",
+                    node_text(pair)[:60],
+                    f'an entry of {NAMES_DICT} is not `MODEL_ARCH.X: "name"`',
+                    path,
+                    NAMES_DICT,
+                )
+            )
             continue
         names[match.group(1)] = name
     if not names:
         raise AnchorError(f"{NAMES_DICT} in {path} has no entries", paths=[path], anchor=NAMES_DICT)
     for member in sorted(set(names) - set(members)):
-        warnings.append(_warning("name-without-member", member,
-                                 f"{NAMES_DICT} names MODEL_ARCH.{member}, which class {ENUM_CLASS} "
-                                 "does not define", path, NAMES_DICT))
+        warnings.append(
+            _warning(
+                "name-without-member",
+                member,
+                f"{NAMES_DICT} names MODEL_ARCH.{member}, which class {ENUM_CLASS} does not define",
+                path,
+                NAMES_DICT,
+            )
+        )
     for member in sorted(set(members) - set(names)):
-        warnings.append(_warning("member-without-name", member,
-                                 f"MODEL_ARCH.{member} has no {NAMES_DICT} entry", path, NAMES_DICT))
+        warnings.append(
+            _warning(
+                "member-without-name",
+                member,
+                f"MODEL_ARCH.{member} has no {NAMES_DICT} entry",
+                path,
+                NAMES_DICT,
+            )
+        )
     return names, warnings
 
 
@@ -84,7 +106,11 @@ def _enum_members(root: Node) -> list[str] | None:
     for statement in root.named_children:
         if statement.type == "class_definition" and _name(statement) == ENUM_CLASS:
             body = statement.child_by_field_name("body")
-            return [name for name, _ in assignments(body, include_bare=True)] if body is not None else []
+            return (
+                [name for name, _ in assignments(body, include_bare=True)]
+                if body is not None
+                else []
+            )
     return None
 
 
@@ -134,8 +160,9 @@ def _definitions(block: Node) -> Iterator[tuple[Node, list[Node]]]:
             yield statement, []
 
 
-def _registered_names(decorators: Sequence[Node], where: str, path: str,
-                      warnings: list[ExtractionWarning]) -> tuple[str, ...]:
+def _registered_names(
+    decorators: Sequence[Node], where: str, path: str, warnings: list[ExtractionWarning]
+) -> tuple[str, ...]:
     names: list[str] = []
     for decorator in decorators:
         call = decorator.named_children[0] if decorator.named_children else None
@@ -150,9 +177,16 @@ def _registered_names(decorators: Sequence[Node], where: str, path: str,
                 continue
             value = string_value(argument)
             if value is None:
-                warnings.append(_warning("unparsed-registration", f"{where}:{node_text(argument)[:40]}",
-                                         f"{where} registers `{node_text(argument)[:60]}`, "
-                                         "not a string literal; it is not recorded", path, where))
+                warnings.append(
+                    _warning(
+                        "unparsed-registration",
+                        f"{where}:{node_text(argument)[:40]}",
+                        f"{where} registers `{node_text(argument)[:60]}`, "
+                        "not a string literal; it is not recorded",
+                        path,
+                        where,
+                    )
+                )
                 continue
             names.append(value)
     return tuple(names)
@@ -214,17 +248,30 @@ def _raises_unconditionally(method: Node) -> bool:
     return body is not None and any(s.type == "raise_statement" for s in body.named_children)
 
 
-def _read_class(module: ConverterModule, node: Node, decorators: Sequence[Node], prefix: str,
-                counter: list[int], warnings: list[ExtractionWarning]) -> None:
+def _read_class(
+    module: ConverterModule,
+    node: Node,
+    decorators: Sequence[Node],
+    prefix: str,
+    counter: list[int],
+    warnings: list[ExtractionWarning],
+) -> None:
     qualname = prefix + _name(node)
     superclasses = node.child_by_field_name("superclasses")
-    bases = tuple(node_text(b).replace(" ", "") for b in
-                  (superclasses.named_children if superclasses is not None else ())
-                  if b.type in ("identifier", "attribute"))
+    bases = tuple(
+        node_text(b).replace(" ", "")
+        for b in (superclasses.named_children if superclasses is not None else ())
+        if b.type in ("identifier", "attribute")
+    )
     counter[0] += 1
-    cls = ConverterClass(qualname=qualname, module=module.name, path=module.path,
-                         order=counter[0], bases=bases,
-                         registered=_registered_names(decorators, qualname, module.path, warnings))
+    cls = ConverterClass(
+        qualname=qualname,
+        module=module.name,
+        path=module.path,
+        order=counter[0],
+        bases=bases,
+        registered=_registered_names(decorators, qualname, module.path, warnings),
+    )
     body = node.child_by_field_name("body")
     runtime: list[str] = []
     delegates: list[str] = []
@@ -247,8 +294,14 @@ def _read_class(module: ConverterModule, node: Node, decorators: Sequence[Node],
     module.classes[qualname] = cls
 
 
-def read_module(text: str, path: str, module_name: str, package: str, counter: list[int],
-                warnings: list[ExtractionWarning]) -> ConverterModule:
+def read_module(
+    text: str,
+    path: str,
+    module_name: str,
+    package: str,
+    counter: list[int],
+    warnings: list[ExtractionWarning],
+) -> ConverterModule:
     """The classes, relative imports and top-level assignments of one converter module."""
     root = parse_python(text, path)
     module = ConverterModule(name=module_name, path=path)
@@ -376,10 +429,22 @@ class ConverterIndex:
             if candidate.model_arch is not None:
                 return candidate.model_arch, candidate, ""
             if candidate.model_arch_code:
-                return None, candidate, (f"{candidate.qualname}.model_arch is "
-                                         f"`{candidate.model_arch_code[:60]}`, not gguf.MODEL_ARCH.X")
-        unresolved = [b for c in self.mro(cls) for b in c.bases if self.resolve_in_class(c, b) is None]
-        hint = f" (bases not found in the converter: {', '.join(sorted(set(unresolved)))})" if unresolved else ""
+                return (
+                    None,
+                    candidate,
+                    (
+                        f"{candidate.qualname}.model_arch is "
+                        f"`{candidate.model_arch_code[:60]}`, not gguf.MODEL_ARCH.X"
+                    ),
+                )
+        unresolved = [
+            b for c in self.mro(cls) for b in c.bases if self.resolve_in_class(c, b) is None
+        ]
+        hint = (
+            f" (bases not found in the converter: {', '.join(sorted(set(unresolved)))})"
+            if unresolved
+            else ""
+        )
         return None, None, f"neither {cls.qualname} nor its base classes set model_arch{hint}"
 
     def runtime_archs(self, cls: ConverterClass, static: str | None) -> tuple[str, ...]:
@@ -412,24 +477,36 @@ def _depth_first(index: ConverterIndex, cls: ConverterClass) -> list[ConverterCl
 def registrations(index: ConverterIndex) -> list[Registration]:
     """Every (HF architecture, converter class) registration, in source order."""
     found: list[Registration] = []
-    classes = sorted((c for m in index.modules.values() for c in m.classes.values()),
-                     key=lambda c: c.order)
+    classes = sorted(
+        (c for m in index.modules.values() for c in m.classes.values()), key=lambda c: c.order
+    )
     for cls in classes:
         if not cls.registered:
             continue
         arch, origin, problem = index.model_arch(cls)
         if arch is not None and cls.init_raises:
-            problem = (f"{cls.qualname}.__init__ raises unconditionally: this converter does not "
-                       f"convert a {'projector' if arch == MMPROJ else 'text model'} "
-                       f"(its model_arch {arch} is a placeholder)")
+            problem = (
+                f"{cls.qualname}.__init__ raises unconditionally: this converter does not "
+                f"convert a {'projector' if arch == MMPROJ else 'text model'} "
+                f"(its model_arch {arch} is a placeholder)"
+            )
         model_type = "unknown" if arch is None else ("mmproj" if arch == MMPROJ else "text")
         runtime = index.runtime_archs(cls, arch) if arch is not None else ()
         for hf in cls.registered:
-            found.append(Registration(
-                architecture=hf, model_type=model_type, converter_class=cls.qualname,
-                model_arch=arch or "", model_arch_from=origin.qualname if origin else "",
-                runtime_archs=runtime, problem=problem, path=cls.path, module=cls.module,
-                order=cls.order))
+            found.append(
+                Registration(
+                    architecture=hf,
+                    model_type=model_type,
+                    converter_class=cls.qualname,
+                    model_arch=arch or "",
+                    model_arch_from=origin.qualname if origin else "",
+                    runtime_archs=runtime,
+                    problem=problem,
+                    path=cls.path,
+                    module=cls.module,
+                    order=cls.order,
+                )
+            )
     return found
 
 

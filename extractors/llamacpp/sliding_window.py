@@ -45,8 +45,9 @@ SWA_MARKERS = re.compile(r"\b(swa_type|set_swa_pattern|swa_layers|n_swa)\b")
 
 
 def _warning(code: str, subject: str, message: str, path: str, symbol: str) -> ExtractionWarning:
-    return ExtractionWarning(fact=FACT, code=code, subject=subject, message=message, path=path,
-                             symbol=symbol)
+    return ExtractionWarning(
+        fact=FACT, code=code, subject=subject, message=message, path=path, symbol=symbol
+    )
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,9 @@ def mapping_classes(text: str, path: str) -> list[tuple[str, str]] | None:
     """(LLM_ARCH_*, llama_model_<x>) from the switch in `llama_model_mapping`; None when the
     function does not exist (the older layout)."""
     source = parse_cpp(text, path)
-    definition = next((n for name, n in function_definitions(source.root)
-                       if name == MAPPING_FUNCTION), None)
+    definition = next(
+        (n for name, n in function_definitions(source.root) if name == MAPPING_FUNCTION), None
+    )
     if definition is None:
         return None
     body = function_body(definition)
@@ -78,15 +80,19 @@ def mapping_classes(text: str, path: str) -> list[tuple[str, str]] | None:
         raise source.missing(f"{MAPPING_FUNCTION} in {path} has no switch", MAPPING_FUNCTION)
     pairs: list[tuple[str, str]] = []
     for group in switch_case_groups(switch):
-        classes = [node_text(n.child_by_field_name("type"))
-                   for s in group.statements for n in walk(s)
-                   if n.type == "new_expression" and n.child_by_field_name("type") is not None]
+        classes = [
+            node_text(n.child_by_field_name("type"))
+            for s in group.statements
+            for n in walk(s)
+            if n.type == "new_expression" and n.child_by_field_name("type") is not None
+        ]
         for label in group.labels:
             for model_class in dict.fromkeys(classes):
                 pairs.append((node_text(label).split("::")[-1], model_class))
     if not pairs:
-        raise source.missing(f"{MAPPING_FUNCTION} in {path} maps no architecture to a class",
-                             MAPPING_FUNCTION)
+        raise source.missing(
+            f"{MAPPING_FUNCTION} in {path} maps no architecture to a class", MAPPING_FUNCTION
+        )
     return pairs
 
 
@@ -119,9 +125,12 @@ def hparams_methods(files: Sequence[tuple[str, str]]) -> dict[str, tuple[CppSour
     return found
 
 
-def per_model_code(pairs: Sequence[tuple[str, str]], methods: Mapping[str, tuple[CppSource, Node]],
-                   bases: Mapping[str, str], models_h: str
-                   ) -> tuple[list[HparamsCode], list[ExtractionWarning]]:
+def per_model_code(
+    pairs: Sequence[tuple[str, str]],
+    methods: Mapping[str, tuple[CppSource, Node]],
+    bases: Mapping[str, str],
+    models_h: str,
+) -> tuple[list[HparamsCode], list[ExtractionWarning]]:
     """The hparams code of every mapped architecture, following inherited methods."""
     code: list[HparamsCode] = []
     warnings: list[ExtractionWarning] = []
@@ -132,10 +141,16 @@ def per_model_code(pairs: Sequence[tuple[str, str]], methods: Mapping[str, tuple
             seen.add(owner)
             owner = bases[owner]
         if owner not in methods:
-            warnings.append(_warning(
-                "no-hparams-method", arch,
-                f"{arch} maps to {model_class}, but no {model_class}::{HPARAMS_METHOD} (or a base "
-                f"class's, per {models_h}) is defined in the model sources", models_h, model_class))
+            warnings.append(
+                _warning(
+                    "no-hparams-method",
+                    arch,
+                    f"{arch} maps to {model_class}, but no {model_class}::{HPARAMS_METHOD} (or a base "
+                    f"class's, per {models_h}) is defined in the model sources",
+                    models_h,
+                    model_class,
+                )
+            )
             continue
         source, definition = methods[owner]
         body = function_body(definition)
@@ -149,34 +164,56 @@ def per_model_code(pairs: Sequence[tuple[str, str]], methods: Mapping[str, tuple
                     base_source, base_definition = methods[called_owner]
                     if base_source is source:
                         statements += code_children(function_body(base_definition))
-        code.append(HparamsCode(arch=arch, model_class=model_class, source=source,
-                                statements=tuple(statements),
-                                symbol=f"{owner}::{HPARAMS_METHOD}"))
+        code.append(
+            HparamsCode(
+                arch=arch,
+                model_class=model_class,
+                source=source,
+                statements=tuple(statements),
+                symbol=f"{owner}::{HPARAMS_METHOD}",
+            )
+        )
     return code, warnings
 
 
 def switch_layout_code(text: str, path: str) -> list[HparamsCode]:
     """The older layout: the case groups of `switch (arch)` in `llama_model::load_hparams`."""
     source = parse_cpp(text, path)
-    definition = next((n for name, n in function_definitions(source.root)
-                       if name == OLD_HPARAMS_FUNCTION), None)
+    definition = next(
+        (n for name, n in function_definitions(source.root) if name == OLD_HPARAMS_FUNCTION), None
+    )
     if definition is None:
         raise source.missing(
             f"neither {MAPPING_FUNCTION} nor {OLD_HPARAMS_FUNCTION} is defined in {path}",
-            f"{MAPPING_FUNCTION} or {OLD_HPARAMS_FUNCTION}")
+            f"{MAPPING_FUNCTION} or {OLD_HPARAMS_FUNCTION}",
+        )
     body = function_body(definition)
     source.require_clean(body, OLD_HPARAMS_FUNCTION)
-    switch = next((s for s in code_children(body)
-                   if s.type == "switch_statement" and switch_subject(s) == "arch"), None)
+    switch = next(
+        (
+            s
+            for s in code_children(body)
+            if s.type == "switch_statement" and switch_subject(s) == "arch"
+        ),
+        None,
+    )
     if switch is None:
-        raise source.missing(f"{OLD_HPARAMS_FUNCTION} in {path} has no top-level switch (arch)",
-                             f"{OLD_HPARAMS_FUNCTION} switch (arch)")
+        raise source.missing(
+            f"{OLD_HPARAMS_FUNCTION} in {path} has no top-level switch (arch)",
+            f"{OLD_HPARAMS_FUNCTION} switch (arch)",
+        )
     code = []
     for group in switch_case_groups(switch):
         for label in group.labels:
-            code.append(HparamsCode(arch=node_text(label).split("::")[-1], model_class="",
-                                    source=source, statements=group.statements,
-                                    symbol=f"{OLD_HPARAMS_FUNCTION} case {node_text(label)}"))
+            code.append(
+                HparamsCode(
+                    arch=node_text(label).split("::")[-1],
+                    model_class="",
+                    source=source,
+                    statements=group.statements,
+                    symbol=f"{OLD_HPARAMS_FUNCTION} case {node_text(label)}",
+                )
+            )
     return code
 
 
@@ -193,7 +230,10 @@ def _key_reads(statements: Sequence[Node]) -> list[tuple[Node, list[Node]]]:
     for statement in statements:
         for node in walk(statement):
             if node.type == "call_expression" and call_name(node).split(".")[-1] in (
-                    "get_key", "get_key_or_arr", "get_arr"):
+                "get_key",
+                "get_key_or_arr",
+                "get_arr",
+            ):
                 reads.append((node, call_arguments(node)))
     return reads
 
@@ -202,7 +242,10 @@ def _local_int(statements: Sequence[Node], name: str) -> int | None:
     """The literal initial value of a local `uint32_t <name> = <int>;`."""
     for statement in statements:
         for node in walk(statement):
-            if node.type == "init_declarator" and node_text(node.child_by_field_name("declarator")) == name:
+            if (
+                node.type == "init_declarator"
+                and node_text(node.child_by_field_name("declarator")) == name
+            ):
                 return int_value(node.child_by_field_name("value"))
     return None
 
@@ -264,8 +307,11 @@ def read_rule(code: HparamsCode, gguf_name: str) -> SlidingWindowRule | None:
                         windows.append(number)
                     else:
                         other.append(compact(node))
-                elif left is not None and left.type == "subscript_expression" and _is_member(
-                        left.child_by_field_name("argument"), "swa_layers"):
+                elif (
+                    left is not None
+                    and left.type == "subscript_expression"
+                    and _is_member(left.child_by_field_name("argument"), "swa_layers")
+                ):
                     pattern = "computed"
                     other.append(compact(node))
                     note_condition(node, "computed pattern", statement.parent)
@@ -295,16 +341,28 @@ def read_rule(code: HparamsCode, gguf_name: str) -> SlidingWindowRule | None:
             window_required = len(args) < 3 or bool_value(args[2]) is not False
     conditions = [_name_key_flags(c, reads) for c in conditions]
     return SlidingWindowRule(
-        arch=code.arch, gguf_name=gguf_name, swa_types=tuple(dict.fromkeys(types)),
-        conditional=conditional, conditions=tuple(dict.fromkeys(conditions)), pattern=pattern,
-        period_default=period, dense_first=dense_first, pattern_gguf_key=pattern_key,
-        window_literals=tuple(windows), window_gguf_key=window_key,
-        window_gguf_required=window_required, other=tuple(dict.fromkeys(other)),
-        model_class=code.model_class, path=code.source.path, symbol=code.symbol)
+        arch=code.arch,
+        gguf_name=gguf_name,
+        swa_types=tuple(dict.fromkeys(types)),
+        conditional=conditional,
+        conditions=tuple(dict.fromkeys(conditions)),
+        pattern=pattern,
+        period_default=period,
+        dense_first=dense_first,
+        pattern_gguf_key=pattern_key,
+        window_literals=tuple(windows),
+        window_gguf_key=window_key,
+        window_gguf_required=window_required,
+        other=tuple(dict.fromkeys(other)),
+        model_class=code.model_class,
+        path=code.source.path,
+        symbol=code.symbol,
+    )
 
 
-def sliding_window_rules(code: Sequence[HparamsCode], gguf_names: Mapping[str, str]
-                         ) -> tuple[list[SlidingWindowRule], list[ExtractionWarning]]:
+def sliding_window_rules(
+    code: Sequence[HparamsCode], gguf_names: Mapping[str, str]
+) -> tuple[list[SlidingWindowRule], list[ExtractionWarning]]:
     rules: dict[str, SlidingWindowRule] = {}
     warnings: list[ExtractionWarning] = []
     for item in code:
@@ -312,13 +370,25 @@ def sliding_window_rules(code: Sequence[HparamsCode], gguf_names: Mapping[str, s
         if rule is None:
             continue
         if item.arch in rules:
-            warnings.append(_warning("duplicate-arch", item.arch,
-                                     f"{item.arch} has hparams code twice; the first is kept",
-                                     item.source.path, item.symbol))
+            warnings.append(
+                _warning(
+                    "duplicate-arch",
+                    item.arch,
+                    f"{item.arch} has hparams code twice; the first is kept",
+                    item.source.path,
+                    item.symbol,
+                )
+            )
             continue
         if item.arch not in gguf_names:
-            warnings.append(_warning("arch-without-name", item.arch,
-                                     f"{item.arch} sets sliding-window hparams but has no "
-                                     "LLM_ARCH_NAMES entry", item.source.path, item.symbol))
+            warnings.append(
+                _warning(
+                    "arch-without-name",
+                    item.arch,
+                    f"{item.arch} sets sliding-window hparams but has no LLM_ARCH_NAMES entry",
+                    item.source.path,
+                    item.symbol,
+                )
+            )
         rules[item.arch] = rule
     return list(rules.values()), warnings

@@ -24,11 +24,22 @@ CPP = Language(tree_sitter_cpp.language())
 
 _CONDITIONAL = re.compile(r"^\s*#\s*(ifdef|ifndef|if|elifdef|elifndef|elif|else|endif)\b(.*)$")
 # statements that leave control at a point that is not "every time the function runs"
-CONDITIONAL_PARENTS = frozenset({
-    "if_statement", "else_clause", "switch_statement", "case_statement", "for_statement",
-    "for_range_loop", "while_statement", "do_statement", "conditional_expression",
-    "lambda_expression", "try_statement", "catch_clause",
-})
+CONDITIONAL_PARENTS = frozenset(
+    {
+        "if_statement",
+        "else_clause",
+        "switch_statement",
+        "case_statement",
+        "for_statement",
+        "for_range_loop",
+        "while_statement",
+        "do_statement",
+        "conditional_expression",
+        "lambda_expression",
+        "try_statement",
+        "catch_clause",
+    }
+)
 
 
 @lru_cache(maxsize=1)
@@ -73,17 +84,23 @@ class CppSource:
         """A ParseError naming path, anchor and line when `node` contains a syntax error."""
         line = self.first_error_line(node)
         if line is not None:
-            raise ParseError(f"{self.path} does not parse as C++ at line {line}, inside {anchor}",
-                             paths=[self.path], anchor=anchor)
+            raise ParseError(
+                f"{self.path} does not parse as C++ at line {line}, inside {anchor}",
+                paths=[self.path],
+                anchor=anchor,
+            )
 
     def missing(self, message: str, anchor: str) -> ExtractionError:
         """The error for an anchor that is not in the file: a ParseError when the file has
         syntax errors (the anchor may be hidden in them), else an AnchorError."""
         line = self.first_error_line()
         if line is not None:
-            return ParseError(f"{message}; {self.path} does not parse as C++ (first error at line "
-                              f"{line}), so the anchor may be hidden in broken code",
-                              paths=[self.path], anchor=anchor)
+            return ParseError(
+                f"{message}; {self.path} does not parse as C++ (first error at line "
+                f"{line}), so the anchor may be hidden in broken code",
+                paths=[self.path],
+                anchor=anchor,
+            )
         return AnchorError(message, paths=[self.path], anchor=anchor)
 
 
@@ -96,11 +113,17 @@ def brace_warnings(fact: str, sources: list[CppSource]) -> list[ExtractionWarnin
         imbalance = source.brace_imbalance()
         if imbalance:
             which = "'{' than '}'" if imbalance > 0 else "'}' than '{'"
-            warnings.append(ExtractionWarning(
-                fact=fact, code="unbalanced-braces", subject=source.path,
-                message=f"{source.path} has {abs(imbalance)} more {which} (counting both branches "
-                        "of #if/#else); its facts were read through the parser's error recovery",
-                path=source.path, symbol=""))
+            warnings.append(
+                ExtractionWarning(
+                    fact=fact,
+                    code="unbalanced-braces",
+                    subject=source.path,
+                    message=f"{source.path} has {abs(imbalance)} more {which} (counting both branches "
+                    "of #if/#else); its facts were read through the parser's error recovery",
+                    path=source.path,
+                    symbol="",
+                )
+            )
     return warnings
 
 
@@ -137,9 +160,11 @@ def mask_conditionals(text: str, path: str = "<text>") -> tuple[str, tuple[str, 
         rest = " ".join(_strip_comment(" ".join(parts)).split())
         if directive in ("if", "ifdef", "ifndef"):
             if len(stack) >= MAX_SYNTAX_DEPTH:
-                raise ParseError(f"{path} nests preprocessor conditionals more than "
-                                 f"{MAX_SYNTAX_DEPTH} levels deep (line {index + 1})",
-                                 paths=[path])
+                raise ParseError(
+                    f"{path} nests preprocessor conditionals more than "
+                    f"{MAX_SYNTAX_DEPTH} levels deep (line {index + 1})",
+                    paths=[path],
+                )
             stack.append([_condition(directive, rest)])
         elif directive in ("elif", "elifdef", "elifndef") and stack:
             stack[-1].append(_condition(directive.removeprefix("el"), rest))
@@ -150,9 +175,12 @@ def mask_conditionals(text: str, path: str = "<text>") -> tuple[str, tuple[str, 
         current = _joined(stack)
         spent += len(current)
         if spent > MAX_CONDITION_CHARS:
-            raise ParseError(f"{path} has preprocessor conditions adding up to over "
-                             f"{MAX_CONDITION_CHARS} characters (line {index + 1}); too many or "
-                             "too long #if/#elif branches", paths=[path])
+            raise ParseError(
+                f"{path} has preprocessor conditions adding up to over "
+                f"{MAX_CONDITION_CHARS} characters (line {index + 1}); too many or "
+                "too long #if/#elif branches",
+                paths=[path],
+            )
         for blank in lines[index:end]:
             out.append(" " * len(blank))
             conditions.append(current)
@@ -193,7 +221,9 @@ def parse_cpp(text: str, path: str) -> CppSource:
     masked, conditions = mask_conditionals(text, path)
     tree = _parser().parse(masked.encode("utf-8"))
     check_syntax_tree(tree.root_node, path, "C++")
-    return CppSource(path=path, text=text, tree=tree, root=tree.root_node, line_conditions=conditions)
+    return CppSource(
+        path=path, text=text, tree=tree, root=tree.root_node, line_conditions=conditions
+    )
 
 
 def first_error(node: Node) -> Node | None:
@@ -215,8 +245,11 @@ def node_text(node: Node) -> str:
 def compact(node: Node) -> str:
     """The node's code on one line, with comments dropped and whitespace collapsed."""
     data = node.text or b""
-    cut = [(c.start_byte - node.start_byte, c.end_byte - node.start_byte)
-           for c in walk(node) if c.type == "comment"]
+    cut = [
+        (c.start_byte - node.start_byte, c.end_byte - node.start_byte)
+        for c in walk(node)
+        if c.type == "comment"
+    ]
     for start, end in reversed(cut):
         data = data[:start] + b" " + data[end:]
     return re.sub(r"\s+", " ", data.decode("utf-8")).strip()
@@ -242,8 +275,14 @@ def code_children(node: Node) -> list[Node]:
 def declarator_name(declarator: Node | None) -> str | None:
     """The (qualified) name a declarator declares: `llm_arch_is_hybrid`, `llama_model_x::f`."""
     while declarator is not None:
-        if declarator.type in ("identifier", "field_identifier", "qualified_identifier",
-                               "destructor_name", "operator_name", "type_identifier"):
+        if declarator.type in (
+            "identifier",
+            "field_identifier",
+            "qualified_identifier",
+            "destructor_name",
+            "operator_name",
+            "type_identifier",
+        ):
             return re.sub(r"\s+", "", node_text(declarator))
         declarator = declarator.child_by_field_name("declarator")
     return None
@@ -410,8 +449,13 @@ def enclosing_conditions(node: Node, stop: Node) -> list[str]:
             alternative = current.child_by_field_name("alternative")
             in_else = alternative is not None and _contains(alternative, child)
             found.append(f"!({text})" if in_else else text)
-        elif current.type in ("switch_statement", "for_statement", "for_range_loop",
-                              "while_statement", "do_statement"):
+        elif current.type in (
+            "switch_statement",
+            "for_statement",
+            "for_range_loop",
+            "while_statement",
+            "do_statement",
+        ):
             found.append(compact(current).split("{")[0].strip())
         child = current
         current = current.parent

@@ -29,8 +29,9 @@ MAX_MARKDOWN_CHARS = 1_000_000
 MAX_TABLE_COLUMNS = 256
 
 
-def check_syntax_tree(root: Node, path: str, language: str, *,
-                      cost_budget: int | None = None) -> None:
+def check_syntax_tree(
+    root: Node, path: str, language: str, *, cost_budget: int | None = None
+) -> None:
     """Walk the tree once (iteratively, stopping early); ParseError when it nests deeper than
     MAX_SYNTAX_DEPTH or, when `cost_budget` is given, when the sum of node depths exceeds it."""
     cursor = root.walk()
@@ -44,12 +45,15 @@ def check_syntax_tree(root: Node, path: str, language: str, *,
                 line = cursor.node.start_point[0] + 1 if cursor.node is not None else 0
                 raise ParseError(
                     f"{path} nests {language} syntax more than {MAX_SYNTAX_DEPTH} levels deep "
-                    f"(line {line}); it is nested too deeply to parse safely", paths=[path])
+                    f"(line {line}); it is nested too deeply to parse safely",
+                    paths=[path],
+                )
             if cost_budget is not None and cost > cost_budget:
                 raise ParseError(
                     f"{path} is too large or too deeply bracketed to parse with libcst (over "
                     f"{cost_budget} node-levels; the real engine files cost under 300,000)",
-                    paths=[path])
+                    paths=[path],
+                )
             continue
         while not cursor.goto_next_sibling():
             if not cursor.goto_parent():
@@ -60,11 +64,17 @@ def check_syntax_tree(root: Node, path: str, language: str, *,
 
 def check_markdown_size(text: str, path: str) -> None:
     if len(text) > MAX_MARKDOWN_CHARS:
-        raise ParseError(f"{path} is {len(text)} characters, over the {MAX_MARKDOWN_CHARS}-character "
-                         "limit for a markdown page", paths=[path])
+        raise ParseError(
+            f"{path} is {len(text)} characters, over the {MAX_MARKDOWN_CHARS}-character "
+            "limit for a markdown page",
+            paths=[path],
+        )
 
 
 def check_table_width(columns: int, path: str, line: int) -> None:
     if columns > MAX_TABLE_COLUMNS:
-        raise ParseError(f"{path} has a table with {columns} columns (line {line + 1}), over the "
-                         f"limit of {MAX_TABLE_COLUMNS}", paths=[path])
+        raise ParseError(
+            f"{path} has a table with {columns} columns (line {line + 1}), over the "
+            f"limit of {MAX_TABLE_COLUMNS}",
+            paths=[path],
+        )

@@ -71,7 +71,9 @@ class Row:
 class Table:
     headers: tuple[Cell, ...]
     rows: tuple[Row, ...]
-    headings: tuple[tuple[int, str], ...]  # (level, text) of the enclosing headings, outermost first
+    headings: tuple[
+        tuple[int, str], ...
+    ]  # (level, text) of the enclosing headings, outermost first
     line: int
     form: str  # "pipe" or "html"
 
@@ -201,8 +203,14 @@ class _CellBuilder:
         if dangling:
             text = " ".join(DANGLING_REF.sub(" ", text).split())
             marked = " ".join(DANGLING_REF.sub(" ", marked).split())
-        return Cell(text=text, marked_text=marked, code=tuple(self.code), footnotes=tuple(self.footnotes),
-                    dangling=dangling, superscripts=tuple(self.superscripts))
+        return Cell(
+            text=text,
+            marked_text=marked,
+            code=tuple(self.code),
+            footnotes=tuple(self.footnotes),
+            dangling=dangling,
+            superscripts=tuple(self.superscripts),
+        )
 
 
 def flatten_inline(tokens: Sequence[Token]) -> Cell:
@@ -259,7 +267,7 @@ class _HtmlTableReader(HTMLParser):
             if self.depth == 0:
                 self.ended = True
         elif self.depth == 1 and tag in ("td", "th") and self.cell_start is not None:
-            raw = self.source[self.cell_start:self._offset()]
+            raw = self.source[self.cell_start : self._offset()]
             self.rows[-1][1].append((self.cell_header, raw))
             self.cell_start = None
 
@@ -296,8 +304,12 @@ class _DocumentReader:
     def read(self) -> Document:
         tokens = _parser().parse(self.source, self.env)
         self._walk(tokens, offset=0, stack=[])
-        return Document(path=self.path, headings=tuple(self.headings), tables=tuple(self.tables),
-                        footnote_defs=tuple(self.footnotes))
+        return Document(
+            path=self.path,
+            headings=tuple(self.headings),
+            tables=tuple(self.tables),
+            footnote_defs=tuple(self.footnotes),
+        )
 
     def _walk(self, tokens: list[Token], offset: int, stack: list[tuple[int, str]]) -> None:
         skip_until = -1
@@ -323,8 +335,9 @@ class _DocumentReader:
                 skip_until = self._html_block(token, line, stack)
             index += 1
 
-    def _pipe_table(self, tokens: list[Token], index: int, offset: int,
-                    stack: list[tuple[int, str]]) -> int:
+    def _pipe_table(
+        self, tokens: list[Token], index: int, offset: int, stack: list[tuple[int, str]]
+    ) -> int:
         start_line = tokens[index].map[0] + offset if tokens[index].map else -1
         headers: list[Cell] = []
         rows: list[Row] = []
@@ -348,12 +361,24 @@ class _DocumentReader:
                 if in_head:
                     headers = current
                 else:
-                    rows.append(Row(cells=tuple(current), source_cells=self._source_cells(row_line),
-                                    line=row_line))
+                    rows.append(
+                        Row(
+                            cells=tuple(current),
+                            source_cells=self._source_cells(row_line),
+                            line=row_line,
+                        )
+                    )
                 current = None
             index += 1
-        self.tables.append(Table(headers=tuple(headers), rows=tuple(rows), headings=tuple(stack),
-                                 line=start_line, form="pipe"))
+        self.tables.append(
+            Table(
+                headers=tuple(headers),
+                rows=tuple(rows),
+                headings=tuple(stack),
+                line=start_line,
+                form="pipe",
+            )
+        )
         return index
 
     def _source_cells(self, line: int) -> int:
@@ -377,8 +402,9 @@ class _DocumentReader:
             if tokens[index].type == "inline":
                 parts.append(_inline_cell(tokens[index]).text)
             index += 1
-        self.footnotes.append(FootnoteDef(label=label, text=" ".join(p for p in parts if p),
-                                          line=line))
+        self.footnotes.append(
+            FootnoteDef(label=label, text=" ".join(p for p in parts if p), line=line)
+        )
         return index
 
     def _html_block(self, token: Token, line: int, stack: list[tuple[int, str]]) -> int:
@@ -407,14 +433,29 @@ class _DocumentReader:
             if cells and all(is_header for is_header, _ in cells) and not headers and not rows:
                 headers = parsed
             else:
-                rows.append(Row(cells=tuple(parsed), source_cells=len(parsed),
-                                line=line + row_line))
+                rows.append(
+                    Row(cells=tuple(parsed), source_cells=len(parsed), line=line + row_line)
+                )
         width = len(headers)
-        rows = [r if len(r.cells) >= width else
-                Row(cells=r.cells + (Cell(text=""),) * (width - len(r.cells)),
-                    source_cells=r.source_cells, line=r.line) for r in rows]
-        self.tables.append(Table(headers=tuple(headers), rows=tuple(rows), headings=tuple(stack),
-                                 line=line, form="html"))
+        rows = [
+            r
+            if len(r.cells) >= width
+            else Row(
+                cells=r.cells + (Cell(text=""),) * (width - len(r.cells)),
+                source_cells=r.source_cells,
+                line=r.line,
+            )
+            for r in rows
+        ]
+        self.tables.append(
+            Table(
+                headers=tuple(headers),
+                rows=tuple(rows),
+                headings=tuple(stack),
+                line=line,
+                form="html",
+            )
+        )
 
     def _html_cell(self, raw: str) -> Cell:
         tokens = _parser().parseInline(raw.strip(), self.env)
@@ -432,17 +473,24 @@ def parse_document(text: str, path: str, *, mdx: bool | None = None) -> Document
 # ---------------------------------------------------------------- anchors
 
 
-def require_tables(document: Document, heading: str,
-                   accept: Callable[[Table], bool] = lambda t: True) -> list[Table]:
+def require_tables(
+    document: Document, heading: str, accept: Callable[[Table], bool] = lambda t: True
+) -> list[Table]:
     """The accepted tables under `heading`; a missing heading or no table under it is an
     AnchorError naming the page and the heading."""
     if not document.has_heading(heading):
-        raise AnchorError(f"heading '{heading}' not found in {document.path}",
-                          paths=[document.path], anchor=f"heading: {heading}")
+        raise AnchorError(
+            f"heading '{heading}' not found in {document.path}",
+            paths=[document.path],
+            anchor=f"heading: {heading}",
+        )
     tables = [t for t in document.tables_under(heading) if accept(t)]
     if not tables:
-        raise AnchorError(f"no model table under heading '{heading}' in {document.path}",
-                          paths=[document.path], anchor=f"table under heading: {heading}")
+        raise AnchorError(
+            f"no model table under heading '{heading}' in {document.path}",
+            paths=[document.path],
+            anchor=f"table under heading: {heading}",
+        )
     return tables
 
 
@@ -467,8 +515,10 @@ def footnote_notes(document: Document, cell: Cell, line: int) -> tuple[list[str]
             continue
         notes.append(f"[^{label}] {definition.text}")
         if len(definitions) > 1:
-            problems.append(f"footnote [^{label}] is defined {len(definitions)} times on the page; "
-                            f"used the nearest definition below the table: {definition.text[:60]!r}")
+            problems.append(
+                f"footnote [^{label}] is defined {len(definitions)} times on the page; "
+                f"used the nearest definition below the table: {definition.text[:60]!r}"
+            )
     for label in cell.dangling:
         problems.append(f"footnote reference [^{label}] has no definition on the page")
     return notes, problems

@@ -20,8 +20,11 @@ def parse_module(text: str, path: str) -> cst.Module:
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as err:
-        raise ParseError(f"{path} does not parse as Python: {err.message} "
-                         f"(line {err.raw_line}, column {err.raw_column})", paths=[path]) from None
+        raise ParseError(
+            f"{path} does not parse as Python: {err.message} "
+            f"(line {err.raw_line}, column {err.raw_column})",
+            paths=[path],
+        ) from None
     except RecursionError:
         raise ParseError(f"{path} is nested too deeply to parse", paths=[path]) from None
 
@@ -119,8 +122,14 @@ def statements(body: cst.BaseSuite) -> list[cst.CSTNode]:
     return flat
 
 
-CONFIG_ROOTS = ("self.hf_text_config", "self.hf_config", "hf_text_config", "hf_config",
-                "self.text_config", "text_config")
+CONFIG_ROOTS = (
+    "self.hf_text_config",
+    "self.hf_config",
+    "hf_text_config",
+    "hf_config",
+    "self.text_config",
+    "text_config",
+)
 
 
 class ExpressionDescriber:
@@ -130,8 +139,12 @@ class ExpressionDescriber:
     `getattr(self.hf_text_config, "multi_query", False)` -> `multi_query`;
     local names are replaced by what they were assigned."""
 
-    def __init__(self, module: cst.Module, env: dict[str, cst.BaseExpression] | None = None,
-                 methods: dict[str, cst.FunctionDef] | None = None) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        env: dict[str, cst.BaseExpression] | None = None,
+        methods: dict[str, cst.FunctionDef] | None = None,
+    ) -> None:
         self.module = module
         self.env = dict(env or {})
         self.methods = methods or {}
@@ -236,9 +249,16 @@ class ExpressionDescriber:
                     prefix = "" if isinstance(op, cst.In) else "not "
                     return f"{prefix}has {ref + '.' if ref else ''}{key}"
             symbol = {
-                cst.Equal: "==", cst.NotEqual: "!=", cst.In: "in", cst.NotIn: "not in",
-                cst.Is: "is", cst.IsNot: "is not", cst.LessThan: "<", cst.GreaterThan: ">",
-                cst.LessThanEqual: "<=", cst.GreaterThanEqual: ">=",
+                cst.Equal: "==",
+                cst.NotEqual: "!=",
+                cst.In: "in",
+                cst.NotIn: "not in",
+                cst.Is: "is",
+                cst.IsNot: "is not",
+                cst.LessThan: "<",
+                cst.GreaterThan: ">",
+                cst.LessThanEqual: "<=",
+                cst.GreaterThanEqual: ">=",
             }.get(type(op), self.code(op))
             parts += [symbol, self._wrap(right)]
         return " ".join(parts)

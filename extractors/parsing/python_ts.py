@@ -64,8 +64,13 @@ def string_value(node: Node) -> str | None:
     if any(c.type == "interpolation" for c in node.named_children):
         return None
     text = node_text(node)
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and "\\" not in text \
-            and text[1:-1].count(text[0]) == 0:
+    if (
+        len(text) >= 2
+        and text[0] == text[-1]
+        and text[0] in "\"'"
+        and "\\" not in text
+        and text[1:-1].count(text[0]) == 0
+    ):
         return text[1:-1]  # the common case: a plain one-line literal without escapes or prefix
     try:
         value = ast.literal_eval(node_text(node))  # a literal only: never evaluates code
@@ -83,8 +88,10 @@ def import_source(statement: Node) -> tuple[int, str] | None:
     if source.type == "relative_import":
         prefix = next((c for c in source.children if c.type == "import_prefix"), None)
         dotted = next((c for c in source.children if c.type == "dotted_name"), None)
-        return (len(node_text(prefix)) if prefix is not None else 0,
-                node_text(dotted) if dotted is not None else "")
+        return (
+            len(node_text(prefix)) if prefix is not None else 0,
+            node_text(dotted) if dotted is not None else "",
+        )
     return 0, node_text(source)
 
 

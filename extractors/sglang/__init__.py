@@ -41,14 +41,21 @@ def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -
     prefetch_sources(snapshot)  # the first fact: one fetch for the whole engine
     modules: list[str] = []
     for candidate in MODELS_DIRS:
-        modules = [p for p in snapshot.list_files(candidate) if p.endswith(".py")
-                   and p.rsplit("/", 1)[-1] not in SKIPPED_MODULES]
+        modules = [
+            p
+            for p in snapshot.list_files(candidate)
+            if p.endswith(".py") and p.rsplit("/", 1)[-1] not in SKIPPED_MODULES
+        ]
         if modules:
             break
     if not modules:
-        raise MissingPathError("no models package with Python modules exists at this commit",
-                               engine=snapshot.engine, commit=snapshot.commit,
-                               paths=[f"{d}/*.py" for d in MODELS_DIRS], anchor="EntryClass")
+        raise MissingPathError(
+            "no models package with Python modules exists at this commit",
+            engine=snapshot.engine,
+            commit=snapshot.commit,
+            paths=[f"{d}/*.py" for d in MODELS_DIRS],
+            anchor="EntryClass",
+        )
     snapshot.prefetch(modules)
     scans = {path: scan_module(snapshot.read_text(path), path) for path in modules}
     extra: dict[str, ModuleScan | None] = {}
@@ -57,8 +64,9 @@ def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -
         if path in scans:
             return scans[path]
         if path not in extra:
-            extra[path] = scan_module(snapshot.read_text(path), path) \
-                if snapshot.exists(path) else None
+            extra[path] = (
+                scan_module(snapshot.read_text(path), path) if snapshot.exists(path) else None
+            )
         return extra[path]
 
     rows, warnings = registry_rows(scans, load)
@@ -70,14 +78,24 @@ def _chain(snapshot: Snapshot) -> attention_chain.ChainFacts:
     return attention_chain.attention_chain(snapshot.read_text(path), path)
 
 
-def _unregistered(chain_archs: list[str], done: Mapping[str, tuple[Record, ...]],
-                  path: str, symbol: str) -> list[ExtractionWarning]:
-    registered = {r.architecture for r in done.get("registry_rows", ())
-                  if isinstance(r, SglangRegistryRow)}
-    return [ExtractionWarning(
-        fact=attention_chain.FACT, code="not-registered", subject=arch,
-        message=f"the attention chain names {arch}, which no models module registers",
-        path=path, symbol=symbol) for arch in chain_archs if arch not in registered]
+def _unregistered(
+    chain_archs: list[str], done: Mapping[str, tuple[Record, ...]], path: str, symbol: str
+) -> list[ExtractionWarning]:
+    registered = {
+        r.architecture for r in done.get("registry_rows", ()) if isinstance(r, SglangRegistryRow)
+    }
+    return [
+        ExtractionWarning(
+            fact=attention_chain.FACT,
+            code="not-registered",
+            subject=arch,
+            message=f"the attention chain names {arch}, which no models module registers",
+            path=path,
+            symbol=symbol,
+        )
+        for arch in chain_archs
+        if arch not in registered
+    ]
 
 
 def _mla_architectures(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -97,30 +115,48 @@ def _explicit_mha(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) ->
 
 
 REGISTRY_ROWS = FactKind(
-    "registry_rows", "Registry rows", SglangRegistryRow,
+    "registry_rows",
+    "Registry rows",
+    SglangRegistryRow,
     "every architecture SGLang registers: the class each models module names in EntryClass, "
-    "resolved through aliases and imports; the architecture is the class's name.")
+    "resolved through aliases and imports; the architecture is the class's name.",
+)
 MLA_ARCHITECTURES = FactKind(
-    attention_chain.FACT, "MLA architectures", SglangMlaArchitecture,
+    attention_chain.FACT,
+    "MLA architectures",
+    SglangMlaArchitecture,
     "architectures the ModelConfig if/elif chain sets to AttentionArch.MLA; `conditional` rows "
-    "also need the conditions in mla_conditions.")
+    "also need the conditions in mla_conditions.",
+)
 MLA_CONDITIONS = FactKind(
-    "mla_conditions", "MLA conditions", SglangMlaCondition,
-    "extra conditions of an MLA branch, structured: config object, field, check, getattr default.")
+    "mla_conditions",
+    "MLA conditions",
+    SglangMlaCondition,
+    "extra conditions of an MLA branch, structured: config object, field, check, getattr default.",
+)
 EXPLICIT_MHA = FactKind(
-    "explicit_mha_architectures", "Explicit MHA architectures", SglangExplicitMha,
+    "explicit_mha_architectures",
+    "Explicit MHA architectures",
+    SglangExplicitMha,
     "architectures an elif branch explicitly sets to AttentionArch.MHA, with the latent-attention "
-    "fields the branch still reads (non-empty: another engine may treat the model as MLA).")
+    "fields the branch still reads (non-empty: another engine may treat the model as MLA).",
+)
 DOCS_TABLE_ROWS = FactKind(
-    DOCS_ROWS_FACT, "Supported-model docs tables", SglangDocsRow,
+    DOCS_ROWS_FACT,
+    "Supported-model docs tables",
+    SglangDocsRow,
     "every row of the model-family tables on the supported-models pages (.md 2025 or .mdx 2026 "
     "layout), with its heading path, example HF ids and any architecture names it writes; the "
-    "Description column is not kept.")
+    "Description column is not kept.",
+)
 DOCS_REGISTRY_FINDINGS = FactKind(
-    DOCS_FINDINGS_FACT, "Documented vs registered", DocRegistryFinding,
+    DOCS_FINDINGS_FACT,
+    "Documented vs registered",
+    DocRegistryFinding,
     "architecture names the docs write that no module registers (or spell differently), family "
     "rows no registered architecture matches, registered architectures no row covers; family "
-    "coverage is a normalized-prefix heuristic (match = family-prefix).")
+    "coverage is a normalized-prefix heuristic (match = family-prefix).",
+)
 
 ENGINE = EngineSpec(
     engine_id="sglang",

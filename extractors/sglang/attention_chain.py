@@ -31,11 +31,21 @@ CLASS = "ModelConfig"
 TARGET = "self.attention_arch"
 ENUM = "AttentionArch"
 FACT = "mla_architectures"
-CONFIG_ROOTS = {"self.hf_text_config": "hf_text_config", "self.hf_config": "hf_config",
-                "hf_text_config": "hf_text_config", "hf_config": "hf_config"}
+CONFIG_ROOTS = {
+    "self.hf_text_config": "hf_text_config",
+    "self.hf_config": "hf_config",
+    "hf_text_config": "hf_text_config",
+    "hf_config": "hf_config",
+}
 # latent-attention config fields; a branch that reads them treats the model as MLA-shaped
-MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-              "index_head_dim", "compress_ratios")
+MLA_FIELDS = (
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "index_head_dim",
+    "compress_ratios",
+)
 MLA_HELPERS = ("_init_mla_scaling",)
 
 
@@ -66,23 +76,36 @@ class _Reader:
         return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
 
     def warn(self, code: str, subject: str, message: str) -> None:
-        self.warnings.append(ExtractionWarning(fact=FACT, code=code, subject=subject,
-                                               message=message, path=self.path,
-                                               symbol=self.symbol))
+        self.warnings.append(
+            ExtractionWarning(
+                fact=FACT,
+                code=code,
+                subject=subject,
+                message=message,
+                path=self.path,
+                symbol=self.symbol,
+            )
+        )
 
     # -- the chain
 
     def assigned_arch(self, body: cst.BaseSuite) -> tuple[str | None, bool]:
         """(MLA/MHA set at the top of the branch body or None, whether set only nested)."""
         for statement in statements(body):
-            if isinstance(statement, cst.Assign) and len(statement.targets) == 1 and \
-                    self.code(statement.targets[0].target) == TARGET:
+            if (
+                isinstance(statement, cst.Assign)
+                and len(statement.targets) == 1
+                and self.code(statement.targets[0].target) == TARGET
+            ):
                 value = statement.value
                 if isinstance(value, cst.Attribute) and self.code(value.value) == ENUM:
                     return value.attr.value, False
                 return "?" + self.code(value), False
-        nested = any(self.code(n.targets[0].target) == TARGET for n in walk(body)
-                     if isinstance(n, cst.Assign) and len(n.targets) == 1)
+        nested = any(
+            self.code(n.targets[0].target) == TARGET
+            for n in walk(body)
+            if isinstance(n, cst.Assign) and len(n.targets) == 1
+        )
         return None, nested
 
     # -- conditions
@@ -119,14 +142,20 @@ class _Reader:
             read = self.config_read(inner.expression)
             if read:
                 (config, fld, default), check = read, "falsy"
-        elif (isinstance(inner, cst.Comparison) and len(inner.comparisons) == 1
-              and isinstance(inner.comparisons[0].operator, cst.IsNot)
-              and self.code(inner.comparisons[0].comparator) == "None"):
+        elif (
+            isinstance(inner, cst.Comparison)
+            and len(inner.comparisons) == 1
+            and isinstance(inner.comparisons[0].operator, cst.IsNot)
+            and self.code(inner.comparisons[0].comparator) == "None"
+        ):
             read = self.config_read(inner.left)
             if read:
                 (config, fld, default), check = read, "is not None"
-        elif isinstance(inner, cst.Call) and self.code(inner.func) == "hasattr" and \
-                len(inner.args) == 2:
+        elif (
+            isinstance(inner, cst.Call)
+            and self.code(inner.func) == "hasattr"
+            and len(inner.args) == 2
+        ):
             root = CONFIG_ROOTS.get(self.code(inner.args[0].value))
             key = string_value(inner.args[1].value)
             if root and key:
@@ -136,16 +165,29 @@ class _Reader:
             if read:
                 (config, fld, default), check = read, "truthy"
         if check == "expression":
-            self.warn("unstructured-condition", arch,
-                      f"condition `{self.code(node)}` is kept as text only")
-        return SglangMlaCondition(architecture=arch, config=config, field=fld, check=check,
-                                  default=default, expression=self.code(node), path=self.path,
-                                  symbol=self.symbol)
+            self.warn(
+                "unstructured-condition",
+                arch,
+                f"condition `{self.code(node)}` is kept as text only",
+            )
+        return SglangMlaCondition(
+            architecture=arch,
+            config=config,
+            field=fld,
+            check=check,
+            default=default,
+            expression=self.code(node),
+            path=self.path,
+            symbol=self.symbol,
+        )
 
     def config_read(self, node: cst.BaseExpression) -> tuple[str, str, str] | None:
         """(config, field, default) for `getattr(self.hf_text_config, "f", D)` / `self.hf_config.f`."""
-        if isinstance(node, cst.Call) and self.code(node.func) == "getattr" and \
-                len(node.args) in (2, 3):
+        if (
+            isinstance(node, cst.Call)
+            and self.code(node.func) == "getattr"
+            and len(node.args) in (2, 3)
+        ):
             root = CONFIG_ROOTS.get(self.code(node.args[0].value))
             key = string_value(node.args[1].value)
             if root and key:
@@ -165,14 +207,15 @@ class _Reader:
                     found.add(node.attr.value)
                 elif node.attr.value in MLA_HELPERS and self.code(node.value) == "self":
                     found.add(node.attr.value + "()")
-            elif isinstance(node, cst.Call) and self.code(node.func) == "getattr" and \
-                    len(node.args) >= 2:
+            elif (
+                isinstance(node, cst.Call)
+                and self.code(node.func) == "getattr"
+                and len(node.args) >= 2
+            ):
                 key = string_value(node.args[1].value)
                 if key in MLA_FIELDS and self.code(node.args[0].value) in CONFIG_ROOTS:
                     found.add(key)
         return tuple(sorted(found))
-
-
 
 
 def _branches(node: cst.If) -> tuple[list[Branch], cst.Else | None]:
@@ -205,16 +248,22 @@ def find_chain(module: cst.Module, path: str) -> tuple[str, cst.If]:
     """(`ModelConfig.<method>`, the first if-chain in which a branch assigns attention_arch)."""
     cls = top_level_classes(module).get(CLASS)
     if cls is None:
-        raise AnchorError(f"class {CLASS} not found in {path}", paths=[path],
-                          anchor=f"{CLASS}: {TARGET} if/elif chain")
+        raise AnchorError(
+            f"class {CLASS} not found in {path}",
+            paths=[path],
+            anchor=f"{CLASS}: {TARGET} if/elif chain",
+        )
     reader = _Reader(module, path, "")
     for name, method in class_methods(cls).items():
         for candidate in _chain_statements(method.body):
             branches, _ = _branches(candidate)
             if any(reader.assigned_arch(b.body)[0] for b in branches):
                 return f"{CLASS}.{name}", candidate
-    raise AnchorError(f"no if/elif chain in {CLASS} assigns {TARGET} in {path}", paths=[path],
-                      anchor=f"{CLASS}: {TARGET} if/elif chain")
+    raise AnchorError(
+        f"no if/elif chain in {CLASS} assigns {TARGET} in {path}",
+        paths=[path],
+        anchor=f"{CLASS}: {TARGET} if/elif chain",
+    )
 
 
 @lru_cache(maxsize=8)
@@ -234,39 +283,66 @@ def attention_chain(text: str, path: str) -> ChainFacts:
         subject = ", ".join(a for a, _ in members) or reader.code(branch.test)[:60]
         if arch_value is None:
             if nested:
-                reader.warn("conditional-assignment", subject,
-                            f"branch {branch.position} sets {TARGET} only inside a nested block; "
-                            "not recorded")
+                reader.warn(
+                    "conditional-assignment",
+                    subject,
+                    f"branch {branch.position} sets {TARGET} only inside a nested block; "
+                    "not recorded",
+                )
             continue
         if not members:
-            reader.warn("unparsed-branch", subject,
-                        f"branch {branch.position} sets {ENUM}.{arch_value} but its condition "
-                        "names no architecture this extractor can read; not recorded")
+            reader.warn(
+                "unparsed-branch",
+                subject,
+                f"branch {branch.position} sets {ENUM}.{arch_value} but its condition "
+                "names no architecture this extractor can read; not recorded",
+            )
             continue
         if arch_value not in ("MLA", "MHA"):
-            reader.warn("unknown-attention-arch", subject,
-                        f"branch {branch.position} sets {TARGET} to {arch_value}; not recorded")
+            reader.warn(
+                "unknown-attention-arch",
+                subject,
+                f"branch {branch.position} sets {TARGET} to {arch_value}; not recorded",
+            )
             continue
         for arch, extra in members:
             if arch in first_branch:
-                reader.warn("shadowed-branch", arch,
-                            f"{arch} is tested in branch {first_branch[arch]} and again in branch "
-                            f"{branch.position}; the first matching branch wins")
+                reader.warn(
+                    "shadowed-branch",
+                    arch,
+                    f"{arch} is tested in branch {first_branch[arch]} and again in branch "
+                    f"{branch.position}; the first matching branch wins",
+                )
                 continue
             first_branch[arch] = branch.position
             if arch_value == "MLA":
-                mla[arch] = SglangMlaArchitecture(architecture=arch, branch=branch.position,
-                                                  conditional=bool(extra), path=path,
-                                                  symbol=symbol)
+                mla[arch] = SglangMlaArchitecture(
+                    architecture=arch,
+                    branch=branch.position,
+                    conditional=bool(extra),
+                    path=path,
+                    symbol=symbol,
+                )
                 conditions += [reader.condition(arch, part) for part in extra]
             else:
                 explicit_mha[arch] = SglangExplicitMha(
-                    architecture=arch, branch=branch.position,
-                    mla_fields_read=reader.mla_reads(branch.body), path=path, symbol=symbol)
+                    architecture=arch,
+                    branch=branch.position,
+                    mla_fields_read=reader.mla_reads(branch.body),
+                    path=path,
+                    symbol=symbol,
+                )
     if else_branch is not None and reader.assigned_arch(else_branch.body)[0] not in (None, "MHA"):
         reader.warn("else-not-mha", "else", f"the else branch does not set {ENUM}.MHA")
     if not mla:
-        raise AnchorError(f"the {TARGET} chain in {symbol} ({path}) has no MLA branch",
-                          paths=[path], anchor=f"{symbol}: {ENUM}.MLA branch")
-    return ChainFacts(mla=list(mla.values()), conditions=conditions,
-                      explicit_mha=list(explicit_mha.values()), warnings=reader.warnings)
+        raise AnchorError(
+            f"the {TARGET} chain in {symbol} ({path}) has no MLA branch",
+            paths=[path],
+            anchor=f"{symbol}: {ENUM}.MLA branch",
+        )
+    return ChainFacts(
+        mla=list(mla.values()),
+        conditions=conditions,
+        explicit_mha=list(explicit_mha.values()),
+        warnings=reader.warnings,
+    )

@@ -60,15 +60,38 @@ def is_model_table(table: Table) -> bool:
 # In running text only class-shaped words count (`XForY`, `...Model`): family names such as
 # `ChatGLM` or `StableLM` end in LM too. Inside code spans any architecture-shaped name counts.
 PROSE_ARCHITECTURE = re.compile(r"^[A-Z][A-Za-z0-9_]*(?:For[A-Z][A-Za-z0-9_]*|[a-z0-9]Model)$")
-FAMILY_STOPWORDS = {"model", "models", "series", "based", "family", "open", "chat", "base",
-                    "instruct", "vision", "language", "multimodal", "reward", "rerank",
-                    "embedding", "general", "dense", "hybrid", "variants", "with", "and"}
+FAMILY_STOPWORDS = {
+    "model",
+    "models",
+    "series",
+    "based",
+    "family",
+    "open",
+    "chat",
+    "base",
+    "instruct",
+    "vision",
+    "language",
+    "multimodal",
+    "reward",
+    "rerank",
+    "embedding",
+    "general",
+    "dense",
+    "hybrid",
+    "variants",
+    "with",
+    "and",
+}
 
 
 def _names_in(text: str, code: tuple[str, ...]) -> list[str]:
     names = [c.strip() for c in code if looks_like_architecture(c.strip())]
-    names += [w for w in re.findall(r"[A-Za-z][A-Za-z0-9_]*", text)
-              if looks_like_architecture(w) and PROSE_ARCHITECTURE.match(w)]
+    names += [
+        w
+        for w in re.findall(r"[A-Za-z][A-Za-z0-9_]*", text)
+        if looks_like_architecture(w) and PROSE_ARCHITECTURE.match(w)
+    ]
     return list(dict.fromkeys(names))
 
 
@@ -83,17 +106,27 @@ def page_rows(document: Document) -> tuple[list[SglangDocsRow], list[ExtractionW
         section = table.section()
 
         def warn(code: str, subject: str, message: str, section: str = section) -> None:
-            warnings.append(ExtractionWarning(fact=FACT, code=code, subject=subject,
-                                              message=message, path=document.path,
-                                              symbol=section))
+            warnings.append(
+                ExtractionWarning(
+                    fact=FACT,
+                    code=code,
+                    subject=subject,
+                    message=message,
+                    path=document.path,
+                    symbol=section,
+                )
+            )
 
         for row in table.rows:
             family = row.cells[0].text if row.cells else ""
             subject = family or "(empty row)"
             if row.is_ragged(len(headers)):
-                warn("ragged-row", subject,
-                     f"row has {row.source_cells} cells, the header has {len(headers)}; "
-                     "missing cells read as empty, extra cells dropped")
+                warn(
+                    "ragged-row",
+                    subject,
+                    f"row has {row.source_cells} cells, the header has {len(headers)}; "
+                    "missing cells read as empty, extra cells dropped",
+                )
             if not family:
                 warn("no-family", subject, "row has an empty model family cell")
             architectures: list[str] = []
@@ -110,16 +143,27 @@ def page_rows(document: Document) -> tuple[list[SglangDocsRow], list[ExtractionW
                 elif header not in SKIPPED_COLUMNS and not header.startswith(FAMILY_HEADER):
                     other.append(f"{header}={cell.text}")
                 if header not in SKIPPED_COLUMNS and not header.startswith("Example"):
-                    architectures += [n for n in _names_in(cell.text, cell.code)
-                                      if n not in architectures]
+                    architectures += [
+                        n for n in _names_in(cell.text, cell.code) if n not in architectures
+                    ]
             if (section, family, examples) in seen:
-                warn("duplicate-row", subject,
-                     "the same family and examples appear twice in one section")
+                warn(
+                    "duplicate-row",
+                    subject,
+                    "the same family and examples appear twice in one section",
+                )
             seen.add((section, family, examples))
-            rows.append(SglangDocsRow(
-                path=document.path, section=section, family=family,
-                architectures=tuple(architectures), example_hf_ids=examples,
-                other_columns=tuple(other), notes=tuple(notes)))
+            rows.append(
+                SglangDocsRow(
+                    path=document.path,
+                    section=section,
+                    family=family,
+                    architectures=tuple(architectures),
+                    example_hf_ids=examples,
+                    other_columns=tuple(other),
+                    notes=tuple(notes),
+                )
+            )
     return rows, warnings
 
 
@@ -140,17 +184,23 @@ def docs_table_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
         if not snapshot.exists(path):
             if heading is not None:
                 raise snapshot.missing_anchor(
-                    f"required page {path} is missing", [path], f"page: {path}")
+                    f"required page {path} is missing", [path], f"page: {path}"
+                )
             continue
         document = parse_document(snapshot.read_text(path), path)
         if heading is not None:
             if not document.has_heading(heading):
-                raise AnchorError(f"heading '{heading}' not found in {path}", paths=[path],
-                                  anchor=f"heading: {heading}")
+                raise AnchorError(
+                    f"heading '{heading}' not found in {path}",
+                    paths=[path],
+                    anchor=f"heading: {heading}",
+                )
             if not [t for t in document.tables_under(heading) if is_model_table(t)]:
-                raise AnchorError(f"no table with a '{FAMILY_HEADER}' column under '{heading}' "
-                                  f"in {path}", paths=[path],
-                                  anchor=f"table under heading: {heading}")
+                raise AnchorError(
+                    f"no table with a '{FAMILY_HEADER}' column under '{heading}' in {path}",
+                    paths=[path],
+                    anchor=f"table under heading: {heading}",
+                )
         page_records, page_warnings = page_rows(document)
         rows += page_records
         warnings += page_warnings
@@ -179,9 +229,12 @@ def docs_findings(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) ->
         where = f"{row.path} § {row.section}"
         documented += [Documented(name=name, where=where) for name in row.architectures]
         if not row.architectures:
-            families.append(DocumentedFamily(name=row.family, keys=family_keys(row.family),
-                                             where=where))
-    registered = [Registered(name=row.architecture, where=f"{row.path}: {row.entry_name}",
-                             group=row.module)
-                  for row in done["registry_rows"] if isinstance(row, SglangRegistryRow)]
+            families.append(
+                DocumentedFamily(name=row.family, keys=family_keys(row.family), where=where)
+            )
+    registered = [
+        Registered(name=row.architecture, where=f"{row.path}: {row.entry_name}", group=row.module)
+        for row in done["registry_rows"]
+        if isinstance(row, SglangRegistryRow)
+    ]
     return FactOutput(tuple(compare(documented, registered, families)))

@@ -38,7 +38,9 @@ class ModuleScan:
     path: str
     classes: set[str] = field(default_factory=set)
     aliases: dict[str, str] = field(default_factory=dict)  # A = B (B a plain name)
-    imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local -> (module path, name)
+    imports: dict[str, tuple[str, str]] = field(
+        default_factory=dict
+    )  # local -> (module path, name)
     entry: Node | None = None  # the value of the last top-level EntryClass assignment
     nested_entry: bool = False  # an EntryClass assignment inside an if/try block
 
@@ -69,8 +71,13 @@ def _blocks(node: Node):
     for child in node.named_children:
         if child.type == "block":
             yield child
-        elif child.type in ("else_clause", "elif_clause", "except_clause", "finally_clause",
-                            "except_group_clause"):
+        elif child.type in (
+            "else_clause",
+            "elif_clause",
+            "except_clause",
+            "finally_clause",
+            "except_group_clause",
+        ):
             yield from _blocks(child)
 
 
@@ -154,8 +161,7 @@ def resolve(name: str, scan: ModuleScan, load: Loader) -> Resolved | None:
             return None
         seen.add((scan.path, name))
         if name in scan.classes:
-            return Resolved(class_name=name, class_path=scan.path,
-                            via=tuple(via) or ("class",))
+            return Resolved(class_name=name, class_path=scan.path, via=tuple(via) or ("class",))
         if name in scan.aliases:
             target = scan.aliases[name]
             via.append(f"alias {name} = {target}")
@@ -173,44 +179,71 @@ def resolve(name: str, scan: ModuleScan, load: Loader) -> Resolved | None:
     return None
 
 
-def registry_rows(scans: Mapping[str, ModuleScan], load: Loader
-                  ) -> tuple[list[SglangRegistryRow], list[ExtractionWarning]]:
+def registry_rows(
+    scans: Mapping[str, ModuleScan], load: Loader
+) -> tuple[list[SglangRegistryRow], list[ExtractionWarning]]:
     """One row per registered architecture, modules in the order SGLang imports them (sorted)."""
     rows: dict[str, SglangRegistryRow] = {}
     warnings: list[ExtractionWarning] = []
 
     def warn(code: str, subject: str, message: str, path: str) -> None:
-        warnings.append(ExtractionWarning(fact=FACT, code=code, subject=subject, message=message,
-                                          path=path, symbol=ENTRY))
+        warnings.append(
+            ExtractionWarning(
+                fact=FACT, code=code, subject=subject, message=message, path=path, symbol=ENTRY
+            )
+        )
 
     for path in sorted(scans):
         scan = scans[path]
         module = posixpath.splitext(posixpath.basename(path))[0]
         if scan.nested_entry and scan.entry is None:
-            warn("conditional-entry", module,
-                 f"{ENTRY} is assigned only inside an if/try block; not recorded", path)
+            warn(
+                "conditional-entry",
+                module,
+                f"{ENTRY} is assigned only inside an if/try block; not recorded",
+                path,
+            )
         names, problems = entry_names(scan)
         for problem in problems:
-            warn("unparsed-entry", f"{module}: {problem}",
-                 f"an {ENTRY} element is not a plain name; not recorded", path)
+            warn(
+                "unparsed-entry",
+                f"{module}: {problem}",
+                f"an {ENTRY} element is not a plain name; not recorded",
+                path,
+            )
         for name in names:
             found = resolve(name, scan, load)
             if found is None:
-                warn("unresolved-entry", name,
-                     f"{ENTRY} name {name} does not resolve to a class definition; recorded "
-                     "under the name as written", path)
+                warn(
+                    "unresolved-entry",
+                    name,
+                    f"{ENTRY} name {name} does not resolve to a class definition; recorded "
+                    "under the name as written",
+                    path,
+                )
                 found = Resolved(class_name=name, class_path="", via=("unresolved",))
             row = SglangRegistryRow(
-                architecture=found.class_name, module=module, entry_name=name,
-                class_name=found.class_name, resolved_via=" -> ".join(found.via),
-                class_path=found.class_path, also_in=(), path=path)
+                architecture=found.class_name,
+                module=module,
+                entry_name=name,
+                class_name=found.class_name,
+                resolved_via=" -> ".join(found.via),
+                class_path=found.class_path,
+                also_in=(),
+                path=path,
+            )
             previous = rows.get(row.architecture)
             if previous is not None:
-                warn("duplicate-architecture", row.architecture,
-                     f"{row.architecture} is registered by {previous.module} and by {module}; "
-                     "SGLang asserts on a duplicate; the first module (import order) is kept", path)
+                warn(
+                    "duplicate-architecture",
+                    row.architecture,
+                    f"{row.architecture} is registered by {previous.module} and by {module}; "
+                    "SGLang asserts on a duplicate; the first module (import order) is kept",
+                    path,
+                )
                 rows[row.architecture] = previous.model_copy(
-                    update={"also_in": (*previous.also_in, module)})
+                    update={"also_in": (*previous.also_in, module)}
+                )
                 continue
             rows[row.architecture] = row
     if not rows:

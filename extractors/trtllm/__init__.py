@@ -28,15 +28,21 @@ SUPPORTED_PAGES = ("docs/source/models/supported-models.md",)
 def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     modules: list[str] = []
     for directory in MODELS_DIRS:
-        modules = [p for p in snapshot.list_files(directory)
-                   if p.rsplit("/", 1)[-1].startswith(MODULE_PREFIX) and p.endswith(".py")]
+        modules = [
+            p
+            for p in snapshot.list_files(directory)
+            if p.rsplit("/", 1)[-1].startswith(MODULE_PREFIX) and p.endswith(".py")
+        ]
         if modules:
             break
     if not modules:
-        raise MissingPathError("no modeling_*.py module exists at this commit",
-                               engine=snapshot.engine, commit=snapshot.commit,
-                               paths=[f"{d}/{MODULE_PREFIX}*.py" for d in MODELS_DIRS],
-                               anchor="@register_auto_model")
+        raise MissingPathError(
+            "no modeling_*.py module exists at this commit",
+            engine=snapshot.engine,
+            commit=snapshot.commit,
+            paths=[f"{d}/{MODULE_PREFIX}*.py" for d in MODELS_DIRS],
+            anchor="@register_auto_model",
+        )
     snapshot.prefetch(modules)
     rows, warnings = registered_architectures({p: snapshot.read_text(p) for p in modules})
     return FactOutput(tuple(rows), tuple(warnings))
@@ -58,35 +64,57 @@ def _feature_matrix(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
 
 
 def _findings(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    documented = [Documented(name=r.architecture, where=f"{r.path} § {r.section}",
-                             note=" ".join(r.architecture_notes))
-                  for r in done[SUPPORTED_MODELS.name] if isinstance(r, TrtllmSupportedModel)]
-    documented += [Documented(name=c.architecture, where=f"{c.path} § {c.matrix}",
-                              note=" ".join(c.row_notes))
-                   for c in done[FEATURE_MATRIX.name] if isinstance(c, TrtllmFeatureCell)]
-    registered = [Registered(name=r.architecture, where=f"{r.path}: {r.class_name}",
-                             group=r.module)
-                  for r in done[REGISTRY_ROWS.name] if isinstance(r, TrtllmRegisteredArchitecture)]
+    documented = [
+        Documented(
+            name=r.architecture,
+            where=f"{r.path} § {r.section}",
+            note=" ".join(r.architecture_notes),
+        )
+        for r in done[SUPPORTED_MODELS.name]
+        if isinstance(r, TrtllmSupportedModel)
+    ]
+    documented += [
+        Documented(name=c.architecture, where=f"{c.path} § {c.matrix}", note=" ".join(c.row_notes))
+        for c in done[FEATURE_MATRIX.name]
+        if isinstance(c, TrtllmFeatureCell)
+    ]
+    registered = [
+        Registered(name=r.architecture, where=f"{r.path}: {r.class_name}", group=r.module)
+        for r in done[REGISTRY_ROWS.name]
+        if isinstance(r, TrtllmRegisteredArchitecture)
+    ]
     return FactOutput(tuple(compare(documented, registered)))
 
 
 REGISTRY_ROWS = FactKind(
-    "registry_rows", "Registered architectures", TrtllmRegisteredArchitecture,
+    "registry_rows",
+    "Registered architectures",
+    TrtllmRegisteredArchitecture,
     "every string a @register_auto_model decorator registers in tensorrt_llm/_torch/models/"
-    "modeling_*.py, with the decorated class (the two can differ).")
+    "modeling_*.py, with the decorated class (the two can differ).",
+)
 SUPPORTED_MODELS = FactKind(
-    docs_tables.ROWS_FACT, "Supported models", TrtllmSupportedModel,
+    docs_tables.ROWS_FACT,
+    "Supported models",
+    TrtllmSupportedModel,
     "the architecture table of docs/source/models/supported-models.md, footnotes resolved to "
-    "their text on the cell that references them.")
+    "their text on the cell that references them.",
+)
 FEATURE_MATRIX = FactKind(
-    docs_tables.MATRIX_FACT, "Feature support matrices", TrtllmFeatureCell,
+    docs_tables.MATRIX_FACT,
+    "Feature support matrices",
+    TrtllmFeatureCell,
     "every cell of the model-feature matrices (Yes/No/Untested/N/A), with the footnotes of the "
-    "cell and of the architecture name (hardware and backend constraints).")
+    "cell and of the architecture name (hardware and backend constraints).",
+)
 DOCS_REGISTRY_FINDINGS = FactKind(
-    DOCS_FINDINGS_FACT, "Documented vs registered", DocRegistryFinding,
+    DOCS_FINDINGS_FACT,
+    "Documented vs registered",
+    DocRegistryFinding,
     "architectures the page names that no decorator registers (the note keeps the footnote, "
     "e.g. 'Supported via the AutoDeploy backend'), registered strings the page does not name, "
-    "and names spelled differently.")
+    "and names spelled differently.",
+)
 
 ENGINE = EngineSpec(
     engine_id="trtllm",

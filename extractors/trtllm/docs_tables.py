@@ -30,10 +30,20 @@ TEXT_COLUMNS = {"Modality"}
 IDENTIFIER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*)$")
 
 
-def _warn(warnings: list[ExtractionWarning], fact: str, code: str, subject: str, message: str,
-          path: str, symbol: str) -> None:
-    warnings.append(ExtractionWarning(fact=fact, code=code, subject=subject, message=message,
-                                      path=path, symbol=symbol))
+def _warn(
+    warnings: list[ExtractionWarning],
+    fact: str,
+    code: str,
+    subject: str,
+    message: str,
+    path: str,
+    symbol: str,
+) -> None:
+    warnings.append(
+        ExtractionWarning(
+            fact=fact, code=code, subject=subject, message=message, path=path, symbol=symbol
+        )
+    )
 
 
 def _architecture(cell: Cell) -> tuple[str, list[str]]:
@@ -46,34 +56,66 @@ def _architecture(cell: Cell) -> tuple[str, list[str]]:
     return match.group(1), ([f"written as `{source.strip()}`"] if extra else [])
 
 
-def _notes(document: Document, cell: Cell, row: Row, column: str, subject: str, fact: str,
-           symbol: str, warnings: list[ExtractionWarning]) -> tuple[str, ...]:
+def _notes(
+    document: Document,
+    cell: Cell,
+    row: Row,
+    column: str,
+    subject: str,
+    fact: str,
+    symbol: str,
+    warnings: list[ExtractionWarning],
+) -> tuple[str, ...]:
     notes, problems = footnote_notes(document, cell, row.line)
     for problem in problems:
         _warn(warnings, fact, "footnote", subject, f"{column}: {problem}", document.path, symbol)
     return tuple(notes)
 
 
-def _ragged(table: Table, row: Row, subject: str, fact: str, symbol: str, path: str,
-            warnings: list[ExtractionWarning]) -> None:
+def _ragged(
+    table: Table,
+    row: Row,
+    subject: str,
+    fact: str,
+    symbol: str,
+    path: str,
+    warnings: list[ExtractionWarning],
+) -> None:
     if row.is_ragged(len(table.headers)):
-        _warn(warnings, fact, "ragged-row", subject,
-              f"row has {row.source_cells} cells, the header has {len(table.headers)}; missing "
-              "cells read as empty, extra cells dropped", path, symbol)
+        _warn(
+            warnings,
+            fact,
+            "ragged-row",
+            subject,
+            f"row has {row.source_cells} cells, the header has {len(table.headers)}; missing "
+            "cells read as empty, extra cells dropped",
+            path,
+            symbol,
+        )
 
 
-def architecture_table(document: Document
-                       ) -> tuple[list[TrtllmSupportedModel], list[ExtractionWarning]]:
+def architecture_table(
+    document: Document,
+) -> tuple[list[TrtllmSupportedModel], list[ExtractionWarning]]:
     """Rows of the tables under "Supported Models" whose first column is Architecture."""
     if not document.has_heading(ARCHITECTURE_HEADING):
-        raise AnchorError(f"heading '{ARCHITECTURE_HEADING}' not found in {document.path}",
-                          paths=[document.path], anchor=f"heading: {ARCHITECTURE_HEADING}")
-    tables = [t for t in document.tables_under(ARCHITECTURE_HEADING)
-              if t.headers and t.headers[0].text == ARCHITECTURE_HEADER]
+        raise AnchorError(
+            f"heading '{ARCHITECTURE_HEADING}' not found in {document.path}",
+            paths=[document.path],
+            anchor=f"heading: {ARCHITECTURE_HEADING}",
+        )
+    tables = [
+        t
+        for t in document.tables_under(ARCHITECTURE_HEADING)
+        if t.headers and t.headers[0].text == ARCHITECTURE_HEADER
+    ]
     if not tables:
-        raise AnchorError(f"no table with an '{ARCHITECTURE_HEADER}' column under "
-                          f"'{ARCHITECTURE_HEADING}' in {document.path}", paths=[document.path],
-                          anchor=f"table under heading: {ARCHITECTURE_HEADING}")
+        raise AnchorError(
+            f"no table with an '{ARCHITECTURE_HEADER}' column under "
+            f"'{ARCHITECTURE_HEADING}' in {document.path}",
+            paths=[document.path],
+            anchor=f"table under heading: {ARCHITECTURE_HEADING}",
+        )
     rows: list[TrtllmSupportedModel] = []
     warnings: list[ExtractionWarning] = []
     for table in tables:
@@ -85,21 +127,36 @@ def architecture_table(document: Document
             architecture, extra = _architecture(arch_cell)
             subject = architecture or "(empty row)"
             _ragged(table, row, subject, ROWS_FACT, section, document.path, warnings)
-            arch_notes = _notes(document, arch_cell, row, ARCHITECTURE_HEADER, subject, ROWS_FACT,
-                                section, warnings)
+            arch_notes = _notes(
+                document, arch_cell, row, ARCHITECTURE_HEADER, subject, ROWS_FACT, section, warnings
+            )
             model = cells.get("Model", Cell(text=""))
-            example = next((c for h, c in cells.items() if h.startswith("HuggingFace")),
-                           Cell(text=""))
-            rows.append(TrtllmSupportedModel(
-                section=section, architecture=architecture,
-                architecture_notes=tuple(extra) + arch_notes,
-                model=model.text,
-                model_notes=_notes(document, model, row, "Model", subject, ROWS_FACT, section,
-                                   warnings),
-                hf_examples=tuple(example.code),
-                example_notes=_notes(document, example, row, "HuggingFace Example", subject,
-                                     ROWS_FACT, section, warnings),
-                path=document.path))
+            example = next(
+                (c for h, c in cells.items() if h.startswith("HuggingFace")), Cell(text="")
+            )
+            rows.append(
+                TrtllmSupportedModel(
+                    section=section,
+                    architecture=architecture,
+                    architecture_notes=tuple(extra) + arch_notes,
+                    model=model.text,
+                    model_notes=_notes(
+                        document, model, row, "Model", subject, ROWS_FACT, section, warnings
+                    ),
+                    hf_examples=tuple(example.code),
+                    example_notes=_notes(
+                        document,
+                        example,
+                        row,
+                        "HuggingFace Example",
+                        subject,
+                        ROWS_FACT,
+                        section,
+                        warnings,
+                    ),
+                    path=document.path,
+                )
+            )
     return rows, warnings
 
 
@@ -109,14 +166,23 @@ def feature_matrices(document: Document) -> tuple[list[TrtllmFeatureCell], list[
     wanted = normalize_heading(MATRIX_HEADING)
     headings = [text for _, text, _ in document.headings if wanted in normalize_heading(text)]
     if not headings:
-        raise AnchorError(f"no heading containing '{MATRIX_HEADING}' in {document.path}",
-                          paths=[document.path], anchor=f"heading: {MATRIX_HEADING}")
-    tables = [t for t in document.tables
-              if t.headers and t.headers[0].text.startswith(MATRIX_HEADER_PREFIX)]
+        raise AnchorError(
+            f"no heading containing '{MATRIX_HEADING}' in {document.path}",
+            paths=[document.path],
+            anchor=f"heading: {MATRIX_HEADING}",
+        )
+    tables = [
+        t
+        for t in document.tables
+        if t.headers and t.headers[0].text.startswith(MATRIX_HEADER_PREFIX)
+    ]
     if not any(t.under(h) for t in tables for h in headings):
-        raise AnchorError(f"no table whose first column starts with '{MATRIX_HEADER_PREFIX}' "
-                          f"under '{headings[0]}' in {document.path}", paths=[document.path],
-                          anchor=f"table under heading: {MATRIX_HEADING}")
+        raise AnchorError(
+            f"no table whose first column starts with '{MATRIX_HEADER_PREFIX}' "
+            f"under '{headings[0]}' in {document.path}",
+            paths=[document.path],
+            anchor=f"table under heading: {MATRIX_HEADING}",
+        )
     cells: list[TrtllmFeatureCell] = []
     warnings: list[ExtractionWarning] = []
     for table in tables:
@@ -126,20 +192,35 @@ def feature_matrices(document: Document) -> tuple[list[TrtllmFeatureCell], list[
             architecture, extra = _architecture(row.cells[0])
             subject = architecture or "(empty row)"
             _ragged(table, row, subject, MATRIX_FACT, matrix, document.path, warnings)
-            row_notes = tuple(extra) + _notes(document, row.cells[0], row, "Architecture",
-                                              subject, MATRIX_FACT, matrix, warnings)
+            row_notes = tuple(extra) + _notes(
+                document, row.cells[0], row, "Architecture", subject, MATRIX_FACT, matrix, warnings
+            )
             for feature, cell in zip(features, row.cells[1:], strict=False):
-                notes = _notes(document, cell, row, feature, subject, MATRIX_FACT, matrix,
-                               warnings)
+                notes = _notes(document, cell, row, feature, subject, MATRIX_FACT, matrix, warnings)
                 if feature in TEXT_COLUMNS:
                     status = "text"
                 else:
                     status = STATUSES.get(cell.text.strip().casefold(), "unknown")
                     if status == "unknown":
-                        _warn(warnings, MATRIX_FACT, "unknown-cell-value", subject,
-                              f"{feature} cell {cell.text!r} is not Yes, No, Untested or N/A",
-                              document.path, matrix)
-                cells.append(TrtllmFeatureCell(
-                    matrix=matrix, architecture=architecture, feature=feature, status=status,
-                    raw=cell.text, notes=notes, row_notes=row_notes, path=document.path))
+                        _warn(
+                            warnings,
+                            MATRIX_FACT,
+                            "unknown-cell-value",
+                            subject,
+                            f"{feature} cell {cell.text!r} is not Yes, No, Untested or N/A",
+                            document.path,
+                            matrix,
+                        )
+                cells.append(
+                    TrtllmFeatureCell(
+                        matrix=matrix,
+                        architecture=architecture,
+                        feature=feature,
+                        status=status,
+                        raw=cell.text,
+                        notes=notes,
+                        row_notes=row_notes,
+                        path=document.path,
+                    )
+                )
     return cells, warnings

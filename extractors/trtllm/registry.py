@@ -28,8 +28,11 @@ def _registered_string(call: Node) -> tuple[str | None, bool]:
     if function is None or node_text(function).rsplit(".", 1)[-1] != DECORATOR:
         return None, False
     arguments = call.child_by_field_name("arguments")
-    args = [a for a in (arguments.named_children if arguments is not None else [])
-            if a.type != "comment"]
+    args = [
+        a
+        for a in (arguments.named_children if arguments is not None else [])
+        if a.type != "comment"
+    ]
     if len(args) != 1:
         return None, True
     return string_value(args[0]), True
@@ -45,22 +48,38 @@ def _walk_classes(node: Node):
                 yield decorators, definition
         elif child.type == "class_definition":
             yield [], child
-        elif child.type in ("if_statement", "try_statement", "block", "else_clause",
-                            "elif_clause", "except_clause", "finally_clause", "with_statement"):
+        elif child.type in (
+            "if_statement",
+            "try_statement",
+            "block",
+            "else_clause",
+            "elif_clause",
+            "except_clause",
+            "finally_clause",
+            "with_statement",
+        ):
             yield from _walk_classes(child)
 
 
-def module_registrations(text: str, path: str
-                         ) -> tuple[list[tuple[str, str]], list[ExtractionWarning]]:
+def module_registrations(
+    text: str, path: str
+) -> tuple[list[tuple[str, str]], list[ExtractionWarning]]:
     """(registered string, class name) pairs of one module, in source order, and problems."""
     root = parse_python(text.lstrip("\ufeff"), path)
     found: list[tuple[str, str]] = []
     warnings: list[ExtractionWarning] = []
 
     def warn(subject: str, message: str) -> None:
-        warnings.append(ExtractionWarning(fact=FACT, code="unparsed-registration",
-                                          subject=subject, message=message, path=path,
-                                          symbol=DECORATOR))
+        warnings.append(
+            ExtractionWarning(
+                fact=FACT,
+                code="unparsed-registration",
+                subject=subject,
+                message=message,
+                path=path,
+                symbol=DECORATOR,
+            )
+        )
 
     for decorators, cls in _walk_classes(root):
         name_node = cls.child_by_field_name("name")
@@ -74,8 +93,10 @@ def module_registrations(text: str, path: str
             if not is_register:
                 continue
             if value is None:
-                warn(class_name, f"@{DECORATOR} on {class_name} does not take one plain string; "
-                     "not recorded")
+                warn(
+                    class_name,
+                    f"@{DECORATOR} on {class_name} does not take one plain string; not recorded",
+                )
                 continue
             found.append((value, class_name))
     for statement in root.named_children:
@@ -91,18 +112,25 @@ def module_registrations(text: str, path: str
         if not is_register:
             continue
         arguments = call.child_by_field_name("arguments")
-        targets = [a for a in (arguments.named_children if arguments is not None else [])
-                   if a.type == "identifier"]
+        targets = [
+            a
+            for a in (arguments.named_children if arguments is not None else [])
+            if a.type == "identifier"
+        ]
         if value is None or len(targets) != 1:
-            warn(node_text(call)[:60], f"a {DECORATOR}(...)(...) call is not "
-                 "`register_auto_model(\"X\")(Class)`; not recorded")
+            warn(
+                node_text(call)[:60],
+                f"a {DECORATOR}(...)(...) call is not "
+                '`register_auto_model("X")(Class)`; not recorded',
+            )
             continue
         found.append((value, node_text(targets[0])))
     return found, warnings
 
 
-def registered_architectures(texts: Mapping[str, str]
-                             ) -> tuple[list[TrtllmRegisteredArchitecture], list[ExtractionWarning]]:
+def registered_architectures(
+    texts: Mapping[str, str],
+) -> tuple[list[TrtllmRegisteredArchitecture], list[ExtractionWarning]]:
     """One row per registered string over all modules (sorted by path); a string registered
     twice is a warning and the first registration is kept."""
     rows: dict[str, TrtllmRegisteredArchitecture] = {}
@@ -114,15 +142,26 @@ def registered_architectures(texts: Mapping[str, str]
         for architecture, class_name in found:
             previous = rows.get(architecture)
             if previous is not None:
-                warnings.append(ExtractionWarning(
-                    fact=FACT, code="duplicate-architecture", subject=architecture,
-                    message=f"{architecture} is registered on {previous.module}."
-                            f"{previous.class_name} and on {module}.{class_name}; the first is kept",
-                    path=path, symbol=DECORATOR))
+                warnings.append(
+                    ExtractionWarning(
+                        fact=FACT,
+                        code="duplicate-architecture",
+                        subject=architecture,
+                        message=f"{architecture} is registered on {previous.module}."
+                        f"{previous.class_name} and on {module}.{class_name}; the first is kept",
+                        path=path,
+                        symbol=DECORATOR,
+                    )
+                )
                 rows[architecture] = previous.model_copy(
-                    update={"also_in": (*previous.also_in, f"{module}.{class_name}")})
+                    update={"also_in": (*previous.also_in, f"{module}.{class_name}")}
+                )
                 continue
             rows[architecture] = TrtllmRegisteredArchitecture(
-                architecture=architecture, class_name=class_name, module=module, also_in=(),
-                path=path)
+                architecture=architecture,
+                class_name=class_name,
+                module=module,
+                also_in=(),
+                path=path,
+            )
     return list(rows.values()), warnings

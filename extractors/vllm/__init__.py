@@ -36,8 +36,11 @@ class ConvertorLayout:
 
 # Newest first. 2026-01-02 moved the methods from ModelConfig into the convertor base class.
 CONVERTOR_LAYOUTS = (
-    ConvertorLayout("vllm/transformers_utils/model_arch_config_convertor.py",
-                    "ModelArchConfigConvertorBase", True),
+    ConvertorLayout(
+        "vllm/transformers_utils/model_arch_config_convertor.py",
+        "ModelArchConfigConvertorBase",
+        True,
+    ),
     ConvertorLayout("vllm/config/model.py", "ModelConfig", False),  # late 2025
     ConvertorLayout("vllm/config/__init__.py", "ModelConfig", False),  # 2025-08-08 .. 2025-09-19
     ConvertorLayout("vllm/config.py", "ModelConfig", False),  # mid 2025
@@ -68,13 +71,20 @@ def prefetch_sources(snapshot: Snapshot) -> None:
     for its files)."""
     from extractors.vllm import docs_tables
 
-    snapshot.prefetch([*(lay.path for lay in CONVERTOR_LAYOUTS), *REGISTRY_PATHS,
-                       *docs_tables.SUPPORTED_PAGES, *docs_tables.POOLING_PAGES,
-                       *docs_tables.POOLING_DIRS])
+    snapshot.prefetch(
+        [
+            *(lay.path for lay in CONVERTOR_LAYOUTS),
+            *REGISTRY_PATHS,
+            *docs_tables.SUPPORTED_PAGES,
+            *docs_tables.POOLING_PAGES,
+            *docs_tables.POOLING_DIRS,
+        ]
+    )
 
 
-def _layout_fact(method: str, extract: Callable[[str, ConvertorLayout], list[Record]],
-                 *, prefetch: bool = False):
+def _layout_fact(
+    method: str, extract: Callable[[str, ConvertorLayout], list[Record]], *, prefetch: bool = False
+):
     """A fact read from the newest convertor layout that defines `<class>.<method>`."""
 
     def run(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -94,13 +104,19 @@ def _kv_head_overrides(text: str, layout: ConvertorLayout) -> list[Record]:
 
 _mla_model_types = _layout_fact(
     convertor.MLA_METHOD,
-    lambda text, lay: convertor.mla_model_types(text, lay.path, lay.class_name), prefetch=True)
+    lambda text, lay: convertor.mla_model_types(text, lay.path, lay.class_name),
+    prefetch=True,
+)
 _mla_gates = _layout_fact(
-    convertor.MLA_METHOD, lambda text, lay: convertor.mla_gates(text, lay.path, lay.class_name))
+    convertor.MLA_METHOD, lambda text, lay: convertor.mla_gates(text, lay.path, lay.class_name)
+)
 _kv_head_aliases = _layout_fact(
-    convertor.KV_METHOD, lambda text, lay: convertor.kv_head_aliases(text, lay.path, lay.class_name))
+    convertor.KV_METHOD, lambda text, lay: convertor.kv_head_aliases(text, lay.path, lay.class_name)
+)
 _kv_head_fallback = _layout_fact(
-    convertor.KV_METHOD, lambda text, lay: convertor.kv_head_fallback(text, lay.path, lay.class_name))
+    convertor.KV_METHOD,
+    lambda text, lay: convertor.kv_head_fallback(text, lay.path, lay.class_name),
+)
 _kv_head_overrides_fact = _layout_fact(convertor.KV_METHOD, _kv_head_overrides)
 
 
@@ -110,37 +126,60 @@ def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -
     return FactOutput(tuple(rows), tuple(warnings))
 
 
-
 MLA_MODEL_TYPES = FactKind(
-    "mla_model_types", "MLA model types", MlaModelType,
+    "mla_model_types",
+    "MLA model types",
+    MlaModelType,
     "model_type values is_deepseek_mla() treats as MLA; eagle_inner rows are checked against "
-    "an EAGLE module's inner model.")
+    "an EAGLE module's inner model.",
+)
 MLA_GATES = FactKind(
-    "mla_gates", "MLA gates", MlaGate,
+    "mla_gates",
+    "MLA gates",
+    MlaGate,
     "what a listed model_type must also have to be MLA; when the gate fails vLLM uses "
-    "full attention.")
+    "full attention.",
+)
 KV_HEAD_ALIASES = FactKind(
-    "kv_head_aliases", "KV-head alias scan", KvHeadAlias,
+    "kv_head_aliases",
+    "KV-head alias scan",
+    KvHeadAlias,
     "config keys get_total_num_kv_heads() tries in order; the first present key wins.",
-    ordered=True)
+    ordered=True,
+)
 KV_HEAD_FALLBACK = FactKind(
-    "kv_head_fallback", "KV-head fallback", KvHeadFallback,
-    "the value used when no alias key is present: vLLM silently assumes MHA.")
+    "kv_head_fallback",
+    "KV-head fallback",
+    KvHeadFallback,
+    "the value used when no alias key is present: vLLM silently assumes MHA.",
+)
 KV_HEAD_OVERRIDES = FactKind(
-    "kv_head_overrides", "KV-head overrides", KvHeadOverride,
+    "kv_head_overrides",
+    "KV-head overrides",
+    KvHeadOverride,
     "per-model_type rules that replace or precede the alias scan; '*' applies to every "
-    "model type except `excludes`.")
+    "model type except `excludes`.",
+)
 REGISTRY_ROWS = FactKind(
-    "registry_rows", "Registry rows", RegistryRow,
-    "every HF architecture vLLM registers, with module, class, task group and section.")
+    "registry_rows",
+    "Registry rows",
+    RegistryRow,
+    "every HF architecture vLLM registers, with module, class, task group and section.",
+)
 DOCS_TABLE_ROWS = FactKind(
-    DOCS_ROWS_FACT, "Supported-model docs tables", VllmDocsRow,
+    DOCS_ROWS_FACT,
+    "Supported-model docs tables",
+    VllmDocsRow,
     "every row of the tables with an Architecture column in docs/models/supported_models.md and "
-    "the pooling pages, with the heading path it sits under, example HF ids and feature marks.")
+    "the pooling pages, with the heading path it sits under, example HF ids and feature marks.",
+)
 DOCS_REGISTRY_FINDINGS = FactKind(
-    DOCS_FINDINGS_FACT, "Documented vs registered", DocRegistryFinding,
+    DOCS_FINDINGS_FACT,
+    "Documented vs registered",
+    DocRegistryFinding,
     "architectures the docs tables name that the registry lacks, registered architectures no "
-    "docs table names, and names the docs spell differently (case or punctuation).")
+    "docs table names, and names the docs spell differently (case or punctuation).",
+)
 
 ENGINE = EngineSpec(
     engine_id="vllm",

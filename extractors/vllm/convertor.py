@@ -43,16 +43,22 @@ def _parsed(text: str, path: str) -> cst.Module:
     return parse_module(text, path)
 
 
-def _method(text: str, path: str, class_name: str, method: str) -> tuple[cst.Module, cst.FunctionDef]:
+def _method(
+    text: str, path: str, class_name: str, method: str
+) -> tuple[cst.Module, cst.FunctionDef]:
     module = _parsed(text, path)
     cls = top_level_classes(module).get(class_name)
     if cls is None:
-        raise AnchorError(f"class {class_name} not found in {path}", paths=[path],
-                          anchor=f"{class_name}.{method}")
+        raise AnchorError(
+            f"class {class_name} not found in {path}", paths=[path], anchor=f"{class_name}.{method}"
+        )
     found = class_methods(cls).get(method)
     if found is None:
-        raise AnchorError(f"method {class_name}.{method} not found in {path}", paths=[path],
-                          anchor=f"{class_name}.{method}")
+        raise AnchorError(
+            f"method {class_name}.{method} not found in {path}",
+            paths=[path],
+            anchor=f"{class_name}.{method}",
+        )
     return module, found
 
 
@@ -67,8 +73,9 @@ def _describer(module: cst.Module, class_name: str) -> ExpressionDescriber:
     return ExpressionDescriber(module, methods=class_methods(cls) if cls else {})
 
 
-def _model_type_membership(node: cst.CSTNode, describer: ExpressionDescriber,
-                           constants: dict[str, cst.BaseExpression]) -> tuple[str, list[str]] | None:
+def _model_type_membership(
+    node: cst.CSTNode, describer: ExpressionDescriber, constants: dict[str, cst.BaseExpression]
+) -> tuple[str, list[str]] | None:
     """(scope, model types) when `node` is `<config>.model_type in (...)`, else None."""
     if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
         return None
@@ -96,27 +103,34 @@ def mla_model_types(text: str, path: str, class_name: str) -> list[MlaModelType]
         found = _model_type_membership(node, describer, constants)
         if found:
             scope, values = found
-            rows += [MlaModelType(scope=scope, model_type=v, path=path, symbol=symbol) for v in values]
+            rows += [
+                MlaModelType(scope=scope, model_type=v, path=path, symbol=symbol) for v in values
+            ]
     if not any(r.scope == "main" for r in rows):
-        raise AnchorError(f"{symbol} in {path} has no `model_type in (...)` list", paths=[path],
-                          anchor=f"{symbol}: model_type tuple")
+        raise AnchorError(
+            f"{symbol} in {path} has no `model_type in (...)` list",
+            paths=[path],
+            anchor=f"{symbol}: model_type tuple",
+        )
     return rows
 
 
-
-
-def _split_requirements(expr: cst.BaseExpression, describer: ExpressionDescriber,
-                        constants: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _split_requirements(
+    expr: cst.BaseExpression, describer: ExpressionDescriber, constants: dict
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     requires: list[str] = []
     other: list[str] = []
     for part in conjuncts(expr):
         if _model_type_membership(part, describer, constants):
             continue  # the membership test itself is recorded as MlaModelType rows
-        if (isinstance(part, cst.Comparison) and len(part.comparisons) == 1
-                and isinstance(part.comparisons[0].operator, cst.IsNot)
-                and isinstance(part.comparisons[0].comparator, cst.Name)
-                and part.comparisons[0].comparator.value == "None"
-                and describer.config_ref(part.left)):
+        if (
+            isinstance(part, cst.Comparison)
+            and len(part.comparisons) == 1
+            and isinstance(part.comparisons[0].operator, cst.IsNot)
+            and isinstance(part.comparisons[0].comparator, cst.Name)
+            and part.comparisons[0].comparator.value == "None"
+            and describer.config_ref(part.left)
+        ):
             requires.append(describer.config_ref(part.left))  # type: ignore[arg-type]
         else:
             other.append(describer.describe(part))
@@ -130,29 +144,55 @@ def _when(test: cst.BaseExpression, describer: ExpressionDescriber, negate: bool
     return text[4:] if text.startswith("not ") else f"not {text}"
 
 
-def _gates_of_body(body: list[cst.CSTNode], scope: str, describer: ExpressionDescriber,
-                   constants: dict, path: str, symbol: str) -> list[MlaGate]:
+def _gates_of_body(
+    body: list[cst.CSTNode],
+    scope: str,
+    describer: ExpressionDescriber,
+    constants: dict,
+    path: str,
+    symbol: str,
+) -> list[MlaGate]:
     def gate(when: str, expr: cst.BaseExpression | None) -> MlaGate:
         if expr is None:
             requires, other = (), ("returns None",)
         else:
             requires, other = _split_requirements(expr, describer, constants)
-        return MlaGate(scope=scope, when=when, requires_non_null=requires, other_conditions=other,
-                       path=path, symbol=symbol)
+        return MlaGate(
+            scope=scope,
+            when=when,
+            requires_non_null=requires,
+            other_conditions=other,
+            path=path,
+            symbol=symbol,
+        )
 
     if len(body) == 1 and isinstance(body[0], cst.Return):
         return [gate("always", body[0].value)]
-    if (len(body) == 1 and isinstance(body[0], cst.If) and isinstance(body[0].orelse, cst.Else)):
+    if len(body) == 1 and isinstance(body[0], cst.If) and isinstance(body[0].orelse, cst.Else):
         branch = body[0]
         then_body = statements(branch.body)
         else_body = statements(branch.orelse.body)
-        if (len(then_body) == 1 and isinstance(then_body[0], cst.Return)
-                and len(else_body) == 1 and isinstance(else_body[0], cst.Return)):
-            return [gate(_when(branch.test, describer, False), then_body[0].value),
-                    gate(_when(branch.test, describer, True), else_body[0].value)]
+        if (
+            len(then_body) == 1
+            and isinstance(then_body[0], cst.Return)
+            and len(else_body) == 1
+            and isinstance(else_body[0], cst.Return)
+        ):
+            return [
+                gate(_when(branch.test, describer, False), then_body[0].value),
+                gate(_when(branch.test, describer, True), else_body[0].value),
+            ]
     code = " ".join(describer.code(s) for s in body)
-    return [MlaGate(scope=scope, when="always", requires_non_null=(),
-                    other_conditions=(f"opaque: {code}",), path=path, symbol=symbol)]
+    return [
+        MlaGate(
+            scope=scope,
+            when="always",
+            requires_non_null=(),
+            other_conditions=(f"opaque: {code}",),
+            path=path,
+            symbol=symbol,
+        )
+    ]
 
 
 def mla_gates(text: str, path: str, class_name: str) -> list[MlaGate]:
@@ -172,8 +212,11 @@ def mla_gates(text: str, path: str, class_name: str) -> list[MlaGate]:
         elif describer.describe(node.test) == "model_type == eagle":
             gates += _gates_of_body(body, "eagle_inner", describer, constants, path, symbol)
     if not gates:
-        raise AnchorError(f"{symbol} in {path} has no recognisable MLA branch", paths=[path],
-                          anchor=f"{symbol}: if model_type in (...)")
+        raise AnchorError(
+            f"{symbol} in {path} has no recognisable MLA branch",
+            paths=[path],
+            anchor=f"{symbol}: if model_type in (...)",
+        )
     return gates
 
 
@@ -185,12 +228,19 @@ def _alias_list(method: cst.FunctionDef) -> cst.BaseExpression | None:
     call (`getattr_iter(config, attributes, ...)`), not one used in a membership test."""
     lists: dict[str, cst.BaseExpression] = {}
     for node in statements(method.body):
-        if (isinstance(node, cst.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0].target, cst.Name)
-                and string_sequence(node.value) is not None):
+        if (
+            isinstance(node, cst.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and string_sequence(node.value) is not None
+        ):
             lists[node.targets[0].target.value] = node.value
     for node in walk(method):
-        if isinstance(node, cst.For) and isinstance(node.iter, cst.Name) and node.iter.value in lists:
+        if (
+            isinstance(node, cst.For)
+            and isinstance(node.iter, cst.Name)
+            and node.iter.value in lists
+        ):
             return lists[node.iter.value]
         if isinstance(node, cst.Call):
             for arg in node.args:
@@ -206,8 +256,11 @@ def kv_head_aliases(text: str, path: str, class_name: str) -> list[KvHeadAlias]:
     alias_list = _alias_list(method)
     keys = string_sequence(alias_list) if alias_list is not None else None
     if not keys:
-        raise AnchorError(f"{symbol} in {path} has no list of config keys to scan",
-                          paths=[path], anchor=f"{symbol}: attributes = [...]")
+        raise AnchorError(
+            f"{symbol} in {path} has no list of config keys to scan",
+            paths=[path],
+            anchor=f"{symbol}: attributes = [...]",
+        )
     return [KvHeadAlias(position=i, key=k, path=path, symbol=symbol) for i, k in enumerate(keys)]
 
 
@@ -227,22 +280,33 @@ def kv_head_fallback(text: str, path: str, class_name: str) -> list[KvHeadFallba
     if fallback is None and body and isinstance(body[-1], cst.Return) and body[-1].value:
         fallback = body[-1].value
     if fallback is None:
-        raise AnchorError(f"{symbol} in {path} has no fallback after the alias scan",
-                          paths=[path], anchor=f"{symbol}: final return / default_factory")
+        raise AnchorError(
+            f"{symbol} in {path} has no fallback after the alias scan",
+            paths=[path],
+            anchor=f"{symbol}: final return / default_factory",
+        )
     if isinstance(fallback, cst.Name) and fallback.value in describer.env:
         fallback = describer.env[fallback.value]
     if isinstance(fallback, cst.Attribute) and describer.code(fallback.value) == "self":
         words = describer.describe(cst.Call(func=fallback))  # a bound method used as a factory
     else:
         words = describer.describe(fallback)
-    return [KvHeadFallback(fallback=words, expression=describer.code(fallback), path=path,
-                           symbol=symbol)]
+    return [
+        KvHeadFallback(
+            fallback=words, expression=describer.code(fallback), path=path, symbol=symbol
+        )
+    ]
 
 
 def _is_super_call(node: cst.BaseExpression | None, method: str) -> bool:
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value == method and isinstance(node.func.value, cst.Call)
-            and isinstance(node.func.value.func, cst.Name) and node.func.value.func.value == "super")
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == method
+        and isinstance(node.func.value, cst.Call)
+        and isinstance(node.func.value.func, cst.Name)
+        and node.func.value.func.value == "super"
+    )
 
 
 def _value_words(node: cst.BaseExpression | None, d: ExpressionDescriber) -> str:
@@ -257,8 +321,11 @@ def describe_kv_body(body: list[cst.CSTNode], d: ExpressionDescriber) -> tuple[s
     """(kind, rule) in words for the body of a get_total_num_kv_heads override or inline rule."""
     real = []
     for node in body:
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(
-                node.targets[0].target, cst.Name):
+        if (
+            isinstance(node, cst.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+        ):
             d.env[node.targets[0].target.value] = node.value
         elif not isinstance(node, cst.Assert):
             real.append(node)
@@ -299,8 +366,9 @@ def describe_kv_body(body: list[cst.CSTNode], d: ExpressionDescriber) -> tuple[s
     return ("conditional", "; ".join(parts) + f"; else {_value_words(last, d)}")
 
 
-def _resolve_method(classes: dict[str, cst.ClassDef], name: str, method: str,
-                    seen: frozenset[str] = frozenset()) -> str | None:
+def _resolve_method(
+    classes: dict[str, cst.ClassDef], name: str, method: str, seen: frozenset[str] = frozenset()
+) -> str | None:
     """The class (among `classes`) whose `method` `name` would run; None when not found here."""
     if name in seen or name not in classes:
         return None
@@ -318,8 +386,9 @@ def convertor_map(text: str, path: str) -> dict[str, str]:
     module = _parsed(text, path)
     value = top_level_assignments(module).get(CONVERTOR_MAP)
     if not isinstance(value, cst.Dict):
-        raise AnchorError(f"{CONVERTOR_MAP} dict not found in {path}", paths=[path],
-                          anchor=CONVERTOR_MAP)
+        raise AnchorError(
+            f"{CONVERTOR_MAP} dict not found in {path}", paths=[path], anchor=CONVERTOR_MAP
+        )
     mapping: dict[str, str] = {}
     for element in value.elements:
         if isinstance(element, cst.DictElement):
@@ -341,17 +410,34 @@ def kv_head_overrides_by_convertor(text: str, path: str, base_class: str) -> lis
         if owner == base_class:
             continue  # inherits the plain scan
         if owner is None:
-            rows.append(KvHeadOverride(
-                model_type=model_type, rule_order=0, convertor_class=class_name, kind="opaque",
-                rule=f"opaque: {class_name} is not defined in this file", excludes="", path=path,
-                symbol=f"{class_name}.{KV_METHOD}"))
+            rows.append(
+                KvHeadOverride(
+                    model_type=model_type,
+                    rule_order=0,
+                    convertor_class=class_name,
+                    kind="opaque",
+                    rule=f"opaque: {class_name} is not defined in this file",
+                    excludes="",
+                    path=path,
+                    symbol=f"{class_name}.{KV_METHOD}",
+                )
+            )
             continue
         method = class_methods(classes[owner])[KV_METHOD]
         kind, rule = describe_kv_body(statements(method.body), _describer(module, owner))
         symbol = f"{owner}.{KV_METHOD}"
-        rows.append(KvHeadOverride(
-            model_type=model_type, rule_order=0, convertor_class=class_name, kind=kind,
-            rule=rule or f"opaque: see {path}::{symbol}", excludes="", path=path, symbol=symbol))
+        rows.append(
+            KvHeadOverride(
+                model_type=model_type,
+                rule_order=0,
+                convertor_class=class_name,
+                kind=kind,
+                rule=rule or f"opaque: see {path}::{symbol}",
+                excludes="",
+                path=path,
+                symbol=symbol,
+            )
+        )
     return rows
 
 
@@ -375,8 +461,9 @@ def _model_types_tested(test: cst.BaseExpression, d: ExpressionDescriber) -> lis
 def _mentions_model_type(node: cst.BaseExpression, d: ExpressionDescriber) -> bool:
     if isinstance(node, cst.Name) and node.value in d.env:
         node = d.env[node.value]
-    return any(d.config_ref(n) == "model_type" for n in walk(node)
-               if isinstance(n, cst.BaseExpression))
+    return any(
+        d.config_ref(n) == "model_type" for n in walk(node) if isinstance(n, cst.BaseExpression)
+    )
 
 
 def _unwrap(text: str) -> str:
@@ -403,16 +490,27 @@ def kv_head_overrides_inline(text: str, path: str, class_name: str) -> list[KvHe
         if model_types:
             kind, rule = describe_kv_body(statements(node.body), d)
             for model_type in model_types:
-                rows.append(KvHeadOverride(
-                    model_type=model_type, rule_order=order, convertor_class="", kind=kind,
-                    rule=rule or f"opaque: see {path}::{symbol}", excludes="", path=path,
-                    symbol=symbol))
+                rows.append(
+                    KvHeadOverride(
+                        model_type=model_type,
+                        rule_order=order,
+                        convertor_class="",
+                        kind=kind,
+                        rule=rule or f"opaque: see {path}::{symbol}",
+                        excludes="",
+                        path=path,
+                        symbol=symbol,
+                    )
+                )
             order += 1
             continue
         inner = statements(node.body)
         conditions = conjuncts(node.test)
-        excluded = [c for c in conditions if isinstance(c, cst.UnaryOperation)
-                    and _mentions_model_type(c.expression, d)]
+        excluded = [
+            c
+            for c in conditions
+            if isinstance(c, cst.UnaryOperation) and _mentions_model_type(c.expression, d)
+        ]
         kept = [c for c in conditions if c not in excluded]
         if len(inner) == 1 and isinstance(inner[0], cst.Return):
             value = _value_words(inner[0].value, d)
@@ -421,8 +519,17 @@ def kv_head_overrides_inline(text: str, path: str, class_name: str) -> list[KvHe
         else:
             kind, rule = "opaque", f"opaque: see {path}::{symbol}"
         excludes = " and ".join(_unwrap(d.describe(c.expression)) for c in excluded)
-        rows.append(KvHeadOverride(model_type="*", rule_order=order, convertor_class="",
-                                   kind=kind, rule=rule, excludes=excludes, path=path,
-                                   symbol=symbol))
+        rows.append(
+            KvHeadOverride(
+                model_type="*",
+                rule_order=order,
+                convertor_class="",
+                kind=kind,
+                rule=rule,
+                excludes=excludes,
+                path=path,
+                symbol=symbol,
+            )
+        )
         order += 1
     return rows

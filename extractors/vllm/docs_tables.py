@@ -34,8 +34,15 @@ REQUIRED_HEADINGS = ("List of Text-only Language Models", "List of Multimodal La
 
 ARCHITECTURE_HEADER = "Architecture"
 TEXT_COLUMNS = {
-    "Architecture", "Models", "Inputs", "Example HF Models", "Backbone", "--convert",
-    "Supported pooling tasks", "Plugin Repository", "Score template (see note)",
+    "Architecture",
+    "Models",
+    "Inputs",
+    "Example HF Models",
+    "Backbone",
+    "--convert",
+    "Supported pooling tasks",
+    "Plugin Repository",
+    "Score template (see note)",
 }
 NAME = re.compile(r"^[A-Za-z_*][A-Za-z0-9_*]*$")
 FEATURE_MARKS = {
@@ -81,19 +88,33 @@ def page_rows(document: Document) -> tuple[list[VllmDocsRow], list[ExtractionWar
         section = table.section()
 
         def warn(code: str, subject: str, message: str, section: str = section) -> None:
-            warnings.append(ExtractionWarning(fact=FACT, code=code, subject=subject,
-                                              message=message, path=path, symbol=section))
+            warnings.append(
+                ExtractionWarning(
+                    fact=FACT,
+                    code=code,
+                    subject=subject,
+                    message=message,
+                    path=path,
+                    symbol=section,
+                )
+            )
 
         for row in table.rows:
             architectures = _architectures(row)
             subject = ", ".join(architectures) or (row.cells[0].text if row.cells else "")
             if row.is_ragged(len(headers)):
-                warn("ragged-row", subject,
-                     f"row has {row.source_cells} cells, the header has {len(headers)}; "
-                     "missing cells read as empty, extra cells dropped")
+                warn(
+                    "ragged-row",
+                    subject,
+                    f"row has {row.source_cells} cells, the header has {len(headers)}; "
+                    "missing cells read as empty, extra cells dropped",
+                )
             if not architectures:
-                warn("no-architecture", subject or "(empty row)",
-                     "row names no architecture; recorded with an empty architecture list")
+                warn(
+                    "no-architecture",
+                    subject or "(empty row)",
+                    "row names no architecture; recorded with an empty architecture list",
+                )
             features: list[str] = []
             other: list[str] = []
             notes: list[str] = []
@@ -118,16 +139,28 @@ def page_rows(document: Document) -> tuple[list[VllmDocsRow], list[ExtractionWar
                     raw = _strip_variation(cell.text.replace("\\", "")).strip()
                     mark = FEATURE_MARKS.get(raw)
                     if mark is None:
-                        warn("unknown-cell-value", subject,
-                             f"{header} cell {cell.text!r} is not a known feature mark "
-                             f"({', '.join(repr(k) for k in FEATURE_MARKS)})")
+                        warn(
+                            "unknown-cell-value",
+                            subject,
+                            f"{header} cell {cell.text!r} is not a known feature mark "
+                            f"({', '.join(repr(k) for k in FEATURE_MARKS)})",
+                        )
                         mark = f"?{cell.text}"
                     features.append(f"{header}={mark}")
-            rows.append(VllmDocsRow(
-                path=path, section=section, architectures=architectures,
-                architecture_marks=tuple(row.cells[0].superscripts) if row.cells else (),
-                models=models, inputs=inputs, example_hf_models=examples,
-                features=tuple(features), other_columns=tuple(other), notes=tuple(notes)))
+            rows.append(
+                VllmDocsRow(
+                    path=path,
+                    section=section,
+                    architectures=architectures,
+                    architecture_marks=tuple(row.cells[0].superscripts) if row.cells else (),
+                    models=models,
+                    inputs=inputs,
+                    example_hf_models=examples,
+                    features=tuple(features),
+                    other_columns=tuple(other),
+                    notes=tuple(notes),
+                )
+            )
     return rows, warnings
 
 
@@ -140,9 +173,12 @@ def _pooling_pages(snapshot: Snapshot) -> list[str]:
         if snapshot.exists(page):
             return [page]
     raise MissingPathError(
-        "no pooling models page exists at this commit", engine=snapshot.engine,
-        commit=snapshot.commit, paths=[f"{d}/*.md" for d in POOLING_DIRS] + list(POOLING_PAGES),
-        anchor="pooling model tables")
+        "no pooling models page exists at this commit",
+        engine=snapshot.engine,
+        commit=snapshot.commit,
+        paths=[f"{d}/*.md" for d in POOLING_DIRS] + list(POOLING_PAGES),
+        anchor="pooling model tables",
+    )
 
 
 def docs_table_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -150,12 +186,18 @@ def docs_table_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
     document = parse_document(snapshot.read_text(supported), supported)
     for heading in REQUIRED_HEADINGS:
         if not document.has_heading(heading):
-            raise AnchorError(f"heading '{heading}' not found in {supported}", paths=[supported],
-                              anchor=f"heading: {heading}")
+            raise AnchorError(
+                f"heading '{heading}' not found in {supported}",
+                paths=[supported],
+                anchor=f"heading: {heading}",
+            )
         if not [t for t in document.tables_under(heading) if is_model_table(t)]:
             raise AnchorError(
                 f"no pipe table with an '{ARCHITECTURE_HEADER}' column under '{heading}' in "
-                f"{supported}", paths=[supported], anchor=f"table under heading: {heading}")
+                f"{supported}",
+                paths=[supported],
+                anchor=f"table under heading: {heading}",
+            )
     rows, warnings = page_rows(document)
     pooling_pages = _pooling_pages(snapshot)
     snapshot.prefetch(pooling_pages)
@@ -170,8 +212,10 @@ def docs_table_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
     if not pooling_rows:
         raise AnchorError(
             f"no table with an '{ARCHITECTURE_HEADER}' column on the pooling pages or under "
-            f"'{POOLING_HEADING}' in {supported}", paths=[*pooling_pages, supported],
-            anchor="pooling model tables")
+            f"'{POOLING_HEADING}' in {supported}",
+            paths=[*pooling_pages, supported],
+            anchor="pooling model tables",
+        )
     return FactOutput(tuple(rows), tuple(warnings))
 
 
@@ -183,12 +227,19 @@ def _marks_note(marks: tuple[str, ...]) -> str:
 
 def docs_findings(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     """Documented-vs-registered: the docs rows against the merged registry rows."""
-    documented = [Documented(name=name, where=f"{row.path} § {row.section}",
-                             note=_marks_note(row.architecture_marks))
-                  for row in done[FACT] if isinstance(row, VllmDocsRow)
-                  for name in row.architectures]
-    registered = [Registered(name=row.architecture, where=f"{row.path}: {row.dict_name}",
-                             group=row.task_group)
-                  for row in done["registry_rows"] if isinstance(row, RegistryRow)]
+    documented = [
+        Documented(
+            name=name, where=f"{row.path} § {row.section}", note=_marks_note(row.architecture_marks)
+        )
+        for row in done[FACT]
+        if isinstance(row, VllmDocsRow)
+        for name in row.architectures
+    ]
+    registered = [
+        Registered(
+            name=row.architecture, where=f"{row.path}: {row.dict_name}", group=row.task_group
+        )
+        for row in done["registry_rows"]
+        if isinstance(row, RegistryRow)
+    ]
     return FactOutput(tuple(compare(documented, registered)))
-

@@ -34,8 +34,12 @@ class MlaGate(Record):
     symbol: str
 
     def label(self) -> str:
-        needs = " and ".join([f"{f} is not None" for f in self.requires_non_null]
-                             + list(self.other_conditions)) or "nothing"
+        needs = (
+            " and ".join(
+                [f"{f} is not None" for f in self.requires_non_null] + list(self.other_conditions)
+            )
+            or "nothing"
+        )
         return f"{self.scope}, when {self.when}: requires {needs}"
 
 
@@ -111,7 +115,9 @@ class VllmDocsRow(Record):
     path: str
     section: str  # heading path above the table, from level 2 down
     architectures: tuple[str, ...]  # as written; `*Model`-style entries are patterns
-    architecture_marks: tuple[str, ...]  # <sup> marks on the architecture cell, e.g. "C" (converted)
+    architecture_marks: tuple[
+        str, ...
+    ]  # <sup> marks on the architecture cell, e.g. "C" (converted)
     models: str
     inputs: str  # multimodal Inputs column with <sup> marks as ^X; "" when the table has none
     example_hf_models: tuple[str, ...]

@@ -46,8 +46,16 @@ class _DictReader:
         self.warnings: list[ExtractionWarning] = []
 
     def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
-        self.warnings.append(ExtractionWarning(fact=FACT, code=code, subject=subject,
-                                               message=message, path=self.path, symbol=symbol))
+        self.warnings.append(
+            ExtractionWarning(
+                fact=FACT,
+                code=code,
+                subject=subject,
+                message=message,
+                path=self.path,
+                symbol=symbol,
+            )
+        )
 
     def read(self, name: str) -> dict[str, RegistryRow]:
         if name in self.rows:
@@ -66,15 +74,23 @@ class _DictReader:
                 for row in self._read_splat(name, child):
                     self._put(name, rows, row.model_copy(update={"section": section}))
             else:
-                self.warn("unparsed-entry", node_text(child)[:60],
-                          f"an entry of {name} is not a literal row", name)
+                self.warn(
+                    "unparsed-entry",
+                    node_text(child)[:60],
+                    f"an entry of {name} is not a literal row",
+                    name,
+                )
         self.rows[name] = rows
         return rows
 
     def _put(self, name: str, rows: dict[str, RegistryRow], row: RegistryRow) -> None:
         if row.architecture in rows:
-            self.warn("duplicate-key", row.architecture,
-                      f"{row.architecture} is defined twice in {name}; the later row wins", name)
+            self.warn(
+                "duplicate-key",
+                row.architecture,
+                f"{row.architecture} is defined twice in {name}; the later row wins",
+                name,
+            )
         rows[row.architecture] = row
 
     def _read_pair(self, name: str, pair: Node, section: str, rows: dict) -> None:
@@ -83,27 +99,51 @@ class _DictReader:
         key = string_value(key_node) if key_node is not None else None
         value = _row_value(value_node) if value_node is not None else None
         if key is None or value is None:
-            self.warn("unparsed-row", node_text(pair)[:60],
-                      f"a row of {name} is not `\"Arch\": (\"module\", \"Class\")`", name)
+            self.warn(
+                "unparsed-row",
+                node_text(pair)[:60],
+                f'a row of {name} is not `"Arch": ("module", "Class")`',
+                name,
+            )
             return
-        self._put(name, rows, RegistryRow(
-            architecture=key, task_group=task_group(name), module=value[0], class_name=value[1],
-            section=section, dict_name=name, also_in=(), path=self.path))
+        self._put(
+            name,
+            rows,
+            RegistryRow(
+                architecture=key,
+                task_group=task_group(name),
+                module=value[0],
+                class_name=value[1],
+                section=section,
+                dict_name=name,
+                also_in=(),
+                path=self.path,
+            ),
+        )
 
     def _read_splat(self, name: str, splat: Node) -> list[RegistryRow]:
         inner = unparenthesize(splat.named_children[0])
         if inner.type == "identifier" and node_text(inner) in self.dicts:
             source = node_text(inner)
-            return [r.model_copy(update={"task_group": task_group(name), "dict_name": name})
-                    for r in self.read(source).values()]
+            return [
+                r.model_copy(update={"task_group": task_group(name), "dict_name": name})
+                for r in self.read(source).values()
+            ]
         filtered = self._filtered_comprehension(inner)
         if filtered is not None:
             source, wanted_class = filtered
-            return [r.model_copy(update={"task_group": task_group(name), "dict_name": name})
-                    for r in self.read(source).values() if r.class_name == wanted_class]
-        self.warn("unsupported-spread", node_text(splat)[:60],
-                  f"a `**` entry of {name} is not a dict name or a class filter; its rows are not "
-                  "recorded", name)
+            return [
+                r.model_copy(update={"task_group": task_group(name), "dict_name": name})
+                for r in self.read(source).values()
+                if r.class_name == wanted_class
+            ]
+        self.warn(
+            "unsupported-spread",
+            node_text(splat)[:60],
+            f"a `**` entry of {name} is not a dict name or a class filter; its rows are not "
+            "recorded",
+            name,
+        )
         return []
 
     def _filtered_comprehension(self, node: Node) -> tuple[str, str] | None:
@@ -111,7 +151,11 @@ class _DictReader:
         if node.type != "dictionary_comprehension":
             return None
         clauses = [c for c in node.named_children if c.type in ("for_in_clause", "if_clause")]
-        if len(clauses) != 2 or clauses[0].type != "for_in_clause" or clauses[1].type != "if_clause":
+        if (
+            len(clauses) != 2
+            or clauses[0].type != "for_in_clause"
+            or clauses[1].type != "if_clause"
+        ):
             return None
         right = clauses[0].child_by_field_name("right")
         if right is None:
@@ -157,8 +201,9 @@ def registry_rows(text: str, path: str) -> tuple[list[RegistryRow], list[Extract
     dicts = {name: value for name, value in assignments if value.type == "dictionary"}
     merged = dicts.get(MERGED_DICT)
     if merged is None:
-        raise AnchorError(f"{MERGED_DICT} dict not found in {path}", paths=[path],
-                          anchor=MERGED_DICT)
+        raise AnchorError(
+            f"{MERGED_DICT} dict not found in {path}", paths=[path], anchor=MERGED_DICT
+        )
     order = []
     for child in merged.named_children:
         if child.type == "dictionary_splat":
@@ -166,8 +211,11 @@ def registry_rows(text: str, path: str) -> tuple[list[RegistryRow], list[Extract
             if inner.type == "identifier" and node_text(inner) in dicts:
                 order.append(node_text(inner))
     if not order:
-        raise AnchorError(f"{MERGED_DICT} in {path} spreads no architecture dicts", paths=[path],
-                          anchor=MERGED_DICT)
+        raise AnchorError(
+            f"{MERGED_DICT} in {path} spreads no architecture dicts",
+            paths=[path],
+            anchor=MERGED_DICT,
+        )
     reader = _DictReader(path, dicts)
     winners: dict[str, RegistryRow] = {}
     for name in order:
@@ -175,11 +223,15 @@ def registry_rows(text: str, path: str) -> tuple[list[RegistryRow], list[Extract
             previous = winners.get(arch)
             if previous is not None and previous.dict_name != name:
                 reader.warn(
-                    "shadowed", arch,
+                    "shadowed",
+                    arch,
                     f"{arch} is in {previous.dict_name} ({previous.module}.{previous.class_name}) "
                     f"and in {name} ({row.module}.{row.class_name}); {MERGED_DICT} keeps {name}",
-                    MERGED_DICT)
-                shadowed = tuple(sorted({*previous.also_in, previous.task_group} - {row.task_group}))
+                    MERGED_DICT,
+                )
+                shadowed = tuple(
+                    sorted({*previous.also_in, previous.task_group} - {row.task_group})
+                )
                 row = row.model_copy(update={"also_in": shadowed})
             winners[arch] = row
     return list(winners.values()), reader.warnings

@@ -88,8 +88,15 @@ def run_cli_measured(args: list[str], tmp_path: Path, timeout: float = 120) -> C
     env = {**os.environ, "APRON_RSS_FILE": str(rss_file), "PYTHONPATH": str(REPO_ROOT)}
     env.pop("APRON_DEBUG", None)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _MEASURED, "-", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env, cwd=tmp_path, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED, "-", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
     seconds = time.perf_counter() - started
     peak = int(rss_file.read_text()) / 1024 if rss_file.exists() else float("nan")
     return CliRun(done.returncode, done.stdout, done.stderr, seconds, peak)

@@ -13,7 +13,7 @@ from tests.hostile.helpers import clean_tree
 
 
 def python_payload(marker: Path, port: int) -> str:
-    return f'''
+    return f"""
 
 # ---- hostile: runs if this module is ever imported or executed
 import socket as _hostile_socket
@@ -32,11 +32,11 @@ class _HostileAtClassCreation:
 
 while True:
     pass
-'''
+"""
 
 
 def cpp_payload(marker: Path, port: int) -> str:
-    return f'''
+    return f"""
 
 // ---- hostile: runs at load time if this file is ever compiled and linked
 #include <cstdlib>
@@ -45,11 +45,11 @@ static const int hostile_marker = []() {{
     for (;;) {{}}
     return 0;
 }}();
-'''
+"""
 
 
 def markdown_payload(marker: Path, port: int) -> str:
-    return f'''
+    return f"""
 
 ## Building these docs
 
@@ -64,15 +64,19 @@ touch {marker}
 
    <img src="http://127.0.0.1:{port}/x.png">
 ```
-'''
+"""
 
 
 # Files the extractors do not read but that an importer would reach first (package __init__,
 # the modules the registry names, build files): they must stay unread and unrun too.
 EXTRA_PYTHON = {
-    "vllm": ["vllm/__init__.py", "vllm/model_executor/models/__init__.py",
-             "vllm/model_executor/models/llama.py", "vllm/model_executor/models/deepseek_v2.py",
-             "setup.py"],
+    "vllm": [
+        "vllm/__init__.py",
+        "vllm/model_executor/models/__init__.py",
+        "vllm/model_executor/models/llama.py",
+        "vllm/model_executor/models/deepseek_v2.py",
+        "setup.py",
+    ],
     "llamacpp": ["gguf-py/gguf/__init__.py", "setup.py"],
     "sglang": ["python/sglang/__init__.py", "python/sglang/srt/configs/__init__.py", "setup.py"],
     "trtllm": ["tensorrt_llm/__init__.py", "tensorrt_llm/_torch/__init__.py", "setup.py"],
@@ -93,7 +97,9 @@ def hostile_tree(engine: str, marker: Path, port: int) -> dict[str, str]:
             tree[path] = text
     for path in EXTRA_PYTHON[engine]:
         tree.setdefault(path, python_payload(marker, port))
-    tree[".gitmodules"] = (f'[submodule "third_party/x"]\n\tpath = third_party/x\n'
-                           f'\turl = ext::sh -c "touch {marker}"\n')
+    tree[".gitmodules"] = (
+        f'[submodule "third_party/x"]\n\tpath = third_party/x\n'
+        f'\turl = ext::sh -c "touch {marker}"\n'
+    )
     tree["Makefile"] = f"all:\n\ttouch {marker}\n"
     return tree

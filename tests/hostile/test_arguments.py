@@ -36,8 +36,11 @@ class Spawned(list):
     the persistent cat-file reader): all of them construct subprocess.Popen."""
 
     def git_argvs(self) -> list[list[str]]:
-        return [list(args) for args, _ in self if not isinstance(args, str | bytes)
-                and Path(str(args[0])).name == "git"]
+        return [
+            list(args)
+            for args, _ in self
+            if not isinstance(args, str | bytes) and Path(str(args[0])).name == "git"
+        ]
 
 
 @pytest.fixture
@@ -58,8 +61,10 @@ def vllm_repo(tmp_path_factory):
     """Built once: these tests only read it (each test has its own cache and project)."""
     repo = tmp_path_factory.mktemp("vllm-engine")
     git(repo, "init", "-q", "-b", "main")
-    shas = [commit_tree(repo, clean_tree("vllm"), "v1"),
-            commit_tree(repo, {REGISTRY_PATH: REGISTRY_V2}, "v2")]
+    shas = [
+        commit_tree(repo, clean_tree("vllm"), "v1"),
+        commit_tree(repo, {REGISTRY_PATH: REGISTRY_V2}, "v2"),
+    ]
     return repo, shas
 
 
@@ -67,10 +72,27 @@ def vllm_repo(tmp_path_factory):
 
 
 BAD_COMMITS = [
-    "-abc123", "--upload-pack=touch /tmp/owned", "--output=/tmp/x", "-c core.pager=sh",
-    "abc 123", " abcdef12", "abcdef12 ", "abcdef12\n", "abc\tdef", "abcdef12\0",
-    "HEAD", "main", "v1.0", "origin/main", "abcdef12^", "abcdef12~1", "abcdef12..abcdef13",
-    "g" * 40, "a" * 41, "abc", "ａｂｃｄｅｆ１２",  # full-width digits are not hex
+    "-abc123",
+    "--upload-pack=touch /tmp/owned",
+    "--output=/tmp/x",
+    "-c core.pager=sh",
+    "abc 123",
+    " abcdef12",
+    "abcdef12 ",
+    "abcdef12\n",
+    "abc\tdef",
+    "abcdef12\0",
+    "HEAD",
+    "main",
+    "v1.0",
+    "origin/main",
+    "abcdef12^",
+    "abcdef12~1",
+    "abcdef12..abcdef13",
+    "g" * 40,
+    "a" * 41,
+    "abc",
+    "ａｂｃｄｅｆ１２",  # full-width digits are not hex
 ]
 
 
@@ -84,20 +106,43 @@ def test_bad_commit_argument_never_reaches_git(project, vllm_repo, spawned, comm
     assert not (project.generated / "vllm").exists()
 
 
-@pytest.mark.parametrize("commit", ["--upload-pack=touch /tmp/owned" + "0" * 12, "-" + "a" * 39,
-                                    "a" * 39 + " ", "A" * 40, "g" * 40, "a" * 40 + "\n", "a" * 12])
+@pytest.mark.parametrize(
+    "commit",
+    [
+        "--upload-pack=touch /tmp/owned" + "0" * 12,
+        "-" + "a" * 39,
+        "a" * 39 + " ",
+        "A" * 40,
+        "g" * 40,
+        "a" * 40 + "\n",
+        "a" * 12,
+    ],
+)
 def test_bad_pin_commit_never_reaches_git(project, vllm_repo, spawned, commit):
     repo, _ = vllm_repo
     (project.pins / "vllm.toml").write_text(  # a JSON string is a valid TOML basic string
         f'url = "{UPSTREAM["vllm"]}"\ncommit = {json.dumps(commit)}\ndate = "2026-01-01"\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     with pytest.raises(PinError, match="commit"):
         run(VLLM, project, commit=None, source=str(repo))
     assert spawned == []
 
 
-@pytest.mark.parametrize("to", ["--upload-pack=touch /tmp/x", "-b", "main..HEAD", "a b",
-                                "refs/../../x", "x\0y", "@{-1}", "main\n", "abcdef12\n"])
+@pytest.mark.parametrize(
+    "to",
+    [
+        "--upload-pack=touch /tmp/x",
+        "-b",
+        "main..HEAD",
+        "a b",
+        "refs/../../x",
+        "x\0y",
+        "@{-1}",
+        "main\n",
+        "abcdef12\n",
+    ],
+)
 def test_bad_bump_target_never_reaches_git(project, vllm_repo, spawned, to):
     repo, shas = vllm_repo
     write_pin(project, "vllm", UPSTREAM["vllm"], shas[0])
@@ -110,11 +155,23 @@ def test_bad_bump_target_never_reaches_git(project, vllm_repo, spawned, to):
 
 
 BAD_SOURCES = [
-    "ssh://host/repo", "git://host/repo", "http://plain/repo", "ftp://host/repo",
-    "ext::sh -c touch% /tmp/owned", "ext::sh", "git@github.com:a/b", "user@host:repo",
-    "-uhack", "--upload-pack=touch", "https://github.com/a/b --upload-pack=touch",
-    "https://github.com/a/b\n--upload-pack=x", "https://github.com/a\0b", "file:///srv/x\x1b[2J",
-    "HTTPS://github.com/a/b", "file://srv x", "fd::3\n",
+    "ssh://host/repo",
+    "git://host/repo",
+    "http://plain/repo",
+    "ftp://host/repo",
+    "ext::sh -c touch% /tmp/owned",
+    "ext::sh",
+    "git@github.com:a/b",
+    "user@host:repo",
+    "-uhack",
+    "--upload-pack=touch",
+    "https://github.com/a/b --upload-pack=touch",
+    "https://github.com/a/b\n--upload-pack=x",
+    "https://github.com/a\0b",
+    "file:///srv/x\x1b[2J",
+    "HTTPS://github.com/a/b",
+    "file://srv x",
+    "fd::3\n",
 ]
 
 
@@ -128,8 +185,9 @@ def test_bad_source_never_reaches_git(project, vllm_repo, spawned, source):
 
 
 @pytest.mark.parametrize("source", ["ext::sh -c touch% /tmp/owned", "ssh://host/r", "-uhack"])
-def test_bad_source_from_the_environment_never_reaches_git(project, vllm_repo, spawned,
-                                                           monkeypatch, source):
+def test_bad_source_from_the_environment_never_reaches_git(
+    project, vllm_repo, spawned, monkeypatch, source
+):
     _, shas = vllm_repo
     write_pin(project, "vllm", UPSTREAM["vllm"], shas[0])
     monkeypatch.setenv("APRON_SOURCE_VLLM", source)
@@ -138,8 +196,9 @@ def test_bad_source_from_the_environment_never_reaches_git(project, vllm_repo, s
     assert spawned == []
 
 
-@pytest.mark.parametrize("url", ["ext::sh -c touch% /tmp/owned", "ssh://host/r",
-                                 "git@github.com:a/b", "http://h/r"])
+@pytest.mark.parametrize(
+    "url", ["ext::sh -c touch% /tmp/owned", "ssh://host/r", "git@github.com:a/b", "http://h/r"]
+)
 def test_bad_pin_url_never_reaches_git(project, spawned, url):
     write_pin(project, "vllm", url, "a" * 40)
     with pytest.raises(PinError, match="must start with https:// or file://"):
@@ -147,10 +206,17 @@ def test_bad_pin_url_never_reaches_git(project, spawned, url):
     assert spawned == []
 
 
-@pytest.mark.parametrize("url", ["https://github.com/a/b --upload-pack=touch",
-                                 "https://github.com/a/b\\nimport os", "file:///srv/x\\u001b[2J"])
-def test_pin_url_with_whitespace_or_control_characters_is_rejected(project, vllm_repo, spawned,
-                                                                   url):
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://github.com/a/b --upload-pack=touch",
+        "https://github.com/a/b\\nimport os",
+        "file:///srv/x\\u001b[2J",
+    ],
+)
+def test_pin_url_with_whitespace_or_control_characters_is_rejected(
+    project, vllm_repo, spawned, url
+):
     """Checked in the pin itself: the pin URL is also written into generated headers, even
     when --source names another place to read from."""
     repo, _ = vllm_repo
@@ -163,16 +229,27 @@ def test_pin_url_with_whitespace_or_control_characters_is_rejected(project, vllm
 # ------------------------------------------------------------------ pin paths
 
 
-@pytest.mark.parametrize("engine", ["../vllm", "vllm/../../etc/passwd", "/etc/passwd", "vllm\0",
-                                    "..", "vllm.toml", "VLLM;touch x"])
+@pytest.mark.parametrize(
+    "engine",
+    [
+        "../vllm",
+        "vllm/../../etc/passwd",
+        "/etc/passwd",
+        "vllm\0",
+        "..",
+        "vllm.toml",
+        "VLLM;touch x",
+    ],
+)
 def test_cli_engine_id_cannot_name_a_path(project, spawned, engine):
     result = runner.invoke(app, ["--engine", engine, "--root", str(project.root)])
     assert result.exit_code == 2 and "unknown engine" in result.output
     assert "Traceback" not in result.output and spawned == []
 
 
-def test_pin_symlinked_out_of_pins_is_rejected_and_left_alone(project, vllm_repo, tmp_path,
-                                                              spawned):
+def test_pin_symlinked_out_of_pins_is_rejected_and_left_alone(
+    project, vllm_repo, tmp_path, spawned
+):
     repo, shas = vllm_repo
     outside = tmp_path / "elsewhere.toml"
     outside.write_text(f'url = "{UPSTREAM["vllm"]}"\ncommit = "{shas[0]}"\ndate = "2026-01-01"\n')
@@ -186,8 +263,9 @@ def test_pin_symlinked_out_of_pins_is_rejected_and_left_alone(project, vllm_repo
     assert not (project.generated / "vllm").exists()
 
 
-def test_bump_cannot_write_a_pin_through_a_symlink_made_after_planning(project, vllm_repo,
-                                                                       tmp_path):
+def test_bump_cannot_write_a_pin_through_a_symlink_made_after_planning(
+    project, vllm_repo, tmp_path
+):
     """The pin path is checked again when the bump writes it; generated/ and the symlink's
     target are left as they were."""
     repo, shas = vllm_repo
@@ -219,7 +297,9 @@ def test_git_is_always_an_argument_list_never_a_shell(project, vllm_repo, spawne
     assert spawned, "the recorder saw no process at all"
     for args, shell in spawned:
         assert not shell, args
-        assert isinstance(args, list | tuple) and all(isinstance(a, str | os.PathLike) for a in args), args
+        assert isinstance(args, list | tuple) and all(
+            isinstance(a, str | os.PathLike) for a in args
+        ), args
     argvs = spawned.git_argvs()
     assert len(argvs) >= 4 and {"fetch", "ls-remote", "cat-file"} <= {w for a in argvs for w in a}
     others = [args for args, _ in spawned if list(args) not in argvs]

@@ -43,14 +43,23 @@ class Faults:
         self.fail_at: int | None = None
         self.persistent = False
         self.error: type[BaseException] = OSError
-        real = {"open": builtins.open, "os.open": os.open, "mkdir": os.mkdir,
-                "replace": os.replace, "rename": os.rename}
+        real = {
+            "open": builtins.open,
+            "os.open": os.open,
+            "mkdir": os.mkdir,
+            "replace": os.replace,
+            "rename": os.rename,
+        }
 
         def wrap(name, function, writes):
             def wrapper(*args, **kwargs):
                 if writes(*args, **kwargs):
-                    self._step(f"{name} {args[0]}" + (f" -> {args[1]}" if name in ("replace", "rename") else ""))
+                    self._step(
+                        f"{name} {args[0]}"
+                        + (f" -> {args[1]}" if name in ("replace", "rename") else "")
+                    )
                 return function(*args, **kwargs)
+
             return wrapper
 
         def opens_for_writing(file, mode="r", *args, **kwargs):
@@ -66,8 +75,15 @@ class Faults:
         monkeypatch.setattr(builtins, "open", fake_open)
         monkeypatch.setattr(io, "open", fake_open)
         monkeypatch.setattr(os, "open", wrap("os.open", real["os.open"], os_open_writes))
-        monkeypatch.setattr(os, "mkdir", wrap("mkdir", real["mkdir"],  # an existing dir is a no-op
-                                              lambda p, *a, **k: self._under(p) and not os.path.lexists(p)))
+        monkeypatch.setattr(
+            os,
+            "mkdir",
+            wrap(
+                "mkdir",
+                real["mkdir"],  # an existing dir is a no-op
+                lambda p, *a, **k: self._under(p) and not os.path.lexists(p),
+            ),
+        )
         monkeypatch.setattr(os, "replace", wrap("replace", real["replace"], moves))
         monkeypatch.setattr(os, "rename", wrap("rename", real["rename"], moves))
 
@@ -82,8 +98,9 @@ class Faults:
     def _step(self, what: str) -> None:
         self.seen.append(what)
         count = len(self.seen)
-        if self.fail_at is not None and (count == self.fail_at or
-                                         (self.persistent and count > self.fail_at)):
+        if self.fail_at is not None and (
+            count == self.fail_at or (self.persistent and count > self.fail_at)
+        ):
             if self.error is OSError:
                 raise OSError(errno.ENOSPC, "No space left on device (simulated)", what)
             raise self.error()
@@ -94,8 +111,9 @@ class Faults:
     def __exit__(self, *exc) -> None:
         self._patch.undo()
 
-    def arm(self, fail_at: int | None, *, persistent: bool = False,
-            error: type[BaseException] = OSError) -> None:
+    def arm(
+        self, fail_at: int | None, *, persistent: bool = False, error: type[BaseException] = OSError
+    ) -> None:
         self.seen.clear()
         self.fail_at, self.persistent, self.error = fail_at, persistent, error
 
@@ -103,11 +121,13 @@ class Faults:
 @pytest.fixture
 def upgrade(project, make_repo):
     """generated/ and the pin at v1; v2 changes facts, v3 breaks the registry anchor."""
-    repo, shas = make_repo([
-        (clean_tree("vllm"), "v1"),
-        ({CONVERTOR_PATH: CONVERTOR_V2, REGISTRY_PATH: REGISTRY_V2}, "v2"),
-        ({REGISTRY_PATH: REGISTRY_V2.replace("_VLLM_MODELS", "_ALL")}, "v3: anchor renamed"),
-    ])
+    repo, shas = make_repo(
+        [
+            (clean_tree("vllm"), "v1"),
+            ({CONVERTOR_PATH: CONVERTOR_V2, REGISTRY_PATH: REGISTRY_V2}, "v2"),
+            ({REGISTRY_PATH: REGISTRY_V2.replace("_VLLM_MODELS", "_ALL")}, "v3: anchor renamed"),
+        ]
+    )
     write_pin(project, "vllm", UPSTREAM["vllm"], shas[0])
     run(VLLM, project, commit=None, source=str(repo))
     (project.generated / "hand-written-notes.md").write_text("kept as is\n")
@@ -140,18 +160,22 @@ def _fail_in(monkeypatch, target, name):
     monkeypatch.setattr(target, name, boom)
 
 
-@pytest.mark.parametrize(("step", "commit_index", "error"), [
-    ("unknown commit", None, UnknownCommitError),
-    ("extractor: anchor renamed", 2, AnchorError),
-    ("renderer: a fact module", 1, RuntimeError),
-    ("renderer: engine README", 1, RuntimeError),
-    ("renderer: warnings module", 1, RuntimeError),
-    ("renderer: shared schema", 1, RuntimeError),
-    ("reviewer: index", 1, RuntimeError),
-    ("reviewer: cross-engine matrix", 1, RuntimeError),
-])
-def test_failed_extract_leaves_generated_and_pins_identical(project, upgrade, monkeypatch, step,
-                                                            commit_index, error):
+@pytest.mark.parametrize(
+    ("step", "commit_index", "error"),
+    [
+        ("unknown commit", None, UnknownCommitError),
+        ("extractor: anchor renamed", 2, AnchorError),
+        ("renderer: a fact module", 1, RuntimeError),
+        ("renderer: engine README", 1, RuntimeError),
+        ("renderer: warnings module", 1, RuntimeError),
+        ("renderer: shared schema", 1, RuntimeError),
+        ("reviewer: index", 1, RuntimeError),
+        ("reviewer: cross-engine matrix", 1, RuntimeError),
+    ],
+)
+def test_failed_extract_leaves_generated_and_pins_identical(
+    project, upgrade, monkeypatch, step, commit_index, error
+):
     repo, shas = upgrade
     patch = {
         "renderer: a fact module": (render, "render_fact_module"),
@@ -170,13 +194,27 @@ def test_failed_extract_leaves_generated_and_pins_identical(project, upgrade, mo
     assert state(project) == before
 
 
-def test_renderer_bug_through_the_cli_is_one_line_and_changes_nothing(project, upgrade,
-                                                                    monkeypatch, capsys):
+def test_renderer_bug_through_the_cli_is_one_line_and_changes_nothing(
+    project, upgrade, monkeypatch, capsys
+):
     repo, shas = upgrade
     _fail_in(monkeypatch, render, "render_fact_module")
     monkeypatch.delenv("APRON_DEBUG", raising=False)
-    monkeypatch.setattr(sys, "argv", ["extract", "--engine", "vllm", "--commit", shas[1],
-                                      "--source", str(repo), "--root", str(project.root)])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "extract",
+            "--engine",
+            "vllm",
+            "--commit",
+            shas[1],
+            "--source",
+            str(repo),
+            "--root",
+            str(project.root),
+        ],
+    )
     before = state(project)
     with pytest.raises(SystemExit) as exit_info:
         cli.main()
@@ -188,12 +226,14 @@ def test_renderer_bug_through_the_cli_is_one_line_and_changes_nothing(project, u
 
 
 @pytest.mark.parametrize("error", [OSError, KeyboardInterrupt], ids=["disk-full", "interrupt"])
-def test_extract_survives_a_failure_at_every_write_step(project, upgrade, tmp_path, monkeypatch,
-                                                        error):
+def test_extract_survives_a_failure_at_every_write_step(
+    project, upgrade, tmp_path, monkeypatch, error
+):
     repo, shas = upgrade
 
-    steps = count_steps(project, tmp_path,
-                        lambda paths: run(VLLM, paths, commit=shas[1], source=str(repo)))
+    steps = count_steps(
+        project, tmp_path, lambda paths: run(VLLM, paths, commit=shas[1], source=str(repo))
+    )
     before = state(project)
     with Faults(project.root) as faults:
         for fail_at in range(1, len(steps) + 1):
@@ -209,11 +249,25 @@ def test_extract_survives_a_failure_at_every_write_step(project, upgrade, tmp_pa
     assert state(project) != before
 
 
-def test_write_error_through_the_cli_is_exit_2_with_one_message(project, upgrade, monkeypatch,
-                                                                capsys):
+def test_write_error_through_the_cli_is_exit_2_with_one_message(
+    project, upgrade, monkeypatch, capsys
+):
     repo, shas = upgrade
-    monkeypatch.setattr(sys, "argv", ["extract", "--engine", "vllm", "--commit", shas[1],
-                                      "--source", str(repo), "--root", str(project.root)])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "extract",
+            "--engine",
+            "vllm",
+            "--commit",
+            shas[1],
+            "--source",
+            str(repo),
+            "--root",
+            str(project.root),
+        ],
+    )
     before = state(project)
     with Faults(project.root) as faults, pytest.raises(SystemExit) as exit_info:
         faults.arm(3)
@@ -228,8 +282,11 @@ def test_generated_files_get_ordinary_modes(project, upgrade):
     """tempfile creates 0600 files and 0700 folders; what lands in generated/ is readable."""
     mask = os.umask(0)
     os.umask(mask)
-    for path in [project.generated / "vllm", *project.generated.glob("*"),
-                 *(project.generated / "vllm").iterdir()]:
+    for path in [
+        project.generated / "vllm",
+        *project.generated.glob("*"),
+        *(project.generated / "vllm").iterdir(),
+    ]:
         expected = (0o777 if path.is_dir() else 0o666) & ~mask
         assert path.stat().st_mode & 0o777 == expected, path
 
@@ -252,8 +309,9 @@ def assert_pin_matches_generated(project: ProjectPaths) -> None:
 
 
 @pytest.mark.parametrize("error", [OSError, KeyboardInterrupt], ids=["disk-full", "interrupt"])
-def test_bump_survives_a_failure_at_every_write_step(project, planned, tmp_path, monkeypatch,
-                                                     error):
+def test_bump_survives_a_failure_at_every_write_step(
+    project, planned, tmp_path, monkeypatch, error
+):
     plan, shas = planned
     steps = count_steps(project, tmp_path, lambda paths: apply_bump(paths, plan))
     assert any("pins/vllm.toml" in s for s in steps) and any("generated" in s for s in steps)
@@ -275,8 +333,10 @@ def test_bump_with_the_pin_or_generated_unwritable(project, planned, monkeypatch
     """The pin write failing and the generated write failing: either way neither changes."""
     plan, _ = planned
     before = state(project)
-    with Faults(project.root / where) as faults, \
-            pytest.raises(WriteError, match="No space left on device"):
+    with (
+        Faults(project.root / where) as faults,
+        pytest.raises(WriteError, match="No space left on device"),
+    ):
         faults.arm(1, persistent=True)
         apply_bump(project, plan)
     assert state(project) == before

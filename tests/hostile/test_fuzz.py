@@ -30,21 +30,89 @@ from tests.hostile.test_no_execution import generated_module_problems
 
 DEEP_RUN = "APRON_FUZZ_EXAMPLES" in os.environ
 EXAMPLES = int(os.environ.get("APRON_FUZZ_EXAMPLES", "60"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=not DEEP_RUN,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not DEEP_RUN,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 PARSED_SUFFIXES = (".py", ".cpp", ".h", ".md", ".mdx")
 # Fragments that matter to one of the parsers: brackets, quotes, comment and string openers,
 # preprocessor lines, switch labels, table pipes and footnotes, HTML, fences, decorators.
 FRAGMENTS = [
-    "(", ")", "[", "]", "{", "}", "<", ">", '"', "'", '"""', "'''", "#", "//", "/*", "*/",
-    "\\", "\\\n", "\n", "\t", "\r\n", ":", ",", ";", "=", "**", "@", "`", "```\n", "|", "| --- |",
-    "[^1]", "[^1]: note\n", "<table>", "</table>", "<td>", "</tr>", "<sup>", "</sup>", "<!--",
-    "#if X\n", "#ifdef Y\n", "#else\n", "#endif\n", "#define Z 1\n", "case LLM_ARCH_LLAMA:",
-    "default:", "return true;", "return false;", "switch (arch) {", "elif ", "else:", "def f():",
-    "class X:", "lambda: ", "not ", " and ", " or ", " if x else ", "return", "pass", "**{}",
-    "EntryClass = ", "@register_auto_model(", "@ModelBase.register(", "MODEL_ARCH.", "\u2028",
-    "\x85", "\ufeff", "é", "的", "\U0001f600",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "<",
+    ">",
+    '"',
+    "'",
+    '"""',
+    "'''",
+    "#",
+    "//",
+    "/*",
+    "*/",
+    "\\",
+    "\\\n",
+    "\n",
+    "\t",
+    "\r\n",
+    ":",
+    ",",
+    ";",
+    "=",
+    "**",
+    "@",
+    "`",
+    "```\n",
+    "|",
+    "| --- |",
+    "[^1]",
+    "[^1]: note\n",
+    "<table>",
+    "</table>",
+    "<td>",
+    "</tr>",
+    "<sup>",
+    "</sup>",
+    "<!--",
+    "#if X\n",
+    "#ifdef Y\n",
+    "#else\n",
+    "#endif\n",
+    "#define Z 1\n",
+    "case LLM_ARCH_LLAMA:",
+    "default:",
+    "return true;",
+    "return false;",
+    "switch (arch) {",
+    "elif ",
+    "else:",
+    "def f():",
+    "class X:",
+    "lambda: ",
+    "not ",
+    " and ",
+    " or ",
+    " if x else ",
+    "return",
+    "pass",
+    "**{}",
+    "EntryClass = ",
+    "@register_auto_model(",
+    "@ModelBase.register(",
+    "MODEL_ARCH.",
+    "\u2028",
+    "\x85",
+    "\ufeff",
+    "é",
+    "的",
+    "\U0001f600",
 ]
 
 
@@ -56,35 +124,55 @@ def lines_of(text: str) -> list[str]:
 def mutate(draw, text: str) -> str:
     """One mutation of `text`."""
     lines = lines_of(text) or [""]
-    kind = draw(st.sampled_from(["delete", "duplicate", "swap", "insert", "insert", "rename",
-                                 "truncate", "splice", "dedent"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "delete",
+                "duplicate",
+                "swap",
+                "insert",
+                "insert",
+                "rename",
+                "truncate",
+                "splice",
+                "dedent",
+            ]
+        )
+    )
     at = draw(st.integers(0, max(len(lines) - 1, 0)))
     span = draw(st.integers(1, 8))
     if kind == "delete":
-        return "".join(lines[:at] + lines[at + span:])
+        return "".join(lines[:at] + lines[at + span :])
     if kind == "duplicate":
-        return "".join(lines[:at + span] + lines[at:at + span] + lines[at + span:])
+        return "".join(lines[: at + span] + lines[at : at + span] + lines[at + span :])
     if kind == "swap":
         other = draw(st.integers(0, len(lines) - 1))
         lines[at], lines[other] = lines[other], lines[at]
         return "".join(lines)
     if kind == "dedent":
-        lines[at:at + span] = [line.lstrip(" ") for line in lines[at:at + span]]
+        lines[at : at + span] = [line.lstrip(" ") for line in lines[at : at + span]]
         return "".join(lines)
     offset = draw(st.integers(0, len(text)))
     if kind == "insert":
-        piece = draw(st.one_of(st.sampled_from(FRAGMENTS),
-                               st.text(alphabet="".join(FRAGMENTS[:30]) + "aZ_09 ", max_size=12)))
+        piece = draw(
+            st.one_of(
+                st.sampled_from(FRAGMENTS),
+                st.text(alphabet="".join(FRAGMENTS[:30]) + "aZ_09 ", max_size=12),
+            )
+        )
         return text[:offset] + piece * draw(st.integers(1, 3)) + text[offset:]
     if kind == "truncate":
         return text[:offset]
     if kind == "splice":
         start = draw(st.integers(0, len(text)))
-        return text[:offset] + text[start:start + draw(st.integers(1, 200))] + text[offset:]
+        return text[:offset] + text[start : start + draw(st.integers(1, 200))] + text[offset:]
     words = sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", text))) or ["x"]
     old = draw(st.sampled_from(words))
-    new = draw(st.one_of(st.sampled_from(words), st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}",
-                                                              fullmatch=True)))
+    new = draw(
+        st.one_of(
+            st.sampled_from(words), st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
+        )
+    )
     return text.replace(old, new, draw(st.integers(1, 3)))
 
 
@@ -101,7 +189,11 @@ def mutated_tree(draw, engine: str) -> tuple[str, dict[str, str | bytes]]:
         if draw(st.integers(0, 9)) == 0:  # now and then, bytes no text decoder accepts
             raw = text.encode()
             cut = draw(st.integers(0, len(raw)))
-            data = raw[:cut] + draw(st.sampled_from([b"\xff", b"\x00", b"\xc3", b"\xed\xa0\x80"])) + raw[cut:]
+            data = (
+                raw[:cut]
+                + draw(st.sampled_from([b"\xff", b"\x00", b"\xc3", b"\xed\xa0\x80"]))
+                + raw[cut:]
+            )
         tree[path] = data
     return ", ".join(touched), tree
 
@@ -133,8 +225,12 @@ def test_mutated_engine_tree_gives_a_result_or_the_projects_own_error(engine):
 
 
 def _texts(suffixes: tuple[str, ...]) -> list[str]:
-    return [text for engine in ("vllm", "llamacpp", "sglang", "trtllm")
-            for path, text in clean_tree(engine).items() if path.endswith(suffixes)]
+    return [
+        text
+        for engine in ("vllm", "llamacpp", "sglang", "trtllm")
+        for path, text in clean_tree(engine).items()
+        if path.endswith(suffixes)
+    ]
 
 
 PYTHON_TEXTS = _texts((".py",))
@@ -201,14 +297,23 @@ def test_any_string_in_the_source_is_data_in_the_generated_module(name):
     tree = dict(clean_tree("vllm"))
     tree[REGISTRY_PATH] = str(tree[REGISTRY_PATH]).replace(
         '    "BertModel": ("bert", "BertEmbeddingModel"),\n',
-        f'    {name!r}: ("bert", "BertEmbeddingModel"),\n')
-    facts = extract_engine(ENGINES["vllm"], MemorySnapshot(tree, engine="vllm"),
-                           commit_date="2026-01-01")
+        f'    {name!r}: ("bert", "BertEmbeddingModel"),\n',
+    )
+    facts = extract_engine(
+        ENGINES["vllm"], MemorySnapshot(tree, engine="vllm"), commit_date="2026-01-01"
+    )
     assert name in {r.architecture for r in facts.fact("registry_rows").records}
     module = render_engine_files(facts, "vLLM")["registry_rows.py"]
     assert generated_module_problems(module) == []
-    rows = next(node.value for node in ast.parse(module).body
-                if isinstance(node, ast.AnnAssign) and node.target.id == "ROWS")
-    values = {ast.literal_eval(k.value) for row in rows.elts for k in row.keywords
-              if k.arg == "architecture"}
+    rows = next(
+        node.value
+        for node in ast.parse(module).body
+        if isinstance(node, ast.AnnAssign) and node.target.id == "ROWS"
+    )
+    values = {
+        ast.literal_eval(k.value)
+        for row in rows.elts
+        for k in row.keywords
+        if k.arg == "architecture"
+    }
     assert name in values

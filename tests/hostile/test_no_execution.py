@@ -37,8 +37,10 @@ def listener():
 @pytest.fixture
 def watchdog():
     def expired(signum, frame):
-        raise AssertionError(f"extraction still running after {WATCHDOG_SECONDS}s: did it run "
-                             "the payload's endless loop?")
+        raise AssertionError(
+            f"extraction still running after {WATCHDOG_SECONDS}s: did it run "
+            "the payload's endless loop?"
+        )
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.alarm(WATCHDOG_SECONDS)
@@ -56,17 +58,23 @@ def assert_never_connected(server: socket.socket) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_hostile_tree_extracts_like_the_clean_tree_and_runs_nothing(
-        project, make_repo, tmp_path, listener, watchdog, monkeypatch, engine):
+    project, make_repo, tmp_path, listener, watchdog, monkeypatch, engine
+):
     marker = tmp_path / "EXECUTED"
     port = listener.getsockname()[1]
     loaded: list[Path] = []
     real_load = render._load_module
-    monkeypatch.setattr(render, "_load_module",
-                        lambda path, name: loaded.append(Path(path)) or real_load(path, name))
-    repo, shas = make_repo([
-        (clean_tree(engine), "clean miniature"),
-        (hostile_tree(engine, marker, port), "every file carries a payload"),
-    ])
+    monkeypatch.setattr(
+        render,
+        "_load_module",
+        lambda path, name: loaded.append(Path(path)) or real_load(path, name),
+    )
+    repo, shas = make_repo(
+        [
+            (clean_tree(engine), "clean miniature"),
+            (hostile_tree(engine, marker, port), "every file carries a payload"),
+        ]
+    )
     clean = extract_repo(project, repo, engine, shas[0])
     hostile = extract_repo(project, repo, engine, shas[1])
 
@@ -89,15 +97,53 @@ def test_hostile_tree_extracts_like_the_clean_tree_and_runs_nothing(
 FORBIDDEN_CALLS = {"exec", "eval", "compile", "__import__", "execfile", "breakpoint"}
 # Attributes (or names imported from a module) that load or run code.
 FORBIDDEN_NAMES = {
-    "import_module", "find_spec", "spec_from_file_location", "spec_from_loader",
-    "module_from_spec", "exec_module", "load_module", "load_source", "SourceFileLoader",
-    "SourcelessFileLoader", "ExtensionFileLoader", "run_path", "run_module", "system", "popen",
-    "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp", "execlpe", "spawnv",
-    "spawnve", "spawnl", "spawnle", "startfile", "loads", "load",
+    "import_module",
+    "find_spec",
+    "spec_from_file_location",
+    "spec_from_loader",
+    "module_from_spec",
+    "exec_module",
+    "load_module",
+    "load_source",
+    "SourceFileLoader",
+    "SourcelessFileLoader",
+    "ExtensionFileLoader",
+    "run_path",
+    "run_module",
+    "system",
+    "popen",
+    "execv",
+    "execve",
+    "execvp",
+    "execvpe",
+    "execl",
+    "execle",
+    "execlp",
+    "execlpe",
+    "spawnv",
+    "spawnve",
+    "spawnl",
+    "spawnle",
+    "startfile",
+    "loads",
+    "load",
 }
 # Modules whose only use would be to run or unpickle something.
-FORBIDDEN_MODULES = {"runpy", "imp", "code", "codeop", "pickle", "marshal", "shelve", "builtins",
-                     "ctypes", "cffi", "dill", "cloudpickle", "pty"}
+FORBIDDEN_MODULES = {
+    "runpy",
+    "imp",
+    "code",
+    "codeop",
+    "pickle",
+    "marshal",
+    "shelve",
+    "builtins",
+    "ctypes",
+    "cffi",
+    "dill",
+    "cloudpickle",
+    "pty",
+}
 # `load`/`loads` are fine on these (data formats, not code).
 DATA_LOADERS = {"json", "tomllib", "toml", "yaml_safe"}
 
@@ -105,8 +151,11 @@ DATA_LOADERS = {"json", "tomllib", "toml", "yaml_safe"}
 # diff) is the one import-style load; the calculator-impact step runs our own `apron` package in
 # a subprocess. Anything else, anywhere else, fails.
 ALLOWED = {
-    ("extractors/render.py", "_load_module"): {"spec_from_file_location", "module_from_spec",
-                                               "exec_module"},
+    ("extractors/render.py", "_load_module"): {
+        "spec_from_file_location",
+        "module_from_spec",
+        "exec_module",
+    },
     ("extractors/impact.py", "_figures"): {"sys.executable"},
 }
 
@@ -134,15 +183,17 @@ def _forbidden(node: ast.AST) -> str | None:
         if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             return node.func.id
         for keyword in node.keywords:
-            if keyword.arg == "shell" and not (isinstance(keyword.value, ast.Constant)
-                                                and keyword.value.value is False):
+            if keyword.arg == "shell" and not (
+                isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+            ):
                 return "shell=True"
     if isinstance(node, ast.Attribute):
         base = node.value.id if isinstance(node.value, ast.Name) else ""
         if node.attr == "executable" and base == "sys":
             return "sys.executable"
-        if node.attr in FORBIDDEN_NAMES and not (node.attr in {"load", "loads"}
-                                                  and base in DATA_LOADERS):
+        if node.attr in FORBIDDEN_NAMES and not (
+            node.attr in {"load", "loads"} and base in DATA_LOADERS
+        ):
             return node.attr
     if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES - {"load", "loads"}:
         return node.id
@@ -174,56 +225,78 @@ def test_no_extractor_module_loads_or_runs_code_outside_the_allowlist():
                 used.add((relative, scope, what))
             else:
                 problems.append(f"{relative}:{line} in {scope}: {what}")
-    assert not problems, "code-running or import-style loaders in extractors/:\n" + "\n".join(problems)
+    assert not problems, "code-running or import-style loaders in extractors/:\n" + "\n".join(
+        problems
+    )
     allowed = {(f, s, w) for (f, s), names in ALLOWED.items() for w in names}
     assert used == allowed, f"stale allowlist entries: {sorted(allowed - used)}"
 
 
 def test_the_scan_covers_every_module():
     names = {p.relative_to(REPO_ROOT).as_posix() for p in extractor_modules()}
-    assert {"extractors/render.py", "extractors/source.py", "extractors/vllm/convertor.py",
-            "extractors/parsing/cpp_ts.py", "extractors/llamacpp/converter.py"} <= names
+    assert {
+        "extractors/render.py",
+        "extractors/source.py",
+        "extractors/vllm/convertor.py",
+        "extractors/parsing/cpp_ts.py",
+        "extractors/llamacpp/converter.py",
+    } <= names
     assert len(names) >= 40
 
 
-@pytest.mark.parametrize(("snippet", "expected"), [
-    ("exec(text)", "exec"),
-    ("eval(text)", "eval"),
-    ("compile(text, 'x', 'exec')", "compile"),
-    ("__import__(name)", "__import__"),
-    ("import importlib\nimportlib.import_module(name)", "import_module"),
-    ("from importlib import import_module", "from importlib import import_module"),
-    ("import importlib.util\nimportlib.util.spec_from_file_location('m', p)", "spec_from_file_location"),
-    ("from importlib.util import spec_from_file_location", "from importlib.util import spec_from_file_location"),
-    ("spec.loader.exec_module(module)", "exec_module"),
-    ("import importlib.util\nimportlib.util.find_spec('vllm.config')", "find_spec"),
-    ("import runpy", "import runpy"),
-    ("from runpy import run_path", "from runpy import"),
-    ("import imp", "import imp"),
-    ("import pickle", "import pickle"),
-    ("import marshal", "import marshal"),
-    ("import builtins", "import builtins"),
-    ("os.system('git fetch')", "system"),
-    ("subprocess.run('git fetch', shell=True)", "shell=True"),
-    ("subprocess.run(args, shell=flag)", "shell=True"),
-    ("subprocess.run([sys.executable, '-c', code])", "sys.executable"),
-])
+@pytest.mark.parametrize(
+    ("snippet", "expected"),
+    [
+        ("exec(text)", "exec"),
+        ("eval(text)", "eval"),
+        ("compile(text, 'x', 'exec')", "compile"),
+        ("__import__(name)", "__import__"),
+        ("import importlib\nimportlib.import_module(name)", "import_module"),
+        ("from importlib import import_module", "from importlib import import_module"),
+        (
+            "import importlib.util\nimportlib.util.spec_from_file_location('m', p)",
+            "spec_from_file_location",
+        ),
+        (
+            "from importlib.util import spec_from_file_location",
+            "from importlib.util import spec_from_file_location",
+        ),
+        ("spec.loader.exec_module(module)", "exec_module"),
+        ("import importlib.util\nimportlib.util.find_spec('vllm.config')", "find_spec"),
+        ("import runpy", "import runpy"),
+        ("from runpy import run_path", "from runpy import"),
+        ("import imp", "import imp"),
+        ("import pickle", "import pickle"),
+        ("import marshal", "import marshal"),
+        ("import builtins", "import builtins"),
+        ("os.system('git fetch')", "system"),
+        ("subprocess.run('git fetch', shell=True)", "shell=True"),
+        ("subprocess.run(args, shell=flag)", "shell=True"),
+        ("subprocess.run([sys.executable, '-c', code])", "sys.executable"),
+    ],
+)
 def test_scan_flags_each_kind_of_loader(snippet, expected):
-    found = scan_source("def reader(text, name, p, spec, module, args, flag, code):\n"
-                        + "".join(f"    {line}\n" for line in snippet.splitlines()), "x.py")
+    found = scan_source(
+        "def reader(text, name, p, spec, module, args, flag, code):\n"
+        + "".join(f"    {line}\n" for line in snippet.splitlines()),
+        "x.py",
+    )
     assert [(scope, what) for scope, what, _ in found][-1:] == [("reader", expected)]
 
 
-@pytest.mark.parametrize("snippet", [
-    "re.compile(r'x')",
-    "db.execute('PRAGMA x')",
-    "ast.literal_eval(node_text)",
-    "json.loads(text)",
-    "tomllib.loads(text)",
-    "subprocess.run(['git', 'fetch'], shell=False)",
-    "module.evaluated_value",
-    "from importlib import metadata",
-])
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "re.compile(r'x')",
+        "db.execute('PRAGMA x')",
+        "ast.literal_eval(node_text)",
+        "json.loads(text)",
+        "tomllib.loads(text)",
+        "subprocess.run(['git', 'fetch'], shell=False)",
+        "module.evaluated_value",
+        "from importlib import metadata",
+    ],
+)
 def test_scan_lets_ordinary_code_through(snippet):
     assert scan_source(snippet + "\n", "x.py") == []
 
@@ -237,8 +310,12 @@ def generated_module_problems(text: str) -> list[str]:
     assignments of literals and schema NamedTuple calls, and the NamedTuple classes of
     schema.py. Checked with ast.parse: nothing is run."""
     tree = ast.parse(text)
-    schema_names = {a.asname or a.name for node in tree.body if isinstance(node, ast.ImportFrom)
-                    and node.module == "generated.schema" for a in node.names}
+    schema_names = {
+        a.asname or a.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module == "generated.schema"
+        for a in node.names
+    }
 
     def is_data(node: ast.AST) -> bool:
         if isinstance(node, ast.Constant):
@@ -248,8 +325,11 @@ def generated_module_problems(text: str) -> list[str]:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return is_data(node.operand)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            return (node.func.id in schema_names and not node.args
-                    and all(k.arg and is_data(k.value) for k in node.keywords))
+            return (
+                node.func.id in schema_names
+                and not node.args
+                and all(k.arg and is_data(k.value) for k in node.keywords)
+            )
         return False
 
     problems = []
@@ -258,19 +338,38 @@ def generated_module_problems(text: str) -> list[str]:
             continue
         if isinstance(node, ast.ImportFrom) and node.module in ("__future__", "generated.schema"):
             continue
-        if isinstance(node, ast.ImportFrom) and node.module == "typing" and \
-                [a.name for a in node.names] == ["NamedTuple"]:
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "typing"
+            and [a.name for a in node.names] == ["NamedTuple"]
+        ):
             continue
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                isinstance(node.targets[0], ast.Name) and is_data(node.value):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and is_data(node.value)
+        ):
             continue
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
-                node.value is not None and is_data(node.value):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.value is not None
+            and is_data(node.value)
+        ):
             continue
-        if isinstance(node, ast.ClassDef) and [ast.unparse(b) for b in node.bases] == ["NamedTuple"] \
-                and not node.decorator_list and all(
-                    isinstance(s, ast.AnnAssign) and s.value is None or
-                    isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in node.body):
+        if (
+            isinstance(node, ast.ClassDef)
+            and [ast.unparse(b) for b in node.bases] == ["NamedTuple"]
+            and not node.decorator_list
+            and all(
+                isinstance(s, ast.AnnAssign)
+                and s.value is None
+                or isinstance(s, ast.Expr)
+                and isinstance(s.value, ast.Constant)
+                for s in node.body
+            )
+        ):
             continue
         problems.append(f"line {node.lineno}: {ast.unparse(node)[:80]}")
     return problems
@@ -292,9 +391,16 @@ def test_data_check_catches_code():
 INJECTED = 'open("EXECUTED", "w").write("from a file name")'
 HOSTILE_NAMES = [
     # (engine, a file name in a folder the extractor lists, the tree's file it imitates)
-    ("sglang", f"python/sglang/srt/models/evil\n{INJECTED}\n#.py", "python/sglang/srt/models/gemma.py"),
-    ("trtllm", f"tensorrt_llm/_torch/models/modeling_x\n{INJECTED}\n#.py",
-     "tensorrt_llm/_torch/models/modeling_qwen3.py"),
+    (
+        "sglang",
+        f"python/sglang/srt/models/evil\n{INJECTED}\n#.py",
+        "python/sglang/srt/models/gemma.py",
+    ),
+    (
+        "trtllm",
+        f"tensorrt_llm/_torch/models/modeling_x\n{INJECTED}\n#.py",
+        "tensorrt_llm/_torch/models/modeling_qwen3.py",
+    ),
     ("llamacpp", f"src/models/x\n{INJECTED}\n#.cpp", "src/models/gemma2.cpp"),
     ("llamacpp", f"conversion/x\u2028{INJECTED}\u2028#.py", "conversion/base.py"),
     ("sglang", "python/sglang/srt/models/caf\udce9.py", "python/sglang/srt/models/gemma.py"),
@@ -302,8 +408,9 @@ HOSTILE_NAMES = [
 
 
 @pytest.mark.parametrize(("engine", "name", "imitates"), HOSTILE_NAMES)
-def test_hostile_file_name_never_becomes_code_in_generated(project, make_repo, tmp_path,
-                                                           monkeypatch, engine, name, imitates):
+def test_hostile_file_name_never_becomes_code_in_generated(
+    project, make_repo, tmp_path, monkeypatch, engine, name, imitates
+):
     """A file name with a line break (or bytes that are not UTF-8) in a folder the extractor
     lists would end up in the `# source:` header of a generated module, which the next run
     loads back and apron imports. It is a clear error instead, and nothing runs."""
@@ -331,9 +438,16 @@ def test_header_quotes_a_value_that_could_end_its_comment_line():
 
     kind = VLLM_ENGINE.facts[0].kind
     hostile = f"a\n{INJECTED}\n\u2028{INJECTED}\r#.py"
-    facts = EngineFacts(engine="vllm", commit="a" * 40, commit_date="2026-01-01",
-                        upstream_url=f"https://x/\n{INJECTED}", facts=(), warnings=())
-    text = render_fact_module(facts, FactResult(kind=kind, records=(),
-                                                sources=(SourceFile(path=hostile, blob="b" * 40),)))
+    facts = EngineFacts(
+        engine="vllm",
+        commit="a" * 40,
+        commit_date="2026-01-01",
+        upstream_url=f"https://x/\n{INJECTED}",
+        facts=(),
+        warnings=(),
+    )
+    text = render_fact_module(
+        facts, FactResult(kind=kind, records=(), sources=(SourceFile(path=hostile, blob="b" * 40),))
+    )
     assert generated_module_problems(text) == []
     assert '# source: "a\\n' in text and "\n" + INJECTED not in text

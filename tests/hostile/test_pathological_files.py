@@ -45,49 +45,124 @@ def wide_table(columns: int) -> str:
 
 # (engine, path, replacement text or bytes, expected error class, message part)
 BAD_FILES = [
-    pytest.param("vllm", CONVERTOR_PATH, clean_tree("vllm")[CONVERTOR_PATH] + f"\nX = {deep_parens()}\n",
-                 ParseError, "nested too deeply", id="libcst-deep-parens"),
-    pytest.param("vllm", CONVERTOR_PATH, clean_tree("vllm")[CONVERTOR_PATH]
-                 + "X = " + " + ".join(["1"] * 50_000) + "\n",
-                 ParseError, "nested too deeply", id="libcst-long-operator-chain"),
-    pytest.param("vllm", CONVERTOR_PATH, clean_tree("vllm")[CONVERTOR_PATH]
-                 + ("X = " + "[" * 30 + "]" * 30 + "\n") * 3_000,
-                 ParseError, "too large or too deeply bracketed", id="libcst-bracket-heavy"),
-    pytest.param("vllm", REGISTRY_PATH, clean_tree("vllm")[REGISTRY_PATH] + f"\nX = {deep_parens()}\n",
-                 ParseError, "nested too deeply", id="tree-sitter-python-deep-parens"),
-    pytest.param("vllm", REGISTRY_PATH, clean_tree("vllm")[REGISTRY_PATH]
-                 + "X = " + "not " * 20_000 + "x\n",
-                 ParseError, "nested too deeply", id="tree-sitter-python-unary-chain"),
-    pytest.param("llamacpp", ARCH_CPP, clean_tree("llamacpp")[ARCH_CPP]
-                 + "int deep() { return " + deep_parens() + "; }\n",
-                 ParseError, "nested too deeply", id="tree-sitter-cpp-deep-parens"),
-    pytest.param("llamacpp", ARCH_H, "#ifdef A\n" * DEEP + clean_tree("llamacpp")[ARCH_H]
-                 + "#endif\n" * DEEP, ParseError, "nests preprocessor conditionals",
-                 id="cpp-deep-preprocessor"),
-    pytest.param("llamacpp", ARCH_H, clean_tree("llamacpp")[ARCH_H] + "#if A0\n"
-                 + "".join(f"#elif {'A' * 40}{i}\n" for i in range(5_000)) + "#endif\n",
-                 ParseError, "preprocessor conditions adding up", id="cpp-long-elif-chain"),
-    pytest.param("sglang", f"{SGLANG_MODELS}/llama.py",
-                 clean_tree("sglang")[f"{SGLANG_MODELS}/llama.py"].encode() + b"# caf\xe9\n",
-                 ParseError, "is not valid UTF-8", id="non-utf8"),
-    pytest.param("trtllm", f"{TRTLLM_MODELS}/modeling_llama.py",
-                 clean_tree("trtllm")[f"{TRTLLM_MODELS}/modeling_llama.py"].encode() + b"X = 1\0\n",
-                 ParseError, "contains a NUL byte", id="nul-byte"),
-    pytest.param("trtllm", PAGE_PATH, clean_tree("trtllm")[PAGE_PATH] + wide_table(10_001),
-                 ParseError, "has a table with 10001 columns (line", id="markdown-10000-columns"),
-    pytest.param("sglang", f"{NEW_DOCS}/generative_models.mdx",
-                 clean_tree("sglang")[f"{NEW_DOCS}/generative_models.mdx"]
-                 + "\n<div>\n" + "<table><tr>" + "<td>x</td>" * 10_001 + "</tr></table>\n</div>\n",
-                 ParseError, "has a table with 10001 columns", id="html-table-10000-columns"),
-    pytest.param("vllm", DOCS_PATH, clean_tree("vllm")[DOCS_PATH]
-                 + ("| a | b |\n|---|---|\n" + "| x | y |\n" * 100) * 1_000,
-                 ParseError, f"over the {MAX_MARKDOWN_CHARS}-character limit", id="markdown-too-long"),
+    pytest.param(
+        "vllm",
+        CONVERTOR_PATH,
+        clean_tree("vllm")[CONVERTOR_PATH] + f"\nX = {deep_parens()}\n",
+        ParseError,
+        "nested too deeply",
+        id="libcst-deep-parens",
+    ),
+    pytest.param(
+        "vllm",
+        CONVERTOR_PATH,
+        clean_tree("vllm")[CONVERTOR_PATH] + "X = " + " + ".join(["1"] * 50_000) + "\n",
+        ParseError,
+        "nested too deeply",
+        id="libcst-long-operator-chain",
+    ),
+    pytest.param(
+        "vllm",
+        CONVERTOR_PATH,
+        clean_tree("vllm")[CONVERTOR_PATH] + ("X = " + "[" * 30 + "]" * 30 + "\n") * 3_000,
+        ParseError,
+        "too large or too deeply bracketed",
+        id="libcst-bracket-heavy",
+    ),
+    pytest.param(
+        "vllm",
+        REGISTRY_PATH,
+        clean_tree("vllm")[REGISTRY_PATH] + f"\nX = {deep_parens()}\n",
+        ParseError,
+        "nested too deeply",
+        id="tree-sitter-python-deep-parens",
+    ),
+    pytest.param(
+        "vllm",
+        REGISTRY_PATH,
+        clean_tree("vllm")[REGISTRY_PATH] + "X = " + "not " * 20_000 + "x\n",
+        ParseError,
+        "nested too deeply",
+        id="tree-sitter-python-unary-chain",
+    ),
+    pytest.param(
+        "llamacpp",
+        ARCH_CPP,
+        clean_tree("llamacpp")[ARCH_CPP] + "int deep() { return " + deep_parens() + "; }\n",
+        ParseError,
+        "nested too deeply",
+        id="tree-sitter-cpp-deep-parens",
+    ),
+    pytest.param(
+        "llamacpp",
+        ARCH_H,
+        "#ifdef A\n" * DEEP + clean_tree("llamacpp")[ARCH_H] + "#endif\n" * DEEP,
+        ParseError,
+        "nests preprocessor conditionals",
+        id="cpp-deep-preprocessor",
+    ),
+    pytest.param(
+        "llamacpp",
+        ARCH_H,
+        clean_tree("llamacpp")[ARCH_H]
+        + "#if A0\n"
+        + "".join(f"#elif {'A' * 40}{i}\n" for i in range(5_000))
+        + "#endif\n",
+        ParseError,
+        "preprocessor conditions adding up",
+        id="cpp-long-elif-chain",
+    ),
+    pytest.param(
+        "sglang",
+        f"{SGLANG_MODELS}/llama.py",
+        clean_tree("sglang")[f"{SGLANG_MODELS}/llama.py"].encode() + b"# caf\xe9\n",
+        ParseError,
+        "is not valid UTF-8",
+        id="non-utf8",
+    ),
+    pytest.param(
+        "trtllm",
+        f"{TRTLLM_MODELS}/modeling_llama.py",
+        clean_tree("trtllm")[f"{TRTLLM_MODELS}/modeling_llama.py"].encode() + b"X = 1\0\n",
+        ParseError,
+        "contains a NUL byte",
+        id="nul-byte",
+    ),
+    pytest.param(
+        "trtllm",
+        PAGE_PATH,
+        clean_tree("trtllm")[PAGE_PATH] + wide_table(10_001),
+        ParseError,
+        "has a table with 10001 columns (line",
+        id="markdown-10000-columns",
+    ),
+    pytest.param(
+        "sglang",
+        f"{NEW_DOCS}/generative_models.mdx",
+        clean_tree("sglang")[f"{NEW_DOCS}/generative_models.mdx"]
+        + "\n<div>\n"
+        + "<table><tr>"
+        + "<td>x</td>" * 10_001
+        + "</tr></table>\n</div>\n",
+        ParseError,
+        "has a table with 10001 columns",
+        id="html-table-10000-columns",
+    ),
+    pytest.param(
+        "vllm",
+        DOCS_PATH,
+        clean_tree("vllm")[DOCS_PATH] + ("| a | b |\n|---|---|\n" + "| x | y |\n" * 100) * 1_000,
+        ParseError,
+        f"over the {MAX_MARKDOWN_CHARS}-character limit",
+        id="markdown-too-long",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("engine", "path", "content", "error", "message"), BAD_FILES)
-def test_pathological_file_is_one_clear_error(project, make_repo, engine, path, content, error,
-                                              message):
+def test_pathological_file_is_one_clear_error(
+    project, make_repo, engine, path, content, error, message
+):
     repo, shas = make_repo([(clean_tree(engine), "clean"), ({path: content}, "pathological")])
     extract_repo(project, repo, engine, shas[0])
     before = folder_bytes(project.generated)
@@ -119,7 +194,9 @@ def test_quadratic_regex_input_in_an_html_block_is_bounded(project, make_repo):
     started = time.perf_counter()
     result = extract_repo(project, repo, "sglang", shas[1])
     assert time.perf_counter() - started < SECONDS
-    assert result.facts.fact("docs_table_rows").records == clean.facts.fact("docs_table_rows").records
+    assert (
+        result.facts.fact("docs_table_rows").records == clean.facts.fact("docs_table_rows").records
+    )
 
 
 # ------------------------------------------------------------------ symlinks and other non-files
@@ -145,7 +222,9 @@ def test_relative_symlink_in_cpp_sources_is_an_error(project, make_repo):
     (repo / ARCH_H).unlink()
     os.symlink("../../../../etc/passwd", repo / ARCH_H)
     shas.append(commit_tree(repo, {}, "header becomes a symlink"))
-    with pytest.raises(MissingPathError, match="is a symbolic link where a file is expected") as info:
+    with pytest.raises(
+        MissingPathError, match="is a symbolic link where a file is expected"
+    ) as info:
         extract_repo(project, repo, "llamacpp", shas[1])
     assert ARCH_H in info.value.paths
 
@@ -167,9 +246,15 @@ def test_symlinked_module_in_a_listed_folder_is_not_followed(project, make_repo,
 
 def test_directory_where_a_file_is_expected_names_every_candidate(project, make_repo):
     tree = clean_tree("vllm")
-    repo, shas = make_repo([(tree, "clean"),
-                            ({REGISTRY_PATH: None, f"{REGISTRY_PATH}/x.py": "X = 1\n"},
-                             "registry.py becomes a folder")])
+    repo, shas = make_repo(
+        [
+            (tree, "clean"),
+            (
+                {REGISTRY_PATH: None, f"{REGISTRY_PATH}/x.py": "X = 1\n"},
+                "registry.py becomes a folder",
+            ),
+        ]
+    )
     with pytest.raises(MissingPathError, match="none of the candidate paths exists") as info:
         extract_repo(project, repo, "vllm", shas[1])
     assert REGISTRY_PATH in info.value.paths
@@ -178,11 +263,19 @@ def test_directory_where_a_file_is_expected_names_every_candidate(project, make_
 # ------------------------------------------------------------------ C++ with unbalanced braces
 
 
-@pytest.mark.parametrize(("path", "edit"), [
-    (ARCH_CPP, lambda t: t.replace("bool llm_arch_is_hybrid(const llm_arch & arch) {",
-                                   "bool llm_arch_is_hybrid(const llm_arch & arch) {{")),
-    (ARCH_CPP, lambda t: t.replace("    switch (arch) {", "    switch (arch) ", 1)),
-])
+@pytest.mark.parametrize(
+    ("path", "edit"),
+    [
+        (
+            ARCH_CPP,
+            lambda t: t.replace(
+                "bool llm_arch_is_hybrid(const llm_arch & arch) {",
+                "bool llm_arch_is_hybrid(const llm_arch & arch) {{",
+            ),
+        ),
+        (ARCH_CPP, lambda t: t.replace("    switch (arch) {", "    switch (arch) ", 1)),
+    ],
+)
 def test_unbalanced_braces_inside_an_anchor_are_a_parse_error(project, make_repo, path, edit):
     tree = clean_tree("llamacpp")
     repo, shas = make_repo([(tree, "clean"), ({path: edit(tree[path])}, "unbalanced")])
@@ -192,17 +285,29 @@ def test_unbalanced_braces_inside_an_anchor_are_a_parse_error(project, make_repo
     assert info.value.anchor.startswith("llm_arch_")  # the predicate whose body is broken
 
 
-@pytest.mark.parametrize(("path", "edit", "fact", "message"), [
-    (ARCH_H, lambda t: t.replace("enum llm_arch {", "enum llm_arch {{{"), "arch_names",
-     "has 2 more '{' than '}'"),
-    (ARCH_CPP, lambda t: t + "\n" + "{" * 20_000 + "\n", "arch_names",
-     "has 20000 more '{' than '}'"),
-    (ARCH_CPP, lambda t: t + "\n}\n", "arch_names", "has 1 more '}' than '{'"),
-    (MODELS_H, lambda t: t + "\n}}\n", "sliding_window", "has 2 more '}' than '{'"),
-    ("src/models/gemma2.cpp", lambda t: "{\n" + t, "sliding_window", "has 1 more '{' than '}'"),
-])
-def test_unbalanced_braces_outside_the_anchors_are_a_recorded_warning(project, make_repo, path,
-                                                                      edit, fact, message):
+@pytest.mark.parametrize(
+    ("path", "edit", "fact", "message"),
+    [
+        (
+            ARCH_H,
+            lambda t: t.replace("enum llm_arch {", "enum llm_arch {{{"),
+            "arch_names",
+            "has 2 more '{' than '}'",
+        ),
+        (
+            ARCH_CPP,
+            lambda t: t + "\n" + "{" * 20_000 + "\n",
+            "arch_names",
+            "has 20000 more '{' than '}'",
+        ),
+        (ARCH_CPP, lambda t: t + "\n}\n", "arch_names", "has 1 more '}' than '{'"),
+        (MODELS_H, lambda t: t + "\n}}\n", "sliding_window", "has 2 more '}' than '{'"),
+        ("src/models/gemma2.cpp", lambda t: "{\n" + t, "sliding_window", "has 1 more '{' than '}'"),
+    ],
+)
+def test_unbalanced_braces_outside_the_anchors_are_a_recorded_warning(
+    project, make_repo, path, edit, fact, message
+):
     """tree-sitter recovers around the damage and the facts come out as before; the run says
     that they were read through error recovery."""
     tree = clean_tree("llamacpp")
@@ -214,7 +319,8 @@ def test_unbalanced_braces_outside_the_anchors_are_a_recorded_warning(project, m
     assert [f.records for f in broken.facts.facts] == [f.records for f in clean.facts.facts]
     new = set(broken.facts.warnings) - set(clean.facts.warnings)
     assert [(w.fact, w.code, w.subject, w.path) for w in new] == [
-        (fact, "unbalanced-braces", path, path)]
+        (fact, "unbalanced-braces", path, path)
+    ]
     assert message in next(iter(new)).message
     assert "unbalanced-braces" in (project.generated / "llamacpp" / "README.md").read_text()
 
@@ -238,7 +344,12 @@ def _assert_one_message(result, *parts):
 
 def test_cli_50_mb_source_file(project, make_repo, tmp_path):
     line = '    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n'
-    huge = clean_tree("vllm")[REGISTRY_PATH] + "_PADDING = {\n" + line * (50 * 2**20 // len(line)) + "}\n"
+    huge = (
+        clean_tree("vllm")[REGISTRY_PATH]
+        + "_PADDING = {\n"
+        + line * (50 * 2**20 // len(line))
+        + "}\n"
+    )
     assert len(huge) > 50 * 2**20
     args = _cli_case(project, make_repo, "vllm", REGISTRY_PATH, huge)
     result = run_cli_measured(args, tmp_path)
@@ -251,7 +362,9 @@ def test_cli_libcst_nesting_that_would_crash_the_interpreter(project, make_repo,
     # 5,000 nested parentheses crash libcst's native parser (SIGSEGV), so this runs in a
     # subprocess: a regression shows as a failed test, not a dead test run
     content = clean_tree("vllm")[CONVERTOR_PATH] + f"\nX = {deep_parens()}\n"
-    result = run_cli_measured(_cli_case(project, make_repo, "vllm", CONVERTOR_PATH, content), tmp_path)
+    result = run_cli_measured(
+        _cli_case(project, make_repo, "vllm", CONVERTOR_PATH, content), tmp_path
+    )
     _assert_one_message(result, CONVERTOR_PATH, "nested too deeply")
     assert result.seconds < SECONDS and result.peak_rss_mb < PEAK_RSS_MB, result
 
