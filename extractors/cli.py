@@ -73,6 +73,8 @@ def print_summary(result: RunResult, wrote: bool) -> None:
                 bits.append(f"-{len(delta.removed)}")
             if delta.changed:
                 bits.append(f"~{len(delta.changed)}")
+            if delta.moved:
+                bits.append(f"{len(delta.moved)} moved")
             if delta.reordered:
                 bits.append("reordered")
             line += " (" + " ".join(bits) + " against generated/)"
@@ -135,6 +137,20 @@ def bump_command(
     pr_body: Annotated[
         Path | None, typer.Option("--pr-body", help="Write the pull-request body (markdown) here.")
     ] = None,
+    full_diff: Annotated[
+        Path | None,
+        typer.Option("--full-diff", help="Write the full, uncapped semantic diff (markdown) here."),
+    ] = None,
+    full_diff_url: Annotated[
+        str | None,
+        typer.Option("--full-diff-url", help="Where the full diff is kept (the body links to it)."),
+    ] = None,
+    tree_url: Annotated[
+        str | None,
+        typer.Option(
+            "--tree-url", help="The repository at the PR branch, for links to generated/ files."
+        ),
+    ] = None,
     branch: Annotated[
         str | None,
         typer.Option(
@@ -151,8 +167,10 @@ def bump_command(
     2 any error (generated/ and pins/ untouched)."""
     from extractors.bump import (
         NO_CHANGE_EXIT,
+        BodyLinks,
         apply_bump,
         plan_bump,
+        render_full_diff,
         render_pr_body,
         render_pr_title,
     )
@@ -173,8 +191,15 @@ def bump_command(
         apply_bump(paths, plan)
         if pr_title:
             write_file_atomically(pr_title, render_pr_title(plan))
+        if full_diff:
+            write_file_atomically(full_diff, render_full_diff(plan))
         if pr_body:
-            write_file_atomically(pr_body, render_pr_body(plan))
+            links = BodyLinks(
+                full_diff_path=str(full_diff or ""),
+                full_diff_url=full_diff_url or "",
+                tree_url=tree_url or "",
+            )
+            write_file_atomically(pr_body, render_pr_body(plan, links))
         if branch:
             sha = commit_on_new_branch(
                 paths.root,
