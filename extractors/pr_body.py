@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from extractors.bump import BumpPlan
 
 GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
-ITEM_CAPS = (25, 10, 3, 0)  # items shown per fact kind, tried in turn until the body fits
+ITEM_CAPS = (40, 25, 10, 3, 0)  # items shown per fact kind, tried in turn until the body fits
 WARNING_CAP = 20
 IMPACT_CAP = 30
 LINE_CAP = 400  # characters of one listed item
@@ -286,7 +286,9 @@ def verdict(plan: BumpPlan) -> str:
     for delta in plan.diff.facts:
         if delta.empty or delta.says_nothing_new:
             continue
-        parts.append(f"{delta.title} {_counts(delta, with_moves=False)}")
+        markup = sum(1 for p in delta.changed if markup_only_reasons(*p))
+        note = f" ({markup} in markup only)" if markup else ""
+        parts.append(f"{delta.title} {_counts(delta, with_moves=False)}{note}")
     moved = sum(len(d.moved) for d in plan.diff.facts)
     if not parts:
         parts.append("no fact changed")
@@ -385,7 +387,7 @@ def _summary(plan: BumpPlan) -> list[str]:
             "(listed in the full diff)"
         )
     if moves:
-        lines += ["Provenance only:", ""] + [f"- {_clip(m)}" for m in moves] + [""]
+        lines += ["Provenance only:", ""] + [f"- {_clip(m, 4 * LINE_CAP)}" for m in moves] + [""]
     return lines
 
 
@@ -427,7 +429,7 @@ def _details(plan: BumpPlan, cap: int | None) -> tuple[list[str], int]:
 def warning_text(warning: ExtractionWarning) -> str:
     """`[code] subject: message`, the subject not repeated when the message starts with it."""
     if warning.subject and not warning.message.startswith(warning.subject):
-        return f"[{warning.code}] {warning.subject}: {warning.message}"
+        return f"[{warning.code}] {_clip(warning.subject, 100)}: {warning.message}"
     return f"[{warning.code}] {warning.message}"
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -12,7 +10,7 @@ from extractors.bump import plan_bump, render_pr_body, render_pr_title
 from extractors.cli import app
 from extractors.engines import ENGINES
 from extractors.pipeline import ProjectPaths, run
-from tests.conftest import REPO_ROOT, git, write_pin
+from tests.conftest import REPO_ROOT, assert_snapshot, git, write_pin
 from tests.vllm_miniatures import (
     CONVERTOR_PATH,
     CONVERTOR_V2,
@@ -22,7 +20,6 @@ from tests.vllm_miniatures import (
 )
 
 VLLM = ENGINES["vllm"]
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 URL = "https://github.com/vllm-project/vllm"
 runner = CliRunner()
 
@@ -77,9 +74,7 @@ def cli(*args):
 def test_bump_body_matches_snapshot(pinned):
     project, repo, shas = pinned
     plan = plan_bump(VLLM, project, to=shas[1], source=None, with_impact=False)
-    body = render_pr_body(plan)
-    expected = (SNAPSHOTS / "bump_body_vllm.md").read_text()
-    assert body == expected.replace("{OLD}", shas[0]).replace("{NEW}", shas[1])
+    assert_snapshot("bump_body_vllm.md", render_pr_body(plan), [shas[0], shas[1]])
     assert render_pr_title(plan).startswith(f"Bump vLLM to {shas[1][:12]} (2026-04-01): ")
 
 
@@ -103,8 +98,9 @@ def test_bump_moves_pin_and_regenerates(pinned, tmp_path):
     assert 'date = "2026-04-01"' in (project.pins / "vllm.toml").read_text()
     assert '"kimi_k2"' in (project.generated / "vllm" / "mla_model_types.py").read_text()
     body = (tmp_path / "b.md").read_text()
-    assert "- MLA model types: +kimi_k2" in body
-    assert "- KV-head alias scan: +num_attention_groups (position 4)" in body
+    assert "**Verdict:** MLA model types +1; MLA gates +2, −1; KV-head alias scan +1;" in body
+    assert "- +kimi_k2\n" in body
+    assert "- +num_attention_groups (position 4)\n" in body
     assert "- +OpenVLAForActionPrediction (multimodal)" in body
     assert "## Calculator impact" in body
 
