@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from extractors.bump import BumpPlan
 
 GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
+WORKFLOW_NOTICE_RESERVE = 1_000  # left for a notice the workflow puts on top (failed tests)
+BODY_BUDGET = GITHUB_BODY_LIMIT - WORKFLOW_NOTICE_RESERVE
 ITEM_CAPS = (40, 25, 10, 3, 0)  # items shown per fact kind, tried in turn until the body fits
 WARNING_CAP = 20
 IMPACT_CAP = 30
@@ -512,9 +514,7 @@ def _sources_in_full(plan: BumpPlan) -> list[str]:
     return lines + [""]
 
 
-def render_pr_body(
-    plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = GITHUB_BODY_LIMIT
-) -> str:
+def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = BODY_BUDGET) -> str:
     """The pull-request body, at most `limit` characters: items per kind are capped (tighter
     until it fits), and what is left out is counted and pointed to."""
     head = _head(plan, links)

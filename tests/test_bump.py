@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from extractors.bump import plan_bump, render_pr_body, render_pr_title
@@ -233,26 +232,6 @@ def test_offline_rerender_detects_a_hand_edit(pinned):
     result = cli("check", "--offline", "--root", project.root)
     assert result.exit_code == 1
     assert "vllm/README.md" in result.output
-
-
-# ------------------------------------------------------------------ workflow
-
-
-def test_bump_workflow_structure():
-    workflow = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "bump.yml").read_text())
-    triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
-    assert "schedule" in triggers and "workflow_dispatch" in triggers
-    assert triggers["schedule"][0]["cron"]
-    job = workflow["jobs"]["bump"]
-    assert "vllm" in job["strategy"]["matrix"]["engine"] and job["strategy"]["fail-fast"] is False
-    steps = job["steps"]
-    bump = next(s for s in steps if s.get("id") == "bump")
-    assert "extract bump --engine" in bump["run"] and '"$code" -eq 3' in bump["run"]
-    pr = next(s for s in steps if "create-pull-request" in s.get("uses", ""))
-    assert pr["with"]["branch"] == "apron/bump-${{ matrix.engine }}"  # stable: updates, not new
-    assert "GITHUB_TOKEN" not in pr["with"]["token"]  # default token PRs do not trigger CI
-    assert pr["with"]["body-path"] == "pr-body.md"
-    assert pr["if"] == "steps.bump.outputs.changed == 'true'"
 
 
 # ------------------------------------------------------------------ calculator impact
