@@ -25,6 +25,7 @@ class FactDiff:
     reordered: bool = False
     old_count: int = 0
     new_count: int = 0
+    header_changed: bool = False  # the source files' blob SHAs or paths differ
 
     @property
     def empty(self) -> bool:
@@ -241,6 +242,7 @@ def diff_fact(old: FactResult | None, new: FactResult) -> FactDiff:
         reordered=reordered,
         old_count=len(old.records) if old else 0,
         new_count=len(new.records),
+        header_changed=old is not None and set(old.sources) != set(new.sources),
     )
 
 

@@ -32,6 +32,7 @@ IMPACT_CAP = 30
 LINE_CAP = 400  # characters of one listed item
 MOVE_PATTERN_LIMIT = 3  # more distinct moves than this in one kind are summarised as a glob
 SOURCE_LIST_CAP = 8
+OPEN_DETAILS_UP_TO = 8  # a kind with this few lines is shown unfolded
 
 
 @dataclass(frozen=True)
@@ -369,10 +370,17 @@ def _summary(plan: BumpPlan) -> list[str]:
             f"| {d.title} | {d.old_count} | {d.new_count} | {len(d.added)} | {len(d.removed)} "
             f"| {len(d.changed)}{' (reordered)' if d.reordered else ''} | {len(d.moved)} |"
         )
-    same = [d.title for d in plan.diff.facts if d.empty]
+    same = [d.title for d in plan.diff.facts if d.empty and not d.header_changed]
+    header_only = [d.title for d in plan.diff.facts if d.empty and d.header_changed]
     lines.append("")
     if same:
         lines += ["Unchanged: " + ", ".join(same) + ".", ""]
+    if header_only:
+        lines += [
+            "Only the header changed (new blob SHAs of the files read; the facts are the "
+            "same): " + ", ".join(header_only) + ".",
+            "",
+        ]
     moves = [move_line(d.title, p) for d in changed for p in move_patterns(d.moved)]
     sources = plan.diff.sources
     if sources.blob_changed:
@@ -380,8 +388,7 @@ def _summary(plan: BumpPlan) -> list[str]:
         more = len(sources.blob_changed) - SOURCE_LIST_CAP
         moves.append(
             f"{len(sources.blob_changed)} source files have new blob SHAs in the module "
-            f"headers ({shown_paths}{f', and {more} more' if more > 0 else ''}); "
-            "nothing else in those headers changed"
+            f"headers ({shown_paths}{f', and {more} more' if more > 0 else ''})"
         )
     if sources.added or sources.removed:
         moves.append(
@@ -413,8 +420,9 @@ def _details(plan: BumpPlan, cap: int | None) -> tuple[list[str], int]:
         missing = {g: len(v) - counts[g] for g, v in groups.items() if len(v) > counts[g]}
         more = sum(missing.values())
         left_out += more
+        small = len(always) + len(shown_items) <= OPEN_DETAILS_UP_TO and not more
         lines += [
-            "<details>",
+            "<details open>" if small and cap is not None else "<details>",
             f"<summary>{delta.title}: {_counts(delta)} ({delta.old_count} -> "
             f"{delta.new_count})</summary>",
             "",
