@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
 WORKFLOW_NOTICE_RESERVE = 1_000  # left for a notice the workflow puts on top (failed tests)
 BODY_BUDGET = GITHUB_BODY_LIMIT - WORKFLOW_NOTICE_RESERVE
-ITEM_CAPS = (40, 25, 10, 3, 0)  # items shown per fact kind, tried in turn until the body fits
+ITEM_CAPS = (40, 25, 10, 3, 0)  # items of each sign per kind, tried in turn until the body fits
 WARNING_CAP = 20
 IMPACT_CAP = 30
 LINE_CAP = 400  # characters of one listed item
@@ -240,23 +240,6 @@ def fact_items(delta: FactDiff, *, full: bool) -> tuple[list[str], dict[str, lis
     return always, items
 
 
-def share_cap(groups: dict[str, list[str]], cap: int) -> dict[str, int]:
-    """How many items of each group to show: `cap` in all, shared round-robin so that a long
-    list of additions does not hide the removals and changes."""
-    shown = dict.fromkeys(groups, 0)
-    left = cap
-    while left > 0:
-        open_groups = [g for g in groups if shown[g] < len(groups[g])]
-        if not open_groups:
-            break
-        for group in open_groups:
-            if left == 0:
-                break
-            shown[group] += 1
-            left -= 1
-    return shown
-
-
 # ------------------------------------------------------------------ sections
 
 
@@ -412,10 +395,15 @@ def _details(plan: BumpPlan, cap: int | None) -> tuple[list[str], int]:
     changed = [d for d in plan.diff.facts if not d.says_nothing_new]
     if not changed:
         return lines, 0
-    lines += ["## Details", ""]
+    lines += [
+        "## Details",
+        "",
+        "`+` added, `-` removed (for findings: no longer found), `~` changed.",
+        "",
+    ]
     for delta in changed:
         always, groups = fact_items(delta, full=cap is None)
-        counts = {g: len(v) for g, v in groups.items()} if cap is None else share_cap(groups, cap)
+        counts = {g: len(v) if cap is None else min(len(v), cap) for g, v in groups.items()}
         shown_items = [line for g, lines in groups.items() for line in lines[: counts[g]]]
         missing = {g: len(v) - counts[g] for g, v in groups.items() if len(v) > counts[g]}
         more = sum(missing.values())
@@ -552,7 +540,8 @@ def _truncation_notice(plan: BumpPlan, cap: int, left_out: int, links: BodyLinks
         else (f" (`{links.full_diff_path}`)" if links.full_diff_path else "")
     )
     return [
-        f"> **Truncated:** this body shows at most {cap} items per fact kind; {left_out} more "
+        f"> **Truncated:** this body shows at most {cap} additions, {cap} removals and {cap} "
+        f"changes per fact kind; {left_out} more "
         f"are in {where}.",
         "",
     ]

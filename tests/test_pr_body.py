@@ -112,8 +112,11 @@ def test_long_range_body_is_capped_and_says_so(project, make_repo, monkeypatch):
     assert_snapshot("bump_body_long_range.md", body, shas)
     assert body.index("**Verdict:**") < body.index("## Summary") < body.index("## Details")
     assert "Registry rows +71, −1, ~1" in body  # the verdict line
-    assert "- and 33 more (33 added; in the full semantic diff)" in body
-    assert "> **Truncated:** this body shows at most 40 items per fact kind; 65 more" in body
+    assert "- and 31 more (31 added; in the full semantic diff)" in body
+    assert (
+        "> **Truncated:** this body shows at most 40 additions, 40 removals and 40 changes per "
+        "fact kind; 63 more" in body
+    )
     assert "2 rows differ only in markup (dropped column `V1`: 2, link syntax: 2)" in body
     assert "LlavaForConditionalGeneration',): features LoRA no -> yes" in body
     full = render_full_diff(plan)
