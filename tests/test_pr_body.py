@@ -248,7 +248,7 @@ names = st.text(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     added=st.lists(names, max_size=400, unique=True),
     removed=st.integers(0, 3000),
