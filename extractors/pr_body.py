@@ -388,8 +388,12 @@ def _has_warning_change(plan: BumpPlan) -> bool:
     return bool(d.warnings_added or d.warnings_removed or d.warnings_moved)
 
 
-def _details(plan: BumpPlan, cap: int | None) -> tuple[list[str], int]:
-    """Per-kind <details> with at most `cap` items each; (lines, items left out)."""
+Items = dict[str, tuple[list[str], dict[str, list[str]]]]
+
+
+def _details(plan: BumpPlan, cap: int | None, items: Items | None = None) -> tuple[list[str], int]:
+    """Per-kind <details> with at most `cap` items of each sign; (lines, items left out).
+    `items`: the capped-mode lines per kind, computed once for every cap tried."""
     lines: list[str] = []
     left_out = 0
     changed = [d for d in plan.diff.facts if not d.says_nothing_new]
@@ -402,7 +406,9 @@ def _details(plan: BumpPlan, cap: int | None) -> tuple[list[str], int]:
         "",
     ]
     for delta in changed:
-        always, groups = fact_items(delta, full=cap is None)
+        always, groups = (
+            items[delta.fact] if items is not None else fact_items(delta, full=cap is None)
+        )
         counts = {g: len(v) if cap is None else min(len(v), cap) for g, v in groups.items()}
         shown_items = [line for g, lines in groups.items() for line in lines[: counts[g]]]
         missing = {g: len(v) - counts[g] for g, v in groups.items() if len(v) > counts[g]}
@@ -521,8 +527,9 @@ def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = 
     summary = _summary(plan)
     tail = _warnings(plan, WARNING_CAP) + _impact(plan, IMPACT_CAP)
     body = ""
+    items = {d.fact: fact_items(d, full=False) for d in plan.diff.facts if not d.says_nothing_new}
     for cap in ITEM_CAPS:
-        details, left_out = _details(plan, cap)
+        details, left_out = _details(plan, cap, items)
         notice = _truncation_notice(plan, cap, left_out, links)
         body = _join(head + notice + summary + details + tail + _footer(plan))
         if github_length(body) <= limit:

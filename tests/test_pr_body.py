@@ -248,17 +248,18 @@ names = st.text(
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    added=st.lists(names, max_size=400, unique=True),
-    removed=st.integers(0, 3000),
-    kinds=st.integers(1, 60),
+    added=st.lists(names, max_size=200, unique=True),
+    removed=st.integers(0, 1000),
+    kinds=st.integers(1, 40),
     impact_rows=st.integers(0, 400),
     warning_count=st.integers(0, 300),
     first=st.booleans(),
+    changed=st.integers(0, 300),
 )
 def test_body_never_exceeds_the_github_limit(
-    added, removed, kinds, impact_rows, warning_count, first
+    added, removed, kinds, impact_rows, warning_count, first, changed
 ):
     rows = tuple(registry_row(n) for n in added)
     gone = tuple(registry_row(f"Gone{n}ForCausalLM" * 5) for n in range(removed))
@@ -268,6 +269,14 @@ def test_body_never_exceeds_the_github_limit(
             title=f"Kind {k} " + "x" * 200,
             added=rows,
             removed=gone,
+            changed=tuple(
+                (registry_row(f"C{n}"), registry_row(f"C{n}", task="embedding"))
+                for n in range(changed)
+            ),
+            moved=tuple(
+                (registry_row(f"M{n}", path=f"a{n}.py"), registry_row(f"M{n}", path=f"b/{n}.py"))
+                for n in range(changed)
+            ),
             old_count=removed,
             new_count=len(rows),
         )
