@@ -61,10 +61,6 @@ def _clip(line: str, cap: int = LINE_CAP) -> str:
 # ------------------------------------------------------------------ one record change
 
 
-def _value(value: object) -> str:
-    return repr(value)
-
-
 def _as_columns(values: list[str]) -> dict[str, str] | None:
     """`("LoRA=yes", "PP=no")` as {column: value}; None unless every entry is one column."""
     pairs = [v.partition("=") for v in values]
@@ -105,7 +101,7 @@ def _field_change(name: str, before: object, after: object) -> str:
         and plain_text(before) == plain_text(after)
     ):
         return f"{name} markup only"
-    return f"{name} {_value(before)} -> {_value(after)}"
+    return f"{name} {repr(before)} -> {repr(after)}"
 
 
 def change_text(old: Record, new: Record) -> str:
