@@ -7,6 +7,7 @@ so these tests hold whichever engines are present in generated/."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections import namedtuple
 from pathlib import Path
 
@@ -15,11 +16,18 @@ import pytest
 import apron.constraints as constraints_module
 from apron import plan
 from apron.config import ModelConfig
-from apron.constraints import ConstraintSet, EngineConstraints, load_constraints, load_engine
+from apron.constraints import (
+    ArchitectureFact,
+    ConstraintSet,
+    EngineConstraints,
+    load_constraints,
+    load_engine,
+)
 from apron.engines.vllm import resolve_kv_heads
 from generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
+GENERATED = Path(__file__).resolve().parent.parent / "generated"
 CONVERTOR = "vllm/transformers_utils/model_arch_config_convertor.py"
 
 
@@ -41,6 +49,17 @@ def with_vllm_fact(fact: str, rows: tuple) -> ConstraintSet:
 def only(**engines: EngineConstraints | None) -> ConstraintSet:
     base = {name: None for name in constraints_module.ENGINES}
     return ConstraintSet({**base, **engines})
+
+
+def architecture_facts(engine: str) -> tuple[ArchitectureFact, ...]:
+    """What generated/<engine>/__init__.py declares, from the engine package that renders it."""
+    from extractors.engines import ENGINES
+
+    return tuple(
+        ArchitectureFact(k.name, k.support.field, k.support.role)
+        for k in ENGINES[engine].fact_kinds
+        if k.support is not None
+    )
 
 
 def view(result, engine: str):
@@ -69,18 +88,14 @@ def test_adding_a_model_type_to_the_mla_list_makes_it_mla():
     assert view(after, "vllm").mechanism == "mla_latent"
 
 
-def test_monkeypatched_generated_module_drives_the_answer(monkeypatch):
-    import generated.vllm.mla_model_types as mla_module
-
-    kept = tuple(r for r in mla_module.ROWS if r.model_type != "deepseek_v3")
-    monkeypatch.setattr(mla_module, "ROWS", kept)
-    constraints_module.reset_cache()
-    try:
-        patched = load_engine("vllm")  # re-reads generated.vllm.mla_model_types.ROWS
-        result = plan(sample("deepseek-v3"), context=1024, constraints=only(vllm=patched))
-    finally:
-        monkeypatch.undo()
-        constraints_module.reset_cache()
+def test_an_edited_copy_of_generated_drives_the_answer(tmp_path):
+    copy = tmp_path / "generated"
+    shutil.copytree(GENERATED, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    module = copy / "vllm" / "mla_model_types.py"
+    lines = module.read_text().splitlines(keepends=True)
+    module.write_text("".join(line for line in lines if 'model_type="deepseek_v3"' not in line))
+    edited = load_constraints(copy)  # read from that directory alone, next to the installed one
+    result = plan(sample("deepseek-v3"), context=1024, constraints=only(vllm=edited.get("vllm")))
     assert result.prediction.mechanism == "full_attention"
     assert view(result, "vllm").kv_bytes_per_token == 61 * 128 * (192 + 128) * 2
     unpatched = plan(sample("deepseek-v3"), context=1024, constraints=only(vllm=vllm()))
@@ -118,16 +133,17 @@ def test_load_engine_of_an_absent_engine_is_none():
     assert load_engine("no_such_engine") is None
 
 
-def test_rows_missing_fields_do_not_crash():
+def test_rows_missing_fields_fail_loudly():
     Row = namedtuple("Row", "model_type")
     engine = vllm()._replace(
         facts={**vllm().facts, "kv_head_overrides": (Row("llama"),), "mla_gates": ()}
     )
-    result = plan(
-        sample("llama-3.1-8b"), context=10, constraints=load_constraints().replace("vllm", engine)
-    )
-    assert result.prediction.kv_bytes_per_token is None
-    assert "does not interpret" in result.kv_heads.unknown[0]
+    with pytest.raises(AttributeError, match="rule_order"):  # never read as "no rule"
+        plan(
+            sample("llama-3.1-8b"),
+            context=10,
+            constraints=load_constraints().replace("vllm", engine),
+        )
 
 
 # -- per-model_type overrides, as the structured kind/rule fields say ------------------------------
@@ -303,6 +319,7 @@ def sglang(*, mla=(), conditions=(), mha=(), registry=()) -> EngineConstraints:
             "explicit_mha_architectures": tuple(mha),
             "registry_rows": tuple(registry),
         },
+        architecture_facts("sglang"),
     )
 
 
@@ -404,6 +421,7 @@ def llamacpp(*rows) -> EngineConstraints:
         "2026-05-16",
         "https://example.invalid",
         {"hf_architectures": tuple(rows), "sliding_window": ()},
+        architecture_facts("llamacpp"),
     )
 
 
@@ -561,6 +579,7 @@ def trtllm(*, registry=(), models=(), cells=()) -> EngineConstraints:
             "supported_models": tuple(models),
             "feature_matrix": tuple(cells),
         },
+        architecture_facts("trtllm"),
     )
 
 

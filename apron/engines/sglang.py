@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from apron.config import ModelConfig
-from apron.constraints import Citation, EngineConstraints, field
+from apron.constraints import Citation, EngineConstraints
 from apron.engines.base import EngineDecision
 from apron.results import MlaDecision
 
@@ -21,16 +21,16 @@ _DEFAULTS = {"None": None, "True": True, "False": False}
 
 
 def _condition(model: ModelConfig, row: Any) -> tuple[bool | None, str]:
-    check = str(field(row, "check", "") or "")
-    name = str(field(row, "field", "") or "")
-    expression = str(field(row, "expression", "") or name)
+    check = str(row.check or "")
+    name = str(row.field or "")
+    expression = str(row.expression or name)
     if not name or check == "expression":
         return None, f"condition {expression!r} is not interpreted"
-    source = model.raw if field(row, "config", "") == "hf_config" else model.text
+    source = model.raw if row.config == "hf_config" else model.text
     present = name in source
     value = source.get(name)
     if not present:
-        default = str(field(row, "default", "") or "")
+        default = str(row.default or "")
         if check in ("truthy", "falsy", "is not None") and default in _DEFAULTS:
             value = _DEFAULTS[default]
         elif check != "present":
@@ -59,23 +59,23 @@ def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision |
         )
     branches: list[tuple[int, str, Any]] = []
     for row in sglang.rows(MLA):
-        if field(row, "architecture") in archs:
-            branches.append((int(field(row, "branch", 0) or 0), "mla", row))
+        if row.architecture in archs:
+            branches.append((int(row.branch or 0), "mla", row))
     for row in sglang.rows(EXPLICIT_MHA):
-        if field(row, "architecture") in archs:
-            branches.append((int(field(row, "branch", 0) or 0), "mha", row))
+        if row.architecture in archs:
+            branches.append((int(row.branch or 0), "mha", row))
     notes: list[str] = []
     for _branch, kind, row in sorted(branches, key=lambda b: b[0]):
-        arch = field(row, "architecture")
+        arch = row.architecture
         cite = sglang.cite(row)
         if kind == "mha":
-            reads = tuple(field(row, "mla_fields_read", ()) or ())
+            reads = tuple(row.mla_fields_read or ())
             extra = f" (the branch still reads {', '.join(reads)})" if reads else ""
             return MlaDecision(
                 ENGINE, False, f"SGLang's chain sets {arch} to MHA explicitly{extra}", (cite,)
             )
-        if field(row, "conditional", False):
-            conds = [c for c in sglang.rows(CONDITIONS) if field(c, "architecture") == arch]
+        if row.conditional:
+            conds = [c for c in sglang.rows(CONDITIONS) if c.architecture == arch]
             results = [_condition(model, c) for c in conds]
             cites: tuple[Citation, ...] = (cite, *(sglang.cite(c) for c in conds))
             if not conds:

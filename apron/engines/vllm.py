@@ -11,7 +11,7 @@ import re
 
 from apron.conditions import evaluate
 from apron.config import ModelConfig, is_int
-from apron.constraints import Citation, EngineConstraints, field
+from apron.constraints import Citation, EngineConstraints
 from apron.engines.base import EngineDecision
 from apron.results import HeadCount, MlaDecision
 
@@ -107,11 +107,11 @@ def _block_configs(model: ModelConfig, how: str, cite: Citation) -> _Outcome:
 
 
 def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) -> _Outcome:
-    kind = str(field(row, "kind", "") or "")
-    rule = str(field(row, "rule", "") or "")
+    kind = str(row.kind or "")
+    rule = str(row.rule or "")
     cite = vllm.cite(row)
-    owner = field(row, "convertor_class", "") or field(row, "symbol", "")
-    how = f"vLLM override for model_type {field(row, 'model_type', '?')} ({owner}: {rule})"
+    owner = row.convertor_class or row.symbol
+    how = f"vLLM override for model_type {row.model_type} ({owner}: {rule})"
     outcome: _Outcome
     if kind == "constant" and (m := re.match(r"^constant (-?\d+)$", rule)):
         outcome = _Outcome(HeadCount(int(m.group(1)), (), how, (), (), (cite,)))
@@ -161,7 +161,7 @@ def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) ->
         outcome = _Outcome(
             _unknown(f"{how}: a {kind or 'rule'} apron does not interpret", (), (cite,))
         )
-    excludes = str(field(row, "excludes", "") or "")
+    excludes = str(row.excludes or "")
     if excludes and outcome.heads is not None and outcome.heads.known:
         ev = evaluate(model, excludes)
         if ev.value is None:
@@ -187,8 +187,8 @@ def resolve_kv_heads(
         return hc, hc
     model_type = model.model_type
     rules = sorted(
-        (r for r in vllm.rows(OVERRIDES) if field(r, "model_type") in (model_type, "*")),
-        key=lambda r: (field(r, "rule_order", 0) or 0, field(r, "model_type") == "*"),
+        (r for r in vllm.rows(OVERRIDES) if r.model_type in (model_type, "*")),
+        key=lambda r: (r.rule_order or 0, r.model_type == "*"),
     )
     notes: tuple[str, ...] = ()
     for row in rules:
@@ -203,10 +203,10 @@ def resolve_kv_heads(
                     unknown=tuple(u + extra for u in heads.unknown),
                 )
             return heads, heads
-    aliases = sorted(vllm.rows(ALIASES), key=lambda r: field(r, "position", 0) or 0)
-    keys = tuple(str(field(r, "key")) for r in aliases)
+    aliases = sorted(vllm.rows(ALIASES), key=lambda r: r.position or 0)
+    keys = tuple(str(r.key) for r in aliases)
     for position, row in enumerate(aliases):
-        key = str(field(row, "key"))
+        key = str(row.key)
         read = model.read(key)
         if read is None:
             continue
@@ -235,7 +235,7 @@ def resolve_kv_heads(
         hc = _unknown(reason, keys, alias_cites)
         return hc, hc
     fallback = fallback_rows[0]
-    name = str(field(fallback, "fallback", "") or "")
+    name = str(fallback.fallback or "")
     cites = (*alias_cites, vllm.cite(fallback))
     value = model.integer(name) if _IDENT.match(name) else None
     if value is None:
@@ -265,36 +265,36 @@ def resolve_kv_heads(
 def _gate(
     model: ModelConfig, vllm: EngineConstraints, scope: str
 ) -> tuple[bool | None, str, tuple[Citation, ...]]:
-    gates = [g for g in vllm.rows(MLA_GATES) if field(g, "scope") == scope]
+    gates = [g for g in vllm.rows(MLA_GATES) if g.scope == scope]
     cites: list[Citation] = []
     for gate in gates:
-        ev = evaluate(model, str(field(gate, "when", "always") or "always"))
+        ev = evaluate(model, str(gate.when or "always"))
         if ev.value is None:
             return None, f"MLA gate condition not interpreted: {ev.problem}", (vllm.cite(gate),)
         if not ev.value:
             continue
         cites.append(vllm.cite(gate))
-        others = tuple(field(gate, "other_conditions", ()) or ())
+        others = tuple(gate.other_conditions or ())
         if others:
             return (
                 None,
                 f"MLA gate has conditions apron does not interpret: {'; '.join(others)}",
                 tuple(cites),
             )
-        for name in field(gate, "requires_non_null", ()) or ():
+        for name in gate.requires_non_null or ():
             if model.get(name) is None:
                 return (
                     False,
                     (
                         f"{name} is absent or null, so vLLM's gate "
-                        f"({field(gate, 'when', '')}) fails and it uses full attention"
+                        f"({gate.when}) fails and it uses full attention"
                     ),
                     tuple(cites),
                 )
-        required = ", ".join(field(gate, "requires_non_null", ()) or ()) or "nothing"
+        required = ", ".join(gate.requires_non_null or ()) or "nothing"
         return (
             True,
-            f"gate ({field(gate, 'when', '')}) requires {required} non-null: met",
+            f"gate ({gate.when}) requires {required} non-null: met",
             tuple(cites),
         )
     return True, "no gate applies", tuple(cites)
@@ -306,7 +306,7 @@ def mla_decision(model: ModelConfig, vllm: EngineConstraints | None) -> MlaDecis
         return None
     text_type = model.text_model_type
     rows = vllm.rows(MLA_TYPES)
-    main = {str(field(r, "model_type")): r for r in rows if field(r, "scope") == "main"}
+    main = {str(r.model_type): r for r in rows if r.scope == "main"}
     if text_type is None:
         return MlaDecision(
             ENGINE, False, "the text config has no model_type; vLLM's check returns false", ()
@@ -322,7 +322,7 @@ def mla_decision(model: ModelConfig, vllm: EngineConstraints | None) -> MlaDecis
     if text_type == "eagle":
         inner_model = model.get("model")
         inner = inner_model.get("model_type") if isinstance(inner_model, dict) else None
-        eagle = {str(field(r, "model_type")): r for r in rows if field(r, "scope") == "eagle_inner"}
+        eagle = {str(r.model_type): r for r in rows if r.scope == "eagle_inner"}
         if inner in eagle:
             ok, why, cites = _gate(model, vllm, "eagle_inner")
             return MlaDecision(
