@@ -94,7 +94,6 @@ def plan_bump(
             f"the shrink guard would compare with nothing ({err.message}); regenerate it at "
             f"the pin first (extract --engine {engine.engine_id})",
             engine=engine.engine_id,
-            paths=err.paths,
         ) from err
     chosen = source_for(engine, old_pin, source)
     git_source = GitSource(engine.engine_id, chosen)

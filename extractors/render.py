@@ -265,8 +265,7 @@ def _record(kind: FactKind, row: object, path: Path, number: int) -> Record:
     if type(row).__name__ != kind.record.__name__:
         raise GeneratedError(
             f"{path}: rows are {type(row).__name__}, but fact {kind.name!r} has "
-            f"{kind.record.__name__} records; regenerate the engine",
-            paths=[str(path)],
+            f"{kind.record.__name__} records; regenerate the engine"
         )
     try:
         return kind.record(**row._asdict())  # type: ignore[attr-defined]
@@ -275,8 +274,7 @@ def _record(kind: FactKind, row: object, path: Path, number: int) -> Record:
         field = ".".join(str(p) for p in problem["loc"]) or "?"
         raise GeneratedError(
             f"{path}: row {number}, field {field!r}: {problem['msg']} ({kind.record.__name__} "
-            "has changed since this module was generated; regenerate the engine)",
-            paths=[str(path)],
+            "has changed since this module was generated; regenerate the engine)"
         ) from err
 
 
@@ -308,7 +306,7 @@ def load_engine_facts(engine_dir: Path, kinds: Sequence[FactKind]) -> EngineFact
             for n, row in enumerate(directory.warnings(), 1)
         )
     except ConstraintsError as err:
-        raise GeneratedError(str(err), paths=[str(engine_dir)]) from err
+        raise GeneratedError(str(err)) from err
     return EngineFacts(
         engine=engine.engine,
         commit=engine.commit,
