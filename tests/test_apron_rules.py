@@ -17,6 +17,8 @@ from apron import plan
 from apron.config import ModelConfig
 from apron.constraints import ConstraintSet, EngineConstraints, load_constraints, load_engine
 from apron.engines.vllm import resolve_kv_heads
+from extractors.vllm import records
+from extractors.vllm.rule_fields import rule_fields
 from generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
@@ -130,44 +132,63 @@ def test_rows_missing_fields_do_not_crash():
     assert "does not interpret" in result.kv_heads.unknown[0]
 
 
-# -- per-model_type overrides, as the structured kind/rule fields say ------------------------------
+# -- per-model_type overrides, as their structured fields say --------------------------------------
+
+FALCON_WHEN = (("new_decoder_architecture", "falsy"), ("multi_query", "truthy"))
+STAR_EXCLUDES = (("model_type", "in", "m", "other"), ("new_decoder_architecture", "truthy"))
 
 
-def override(model_type: str, kind: str, rule: str, excludes: str = "", order: int = 0):
-    return KvHeadOverride(
+def override(model_type: str, kind: str, order: int = 0, **given):
+    """A generated-schema row built through the extractor record (which renders `rule`)."""
+    record = records.KvHeadOverride(
         model_type=model_type,
         rule_order=order,
         convertor_class="C",
-        kind=kind,
-        rule=rule,
-        excludes=excludes,
+        **rule_fields(kind, **given),
         path=CONVERTOR,
         symbol="C.get_total",
     )
+    return KvHeadOverride(**record.model_dump())
 
 
 @pytest.mark.parametrize(
     ("rule_row", "config", "expected"),
     [
-        (override("m", "constant", "constant 0"), {}, 0),
-        (override("m", "constant", "constant 3"), {"num_key_value_heads": 8}, 3),
+        (override("m", "constant", gives=("constant", "", 0)), {}, 0),
+        (override("m", "constant", gives=("constant", "", 3)), {"num_key_value_heads": 8}, 3),
         (
-            override("m", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
+            override(
+                "m",
+                "reads",
+                gives=("key", "attn_config.kv_n_heads", None),
+                otherwise=("key", "num_attention_heads", None),
+            ),
             {"attn_config": {"kv_n_heads": 2}, "num_attention_heads": 16},
             2,
         ),
         (
-            override("m", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
+            override(
+                "m",
+                "reads",
+                gives=("key", "attn_config.kv_n_heads", None),
+                otherwise=("key", "num_attention_heads", None),
+            ),
             {"attn_config": {}, "num_attention_heads": 16},
             16,
         ),
-        (override("m", "reads", "reads encoder.n_heads"), {"encoder": {"n_heads": 6}}, 6),
-        (override("m", "reads", "reads encoder.n_heads"), {}, None),
+        (
+            override("m", "reads", gives=("key", "encoder.n_heads", None)),
+            {"encoder": {"n_heads": 6}},
+            6,
+        ),
+        (override("m", "reads", gives=("key", "encoder.n_heads", None)), {}, None),
         (
             override(
                 "m",
                 "conditional",
-                "1 when not new_decoder_architecture and multi_query; else base scan",
+                when=FALCON_WHEN,
+                gives=("constant", "", 1),
+                otherwise=("base scan", "", None),
             ),
             {"multi_query": True, "new_decoder_architecture": False, "num_kv_heads": 9},
             1,
@@ -176,7 +197,9 @@ def override(model_type: str, kind: str, rule: str, excludes: str = "", order: i
             override(
                 "m",
                 "conditional",
-                "1 when not new_decoder_architecture and multi_query; else base scan",
+                when=FALCON_WHEN,
+                gives=("constant", "", 1),
+                otherwise=("base scan", "", None),
             ),
             {"multi_query": True, "new_decoder_architecture": True, "num_kv_heads": 9},
             9,
@@ -186,31 +209,33 @@ def override(model_type: str, kind: str, rule: str, excludes: str = "", order: i
             override(
                 "m",
                 "conditional",
-                "1 when not new_decoder_architecture and multi_query; else base scan",
+                when=FALCON_WHEN,
+                gives=("constant", "", 1),
+                otherwise=("base scan", "", None),
             ),
             {"num_key_value_heads": 4},
             4,
         ),
+        # a condition the extractor could not structure ("or") is opaque: unknown
         (
-            override(
-                "m", "conditional", "1 when has compress_ratios or multi_query; else base scan"
-            ),
+            override("m", "opaque", reason="1 when has compress_ratios or multi_query"),
             {"num_key_value_heads": 4},
             None,
         ),
         (
-            override("m", "opaque", "opaque: see x.py::C.get_total"),
+            override("m", "opaque", reason="see x.py::C.get_total"),
             {"num_key_value_heads": 4},
             None,
         ),
-        (override("m", "expression", "returns self.foo()"), {"num_key_value_heads": 4}, None),
+        (override("m", "opaque", reason="returns self.foo()"), {"num_key_value_heads": 4}, None),
         # older layouts: "*" rules apply to every model type except `excludes`
         (
             override(
                 "*",
                 "conditional",
-                "1 when multi_query",
-                excludes="model_type in [m, other] and new_decoder_architecture",
+                when=(("multi_query", "truthy"),),
+                gives=("constant", "", 1),
+                excludes=STAR_EXCLUDES,
             ),
             {"multi_query": True, "new_decoder_architecture": True, "num_key_value_heads": 4},
             4,
@@ -219,11 +244,45 @@ def override(model_type: str, kind: str, rule: str, excludes: str = "", order: i
             override(
                 "*",
                 "conditional",
-                "1 when multi_query",
-                excludes="model_type in [m, other] and new_decoder_architecture",
+                when=(("multi_query", "truthy"),),
+                gives=("constant", "", 1),
+                excludes=STAR_EXCLUDES,
             ),
             {"multi_query": True, "num_key_value_heads": 4},
             1,
+        ),
+        # no else branch: a failing condition falls through to the next rule, then the scan
+        (
+            override(
+                "*",
+                "conditional",
+                when=(("multi_query", "truthy"),),
+                gives=("constant", "", 1),
+                excludes=STAR_EXCLUDES,
+            ),
+            {"num_key_value_heads": 4},
+            4,
+        ),
+        # a key test on model_type reads the top-level model_type
+        (
+            override(
+                "*",
+                "conditional",
+                when=(("model_type", "equals", "m"),),
+                gives=("key", "n_kv", None),
+            ),
+            {"n_kv": 5, "num_key_value_heads": 4},
+            5,
+        ),
+        (
+            override(
+                "*",
+                "conditional",
+                when=(("model_type", "not-in", "m", "x"),),
+                gives=("key", "n_kv", None),
+            ),
+            {"n_kv": 5, "num_key_value_heads": 4},
+            4,
         ),
     ],
 )
@@ -283,7 +342,9 @@ def test_alias_key_present_but_null_is_unknown():
 # -- other engines, with the field names of their generated modules --------------------------------
 
 SglMla = namedtuple("SglMla", "architecture branch conditional path symbol")
-SglCond = namedtuple("SglCond", "architecture config field check default expression path symbol")
+SglCond = namedtuple(
+    "SglCond", "architecture config field check default when_absent expression path symbol"
+)
 SglMha = namedtuple("SglMha", "architecture branch mla_fields_read path symbol")
 SglReg = namedtuple(
     "SglReg", "architecture module entry_name class_name resolved_via class_path also_in path"
@@ -321,6 +382,7 @@ def test_sglang_architecture_set_makes_apron_predict_mla():
                     "kv_lora_rank",
                     "is not None",
                     "None",
+                    False,
                     "kv_lora_rank is not None",
                     CHAIN,
                     "s",
@@ -364,6 +426,7 @@ def test_sglang_condition_failing_falls_through_to_mha():
                     "kv_lora_rank",
                     "is not None",
                     "None",
+                    False,
                     "kv_lora_rank is not None",
                     CHAIN,
                     "s",

@@ -7,8 +7,6 @@ checks MLA against the text config's `model_type` (hf_text_config.model_type).""
 
 from __future__ import annotations
 
-import re
-
 from apron.conditions import evaluate
 from apron.config import ModelConfig, is_int
 from apron.constraints import Citation, EngineConstraints, field
@@ -18,11 +16,6 @@ from apron.results import HeadCount, MlaDecision
 ENGINE = "vllm"
 ALIASES, FALLBACK, OVERRIDES = "kv_head_aliases", "kv_head_fallback", "kv_head_overrides"
 MLA_TYPES, MLA_GATES = "mla_model_types", "mla_gates"
-
-_INT = re.compile(r"^-?\d+$")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_READS = re.compile(r"^reads (\S+?)(?:, else (.+))?$")
-_WHEN = re.compile(r"^(.+?) when (.+)$")
 
 
 def _unknown(
@@ -42,19 +35,18 @@ class _Outcome:
         self.heads, self.fallthrough, self.notes = heads, fallthrough, notes
 
 
-def _value(model: ModelConfig, words: str, how: str, cite: Citation) -> _Outcome:
-    """Interpret the value part of a rule: an integer, "base scan", or a config field."""
-    words = words.strip()
-    if _INT.match(words):
-        return _Outcome(HeadCount(int(words), (), how, (), (), (cite,)))
-    if words == "base scan":
+def _value(
+    model: ModelConfig, what: str, key: str, constant: object, how: str, cite: Citation
+) -> _Outcome:
+    """What a rule value gives: a constant, the base alias scan, or a config key's value."""
+    if what == "constant" and is_int(constant):
+        return _Outcome(HeadCount(constant, (), how, (), (), (cite,)))  # type: ignore[arg-type]
+    if what == "base scan":
         return _Outcome(fallthrough=True)
-    if _IDENT.match(words):
-        read = model.read(words)
+    if what == "key" and key:
+        read = model.read(key)
         if read is None:
-            return _Outcome(
-                _unknown(f"{how}: {words} is absent from the config", (words,), (cite,))
-            )
+            return _Outcome(_unknown(f"{how}: {key} is absent from the config", (key,), (cite,)))
         if not is_int(read.value):
             return _Outcome(
                 _unknown(f"{how}: {read.key} is {read.value!r}, not an integer", (), (cite,))
@@ -62,7 +54,29 @@ def _value(model: ModelConfig, words: str, how: str, cite: Citation) -> _Outcome
         return _Outcome(
             HeadCount(read.value, (), f"{how}: {read.key} = {read.value}", (), (), (cite,))
         )
-    return _Outcome(_unknown(f"{how}: value {words!r} is not interpreted", (), (cite,)))
+    return _Outcome(_unknown(f"{how}: value {what!r} is not interpreted", (), (cite,)))
+
+
+def _gives(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
+    return _value(
+        model,
+        str(field(row, "gives", "") or ""),
+        str(field(row, "gives_key", "") or ""),
+        field(row, "gives_constant"),
+        how,
+        cite,
+    )
+
+
+def _otherwise(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
+    return _value(
+        model,
+        str(field(row, "otherwise", "") or ""),
+        str(field(row, "otherwise_key", "") or ""),
+        field(row, "otherwise_constant"),
+        how,
+        cite,
+    )
 
 
 def _block_configs(model: ModelConfig, how: str, cite: Citation) -> _Outcome:
@@ -106,68 +120,60 @@ def _block_configs(model: ModelConfig, how: str, cite: Citation) -> _Outcome:
     return _Outcome(HeadCount(None, tuple(per_layer), text, (), (), (cite,)))
 
 
+def _reads(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
+    source = str(field(row, "gives_key", "") or "")
+    read = model.read(source) if source else None
+    if read is not None and is_int(read.value):
+        return _Outcome(
+            HeadCount(read.value, (), f"{how}: {source} = {read.value}", (), (), (cite,))
+        )
+    if read is not None and read.value is not None:
+        return _Outcome(_unknown(f"{how}: {source} is {read.value!r}, not an integer", (), (cite,)))
+    if not field(row, "otherwise", ""):
+        return _Outcome(_unknown(f"{how}: {source} is absent or null", (source,), (cite,)))
+    return _otherwise(model, row, how, cite)
+
+
+def _conditional(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
+    ev = evaluate(model, field(row, "when", ()) or ())
+    if ev.value is None:
+        outcome = _Outcome(_unknown(f"{how}: {ev.problem}", (), (cite,)))
+    elif ev.value:
+        outcome = _gives(model, row, how, cite)
+    elif field(row, "otherwise", ""):
+        outcome = _otherwise(model, row, how, cite)
+    else:
+        outcome = _Outcome(fallthrough=True)  # no else branch: the next rule, then the scan
+    outcome.notes = ev.notes
+    return outcome
+
+
 def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) -> _Outcome:
     kind = str(field(row, "kind", "") or "")
-    rule = str(field(row, "rule", "") or "")
+    rule = str(field(row, "rule", "") or "")  # words for people, never read for meaning
     cite = vllm.cite(row)
     owner = field(row, "convertor_class", "") or field(row, "symbol", "")
     how = f"vLLM override for model_type {field(row, 'model_type', '?')} ({owner}: {rule})"
     outcome: _Outcome
-    if kind == "constant" and (m := re.match(r"^constant (-?\d+)$", rule)):
-        outcome = _Outcome(HeadCount(int(m.group(1)), (), how, (), (), (cite,)))
-    elif kind == "base" or rule == "base scan":
+    if kind == "constant":
+        outcome = _gives(model, row, how, cite)
+    elif kind == "base":
         outcome = _Outcome(fallthrough=True)
-    elif kind == "reads" and (m := _READS.match(rule)):
-        source, otherwise = m.group(1), m.group(2)
-        read = model.read(source)
-        if read is not None and is_int(read.value):
-            outcome = _Outcome(
-                HeadCount(read.value, (), f"{how}: {source} = {read.value}", (), (), (cite,))
-            )
-        elif read is not None and read.value is not None:
-            outcome = _Outcome(
-                _unknown(f"{how}: {source} is {read.value!r}, not an integer", (), (cite,))
-            )
-        elif otherwise is None:
-            outcome = _Outcome(_unknown(f"{how}: {source} is absent or null", (source,), (cite,)))
-        else:
-            outcome = _value(model, otherwise, how, cite)
+    elif kind == "reads":
+        outcome = _reads(model, row, how, cite)
     elif kind == "conditional":
-        parts = [p.strip() for p in rule.split(";")]
-        outcome = _Outcome(_unknown(f"{how}: rule is not interpreted", (), (cite,)))
-        notes: list[str] = []
-        for part in parts:
-            if part.startswith("else "):
-                outcome = _value(model, part[5:], how, cite)
-                break
-            m = _WHEN.match(part)
-            if m is None:
-                outcome = _Outcome(
-                    _unknown(f"{how}: clause {part!r} is not interpreted", (), (cite,))
-                )
-                break
-            ev = evaluate(model, m.group(2))
-            notes.extend(ev.notes)
-            if ev.value is None:
-                outcome = _Outcome(_unknown(f"{how}: {ev.problem}", (), (cite,)))
-                break
-            if ev.value:
-                outcome = _value(model, m.group(1), how, cite)
-                break
-        outcome.notes = tuple(notes)
-    elif kind == "derived" and rule.strip() == "derived from block_configs":
+        outcome = _conditional(model, row, how, cite)
+    elif kind == "derived" and field(row, "derived_from", "") == "block_configs":
         outcome = _block_configs(model, how, cite)
     else:
         outcome = _Outcome(
             _unknown(f"{how}: a {kind or 'rule'} apron does not interpret", (), (cite,))
         )
-    excludes = str(field(row, "excludes", "") or "")
+    excludes = tuple(field(row, "excludes", ()) or ())
     if excludes and outcome.heads is not None and outcome.heads.known:
         ev = evaluate(model, excludes)
         if ev.value is None:
-            outcome = _Outcome(
-                _unknown(f"{how}: exclusion {excludes!r}: {ev.problem}", (), (cite,))
-            )
+            outcome = _Outcome(_unknown(f"{how}: exclusion: {ev.problem}", (), (cite,)))
         elif ev.value:
             outcome = _Outcome(fallthrough=True)
     return outcome
@@ -236,8 +242,9 @@ def resolve_kv_heads(
         return hc, hc
     fallback = fallback_rows[0]
     name = str(field(fallback, "fallback", "") or "")
+    key = str(field(fallback, "fallback_key", "") or "")
     cites = (*alias_cites, vllm.cite(fallback))
-    value = model.integer(name) if _IDENT.match(name) else None
+    value = model.integer(key) if key else None
     if value is None:
         engine = _unknown(
             f"{reason}; vLLM falls back to {name or 'its fallback'}, which the "
@@ -268,7 +275,7 @@ def _gate(
     gates = [g for g in vllm.rows(MLA_GATES) if field(g, "scope") == scope]
     cites: list[Citation] = []
     for gate in gates:
-        ev = evaluate(model, str(field(gate, "when", "always") or "always"))
+        ev = evaluate(model, field(gate, "condition", ()) or ())
         if ev.value is None:
             return None, f"MLA gate condition not interpreted: {ev.problem}", (vllm.cite(gate),)
         if not ev.value:

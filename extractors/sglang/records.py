@@ -42,11 +42,24 @@ class SglangMlaCondition(Record):
     architecture: str
     config: str  # "hf_text_config" or "hf_config"; "" when the condition reads no config field
     field: str  # e.g. "kv_lora_rank"; "" when not a single field
-    check: str  # "is not None", "truthy", "falsy", "present", "expression"
+    check: str  # one of CONDITION_CHECKS
     default: str  # the getattr default as written ("None", "True"); "" when read without one
+    when_absent: bool | None  # the condition's truth when `field` is absent; None: not known
     expression: str  # the condition as written, whitespace collapsed
     path: str
     symbol: str
+
+    def label(self) -> str:
+        if self.check == "expression":
+            return f"{self.architecture}: {self.expression} (not structured)"
+        test = {"present": "is present", "is not None": "is not None"}.get(self.check, self.check)
+        absent = {True: "true", False: "false", None: "unknown"}[self.when_absent]
+        return f"{self.architecture}: {self.config}.{self.field} {test} (absent: {absent})"
+
+
+# is not None: present and not None; truthy / falsy: bool(value); present: hasattr; expression:
+# a condition the extractor did not structure (kept as `expression` only).
+CONDITION_CHECKS = ("is not None", "truthy", "falsy", "present", "expression")
 
 
 class SglangExplicitMha(Record):
