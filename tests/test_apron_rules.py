@@ -705,3 +705,29 @@ def test_an_engine_module_of_an_unknown_shape_does_not_take_the_plan_down():
         "could not interpret generated/sglang" in n for n in sgl.notes
     )
     assert result.prediction.mechanism == "mla_latent"  # vLLM's rule still answers
+
+
+@pytest.mark.parametrize(
+    ("when_absent", "config", "expected"),
+    [
+        (True, {}, True),  # getattr(cfg, "use_mla", True): absent reads as true
+        (True, {"use_mla": False}, False),
+        (True, {"use_mla": 1}, True),
+        (False, {}, False),
+        (None, {}, None),  # no default: SGLang's read would raise, so apron does not know
+    ],
+)
+def test_sglang_condition_uses_its_truth_when_absent(when_absent, config, expected):
+    from apron.engines.sglang import mla_decision
+
+    arch = "DeepseekVL2ForCausalLM"
+    engine = sglang(
+        mla=[SglMla(arch, 5, True, CHAIN, "s")],
+        conditions=[
+            SglCond(
+                arch, "hf_text_config", "use_mla", "truthy", "True", when_absent, "e", CHAIN, "s"
+            )
+        ],
+    )
+    decision = mla_decision(ModelConfig({"architectures": [arch], **config}, "t"), engine)
+    assert decision is not None and decision.is_mla is expected
