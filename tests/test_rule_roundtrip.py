@@ -219,6 +219,86 @@ def test_term_words_and_truth_match_the_code(term, config):
     assert apron_conditions.term_truth(model, rule_terms.negated(term)).value is (not truth)
 
 
+model_type_terms = st.one_of(
+    st.tuples(
+        st.just("model_type"), st.sampled_from(("equals", "not-equals")), st.sampled_from("mx")
+    ),
+    st.builds(
+        lambda test, values: ("model_type", test, *values),
+        st.sampled_from(("in", "not-in")),
+        st.lists(st.sampled_from(("m", "x", "falcon")), min_size=1, max_size=2, unique=True),
+    ),
+)
+star_rules = st.builds(
+    lambda when, gives, mt, flags: rule_fields(
+        "conditional", when=when, gives=gives, excludes=(mt, *flags)
+    ),
+    st.lists(terms, min_size=1, max_size=2, unique_by=lambda t: t[0]).map(tuple),
+    st.one_of(constants, key_values),
+    model_type_terms,
+    st.lists(terms, min_size=1, max_size=2, unique_by=lambda t: t[0]),
+)
+
+
+def _star_term_code(term: tuple[str, ...]) -> str:
+    if term[0] != "model_type":
+        return _term_code(term)
+    _, test, *operands = term
+    listed = "[" + ", ".join(f'"{o}"' for o in operands) + "]"
+    op = {"equals": "==", "not-equals": "!=", "in": "in", "not-in": "not in"}[test]
+    right = f'"{operands[0]}"' if test in ("equals", "not-equals") else listed
+    return f"self.hf_config.model_type {op} {right}"
+
+
+def inline_source(fields: dict) -> str:
+    """A ModelConfig whose get_total_num_kv_heads starts with this "*" rule (2025 layouts)."""
+    excluded = " and ".join(_star_term_code(t) for t in fields["excludes"])
+    when = " and ".join(_term_code(t) for t in fields["when"])
+    gives = _value_code(fields["gives"], fields["gives_key"], fields["gives_constant"])
+    return (
+        "class ModelConfig:\n"
+        "    def __init__(self, config):\n"
+        "        self.hf_config = self.hf_text_config = config\n"
+        "\n"
+        "    def get_total_num_kv_heads(self) -> int:\n"
+        f"        excluded = ({excluded})\n"
+        f"        if not excluded and {when}:\n"
+        f"            return {gives}\n"
+        f'        attributes = ["{SCAN_KEY}"]\n'
+        "        for attr in attributes:\n"
+        "            num_kv_heads = getattr(self.hf_text_config, attr, None)\n"
+        "            if num_kv_heads is not None:\n"
+        "                return num_kv_heads\n"
+        "        return self.hf_text_config.num_attention_heads\n"
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(star_rules, st.lists(configs, min_size=1, max_size=4), st.sampled_from("mx"))
+def test_star_rule_with_excludes_round_trips(fields, sample_configs, model_type):
+    source = inline_source(fields)
+    (extracted,) = convertor.kv_head_overrides_inline(source, "vllm/config.py", "ModelConfig")
+    assert extracted.model_type == "*"
+    assert {k: getattr(extracted, k) for k in fields} == fields
+    for key in {t[0] for t in fields["when"]} | {fields["gives_key"]} - {""}:
+        assert key in extracted.rule
+
+    engine = load_engine("vllm")
+    assert engine is not None
+    row = KvHeadOverrideRow(**extracted.model_dump())
+    engine = engine._replace(facts={**engine.facts, "kv_head_overrides": (row,)})
+    scope: dict = {}
+    exec(compile(source, "<miniature>", "exec"), scope)  # noqa: S102 - our own test text
+    for config in sample_configs:
+        config = {**config, "model_type": model_type}
+        try:
+            expected = scope["ModelConfig"](_namespace(config)).get_total_num_kv_heads()
+        except (AttributeError, KeyError):
+            expected = None
+        heads, _ = resolve_kv_heads(ModelConfig(config, "drawn"), engine)
+        assert heads.count == (expected if is_int(expected) else None), (extracted.rule, config)
+
+
 def test_apron_knows_exactly_the_extractor_tests():
     assert apron_conditions.TESTS == rule_terms.TESTS
 

@@ -154,29 +154,24 @@ def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) ->
     cite = vllm.cite(row)
     owner = field(row, "convertor_class", "") or field(row, "symbol", "")
     how = f"vLLM override for model_type {field(row, 'model_type', '?')} ({owner}: {rule})"
-    outcome: _Outcome
-    if kind == "constant":
-        outcome = _gives(model, row, how, cite)
-    elif kind == "base":
-        outcome = _Outcome(fallthrough=True)
-    elif kind == "reads":
-        outcome = _reads(model, row, how, cite)
-    elif kind == "conditional":
-        outcome = _conditional(model, row, how, cite)
-    elif kind == "derived" and field(row, "derived_from", "") == "block_configs":
-        outcome = _block_configs(model, how, cite)
-    else:
-        outcome = _Outcome(
-            _unknown(f"{how}: a {kind or 'rule'} apron does not interpret", (), (cite,))
-        )
     excludes = tuple(field(row, "excludes", ()) or ())
-    if excludes and outcome.heads is not None and outcome.heads.known:
+    if excludes:  # tested first, as `if not excluded and ...` does
         ev = evaluate(model, excludes)
         if ev.value is None:
-            outcome = _Outcome(_unknown(f"{how}: exclusion: {ev.problem}", (), (cite,)))
-        elif ev.value:
-            outcome = _Outcome(fallthrough=True)
-    return outcome
+            return _Outcome(_unknown(f"{how}: exclusion: {ev.problem}", (), (cite,)))
+        if ev.value:
+            return _Outcome(fallthrough=True)
+    if kind == "constant":
+        return _gives(model, row, how, cite)
+    if kind == "base":
+        return _Outcome(fallthrough=True)
+    if kind == "reads":
+        return _reads(model, row, how, cite)
+    if kind == "conditional":
+        return _conditional(model, row, how, cite)
+    if kind == "derived" and field(row, "derived_from", "") == "block_configs":
+        return _block_configs(model, how, cite)  # the one derivation apron implements
+    return _Outcome(_unknown(f"{how}: a {kind or 'rule'} apron does not interpret", (), (cite,)))
 
 
 def resolve_kv_heads(
