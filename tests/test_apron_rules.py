@@ -20,6 +20,7 @@ from apron.engines.vllm import resolve_kv_heads
 from extractors.vllm import records
 from extractors.vllm.rule_fields import rule_fields
 from generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
+from generated.schema import MlaGate as MlaGateRow
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
 CONVERTOR = "vllm/transformers_utils/model_arch_config_convertor.py"
@@ -730,4 +731,46 @@ def test_sglang_condition_uses_its_truth_when_absent(when_absent, config, expect
         ],
     )
     decision = mla_decision(ModelConfig({"architectures": [arch], **config}, "t"), engine)
+    assert decision is not None and decision.is_mla is expected
+
+
+def gate(scope: str, condition: tuple, requires: tuple, other: tuple = ()):
+    record = records.MlaGate(
+        scope=scope,
+        condition=condition,
+        requires_non_null=requires,
+        other_conditions=other,
+        path=CONVERTOR,
+        symbol="B.is_deepseek_mla",
+    )
+    return MlaGateRow(**record.model_dump())
+
+
+V4_GATES = (
+    gate("main", (("compress_ratios", "present"),), ("head_dim",)),
+    gate("main", (("compress_ratios", "absent"),), ("kv_lora_rank",)),
+)
+
+
+@pytest.mark.parametrize(
+    ("gates", "config", "expected"),
+    [
+        (V4_GATES, {"kv_lora_rank": 512}, True),
+        (V4_GATES, {"kv_lora_rank": None}, False),
+        (V4_GATES, {"compress_ratios": [1], "kv_lora_rank": 512}, False),  # needs head_dim
+        (V4_GATES, {"compress_ratios": [1], "head_dim": 512}, True),
+        ((gate("main", (), ("kv_lora_rank",)),), {"kv_lora_rank": 8}, True),
+        ((gate("main", (), ("kv_lora_rank",), ("opaque: x",)),), {"kv_lora_rank": 8}, None),
+        (  # a test this apron does not know (the extractor record refuses to write it)
+            (MlaGateRow("main", "?", (("compress_ratios", "bigger"),), (), (), CONVERTOR, "B"),),
+            {},
+            None,
+        ),
+    ],
+)
+def test_mla_gates_evaluate_their_condition_terms(gates, config, expected):
+    from apron.engines.vllm import mla_decision
+
+    engine = vllm()._replace(facts={**vllm().facts, "mla_gates": gates})
+    decision = mla_decision(ModelConfig({"model_type": "deepseek_v3", **config}, "t"), engine)
     assert decision is not None and decision.is_mla is expected
