@@ -202,6 +202,9 @@ def test_kv_head_overrides_inline_older_layout_with_scope():
         "",  # no else branch: the next rule, then the scan
     )
     assert rows[2].derived_from == "block_configs"
+    assert rows[2].reason.startswith(
+        "computed in a loop: for block in self.hf_config.block_configs"
+    )
 
 
 def test_kv_head_override_fields_by_convertor():

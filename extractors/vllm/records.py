@@ -104,7 +104,8 @@ class KvHeadOverride(Record):
     `gives_key` and, when that key is absent or null, does `otherwise` ("" = the read fails);
     "conditional" gives `gives` when every term of `when` holds and does `otherwise` when not
     ("" = no else branch: the next rule, then the scan). "derived" computes the count from
-    `derived_from` in code (a loop); "opaque" is code the extractor did not structure (`reason`).
+    `derived_from` in a loop and "opaque" is code the extractor did not structure: neither can
+    be evaluated from its fields, and `reason` says why.
     A "*" rule does not apply when every term of `excludes` holds. `rule` is rendered from the
     other fields."""
 
@@ -124,7 +125,7 @@ class KvHeadOverride(Record):
     otherwise_key: str
     otherwise_constant: int | None
     derived_from: str  # derived: the config key the code loops over; "" when not one key
-    reason: str  # opaque: what the extractor could not structure, in words
+    reason: str  # derived, opaque: why the fields cannot be evaluated (the code, in words)
     excludes: tuple[tuple[str, ...], ...]  # "*" rules: terms under which the rule does not apply
     rule: str  # words rendered from the fields above
     path: str
@@ -218,8 +219,8 @@ def _kv_rule_problem(rule: KvHeadOverride) -> str:
         return "a conditional rule needs at least one term"
     if rule.kind != "conditional" and rule.when:
         return f"a {rule.kind} rule has no condition"
-    if (rule.kind == "opaque") != bool(rule.reason):
-        return "reason is set exactly for opaque rules"
+    if (rule.kind in ("derived", "opaque")) != bool(rule.reason):
+        return "reason is set exactly for derived and opaque rules"
     if rule.kind != "derived" and rule.derived_from:
         return "derived_from is set only for derived rules"
     if rule.excludes and rule.model_type != "*":

@@ -210,7 +210,14 @@ def kv_rule_bodies(
             real.append(node)
     for node in real:
         if isinstance(node, cst.For):
-            return [rule_fields("derived", derived_from=d.config_ref(node.iter) or "")]
+            loop = " ".join(d.code(node).split())
+            return [
+                rule_fields(
+                    "derived",
+                    derived_from=d.config_ref(node.iter) or "",
+                    reason=f"computed in a loop: {loop}",
+                )
+            ]
     if not real or not isinstance(real[-1], cst.Return):
         return [opaque(f"see {where}")]
     branches = []
