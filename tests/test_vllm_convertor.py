@@ -253,6 +253,33 @@ def test_two_branches_become_two_ordered_rules():
     ]
 
 
+def test_base_scan_in_an_early_branch_ends_the_rules():
+    """`if c1: return super()...` returns the scan at once; the later branch is not tried."""
+    from apron.config import ModelConfig
+    from apron.constraints import load_engine
+    from apron.engines.vllm import resolve_kv_heads
+    from generated.schema import KvHeadOverride as Row
+
+    rules = _falcon_rules(
+        '        if getattr(self.hf_text_config, "a", False):\n'
+        "            return super().get_total_num_kv_heads()\n"
+        '        if getattr(self.hf_text_config, "b", False):\n'
+        "            return 2\n"
+        "        return 7\n"
+    )
+    assert [r.rule for r in rules] == ["base scan when a", "2 when b; else 7"]
+    engine = load_engine("vllm")
+    assert engine is not None
+    rows = tuple(Row(**r.model_dump()) for r in rules)
+    engine = engine._replace(facts={**engine.facts, "kv_head_overrides": rows})
+
+    def heads(**config):
+        model = ModelConfig({"model_type": "falcon", "num_key_value_heads": 4, **config}, "t")
+        return resolve_kv_heads(model, engine)[0].count
+
+    assert (heads(a=True, b=True), heads(b=True), heads()) == (4, 2, 7)
+
+
 @pytest.mark.parametrize(
     ("body", "reason"),
     [

@@ -25,14 +25,16 @@ def _unknown(
 
 
 class _Outcome:
-    """What one override rule did: gave heads, fell through to the alias scan, or is unknown."""
+    """What one override rule did: gave heads (known or unknown), sent the count to the base
+    alias scan (`scan`, skipping later rules, as `return super()...` does), or did not apply
+    (neither: the next rule, then the scan)."""
 
-    __slots__ = ("heads", "fallthrough", "notes")
+    __slots__ = ("heads", "scan", "notes")
 
     def __init__(
-        self, heads: HeadCount | None = None, fallthrough: bool = False, notes: tuple[str, ...] = ()
+        self, heads: HeadCount | None = None, scan: bool = False, notes: tuple[str, ...] = ()
     ) -> None:
-        self.heads, self.fallthrough, self.notes = heads, fallthrough, notes
+        self.heads, self.scan, self.notes = heads, scan, notes
 
 
 def _value(
@@ -42,7 +44,7 @@ def _value(
     if what == "constant" and is_int(constant):
         return _Outcome(HeadCount(constant, (), how, (), (), (cite,)))  # type: ignore[arg-type]
     if what == "base scan":
-        return _Outcome(fallthrough=True)
+        return _Outcome(scan=True)
     if what == "key" and key:
         read = model.read(key)
         if read is None:
@@ -143,7 +145,7 @@ def _conditional(model: ModelConfig, row: object, how: str, cite: Citation) -> _
     elif field(row, "otherwise", ""):
         outcome = _otherwise(model, row, how, cite)
     else:
-        outcome = _Outcome(fallthrough=True)  # no else branch: the next rule, then the scan
+        outcome = _Outcome()  # no else branch: the next rule, then the scan
     outcome.notes = ev.notes
     return outcome
 
@@ -160,11 +162,11 @@ def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) ->
         if ev.value is None:
             return _Outcome(_unknown(f"{how}: exclusion: {ev.problem}", (), (cite,)))
         if ev.value:
-            return _Outcome(fallthrough=True)
+            return _Outcome()  # excluded: the rule does not apply
     if kind == "constant":
         return _gives(model, row, how, cite)
     if kind == "base":
-        return _Outcome(fallthrough=True)
+        return _Outcome(scan=True)
     if kind == "reads":
         return _reads(model, row, how, cite)
     if kind == "conditional":
@@ -204,6 +206,8 @@ def resolve_kv_heads(
                     unknown=tuple(u + extra for u in heads.unknown),
                 )
             return heads, heads
+        if outcome.scan:
+            break
     aliases = sorted(vllm.rows(ALIASES), key=lambda r: field(r, "position", 0) or 0)
     keys = tuple(str(field(r, "key")) for r in aliases)
     for position, row in enumerate(aliases):
