@@ -219,6 +219,46 @@ def test_term_words_and_truth_match_the_code(term, config):
     assert apron_conditions.term_truth(model, rule_terms.negated(term)).value is (not truth)
 
 
+chains = st.builds(
+    lambda first, second, otherwise: [
+        rule_fields("conditional", when=first[0], gives=first[1]),
+        rule_fields("conditional", when=second[0], gives=second[1], otherwise=otherwise),
+    ],
+    st.tuples(conjunctions, values),
+    st.tuples(conjunctions, values),
+    values,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(chains, st.lists(configs, min_size=1, max_size=4))
+def test_branch_chain_round_trips_as_ordered_rules(chain, sample_configs):
+    body = "".join(
+        f"        if {' and '.join(_term_code(t) for t in rule['when'])}:\n"
+        f"            return {_value_code(rule['gives'], rule['gives_key'], rule['gives_constant'])}\n"
+        for rule in chain
+    )
+    last = chain[-1]
+    body += (
+        f"        return "
+        f"{_value_code(last['otherwise'], last['otherwise_key'], last['otherwise_constant'])}\n"
+    )
+    source = convertor_source(body)
+    extracted = convertor.kv_head_overrides_by_convertor(source, PATH, BASE)
+    assert [r.rule_order for r in extracted] == [0, 1]
+    assert [
+        {k: getattr(r, k) for k in fields} for r, fields in zip(extracted, chain, strict=True)
+    ] == chain
+
+    engine = load_engine("vllm")
+    assert engine is not None
+    rows = tuple(KvHeadOverrideRow(**r.model_dump()) for r in extracted)
+    engine = engine._replace(facts={**engine.facts, "kv_head_overrides": rows})
+    for config in sample_configs:
+        heads, _ = resolve_kv_heads(ModelConfig(config, "drawn"), engine)
+        assert heads.count == oracle(source, config), ([r.rule for r in extracted], config)
+
+
 model_type_terms = st.one_of(
     st.tuples(
         st.just("model_type"), st.sampled_from(("equals", "not-equals")), st.sampled_from("mx")
