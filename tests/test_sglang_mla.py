@@ -216,3 +216,13 @@ def test_engine_facts_and_missing_file():
 def test_malformed_model_config_is_a_parse_error():
     with pytest.raises(ParseError):
         attention_chain("class ModelConfig(:\n", PATH)
+
+
+def test_condition_record_refuses_an_unknown_check():
+    from pydantic import ValidationError
+
+    from extractors.sglang.records import SglangMlaCondition
+
+    (row,) = [c for c in attention_chain(MODEL_CONFIG, PATH).conditions if c.field == "use_mla"]
+    with pytest.raises(ValidationError, match="is not one of"):
+        SglangMlaCondition(**{**row.model_dump(), "check": "bigger"})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from pydantic import model_validator
+
 from extractors.records import Record
 
 
@@ -48,6 +50,14 @@ class SglangMlaCondition(Record):
     expression: str  # the condition as written, whitespace collapsed
     path: str
     symbol: str
+
+    @model_validator(mode="after")
+    def _known_check(self) -> SglangMlaCondition:
+        if self.check not in CONDITION_CHECKS:
+            raise ValueError(f"check {self.check!r} is not one of {', '.join(CONDITION_CHECKS)}")
+        if self.check == "present" and self.when_absent is not False:
+            raise ValueError("a `present` check is false when its field is absent")
+        return self
 
     def label(self) -> str:
         if self.check == "expression":
