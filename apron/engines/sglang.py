@@ -17,33 +17,39 @@ from apron.results import MlaDecision
 ENGINE = "sglang"
 MLA, CONDITIONS, EXPLICIT_MHA = "mla_architectures", "mla_conditions", "explicit_mha_architectures"
 
-_DEFAULTS = {"None": None, "True": True, "False": False}
+
+_CHECK_WORDS = {
+    "is not None": "{} is not None",
+    "truthy": "{} is truthy",
+    "falsy": "{} is falsy",
+    "present": "has {}",
+}
 
 
 def _condition(model: ModelConfig, row: Any) -> tuple[bool | None, str]:
+    """A structured MLA-branch condition for this config: its truth (None: unknown) and words."""
     check = str(row.check or "")
     name = str(row.field or "")
     expression = str(row.expression or name)
     if not name or check == "expression":
         return None, f"condition {expression!r} is not interpreted"
+    if check not in _CHECK_WORDS:
+        return None, f"condition check {check!r} is not interpreted"
+    words = _CHECK_WORDS[check].format(name)
     source = model.raw if row.config == "hf_config" else model.text
-    present = name in source
-    value = source.get(name)
-    if not present:
-        default = str(row.default or "")
-        if check in ("truthy", "falsy", "is not None") and default in _DEFAULTS:
-            value = _DEFAULTS[default]
-        elif check != "present":
+    if name not in source:
+        when_absent = row.when_absent
+        if when_absent is None:
             return None, f"{name} is absent and the condition {expression!r} has no default"
-    if check == "is not None":
-        return value is not None, f"{name} is not None"
-    if check == "truthy":
-        return bool(value), f"{name} is truthy"
-    if check == "falsy":
-        return not value, f"{name} is falsy"
-    if check == "present":
-        return present, f"has {name}"
-    return None, f"condition check {check!r} is not interpreted"
+        return bool(when_absent), words
+    value = source.get(name)
+    truth = {
+        "is not None": value is not None,
+        "truthy": bool(value),
+        "falsy": not value,
+        "present": True,
+    }[check]
+    return truth, words
 
 
 def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision | None:
