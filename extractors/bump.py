@@ -14,13 +14,15 @@ from extractors.pipeline import (
     ProjectPaths,
     current_facts,
     extract_at,
-    generated_changes,
+    refuse_leftovers,
     render_generated,
     source_for,
+    start_writing,
+    write_rendered,
 )
 from extractors.records import EngineFacts, Record
 from extractors.source import GitSource
-from extractors.writer import write_changes_atomically
+from extractors.writer import project_lock
 
 NO_CHANGE_EXIT = 3  # documented: nothing changed beyond the header; no pull request
 SHRINK_LIMIT = 0.5
@@ -89,8 +91,15 @@ def plan_bump(
     chosen = source_for(engine, old_pin, source)
     git_source = GitSource(engine.engine_id, chosen)
     commit = resolve_ref(git_source, to)
-    new_facts = extract_at(engine, commit, chosen, upstream_url=old_pin.url)
     old_facts = current_facts(paths, engine)
+    if old_facts is not None and old_facts.commit != old_pin.commit:
+        raise GuardError(
+            f"generated/{engine.engine_id} was extracted at {old_facts.commit} but "
+            f"pins/{engine.engine_id}.toml names {old_pin.commit}: the bump would compare "
+            f"against the wrong commit; run `extract --engine {engine.engine_id}` first",
+            engine=engine.engine_id,
+        )
+    new_facts = extract_at(engine, commit, chosen, upstream_url=old_pin.url)
     diff = diff_engine(old_facts, new_facts)
     shrinks = find_shrinks(diff)
     if shrinks and not allow_shrink:
@@ -122,9 +131,14 @@ def plan_bump(
 def apply_bump(paths: ProjectPaths, plan: BumpPlan) -> None:
     """generated/ and the pin as one atomic change, the pin swapped in last: a failure anywhere
     leaves both as they were, so the pin never names a commit whose files were not written."""
-    changes = generated_changes(paths, plan.rendered)
-    changes[pin_path(paths.pins, plan.engine.engine_id)] = render_pin(plan.new_pin)
-    write_changes_atomically(changes)
+    with project_lock(paths.root):
+        start_writing(paths)
+        refuse_leftovers(paths, "bump")
+        write_rendered(
+            paths,
+            plan.rendered,
+            {pin_path(paths.pins, plan.engine.engine_id): render_pin(plan.new_pin)},
+        )
 
 
 # ------------------------------------------------------------------ pull request text

@@ -89,6 +89,16 @@ def print_summary(result: RunResult, wrote: bool) -> None:
     out_console.print(
         f"  wrote generated/{facts.engine}/" if wrote else "  dry run: nothing written"
     )
+    if result.pin_moved is not None:
+        old, new = result.pin_moved
+        what = (
+            f"moved from {old.commit} ({old.date})"
+            if old.commit != new.commit
+            else f"date corrected from {old.date}"
+        )
+        out_console.print(
+            f"  pin pins/{facts.engine}.toml now names {new.commit} ({new.date}): {what}"
+        )
 
 
 @app.callback(invoke_without_command=True)
@@ -207,31 +217,28 @@ def check_command(
 
     Exit codes: 0 all engines checked and identical; 1 something differs (the message gives the
     command that regenerates); 4 nothing differs but some engine could not be checked."""
-    from extractors.check import (
-        CHECK_DIFFERS_EXIT,
-        CHECK_INCOMPLETE_EXIT,
-        check_engine,
-        check_offline,
-    )
-    from extractors.engines import ENGINES, engine_by_id
+    from extractors.check import CHECK_DIFFERS_EXIT, CHECK_INCOMPLETE_EXIT
+    from extractors.errors import UsageError
+    from extractors.pipeline import refuse_leftovers, start_writing
+    from extractors.writer import project_lock
 
     try:
+        if source is not None and engine is None:
+            raise UsageError(
+                "--source names one engine's repository: pass --engine with it "
+                "(without --engine, each engine uses $APRON_SOURCE_<ENGINE> or its pin's URL)"
+            )
         paths = find_project(root)
-        if offline:
-            differ = check_offline(paths)
-            if differ:
-                err_console.print(
-                    "generated/ is not what the renderer writes from its own records: "
-                    + ", ".join(differ)
-                    + "\n  regenerate with: extract --engine <id>"
-                )
-                raise typer.Exit(CHECK_DIFFERS_EXIT)
-            out_console.print("offline: every committed module re-renders byte for byte")
-            return
-        ids = [engine_by_id(engine).engine_id] if engine else sorted(ENGINES)
-        outcomes = [check_engine(paths, e, source) for e in ids]
+        with project_lock(paths.root):
+            for note in start_writing(paths):
+                err_console.print(f"note: {note}", markup=False)
+            refuse_leftovers(paths, "check")
+            outcomes = _check(paths, engine, source, offline)
     except ExtractionError as err:
         fail(err)
+        return
+    if outcomes is None:
+        out_console.print("offline: every committed module re-renders byte for byte")
         return
     for outcome in outcomes:
         line = f"{outcome.engine}: {outcome.status}: {outcome.detail}"
@@ -243,6 +250,26 @@ def check_command(
     if any(o.status == "not checked" for o in outcomes):
         out_console.print("not every engine was checked: this is not a pass")
         raise typer.Exit(CHECK_INCOMPLETE_EXIT)
+
+
+def _check(paths, engine: str | None, source: str | None, offline: bool):
+    """The outcomes of `extract check` (None: the offline check passed)."""
+    from extractors.check import CHECK_DIFFERS_EXIT, check_engine, check_offline
+    from extractors.engines import ENGINES, engine_by_id
+
+    if offline:
+        differ = check_offline(paths)
+        if differ:
+            err_console.print(
+                "generated/ does not match its own records or its pins: "
+                + "; ".join(differ)
+                + "\n  regenerate with: extract --engine <id>",
+                markup=False,
+            )
+            raise typer.Exit(CHECK_DIFFERS_EXIT)
+        return None
+    ids = [engine_by_id(engine).engine_id] if engine else sorted(ENGINES)
+    return [check_engine(paths, e, source) for e in ids]
 
 
 def main() -> None:
