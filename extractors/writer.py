@@ -229,6 +229,7 @@ def write_changes_atomically(
         for swap in swaps:
             current = swap.target
             _stage(swap.staged, contents[swap.target])
+            _step_done(f"stage {swap.target}")
         if journal is not None:
             _write_journal(journal, _SWAPPING, swaps)
         swapping = True

@@ -41,9 +41,7 @@ def cli(*args):
 
 def test_extract_at_another_commit_moves_the_pin_and_says_so(two_commits):
     project, repo, shas = two_commits
-    result = cli(
-        "--engine", "vllm", "--commit", shas[1], "--source", repo, "--root", project.root
-    )
+    result = cli("--engine", "vllm", "--commit", shas[1], "--source", repo, "--root", project.root)
     assert result.exit_code == 0, result.output
     pin = load_pin(project.pins, "vllm")
     assert (pin.commit, pin.date, pin.url) == (shas[1], "2026-04-05", URL)
