@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from extractors.base import EngineSpec
 from extractors.diff import EngineDiff, FactDiff, diff_engine
 from extractors.errors import GuardError, UsageError
+from extractors.git import GitSource
 from extractors.impact import ImpactChange, calculator_impact
 from extractors.pins import ANY_SHA, Pin, load_pin, pin_path, render_pin
 from extractors.pipeline import (
@@ -21,7 +22,6 @@ from extractors.pipeline import (
     write_rendered,
 )
 from extractors.records import EngineFacts, Record
-from extractors.source import GitSource
 from extractors.writer import project_lock
 
 NO_CHANGE_EXIT = 3  # documented: nothing changed beyond the header; no pull request

@@ -167,7 +167,7 @@ def bump_command(
         render_pr_title,
     )
     from extractors.engines import engine_by_id
-    from extractors.source import commit_on_new_branch
+    from extractors.project_branch import commit_on_new_branch
     from extractors.writer import write_file_atomically
 
     try:
@@ -324,11 +324,11 @@ def history_command(
 
     from extractors.engines import engine_by_id
     from extractors.factcache import FactCache
+    from extractors.git import GitSource
     from extractors.history import default_jobs, run_history, table_rows, unsupported_runs
     from extractors.pins import load_pin
     from extractors.pipeline import source_for
     from extractors.progress import progress_for
-    from extractors.source import GitSource
 
     progress = progress_for(sys.stderr)
     try:

@@ -301,7 +301,7 @@ class FactCache:
 
     @classmethod
     def at(cls, cache_dir: Path | None = None) -> FactCache:
-        from extractors.source import cache_root
+        from extractors.git import cache_root
 
         directory = cache_dir or cache_root()
         directory.mkdir(parents=True, exist_ok=True)

@@ -12,11 +12,11 @@ from extractors.diff import EngineDiff, diff_engine
 from extractors.engines import ENGINES, all_record_types
 from extractors.errors import CacheCorruptError, ExtractionError, UsageError
 from extractors.factcache import FactCache, cached_engine
+from extractors.git import GitSource
 from extractors.pins import Pin, check_source_url, load_pin, pin_path, render_pin
 from extractors.records import EngineFacts
 from extractors.render import load_engine_facts, render_engine_files, render_schema
 from extractors.reviewer import render_index, render_matrix
-from extractors.source import GitSource
 from extractors.writer import (
     JOURNAL_NAME,
     Content,
@@ -75,9 +75,8 @@ def extract_at(
     notices: list[str] | None = None,
 ) -> EngineFacts:
     """Extract `engine` at `commit`. A damaged git cache is rebuilt once (and said in `notices`)."""
-    git_source = GitSource(engine.engine_id, source, cache_dir=cache_dir)
     cached = cached_engine(engine, FactCache.at(cache_dir))  # unchanged blobs are not parsed again
-    try:
+    with GitSource(engine.engine_id, source, cache_dir=cache_dir) as git_source:
         for attempt in (1, 2):
             try:
                 snapshot = git_source.snapshot(commit)
@@ -89,13 +88,12 @@ def extract_at(
                 if attempt == 2:
                     raise
                 git_source.rebuild()
-                if notices is not None:
-                    notices.append(
-                        f"the git cache at {git_source.cache_path} was damaged "
-                        f"({err.message}); rebuilt it and extracted again"
-                    )
-    finally:
-        git_source.close()
+                git_source.notices.append(
+                    f"the git cache at {git_source.cache_path} was damaged "
+                    f"({err.message}); rebuilt it and extracted again"
+                )
+        if notices is not None:
+            notices += git_source.notices
     if facts.upstream_url != upstream_url:
         facts = EngineFacts(
             engine=facts.engine,

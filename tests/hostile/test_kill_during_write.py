@@ -147,3 +147,40 @@ def test_concurrent_writers_take_turns(project, upgrade):
     assert [code for code, _ in results] == [0, 0, 0, 0], results
     assert leftovers(project.root) == []
     assert check_offline(project) == []
+
+
+@pytest.mark.parametrize("leftover", ["generated/.vllm.k2x9qz1a.old", "pins/.vllm.toml.5d1e.new"])
+def test_check_and_bump_refuse_while_a_leftover_exists(project, upgrade, leftover):
+    from typer.testing import CliRunner
+
+    from extractors.cli import app
+
+    repo, shas = upgrade
+    (project.root / leftover).mkdir()
+    root = ["--root", str(project.root)]
+    for args in (
+        ["check", "--offline", *root],
+        ["bump", "--engine", "vllm", "--to", shas[1], "--source", str(repo), *root],
+    ):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert "refuses to run while an interrupted write left files behind" in result.output
+        assert leftover in result.output
+    assert (project.pins / "vllm.toml").read_text().count(shas[0]) == 1
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "generated/.vllm.k2x9qz1a.old/vllm/__init__.py",
+        "generated/.MATRIX.md.0a1b2c3d.new",
+        "pins/.vllm.toml.0a1b2c3d.old",
+        ".extract.lock",
+        ".extract-journal.json",
+    ],
+)
+def test_leftovers_are_ignored_by_git(path):
+    done = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "check-ignore", "--no-index", path], capture_output=True
+    )
+    assert done.returncode == 0, path
