@@ -57,10 +57,10 @@ def find_project(start: Path | None = None) -> ProjectPaths:
 
 def source_for(engine: EngineSpec, pin: Pin | None, source: str | None) -> str:
     """`--source`, else APRON_SOURCE_<ENGINE>, else the pin's URL."""
-    chosen = (
-        source
-        or os.environ.get(SOURCE_ENV.format(engine=engine.engine_id.upper()))
-        or (pin.url if pin else engine.upstream_url)
+    if source is not None:
+        return check_source_url(source)  # given, even empty: never replaced by a default
+    chosen = os.environ.get(SOURCE_ENV.format(engine=engine.engine_id.upper())) or (
+        pin.url if pin else engine.upstream_url
     )
     return check_source_url(chosen)
 
@@ -75,7 +75,8 @@ def extract_at(
     notices: list[str] | None = None,
 ) -> EngineFacts:
     """Extract `engine` at `commit`. A damaged git cache is rebuilt once (and said in `notices`)."""
-    cached = cached_engine(engine, FactCache.at(cache_dir))  # unchanged blobs are not parsed again
+    fact_cache = FactCache.at(cache_dir)
+    cached = cached_engine(engine, fact_cache)  # unchanged blobs are not parsed again
     with GitSource(engine.engine_id, source, cache_dir=cache_dir) as git_source:
         for attempt in (1, 2):
             try:
@@ -94,6 +95,7 @@ def extract_at(
                 )
         if notices is not None:
             notices += git_source.notices
+            notices += [fact_cache.note] if fact_cache.note else []
     if facts.upstream_url != upstream_url:
         facts = EngineFacts(
             engine=facts.engine,

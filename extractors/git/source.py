@@ -18,7 +18,7 @@ from extractors.errors import (
 from extractors.git.cache import CacheRepo
 from extractors.git.log import LOG_FORMAT, ResolvedCommit, first_parent_changes, parse_log
 from extractors.git.objects import ObjectPresence, ObjectReader
-from extractors.git.runner import GitFailed, run_git
+from extractors.git.runner import GitFailed, git_env, run_git
 from extractors.git.snapshot import GitSnapshot
 from extractors.pins import FULL_SHA, check_commit_argument, check_source_url
 from extractors.progress import NullProgress, Progress
@@ -238,10 +238,11 @@ class GitSource:
     def resolve(self, commit: str) -> ResolvedCommit:
         """Make `commit` available in the cache and return its full SHA and date."""
         commit = check_commit_argument(commit)
+        self._check_source()
         with self.cache.locked():
-            cache = self._open_cache()
-            empty = not cache.cached_commits() and self.presence.pack_count == 0
             sha = commit if FULL_SHA.match(commit) else self._expand(commit)
+            fresh = not self.cache.exists
+            cache = self._open_cache()
             fetched_before = sha in cache.cached_commits()
             if not fetched_before:
                 if self.presence.has(sha):  # fetched with a history range: trees are here
@@ -249,9 +250,8 @@ class GitSource:
                 else:
                     try:
                         self._fetch(sha)
-                    except SourceUnreachableError:
-                        self.presence.refresh()
-                        if empty and self.presence.pack_count == 0:
+                    except (SourceUnreachableError, UnknownCommitError):
+                        if fresh:
                             self.close()
                             cache.remove()  # leave no empty cache repository behind
                         raise
@@ -286,9 +286,10 @@ class GitSource:
         """The one commit an abbreviated SHA names, among the commit objects of the cache and
         of a local source; a ref of that name, or more than one commit, is an error."""
         local = local_git_dir(self.url)
-        repos = [self.cache.path] + ([local] if local is not None else [])
+        repos = [self.cache.path] if self.cache.exists else []
+        repos += [local] if local is not None else []
         refs = _refs_named(local, prefix) if local is not None else []
-        candidates: set[str] = {s for s in self.cache.cached_commits() if s.startswith(prefix)}
+        candidates: set[str] = set()
         for git_dir in repos:
             candidates |= _commits_with_prefix(git_dir, prefix)
         if refs:
@@ -468,6 +469,7 @@ def _commits_with_prefix(git_dir: Path, prefix: str) -> set[str]:
             "cat-file",
             "--batch-check=%(objectname) %(objecttype)",
             git_dir=git_dir,
+            env=git_env(GIT_NO_LAZY_FETCH="1"),
             stdin="".join(s + "\n" for s in listed),
         )
     except GitFailed:
