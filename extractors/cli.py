@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from extractors.errors import ExtractionError
+from extractors.errors import ExtractionError, UsageError
 from extractors.pipeline import RunResult, find_project, run
 
 app = typer.Typer(
@@ -167,24 +167,52 @@ def bump_command(
         render_pr_title,
     )
     from extractors.engines import engine_by_id
-    from extractors.project_branch import commit_on_new_branch
-    from extractors.writer import write_file_atomically
+    from extractors.pipeline import refuse_leftovers, start_writing
+    from extractors.project_branch import check_new_branch, commit_on_new_branch
+    from extractors.writer import (
+        WriteError,
+        check_output_path,
+        project_lock,
+        write_file_atomically,
+    )
 
     try:
         spec = engine_by_id(engine)
         paths = find_project(root)
-        plan = plan_bump(spec, paths, to=to, source=source, allow_shrink=allow_shrink)
-        if plan.no_change:
-            out_console.print(
-                f"{spec.engine_id}: nothing changed beyond the header between "
-                f"{plan.old_pin.commit} and {plan.new_pin.commit}; no files written"
-            )
-            raise typer.Exit(NO_CHANGE_EXIT)
-        apply_bump(paths, plan)
-        if pr_title:
-            write_file_atomically(pr_title, render_pr_title(plan))
-        if pr_body:
-            write_file_atomically(pr_body, render_pr_body(plan))
+        title_path = check_output_path(pr_title, "--pr-title") if pr_title else None
+        body_path = check_output_path(pr_body, "--pr-body") if pr_body else None
+        if title_path and body_path and title_path.resolve() == body_path.resolve():
+            raise UsageError("--pr-title and --pr-body name the same file")
+        for output in (title_path, body_path):
+            if output and any(
+                output.resolve().is_relative_to(d.resolve()) for d in (paths.generated, paths.pins)
+            ):
+                raise UsageError(f"{output} is inside generated/ or pins/; write it elsewhere")
+        if branch is not None:
+            check_new_branch(paths.root, branch)
+        with project_lock(paths.root):
+            for note in start_writing(paths):
+                err_console.print(f"note: {note}", markup=False)
+            refuse_leftovers(paths, "bump")
+            plan = plan_bump(spec, paths, to=to, source=source, allow_shrink=allow_shrink)
+            if plan.no_change:
+                out_console.print(
+                    f"{spec.engine_id}: nothing changed beyond the header between "
+                    f"{plan.old_pin.commit} and {plan.new_pin.commit}; no files written"
+                )
+                raise typer.Exit(NO_CHANGE_EXIT)
+            apply_bump(paths, plan)
+        try:
+            if title_path:
+                write_file_atomically(title_path, render_pr_title(plan))
+            if body_path:
+                write_file_atomically(body_path, render_pr_body(plan))
+        except WriteError as err:
+            raise WriteError(
+                f"bumped generated/ and pins/{spec.engine_id}.toml to {plan.new_pin.commit}, "
+                f"but the pull-request text was not written: {err.message}",
+                paths=err.paths,
+            ) from err
         if branch:
             sha = commit_on_new_branch(
                 paths.root,
@@ -218,7 +246,6 @@ def check_command(
     Exit codes: 0 all engines checked and identical; 1 something differs (the message gives the
     command that regenerates); 4 nothing differs but some engine could not be checked."""
     from extractors.check import CHECK_DIFFERS_EXIT, CHECK_INCOMPLETE_EXIT
-    from extractors.errors import UsageError
     from extractors.pipeline import refuse_leftovers, start_writing
     from extractors.writer import project_lock
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from extractors.errors import ExtractionError
+from extractors.errors import ExtractionError, UsageError
 
 # A change maps a target path to its new text (a file) or to {file name: text} (a folder that
 # is replaced whole).
@@ -280,6 +280,35 @@ def _undo(swaps: list[Swap], journal: Path | None, swapping: bool) -> list[Swap]
     if journal is not None:
         journal.unlink(missing_ok=True)
     return []
+
+
+def check_output_path(path: Path, option: str) -> Path:
+    """An output file the command may write, checked before anything is written: an existing
+    regular file that can be opened for writing, or a new name in an existing, writable folder.
+    Nothing is created or changed here."""
+    where = path.expanduser()
+    if _exists(where):
+        if where.is_dir():
+            raise UsageError(f"{option} {path} is a directory, not a file")
+        if not where.is_file():
+            raise UsageError(f"{option} {path} is not a regular file")
+        try:
+            with open(where, "r+b"):
+                pass
+        except OSError as err:
+            raise UsageError(f"{option} {path} cannot be written: {err.strerror}") from err
+        folder = where.resolve().parent
+    else:
+        folder = where.parent
+        if not folder.is_dir():
+            raise UsageError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: the folder {folder} is not writable")
+    if folder.resolve().is_relative_to(Path("/proc")) or folder.resolve().is_relative_to(
+        Path("/sys")
+    ):
+        raise UsageError(f"{option} {path} is in a kernel file system, not a file to write")
+    return where
 
 
 def write_file_atomically(path: Path, content: str) -> bool:

@@ -142,12 +142,15 @@ def test_hex_looking_tags_of_the_real_llamacpp_mirror(tmp_path):
         with pytest.raises(AbbreviatedCommitError) as both:
             git_source.resolve("b1151")
         with pytest.raises(AbbreviatedCommitError) as ambiguous:
-            git_source.resolve("b115")
+            git_source.resolve("01d8e")
+        assert not list((tmp_path / "c").glob("*.git"))  # nothing fetched, no cache created
+        # b115 is the prefix of one commit and of one blob: it names the commit
+        assert git_source.resolve("b115").sha == "b115105f05e3372bc75b2a486c1930c365fd2846"
     assert "is a tag, not a commit" in both.value.message
-    assert "also the prefix of commit b1151" in both.value.message
-    assert "abbreviated commit b115 is ambiguous: it is the prefix of" in ambiguous.value.message
-    assert "b115105f05e3372bc75b2a486c1930c365fd2846" in ambiguous.value.message
-    assert not list((tmp_path / "c").glob("*.git"))  # nothing fetched, no cache created
+    assert "also the prefix of commit b115105f05e3372bc75b2a486c1930c365fd2846" in (
+        both.value.message
+    )
+    assert "abbreviated commit 01d8e is ambiguous: it is the prefix of" in ambiguous.value.message
 
 
 # ------------------------------------------------------------------ the source itself
