@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 from extractors.base import EngineSpec
 from extractors.diff import EngineDiff, FactDiff, diff_engine
-from extractors.errors import GuardError, UsageError
+from extractors.errors import GuardError, UnknownCommitError, UsageError
 from extractors.git import GitSource
 from extractors.impact import ImpactChange, calculator_impact
-from extractors.pins import ANY_SHA, Pin, load_pin, pin_path, render_pin
+from extractors.pins import ANY_SHA, FULL_SHA, Pin, load_pin, pin_path, render_pin
 from extractors.pipeline import (
     ProjectPaths,
     current_facts,
@@ -59,8 +59,13 @@ def resolve_ref(source: GitSource, ref: str | None) -> str:
     """A commit SHA as given, a branch/tag name via the source, or the source's HEAD."""
     if ref is None:
         return source.default_branch_head()
-    if ANY_SHA.match(ref):
+    if FULL_SHA.match(ref):
         return ref
+    if ANY_SHA.match(ref):  # hex-looking: a tag or branch of that name wins over a SHA prefix
+        try:
+            return source.ref_head(ref)
+        except UnknownCommitError:
+            return ref
     if ref.startswith("-") or not REF_NAME.match(ref) or ".." in ref:
         raise UsageError(
             f"--to {ref!r} is neither a hexadecimal SHA nor a plain branch or tag name"
@@ -89,8 +94,8 @@ def plan_bump(
 ) -> BumpPlan:
     old_pin = load_pin(paths.pins, engine.engine_id)
     chosen = source_for(engine, old_pin, source)
-    git_source = GitSource(engine.engine_id, chosen)
-    commit = resolve_ref(git_source, to)
+    with GitSource(engine.engine_id, chosen) as git_source:
+        commit = resolve_ref(git_source, to)
     old_facts = current_facts(paths, engine)
     if old_facts is not None and old_facts.commit != old_pin.commit:
         raise GuardError(

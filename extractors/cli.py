@@ -366,17 +366,19 @@ def history_command(
         except ExtractionError:
             if until is None:
                 raise
-        git_source = GitSource(spec.engine_id, source_for(spec, pin, source))
-        history = run_history(
-            spec,
-            fact,
-            git_source,
-            since,
-            until or pin.commit,  # type: ignore[union-attr]
-            cache=FactCache.at(),
-            progress=progress,
-            jobs=jobs or default_jobs(),
-        )
+        with GitSource(spec.engine_id, source_for(spec, pin, source)) as git_source:
+            history = run_history(
+                spec,
+                fact,
+                git_source,
+                since,
+                until or pin.commit,  # type: ignore[union-attr]
+                cache=FactCache.at(),
+                progress=progress,
+                jobs=jobs or default_jobs(),
+            )
+        for notice in git_source.notices:
+            err_console.print(f"note: {notice}", markup=False)
     except ExtractionError as err:
         progress.close()
         fail(err)

@@ -270,3 +270,20 @@ def test_fact_cache_damage_is_rebuilt_with_one_note(warm, damage):
     assert len(result.notices) == 1, result.notices
     assert str(path) in result.notices[0] and "rebuilt" in result.notices[0]
     assert rerun(project, repo).notices == ()
+
+
+def test_bump_to_a_hex_looking_tag_takes_the_tag(project, tagged):
+    """What the tag error suggests works: an annotated tag is peeled to its commit."""
+    repo, shas = tagged
+    write_pin(project, "vllm", URL, shas[0])
+    run(VLLM, project, commit=None, source=str(repo))
+    result = runner.invoke(
+        app,
+        ["bump", "--engine", "vllm", "--to", "b9403", "--source", str(repo)]
+        + ["--root", str(project.root)],
+    )
+    assert result.exit_code in (0, 3), result.output
+    if result.exit_code == 0:
+        assert shas[1] in (project.pins / "vllm.toml").read_text()
+    else:
+        assert f"and {shas[1]}; no files written" in result.output

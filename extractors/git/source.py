@@ -344,7 +344,7 @@ class GitSource:
         """The full SHA a branch or tag name (or HEAD) points to at the source."""
         self._check_source()
         try:
-            out = run_git("ls-remote", "--", self.url, ref)
+            out = run_git("ls-remote", "--", self.url, ref, f"{ref}^{{}}")
         except GitFailed as err:
             raise SourceUnreachableError(
                 f"cannot list {ref} at the source ({err.last_line})",
