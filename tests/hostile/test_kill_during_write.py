@@ -117,6 +117,7 @@ WRITER = """
 import sys
 from pathlib import Path
 from extractors.engines import ENGINES
+from extractors.pins import Pin
 from extractors.pipeline import ProjectPaths, extract_at, write_generated
 repo, root, *commits = sys.argv[1:]
 paths = ProjectPaths(Path(root))
@@ -124,7 +125,8 @@ engine = ENGINES["vllm"]
 url = "https://github.com/vllm-project/vllm"
 facts = [extract_at(engine, c, repo, upstream_url=url) for c in commits]
 for round in range(25):
-    write_generated(paths, facts[round % len(facts)])
+    done = facts[round % len(facts)]
+    write_generated(paths, done, Pin(url=url, commit=done.commit, date=done.commit_date))
 """
 
 
