@@ -3,6 +3,8 @@ name, a title or body path it cannot write, and nothing in generated/ or pins/ c
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from typer.testing import CliRunner
 
@@ -44,24 +46,22 @@ def files(project: ProjectPaths) -> dict[str, bytes]:
         (["--branch", "a..b"], "--branch 'a..b' is not an allowed branch name"),
         (["--branch", "main"], "--branch main: a branch of that name already exists"),
         (["--pr-title", "/proc/version"], "--pr-title /proc/version is in a kernel file system"),
-        (
-            ["--pr-body", "/nonexistent/dir/b.md"],
-            "--pr-body /nonexistent/dir/b.md: the folder /nonexistent/dir does not exist",
-        ),
+        (["--pr-body", "{root}/no/dir/b.md"], "/no/dir/b.md: the folder "),
         (["--pr-body", "/"], "--pr-body / is a directory, not a file"),
-        (["--pr-title", "/dev/null"], "--pr-title /dev/null is not a regular file"),
+        (["--pr-title", "{root}/fifo"], "/fifo is not a regular file"),
         (["--pr-body", "{root}/generated/body.md"], "is inside generated/ or pins/"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_is_written(pinned, extra, message):
     project, shas = pinned
+    os.mkfifo(project.root / "fifo")  # a special file (never /dev/null: old code replaced it)
     before = files(project)
     args = ["bump", "--engine", "vllm", "--to", shas[1], "--root", str(project.root)]
     result = runner.invoke(app, args + [a.format(root=project.root) for a in extra])
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert files(project) == before
-    assert not __import__("pathlib").Path("/nonexistent").exists()
+    assert not (project.root / "no").exists()
     assert git(project.root, "rev-parse", "--abbrev-ref", "HEAD") == "main"
 
 
