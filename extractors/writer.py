@@ -47,12 +47,12 @@ def project_lock(root: Path) -> Iterator[None]:
     lock = FileLock(str(path), timeout=LOCK_TIMEOUT_SECONDS, is_singleton=True)
     try:
         lock.acquire()
-    except Timeout:
+    except Timeout as err:
         raise WriteError(
             f"another extract is writing this project: timed out after "
             f"{LOCK_TIMEOUT_SECONDS} s waiting for {path}",
             paths=[str(path)],
-        ) from None
+        ) from err
     except OSError as err:
         raise WriteError(
             f"cannot take the project lock {path}: {err}; nothing was changed", paths=[str(path)]

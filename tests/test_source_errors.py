@@ -287,3 +287,17 @@ def test_bump_to_a_hex_looking_tag_takes_the_tag(project, tagged):
         assert shas[1] in (project.pins / "vllm.toml").read_text()
     else:
         assert f"and {shas[1]}; no files written" in result.output
+
+
+def test_a_failed_fetch_keeps_gits_own_words_and_chains_them(project, tmp_path):
+    from extractors.errors import SourceError
+    from extractors.git import GitFailed
+
+    write_pin(project, "vllm", URL, "a" * 40)
+    with pytest.raises(SourceError) as info:
+        run(VLLM, project, commit=None, source="https://127.0.0.1:9/vllm.git")
+    assert "fatal: unable to access 'https://127.0.0.1:9/vllm.git/'" in info.value.message
+    cause = info.value.__cause__
+    assert isinstance(cause, GitFailed) and "unable to access" in cause.stderr
+    assert cause.argv[-1] == "a" * 40 and "fetch" in cause.argv
+    assert not list(cache_root().glob("*.git"))

@@ -122,12 +122,12 @@ class CacheRepo:
         """The cache's lock, acquired; `with` releases it."""
         try:
             return self._lock.acquire(timeout=LOCK_TIMEOUT_SECONDS)
-        except Timeout:
+        except Timeout as err:
             raise CacheError(
                 f"timed out waiting for the cache lock {self._lock.lock_file}",
                 engine=self.engine,
                 source=self.source,
-            ) from None
+            ) from err
 
     def cached_commits(self) -> list[str]:
         """The commits fetched before (each kept by a ref under refs/apron/)."""
