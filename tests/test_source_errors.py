@@ -5,9 +5,11 @@ ambiguous prefixes, a directory that is not a repository, an empty source, and a
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import subprocess
 import zlib
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -301,3 +303,30 @@ def test_a_failed_fetch_keeps_gits_own_words_and_chains_them(project, tmp_path):
     assert isinstance(cause, GitFailed) and "unable to access" in cause.stderr
     assert cause.argv[-1] == "a" * 40 and "fetch" in cause.argv
     assert not list(cache_root().glob("*.git"))
+
+
+def _cat_file_children() -> list[str]:
+    """`git cat-file` processes whose parent is this test process."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and "cat-file" in cmdline:
+            found.append(cmdline)
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_every_run_closes_its_source(warm):
+    project, repo, _ = warm
+    rerun(project, repo)
+    assert _cat_file_children() == []
+    with GitSource("vllm", str(repo)) as git_source:
+        git_source.snapshot(git_source.resolve(git(repo, "rev-parse", "HEAD")).sha)
+        assert len(_cat_file_children()) == 1
+    assert _cat_file_children() == []
