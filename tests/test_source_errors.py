@@ -330,3 +330,21 @@ def test_every_run_closes_its_source(warm):
         git_source.snapshot(git_source.resolve(git(repo, "rev-parse", "HEAD")).sha)
         assert len(_cat_file_children()) == 1
     assert _cat_file_children() == []
+
+
+@pytest.mark.parametrize("damage", ["packed-refs", "a loose ref", "HEAD"])
+def test_damaged_refs_of_the_git_cache_are_rebuilt_with_one_note(warm, damage):
+    project, repo, _ = warm
+    [cache] = cache_root().glob("vllm-*.git")
+    if damage == "packed-refs":
+        (cache / "packed-refs").write_text("garbage\n")
+    elif damage == "a loose ref":
+        [ref] = (cache / "refs" / "apron").iterdir()
+        ref.write_text("garbage\n")
+    else:
+        (cache / "HEAD").write_text("garbage\n")
+    result = rerun(project, repo)
+    assert len(result.notices) == 1, result.notices
+    assert result.notices[0].startswith(f"the git cache at {cache} was damaged")
+    assert "rebuilt it" in result.notices[0]
+    assert rerun(project, repo).notices == ()

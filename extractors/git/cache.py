@@ -67,13 +67,7 @@ class CacheRepo:
                     engine=self.engine,
                     source=self.source,
                 ) from err
-            raise CacheCorruptError(
-                f"the git cache at {self.path} is not a repository any more, or its config "
-                f"is damaged ({err.last_line})",
-                engine=self.engine,
-                source=self.source,
-                paths=[str(self.path / "config")],
-            ) from err
+            raise self.damaged(err) from err
         except OSError as err:
             raise CacheError(
                 f"cannot open the git cache at {self.path}: {err}",
@@ -82,6 +76,16 @@ class CacheRepo:
             ) from err
         self._ready = True
         return created
+
+    def damaged(self, err: GitFailed) -> CacheCorruptError:
+        """The error for a git command on the cache that failed though no source was asked."""
+        command = next((a for a in err.argv if not a.startswith("-")), "")
+        return CacheCorruptError(
+            f"it is not a repository any more or is broken: git {command} failed ({err.last_line})",
+            engine=self.engine,
+            source=self.source,
+            paths=[str(self.path)],
+        )
 
     def _create(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,6 +109,7 @@ class CacheRepo:
         if url != self.url:
             raise GitFailed(("config",), 1, f"remote.origin.url is {url!r}, not {self.url!r}")
         self.git("rev-parse", "--git-dir")
+        self.git("for-each-ref", "--format=%(objectname)", "refs/apron/")  # refs parse
 
     def remove(self) -> None:
         """Delete the cache repository (call with the lock held); the next `ensure` makes a

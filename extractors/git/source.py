@@ -239,6 +239,12 @@ class GitSource:
         """Make `commit` available in the cache and return its full SHA and date."""
         commit = check_commit_argument(commit)
         self._check_source()
+        try:
+            return self._resolve(commit)
+        except GitFailed as err:  # fetch failures are mapped inside: this is the cache itself
+            raise self.cache.damaged(err) from err
+
+    def _resolve(self, commit: str) -> ResolvedCommit:
         with self.cache.locked():
             sha = commit if FULL_SHA.match(commit) else self._expand(commit)
             fresh = not self.cache.exists
