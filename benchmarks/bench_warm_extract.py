@@ -44,7 +44,7 @@ from pathlib import Path
 from extractors.base import extract_engine
 from extractors.engines import ENGINES
 from extractors.factcache import FactCache, cached_engine
-from extractors.source import GitSource
+from extractors.git import GitSource
 
 engine_id, url, commit, cache_dir, variant = sys.argv[1:6]
 engine = ENGINES[engine_id]
