@@ -19,7 +19,7 @@ from extractors.sglang.records import (
     SglangMlaCondition,
     SglangRegistryRow,
 )
-from extractors.sglang.registry_rows import ModuleScan, registry_rows, scan_module
+from extractors.sglang.registry_rows import models_registry
 from extractors.snapshot import Snapshot
 
 MODELS_DIRS = ("python/sglang/srt/models",)
@@ -57,19 +57,10 @@ def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -
             anchor="EntryClass",
         )
     snapshot.prefetch(modules)
-    scans = {path: scan_module(snapshot.read_text(path), path) for path in modules}
-    extra: dict[str, ModuleScan | None] = {}
-
-    def load(path: str) -> ModuleScan | None:
-        if path in scans:
-            return scans[path]
-        if path not in extra:
-            extra[path] = (
-                scan_module(snapshot.read_text(path), path) if snapshot.exists(path) else None
-            )
-        return extra[path]
-
-    rows, warnings = registry_rows(scans, load)
+    texts = {path: snapshot.read_text(path) for path in modules}
+    rows, warnings = models_registry(
+        texts, lambda path: snapshot.read_text(path) if snapshot.exists(path) else None
+    )
     return FactOutput(tuple(rows), tuple(warnings))
 
 

@@ -4,12 +4,13 @@ SGLang has no literal registry. At import it walks the models package (top-level
 and registers each class named by a module's `EntryClass` under the class's `__name__`.
 Statically: find `EntryClass = X` / `EntryClass = [X, Y]`, resolve each name to the class it
 binds (a local class, an alias `A = B`, an import from another module), and take the class's
-name. Parsed with tree-sitter-python: ~200 files per commit."""
+name. Parsed with tree-sitter-python: ~200 files per commit, of which only those whose text
+contains `EntryClass` are parsed up front; the others only when an import leads to them."""
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -179,10 +180,41 @@ def resolve(name: str, scan: ModuleScan, load: Loader) -> Resolved | None:
     return None
 
 
-def registry_rows(
-    scans: Mapping[str, ModuleScan], load: Loader
+def may_assign_entry(text: str) -> bool:
+    """False when scanning the module cannot find an EntryClass assignment: the scan records one
+    only where an identifier's text is `EntryClass`, so that text is in the module's text."""
+    return ENTRY in text
+
+
+def models_registry(
+    texts: Mapping[str, str], read: Callable[[str], str | None]
 ) -> tuple[list[SglangRegistryRow], list[ExtractionWarning]]:
-    """One row per registered architecture, modules in the order SGLang imports them (sorted)."""
+    """Registry rows of the models package: `texts` maps each top-level module to its text,
+    `read` gives the text of another file an import leads to (None when it does not exist).
+    A module that cannot assign EntryClass registers nothing and is parsed only when an import
+    leads to it; the rows are those of scanning every module."""
+    scans = {
+        path: scan_module(text, path) for path, text in texts.items() if may_assign_entry(text)
+    }
+    others: dict[str, ModuleScan | None] = {}
+
+    def load(path: str) -> ModuleScan | None:
+        if path in scans:
+            return scans[path]
+        if path not in others:
+            text = texts[path] if path in texts else read(path)
+            others[path] = scan_module(text, path) if text is not None else None
+        return others[path]
+
+    return registry_rows(scans, load, modules=sorted(texts))
+
+
+def registry_rows(
+    scans: Mapping[str, ModuleScan], load: Loader, *, modules: Sequence[str] | None = None
+) -> tuple[list[SglangRegistryRow], list[ExtractionWarning]]:
+    """One row per registered architecture, modules in the order SGLang imports them (sorted).
+    `modules` names every module looked at, for the error when none registers anything (default:
+    those in `scans`)."""
     rows: dict[str, SglangRegistryRow] = {}
     warnings: list[ExtractionWarning] = []
 
@@ -247,5 +279,6 @@ def registry_rows(
                 continue
             rows[row.architecture] = row
     if not rows:
-        raise AnchorError(f"no module defines {ENTRY}", paths=sorted(scans), anchor=ENTRY)
+        paths = sorted(scans) if modules is None else list(modules)
+        raise AnchorError(f"no module defines {ENTRY}", paths=paths, anchor=ENTRY)
     return list(rows.values()), warnings
