@@ -18,6 +18,7 @@ from tree_sitter import Language, Node, Parser, Tree
 
 from extractors.errors import AnchorError, ExtractionError, ParseError
 from extractors.parsing.limits import MAX_CONDITION_CHARS, MAX_SYNTAX_DEPTH, check_syntax_tree
+from extractors.parsing.ts_query import typed_descendants
 from extractors.records import ExtractionWarning
 
 CPP = Language(tree_sitter_cpp.language())
@@ -67,7 +68,10 @@ class CppSource:
 
     def brace_imbalance(self) -> int:
         """`{` tokens minus `}` tokens (tree-sitter's MISSING placeholders not counted). Nonzero
-        for unbalanced braces, and for braces split across the branches of an `#if`/`#else`."""
+        for unbalanced braces, and for braces split across the branches of an `#if`/`#else`.
+        A tree without errors is balanced: every grammar rule with a `{` token has its `}`."""
+        if not self.root.has_error:
+            return 0
         balance = 0
         cursor = self.root.walk()
         while True:
@@ -264,6 +268,12 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(current.children))
 
 
+def nodes_of_type(node: Node, *types: str) -> list[Node]:
+    """The nodes of these (named) types below and including `node`, in the order of `walk`.
+    A query costs about as much to compile as walking 10,000 nodes: for whole files read often."""
+    return typed_descendants(CPP, node, types)
+
+
 def code_children(node: Node) -> list[Node]:
     """Named children that are code (no comments)."""
     return [c for c in node.named_children if c.type != "comment"]
@@ -299,9 +309,7 @@ def _function_declarator(declarator: Node | None) -> Node | None:
 def function_definitions(root: Node) -> list[tuple[str, Node]]:
     """(qualified name, function_definition node) for every function defined in the file."""
     found = []
-    for node in walk(root):
-        if node.type != "function_definition":
-            continue
+    for node in nodes_of_type(root, "function_definition"):
         function = _function_declarator(node.child_by_field_name("declarator"))
         if function is None:
             continue

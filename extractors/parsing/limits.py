@@ -34,6 +34,9 @@ def check_syntax_tree(
 ) -> None:
     """Walk the tree once (iteratively, stopping early); ParseError when it nests deeper than
     MAX_SYNTAX_DEPTH or, when `cost_budget` is given, when the sum of node depths exceeds it."""
+    if cost_budget is None:
+        _check_depth(root, path, language)
+        return
     cursor = root.walk()
     depth = 0
     cost = 0
@@ -60,6 +63,37 @@ def check_syntax_tree(
                 return
             depth -= 1
         cost += depth
+
+
+def _check_depth(root: Node, path: str, language: str) -> None:
+    """The depth half of check_syntax_tree, walking only where it could fail: a node at depth d
+    with n nodes in its subtree (itself included) has none deeper than d + n - 1, so the walk
+    enters a subtree only when that bound passes MAX_SYNTAX_DEPTH. The first node too deep, in
+    the same order as a full walk, is the one reported."""
+    if root.descendant_count <= MAX_SYNTAX_DEPTH:
+        return
+    cursor = root.walk()
+    depth = 0
+    while True:
+        node = cursor.node
+        if (
+            node is not None
+            and depth + node.descendant_count - 1 > MAX_SYNTAX_DEPTH
+            and cursor.goto_first_child()
+        ):
+            depth += 1
+            if depth > MAX_SYNTAX_DEPTH:
+                line = cursor.node.start_point[0] + 1 if cursor.node is not None else 0
+                raise ParseError(
+                    f"{path} nests {language} syntax more than {MAX_SYNTAX_DEPTH} levels deep "
+                    f"(line {line}); it is nested too deeply to parse safely",
+                    paths=[path],
+                )
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return
+            depth -= 1
 
 
 def check_markdown_size(text: str, path: str) -> None:
