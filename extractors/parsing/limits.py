@@ -37,6 +37,9 @@ def check_syntax_tree(
     if cost_budget is None:
         _check_depth(root, path, language)
         return
+    shallow = min(MAX_SYNTAX_DEPTH, cost_budget // max(root.descendant_count, 1))
+    if _no_deeper_than(root, shallow):
+        return  # both limits hold: n nodes at most `shallow` deep cost at most n * shallow
     cursor = root.walk()
     depth = 0
     cost = 0
@@ -65,35 +68,44 @@ def check_syntax_tree(
         cost += depth
 
 
-def _check_depth(root: Node, path: str, language: str) -> None:
-    """The depth half of check_syntax_tree, walking only where it could fail: a node at depth d
-    with n nodes in its subtree (itself included) has none deeper than d + n - 1, so the walk
-    enters a subtree only when that bound passes MAX_SYNTAX_DEPTH. The first node too deep, in
-    the same order as a full walk, is the one reported."""
-    if root.descendant_count <= MAX_SYNTAX_DEPTH:
-        return
+def _first_deeper(root: Node, limit: int) -> Node | None:
+    """The first node (in the order of a full walk) deeper than `limit`, else None; walking
+    only where one could be: a node at depth d with n nodes in its subtree (itself included)
+    has none deeper than d + n - 1, so the walk enters a subtree only when that passes `limit`."""
+    if root.descendant_count - 1 <= limit:
+        return None
     cursor = root.walk()
     depth = 0
     while True:
         node = cursor.node
         if (
             node is not None
-            and depth + node.descendant_count - 1 > MAX_SYNTAX_DEPTH
+            and depth + node.descendant_count - 1 > limit
             and cursor.goto_first_child()
         ):
             depth += 1
-            if depth > MAX_SYNTAX_DEPTH:
-                line = cursor.node.start_point[0] + 1 if cursor.node is not None else 0
-                raise ParseError(
-                    f"{path} nests {language} syntax more than {MAX_SYNTAX_DEPTH} levels deep "
-                    f"(line {line}); it is nested too deeply to parse safely",
-                    paths=[path],
-                )
+            if depth > limit:
+                return cursor.node
             continue
         while not cursor.goto_next_sibling():
             if not cursor.goto_parent():
-                return
+                return None
             depth -= 1
+
+
+def _no_deeper_than(root: Node, limit: int) -> bool:
+    return _first_deeper(root, limit) is None
+
+
+def _check_depth(root: Node, path: str, language: str) -> None:
+    """The depth half of check_syntax_tree: the first node too deep is the one reported."""
+    deep = _first_deeper(root, MAX_SYNTAX_DEPTH)
+    if deep is not None:
+        raise ParseError(
+            f"{path} nests {language} syntax more than {MAX_SYNTAX_DEPTH} levels deep "
+            f"(line {deep.start_point[0] + 1}); it is nested too deeply to parse safely",
+            paths=[path],
+        )
 
 
 def check_markdown_size(text: str, path: str) -> None:

@@ -23,6 +23,7 @@ from extractors.parsing.python_ts import (
     parse_python,
     unparenthesize,
 )
+from extractors.parsing.workers import map_in_two
 from extractors.records import ExtractionWarning
 from extractors.sglang.records import SglangRegistryRow
 
@@ -30,6 +31,14 @@ FACT = "registry_rows"
 ENTRY = "EntryClass"
 PACKAGE_ROOT = "python"  # python/sglang/... is the import root of `sglang`
 MAX_HOPS = 8
+
+
+@dataclass(frozen=True)
+class EntryValue:
+    """What an EntryClass assignment lists: plain names, and the code of anything else."""
+
+    names: tuple[str, ...]
+    problems: tuple[str, ...]
 
 
 @dataclass
@@ -42,7 +51,7 @@ class ModuleScan:
     imports: dict[str, tuple[str, str]] = field(
         default_factory=dict
     )  # local -> (module path, name)
-    entry: Node | None = None  # the value of the last top-level EntryClass assignment
+    entry: EntryValue | None = None  # the value of the last top-level EntryClass assignment
     nested_entry: bool = False  # an EntryClass assignment inside an if/try block
 
 
@@ -107,7 +116,7 @@ def scan_module(text: str, path: str) -> ModuleScan:
             name = node_text(left)
             if name == ENTRY:
                 if at_top:
-                    scan.entry = right
+                    scan.entry = _entry_value(right)
                 else:
                     scan.nested_entry = True
             elif right.type == "identifier" and node_text(right) != name:
@@ -125,11 +134,9 @@ def _read_import(scan: ModuleScan, node: Node, path: str) -> None:
         scan.imports[local] = (stem, imported)
 
 
-def entry_names(scan: ModuleScan) -> tuple[list[str], list[str]]:
-    """(names listed in EntryClass, problems). A non-name element is a problem, not a crash."""
-    if scan.entry is None:
-        return [], []
-    value = unparenthesize(scan.entry)
+def _entry_value(node: Node) -> EntryValue:
+    """The names an EntryClass value lists. A non-name element is a problem, not a crash."""
+    value = unparenthesize(node)
     elements = value.named_children if value.type in ("list", "tuple") else [value]
     names, problems = [], []
     for element in elements:
@@ -140,7 +147,14 @@ def entry_names(scan: ModuleScan) -> tuple[list[str], list[str]]:
             continue
         else:
             problems.append(node_text(element)[:60])
-    return names, problems
+    return EntryValue(tuple(names), tuple(problems))
+
+
+def entry_names(scan: ModuleScan) -> tuple[list[str], list[str]]:
+    """(names listed in EntryClass, problems)."""
+    if scan.entry is None:
+        return [], []
+    return list(scan.entry.names), list(scan.entry.problems)
 
 
 @dataclass(frozen=True)
@@ -193,9 +207,11 @@ def models_registry(
     `read` gives the text of another file an import leads to (None when it does not exist).
     A module that cannot assign EntryClass registers nothing and is parsed only when an import
     leads to it; the rows are those of scanning every module."""
-    scans = {
-        path: scan_module(text, path) for path, text in texts.items() if may_assign_entry(text)
-    }
+    scanned = [path for path, text in texts.items() if may_assign_entry(text)]
+    found = map_in_two(
+        _scan_path, [(path, texts[path]) for path in scanned], [len(texts[p]) for p in scanned]
+    )
+    scans = dict(zip(scanned, found, strict=True))
     others: dict[str, ModuleScan | None] = {}
 
     def load(path: str) -> ModuleScan | None:
@@ -207,6 +223,11 @@ def models_registry(
         return others[path]
 
     return registry_rows(scans, load, modules=sorted(texts))
+
+
+def _scan_path(item: tuple[str, str]) -> ModuleScan:
+    path, text = item
+    return scan_module(text, path)
 
 
 def registry_rows(

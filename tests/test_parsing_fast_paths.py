@@ -1,0 +1,196 @@
+"""The parsing fast paths give what the plain walks give: the pruned depth and cost check, the
+tree-sitter queries, the brace count of error-free trees, and the forked worker's share."""
+
+from __future__ import annotations
+
+import pytest
+
+from extractors.errors import ParseError
+from extractors.parsing import workers
+from extractors.parsing.cpp_ts import CPP, CppSource, function_definitions, parse_cpp, walk
+from extractors.parsing.limits import MAX_SYNTAX_DEPTH, check_syntax_tree
+from extractors.parsing.python_ts import PYTHON, parse_tree
+from extractors.parsing.ts_query import typed_descendants
+
+
+def full_walk_check(root, path, language, cost_budget=None):
+    """The check as one full walk of every node (what the pruned check must agree with)."""
+    cursor = root.walk()
+    depth = cost = 0
+    while True:
+        if cursor.goto_first_child():
+            depth += 1
+            cost += depth
+            if depth > MAX_SYNTAX_DEPTH:
+                return f"deep at line {cursor.node.start_point[0] + 1}"
+            if cost_budget is not None and cost > cost_budget:
+                return "costly"
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return None
+            depth -= 1
+        cost += depth
+
+
+def pruned_check(root, cost_budget=None):
+    try:
+        check_syntax_tree(root, "m.py", "Python", cost_budget=cost_budget)
+    except ParseError as err:
+        if "levels deep" in str(err):
+            return f"deep at line {str(err).split('(line ')[1].split(')')[0]}"
+        return "costly"
+    return None
+
+
+def nested_ifs(levels: int) -> str:
+    return "".join("    " * i + "if a:\n" for i in range(levels)) + "    " * levels + "pass\n"
+
+
+TEXTS = [
+    "x = 1\n",
+    "x = " + "(" * 497 + "1" + ")" * 497 + "\n",  # the deepest node one level under the limit
+    "x = " + "(" * 498 + "1" + ")" * 498 + "\n",  # one level over it
+    "y = 1\n" * 200 + "z = " + "[" * 490 + "]" * 490 + "\n",
+    "y = 1\n" * 200 + "z = " + "[" * 520 + "]" * 520 + "\n",
+    nested_ifs(249),
+    nested_ifs(250),
+    "def f():\n    return [" + ", ".join(f"g({i})" for i in range(3000)) + "]\n",
+    ("X = " + "[" * 30 + "]" * 30 + "\n") * 300,
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("budget", [None, 1_000_000, 50_000, 2_000])
+def test_pruned_check_agrees_with_the_full_walk(text, budget):
+    root = parse_tree(text)
+    assert pruned_check(root, budget) == full_walk_check(root, "m.py", "Python", budget)
+
+
+def test_the_agreement_covers_both_outcomes():
+    costly = {full_walk_check(parse_tree(t), "m.py", "Python", 50_000) for t in TEXTS}
+    deep = {full_walk_check(parse_tree(t), "m.py", "Python") for t in TEXTS}
+    assert None in costly and "costly" in costly
+    assert None in deep and len({o for o in deep if o and o.startswith("deep")}) >= 3
+
+
+CPP_TEXT = """
+namespace n {
+int top(int a) { return a; }
+struct s {
+    int method() { return 1; }
+    struct inner { void f() {} };
+};
+}
+int later() {
+    struct local { int g() { return 2; } };
+    auto l = [](int x) { return x; };
+    return 0;
+}
+#ifdef X
+void under_ifdef() {}
+#endif
+"""
+
+PYTHON_TEXT = """
+x = 1
+def f():
+    y = 2
+    def g():
+        z = w = 3
+    class C:
+        a = 4
+    return [q := 5 for _ in ()]
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "types"),
+    [
+        (CPP_TEXT, ("function_definition",)),
+        (CPP_TEXT, ("struct_specifier", "compound_statement")),
+        (CPP_TEXT + "int broken( { \n", ("function_definition",)),
+    ],
+)
+def test_cpp_query_finds_what_the_walk_finds_in_the_same_order(text, types):
+    source = parse_cpp(text, "a.cpp")
+    walked = [n for n in walk(source.root) if n.type in types]
+    assert walked  # the table cases have something to find
+    assert typed_descendants(CPP, source.root, types) == walked
+
+
+def test_function_definitions_keep_source_order_with_nesting():
+    names = [name for name, _ in function_definitions(parse_cpp(CPP_TEXT, "a.cpp").root)]
+    assert names == ["top", "method", "f", "later", "g", "under_ifdef"]
+
+
+def test_python_query_within_a_subtree_includes_nested_scopes():
+    root = parse_tree(PYTHON_TEXT)
+    function = next(n for n in root.named_children if n.type == "function_definition")
+    walked = [n for n in walk(function) if n.type == "assignment"]
+    found = typed_descendants(PYTHON, function, ("assignment",))
+    assert found == walked and len(found) == 4  # y, z = w = 3 (two), a; not the top-level x
+
+
+def slow_brace_count(source: CppSource) -> int:
+    return sum(
+        {"{": 1, "}": -1}.get(n.type, 0)
+        for n in walk(source.root)
+        if not n.children and not n.is_missing
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "imbalance"),
+    [
+        (CPP_TEXT, 0),
+        ("int f() {\n#ifdef A\n  if (x) {\n#else\n  if (y) {\n#endif\n  }\n}\n", 1),
+        ("int f() { return 1; }\n}}\n", -2),
+        ("{\n" + CPP_TEXT, 1),
+    ],
+)
+def test_brace_count_agrees_with_counting_every_token(text, imbalance):
+    source = parse_cpp(text, "a.cpp")
+    assert source.brace_imbalance() == slow_brace_count(source) == imbalance
+    assert source.root.has_error == (imbalance != 0)
+
+
+def _square(item: int) -> int:
+    if item in (13, 70):
+        raise ParseError(f"item {item} is bad", paths=[f"{item}.py"])
+    return item * item
+
+
+@pytest.fixture
+def forking(monkeypatch):
+    if not workers._may_fork(workers.MIN_BYTES):
+        pytest.skip("no second core or no fork here")
+    monkeypatch.setattr(workers, "MIN_BYTES", 0)
+
+
+def test_two_shares_give_the_serial_results_in_order(forking):
+    items = list(range(12))
+    assert workers.map_in_two(_square, items, [1] * len(items)) == [i * i for i in items]
+
+
+@pytest.mark.parametrize(
+    ("items", "first_bad"),
+    [
+        (list(range(10, 20)), 13),  # in the worker's share
+        (list(range(60, 80)), 70),  # in this process's share
+        ([13, *range(20, 30), 70], 13),  # in both: the first in order wins, as serially
+    ],
+)
+def test_an_error_is_the_first_a_serial_run_meets(forking, items, first_bad):
+    with pytest.raises(ParseError) as err:
+        workers.map_in_two(_square, items, [1] * len(items))
+    assert str(err.value).startswith(f"item {first_bad} is bad")
+    assert err.value.paths == (f"{first_bad}.py",)
+
+
+def test_small_work_runs_in_this_process(monkeypatch):
+    def no_fork(*args, **kwargs):
+        raise AssertionError("forked for tiny work")
+
+    monkeypatch.setattr(workers.multiprocessing, "get_context", no_fork)
+    assert workers.map_in_two(_square, [1, 2, 3], [10, 10, 10]) == [1, 4, 9]
