@@ -194,3 +194,102 @@ def test_small_work_runs_in_this_process(monkeypatch):
 
     monkeypatch.setattr(workers.multiprocessing, "get_context", no_fork)
     assert workers.map_in_two(_square, [1, 2, 3], [10, 10, 10]) == [1, 4, 9]
+
+
+MODEL_CONFIG = '''
+"""Miniature config module."""
+import os
+
+from enum import IntEnum
+
+
+class AttentionArch(IntEnum):
+    MLA = 1
+    MHA = 2
+
+
+class ModelConfig:
+    """Doc."""
+
+    kind = "model"
+
+    def __init__(self, hf_config):
+        self.hf_config = hf_config
+        self._derive()
+
+    @property
+    def size(self):
+        return 1
+
+    def _derive(self):
+        if "DeepseekV2ForCausalLM" in self.hf_config.architectures:
+            self.attention_arch = AttentionArch.MLA
+        elif "Other" in self.hf_config.architectures:
+            self.attention_arch = AttentionArch.MHA
+
+    def twice(self):
+        return 1
+
+    def twice(self):
+        self.attention_arch = AttentionArch.MLA
+
+
+def helper():
+    return os.sep
+'''
+
+
+def chain_both_ways(text):
+    """repr of the chain facts (or of the error) with the whole-file parse and the subset."""
+    from extractors.parsing import python_cst
+    from extractors.sglang import attention_chain as chain
+
+    results = []
+    for parse in (
+        lambda t, p, c, m: python_cst.parse_module(t, p),
+        python_cst.parse_class_methods,
+    ):
+        chain.attention_chain.cache_clear()
+        original, chain.parse_class_methods = chain.parse_class_methods, parse
+        try:
+            results.append(repr(chain.attention_chain(text, "m.py")))
+        except Exception as err:  # the error is part of what must agree
+            results.append(f"{type(err).__name__}: {err}")
+        finally:
+            chain.parse_class_methods = original
+            chain.attention_chain.cache_clear()
+    return results
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        MODEL_CONFIG,
+        MODEL_CONFIG.replace(
+            "def twice(self):\n        return 1", "def first(self):\n        return 1"
+        ),
+        MODEL_CONFIG + "\nclass ModelConfig:\n    def f(self):\n        return 2\n",
+        MODEL_CONFIG.replace("import os\n", "import os\nx = (\n"),  # broken outside the class
+        MODEL_CONFIG.replace("return 1\n\n    def _derive", "return 1 +\n\n    def _derive"),
+        MODEL_CONFIG.replace("attention_arch", "arch"),  # no method has the marker
+        MODEL_CONFIG.replace("class ModelConfig:", "class Other:"),
+        "\ufeff" + MODEL_CONFIG.replace("\n", "\r\n"),
+    ],
+)
+def test_class_subset_gives_the_chain_of_the_whole_file(text):
+    whole, subset = chain_both_ways(text)
+    assert whole == subset
+
+
+def test_class_subset_blanks_what_is_not_read():
+    from extractors.parsing.python_cst import parse_class_methods, top_level_classes
+
+    module = parse_class_methods(MODEL_CONFIG, "m.py", "ModelConfig", "attention_arch")
+    assert list(top_level_classes(module)) == ["ModelConfig"]
+    kept = [
+        s.name.value
+        for s in top_level_classes(module)["ModelConfig"].body.body
+        if hasattr(s, "name")
+    ]
+    assert kept == ["_derive", "twice", "twice"]  # same-named methods stay together
+    assert module.code.count("\n") == MODEL_CONFIG.count("\n")  # lines unchanged
