@@ -48,9 +48,9 @@ class ModuleScan:
     path: str
     classes: set[str] = field(default_factory=set)
     aliases: dict[str, str] = field(default_factory=dict)  # A = B (B a plain name)
-    imports: dict[str, tuple[str, str]] = field(
+    imports: dict[str, tuple[int, str, str]] = field(
         default_factory=dict
-    )  # local -> (module path, name)
+    )  # local -> (import level, module as written, name)
     entry: EntryValue | None = None  # the value of the last top-level EntryClass assignment
     nested_entry: bool = False  # an EntryClass assignment inside an if/try block
 
@@ -104,7 +104,7 @@ def scan_module(text: str, path: str) -> ModuleScan:
             if name is not None:
                 scan.classes.add(node_text(name))
         elif node.type == "import_from_statement":
-            _read_import(scan, node, path)
+            _read_import(scan, node)
         elif node.type == "expression_statement" and node.named_child_count == 1:
             assignment = node.named_children[0]
             if assignment.type != "assignment":
@@ -124,14 +124,13 @@ def scan_module(text: str, path: str) -> ModuleScan:
     return scan
 
 
-def _read_import(scan: ModuleScan, node: Node, path: str) -> None:
+def _read_import(scan: ModuleScan, node: Node) -> None:
     source = import_source(node)
     if source is None:
         return
     level, module = source
-    stem = _module_file(path, module, level)
     for local, imported in imported_names(node):
-        scan.imports[local] = (stem, imported)
+        scan.imports[local] = (level, module, imported)
 
 
 def _entry_value(node: Node) -> EntryValue:
@@ -183,7 +182,8 @@ def resolve(name: str, scan: ModuleScan, load: Loader) -> Resolved | None:
             name = target
             continue
         if name in scan.imports:
-            stem, imported = scan.imports[name]
+            level, module, imported = scan.imports[name]
+            stem = _module_file(scan.path, module, level)
             target_scan = load(stem + ".py") or load(stem + "/__init__.py")
             if target_scan is None:
                 return None
