@@ -33,6 +33,14 @@ GOAL_SECONDS = 3.0
 GOAL_PARSE_SECONDS = 2.0
 
 
+def machine_load() -> str:
+    """The 1-minute load average against the cores: figures taken on a busy machine are noisy."""
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()[0]
+    busy = "  (busy: more runnable processes than cores, figures are noisy)" if load > cores else ""
+    return f"machine: load average {load:.1f} on {cores} cores{busy}"
+
+
 def mirror(engine: str) -> str | None:
     return os.environ.get(f"APRON_MIRROR_{engine.upper()}") or None
 
@@ -121,6 +129,7 @@ def main() -> int:
         f"(goals: under {GOAL_SECONDS:.0f} s with the fact cache, under "
         f"{GOAL_PARSE_SECONDS:.0f} s parsing)"
     )
+    print(machine_load())
     missed = False
     for label, seconds, goal in (
         ("fact cache", totals["cache"], GOAL_SECONDS),
