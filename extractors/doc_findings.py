@@ -89,6 +89,7 @@ def compare(
         if item.group:
             reg_group[item.name].add(item.group)
     reg_norm = {name: normalized(name) for name in reg_where}
+    registered_names = sorted(reg_where)
     reg_by_norm: dict[str, set[str]] = defaultdict(set)
     for name, norm in reg_norm.items():
         reg_by_norm[norm].add(name)
@@ -114,7 +115,7 @@ def compare(
                 )
             )
             continue
-        close = difflib.get_close_matches(name, sorted(reg_where), n=1, cutoff=0.85)
+        close = difflib.get_close_matches(name, registered_names, n=1, cutoff=0.85)
         notes = sorted(doc_notes.get(name, ()))
         if close:
             notes.append(f"closest registered name: {close[0]}")
