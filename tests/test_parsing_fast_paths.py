@@ -274,6 +274,10 @@ def chain_both_ways(text):
         MODEL_CONFIG.replace("attention_arch", "arch"),  # no method has the marker
         MODEL_CONFIG.replace("class ModelConfig:", "class Other:"),
         "\ufeff" + MODEL_CONFIG.replace("\n", "\r\n"),
+        MODEL_CONFIG.replace(
+            "return 1\n\n    def _derive", "return 1  # attention_arch\n\n    def _derive"
+        ),
+        MODEL_CONFIG.replace('"""Doc."""', '"""self.attention_arch = AttentionArch.MLA"""'),
     ],
 )
 def test_class_subset_gives_the_chain_of_the_whole_file(text):
