@@ -297,3 +297,28 @@ def test_class_subset_blanks_what_is_not_read():
     ]
     assert kept == ["_derive", "twice", "twice"]  # same-named methods stay together
     assert module.code.count("\n") == MODEL_CONFIG.count("\n")  # lines unchanged
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "int f() { return 1; }\n",
+        "int f() {\n  return 1; // #if not a directive\n}\n",
+        "#define X 1\n#include <a.h>\nint f();\n",
+        "  #  ifdef A\nint a;\n#else\nint b;\n #endif\n",
+        "#if A\r\nint a;\r\n#endif\r\n",
+        "#\tifndef A\nint a;\n#endif // A\n",
+        "#ifdef\n",
+    ],
+)
+def test_directive_search_agrees_with_reading_every_line(text):
+    from extractors.parsing import cpp_ts
+
+    lines = text.split("\n")
+    per_line = any(cpp_ts._CONDITIONAL.match(line) for line in lines)
+    assert (cpp_ts._ANY_CONDITIONAL.search(text) is not None) == per_line
+    masked, conditions = cpp_ts.mask_conditionals(text)
+    if not per_line:
+        assert (masked, conditions) == (text, ("",) * len(lines))
+    else:
+        assert masked != text and len(conditions) == len(lines)

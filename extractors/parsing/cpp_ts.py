@@ -24,6 +24,10 @@ from extractors.records import ExtractionWarning
 CPP = Language(tree_sitter_cpp.language())
 
 _CONDITIONAL = re.compile(r"^\s*#\s*(ifdef|ifndef|if|elifdef|elifndef|elif|else|endif)\b(.*)$")
+# a line _CONDITIONAL matches, searched in the whole text (whitespace within one line only)
+_ANY_CONDITIONAL = re.compile(
+    r"^[^\S\n]*#[^\S\n]*(?:ifdef|ifndef|if|elifdef|elifndef|elif|else|endif)\b", re.MULTILINE
+)
 # statements that leave control at a point that is not "every time the function runs"
 CONDITIONAL_PARENTS = frozenset(
     {
@@ -139,6 +143,8 @@ def mask_conditionals(text: str, path: str = "<text>") -> tuple[str, tuple[str, 
     MAX_SYNTAX_DEPTH, or conditions whose text adds up past MAX_CONDITION_CHARS, are a
     ParseError (their cost grows with the square of the nesting)."""
     lines = text.split("\n")
+    if _ANY_CONDITIONAL.search(text) is None:
+        return text, ("",) * len(lines)
     out: list[str] = []
     conditions: list[str] = []
     stack: list[list[str]] = []  # per open #if: the conditions of its branches so far

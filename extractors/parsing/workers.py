@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import pickle
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -55,10 +54,9 @@ def map_in_two(
     def share() -> None:
         reader.close()
         try:
-            payload = pickle.dumps(("ok", [function(item) for item in items[:cut]]))
+            writer.send(("ok", [function(item) for item in items[:cut]]))
         except BaseException:  # the parent runs this share again and raises the error itself
-            payload = pickle.dumps(("failed", None))
-        writer.send_bytes(payload)
+            writer.send(("failed", None))
         writer.close()
 
     worker = context.Process(target=share, daemon=True)
@@ -79,8 +77,8 @@ def map_in_two(
         except Exception as err:  # raised only if the worker's share has no error of its own
             rest_error = err
         try:
-            status, first = pickle.loads(reader.recv_bytes())
-        except (EOFError, OSError, pickle.UnpicklingError):
+            status, first = reader.recv()  # from the worker forked above, through its pipe
+        except (EOFError, OSError):
             pass
         received = True
     finally:
