@@ -278,6 +278,7 @@ def chain_both_ways(text):
             "return 1\n\n    def _derive", "return 1  # attention_arch\n\n    def _derive"
         ),
         MODEL_CONFIG.replace('"""Doc."""', '"""self.attention_arch = AttentionArch.MLA"""'),
+        MODEL_CONFIG.replace("import os\n", "import os; import sys  # two on a line\n"),
     ],
 )
 def test_class_subset_gives_the_chain_of_the_whole_file(text):

@@ -59,7 +59,7 @@ def _blank_all_but(root, class_name: str, marker: str) -> list[tuple[int, int]] 
     marked = [m for m in methods if marker.encode("utf-8") in (m.text or b"")]
     if not marked:
         return None
-    ranges = [(s.start_byte, s.end_byte) for s in root.named_children if s != keep]
+    ranges = [(0, keep.start_byte), (keep.end_byte, root.end_byte)]  # `;` and comments too
     ranges += [
         (m.start_byte, m.end_byte)
         for m, name in zip(methods, names, strict=True)
