@@ -3,6 +3,8 @@ range, a layout refactor, re-keyed rows), the size limit, and the parts it is ma
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -33,8 +35,8 @@ from extractors.pr_body import (
     shown,
     warning_text,
 )
-from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult
-from extractors.vllm.records import KvHeadOverride, RegistryRow, VllmDocsRow
+from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
+from extractors.vllm.records import RegistryRow, VllmDocsRow
 from tests import llamacpp_miniatures as llama
 from tests import vllm_miniatures as vllm
 from tests.conftest import assert_snapshot, write_pin
@@ -208,7 +210,6 @@ def test_first_extraction_is_not_a_diff(project, make_repo, monkeypatch):
 # ------------------------------------------------------------------ the size limit
 
 REGISTRY = FactKind("registry_rows", "Registry rows", RegistryRow, "rows")
-OVERRIDES = FactKind("kv_head_overrides", "KV-head overrides", KvHeadOverride, "rules")
 PIN_OLD = Pin(url="https://github.com/vllm-project/vllm", commit="a" * 40, date="2026-01-01")
 PIN_NEW = Pin(url="https://github.com/vllm-project/vllm", commit="b" * 40, date="2026-02-01")
 
@@ -352,18 +353,23 @@ def test_plain_text_drops_link_and_code_syntax():
     assert plain_text("`Qwen2Model`  **new**") == "Qwen2Model new"
 
 
+class NumberedRule(Record):
+    """A rule keyed by its position, like vLLM's KV-head overrides."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("model_type", "rule_order")
+
+    model_type: str
+    rule_order: int
+    rule: str
+    path: str
+
+    def label(self) -> str:
+        return f"{self.model_type}: {self.rule}"
+
+
 def test_rekeyed_pairs_need_a_unique_match():
-    def rule(model_type, order, rule="reads x"):
-        return KvHeadOverride(
-            model_type=model_type,
-            rule_order=order,
-            convertor_class="",
-            kind="reads",
-            rule=rule,
-            excludes="",
-            path="p",
-            symbol="s",
-        )
+    def rule(model_type, order):
+        return NumberedRule(model_type=model_type, rule_order=order, rule="reads x", path="p")
 
     assert pair_rekeyed([rule("mpt", 1)], [rule("mpt", 0)]) == [(rule("mpt", 1), rule("mpt", 0))]
     assert pair_rekeyed([rule("a", 1), rule("a", 2)], [rule("a", 0)]) == []  # ambiguous
