@@ -158,6 +158,22 @@ class RegistryRow(NamedTuple):
     path: str
 
 
+class SglangArchitectureSet(NamedTuple):
+    """An architecture named in one of the name sets ModelConfig's module tests (model_config.py)."""
+
+    set_name: str
+    architecture: str
+    member_returns: bool
+    via: str
+    condition: str | None
+    condition_config: str
+    condition_field: str
+    condition_check: str
+    condition_default: str
+    path: str
+    symbol: str
+
+
 class SglangDocsRow(NamedTuple):
     """One row of an SGLang supported-models table (2025 .md or 2026 .mdx layout)."""
 

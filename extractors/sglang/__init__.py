@@ -1,4 +1,5 @@
-"""SGLang: registry rows (EntryClass), the MLA attention chain, supported-model docs tables."""
+"""SGLang: registry rows (EntryClass), the MLA attention chain, the architecture sets and KV-head
+rule of model_config.py, supported-model docs tables."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import DocRegistryFinding
 from extractors.errors import MissingPathError
 from extractors.records import ExtractionWarning, FactKind, Record
-from extractors.sglang import attention_chain
+from extractors.sglang import architecture_sets, attention_chain, kv_heads
 from extractors.sglang.docs_tables import FACT as DOCS_ROWS_FACT
 from extractors.sglang.docs_tables import docs_findings, docs_table_rows
 from extractors.sglang.records import (
+    SglangArchitectureSet,
     SglangDocsRow,
     SglangExplicitMha,
     SglangMlaArchitecture,
@@ -21,6 +23,7 @@ from extractors.sglang.records import (
 )
 from extractors.sglang.registry_rows import ModuleScan, registry_rows, scan_module
 from extractors.snapshot import Snapshot
+from extractors.vllm.records import KvHeadAlias, KvHeadFallback, KvHeadOverride
 
 MODELS_DIRS = ("python/sglang/srt/models",)
 MODEL_CONFIG_PATHS = ("python/sglang/srt/configs/model_config.py",)
@@ -114,6 +117,29 @@ def _explicit_mha(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) ->
     return FactOutput(tuple(_chain(snapshot).explicit_mha))
 
 
+def _model_config(snapshot: Snapshot, anchor: str) -> tuple[str, str]:
+    path = snapshot.first_existing(MODEL_CONFIG_PATHS, anchor=anchor)
+    return snapshot.read_text(path), path
+
+
+MODEL_CONFIG_READS = MODEL_CONFIG_PATHS
+MODEL_CONFIG_NEEDS: tuple[str, ...] = ()
+
+
+def _architecture_sets(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    text, path = _model_config(snapshot, "is_hybrid_swa_model and the other is_* sets")
+    rows, warnings = architecture_sets.architecture_sets(text, path)
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _kv_head_fact(extract):
+    def run(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+        text, path = _model_config(snapshot, "ModelConfig.get_total_num_kv_heads")
+        return FactOutput(tuple(extract(text, path)))
+
+    return run
+
+
 REGISTRY_ROWS = FactKind(
     "registry_rows",
     "Registry rows",
@@ -141,6 +167,38 @@ EXPLICIT_MHA = FactKind(
     "architectures an elif branch explicitly sets to AttentionArch.MHA, with the latent-attention "
     "fields the branch still reads (non-empty: another engine may treat the model as MLA).",
 )
+ARCHITECTURE_SETS = FactKind(
+    architecture_sets.FACT,
+    "Architecture sets",
+    SglangArchitectureSet,
+    "every architecture name an `is_*` function or a ModelConfig attribute of model_config.py "
+    "tests, by set (function or attribute name); *SPREAD constants resolved (`via`), "
+    "`member_returns` False where the set lists exceptions (non-generation models, chunked "
+    "prefill unsupported), extra conditions structured; '*' = any architecture whose config "
+    "meets the condition. Per-architecture if/elif chains (MLA: mla_architectures; "
+    "_config_draft_model, get_hybrid_layer_ids) are not sets and not listed here.",
+)
+KV_HEAD_ALIASES = FactKind(
+    kv_heads.ALIASES,
+    "KV-head alias scan",
+    KvHeadAlias,
+    "config keys ModelConfig.get_total_num_kv_heads() tries on hf_text_config in order; the "
+    "first present (non-None) key wins.",
+    ordered=True,
+)
+KV_HEAD_FALLBACK = FactKind(
+    kv_heads.FALLBACK,
+    "KV-head fallback",
+    KvHeadFallback,
+    "the value used when no alias key is present: SGLang silently assumes MHA.",
+)
+KV_HEAD_OVERRIDES = FactKind(
+    kv_heads.OVERRIDES,
+    "KV-head overrides",
+    KvHeadOverride,
+    "the rules before the alias scan, keyed on hf_config.model_type ('*' = every model type "
+    "except `excludes`), in the order the method tries them.",
+)
 DOCS_TABLE_ROWS = FactKind(
     DOCS_ROWS_FACT,
     "Supported-model docs tables",
@@ -167,6 +225,12 @@ ENGINE = EngineSpec(
         FactExtractor(MLA_ARCHITECTURES, _mla_architectures),
         FactExtractor(MLA_CONDITIONS, _mla_conditions, allow_empty=True),
         FactExtractor(EXPLICIT_MHA, _explicit_mha, allow_empty=True),
+        FactExtractor(ARCHITECTURE_SETS, _architecture_sets),
+        FactExtractor(KV_HEAD_ALIASES, _kv_head_fact(kv_heads.kv_head_aliases)),
+        FactExtractor(KV_HEAD_FALLBACK, _kv_head_fact(kv_heads.kv_head_fallback)),
+        FactExtractor(
+            KV_HEAD_OVERRIDES, _kv_head_fact(kv_heads.kv_head_overrides), allow_empty=True
+        ),
         FactExtractor(DOCS_TABLE_ROWS, docs_table_rows),
         FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),
     ),
