@@ -118,6 +118,127 @@ def import_model_classes(package_name):
 MODEL_CONFIG = """
 from enum import IntEnum, auto
 
+from sglang.srt.environ import envs
+
+MIMO_V2_MODEL_ARCHS = (
+    "MiMoV2ForCausalLM",
+    "MiMoV2FlashForCausalLM",
+)
+MIMO_V2_MULTIMODAL_ARCHS = ("MiMoV2ForCausalLM",)
+KV_QUANT_METHODS = ["fp8_e5m2"]
+
+
+def _hf_arch(config):
+    archs = getattr(config, "architectures", None)
+    return archs[0] if archs else None
+
+
+def _hf_attr(config, name):
+    return getattr(config, name, None)
+
+
+def is_deepseek_dsa(config):
+    return (
+        _hf_arch(config) in ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM")
+        and _hf_attr(config, "index_topk") is not None
+    )
+
+
+def is_kimi_k3(config):
+    return _hf_arch(config) == "KimiK3ForConditionalGeneration"
+
+
+def is_minimax_sparse(config):
+    arch = (config.architectures or [None])[0]
+    return arch in ("MiniMaxM3SparseForCausalLM",)
+
+
+def is_generation_model(model_architectures, is_embedding=False):
+    if (
+        "LlamaEmbeddingModel" in model_architectures
+        or "BertModel" in model_architectures
+        or "Qwen2ForRewardModel" in model_architectures
+    ):
+        return False
+    else:
+        return not is_embedding
+
+
+multimodal_model_archs = [
+    "Gemma3ForConditionalGeneration",
+    *MIMO_V2_MULTIMODAL_ARCHS,
+    "Qwen2VLForConditionalGeneration",
+]
+
+if envs.SGLANG_ENABLE_EXTERNAL_VLM.get():
+    multimodal_model_archs.append("ExternalVLMForCausalLM")
+
+if external_arch := envs.SGLANG_EXTERNAL_MM_MODEL_ARCH.get():
+    multimodal_model_archs.append(external_arch)
+
+piecewise_cuda_graph_disabled_model_archs = [
+    "Qwen3NextForCausalLM",
+    "LLaDAModelLM",
+]
+
+
+def is_multimodal_model(model_architectures):
+    if any(
+        multi_model_arch in model_architectures
+        for multi_model_arch in multimodal_model_archs
+    ):
+        return True
+    else:
+        return False
+
+
+def is_encoder_decoder_model(model_architectures):
+    models = ["WhisperForConditionalGeneration", "MllamaForConditionalGeneration"]
+    return any(model in model_architectures for model in models)
+
+
+def is_local_attention_model(model_architectures):
+    return "Llama4ForConditionalGeneration" in model_architectures
+
+
+def is_multimodal_chunked_prefill_supported(model_architectures):
+    unsupported = ["MllamaForConditionalGeneration", "CLIPModel"]
+    if any(arch in unsupported for arch in model_architectures):
+        return False
+    else:
+        return True
+
+
+def is_piecewise_cuda_graph_disabled_model(model_architectures):
+    return any(
+        arch in piecewise_cuda_graph_disabled_model_archs for arch in model_architectures
+    )
+
+
+def is_embedding_gemma(config):
+    return getattr(config, "model_type", None) == "gemma3_text"
+
+
+def is_hybrid_swa_model(model_architectures, hf_text_config=None):
+    hybrid_swa_archs = {
+        "Llama4ForConditionalGeneration",
+        "GptOssForCausalLM",
+        *MIMO_V2_MODEL_ARCHS,
+        "Gemma4ForCausalLM",
+        "LagunaForCausalLM",
+    }
+    if any(arch in hybrid_swa_archs for arch in model_architectures):
+        if (
+            "LagunaForCausalLM" in model_architectures
+            and hf_text_config is not None
+            and not getattr(hf_text_config, "sliding_window", 0)
+        ):
+            return False
+        return True
+    if hf_text_config is not None and getattr(hf_text_config, "is_hybrid_swa", False):
+        return True
+    return False
+
 
 class AttentionArch(IntEnum):
     MLA = auto()
@@ -171,10 +292,50 @@ class ModelConfig:
 
     def _init_mla_scaling(self, rope_scaling):
         self.scaling = 1.0
+
+    def _derive_hybrid_model(self):
+        self.is_hybrid_swa = is_hybrid_swa_model(
+            self.hf_config.architectures, self.hf_text_config
+        )
+        self.is_hybrid_swa_compress = self.hf_config.architectures[0] in [
+            *MIMO_V2_MODEL_ARCHS,
+            "Gemma4ForCausalLM",
+        ]
+
+    def get_total_num_kv_heads(self):
+        falcon_model_types = ["falcon", "RefinedWeb"]
+        new_decoder_arch_falcon = self.hf_config.model_type in falcon_model_types and getattr(
+            self.hf_config, "new_decoder_architecture", False
+        )
+        if not new_decoder_arch_falcon and getattr(self.hf_text_config, "multi_query", False):
+            return 1
+        if self.hf_config.model_type in ["mpt"]:
+            if "kv_n_heads" in self.hf_config.attn_config:
+                return self.hf_config.attn_config["kv_n_heads"]
+            return self.hf_config.num_attention_heads
+        if self.hf_config.model_type in ["dbrx"]:
+            return getattr(
+                self.hf_config.attn_config, "kv_n_heads", self.hf_config.num_attention_heads
+            )
+        attributes = ["n_head_kv", "num_kv_heads", "num_key_value_heads"]
+        for attr in attributes:
+            num_kv_heads = getattr(self.hf_text_config, attr, None)
+            if num_kv_heads is not None:
+                return num_kv_heads
+        return self.hf_text_config.num_attention_heads
 """
 
 # 2025: the chain sat in __init__ and had fewer branches
 MODEL_CONFIG_OLD = """
+def is_hybrid_model(model_architectures, hybrid_kvcache_ratio, context_length, chunk):
+    if hybrid_kvcache_ratio is None:
+        return None
+    elif hybrid_kvcache_ratio > 0 and model_architectures[0] == "Llama4ForConditionalGeneration":
+        return hybrid_kvcache_ratio
+    else:
+        return None
+
+
 class AttentionArch:
     MLA = 1
     MHA = 2
@@ -193,6 +354,14 @@ class ModelConfig:
             self.attention_arch = AttentionArch.MLA
         else:
             self.attention_arch = AttentionArch.MHA
+
+    def get_total_num_kv_heads(self):
+        attributes = ["num_kv_heads", "num_key_value_heads"]
+        for attr in attributes:
+            num_kv_heads = getattr(self.hf_text_config, attr, None)
+            if num_kv_heads is not None:
+                return num_kv_heads
+        return self.hf_text_config.num_attention_heads
 """
 
 OLD_GENERATIVE = """# Large Language Models

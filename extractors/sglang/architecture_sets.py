@@ -31,7 +31,7 @@ from extractors.sglang.records import SglangArchitectureSet
 FACT = "architecture_sets"
 CLASS = "ModelConfig"
 PREDICATE_PREFIX = "is_"
-REQUIRED_SETS = ("is_hybrid_swa_model",)
+HYBRID_SWA_SETS = ("is_hybrid_swa_model", "is_hybrid_model")
 ARCH_CALLS = ("_hf_arch",)
 CONFIG_ROOTS = {
     "self.hf_text_config": "hf_text_config",
@@ -217,8 +217,10 @@ class _Reader:
             and len(node.comparisons) == 1
             and isinstance(node.comparisons[0].operator, cst.IsNot)
             and self.code(node.comparisons[0].comparator) == "None"
-            and isinstance(node.left, cst.Name)
-            and node.left.value in CONFIG_ROOTS
+            and (
+                (isinstance(node.left, cst.Name) and node.left.value in CONFIG_ROOTS)
+                or self.code(node.left).endswith(".architectures")
+            )
         )
 
     # -- conditions
@@ -335,6 +337,46 @@ def _locals(
     return env, frozenset(names)
 
 
+def _branches(node: cst.If) -> list[tuple[cst.BaseExpression, list[cst.CSTNode]]]:
+    """(test, body) of an if and each of its elifs."""
+    found = [(node.test, statements(node.body))]
+    while isinstance(node.orelse, cst.If):
+        node = node.orelse
+        found.append((node.test, statements(node.body)))
+    return found
+
+
+def _branch_rows(
+    reader: _Reader,
+    name: str,
+    test: cst.BaseExpression,
+    inner: list[cst.CSTNode],
+    env: dict[str, cst.BaseExpression],
+    arch_names: frozenset[str],
+) -> list[SglangArchitectureSet]:
+    returns = _returned_bool(inner)
+    members, others = reader.split(test, env, arch_names, name)
+    conditions = [reader.condition(o) for o in others]
+    if members is None:
+        if returns is True and conditions:
+            return [reader.row(name, Member("*", "", name), True, conditions, name)]
+        return []
+    outcome = True if returns is None else returns
+    exceptions: dict[str, list[Condition]] = {}
+    for statement in inner:
+        if not isinstance(statement, cst.If):
+            continue
+        if _returned_bool(statements(statement.body)) is not (not outcome):
+            continue
+        excepted, unless = reader.split(statement.test, env, arch_names, name)
+        for member in excepted or ():
+            exceptions[member.architecture] = [reader.condition(u, negate=True) for u in unless]
+    return [
+        reader.row(name, m, outcome, conditions + exceptions.get(m.architecture, []), name)
+        for m in members
+    ]
+
+
 def _predicate_rows(reader: _Reader, fn: cst.FunctionDef) -> list[SglangArchitectureSet]:
     name = fn.name.value
     body = statements(fn.body)
@@ -346,29 +388,9 @@ def _predicate_rows(reader: _Reader, fn: cst.FunctionDef) -> list[SglangArchitec
             conditions = [reader.condition(o) for o in others]
             rows += [reader.row(name, m, True, conditions, name) for m in members or ()]
             continue
-        if not isinstance(node, cst.If):
-            continue
-        inner = statements(node.body)
-        returns = _returned_bool(inner)
-        members, others = reader.split(node.test, env, arch_names, name)
-        conditions = [reader.condition(o) for o in others]
-        if members is None:
-            if returns is True and conditions:
-                rows.append(reader.row(name, Member("*", "", name), True, conditions, name))
-            continue
-        outcome = True if returns is None else returns
-        exceptions: dict[str, list[Condition]] = {}
-        for statement in inner:
-            if not isinstance(statement, cst.If) or _returned_bool(
-                statements(statement.body)
-            ) is not (not outcome):
-                continue
-            excepted, unless = reader.split(statement.test, env, arch_names, name)
-            for member in excepted or ():
-                exceptions[member.architecture] = [reader.condition(u, negate=True) for u in unless]
-        for member in members:
-            extra = exceptions.get(member.architecture, [])
-            rows.append(reader.row(name, member, outcome, conditions + extra, name))
+        if isinstance(node, cst.If):
+            for test, branch in _branches(node):
+                rows += _branch_rows(reader, name, test, branch, env, arch_names)
     return rows
 
 
@@ -479,13 +501,12 @@ def architecture_sets(
     cls = top_level_classes(module).get(CLASS)
     if cls is not None:
         rows += _attribute_rows(reader, cls)
-    for required in REQUIRED_SETS:
-        if not any(r.set_name == required for r in rows):
-            raise AnchorError(
-                f"no architecture set `{required}` found in {path}",
-                paths=[path],
-                anchor=f"def {required}(...): ... in {{...}}",
-            )
+    if not any(r.set_name in HYBRID_SWA_SETS for r in rows):
+        raise AnchorError(
+            f"no hybrid-SWA architecture set ({' or '.join(HYBRID_SWA_SETS)}) found in {path}",
+            paths=[path],
+            anchor=" / ".join(f"def {n}(...)" for n in HYBRID_SWA_SETS),
+        )
     unique: dict[tuple[str, str], SglangArchitectureSet] = {}
     for row in rows:
         unique.setdefault((row.set_name, row.architecture), row)
