@@ -1,23 +1,34 @@
-"""SGLang's extracted rules applied to a config: the MLA decision of its attention-arch chain.
+"""SGLang's extracted rules applied to a config: its KV-head scan, the MLA decision of its
+attention-arch chain, and whether it sizes a sliding-window pool.
 
 SGLang tests `"<Arch>" in hf_config.architectures` branch by branch (generated/sglang facts
 `mla_architectures`, `mla_conditions`, `explicit_mha_architectures`); the first branch that
 matches wins, and an MLA branch whose extra condition fails falls through to the next ones.
-SGLang's KV-head rule is not extracted, so its full-attention figures use apron's count."""
+KV heads come from SGLang's own get_total_num_kv_heads (`kv_head_*` facts, read with vLLM's
+evaluation, which has the same shape). A window-aware pool is used only for the architectures
+of `is_hybrid_swa_model` (`architecture_sets`); every other architecture, windowed or not, is
+allocated at full context on every layer."""
 
 from __future__ import annotations
 
+import re
+from types import SimpleNamespace
 from typing import Any
 
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints, field
+from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
-from apron.results import MlaDecision
+from apron.results import HeadCount, MlaDecision
 
 ENGINE = "sglang"
 MLA, CONDITIONS, EXPLICIT_MHA = "mla_architectures", "mla_conditions", "explicit_mha_architectures"
+SETS, ALIASES = "architecture_sets", "kv_head_aliases"
+HYBRID_SWA_SETS = ("is_hybrid_swa_model", "is_hybrid_model")
+WINDOW_FIELDS = ("sliding_window", "layer_types", "sliding_window_pattern")
 
 _DEFAULTS = {"None": None, "True": True, "False": False}
+_INT = re.compile(r"^-?\d+$")
 
 
 def _condition(model: ModelConfig, row: Any) -> tuple[bool | None, str]:
@@ -112,7 +123,117 @@ def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision |
     )
 
 
+def kv_heads(model: ModelConfig, sglang: EngineConstraints) -> HeadCount | None:
+    """What SGLang's get_total_num_kv_heads gives for this config (None: rule not extracted)."""
+    if not sglang.has(ALIASES):
+        return None
+    _prediction, engine = vllm_rules.resolve_kv_heads(model, sglang)
+    return engine._replace(
+        how=engine.how.replace("vLLM", "SGLang"),
+        unknown=tuple(u.replace("vLLM", "SGLang") for u in engine.unknown),
+    )
+
+
+def _set_condition(model: ModelConfig, row: Any) -> tuple[bool | None, str]:
+    if not field(row, "condition", None):
+        return True, ""
+    check = field(row, "condition_check", "")
+    name = str(field(row, "condition_field", "") or "")
+    default = str(field(row, "condition_default", "") or "")
+    source = model.raw if field(row, "condition_config", "") == "hf_config" else model.text
+    if check in ("truthy", "falsy") and name and name not in source and _INT.match(default):
+        value = bool(int(default)) if check == "truthy" else not int(default)
+        return value, f"{name} is absent ({check} with default {default})"
+    return _condition(
+        model,
+        SimpleNamespace(
+            config=field(row, "condition_config", ""),
+            field=field(row, "condition_field", ""),
+            check=field(row, "condition_check", ""),
+            default=field(row, "condition_default", ""),
+            expression=field(row, "condition", ""),
+        ),
+    )
+
+
+def hybrid_swa(
+    model: ModelConfig, sglang: EngineConstraints
+) -> tuple[bool | None, str, tuple[Citation, ...]]:
+    """Whether SGLang's is_hybrid_swa_model holds for this config, why, and where it says so."""
+    rows = [r for r in sglang.rows(SETS) if field(r, "set_name") in HYBRID_SWA_SETS]
+    if not rows:
+        return None, "SGLang's hybrid-SWA architecture set is not extracted", ()
+    set_name = str(field(rows[0], "set_name"))
+    archs = set(model.architectures)
+    unknown: list[str] = []
+    for row in rows:
+        arch = str(field(row, "architecture"))
+        if arch != "*" and arch not in archs:
+            continue
+        ok, text = _set_condition(model, row)
+        cite = (sglang.cite(row, set_name),)
+        who = f"{arch} is in SGLang's {set_name}" if arch != "*" else f"{set_name}'s opt-in"
+        if ok:
+            return True, who + (f" and {text}" if text else ""), cite
+        if ok is None:
+            unknown.append(f"{who} but {text}")
+    cites = (sglang.cite(rows[0], set_name),)
+    if unknown:
+        return None, "; ".join(unknown), cites
+    names = ", ".join(sorted(archs)) or "(no architectures)"
+    listed = sum(1 for r in rows if field(r, "architecture") != "*")
+    return False, f"{names} is not in SGLang's {set_name} ({listed} architectures)", cites
+
+
+def _memberships(model: ModelConfig, sglang: EngineConstraints) -> list[str]:
+    archs = set(model.architectures)
+    return sorted(
+        {
+            str(field(r, "set_name"))
+            for r in sglang.rows(SETS)
+            if field(r, "architecture") in archs and field(r, "set_name") not in HYBRID_SWA_SETS
+        }
+    )
+
+
+def _has_window(model: ModelConfig) -> bool:
+    return any(model.get(name) is not None for name in WINDOW_FIELDS)
+
+
 def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     mla = mla_decision(model, sglang)
-    notes = ["SGLang's KV-head rule is not extracted: full-attention figures use apron's count"]
-    return EngineDecision(ENGINE, None, mla, (), tuple(notes), (), computes_figures=mla is not None)
+    heads = kv_heads(model, sglang)
+    notes: list[str] = []
+    cites: list[Citation] = []
+    if heads is None:
+        notes.append("SGLang's KV-head rule is not extracted: no byte figures")
+    swa, why, swa_cites = hybrid_swa(model, sglang)
+    window_why = ""
+    computes = mla is not None and (heads is not None or mla.is_mla is True)
+    if swa is True:
+        notes.append(f"window-aware KV pool: {why}")
+        cites.extend(swa_cites)
+    elif swa is False:
+        window_why = (
+            f"{why}: SGLang sizes a sliding-window pool only for that set, so every layer is "
+            "allocated at full context"
+        )
+        if _has_window(model):
+            cites.extend(swa_cites)
+    elif _has_window(model):
+        notes.append(f"whether SGLang sizes a sliding-window pool is unknown: {why}")
+        computes = False
+    member_of = _memberships(model, sglang)
+    if member_of:
+        notes.append(f"member of SGLang's architecture sets: {', '.join(member_of)}")
+    return EngineDecision(
+        ENGINE,
+        heads,
+        mla,
+        (),
+        tuple(notes),
+        tuple(cites),
+        computes_figures=computes,
+        window_aware=swa,
+        window_why=window_why,
+    )

@@ -154,6 +154,8 @@ def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) ->
             if ev.value:
                 outcome = _value(model, m.group(1), how, cite)
                 break
+        else:
+            outcome = _Outcome(fallthrough=True)  # no clause holds and there is no else
         outcome.notes = tuple(notes)
     elif kind == "derived" and rule.strip() == "derived from block_configs":
         outcome = _block_configs(model, how, cite)
