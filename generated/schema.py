@@ -273,6 +273,8 @@ class TrtllmRegisteredArchitecture(NamedTuple):
     class_name: str
     module: str
     also_in: tuple[str, ...]
+    resolved_by: str
+    component: str
     path: str
 
 
