@@ -196,6 +196,19 @@ class SglangExplicitMha(NamedTuple):
     symbol: str
 
 
+class SglangHybridConfigClass(NamedTuple):
+    """A config class one of SGLang's hybrid-arch functions (configs/hybrid_arch.py) accepts:"""
+
+    function: str
+    config_class: str
+    via: str
+    model_type: str
+    config_read: str
+    condition: str | None
+    path: str
+    symbol: str
+
+
 class SglangMlaArchitecture(NamedTuple):
     """An architecture the attention if/elif chain in ModelConfig sets to AttentionArch.MLA."""
 

@@ -364,6 +364,125 @@ class ModelConfig:
         return self.hf_text_config.num_attention_heads
 """
 
+CONFIGS = "python/sglang/srt/configs"
+HYBRID_ARCH_PATH = f"{CONFIGS}/hybrid_arch.py"
+MODEL_RUNNER_PATH = "python/sglang/srt/model_executor/model_runner.py"
+
+# config classes: a subclass in another module, one whose model_type comes from transformers
+CONFIG_MODULES = {
+    f"{CONFIGS}/nemotron_h.py": """
+from transformers import PretrainedConfig
+
+
+class NemotronHConfig(PretrainedConfig):
+    model_type = "nemotron_h"
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+
+
+class NemotronHPuzzleConfig(NemotronHConfig):
+    model_type = "nemotron_h_puzzle"
+""",
+    f"{CONFIGS}/qwen3_next.py": """
+from transformers.configuration_utils import PretrainedConfig
+
+
+class Qwen3NextConfig(PretrainedConfig):
+    model_type = "qwen3_next"
+""",
+    f"{CONFIGS}/qwen3_5.py": """
+from sglang.srt.configs.qwen3_next import Qwen3NextConfig
+
+
+class Qwen3_5TextConfig(Qwen3NextConfig):
+    model_type = "qwen3_5_text"
+""",
+    f"{CONFIGS}/lfm2.py": """
+from transformers import Lfm2Config as HFLfm2Config
+
+
+class Lfm2Config(HFLfm2Config):
+    def layers_block_type(self):
+        return []
+""",
+    f"{CONFIGS}/inkling.py": """
+from transformers import PretrainedConfig
+
+
+class InklingModelConfig(PretrainedConfig):
+    model_type = "inkling_model"
+""",
+}
+
+HYBRID_ARCH = """
+from sglang.srt.configs import InklingModelConfig, Lfm2Config, NemotronHConfig, Qwen3NextConfig
+
+
+def _get_linear_attn_registry_result(model_config):
+    return model_config.linear_attn_registry_result
+
+
+def hybrid_gdn_config(model_config):
+    config = model_config.hf_config.get_text_config()
+    if isinstance(config, Qwen3NextConfig):
+        return config
+    return None
+
+
+def mamba2_config(model_config):
+    config = model_config.hf_config
+    if isinstance(config, NemotronHConfig) and model_config.is_draft_model:
+        pattern = getattr(config, "mtp_hybrid_override_pattern", None)
+        if pattern is not None and "M" not in pattern:
+            return None
+    if isinstance(config, NemotronHConfig | Lfm2Config):
+        return config
+    if isinstance(config, InklingModelConfig):
+        return config if config.mamba2_cache_params is not None else None
+    return None
+
+
+def mambaish_config(model_config):
+    existing = mamba2_config(model_config) or hybrid_gdn_config(model_config)
+    if existing:
+        return existing
+    result = _get_linear_attn_registry_result(model_config)
+    return result[1] if result else None
+"""
+
+# earlier: the same checks as ModelRunner properties
+MODEL_RUNNER = """
+from sglang.srt.configs import NemotronHConfig, Qwen3NextConfig
+
+
+class ModelRunner:
+    def __init__(self, model_config):
+        self.model_config = model_config
+
+    def init_memory_pool(self, x):
+        if isinstance(x, int):
+            return x
+
+    @property
+    def hybrid_gdn_config(self):
+        config = self.model_config.hf_config
+        if isinstance(config, Qwen3NextConfig):
+            return config
+        return None
+
+    @property
+    def mamba2_config(self):
+        config = self.model_config.hf_config
+        if isinstance(config, NemotronHConfig):
+            return config
+        return None
+
+    @property
+    def mambaish_config(self):
+        return self.mamba2_config or self.hybrid_gdn_config
+"""
+
 OLD_GENERATIVE = """# Large Language Models
 
 These models accept text input and produce text output.
@@ -516,6 +635,8 @@ def tree_2025() -> dict[str, str]:
     return {
         **models_tree(),
         MODEL_CONFIG_PATH: MODEL_CONFIG_OLD,
+        MODEL_RUNNER_PATH: MODEL_RUNNER,
+        **CONFIG_MODULES,
         f"{OLD_DOCS}/generative_models.md": OLD_GENERATIVE,
         f"{OLD_DOCS}/multimodal_language_models.md": OLD_MULTIMODAL,
     }
@@ -525,6 +646,7 @@ def tree_2026() -> dict[str, str | None]:
     """New docs layout (docs/docs/supported-models/*.mdx), the old pages removed."""
     return {
         MODEL_CONFIG_PATH: MODEL_CONFIG,
+        HYBRID_ARCH_PATH: HYBRID_ARCH,
         f"{OLD_DOCS}/generative_models.md": None,
         f"{OLD_DOCS}/multimodal_language_models.md": None,
         f"{NEW_DOCS}/generative_models.mdx": NEW_GENERATIVE,

@@ -200,6 +200,18 @@ def test_architecture_sets_and_kv_rule_at_pin(project, sglang_mirror):
         "multi_query_group_num",
         "num_attention_groups",
     ]
+    hybrid = {(r.function, r.config_class): r for r in facts.fact("hybrid_config_classes").records}
+    mambaish = {c: r for (f, c), r in hybrid.items() if f == "mambaish_config"}
+    assert {"NemotronHConfig", "FalconH1Config", "Qwen3NextConfig", "KimiLinearConfig"} <= set(
+        mambaish
+    )
+    assert mambaish["NemotronHConfig"].model_type == "nemotron_h"
+    assert mambaish["BailingHybridConfig"].via == "hybrid_lightning_config()"
+    assert hybrid[("hybrid_gdn_config", "Qwen3_5TextConfig")].via == "Qwen3NextConfig"
+    assert len(mambaish) == 24
+    codes = {(w.code, w.subject) for w in facts.warnings}
+    assert ("run-time-registry", "mambaish_config") in codes
+    assert ("exception-branch", "mamba2_config: NemotronHConfig") in codes
     assert [(r.model_type, r.kind) for r in facts.fact("kv_head_overrides").records] == [
         ("*", "conditional"),
         ("mpt", "reads"),

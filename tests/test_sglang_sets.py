@@ -6,6 +6,7 @@ import pytest
 
 from extractors.errors import AnchorError, ParseError
 from extractors.sglang.architecture_sets import architecture_sets
+from extractors.sglang.hybrid_configs import hybrid_config_classes
 from extractors.sglang.kv_heads import kv_head_aliases, kv_head_fallback, kv_head_overrides
 from tests.sglang_miniatures import MODEL_CONFIG, MODEL_CONFIG_OLD, MODEL_CONFIG_PATH
 
@@ -194,3 +195,73 @@ def test_kv_head_rule_missing_is_an_error():
     text = MODEL_CONFIG.replace("def get_total_num_kv_heads(", "def total_kv_heads(")
     with pytest.raises(AnchorError, match="get_total_num_kv_heads"):
         kv_head_aliases(text, PATH)
+
+
+def _hybrid(text=None, path=None, class_name=None):
+    from tests.sglang_miniatures import CONFIG_MODULES, HYBRID_ARCH, HYBRID_ARCH_PATH
+
+    rows, warnings = hybrid_config_classes(
+        text or HYBRID_ARCH,
+        path or HYBRID_ARCH_PATH,
+        CONFIG_MODULES,
+        {"python/sglang/srt/models/llama.py": "class LlamaForCausalLM: pass\n"},
+        class_name,
+    )
+    return {(r.function, r.config_class): r for r in rows}, warnings
+
+
+def test_hybrid_config_classes_follow_isinstance_and_subclasses():
+    rows, _ = _hybrid()
+    assert sorted(c for f, c in rows if f == "mamba2_config") == [
+        "InklingModelConfig",
+        "Lfm2Config",
+        "NemotronHConfig",
+        "NemotronHPuzzleConfig",
+    ]
+    puzzle = rows[("mamba2_config", "NemotronHPuzzleConfig")]
+    assert (puzzle.via, puzzle.model_type, puzzle.config_read) == (
+        "NemotronHConfig",
+        "nemotron_h_puzzle",
+        "hf_config",
+    )
+    text = rows[("hybrid_gdn_config", "Qwen3_5TextConfig")]
+    assert (text.via, text.config_read) == ("Qwen3NextConfig", "hf_config.get_text_config()")
+    inkling = rows[("mamba2_config", "InklingModelConfig")]
+    assert inkling.condition == "config.mamba2_cache_params is not None"
+    union = {c: r.via for (f, c), r in rows.items() if f == "mambaish_config"}
+    assert union["Qwen3NextConfig"] == "hybrid_gdn_config()"
+    assert union["NemotronHConfig"] == "mamba2_config()"
+
+
+def test_hybrid_config_warnings_say_what_is_not_static():
+    _, warnings = _hybrid()
+    codes = {(w.code, w.subject) for w in warnings}
+    assert ("run-time-registry", "mambaish_config") in codes
+    assert ("exception-branch", "mamba2_config: NemotronHConfig") in codes
+    assert ("inherited-model-type", "Lfm2Config") in codes
+    registry = next(w for w in warnings if w.code == "run-time-registry")
+    assert "0 call(s)" in registry.message
+
+
+def test_hybrid_config_classes_in_the_older_model_runner_layout():
+    from tests.sglang_miniatures import MODEL_RUNNER, MODEL_RUNNER_PATH
+
+    rows, warnings = _hybrid(MODEL_RUNNER, MODEL_RUNNER_PATH, "ModelRunner")
+    assert sorted(rows) == [
+        ("hybrid_gdn_config", "Qwen3NextConfig"),
+        ("hybrid_gdn_config", "Qwen3_5TextConfig"),
+        ("mamba2_config", "NemotronHConfig"),
+        ("mamba2_config", "NemotronHPuzzleConfig"),
+        ("mambaish_config", "NemotronHConfig"),
+        ("mambaish_config", "NemotronHPuzzleConfig"),
+        ("mambaish_config", "Qwen3NextConfig"),
+        ("mambaish_config", "Qwen3_5TextConfig"),
+    ]
+    assert not any(w.code == "run-time-registry" for w in warnings)
+
+
+def test_hybrid_config_union_missing_is_an_error():
+    from tests.sglang_miniatures import HYBRID_ARCH
+
+    with pytest.raises(AnchorError, match="mambaish_config"):
+        _hybrid(HYBRID_ARCH.replace("def mambaish_config(", "def state_config("))

@@ -10,13 +10,14 @@ from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import DocRegistryFinding
 from extractors.errors import MissingPathError
 from extractors.records import ExtractionWarning, FactKind, Record
-from extractors.sglang import architecture_sets, attention_chain, kv_heads
+from extractors.sglang import architecture_sets, attention_chain, hybrid_configs, kv_heads
 from extractors.sglang.docs_tables import FACT as DOCS_ROWS_FACT
 from extractors.sglang.docs_tables import docs_findings, docs_table_rows
 from extractors.sglang.records import (
     SglangArchitectureSet,
     SglangDocsRow,
     SglangExplicitMha,
+    SglangHybridConfigClass,
     SglangMlaArchitecture,
     SglangMlaCondition,
     SglangRegistryRow,
@@ -27,6 +28,9 @@ from extractors.vllm.records import KvHeadAlias, KvHeadFallback, KvHeadOverride
 
 MODELS_DIRS = ("python/sglang/srt/models",)
 MODEL_CONFIG_PATHS = ("python/sglang/srt/configs/model_config.py",)
+HYBRID_ARCH_PATHS = ("python/sglang/srt/configs/hybrid_arch.py",)
+MODEL_RUNNER_PATH = "python/sglang/srt/model_executor/model_runner.py"
+HYBRID_ARCH_CLASS = "ModelRunner"
 SKIPPED_MODULES = ("__init__.py", "registry.py")
 
 
@@ -37,7 +41,8 @@ def prefetch_sources(snapshot: Snapshot) -> None:
     from extractors.sglang.docs_tables import LAYOUTS, PAGES
 
     pages = [f"{lay.directory}/{page}{lay.extension}" for lay in LAYOUTS for page, _ in PAGES]
-    snapshot.prefetch([*MODELS_DIRS, *MODEL_CONFIG_PATHS, *pages])
+    configs = [p.rsplit("/", 1)[0] for p in HYBRID_ARCH_PATHS]
+    snapshot.prefetch([*MODELS_DIRS, *MODEL_CONFIG_PATHS, *configs, *pages])
 
 
 def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -132,6 +137,36 @@ def _architecture_sets(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]
     return FactOutput(tuple(rows), tuple(warnings))
 
 
+HYBRID_CONFIG_READS = (
+    *HYBRID_ARCH_PATHS,
+    MODEL_RUNNER_PATH,
+    "python/sglang/srt/configs",
+    *MODELS_DIRS,
+)
+HYBRID_CONFIG_NEEDS: tuple[str, ...] = ()
+
+
+def _hybrid_config_classes(
+    snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]
+) -> FactOutput:
+    path = snapshot.first_existing(
+        (*HYBRID_ARCH_PATHS, MODEL_RUNNER_PATH), anchor="hybrid-arch config-class checks"
+    )
+    class_name = HYBRID_ARCH_CLASS if path == MODEL_RUNNER_PATH else None
+    directory = MODEL_CONFIG_PATHS[0].rsplit("/", 1)[0]
+    configs = hybrid_configs.config_module_paths(snapshot.list_files(directory), directory)
+    models = [p for d in MODELS_DIRS for p in snapshot.list_files(d) if p.endswith(".py")]
+    snapshot.prefetch([*configs, *models])
+    rows, warnings = hybrid_configs.hybrid_config_classes(
+        snapshot.read_text(path),
+        path,
+        {p: snapshot.read_text(p) for p in configs},
+        {p: snapshot.read_text(p) for p in models},
+        class_name,
+    )
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
 def _kv_head_fact(extract):
     def run(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
         text, path = _model_config(snapshot, "ModelConfig.get_total_num_kv_heads")
@@ -177,6 +212,15 @@ ARCHITECTURE_SETS = FactKind(
     "prefill unsupported), extra conditions structured; '*' = any architecture whose config "
     "meets the condition. Per-architecture if/elif chains (MLA: mla_architectures; "
     "_config_draft_model, get_hybrid_layer_ids) are not sets and not listed here.",
+)
+HYBRID_CONFIG_CLASSES = FactKind(
+    hybrid_configs.FACT,
+    "Hybrid config classes",
+    SglangHybridConfigClass,
+    "config classes the functions of configs/hybrid_arch.py accept by isinstance (subclasses in "
+    "configs/ included, with their model_type); `mambaish_config` is the union that selects the "
+    "Mamba / linear-attention state pool. Classes registered at run time in "
+    "_LINEAR_ATTN_MODEL_REGISTRY are not statically known (a warning).",
 )
 KV_HEAD_ALIASES = FactKind(
     kv_heads.ALIASES,
@@ -226,6 +270,7 @@ ENGINE = EngineSpec(
         FactExtractor(MLA_CONDITIONS, _mla_conditions, allow_empty=True),
         FactExtractor(EXPLICIT_MHA, _explicit_mha, allow_empty=True),
         FactExtractor(ARCHITECTURE_SETS, _architecture_sets),
+        FactExtractor(HYBRID_CONFIG_CLASSES, _hybrid_config_classes),
         FactExtractor(KV_HEAD_ALIASES, _kv_head_fact(kv_heads.kv_head_aliases)),
         FactExtractor(KV_HEAD_FALLBACK, _kv_head_fact(kv_heads.kv_head_fallback)),
         FactExtractor(

@@ -102,3 +102,26 @@ class SglangArchitectureSet(Record):
     def label(self) -> str:
         cond = f" when {self.condition}" if self.condition else ""
         return f"{self.set_name}: {self.architecture}{cond}"
+
+
+class SglangHybridConfigClass(Record):
+    """A config class one of SGLang's hybrid-arch functions (configs/hybrid_arch.py) accepts:
+    the function returns a config for it, which selects the Mamba / linear-attention state pool.
+
+    Matching is by `isinstance`, so subclasses defined in configs/ count (`via` names the class
+    written in the check); `model_type` is the class's own attribute ("" when not found)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("function", "config_class")
+
+    function: str  # e.g. "mamba2_config", "hybrid_gdn_config", "mambaish_config"
+    config_class: str
+    via: str  # "" when the check names the class; the named base class; "<function>()"
+    model_type: str
+    config_read: str  # which config is tested: "hf_config", "hf_config.get_text_config()", ...
+    condition: str | None  # an extra condition as written; None when the class alone decides
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        cond = f" when {self.condition}" if self.condition else ""
+        return f"{self.function}: {self.config_class} ({self.model_type or '?'}){cond}"
