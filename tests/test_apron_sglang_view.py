@@ -12,7 +12,12 @@ from apron import plan
 from apron.config import ModelConfig
 from apron.constraints import load_constraints, load_engine
 from apron.engines.sglang import hybrid_swa
-from generated.schema import KvHeadAlias, KvHeadFallback, SglangArchitectureSet
+from generated.schema import (
+    KvHeadAlias,
+    KvHeadFallback,
+    SglangArchitectureSet,
+    SglangHybridConfigClass,
+)
 from tests.test_apron_rules import CHAIN, only, sglang, view
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
@@ -143,3 +148,41 @@ def test_committed_sglang_gives_gemma3_full_context():
         pytest.skip("generated/sglang absent or without architecture_sets")
     sgl = view(plan(sample("gemma-3-27b"), context=131072), "sglang")
     assert (sgl.mechanism, sgl.kv_bytes_at_context) == ("full_attention", 66_571_993_088)
+
+
+def hybrid_class(config_class: str, model_type: str):
+    return SglangHybridConfigClass(
+        "mambaish_config",
+        config_class,
+        "mamba2_config()",
+        model_type,
+        "hf_config",
+        None,
+        "python/sglang/srt/configs/hybrid_arch.py",
+        "mamba2_config",
+    )
+
+
+def test_a_state_layer_config_sglang_has_no_pool_class_for_gets_no_figure():
+    engine = sglang()._replace(
+        facts={
+            **sglang().facts,
+            "hybrid_config_classes": (hybrid_class("NemotronHConfig", "nemotron_h"),),
+        }
+    )
+    result = plan(sample("jamba-v0.1"), context=8192, constraints=only(sglang=engine))
+    sgl = view(result, "sglang")
+    assert sgl.kv_bytes_per_token is None and sgl.state_bytes_per_sequence is None
+    assert any(
+        "no config class of SGLang's mambaish_config has model_type jamba" in n for n in sgl.notes
+    )
+
+
+def test_a_config_class_in_mambaish_config_is_named_in_the_view():
+    engine = sglang()._replace(
+        facts={**sglang().facts, "hybrid_config_classes": (hybrid_class("JambaConfig", "jamba"),)}
+    )
+    result = plan(sample("jamba-v0.1"), context=8192, constraints=only(sglang=engine))
+    sgl = view(result, "sglang")
+    assert sgl.mechanism == "hybrid_ssm"
+    assert any("state pool: JambaConfig (model_type jamba)" in n for n in sgl.notes)

@@ -19,11 +19,13 @@ from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints, field
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
+from apron.layers import layout
 from apron.results import HeadCount, MlaDecision
 
 ENGINE = "sglang"
 MLA, CONDITIONS, EXPLICIT_MHA = "mla_architectures", "mla_conditions", "explicit_mha_architectures"
-SETS, ALIASES = "architecture_sets", "kv_head_aliases"
+SETS, ALIASES, HYBRID_CLASSES = "architecture_sets", "kv_head_aliases", "hybrid_config_classes"
+STATE_POOL_UNION = "mambaish_config"
 HYBRID_SWA_SETS = ("is_hybrid_swa_model", "is_hybrid_model")
 WINDOW_FIELDS = ("sliding_window", "layer_types", "sliding_window_pattern")
 
@@ -196,6 +198,27 @@ def _memberships(model: ModelConfig, sglang: EngineConstraints) -> list[str]:
     )
 
 
+def state_pool_class(model: ModelConfig, sglang: EngineConstraints) -> tuple[str, Citation] | None:
+    """The config class by which SGLang's mambaish_config gives this config a Mamba /
+    linear-attention state pool, matched on model_type; None when no extracted class matches."""
+    for row in sglang.rows(HYBRID_CLASSES):
+        if field(row, "function") != STATE_POOL_UNION:
+            continue
+        read = str(field(row, "config_read", "") or "")
+        model_type = model.model_type if read == "hf_config" else model.text_model_type
+        if model_type and field(row, "model_type") == model_type:
+            cond = field(row, "condition", None)
+            text = f"{field(row, 'config_class')} (model_type {model_type}"
+            text += f"; when {cond})" if cond else ")"
+            return text, sglang.cite(row)
+    return None
+
+
+def _has_state_layers(model: ModelConfig) -> bool:
+    structure = layout(model)
+    return structure is not None and structure.has_state
+
+
 def _has_window(model: ModelConfig) -> bool:
     return any(model.get(name) is not None for name in WINDOW_FIELDS)
 
@@ -222,6 +245,17 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
             cites.extend(swa_cites)
     elif _has_window(model):
         notes.append(f"whether SGLang sizes a sliding-window pool is unknown: {why}")
+        computes = False
+    pool = state_pool_class(model, sglang)
+    if pool is not None:
+        notes.append(f"SGLang gives it a Mamba / linear-attention state pool: {pool[0]}")
+        cites.append(pool[1])
+    elif sglang.has(HYBRID_CLASSES) and _has_state_layers(model):
+        notes.append(
+            f"the config has state layers, but no config class of SGLang's {STATE_POOL_UNION} "
+            f"has model_type {model.model_type or '?'}: SGLang would size no state pool for it "
+            "(classes registered at run time excepted); no figures"
+        )
         computes = False
     member_of = _memberships(model, sglang)
     if member_of:
