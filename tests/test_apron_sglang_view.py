@@ -11,10 +11,11 @@ import pytest
 from apron import plan
 from apron.config import ModelConfig
 from apron.constraints import load_constraints, load_engine
-from apron.engines.sglang import hybrid_swa
+from apron.engines.sglang import hybrid_swa, kv_heads
 from generated.schema import (
     KvHeadAlias,
     KvHeadFallback,
+    KvHeadOverride,
     SglangArchitectureSet,
     SglangHybridConfigClass,
 )
@@ -186,3 +187,28 @@ def test_a_config_class_in_mambaish_config_is_named_in_the_view():
     sgl = view(result, "sglang")
     assert sgl.mechanism == "hybrid_ssm"
     assert any("state pool: JambaConfig (model_type jamba)" in n for n in sgl.notes)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected_heads"),
+    [
+        ({}, 8),  # multi_query absent: the inline rule does not hold, the scan decides
+        ({"multi_query": True}, 1),
+        ({"multi_query": True, "model_type": "falcon", "new_decoder_architecture": True}, 8),
+    ],
+)
+def test_sglang_inline_multi_query_rule_falls_through_to_the_scan(extra, expected_heads):
+    rule = KvHeadOverride(
+        "*",
+        0,
+        "",
+        "conditional",
+        "1 when multi_query",
+        "model_type in [falcon, RefinedWeb, RefinedWebModel] and new_decoder_architecture",
+        CHAIN,
+        "ModelConfig.get_total_num_kv_heads",
+    )
+    engine = sglang()._replace(facts={**sglang().facts, "kv_head_overrides": (rule,)})
+    config = {**sample("llama-3.1-8b"), **extra}
+    heads = kv_heads(ModelConfig(config, "t"), engine)
+    assert heads is not None and heads.count == expected_heads, heads
