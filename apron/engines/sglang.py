@@ -234,7 +234,9 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     window_why = ""
     computes = mla is not None and (heads is not None or mla.is_mla is True)
     if swa is True:
-        notes.append(f"window-aware KV pool: {why}")
+        notes.append(
+            f"window-aware KV pool: {why} (unless the server runs with --disable-hybrid-swa-memory)"
+        )
         cites.extend(swa_cites)
     elif swa is False:
         window_why = (

@@ -141,6 +141,41 @@ def _isinstance(node: cst.BaseExpression) -> tuple[cst.BaseExpression, list[str]
     return None
 
 
+def _returns_none(body: list[cst.CSTNode], reader: _Reader) -> bool:
+    return (
+        bool(body)
+        and isinstance(body[-1], cst.Return)
+        and (body[-1].value is None or reader.code(body[-1].value) == "None")
+    )
+
+
+def _holds_when(node: cst.If, reader: _Reader) -> str:
+    """When a nested `if` lets the config through: its test, or the negation when its body
+    returns None (`if not has_mamba: return None` -> `has_mamba`)."""
+    test = reader.code(node.test)
+    if not _returns_none(statements(node.body), reader):
+        return test
+    return test[4:] if test.startswith("not ") else f"not ({test})"
+
+
+def _body_condition(body: list[cst.CSTNode], reader: _Reader, raw: bool = False) -> str:
+    """A branch body in words: when it lets the config through (with `raw`, the tests as
+    written), with the locals they read."""
+    where = [reader.code(n) for n in body if isinstance(n, cst.Assign) and len(n.targets) == 1]
+    tests = [
+        reader.code(n.test) if raw else _holds_when(n, reader)
+        for n in body
+        if isinstance(n, cst.If)
+    ]
+    last = body[-1] if body else None
+    if not tests and isinstance(last, cst.Return) and isinstance(last.value, cst.IfExp):
+        tests = [reader.code(last.value.test)]
+    if not tests:
+        return " ".join(reader.code(n) for n in body)
+    text = " and ".join(tests)
+    return f"{text} (where {'; '.join(where)})" if where else text
+
+
 def _returns_config(body: list[cst.CSTNode], reader: _Reader) -> tuple[bool, str | None]:
     """(whether the branch can return a config, the extra condition as written)."""
     if len(body) == 1 and isinstance(body[0], cst.Return) and body[0].value is not None:
@@ -150,7 +185,7 @@ def _returns_config(body: list[cst.CSTNode], reader: _Reader) -> tuple[bool, str
         if isinstance(value, cst.IfExp):
             return True, reader.code(value.test)
         return True, None
-    code = " ".join(reader.code(s) for s in body)
+    code = _body_condition(body, reader)
     can_return = any(
         isinstance(n, cst.Return) and n.value is not None and reader.code(n.value) != "None"
         for s in body
@@ -183,6 +218,7 @@ def _function_rows(
         read = reader.code(subject)
         read = CONFIG_SOURCES.get(env.get(read, read), env.get(read, read))
         if not can_return:
+            body_condition = _body_condition(statements(node.body), reader, raw=True)
             when = " and ".join(others)
             reader.warn(
                 "exception-branch",
