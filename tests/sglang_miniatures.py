@@ -406,6 +406,13 @@ class Lfm2Config(HFLfm2Config):
     def layers_block_type(self):
         return []
 """,
+    f"{CONFIGS}/granitemoehybrid.py": """
+from transformers import PretrainedConfig
+
+
+class GraniteMoeHybridConfig(PretrainedConfig):
+    model_type = "granitemoehybrid"
+""",
     f"{CONFIGS}/inkling.py": """
 from transformers import PretrainedConfig
 
@@ -416,7 +423,13 @@ class InklingModelConfig(PretrainedConfig):
 }
 
 HYBRID_ARCH = """
-from sglang.srt.configs import InklingModelConfig, Lfm2Config, NemotronHConfig, Qwen3NextConfig
+from sglang.srt.configs import (
+    GraniteMoeHybridConfig,
+    InklingModelConfig,
+    Lfm2Config,
+    NemotronHConfig,
+    Qwen3NextConfig,
+)
 
 
 def _get_linear_attn_registry_result(model_config):
@@ -440,6 +453,12 @@ def mamba2_config(model_config):
         return config
     if isinstance(config, InklingModelConfig):
         return config if config.mamba2_cache_params is not None else None
+    if isinstance(config, GraniteMoeHybridConfig):
+        has_mamba = "mamba" in getattr(config, "layer_types", [])
+        if not has_mamba:
+            return None
+        else:
+            return config
     return None
 
 

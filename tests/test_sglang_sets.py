@@ -213,6 +213,7 @@ def _hybrid(text=None, path=None, class_name=None):
 def test_hybrid_config_classes_follow_isinstance_and_subclasses():
     rows, _ = _hybrid()
     assert sorted(c for f, c in rows if f == "mamba2_config") == [
+        "GraniteMoeHybridConfig",
         "InklingModelConfig",
         "Lfm2Config",
         "NemotronHConfig",
@@ -228,6 +229,10 @@ def test_hybrid_config_classes_follow_isinstance_and_subclasses():
     assert (text.via, text.config_read) == ("Qwen3NextConfig", "hf_config.get_text_config()")
     inkling = rows[("mamba2_config", "InklingModelConfig")]
     assert inkling.condition == "config.mamba2_cache_params is not None"
+    granite = rows[("mamba2_config", "GraniteMoeHybridConfig")]
+    assert granite.condition == (
+        'has_mamba (where has_mamba = "mamba" in getattr(config, "layer_types", []))'
+    )
     union = {c: r.via for (f, c), r in rows.items() if f == "mambaish_config"}
     assert union["Qwen3NextConfig"] == "hybrid_gdn_config()"
     assert union["NemotronHConfig"] == "mamba2_config()"
@@ -238,6 +243,10 @@ def test_hybrid_config_warnings_say_what_is_not_static():
     codes = {(w.code, w.subject) for w in warnings}
     assert ("run-time-registry", "mambaish_config") in codes
     assert ("exception-branch", "mamba2_config: NemotronHConfig") in codes
+    exception = next(w for w in warnings if w.code == "exception-branch")
+    assert 'when model_config.is_draft_model and pattern is not None and "M" not in pattern' in (
+        exception.message
+    )
     assert ("inherited-model-type", "Lfm2Config") in codes
     registry = next(w for w in warnings if w.code == "run-time-registry")
     assert "0 call(s)" in registry.message
