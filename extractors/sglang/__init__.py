@@ -1,18 +1,21 @@
 """SGLang: registry rows (EntryClass), the MLA attention chain, the architecture sets and KV-head
-rule of model_config.py, supported-model docs tables."""
+rule of model_config.py, the hybrid-arch config classes, supported-model docs tables."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import DocRegistryFinding
 from extractors.errors import MissingPathError
 from extractors.records import ExtractionWarning, FactKind, Record
-from extractors.sglang import architecture_sets, attention_chain, hybrid_configs, kv_heads
-from extractors.sglang.docs_tables import FACT as DOCS_ROWS_FACT
-from extractors.sglang.docs_tables import docs_findings, docs_table_rows
+from extractors.sglang import (
+    architecture_sets,
+    attention_chain,
+    docs_tables,
+    hybrid_configs,
+    kv_heads,
+)
 from extractors.sglang.records import (
     SglangArchitectureSet,
     SglangDocsRow,
@@ -28,25 +31,16 @@ from extractors.vllm.records import KvHeadAlias, KvHeadFallback, KvHeadOverride
 
 MODELS_DIRS = ("python/sglang/srt/models",)
 MODEL_CONFIG_PATHS = ("python/sglang/srt/configs/model_config.py",)
-HYBRID_ARCH_PATHS = ("python/sglang/srt/configs/hybrid_arch.py",)
+CONFIGS_DIR = "python/sglang/srt/configs"
+HYBRID_ARCH_PATHS = (f"{CONFIGS_DIR}/hybrid_arch.py",)
 MODEL_RUNNER_PATH = "python/sglang/srt/model_executor/model_runner.py"
 HYBRID_ARCH_CLASS = "ModelRunner"
 SKIPPED_MODULES = ("__init__.py", "registry.py")
+MODELS_READS = tuple(f"{d}/*.py" for d in MODELS_DIRS)
+HYBRID_CONFIG_READS = (*HYBRID_ARCH_PATHS, MODEL_RUNNER_PATH, f"{CONFIGS_DIR}/*.py", *MODELS_READS)
 
 
-def prefetch_sources(snapshot: Snapshot) -> None:
-    """Fetch every file the SGLang facts may read in one batch (a git snapshot makes one request
-    instead of one per file; only paths present at the commit are fetched; a directory stands
-    for its files)."""
-    from extractors.sglang.docs_tables import LAYOUTS, PAGES
-
-    pages = [f"{lay.directory}/{page}{lay.extension}" for lay in LAYOUTS for page, _ in PAGES]
-    configs = [p.rsplit("/", 1)[0] for p in HYBRID_ARCH_PATHS]
-    snapshot.prefetch([*MODELS_DIRS, *MODEL_CONFIG_PATHS, *configs, *pages])
-
-
-def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    prefetch_sources(snapshot)  # the first fact: one fetch for the whole engine
+def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     modules: list[str] = []
     for candidate in MODELS_DIRS:
         modules = [
@@ -64,7 +58,6 @@ def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -
             paths=[f"{d}/*.py" for d in MODELS_DIRS],
             anchor="EntryClass",
         )
-    snapshot.prefetch(modules)
     scans = {path: scan_module(snapshot.read_text(path), path) for path in modules}
     extra: dict[str, ModuleScan | None] = {}
 
@@ -87,14 +80,13 @@ def _chain(snapshot: Snapshot) -> attention_chain.ChainFacts:
 
 
 def _unregistered(
-    chain_archs: list[str], done: Mapping[str, tuple[Record, ...]], path: str, symbol: str
+    chain_archs: list[str], needed: Mapping[str, tuple[Record, ...]], path: str, symbol: str
 ) -> list[ExtractionWarning]:
     registered = {
-        r.architecture for r in done.get("registry_rows", ()) if isinstance(r, SglangRegistryRow)
+        r.architecture for r in needed["registry_rows"] if isinstance(r, SglangRegistryRow)
     }
     return [
         ExtractionWarning(
-            fact=attention_chain.FACT,
             code="not-registered",
             subject=arch,
             message=f"the attention chain names {arch}, which no models module registers",
@@ -106,19 +98,19 @@ def _unregistered(
     ]
 
 
-def _mla_architectures(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _mla_architectures(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     chain = _chain(snapshot)
     symbol = chain.mla[0].symbol
     archs = [r.architecture for r in chain.mla] + [r.architecture for r in chain.explicit_mha]
-    warnings = chain.warnings + _unregistered(archs, done, chain.mla[0].path, symbol)
+    warnings = chain.warnings + _unregistered(archs, needed, chain.mla[0].path, symbol)
     return FactOutput(tuple(chain.mla), tuple(warnings))
 
 
-def _mla_conditions(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _mla_conditions(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     return FactOutput(tuple(_chain(snapshot).conditions))
 
 
-def _explicit_mha(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _explicit_mha(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     return FactOutput(tuple(_chain(snapshot).explicit_mha))
 
 
@@ -127,36 +119,21 @@ def _model_config(snapshot: Snapshot, anchor: str) -> tuple[str, str]:
     return snapshot.read_text(path), path
 
 
-MODEL_CONFIG_READS = MODEL_CONFIG_PATHS
-MODEL_CONFIG_NEEDS: tuple[str, ...] = ()
-
-
-def _architecture_sets(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _architecture_sets(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     text, path = _model_config(snapshot, "is_hybrid_swa_model and the other is_* sets")
     rows, warnings = architecture_sets.architecture_sets(text, path)
     return FactOutput(tuple(rows), tuple(warnings))
 
 
-HYBRID_CONFIG_READS = (
-    *HYBRID_ARCH_PATHS,
-    MODEL_RUNNER_PATH,
-    "python/sglang/srt/configs",
-    *MODELS_DIRS,
-)
-HYBRID_CONFIG_NEEDS: tuple[str, ...] = ()
-
-
 def _hybrid_config_classes(
-    snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]
+    snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
 ) -> FactOutput:
     path = snapshot.first_existing(
         (*HYBRID_ARCH_PATHS, MODEL_RUNNER_PATH), anchor="hybrid-arch config-class checks"
     )
     class_name = HYBRID_ARCH_CLASS if path == MODEL_RUNNER_PATH else None
-    directory = MODEL_CONFIG_PATHS[0].rsplit("/", 1)[0]
-    configs = hybrid_configs.config_module_paths(snapshot.list_files(directory), directory)
+    configs = hybrid_configs.config_module_paths(snapshot.list_files(CONFIGS_DIR), CONFIGS_DIR)
     models = [p for d in MODELS_DIRS for p in snapshot.list_files(d) if p.endswith(".py")]
-    snapshot.prefetch([*configs, *models])
     rows, warnings = hybrid_configs.hybrid_config_classes(
         snapshot.read_text(path),
         path,
@@ -168,7 +145,7 @@ def _hybrid_config_classes(
 
 
 def _kv_head_fact(extract):
-    def run(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    def run(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
         text, path = _model_config(snapshot, "ModelConfig.get_total_num_kv_heads")
         return FactOutput(tuple(extract(text, path)))
 
@@ -183,7 +160,7 @@ REGISTRY_ROWS = FactKind(
     "resolved through aliases and imports; the architecture is the class's name.",
 )
 MLA_ARCHITECTURES = FactKind(
-    attention_chain.FACT,
+    "mla_architectures",
     "MLA architectures",
     SglangMlaArchitecture,
     "architectures the ModelConfig if/elif chain sets to AttentionArch.MLA; `conditional` rows "
@@ -244,7 +221,7 @@ KV_HEAD_OVERRIDES = FactKind(
     "except `excludes`), in the order the method tries them.",
 )
 DOCS_TABLE_ROWS = FactKind(
-    DOCS_ROWS_FACT,
+    "docs_table_rows",
     "Supported-model docs tables",
     SglangDocsRow,
     "every row of the model-family tables on the supported-models pages (.md 2025 or .mdx 2026 "
@@ -252,7 +229,7 @@ DOCS_TABLE_ROWS = FactKind(
     "Description column is not kept.",
 )
 DOCS_REGISTRY_FINDINGS = FactKind(
-    DOCS_FINDINGS_FACT,
+    "docs_registry_findings",
     "Documented vs registered",
     DocRegistryFinding,
     "architecture names the docs write that no module registers (or spell differently), family "
@@ -265,18 +242,35 @@ ENGINE = EngineSpec(
     title="SGLang",
     upstream_url="https://github.com/sgl-project/sglang",
     facts=(
-        FactExtractor(REGISTRY_ROWS, _registry_rows),
-        FactExtractor(MLA_ARCHITECTURES, _mla_architectures),
-        FactExtractor(MLA_CONDITIONS, _mla_conditions, allow_empty=True),
-        FactExtractor(EXPLICIT_MHA, _explicit_mha, allow_empty=True),
-        FactExtractor(ARCHITECTURE_SETS, _architecture_sets),
-        FactExtractor(HYBRID_CONFIG_CLASSES, _hybrid_config_classes),
-        FactExtractor(KV_HEAD_ALIASES, _kv_head_fact(kv_heads.kv_head_aliases)),
-        FactExtractor(KV_HEAD_FALLBACK, _kv_head_fact(kv_heads.kv_head_fallback)),
+        FactExtractor(REGISTRY_ROWS, _registry_rows, reads=MODELS_READS),
         FactExtractor(
-            KV_HEAD_OVERRIDES, _kv_head_fact(kv_heads.kv_head_overrides), allow_empty=True
+            MLA_ARCHITECTURES,
+            _mla_architectures,
+            reads=MODEL_CONFIG_PATHS,
+            needs=("registry_rows",),
         ),
-        FactExtractor(DOCS_TABLE_ROWS, docs_table_rows),
-        FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),
+        FactExtractor(MLA_CONDITIONS, _mla_conditions, reads=MODEL_CONFIG_PATHS, allow_empty=True),
+        FactExtractor(EXPLICIT_MHA, _explicit_mha, reads=MODEL_CONFIG_PATHS, allow_empty=True),
+        FactExtractor(ARCHITECTURE_SETS, _architecture_sets, reads=MODEL_CONFIG_PATHS),
+        FactExtractor(HYBRID_CONFIG_CLASSES, _hybrid_config_classes, reads=HYBRID_CONFIG_READS),
+        FactExtractor(
+            KV_HEAD_ALIASES, _kv_head_fact(kv_heads.kv_head_aliases), reads=MODEL_CONFIG_PATHS
+        ),
+        FactExtractor(
+            KV_HEAD_FALLBACK, _kv_head_fact(kv_heads.kv_head_fallback), reads=MODEL_CONFIG_PATHS
+        ),
+        FactExtractor(
+            KV_HEAD_OVERRIDES,
+            _kv_head_fact(kv_heads.kv_head_overrides),
+            reads=MODEL_CONFIG_PATHS,
+            allow_empty=True,
+        ),
+        FactExtractor(DOCS_TABLE_ROWS, docs_tables.docs_table_rows, reads=docs_tables.READS),
+        FactExtractor(
+            DOCS_REGISTRY_FINDINGS,
+            docs_tables.docs_findings,
+            needs=("docs_table_rows", "registry_rows"),
+            allow_empty=True,
+        ),
     ),
 )

@@ -103,7 +103,6 @@ class _Reader:
     def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
         self.warnings.append(
             ExtractionWarning(
-                fact=FACT,
                 code=code,
                 subject=subject,
                 message=message,

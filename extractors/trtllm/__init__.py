@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import (
     OTHER_SPELLING,
     REGISTERED_NOT_DOCUMENTED,
@@ -32,9 +31,15 @@ MODULE_PREFIX = "modeling_"
 ARCH_INDEX_FILE = "_arch_index.py"
 PACKAGE_INIT = "__init__.py"
 SUPPORTED_PAGES = ("docs/source/models/supported-models.md",)
+MODELS_READS = tuple(f"{d}/{MODULE_PREFIX}*.py" for d in MODELS_DIRS)
+REGISTRY_READS = (
+    *MODELS_READS,
+    *(f"{d}/{ARCH_INDEX_FILE}" for d in MODELS_DIRS),
+    *(f"{d}/{PACKAGE_INIT}" for d in MODELS_DIRS),
+)
 
 
-def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     modules: list[str] = []
     for directory in MODELS_DIRS:
         modules = [
@@ -54,7 +59,6 @@ def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -
         )
     directory = modules[0].rsplit("/", 1)[0]
     index_path, init_path = f"{directory}/{ARCH_INDEX_FILE}", f"{directory}/{PACKAGE_INIT}"
-    snapshot.prefetch([*modules, index_path, init_path])
     index = (
         arch_index(snapshot.read_text(index_path), index_path)
         if snapshot.exists(index_path)
@@ -74,12 +78,12 @@ def _page(snapshot: Snapshot):
     return parse_document(snapshot.read_text(path), path)
 
 
-def _supported_models(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _supported_models(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     rows, warnings = docs_tables.architecture_table(_page(snapshot))
     return FactOutput(tuple(rows), tuple(warnings))
 
 
-def _feature_matrix(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _feature_matrix(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     cells, warnings = docs_tables.feature_matrices(_page(snapshot))
     return FactOutput(tuple(cells), tuple(warnings))
 
@@ -96,8 +100,8 @@ def _autodeploy_only(notes: tuple[str, ...]) -> str:
     return ""
 
 
-def _findings(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    models = [r for r in done[SUPPORTED_MODELS.name] if isinstance(r, TrtllmSupportedModel)]
+def _findings(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    models = [r for r in needed[SUPPORTED_MODELS.name] if isinstance(r, TrtllmSupportedModel)]
     documented = [
         Documented(
             name=r.architecture,
@@ -108,10 +112,10 @@ def _findings(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> Fac
     ]
     documented += [
         Documented(name=c.architecture, where=f"{c.path} § {c.matrix}", note=" ".join(c.row_notes))
-        for c in done[FEATURE_MATRIX.name]
+        for c in needed[FEATURE_MATRIX.name]
         if isinstance(c, TrtllmFeatureCell)
     ]
-    rows = [r for r in done[REGISTRY_ROWS.name] if isinstance(r, TrtllmRegisteredArchitecture)]
+    rows = [r for r in needed[REGISTRY_ROWS.name] if isinstance(r, TrtllmRegisteredArchitecture)]
     registered = [
         Registered(
             name=r.architecture,
@@ -160,21 +164,21 @@ REGISTRY_ROWS = FactKind(
     "modeling_*.py, with the decorated class (the two can differ).",
 )
 SUPPORTED_MODELS = FactKind(
-    docs_tables.ROWS_FACT,
+    "supported_models",
     "Supported models",
     TrtllmSupportedModel,
     "the architecture table of docs/source/models/supported-models.md, footnotes resolved to "
     "their text on the cell that references them.",
 )
 FEATURE_MATRIX = FactKind(
-    docs_tables.MATRIX_FACT,
+    "feature_matrix",
     "Feature support matrices",
     TrtllmFeatureCell,
     "every cell of the model-feature matrices (Yes/No/Untested/N/A), with the footnotes of the "
     "cell and of the architecture name (hardware and backend constraints).",
 )
 DOCS_REGISTRY_FINDINGS = FactKind(
-    DOCS_FINDINGS_FACT,
+    "docs_registry_findings",
     "Documented vs registered",
     DocRegistryFinding,
     "architectures the page names that no decorator registers (the note keeps the footnote, "
@@ -189,9 +193,14 @@ ENGINE = EngineSpec(
     title="TensorRT-LLM",
     upstream_url="https://github.com/NVIDIA/TensorRT-LLM",
     facts=(
-        FactExtractor(REGISTRY_ROWS, _registry_rows),
-        FactExtractor(SUPPORTED_MODELS, _supported_models),
-        FactExtractor(FEATURE_MATRIX, _feature_matrix),
-        FactExtractor(DOCS_REGISTRY_FINDINGS, _findings, allow_empty=True),
+        FactExtractor(REGISTRY_ROWS, _registry_rows, reads=REGISTRY_READS),
+        FactExtractor(SUPPORTED_MODELS, _supported_models, reads=SUPPORTED_PAGES),
+        FactExtractor(FEATURE_MATRIX, _feature_matrix, reads=SUPPORTED_PAGES),
+        FactExtractor(
+            DOCS_REGISTRY_FINDINGS,
+            _findings,
+            needs=("registry_rows", "supported_models", "feature_matrix"),
+            allow_empty=True,
+        ),
     ),
 )

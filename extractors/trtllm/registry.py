@@ -29,7 +29,6 @@ from extractors.parsing.python_ts import (
 from extractors.records import ExtractionWarning
 from extractors.trtllm.records import TrtllmRegisteredArchitecture
 
-FACT = "registry_rows"
 DECORATOR = "register_auto_model"
 ARCH_INDEX = "MODEL_ARCH_TO_MODULE"
 VISION_ENCODER = re.compile(r"Vision(?:Model|Tower|Encoder|Transformer)$")
@@ -87,7 +86,6 @@ def module_registrations(
     def warn(subject: str, message: str) -> None:
         warnings.append(
             ExtractionWarning(
-                fact=FACT,
                 code="unparsed-registration",
                 subject=subject,
                 message=message,
@@ -232,7 +230,6 @@ def registered_architectures(
             module, class_name, path = registrations[chosen]
             warnings.append(
                 ExtractionWarning(
-                    fact=FACT,
                     code="duplicate-architecture",
                     subject=architecture,
                     message=f"{architecture} is registered on {where}; the engine uses "
@@ -245,7 +242,6 @@ def registered_architectures(
         if index is not None and index.get(architecture) not in (None, module):
             warnings.append(
                 ExtractionWarning(
-                    fact=FACT,
                     code="index-disagrees",
                     subject=architecture,
                     message=f"{ARCH_INDEX} names {index[architecture]} for {architecture}, "
@@ -270,7 +266,6 @@ def registered_architectures(
     if index is not None:
         warnings += [
             ExtractionWarning(
-                fact=FACT,
                 code="not-in-index",
                 subject=row.architecture,
                 message=f"{row.architecture} is registered in {row.module} but {ARCH_INDEX} does "
@@ -283,7 +278,6 @@ def registered_architectures(
         ]
         warnings += [
             ExtractionWarning(
-                fact=FACT,
                 code="index-not-registered",
                 subject=architecture,
                 message=f"{ARCH_INDEX} lists {architecture} ({module}), which no decorator "
