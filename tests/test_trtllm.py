@@ -258,3 +258,25 @@ def test_missing_page_heading_and_tables_are_errors():
     with pytest.raises(AnchorError) as err:
         architecture_table(renamed)
     assert err.value.anchor == "table under heading: Supported Models"
+
+
+def test_each_example_keeps_its_own_footnotes():
+    page = """# Supported Models
+
+| Architecture | Model | HuggingFace Example |
+| --- | --- | --- |
+| `Gemma4ForConditionalGeneration` | Gemma 4 | `google/gemma-4-E2B-it`, `google/gemma-4-26B-A4B-it` [^6], `google/gemma-4-31B-it` [^6] [^7] |
+| `LlamaForCausalLM` [^7] | Llama | [^6] `meta-llama/Llama-3.1-8B` |
+
+[^6]: Also supports text-only inference via AutoDeploy.
+[^7]: Blackwell only.
+"""
+    rows, warnings = architecture_table(parse_document(page, PAGE_PATH))
+    notes = {r.architecture: r.example_notes for r in rows}
+    assert notes["Gemma4ForConditionalGeneration"] == (
+        "google/gemma-4-26B-A4B-it: [^6] Also supports text-only inference via AutoDeploy.",
+        "google/gemma-4-31B-it: [^6] Also supports text-only inference via AutoDeploy.",
+        "google/gemma-4-31B-it: [^7] Blackwell only.",
+    )
+    assert notes["LlamaForCausalLM"] == ("[^6] Also supports text-only inference via AutoDeploy.",)
+    assert not [w for w in warnings if w.code == "footnote"]
