@@ -25,7 +25,7 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk,
 )
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, warning
 from extractors.sglang.records import SglangArchitectureSet
 
 FACT = "architecture_sets"
@@ -74,7 +74,7 @@ class _Reader:
 
     def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
         self.warnings.append(
-            ExtractionWarning(
+            warning(
                 code=code,
                 subject=subject,
                 message=message,

@@ -27,7 +27,7 @@ from extractors.parsing.python_cst import (
     walk,
 )
 from extractors.parsing.python_ts import assignments, node_text, parse_python, string_value
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, warning
 from extractors.sglang.records import SglangHybridConfigClass
 
 FACT = "hybrid_config_classes"
@@ -102,7 +102,7 @@ class _Reader:
 
     def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
         self.warnings.append(
-            ExtractionWarning(
+            warning(
                 code=code,
                 subject=subject,
                 message=message,

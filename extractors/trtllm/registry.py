@@ -26,7 +26,7 @@ from extractors.parsing.python_ts import (
     string_value,
     top_level_assignments,
 )
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, warning
 from extractors.trtllm.records import TrtllmRegisteredArchitecture
 
 DECORATOR = "register_auto_model"
@@ -85,7 +85,7 @@ def module_registrations(
 
     def warn(subject: str, message: str) -> None:
         warnings.append(
-            ExtractionWarning(
+            warning(
                 code="unparsed-registration",
                 subject=subject,
                 message=message,
@@ -229,7 +229,7 @@ def registered_architectures(
             where = ", ".join(f"{m}.{c}" for m, c, _ in registrations)
             module, class_name, path = registrations[chosen]
             warnings.append(
-                ExtractionWarning(
+                warning(
                     code="duplicate-architecture",
                     subject=architecture,
                     message=f"{architecture} is registered on {where}; the engine uses "
@@ -241,7 +241,7 @@ def registered_architectures(
         module, class_name, path = registrations[chosen]
         if index is not None and index.get(architecture) not in (None, module):
             warnings.append(
-                ExtractionWarning(
+                warning(
                     code="index-disagrees",
                     subject=architecture,
                     message=f"{ARCH_INDEX} names {index[architecture]} for {architecture}, "
@@ -265,7 +265,7 @@ def registered_architectures(
         )
     if index is not None:
         warnings += [
-            ExtractionWarning(
+            warning(
                 code="not-in-index",
                 subject=row.architecture,
                 message=f"{row.architecture} is registered in {row.module} but {ARCH_INDEX} does "
@@ -277,7 +277,7 @@ def registered_architectures(
             if row.architecture not in index
         ]
         warnings += [
-            ExtractionWarning(
+            warning(
                 code="index-not-registered",
                 subject=architecture,
                 message=f"{ARCH_INDEX} lists {architecture} ({module}), which no decorator "
