@@ -134,12 +134,14 @@ def _findings(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> F
     ]
     by_name = {r.architecture: r for r in rows}
     paired = {f.architecture: f.registered_as for f in findings if f.finding == OTHER_SPELLING}
+    flagged: set[str] = set()
     for model in models:
         footnote = _autodeploy_only(model.architecture_notes)
         names = (model.architecture,) if model.architecture in by_name else ()
         names = names or paired.get(model.architecture, ())
-        if not footnote or not names:
+        if not footnote or not names or model.architecture in flagged:
             continue
+        flagged.add(model.architecture)
         where = [f"{by_name[n].path}: {by_name[n].class_name}" for n in names if n in by_name]
         findings.append(
             DocRegistryFinding(
