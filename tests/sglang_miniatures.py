@@ -178,6 +178,7 @@ if external_arch := envs.SGLANG_EXTERNAL_MM_MODEL_ARCH.get():
 
 piecewise_cuda_graph_disabled_model_archs = [
     "Qwen3NextForCausalLM",
+    "Qwen2ForCausalLM",
     "LLaDAModelLM",
 ]
 

@@ -274,3 +274,22 @@ def test_hybrid_config_union_missing_is_an_error():
 
     with pytest.raises(AnchorError, match="mambaish_config"):
         _hybrid(HYBRID_ARCH.replace("def mambaish_config(", "def state_config("))
+
+
+def test_set_members_no_module_registers_are_warnings_of_the_sets_fact():
+    from extractors.base import extract_engine
+    from extractors.engines import ENGINES
+    from extractors.snapshot import MemorySnapshot
+    from tests.sglang_miniatures import full_tree_2026
+
+    facts = extract_engine(
+        ENGINES["sglang"], MemorySnapshot(full_tree_2026(), engine="sglang"), commit_date="x"
+    )
+    stale = {w.subject: w for w in facts.warnings if w.code == "set-member-not-registered"}
+    assert {w.fact for w in stale.values()} == {"architecture_sets"}
+    assert "Qwen2ForCausalLM" not in stale  # registered by the miniature models package
+    assert "Qwen3NextForCausalLM" in stale
+    assert stale["LLaDAModelLM"].message == (
+        "is_piecewise_cuda_graph_disabled_model names LLaDAModelLM, which no models module "
+        "registers"
+    )

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import DocRegistryFinding
 from extractors.errors import MissingPathError
-from extractors.records import ExtractionWarning, FactKind, Record
+from extractors.records import ExtractionWarning, FactKind, Record, warning
 from extractors.sglang import (
     architecture_sets,
     attention_chain,
@@ -122,6 +122,24 @@ def _model_config(snapshot: Snapshot, anchor: str) -> tuple[str, str]:
 def _architecture_sets(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     text, path = _model_config(snapshot, "is_hybrid_swa_model and the other is_* sets")
     rows, warnings = architecture_sets.architecture_sets(text, path)
+    registered = {
+        r.architecture for r in needed["registry_rows"] if isinstance(r, SglangRegistryRow)
+    }
+    sets_naming: dict[str, list[str]] = {}
+    for row in rows:
+        if row.architecture != "*" and row.architecture not in registered:
+            sets_naming.setdefault(row.architecture, []).append(row.set_name)
+    warnings += [
+        warning(
+            "set-member-not-registered",
+            arch,
+            f"{', '.join(sorted(names))} name{'s' if len(names) == 1 else ''} {arch}, which no "
+            "models module registers",
+            path,
+            sorted(names)[0],
+        )
+        for arch, names in sorted(sets_naming.items())
+    ]
     return FactOutput(tuple(rows), tuple(warnings))
 
 
@@ -251,7 +269,12 @@ ENGINE = EngineSpec(
         ),
         FactExtractor(MLA_CONDITIONS, _mla_conditions, reads=MODEL_CONFIG_PATHS, allow_empty=True),
         FactExtractor(EXPLICIT_MHA, _explicit_mha, reads=MODEL_CONFIG_PATHS, allow_empty=True),
-        FactExtractor(ARCHITECTURE_SETS, _architecture_sets, reads=MODEL_CONFIG_PATHS),
+        FactExtractor(
+            ARCHITECTURE_SETS,
+            _architecture_sets,
+            reads=MODEL_CONFIG_PATHS,
+            needs=("registry_rows",),
+        ),
         FactExtractor(HYBRID_CONFIG_CLASSES, _hybrid_config_classes, reads=HYBRID_CONFIG_READS),
         FactExtractor(
             KV_HEAD_ALIASES, _kv_head_fact(kv_heads.kv_head_aliases), reads=MODEL_CONFIG_PATHS
