@@ -212,3 +212,12 @@ def test_sglang_inline_multi_query_rule_falls_through_to_the_scan(extra, expecte
     config = {**sample("llama-3.1-8b"), **extra}
     heads = kv_heads(ModelConfig(config, "t"), engine)
     assert heads is not None and heads.count == expected_heads, heads
+
+
+def test_an_encoder_decoder_architecture_in_sglangs_set_gets_no_figure():
+    sets = (member("MllamaForConditionalGeneration", set_name="is_encoder_decoder_model"),)
+    config = {**sample("llama-3.1-8b"), "architectures": ["MllamaForConditionalGeneration"]}
+    result = plan(config, context=8, constraints=only(sglang=sglang(sets=sets)))
+    sgl = view(result, "sglang")
+    assert sgl.kv_bytes_per_token is None
+    assert any("encoder-decoder (is_encoder_decoder_model)" in n for n in sgl.notes)

@@ -27,6 +27,7 @@ MLA, CONDITIONS, EXPLICIT_MHA = "mla_architectures", "mla_conditions", "explicit
 SETS, ALIASES, HYBRID_CLASSES = "architecture_sets", "kv_head_aliases", "hybrid_config_classes"
 STATE_POOL_UNION = "mambaish_config"
 HYBRID_SWA_SETS = ("is_hybrid_swa_model", "is_hybrid_model")
+ENCODER_DECODER_SET = "is_encoder_decoder_model"
 WINDOW_FIELDS = ("sliding_window", "layer_types", "sliding_window_pattern")
 
 _DEFAULTS = {"None": None, "True": True, "False": False}
@@ -214,6 +215,15 @@ def state_pool_class(model: ModelConfig, sglang: EngineConstraints) -> tuple[str
     return None
 
 
+def _in_set(model: ModelConfig, sglang: EngineConstraints, set_name: str) -> str | None:
+    """The config's architecture that SGLang's `set_name` lists (unconditionally), else None."""
+    archs = set(model.architectures)
+    for row in sglang.rows(SETS):
+        if field(row, "set_name") == set_name and field(row, "architecture") in archs:
+            return str(field(row, "architecture"))
+    return None
+
+
 def _has_state_layers(model: ModelConfig) -> bool:
     structure = layout(model)
     return structure is not None and structure.has_state
@@ -257,6 +267,13 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
             f"the config has state layers, but no config class of SGLang's {STATE_POOL_UNION} "
             f"has model_type {model.model_type or '?'}: SGLang would size no state pool for it "
             "(classes registered at run time excepted); no figures"
+        )
+        computes = False
+    encoder_decoder = _in_set(model, sglang, ENCODER_DECODER_SET)
+    if encoder_decoder is not None:
+        notes.append(
+            f"SGLang runs {encoder_decoder} as encoder-decoder ({ENCODER_DECODER_SET}): "
+            "cross-attention over the encoder output is not an implemented mechanism; no figures"
         )
         computes = False
     member_of = _memberships(model, sglang)
