@@ -280,3 +280,26 @@ def test_each_example_keeps_its_own_footnotes():
     )
     assert notes["LlamaForCausalLM"] == ("[^6] Also supports text-only inference via AutoDeploy.",)
     assert not [w for w in warnings if w.code == "footnote"]
+
+
+def test_an_index_naming_another_module_is_a_warning():
+    texts = {f"{MODELS}/modeling_b.py": '@register_auto_model("XForCausalLM")\nclass X: pass\n'}
+    rows, warnings = registered_architectures(
+        texts, index={"XForCausalLM": "modeling_a"}, index_path=f"{MODELS}/_arch_index.py"
+    )
+    assert [(r.module, r.resolved_by) for r in rows] == [("modeling_b", "")]
+    assert [(w.code, w.subject, w.symbol) for w in warnings] == [
+        ("index-disagrees", "XForCausalLM", "MODEL_ARCH_TO_MODULE")
+    ]
+
+
+def test_import_order_reads_conditional_imports_and_skips_absolute_ones():
+    init = (
+        "import transformers\n"
+        "from tensorrt_llm.logger import logger\n"
+        "from .modeling_b import B\n"
+        "if transformers.__version__ >= '4.45.1':\n"
+        "    from .modeling_a import A\n"
+        "from .modeling_b import C\n"
+    )
+    assert import_order(init, f"{MODELS}/__init__.py") == ["modeling_b", "modeling_a"]
