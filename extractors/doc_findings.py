@@ -105,11 +105,13 @@ def compare(
             reg_group[item.name].add(item.group)
         if item.class_name and item.class_name != item.name:
             reg_by_class[item.class_name].add(item.name)
+    reg_norm = {name: normalized(name) for name in reg_where}
+    registered_names = sorted(reg_where)
     reg_by_norm: dict[str, set[str]] = defaultdict(set)
     reg_by_variant: dict[str, set[str]] = defaultdict(set)  # one side has the token, one not
-    for name in reg_where:
-        reg_by_norm[normalized(name)].add(name)
-        if version_variant(name) != normalized(name):
+    for name, norm in reg_norm.items():
+        reg_by_norm[norm].add(name)
+        if spelling_variants and version_variant(name) != norm:
             reg_by_variant[version_variant(name)].add(name)
 
     findings: list[DocRegistryFinding] = []
@@ -145,7 +147,7 @@ def compare(
                 )
             )
             continue
-        close = difflib.get_close_matches(name, sorted(reg_where), n=1, cutoff=0.85)
+        close = difflib.get_close_matches(name, registered_names, n=1, cutoff=0.85)
         notes = sorted(doc_notes.get(name, ()))
         if close:
             notes.append(f"closest registered name: {close[0]}")
@@ -163,7 +165,7 @@ def compare(
 
     for family in families:
         keys = tuple(k for k in family.keys if k)
-        matched = sorted(n for n in reg_where if any(normalized(n).startswith(k) for k in keys))
+        matched = sorted(n for n, norm in reg_norm.items() if norm.startswith(keys))
         covered.update(matched)
         if keys and not matched:
             findings.append(

@@ -12,6 +12,7 @@ from apron import plan
 from apron.config import ModelConfig
 from apron.constraints import load_constraints, load_engine
 from apron.engines.sglang import hybrid_swa, kv_heads
+from extractors.sglang.kv_heads import kv_head_fallback, kv_head_overrides
 from generated.schema import (
     KvHeadAlias,
     KvHeadFallback,
@@ -19,6 +20,7 @@ from generated.schema import (
     SglangArchitectureSet,
     SglangHybridConfigClass,
 )
+from tests.sglang_miniatures import MODEL_CONFIG, MODEL_CONFIG_PATH
 from tests.test_apron_rules import CHAIN, only, sglang, view
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
@@ -30,7 +32,9 @@ def sample(name: str) -> dict:
     return json.loads((SAMPLES / f"{name}.json").read_text())
 
 
-def member(arch: str, *, condition=None, field="", check="", default="", set_name=None):
+def member(
+    arch: str, *, condition=None, field="", check="", default="", absent=None, set_name=None
+):
     return SglangArchitectureSet(
         set_name or "is_hybrid_swa_model",
         arch,
@@ -41,6 +45,7 @@ def member(arch: str, *, condition=None, field="", check="", default="", set_nam
         field,
         check,
         default,
+        absent,
         CHAIN,
         "is_hybrid_swa_model",
     )
@@ -54,6 +59,7 @@ HYBRID_SET = (
         field="sliding_window",
         check="truthy",
         default="0",
+        absent=False,
     ),
     member(
         "*",
@@ -61,6 +67,7 @@ HYBRID_SET = (
         field="is_hybrid_swa",
         check="truthy",
         default="False",
+        absent=False,
     ),
 )
 
@@ -120,9 +127,7 @@ def test_kv_heads_come_from_sglangs_own_scan():
             **sglang().facts,
             "kv_head_aliases": (KvHeadAlias(0, "n_head_kv", CHAIN, "s"),),
             "kv_head_fallback": (
-                KvHeadFallback(
-                    "num_attention_heads", "self.hf_text_config.num_attention_heads", CHAIN, "s"
-                ),
+                KvHeadFallback(**kv_head_fallback(MODEL_CONFIG, MODEL_CONFIG_PATH)[0].model_dump()),
             ),
         }
     )
@@ -198,16 +203,9 @@ def test_a_config_class_in_mambaish_config_is_named_in_the_view():
     ],
 )
 def test_sglang_inline_multi_query_rule_falls_through_to_the_scan(extra, expected_heads):
-    rule = KvHeadOverride(
-        "*",
-        0,
-        "",
-        "conditional",
-        "1 when multi_query",
-        "model_type in [falcon, RefinedWeb, RefinedWebModel] and new_decoder_architecture",
-        CHAIN,
-        "ModelConfig.get_total_num_kv_heads",
-    )
+    extracted = kv_head_overrides(MODEL_CONFIG, MODEL_CONFIG_PATH)[0]  # the `*` multi_query rule
+    assert extracted.model_type == "*" and extracted.otherwise == ""
+    rule = KvHeadOverride(**extracted.model_dump())
     engine = sglang()._replace(facts={**sglang().facts, "kv_head_overrides": (rule,)})
     config = {**sample("llama-3.1-8b"), **extra}
     heads = kv_heads(ModelConfig(config, "t"), engine)

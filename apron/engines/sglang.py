@@ -1,5 +1,5 @@
 """SGLang's extracted rules applied to a config: its KV-head scan, the MLA decision of its
-attention-arch chain, and whether it sizes a sliding-window pool.
+attention-arch chain, and whether it sizes a sliding-window or a state pool.
 
 SGLang tests `"<Arch>" in hf_config.architectures` branch by branch (generated/sglang facts
 `mla_architectures`, `mla_conditions`, `explicit_mha_architectures`); the first branch that
@@ -7,16 +7,16 @@ matches wins, and an MLA branch whose extra condition fails falls through to the
 KV heads come from SGLang's own get_total_num_kv_heads (`kv_head_*` facts, read with vLLM's
 evaluation, which has the same shape). A window-aware pool is used only for the architectures
 of `is_hybrid_swa_model` (`architecture_sets`); every other architecture, windowed or not, is
-allocated at full context on every layer."""
+allocated at full context on every layer. A Mamba / linear-attention state pool is sized for the
+config classes of `mambaish_config` (`hybrid_config_classes`)."""
 
 from __future__ import annotations
 
-import re
 from types import SimpleNamespace
 from typing import Any
 
 from apron.config import ModelConfig
-from apron.constraints import Citation, EngineConstraints, field
+from apron.constraints import Citation, EngineConstraints
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
 from apron.layers import layout
@@ -30,34 +30,39 @@ HYBRID_SWA_SETS = ("is_hybrid_swa_model", "is_hybrid_model")
 ENCODER_DECODER_SET = "is_encoder_decoder_model"
 WINDOW_FIELDS = ("sliding_window", "layer_types", "sliding_window_pattern")
 
-_DEFAULTS = {"None": None, "True": True, "False": False}
-_INT = re.compile(r"^-?\d+$")
+
+_CHECK_WORDS = {
+    "is not None": "{} is not None",
+    "truthy": "{} is truthy",
+    "falsy": "{} is falsy",
+    "present": "has {}",
+}
 
 
 def _condition(model: ModelConfig, row: Any) -> tuple[bool | None, str]:
-    check = str(field(row, "check", "") or "")
-    name = str(field(row, "field", "") or "")
-    expression = str(field(row, "expression", "") or name)
+    """A structured MLA-branch condition for this config: its truth (None: unknown) and words."""
+    check = str(row.check or "")
+    name = str(row.field or "")
+    expression = str(row.expression or name)
     if not name or check == "expression":
         return None, f"condition {expression!r} is not interpreted"
-    source = model.raw if field(row, "config", "") == "hf_config" else model.text
-    present = name in source
-    value = source.get(name)
-    if not present:
-        default = str(field(row, "default", "") or "")
-        if check in ("truthy", "falsy", "is not None") and default in _DEFAULTS:
-            value = _DEFAULTS[default]
-        elif check != "present":
+    if check not in _CHECK_WORDS:
+        return None, f"condition check {check!r} is not interpreted"
+    words = _CHECK_WORDS[check].format(name)
+    source = model.raw if row.config == "hf_config" else model.text
+    if name not in source:
+        when_absent = row.when_absent
+        if when_absent is None:
             return None, f"{name} is absent and the condition {expression!r} has no default"
-    if check == "is not None":
-        return value is not None, f"{name} is not None"
-    if check == "truthy":
-        return bool(value), f"{name} is truthy"
-    if check == "falsy":
-        return not value, f"{name} is falsy"
-    if check == "present":
-        return present, f"has {name}"
-    return None, f"condition check {check!r} is not interpreted"
+        return bool(when_absent), words
+    value = source.get(name)
+    truth = {
+        "is not None": value is not None,
+        "truthy": bool(value),
+        "falsy": not value,
+        "present": True,
+    }[check]
+    return truth, words
 
 
 def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision | None:
@@ -73,23 +78,23 @@ def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision |
         )
     branches: list[tuple[int, str, Any]] = []
     for row in sglang.rows(MLA):
-        if field(row, "architecture") in archs:
-            branches.append((int(field(row, "branch", 0) or 0), "mla", row))
+        if row.architecture in archs:
+            branches.append((int(row.branch or 0), "mla", row))
     for row in sglang.rows(EXPLICIT_MHA):
-        if field(row, "architecture") in archs:
-            branches.append((int(field(row, "branch", 0) or 0), "mha", row))
+        if row.architecture in archs:
+            branches.append((int(row.branch or 0), "mha", row))
     notes: list[str] = []
     for _branch, kind, row in sorted(branches, key=lambda b: b[0]):
-        arch = field(row, "architecture")
+        arch = row.architecture
         cite = sglang.cite(row)
         if kind == "mha":
-            reads = tuple(field(row, "mla_fields_read", ()) or ())
+            reads = tuple(row.mla_fields_read or ())
             extra = f" (the branch still reads {', '.join(reads)})" if reads else ""
             return MlaDecision(
                 ENGINE, False, f"SGLang's chain sets {arch} to MHA explicitly{extra}", (cite,)
             )
-        if field(row, "conditional", False):
-            conds = [c for c in sglang.rows(CONDITIONS) if field(c, "architecture") == arch]
+        if row.conditional:
+            conds = [c for c in sglang.rows(CONDITIONS) if c.architecture == arch]
             results = [_condition(model, c) for c in conds]
             cites: tuple[Citation, ...] = (cite, *(sglang.cite(c) for c in conds))
             if not conds:
@@ -138,23 +143,17 @@ def kv_heads(model: ModelConfig, sglang: EngineConstraints) -> HeadCount | None:
 
 
 def _set_condition(model: ModelConfig, row: Any) -> tuple[bool | None, str]:
-    if not field(row, "condition", None):
+    """A set member's structured condition, read like an MLA-branch condition."""
+    if not row.condition:
         return True, ""
-    check = field(row, "condition_check", "")
-    name = str(field(row, "condition_field", "") or "")
-    default = str(field(row, "condition_default", "") or "")
-    source = model.raw if field(row, "condition_config", "") == "hf_config" else model.text
-    if check in ("truthy", "falsy") and name and name not in source and _INT.match(default):
-        value = bool(int(default)) if check == "truthy" else not int(default)
-        return value, f"{name} is absent ({check} with default {default})"
     return _condition(
         model,
         SimpleNamespace(
-            config=field(row, "condition_config", ""),
-            field=field(row, "condition_field", ""),
-            check=field(row, "condition_check", ""),
-            default=field(row, "condition_default", ""),
-            expression=field(row, "condition", ""),
+            config=row.condition_config,
+            field=row.condition_field,
+            check=row.condition_check,
+            when_absent=row.condition_when_absent,
+            expression=row.condition,
         ),
     )
 
@@ -163,14 +162,14 @@ def hybrid_swa(
     model: ModelConfig, sglang: EngineConstraints
 ) -> tuple[bool | None, str, tuple[Citation, ...]]:
     """Whether SGLang's is_hybrid_swa_model holds for this config, why, and where it says so."""
-    rows = [r for r in sglang.rows(SETS) if field(r, "set_name") in HYBRID_SWA_SETS]
+    rows = [r for r in sglang.rows(SETS) if r.set_name in HYBRID_SWA_SETS]
     if not rows:
         return None, "SGLang's hybrid-SWA architecture set is not extracted", ()
-    set_name = str(field(rows[0], "set_name"))
+    set_name = str(rows[0].set_name)
     archs = set(model.architectures)
     unknown: list[str] = []
     for row in rows:
-        arch = str(field(row, "architecture"))
+        arch = str(row.architecture)
         if arch != "*" and arch not in archs:
             continue
         ok, text = _set_condition(model, row)
@@ -184,7 +183,7 @@ def hybrid_swa(
     if unknown:
         return None, "; ".join(unknown), cites
     names = ", ".join(sorted(archs)) or "(no architectures)"
-    listed = sum(1 for r in rows if field(r, "architecture") != "*")
+    listed = sum(1 for r in rows if r.architecture != "*")
     return False, f"{names} is not in SGLang's {set_name} ({listed} architectures)", cites
 
 
@@ -192,35 +191,34 @@ def _memberships(model: ModelConfig, sglang: EngineConstraints) -> list[str]:
     archs = set(model.architectures)
     return sorted(
         {
-            str(field(r, "set_name"))
+            str(r.set_name)
             for r in sglang.rows(SETS)
-            if field(r, "architecture") in archs and field(r, "set_name") not in HYBRID_SWA_SETS
+            if r.architecture in archs and r.set_name not in HYBRID_SWA_SETS
         }
     )
+
+
+def _in_set(model: ModelConfig, sglang: EngineConstraints, set_name: str) -> str | None:
+    """The config's architecture that SGLang's `set_name` lists, else None."""
+    archs = set(model.architectures)
+    for row in sglang.rows(SETS):
+        if row.set_name == set_name and row.architecture in archs:
+            return str(row.architecture)
+    return None
 
 
 def state_pool_class(model: ModelConfig, sglang: EngineConstraints) -> tuple[str, Citation] | None:
     """The config class by which SGLang's mambaish_config gives this config a Mamba /
     linear-attention state pool, matched on model_type; None when no extracted class matches."""
     for row in sglang.rows(HYBRID_CLASSES):
-        if field(row, "function") != STATE_POOL_UNION:
+        if row.function != STATE_POOL_UNION:
             continue
-        read = str(field(row, "config_read", "") or "")
+        read = str(row.config_read or "")
         model_type = model.model_type if read == "hf_config" else model.text_model_type
-        if model_type and field(row, "model_type") == model_type:
-            cond = field(row, "condition", None)
-            text = f"{field(row, 'config_class')} (model_type {model_type}"
-            text += f"; when {cond})" if cond else ")"
+        if model_type and row.model_type == model_type:
+            text = f"{row.config_class} (model_type {model_type}"
+            text += f"; when {row.condition})" if row.condition else ")"
             return text, sglang.cite(row)
-    return None
-
-
-def _in_set(model: ModelConfig, sglang: EngineConstraints, set_name: str) -> str | None:
-    """The config's architecture that SGLang's `set_name` lists (unconditionally), else None."""
-    archs = set(model.architectures)
-    for row in sglang.rows(SETS):
-        if field(row, "set_name") == set_name and field(row, "architecture") in archs:
-            return str(field(row, "architecture"))
     return None
 
 

@@ -58,6 +58,7 @@ class Condition:
     field: str = ""
     check: str = "expression"
     default: str = ""
+    when_absent: bool | None = None
 
 
 @dataclass
@@ -276,7 +277,7 @@ class _Reader:
                 if text.endswith(" is not None")
                 else (f"not {text}")
             )
-        return Condition(text, read[0], read[1], check, read[2])
+        return Condition(text, read[0], read[1], check, read[2], _when_absent(check, read[2]))
 
     def row(
         self,
@@ -307,9 +308,34 @@ class _Reader:
             condition_field=single.field if single else "",
             condition_check=(single.check if single else "expression") if conditions else "",
             condition_default=single.default if single else "",
+            condition_when_absent=single.when_absent if single else None,
             path=self.path,
             symbol=member.symbol,
         )
+
+
+_LITERALS: dict[str, object] = {"None": None, "True": True, "False": False}
+
+
+def _when_absent(check: str, default: str) -> bool | None:
+    """The truth of a structured condition when its field is absent, from the getattr default
+    as written; None when the read has no default or the default is not a plain literal."""
+    if check in ("present", "absent"):
+        return check == "absent"
+    if default in _LITERALS:
+        value = _LITERALS[default]
+    elif re.fullmatch(r"-?\d+(?:\.\d+)?", default):
+        value = float(default)
+    elif len(default) >= 2 and default[0] == default[-1] and default[0] in "\"'":
+        value = default[1:-1]
+    else:
+        return None
+    return {
+        "is not None": value is not None,
+        "is None": value is None,
+        "truthy": bool(value),
+        "falsy": not value,
+    }.get(check)
 
 
 def _returned_bool(body: list[cst.CSTNode]) -> bool | None:

@@ -16,5 +16,5 @@ SOURCES: tuple[tuple[str, str], ...] = (
 )
 
 ROWS: tuple[KvHeadFallback, ...] = (
-    KvHeadFallback(fallback="num_attention_heads", expression="self.hf_text_config.num_attention_heads", path="python/sglang/srt/configs/model_config.py", symbol="ModelConfig.get_total_num_kv_heads"),
+    KvHeadFallback(fallback="num_attention_heads", fallback_key="num_attention_heads", expression="self.hf_text_config.num_attention_heads", path="python/sglang/srt/configs/model_config.py", symbol="ModelConfig.get_total_num_kv_heads"),
 )
