@@ -12,7 +12,7 @@ from apron.engines import ENGINE_RULES
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
 from apron.errors import ApronInputError
-from apron.mechanisms import mla_latent
+from apron.mechanisms import full_attention, mla_latent, sliding_window
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
     PREDICTION,
@@ -24,7 +24,7 @@ from apron.results import (
     Plan,
     Request,
 )
-from apron.select import compute, select
+from apron.select import Selection, compute, select
 from apron.support import support
 
 KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
@@ -146,7 +146,12 @@ def _view(
     selection = select(
         model, mla=bool(mla), heads=heads, flags=flags, encoder_decoder_section=enc_dec
     )
+    full_context = decision.window_aware is False and selection.mechanism is sliding_window
+    if full_context:
+        selection = Selection(full_attention, decision.window_why)
     figures = compute(selection, model, heads, request)
+    if full_context:
+        notes.append(_full_context_note(decision.window_why, figures, request))
     if mla is None and is_mla_shaped(model):
         notes.append(
             f"whether {title} treats this config as MLA is unknown; shown as full attention"
@@ -177,6 +182,15 @@ def _view(
         tuple(dict.fromkeys(notes)),
         tuple(dict.fromkeys(cites)),
     )
+
+
+def _full_context_note(why: str, figures: MechanismResult, request: Request) -> str:
+    if figures.kv_bytes_per_token is None:
+        return why
+    text = f"{why}: {figures.kv_bytes_per_token:,} B/token"
+    if figures.kv_bytes_at_context is not None and request.context is not None:
+        text += f", {figures.kv_bytes_at_context:,} B at {request.context:,} tokens"
+    return text
 
 
 def plan(

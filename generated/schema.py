@@ -169,6 +169,23 @@ class RegistryRow(NamedTuple):
     path: str
 
 
+class SglangArchitectureSet(NamedTuple):
+    """An architecture named in one of the name sets ModelConfig's module tests (model_config.py)."""
+
+    set_name: str
+    architecture: str
+    member_returns: bool
+    via: str
+    condition: str | None
+    condition_config: str
+    condition_field: str
+    condition_check: str
+    condition_default: str
+    condition_when_absent: bool | None
+    path: str
+    symbol: str
+
+
 class SglangDocsRow(NamedTuple):
     """One row of an SGLang supported-models table (2025 .md or 2026 .mdx layout)."""
 
@@ -187,6 +204,19 @@ class SglangExplicitMha(NamedTuple):
     architecture: str
     branch: int
     mla_fields_read: tuple[str, ...]
+    path: str
+    symbol: str
+
+
+class SglangHybridConfigClass(NamedTuple):
+    """A config class one of SGLang's hybrid-arch functions (configs/hybrid_arch.py) accepts:"""
+
+    function: str
+    config_class: str
+    via: str
+    model_type: str
+    config_read: str
+    condition: str | None
     path: str
     symbol: str
 
@@ -269,6 +299,8 @@ class TrtllmRegisteredArchitecture(NamedTuple):
     class_name: str
     module: str
     also_in: tuple[str, ...]
+    resolved_by: str
+    component: str
     path: str
 
 

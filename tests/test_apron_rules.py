@@ -369,7 +369,13 @@ SglReg = namedtuple(
 CHAIN = "python/sglang/srt/configs/model_config.py"
 
 
-def sglang(*, mla=(), conditions=(), mha=(), registry=()) -> EngineConstraints:
+SGLANG_KV_SCAN = tuple(
+    KvHeadAlias(i, key, CHAIN, "ModelConfig.get_total_num_kv_heads")
+    for i, key in enumerate(("n_head_kv", "num_kv_heads", "num_key_value_heads"))
+)
+
+
+def sglang(*, mla=(), conditions=(), mha=(), registry=(), sets=()) -> EngineConstraints:
     return EngineConstraints(
         "sglang",
         "c" * 40,
@@ -380,6 +386,8 @@ def sglang(*, mla=(), conditions=(), mha=(), registry=()) -> EngineConstraints:
             "mla_conditions": tuple(conditions),
             "explicit_mha_architectures": tuple(mha),
             "registry_rows": tuple(registry),
+            "architecture_sets": tuple(sets),
+            "kv_head_aliases": SGLANG_KV_SCAN,
         },
         architecture_facts("sglang"),
     )

@@ -14,7 +14,9 @@ class EngineDecision(NamedTuple):
 
     kv_heads / mla: the engine's own resolution (None when it has no such rule extracted).
     flags: architecture classes the engine assigns ("hybrid", "recurrent", "diffusion", ...).
-    computes_figures: whether the extracted rules are enough to say what the engine allocates."""
+    computes_figures: whether the extracted rules are enough to say what the engine allocates.
+    window_aware: whether the engine sizes sliding-window layers to their window (None: apron's
+    layout decides); False means every layer is allocated at full context, for `window_why`."""
 
     engine: str
     kv_heads: HeadCount | None
@@ -23,3 +25,5 @@ class EngineDecision(NamedTuple):
     notes: tuple[str, ...]
     citations: tuple[Citation, ...]
     computes_figures: bool
+    window_aware: bool | None = None
+    window_why: str = ""
