@@ -10,13 +10,14 @@ from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import DocRegistryFinding
 from extractors.records import FactKind, Record
 from extractors.snapshot import Snapshot
-from extractors.vllm import convertor
+from extractors.vllm import convertor, model_config_defaults
 from extractors.vllm.docs_tables import FACT as DOCS_ROWS_FACT
 from extractors.vllm.docs_tables import docs_findings, docs_table_rows
 from extractors.vllm.records import (
     KvHeadAlias,
     KvHeadFallback,
     KvHeadOverride,
+    MambaSsmDtypeDefault,
     MlaGate,
     MlaModelType,
     RegistryRow,
@@ -126,6 +127,16 @@ def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -
     return FactOutput(tuple(rows), tuple(warnings))
 
 
+def _mamba_ssm_dtype_defaults(
+    snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]
+) -> FactOutput:
+    READS = model_config_defaults.PATHS  # noqa: N806, F841
+    path = snapshot.first_existing(model_config_defaults.PATHS, anchor="MODELS_CONFIG_MAP")
+    return FactOutput(
+        tuple(model_config_defaults.mamba_ssm_dtype_defaults(snapshot.read_text(path), path))
+    )
+
+
 MLA_MODEL_TYPES = FactKind(
     "mla_model_types",
     "MLA model types",
@@ -181,6 +192,14 @@ DOCS_REGISTRY_FINDINGS = FactKind(
     "docs table names, and names the docs spell differently (case or punctuation).",
 )
 
+MAMBA_SSM_DTYPE_DEFAULTS = FactKind(
+    "mamba_ssm_dtype_defaults",
+    "SSM cache dtype defaults",
+    MambaSsmDtypeDefault,
+    "architectures whose MODELS_CONFIG_MAP hook sets --mamba-ssm-cache-dtype when it is 'auto': "
+    "the config field read and the literal used when the field is absent.",
+)
+
 ENGINE = EngineSpec(
     engine_id="vllm",
     title="vLLM",
@@ -194,5 +213,6 @@ ENGINE = EngineSpec(
         FactExtractor(REGISTRY_ROWS, _registry_rows),
         FactExtractor(DOCS_TABLE_ROWS, docs_table_rows),
         FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),
+        FactExtractor(MAMBA_SSM_DTYPE_DEFAULTS, _mamba_ssm_dtype_defaults),
     ),
 )
