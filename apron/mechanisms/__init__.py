@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from apron.mechanisms import (
+    encoder_decoder,
+    encoder_only,
     full_attention,
     hybrid_ssm,
     mla_latent,
@@ -17,5 +19,7 @@ MECHANISMS = {
     sliding_window.NAME: sliding_window,
     hybrid_ssm.NAME: hybrid_ssm,
     recurrent.NAME: recurrent,
+    encoder_only.NAME: encoder_only,
+    encoder_decoder.NAME: encoder_decoder,
     unsupported.NAME: unsupported,
 }
