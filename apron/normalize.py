@@ -143,6 +143,25 @@ def _zamba2(get: Getter) -> list[Derived]:
                 "transformers Zamba2Config: 2 x hidden_size",
             )
         )
+    for name, value in (
+        ("mamba_d_state", 64),
+        ("mamba_d_conv", 4),
+        ("mamba_expand", 2),
+        ("mamba_ngroups", 1),
+        ("n_mamba_heads", 8),
+    ):
+        out += _default(get, name, value, "Zamba2Config")
+    expand = _int(get("mamba_expand")) or 2
+    mamba_heads = _int(get("n_mamba_heads")) or 8
+    if hidden is not None and get("mamba_headdim") is None:
+        out.append(
+            Derived(
+                "mamba_headdim",
+                expand * hidden // mamba_heads,
+                f"transformers Zamba2Config: mamba_expand x hidden_size / n_mamba_heads = "
+                f"{expand} x {hidden} / {mamba_heads}",
+            )
+        )
     if hidden is not None and heads and get("attention_head_dim") is None:
         out.append(
             Derived(

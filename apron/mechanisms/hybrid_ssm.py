@@ -34,6 +34,10 @@ def state_dtypes(model: ModelConfig, request: Request) -> StateDtypes:
     """Conv tensors in the model dtype; the ssm tensor in --mamba-ssm-cache-dtype as the engine
     resolves it (request.ssm_dtype), else the model dtype too."""
     dtype = model.model_dtype()
+    if dtype in ("float32", "float"):
+        # vLLM _resolve_auto_dtype downcasts a float32 config to the platform's preferred
+        # dtype (bfloat16, or float16 where bf16 is unsupported): 2 bytes either way
+        dtype = "bfloat16"
     if request.ssm_dtype:
         return StateDtypes(
             dtype,
