@@ -307,7 +307,11 @@ def layer_state(model: ModelConfig, rule: ShapeRule, dtypes: StateDtypes) -> Ten
             why = (
                 f"{name} state dtype {dtype!r} is not one apron knows"
                 if dtype
-                else "the config gives no torch_dtype, so the state's bytes per element are unknown"
+                else (
+                    "the config gives no torch_dtype (or dtype): vLLM then takes the dtype of "
+                    "the safetensors weights, which the config does not state, so the state's "
+                    "bytes per element are unknown"
+                )
             )
             return TensorState(
                 rule.calculator, None, tuple(lines), (why,), () if dtype else ("torch_dtype",)
