@@ -95,7 +95,11 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
             "use_sliding_window is false: the window is switched off, every layer keeps every token"
         )
     structure = layout(model)
-    window_key = "sliding_window_size" if model.present("sliding_window_size") else "sliding_window"
+    window_key = (
+        "sliding_window_size"
+        if model.present("swa_num_key_value_heads") and model.present("sliding_window_size")
+        else "sliding_window"
+    )
     window = model.get(window_key)
     chunk = model.get("attention_chunk_size")
     has_chunked = structure is not None and CHUNKED in structure.kinds

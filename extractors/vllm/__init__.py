@@ -213,6 +213,6 @@ ENGINE = EngineSpec(
         FactExtractor(REGISTRY_ROWS, _registry_rows),
         FactExtractor(DOCS_TABLE_ROWS, docs_table_rows),
         FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),
-        FactExtractor(MAMBA_SSM_DTYPE_DEFAULTS, _mamba_ssm_dtype_defaults),
+        FactExtractor(MAMBA_SSM_DTYPE_DEFAULTS, _mamba_ssm_dtype_defaults, allow_empty=True),
     ),
 )
