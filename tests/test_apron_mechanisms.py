@@ -524,3 +524,16 @@ def test_chunked_local_attention_llama4_default_layout():
     # 1 x 1,024 x 16,384 + 3 x 1,024 x min(16,384, 8,192) = 16,777,216 + 25,165,824
     assert p.kv_bytes_at_context == 1024 * 16384 + 3 * 1024 * 8192 == 41_943_040
     assert p.title.startswith("chunked local attention")
+
+
+def test_rwkv_is_a_justified_unknown():
+    config = {
+        "architectures": ["Rwkv5ForCausalLM"],
+        "model_type": "rwkv5",
+        "num_hidden_layers": 24,
+        "hidden_size": 2048,
+        "num_attention_heads": 32,
+    }
+    p = plan(config, context=10).prediction
+    assert p.mechanism == "unsupported" and p.kv_bytes_per_token is None
+    assert "registers no RWKV architecture" in p.unknown[0]
