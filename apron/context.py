@@ -29,10 +29,13 @@ UNSCALED_ROPE = ("su", "longrope", "llama3")
 
 
 class MaxLen(NamedTuple):
-    """The derived maximum context (None when no length key is present) and how it was found."""
+    """The derived maximum context (None when no length key is present) and how it was found;
+    `default` is what vLLM uses without --max-model-len (lower for longrope models)."""
 
     tokens: int | None
     how: str
+    default: int | None = None
+    default_how: str = ""
 
 
 def _rope(model: ModelConfig) -> list[dict[str, Any]]:
@@ -80,18 +83,19 @@ def derived_max_len(model: ModelConfig) -> MaxLen:
                 ):
                     base = group["original_max_position_embeddings"]
                     how = f"yarn original_max_position_embeddings = {base:,}"
+        if factor != 1.0:
+            base = int(base * factor)
+            how = f"{how} x rope scaling factor {factor:g} = {base:,}"
         if any(g["rope_type"] == "longrope" for g in groups):
             original = model.get("original_max_position_embeddings")
             if is_int(original):
                 return MaxLen(
+                    base,
+                    how,
                     original,
-                    f"longrope: original_max_position_embeddings = {original:,} "
-                    f"(the model allows up to {int(base * factor):,} with --max-model-len)",
+                    f"longrope: vLLM defaults to original_max_position_embeddings = {original:,}",
                 )
-        if factor != 1.0:
-            scaled = int(base * factor)
-            return MaxLen(scaled, f"{how} x rope scaling factor {factor:g} = {scaled:,}")
-    return MaxLen(base, how)
+    return MaxLen(base, how, base, how)
 
 
 def check(model: ModelConfig, context: int | None) -> tuple[MaxLen, tuple[str, ...]]:

@@ -70,9 +70,9 @@ def make_request(
     maximum, warnings = context_rules.check(model, context)
     source = "--context"
     if context is None:
-        context = maximum.tokens
+        context = maximum.default
         source = (
-            f"default: the model's maximum as vLLM derives it, {maximum.how}"
+            f"default: the model's maximum as vLLM derives it, {maximum.default_how}"
             if context is not None
             else f"none: no --context and {maximum.how}"
         )

@@ -276,3 +276,15 @@ def test_phi3_at_32k_is_beyond_its_4k_maximum():
     result, _ = figures("phi-3-mini-4k-instruct")
     assert result.request.max_model_len == 4096
     assert result.request.context_warnings
+
+
+def test_longrope_default_is_the_original_length_but_the_limit_is_the_full_one():
+    config = corpus("phi-3-mini-4k-instruct") | {
+        "max_position_embeddings": 131072,
+        "original_max_position_embeddings": 4096,
+        "rope_scaling": {"type": "longrope", "long_factor": [1.0], "short_factor": [1.0]},
+    }
+    result = plan(config)
+    assert result.request.context == 4096 and "longrope" in result.request.context_source
+    assert result.request.max_model_len == 131_072
+    assert not plan(config, context=131_072).request.context_warnings
