@@ -92,14 +92,15 @@ def make_request(
 
 
 def _encoder_decoder_section(model: ModelConfig, vllm: EngineConstraints | None) -> str:
-    if vllm is None or model.architecture is None:
+    architecture = model.architecture
+    if vllm is None or architecture is None:
         return ""
     for row in vllm.rows("registry_rows"):
         if (
-            getattr(row, "architecture", None) == model.architecture
+            getattr(row, "architecture", None) == architecture
             and "encoder-decoder" in str(getattr(row, "section", "")).lower()
         ):
-            return f"vLLM's registry files {model.architecture} under [Encoder-decoder]"
+            return f"vLLM's registry files {architecture} under [Encoder-decoder]"
     return ""
 
 
@@ -109,14 +110,15 @@ ENCODER_ONLY_MODULES = ("bert", "bert_with_rope", "modernbert", "roberta")
 def _encoder_only(model: ModelConfig, vllm: EngineConstraints | None) -> str:
     """Why vLLM builds this architecture with encoder-only attention, or "" (its registry maps
     it to a module whose layers are EncoderOnlyAttention)."""
-    if vllm is None or model.architecture is None:
+    architecture = model.architecture
+    if vllm is None or architecture is None:
         return ""
     for row in vllm.rows("registry_rows"):
-        if getattr(row, "architecture", None) == model.architecture and (
+        if getattr(row, "architecture", None) == architecture and (
             getattr(row, "module", None) in ENCODER_ONLY_MODULES
         ):
             return (
-                f"vLLM's registry maps {model.architecture} to models/{row.module}.py, whose "
+                f"vLLM's registry maps {architecture} to models/{row.module}.py, whose "
                 "layers use EncoderOnlyAttention"
             )
     return ""
