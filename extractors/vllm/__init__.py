@@ -6,13 +6,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import DocRegistryFinding
 from extractors.records import FactKind, Record
 from extractors.snapshot import Snapshot
-from extractors.vllm import convertor, model_config_defaults
-from extractors.vllm.docs_tables import FACT as DOCS_ROWS_FACT
-from extractors.vllm.docs_tables import docs_findings, docs_table_rows
+from extractors.vllm import convertor, docs_tables, model_config_defaults
 from extractors.vllm.records import (
     KvHeadAlias,
     KvHeadFallback,
@@ -66,31 +63,13 @@ def find_layout(snapshot: Snapshot, method: str) -> ConvertorLayout:
     raise snapshot.missing_anchor(f"{method} is not defined in any known layout", tried, anchors)
 
 
-def prefetch_sources(snapshot: Snapshot) -> None:
-    """Fetch every file the vLLM facts may read in one batch (a git snapshot makes one request
-    instead of one per file; only paths present at the commit are fetched; a directory stands
-    for its files)."""
-    from extractors.vllm import docs_tables
-
-    snapshot.prefetch(
-        [
-            *(lay.path for lay in CONVERTOR_LAYOUTS),
-            *REGISTRY_PATHS,
-            *docs_tables.SUPPORTED_PAGES,
-            *docs_tables.POOLING_PAGES,
-            *docs_tables.POOLING_DIRS,
-        ]
-    )
+CONVERTOR_READS = tuple(lay.path for lay in CONVERTOR_LAYOUTS)
 
 
-def _layout_fact(
-    method: str, extract: Callable[[str, ConvertorLayout], list[Record]], *, prefetch: bool = False
-):
+def _layout_fact(method: str, extract: Callable[[str, ConvertorLayout], list[Record]]):
     """A fact read from the newest convertor layout that defines `<class>.<method>`."""
 
-    def run(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-        if prefetch:
-            prefetch_sources(snapshot)  # the first fact: one fetch for the whole engine
+    def run(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
         layout = find_layout(snapshot, method)
         return FactOutput(tuple(extract(snapshot.read_text(layout.path), layout)))
 
@@ -106,7 +85,6 @@ def _kv_head_overrides(text: str, layout: ConvertorLayout) -> list[Record]:
 _mla_model_types = _layout_fact(
     convertor.MLA_METHOD,
     lambda text, lay: convertor.mla_model_types(text, lay.path, lay.class_name),
-    prefetch=True,
 )
 _mla_gates = _layout_fact(
     convertor.MLA_METHOD, lambda text, lay: convertor.mla_gates(text, lay.path, lay.class_name)
@@ -121,16 +99,15 @@ _kv_head_fallback = _layout_fact(
 _kv_head_overrides_fact = _layout_fact(convertor.KV_METHOD, _kv_head_overrides)
 
 
-def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     path = snapshot.first_existing(REGISTRY_PATHS, anchor="_VLLM_MODELS")
     rows, warnings = registry_rows(snapshot.read_text(path), path)
     return FactOutput(tuple(rows), tuple(warnings))
 
 
 def _mamba_ssm_dtype_defaults(
-    snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]
+    snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
 ) -> FactOutput:
-    READS = model_config_defaults.PATHS  # noqa: N806, F841
     path = snapshot.first_existing(model_config_defaults.PATHS, anchor="MODELS_CONFIG_MAP")
     return FactOutput(
         tuple(model_config_defaults.mamba_ssm_dtype_defaults(snapshot.read_text(path), path))
@@ -178,14 +155,14 @@ REGISTRY_ROWS = FactKind(
     "every HF architecture vLLM registers, with module, class, task group and section.",
 )
 DOCS_TABLE_ROWS = FactKind(
-    DOCS_ROWS_FACT,
+    "docs_table_rows",
     "Supported-model docs tables",
     VllmDocsRow,
     "every row of the tables with an Architecture column in docs/models/supported_models.md and "
     "the pooling pages, with the heading path it sits under, example HF ids and feature marks.",
 )
 DOCS_REGISTRY_FINDINGS = FactKind(
-    DOCS_FINDINGS_FACT,
+    "docs_registry_findings",
     "Documented vs registered",
     DocRegistryFinding,
     "architectures the docs tables name that the registry lacks, registered architectures no "
@@ -205,14 +182,24 @@ ENGINE = EngineSpec(
     title="vLLM",
     upstream_url="https://github.com/vllm-project/vllm",
     facts=(
-        FactExtractor(MLA_MODEL_TYPES, _mla_model_types),
-        FactExtractor(MLA_GATES, _mla_gates),
-        FactExtractor(KV_HEAD_ALIASES, _kv_head_aliases),
-        FactExtractor(KV_HEAD_FALLBACK, _kv_head_fallback),
-        FactExtractor(KV_HEAD_OVERRIDES, _kv_head_overrides_fact),
-        FactExtractor(REGISTRY_ROWS, _registry_rows),
-        FactExtractor(DOCS_TABLE_ROWS, docs_table_rows),
-        FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),
-        FactExtractor(MAMBA_SSM_DTYPE_DEFAULTS, _mamba_ssm_dtype_defaults, allow_empty=True),
+        FactExtractor(MLA_MODEL_TYPES, _mla_model_types, reads=CONVERTOR_READS),
+        FactExtractor(MLA_GATES, _mla_gates, reads=CONVERTOR_READS),
+        FactExtractor(KV_HEAD_ALIASES, _kv_head_aliases, reads=CONVERTOR_READS),
+        FactExtractor(KV_HEAD_FALLBACK, _kv_head_fallback, reads=CONVERTOR_READS),
+        FactExtractor(KV_HEAD_OVERRIDES, _kv_head_overrides_fact, reads=CONVERTOR_READS),
+        FactExtractor(REGISTRY_ROWS, _registry_rows, reads=REGISTRY_PATHS),
+        FactExtractor(DOCS_TABLE_ROWS, docs_tables.docs_table_rows, reads=docs_tables.READS),
+        FactExtractor(
+            DOCS_REGISTRY_FINDINGS,
+            docs_tables.docs_findings,
+            needs=("docs_table_rows", "registry_rows"),
+            allow_empty=True,
+        ),
+        FactExtractor(
+            MAMBA_SSM_DTYPE_DEFAULTS,
+            _mamba_ssm_dtype_defaults,
+            reads=model_config_defaults.PATHS,
+            allow_empty=True,
+        ),
     ),
 )
