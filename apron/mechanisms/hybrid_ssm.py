@@ -19,8 +19,6 @@ from apron.mechanisms.base import (
 )
 from apron.results import HeadCount, MechanismResult, Request
 from apron.ssm import layer_state
-from apron.state_shapes import StateDtypes, rule_for
-from apron.state_shapes import layer_state as rule_state
 
 RULE_KINDS = {
     MAMBA: ("mamba1", "mamba2"),
@@ -30,9 +28,11 @@ RULE_KINDS = {
 }
 
 
-def state_dtypes(model: ModelConfig, request: Request) -> StateDtypes:
+def state_dtypes(model: ModelConfig, request: Request):  # -> apron.state_shapes.StateDtypes
     """Conv tensors in the model dtype; the ssm tensor in --mamba-ssm-cache-dtype as the engine
     resolves it (request.ssm_dtype), else the model dtype too."""
+    from apron.state_shapes import StateDtypes
+
     dtype = model.model_dtype()
     if dtype in ("float32", "float"):
         # vLLM _resolve_auto_dtype downcasts a float32 config to the platform's preferred
@@ -59,6 +59,9 @@ def _state(
     notes: list[str],
 ) -> int | None:
     """Fixed per-sequence state of every state layer, by the model class's vLLM rule."""
+    from apron.state_shapes import layer_state as rule_state
+    from apron.state_shapes import rule_for
+
     rule = rule_for(model)
     total = 0
     counts = {k: sum(1 for x in kinds if x == k) for k in RULE_KINDS}
