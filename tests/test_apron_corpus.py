@@ -93,6 +93,9 @@ CASES = [
     # 4 full, 16 windowed (512); per layer 2 x 512 x 2 = 2,048; 20 x 2,048 = 40,960;
     # 4 x 2,048 x 32,768 + 16 x 2,048 x 512 = 268,435,456 + 16,777,216 = 285,212,672
     ("gemma-3n-e4b", "sliding_window", 40_960, 285_212_672, 0),
+    # gpt-oss: layer_types alternate, window 128; per layer 8 x 128 x 2 = 2,048; 24 x 2,048 =
+    # 49,152; 12 x 2,048 x 32,768 + 12 x 2,048 x 128 = 805,306,368 + 3,145,728 = 808,452,096
+    ("gpt-oss-20b", "sliding_window", 49_152, 808_452_096, 0),
     # hybrid_layer_pattern: 9 full layers, 39 SWA layers with their own geometry;
     # full 4 x (192 + 128) x 2 = 2,560, SWA 8 x (192 + 128) x 2 = 5,120;
     # 9 x 2,560 + 39 x 5,120 = 23,040 + 199,680 = 222,720 per token;
@@ -268,6 +271,8 @@ def test_default_context_is_the_derived_maximum_and_says_where_from():
     ds = plan(corpus("deepseek-v3.2"))
     assert ds.request.context == 4096 * 40 == 163_840
     assert "yarn" in ds.request.context_source
+    # gpt-oss yarn: 4,096 x 32 = 131,072
+    assert plan(corpus("gpt-oss-20b")).request.context == 131_072
     # Whisper: max_target_positions 448
     assert plan(corpus("whisper-small")).request.context == 448
 
