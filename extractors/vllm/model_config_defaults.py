@@ -16,7 +16,7 @@ from extractors.parsing.python_cst import (
 )
 from extractors.vllm.records import MambaSsmDtypeDefault
 
-PATHS = ("vllm/model_executor/models/config.py",)
+PATHS = ("vllm/model_executor/models/config.py", "vllm/models/config.py")
 MAP_NAME = "MODELS_CONFIG_MAP"
 TARGET_ATTR = "mamba_ssm_cache_dtype"
 CONFIG_PREFIX = "vllm_config.model_config."
