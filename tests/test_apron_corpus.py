@@ -293,3 +293,13 @@ def test_longrope_default_is_the_original_length_but_the_limit_is_the_full_one()
     assert result.request.context == 4096 and "longrope" in result.request.context_source
     assert result.request.max_model_len == 131_072
     assert not plan(config, context=131_072).request.context_warnings
+
+
+def test_short_conv_and_parallel_hybrid_state_once_the_dtype_is_known():
+    lfm2 = plan(corpus("lfm2-2.6b") | {"torch_dtype": "bfloat16"}, context=CTX).prediction
+    # 30 - 8 = 22 conv layers x (conv_L_cache 3 - 1) x conv_dim 2,048 x 2 B = 180,224
+    assert lfm2.state_bytes_per_sequence == 22 * 2 * 2048 * 2 == 180_224
+    falcon = plan(corpus("falcon-h1-7b") | {"torch_dtype": "bfloat16"}, context=CTX).prediction
+    # intermediate = mamba_d_ssm 3,072; conv 3 x (3,072 + 2 x 1 x 256) = 10,752;
+    # ssm 24 x 128 x 256 = 786,432; (10,752 + 786,432) x 2 B = 1,594,368 x 44 layers
+    assert falcon.state_bytes_per_sequence == 44 * (3 * 3584 + 24 * 128 * 256) * 2 == 70_152_192
