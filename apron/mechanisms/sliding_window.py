@@ -193,11 +193,8 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
     ratio = naive_at / aware if aware else None
     if ratio is not None:
         lines.append(f"naive / window-aware = {n(naive_at)} / {n(aware)} = {ratio:.2f}x")
-    bound = (
-        min(x for x in (window if s_bytes else None, chunk if ch_bytes else None) if x)
-        if (s_bytes or ch_bytes)
-        else None
-    )
+    bounds = [w for w, used in ((window, s_bytes), (chunk, ch_bytes)) if used]
+    bound = min(bounds) if bounds else None
     if bound is not None and c <= bound:
         notes.append(f"at {n(c)} tokens the window ({n(bound)}) has not filled: both figures equal")
     return result(
