@@ -137,7 +137,7 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
     if geometry is not None:
         swa_width, swa_text, full_width, full_text = geometry
         widths = tuple(swa_width if k == SLIDING else full_width for k in kinds)
-        lines.append(f"windowed layers: {swa_text}; full layers: {full_text}")
+        lines[:] = [f"windowed layers: {swa_text}; full layers: {full_text}"]
     else:
         widths = tuple(0 if k in (SHARED, NONE) else w for w, k in zip(widths, kinds, strict=True))
     if SHARED in kinds:
