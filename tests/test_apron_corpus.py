@@ -303,3 +303,14 @@ def test_short_conv_and_parallel_hybrid_state_once_the_dtype_is_known():
     # intermediate = mamba_d_ssm 3,072; conv 3 x (3,072 + 2 x 1 x 256) = 10,752;
     # ssm 24 x 128 x 256 = 786,432; (10,752 + 786,432) x 2 B = 1,594,368 x 44 layers
     assert falcon.state_bytes_per_sequence == 44 * (3 * 3584 + 24 * 128 * 256) * 2 == 70_152_192
+
+
+def test_transformers5_layer_types_spelling_for_mamba_layers():
+    config = corpus("jamba-v0.1")
+    period, offset = config.pop("attn_layer_period"), config.pop("attn_layer_offset")
+    config["layer_types"] = [
+        "full_attention" if i % period == offset else "linear_attention" for i in range(32)
+    ]
+    p = plan(config, context=CTX).prediction
+    # the same 4 attention + 28 Mamba1 layers as the published file: 16,384 B/token, 8,716,288 B
+    assert (p.kv_bytes_per_token, p.state_bytes_per_sequence) == (16_384, 8_716_288)

@@ -23,7 +23,8 @@ from apron.ssm import layer_state
 RULE_KINDS = {
     MAMBA: ("mamba1", "mamba2"),
     BOTH: ("mamba1", "mamba2"),
-    LINEAR: ("gated_delta_net", "linear_attention"),
+    # transformers 5 writes "linear_attention" for every non-attention mixer (Mamba included)
+    LINEAR: ("gated_delta_net", "linear_attention", "mamba1", "mamba2"),
     CONV: ("short_conv",),
 }
 
