@@ -38,15 +38,15 @@ def ssm_cache_dtype(model: ModelConfig, vllm: EngineConstraints | None) -> tuple
     if vllm is None or model.architecture is None:
         return "", ""
     for row in vllm.rows("mamba_ssm_dtype_defaults"):
-        if getattr(row, "architecture", None) != model.architecture:
+        if row.architecture != model.architecture:
             continue
         where = f"vLLM {row.symbol}"
-        obj = str(getattr(row, "config_object", ""))
-        field_name = str(getattr(row, "reads", ""))
+        obj = row.config_object
+        field_name = row.reads
         value = model.top(field_name) if obj == "hf_config" else model.get(field_name)
         if isinstance(value, str) and value:
             return value, f"the config's {field_name} = {value} ({where} reads {obj})"
-        default = str(getattr(row, "default", ""))
+        default = row.default
         if default:
             return default, f"{where}: {field_name} absent, default {default}"
         return "", f"{where}: {field_name} absent, so auto (the model dtype)"
@@ -96,10 +96,7 @@ def _encoder_decoder_section(model: ModelConfig, vllm: EngineConstraints | None)
     if vllm is None or architecture is None:
         return ""
     for row in vllm.rows("registry_rows"):
-        if (
-            getattr(row, "architecture", None) == architecture
-            and "encoder-decoder" in str(getattr(row, "section", "")).lower()
-        ):
+        if row.architecture == architecture and "encoder-decoder" in str(row.section).lower():
             return f"vLLM's registry files {architecture} under [Encoder-decoder]"
     return ""
 
@@ -114,9 +111,7 @@ def _encoder_only(model: ModelConfig, vllm: EngineConstraints | None) -> str:
     if vllm is None or architecture is None:
         return ""
     for row in vllm.rows("registry_rows"):
-        if getattr(row, "architecture", None) == architecture and (
-            getattr(row, "module", None) in ENCODER_ONLY_MODULES
-        ):
+        if row.architecture == architecture and (row.module in ENCODER_ONLY_MODULES):
             return (
                 f"vLLM's registry maps {architecture} to models/{row.module}.py, whose "
                 "layers use EncoderOnlyAttention"

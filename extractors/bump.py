@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from extractors.base import EngineSpec
 from extractors.diff import EngineDiff, FactDiff, diff_engine
-from extractors.errors import GuardError, UsageError
+from extractors.errors import GeneratedError, GuardError, UsageError
 from extractors.impact import ImpactChange, calculator_impact
 from extractors.pins import ANY_SHA, Pin, load_pin, pin_path, render_pin
 from extractors.pipeline import (
@@ -86,11 +86,19 @@ def plan_bump(
     with_impact: bool = True,
 ) -> BumpPlan:
     old_pin = load_pin(paths.pins, engine.engine_id)
+    try:  # the diff and the shrink guard compare with it: no bump without it
+        old_facts = current_facts(paths, engine)
+    except GeneratedError as err:
+        raise GeneratedError(
+            f"bump refuses to run: the previous generation cannot be read, so the diff and "
+            f"the shrink guard would compare with nothing ({err.message}); regenerate it at "
+            f"the pin first (extract --engine {engine.engine_id})",
+            engine=engine.engine_id,
+        ) from err
     chosen = source_for(engine, old_pin, source)
     git_source = GitSource(engine.engine_id, chosen)
     commit = resolve_ref(git_source, to)
     new_facts = extract_at(engine, commit, chosen, upstream_url=old_pin.url)
-    old_facts = current_facts(paths, engine)
     diff = diff_engine(old_facts, new_facts)
     shrinks = find_shrinks(diff)
     if shrinks and not allow_shrink:

@@ -109,9 +109,3 @@ def load_pin(pins_dir: Path, engine_id: str) -> Pin:
 
 def render_pin(pin: Pin) -> str:
     return f'url = "{pin.url}"\ncommit = "{pin.commit}"\ndate = "{pin.date}"\n'
-
-
-def save_pin(pins_dir: Path, engine_id: str, pin: Pin) -> None:
-    from extractors.writer import write_file_atomically
-
-    write_file_atomically(pin_path(pins_dir, engine_id), render_pin(pin))

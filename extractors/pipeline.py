@@ -9,11 +9,16 @@ from pathlib import Path
 from extractors.base import EngineSpec, extract_engine
 from extractors.diff import EngineDiff, diff_engine
 from extractors.engines import ENGINES, all_record_types
-from extractors.errors import CacheCorruptError, ExtractionError, UsageError
+from extractors.errors import CacheCorruptError, ExtractionError, GeneratedError, UsageError
 from extractors.factcache import FactCache, cached_engine
 from extractors.pins import Pin, check_source_url, load_pin
 from extractors.records import EngineFacts
-from extractors.render import load_engine_facts, render_engine_files, render_schema
+from extractors.render import (
+    load_engine_facts,
+    render_engine_files,
+    render_package_init,
+    render_schema,
+)
 from extractors.reviewer import render_index, render_matrix
 from extractors.source import GitSource
 from extractors.writer import Content, write_changes_atomically
@@ -105,29 +110,47 @@ def render_all(facts: EngineFacts) -> dict[str, str]:
 
 
 def current_facts(paths: ProjectPaths, engine: EngineSpec) -> EngineFacts | None:
-    try:
-        return load_engine_facts(paths.generated / engine.engine_id, engine.fact_kinds)
-    except (
-        Exception
-    ):  # a broken or hand-edited generated dir: treat as absent, diff against nothing
-        return None
+    """The committed generation of `engine`, or None when generated/<engine>/ does not exist.
+    One that cannot be read (hand-edited, or older than a record type) is a GeneratedError."""
+    return load_engine_facts(paths.generated / engine.engine_id, engine.fact_kinds)
 
 
-def all_current_facts(paths: ProjectPaths) -> dict[str, EngineFacts]:
+def all_current_facts(
+    paths: ProjectPaths, *, skip: str | None = None, unreadable: list[str] | None = None
+) -> dict[str, EngineFacts]:
+    """Every committed generation but `skip`'s. One that cannot be read is an error, or, when
+    `unreadable` is given, left out and described there."""
     found = {}
     for engine_id, engine in ENGINES.items():
-        facts = current_facts(paths, engine)
+        if engine_id == skip:
+            continue
+        try:
+            facts = current_facts(paths, engine)
+        except GeneratedError as err:
+            if unreadable is None:
+                raise
+            unreadable.append(
+                f"generated/{engine_id} cannot be read, so README.md and MATRIX.md leave it "
+                f"out until it is regenerated: {err.message}"
+            )
+            continue
         if facts is not None:
             found[engine_id] = facts
     return found
 
 
-def render_generated(paths: ProjectPaths, facts: EngineFacts) -> dict[str, str]:
+def render_generated(
+    paths: ProjectPaths, facts: EngineFacts, *, unreadable: list[str] | None = None
+) -> dict[str, str]:
     """Every file an extraction of `facts` writes, keyed by path relative to generated/:
-    the engine's folder, the shared schema, the index and the cross-engine matrix."""
-    everything = {**all_current_facts(paths), facts.engine: facts}
+    the engine's folder, the shared schema, the index and the cross-engine matrix. The other
+    engines' generations must be readable (see `all_current_facts` for `unreadable`)."""
+    others = all_current_facts(paths, skip=facts.engine, unreadable=unreadable)
+    everything = {**others, facts.engine: facts}
     rendered = {f"{facts.engine}/{name}": text for name, text in render_all(facts).items()}
-    rendered["__init__.py"] = '"""Generated engine constraints. Do not edit by hand."""\n'
+    rendered["__init__.py"] = render_package_init(
+        [(e.engine_id, e.title) for e in ENGINES.values()]
+    )
     rendered["schema.py"] = render_schema(all_record_types())
     rendered["README.md"] = render_index(everything)
     rendered["MATRIX.md"] = render_matrix(everything)
@@ -154,8 +177,11 @@ def write_rendered(paths: ProjectPaths, rendered: dict[str, str]) -> None:
     write_changes_atomically(generated_changes(paths, rendered))
 
 
-def write_generated(paths: ProjectPaths, facts: EngineFacts) -> None:
-    write_rendered(paths, render_generated(paths, facts))  # render all before writing any
+def write_generated(
+    paths: ProjectPaths, facts: EngineFacts, *, unreadable: list[str] | None = None
+) -> None:
+    rendered = render_generated(paths, facts, unreadable=unreadable)  # all before writing any
+    write_rendered(paths, rendered)
 
 
 @dataclass(frozen=True)
@@ -190,8 +216,14 @@ def run(
     except ExtractionError as err:
         err.with_context(engine=engine.engine_id, source=chosen_source)
         raise
-    previous = current_facts(paths, engine)
+    try:
+        previous = current_facts(paths, engine)
+    except GeneratedError as err:  # said, not swallowed; `bump` refuses instead
+        notices.append(
+            f"the previous generation cannot be read, so the diff is against nothing: {err.message}"
+        )
+        previous = None
     diff = diff_engine(previous, facts)
     if write:
-        write_generated(paths, facts)
+        write_generated(paths, facts, unreadable=notices)
     return RunResult(facts=facts, diff=diff, previous=previous, notices=tuple(notices))

@@ -194,10 +194,6 @@ class ObjectPresence:
                     out.append(sha)
         return out
 
-    @property
-    def pack_count(self) -> int:
-        return len(self._packs)
-
 
 # ---------------------------------------------------------------- reading objects
 
@@ -590,7 +586,7 @@ class GitSource:
         return GitSnapshot(self, self._open_cache(), resolved)
 
     def snapshot_at(self, commit: ResolvedCommit, *, allow_fetch: bool = True) -> GitSnapshot:
-        """A snapshot of a commit already in the cache (from `resolve` or `first_parent_log`)."""
+        """A snapshot of a commit already in the cache (from `resolve` or `first_parent_changes`)."""
         return GitSnapshot(self, self._open_cache(), commit, allow_fetch=allow_fetch)
 
     def default_branch_head(self) -> str:
@@ -701,30 +697,6 @@ class GitSource:
                     changed.append((path, parts[3]))
             found.append((commit, changed))
         return list(reversed(found))
-
-    def first_parent_log(
-        self,
-        since: ResolvedCommit,
-        until: ResolvedCommit,
-        files: Iterable[str] = (),
-        dirs: Iterable[str] = (),
-    ) -> list[ResolvedCommit]:
-        """The commits of `first_parent_changes`, oldest first."""
-        return [c for c, _ in self.first_parent_changes(since, until, files, dirs)]
-
-    def range_blobs(
-        self,
-        since: ResolvedCommit,
-        until: ResolvedCommit,
-        files: Iterable[str] = (),
-        dirs: Iterable[str] = (),
-    ) -> set[str]:
-        """Blob SHAs the first-parent commits after `since` up to `until` gave these files."""
-        return {
-            blob
-            for _, changed in self.first_parent_changes(since, until, files, dirs)
-            for _, blob in changed
-        }
 
 
 def _glob_escape(text: str) -> str:

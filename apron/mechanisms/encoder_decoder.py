@@ -15,7 +15,6 @@ from apron.results import HeadCount, MechanismResult, Request
 
 NAME = "encoder_decoder"
 TITLE = "encoder-decoder: decoder self-attention + cross-attention"
-NEEDS = ("decoder_layers", "decoder_attention_heads", "d_model", "max_source_positions")
 
 
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:

@@ -11,7 +11,6 @@ from apron.results import HeadCount, MechanismResult, Request
 
 NAME = "encoder_only"
 TITLE = "encoder-only attention (no KV cache)"
-NEEDS: tuple[str, ...] = ("architectures (the vLLM model module that implements it)",)
 
 
 def compute(

@@ -15,12 +15,6 @@ from apron.results import HeadCount, MechanismResult, Request
 
 NAME = "mla_latent"
 TITLE = "MLA latent cache"
-NEEDS = (
-    "num_hidden_layers",
-    "kv_lora_rank",
-    "qk_rope_head_dim",
-    "index_head_dim (when index_topk marks DeepSeek sparse attention)",
-)
 INDEX_QUANT_BLOCK = 128  # vLLM deepseek_v2.py Indexer.quant_block_size
 
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import DocRegistryFinding
 from extractors.errors import MissingPathError
-from extractors.records import ExtractionWarning, FactKind, Record
-from extractors.sglang import attention_chain, docs_tables
+from extractors.records import ExtractionWarning, FactKind, Record, SupportScan
+from extractors.sglang import attention_chain, docs_tables, matrix_cells
 from extractors.sglang.records import (
     SglangDocsRow,
     SglangExplicitMha,
@@ -105,6 +105,7 @@ REGISTRY_ROWS = FactKind(
     SglangRegistryRow,
     "every architecture SGLang registers: the class each models module names in EntryClass, "
     "resolved through aliases and imports; the architecture is the class's name.",
+    support=SupportScan("architecture", "registry"),
 )
 MLA_ARCHITECTURES = FactKind(
     "mla_architectures",
@@ -133,6 +134,7 @@ DOCS_TABLE_ROWS = FactKind(
     "every row of the model-family tables on the supported-models pages (.md 2025 or .mdx 2026 "
     "layout), with its heading path, example HF ids and any architecture names it writes; the "
     "Description column is not kept.",
+    support=SupportScan("architectures", "documented"),
 )
 DOCS_REGISTRY_FINDINGS = FactKind(
     "docs_registry_findings",
@@ -141,12 +143,14 @@ DOCS_REGISTRY_FINDINGS = FactKind(
     "architecture names the docs write that no module registers (or spell differently), family "
     "rows no registered architecture matches, registered architectures no row covers; family "
     "coverage is a normalized-prefix heuristic (match = family-prefix).",
+    support=SupportScan("architecture", "finding"),
 )
 
 ENGINE = EngineSpec(
     engine_id="sglang",
     title="SGLang",
     upstream_url="https://github.com/sgl-project/sglang",
+    matrix_cells=matrix_cells.matrix_cells,
     facts=(
         FactExtractor(REGISTRY_ROWS, _registry_rows, reads=MODELS_READS),
         FactExtractor(

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import DocRegistryFinding
-from extractors.records import FactKind, Record
+from extractors.records import FactKind, Record, SupportScan
 from extractors.snapshot import Snapshot
-from extractors.vllm import convertor, docs_tables, model_config_defaults
+from extractors.vllm import convertor, docs_tables, matrix_cells, model_config_defaults
 from extractors.vllm.records import (
     KvHeadAlias,
     KvHeadFallback,
@@ -153,6 +153,7 @@ REGISTRY_ROWS = FactKind(
     "Registry rows",
     RegistryRow,
     "every HF architecture vLLM registers, with module, class, task group and section.",
+    support=SupportScan("architecture", "registry"),
 )
 DOCS_TABLE_ROWS = FactKind(
     "docs_table_rows",
@@ -160,6 +161,7 @@ DOCS_TABLE_ROWS = FactKind(
     VllmDocsRow,
     "every row of the tables with an Architecture column in docs/models/supported_models.md and "
     "the pooling pages, with the heading path it sits under, example HF ids and feature marks.",
+    support=SupportScan("architectures", "documented"),
 )
 DOCS_REGISTRY_FINDINGS = FactKind(
     "docs_registry_findings",
@@ -167,6 +169,7 @@ DOCS_REGISTRY_FINDINGS = FactKind(
     DocRegistryFinding,
     "architectures the docs tables name that the registry lacks, registered architectures no "
     "docs table names, and names the docs spell differently (case or punctuation).",
+    support=SupportScan("architecture", "finding"),
 )
 
 MAMBA_SSM_DTYPE_DEFAULTS = FactKind(
@@ -181,6 +184,7 @@ ENGINE = EngineSpec(
     engine_id="vllm",
     title="vLLM",
     upstream_url="https://github.com/vllm-project/vllm",
+    matrix_cells=matrix_cells.matrix_cells,
     facts=(
         FactExtractor(MLA_MODEL_TYPES, _mla_model_types, reads=CONVERTOR_READS),
         FactExtractor(MLA_GATES, _mla_gates, reads=CONVERTOR_READS),
