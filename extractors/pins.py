@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from datetime import date as calendar_date
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -71,6 +72,10 @@ class Pin(BaseModel):
     def _date(cls, value: str) -> str:
         if not DATE.match(value):
             raise ValueError(f"date {value!r} must be YYYY-MM-DD")
+        try:
+            calendar_date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"date {value!r} is not a real calendar date") from None
         return value
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,8 @@ from extractors.diff import EngineDiff, diff_engine
 from extractors.engines import ENGINES, all_record_types
 from extractors.errors import CacheCorruptError, ExtractionError, GeneratedError, UsageError
 from extractors.factcache import FactCache, cached_engine
-from extractors.pins import Pin, check_source_url, load_pin
+from extractors.git import GitSource
+from extractors.pins import Pin, check_source_url, load_pin, pin_path, render_pin
 from extractors.records import EngineFacts
 from extractors.render import (
     load_engine_facts,
@@ -20,8 +22,15 @@ from extractors.render import (
     render_schema,
 )
 from extractors.reviewer import render_index, render_matrix
-from extractors.source import GitSource
-from extractors.writer import Content, write_changes_atomically
+from extractors.writer import (
+    JOURNAL_NAME,
+    Content,
+    WriteError,
+    leftovers,
+    project_lock,
+    recover_interrupted_write,
+    write_changes_atomically,
+)
 
 SOURCE_ENV = "APRON_SOURCE_{engine}"
 
@@ -53,10 +62,10 @@ def find_project(start: Path | None = None) -> ProjectPaths:
 
 def source_for(engine: EngineSpec, pin: Pin | None, source: str | None) -> str:
     """`--source`, else APRON_SOURCE_<ENGINE>, else the pin's URL."""
-    chosen = (
-        source
-        or os.environ.get(SOURCE_ENV.format(engine=engine.engine_id.upper()))
-        or (pin.url if pin else engine.upstream_url)
+    if source is not None:
+        return check_source_url(source)  # given, even empty: never replaced by a default
+    chosen = os.environ.get(SOURCE_ENV.format(engine=engine.engine_id.upper())) or (
+        pin.url if pin else engine.upstream_url
     )
     return check_source_url(chosen)
 
@@ -71,9 +80,9 @@ def extract_at(
     notices: list[str] | None = None,
 ) -> EngineFacts:
     """Extract `engine` at `commit`. A damaged git cache is rebuilt once (and said in `notices`)."""
-    git_source = GitSource(engine.engine_id, source, cache_dir=cache_dir)
-    cached = cached_engine(engine, FactCache.at(cache_dir))  # unchanged blobs are not parsed again
-    try:
+    fact_cache = FactCache.at(cache_dir)
+    cached = cached_engine(engine, fact_cache)  # unchanged blobs are not parsed again
+    with GitSource(engine.engine_id, source, cache_dir=cache_dir) as git_source:
         for attempt in (1, 2):
             try:
                 snapshot = git_source.snapshot(commit)
@@ -85,13 +94,13 @@ def extract_at(
                 if attempt == 2:
                     raise
                 git_source.rebuild()
-                if notices is not None:
-                    notices.append(
-                        f"the git cache at {git_source.cache_path} was damaged "
-                        f"({err.message}); rebuilt it and extracted again"
-                    )
-    finally:
-        git_source.close()
+                git_source.notices.append(
+                    f"the git cache at {git_source.cache_path} was damaged "
+                    f"({err.message}); rebuilt it and extracted again"
+                )
+        if notices is not None:
+            notices += git_source.notices
+            notices += [fact_cache.note] if fact_cache.note else []
     if facts.upstream_url != upstream_url:
         facts = EngineFacts(
             engine=facts.engine,
@@ -172,16 +181,55 @@ def generated_changes(paths: ProjectPaths, rendered: dict[str, str]) -> dict[Pat
     return changes
 
 
-def write_rendered(paths: ProjectPaths, rendered: dict[str, str]) -> None:
-    """Every rendered file lands together or none does (writer.write_changes_atomically)."""
-    write_changes_atomically(generated_changes(paths, rendered))
+def write_rendered(
+    paths: ProjectPaths, rendered: dict[str, str], pins: dict[Path, str] | None = None
+) -> None:
+    """Every rendered file, and the pins after them, land together or none does; a kill at any
+    step is recovered on the next start (writer.recover_interrupted_write)."""
+    changes = generated_changes(paths, rendered)
+    changes.update(pins or {})
+    with project_lock(paths.root):
+        write_changes_atomically(changes, journal=paths.root / JOURNAL_NAME)
 
 
 def write_generated(
-    paths: ProjectPaths, facts: EngineFacts, *, unreadable: list[str] | None = None
+    paths: ProjectPaths,
+    facts: EngineFacts,
+    pin: Pin | None = None,
+    *,
+    unreadable: list[str] | None = None,
 ) -> None:
-    rendered = render_generated(paths, facts, unreadable=unreadable)  # all before writing any
-    write_rendered(paths, rendered)
+    """Render every file of `facts` and write them with `pin`, under the project lock."""
+    with project_lock(paths.root):
+        rendered = render_generated(paths, facts, unreadable=unreadable)  # all before any write
+        pins = {pin_path(paths.pins, facts.engine): render_pin(pin)} if pin else {}
+        write_rendered(paths, rendered, pins)
+
+
+def start_writing(paths: ProjectPaths) -> list[str]:
+    """Recover a write a killed process left journaled; returns the note (if any) to show.
+    Call it with the project lock."""
+    note = recover_interrupted_write(paths.root)
+    return [note] if note else []
+
+
+def refuse_leftovers(paths: ProjectPaths, command: str) -> None:
+    """Stop `command` while files of an interrupted write lie in generated/ or pins/."""
+    found = leftovers(paths.root)
+    if found:
+        listed = ", ".join(str(p.relative_to(paths.root)) for p in found)
+        raise WriteError(
+            f"{command} refuses to run while an interrupted write left files behind: {listed}; "
+            "they are not part of the project: delete them (keep what you need from them first)",
+            paths=[str(p) for p in found],
+        )
+
+
+def pin_for(pin: Pin, facts: EngineFacts) -> Pin | None:
+    """The pin that names the commit `facts` were extracted at, or None when `pin` already
+    does (with that commit's committer date)."""
+    moved = Pin(url=pin.url, commit=facts.commit, date=facts.commit_date)
+    return None if moved == pin else moved
 
 
 @dataclass(frozen=True)
@@ -190,6 +238,7 @@ class RunResult:
     diff: EngineDiff
     previous: EngineFacts | None
     notices: tuple[str, ...] = ()
+    pin_moved: tuple[Pin, Pin] | None = None  # (old, new) when the run moved the pin
 
 
 def run(
@@ -216,14 +265,25 @@ def run(
     except ExtractionError as err:
         err.with_context(engine=engine.engine_id, source=chosen_source)
         raise
-    try:
-        previous = current_facts(paths, engine)
-    except GeneratedError as err:  # said, not swallowed; `bump` refuses instead
-        notices.append(
-            f"the previous generation cannot be read, so the diff is against nothing: {err.message}"
-        )
-        previous = None
-    diff = diff_engine(previous, facts)
-    if write:
-        write_generated(paths, facts, unreadable=notices)
-    return RunResult(facts=facts, diff=diff, previous=previous, notices=tuple(notices))
+    moved = pin_for(pin, facts)
+    with project_lock(paths.root) if write else contextlib.nullcontext():
+        if write:
+            notices += start_writing(paths)
+        try:
+            previous = current_facts(paths, engine)
+        except GeneratedError as err:  # said, not swallowed; `bump` refuses instead
+            notices.append(
+                "the previous generation cannot be read, so the diff is against nothing: "
+                f"{err.message}"
+            )
+            previous = None
+        diff = diff_engine(previous, facts)
+        if write:
+            write_generated(paths, facts, moved, unreadable=notices)
+    return RunResult(
+        facts=facts,
+        diff=diff,
+        previous=previous,
+        notices=tuple(notices),
+        pin_moved=(pin, moved) if moved and write else None,
+    )

@@ -12,9 +12,9 @@ from extractors.base import EngineSpec, FactOutput, extract_engine, run_order
 from extractors.engines import ENGINES
 from extractors.errors import AnchorError, MissingPathError
 from extractors.factcache import FactCache, cached_engine, code_version
+from extractors.git import GitSource
 from extractors.records import Record
 from extractors.snapshot import MemorySnapshot, Snapshot
-from extractors.source import GitSource
 from tests.vllm_miniatures import CONVERTOR_PATH, REGISTRY_PATH, tree_v1
 
 VLLM = ENGINES["vllm"]

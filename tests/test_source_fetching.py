@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from extractors.errors import MissingPathError, UnknownCommitError
-from extractors.source import GitSource, ObjectPresence
+from extractors.git import GitSource, ObjectPresence
 
 MODELS = {f"pkg/models/m{i:03d}.py": f"ARCH = 'Model{i}'\n" for i in range(60)}
 

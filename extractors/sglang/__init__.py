@@ -16,7 +16,7 @@ from extractors.sglang.records import (
     SglangMlaCondition,
     SglangRegistryRow,
 )
-from extractors.sglang.registry_rows import ModuleScan, registry_rows, scan_module
+from extractors.sglang.registry_rows import models_registry
 from extractors.snapshot import Snapshot
 
 MODELS_DIRS = ("python/sglang/srt/models",)
@@ -43,19 +43,10 @@ def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]])
             paths=[f"{d}/*.py" for d in MODELS_DIRS],
             anchor="EntryClass",
         )
-    scans = {path: scan_module(snapshot.read_text(path), path) for path in modules}
-    extra: dict[str, ModuleScan | None] = {}
-
-    def load(path: str) -> ModuleScan | None:
-        if path in scans:
-            return scans[path]
-        if path not in extra:
-            extra[path] = (
-                scan_module(snapshot.read_text(path), path) if snapshot.exists(path) else None
-            )
-        return extra[path]
-
-    rows, warnings = registry_rows(scans, load)
+    texts = {path: snapshot.read_text(path) for path in modules}
+    rows, warnings = models_registry(
+        texts, lambda path: snapshot.read_text(path) if snapshot.exists(path) else None
+    )
     return FactOutput(tuple(rows), tuple(warnings))
 
 

@@ -18,7 +18,7 @@ from extractors.errors import AnchorError
 from extractors.parsing.python_cst import (
     class_methods,
     conjuncts,
-    parse_module,
+    parse_class_methods,
     statements,
     string_value,
     top_level_classes,
@@ -294,7 +294,7 @@ def find_chain(module: cst.Module, path: str) -> tuple[str, cst.If]:
 @lru_cache(maxsize=8)
 def attention_chain(text: str, path: str) -> ChainFacts:
     """(Memoized: three facts read the same chain.) MLA architectures (with their conditions) and explicit-MHA architectures of the chain."""
-    module = parse_module(text, path)
+    module = parse_class_methods(text, path, CLASS, TARGET.removeprefix("self."))
     symbol, chain = find_chain(module, path)
     reader = _Reader(module, path, symbol)
     branches, else_branch = _branches(chain)

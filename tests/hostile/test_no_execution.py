@@ -264,7 +264,7 @@ def test_the_scan_covers_every_module():
     names = {p.relative_to(REPO_ROOT).as_posix() for p in extractor_modules()}
     assert {
         "extractors/render.py",
-        "extractors/source.py",
+        "extractors/git/source.py",
         "extractors/vllm/convertor.py",
         "extractors/parsing/cpp_ts.py",
         "extractors/llamacpp/converter.py",
