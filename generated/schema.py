@@ -135,6 +135,18 @@ class KvHeadOverride(NamedTuple):
     symbol: str
 
 
+class MambaSsmDtypeDefault(NamedTuple):
+    """An architecture whose vLLM config hook sets --mamba-ssm-cache-dtype when it is 'auto'."""
+
+    architecture: str
+    config_class: str
+    reads: str
+    config_object: str
+    default: str
+    path: str
+    symbol: str
+
+
 class MlaGate(NamedTuple):
     """A condition a listed model_type must also meet to be MLA (e.g. kv_lora_rank non-null)."""
 

@@ -61,6 +61,11 @@ def test_json_output_is_the_plan_model():
         "kv_dtype": "bf16",
         "kv_dtype_bytes": 2,
         "batch": 3,
+        "max_model_len": 262144,
+        "max_model_len_source": "max_position_embeddings = 262,144",
+        "context_warnings": [],
+        "ssm_dtype": "",
+        "ssm_dtype_source": "",
     }
     assert data["prediction"]["mechanism"] == "hybrid_ssm"
     assert data["state_bytes_for_batch"] == 3 * 8_716_288

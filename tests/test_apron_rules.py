@@ -528,9 +528,12 @@ def test_llamacpp_hybrid_flag_is_reported_and_used():
     lcpp = view(result, "llamacpp")
     assert lcpp.status == "constraints used" and lcpp.mechanism is None
     assert any("classes it as hybrid" in n for n in lcpp.notes)
-    # hybrid by llama.cpp's class, but no per-layer types in the config: unknown, not a guess
+    # Falcon-H1 is a parallel hybrid: attention and Mamba2 in every layer, so KV on all 44
+    # layers = 44 x 2 x (128 + 128) x 2 B; the state lacks its Mamba2 fields: unknown, named
     assert result.prediction.mechanism == "hybrid_ssm"
-    assert result.prediction.kv_bytes_per_token is None
+    assert result.prediction.kv_bytes_per_token == 44 * 2 * 256 * 2 == 45_056
+    assert result.prediction.state_bytes_per_sequence is None
+    assert "mamba_n_heads" in result.prediction.missing
     support = next(s for s in result.support if s.engine == "llamacpp")
     assert support.status == "registered"
 

@@ -241,9 +241,68 @@ POOLING_DOCS_V1 = """# Pooling Models
 """
 
 
+MODELS_CONFIG_PATH = "vllm/model_executor/models/config.py"
+MODELS_CONFIG_V1 = """
+class VerifyAndUpdateConfig:
+    @staticmethod
+    def verify_and_update_config(vllm_config) -> None:
+        raise NotImplementedError
+
+
+class PlainHookConfig(VerifyAndUpdateConfig):
+    @staticmethod
+    def verify_and_update_config(vllm_config) -> None:
+        vllm_config.cache_config.block_size = 16
+
+
+class HybridSsmConfig(VerifyAndUpdateConfig):
+    DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"
+
+    @classmethod
+    def set_ssm_dtype(cls, *, cache_config, hf_config) -> None:
+        if cache_config.mamba_ssm_cache_dtype == "auto":
+            chosen = getattr(hf_config, "mamba_ssm_cache_dtype", cls.DEFAULT_MAMBA_SSM_CACHE_DTYPE)
+            cache_config.mamba_ssm_cache_dtype = chosen
+
+    @classmethod
+    def verify_and_update_config(cls, vllm_config) -> None:
+        cls.set_ssm_dtype(
+            cache_config=vllm_config.cache_config,
+            hf_config=vllm_config.model_config.hf_config,
+        )
+
+
+class WrappedHybridConfig(VerifyAndUpdateConfig):
+    @staticmethod
+    def verify_and_update_config(vllm_config) -> None:
+        HybridSsmConfig.set_ssm_dtype(
+            cache_config=vllm_config.cache_config,
+            hf_config=vllm_config.model_config.hf_config.text_config,
+        )
+
+
+class GatedDeltaConfig(VerifyAndUpdateConfig):
+    @staticmethod
+    def verify_and_update_config(vllm_config) -> None:
+        text = vllm_config.model_config.hf_text_config
+        wanted = getattr(text, "mamba_ssm_dtype", None)
+        if vllm_config.cache_config.mamba_ssm_cache_dtype == "auto" and wanted is not None:
+            vllm_config.cache_config.mamba_ssm_cache_dtype = wanted
+
+
+MODELS_CONFIG_MAP: dict[str, type[VerifyAndUpdateConfig]] = {
+    "PlainModel": PlainHookConfig,
+    "HybridForCausalLM": HybridSsmConfig,
+    "HybridVisionModel": WrappedHybridConfig,
+    "DeltaForConditionalGeneration": GatedDeltaConfig,
+}
+"""
+
+
 def tree_v1() -> dict[str, str]:
     return {
         CONVERTOR_PATH: CONVERTOR_V1,
+        MODELS_CONFIG_PATH: MODELS_CONFIG_V1,
         REGISTRY_PATH: REGISTRY_V1,
         DOCS_PATH: DOCS_V1,
         POOLING_DOCS_PATH: POOLING_DOCS_V1,

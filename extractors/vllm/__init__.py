@@ -9,11 +9,12 @@ from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import DocRegistryFinding
 from extractors.records import FactKind, Record, SupportScan
 from extractors.snapshot import Snapshot
-from extractors.vllm import convertor, docs_tables, matrix_cells
+from extractors.vllm import convertor, docs_tables, matrix_cells, model_config_defaults
 from extractors.vllm.records import (
     KvHeadAlias,
     KvHeadFallback,
     KvHeadOverride,
+    MambaSsmDtypeDefault,
     MlaGate,
     MlaModelType,
     RegistryRow,
@@ -104,6 +105,15 @@ def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]])
     return FactOutput(tuple(rows), tuple(warnings))
 
 
+def _mamba_ssm_dtype_defaults(
+    snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
+) -> FactOutput:
+    path = snapshot.first_existing(model_config_defaults.PATHS, anchor="MODELS_CONFIG_MAP")
+    return FactOutput(
+        tuple(model_config_defaults.mamba_ssm_dtype_defaults(snapshot.read_text(path), path))
+    )
+
+
 MLA_MODEL_TYPES = FactKind(
     "mla_model_types",
     "MLA model types",
@@ -162,6 +172,14 @@ DOCS_REGISTRY_FINDINGS = FactKind(
     support=SupportScan("architecture", "finding"),
 )
 
+MAMBA_SSM_DTYPE_DEFAULTS = FactKind(
+    "mamba_ssm_dtype_defaults",
+    "SSM cache dtype defaults",
+    MambaSsmDtypeDefault,
+    "architectures whose MODELS_CONFIG_MAP hook sets --mamba-ssm-cache-dtype when it is 'auto': "
+    "the config field read and the literal used when the field is absent.",
+)
+
 ENGINE = EngineSpec(
     engine_id="vllm",
     title="vLLM",
@@ -179,6 +197,12 @@ ENGINE = EngineSpec(
             DOCS_REGISTRY_FINDINGS,
             docs_tables.docs_findings,
             needs=("docs_table_rows", "registry_rows"),
+            allow_empty=True,
+        ),
+        FactExtractor(
+            MAMBA_SSM_DTYPE_DEFAULTS,
+            _mamba_ssm_dtype_defaults,
+            reads=model_config_defaults.PATHS,
             allow_empty=True,
         ),
     ),

@@ -274,3 +274,21 @@ class VllmDocsRow(Record):
     features: tuple[str, ...]  # "<column>=<yes|no|planned|limited|as-original-model|?raw>"
     other_columns: tuple[str, ...]  # "<column>=<text>" for the remaining text columns
     notes: tuple[str, ...]  # "<column>: [^label] <footnote text>" for footnote refs in the row
+
+
+class MambaSsmDtypeDefault(Record):
+    """An architecture whose vLLM config hook sets --mamba-ssm-cache-dtype when it is 'auto'."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("architecture",)
+
+    architecture: str
+    config_class: str  # the MODELS_CONFIG_MAP hook class
+    reads: str  # the config field whose value is used when present
+    config_object: str  # which config object it is read from (hf_config, hf_text_config, ...)
+    default: str  # the literal used when the field is absent; "" keeps 'auto' (model dtype)
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        fallback = f", else {self.default}" if self.default else ", else auto"
+        return f"{self.architecture}: {self.config_object}.{self.reads}{fallback}"
