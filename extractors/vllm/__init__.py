@@ -10,18 +10,22 @@ from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import DocRegistryFinding
 from extractors.records import FactKind, Record
 from extractors.snapshot import Snapshot
-from extractors.vllm import convertor
+from extractors.vllm import class_flags, convertor
 from extractors.vllm.docs_tables import FACT as DOCS_ROWS_FACT
 from extractors.vllm.docs_tables import docs_findings, docs_table_rows
 from extractors.vllm.records import (
+    InterfaceFlag,
     KvHeadAlias,
     KvHeadFallback,
     KvHeadOverride,
     MlaGate,
     MlaModelType,
+    ModelClassFlags,
+    RegistryNotice,
     RegistryRow,
     VllmDocsRow,
 )
+from extractors.vllm.registry_notices import registry_notices
 from extractors.vllm.registry_rows import registry_rows
 
 
@@ -126,6 +130,45 @@ def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -
     return FactOutput(tuple(rows), tuple(warnings))
 
 
+MODEL_DIRS = (
+    "vllm/model_executor/models",
+    "vllm/model_executor/models/transformers",
+    "vllm/models",
+)
+
+
+def _reader(snapshot: Snapshot):
+    """`path -> text or None` over the snapshot, for the class tree's on-demand module reads."""
+
+    def read_text(path: str) -> str | None:
+        return snapshot.read_text(path) if snapshot.exists(path) else None
+
+    return read_text
+
+
+def _model_class_flags(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    READS = (*REGISTRY_PATHS, *MODEL_DIRS)  # noqa: N806
+    NEEDS = ("registry_rows",)  # noqa: N806
+    snapshot.prefetch(READS[: len(REGISTRY_PATHS) + 2])
+    rows = done[NEEDS[0]]
+    path = snapshot.first_existing(REGISTRY_PATHS, anchor="_ModelInfo")
+    records, _, warnings, _ = class_flags.model_class_flags(_reader(snapshot), path, rows)
+    return FactOutput(tuple(records), tuple(warnings))
+
+
+def _interface_flags(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    READS = REGISTRY_PATHS  # noqa: N806
+    path = snapshot.first_existing(READS, anchor="interfaces")
+    return FactOutput(tuple(class_flags.interface_flags_at(_reader(snapshot), path)))
+
+
+def _registry_notices(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    READS = REGISTRY_PATHS  # noqa: N806
+    path = snapshot.first_existing(READS, anchor="_PREVIOUSLY_SUPPORTED_MODELS")
+    notices, warnings = registry_notices(snapshot.read_text(path), path)
+    return FactOutput(tuple(notices), tuple(warnings))
+
+
 MLA_MODEL_TYPES = FactKind(
     "mla_model_types",
     "MLA model types",
@@ -181,6 +224,29 @@ DOCS_REGISTRY_FINDINGS = FactKind(
     "docs table names, and names the docs spell differently (case or punctuation).",
 )
 
+MODEL_CLASS_FLAGS = FactKind(
+    class_flags.FACT,
+    "Model-class flags",
+    ModelClassFlags,
+    "what _ModelInfo.from_model_cls computes for each registered architecture's class, "
+    "evaluated statically through imports, adapters, decorators and the MRO; empty = unknown "
+    "(see the warnings).",
+)
+INTERFACE_FLAGS = FactKind(
+    class_flags.INTERFACE_FACT,
+    "Interface flags",
+    InterfaceFlag,
+    "the ClassVar flags each interface class of interfaces.py / interfaces_base.py sets; a "
+    "model class inherits them through its MRO.",
+)
+REGISTRY_NOTICES = FactKind(
+    "registry_notices",
+    "Previously supported and out-of-tree architectures",
+    RegistryNotice,
+    "_PREVIOUSLY_SUPPORTED_MODELS (the last version that served it) and _OOT_SUPPORTED_MODELS "
+    "(the plugin that serves it).",
+)
+
 ENGINE = EngineSpec(
     engine_id="vllm",
     title="vLLM",
@@ -194,5 +260,8 @@ ENGINE = EngineSpec(
         FactExtractor(REGISTRY_ROWS, _registry_rows),
         FactExtractor(DOCS_TABLE_ROWS, docs_table_rows),
         FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),
+        FactExtractor(MODEL_CLASS_FLAGS, _model_class_flags),
+        FactExtractor(INTERFACE_FLAGS, _interface_flags),
+        FactExtractor(REGISTRY_NOTICES, _registry_notices),
     ),
 )
