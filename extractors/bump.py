@@ -149,7 +149,8 @@ def _fact_lines(delta: FactDiff) -> list[str]:
     for record in delta.added:
         lines.append(f"- +{record.label()}")
     for record in delta.removed:
-        lines.append(f"- -{record.label()}")
+        note = delta.removal_note(record)
+        lines.append(f"- -{record.label()}" + (f": {note}" if note else ""))
     for old, new in delta.changed:
         lines.append(f"- ~{old.label()}: " + _changed_fields(old, new))
     if delta.reordered:

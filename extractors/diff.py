@@ -17,6 +17,10 @@ class FactDiff:
     reordered: bool = False
     old_count: int = 0
     new_count: int = 0
+    removal_notes: tuple[tuple[str, str], ...] = ()  # (label of a removed record, why it left)
+
+    def removal_note(self, record: Record) -> str:
+        return dict(self.removal_notes).get(record.label(), "")
 
     @property
     def empty(self) -> bool:
@@ -79,10 +83,48 @@ def diff_fact(old: FactResult | None, new: FactResult) -> FactDiff:
     )
 
 
+NOTICE_FACT = "registry_notices"
+NOTED_FACT = "registry_rows"
+NOTICE_WORDS = {
+    "previously-supported": "removed; {engine} lists it as previously supported up to {detail}",
+    "out-of-tree": "removed; {engine} lists it as supported out of tree by {detail}",
+}
+ENGINE_NAMES = {"vllm": "vLLM"}
+
+
+def removal_notes(new: EngineFacts) -> dict[str, str]:
+    """Architecture -> why it left the registry, from the engine's own notice lists."""
+    notes: dict[str, str] = {}
+    try:
+        notices = new.fact(NOTICE_FACT).records
+    except KeyError:
+        return notes
+    engine = ENGINE_NAMES.get(new.engine, new.engine)
+    for notice in notices:
+        words = NOTICE_WORDS.get(getattr(notice, "kind", ""))
+        if words is not None:
+            notes[notice.architecture] = words.format(engine=engine, detail=notice.detail)
+    return notes
+
+
+def _with_notes(delta: FactDiff, notes: dict[str, str]) -> FactDiff:
+    found = tuple(
+        (r.label(), notes[r.architecture])
+        for r in delta.removed
+        if getattr(r, "architecture", None) in notes
+    )
+    if not found:
+        return delta
+    return FactDiff(**{**delta.__dict__, "removal_notes": found})
+
+
 def diff_engine(old: EngineFacts | None, new: EngineFacts) -> EngineDiff:
     old_by_name = {r.kind.name: r for r in old.facts} if old else {}
     new_names = {r.kind.name for r in new.facts}
     facts = tuple(diff_fact(old_by_name.get(r.kind.name), r) for r in new.facts)
+    notes = removal_notes(new)
+    if notes:
+        facts = tuple(_with_notes(d, notes) if d.fact == NOTED_FACT else d for d in facts)
     old_warnings = set(old.warnings) if old else set()
     new_warnings = set(new.warnings)
     return EngineDiff(

@@ -61,9 +61,9 @@ def test_an_unrelated_change_costs_nothing_and_a_related_one_one_parse(tmp_path)
     assert calls == []
     registry = tree[REGISTRY_PATH].replace("# a note that is not a section\n", "")
     extract_engine(engine, MemorySnapshot({**tree, REGISTRY_PATH: registry}), commit_date="x")
-    # the registry is parsed again; docs_registry_findings reads registry_rows through `done`,
-    # whose records did not change (a plain comment went away): it is not run again
-    assert calls == ["registry_rows"]
+    # the facts that read the registry run again; docs_registry_findings reads registry_rows
+    # through `done`, whose records did not change (a plain comment went away): it is not run
+    assert calls == ["registry_rows", "model_class_flags", "interface_flags", "registry_notices"]
 
 
 def test_errors_are_cached_and_name_the_commit_they_happen_at(tmp_path):

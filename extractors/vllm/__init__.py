@@ -262,6 +262,6 @@ ENGINE = EngineSpec(
         FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),
         FactExtractor(MODEL_CLASS_FLAGS, _model_class_flags),
         FactExtractor(INTERFACE_FLAGS, _interface_flags),
-        FactExtractor(REGISTRY_NOTICES, _registry_notices),
+        FactExtractor(REGISTRY_NOTICES, _registry_notices, allow_empty=True),
     ),
 )
