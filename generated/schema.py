@@ -17,6 +17,18 @@ class ArchName(NamedTuple):
     symbol: str
 
 
+class AttnTypeRule(NamedTuple):
+    """`ModelConfig.attn_type`: a pooling run is encoder-only for the listed default sequence"""
+
+    pooling_condition: str
+    encoder_only_seq_pooling_types: tuple[str, ...]
+    causal_key: str
+    causal_default: str
+    branches: tuple[str, ...]
+    path: str
+    symbol: str
+
+
 class ClassPredicate(NamedTuple):
     """One llm_arch_is_* / llm_arch_supports_* predicate with its shape and polarity."""
 

@@ -8,11 +8,12 @@ import subprocess
 import pytest
 
 from extractors.errors import AnchorError
+from extractors.vllm.attn_type_rule import attn_type_rule
 from extractors.vllm.class_flags import interface_flags_at, model_class_flags
 from extractors.vllm.class_tree import ClassInfo, Unresolved, c3_mro
 from extractors.vllm.registry_notices import registry_notices
 from extractors.vllm.registry_rows import registry_rows
-from tests.vllm_class_miniatures import REGISTRY, REGISTRY_PATH, class_tree
+from tests.vllm_class_miniatures import MODEL_CONFIG, REGISTRY, REGISTRY_PATH, class_tree
 
 
 def _run(files: dict[str, str]):
@@ -153,6 +154,21 @@ def test_registry_notices():
     assert warnings == []
     with pytest.raises(AnchorError, match="_OOT_SUPPORTED_MODELS"):
         registry_notices(REGISTRY.replace("_OOT_SUPPORTED_MODELS", "_PLUGINS"), REGISTRY_PATH)
+
+
+def test_attn_type_rule_from_model_config():
+    rule = attn_type_rule(MODEL_CONFIG, "vllm/config/model.py")
+    assert rule.encoder_only_seq_pooling_types == ("CLS",)
+    assert (rule.causal_key, rule.causal_default) == ("is_causal", "True")
+    assert rule.branches == (
+        "pooler_config -> pooling rule",
+        "is_hybrid -> hybrid",
+        "else -> decoder",
+    )
+    with pytest.raises(AnchorError, match="ModelConfig.attn_type"):
+        attn_type_rule(
+            MODEL_CONFIG.replace("def attn_type", "def attention"), "vllm/config/model.py"
+        )
 
 
 PIN = "9aaf83ef502fc37bc647f6e474314d48ba36cd1c"

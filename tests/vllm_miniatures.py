@@ -1,6 +1,12 @@
 """Hand-written miniatures in the shape of vLLM's files (same paths, same syntax patterns)."""
 
-from tests.vllm_class_miniatures import LLAMA, MODEL_INFO, REGISTRY_IMPORTS, interface_files
+from tests.vllm_class_miniatures import (
+    LLAMA,
+    MODEL_CONFIG,
+    MODEL_INFO,
+    REGISTRY_IMPORTS,
+    interface_files,
+)
 
 CONVERTOR_PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
 CONFIG_MODEL_PATH = "vllm/config/model.py"
@@ -106,6 +112,14 @@ CONVERTOR_V2 = (
 # The older layout: everything inline in ModelConfig (vllm/config.py or vllm/config/model.py).
 MODEL_CONFIG_OLD = '''
 class ModelConfig:
+    @property
+    def attn_type(self) -> str:
+        if self.pooler_config is not None:
+            if self._model_info.default_seq_pooling_type == "CLS":
+                return "encoder_only"
+            return self._model_info.attn_type
+        return "decoder"
+
     @property
     def is_deepseek_mla(self) -> bool:
         if not hasattr(self.hf_text_config, "model_type"):
@@ -269,7 +283,7 @@ def tree_v1() -> dict[str, str]:
         REGISTRY_PATH: REGISTRY_V1,
         DOCS_PATH: DOCS_V1,
         POOLING_DOCS_PATH: POOLING_DOCS_V1,
-        "vllm/config/model.py": "class ModelConfig:\n    pass\n",
+        "vllm/config/model.py": MODEL_CONFIG,
         **interface_files(),
         "vllm/model_executor/models/llama.py": LLAMA,
         "vllm/model_executor/models/deepseek_v2.py": DEEPSEEK_V2,

@@ -10,10 +10,11 @@ from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import DocRegistryFinding
 from extractors.records import FactKind, Record
 from extractors.snapshot import Snapshot
-from extractors.vllm import class_flags, convertor
+from extractors.vllm import attn_type_rule, class_flags, convertor
 from extractors.vllm.docs_tables import FACT as DOCS_ROWS_FACT
 from extractors.vllm.docs_tables import docs_findings, docs_table_rows
 from extractors.vllm.records import (
+    AttnTypeRule,
     InterfaceFlag,
     KvHeadAlias,
     KvHeadFallback,
@@ -169,6 +170,18 @@ def _registry_notices(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]
     return FactOutput(tuple(notices), tuple(warnings))
 
 
+def _attn_type_rule(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    READS = attn_type_rule.CONFIG_PATHS  # noqa: N806
+    tried = []
+    for path in READS:
+        tried.append(path)
+        if snapshot.exists(path):
+            text = snapshot.read_text(path)
+            if "def attn_type" in text:
+                return FactOutput((attn_type_rule.attn_type_rule(text, path),))
+    raise snapshot.missing_anchor("ModelConfig.attn_type is in no known file", tried, "attn_type")
+
+
 MLA_MODEL_TYPES = FactKind(
     "mla_model_types",
     "MLA model types",
@@ -247,6 +260,14 @@ REGISTRY_NOTICES = FactKind(
     "(the plugin that serves it).",
 )
 
+ATTN_TYPE_RULE = FactKind(
+    attn_type_rule.FACT,
+    "Attention type rule",
+    AttnTypeRule,
+    "ModelConfig.attn_type: a pooling run is encoder-only (no KV cache) for the listed default "
+    "sequence pooling types or a false causal key; otherwise the class's attn_type.",
+)
+
 ENGINE = EngineSpec(
     engine_id="vllm",
     title="vLLM",
@@ -263,5 +284,6 @@ ENGINE = EngineSpec(
         FactExtractor(MODEL_CLASS_FLAGS, _model_class_flags),
         FactExtractor(INTERFACE_FLAGS, _interface_flags),
         FactExtractor(REGISTRY_NOTICES, _registry_notices, allow_empty=True),
+        FactExtractor(ATTN_TYPE_RULE, _attn_type_rule),
     ),
 )

@@ -209,3 +209,24 @@ class RegistryNotice(Record):
 
     def label(self) -> str:
         return f"{self.architecture} ({self.kind} {self.detail})"
+
+
+class AttnTypeRule(Record):
+    """`ModelConfig.attn_type`: a pooling run is encoder-only for the listed default sequence
+    pooling types or when the causal key is false; otherwise the class's attn_type."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("symbol",)
+
+    pooling_condition: str  # the branch that applies to pooling runs ("pooler_config")
+    encoder_only_seq_pooling_types: tuple[str, ...]
+    causal_key: str  # hf_config key read in the pooling branch; false -> encoder_only
+    causal_default: str
+    branches: tuple[str, ...]  # every branch in order, "condition -> value"
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return (
+            f"pooling: encoder_only if seq pooling in {list(self.encoder_only_seq_pooling_types)}"
+            f" or {self.causal_key} is false; " + "; ".join(self.branches)
+        )
