@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from extractors import families
 from extractors.records import EngineFacts
 from extractors.render import markdown_table
 
@@ -40,11 +41,17 @@ def _rows(facts: EngineFacts, fact: str) -> tuple:
 
 def _vllm_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
     cells = {}
+    class_flags = families.vllm_architecture_flags(facts)
     for row in _rows(facts, "registry_rows"):
         detail = row.task_group + (f" ({row.section})" if row.section else "")
         if row.also_in:
             detail += "; also " + ", ".join(row.also_in)
-        cells[row.architecture] = MatrixCell("registered", detail, f"{row.path} {row.dict_name}")
+        cells[row.architecture] = MatrixCell(
+            "registered",
+            detail,
+            f"{row.path} {row.dict_name}",
+            class_flags.get(row.architecture, ()),
+        )
     return cells
 
 
@@ -94,6 +101,7 @@ def _llamacpp_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
 def _sglang_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
     mla = {r.architecture: r for r in _rows(facts, "mla_architectures")}
     mha = {r.architecture for r in _rows(facts, "explicit_mha_architectures")}
+    set_flags = families.sglang_architecture_flags(facts)
     cells = {}
     for row in _rows(facts, "registry_rows"):
         flags = []
@@ -101,6 +109,7 @@ def _sglang_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
             flags.append("MLA if condition holds" if mla[row.architecture].conditional else "MLA")
         if row.architecture in mha:
             flags.append("MHA (explicit)")
+        flags.extend(set_flags.get(row.architecture, ()))
         cells[row.architecture] = MatrixCell(
             "registered", row.module, f"{row.path} EntryClass", tuple(flags)
         )
@@ -210,8 +219,8 @@ def render_matrix(all_facts: Mapping[str, EngineFacts]) -> str:
     missing = [ENGINE_TITLES.get(e, e) for e in ENGINE_ORDER if e not in all_facts]
     if missing:
         lines += ["", "No constraints extracted (every cell unknown): " + ", ".join(missing) + "."]
+    lines += ["", *families.render_family_section(all_facts)]
     lines += [
-        "",
         "## MLA disagreements",
         "",
         "SGLang decides MLA by architecture name, vLLM by the text config's `model_type`. "
