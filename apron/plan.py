@@ -12,7 +12,7 @@ from apron.engines import ENGINE_RULES
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
 from apron.errors import ApronInputError
-from apron.mechanisms import mla_latent
+from apron.mechanisms import mla_latent, no_kv_cache
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
     PREDICTION,
@@ -139,6 +139,8 @@ def _view(
             tuple(cites),
         )
     heads = decision.kv_heads or apron_heads
+    if decision.own_flags:
+        flags = frozenset(decision.flags)
     mla = decision.mla.is_mla if decision.mla is not None else None
     if decision.mla is not None:
         notes.insert(
@@ -149,8 +151,14 @@ def _view(
     selection = select(
         model, mla=bool(mla), heads=heads, flags=flags, encoder_decoder_section=enc_dec
     )
-    figures = compute(selection, model, heads, request)
-    if mla is None and is_mla_shaped(model):
+    figures = (
+        no_kv_cache.compute(decision.no_kv_cache)
+        if decision.no_kv_cache
+        else compute(selection, model, heads, request)
+    )
+    if decision.no_kv_cache:
+        notes.insert(0, decision.no_kv_cache)
+    if mla is None and is_mla_shaped(model) and not decision.no_kv_cache:
         notes.append(
             f"whether {title} treats this config as MLA is unknown; shown as full attention"
         )

@@ -152,8 +152,11 @@ def test_registry_notices():
         ("previously-supported", "MotifForCausalLM", "0.10.2"),
     ]
     assert warnings == []
-    with pytest.raises(AnchorError, match="_OOT_SUPPORTED_MODELS"):
-        registry_notices(REGISTRY.replace("_OOT_SUPPORTED_MODELS", "_PLUGINS"), REGISTRY_PATH)
+    notices, warnings = registry_notices(
+        REGISTRY.replace("_OOT_SUPPORTED_MODELS", "_PLUGINS"), REGISTRY_PATH
+    )
+    assert {n.kind for n in notices} == {"previously-supported"}
+    assert [(w.code, w.subject) for w in warnings] == [("absent", "_OOT_SUPPORTED_MODELS")]
 
 
 def test_attn_type_rule_from_model_config():

@@ -14,7 +14,10 @@ class EngineDecision(NamedTuple):
 
     kv_heads / mla: the engine's own resolution (None when it has no such rule extracted).
     flags: architecture classes the engine assigns ("hybrid", "recurrent", "diffusion", ...).
-    computes_figures: whether the extracted rules are enough to say what the engine allocates."""
+    computes_figures: whether the extracted rules are enough to say what the engine allocates.
+    own_flags: the flags are the engine's own classification of the architecture; its view uses
+    them instead of every engine's flags.
+    no_kv_cache: why the engine allocates no KV cache for this config ("" when it does)."""
 
     engine: str
     kv_heads: HeadCount | None
@@ -23,6 +26,8 @@ class EngineDecision(NamedTuple):
     notes: tuple[str, ...]
     citations: tuple[Citation, ...]
     computes_figures: bool
+    own_flags: bool = False
+    no_kv_cache: str = ""
 
 
 class EngineRules(Protocol):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import DocRegistryFinding
-from extractors.records import FactKind, Record
+from extractors.records import ExtractionWarning, FactKind, Record
 from extractors.snapshot import Snapshot
 from extractors.vllm import attn_type_rule, class_flags, convertor
 from extractors.vllm.docs_tables import FACT as DOCS_ROWS_FACT
@@ -179,7 +179,15 @@ def _attn_type_rule(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
             text = snapshot.read_text(path)
             if "def attn_type" in text:
                 return FactOutput((attn_type_rule.attn_type_rule(text, path),))
-    raise snapshot.missing_anchor("ModelConfig.attn_type is in no known file", tried, "attn_type")
+    absent = ExtractionWarning(
+        fact=attn_type_rule.FACT,
+        code="absent",
+        subject="ModelConfig.attn_type",
+        message="no ModelConfig.attn_type at this commit in " + ", ".join(tried),
+        path=tried[0],
+        symbol="ModelConfig.attn_type",
+    )
+    return FactOutput((), (absent,))
 
 
 MLA_MODEL_TYPES = FactKind(
@@ -284,6 +292,6 @@ ENGINE = EngineSpec(
         FactExtractor(MODEL_CLASS_FLAGS, _model_class_flags),
         FactExtractor(INTERFACE_FLAGS, _interface_flags),
         FactExtractor(REGISTRY_NOTICES, _registry_notices, allow_empty=True),
-        FactExtractor(ATTN_TYPE_RULE, _attn_type_rule),
+        FactExtractor(ATTN_TYPE_RULE, _attn_type_rule, allow_empty=True),
     ),
 )

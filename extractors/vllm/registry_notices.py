@@ -3,7 +3,6 @@ last version that served it) and `_OOT_SUPPORTED_MODELS` (architecture -> the pl
 
 from __future__ import annotations
 
-from extractors.errors import AnchorError
 from extractors.parsing.python_ts import (
     node_text,
     parse_python,
@@ -21,14 +20,25 @@ NOTICE_DICTS = {
 
 
 def registry_notices(text: str, path: str) -> tuple[list[RegistryNotice], list[ExtractionWarning]]:
-    """One record per entry of both dicts; a dict missing from the file is an AnchorError."""
+    """One record per entry of both dicts. A dict the file does not define (vLLM added them in
+    late 2025) is a warning that says so: absent, not empty."""
     dicts = {name: value for name, value in top_level_assignments(parse_python(text, path))}
     notices: list[RegistryNotice] = []
     warnings: list[ExtractionWarning] = []
     for name, kind in NOTICE_DICTS.items():
         node = dicts.get(name)
         if node is None or node.type != "dictionary":
-            raise AnchorError(f"{name} dict not found in {path}", paths=[path], anchor=name)
+            warnings.append(
+                ExtractionWarning(
+                    fact=FACT,
+                    code="absent",
+                    subject=name,
+                    message=f"{path} defines no {name} dict at this commit",
+                    path=path,
+                    symbol=name,
+                )
+            )
+            continue
         for pair in node.named_children:
             if pair.type == "comment":
                 continue
