@@ -55,6 +55,15 @@ def test_adapter_built_class_is_pooling_and_cross_encoder(flags):
     assert seq_cls.supports_lora is True and seq_cls.supports_eagle is True
 
 
+def test_protocol_check_counts_a_none_data_member_as_present(flags):
+    by_arch, _, _, _ = flags
+    # SupportsQuant.packed_modules_mapping = None comes first in the MRO; Python's Protocol
+    # check on a class only asks hasattr for data members, so LoRA support stands
+    quant = by_arch["QuantLlamaForCausalLM"]
+    assert quant.class_mro[1] == "vllm.model_executor.models.interfaces.SupportsQuant"
+    assert quant.supports_lora is True and quant.supports_quant is True
+
+
 def test_decorator_sets_attn_type_and_pooling_type(flags):
     by_arch, _, _, _ = flags
     token = by_arch["BertForTokenClassification"]
@@ -209,4 +218,9 @@ def test_real_vllm_flags_at_the_pin():
     assert by_arch["WhisperForConditionalGeneration"].supports_transcription is True
     assert by_arch["LlamaBidirectionalForSequenceClassification"].score_type == "cross-encoder"
     assert by_arch["DeepseekV4ForCausalLM"].resolved_class.startswith("vllm.models.deepseek_v4.")
+    assert by_arch["TransformersForCausalLM"].supports_lora is True  # Base has SupportsLoRA
+    assert by_arch["Qwen3NextForCausalLM"].supports_mamba_prefix_caching is False
+    assert by_arch["Terratorch"].attn_type == "attention_free"
+    assert by_arch["ColBERTModernBertModel"].score_type == "late-interaction"
+    assert warnings == []
     assert ("IsHybrid", "is_hybrid") in {(f.protocol, f.attribute) for f in interfaces}

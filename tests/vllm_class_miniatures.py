@@ -196,6 +196,7 @@ class SupportsLoRA(Protocol):
 @runtime_checkable
 class _SupportsLoRAType(Protocol):
     supports_lora: Literal[True]
+    packed_modules_mapping: dict
     embedding_modules: dict
 
 
@@ -279,6 +280,7 @@ REGISTRY = (
 _TEXT_GENERATION_MODELS = {
     # [Decoder-only]
     "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),
+    "QuantLlamaForCausalLM": ("llama", "QuantLlamaForCausalLM"),
     "JambaForCausalLM": ("jamba", "JambaForCausalLM"),
     "MambaForCausalLM": ("mamba", "MambaForCausalLM"),
     "BrokenForCausalLM": ("broken", "BrokenForCausalLM"),
@@ -361,7 +363,7 @@ LLAMA = """
 from torch import nn
 
 from .adapters import as_seq_cls_model
-from .interfaces import SupportsLoRA, SupportsPP, SupportsEagle
+from .interfaces import SupportsEagle, SupportsLoRA, SupportsPP, SupportsQuant
 
 
 class LlamaModel(nn.Module):
@@ -389,6 +391,10 @@ class LlamaForCausalLM(nn.Module, SupportsLoRA, SupportsPP, SupportsEagle):
 
 
 LlamaForSequenceClassification = as_seq_cls_model(LlamaForCausalLM)
+
+
+class QuantLlamaForCausalLM(SupportsQuant, LlamaForCausalLM):
+    pass
 """
 
 JAMBA = """

@@ -73,6 +73,7 @@ class MethodValue:
 
 
 PRESENT = object()  # an attribute that exists with a value that is not a literal
+MISSING = object()  # no class of the MRO defines the attribute
 
 
 class _Return(Exception):
@@ -82,7 +83,7 @@ class _Return(Exception):
 
 def lookup(cls: ClassInfo, attribute: str) -> object | None:
     """What `getattr(cls, attribute)` finds along the MRO: a value, PRESENT, a MethodValue,
-    an Unknown (an unresolvable class came first), or None when no class defines it."""
+    an Unknown (an unresolvable class came first), or MISSING when no class defines it."""
     if attribute == "__name__":
         return cls.name
     try:
@@ -102,7 +103,7 @@ def lookup(cls: ClassInfo, attribute: str) -> object | None:
         if own is NON_LITERAL:
             return PRESENT
         return MethodValue(own)
-    return None
+    return MISSING
 
 
 def protocol_members(protocol: ClassInfo) -> set[str]:
@@ -113,6 +114,15 @@ def protocol_members(protocol: ClassInfo) -> set[str]:
             continue
         members |= set(entry.attributes) | entry.annotations | set(entry.methods)
     return {m for m in members if m not in PROTOCOL_EXCLUDED and not m.startswith("_abc_")}
+
+
+def protocol_methods(protocol: ClassInfo) -> set[str]:
+    """The members of a Protocol that are methods (a None value for them fails the check)."""
+    found: set[str] = set()
+    for entry in c3_mro(protocol):
+        if not entry.external and entry.is_protocol:
+            found |= set(entry.methods)
+    return found
 
 
 def _truth(value: object) -> bool | Unknown:
@@ -387,7 +397,7 @@ class FlagEvaluator:
                 except Unresolved as err:
                     return Unknown(err.reason)
             found = lookup(target.info, attribute)
-            if found is None:
+            if found is MISSING:
                 if attribute.startswith("__") and any(c.external for c in c3_mro(target.info)):
                     return Unknown(f"{attribute} comes from a class outside the tree")
                 return missing
@@ -455,10 +465,10 @@ class FlagEvaluator:
         values = self._args(mod, arguments, env, depth)
         if len(values) != 2 or not isinstance(values[1], str):
             return Unknown("hasattr with a computed name")
-        found = self._getattr(values[0], values[1], missing=None)
+        found = self._getattr(values[0], values[1], missing=MISSING)
         if isinstance(found, Unknown):
             return found
-        return found is not None or values[1] in ("__init__", "__name__", "__mro__")
+        return found is not MISSING or values[1] in ("__init__", "__name__", "__mro__")
 
     def _builtin_callable(self, mod, arguments, env, depth):
         (value,) = self._args(mod, arguments, env, depth)
@@ -480,12 +490,13 @@ class FlagEvaluator:
             return Unknown("isinstance of a non-class value")
         if not kind.info.is_protocol:
             return Unknown(f"isinstance(class, {kind.info.name}) of a class that is not a Protocol")
+        methods = protocol_methods(kind.info)
         for member in sorted(protocol_members(kind.info)):
             found = lookup(value.info, member)
             if isinstance(found, Unknown):
                 return found
-            if found is None:
-                return False
+            if found is MISSING or (found is None and member in methods):
+                return False  # as Python: absent, or a method member set to None
         return True
 
     def _builtin_issubclass(self, mod, arguments, env, depth):
