@@ -86,11 +86,15 @@ VLLM_RULES = (
     (
         "pooling",
         "a pooling class (`is_pooling_model`, or no `is_text_generation_model`: vLLM "
-        "converts it) with `score_type` bi-encoder",
+        "converts it) with `score_type` bi-encoder, or a row the registry files in "
+        "`_EMBEDDING_MODELS` (a generation class vLLM converts)",
     ),
     ("cross-encoder", "`score_type` cross-encoder (`SupportsCrossEncoding` in the MRO)"),
     ("late interaction", "`score_type` late-interaction (`SupportsLateInteraction`)"),
 )
+
+
+EMBEDDING_DICT = "_EMBEDDING_MODELS"
 
 
 def model_type_guess(architecture: str) -> str:
@@ -130,6 +134,10 @@ def vllm_families(facts: EngineFacts) -> dict[str, FamilyCell]:
             placed.append(("late interaction", f"{where} score_type"))
         elif pooling:
             placed.append(("pooling", f"{where} is_pooling_model"))
+        elif arch in registry and registry[arch].dict_name == EMBEDDING_DICT:
+            placed.append(("pooling", f"{registry[arch].path} {EMBEDDING_DICT}"))
+            if "text-generation" in registry[arch].also_in and len(placed) == 1:
+                placed.append(("dense", f"{registry[arch].path} _TEXT_GENERATION_MODELS"))
         guess = model_type_guess(arch)
         if row.is_text_generation_model and guess in mla:
             placed.append(("MLA", f"{mla[guess].path} {mla[guess].symbol}"))

@@ -66,6 +66,7 @@ def _row(architecture: str, section: str = "Decoder-only") -> RegistryRow:
 
 VLLM_FLAGS = [
     _flags("LlamaForCausalLM", is_text_generation_model=True),
+    _flags("LlamaModel", is_text_generation_model=True),
     _flags("DeepseekV3ForCausalLM", is_text_generation_model=True),
     _flags("JambaForCausalLM", is_text_generation_model=True, is_hybrid=True, has_inner_state=True),
     _flags(
@@ -91,6 +92,11 @@ def vllm_facts():
         if f.architecture != "WhisperForConditionalGeneration"
     ]
     rows.append(_row("WhisperForConditionalGeneration", "Encoder-decoder"))
+    rows.append(
+        _row("LlamaModel").model_copy(
+            update={"dict_name": "_EMBEDDING_MODELS", "class_name": "LlamaForCausalLM"}
+        )
+    )
     mla = [
         MlaModelType(scope="main", model_type="deepseek_v3", path="c.py", symbol="is_deepseek_mla")
     ]
@@ -107,7 +113,7 @@ def test_vllm_families_follow_the_class_flags():
     assert members(cells, "MLA") == ["DeepseekV3ForCausalLM"]
     assert members(cells, "hybrid attention+SSM") == ["JambaForCausalLM"]
     assert members(cells, "SSM") == ["MambaForCausalLM"]
-    assert members(cells, "pooling") == ["BertModel", "ModernBertModel"]
+    assert members(cells, "pooling") == ["BertModel", "LlamaModel", "ModernBertModel"]
     assert members(cells, "cross-encoder") == ["BertForSequenceClassification"]
     assert members(cells, "late interaction") == ["ColBERTModel"]
     assert members(cells, "encoder-decoder") == ["WhisperForConditionalGeneration"]
