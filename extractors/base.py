@@ -1,34 +1,58 @@
-"""The engine protocol: an engine is an id, a title and an ordered list of fact extractors."""
+"""The engine protocol and its runner: an engine is an id, a title and fact extractors that
+declare what they read and which other facts they need."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import fnmatch
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from extractors.errors import AnchorError, ExtractionError, ParseError
+from extractors.errors import AnchorError, ExtractionError, FactGraphError, ParseError
 from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
 from extractors.snapshot import RecordingSnapshot, Snapshot
+
+GLOB_CHARACTERS = "*?["
 
 
 @dataclass(frozen=True)
 class FactOutput:
-    """What one fact extractor returns: its records and the soft problems it saw."""
+    """What one fact extractor returns: its records and the soft problems it saw (the runner
+    stamps each warning with the fact's name)."""
 
     records: tuple[Record, ...]
     warnings: tuple[ExtractionWarning, ...] = ()
 
 
 # A fact extractor reads the snapshot (through which it may only read files) and the records
-# of the facts that ran before it, keyed by fact name. It does no git, no I/O, no printing.
+# of exactly the facts it declares in `needs`, keyed by fact name. It does no git, no I/O, no
+# printing.
 FactFunction = Callable[[Snapshot, Mapping[str, tuple[Record, ...]]], FactOutput]
 
 
 @dataclass(frozen=True)
 class FactExtractor:
+    """One fact: its kind, its function, the files it may read and the facts it needs.
+
+    `reads` names paths, directories (standing for the files directly inside them) and globs
+    over one directory's files (`src/models/*.cpp`); the runner fetches the union of every
+    selected fact's reads in one batch before the first file is read. `needs` names other facts
+    of the same engine; the runner runs those first and passes their records."""
+
     kind: FactKind
     run: FactFunction
+    reads: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
     allow_empty: bool = False  # True only where "no rows" is a real upstream state
+
+    def __post_init__(self) -> None:
+        for pattern in self.reads:
+            directory = pattern.rpartition("/")[0]
+            if any(c in directory for c in GLOB_CHARACTERS):
+                raise FactGraphError(
+                    f"fact '{self.kind.name}' reads {pattern!r}: a glob may match file names in "
+                    "one directory only, not directories"
+                )
 
 
 class Engine(Protocol):
@@ -38,18 +62,134 @@ class Engine(Protocol):
     facts: tuple[FactExtractor, ...]
 
 
+def run_order(facts: Sequence[FactExtractor]) -> tuple[FactExtractor, ...]:
+    """The facts ordered so that each runs after the facts it needs; ties by name, so the order
+    the facts are listed in never matters. A repeated name, an unknown need or a cycle is a
+    FactGraphError."""
+    by_name: dict[str, FactExtractor] = {}
+    for fact in facts:
+        if fact.kind.name in by_name:
+            raise FactGraphError(f"fact '{fact.kind.name}' is declared twice")
+        by_name[fact.kind.name] = fact
+    for fact in facts:
+        unknown = [n for n in fact.needs if n not in by_name]
+        if unknown:
+            raise FactGraphError(
+                f"fact '{fact.kind.name}' needs {', '.join(map(repr, unknown))}, which this "
+                f"engine does not declare; its facts: {', '.join(sorted(by_name))}"
+            )
+    ordered: list[FactExtractor] = []
+    placed: set[str] = set()
+    waiting = sorted(by_name)
+    while waiting:
+        ready = [n for n in waiting if all(d in placed for d in by_name[n].needs)]
+        if not ready:
+            raise FactGraphError(
+                "the needs of these facts form a cycle: " + ", ".join(sorted(waiting))
+            )
+        for name in ready:
+            ordered.append(by_name[name])
+            placed.add(name)
+        waiting = [n for n in waiting if n not in placed]
+    return tuple(ordered)
+
+
+def with_needs(facts: Sequence[FactExtractor], names: Iterable[str]) -> set[str]:
+    """`names` and every fact they need, directly or through other facts."""
+    by_name = {f.kind.name: f for f in facts}
+    chosen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in chosen or name not in by_name:
+            continue
+        chosen.add(name)
+        todo.extend(by_name[name].needs)
+    return chosen
+
+
 @dataclass(frozen=True)
 class EngineSpec:
-    """The plain implementation of `Engine` that every engine module instantiates once."""
+    """The plain implementation of `Engine` that every engine module instantiates once.
+
+    The order of `facts` is the order of the sections of the engine's README and of its
+    `FACTS` tuple; the order they run in follows their `needs` (see `run_order`)."""
 
     engine_id: str
     title: str
     upstream_url: str
     facts: tuple[FactExtractor, ...] = field(default_factory=tuple)
 
+    def __post_init__(self) -> None:
+        run_order(self.facts)  # a bad declaration fails when the engine module is imported
+
     @property
     def fact_kinds(self) -> tuple[FactKind, ...]:
         return tuple(f.kind for f in self.facts)
+
+
+def expand_reads(snapshot: Snapshot, reads: Iterable[str]) -> list[str]:
+    """Paths and directories as given, globs replaced by the files they match at the commit."""
+    expanded: list[str] = []
+    for pattern in reads:
+        if not any(c in pattern for c in GLOB_CHARACTERS):
+            expanded.append(pattern)
+            continue
+        directory, _, name = pattern.rpartition("/")
+        expanded += [
+            p
+            for p in snapshot.list_files(directory)
+            if fnmatch.fnmatchcase(p[len(directory) + 1 :], name)
+        ]
+    return list(dict.fromkeys(expanded))
+
+
+class PrefetchingSnapshot(Snapshot):
+    """Forwards to a snapshot and, before the first file is read, prefetches `reads` (the
+    declared reads of the facts about to run) in one batch. Questions that read no file (does
+    this exist, what is in this folder, which blob is here) fetch nothing, so a run answered
+    from the fact cache costs no request."""
+
+    def __init__(self, inner: Snapshot, reads: Iterable[str]) -> None:
+        self._inner = inner
+        self._reads = tuple(dict.fromkeys(reads))
+        self._fetched = not self._reads
+        self.engine = inner.engine
+        self.commit = inner.commit
+
+    def _prefetch_once(self) -> None:
+        if not self._fetched:
+            self._fetched = True
+            self._inner.prefetch(expand_reads(self._inner, self._reads))
+
+    def exists(self, path: str) -> bool:
+        return self._inner.exists(path)
+
+    def list_files(self, directory: str) -> list[str]:
+        return self._inner.list_files(directory)
+
+    def blob_sha(self, path: str) -> str:
+        return self._inner.blob_sha(path)
+
+    def read_bytes(self, path: str) -> bytes:
+        self._prefetch_once()
+        return self._inner.read_bytes(path)
+
+    def read_text(self, path: str) -> str:
+        self._prefetch_once()
+        return self._inner.read_text(path)
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        self._inner.prefetch(paths)
+
+
+def declared_reads(facts: Iterable[FactExtractor]) -> list[str]:
+    return list(dict.fromkeys(path for fact in facts for path in fact.reads))
+
+
+def stamped(fact: str, warnings: Iterable[ExtractionWarning]) -> tuple[ExtractionWarning, ...]:
+    """The warnings of one fact, each naming that fact."""
+    return tuple(w if w.fact == fact else w.model_copy(update={"fact": fact}) for w in warnings)
 
 
 def extract_engine(
@@ -60,22 +200,28 @@ def extract_engine(
     source_label: str | None = None,
     only: set[str] | None = None,
 ) -> EngineFacts:
-    """Run every fact extractor of `engine` on `snapshot`, in order.
+    """Run the fact extractors of `engine` on `snapshot`, each after the facts it needs.
 
-    An empty result is an error unless the fact allows it: an empty list would read as
-    'everything was removed'. Errors get the engine and commit filled in."""
+    `only` selects facts (their needs run too, but only the selected facts are returned). The
+    declared reads of every fact that runs are fetched in one batch. An empty result is an error
+    unless the fact allows it: an empty list would read as 'everything was removed'. Errors get
+    the engine and commit filled in."""
+    order = run_order(engine.facts)
+    if only is not None:
+        running = with_needs(engine.facts, only)
+        order = tuple(f for f in order if f.kind.name in running)
+    shared = PrefetchingSnapshot(snapshot, declared_reads(order))
     done: dict[str, tuple[Record, ...]] = {}
-    results: list[FactResult] = []
-    warnings: list[ExtractionWarning] = []
-    for extractor in engine.facts:
-        if only is not None and extractor.kind.name not in only:
-            continue
-        recording = RecordingSnapshot(snapshot)
+    results: dict[str, FactResult] = {}
+    warnings: dict[str, tuple[ExtractionWarning, ...]] = {}
+    for extractor in order:
+        name = extractor.kind.name
+        recording = RecordingSnapshot(shared)
         try:
-            output = extractor.run(recording, done)
+            output = extractor.run(recording, {n: done[n] for n in extractor.needs})
             if not output.records and not extractor.allow_empty:
                 raise AnchorError(
-                    f"fact '{extractor.kind.name}' extracted nothing; an empty list would read "
+                    f"fact '{name}' extracted nothing; an empty list would read "
                     "as 'everything was removed'",
                     paths=recording.read_paths,
                     anchor=extractor.kind.title,
@@ -85,23 +231,26 @@ def extract_engine(
             raise
         except RecursionError:  # a backstop: the parsers refuse deep nesting before this
             raise ParseError(
-                f"fact '{extractor.kind.name}' hit Python's recursion limit: a file it read is "
-                "nested too deeply",
+                f"fact '{name}' hit Python's recursion limit: a file it read is nested too deeply",
                 paths=recording.read_paths,
                 anchor=extractor.kind.title,
             ).with_context(
                 engine=engine.engine_id, commit=snapshot.commit, source=source_label
             ) from None
-        done[extractor.kind.name] = output.records
-        results.append(
-            FactResult(kind=extractor.kind, records=output.records, sources=recording.sources())
+        done[name] = output.records
+        results[name] = FactResult(
+            kind=extractor.kind, records=output.records, sources=recording.sources()
         )
-        warnings.extend(output.warnings)
+        warnings[name] = stamped(name, output.warnings)
+    returned = [f.kind.name for f in engine.facts if f.kind.name in results]
+    if only is not None:
+        returned = [n for n in returned if n in only]
+    found = {w for n in returned for w in warnings[n]}
     return EngineFacts(
         engine=engine.engine_id,
         commit=snapshot.commit,
         commit_date=commit_date,
         upstream_url=engine.upstream_url,
-        facts=tuple(results),
-        warnings=tuple(sorted(set(warnings), key=lambda w: (w.fact, w.code, w.subject, w.message))),
+        facts=tuple(results[n] for n in returned),
+        warnings=tuple(sorted(found, key=lambda w: (w.fact, w.code, w.subject, w.message))),
     )

@@ -13,7 +13,6 @@ from typing import ClassVar
 
 from extractors.records import Record
 
-FACT = "docs_registry_findings"
 DOCUMENTED_NOT_REGISTERED = "documented-not-registered"
 REGISTERED_NOT_DOCUMENTED = "registered-not-documented"
 OTHER_SPELLING = "documented-other-spelling"

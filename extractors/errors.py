@@ -100,3 +100,8 @@ class ParseError(ExtractionError):
 
 class GuardError(ExtractionError):
     """A bump would shrink a fact set by more than half or lose an anchor."""
+
+
+class FactGraphError(ExtractionError):
+    """An engine's fact declarations do not form a graph the runner can order: a name is
+    declared twice, a fact needs a name the engine does not have, or the needs form a cycle."""

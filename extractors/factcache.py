@@ -36,7 +36,7 @@ from extractors.records import ExtractionWarning, Record
 from extractors.snapshot import Snapshot
 
 DB_NAME = "facts-v1.sqlite3"
-_QUESTION, _RESULT, _READS = 0, 1, 2
+_QUESTION, _RESULT = 0, 1
 _CACHEABLE_ERRORS = (AnchorError, ParseError, MissingPathError)
 _PARSER_PACKAGES = (
     "libcst",
@@ -371,8 +371,6 @@ class FactCache:
             value: Any = data
             if kind == _QUESTION:
                 value = tuple(json.loads(data))
-            elif kind == _READS:
-                value = json.loads(data)
             self._put(h, kind, value, data)
 
     def flush(self) -> None:
@@ -426,21 +424,6 @@ class FactCache:
             state = _step(state, question, answer)
         self._put(state, _RESULT, payload, blob if blob is not None else compress(payload))
 
-    def remember_reads(self, engine_id: str, paths: Iterable[str]) -> None:
-        key = f"reads\0{engine_id}"
-        known = set(self.reads(engine_id))
-        new = known | set(paths)
-        if new != known:
-            value = sorted(new)
-            self._put(key, _READS, value, json.dumps(value).encode())
-
-    def reads(self, engine_id: str) -> list[str]:
-        node = self._get(f"reads\0{engine_id}")
-        if node is None:
-            return []
-        value = node[1]
-        return list(value if isinstance(value, list) else json.loads(value))
-
 
 _ABSENT = object()  # an answer that cannot be given (a dependency not in the cache)
 
@@ -452,7 +435,6 @@ def run_fact(
     snapshot: Snapshot,
     done: Mapping[str, tuple[Record, ...]],
     done_digest: Callable[[str], Any] | None = None,
-    on_miss: Callable[[], None] | None = None,
 ) -> FactRun:
     """The fact's payload at this snapshot: from the cache when the trace matches, else by
     running the extractor (and storing its trace). `done_digest(name)` answers "which records
@@ -463,8 +445,6 @@ def run_fact(
     if found is not None:
         cache.hits += 1
         return found
-    if on_miss is not None:
-        on_miss()
     return execute_fact(cache, root, extractor, snapshot, done, digest)
 
 
@@ -505,19 +485,13 @@ class _CachedRun:
         self.__qualname__ = f"cached[{getattr(extractor.run, '__qualname__', '?')}]"
 
     def __call__(self, snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-        def prefetch_known_reads() -> None:
-            # a miss will read files: fetch every file this engine read before in one batch
-            snapshot.prefetch(self.cache.reads(self.engine_id))
-
-        result = run_fact(
-            self.cache, self.engine_id, self.extractor, snapshot, done, on_miss=prefetch_known_reads
-        )
+        # a miss reads files through the runner's snapshot, which prefetches the engine's
+        # declared reads in one batch first; a hit reads nothing
+        result = run_fact(self.cache, self.engine_id, self.extractor, snapshot, done)
         if result.hit:
             recorded = getattr(snapshot, "read_paths", None)
             if isinstance(recorded, list):  # a RecordingSnapshot: keep the provenance header
                 recorded.extend(p for p in result.read_paths() if p not in recorded)
-        else:
-            self.cache.remember_reads(self.engine_id, result.read_paths())
         self.cache.flush()
         if result.failed:
             raise decode_error(result.payload)

@@ -29,7 +29,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from extractors.base import EngineSpec, FactExtractor
+from extractors.base import (
+    EngineSpec,
+    FactExtractor,
+    PrefetchingSnapshot,
+    declared_reads,
+    with_needs,
+)
 from extractors.errors import AnchorError, ExtractionError, UsageError
 from extractors.factcache import (
     _ABSENT,
@@ -153,17 +159,20 @@ class Evaluator:
             )
         self.fact = fact
         self.extractors: dict[str, FactExtractor] = {f.kind.name: f for f in engine.facts}
+        running = with_needs(engine.facts, [fact])
+        self.reads = declared_reads(f for f in engine.facts if f.kind.name in running)
         self.roots = {name: root_key(engine.engine_id, f) for name, f in self.extractors.items()}
 
     def runs(self, snapshot: Snapshot, *, lookup_only: bool = False) -> dict[str, FactRun]:
         """The target fact's run at this snapshot, and the runs of the facts it read."""
         runs: dict[str, FactRun] = {}
+        snapshot = PrefetchingSnapshot(snapshot, self.reads)  # a miss fetches in one batch
 
         def compute(name: str) -> FactRun:
             if name in runs:
                 return runs[name]
             extractor = self.extractors[name]
-            before = self.names[: self.names.index(name)]
+            before = list(extractor.needs)
 
             def digest(dep: str) -> Any:
                 if dep not in before:
@@ -369,7 +378,7 @@ def run_history(
         source.fetch_range(start, end)
         results: dict[str, Evaluation] = {}
         probes = Probes()
-        for commit in (end, start):  # reads here fetch as they go (the extractor may prefetch)
+        for commit in (end, start):  # a miss fetches the declared reads in one batch
             progress.stage(f"extracting {fact} at {commit.sha[:12]} ({commit.date})")
             evaluation = evaluator.evaluate(commit, source.snapshot_at(commit))
             assert evaluation is not None

@@ -32,12 +32,17 @@ class ExtractionWarning(Record):
 
     KEY: ClassVar[tuple[str, ...]] = ("fact", "code", "subject")
 
-    fact: str
+    fact: str = ""  # the runner fills in the fact that returned the warning
     code: str
     subject: str
     message: str
     path: str
     symbol: str
+
+
+def warning(code: str, subject: str, message: str, path: str, symbol: str) -> ExtractionWarning:
+    """A warning of the fact being extracted (the runner stamps the fact's name on it)."""
+    return ExtractionWarning(code=code, subject=subject, message=message, path=path, symbol=symbol)
 
 
 @dataclass(frozen=True)

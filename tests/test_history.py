@@ -235,9 +235,16 @@ TOY = EngineSpec(
     "Toy",
     "https://example.invalid/toy",
     facts=(
-        FactExtractor(FactKind("names", "Names", Name, "names"), _names),
-        FactExtractor(FactKind("unused", "Unused", Name, "never read by tagged"), _names),
-        FactExtractor(FactKind("tagged", "Tagged", Tagged, "names with tags"), _tagged),
+        FactExtractor(FactKind("names", "Names", Name, "names"), _names, reads=("names.txt",)),
+        FactExtractor(
+            FactKind("unused", "Unused", Name, "never read by tagged"), _names, reads=("names.txt",)
+        ),
+        FactExtractor(
+            FactKind("tagged", "Tagged", Tagged, "names with tags"),
+            _tagged,
+            reads=("tags.txt",),
+            needs=("names",),
+        ),
     ),
 )
 

@@ -34,35 +34,21 @@ CONVERTER_SCRIPT = "convert_hf_to_gguf.py"
 REGISTER_ANCHOR = "@ModelBase.register(...) classes"
 
 
-def prefetch_sources(snapshot: Snapshot) -> None:
-    """Fetch every file the llama.cpp facts may read in one batch (a git snapshot makes one
-    request instead of one per file; only paths present at the commit are fetched; a directory
-    stands for its files)."""
-    snapshot.prefetch(
-        [
-            ARCH_CPP,
-            ARCH_H,
-            MODEL_CPP,
-            GGUF_CONSTANTS,
-            CONVERTER_SCRIPT,
-            CONVERTER_PACKAGE,
-            MODELS_DIR,
-        ]
-    )
+ARCH_READS = (ARCH_CPP, ARCH_H)
+CONVERTER_READS = (CONVERTER_PACKAGE_INIT, f"{CONVERTER_PACKAGE}/*.py", CONVERTER_SCRIPT)
 
 
-def _arch_names(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    prefetch_sources(snapshot)  # the first fact: one fetch for the whole engine
+def _arch_names(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     cpp = snapshot.first_existing([ARCH_CPP], anchor="LLM_ARCH_NAMES")
     header = snapshot.first_existing([ARCH_H], anchor="enum llm_arch")
     records, warnings = arch_names(snapshot.read_text(cpp), cpp, snapshot.read_text(header), header)
-    warnings += _brace_warnings(snapshot, ARCH_NAMES.name, [cpp, header])
+    warnings += _brace_warnings(snapshot, [cpp, header])
     return FactOutput(tuple(records), tuple(warnings))
 
 
-def _brace_warnings(snapshot: Snapshot, fact: str, paths: list[str]) -> list:
+def _brace_warnings(snapshot: Snapshot, paths: list[str]) -> list:
     """Unbalanced braces in C++ files this fact read (parses are cached: no second parse)."""
-    return brace_warnings(fact, [parse_cpp(snapshot.read_text(p), p) for p in paths])
+    return brace_warnings([parse_cpp(snapshot.read_text(p), p) for p in paths])
 
 
 def _scan(snapshot: Snapshot) -> class_sets.PredicateScan:
@@ -73,22 +59,22 @@ def _scan(snapshot: Snapshot) -> class_sets.PredicateScan:
     )
 
 
-def _names(done: Mapping[str, tuple[Record, ...]]) -> list[ArchName]:
-    return [r for r in done["arch_names"] if isinstance(r, ArchName)]
+def _names(needed: Mapping[str, tuple[Record, ...]]) -> list[ArchName]:
+    return [r for r in needed["arch_names"] if isinstance(r, ArchName)]
 
 
-def _class_predicates(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _class_predicates(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     scan = _scan(snapshot)
-    rows = class_sets.predicate_rows(scan, _names(done), ARCH_CPP)
+    rows = class_sets.predicate_rows(scan, _names(needed), ARCH_CPP)
     return FactOutput(tuple(rows), scan.warnings)
 
 
-def _class_set_listed(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _class_set_listed(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     return FactOutput(tuple(class_sets.listed_rows(_scan(snapshot))))
 
 
-def _class_set_members(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    rows, warnings = class_sets.members(_scan(snapshot), _names(done))
+def _class_set_members(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    rows, warnings = class_sets.members(_scan(snapshot), _names(needed))
     return FactOutput(tuple(rows), tuple(warnings))
 
 
@@ -99,7 +85,6 @@ def _converter_modules(
     counter = [0]
     if snapshot.exists(CONVERTER_PACKAGE_INIT):
         paths = [p for p in snapshot.list_files(CONVERTER_PACKAGE) if p.endswith(".py")]
-        snapshot.prefetch(paths)
         modules = []
         for path in paths:
             stem = path.rsplit("/", 1)[-1].removesuffix(".py")
@@ -119,7 +104,7 @@ def _converter_modules(
     return [module], "", ""
 
 
-def _hf_architectures(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _hf_architectures(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     warnings: list = []
     modules, package, init_path = _converter_modules(snapshot, warnings)
     index = converter.ConverterIndex(modules)
@@ -137,15 +122,15 @@ def _hf_architectures(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]
     )
     constants = snapshot.first_existing([GGUF_CONSTANTS], anchor=converter.NAMES_DICT)
     gguf_names, name_warnings = converter.gguf_arch_names(snapshot.read_text(constants), constants)
-    members = [r for r in done["class_set_members"] if isinstance(r, ClassSetMember)]
+    members = [r for r in needed["class_set_members"] if isinstance(r, ClassSetMember)]
     snapshot.read_text(ARCH_CPP)  # the join ends in LLM_ARCH_NAMES: name it as a source
     rows, join_warnings = hf_join.join(
-        winners, unregistered, gguf_names, constants, _names(done), members, package, init_path
+        winners, unregistered, gguf_names, constants, _names(needed), members, package, init_path
     )
     return FactOutput(tuple(rows), (*warnings, *choose_warnings, *name_warnings, *join_warnings))
 
 
-def _sliding_window(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _sliding_window(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     model_cpp = snapshot.first_existing([MODEL_CPP], anchor=sliding_window.MAPPING_FUNCTION)
     pairs = sliding_window.mapping_classes(snapshot.read_text(model_cpp), model_cpp)
     warnings = []
@@ -154,7 +139,6 @@ def _sliding_window(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
     else:
         models_h = snapshot.first_existing([MODELS_H], anchor="struct llama_model_*")
         paths = [p for p in snapshot.list_files(MODELS_DIR) if p.endswith(".cpp")]
-        snapshot.prefetch(paths)
         methods = sliding_window.hparams_methods([(p, snapshot.read_text(p)) for p in paths])
         if not methods:
             raise snapshot.missing_anchor(
@@ -164,11 +148,11 @@ def _sliding_window(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
             )
         bases = sliding_window.struct_bases(snapshot.read_text(models_h), models_h)
         code, warnings = sliding_window.per_model_code(pairs, methods, bases, models_h)
-    names = {n.arch: n.gguf_name for n in _names(done)}
+    names = {n.arch: n.gguf_name for n in _names(needed)}
     snapshot.read_text(ARCH_CPP)  # gguf_name comes from LLM_ARCH_NAMES: name it as a source
     rules, rule_warnings = sliding_window.sliding_window_rules(code, names)
     read = [model_cpp] if pairs is None else [model_cpp, models_h, *paths]
-    braces = _brace_warnings(snapshot, SLIDING_WINDOW.name, read)
+    braces = _brace_warnings(snapshot, read)
     return FactOutput(tuple(rules), (*warnings, *rule_warnings, *braces))
 
 
@@ -225,11 +209,27 @@ ENGINE = EngineSpec(
     title="llama.cpp",
     upstream_url="https://github.com/ggml-org/llama.cpp",
     facts=(
-        FactExtractor(ARCH_NAMES, _arch_names),
-        FactExtractor(CLASS_PREDICATES, _class_predicates),
-        FactExtractor(CLASS_SET_LISTED, _class_set_listed, allow_empty=True),
-        FactExtractor(CLASS_SET_MEMBERS, _class_set_members, allow_empty=True),
-        FactExtractor(HF_ARCHITECTURES, _hf_architectures),
-        FactExtractor(SLIDING_WINDOW, _sliding_window),
+        FactExtractor(ARCH_NAMES, _arch_names, reads=ARCH_READS),
+        FactExtractor(CLASS_PREDICATES, _class_predicates, reads=ARCH_READS, needs=("arch_names",)),
+        FactExtractor(CLASS_SET_LISTED, _class_set_listed, reads=ARCH_READS, allow_empty=True),
+        FactExtractor(
+            CLASS_SET_MEMBERS,
+            _class_set_members,
+            reads=ARCH_READS,
+            needs=("arch_names",),
+            allow_empty=True,
+        ),
+        FactExtractor(
+            HF_ARCHITECTURES,
+            _hf_architectures,
+            reads=(*CONVERTER_READS, GGUF_CONSTANTS, ARCH_CPP),
+            needs=("arch_names", "class_set_members"),
+        ),
+        FactExtractor(
+            SLIDING_WINDOW,
+            _sliding_window,
+            reads=(MODEL_CPP, MODELS_H, f"{MODELS_DIR}/*.cpp", ARCH_CPP),
+            needs=("arch_names",),
+        ),
     ),
 )

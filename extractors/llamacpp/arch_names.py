@@ -13,17 +13,10 @@ from extractors.parsing.cpp_ts import (
     string_value,
     variable_initializer,
 )
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, warning
 
 NAMES_MAP = "LLM_ARCH_NAMES"
 ARCH_ENUM = "llm_arch"
-FACT = "arch_names"
-
-
-def _warning(code: str, subject: str, message: str, path: str, symbol: str) -> ExtractionWarning:
-    return ExtractionWarning(
-        fact=FACT, code=code, subject=subject, message=message, path=path, symbol=symbol
-    )
 
 
 def enum_values(header_text: str, header_path: str) -> list[str]:
@@ -57,7 +50,7 @@ def names_map(text: str, path: str) -> tuple[list[tuple[str, str, str]], list[Ex
         name = string_value(parts[1]) if len(parts) == 2 else None
         if len(parts) != 2 or parts[0].type != "identifier" or name is None:
             warnings.append(
-                _warning(
+                warning(
                     "unparsed-entry",
                     node_text(item)[:60],
                     f'an entry of {NAMES_MAP} is not `{{ LLM_ARCH_X, "name" }}`',
@@ -87,7 +80,7 @@ def arch_names(
     for arch, name, condition in entries:
         if arch in records:
             warnings.append(
-                _warning(
+                warning(
                     "duplicate-key",
                     arch,
                     f"{arch} appears twice in {NAMES_MAP}; std::map keeps the first entry "
@@ -99,7 +92,7 @@ def arch_names(
             continue
         if name in names_seen:
             warnings.append(
-                _warning(
+                warning(
                     "duplicate-name",
                     name,
                     f"GGUF name {name!r} is given to {names_seen[name]} and {arch}; "
@@ -112,7 +105,7 @@ def arch_names(
             names_seen[name] = arch
         if arch not in enum_set:
             warnings.append(
-                _warning(
+                warning(
                     "name-without-enum",
                     arch,
                     f"{NAMES_MAP} names {arch} ({name!r}) but enum {ARCH_ENUM} in {header_path} "
@@ -132,7 +125,7 @@ def arch_names(
     for value in enum:
         if value not in records:
             warnings.append(
-                _warning(
+                warning(
                     "enum-without-name",
                     value,
                     f"enum {ARCH_ENUM} has {value} but {NAMES_MAP} gives it no GGUF name "

@@ -30,7 +30,7 @@ from extractors.parsing.cpp_ts import (
     switch_case_groups,
     switch_subject,
 )
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, warning
 
 # Every predicate llama.cpp had at the pin. The first two exist since 2025-06-19 (hybrid cache);
 # their absence means a rename, not an older commit. The others arrived later
@@ -44,8 +44,6 @@ KNOWN_PREDICATES = (
 )
 PREDICATE_NAME = re.compile(r"^llm_arch_(is|supports)_\w+$")
 UNKNOWN_ARCH = "LLM_ARCH_UNKNOWN"  # not an architecture: excluded from "every other architecture"
-FACT_PREDICATES = "class_predicates"
-FACT_MEMBERS = "class_set_members"
 
 
 @dataclass(frozen=True)
@@ -95,14 +93,6 @@ class PredicateScan:
     sets: tuple[PredicateSet, ...]  # present predicates, known first then discovered, by name
     absent: tuple[str, ...]  # known predicates neither defined nor declared at this commit
     warnings: tuple[ExtractionWarning, ...]
-
-
-def _warning(
-    fact: str, code: str, subject: str, message: str, path: str, symbol: str
-) -> ExtractionWarning:
-    return ExtractionWarning(
-        fact=fact, code=code, subject=subject, message=message, path=path, symbol=symbol
-    )
 
 
 def _parameter_names(definition: Node) -> list[str]:
@@ -232,8 +222,7 @@ def scan_predicates(
             continue
         if name in definitions:
             warnings.append(
-                _warning(
-                    FACT_PREDICATES,
+                warning(
                     "defined-twice",
                     name,
                     f"{name} is defined twice in {cpp_path}; the first is read",
@@ -271,8 +260,7 @@ def scan_predicates(
                     anchor=name,
                 )
             warnings.append(
-                _warning(
-                    FACT_PREDICATES,
+                warning(
                     "unrecognized-predicate",
                     name,
                     f"{name} is not extracted: {found.reason}",
@@ -285,8 +273,7 @@ def scan_predicates(
     if absent and discovered:
         for name in absent:
             warnings.append(
-                _warning(
-                    FACT_PREDICATES,
+                warning(
                     "possible-rename",
                     name,
                     f"{name} is absent while {', '.join(discovered)} is new; check for a rename",
@@ -331,8 +318,7 @@ def members(
         listed = {arch: returns for arch, returns, _ in found.listed}
         for arch in sorted(set(listed) - set(named)):
             warnings.append(
-                _warning(
-                    FACT_MEMBERS,
+                warning(
                     "listed-without-name",
                     f"{found.predicate}:{arch}",
                     f"{found.predicate} lists {arch}, which has no LLM_ARCH_NAMES entry",

@@ -25,20 +25,13 @@ from extractors.parsing.python_ts import (
     top_level_assignments,
     unparenthesize,
 )
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, warning
 
-FACT = "hf_architectures"
 MMPROJ = "MMPROJ"  # the dummy MODEL_ARCH of vision/audio projectors: registered as ModelType.MMPROJ
 _MODEL_ARCH_REF = re.compile(r"^(?:gguf\.)?MODEL_ARCH\.(\w+)$")
 ENUM_CLASS = "MODEL_ARCH"
 NAMES_DICT = "MODEL_ARCH_NAMES"
 ROUTING_MAPS = {"text": "TEXT_MODEL_MAP", "mmproj": "MMPROJ_MODEL_MAP"}
-
-
-def _warning(code: str, subject: str, message: str, path: str, symbol: str) -> ExtractionWarning:
-    return ExtractionWarning(
-        fact=FACT, code=code, subject=subject, message=message, path=path, symbol=symbol
-    )
 
 
 # ---------------------------------------------------------------- gguf-py constants
@@ -67,7 +60,7 @@ def gguf_arch_names(text: str, path: str) -> tuple[dict[str, str], list[Extracti
         name = string_value(value) if value is not None else None
         if match is None or name is None:
             warnings.append(
-                _warning(
+                warning(
                     "unparsed-entry",
                     node_text(pair)[:60],
                     f'an entry of {NAMES_DICT} is not `MODEL_ARCH.X: "name"`',
@@ -81,7 +74,7 @@ def gguf_arch_names(text: str, path: str) -> tuple[dict[str, str], list[Extracti
         raise AnchorError(f"{NAMES_DICT} in {path} has no entries", paths=[path], anchor=NAMES_DICT)
     for member in sorted(set(names) - set(members)):
         warnings.append(
-            _warning(
+            warning(
                 "name-without-member",
                 member,
                 f"{NAMES_DICT} names MODEL_ARCH.{member}, which class {ENUM_CLASS} does not define",
@@ -91,7 +84,7 @@ def gguf_arch_names(text: str, path: str) -> tuple[dict[str, str], list[Extracti
         )
     for member in sorted(set(members) - set(names)):
         warnings.append(
-            _warning(
+            warning(
                 "member-without-name",
                 member,
                 f"MODEL_ARCH.{member} has no {NAMES_DICT} entry",
@@ -178,7 +171,7 @@ def _registered_names(
             value = string_value(argument)
             if value is None:
                 warnings.append(
-                    _warning(
+                    warning(
                         "unparsed-registration",
                         f"{where}:{node_text(argument)[:40]}",
                         f"{where} registers `{node_text(argument)[:60]}`, "

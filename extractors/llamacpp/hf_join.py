@@ -8,17 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from extractors.llamacpp.converter import FACT, ROUTING_MAPS, Registration
+from extractors.llamacpp.converter import ROUTING_MAPS, Registration
 from extractors.llamacpp.records import ArchName, ClassSetMember, HfArchitecture
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, warning
 
 RESOLVED = "resolved"
-
-
-def _warning(code: str, subject: str, message: str, path: str, symbol: str) -> ExtractionWarning:
-    return ExtractionWarning(
-        fact=FACT, code=code, subject=subject, message=message, path=path, symbol=symbol
-    )
 
 
 def choose_registrations(
@@ -52,7 +46,7 @@ def choose_registrations(
                 f"{c.converter_class} ({c.path})" for c in candidates if c is not pick
             )
             warnings.append(
-                _warning(
+                warning(
                     "registered-twice",
                     f"{hf}/{model_type}",
                     f"{hf} ({model_type}) is registered by {pick.converter_class} ({pick.path}) and by "
@@ -73,7 +67,7 @@ def choose_registrations(
                     unregistered.append((hf, model_type, module))
                 elif registration.module != f"{package}.{module}":
                     warnings.append(
-                        _warning(
+                        warning(
                             "routed-elsewhere",
                             f"{hf}/{model_type}",
                             f"{map_name} routes {hf} to {package}/{module}.py but "
@@ -86,7 +80,7 @@ def choose_registrations(
             for registration in winners:
                 if registration.model_type == model_type and registration.architecture not in table:
                     warnings.append(
-                        _warning(
+                        warning(
                             "unrouted",
                             f"{registration.architecture}/{model_type}",
                             f"{registration.path} registers {registration.architecture} "
@@ -173,7 +167,7 @@ def join(
             )
         )
     warnings = [
-        _warning(
+        warning(
             "unresolved",
             f"{row.architecture}/{row.model_type}",
             f"{row.architecture} ({row.model_type}): {row.resolution}",

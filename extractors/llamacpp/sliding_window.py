@@ -34,20 +34,13 @@ from extractors.parsing.cpp_ts import (
     switch_subject,
     walk,
 )
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, warning
 
-FACT = "sliding_window"
 MAPPING_FUNCTION = "llama_model_mapping"
 HPARAMS_METHOD = "load_arch_hparams"
 OLD_HPARAMS_FUNCTION = "llama_model::load_hparams"
 SWA_TYPE_PREFIX = "LLAMA_SWA_TYPE_"
 SWA_MARKERS = re.compile(r"\b(swa_type|set_swa_pattern|swa_layers|n_swa)\b")
-
-
-def _warning(code: str, subject: str, message: str, path: str, symbol: str) -> ExtractionWarning:
-    return ExtractionWarning(
-        fact=FACT, code=code, subject=subject, message=message, path=path, symbol=symbol
-    )
 
 
 @dataclass(frozen=True)
@@ -142,7 +135,7 @@ def per_model_code(
             owner = bases[owner]
         if owner not in methods:
             warnings.append(
-                _warning(
+                warning(
                     "no-hparams-method",
                     arch,
                     f"{arch} maps to {model_class}, but no {model_class}::{HPARAMS_METHOD} (or a base "
@@ -371,7 +364,7 @@ def sliding_window_rules(
             continue
         if item.arch in rules:
             warnings.append(
-                _warning(
+                warning(
                     "duplicate-arch",
                     item.arch,
                     f"{item.arch} has hparams code twice; the first is kept",
@@ -382,7 +375,7 @@ def sliding_window_rules(
             continue
         if item.arch not in gguf_names:
             warnings.append(
-                _warning(
+                warning(
                     "arch-without-name",
                     item.arch,
                     f"{item.arch} sets sliding-window hparams but has no LLM_ARCH_NAMES entry",

@@ -104,7 +104,7 @@ class CppSource:
         return AnchorError(message, paths=[self.path], anchor=anchor)
 
 
-def brace_warnings(fact: str, sources: list[CppSource]) -> list[ExtractionWarning]:
+def brace_warnings(sources: list[CppSource]) -> list[ExtractionWarning]:
     """A warning per file whose braces do not balance. Anchors inside broken code are already
     ParseErrors; this says that the rest of the file was read through tree-sitter's error
     recovery, so the facts should be checked by hand."""
@@ -115,7 +115,6 @@ def brace_warnings(fact: str, sources: list[CppSource]) -> list[ExtractionWarnin
             which = "'{' than '}'" if imbalance > 0 else "'}' than '{'"
             warnings.append(
                 ExtractionWarning(
-                    fact=fact,
                     code="unbalanced-braces",
                     subject=source.path,
                     message=f"{source.path} has {abs(imbalance)} more {which} (counting both branches "

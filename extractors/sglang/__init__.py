@@ -5,13 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import DocRegistryFinding
 from extractors.errors import MissingPathError
 from extractors.records import ExtractionWarning, FactKind, Record
-from extractors.sglang import attention_chain
-from extractors.sglang.docs_tables import FACT as DOCS_ROWS_FACT
-from extractors.sglang.docs_tables import docs_findings, docs_table_rows
+from extractors.sglang import attention_chain, docs_tables
 from extractors.sglang.records import (
     SglangDocsRow,
     SglangExplicitMha,
@@ -25,20 +22,10 @@ from extractors.snapshot import Snapshot
 MODELS_DIRS = ("python/sglang/srt/models",)
 MODEL_CONFIG_PATHS = ("python/sglang/srt/configs/model_config.py",)
 SKIPPED_MODULES = ("__init__.py", "registry.py")
+MODELS_READS = tuple(f"{d}/*.py" for d in MODELS_DIRS)
 
 
-def prefetch_sources(snapshot: Snapshot) -> None:
-    """Fetch every file the SGLang facts may read in one batch (a git snapshot makes one request
-    instead of one per file; only paths present at the commit are fetched; a directory stands
-    for its files)."""
-    from extractors.sglang.docs_tables import LAYOUTS, PAGES
-
-    pages = [f"{lay.directory}/{page}{lay.extension}" for lay in LAYOUTS for page, _ in PAGES]
-    snapshot.prefetch([*MODELS_DIRS, *MODEL_CONFIG_PATHS, *pages])
-
-
-def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    prefetch_sources(snapshot)  # the first fact: one fetch for the whole engine
+def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     modules: list[str] = []
     for candidate in MODELS_DIRS:
         modules = [
@@ -56,7 +43,6 @@ def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -
             paths=[f"{d}/*.py" for d in MODELS_DIRS],
             anchor="EntryClass",
         )
-    snapshot.prefetch(modules)
     scans = {path: scan_module(snapshot.read_text(path), path) for path in modules}
     extra: dict[str, ModuleScan | None] = {}
 
@@ -79,14 +65,13 @@ def _chain(snapshot: Snapshot) -> attention_chain.ChainFacts:
 
 
 def _unregistered(
-    chain_archs: list[str], done: Mapping[str, tuple[Record, ...]], path: str, symbol: str
+    chain_archs: list[str], needed: Mapping[str, tuple[Record, ...]], path: str, symbol: str
 ) -> list[ExtractionWarning]:
     registered = {
-        r.architecture for r in done.get("registry_rows", ()) if isinstance(r, SglangRegistryRow)
+        r.architecture for r in needed["registry_rows"] if isinstance(r, SglangRegistryRow)
     }
     return [
         ExtractionWarning(
-            fact=attention_chain.FACT,
             code="not-registered",
             subject=arch,
             message=f"the attention chain names {arch}, which no models module registers",
@@ -98,19 +83,19 @@ def _unregistered(
     ]
 
 
-def _mla_architectures(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _mla_architectures(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     chain = _chain(snapshot)
     symbol = chain.mla[0].symbol
     archs = [r.architecture for r in chain.mla] + [r.architecture for r in chain.explicit_mha]
-    warnings = chain.warnings + _unregistered(archs, done, chain.mla[0].path, symbol)
+    warnings = chain.warnings + _unregistered(archs, needed, chain.mla[0].path, symbol)
     return FactOutput(tuple(chain.mla), tuple(warnings))
 
 
-def _mla_conditions(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _mla_conditions(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     return FactOutput(tuple(_chain(snapshot).conditions))
 
 
-def _explicit_mha(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _explicit_mha(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     return FactOutput(tuple(_chain(snapshot).explicit_mha))
 
 
@@ -122,7 +107,7 @@ REGISTRY_ROWS = FactKind(
     "resolved through aliases and imports; the architecture is the class's name.",
 )
 MLA_ARCHITECTURES = FactKind(
-    attention_chain.FACT,
+    "mla_architectures",
     "MLA architectures",
     SglangMlaArchitecture,
     "architectures the ModelConfig if/elif chain sets to AttentionArch.MLA; `conditional` rows "
@@ -142,7 +127,7 @@ EXPLICIT_MHA = FactKind(
     "fields the branch still reads (non-empty: another engine may treat the model as MLA).",
 )
 DOCS_TABLE_ROWS = FactKind(
-    DOCS_ROWS_FACT,
+    "docs_table_rows",
     "Supported-model docs tables",
     SglangDocsRow,
     "every row of the model-family tables on the supported-models pages (.md 2025 or .mdx 2026 "
@@ -150,7 +135,7 @@ DOCS_TABLE_ROWS = FactKind(
     "Description column is not kept.",
 )
 DOCS_REGISTRY_FINDINGS = FactKind(
-    DOCS_FINDINGS_FACT,
+    "docs_registry_findings",
     "Documented vs registered",
     DocRegistryFinding,
     "architecture names the docs write that no module registers (or spell differently), family "
@@ -163,11 +148,21 @@ ENGINE = EngineSpec(
     title="SGLang",
     upstream_url="https://github.com/sgl-project/sglang",
     facts=(
-        FactExtractor(REGISTRY_ROWS, _registry_rows),
-        FactExtractor(MLA_ARCHITECTURES, _mla_architectures),
-        FactExtractor(MLA_CONDITIONS, _mla_conditions, allow_empty=True),
-        FactExtractor(EXPLICIT_MHA, _explicit_mha, allow_empty=True),
-        FactExtractor(DOCS_TABLE_ROWS, docs_table_rows),
-        FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),
+        FactExtractor(REGISTRY_ROWS, _registry_rows, reads=MODELS_READS),
+        FactExtractor(
+            MLA_ARCHITECTURES,
+            _mla_architectures,
+            reads=MODEL_CONFIG_PATHS,
+            needs=("registry_rows",),
+        ),
+        FactExtractor(MLA_CONDITIONS, _mla_conditions, reads=MODEL_CONFIG_PATHS, allow_empty=True),
+        FactExtractor(EXPLICIT_MHA, _explicit_mha, reads=MODEL_CONFIG_PATHS, allow_empty=True),
+        FactExtractor(DOCS_TABLE_ROWS, docs_tables.docs_table_rows, reads=docs_tables.READS),
+        FactExtractor(
+            DOCS_REGISTRY_FINDINGS,
+            docs_tables.docs_findings,
+            needs=("docs_table_rows", "registry_rows"),
+            allow_empty=True,
+        ),
     ),
 )

@@ -30,7 +30,6 @@ from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, 
 CLASS = "ModelConfig"
 TARGET = "self.attention_arch"
 ENUM = "AttentionArch"
-FACT = "mla_architectures"
 CONFIG_ROOTS = {
     "self.hf_text_config": "hf_text_config",
     "self.hf_config": "hf_config",
@@ -78,7 +77,6 @@ class _Reader:
     def warn(self, code: str, subject: str, message: str) -> None:
         self.warnings.append(
             ExtractionWarning(
-                fact=FACT,
                 code=code,
                 subject=subject,
                 message=message,

@@ -26,7 +26,6 @@ from extractors.records import ExtractionWarning, Record
 from extractors.sglang.records import SglangDocsRow, SglangRegistryRow
 from extractors.snapshot import Snapshot
 
-FACT = "docs_table_rows"
 FAMILY_HEADER = "Model Family"
 SKIPPED_COLUMNS = ("Description",)
 
@@ -51,6 +50,7 @@ PAGES: tuple[tuple[str, str | None], ...] = (
     ("reward_models", None),
     ("diffusion_language_models", None),
 )
+READS = tuple(f"{lay.directory}/{page}{lay.extension}" for lay in LAYOUTS for page, _ in PAGES)
 
 
 def is_model_table(table: Table) -> bool:
@@ -108,7 +108,6 @@ def page_rows(document: Document) -> tuple[list[SglangDocsRow], list[ExtractionW
         def warn(code: str, subject: str, message: str, section: str = section) -> None:
             warnings.append(
                 ExtractionWarning(
-                    fact=FACT,
                     code=code,
                     subject=subject,
                     message=message,
@@ -174,10 +173,9 @@ def find_layout(snapshot: Snapshot) -> DocsLayout:
     return next(lay for lay in LAYOUTS if found.startswith(lay.directory + "/"))
 
 
-def docs_table_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def docs_table_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     layout = find_layout(snapshot)
     paths = [(f"{layout.directory}/{page}{layout.extension}", heading) for page, heading in PAGES]
-    snapshot.prefetch(p for p, _ in paths)
     rows: list[SglangDocsRow] = []
     warnings: list[ExtractionWarning] = []
     for path, heading in paths:
@@ -220,10 +218,10 @@ def family_keys(family: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(k for k in keys if len(k) >= 3))
 
 
-def docs_findings(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def docs_findings(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     documented: list[Documented] = []
     families: list[DocumentedFamily] = []
-    for row in done[FACT]:
+    for row in needed["docs_table_rows"]:
         if not isinstance(row, SglangDocsRow):
             continue
         where = f"{row.path} § {row.section}"
@@ -234,7 +232,7 @@ def docs_findings(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) ->
             )
     registered = [
         Registered(name=row.architecture, where=f"{row.path}: {row.entry_name}", group=row.module)
-        for row in done["registry_rows"]
+        for row in needed["registry_rows"]
         if isinstance(row, SglangRegistryRow)
     ]
     return FactOutput(tuple(compare(documented, registered, families)))

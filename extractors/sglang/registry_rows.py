@@ -25,7 +25,6 @@ from extractors.parsing.python_ts import (
 from extractors.records import ExtractionWarning
 from extractors.sglang.records import SglangRegistryRow
 
-FACT = "registry_rows"
 ENTRY = "EntryClass"
 PACKAGE_ROOT = "python"  # python/sglang/... is the import root of `sglang`
 MAX_HOPS = 8
@@ -188,9 +187,7 @@ def registry_rows(
 
     def warn(code: str, subject: str, message: str, path: str) -> None:
         warnings.append(
-            ExtractionWarning(
-                fact=FACT, code=code, subject=subject, message=message, path=path, symbol=ENTRY
-            )
+            ExtractionWarning(code=code, subject=subject, message=message, path=path, symbol=ENTRY)
         )
 
     for path in sorted(scans):

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import DocRegistryFinding, Documented, Registered, compare
 from extractors.errors import MissingPathError
 from extractors.parsing.markdown import parse_document
@@ -23,9 +22,10 @@ from extractors.trtllm.registry import registered_architectures
 MODELS_DIRS = ("tensorrt_llm/_torch/models",)
 MODULE_PREFIX = "modeling_"
 SUPPORTED_PAGES = ("docs/source/models/supported-models.md",)
+MODELS_READS = tuple(f"{d}/{MODULE_PREFIX}*.py" for d in MODELS_DIRS)
 
 
-def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     modules: list[str] = []
     for directory in MODELS_DIRS:
         modules = [
@@ -43,7 +43,6 @@ def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -
             paths=[f"{d}/{MODULE_PREFIX}*.py" for d in MODELS_DIRS],
             anchor="@register_auto_model",
         )
-    snapshot.prefetch(modules)
     rows, warnings = registered_architectures({p: snapshot.read_text(p) for p in modules})
     return FactOutput(tuple(rows), tuple(warnings))
 
@@ -53,34 +52,34 @@ def _page(snapshot: Snapshot):
     return parse_document(snapshot.read_text(path), path)
 
 
-def _supported_models(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _supported_models(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     rows, warnings = docs_tables.architecture_table(_page(snapshot))
     return FactOutput(tuple(rows), tuple(warnings))
 
 
-def _feature_matrix(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _feature_matrix(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     cells, warnings = docs_tables.feature_matrices(_page(snapshot))
     return FactOutput(tuple(cells), tuple(warnings))
 
 
-def _findings(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _findings(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     documented = [
         Documented(
             name=r.architecture,
             where=f"{r.path} § {r.section}",
             note=" ".join(r.architecture_notes),
         )
-        for r in done[SUPPORTED_MODELS.name]
+        for r in needed[SUPPORTED_MODELS.name]
         if isinstance(r, TrtllmSupportedModel)
     ]
     documented += [
         Documented(name=c.architecture, where=f"{c.path} § {c.matrix}", note=" ".join(c.row_notes))
-        for c in done[FEATURE_MATRIX.name]
+        for c in needed[FEATURE_MATRIX.name]
         if isinstance(c, TrtllmFeatureCell)
     ]
     registered = [
         Registered(name=r.architecture, where=f"{r.path}: {r.class_name}", group=r.module)
-        for r in done[REGISTRY_ROWS.name]
+        for r in needed[REGISTRY_ROWS.name]
         if isinstance(r, TrtllmRegisteredArchitecture)
     ]
     return FactOutput(tuple(compare(documented, registered)))
@@ -94,21 +93,21 @@ REGISTRY_ROWS = FactKind(
     "modeling_*.py, with the decorated class (the two can differ).",
 )
 SUPPORTED_MODELS = FactKind(
-    docs_tables.ROWS_FACT,
+    "supported_models",
     "Supported models",
     TrtllmSupportedModel,
     "the architecture table of docs/source/models/supported-models.md, footnotes resolved to "
     "their text on the cell that references them.",
 )
 FEATURE_MATRIX = FactKind(
-    docs_tables.MATRIX_FACT,
+    "feature_matrix",
     "Feature support matrices",
     TrtllmFeatureCell,
     "every cell of the model-feature matrices (Yes/No/Untested/N/A), with the footnotes of the "
     "cell and of the architecture name (hardware and backend constraints).",
 )
 DOCS_REGISTRY_FINDINGS = FactKind(
-    DOCS_FINDINGS_FACT,
+    "docs_registry_findings",
     "Documented vs registered",
     DocRegistryFinding,
     "architectures the page names that no decorator registers (the note keeps the footnote, "
@@ -121,9 +120,14 @@ ENGINE = EngineSpec(
     title="TensorRT-LLM",
     upstream_url="https://github.com/NVIDIA/TensorRT-LLM",
     facts=(
-        FactExtractor(REGISTRY_ROWS, _registry_rows),
-        FactExtractor(SUPPORTED_MODELS, _supported_models),
-        FactExtractor(FEATURE_MATRIX, _feature_matrix),
-        FactExtractor(DOCS_REGISTRY_FINDINGS, _findings, allow_empty=True),
+        FactExtractor(REGISTRY_ROWS, _registry_rows, reads=MODELS_READS),
+        FactExtractor(SUPPORTED_MODELS, _supported_models, reads=SUPPORTED_PAGES),
+        FactExtractor(FEATURE_MATRIX, _feature_matrix, reads=SUPPORTED_PAGES),
+        FactExtractor(
+            DOCS_REGISTRY_FINDINGS,
+            _findings,
+            needs=("registry_rows", "supported_models", "feature_matrix"),
+            allow_empty=True,
+        ),
     ),
 )

@@ -16,11 +16,9 @@ from extractors.parsing.markdown import (
     footnote_notes,
     normalize_heading,
 )
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, warning
 from extractors.trtllm.records import TrtllmFeatureCell, TrtllmSupportedModel
 
-ROWS_FACT = "supported_models"
-MATRIX_FACT = "feature_matrix"
 ARCHITECTURE_HEADING = "Supported Models"
 ARCHITECTURE_HEADER = "Architecture"
 MATRIX_HEADING = "Model-Feature Support Matrix"
@@ -32,18 +30,13 @@ IDENTIFIER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*)$")
 
 def _warn(
     warnings: list[ExtractionWarning],
-    fact: str,
     code: str,
     subject: str,
     message: str,
     path: str,
     symbol: str,
 ) -> None:
-    warnings.append(
-        ExtractionWarning(
-            fact=fact, code=code, subject=subject, message=message, path=path, symbol=symbol
-        )
-    )
+    warnings.append(warning(code, subject, message, path, symbol))
 
 
 def _architecture(cell: Cell) -> tuple[str, list[str]]:
@@ -62,13 +55,12 @@ def _notes(
     row: Row,
     column: str,
     subject: str,
-    fact: str,
     symbol: str,
     warnings: list[ExtractionWarning],
 ) -> tuple[str, ...]:
     notes, problems = footnote_notes(document, cell, row.line)
     for problem in problems:
-        _warn(warnings, fact, "footnote", subject, f"{column}: {problem}", document.path, symbol)
+        _warn(warnings, "footnote", subject, f"{column}: {problem}", document.path, symbol)
     return tuple(notes)
 
 
@@ -76,7 +68,6 @@ def _ragged(
     table: Table,
     row: Row,
     subject: str,
-    fact: str,
     symbol: str,
     path: str,
     warnings: list[ExtractionWarning],
@@ -84,7 +75,6 @@ def _ragged(
     if row.is_ragged(len(table.headers)):
         _warn(
             warnings,
-            fact,
             "ragged-row",
             subject,
             f"row has {row.source_cells} cells, the header has {len(table.headers)}; missing "
@@ -126,9 +116,9 @@ def architecture_table(
             arch_cell = row.cells[0]
             architecture, extra = _architecture(arch_cell)
             subject = architecture or "(empty row)"
-            _ragged(table, row, subject, ROWS_FACT, section, document.path, warnings)
+            _ragged(table, row, subject, section, document.path, warnings)
             arch_notes = _notes(
-                document, arch_cell, row, ARCHITECTURE_HEADER, subject, ROWS_FACT, section, warnings
+                document, arch_cell, row, ARCHITECTURE_HEADER, subject, section, warnings
             )
             model = cells.get("Model", Cell(text=""))
             example = next(
@@ -140,9 +130,7 @@ def architecture_table(
                     architecture=architecture,
                     architecture_notes=tuple(extra) + arch_notes,
                     model=model.text,
-                    model_notes=_notes(
-                        document, model, row, "Model", subject, ROWS_FACT, section, warnings
-                    ),
+                    model_notes=_notes(document, model, row, "Model", subject, section, warnings),
                     hf_examples=tuple(example.code),
                     example_notes=_notes(
                         document,
@@ -150,7 +138,6 @@ def architecture_table(
                         row,
                         "HuggingFace Example",
                         subject,
-                        ROWS_FACT,
                         section,
                         warnings,
                     ),
@@ -191,12 +178,12 @@ def feature_matrices(document: Document) -> tuple[list[TrtllmFeatureCell], list[
         for row in table.rows:
             architecture, extra = _architecture(row.cells[0])
             subject = architecture or "(empty row)"
-            _ragged(table, row, subject, MATRIX_FACT, matrix, document.path, warnings)
+            _ragged(table, row, subject, matrix, document.path, warnings)
             row_notes = tuple(extra) + _notes(
-                document, row.cells[0], row, "Architecture", subject, MATRIX_FACT, matrix, warnings
+                document, row.cells[0], row, "Architecture", subject, matrix, warnings
             )
             for feature, cell in zip(features, row.cells[1:], strict=False):
-                notes = _notes(document, cell, row, feature, subject, MATRIX_FACT, matrix, warnings)
+                notes = _notes(document, cell, row, feature, subject, matrix, warnings)
                 if feature in TEXT_COLUMNS:
                     status = "text"
                 else:
@@ -204,7 +191,6 @@ def feature_matrices(document: Document) -> tuple[list[TrtllmFeatureCell], list[
                     if status == "unknown":
                         _warn(
                             warnings,
-                            MATRIX_FACT,
                             "unknown-cell-value",
                             subject,
                             f"{feature} cell {cell.text!r} is not Yes, No, Untested or N/A",

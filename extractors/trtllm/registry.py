@@ -16,7 +16,6 @@ from extractors.parsing.python_ts import node_text, parse_python, string_value
 from extractors.records import ExtractionWarning
 from extractors.trtllm.records import TrtllmRegisteredArchitecture
 
-FACT = "registry_rows"
 DECORATOR = "register_auto_model"
 
 
@@ -72,7 +71,6 @@ def module_registrations(
     def warn(subject: str, message: str) -> None:
         warnings.append(
             ExtractionWarning(
-                fact=FACT,
                 code="unparsed-registration",
                 subject=subject,
                 message=message,
@@ -144,7 +142,6 @@ def registered_architectures(
             if previous is not None:
                 warnings.append(
                     ExtractionWarning(
-                        fact=FACT,
                         code="duplicate-architecture",
                         subject=architecture,
                         message=f"{architecture} is registered on {previous.module}."

@@ -6,13 +6,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import FACT as DOCS_FINDINGS_FACT
 from extractors.doc_findings import DocRegistryFinding
-from extractors.records import ExtractionWarning, FactKind, Record
+from extractors.records import FactKind, Record, warning
 from extractors.snapshot import Snapshot
-from extractors.vllm import attn_type_rule, class_flags, convertor
-from extractors.vllm.docs_tables import FACT as DOCS_ROWS_FACT
-from extractors.vllm.docs_tables import docs_findings, docs_table_rows
+from extractors.vllm import attn_type_rule, class_flags, convertor, docs_tables
 from extractors.vllm.records import (
     AttnTypeRule,
     InterfaceFlag,
@@ -70,31 +67,13 @@ def find_layout(snapshot: Snapshot, method: str) -> ConvertorLayout:
     raise snapshot.missing_anchor(f"{method} is not defined in any known layout", tried, anchors)
 
 
-def prefetch_sources(snapshot: Snapshot) -> None:
-    """Fetch every file the vLLM facts may read in one batch (a git snapshot makes one request
-    instead of one per file; only paths present at the commit are fetched; a directory stands
-    for its files)."""
-    from extractors.vllm import docs_tables
-
-    snapshot.prefetch(
-        [
-            *(lay.path for lay in CONVERTOR_LAYOUTS),
-            *REGISTRY_PATHS,
-            *docs_tables.SUPPORTED_PAGES,
-            *docs_tables.POOLING_PAGES,
-            *docs_tables.POOLING_DIRS,
-        ]
-    )
+CONVERTOR_READS = tuple(lay.path for lay in CONVERTOR_LAYOUTS)
 
 
-def _layout_fact(
-    method: str, extract: Callable[[str, ConvertorLayout], list[Record]], *, prefetch: bool = False
-):
+def _layout_fact(method: str, extract: Callable[[str, ConvertorLayout], list[Record]]):
     """A fact read from the newest convertor layout that defines `<class>.<method>`."""
 
-    def run(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-        if prefetch:
-            prefetch_sources(snapshot)  # the first fact: one fetch for the whole engine
+    def run(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
         layout = find_layout(snapshot, method)
         return FactOutput(tuple(extract(snapshot.read_text(layout.path), layout)))
 
@@ -110,7 +89,6 @@ def _kv_head_overrides(text: str, layout: ConvertorLayout) -> list[Record]:
 _mla_model_types = _layout_fact(
     convertor.MLA_METHOD,
     lambda text, lay: convertor.mla_model_types(text, lay.path, lay.class_name),
-    prefetch=True,
 )
 _mla_gates = _layout_fact(
     convertor.MLA_METHOD, lambda text, lay: convertor.mla_gates(text, lay.path, lay.class_name)
@@ -125,7 +103,7 @@ _kv_head_fallback = _layout_fact(
 _kv_head_overrides_fact = _layout_fact(convertor.KV_METHOD, _kv_head_overrides)
 
 
-def _registry_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     path = snapshot.first_existing(REGISTRY_PATHS, anchor="_VLLM_MODELS")
     rows, warnings = registry_rows(snapshot.read_text(path), path)
     return FactOutput(tuple(rows), tuple(warnings))
@@ -147,40 +125,36 @@ def _reader(snapshot: Snapshot):
     return read_text
 
 
+CLASS_FLAG_READS = (*REGISTRY_PATHS, *MODEL_DIRS)
+
+
 def _model_class_flags(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    READS = (*REGISTRY_PATHS, *MODEL_DIRS)  # noqa: N806
-    NEEDS = ("registry_rows",)  # noqa: N806
-    snapshot.prefetch(READS[: len(REGISTRY_PATHS) + 2])
-    rows = done[NEEDS[0]]
+    rows = done["registry_rows"]
     path = snapshot.first_existing(REGISTRY_PATHS, anchor="_ModelInfo")
     records, _, warnings, _ = class_flags.model_class_flags(_reader(snapshot), path, rows)
     return FactOutput(tuple(records), tuple(warnings))
 
 
 def _interface_flags(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    READS = REGISTRY_PATHS  # noqa: N806
-    path = snapshot.first_existing(READS, anchor="interfaces")
+    path = snapshot.first_existing(REGISTRY_PATHS, anchor="interfaces")
     return FactOutput(tuple(class_flags.interface_flags_at(_reader(snapshot), path)))
 
 
 def _registry_notices(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    READS = REGISTRY_PATHS  # noqa: N806
-    path = snapshot.first_existing(READS, anchor="_PREVIOUSLY_SUPPORTED_MODELS")
+    path = snapshot.first_existing(REGISTRY_PATHS, anchor="_PREVIOUSLY_SUPPORTED_MODELS")
     notices, warnings = registry_notices(snapshot.read_text(path), path)
     return FactOutput(tuple(notices), tuple(warnings))
 
 
 def _attn_type_rule(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    READS = attn_type_rule.CONFIG_PATHS  # noqa: N806
     tried = []
-    for path in READS:
+    for path in attn_type_rule.CONFIG_PATHS:
         tried.append(path)
         if snapshot.exists(path):
             text = snapshot.read_text(path)
             if "def attn_type" in text:
                 return FactOutput((attn_type_rule.attn_type_rule(text, path),))
-    absent = ExtractionWarning(
-        fact=attn_type_rule.FACT,
+    absent = warning(
         code="absent",
         subject="ModelConfig.attn_type",
         message="no ModelConfig.attn_type at this commit in " + ", ".join(tried),
@@ -231,14 +205,14 @@ REGISTRY_ROWS = FactKind(
     "every HF architecture vLLM registers, with module, class, task group and section.",
 )
 DOCS_TABLE_ROWS = FactKind(
-    DOCS_ROWS_FACT,
+    "docs_table_rows",
     "Supported-model docs tables",
     VllmDocsRow,
     "every row of the tables with an Architecture column in docs/models/supported_models.md and "
     "the pooling pages, with the heading path it sits under, example HF ids and feature marks.",
 )
 DOCS_REGISTRY_FINDINGS = FactKind(
-    DOCS_FINDINGS_FACT,
+    "docs_registry_findings",
     "Documented vs registered",
     DocRegistryFinding,
     "architectures the docs tables name that the registry lacks, registered architectures no "
@@ -281,17 +255,26 @@ ENGINE = EngineSpec(
     title="vLLM",
     upstream_url="https://github.com/vllm-project/vllm",
     facts=(
-        FactExtractor(MLA_MODEL_TYPES, _mla_model_types),
-        FactExtractor(MLA_GATES, _mla_gates),
-        FactExtractor(KV_HEAD_ALIASES, _kv_head_aliases),
-        FactExtractor(KV_HEAD_FALLBACK, _kv_head_fallback),
-        FactExtractor(KV_HEAD_OVERRIDES, _kv_head_overrides_fact),
-        FactExtractor(REGISTRY_ROWS, _registry_rows),
-        FactExtractor(DOCS_TABLE_ROWS, docs_table_rows),
-        FactExtractor(DOCS_REGISTRY_FINDINGS, docs_findings, allow_empty=True),
-        FactExtractor(MODEL_CLASS_FLAGS, _model_class_flags),
-        FactExtractor(INTERFACE_FLAGS, _interface_flags),
-        FactExtractor(REGISTRY_NOTICES, _registry_notices, allow_empty=True),
-        FactExtractor(ATTN_TYPE_RULE, _attn_type_rule, allow_empty=True),
+        FactExtractor(MLA_MODEL_TYPES, _mla_model_types, reads=CONVERTOR_READS),
+        FactExtractor(MLA_GATES, _mla_gates, reads=CONVERTOR_READS),
+        FactExtractor(KV_HEAD_ALIASES, _kv_head_aliases, reads=CONVERTOR_READS),
+        FactExtractor(KV_HEAD_FALLBACK, _kv_head_fallback, reads=CONVERTOR_READS),
+        FactExtractor(KV_HEAD_OVERRIDES, _kv_head_overrides_fact, reads=CONVERTOR_READS),
+        FactExtractor(REGISTRY_ROWS, _registry_rows, reads=REGISTRY_PATHS),
+        FactExtractor(DOCS_TABLE_ROWS, docs_tables.docs_table_rows, reads=docs_tables.READS),
+        FactExtractor(
+            DOCS_REGISTRY_FINDINGS,
+            docs_tables.docs_findings,
+            needs=("docs_table_rows", "registry_rows"),
+            allow_empty=True,
+        ),
+        FactExtractor(
+            MODEL_CLASS_FLAGS, _model_class_flags, reads=CLASS_FLAG_READS, needs=("registry_rows",)
+        ),
+        FactExtractor(INTERFACE_FLAGS, _interface_flags, reads=REGISTRY_PATHS),
+        FactExtractor(REGISTRY_NOTICES, _registry_notices, reads=REGISTRY_PATHS, allow_empty=True),
+        FactExtractor(
+            ATTN_TYPE_RULE, _attn_type_rule, reads=attn_type_rule.CONFIG_PATHS, allow_empty=True
+        ),
     ),
 )

@@ -13,7 +13,7 @@ from tree_sitter import Node
 
 from extractors.errors import AnchorError
 from extractors.parsing.python_ts import node_text, unparenthesize
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, warning
 from extractors.vllm.class_tree import ClassInfo, ClassTree, Unresolved, c3_mro
 from extractors.vllm.flag_eval import ClassValue, FlagEvaluator, Unknown
 from extractors.vllm.records import InterfaceFlag, ModelClassFlags, RegistryRow
@@ -179,8 +179,7 @@ class _FlagReader:
 
     def warn(self, code: str, subject: str, message: str, symbol: str, path: str = "") -> None:
         self.warnings.append(
-            ExtractionWarning(
-                fact=FACT,
+            warning(
                 code=code,
                 subject=subject,
                 message=message,

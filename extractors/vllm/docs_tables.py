@@ -18,8 +18,6 @@ from extractors.records import ExtractionWarning, Record
 from extractors.snapshot import Snapshot
 from extractors.vllm.records import RegistryRow, VllmDocsRow
 
-FACT = "docs_table_rows"
-
 # Newest first. Early 2025 (docs/source/models/) wrote the tables as MyST list-tables, which
 # this extractor does not read; that layout fails with an error naming the heading.
 SUPPORTED_PAGES = (
@@ -30,6 +28,7 @@ SUPPORTED_PAGES = (
 POOLING_DIRS = ("docs/models/pooling_models",)
 POOLING_PAGES = ("docs/models/pooling_models.md", "docs/source/models/pooling_models.md")
 POOLING_HEADING = "Pooling Models"
+READS = (*SUPPORTED_PAGES, *(f"{d}/*.md" for d in POOLING_DIRS), *POOLING_PAGES)
 REQUIRED_HEADINGS = ("List of Text-only Language Models", "List of Multimodal Language Models")
 
 ARCHITECTURE_HEADER = "Architecture"
@@ -90,7 +89,6 @@ def page_rows(document: Document) -> tuple[list[VllmDocsRow], list[ExtractionWar
         def warn(code: str, subject: str, message: str, section: str = section) -> None:
             warnings.append(
                 ExtractionWarning(
-                    fact=FACT,
                     code=code,
                     subject=subject,
                     message=message,
@@ -181,7 +179,7 @@ def _pooling_pages(snapshot: Snapshot) -> list[str]:
     )
 
 
-def docs_table_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def docs_table_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     supported = snapshot.first_existing(SUPPORTED_PAGES, anchor="supported models page")
     document = parse_document(snapshot.read_text(supported), supported)
     for heading in REQUIRED_HEADINGS:
@@ -200,7 +198,6 @@ def docs_table_rows(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
             )
     rows, warnings = page_rows(document)
     pooling_pages = _pooling_pages(snapshot)
-    snapshot.prefetch(pooling_pages)
     pooling_rows = 0
     for page in pooling_pages:
         page_records, page_warnings = page_rows(parse_document(snapshot.read_text(page), page))
@@ -225,13 +222,13 @@ def _marks_note(marks: tuple[str, ...]) -> str:
     return ("docs mark it " + " ".join(f"^{m}" for m in marks)) if marks else ""
 
 
-def docs_findings(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+def docs_findings(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     """Documented-vs-registered: the docs rows against the merged registry rows."""
     documented = [
         Documented(
             name=name, where=f"{row.path} § {row.section}", note=_marks_note(row.architecture_marks)
         )
-        for row in done[FACT]
+        for row in needed["docs_table_rows"]
         if isinstance(row, VllmDocsRow)
         for name in row.architectures
     ]
@@ -239,7 +236,7 @@ def docs_findings(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) ->
         Registered(
             name=row.architecture, where=f"{row.path}: {row.dict_name}", group=row.task_group
         )
-        for row in done["registry_rows"]
+        for row in needed["registry_rows"]
         if isinstance(row, RegistryRow)
     ]
     return FactOutput(tuple(compare(documented, registered)))

@@ -9,7 +9,7 @@ from extractors.parsing.python_ts import (
     string_value,
     top_level_assignments,
 )
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, warning
 from extractors.vllm.records import RegistryNotice
 
 FACT = "registry_notices"
@@ -29,8 +29,7 @@ def registry_notices(text: str, path: str) -> tuple[list[RegistryNotice], list[E
         node = dicts.get(name)
         if node is None or node.type != "dictionary":
             warnings.append(
-                ExtractionWarning(
-                    fact=FACT,
+                warning(
                     code="absent",
                     subject=name,
                     message=f"{path} defines no {name} dict at this commit",
@@ -48,8 +47,7 @@ def registry_notices(text: str, path: str) -> tuple[list[RegistryNotice], list[E
             detail = string_value(value) if value is not None else None
             if architecture is None or detail is None:
                 warnings.append(
-                    ExtractionWarning(
-                        fact=FACT,
+                    warning(
                         code="unparsed-entry",
                         subject=node_text(pair)[:60],
                         message=f'an entry of {name} is not `"Arch": "text"`',

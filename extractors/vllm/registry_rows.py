@@ -22,7 +22,6 @@ from extractors.vllm.records import RegistryRow
 
 MERGED_DICT = "_VLLM_MODELS"
 SECTION_COMMENT = re.compile(r"^#\s*\[(?P<section>[^\]]+)\]\s*$")
-FACT = "registry_rows"
 
 
 def task_group(dict_name: str) -> str:
@@ -48,7 +47,6 @@ class _DictReader:
     def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
         self.warnings.append(
             ExtractionWarning(
-                fact=FACT,
                 code=code,
                 subject=subject,
                 message=message,
