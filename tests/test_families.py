@@ -5,7 +5,7 @@ from __future__ import annotations
 from extractors import families
 from extractors.engines import ENGINES
 from extractors.llamacpp.records import HfArchitecture
-from extractors.records import EngineFacts, FactResult
+from extractors.records import EngineFacts, FactKind, FactResult, Record
 from extractors.vllm.records import MlaModelType, ModelClassFlags, RegistryRow
 
 REGISTRY = "vllm/model_executor/models/registry.py"
@@ -180,3 +180,35 @@ def test_family_section_marks_absent_engines_and_opens_the_matrix():
     assert "attn_type" not in next(line for line in lines if line.startswith("| BertModel |"))
     jamba = next(line for line in lines if line.startswith("| JambaForCausalLM |"))
     assert "[hybrid, inner state]" in jamba
+
+
+class _SetRow(Record):
+    """Shape of SGLang's architecture-set records (set name, architecture, polarity)."""
+
+    set_name: str
+    architecture: str
+    member_returns: bool
+    path: str
+    symbol: str
+
+
+def test_sglang_families_from_architecture_sets_when_present():
+    rows = [
+        _SetRow(set_name=name, architecture=arch, member_returns=returns, path="mc.py", symbol=name)
+        for name, arch, returns in [
+            ("is_hybrid_swa_model", "GptOssForCausalLM", True),
+            ("is_multimodal_model", "Qwen2VLForConditionalGeneration", True),
+            ("is_generation_model", "BertModel", False),
+            ("is_encoder_decoder_model", "WhisperForConditionalGeneration", True),
+        ]
+    ]
+    sets = FactResult(
+        FactKind("architecture_sets", "Architecture sets", _SetRow, ""), tuple(rows), ()
+    )
+    facts = _facts("sglang", registry_rows=[])
+    facts = EngineFacts(**{**facts.__dict__, "facts": (*facts.facts, sets)})
+    cells = families.sglang_families(facts)
+    assert members(cells, "sliding window") == ["GptOssForCausalLM"]
+    assert members(cells, "pooling") == ["BertModel"]
+    assert members(cells, "encoder-decoder") == ["WhisperForConditionalGeneration"]
+    assert cells["sliding window"].traces == {"mc.py is_hybrid_swa_model"}
