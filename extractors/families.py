@@ -370,13 +370,18 @@ VLLM_FLAG_WORDS = (
 def vllm_architecture_flags(facts: EngineFacts) -> dict[str, tuple[str, ...]]:
     """Per architecture, the vLLM class flags that are set, in words, for the matrix rows."""
     found: dict[str, tuple[str, ...]] = {}
+    rules = _rows(facts, "attn_type_rule")
+    encoder_only_pooling = set(rules[0].encoder_only_seq_pooling_types) if rules else set()
     for row in _rows(facts, "model_class_flags"):
         if row.status != "resolved":
             found[row.architecture] = ("class unresolved",)
             continue
         words = [word for name, word in VLLM_FLAG_WORDS if getattr(row, name) is True]
+        pooling_run = row.is_pooling_model or row.is_text_generation_model is False
         if row.attn_type and row.attn_type != "decoder":
             words.insert(0, f"attn_type {row.attn_type}")
+        elif pooling_run and row.default_seq_pooling_type in encoder_only_pooling:
+            words.insert(0, f"encoder-only run ({row.default_seq_pooling_type} pooling)")
         if row.score_type and row.score_type != "bi-encoder":
             words.append(row.score_type)
         unknown = [
