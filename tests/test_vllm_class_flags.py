@@ -134,6 +134,22 @@ def test_renamed_flag_in_interfaces_changes_the_result():
     assert by_arch["JambaForCausalLM"].is_hybrid is False
 
 
+def test_cyclic_aliases_and_inheritance_are_unresolved_not_a_crash():
+    files = class_tree()
+    files["vllm/model_executor/models/mamba.py"] = (
+        "MambaForCausalLM = OtherName\nOtherName = MambaForCausalLM\n"
+    )
+    files["vllm/model_executor/models/jamba.py"] = (
+        "from .jamba import JambaForCausalLM as Base\n\n\nclass JambaForCausalLM(Base):\n    pass\n"
+    )
+    by_arch, _, warnings, _ = _run(files)
+    assert by_arch["MambaForCausalLM"].status == "unresolved"
+    assert (
+        "in terms of itself" in next(w for w in warnings if w.subject == "MambaForCausalLM").message
+    )
+    assert by_arch["JambaForCausalLM"].is_hybrid is None
+
+
 def test_missing_model_info_is_an_anchor_error():
     files = class_tree()
     files[REGISTRY_PATH] = REGISTRY.replace("def from_model_cls", "def from_cls")

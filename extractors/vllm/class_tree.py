@@ -209,6 +209,7 @@ class ClassTree:
         self._read_text = read_text
         self._modules: dict[str, Module | None] = {}
         self._classes: dict[tuple[str, str], ClassInfo] = {}
+        self._resolving: set[tuple[str, str]] = set()
         self.read_paths: list[str] = []
 
     # -------------------------------------------------------------- modules
@@ -267,7 +268,14 @@ class ClassTree:
             mod, binding = self.binding(module_name, name)
         except _External as external:
             return external_class(external.qualname)
-        return self._from_binding(mod, binding, name)
+        key = (mod.name, name)
+        if key in self._resolving:
+            raise Unresolved(f"{name} in {mod.name} is defined in terms of itself")
+        self._resolving.add(key)
+        try:
+            return self._from_binding(mod, binding, name)
+        finally:
+            self._resolving.discard(key)
 
     def _from_binding(self, mod: Module, binding: Binding, name: str) -> ClassInfo:
         if binding.kind == "class":
