@@ -81,7 +81,9 @@ def test_vllm_column_uses_vllm_flags_not_another_engines():
     view = vllm_view(plan(config, context=512, constraints=swapped))
     assert view.flags == ()
     assert view.mechanism == "full_attention"
-    assert vllm_view(plan(config, context=512)).flags == ("hybrid",)
+    hybrid = vllm_view(plan(config, context=512))
+    assert hybrid.flags == ("hybrid",)
+    assert any("states no per-layer layout" in n for n in hybrid.notes)
 
 
 def test_schema_has_the_flags():

@@ -443,6 +443,11 @@ def _class_decision(
         notes.append(f"vLLM attention type unknown: {kind.why}")
     structure = layout(model)
     is_hybrid = field(row, "is_hybrid")
+    if structure is None and is_hybrid is True:
+        notes.append(
+            "vLLM's class is hybrid (IsHybrid) but the config states no per-layer layout; "
+            "the state layers are not known from it"
+        )
     if structure is not None and not structure.unknown and is_hybrid is not None:
         if is_hybrid and not structure.has_state:
             notes.append(
