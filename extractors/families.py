@@ -43,10 +43,13 @@ class FamilyCell:
     members: set[str] = field(default_factory=set)
     traces: set[str] = field(default_factory=set)
     no_rule: str = ""  # why the engine's facts cannot place architectures in this family
+    conditional: set[str] = field(default_factory=set)  # members only under an extra condition
 
-    def add(self, architecture: str, trace: str) -> None:
+    def add(self, architecture: str, trace: str, *, conditional: bool = False) -> None:
         self.members.add(architecture)
         self.traces.add(trace)
+        if conditional:
+            self.conditional.add(architecture)
 
 
 def _rows(facts: EngineFacts, fact: str) -> tuple:
@@ -266,10 +269,12 @@ def sglang_families(facts: EngineFacts) -> dict[str, FamilyCell]:
             family = "pooling"
         if family is None or row.architecture == "*":
             continue
-        cells[family].add(row.architecture, f"{row.path} {row.symbol}")
+        conditional = getattr(row, "condition", None) is not None
+        cells[family].add(row.architecture, f"{row.path} {row.symbol}", conditional=conditional)
         placed.add(row.architecture)
+    cells["pooling"].members -= cells["cross-encoder"].members  # a cross-encoder also pools
     for row in _rows(facts, "mla_architectures"):
-        cells["MLA"].add(row.architecture, f"{row.path} {row.symbol}")
+        cells["MLA"].add(row.architecture, f"{row.path} {row.symbol}", conditional=row.conditional)
         placed.add(row.architecture)
     if sets:
         path = next((r.path for r in _rows(facts, "registry_rows")), "")
@@ -316,7 +321,7 @@ def engine_families(facts: EngineFacts) -> dict[str, FamilyCell]:
 def _cell_text(cell: FamilyCell) -> str:
     if not cell.members:
         return f"- ({cell.no_rule})" if cell.no_rule else "0"
-    names = ", ".join(sorted(cell.members))
+    names = ", ".join(a + ("*" if a in cell.conditional else "") for a in sorted(cell.members))
     traces = "; ".join(sorted(cell.traces)[:3]) + (" ..." if len(cell.traces) > 3 else "")
     return f"**{len(cell.members)}**: {names} ({traces})"
 
@@ -330,8 +335,9 @@ def render_family_section(all_facts: Mapping[str, EngineFacts]) -> list[str]:
         "Each cell: the number of architectures the engine's extracted facts put in the family, "
         "their names, and where the rule reads them (path, symbol; a cell with many sources "
         "shows the first three). `-` with a reason: that engine has no extracted fact for the "
-        "family. `?`: no constraints extracted for the engine. An architecture can be in "
-        "several families. The rules:",
+        "family. `?`: no constraints extracted for the engine. `*`: only when an extra "
+        "condition holds (the engine's page gives it). An architecture can be in several "
+        "families. The rules:",
         "",
     ]
     for engine in ENGINE_ORDER:

@@ -190,6 +190,7 @@ class _SetRow(Record):
     member_returns: bool
     path: str
     symbol: str
+    condition: str | None = None
 
 
 def test_sglang_families_from_architecture_sets_when_present():
@@ -200,15 +201,30 @@ def test_sglang_families_from_architecture_sets_when_present():
             ("is_multimodal_model", "Qwen2VLForConditionalGeneration", True),
             ("is_generation_model", "BertModel", False),
             ("is_encoder_decoder_model", "WhisperForConditionalGeneration", True),
+            ("is_generation_model", "BertForSequenceClassification", False),
+            ("is_cross_encoding_pooler_model", "BertForSequenceClassification", True),
         ]
     ]
+    rows.append(
+        _SetRow(
+            set_name="is_hybrid_swa_model",
+            architecture="LagunaForCausalLM",
+            member_returns=True,
+            path="mc.py",
+            symbol="is_hybrid_swa_model",
+            condition="getattr(config, 'sliding_window', None) is not None",
+        )
+    )
     sets = FactResult(
         FactKind("architecture_sets", "Architecture sets", _SetRow, ""), tuple(rows), ()
     )
     facts = _facts("sglang", registry_rows=[])
     facts = EngineFacts(**{**facts.__dict__, "facts": (*facts.facts, sets)})
     cells = families.sglang_families(facts)
-    assert members(cells, "sliding window") == ["GptOssForCausalLM"]
+    assert members(cells, "sliding window") == ["GptOssForCausalLM", "LagunaForCausalLM"]
+    assert cells["sliding window"].conditional == {"LagunaForCausalLM"}
+    assert "LagunaForCausalLM*" in families._cell_text(cells["sliding window"])
     assert members(cells, "pooling") == ["BertModel"]
+    assert members(cells, "cross-encoder") == ["BertForSequenceClassification"]
     assert members(cells, "encoder-decoder") == ["WhisperForConditionalGeneration"]
     assert cells["sliding window"].traces == {"mc.py is_hybrid_swa_model"}
