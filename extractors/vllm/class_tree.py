@@ -36,7 +36,7 @@ class Unresolved(Exception):
 
 
 @dataclass(frozen=True)
-class Literal:
+class Constant:
     """A class attribute whose value is a plain literal (str, bool, int, None)."""
 
     value: object
@@ -63,7 +63,7 @@ class ClassInfo:
     module: str
     path: str
     bases: list[ClassInfo] = field(default_factory=list)
-    attributes: dict[str, object] = field(default_factory=dict)  # Literal or NON_LITERAL
+    attributes: dict[str, object] = field(default_factory=dict)  # Constant or NON_LITERAL
     annotations: set[str] = field(default_factory=set)  # annotated without a value
     methods: dict[str, Method] = field(default_factory=dict)
     external: bool = False  # outside the vLLM tree: sets no vLLM flag
@@ -75,7 +75,7 @@ class ClassInfo:
         return self.qualname.rsplit(".", 1)[-1]
 
     def own(self, attribute: str) -> object | None:
-        """The class's own value for `attribute` (Literal, NON_LITERAL, a Method), or None."""
+        """The class's own value for `attribute` (Constant, NON_LITERAL, a Method), or None."""
         if attribute in self.attributes:
             return self.attributes[attribute]
         return self.methods.get(attribute)
@@ -211,6 +211,8 @@ class ClassTree:
         self._classes: dict[tuple[str, str], ClassInfo] = {}
         self._resolving: set[tuple[str, str]] = set()
         self.read_paths: list[str] = []
+        # `if <check>(cls): return cls` in an adapter; the flag evaluator installs its own
+        self.adapter_guard: Callable[[Module, Node, str, ClassInfo], bool] | None = None
 
     # -------------------------------------------------------------- modules
 
@@ -473,8 +475,6 @@ class ClassTree:
                 raise Unresolved(f"adapter {adapter} returns `{word[:40]}`, not a nested class")
         raise Unresolved(f"adapter {adapter} has no `return` of a nested class")
 
-    adapter_guard: Callable[[Module, Node, str, ClassInfo], bool] | None = None
-
     def apply_decorator(self, mod: Module, decorator: Node, info: ClassInfo) -> None:
         """A decorator factory `f(args)` whose inner function sets `model.<attr> = <param>`
         sets those attributes on `info`; a decorator the tree does not define is left alone."""
@@ -542,19 +542,19 @@ def _import_alias(root: Node, head: str, rest: str) -> str | None:
 def literal_value(node: Node) -> object:
     node = unparenthesize(node)
     if node.type == "true":
-        return Literal(True)
+        return Constant(True)
     if node.type == "false":
-        return Literal(False)
+        return Constant(False)
     if node.type == "none":
-        return Literal(None)
+        return Constant(None)
     if node.type == "integer":
         try:
-            return Literal(int(node_text(node), 0))
+            return Constant(int(node_text(node), 0))
         except ValueError:
             return NON_LITERAL
     text = string_value(node)
     if text is not None:
-        return Literal(text)
+        return Constant(text)
     return NON_LITERAL
 
 
@@ -584,7 +584,7 @@ def _method(definition: Node, *, strip_self: bool = True) -> Method:
 
 
 def _bind_arguments(factory: Node, arguments: Node | None) -> dict[str, object]:
-    """Parameter name -> Literal for a decorator factory call, defaults included."""
+    """Parameter name -> Constant for a decorator factory call, defaults included."""
     values: dict[str, object] = {}
     parameters = factory.child_by_field_name("parameters")
     names: list[str] = []
@@ -613,7 +613,7 @@ __all__ = [
     "NON_LITERAL",
     "ClassInfo",
     "ClassTree",
-    "Literal",
+    "Constant",
     "Method",
     "Unresolved",
     "c3_mro",

@@ -18,7 +18,7 @@ from extractors.vllm.class_tree import (
     NON_LITERAL,
     ClassInfo,
     ClassTree,
-    Literal,
+    Constant,
     Method,
     Module,
     Unresolved,
@@ -98,7 +98,7 @@ def lookup(cls: ClassInfo, attribute: str) -> object | None:
         own = entry.own(attribute)
         if own is None:
             continue
-        if isinstance(own, Literal):
+        if isinstance(own, Constant):
             return own.value
         if own is NON_LITERAL:
             return PRESENT
