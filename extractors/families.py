@@ -224,7 +224,11 @@ def llamacpp_families(facts: EngineFacts) -> dict[str, FamilyCell]:
 # ------------------------------------------------------------------ SGLang
 
 SGLANG_RULES = (
-    ("dense", "registered (EntryClass) and in none of the sets below"),
+    (
+        "dense",
+        "registered (EntryClass) and in none of the name sets below (hybrids, which SGLang "
+        "decides by config class, can be among them)",
+    ),
     ("MLA", "an MLA branch of the attention-arch chain (`mla_architectures`)"),
     (
         "sliding window",
