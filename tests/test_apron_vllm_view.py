@@ -88,3 +88,12 @@ def test_vllm_column_uses_vllm_flags_not_another_engines():
 
 def test_schema_has_the_flags():
     assert "is_hybrid" in ModelClassFlags._fields and "attn_type" in ModelClassFlags._fields
+
+
+def test_an_architecture_vllm_does_not_register_gets_no_other_engines_class():
+    # llama.cpp classes RWKV as recurrent; vLLM registers no RWKV class, so its column takes no
+    # recurrent flag from llama.cpp
+    config = {**BERT, "architectures": ["Rwkv7ForCausalLM"], "model_type": "rwkv7"}
+    result = plan(config, context=512)
+    assert vllm_view(result).flags == ()
+    assert vllm_view(result).registered is False

@@ -480,6 +480,6 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
         (*notes, *class_notes),
         cites,
         computes_figures=True,
-        own_flags=vllm.has(CLASS_FLAGS) and class_flags(model, vllm) is not None,
+        own_flags=vllm.has(CLASS_FLAGS),
         no_kv_cache=no_kv,
     )
