@@ -13,7 +13,13 @@ from extractors.vllm.class_flags import interface_flags_at, model_class_flags
 from extractors.vllm.class_tree import ClassInfo, Unresolved, c3_mro
 from extractors.vllm.registry_notices import registry_notices
 from extractors.vllm.registry_rows import registry_rows
-from tests.vllm_class_miniatures import MODEL_CONFIG, REGISTRY, REGISTRY_PATH, class_tree
+from tests.vllm_class_miniatures import (
+    MODEL_CONFIG,
+    NEW_ARCH_INIT_ELIF,
+    REGISTRY,
+    REGISTRY_PATH,
+    class_tree,
+)
 
 
 def _run(files: dict[str, str]):
@@ -112,6 +118,14 @@ def test_dotted_module_with_conditional_reexport(flags):
     # object tests presence only, so a plain `supports_pp = False` does not switch it off
     assert new.supports_pp is True
     assert "vllm/models/new_arch/rocm/model.py" not in paths
+
+
+def test_platform_chain_takes_the_cuda_branch():
+    files = {**class_tree(), "vllm/models/new_arch/__init__.py": NEW_ARCH_INIT_ELIF}
+    by_arch, _, _, paths = _run(files)
+    new = by_arch["NewArchForCausalLM"]
+    assert new.resolved_class == "vllm.models.new_arch.cuda.model.NewArchForCausalLM"
+    assert not any("rocm" in p or "xpu" in p for p in paths)
 
 
 def test_interface_flag_map_is_extracted():

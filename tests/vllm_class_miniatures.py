@@ -481,6 +481,18 @@ else:
 __all__ = ["NewArchForCausalLM"]
 """
 
+# the later shape: the CUDA path is the `else` branch after non-CUDA platform checks
+NEW_ARCH_INIT_ELIF = """
+from vllm.platforms import current_platform
+
+if current_platform.is_rocm():
+    from .rocm.model import NewArchForCausalLM
+elif current_platform.is_xpu():
+    from .xpu.model import NewArchForCausalLM
+else:
+    from .cuda.model import NewArchForCausalLM
+"""
+
 NEW_ARCH_CUDA = """
 from vllm.model_executor.models.llama import LlamaForCausalLM
 

@@ -160,9 +160,68 @@ def _definition(statement: Node) -> tuple[Node, list[Node]]:
     return statement, []
 
 
+CUDA_CHECKS = ("is_cuda", "is_cuda_alike")  # platform checks that hold on NVIDIA GPUs
+
+
+def _platform_truth(node: Node) -> bool | None:
+    """A condition's value on a CUDA machine outside type checking: `TYPE_CHECKING` is false,
+    `current_platform.is_cuda()` true, any other `current_platform.is_<x>()` false; None when the
+    condition tests something else."""
+    node = unparenthesize(node)
+    if node.type == "identifier" and node_text(node) == "TYPE_CHECKING":
+        return False
+    if node.type == "not_operator":
+        inner = _platform_truth(node.child_by_field_name("argument"))
+        return None if inner is None else not inner
+    if node.type == "boolean_operator":
+        left = _platform_truth(node.child_by_field_name("left"))
+        right = _platform_truth(node.child_by_field_name("right"))
+        if left is None or right is None:
+            return None
+        operator = node.child_by_field_name("operator").type
+        return (left and right) if operator == "and" else (left or right)
+    if node.type == "call":
+        function = node.child_by_field_name("function")
+        if function.type == "attribute":
+            name = node_text(function.child_by_field_name("attribute"))
+            if name.startswith("is_") and "platform" in node_text(
+                function.child_by_field_name("object")
+            ):
+                return name in CUDA_CHECKS
+    return None
+
+
+def _platform_branch(statement: Node) -> Node | None:
+    """The block of an `if/elif/else` over platform checks that runs on CUDA, or None when a
+    condition is not a platform check."""
+    clauses = [
+        (statement.child_by_field_name("condition"), statement.child_by_field_name("consequence"))
+    ]
+    otherwise = None
+    for part in statement.children_by_field_name("alternative"):
+        if part.type == "elif_clause":
+            clauses.append(
+                (part.child_by_field_name("condition"), part.child_by_field_name("consequence"))
+            )
+        else:
+            otherwise = part.child_by_field_name("body")
+    for condition, block in clauses:
+        truth = _platform_truth(condition)
+        if truth is None:
+            return None
+        if truth:
+            return block
+    return otherwise
+
+
 def _collect_bindings(block: Node, bindings: dict[str, Binding], stars: list[str], mod, nested):
     for statement in block.named_children:
         kind = statement.type
+        if kind == "if_statement":
+            chosen = _platform_branch(statement)
+            if chosen is not None:
+                _collect_bindings(chosen, bindings, stars, mod, True)
+                continue
         if kind in ("if_statement", "try_statement", "with_statement"):
             for part in statement.named_children:
                 if part.type == "block":
