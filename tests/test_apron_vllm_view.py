@@ -97,3 +97,11 @@ def test_an_architecture_vllm_does_not_register_gets_no_other_engines_class():
     result = plan(config, context=512)
     assert vllm_view(result).flags == ()
     assert vllm_view(result).registered is False
+
+
+def test_an_unresolved_class_says_its_flags_are_unknown():
+    swapped = with_flags("JambaForCausalLM", status="unresolved", is_hybrid=None)
+    config = {**BERT, "architectures": ["JambaForCausalLM"], "model_type": "jamba"}
+    view = vllm_view(plan(config, context=512, constraints=swapped))
+    assert any("not statically resolved" in n for n in view.notes)
+    assert view.flags == ()

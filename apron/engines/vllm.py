@@ -424,9 +424,19 @@ def _class_decision(
 ) -> tuple[tuple[str, ...], str, tuple[str, ...], tuple[Citation, ...]]:
     """(vLLM's own architecture flags, why it holds no KV cache or "", notes, citations)."""
     kind = attention_kind(model, vllm)
-    if kind is None:
-        return (), "", (), ()
     row = class_flags(model, vllm)
+    if kind is None:
+        if row is not None:  # registered, but the class was not resolved statically
+            return (
+                (),
+                "",
+                (
+                    f"vLLM's class for {model.architecture} is not statically resolved: its "
+                    "flags (hybrid, attention-free, encoder-only) are unknown",
+                ),
+                (vllm.cite(row),),
+            )
+        return (), "", (), ()
     flags: list[str] = []
     notes: list[str] = []
     no_kv = ""
