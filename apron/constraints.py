@@ -1,25 +1,33 @@
-"""Load whichever generated engine-constraint modules exist, and read their rows by field name.
+"""The one strict loader of committed constraints: a `generated/` directory -> validated rows.
 
-apron imports `generated/` only. Any subset of engines may be present (an engine's extractor may
-not have landed, or may never exist), so each engine package is looked up with
-`importlib.util.find_spec` and its facts are read through the `FACTS` tuple it declares. Rows are
-read with `getattr(row, name, default)`, never by position, so a regenerated schema that adds
-fields does not break the calculator."""
+`extract` (diff, bump, check) and apron read `generated/` through `load_engine` alone. Each
+module is executed from its file (our own generated files, never engine source; no `sys.path`
+or `sys.modules` edits, so two directories load side by side in one process) with its
+`from generated.schema import ...` answered by that directory's `schema.py`, and then checked
+against that schema: every row is a record type of the schema and every field holds a value of
+the type the schema declares. A mismatch is a `ConstraintsError` naming the file and the field,
+never a silent default. An engine's facts are loaded on first use, so a plan pays only for the
+modules it reads."""
 
 from __future__ import annotations
 
-import importlib
+import builtins
+import functools
 import importlib.util
-from collections.abc import Mapping
+import itertools
+import re
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
 from typing import Any, NamedTuple
 
-ENGINES = ("vllm", "sglang", "llamacpp", "trtllm")
-ENGINE_TITLES = {
-    "vllm": "vLLM",
-    "sglang": "SGLang",
-    "llamacpp": "llama.cpp",
-    "trtllm": "TensorRT-LLM",
-}
+from apron.errors import ConstraintsError
+
+WARNINGS_MODULE = "warnings_found"
+SUPPORT_ROLES = ("registry", "documented", "finding", "matrix")
+_names = itertools.count()
 
 
 class Citation(NamedTuple):
@@ -31,6 +39,15 @@ class Citation(NamedTuple):
     symbol: str
 
 
+class ArchitectureFact(NamedTuple):
+    """A fact apron scans for a config's architecture: its name, the field holding the
+    architecture (a string or a tuple of strings) and its role (see SUPPORT_ROLES)."""
+
+    fact: str
+    field: str
+    role: str
+
+
 class EngineConstraints(NamedTuple):
     """One engine's generated constraints: provenance plus fact name -> rows."""
 
@@ -39,6 +56,7 @@ class EngineConstraints(NamedTuple):
     commit_date: str
     upstream: str
     facts: Mapping[str, tuple[Any, ...]]
+    architecture_facts: tuple[ArchitectureFact, ...] = ()
 
     def rows(self, fact: str) -> tuple[Any, ...]:
         return self.facts[fact] if fact in self.facts else ()
@@ -46,18 +64,12 @@ class EngineConstraints(NamedTuple):
     def has(self, fact: str) -> bool:
         return fact in self.facts
 
-    def fact_names(self) -> tuple[str, ...]:
-        """Declared fact names, without importing their modules."""
-        names = getattr(self.facts, "names", None)
-        return tuple(names) if names is not None else tuple(self.facts)
-
     def cite(self, row: Any, symbol: str = "") -> Citation:
-        """A citation for one row: its path and symbol fields when it has them."""
+        """A citation for one row: its path and symbol fields when its record type has them."""
+        fields = row._fields
+        path = row.path if "path" in fields else ""
         return Citation(
-            self.engine,
-            self.commit,
-            str(field(row, "path", "") or ""),
-            str(field(row, "symbol", "") or symbol),
+            self.engine, self.commit, path, (row.symbol if "symbol" in fields else "") or symbol
         )
 
     @property
@@ -65,92 +77,281 @@ class EngineConstraints(NamedTuple):
         return ENGINE_TITLES.get(self.engine, self.engine)
 
 
-def field(row: Any, name: str, default: Any = None) -> Any:
-    """A row's field by name, or `default` when this generated schema has no such field."""
-    return getattr(row, name, default)
+# ---------------------------------------------------------------- executing one module
 
 
-def _fact_names(package: Any) -> tuple[str, ...]:
-    facts = getattr(package, "FACTS", None)
-    if isinstance(facts, tuple | list) and facts:
-        return tuple(str(f) for f in facts)
-    import pkgutil  # only for a package that does not declare FACTS
+class _FreshLoader(SourceFileLoader):
+    """Compiles from source every time: no bytecode is read or written, so a file rewritten
+    within the same second (same size, new commit hash) is never answered from a stale .pyc."""
 
-    return tuple(
-        sorted(
-            m.name
-            for m in pkgutil.iter_modules(package.__path__)
-            if not m.name.startswith("_") and m.name != "warnings_found"
-        )
+    def path_stats(self, path: str) -> Mapping[str, Any]:
+        raise OSError("bytecode caching is off for this load")
+
+
+def _importer(schema: types.ModuleType | None):
+    def generated_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
+        if level == 0 and name == "generated.schema" and schema is not None:
+            return schema
+        if level == 0 and (name == "generated" or name.startswith("generated.")):
+            raise ImportError(f"a generated module may import only generated.schema, not {name}")
+        return builtins.__import__(name, globals, locals, fromlist, level)
+
+    return generated_import
+
+
+def _execute(path: Path, schema: types.ModuleType | None, *, fresh: bool) -> types.ModuleType:
+    """Run one generated file as a private module (not in sys.modules)."""
+    if not path.is_file():
+        raise ConstraintsError(f"{path} is missing")
+    name = f"_apron_generated_{next(_names)}_{path.stem}"
+    loader = (_FreshLoader if fresh else SourceFileLoader)(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__["__builtins__"] = {**builtins.__dict__, "__import__": _importer(schema)}
+    try:
+        loader.exec_module(module)
+    except Exception as err:
+        raise ConstraintsError(f"{path} does not load: {type(err).__name__}: {err}") from err
+    return module
+
+
+# ---------------------------------------------------------------- checking values
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i].strip())
+            start = i + len(sep)
+    parts.append(text[start:].strip())
+    return parts
+
+
+def matches(value: Any, annotation: str) -> bool:
+    """Does `value` have the type a schema annotation names (str, int, bool, None, unions of
+    them, tuple[X, ...] and tuple[X, Y])?"""
+    return _checker(annotation)(value)
+
+
+_SCALARS: dict[str, Callable[[Any], bool]] = {
+    "str": lambda v: type(v) is str,
+    "bool": lambda v: type(v) is bool,
+    "int": lambda v: type(v) is int,
+    "None": lambda v: v is None,
+}
+
+
+@functools.cache
+def _checker(annotation: str) -> Callable[[Any], bool]:
+    """A predicate for one annotation, built once (a module has thousands of values)."""
+    options = _split_top(annotation, "|")
+    if len(options) > 1:
+        checks = tuple(_checker(option) for option in options)
+        return lambda v: any(check(v) for check in checks)
+    annotation = annotation.strip()
+    if annotation in _SCALARS:
+        return _SCALARS[annotation]
+    found = re.fullmatch(r"tuple\[(.*)\]", annotation)
+    if found is None:
+        raise ConstraintsError(f"the schema uses a type apron does not know: {annotation}")
+    items = _split_top(found.group(1), ",")
+    if len(items) == 2 and items[1] == "...":
+        item = _checker(items[0])
+        return lambda v: type(v) is tuple and all(item(x) for x in v)
+    each = tuple(_checker(i) for i in items)
+    return lambda v: (
+        type(v) is tuple and len(v) == len(each) and all(c(x) for c, x in zip(each, v, strict=True))
     )
+
+
+def _annotation_text(annotation: Any) -> str:
+    """A schema annotation as written (NamedTuple keeps postponed ones as ForwardRef)."""
+    if isinstance(annotation, typing.ForwardRef):
+        return annotation.__forward_arg__
+    if isinstance(annotation, str):
+        return annotation
+    raise ConstraintsError(f"the schema annotation {annotation!r} is not written as text")
+
+
+def _record_types(schema: types.ModuleType) -> dict[str, type]:
+    return {
+        name: value
+        for name, value in vars(schema).items()
+        if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
+    }
+
+
+def _declared(module: types.ModuleType, path: Path, name: str, check, expected: str) -> Any:
+    if name not in vars(module):
+        raise ConstraintsError(f"{path}: {name} is missing")
+    value = vars(module)[name]
+    if not check(value):
+        raise ConstraintsError(f"{path}: {name} should be {expected}, not {value!r}")
+    return value
+
+
+def _str_tuple(value: Any) -> bool:
+    return isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+
+
+def checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType) -> tuple:
+    """The module's ROWS, each an instance of the one schema record type the module imports,
+    each field of the type the schema declares."""
+    types_in_schema = _record_types(schema)
+    imported = [v for v in vars(module).values() if v in types_in_schema.values()]
+    if len(imported) != 1:
+        raise ConstraintsError(
+            f"{path}: imports {len(imported)} record types from generated/schema.py, not one"
+        )
+    record = imported[0]
+    rows = _declared(module, path, "ROWS", lambda v: isinstance(v, tuple), "a tuple")
+    annotations = {name: _annotation_text(a) for name, a in record.__annotations__.items()}
+    checks = [(field, _checker(annotations[field])) for field in record._fields]
+    for number, row in enumerate(rows, 1):
+        if type(row) is not record:
+            raise ConstraintsError(
+                f"{path}: row {number} is a {type(row).__name__}, not a {record.__name__} "
+                "of generated/schema.py"
+            )
+        for (field, check), value in zip(checks, row, strict=True):
+            if not check(value):
+                raise ConstraintsError(
+                    f"{path}: row {number}, field {field!r}: {value!r} is not "
+                    f"{annotations[field]} ({record.__name__} in generated/schema.py)"
+                )
+    return rows
+
+
+# ---------------------------------------------------------------- one engine
+
+
+class EngineDirectory:
+    """One `generated/<engine>/` folder, read on demand and checked against the schema."""
+
+    def __init__(self, root: Path, engine: str, *, fresh: bool) -> None:
+        self.root = root
+        self.engine = engine
+        self.folder = root / engine
+        self.fresh = fresh
+        self._schema: types.ModuleType | None = None
+        self._modules: dict[str, types.ModuleType] = {}
+
+    def schema(self) -> types.ModuleType:
+        if self._schema is None:
+            self._schema = _execute(self.root / "schema.py", None, fresh=self.fresh)
+        return self._schema
+
+    def module(self, name: str) -> types.ModuleType:
+        if name not in self._modules:
+            self._modules[name] = _execute(
+                self.folder / f"{name}.py", self.schema(), fresh=self.fresh
+            )
+        return self._modules[name]
+
+    def fact_module(self, fact: str) -> tuple[types.ModuleType, tuple]:
+        """The fact's module and its checked rows (FACT, ORDERED and SOURCES checked too)."""
+        module = self.module(fact)
+        path = self.folder / f"{fact}.py"
+        _declared(module, path, "FACT", lambda v: v == fact, repr(fact))
+        _declared(module, path, "ORDERED", lambda v: isinstance(v, bool), "True or False")
+        _declared(
+            module,
+            path,
+            "SOURCES",
+            lambda v: isinstance(v, tuple) and all(_str_tuple(s) and len(s) == 2 for s in v),
+            "a tuple of (path, blob) pairs",
+        )
+        return module, checked_rows(module, path, self.schema())
+
+    def warnings(self) -> tuple:
+        path = self.folder / f"{WARNINGS_MODULE}.py"
+        return checked_rows(self.module(WARNINGS_MODULE), path, self.schema())
 
 
 class LazyFacts(Mapping[str, tuple[Any, ...]]):
-    """Fact name -> ROWS, importing each generated module on first access.
+    """Fact name -> checked ROWS, loading each generated module on first access. A module
+    that does not load or does not match the schema raises ConstraintsError."""
 
-    A plan reads only the facts it needs, so an engine's other modules (llama.cpp's raw class
-    sets, say) cost nothing. A module that fails to import or has no ROWS tuple reads as absent
-    and is listed in `unreadable`."""
-
-    def __init__(self, engine: str, names: tuple[str, ...]) -> None:
-        self._engine = engine
+    def __init__(self, directory: EngineDirectory, names: tuple[str, ...]) -> None:
+        self._directory = directory
         self._names = names
-        self._rows: dict[str, tuple[Any, ...] | None] = {}
-
-    def _load(self, name: str) -> tuple[Any, ...] | None:
-        if name not in self._rows:
-            rows = None
-            try:
-                module = importlib.import_module(f"generated.{self._engine}.{name}")
-                found = getattr(module, "ROWS", None)
-                rows = tuple(found) if isinstance(found, tuple | list) else None
-            except Exception:  # a half-written or stale module must not take apron down
-                rows = None
-            self._rows[name] = rows
-        return self._rows[name]
+        self._rows: dict[str, tuple[Any, ...]] = {}
 
     def __getitem__(self, name: str) -> tuple[Any, ...]:
-        rows = self._load(name) if name in self._names else None
-        if rows is None:
+        if name not in self._names:
             raise KeyError(name)
-        return rows
+        if name not in self._rows:
+            self._rows[name] = self._directory.fact_module(name)[1]
+        return self._rows[name]
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in self._names and self._load(name) is not None
+        return isinstance(name, str) and name in self._names
 
-    def __iter__(self):  # noqa: ANN204
-        return (name for name in self._names if self._load(name) is not None)
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The fact names the engine package declares (nothing is imported)."""
-        return self._names
-
-    @property
-    def unreadable(self) -> tuple[str, ...]:
-        return tuple(name for name in self._names if self._load(name) is None)
+        return len(self._names)
 
 
-def load_engine(engine: str) -> EngineConstraints | None:
-    """The engine's generated constraints, or None when `generated/<engine>/` does not exist."""
-    try:
-        if importlib.util.find_spec("generated") is None:
-            return None
-        if importlib.util.find_spec(f"generated.{engine}") is None:
-            return None
-        package = importlib.import_module(f"generated.{engine}")
-    except ImportError:
+def _architecture_facts(value: Any, facts: tuple[str, ...], path: Path) -> tuple:
+    found = []
+    for entry in value:
+        if not (_str_tuple(entry) and len(entry) == 3):
+            raise ConstraintsError(f"{path}: ARCHITECTURE_FACTS entry {entry!r} is not 3 strings")
+        scan = ArchitectureFact(*entry)
+        if scan.fact not in facts:
+            raise ConstraintsError(f"{path}: ARCHITECTURE_FACTS names {scan.fact!r}, not in FACTS")
+        if scan.role not in SUPPORT_ROLES:
+            raise ConstraintsError(
+                f"{path}: ARCHITECTURE_FACTS gives {scan.fact!r} the role {scan.role!r}, not "
+                f"one of {', '.join(SUPPORT_ROLES)}"
+            )
+        found.append(scan)
+    return tuple(found)
+
+
+def load_engine(engine: str, directory: Path | None = None) -> EngineConstraints | None:
+    """The engine's constraints from `directory` (default: the `generated` package), or None
+    when `<directory>/<engine>/` does not exist. Fact modules load when first read."""
+    root = (directory or default_directory()).resolve()
+    if not (root / engine / "__init__.py").is_file():
         return None
+    folder = EngineDirectory(root, engine, fresh=directory is not None)
+    init = folder.module("__init__")
+    path = folder.folder / "__init__.py"
+
+    def text(name: str) -> str:
+        return _declared(init, path, name, lambda v: isinstance(v, str), "a string")
+
+    _declared(init, path, "ENGINE", lambda v: v == engine, repr(engine))
+    facts = _declared(init, path, "FACTS", _str_tuple, "a tuple of fact names")
+    scans = _declared(init, path, "ARCHITECTURE_FACTS", lambda v: isinstance(v, tuple), "a tuple")
     return EngineConstraints(
-        engine=str(getattr(package, "ENGINE", engine)),
-        commit=str(getattr(package, "COMMIT", "") or ""),
-        commit_date=str(getattr(package, "COMMIT_DATE", "") or ""),
-        upstream=str(getattr(package, "UPSTREAM_URL", "") or ""),
-        facts=LazyFacts(engine, _fact_names(package)),
+        engine=engine,
+        commit=text("COMMIT"),
+        commit_date=text("COMMIT_DATE"),
+        upstream=text("UPSTREAM_URL"),
+        facts=LazyFacts(folder, facts),
+        architecture_facts=_architecture_facts(scans, facts, path),
     )
+
+
+def engine_directory(engine: EngineConstraints) -> EngineDirectory:
+    """The folder an engine was loaded from (for `extract`, which also reads the sources)."""
+    facts = engine.facts
+    if not isinstance(facts, LazyFacts):
+        raise ConstraintsError(f"{engine.engine} was not loaded from a generated/ directory")
+    return facts._directory
+
+
+# ---------------------------------------------------------------- every engine
 
 
 class ConstraintSet(NamedTuple):
@@ -166,17 +367,77 @@ class ConstraintSet(NamedTuple):
         return ConstraintSet({**self.engines, engine: constraints})
 
 
+def default_directory() -> Path:
+    """The `generated` package apron was installed with."""
+    spec = importlib.util.find_spec("generated")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConstraintsError("the generated package is not installed next to apron")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def engine_titles(directory: Path | None = None) -> dict[str, str]:
+    """Engine id -> title, in the order apron reports engines (`generated/__init__.py`)."""
+    root = directory or default_directory()
+    path = root / "__init__.py"
+    module = _execute(path, None, fresh=directory is not None)
+    pairs = _declared(
+        module,
+        path,
+        "ENGINES",
+        lambda v: isinstance(v, tuple) and all(_str_tuple(p) and len(p) == 2 for p in v),
+        "a tuple of (engine id, title) pairs",
+    )
+    return dict(pairs)
+
+
+class _DefaultTitles(Mapping[str, str]):
+    """`engine_titles()` of the default directory, read on first use (so importing apron
+    reads no file, and `extract` can regenerate a `generated/__init__.py` that is out of date)."""
+
+    def _titles(self) -> dict[str, str]:
+        if "titles" not in _TITLES:
+            _TITLES["titles"] = engine_titles()
+        return _TITLES["titles"]
+
+    def __getitem__(self, engine: str) -> str:
+        return self._titles()[engine]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._titles())
+
+    def __len__(self) -> int:
+        return len(self._titles())
+
+
+class _DefaultEngines(Sequence[str]):
+    """The engine ids of the default directory, in order, read on first use."""
+
+    def __getitem__(self, index):  # noqa: ANN001, ANN204
+        return tuple(ENGINE_TITLES)[index]
+
+    def __len__(self) -> int:
+        return len(ENGINE_TITLES)
+
+
+_TITLES: dict[str, dict[str, str]] = {}
+ENGINE_TITLES: Mapping[str, str] = _DefaultTitles()
+ENGINES: Sequence[str] = _DefaultEngines()
+
 _CACHE: dict[str, ConstraintSet] = {}
 
 
-def load_constraints() -> ConstraintSet:
-    """Every engine's generated constraints, loaded once per process."""
-    cached = _CACHE.get("all")
+def load_constraints(directory: Path | None = None) -> ConstraintSet:
+    """Every engine's constraints in `directory` (default: the `generated` package, loaded once
+    per process; an explicit directory is read afresh)."""
+    if directory is not None:
+        return ConstraintSet({e: load_engine(e, directory) for e in engine_titles(directory)})
+    cached = _CACHE.get("default")
     if cached is None:
         cached = ConstraintSet({engine: load_engine(engine) for engine in ENGINES})
-        _CACHE["all"] = cached
+        _CACHE["default"] = cached
     return cached
 
 
 def reset_cache() -> None:
     _CACHE.clear()
+    _TITLES.clear()

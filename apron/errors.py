@@ -9,3 +9,8 @@ class ApronInputError(Exception):
     The message says what was given and what to do instead; the CLI prints it and exits 2."""
 
     exit_code = 2
+
+
+class ConstraintsError(Exception):
+    """A committed generated/ module that does not match generated/schema.py (or does not load):
+    the message names the file and the field. apron never reads around it with a default."""

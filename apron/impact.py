@@ -5,16 +5,23 @@ cares about into strings: apron's prediction and each engine's view at its pin."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from apron.config import load_sample, sample_names
+from apron.constraints import load_constraints
 from apron.plan import plan
 
 IMPACT_CONTEXT = 32768
 
 
-def sample_figures(context: int = IMPACT_CONTEXT) -> dict[str, dict[str, str]]:
+def sample_figures(
+    directory: Path | None = None, context: int = IMPACT_CONTEXT
+) -> dict[str, dict[str, str]]:
+    """The figures with the constraints of `directory` (default: the installed generated/)."""
+    constraints = load_constraints(directory)
     figures: dict[str, dict[str, str]] = {}
     for name in sample_names():
-        result = plan(load_sample(name), context=context)
+        result = plan(load_sample(name), context=context, constraints=constraints)
         row = {
             "prediction mechanism": str(result.prediction.mechanism),
             "prediction KV bytes/token": str(result.prediction.kv_bytes_per_token),

@@ -55,10 +55,7 @@ def _encoder_decoder_section(model: ModelConfig, vllm: EngineConstraints | None)
     if vllm is None or model.architecture is None:
         return ""
     for row in vllm.rows("registry_rows"):
-        if (
-            getattr(row, "architecture", None) == model.architecture
-            and "encoder-decoder" in str(getattr(row, "section", "")).lower()
-        ):
+        if row.architecture == model.architecture and "encoder-decoder" in str(row.section).lower():
             return f"vLLM's registry files {model.architecture} under [Encoder-decoder]"
     return ""
 

@@ -1,27 +1,19 @@
 """Which engines register architectures[0], in which task group, with which documented
-constraints, from every generated fact whose rows name an architecture.
+constraints, from the facts each engine declares as naming architectures.
 
-Generic on purpose: a row counts when one of its architecture fields (`architecture`,
-`hf_architecture`, `registered_architecture`, or the tuple `architectures`) equals the config's
-architecture. Registry facts make an engine "registered"; documentation rows and findings add
-entries and notes."""
+Each generated engine package lists its `ARCHITECTURE_FACTS`: (fact, field, role). A row counts
+when its field (a string, or a tuple of strings) names the config's architecture. "registry"
+facts make an engine "registered", "documented" rows add entries, "finding" rows add notes and
+"matrix" cells merge into one entry. Only those facts' modules are imported."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from apron.config import ModelConfig
-from apron.constraints import ENGINE_TITLES, ConstraintSet, EngineConstraints, field
+from apron.constraints import ENGINE_TITLES, ArchitectureFact, ConstraintSet, EngineConstraints
 from apron.results import EngineSupport, SupportEntry
 
-ARCH_FIELDS = ("architecture", "hf_architecture", "registered_architecture")
-REGISTRY_FACTS = (
-    "registry_rows",
-    "hf_architectures",
-    "registered_architectures",
-    "registered_models",
-)
-FINDINGS_FACTS = ("docs_registry_findings",)
 CONSTRAINT_FIELDS = (
     "notes",
     "footnotes",
@@ -50,54 +42,16 @@ DETAIL_FIELDS = (
     "example_hf_ids",
     "also_in",
 )
-# facts the engine views already interpret (MLA sets and conditions) are not repeated here
-SKIP_FACTS = (
-    "mla_conditions",
-    "mla_architectures",
-    "explicit_mha_architectures",
-    "mla_model_types",
-    "mla_gates",
-    "kv_head_aliases",
-    "kv_head_fallback",
-    "kv_head_overrides",
-)
-# a fact is scanned only when its name says it can hold architectures; this keeps a plan from
-# importing generated modules it does not need (llama.cpp's raw class sets, arch names, ...)
-NAME_HINTS = (
-    "registry",
-    "architecture",
-    "docs",
-    "supported",
-    "registered",
-    "feature",
-    "models",
-    "footnote",
-)
 
 
-def _arch_fields(row: Any) -> tuple[tuple[str, ...], str | None]:
-    """The scalar architecture fields and the tuple field this row type has."""
-    names = getattr(row, "_fields", None)
-    if names is None:
-        names = tuple(n for n in (*ARCH_FIELDS, "architectures") if hasattr(row, n))
-    return tuple(f for f in ARCH_FIELDS if f in names), (
-        "architectures" if "architectures" in names else None
-    )
+def _names(row: Any, scan: ArchitectureFact, arch: str) -> bool:
+    value = getattr(row, scan.field)  # declared by the engine: a missing field fails loudly
+    return arch in value if isinstance(value, tuple) else value == arch
 
 
-def _scan(rows: tuple[Any, ...], arch: str) -> list[Any]:
-    if not rows:
-        return []
-    scalars, many = _arch_fields(rows[0])
-    if not scalars and many is None:
-        return []
-    found = []
-    for row in rows:
-        if any(getattr(row, f, None) == arch for f in scalars) or (
-            many is not None and arch in (getattr(row, many, None) or ())
-        ):
-            found.append(row)
-    return found
+def _shown(row: Any, name: str) -> Any:
+    """A display field of the row's record type; None when the type has no such field."""
+    return getattr(row, name) if name in row._fields else None
 
 
 def _text(value: Any) -> str:
@@ -107,26 +61,26 @@ def _text(value: Any) -> str:
 
 
 def _entry(engine: EngineConstraints, fact: str, row: Any) -> SupportEntry:
-    entry_name = field(row, "entry_name", "")
+    entry_name = _shown(row, "entry_name")
     symbol = str(
-        field(row, "symbol", "")
-        or field(row, "dict_name", "")
+        _shown(row, "symbol")
+        or _shown(row, "dict_name")
         or (f"EntryClass = {entry_name}" if entry_name else "")
-        or field(row, "section", "")
+        or _shown(row, "section")
         or fact
     )
     detail = "; ".join(
-        f"{name} {_text(field(row, name))}"
+        f"{name} {_text(_shown(row, name))}"
         for name in DETAIL_FIELDS
-        if field(row, name) not in (None, "", (), []) and field(row, name) != symbol
+        if _shown(row, name) not in (None, "", (), []) and _shown(row, name) != symbol
     )
-    group = field(row, "task_group", "") or ""
-    also = field(row, "also_in", ())
+    group = _shown(row, "task_group") or ""
+    also = _shown(row, "also_in") or ()
     if group and also:
         group = f"{group} (also {_text(also)})"
     constraints: list[str] = []
     for name in CONSTRAINT_FIELDS:
-        value = field(row, name)
+        value = _shown(row, name)
         if isinstance(value, str) and value:
             constraints.append(value)
         elif isinstance(value, tuple | list):
@@ -134,18 +88,13 @@ def _entry(engine: EngineConstraints, fact: str, row: Any) -> SupportEntry:
     return SupportEntry(fact, str(group), detail, tuple(constraints), engine.cite(row, symbol))
 
 
-def _is_matrix(row: Any) -> bool:
-    return hasattr(row, "feature") and hasattr(row, "status")
-
-
 def _matrix_entry(engine: EngineConstraints, fact: str, cells: list[Any]) -> SupportEntry:
     """One entry for a feature matrix's cells of this architecture (one row per cell)."""
-    detail = ", ".join(f"{field(c, 'feature', '?')} {field(c, 'status', '?')}" for c in cells)
+    detail = ", ".join(f"{c.feature} {c.status}" for c in cells)
     constraints: list[str] = []
     for cell in cells:
-        for name in ("notes", "row_notes"):
-            constraints.extend(str(n) for n in field(cell, name, ()) or () if n)
-    symbol = str(field(cells[0], "matrix", "") or fact)
+        constraints.extend(str(n) for n in (*cell.notes, *cell.row_notes) if n)
+    symbol = str(cells[0].matrix or fact)
     return SupportEntry(
         fact, "", detail, tuple(dict.fromkeys(constraints)), engine.cite(cells[0], symbol)
     )
@@ -177,28 +126,23 @@ def engine_support(
     entries: list[SupportEntry] = []
     notes: list[str] = []
     registered = False
-    facts = [
-        f
-        for f in engine.fact_names()
-        if f not in SKIP_FACTS and any(hint in f for hint in NAME_HINTS)
-    ]
-    for fact in facts:
-        rows = _scan(engine.rows(fact), arch)
-        if rows and _is_matrix(rows[0]):
-            entries.append(_matrix_entry(engine, fact, rows))
+    registry_facts = [s.fact for s in engine.architecture_facts if s.role == "registry"]
+    for scan in engine.architecture_facts:
+        rows = [r for r in engine.rows(scan.fact) if _names(r, scan, arch)]
+        if scan.role == "matrix":
+            if rows:
+                entries.append(_matrix_entry(engine, scan.fact, rows))
             continue
         for row in rows:
-            if fact in FINDINGS_FACTS:
-                kind = field(row, "finding", "") or "finding"
-                note = field(row, "note", "")
-                notes.append(f"{kind}{': ' + note if note else ''}")
+            if scan.role == "finding":
+                note = row.note
+                notes.append(f"{row.finding or 'finding'}{': ' + note if note else ''}")
                 continue
-            entry = _entry(engine, fact, row)
-            entries.append(entry)
-            if fact in REGISTRY_FACTS:
+            entries.append(_entry(engine, scan.fact, row))
+            if scan.role == "registry":
                 registered = True
     if not registered:
-        registry = [f for f in REGISTRY_FACTS if engine.has(f)]
+        registry = [f for f in registry_facts if engine.has(f)]
         if not registry:
             status = "registry not extracted"
             notes.append(f"generated/{engine_id} has no registry fact")
@@ -208,7 +152,7 @@ def engine_support(
     else:
         status = "registered"
     entries.sort(
-        key=lambda e: (e.kind not in REGISTRY_FACTS, "model_type mmproj" in e.detail, e.kind)
+        key=lambda e: (e.kind not in registry_facts, "model_type mmproj" in e.detail, e.kind)
     )
     return EngineSupport(engine_id, title, engine.commit, status, tuple(entries), tuple(notes))
 

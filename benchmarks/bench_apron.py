@@ -34,7 +34,7 @@ t0 = time.perf_counter()
 import apron
 t1 = time.perf_counter()
 constraints = apron.load_constraints()
-rows = {k: (sum(len(v.rows(f)) for f in v.fact_names()) if v else None)
+rows = {k: (sum(len(v.rows(f)) for f in v.facts) if v else None)
         for k, v in constraints.engines.items()}
 t2 = time.perf_counter()
 plan = apron.plan(apron.load_sample(sys.argv[1]))
@@ -54,7 +54,7 @@ import apron
 plan = apron.plan(apron.load_sample(sys.argv[1]))
 t1 = time.perf_counter()
 print(json.dumps({"lazy": (t1 - t0) * 1e3,
-                  "modules": sum(1 for m in sys.modules if m.startswith("generated."))}))
+                  "modules": next(apron.constraints._names)}))  # generated files executed
 """
 
 

@@ -35,14 +35,22 @@ sys.path.insert(0, str(REPO))
 
 from extractors.base import extract_engine  # noqa: E402
 from extractors.engines import ENGINES  # noqa: E402
+from extractors.git import LOCAL_UPLOAD_PACK, GitSource  # noqa: E402
 from extractors.pins import load_pin  # noqa: E402
-from extractors.source import LOCAL_UPLOAD_PACK, GitSource  # noqa: E402
 
 BASELINE_ENGINE = "sglang"
 GOAL_BYTES_VS_CLONE = 100.0
 GOAL_TIME_VS_CLONE = 20.0
 GOAL_BYTES_VS_SHALLOW = 10.0
 GOAL_REQUESTS = 3
+
+
+def machine_load() -> str:
+    """The 1-minute load average against the cores: figures taken on a busy machine are noisy."""
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()[0]
+    busy = "  (busy: more runnable processes than cores, figures are noisy)" if load > cores else ""
+    return f"machine: load average {load:.1f} on {cores} cores{busy}"
 
 
 def mirror(engine: str) -> str | None:
@@ -238,6 +246,7 @@ def main() -> int:
             failures.append(f"{BASELINE_ENGINE} {label}: {ratio:.1f}x < {goal:.0f}x")
     if not (clone["ok"] and shallow["ok"]):
         failures.append("a baseline failed")
+    print(machine_load())
     for failure in failures:
         print(f"goal missed: {failure}")
     return 1 if failures else 0

@@ -32,10 +32,10 @@ sys.path.insert(0, str(REPO))
 
 from extractors.engines import ENGINES  # noqa: E402
 from extractors.factcache import FactCache  # noqa: E402
+from extractors.git import GitSource  # noqa: E402
 from extractors.history import default_jobs, run_history  # noqa: E402
 from extractors.pins import load_pin  # noqa: E402
 from extractors.snapshot import MemorySnapshot  # noqa: E402
-from extractors.source import GitSource  # noqa: E402
 
 GOAL_SECONDS = 10.0
 

@@ -8,9 +8,9 @@ N times each, in a fresh Python process (as `extract` runs; the clock starts aft
   fact cache  the pin from the git cache through `factcache.cached_engine`: nothing changed,
               so every fact is a lookup of the extractor's questions (tree lookups, no parsing)
   parse       the same without the fact cache: every extractor parses its files again
-Times are medians, per engine and per fact. Goal: all engines together under 3 s, judged on the
-fact-cache path (`parse` is printed beside it as the reference). Engines without a mirror are
-listed as skipped. Exits 1 when the goal is missed, 2 when no mirror is set."""
+Times are medians, per engine and per fact. Goals, all engines together: under 3 s on the
+fact-cache path, and under 2 s parsing everything again. Engines without a mirror are listed as
+skipped. Exits 1 when a goal is missed, 2 when no mirror is set."""
 
 from __future__ import annotations
 
@@ -30,6 +30,15 @@ from extractors.engines import ENGINES  # noqa: E402
 from extractors.pins import load_pin  # noqa: E402
 
 GOAL_SECONDS = 3.0
+GOAL_PARSE_SECONDS = 2.0
+
+
+def machine_load() -> str:
+    """The 1-minute load average against the cores: figures taken on a busy machine are noisy."""
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()[0]
+    busy = "  (busy: more runnable processes than cores, figures are noisy)" if load > cores else ""
+    return f"machine: load average {load:.1f} on {cores} cores{busy}"
 
 
 def mirror(engine: str) -> str | None:
@@ -44,7 +53,7 @@ from pathlib import Path
 from extractors.base import extract_engine
 from extractors.engines import ENGINES
 from extractors.factcache import FactCache, cached_engine
-from extractors.source import GitSource
+from extractors.git import GitSource
 
 engine_id, url, commit, cache_dir, variant = sys.argv[1:6]
 engine = ENGINES[engine_id]
@@ -117,12 +126,19 @@ def main() -> int:
         print(f"{name}: skipped (APRON_MIRROR_{name.upper()} not set)")
     print(
         f"all engines: fact cache {totals['cache']:.2f} s, parse {totals['parse']:.2f} s "
-        f"(goal: under {GOAL_SECONDS:.0f} s with the fact cache)"
+        f"(goals: under {GOAL_SECONDS:.0f} s with the fact cache, under "
+        f"{GOAL_PARSE_SECONDS:.0f} s parsing)"
     )
-    if totals["cache"] >= GOAL_SECONDS:
-        print(f"goal missed: {totals['cache']:.2f} s >= {GOAL_SECONDS:.0f} s")
-        return 1
-    return 0
+    print(machine_load())
+    missed = False
+    for label, seconds, goal in (
+        ("fact cache", totals["cache"], GOAL_SECONDS),
+        ("parse", totals["parse"], GOAL_PARSE_SECONDS),
+    ):
+        if seconds >= goal:
+            print(f"goal missed: {label} {seconds:.2f} s >= {goal:.0f} s")
+            missed = True
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

@@ -55,11 +55,26 @@ class FactExtractor:
                 )
 
 
+@dataclass(frozen=True)
+class MatrixCell:
+    """What one engine says about one HF architecture in the cross-engine matrix."""
+
+    status: str  # "registered", "registered*" (with a documented constraint)
+    detail: str  # task group, GGUF arch, constraint text
+    where: str  # path and symbol, no line numbers
+    flags: tuple[str, ...] = ()
+
+
+# An engine's cells of the cross-engine matrix, by HF architecture, from its own facts.
+MatrixCells = Callable[[EngineFacts], dict[str, MatrixCell]]
+
+
 class Engine(Protocol):
     engine_id: str
     title: str
     upstream_url: str
     facts: tuple[FactExtractor, ...]
+    matrix_cells: MatrixCells | None
 
 
 def run_order(facts: Sequence[FactExtractor]) -> tuple[FactExtractor, ...]:
@@ -116,9 +131,10 @@ class EngineSpec:
     `FACTS` tuple; the order they run in follows their `needs` (see `run_order`)."""
 
     engine_id: str
-    title: str
+    title: str  # how people write the engine's name: the one place it is spelled
     upstream_url: str
     facts: tuple[FactExtractor, ...] = field(default_factory=tuple)
+    matrix_cells: MatrixCells | None = None  # None: any fact with an `architecture` field
 
     def __post_init__(self) -> None:
         run_order(self.facts)  # a bad declaration fails when the engine module is imported

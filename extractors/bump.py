@@ -7,20 +7,22 @@ from dataclasses import dataclass, field
 
 from extractors.base import EngineSpec
 from extractors.diff import EngineDiff, FactDiff, diff_engine
-from extractors.errors import GuardError, UsageError
+from extractors.errors import GeneratedError, GuardError, UnknownCommitError, UsageError
+from extractors.git import GitSource
 from extractors.impact import ImpactChange, calculator_impact
-from extractors.pins import ANY_SHA, Pin, load_pin, pin_path, render_pin
+from extractors.pins import ANY_SHA, FULL_SHA, Pin, load_pin, pin_path, render_pin
 from extractors.pipeline import (
     ProjectPaths,
     current_facts,
     extract_at,
-    generated_changes,
+    refuse_leftovers,
     render_generated,
     source_for,
+    start_writing,
+    write_rendered,
 )
 from extractors.records import EngineFacts, Record
-from extractors.source import GitSource
-from extractors.writer import write_changes_atomically
+from extractors.writer import project_lock
 
 NO_CHANGE_EXIT = 3  # documented: nothing changed beyond the header; no pull request
 SHRINK_LIMIT = 0.5
@@ -57,8 +59,13 @@ def resolve_ref(source: GitSource, ref: str | None) -> str:
     """A commit SHA as given, a branch/tag name via the source, or the source's HEAD."""
     if ref is None:
         return source.default_branch_head()
-    if ANY_SHA.match(ref):
+    if FULL_SHA.match(ref):
         return ref
+    if ANY_SHA.match(ref):  # hex-looking: a tag or branch of that name wins over a SHA prefix
+        try:
+            return source.ref_head(ref)
+        except UnknownCommitError:
+            return ref
     if ref.startswith("-") or not REF_NAME.match(ref) or ".." in ref:
         raise UsageError(
             f"--to {ref!r} is neither a hexadecimal SHA nor a plain branch or tag name"
@@ -86,11 +93,26 @@ def plan_bump(
     with_impact: bool = True,
 ) -> BumpPlan:
     old_pin = load_pin(paths.pins, engine.engine_id)
+    try:  # the diff and the shrink guard compare with it: no bump without it
+        old_facts = current_facts(paths, engine)
+    except GeneratedError as err:
+        raise GeneratedError(
+            f"bump refuses to run: the previous generation cannot be read, so the diff and "
+            f"the shrink guard would compare with nothing ({err.message}); regenerate it at "
+            f"the pin first (extract --engine {engine.engine_id})",
+            engine=engine.engine_id,
+        ) from err
     chosen = source_for(engine, old_pin, source)
-    git_source = GitSource(engine.engine_id, chosen)
-    commit = resolve_ref(git_source, to)
+    with GitSource(engine.engine_id, chosen) as git_source:
+        commit = resolve_ref(git_source, to)
+    if old_facts is not None and old_facts.commit != old_pin.commit:
+        raise GuardError(
+            f"generated/{engine.engine_id} was extracted at {old_facts.commit} but "
+            f"pins/{engine.engine_id}.toml names {old_pin.commit}: the bump would compare "
+            f"against the wrong commit; run `extract --engine {engine.engine_id}` first",
+            engine=engine.engine_id,
+        )
     new_facts = extract_at(engine, commit, chosen, upstream_url=old_pin.url)
-    old_facts = current_facts(paths, engine)
     diff = diff_engine(old_facts, new_facts)
     shrinks = find_shrinks(diff)
     if shrinks and not allow_shrink:
@@ -122,9 +144,14 @@ def plan_bump(
 def apply_bump(paths: ProjectPaths, plan: BumpPlan) -> None:
     """generated/ and the pin as one atomic change, the pin swapped in last: a failure anywhere
     leaves both as they were, so the pin never names a commit whose files were not written."""
-    changes = generated_changes(paths, plan.rendered)
-    changes[pin_path(paths.pins, plan.engine.engine_id)] = render_pin(plan.new_pin)
-    write_changes_atomically(changes)
+    with project_lock(paths.root):
+        start_writing(paths)
+        refuse_leftovers(paths, "bump")
+        write_rendered(
+            paths,
+            plan.rendered,
+            {pin_path(paths.pins, plan.engine.engine_id): render_pin(plan.new_pin)},
+        )
 
 
 # ------------------------------------------------------------------ pull request text

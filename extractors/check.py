@@ -7,15 +7,17 @@ from pathlib import Path
 
 from extractors.engines import ENGINES
 from extractors.errors import ExtractionError, SourceError
-from extractors.pins import load_pin
+from extractors.pins import Pin, load_pin
 from extractors.pipeline import (
     ProjectPaths,
     all_current_facts,
+    current_facts,
     extract_at,
     render_all,
     render_generated,
     source_for,
 )
+from extractors.records import EngineFacts
 
 CHECK_DIFFERS_EXIT = 1
 CHECK_INCOMPLETE_EXIT = 4  # nothing differs, but some engine could not be checked
@@ -44,8 +46,31 @@ def differing_files(generated: Path, rendered: dict[str, str], engine: str | Non
     return differ
 
 
-def regenerate_command(engine: str, source: str | None) -> str:
-    return f"extract --engine {engine}" + (f" --source {source}" if source else "")
+def regenerate_command(engine: str, source: str | None, commit: str | None = None) -> str:
+    return (
+        f"extract --engine {engine}"
+        + (f" --commit {commit}" if commit else "")
+        + (f" --source {source}" if source else "")
+    )
+
+
+def pin_mismatch(engine_id: str, pin: Pin, facts: EngineFacts | None) -> str | None:
+    """What disagrees between the header of generated/<engine> and pins/<engine>.toml, in
+    words; None when they name the same commit and date (or nothing is generated yet)."""
+    if facts is None:
+        return None
+    pin_file, folder = f"pins/{engine_id}.toml", f"generated/{engine_id}"
+    if facts.commit != pin.commit:
+        return (
+            f"{folder} was extracted at {facts.commit} ({facts.commit_date}) but {pin_file} "
+            f"names {pin.commit} ({pin.date})"
+        )
+    if facts.commit_date != pin.date:
+        return (
+            f"{folder} gives {facts.commit} the date {facts.commit_date} but {pin_file} "
+            f"says {pin.date}"
+        )
+    return None
 
 
 def check_engine(paths: ProjectPaths, engine_id: str, source: str | None = None) -> CheckOutcome:
@@ -54,6 +79,11 @@ def check_engine(paths: ProjectPaths, engine_id: str, source: str | None = None)
         pin = load_pin(paths.pins, engine_id)
     except ExtractionError as err:
         return CheckOutcome(engine_id, "not checked", f"no usable pin: {err.message}")
+    mismatch = pin_mismatch(engine_id, pin, current_facts(paths, engine))
+    if mismatch:
+        return CheckOutcome(
+            engine_id, "differs", mismatch, regenerate_command(engine_id, source, pin.commit)
+        )
     chosen = source_for(engine, pin, source)
     try:
         facts = extract_at(engine, pin.commit, chosen, upstream_url=pin.url)
@@ -64,6 +94,14 @@ def check_engine(paths: ProjectPaths, engine_id: str, source: str | None = None)
             engine_id,
             "differs",
             f"extraction at the pin fails: {err.message}",
+            regenerate_command(engine_id, source),
+        )
+    if facts.commit_date != pin.date:
+        return CheckOutcome(
+            engine_id,
+            "differs",
+            f"pins/{engine_id}.toml dates {pin.commit} {pin.date}, but its committer date is "
+            f"{facts.commit_date}",
             regenerate_command(engine_id, source),
         )
     rendered = render_generated(paths, facts)
@@ -83,6 +121,12 @@ def check_offline(paths: ProjectPaths) -> list[str]:
     everything = all_current_facts(paths)
     differ: list[str] = []
     for engine_id, facts in sorted(everything.items()):
+        try:
+            mismatch = pin_mismatch(engine_id, load_pin(paths.pins, engine_id), facts)
+        except ExtractionError as err:
+            mismatch = f"generated/{engine_id} has no usable pin ({err.message})"
+        if mismatch:
+            differ.append(mismatch)
         rendered = {f"{engine_id}/{n}": t for n, t in render_all(facts).items()}
         differ += differing_files(paths.generated, rendered, engine_id)
     if everything:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from extractors.errors import ExtractionError
+from extractors.errors import ExtractionError, UsageError
 from extractors.pipeline import RunResult, find_project, run
 
 app = typer.Typer(
@@ -89,6 +89,16 @@ def print_summary(result: RunResult, wrote: bool) -> None:
     out_console.print(
         f"  wrote generated/{facts.engine}/" if wrote else "  dry run: nothing written"
     )
+    if result.pin_moved is not None:
+        old, new = result.pin_moved
+        what = (
+            f"moved from {old.commit} ({old.date})"
+            if old.commit != new.commit
+            else f"date corrected from {old.date}"
+        )
+        out_console.print(
+            f"  pin pins/{facts.engine}.toml now names {new.commit} ({new.date}): {what}"
+        )
 
 
 @app.callback(invoke_without_command=True)
@@ -157,24 +167,52 @@ def bump_command(
         render_pr_title,
     )
     from extractors.engines import engine_by_id
-    from extractors.source import commit_on_new_branch
-    from extractors.writer import write_file_atomically
+    from extractors.pipeline import refuse_leftovers, start_writing
+    from extractors.project_branch import check_new_branch, commit_on_new_branch
+    from extractors.writer import (
+        WriteError,
+        check_output_path,
+        project_lock,
+        write_file_atomically,
+    )
 
     try:
         spec = engine_by_id(engine)
         paths = find_project(root)
-        plan = plan_bump(spec, paths, to=to, source=source, allow_shrink=allow_shrink)
-        if plan.no_change:
-            out_console.print(
-                f"{spec.engine_id}: nothing changed beyond the header between "
-                f"{plan.old_pin.commit} and {plan.new_pin.commit}; no files written"
-            )
-            raise typer.Exit(NO_CHANGE_EXIT)
-        apply_bump(paths, plan)
-        if pr_title:
-            write_file_atomically(pr_title, render_pr_title(plan))
-        if pr_body:
-            write_file_atomically(pr_body, render_pr_body(plan))
+        title_path = check_output_path(pr_title, "--pr-title") if pr_title else None
+        body_path = check_output_path(pr_body, "--pr-body") if pr_body else None
+        if title_path and body_path and title_path.resolve() == body_path.resolve():
+            raise UsageError("--pr-title and --pr-body name the same file")
+        for output in (title_path, body_path):
+            if output and any(
+                output.resolve().is_relative_to(d.resolve()) for d in (paths.generated, paths.pins)
+            ):
+                raise UsageError(f"{output} is inside generated/ or pins/; write it elsewhere")
+        if branch is not None:
+            check_new_branch(paths.root, branch)
+        with project_lock(paths.root):
+            for note in start_writing(paths):
+                err_console.print(f"note: {note}", markup=False)
+            refuse_leftovers(paths, "bump")
+            plan = plan_bump(spec, paths, to=to, source=source, allow_shrink=allow_shrink)
+            if plan.no_change:
+                out_console.print(
+                    f"{spec.engine_id}: nothing changed beyond the header between "
+                    f"{plan.old_pin.commit} and {plan.new_pin.commit}; no files written"
+                )
+                raise typer.Exit(NO_CHANGE_EXIT)
+            apply_bump(paths, plan)
+        try:
+            if title_path:
+                write_file_atomically(title_path, render_pr_title(plan))
+            if body_path:
+                write_file_atomically(body_path, render_pr_body(plan))
+        except WriteError as err:
+            raise WriteError(
+                f"bumped generated/ and pins/{spec.engine_id}.toml to {plan.new_pin.commit}, "
+                f"but the pull-request text was not written: {err.message}",
+                paths=err.paths,
+            ) from err
         if branch:
             sha = commit_on_new_branch(
                 paths.root,
@@ -207,31 +245,27 @@ def check_command(
 
     Exit codes: 0 all engines checked and identical; 1 something differs (the message gives the
     command that regenerates); 4 nothing differs but some engine could not be checked."""
-    from extractors.check import (
-        CHECK_DIFFERS_EXIT,
-        CHECK_INCOMPLETE_EXIT,
-        check_engine,
-        check_offline,
-    )
-    from extractors.engines import ENGINES, engine_by_id
+    from extractors.check import CHECK_DIFFERS_EXIT, CHECK_INCOMPLETE_EXIT
+    from extractors.pipeline import refuse_leftovers, start_writing
+    from extractors.writer import project_lock
 
     try:
+        if source is not None and engine is None:
+            raise UsageError(
+                "--source names one engine's repository: pass --engine with it "
+                "(without --engine, each engine uses $APRON_SOURCE_<ENGINE> or its pin's URL)"
+            )
         paths = find_project(root)
-        if offline:
-            differ = check_offline(paths)
-            if differ:
-                err_console.print(
-                    "generated/ is not what the renderer writes from its own records: "
-                    + ", ".join(differ)
-                    + "\n  regenerate with: extract --engine <id>"
-                )
-                raise typer.Exit(CHECK_DIFFERS_EXIT)
-            out_console.print("offline: every committed module re-renders byte for byte")
-            return
-        ids = [engine_by_id(engine).engine_id] if engine else sorted(ENGINES)
-        outcomes = [check_engine(paths, e, source) for e in ids]
+        with project_lock(paths.root):
+            for note in start_writing(paths):
+                err_console.print(f"note: {note}", markup=False)
+            refuse_leftovers(paths, "check")
+            outcomes = _check(paths, engine, source, offline)
     except ExtractionError as err:
         fail(err)
+        return
+    if outcomes is None:
+        out_console.print("offline: every committed module re-renders byte for byte")
         return
     for outcome in outcomes:
         line = f"{outcome.engine}: {outcome.status}: {outcome.detail}"
@@ -243,6 +277,26 @@ def check_command(
     if any(o.status == "not checked" for o in outcomes):
         out_console.print("not every engine was checked: this is not a pass")
         raise typer.Exit(CHECK_INCOMPLETE_EXIT)
+
+
+def _check(paths, engine: str | None, source: str | None, offline: bool):
+    """The outcomes of `extract check` (None: the offline check passed)."""
+    from extractors.check import CHECK_DIFFERS_EXIT, check_engine, check_offline
+    from extractors.engines import ENGINES, engine_by_id
+
+    if offline:
+        differ = check_offline(paths)
+        if differ:
+            err_console.print(
+                "generated/ does not match its own records or its pins: "
+                + "; ".join(differ)
+                + "\n  regenerate with: extract --engine <id>",
+                markup=False,
+            )
+            raise typer.Exit(CHECK_DIFFERS_EXIT)
+        return None
+    ids = [engine_by_id(engine).engine_id] if engine else sorted(ENGINES)
+    return [check_engine(paths, e, source) for e in ids]
 
 
 def main() -> None:
@@ -297,11 +351,11 @@ def history_command(
 
     from extractors.engines import engine_by_id
     from extractors.factcache import FactCache
+    from extractors.git import GitSource
     from extractors.history import default_jobs, run_history, table_rows, unsupported_runs
     from extractors.pins import load_pin
     from extractors.pipeline import source_for
     from extractors.progress import progress_for
-    from extractors.source import GitSource
 
     progress = progress_for(sys.stderr)
     try:
@@ -312,17 +366,19 @@ def history_command(
         except ExtractionError:
             if until is None:
                 raise
-        git_source = GitSource(spec.engine_id, source_for(spec, pin, source))
-        history = run_history(
-            spec,
-            fact,
-            git_source,
-            since,
-            until or pin.commit,  # type: ignore[union-attr]
-            cache=FactCache.at(),
-            progress=progress,
-            jobs=jobs or default_jobs(),
-        )
+        with GitSource(spec.engine_id, source_for(spec, pin, source)) as git_source:
+            history = run_history(
+                spec,
+                fact,
+                git_source,
+                since,
+                until or pin.commit,  # type: ignore[union-attr]
+                cache=FactCache.at(),
+                progress=progress,
+                jobs=jobs or default_jobs(),
+            )
+        for notice in git_source.notices:
+            err_console.print(f"note: {notice}", markup=False)
     except ExtractionError as err:
         progress.close()
         fail(err)

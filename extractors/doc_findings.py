@@ -87,9 +87,11 @@ def compare(
         reg_where[item.name].add(item.where)
         if item.group:
             reg_group[item.name].add(item.group)
+    reg_norm = {name: normalized(name) for name in reg_where}
+    registered_names = sorted(reg_where)
     reg_by_norm: dict[str, set[str]] = defaultdict(set)
-    for name in reg_where:
-        reg_by_norm[normalized(name)].add(name)
+    for name, norm in reg_norm.items():
+        reg_by_norm[norm].add(name)
 
     findings: list[DocRegistryFinding] = []
     covered: set[str] = set()
@@ -112,7 +114,7 @@ def compare(
                 )
             )
             continue
-        close = difflib.get_close_matches(name, sorted(reg_where), n=1, cutoff=0.85)
+        close = difflib.get_close_matches(name, registered_names, n=1, cutoff=0.85)
         notes = sorted(doc_notes.get(name, ()))
         if close:
             notes.append(f"closest registered name: {close[0]}")
@@ -130,7 +132,7 @@ def compare(
 
     for family in families:
         keys = tuple(k for k in family.keys if k)
-        matched = sorted(n for n in reg_where if any(normalized(n).startswith(k) for k in keys))
+        matched = sorted(n for n, norm in reg_norm.items() if norm.startswith(keys))
         covered.update(matched)
         if keys and not matched:
             findings.append(

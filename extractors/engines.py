@@ -9,11 +9,12 @@ from extractors.sglang import ENGINE as SGLANG
 from extractors.trtllm import ENGINE as TRTLLM
 from extractors.vllm import ENGINE as VLLM
 
+# In the order apron reports engines (rendered into generated/__init__.py).
 ENGINES: dict[str, EngineSpec] = {
     VLLM.engine_id: VLLM,
     SGLANG.engine_id: SGLANG,
-    TRTLLM.engine_id: TRTLLM,
     LLAMACPP.engine_id: LLAMACPP,
+    TRTLLM.engine_id: TRTLLM,
 }
 
 ALIASES = {

@@ -105,3 +105,8 @@ class GuardError(ExtractionError):
 class FactGraphError(ExtractionError):
     """An engine's fact declarations do not form a graph the runner can order: a name is
     declared twice, a fact needs a name the engine does not have, or the needs form a cycle."""
+
+
+class GeneratedError(ExtractionError):
+    """A committed generated/ module cannot be read back: it does not load, does not match
+    generated/schema.py, or its rows no longer fit the record type. Names the file and field."""

@@ -29,6 +29,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from extractors import errors as error_types
 from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.errors import AnchorError, ExtractionError, MissingPathError, ParseError
@@ -109,7 +111,7 @@ def decode_error(payload: Payload) -> ExtractionError:
     cls = getattr(error_types, info["type"], None)
     if not (isinstance(cls, type) and issubclass(cls, ExtractionError)):
         cls = ExtractionError
-    return cls(info["message"], paths=info["paths"], anchor=info["anchor"])
+    return cls(info["message"], paths=info.get("paths") or (), anchor=info.get("anchor"))
 
 
 def decode_output(extractor: FactExtractor, payload: Payload) -> FactOutput:
@@ -126,6 +128,21 @@ def compress(payload: Payload) -> bytes:
 
 def decompress(blob: bytes) -> Payload:
     return json.loads(zlib.decompress(blob))
+
+
+def check_payload(payload: Any) -> None:
+    """A stored payload has the shape `encode_output` or `encode_error` gives (ValueError)."""
+    if not isinstance(payload, dict):
+        raise ValueError(f"payload is a {type(payload).__name__}, not an object")
+    if "error" in payload:
+        info = payload["error"]
+        if not (isinstance(info, dict) and isinstance(info.get("message"), str)):
+            raise ValueError("error payload without a message")
+        if not isinstance(info.get("paths", []), list) or not isinstance(info.get("type"), str):
+            raise ValueError("error payload of the wrong shape")
+        return
+    if not (isinstance(payload.get("records"), list) and isinstance(payload.get("warnings"), list)):
+        raise ValueError("payload without records and warnings lists")
 
 
 # ---------------------------------------------------------------- tracing
@@ -295,13 +312,15 @@ class FactCache:
     misses: int = 0
     collect: bool = False  # keep new nodes in `_pending` even without a database (workers)
     rebuilt: bool = False  # the database file was damaged and started afresh
+    damage: str = ""  # what was found damaged, for the one note a run shows
     _nodes: dict[str, tuple[int, Any]] = field(default_factory=dict)
     _pending: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     _db: sqlite3.Connection | None = None
+    damaged_path: Path | None = None
 
     @classmethod
     def at(cls, cache_dir: Path | None = None) -> FactCache:
-        from extractors.source import cache_root
+        from extractors.git import cache_root
 
         directory = cache_dir or cache_root()
         directory.mkdir(parents=True, exist_ok=True)
@@ -315,14 +334,41 @@ class FactCache:
                 try:
                     self._db = self._open_db(self.path)
                     break
-                except sqlite3.DatabaseError:
+                except sqlite3.DatabaseError as err:
                     if attempt == 2:
                         self.path = None
                         break
-                    self.rebuilt = True
-                    for suffix in ("", "-wal", "-shm"):
-                        Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                    self._discard_file(err)
         return self._db
+
+    @property
+    def note(self) -> str | None:
+        """One sentence naming the damaged database file, when it had to be rebuilt."""
+        if not self.rebuilt:
+            return None
+        return f"the fact cache {self.damaged_path} was damaged ({self.damage}); rebuilt it"
+
+    def _discard_file(self, err: BaseException) -> None:
+        """Delete the database file and its WAL (the next connection starts an empty one)."""
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            self._db = None
+        if not self.rebuilt:
+            self.damage = f"{type(err).__name__}: {err}"[:200]
+            self.damaged_path = self.path
+        self.rebuilt = True
+        if self.path is not None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def damaged(self, err: BaseException) -> None:
+        """A stored node could not be read back: drop the whole database (one note), forget
+        what was read from it, and go on as after a miss."""
+        self._discard_file(err)
+        self._nodes.clear()
 
     @staticmethod
     def _open_db(path: Path) -> sqlite3.Connection:
@@ -346,11 +392,19 @@ class FactCache:
         db = self._connect()
         if db is None:
             return None
-        row = db.execute("SELECT kind, data FROM nodes WHERE h = ?", (h,)).fetchone()
-        if row is None:
+        try:
+            row = db.execute("SELECT kind, data FROM nodes WHERE h = ?", (h,)).fetchone()
+            if row is None:
+                return None
+            kind, data = row
+            node = (kind, tuple(json.loads(data)) if kind == _QUESTION else data)
+            if kind == _QUESTION and (
+                len(node[1]) != 2 or not all(isinstance(x, str) for x in node[1])
+            ):
+                raise ValueError(f"question node {h} is {node[1]!r}")
+        except (sqlite3.DatabaseError, ValueError, TypeError, UnicodeDecodeError) as err:
+            self.damaged(err)
             return None
-        kind, data = row
-        node = (kind, tuple(json.loads(data)) if kind == _QUESTION else data)
         self._nodes[h] = node
         return node
 
@@ -374,14 +428,22 @@ class FactCache:
             self._put(h, kind, value, data)
 
     def flush(self) -> None:
-        db = self._connect()
-        if db is None or not self._pending:
-            return
-        with db:
-            db.executemany(
-                "INSERT OR REPLACE INTO nodes (h, kind, data) VALUES (?, ?, ?)",
-                [(h, k, d) for h, (k, d) in self._pending.items()],
-            )
+        for attempt in (1, 2):
+            db = self._connect()
+            if db is None or not self._pending:
+                return
+            try:
+                with db:
+                    db.executemany(
+                        "INSERT OR REPLACE INTO nodes (h, kind, data) VALUES (?, ?, ?)",
+                        [(h, k, d) for h, (k, d) in self._pending.items()],
+                    )
+                break
+            except sqlite3.DatabaseError as err:
+                if attempt == 2:
+                    self.path = None  # cannot store: work in memory for the rest of the run
+                    return
+                self._discard_file(err)
         self._pending.clear()
 
     def close(self) -> None:
@@ -401,7 +463,12 @@ class FactCache:
                 return None
             kind, value = node
             if kind == _RESULT:
-                payload = value if isinstance(value, dict) else decompress(value)
+                try:
+                    payload = value if isinstance(value, dict) else decompress(value)
+                    check_payload(payload)
+                except (zlib.error, ValueError, TypeError, UnicodeDecodeError) as err:
+                    self.damaged(err)
+                    return None
                 self._nodes[state] = (_RESULT, payload)
                 return FactRun(payload, trace, hit=True)
             question = (value[0], value[1])
@@ -495,7 +562,13 @@ class _CachedRun:
         self.cache.flush()
         if result.failed:
             raise decode_error(result.payload)
-        return decode_output(self.extractor, result.payload)
+        try:
+            return decode_output(self.extractor, result.payload)
+        except (ValidationError, TypeError, KeyError, ValueError) as err:
+            if not result.hit:
+                raise
+            self.cache.damaged(err)  # a stored result of the wrong record schema
+        return self(snapshot, done)  # the cache is empty now: this runs the extractor
 
 
 def cached_engine(engine: EngineSpec, cache: FactCache) -> EngineSpec:

@@ -101,7 +101,7 @@ EMBEDDING_DICT = "_EMBEDDING_MODELS"
 
 
 def model_type_guess(architecture: str) -> str:
-    from extractors.reviewer import model_type_guess as guess
+    from extractors.vllm.matrix_cells import model_type_guess as guess
 
     return guess(architecture)
 

@@ -47,10 +47,10 @@ from extractors.factcache import (
     execute_fact,
     root_key,
 )
+from extractors.git import BlobNotPresent, GitSource, ResolvedCommit
 from extractors.progress import NullProgress, Progress
 from extractors.records import Record
 from extractors.snapshot import Snapshot
-from extractors.source import BlobNotPresent, GitSource, ResolvedCommit
 
 PR_NUMBER = re.compile(r"\(#(\d+)\)")
 PROVENANCE_FIELDS = frozenset({"path", "symbol"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from datetime import date as calendar_date
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -71,6 +72,10 @@ class Pin(BaseModel):
     def _date(cls, value: str) -> str:
         if not DATE.match(value):
             raise ValueError(f"date {value!r} must be YYYY-MM-DD")
+        try:
+            calendar_date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"date {value!r} is not a real calendar date") from None
         return value
 
 
@@ -109,9 +114,3 @@ def load_pin(pins_dir: Path, engine_id: str) -> Pin:
 
 def render_pin(pin: Pin) -> str:
     return f'url = "{pin.url}"\ncommit = "{pin.commit}"\ndate = "{pin.date}"\n'
-
-
-def save_pin(pins_dir: Path, engine_id: str, pin: Pin) -> None:
-    from extractors.writer import write_file_atomically
-
-    write_file_atomically(pin_path(pins_dir, engine_id), render_pin(pin))

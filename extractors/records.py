@@ -45,6 +45,26 @@ def warning(code: str, subject: str, message: str, path: str, symbol: str) -> Ex
     return ExtractionWarning(code=code, subject=subject, message=message, path=path, symbol=symbol)
 
 
+SUPPORT_ROLES = ("registry", "documented", "finding", "matrix")
+
+
+@dataclass(frozen=True)
+class SupportScan:
+    """How apron reads a fact whose rows name architectures, when it reports which engines
+    support a config's architecture. Rendered into `generated/<engine>/__init__.py`.
+
+    `field` is the record field holding the architecture (a string, or a tuple of strings).
+    `role`: "registry" (a row means the engine registers it), "documented" (a docs entry),
+    "finding" (a documented-vs-registered note), "matrix" (feature cells, merged into one entry)."""
+
+    field: str
+    role: str
+
+    def __post_init__(self) -> None:
+        if self.role not in SUPPORT_ROLES:
+            raise ValueError(f"support role {self.role!r} is not one of {SUPPORT_ROLES}")
+
+
 @dataclass(frozen=True)
 class FactKind:
     """One kind of fact an engine yields: it becomes one module `generated/<engine>/<name>.py`."""
@@ -54,6 +74,14 @@ class FactKind:
     record: type[Record]
     description: str
     ordered: bool = False  # True when the upstream order carries meaning (e.g. alias scan order)
+    support: SupportScan | None = None  # set when apron scans this fact for architectures
+
+    def __post_init__(self) -> None:
+        if self.support is not None and self.support.field not in self.record.model_fields:
+            raise ValueError(
+                f"fact {self.name!r} scans field {self.support.field!r}, which "
+                f"{self.record.__name__} does not have"
+            )
 
 
 @dataclass(frozen=True)
@@ -110,3 +138,11 @@ class EngineFacts:
             if result.kind.name == name:
                 return result
         raise KeyError(name)
+
+    def records(self, name: str) -> tuple[Record, ...]:
+        """The records of fact `name`; none when this extraction (or an older generation read
+        back from generated/) does not have the fact."""
+        for result in self.facts:
+            if result.kind.name == name:
+                return result.records
+        return ()

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import types
 import typing
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from apron.constraints import engine_directory, load_engine
+from apron.errors import ConstraintsError
+from extractors.errors import GeneratedError
 from extractors.records import (
     EngineFacts,
     ExtractionWarning,
@@ -167,6 +170,26 @@ def render_engine_init(facts: EngineFacts) -> str:
         f"UPSTREAM_URL = {py_literal(facts.upstream_url)}",
         "FACTS = " + py_literal(tuple(r.kind.name for r in facts.facts)),
     ]
+    scans = [r.kind for r in facts.facts if r.kind.support is not None]
+    lines.append("# facts apron scans for a config's architecture: (fact, field naming it, role)")
+    if not scans:
+        lines.append("ARCHITECTURE_FACTS: tuple[tuple[str, str, str], ...] = ()")
+    else:
+        lines.append("ARCHITECTURE_FACTS: tuple[tuple[str, str, str], ...] = (")
+        for kind in scans:
+            assert kind.support is not None
+            entry = (kind.name, kind.support.field, kind.support.role)
+            lines.append(f"    {py_literal(entry)},")
+        lines.append(")")
+    return "\n".join(lines) + "\n"
+
+
+def render_package_init(titles: Sequence[tuple[str, str]]) -> str:
+    """`generated/__init__.py`: every engine apron reports, in order, with its title."""
+    lines = ['"""Generated engine constraints. Do not edit by hand."""', ""]
+    lines.append("ENGINES: tuple[tuple[str, str], ...] = (")
+    lines += [f"    ({py_literal(engine)}, {py_literal(title)})," for engine, title in titles]
+    lines.append(")")
     return "\n".join(lines) + "\n"
 
 
@@ -238,50 +261,57 @@ def render_engine_files(facts: EngineFacts, title: str) -> dict[str, str]:
 # ---------------------------------------------------------------- loading back
 
 
-def _load_module(path: Path, name: str) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # our own generated files, never engine source
-    return module
+def _record(kind: FactKind, row: object, path: Path, number: int) -> Record:
+    if type(row).__name__ != kind.record.__name__:
+        raise GeneratedError(
+            f"{path}: rows are {type(row).__name__}, but fact {kind.name!r} has "
+            f"{kind.record.__name__} records; regenerate the engine"
+        )
+    try:
+        return kind.record(**row._asdict())  # type: ignore[attr-defined]
+    except ValidationError as err:
+        problem = err.errors()[0]
+        field = ".".join(str(p) for p in problem["loc"]) or "?"
+        raise GeneratedError(
+            f"{path}: row {number}, field {field!r}: {problem['msg']} ({kind.record.__name__} "
+            "has changed since this module was generated; regenerate the engine)"
+        ) from err
 
 
 def load_engine_facts(engine_dir: Path, kinds: Sequence[FactKind]) -> EngineFacts | None:
-    """Read committed `generated/<engine>/` back into records; None when it does not exist."""
-    init = engine_dir / "__init__.py"
-    if not init.exists():
-        return None
-    _ensure_generated_importable(engine_dir.parent)
-    prefix = f"_apron_loaded_{engine_dir.name}"
-    meta = _load_module(init, prefix)
-    by_name = {k.name: k for k in kinds}
-    results = []
-    for fact_name in meta.FACTS:
-        kind = by_name.get(fact_name)
-        path = engine_dir / f"{fact_name}.py"
-        if kind is None or not path.exists():
-            continue
-        module = _load_module(path, f"{prefix}_{fact_name}")
-        records = tuple(kind.record(**row._asdict()) for row in module.ROWS)
-        sources = tuple(SourceFile(path=p, blob=b) for p, b in module.SOURCES)
-        results.append(FactResult(kind=kind, records=records, sources=sources))
-    warnings_path = engine_dir / f"{WARNINGS_MODULE}.py"
-    warnings: tuple[ExtractionWarning, ...] = ()
-    if warnings_path.exists():
-        module = _load_module(warnings_path, f"{prefix}_warnings")
-        warnings = tuple(ExtractionWarning(**row._asdict()) for row in module.ROWS)
+    """Read committed `generated/<engine>/` back into records through apron's strict loader;
+    None when the folder does not exist. A module that does not match `generated/schema.py`,
+    or whose rows no longer fit the record type, is a GeneratedError naming file and field.
+    A fact the engine declares but this generation lacks (it predates the fact) is left out."""
+    try:
+        engine = load_engine(engine_dir.name, engine_dir.parent)
+        if engine is None:
+            return None
+        directory = engine_directory(engine)
+        by_name = {k.name: k for k in kinds}
+        results = []
+        for fact_name in engine.facts:
+            kind = by_name.get(fact_name)
+            if kind is None:
+                continue
+            module, rows = directory.fact_module(fact_name)
+            path = engine_dir / f"{fact_name}.py"
+            records = tuple(_record(kind, row, path, n) for n, row in enumerate(rows, 1))
+            sources = tuple(SourceFile(path=p, blob=b) for p, b in module.SOURCES)
+            results.append(FactResult(kind=kind, records=records, sources=sources))
+        warnings_kind = FactKind(WARNINGS_MODULE, "Warnings", ExtractionWarning, "")
+        warnings_path = engine_dir / f"{WARNINGS_MODULE}.py"
+        warnings = tuple(
+            _record(warnings_kind, row, warnings_path, n)
+            for n, row in enumerate(directory.warnings(), 1)
+        )
+    except ConstraintsError as err:
+        raise GeneratedError(str(err)) from err
     return EngineFacts(
-        engine=meta.ENGINE,
-        commit=meta.COMMIT,
-        commit_date=meta.COMMIT_DATE,
-        upstream_url=meta.UPSTREAM_URL,
+        engine=engine.engine,
+        commit=engine.commit,
+        commit_date=engine.commit_date,
+        upstream_url=engine.upstream,
         facts=tuple(results),
-        warnings=warnings,
+        warnings=tuple(w for w in warnings if isinstance(w, ExtractionWarning)),
     )
-
-
-def _ensure_generated_importable(generated_root: Path) -> None:
-    """Make `generated.schema` importable from the generated root being read."""
-    parent = str(generated_root.resolve().parent)
-    if "generated.schema" not in sys.modules and parent not in sys.path:
-        sys.path.insert(0, parent)

@@ -1,64 +1,314 @@
-"""Atomic writes of `generated/` and `pins/`: every file and folder of one change lands together,
-or none does and everything is left byte for byte as it was."""
+"""Crash-safe writes of `generated/` and `pins/`: one project lock, and a multi-file swap that is
+journaled, so a failure or a kill at any step ends, at once or on the next start, all-old or
+all-new."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import re
+import secrets
 import shutil
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from extractors.errors import ExtractionError
+from filelock import FileLock, Timeout
+
+from extractors.errors import ExtractionError, UsageError
 
 # A change maps a target path to its new text (a file) or to {file name: text} (a folder that
 # is replaced whole).
 Content = str | Mapping[str, str]
+
+LOCK_NAME = ".extract.lock"
+JOURNAL_NAME = ".extract-journal.json"
+LOCK_TIMEOUT_SECONDS = 600
+LEFTOVER = re.compile(r"^\..+\.(old|new)\Z")
+_STAGING, _SWAPPING, _UNDOING = "staging", "swapping", "undoing"
 
 
 class WriteError(ExtractionError):
     """Writing generated files failed; the previous files are left in place."""
 
 
-def write_changes_atomically(changes: Mapping[Path, Content]) -> list[Path]:
+def _step_done(what: str) -> None:
+    """Called after every step that changes the file system (tests kill the process here)."""
+
+
+# ---------------------------------------------------------------- the project lock
+
+
+@contextlib.contextmanager
+def project_lock(root: Path) -> Iterator[None]:
+    """Hold the one lock of the project checkout at `root` (reentrant within a process)."""
+    path = root / LOCK_NAME
+    lock = FileLock(str(path), timeout=LOCK_TIMEOUT_SECONDS, is_singleton=True)
+    try:
+        lock.acquire()
+    except Timeout as err:
+        raise WriteError(
+            f"another extract is writing this project: timed out after "
+            f"{LOCK_TIMEOUT_SECONDS} s waiting for {path}",
+            paths=[str(path)],
+        ) from err
+    except OSError as err:
+        raise WriteError(
+            f"cannot take the project lock {path}: {err}; nothing was changed", paths=[str(path)]
+        ) from err
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def leftovers(root: Path) -> list[Path]:
+    """Files an interrupted write left in `generated/` or `pins/` (or an unfinished journal)."""
+    found = [root / JOURNAL_NAME] if (root / JOURNAL_NAME).exists() else []
+    for folder in (root / "generated", root / "pins"):
+        if folder.is_dir():
+            found += sorted(p for p in folder.iterdir() if LEFTOVER.match(p.name))
+    return found
+
+
+# ---------------------------------------------------------------- the journal
+
+
+@dataclass(frozen=True)
+class Swap:
+    """One target of a change: its new version is staged at `staged`, its old one (if
+    `had_old`) is kept at `retired` while the change is under way."""
+
+    target: Path
+    staged: Path
+    retired: Path
+    had_old: bool
+
+
+def _write_journal(journal: Path, state: str, swaps: list[Swap]) -> None:
+    base = journal.parent
+    entries = [
+        {
+            "target": str(s.target.relative_to(base)),
+            "staged": str(s.staged.relative_to(base)),
+            "retired": str(s.retired.relative_to(base)),
+            "had_old": s.had_old,
+        }
+        for s in swaps
+    ]
+    temp = journal.with_name(journal.name + ".tmp")
+    try:
+        with open(temp, "w", encoding="utf-8") as handle:
+            json.dump({"state": state, "swaps": entries}, handle, indent=1)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, journal)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    _step_done(f"journal {state}")
+
+
+def _read_journal(journal: Path) -> tuple[str, list[Swap]]:
+    data = json.loads(journal.read_text(encoding="utf-8"))
+    base = journal.parent
+    swaps = []
+    for entry in data["swaps"]:
+        paths = [base / entry[k] for k in ("target", "staged", "retired")]
+        if not all(p.resolve().is_relative_to(base.resolve()) for p in paths):
+            raise ValueError(f"journal entry outside {base}: {entry}")
+        swaps.append(Swap(*paths, had_old=bool(entry["had_old"])))
+    return data["state"], swaps
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def _forward(swaps: list[Swap]) -> None:
+    """Finish the change: every staged version into place, the old versions removed."""
+    for swap in swaps:
+        if _exists(swap.staged):
+            if swap.had_old and _exists(swap.target) and not _exists(swap.retired):
+                os.replace(swap.target, swap.retired)
+                _step_done(f"retire {swap.target}")
+            os.replace(swap.staged, swap.target)
+            _step_done(f"swap in {swap.target}")
+    for swap in swaps:
+        _remove(swap.retired)
+
+
+def _backward(swaps: list[Swap]) -> None:
+    """Undo the change, newest first: each new version back to its staged name, each old one
+    back into place; then the staged copies are removed."""
+    for swap in reversed(swaps):
+        if not _exists(swap.staged) and _exists(swap.target):
+            os.replace(swap.target, swap.staged)
+            _step_done(f"take out {swap.target}")
+        if _exists(swap.retired):
+            os.replace(swap.retired, swap.target)
+            _step_done(f"put back {swap.target}")
+    _discard_staged(swaps)
+
+
+def _discard_staged(swaps: list[Swap]) -> None:
+    for swap in swaps:
+        _remove(swap.staged)
+
+
+def recover_interrupted_write(root: Path) -> str | None:
+    """Complete or undo the change a killed process left journaled at `root`; returns a note
+    saying which, or None when there was nothing to recover. Call it with the project lock."""
+    journal = root / JOURNAL_NAME
+    journal.with_name(journal.name + ".tmp").unlink(missing_ok=True)
+    if not journal.exists():
+        return None
+    try:
+        state, swaps = _read_journal(journal)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise WriteError(
+            f"the write journal {journal} is unreadable ({err}); generated/ and pins/ may be "
+            "mixed: restore them with git and delete the journal",
+            paths=[str(journal)],
+        ) from err
+    targets = ", ".join(str(s.target.relative_to(root)) for s in swaps)
+    try:
+        if state == _SWAPPING:
+            _forward(swaps)
+            note = f"completed an interrupted write of {targets}"
+        elif state == _UNDOING:
+            _backward(swaps)
+            note = f"undid an interrupted write of {targets}"
+        else:
+            _discard_staged(swaps)
+            note = f"discarded an interrupted write of {targets} (nothing had been replaced)"
+    except OSError as err:
+        raise WriteError(
+            f"cannot recover the interrupted write journaled in {journal}: {err}",
+            paths=[str(journal)],
+        ) from err
+    journal.unlink()
+    _step_done("journal removed")
+    return note
+
+
+# ---------------------------------------------------------------- the change
+
+
+def write_changes_atomically(
+    changes: Mapping[Path, Content], journal: Path | None = None
+) -> list[Path]:
     """Write every change or none; returns the targets that changed.
 
     Stage: each new file or folder is written beside its target under a temp name (a full disk
-    fails here, before any target is touched). Swap: each target that exists is renamed into a
-    temp folder beside it, then the staged copy is renamed in, in the order given (put the pin
-    last). Any failure, an interrupt included, renames back what was already swapped; renames
-    need no free space."""
-    staged: list[tuple[Path, Path]] = []  # (target, staged path)
-    swapped: list[tuple[Path, Path | None]] = []  # (target, where its old version is kept)
-    target = Path()
+    fails here, before any target is touched). Swap: each target that exists is renamed aside,
+    then the staged copy is renamed in, in the order given (put the pin last). A failure, an
+    interrupt included, undoes what was swapped; renames need no free space. With a `journal`
+    path, the swaps are listed there first, so that a kill at any step is recovered by
+    `recover_interrupted_write` on the next start."""
+    token = secrets.token_hex(4)
+    swaps = [
+        Swap(
+            target,
+            target.with_name(f".{target.name}.{token}.new"),
+            target.with_name(f".{target.name}.{token}.old"),
+            _exists(target),
+        )
+        for target, content in changes.items()
+        if not (isinstance(content, str) and _same_text(target, content))
+    ]
+    if not swaps:
+        return []
+    contents = {swap.target: changes[swap.target] for swap in swaps}
+    current = swaps[0].target
+    swapping = False
     try:
-        for target, content in changes.items():
-            if isinstance(content, str) and _same_text(target, content):
-                continue
-            staged.append((target, _stage(target, content)))
-        for target, path in staged:
-            retired = _retire(target)
-            swapped.append((target, retired))
-            os.replace(path, target)
+        if journal is not None:
+            _write_journal(journal, _STAGING, swaps)
+        for swap in swaps:
+            current = swap.target
+            _stage(swap.staged, contents[swap.target])
+            _step_done(f"stage {swap.target}")
+        if journal is not None:
+            _write_journal(journal, _SWAPPING, swaps)
+        swapping = True
+        for swap in swaps:
+            current = swap.target
+            if swap.had_old:
+                os.replace(swap.target, swap.retired)
+                _step_done(f"retire {swap.target}")
+            os.replace(swap.staged, swap.target)
+            _step_done(f"swap in {swap.target}")
     except BaseException as err:
-        failed = _restore(swapped)
-        for _, path in staged:
-            _remove(path)
+        failed = _undo(swaps, journal, swapping)
         if not isinstance(err, OSError):
             raise
         if failed:
-            kept = ", ".join(f"{t} (old copy at {r})" for t, r in failed)
+            kept = ", ".join(f"{s.target} (old copy at {s.retired})" for s in failed)
             raise WriteError(
-                f"cannot write {target}: {err}; could not put back: {kept}",
-                paths=[str(t) for t, _ in failed],
+                f"cannot write {current}: {err}; could not put back: {kept}"
+                + (f" (the next run finishes this from {journal})" if journal else ""),
+                paths=[str(s.target) for s in failed],
             ) from err
         raise WriteError(
-            f"cannot write {target}: {err}; nothing was changed", paths=[str(target)]
+            f"cannot write {current}: {err}; nothing was changed", paths=[str(current)]
         ) from err
-    for _, retired in swapped:
-        if retired is not None:
-            shutil.rmtree(retired.parent, ignore_errors=True)
-    return [target for target, _ in staged]
+    for swap in swaps:
+        _remove(swap.retired)
+    if journal is not None:
+        journal.unlink(missing_ok=True)
+        _step_done("journal removed")
+    return [swap.target for swap in swaps]
+
+
+def _undo(swaps: list[Swap], journal: Path | None, swapping: bool) -> list[Swap]:
+    """Undo a change that failed in this process; returns the swaps whose old version could
+    not be put back (the journal then stays, for the next run)."""
+    if swapping and journal is not None:
+        with contextlib.suppress(OSError):
+            _write_journal(journal, _UNDOING, swaps)
+    if not swapping:
+        _discard_staged(swaps)
+        if journal is not None:
+            journal.unlink(missing_ok=True)
+        return []
+    try:
+        _backward(swaps)
+    except OSError:
+        return [s for s in swaps if _exists(s.retired)]
+    if journal is not None:
+        journal.unlink(missing_ok=True)
+    return []
+
+
+def check_output_path(path: Path, option: str) -> Path:
+    """An output file the command may write, checked before anything is written: an existing
+    regular file that can be opened for writing, or a new name in an existing, writable folder.
+    Nothing is created or changed here."""
+    where = path.expanduser()
+    if _exists(where):
+        if where.is_dir():
+            raise UsageError(f"{option} {path} is a directory, not a file")
+        if not where.is_file():
+            raise UsageError(f"{option} {path} is not a regular file")
+        try:
+            with open(where, "r+b"):
+                pass
+        except OSError as err:
+            raise UsageError(f"{option} {path} cannot be written: {err.strerror}") from err
+        folder = where.resolve().parent
+    else:
+        folder = where.parent
+        if not folder.is_dir():
+            raise UsageError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: the folder {folder} is not writable")
+    if folder.resolve().is_relative_to(Path("/proc")) or folder.resolve().is_relative_to(
+        Path("/sys")
+    ):
+        raise UsageError(f"{option} {path} is in a kernel file system, not a file to write")
+    return where
 
 
 def write_file_atomically(path: Path, content: str) -> bool:
@@ -74,12 +324,6 @@ def replace_directory(target: Path, files: Mapping[str, str]) -> None:
 # ---------------------------------------------------------------- steps
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _same_text(path: Path, content: str) -> bool:
     try:
         return (
@@ -90,76 +334,32 @@ def _same_text(path: Path, content: str) -> bool:
 
 
 def _write_text(path: Path, content: str) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+    with open(path, "x", encoding="utf-8", newline="\n") as handle:
         handle.write(content)
 
 
-def _stage(target: Path, content: Content) -> Path:
-    """The new file or folder written beside `target` under a temp name, with normal modes
-    (tempfile's own are 0600/0700)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mask = _umask()
+def _stage(path: Path, content: Content) -> None:
+    """The new file or folder written at `path` (beside its target), with the modes the umask
+    gives."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(content, str):
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".new", dir=target.parent)
-        os.close(fd)
-        path = Path(name)
         try:
             _write_text(path, content)
-            os.chmod(path, 0o666 & ~mask)
         except BaseException:
             path.unlink(missing_ok=True)
             raise
-        return path
-    path = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".new", dir=target.parent))
+        return
+    os.mkdir(path)
     try:
         for name, text in sorted(content.items()):
             _write_text(path / name, text)
-            os.chmod(path / name, 0o666 & ~mask)
-        os.chmod(path, 0o777 & ~mask)
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise
-    return path
 
 
-def _retire(target: Path) -> Path | None:
-    """Move the current `target` (file, folder or symlink) into a new temp folder beside it;
-    returns where it now is, or None when there was nothing."""
-    if not target.exists() and not target.is_symlink():
-        return None
-    keep = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-    moved = keep / target.name
-    try:
-        os.replace(target, moved)
-    except BaseException:
-        if moved.exists() or moved.is_symlink():  # interrupted after the rename: move it back
-            os.replace(moved, target)
-        shutil.rmtree(keep, ignore_errors=True)
-        raise
-    return moved
-
-
-def _restore(swapped: list[tuple[Path, Path | None]]) -> list[tuple[Path, Path]]:
-    """Undo the swaps, newest first: remove what was put at each target (if it got there) and
-    rename the old version back. Returns the (target, old copy) pairs that could not be undone."""
-    failed = []
-    for target, retired in reversed(swapped):
-        try:
-            if target.exists() or target.is_symlink():
-                _remove(target, strict=True)
-            if retired is not None:
-                os.replace(retired, target)
-                shutil.rmtree(retired.parent, ignore_errors=True)
-        except OSError:
-            if retired is not None:
-                failed.append((target, retired))
-    return failed
-
-
-def _remove(path: Path, *, strict: bool = False) -> None:
+def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=not strict)
-    elif strict:
-        path.unlink()
+        shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)

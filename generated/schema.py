@@ -130,6 +130,7 @@ class KvHeadFallback(NamedTuple):
     """What get_total_num_kv_heads() returns when no alias key is present (silent MHA)."""
 
     fallback: str
+    fallback_key: str
     expression: str
     path: str
     symbol: str
@@ -142,8 +143,17 @@ class KvHeadOverride(NamedTuple):
     rule_order: int
     convertor_class: str
     kind: str
+    when: tuple[tuple[str, ...], ...]
+    gives: str
+    gives_key: str
+    gives_constant: int | None
+    otherwise: str
+    otherwise_key: str
+    otherwise_constant: int | None
+    derived_from: str
+    reason: str
+    excludes: tuple[tuple[str, ...], ...]
     rule: str
-    excludes: str
     path: str
     symbol: str
 
@@ -153,6 +163,7 @@ class MlaGate(NamedTuple):
 
     scope: str
     when: str
+    condition: tuple[tuple[str, ...], ...]
     requires_non_null: tuple[str, ...]
     other_conditions: tuple[str, ...]
     path: str
@@ -265,6 +276,7 @@ class SglangMlaCondition(NamedTuple):
     field: str
     check: str
     default: str
+    when_absent: bool | None
     expression: str
     path: str
     symbol: str

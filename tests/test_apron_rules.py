@@ -7,6 +7,7 @@ so these tests hold whichever engines are present in generated/."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections import namedtuple
 from pathlib import Path
 
@@ -15,11 +16,21 @@ import pytest
 import apron.constraints as constraints_module
 from apron import plan
 from apron.config import ModelConfig
-from apron.constraints import ConstraintSet, EngineConstraints, load_constraints, load_engine
+from apron.constraints import (
+    ArchitectureFact,
+    ConstraintSet,
+    EngineConstraints,
+    load_constraints,
+    load_engine,
+)
 from apron.engines.vllm import resolve_kv_heads
+from extractors.vllm import records
+from extractors.vllm.rule_fields import rule_fields
 from generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
+from generated.schema import MlaGate as MlaGateRow
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
+GENERATED = Path(__file__).resolve().parent.parent / "generated"
 CONVERTOR = "vllm/transformers_utils/model_arch_config_convertor.py"
 
 
@@ -41,6 +52,17 @@ def with_vllm_fact(fact: str, rows: tuple) -> ConstraintSet:
 def only(**engines: EngineConstraints | None) -> ConstraintSet:
     base = {name: None for name in constraints_module.ENGINES}
     return ConstraintSet({**base, **engines})
+
+
+def architecture_facts(engine: str) -> tuple[ArchitectureFact, ...]:
+    """What generated/<engine>/__init__.py declares, from the engine package that renders it."""
+    from extractors.engines import ENGINES
+
+    return tuple(
+        ArchitectureFact(k.name, k.support.field, k.support.role)
+        for k in ENGINES[engine].fact_kinds
+        if k.support is not None
+    )
 
 
 def view(result, engine: str):
@@ -69,18 +91,14 @@ def test_adding_a_model_type_to_the_mla_list_makes_it_mla():
     assert view(after, "vllm").mechanism == "mla_latent"
 
 
-def test_monkeypatched_generated_module_drives_the_answer(monkeypatch):
-    import generated.vllm.mla_model_types as mla_module
-
-    kept = tuple(r for r in mla_module.ROWS if r.model_type != "deepseek_v3")
-    monkeypatch.setattr(mla_module, "ROWS", kept)
-    constraints_module.reset_cache()
-    try:
-        patched = load_engine("vllm")  # re-reads generated.vllm.mla_model_types.ROWS
-        result = plan(sample("deepseek-v3"), context=1024, constraints=only(vllm=patched))
-    finally:
-        monkeypatch.undo()
-        constraints_module.reset_cache()
+def test_an_edited_copy_of_generated_drives_the_answer(tmp_path):
+    copy = tmp_path / "generated"
+    shutil.copytree(GENERATED, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    module = copy / "vllm" / "mla_model_types.py"
+    lines = module.read_text().splitlines(keepends=True)
+    module.write_text("".join(line for line in lines if 'model_type="deepseek_v3"' not in line))
+    edited = load_constraints(copy)  # read from that directory alone, next to the installed one
+    result = plan(sample("deepseek-v3"), context=1024, constraints=only(vllm=edited.get("vllm")))
     assert result.prediction.mechanism == "full_attention"
     assert view(result, "vllm").kv_bytes_per_token == 61 * 128 * (192 + 128) * 2
     unpatched = plan(sample("deepseek-v3"), context=1024, constraints=only(vllm=vllm()))
@@ -118,56 +136,76 @@ def test_load_engine_of_an_absent_engine_is_none():
     assert load_engine("no_such_engine") is None
 
 
-def test_rows_missing_fields_do_not_crash():
+def test_rows_missing_fields_fail_loudly():
     Row = namedtuple("Row", "model_type")
     engine = vllm()._replace(
         facts={**vllm().facts, "kv_head_overrides": (Row("llama"),), "mla_gates": ()}
     )
-    result = plan(
-        sample("llama-3.1-8b"), context=10, constraints=load_constraints().replace("vllm", engine)
-    )
-    assert result.prediction.kv_bytes_per_token is None
-    assert "does not interpret" in result.kv_heads.unknown[0]
+    with pytest.raises(AttributeError, match="rule_order"):  # never read as "no rule"
+        plan(
+            sample("llama-3.1-8b"),
+            context=10,
+            constraints=load_constraints().replace("vllm", engine),
+        )
 
 
-# -- per-model_type overrides, as the structured kind/rule fields say ------------------------------
+# -- per-model_type overrides, as their structured fields say --------------------------------------
+
+FALCON_WHEN = (("new_decoder_architecture", "falsy"), ("multi_query", "truthy"))
+STAR_EXCLUDES = (("model_type", "in", "m", "other"), ("new_decoder_architecture", "truthy"))
 
 
-def override(model_type: str, kind: str, rule: str, excludes: str = "", order: int = 0):
-    return KvHeadOverride(
+def override(model_type: str, kind: str, order: int = 0, **given):
+    """A generated-schema row built through the extractor record (which renders `rule`)."""
+    record = records.KvHeadOverride(
         model_type=model_type,
         rule_order=order,
         convertor_class="C",
-        kind=kind,
-        rule=rule,
-        excludes=excludes,
+        **rule_fields(kind, **given),
         path=CONVERTOR,
         symbol="C.get_total",
     )
+    return KvHeadOverride(**record.model_dump())
 
 
 @pytest.mark.parametrize(
     ("rule_row", "config", "expected"),
     [
-        (override("m", "constant", "constant 0"), {}, 0),
-        (override("m", "constant", "constant 3"), {"num_key_value_heads": 8}, 3),
+        (override("m", "constant", gives=("constant", "", 0)), {}, 0),
+        (override("m", "constant", gives=("constant", "", 3)), {"num_key_value_heads": 8}, 3),
         (
-            override("m", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
+            override(
+                "m",
+                "reads",
+                gives=("key", "attn_config.kv_n_heads", None),
+                otherwise=("key", "num_attention_heads", None),
+            ),
             {"attn_config": {"kv_n_heads": 2}, "num_attention_heads": 16},
             2,
         ),
         (
-            override("m", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
+            override(
+                "m",
+                "reads",
+                gives=("key", "attn_config.kv_n_heads", None),
+                otherwise=("key", "num_attention_heads", None),
+            ),
             {"attn_config": {}, "num_attention_heads": 16},
             16,
         ),
-        (override("m", "reads", "reads encoder.n_heads"), {"encoder": {"n_heads": 6}}, 6),
-        (override("m", "reads", "reads encoder.n_heads"), {}, None),
+        (
+            override("m", "reads", gives=("key", "encoder.n_heads", None)),
+            {"encoder": {"n_heads": 6}},
+            6,
+        ),
+        (override("m", "reads", gives=("key", "encoder.n_heads", None)), {}, None),
         (
             override(
                 "m",
                 "conditional",
-                "1 when not new_decoder_architecture and multi_query; else base scan",
+                when=FALCON_WHEN,
+                gives=("constant", "", 1),
+                otherwise=("base scan", "", None),
             ),
             {"multi_query": True, "new_decoder_architecture": False, "num_kv_heads": 9},
             1,
@@ -176,7 +214,9 @@ def override(model_type: str, kind: str, rule: str, excludes: str = "", order: i
             override(
                 "m",
                 "conditional",
-                "1 when not new_decoder_architecture and multi_query; else base scan",
+                when=FALCON_WHEN,
+                gives=("constant", "", 1),
+                otherwise=("base scan", "", None),
             ),
             {"multi_query": True, "new_decoder_architecture": True, "num_kv_heads": 9},
             9,
@@ -186,31 +226,33 @@ def override(model_type: str, kind: str, rule: str, excludes: str = "", order: i
             override(
                 "m",
                 "conditional",
-                "1 when not new_decoder_architecture and multi_query; else base scan",
+                when=FALCON_WHEN,
+                gives=("constant", "", 1),
+                otherwise=("base scan", "", None),
             ),
             {"num_key_value_heads": 4},
             4,
         ),
+        # a condition the extractor could not structure ("or") is opaque: unknown
         (
-            override(
-                "m", "conditional", "1 when has compress_ratios or multi_query; else base scan"
-            ),
+            override("m", "opaque", reason="1 when has compress_ratios or multi_query"),
             {"num_key_value_heads": 4},
             None,
         ),
         (
-            override("m", "opaque", "opaque: see x.py::C.get_total"),
+            override("m", "opaque", reason="see x.py::C.get_total"),
             {"num_key_value_heads": 4},
             None,
         ),
-        (override("m", "expression", "returns self.foo()"), {"num_key_value_heads": 4}, None),
+        (override("m", "opaque", reason="returns self.foo()"), {"num_key_value_heads": 4}, None),
         # older layouts: "*" rules apply to every model type except `excludes`
         (
             override(
                 "*",
                 "conditional",
-                "1 when multi_query",
-                excludes="model_type in [m, other] and new_decoder_architecture",
+                when=(("multi_query", "truthy"),),
+                gives=("constant", "", 1),
+                excludes=STAR_EXCLUDES,
             ),
             {"multi_query": True, "new_decoder_architecture": True, "num_key_value_heads": 4},
             4,
@@ -219,11 +261,45 @@ def override(model_type: str, kind: str, rule: str, excludes: str = "", order: i
             override(
                 "*",
                 "conditional",
-                "1 when multi_query",
-                excludes="model_type in [m, other] and new_decoder_architecture",
+                when=(("multi_query", "truthy"),),
+                gives=("constant", "", 1),
+                excludes=STAR_EXCLUDES,
             ),
             {"multi_query": True, "num_key_value_heads": 4},
             1,
+        ),
+        # no else branch: a failing condition falls through to the next rule, then the scan
+        (
+            override(
+                "*",
+                "conditional",
+                when=(("multi_query", "truthy"),),
+                gives=("constant", "", 1),
+                excludes=STAR_EXCLUDES,
+            ),
+            {"num_key_value_heads": 4},
+            4,
+        ),
+        # a key test on model_type reads the top-level model_type
+        (
+            override(
+                "*",
+                "conditional",
+                when=(("model_type", "equals", "m"),),
+                gives=("key", "n_kv", None),
+            ),
+            {"n_kv": 5, "num_key_value_heads": 4},
+            5,
+        ),
+        (
+            override(
+                "*",
+                "conditional",
+                when=(("model_type", "not-in", "m", "x"),),
+                gives=("key", "n_kv", None),
+            ),
+            {"n_kv": 5, "num_key_value_heads": 4},
+            4,
         ),
     ],
 )
@@ -283,7 +359,9 @@ def test_alias_key_present_but_null_is_unknown():
 # -- other engines, with the field names of their generated modules --------------------------------
 
 SglMla = namedtuple("SglMla", "architecture branch conditional path symbol")
-SglCond = namedtuple("SglCond", "architecture config field check default expression path symbol")
+SglCond = namedtuple(
+    "SglCond", "architecture config field check default when_absent expression path symbol"
+)
 SglMha = namedtuple("SglMha", "architecture branch mla_fields_read path symbol")
 SglReg = namedtuple(
     "SglReg", "architecture module entry_name class_name resolved_via class_path also_in path"
@@ -303,6 +381,7 @@ def sglang(*, mla=(), conditions=(), mha=(), registry=()) -> EngineConstraints:
             "explicit_mha_architectures": tuple(mha),
             "registry_rows": tuple(registry),
         },
+        architecture_facts("sglang"),
     )
 
 
@@ -321,6 +400,7 @@ def test_sglang_architecture_set_makes_apron_predict_mla():
                     "kv_lora_rank",
                     "is not None",
                     "None",
+                    False,
                     "kv_lora_rank is not None",
                     CHAIN,
                     "s",
@@ -364,6 +444,7 @@ def test_sglang_condition_failing_falls_through_to_mha():
                     "kv_lora_rank",
                     "is not None",
                     "None",
+                    False,
                     "kv_lora_rank is not None",
                     CHAIN,
                     "s",
@@ -404,6 +485,7 @@ def llamacpp(*rows) -> EngineConstraints:
         "2026-05-16",
         "https://example.invalid",
         {"hf_architectures": tuple(rows), "sliding_window": ()},
+        architecture_facts("llamacpp"),
     )
 
 
@@ -561,6 +643,7 @@ def trtllm(*, registry=(), models=(), cells=()) -> EngineConstraints:
             "supported_models": tuple(models),
             "feature_matrix": tuple(cells),
         },
+        architecture_facts("trtllm"),
     )
 
 
@@ -642,3 +725,71 @@ def test_an_engine_module_of_an_unknown_shape_does_not_take_the_plan_down():
         "could not interpret generated/sglang" in n for n in sgl.notes
     )
     assert result.prediction.mechanism == "mla_latent"  # vLLM's rule still answers
+
+
+@pytest.mark.parametrize(
+    ("when_absent", "config", "expected"),
+    [
+        (True, {}, True),  # getattr(cfg, "use_mla", True): absent reads as true
+        (True, {"use_mla": False}, False),
+        (True, {"use_mla": 1}, True),
+        (False, {}, False),
+        (None, {}, None),  # no default: SGLang's read would raise, so apron does not know
+    ],
+)
+def test_sglang_condition_uses_its_truth_when_absent(when_absent, config, expected):
+    from apron.engines.sglang import mla_decision
+
+    arch = "DeepseekVL2ForCausalLM"
+    engine = sglang(
+        mla=[SglMla(arch, 5, True, CHAIN, "s")],
+        conditions=[
+            SglCond(
+                arch, "hf_text_config", "use_mla", "truthy", "True", when_absent, "e", CHAIN, "s"
+            )
+        ],
+    )
+    decision = mla_decision(ModelConfig({"architectures": [arch], **config}, "t"), engine)
+    assert decision is not None and decision.is_mla is expected
+
+
+def gate(scope: str, condition: tuple, requires: tuple, other: tuple = ()):
+    record = records.MlaGate(
+        scope=scope,
+        condition=condition,
+        requires_non_null=requires,
+        other_conditions=other,
+        path=CONVERTOR,
+        symbol="B.is_deepseek_mla",
+    )
+    return MlaGateRow(**record.model_dump())
+
+
+V4_GATES = (
+    gate("main", (("compress_ratios", "present"),), ("head_dim",)),
+    gate("main", (("compress_ratios", "absent"),), ("kv_lora_rank",)),
+)
+
+
+@pytest.mark.parametrize(
+    ("gates", "config", "expected"),
+    [
+        (V4_GATES, {"kv_lora_rank": 512}, True),
+        (V4_GATES, {"kv_lora_rank": None}, False),
+        (V4_GATES, {"compress_ratios": [1], "kv_lora_rank": 512}, False),  # needs head_dim
+        (V4_GATES, {"compress_ratios": [1], "head_dim": 512}, True),
+        ((gate("main", (), ("kv_lora_rank",)),), {"kv_lora_rank": 8}, True),
+        ((gate("main", (), ("kv_lora_rank",), ("opaque: x",)),), {"kv_lora_rank": 8}, None),
+        (  # a test this apron does not know (the extractor record refuses to write it)
+            (MlaGateRow("main", "?", (("compress_ratios", "bigger"),), (), (), CONVERTOR, "B"),),
+            {},
+            None,
+        ),
+    ],
+)
+def test_mla_gates_evaluate_their_condition_terms(gates, config, expected):
+    from apron.engines.vllm import mla_decision
+
+    engine = vllm()._replace(facts={**vllm().facts, "mla_gates": gates})
+    decision = mla_decision(ModelConfig({"model_type": "deepseek_v3", **config}, "t"), engine)
+    assert decision is not None and decision.is_mla is expected

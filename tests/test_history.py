@@ -17,10 +17,10 @@ from extractors.cli import app
 from extractors.engines import ENGINES
 from extractors.errors import UsageError
 from extractors.factcache import FactCache
+from extractors.git import GitSource
 from extractors.history import pr_number, run_history, table_rows, unsupported_runs
 from extractors.records import FactKind, Record
 from extractors.snapshot import Snapshot
-from extractors.source import GitSource
 
 OLD = "vllm/model_executor/models/registry.py"
 NEW = "vllm/models/registry.py"

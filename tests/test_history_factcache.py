@@ -12,9 +12,9 @@ from extractors.base import EngineSpec, FactOutput, extract_engine, run_order
 from extractors.engines import ENGINES
 from extractors.errors import AnchorError, MissingPathError
 from extractors.factcache import FactCache, cached_engine, code_version
+from extractors.git import GitSource
 from extractors.records import Record
 from extractors.snapshot import MemorySnapshot, Snapshot
-from extractors.source import GitSource
 from tests.vllm_miniatures import CONVERTOR_PATH, REGISTRY_PATH, tree_v1
 
 VLLM = ENGINES["vllm"]
@@ -108,7 +108,7 @@ def test_a_blob_the_source_cannot_send_is_not_cached(make_repo, tmp_path):
     assert calls[:1] == [run_order(VLLM.facts)[0].kind.name]
 
 
-def test_the_learned_read_set_is_fetched_in_one_batch(make_repo, tmp_path):
+def test_a_cache_miss_fetches_the_declared_reads_in_one_batch(make_repo, tmp_path):
     repo, shas = make_repo(
         [
             (tree_v1(), "v1"),
@@ -130,7 +130,7 @@ def test_the_learned_read_set_is_fetched_in_one_batch(make_repo, tmp_path):
     extract_engine(
         cached_engine(VLLM, FactCache.at(cache_dir)), second.snapshot(shas[1]), commit_date="x"
     )
-    # the commit, then every file the engine read last time (changed ones included) at once
+    # the commit, then every file the engine declares (the changed ones included) at once
     assert second.fetch_requests == 2
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from extractors.engines import ENGINES
 from extractors.factcache import FactCache
+from extractors.git import GitSource
 from extractors.history import pr_number, run_history
-from extractors.source import GitSource
 from tests.conftest import mirror
 
 pytestmark = pytest.mark.real_mirror

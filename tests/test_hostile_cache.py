@@ -13,8 +13,8 @@ from filelock import FileLock
 
 from extractors.engines import ENGINES
 from extractors.factcache import DB_NAME
+from extractors.git import GitSource, cache_root
 from extractors.pipeline import run
-from extractors.source import GitSource, cache_root
 from tests.conftest import write_pin
 from tests.vllm_miniatures import tree_v1
 

@@ -49,6 +49,35 @@ def test_conditions_are_structured():
     }
     pixtral = next(c for c in chain.conditions if c.field == "kv_lora_rank")
     assert pixtral.expression == 'getattr(self.hf_text_config, "kv_lora_rank", None) is not None'
+    assert {c.field: c.when_absent for c in chain.conditions} == {
+        "kv_lora_rank": False,  # getattr(..., None) is not None
+        "use_mla": True,  # getattr(..., True)
+    }
+    assert pixtral.label() == (
+        "PixtralForConditionalGeneration: hf_text_config.kv_lora_rank is not None (absent: false)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("condition", "check", "when_absent"),
+    [
+        ('not getattr(self.hf_text_config, "use_mla", True)', "falsy", False),
+        ('not getattr(self.hf_text_config, "use_mla", 0)', "falsy", True),
+        ('hasattr(self.hf_text_config, "use_mla")', "present", False),
+        ("self.hf_text_config.use_mla", "truthy", None),  # no default: the read would raise
+        ('getattr(self.hf_text_config, "use_mla", DEFAULT)', "truthy", None),  # not a literal
+        ("self.flag_on()", "expression", None),
+    ],
+)
+def test_condition_truth_when_absent(condition, check, when_absent):
+    text = MODEL_CONFIG.replace(
+        'getattr(\n            self.hf_text_config, "use_mla", True\n        )', condition
+    )
+    assert text != MODEL_CONFIG
+    (cond,) = [
+        c for c in attention_chain(text, PATH).conditions if c.architecture.startswith("Deepseek")
+    ]
+    assert (cond.check, cond.when_absent) == (check, when_absent)
 
 
 def test_explicit_mha_branches_keep_mla_reads():
@@ -187,3 +216,13 @@ def test_engine_facts_and_missing_file():
 def test_malformed_model_config_is_a_parse_error():
     with pytest.raises(ParseError):
         attention_chain("class ModelConfig(:\n", PATH)
+
+
+def test_condition_record_refuses_an_unknown_check():
+    from pydantic import ValidationError
+
+    from extractors.sglang.records import SglangMlaCondition
+
+    (row,) = [c for c in attention_chain(MODEL_CONFIG, PATH).conditions if c.field == "use_mla"]
+    with pytest.raises(ValidationError, match="is not one of"):
+        SglangMlaCondition(**{**row.model_dump(), "check": "bigger"})

@@ -69,11 +69,12 @@ def test_extract_at_pin_matches_committed_generated(project, sglang_mirror):
 
     assert {r.architecture for r in facts.fact("mla_architectures").records} == MLA_AT_PIN
     conditions = {
-        (c.architecture, c.field, c.check, c.default) for c in facts.fact("mla_conditions").records
+        (c.architecture, c.field, c.check, c.default, c.when_absent)
+        for c in facts.fact("mla_conditions").records
     }
     assert conditions == {
-        ("PixtralForConditionalGeneration", "kv_lora_rank", "is not None", "None"),
-        ("DeepseekVL2ForCausalLM", "use_mla", "truthy", "True"),
+        ("PixtralForConditionalGeneration", "kv_lora_rank", "is not None", "None", False),
+        ("DeepseekVL2ForCausalLM", "use_mla", "truthy", "True", True),
     }
     mha = {r.architecture: r for r in facts.fact("explicit_mha_architectures").records}
     assert set(mha) == {

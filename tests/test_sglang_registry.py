@@ -7,7 +7,12 @@ import pytest
 from extractors.base import extract_engine
 from extractors.engines import ENGINES
 from extractors.errors import AnchorError, MissingPathError, ParseError
-from extractors.sglang.registry_rows import registry_rows, scan_module
+from extractors.sglang.registry_rows import (
+    may_assign_entry,
+    models_registry,
+    registry_rows,
+    scan_module,
+)
 from extractors.snapshot import MemorySnapshot
 from tests.sglang_miniatures import MODELS, NEXTN_IMPL_PATH, full_tree_2026, models_tree
 
@@ -131,7 +136,100 @@ def test_missing_models_folder_names_the_paths_tried():
 
 
 def test_malformed_module_is_a_parse_error():
-    files = {**models_tree(), f"{MODELS}/broken.py": "class (:\n"}
+    files = {**models_tree(), f"{MODELS}/broken.py": "class (:\nEntryClass = A\n"}
     with pytest.raises(ParseError) as err:
         registry(files)
     assert f"{MODELS}/broken.py" in str(err.value)
+
+
+def test_module_without_entry_text_is_not_parsed_but_still_read():
+    files = {**models_tree(), f"{MODELS}/helpers.py": "class (:\n"}
+    rows, facts = registry(files)
+    assert rows == registry(models_tree())[0]
+    assert f"{MODELS}/helpers.py" in {s.path for s in facts.fact("registry_rows").sources}
+    with pytest.raises(ParseError):
+        scan_module(files[f"{MODELS}/helpers.py"], f"{MODELS}/helpers.py")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "class A: pass\n",
+        "from .base import A\nB = A\nclass EntryPoint: pass\n",
+        "def entry_class():\n    return Entryclass\n",
+        "ENTRYCLASS = 1\nentryclass = 2\n",
+    ],
+)
+def test_text_the_prefilter_skips_has_no_entry(text):
+    assert not may_assign_entry(text)
+    scan = scan_module(text, f"{MODELS}/a.py")
+    assert scan.entry is None and not scan.nested_entry
+
+
+@pytest.mark.parametrize(
+    ("text", "registered"),
+    [
+        ('"""EntryClass = B is how SGLang finds a model."""\nclass A: pass\n', set()),
+        ("class A: pass\n# EntryClass = A\n", set()),
+        ("class A: pass\nclass B: pass\nx = 'EntryClass = B'\nEntryClass = A\n", {"A"}),
+        ("class A: pass\ndef f():\n    EntryClass = A\n", set()),
+        ("class A: pass\nEntryClass = [A]  # not EntryClass = B\n", {"A"}),
+    ],
+)
+def test_entry_text_in_strings_and_comments_still_parses_right(text, registered):
+    files = {**models_tree(), f"{MODELS}/zz_text.py": text}
+    assert may_assign_entry(text)
+    rows, _ = registry(files)
+    assert {a for a, r in rows.items() if r.module == "zz_text"} == registered
+
+
+def test_skipped_module_is_parsed_when_an_import_leads_to_it():
+    base = "class BaseForCausalLM: pass\n"
+    user = "from .base import BaseForCausalLM as Entry\nEntryClass = Entry\n"
+    files = {**models_tree(), f"{MODELS}/base.py": base, f"{MODELS}/user.py": user}
+    rows, facts = registry(files)
+    row = rows["BaseForCausalLM"]
+    assert (row.module, row.class_path) == ("user", f"{MODELS}/base.py")
+    assert row.resolved_via == f"import from {MODELS}/base.py"
+    broken = {**files, f"{MODELS}/base.py": "class (:\n"}
+    with pytest.raises(ParseError) as err:
+        registry(broken)
+    assert f"{MODELS}/base.py" in str(err.value)
+
+
+def test_prefiltered_scan_equals_scanning_every_module():
+    files = {
+        **{p: t for p, t in full_tree_2026().items() if p.startswith(MODELS + "/")},
+        f"{MODELS}/base.py": "class BaseForCausalLM: pass\n",
+        f"{MODELS}/user.py": "from .base import BaseForCausalLM\nEntryClass = BaseForCausalLM\n",
+        f"{MODELS}/notes.py": "# EntryClass = Nothing\nclass Nothing: pass\n",
+    }
+    top = {p: t for p, t in files.items() if p.count("/") == MODELS.count("/") + 1}
+    every = scans(top)
+
+    def load_every(path):
+        return every.get(path) or (scan_module(files[path], path) if path in files else None)
+
+    assert models_registry(top, files.get) == registry_rows(every, load_every)
+
+
+def test_no_entry_class_error_names_every_module_looked_at():
+    texts = {f"{MODELS}/a.py": "class A: pass\n", f"{MODELS}/b.py": "# EntryClass\n"}
+    with pytest.raises(AnchorError) as err:
+        models_registry(texts, lambda path: None)
+    assert list(err.value.paths) == sorted(texts)
+
+
+def test_scan_in_two_processes_gives_the_serial_rows(monkeypatch):
+    from extractors.parsing import workers
+
+    serial_rows, serial_facts = registry(full_tree_2026())
+    if not workers._may_fork(workers.MIN_BYTES):
+        pytest.skip("no second core or no fork here")
+    monkeypatch.setattr(workers, "MIN_BYTES", 0)
+    rows, facts = registry(full_tree_2026())
+    assert rows == serial_rows and facts.warnings == serial_facts.warnings
+    broken = {**models_tree(), f"{MODELS}/aa_broken.py": "class (:\nEntryClass = A\n"}
+    with pytest.raises(ParseError) as err:
+        registry(broken)
+    assert f"{MODELS}/aa_broken.py" in str(err.value)

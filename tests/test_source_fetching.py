@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from extractors.errors import MissingPathError, UnknownCommitError
-from extractors.source import GitSource, ObjectPresence
+from extractors.git import GitSource, ObjectPresence
 
 MODELS = {f"pkg/models/m{i:03d}.py": f"ARCH = 'Model{i}'\n" for i in range(60)}
 
@@ -117,7 +117,7 @@ def test_missing_blob_at_the_source_is_a_missing_path_error(make_repo, tmp_path)
     assert sha in str(info.value)
 
 
-def test_history_range_and_first_parent_log(make_repo, tmp_path, traced):
+def test_history_range_and_first_parent_changes(make_repo, tmp_path, traced):
     commits = [({"a.py": "v = 0\n", "b.py": "w = 0\n"}, "root")]
     commits += [({"a.py": f"v = {i}\n"}, f"a{i} (#{100 + i})") for i in range(1, 4)]
     commits += [({"b.py": "w = 1\n"}, "b only"), ({"a.py": "v = 9\n"}, "a9")]
@@ -128,12 +128,14 @@ def test_history_range_and_first_parent_log(make_repo, tmp_path, traced):
     assert not source.is_ancestor(since.sha, until.sha)  # both shallow, not yet connected
     source.fetch_range(since, until)
     assert source.is_ancestor(since.sha, until.sha)
-    log = source.first_parent_log(since, until, files=["a.py"])
+    changes = source.first_parent_changes(since, until, files=["a.py"])
+    log = [c for c, _ in changes]
     assert [c.sha for c in log] == [shas[2], shas[3], shas[5]]
     assert log[0].subject == "a2 (#102)" and log[0].parent == shas[1]
-    assert [c.sha for c in source.first_parent_log(since, until, dirs=[""])] == shas[2:]
-    blobs = source.range_blobs(since, until, files=["a.py"])
-    assert len(blobs) == 3
+    everything = source.first_parent_changes(since, until, dirs=[""])
+    assert [c.sha for c, _ in everything] == shas[2:]
+    blobs = {blob for _, changed in changes for path, blob in changed}
+    assert len(blobs) == 3 and all(path == "a.py" for _, ch in changes for path, _ in ch)
     requests = source.fetch_requests
     source.fetch_blobs(blobs)
     source.fetch_blobs(blobs)

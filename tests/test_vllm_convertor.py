@@ -22,10 +22,15 @@ def mla(text, path=CONVERTOR_PATH, cls=BASE):
 
 
 def gates(text, path=CONVERTOR_PATH, cls=BASE):
-    return [
-        (g.scope, g.when, g.requires_non_null, g.other_conditions)
-        for g in convertor.mla_gates(text, path, cls)
-    ]
+    rows = convertor.mla_gates(text, path, cls)
+    for g in rows:  # the words are rendered from the structured condition
+        assert g.when == (
+            " and ".join(
+                f"has {k}" if t == "present" else f"not has {k}" for k, t, *_ in g.condition
+            )
+            or "always"
+        )
+    return [(g.scope, g.when, g.requires_non_null, g.other_conditions) for g in rows]
 
 
 def test_mla_model_types_main_and_eagle_in_source_order():
@@ -75,6 +80,20 @@ def test_mla_gate_compress_ratios_needs_head_dim():
         ("main", "has compress_ratios", ("head_dim",), ()),
         ("main", "not has compress_ratios", ("kv_lora_rank",), ()),
     ]
+    rows = convertor.mla_gates(CONVERTOR_V2, CONVERTOR_PATH, BASE)
+    assert [g.condition for g in rows[:2]] == [
+        (("compress_ratios", "present"),),
+        (("compress_ratios", "absent"),),
+    ]
+
+
+def test_mla_gate_branch_on_an_unstructured_test_is_opaque():
+    text = CONVERTOR_V2.replace(
+        'if hasattr(self.hf_text_config, "compress_ratios"):', "if self.check_v4(1):", 1
+    )
+    assert text != CONVERTOR_V2
+    (main,) = [g for g in convertor.mla_gates(text, CONVERTOR_PATH, BASE) if g.scope == "main"]
+    assert main.condition == () and main.other_conditions[0].startswith("opaque: if self.check_v4")
 
 
 def test_mla_gate_unrecognised_condition_is_kept_in_words():
@@ -169,12 +188,135 @@ def test_kv_head_overrides_inline_older_layout_with_scope():
             0,
             "conditional",
             "1 when multi_query",
-            "model_type in [falcon, RefinedWeb] and new_decoder_architecture",
+            (("model_type", "in", "falcon", "RefinedWeb"), ("new_decoder_architecture", "truthy")),
         ),
-        ("mpt", 1, "reads", "reads attn_config.kv_n_heads, else num_attention_heads", ""),
-        ("nemotron-nas", 2, "derived", "derived from block_configs", ""),
-        ("*", 3, "conditional", "0 when is_attention_free", ""),
+        ("mpt", 1, "reads", "reads attn_config.kv_n_heads, else num_attention_heads", ()),
+        ("nemotron-nas", 2, "derived", "derived from block_configs", ()),
+        ("*", 3, "conditional", "0 when is_attention_free", ()),
     ]
+    star = rows[0]
+    assert (star.when, star.gives, star.gives_constant, star.otherwise) == (
+        (("multi_query", "truthy"),),
+        "constant",
+        1,
+        "",  # no else branch: the next rule, then the scan
+    )
+    assert rows[2].derived_from == "block_configs"
+    assert rows[2].reason.startswith(
+        "computed in a loop: for block in self.hf_config.block_configs"
+    )
+
+
+def test_kv_head_override_fields_by_convertor():
+    rows = convertor.kv_head_overrides_by_convertor(CONVERTOR_V1, CONVERTOR_PATH, BASE)
+    by_type = {r.model_type: r for r in rows}
+    falcon = by_type["falcon"]
+    assert falcon.when == (("new_decoder_architecture", "falsy"), ("multi_query", "truthy"))
+    assert (falcon.gives, falcon.gives_constant, falcon.otherwise) == ("constant", 1, "base scan")
+    mpt = by_type["mpt"]
+    assert (mpt.gives, mpt.gives_key, mpt.otherwise, mpt.otherwise_key) == (
+        "key",
+        "attn_config.kv_n_heads",
+        "key",
+        "num_attention_heads",
+    )
+    assert (by_type["mamba"].gives, by_type["mamba"].gives_constant) == ("constant", 0)
+
+
+def _with_falcon_body(body: str) -> str:
+    old = (
+        '        new_arch = getattr(self.hf_text_config, "new_decoder_architecture", False)\n'
+        '        if not new_arch and getattr(self.hf_text_config, "multi_query", False):\n'
+        "            return 1\n"
+        "        return super().get_total_num_kv_heads()\n"
+    )
+    assert old in CONVERTOR_V1
+    return CONVERTOR_V1.replace(old, body)
+
+
+def _falcon_rules(body: str):
+    rows = convertor.kv_head_overrides_by_convertor(_with_falcon_body(body), CONVERTOR_PATH, BASE)
+    return [r for r in rows if r.model_type == "falcon"]
+
+
+def test_two_branches_become_two_ordered_rules():
+    rules = _falcon_rules(
+        '        if hasattr(self.hf_text_config, "n_kv"):\n'
+        "            return self.hf_text_config.n_kv\n"
+        '        if self.hf_config.model_type != "x":\n'
+        "            return 2\n"
+        "        return 7\n"
+    )
+    assert [(r.rule_order, r.when, r.rule) for r in rules] == [
+        (0, (("n_kv", "present"),), "n_kv when has n_kv"),
+        (1, (("model_type", "not-equals", "x"),), "2 when model_type != x; else 7"),
+    ]
+
+
+def test_base_scan_in_an_early_branch_ends_the_rules():
+    """`if c1: return super()...` returns the scan at once; the later branch is not tried."""
+    from apron.config import ModelConfig
+    from apron.constraints import load_engine
+    from apron.engines.vllm import resolve_kv_heads
+    from generated.schema import KvHeadOverride as Row
+
+    rules = _falcon_rules(
+        '        if getattr(self.hf_text_config, "a", False):\n'
+        "            return super().get_total_num_kv_heads()\n"
+        '        if getattr(self.hf_text_config, "b", False):\n'
+        "            return 2\n"
+        "        return 7\n"
+    )
+    assert [r.rule for r in rules] == ["base scan when a", "2 when b; else 7"]
+    engine = load_engine("vllm")
+    assert engine is not None
+    rows = tuple(Row(**r.model_dump()) for r in rules)
+    engine = engine._replace(facts={**engine.facts, "kv_head_overrides": rows})
+
+    def heads(**config):
+        model = ModelConfig({"model_type": "falcon", "num_key_value_heads": 4, **config}, "t")
+        return resolve_kv_heads(model, engine)[0].count
+
+    assert (heads(a=True, b=True), heads(b=True), heads()) == (4, 2, 7)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (
+            '        if hasattr(self.hf_text_config, "a") or self.hf_text_config.b:\n'
+            "            return 1\n"
+            "        return super().get_total_num_kv_heads()\n",
+            "1 when has a or b; else base scan",
+        ),
+        (  # a getattr default of True: an absent flag does not read as false
+            '        if getattr(self.hf_text_config, "multi_query", True):\n'
+            "            return 1\n"
+            "        return super().get_total_num_kv_heads()\n",
+            "1 when multi_query; else base scan",
+        ),
+        ("        return self.compute()\n", "returns compute()"),
+    ],
+)
+def test_rule_that_cannot_be_structured_is_opaque_with_its_words(body, reason):
+    (rule,) = _falcon_rules(body)
+    assert (rule.kind, rule.reason, rule.when, rule.gives) == ("opaque", reason, (), "")
+    assert rule.rule == f"opaque: {reason}"
+
+
+def test_rule_words_must_match_the_fields():
+    (rule,) = _falcon_rules("        return 3\n")
+    fields = rule.model_dump()
+    assert type(rule)(**fields) == rule  # a row read back from generated/ validates
+    with pytest.raises(ValueError, match="is not what the fields say"):
+        type(rule)(**{**fields, "rule": "constant 4"})
+    with pytest.raises(ValueError, match="gives_constant must be set"):
+        type(rule)(**{**fields, "gives_constant": None, "rule": None})
+
+
+def test_kv_head_fallback_names_the_config_key():
+    (row,) = convertor.kv_head_fallback(CONVERTOR_V1, CONVERTOR_PATH, BASE)
+    assert row.fallback_key == "num_attention_heads"
 
 
 @pytest.mark.parametrize(

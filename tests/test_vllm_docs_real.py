@@ -6,8 +6,8 @@ import pytest
 
 from extractors.base import extract_engine
 from extractors.engines import ENGINES
+from extractors.git import GitSource
 from extractors.pins import load_pin
-from extractors.source import GitSource
 from tests.conftest import REPO_ROOT, mirror
 
 pytestmark = pytest.mark.real_mirror

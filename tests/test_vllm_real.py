@@ -47,8 +47,33 @@ def test_extract_at_pin_matches_committed_generated(tmp_path, vllm_mirror):
     assert registry["DeepseekV4ForCausalLM"].module == "vllm.models.deepseek_v4"
 
 
+def test_structured_rules_at_pin(tmp_path, vllm_mirror):
+    """The structured fields of the pin's rules, checked by hand against the convertor source."""
+    project = ProjectPaths(tmp_path / "p")
+    project.root.mkdir()
+    shutil.copytree(REPO_ROOT / "pins", project.pins)
+    project.generated.mkdir()
+    facts = run(ENGINES["vllm"], project, commit=None, source=vllm_mirror, write=False).facts
+    overrides = {r.model_type: r for r in facts.fact("kv_head_overrides").records}
+    falcon = overrides["falcon"]
+    assert falcon.when == (("new_decoder_architecture", "falsy"), ("multi_query", "truthy"))
+    assert (falcon.gives_constant, falcon.otherwise) == (1, "base scan")
+    dbrx = overrides["dbrx"]
+    assert (dbrx.kind, dbrx.gives_key, dbrx.otherwise_key) == (
+        "reads",
+        "attn_config.kv_n_heads",
+        "num_attention_heads",
+    )
+    assert overrides["nemotron-nas"].derived_from == "block_configs"
+    gates = {g.when: g for g in facts.fact("mla_gates").records}
+    assert gates["has compress_ratios"].condition == (("compress_ratios", "present"),)
+    assert gates["has compress_ratios"].requires_non_null == ("head_dim",)
+    assert gates["not has compress_ratios"].requires_non_null == ("kv_lora_rank",)
+
+
 def test_older_layouts_extract(tmp_path, vllm_mirror):
-    """mid-2025 (vllm/config.py) and late-2025 (vllm/config/model.py) layouts."""
+    """mid-2025 (vllm/config.py), 2025-08..09 (vllm/config/__init__.py) and late-2025
+    (vllm/config/model.py) layouts, with the inline "*" rule and its exclusion as fields."""
     project = ProjectPaths(tmp_path / "p")
     project.root.mkdir()
     shutil.copytree(REPO_ROOT / "pins", project.pins)
@@ -57,9 +82,17 @@ def test_older_layouts_extract(tmp_path, vllm_mirror):
     assert pin.commit
     for commit, path in [
         ("7f280d69c98e560427d2cbc9c3c3c13a83510dca", "vllm/config.py"),
+        ("55602bb2e695108e35501dfcd5890e7664c31495", "vllm/config/__init__.py"),
         ("eaf81485eda13efc10e1c38f4094978eae04e77f", "vllm/config/model.py"),
     ]:
         result = run(ENGINES["vllm"], project, commit=commit, source=vllm_mirror, write=False)
         overrides = result.facts.fact("kv_head_overrides").records
         assert {s.path for s in result.facts.fact("kv_head_overrides").sources} == {path}
         assert ("*", "1 when multi_query") in {(r.model_type, r.rule) for r in overrides}
+        star = next(r for r in overrides if r.rule == "1 when multi_query")
+        assert star.when == (("multi_query", "truthy"),)
+        assert star.excludes == (
+            ("model_type", "in", "falcon", "RefinedWeb", "RefinedWebModel"),
+            ("new_decoder_architecture", "truthy"),
+        )
+        assert not [r for r in overrides if r.kind == "opaque"], commit

@@ -1,4 +1,5 @@
-"""Per-engine rule modules: one per engine, each implementing apron.engines.base.EngineRules."""
+"""Per-engine rule modules: one per engine, each with ENGINE and `decide(model, constraints)`
+returning an apron.engines.base.EngineDecision."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""The protocol each engine module implements: its decisions for one config, from its constraints."""
+"""What an engine module (apron/engines/<engine>.py, with ENGINE and `decide(model, constraints)`)
+returns: its decisions for one config, from its constraints."""
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
-from apron.config import ModelConfig
-from apron.constraints import Citation, EngineConstraints
+from apron.constraints import Citation
 from apron.results import HeadCount, MlaDecision
 
 
@@ -28,11 +28,3 @@ class EngineDecision(NamedTuple):
     computes_figures: bool
     own_flags: bool = False
     no_kv_cache: str = ""
-
-
-class EngineRules(Protocol):
-    """One module per engine (apron/engines/<engine>.py), listed in apron.engines.ENGINE_RULES."""
-
-    ENGINE: str
-
-    def decide(self, model: ModelConfig, constraints: EngineConstraints) -> EngineDecision: ...

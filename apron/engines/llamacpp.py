@@ -8,7 +8,7 @@ sizing beyond these classes is not extracted, so this view carries flags, not by
 from __future__ import annotations
 
 from apron.config import ModelConfig
-from apron.constraints import EngineConstraints, field
+from apron.constraints import EngineConstraints
 from apron.engines.base import EngineDecision
 
 ENGINE = "llamacpp"
@@ -22,14 +22,10 @@ FLAG_OF = {
 }
 
 
-def _hf_name(row: object) -> object:
-    return field(row, "architecture") or field(row, "hf_architecture")
-
-
 def matches(model: ModelConfig, llamacpp: EngineConstraints) -> list:
     arch = model.architecture
-    rows = [r for r in llamacpp.rows(HF) if _hf_name(r) == arch]
-    return sorted(rows, key=lambda r: field(r, "model_type", "") != "text")
+    rows = [r for r in llamacpp.rows(HF) if r.architecture == arch]
+    return sorted(rows, key=lambda r: r.model_type != "text")
 
 
 def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
@@ -44,7 +40,7 @@ def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
             computes_figures=False,
         )
     rows = matches(model, llamacpp)
-    text_rows = [r for r in rows if field(r, "model_type", "text") == "text"] or rows
+    text_rows = [r for r in rows if r.model_type == "text"] or rows
     if not text_rows:
         return EngineDecision(
             ENGINE,
@@ -59,14 +55,14 @@ def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
             computes_figures=False,
         )
     row = text_rows[0]
-    gguf = field(row, "gguf_arch", "") or "?"
-    properties = tuple(field(row, "properties", ()) or ())
+    gguf = row.gguf_arch or "?"
+    properties = tuple(row.properties or ())
     flags = tuple(FLAG_OF[p] for p in properties if p in FLAG_OF)
     notes = [
         f"converts {model.architecture} to GGUF architecture {gguf!r} "
-        f"({field(row, 'llm_arch', '') or 'no LLM_ARCH_* match'})"
+        f"({row.llm_arch or 'no LLM_ARCH_* match'})"
     ]
-    resolution = field(row, "resolution", "resolved")
+    resolution = row.resolution
     if resolution and resolution != "resolved":
         notes.append(f"join incomplete: {resolution}")
     if flags:
@@ -81,15 +77,15 @@ def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
     if others:
         notes.append("other class predicates true: " + ", ".join(others))
     cites = [llamacpp.cite(row)]
-    llm_arch = field(row, "llm_arch", "")
+    llm_arch = row.llm_arch
     for rule in llamacpp.rows(SWA):
-        if llm_arch and field(rule, "arch") == llm_arch:
-            swa = ", ".join(field(rule, "swa_types", ()) or ()) or "none"
-            bits = [f"sliding window: type {swa}, pattern {field(rule, 'pattern', '?')}"]
-            if field(rule, "period_default", None) is not None:
-                bits.append(f"period {field(rule, 'period_default')}")
-            if field(rule, "conditional", False):
-                bits.append("conditional: " + "; ".join(field(rule, "conditions", ()) or ()))
+        if llm_arch and rule.arch == llm_arch:
+            swa = ", ".join(rule.swa_types or ()) or "none"
+            bits = [f"sliding window: type {swa}, pattern {rule.pattern}"]
+            if rule.period_default is not None:
+                bits.append(f"period {rule.period_default}")
+            if rule.conditional:
+                bits.append("conditional: " + "; ".join(rule.conditions or ()))
             notes.append(", ".join(bits))
             cites.append(llamacpp.cite(rule))
     return EngineDecision(

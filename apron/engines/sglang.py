@@ -10,40 +10,46 @@ from __future__ import annotations
 from typing import Any
 
 from apron.config import ModelConfig
-from apron.constraints import Citation, EngineConstraints, field
+from apron.constraints import Citation, EngineConstraints
 from apron.engines.base import EngineDecision
 from apron.results import MlaDecision
 
 ENGINE = "sglang"
 MLA, CONDITIONS, EXPLICIT_MHA = "mla_architectures", "mla_conditions", "explicit_mha_architectures"
 
-_DEFAULTS = {"None": None, "True": True, "False": False}
+
+_CHECK_WORDS = {
+    "is not None": "{} is not None",
+    "truthy": "{} is truthy",
+    "falsy": "{} is falsy",
+    "present": "has {}",
+}
 
 
 def _condition(model: ModelConfig, row: Any) -> tuple[bool | None, str]:
-    check = str(field(row, "check", "") or "")
-    name = str(field(row, "field", "") or "")
-    expression = str(field(row, "expression", "") or name)
+    """A structured MLA-branch condition for this config: its truth (None: unknown) and words."""
+    check = str(row.check or "")
+    name = str(row.field or "")
+    expression = str(row.expression or name)
     if not name or check == "expression":
         return None, f"condition {expression!r} is not interpreted"
-    source = model.raw if field(row, "config", "") == "hf_config" else model.text
-    present = name in source
-    value = source.get(name)
-    if not present:
-        default = str(field(row, "default", "") or "")
-        if check in ("truthy", "falsy", "is not None") and default in _DEFAULTS:
-            value = _DEFAULTS[default]
-        elif check != "present":
+    if check not in _CHECK_WORDS:
+        return None, f"condition check {check!r} is not interpreted"
+    words = _CHECK_WORDS[check].format(name)
+    source = model.raw if row.config == "hf_config" else model.text
+    if name not in source:
+        when_absent = row.when_absent
+        if when_absent is None:
             return None, f"{name} is absent and the condition {expression!r} has no default"
-    if check == "is not None":
-        return value is not None, f"{name} is not None"
-    if check == "truthy":
-        return bool(value), f"{name} is truthy"
-    if check == "falsy":
-        return not value, f"{name} is falsy"
-    if check == "present":
-        return present, f"has {name}"
-    return None, f"condition check {check!r} is not interpreted"
+        return bool(when_absent), words
+    value = source.get(name)
+    truth = {
+        "is not None": value is not None,
+        "truthy": bool(value),
+        "falsy": not value,
+        "present": True,
+    }[check]
+    return truth, words
 
 
 def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision | None:
@@ -59,23 +65,23 @@ def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision |
         )
     branches: list[tuple[int, str, Any]] = []
     for row in sglang.rows(MLA):
-        if field(row, "architecture") in archs:
-            branches.append((int(field(row, "branch", 0) or 0), "mla", row))
+        if row.architecture in archs:
+            branches.append((int(row.branch or 0), "mla", row))
     for row in sglang.rows(EXPLICIT_MHA):
-        if field(row, "architecture") in archs:
-            branches.append((int(field(row, "branch", 0) or 0), "mha", row))
+        if row.architecture in archs:
+            branches.append((int(row.branch or 0), "mha", row))
     notes: list[str] = []
     for _branch, kind, row in sorted(branches, key=lambda b: b[0]):
-        arch = field(row, "architecture")
+        arch = row.architecture
         cite = sglang.cite(row)
         if kind == "mha":
-            reads = tuple(field(row, "mla_fields_read", ()) or ())
+            reads = tuple(row.mla_fields_read or ())
             extra = f" (the branch still reads {', '.join(reads)})" if reads else ""
             return MlaDecision(
                 ENGINE, False, f"SGLang's chain sets {arch} to MHA explicitly{extra}", (cite,)
             )
-        if field(row, "conditional", False):
-            conds = [c for c in sglang.rows(CONDITIONS) if field(c, "architecture") == arch]
+        if row.conditional:
+            conds = [c for c in sglang.rows(CONDITIONS) if c.architecture == arch]
             results = [_condition(model, c) for c in conds]
             cites: tuple[Citation, ...] = (cite, *(sglang.cite(c) for c in conds))
             if not conds:

@@ -9,17 +9,16 @@ apron's two sliding-window figures the documentation points to."""
 from __future__ import annotations
 
 from apron.config import ModelConfig
-from apron.constraints import EngineConstraints, field
+from apron.constraints import EngineConstraints
 from apron.engines.base import EngineDecision
 
 ENGINE = "trtllm"
 MATRIX, SUPPORTED = "feature_matrix", "supported_models"
 
 
-def _notes(row: object, *names: str) -> list[str]:
+def _notes(*values: object) -> list[str]:
     out: list[str] = []
-    for name in names:
-        value = field(row, name, ())
+    for value in values:
         if isinstance(value, str) and value:
             out.append(value)
         elif isinstance(value, tuple | list):
@@ -31,17 +30,17 @@ def decide(model: ModelConfig, trtllm: EngineConstraints) -> EngineDecision:
     arch = model.architecture
     notes: list[str] = []
     cites = []
-    cells = [r for r in trtllm.rows(MATRIX) if field(r, "architecture") == arch]
+    cells = [r for r in trtllm.rows(MATRIX) if r.architecture == arch]
     if cells:
-        statuses = ", ".join(f"{field(c, 'feature', '?')} {field(c, 'status', '?')}" for c in cells)
+        statuses = ", ".join(f"{c.feature} {c.status}" for c in cells)
         notes.append(f"feature matrix: {statuses}")
         for cell in cells:
-            for note in _notes(cell, "notes"):
-                notes.append(f"{field(cell, 'feature', '?')}: {note}")
-            notes.extend(f"row: {note}" for note in _notes(cell, "row_notes"))
-            feature = str(field(cell, "feature", "")).lower()
+            for note in _notes(cell.notes):
+                notes.append(f"{cell.feature}: {note}")
+            notes.extend(f"row: {note}" for note in _notes(cell.row_notes))
+            feature = str(cell.feature).lower()
             if "sliding window" in feature:
-                status = str(field(cell, "status", "")).lower()
+                status = str(cell.status).lower()
                 if status == "no":
                     notes.append(
                         "Sliding Window Attention is documented as unsupported for this "
@@ -54,9 +53,9 @@ def decide(model: ModelConfig, trtllm: EngineConstraints) -> EngineDecision:
                     )
         cites.append(trtllm.cite(cells[0], "Model-Feature Support Matrix"))
     for row in trtllm.rows(SUPPORTED):
-        if field(row, "architecture") == arch:
-            notes.extend(_notes(row, "architecture_notes", "model_notes", "example_notes"))
-            cites.append(trtllm.cite(row, str(field(row, "section", "") or "supported models")))
+        if row.architecture == arch:
+            notes.extend(_notes(row.architecture_notes, row.model_notes, row.example_notes))
+            cites.append(trtllm.cite(row, str(row.section or "supported models")))
     if not cells and trtllm.has(MATRIX):
         notes.append(f"no feature-matrix row for {arch}")
     return EngineDecision(

@@ -8,11 +8,9 @@ checks MLA against the text config's `model_type` (hf_text_config.model_type).""
 
 from __future__ import annotations
 
-import re
-
 from apron.conditions import evaluate
 from apron.config import ModelConfig, is_int
-from apron.constraints import Citation, EngineConstraints, field
+from apron.constraints import Citation, EngineConstraints
 from apron.engines.base import EngineDecision
 from apron.layers import layout
 from apron.results import HeadCount, MlaDecision
@@ -22,11 +20,6 @@ ALIASES, FALLBACK, OVERRIDES = "kv_head_aliases", "kv_head_fallback", "kv_head_o
 MLA_TYPES, MLA_GATES = "mla_model_types", "mla_gates"
 CLASS_FLAGS, ATTN_RULE = "model_class_flags", "attn_type_rule"
 
-_INT = re.compile(r"^-?\d+$")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_READS = re.compile(r"^reads (\S+?)(?:, else (.+))?$")
-_WHEN = re.compile(r"^(.+?) when (.+)$")
-
 
 def _unknown(
     reason: str, missing: tuple[str, ...] = (), cites: tuple[Citation, ...] = ()
@@ -35,29 +28,30 @@ def _unknown(
 
 
 class _Outcome:
-    """What one override rule did: gave heads, fell through to the alias scan, or is unknown."""
+    """What one override rule did: gave heads (known or unknown), sent the count to the base
+    alias scan (`scan`, skipping later rules, as `return super()...` does), or did not apply
+    (neither: the next rule, then the scan)."""
 
-    __slots__ = ("heads", "fallthrough", "notes")
+    __slots__ = ("heads", "scan", "notes")
 
     def __init__(
-        self, heads: HeadCount | None = None, fallthrough: bool = False, notes: tuple[str, ...] = ()
+        self, heads: HeadCount | None = None, scan: bool = False, notes: tuple[str, ...] = ()
     ) -> None:
-        self.heads, self.fallthrough, self.notes = heads, fallthrough, notes
+        self.heads, self.scan, self.notes = heads, scan, notes
 
 
-def _value(model: ModelConfig, words: str, how: str, cite: Citation) -> _Outcome:
-    """Interpret the value part of a rule: an integer, "base scan", or a config field."""
-    words = words.strip()
-    if _INT.match(words):
-        return _Outcome(HeadCount(int(words), (), how, (), (), (cite,)))
-    if words == "base scan":
-        return _Outcome(fallthrough=True)
-    if _IDENT.match(words):
-        read = model.read(words)
+def _value(
+    model: ModelConfig, what: str, key: str, constant: object, how: str, cite: Citation
+) -> _Outcome:
+    """What a rule value gives: a constant, the base alias scan, or a config key's value."""
+    if what == "constant" and is_int(constant):
+        return _Outcome(HeadCount(constant, (), how, (), (), (cite,)))  # type: ignore[arg-type]
+    if what == "base scan":
+        return _Outcome(scan=True)
+    if what == "key" and key:
+        read = model.read(key)
         if read is None:
-            return _Outcome(
-                _unknown(f"{how}: {words} is absent from the config", (words,), (cite,))
-            )
+            return _Outcome(_unknown(f"{how}: {key} is absent from the config", (key,), (cite,)))
         if not is_int(read.value):
             return _Outcome(
                 _unknown(f"{how}: {read.key} is {read.value!r}, not an integer", (), (cite,))
@@ -65,7 +59,29 @@ def _value(model: ModelConfig, words: str, how: str, cite: Citation) -> _Outcome
         return _Outcome(
             HeadCount(read.value, (), f"{how}: {read.key} = {read.value}", (), (), (cite,))
         )
-    return _Outcome(_unknown(f"{how}: value {words!r} is not interpreted", (), (cite,)))
+    return _Outcome(_unknown(f"{how}: value {what!r} is not interpreted", (), (cite,)))
+
+
+def _gives(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
+    return _value(
+        model,
+        str(row.gives or ""),
+        str(row.gives_key or ""),
+        row.gives_constant,
+        how,
+        cite,
+    )
+
+
+def _otherwise(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
+    return _value(
+        model,
+        str(row.otherwise or ""),
+        str(row.otherwise_key or ""),
+        row.otherwise_constant,
+        how,
+        cite,
+    )
 
 
 def _block_configs(model: ModelConfig, how: str, cite: Citation) -> _Outcome:
@@ -109,71 +125,58 @@ def _block_configs(model: ModelConfig, how: str, cite: Citation) -> _Outcome:
     return _Outcome(HeadCount(None, tuple(per_layer), text, (), (), (cite,)))
 
 
-def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) -> _Outcome:
-    kind = str(field(row, "kind", "") or "")
-    rule = str(field(row, "rule", "") or "")
-    cite = vllm.cite(row)
-    owner = field(row, "convertor_class", "") or field(row, "symbol", "")
-    how = f"vLLM override for model_type {field(row, 'model_type', '?')} ({owner}: {rule})"
-    outcome: _Outcome
-    if kind == "constant" and (m := re.match(r"^constant (-?\d+)$", rule)):
-        outcome = _Outcome(HeadCount(int(m.group(1)), (), how, (), (), (cite,)))
-    elif kind == "base" or rule == "base scan":
-        outcome = _Outcome(fallthrough=True)
-    elif kind == "reads" and (m := _READS.match(rule)):
-        source, otherwise = m.group(1), m.group(2)
-        read = model.read(source)
-        if read is not None and is_int(read.value):
-            outcome = _Outcome(
-                HeadCount(read.value, (), f"{how}: {source} = {read.value}", (), (), (cite,))
-            )
-        elif read is not None and read.value is not None:
-            outcome = _Outcome(
-                _unknown(f"{how}: {source} is {read.value!r}, not an integer", (), (cite,))
-            )
-        elif otherwise is None:
-            outcome = _Outcome(_unknown(f"{how}: {source} is absent or null", (source,), (cite,)))
-        else:
-            outcome = _value(model, otherwise, how, cite)
-    elif kind == "conditional":
-        parts = [p.strip() for p in rule.split(";")]
-        outcome = _Outcome(_unknown(f"{how}: rule is not interpreted", (), (cite,)))
-        notes: list[str] = []
-        for part in parts:
-            if part.startswith("else "):
-                outcome = _value(model, part[5:], how, cite)
-                break
-            m = _WHEN.match(part)
-            if m is None:
-                outcome = _Outcome(
-                    _unknown(f"{how}: clause {part!r} is not interpreted", (), (cite,))
-                )
-                break
-            ev = evaluate(model, m.group(2))
-            notes.extend(ev.notes)
-            if ev.value is None:
-                outcome = _Outcome(_unknown(f"{how}: {ev.problem}", (), (cite,)))
-                break
-            if ev.value:
-                outcome = _value(model, m.group(1), how, cite)
-                break
-        outcome.notes = tuple(notes)
-    elif kind == "derived" and rule.strip() == "derived from block_configs":
-        outcome = _block_configs(model, how, cite)
-    else:
-        outcome = _Outcome(
-            _unknown(f"{how}: a {kind or 'rule'} apron does not interpret", (), (cite,))
+def _reads(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
+    source = str(row.gives_key or "")
+    read = model.read(source) if source else None
+    if read is not None and is_int(read.value):
+        return _Outcome(
+            HeadCount(read.value, (), f"{how}: {source} = {read.value}", (), (), (cite,))
         )
-    excludes = str(field(row, "excludes", "") or "")
-    if excludes and outcome.heads is not None and outcome.heads.known:
+    if read is not None and read.value is not None:
+        return _Outcome(_unknown(f"{how}: {source} is {read.value!r}, not an integer", (), (cite,)))
+    if not row.otherwise:
+        return _Outcome(_unknown(f"{how}: {source} is absent or null", (source,), (cite,)))
+    return _otherwise(model, row, how, cite)
+
+
+def _conditional(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
+    ev = evaluate(model, row.when or ())
+    if ev.value is None:
+        outcome = _Outcome(_unknown(f"{how}: {ev.problem}", (), (cite,)))
+    elif ev.value:
+        outcome = _gives(model, row, how, cite)
+    elif row.otherwise:
+        outcome = _otherwise(model, row, how, cite)
+    else:
+        outcome = _Outcome()  # no else branch: the next rule, then the scan
+    outcome.notes = ev.notes
+    return outcome
+
+
+def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) -> _Outcome:
+    kind = str(row.kind or "")
+    rule = str(row.rule or "")  # words for people, never read for meaning
+    cite = vllm.cite(row)
+    owner = row.convertor_class or row.symbol
+    how = f"vLLM override for model_type {row.model_type} ({owner}: {rule})"
+    excludes = tuple(row.excludes or ())
+    if excludes:  # tested first, as `if not excluded and ...` does
         ev = evaluate(model, excludes)
         if ev.value is None:
-            outcome = _Outcome(
-                _unknown(f"{how}: exclusion {excludes!r}: {ev.problem}", (), (cite,))
-            )
-        elif ev.value:
-            outcome = _Outcome(fallthrough=True)
-    return outcome
+            return _Outcome(_unknown(f"{how}: exclusion: {ev.problem}", (), (cite,)))
+        if ev.value:
+            return _Outcome()  # excluded: the rule does not apply
+    if kind == "constant":
+        return _gives(model, row, how, cite)
+    if kind == "base":
+        return _Outcome(scan=True)
+    if kind == "reads":
+        return _reads(model, row, how, cite)
+    if kind == "conditional":
+        return _conditional(model, row, how, cite)
+    if kind == "derived" and row.derived_from == "block_configs":
+        return _block_configs(model, how, cite)  # the one derivation apron implements
+    return _Outcome(_unknown(f"{how}: a {kind or 'rule'} apron does not interpret", (), (cite,)))
 
 
 def resolve_kv_heads(
@@ -190,8 +193,8 @@ def resolve_kv_heads(
         return hc, hc
     model_type = model.model_type
     rules = sorted(
-        (r for r in vllm.rows(OVERRIDES) if field(r, "model_type") in (model_type, "*")),
-        key=lambda r: (field(r, "rule_order", 0) or 0, field(r, "model_type") == "*"),
+        (r for r in vllm.rows(OVERRIDES) if r.model_type in (model_type, "*")),
+        key=lambda r: (r.rule_order or 0, r.model_type == "*"),
     )
     notes: tuple[str, ...] = ()
     for row in rules:
@@ -206,10 +209,12 @@ def resolve_kv_heads(
                     unknown=tuple(u + extra for u in heads.unknown),
                 )
             return heads, heads
-    aliases = sorted(vllm.rows(ALIASES), key=lambda r: field(r, "position", 0) or 0)
-    keys = tuple(str(field(r, "key")) for r in aliases)
+        if outcome.scan:
+            break
+    aliases = sorted(vllm.rows(ALIASES), key=lambda r: r.position or 0)
+    keys = tuple(str(r.key) for r in aliases)
     for position, row in enumerate(aliases):
-        key = str(field(row, "key"))
+        key = str(row.key)
         read = model.read(key)
         if read is None:
             continue
@@ -238,9 +243,10 @@ def resolve_kv_heads(
         hc = _unknown(reason, keys, alias_cites)
         return hc, hc
     fallback = fallback_rows[0]
-    name = str(field(fallback, "fallback", "") or "")
+    name = str(fallback.fallback or "")
+    key = str(fallback.fallback_key or "")
     cites = (*alias_cites, vllm.cite(fallback))
-    value = model.integer(name) if _IDENT.match(name) else None
+    value = model.integer(key) if key else None
     if value is None:
         engine = _unknown(
             f"{reason}; vLLM falls back to {name or 'its fallback'}, which the "
@@ -268,36 +274,36 @@ def resolve_kv_heads(
 def _gate(
     model: ModelConfig, vllm: EngineConstraints, scope: str
 ) -> tuple[bool | None, str, tuple[Citation, ...]]:
-    gates = [g for g in vllm.rows(MLA_GATES) if field(g, "scope") == scope]
+    gates = [g for g in vllm.rows(MLA_GATES) if g.scope == scope]
     cites: list[Citation] = []
     for gate in gates:
-        ev = evaluate(model, str(field(gate, "when", "always") or "always"))
+        ev = evaluate(model, gate.condition or ())
         if ev.value is None:
             return None, f"MLA gate condition not interpreted: {ev.problem}", (vllm.cite(gate),)
         if not ev.value:
             continue
         cites.append(vllm.cite(gate))
-        others = tuple(field(gate, "other_conditions", ()) or ())
+        others = tuple(gate.other_conditions or ())
         if others:
             return (
                 None,
                 f"MLA gate has conditions apron does not interpret: {'; '.join(others)}",
                 tuple(cites),
             )
-        for name in field(gate, "requires_non_null", ()) or ():
+        for name in gate.requires_non_null or ():
             if model.get(name) is None:
                 return (
                     False,
                     (
                         f"{name} is absent or null, so vLLM's gate "
-                        f"({field(gate, 'when', '')}) fails and it uses full attention"
+                        f"({gate.when}) fails and it uses full attention"
                     ),
                     tuple(cites),
                 )
-        required = ", ".join(field(gate, "requires_non_null", ()) or ()) or "nothing"
+        required = ", ".join(gate.requires_non_null or ()) or "nothing"
         return (
             True,
-            f"gate ({field(gate, 'when', '')}) requires {required} non-null: met",
+            f"gate ({gate.when}) requires {required} non-null: met",
             tuple(cites),
         )
     return True, "no gate applies", tuple(cites)
@@ -309,7 +315,7 @@ def mla_decision(model: ModelConfig, vllm: EngineConstraints | None) -> MlaDecis
         return None
     text_type = model.text_model_type
     rows = vllm.rows(MLA_TYPES)
-    main = {str(field(r, "model_type")): r for r in rows if field(r, "scope") == "main"}
+    main = {str(r.model_type): r for r in rows if r.scope == "main"}
     if text_type is None:
         return MlaDecision(
             ENGINE, False, "the text config has no model_type; vLLM's check returns false", ()
@@ -325,7 +331,7 @@ def mla_decision(model: ModelConfig, vllm: EngineConstraints | None) -> MlaDecis
     if text_type == "eagle":
         inner_model = model.get("model")
         inner = inner_model.get("model_type") if isinstance(inner_model, dict) else None
-        eagle = {str(field(r, "model_type")): r for r in rows if field(r, "scope") == "eagle_inner"}
+        eagle = {str(r.model_type): r for r in rows if r.scope == "eagle_inner"}
         if inner in eagle:
             ok, why, cites = _gate(model, vllm, "eagle_inner")
             return MlaDecision(
@@ -355,7 +361,7 @@ def class_flags(model: ModelConfig, vllm: EngineConstraints) -> object | None:
     if model.architecture is None:
         return None
     for row in vllm.rows(CLASS_FLAGS):
-        if field(row, "architecture") == model.architecture:
+        if row.architecture == model.architecture:
             return row
     return None
 
@@ -376,13 +382,11 @@ def attention_kind(model: ModelConfig, vllm: EngineConstraints) -> AttentionKind
     pooling; the rule then says encoder-only for its listed default sequence pooling types or a
     false causal key, else the class's attn_type. None when the class flags are not known."""
     row = class_flags(model, vllm)
-    if row is None or field(row, "status") != "resolved":
+    if row is None or row.status != "resolved":
         return None
     cite = vllm.cite(row)
     name = model.architecture
-    pooling = (
-        field(row, "is_pooling_model") is True or field(row, "is_text_generation_model") is False
-    )
+    pooling = row.is_pooling_model is True or row.is_text_generation_model is False
     if pooling:
         rules = vllm.rows(ATTN_RULE)
         if not rules:
@@ -391,32 +395,32 @@ def attention_kind(model: ModelConfig, vllm: EngineConstraints) -> AttentionKind
             )
         rule = rules[0]
         cites = (cite, vllm.cite(rule))
-        seq = field(row, "default_seq_pooling_type")
-        if seq in (field(rule, "encoder_only_seq_pooling_types", ()) or ()):
+        seq = row.default_seq_pooling_type
+        if seq in rule.encoder_only_seq_pooling_types:
             return AttentionKind(
                 "encoder_only",
                 f"{name} runs as a pooling model with default_seq_pooling_type {seq}, which "
                 "vLLM's ModelConfig.attn_type makes encoder_only",
                 cites,
             )
-        key = str(field(rule, "causal_key", "") or "")
+        key = rule.causal_key
         if key and model.get(key) is False:
             return AttentionKind(
                 "encoder_only",
                 f"{name} runs as a pooling model and the config's {key} is false: encoder_only",
                 cites,
             )
-        value = field(row, "attn_type")
+        value = row.attn_type
         return AttentionKind(
             value, f"{name} runs as a pooling model with the class's attn_type {value}", cites
         )
-    if field(row, "is_hybrid") is True:
+    if row.is_hybrid is True:
         return AttentionKind("hybrid", f"vLLM's class for {name} is IsHybrid", (cite,))
-    if field(row, "is_attention_free") is True:
+    if row.is_attention_free is True:
         return AttentionKind(
             "attention_free", f"vLLM's class for {name} is IsAttentionFree", (cite,)
         )
-    return AttentionKind(field(row, "attn_type"), f"vLLM's class for {name}", (cite,))
+    return AttentionKind(row.attn_type, f"vLLM's class for {name}", (cite,))
 
 
 def _class_decision(
@@ -443,7 +447,7 @@ def _class_decision(
     if kind.value == "encoder_only":
         no_kv = f"{kind.why}: encoder-only attention keeps no KV cache"
     elif kind.value == "attention_free":
-        if field(row, "has_inner_state") is True:
+        if row.has_inner_state is True:
             flags.append("recurrent")
         else:
             no_kv = f"{kind.why} without inner state: no KV cache and no recurrent state"
@@ -452,7 +456,7 @@ def _class_decision(
     elif kind.value is None:
         notes.append(f"vLLM attention type unknown: {kind.why}")
     structure = layout(model)
-    is_hybrid = field(row, "is_hybrid")
+    is_hybrid = row.is_hybrid
     if structure is None and is_hybrid is True:
         notes.append(
             "vLLM's class is hybrid (IsHybrid) but the config states no per-layer layout; "

@@ -1,25 +1,15 @@
 """The mechanism protocol and the arithmetic helpers the mechanism modules share.
 
-Every mechanism module declares NAME, TITLE and NEEDS (the config fields it reads) and a
-`compute(model, heads, request)` that returns a MechanismResult. Missing fields give `unknown`
+Every mechanism module declares NAME and TITLE and a `compute(model, heads, request)` that
+returns a MechanismResult. Missing fields give `unknown`
 with their names, never a default. Each figure carries its arithmetic written out."""
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from apron.config import ModelConfig, is_int
 from apron.results import HeadCount, MechanismResult, Request
-
-
-class Mechanism(Protocol):
-    NAME: str
-    TITLE: str
-    NEEDS: tuple[str, ...]
-
-    def compute(
-        self, model: ModelConfig, heads: HeadCount, request: Request
-    ) -> MechanismResult: ...
 
 
 def n(value: int) -> str:

@@ -15,11 +15,6 @@ from apron.results import HeadCount, MechanismResult, Request
 
 NAME = "full_attention"
 TITLE = "full attention"
-NEEDS = (
-    "num_hidden_layers",
-    "KV-head count (vLLM alias keys / overrides)",
-    "head_dim (or hidden_size and num_attention_heads)",
-)
 
 
 def flavour(heads: HeadCount, model: ModelConfig) -> str:

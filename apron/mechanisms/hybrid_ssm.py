@@ -22,15 +22,6 @@ from apron.ssm import layer_state
 
 NAME = "hybrid_ssm"
 TITLE = "hybrid attention + state space"
-NEEDS = (
-    "num_hidden_layers",
-    "per-layer block types: layers_block_type / hybrid_override_pattern"
-    " / layer_types / attn_layer_period + attn_layer_offset",
-    "KV-head count",
-    "head_dim",
-    "state fields: conv kernel, state size, expand (+ heads, head dim, groups for Mamba2)",
-    "torch_dtype (state bytes)",
-)
 
 
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:

@@ -13,7 +13,6 @@ from apron.results import HeadCount, MechanismResult, Request
 
 NAME = "mla_latent"
 TITLE = "MLA latent cache"
-NEEDS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim")
 
 
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:

@@ -11,11 +11,6 @@ from apron.ssm import has_state_fields, layer_state
 
 NAME = "recurrent"
 TITLE = "attention-free recurrent state"
-NEEDS = (
-    "num_hidden_layers",
-    "state fields: conv_kernel, state_size, expand (+ num_heads, head_dim, n_groups for Mamba2)",
-    "torch_dtype (state bytes)",
-)
 
 
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:

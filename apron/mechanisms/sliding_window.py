@@ -20,15 +20,6 @@ from apron.results import HeadCount, MechanismResult, Request
 
 NAME = "sliding_window"
 TITLE = "sliding-window attention"
-NEEDS = (
-    "num_hidden_layers",
-    "KV-head count",
-    "head_dim",
-    "sliding_window",
-    "per-layer layout: layer_types / sliding_window_pattern / use_sliding_window + "
-    "max_window_layers",
-    "max_position_embeddings (to tell an inert window)",
-)
 
 
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:

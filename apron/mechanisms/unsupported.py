@@ -9,7 +9,6 @@ from apron.results import HeadCount, MechanismResult, Request
 
 NAME = "unsupported"
 TITLE = "no implemented mechanism"
-NEEDS: tuple[str, ...] = ()
 
 
 def compute(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.llamacpp import class_sets, converter, hf_join, sliding_window
+from extractors.llamacpp import class_sets, converter, hf_join, matrix_cells, sliding_window
 from extractors.llamacpp.arch_names import arch_names
 from extractors.llamacpp.records import (
     ArchName,
@@ -17,7 +17,7 @@ from extractors.llamacpp.records import (
     SlidingWindowRule,
 )
 from extractors.parsing.cpp_ts import brace_warnings, parse_cpp
-from extractors.records import FactKind, Record
+from extractors.records import FactKind, Record, SupportScan
 from extractors.snapshot import Snapshot
 
 ARCH_CPP = "src/llama-arch.cpp"
@@ -193,6 +193,7 @@ HF_ARCHITECTURES = FactKind(
     "every HF architecture the converter registers, joined through its converter class's "
     "model_arch (own or inherited) to the GGUF name, the LLM_ARCH_* value and the class-set "
     "predicates that return true for it; unresolved rows say why.",
+    support=SupportScan("architecture", "registry"),
 )
 SLIDING_WINDOW = FactKind(
     "sliding_window",
@@ -208,6 +209,7 @@ ENGINE = EngineSpec(
     engine_id="llamacpp",
     title="llama.cpp",
     upstream_url="https://github.com/ggml-org/llama.cpp",
+    matrix_cells=matrix_cells.matrix_cells,
     facts=(
         FactExtractor(ARCH_NAMES, _arch_names, reads=ARCH_READS),
         FactExtractor(CLASS_PREDICATES, _class_predicates, reads=ARCH_READS, needs=("arch_names",)),

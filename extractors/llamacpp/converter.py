@@ -16,6 +16,7 @@ from tree_sitter import Node
 
 from extractors.errors import AnchorError
 from extractors.parsing.python_ts import (
+    PYTHON,
     assignments,
     import_source,
     imported_names,
@@ -25,6 +26,7 @@ from extractors.parsing.python_ts import (
     top_level_assignments,
     unparenthesize,
 )
+from extractors.parsing.ts_query import typed_descendants
 from extractors.records import ExtractionWarning, warning
 
 MMPROJ = "MMPROJ"  # the dummy MODEL_ARCH of vision/audio projectors: registered as ModelType.MMPROJ
@@ -209,7 +211,7 @@ def _scan_method(method: Node, runtime: list[str], delegates: list[str]) -> None
     if body is None:
         return
     locals_: dict[str, list[Node]] = {}
-    assignments = [n for n in _walk(body) if n.type == "assignment"]
+    assignments = typed_descendants(PYTHON, body, ("assignment",))
     for assignment in assignments:
         left = assignment.child_by_field_name("left")
         right = assignment.child_by_field_name("right")

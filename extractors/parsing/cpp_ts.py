@@ -18,11 +18,16 @@ from tree_sitter import Language, Node, Parser, Tree
 
 from extractors.errors import AnchorError, ExtractionError, ParseError
 from extractors.parsing.limits import MAX_CONDITION_CHARS, MAX_SYNTAX_DEPTH, check_syntax_tree
+from extractors.parsing.ts_query import typed_descendants
 from extractors.records import ExtractionWarning
 
 CPP = Language(tree_sitter_cpp.language())
 
 _CONDITIONAL = re.compile(r"^\s*#\s*(ifdef|ifndef|if|elifdef|elifndef|elif|else|endif)\b(.*)$")
+# a line _CONDITIONAL matches, searched in the whole text (whitespace within one line only)
+_ANY_CONDITIONAL = re.compile(
+    r"^[^\S\n]*#[^\S\n]*(?:ifdef|ifndef|if|elifdef|elifndef|elif|else|endif)\b", re.MULTILINE
+)
 # statements that leave control at a point that is not "every time the function runs"
 CONDITIONAL_PARENTS = frozenset(
     {
@@ -67,7 +72,10 @@ class CppSource:
 
     def brace_imbalance(self) -> int:
         """`{` tokens minus `}` tokens (tree-sitter's MISSING placeholders not counted). Nonzero
-        for unbalanced braces, and for braces split across the branches of an `#if`/`#else`."""
+        for unbalanced braces, and for braces split across the branches of an `#if`/`#else`.
+        A tree without errors is balanced: every grammar rule with a `{` token has its `}`."""
+        if not self.root.has_error:
+            return 0
         balance = 0
         cursor = self.root.walk()
         while True:
@@ -135,6 +143,8 @@ def mask_conditionals(text: str, path: str = "<text>") -> tuple[str, tuple[str, 
     MAX_SYNTAX_DEPTH, or conditions whose text adds up past MAX_CONDITION_CHARS, are a
     ParseError (their cost grows with the square of the nesting)."""
     lines = text.split("\n")
+    if _ANY_CONDITIONAL.search(text) is None:
+        return text, ("",) * len(lines)
     out: list[str] = []
     conditions: list[str] = []
     stack: list[list[str]] = []  # per open #if: the conditions of its branches so far
@@ -263,6 +273,12 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(current.children))
 
 
+def nodes_of_type(node: Node, *types: str) -> list[Node]:
+    """The nodes of these (named) types below and including `node`, in the order of `walk`.
+    A query costs about as much to compile as walking 10,000 nodes: for whole files read often."""
+    return typed_descendants(CPP, node, types)
+
+
 def code_children(node: Node) -> list[Node]:
     """Named children that are code (no comments)."""
     return [c for c in node.named_children if c.type != "comment"]
@@ -298,9 +314,7 @@ def _function_declarator(declarator: Node | None) -> Node | None:
 def function_definitions(root: Node) -> list[tuple[str, Node]]:
     """(qualified name, function_definition node) for every function defined in the file."""
     found = []
-    for node in walk(root):
-        if node.type != "function_definition":
-            continue
+    for node in nodes_of_type(root, "function_definition"):
         function = _function_declarator(node.child_by_field_name("declarator"))
         if function is None:
             continue

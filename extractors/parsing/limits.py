@@ -34,6 +34,12 @@ def check_syntax_tree(
 ) -> None:
     """Walk the tree once (iteratively, stopping early); ParseError when it nests deeper than
     MAX_SYNTAX_DEPTH or, when `cost_budget` is given, when the sum of node depths exceeds it."""
+    if cost_budget is None:
+        _check_depth(root, path, language)
+        return
+    shallow = min(MAX_SYNTAX_DEPTH, cost_budget // max(root.descendant_count, 1))
+    if _no_deeper_than(root, shallow):
+        return  # both limits hold: n nodes at most `shallow` deep cost at most n * shallow
     cursor = root.walk()
     depth = 0
     cost = 0
@@ -60,6 +66,46 @@ def check_syntax_tree(
                 return
             depth -= 1
         cost += depth
+
+
+def _first_deeper(root: Node, limit: int) -> Node | None:
+    """The first node (in the order of a full walk) deeper than `limit`, else None; walking
+    only where one could be: a node at depth d with n nodes in its subtree (itself included)
+    has none deeper than d + n - 1, so the walk enters a subtree only when that passes `limit`."""
+    if root.descendant_count - 1 <= limit:
+        return None
+    cursor = root.walk()
+    depth = 0
+    while True:
+        node = cursor.node
+        if (
+            node is not None
+            and depth + node.descendant_count - 1 > limit
+            and cursor.goto_first_child()
+        ):
+            depth += 1
+            if depth > limit:
+                return cursor.node
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return None
+            depth -= 1
+
+
+def _no_deeper_than(root: Node, limit: int) -> bool:
+    return _first_deeper(root, limit) is None
+
+
+def _check_depth(root: Node, path: str, language: str) -> None:
+    """The depth half of check_syntax_tree: the first node too deep is the one reported."""
+    deep = _first_deeper(root, MAX_SYNTAX_DEPTH)
+    if deep is not None:
+        raise ParseError(
+            f"{path} nests {language} syntax more than {MAX_SYNTAX_DEPTH} levels deep "
+            f"(line {deep.start_point[0] + 1}); it is nested too deeply to parse safely",
+            paths=[path],
+        )
 
 
 def check_markdown_size(text: str, path: str) -> None:

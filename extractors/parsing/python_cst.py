@@ -17,6 +17,72 @@ def parse_module(text: str, path: str) -> cst.Module:
     tree-sitter measures the file first: libcst crashes the interpreter on very deep nesting and
     its memory grows with depth, so a file over the limits never reaches it."""
     check_syntax_tree(parse_tree(text), path, "Python", cost_budget=CST_COST_BUDGET)
+    return _libcst(text, path)
+
+
+def parse_class_methods(text: str, path: str, class_name: str, marker: str) -> cst.Module:
+    """parse_module for a caller that reads only the top-level class `class_name` (the last one,
+    as `top_level_classes` keeps) and, of its methods, only those whose text contains `marker`.
+
+    libcst, the slow part, gets the file with everything else replaced by blank lines (lines and
+    columns unchanged): other top-level statements, and methods without `marker` whose name no
+    other method of the class shares. A file tree-sitter finds errors in, or without such a
+    class or such a method, is parsed whole, so its errors and anchors are those of
+    parse_module."""
+    root = parse_tree(text)
+    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
+    kept = None if root.has_error else _blank_all_but(root, class_name, marker)
+    if kept is None:
+        return _libcst(text, path)
+    data = text.encode("utf-8")
+    pieces, at = [], 0
+    for start, end in kept:
+        pieces += [data[at:start], b"\n" * data.count(b"\n", start, end)]
+        at = end
+    pieces.append(data[at:])
+    return _libcst(b"".join(pieces).decode("utf-8"), path)
+
+
+def _blank_all_but(root, class_name: str, marker: str) -> list[tuple[int, int]] | None:
+    """Byte ranges to blank, in order; None when there is no such class or method."""
+    classes = [
+        s for s in root.named_children if _definition_name(s, "class_definition") == class_name
+    ]
+    if not classes:
+        return None
+    keep = classes[-1]
+    body = _definition(keep).child_by_field_name("body")
+    if body is None:
+        return None
+    methods = [s for s in body.named_children if _definition_name(s, "function_definition")]
+    names = [_definition_name(m, "function_definition") for m in methods]
+    marked = [m for m in methods if marker.encode("utf-8") in (m.text or b"")]
+    if not marked:
+        return None
+    ranges = [(0, keep.start_byte), (keep.end_byte, root.end_byte)]  # `;` and comments too
+    ranges += [
+        (m.start_byte, m.end_byte)
+        for m, name in zip(methods, names, strict=True)
+        if m not in marked and names.count(name) == 1
+    ]
+    return sorted(ranges)
+
+
+def _definition(statement):
+    if statement.type == "decorated_definition":
+        return statement.child_by_field_name("definition") or statement
+    return statement
+
+
+def _definition_name(statement, kind: str) -> str | None:
+    definition = _definition(statement)
+    if definition.type != kind:
+        return None
+    name = definition.child_by_field_name("name")
+    return name.text.decode("utf-8") if name is not None and name.text is not None else None
+
+
+def _libcst(text: str, path: str) -> cst.Module:
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as err:

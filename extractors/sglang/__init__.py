@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import DocRegistryFinding
 from extractors.errors import MissingPathError
-from extractors.records import ExtractionWarning, FactKind, Record
-from extractors.sglang import attention_chain, docs_tables
+from extractors.records import ExtractionWarning, FactKind, Record, SupportScan
+from extractors.sglang import attention_chain, docs_tables, matrix_cells
 from extractors.sglang.records import (
     SglangDocsRow,
     SglangExplicitMha,
@@ -16,7 +16,7 @@ from extractors.sglang.records import (
     SglangMlaCondition,
     SglangRegistryRow,
 )
-from extractors.sglang.registry_rows import ModuleScan, registry_rows, scan_module
+from extractors.sglang.registry_rows import models_registry
 from extractors.snapshot import Snapshot
 
 MODELS_DIRS = ("python/sglang/srt/models",)
@@ -43,19 +43,10 @@ def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]])
             paths=[f"{d}/*.py" for d in MODELS_DIRS],
             anchor="EntryClass",
         )
-    scans = {path: scan_module(snapshot.read_text(path), path) for path in modules}
-    extra: dict[str, ModuleScan | None] = {}
-
-    def load(path: str) -> ModuleScan | None:
-        if path in scans:
-            return scans[path]
-        if path not in extra:
-            extra[path] = (
-                scan_module(snapshot.read_text(path), path) if snapshot.exists(path) else None
-            )
-        return extra[path]
-
-    rows, warnings = registry_rows(scans, load)
+    texts = {path: snapshot.read_text(path) for path in modules}
+    rows, warnings = models_registry(
+        texts, lambda path: snapshot.read_text(path) if snapshot.exists(path) else None
+    )
     return FactOutput(tuple(rows), tuple(warnings))
 
 
@@ -105,6 +96,7 @@ REGISTRY_ROWS = FactKind(
     SglangRegistryRow,
     "every architecture SGLang registers: the class each models module names in EntryClass, "
     "resolved through aliases and imports; the architecture is the class's name.",
+    support=SupportScan("architecture", "registry"),
 )
 MLA_ARCHITECTURES = FactKind(
     "mla_architectures",
@@ -133,6 +125,7 @@ DOCS_TABLE_ROWS = FactKind(
     "every row of the model-family tables on the supported-models pages (.md 2025 or .mdx 2026 "
     "layout), with its heading path, example HF ids and any architecture names it writes; the "
     "Description column is not kept.",
+    support=SupportScan("architectures", "documented"),
 )
 DOCS_REGISTRY_FINDINGS = FactKind(
     "docs_registry_findings",
@@ -141,12 +134,14 @@ DOCS_REGISTRY_FINDINGS = FactKind(
     "architecture names the docs write that no module registers (or spell differently), family "
     "rows no registered architecture matches, registered architectures no row covers; family "
     "coverage is a normalized-prefix heuristic (match = family-prefix).",
+    support=SupportScan("architecture", "finding"),
 )
 
 ENGINE = EngineSpec(
     engine_id="sglang",
     title="SGLang",
     upstream_url="https://github.com/sgl-project/sglang",
+    matrix_cells=matrix_cells.matrix_cells,
     facts=(
         FactExtractor(REGISTRY_ROWS, _registry_rows, reads=MODELS_READS),
         FactExtractor(

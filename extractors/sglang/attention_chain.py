@@ -18,7 +18,7 @@ from extractors.errors import AnchorError
 from extractors.parsing.python_cst import (
     class_methods,
     conjuncts,
-    parse_module,
+    parse_class_methods,
     statements,
     string_value,
     top_level_classes,
@@ -134,7 +134,7 @@ class _Reader:
         return string_value(node.left)
 
     def condition(self, arch: str, node: cst.BaseExpression) -> SglangMlaCondition:
-        config, fld, check, default = "", "", "expression", ""
+        config, fld, check, default = "", "", "expression", None
         inner = node
         if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not):
             read = self.config_read(inner.expression)
@@ -173,14 +173,18 @@ class _Reader:
             config=config,
             field=fld,
             check=check,
-            default=default,
+            default=self.code(default) if default is not None else "",
+            when_absent=_truth_when_absent(check, default),
             expression=self.code(node),
             path=self.path,
             symbol=self.symbol,
         )
 
-    def config_read(self, node: cst.BaseExpression) -> tuple[str, str, str] | None:
-        """(config, field, default) for `getattr(self.hf_text_config, "f", D)` / `self.hf_config.f`."""
+    def config_read(
+        self, node: cst.BaseExpression
+    ) -> tuple[str, str, cst.BaseExpression | None] | None:
+        """(config, field, default node) for `getattr(self.hf_text_config, "f", D)` /
+        `self.hf_config.f` (default None when read without one)."""
         if (
             isinstance(node, cst.Call)
             and self.code(node.func) == "getattr"
@@ -189,12 +193,11 @@ class _Reader:
             root = CONFIG_ROOTS.get(self.code(node.args[0].value))
             key = string_value(node.args[1].value)
             if root and key:
-                default = self.code(node.args[2].value) if len(node.args) == 3 else ""
-                return root, key, default
+                return root, key, node.args[2].value if len(node.args) == 3 else None
         if isinstance(node, cst.Attribute):
             root = CONFIG_ROOTS.get(self.code(node.value))
             if root:
-                return root, node.attr.value, ""
+                return root, node.attr.value, None
         return None
 
     def mla_reads(self, body: cst.BaseSuite) -> tuple[str, ...]:
@@ -214,6 +217,30 @@ class _Reader:
                 if key in MLA_FIELDS and self.code(node.args[0].value) in CONFIG_ROOTS:
                     found.add(key)
         return tuple(sorted(found))
+
+
+_LITERALS = {"None": None, "True": True, "False": False}
+
+
+def _truth_when_absent(check: str, default: cst.BaseExpression | None) -> bool | None:
+    """The truth of a condition when its field is absent: from the getattr default, or False
+    for `present`; None when the read has no default (it would raise) or the default is not a
+    plain None/True/False/number/string literal."""
+    if check == "present":
+        return False
+    if check == "expression" or default is None:
+        return None
+    if isinstance(default, cst.Name) and default.value in _LITERALS:
+        value: object = _LITERALS[default.value]
+    elif isinstance(default, cst.Integer | cst.Float):
+        value = default.evaluated_value
+    elif string_value(default) is not None:
+        value = string_value(default)
+    else:
+        return None
+    if check == "is not None":
+        return value is not None
+    return bool(value) if check == "truthy" else not value
 
 
 def _branches(node: cst.If) -> tuple[list[Branch], cst.Else | None]:
@@ -267,7 +294,7 @@ def find_chain(module: cst.Module, path: str) -> tuple[str, cst.If]:
 @lru_cache(maxsize=8)
 def attention_chain(text: str, path: str) -> ChainFacts:
     """(Memoized: three facts read the same chain.) MLA architectures (with their conditions) and explicit-MHA architectures of the chain."""
-    module = parse_module(text, path)
+    module = parse_class_methods(text, path, CLASS, TARGET.removeprefix("self."))
     symbol, chain = find_chain(module, path)
     reader = _Reader(module, path, symbol)
     branches, else_branch = _branches(chain)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from pydantic import model_validator
+
 from extractors.records import Record
 
 
@@ -42,11 +44,32 @@ class SglangMlaCondition(Record):
     architecture: str
     config: str  # "hf_text_config" or "hf_config"; "" when the condition reads no config field
     field: str  # e.g. "kv_lora_rank"; "" when not a single field
-    check: str  # "is not None", "truthy", "falsy", "present", "expression"
+    check: str  # one of CONDITION_CHECKS
     default: str  # the getattr default as written ("None", "True"); "" when read without one
+    when_absent: bool | None  # the condition's truth when `field` is absent; None: not known
     expression: str  # the condition as written, whitespace collapsed
     path: str
     symbol: str
+
+    @model_validator(mode="after")
+    def _known_check(self) -> SglangMlaCondition:
+        if self.check not in CONDITION_CHECKS:
+            raise ValueError(f"check {self.check!r} is not one of {', '.join(CONDITION_CHECKS)}")
+        if self.check == "present" and self.when_absent is not False:
+            raise ValueError("a `present` check is false when its field is absent")
+        return self
+
+    def label(self) -> str:
+        if self.check == "expression":
+            return f"{self.architecture}: {self.expression} (not structured)"
+        test = {"present": "is present", "is not None": "is not None"}.get(self.check, self.check)
+        absent = {True: "true", False: "false", None: "unknown"}[self.when_absent]
+        return f"{self.architecture}: {self.config}.{self.field} {test} (absent: {absent})"
+
+
+# is not None: present and not None; truthy / falsy: bool(value); present: hasattr; expression:
+# a condition the extractor did not structure (kept as `expression` only).
+CONDITION_CHECKS = ("is not None", "truthy", "falsy", "present", "expression")
 
 
 class SglangExplicitMha(Record):

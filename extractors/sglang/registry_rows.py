@@ -4,12 +4,13 @@ SGLang has no literal registry. At import it walks the models package (top-level
 and registers each class named by a module's `EntryClass` under the class's `__name__`.
 Statically: find `EntryClass = X` / `EntryClass = [X, Y]`, resolve each name to the class it
 binds (a local class, an alias `A = B`, an import from another module), and take the class's
-name. Parsed with tree-sitter-python: ~200 files per commit."""
+name. Parsed with tree-sitter-python: ~200 files per commit, of which only those whose text
+contains `EntryClass` are parsed up front; the others only when an import leads to them."""
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -22,12 +23,21 @@ from extractors.parsing.python_ts import (
     parse_python,
     unparenthesize,
 )
+from extractors.parsing.workers import map_in_two
 from extractors.records import ExtractionWarning
 from extractors.sglang.records import SglangRegistryRow
 
 ENTRY = "EntryClass"
 PACKAGE_ROOT = "python"  # python/sglang/... is the import root of `sglang`
 MAX_HOPS = 8
+
+
+@dataclass(frozen=True)
+class EntryValue:
+    """What an EntryClass assignment lists: plain names, and the code of anything else."""
+
+    names: tuple[str, ...]
+    problems: tuple[str, ...]
 
 
 @dataclass
@@ -37,10 +47,10 @@ class ModuleScan:
     path: str
     classes: set[str] = field(default_factory=set)
     aliases: dict[str, str] = field(default_factory=dict)  # A = B (B a plain name)
-    imports: dict[str, tuple[str, str]] = field(
+    imports: dict[str, tuple[int, str, str]] = field(
         default_factory=dict
-    )  # local -> (module path, name)
-    entry: Node | None = None  # the value of the last top-level EntryClass assignment
+    )  # local -> (import level, module as written, name)
+    entry: EntryValue | None = None  # the value of the last top-level EntryClass assignment
     nested_entry: bool = False  # an EntryClass assignment inside an if/try block
 
 
@@ -93,7 +103,7 @@ def scan_module(text: str, path: str) -> ModuleScan:
             if name is not None:
                 scan.classes.add(node_text(name))
         elif node.type == "import_from_statement":
-            _read_import(scan, node, path)
+            _read_import(scan, node)
         elif node.type == "expression_statement" and node.named_child_count == 1:
             assignment = node.named_children[0]
             if assignment.type != "assignment":
@@ -105,7 +115,7 @@ def scan_module(text: str, path: str) -> ModuleScan:
             name = node_text(left)
             if name == ENTRY:
                 if at_top:
-                    scan.entry = right
+                    scan.entry = _entry_value(right)
                 else:
                     scan.nested_entry = True
             elif right.type == "identifier" and node_text(right) != name:
@@ -113,21 +123,18 @@ def scan_module(text: str, path: str) -> ModuleScan:
     return scan
 
 
-def _read_import(scan: ModuleScan, node: Node, path: str) -> None:
+def _read_import(scan: ModuleScan, node: Node) -> None:
     source = import_source(node)
     if source is None:
         return
     level, module = source
-    stem = _module_file(path, module, level)
     for local, imported in imported_names(node):
-        scan.imports[local] = (stem, imported)
+        scan.imports[local] = (level, module, imported)
 
 
-def entry_names(scan: ModuleScan) -> tuple[list[str], list[str]]:
-    """(names listed in EntryClass, problems). A non-name element is a problem, not a crash."""
-    if scan.entry is None:
-        return [], []
-    value = unparenthesize(scan.entry)
+def _entry_value(node: Node) -> EntryValue:
+    """The names an EntryClass value lists. A non-name element is a problem, not a crash."""
+    value = unparenthesize(node)
     elements = value.named_children if value.type in ("list", "tuple") else [value]
     names, problems = [], []
     for element in elements:
@@ -138,7 +145,14 @@ def entry_names(scan: ModuleScan) -> tuple[list[str], list[str]]:
             continue
         else:
             problems.append(node_text(element)[:60])
-    return names, problems
+    return EntryValue(tuple(names), tuple(problems))
+
+
+def entry_names(scan: ModuleScan) -> tuple[list[str], list[str]]:
+    """(names listed in EntryClass, problems)."""
+    if scan.entry is None:
+        return [], []
+    return list(scan.entry.names), list(scan.entry.problems)
 
 
 @dataclass(frozen=True)
@@ -167,7 +181,8 @@ def resolve(name: str, scan: ModuleScan, load: Loader) -> Resolved | None:
             name = target
             continue
         if name in scan.imports:
-            stem, imported = scan.imports[name]
+            level, module, imported = scan.imports[name]
+            stem = _module_file(scan.path, module, level)
             target_scan = load(stem + ".py") or load(stem + "/__init__.py")
             if target_scan is None:
                 return None
@@ -178,10 +193,48 @@ def resolve(name: str, scan: ModuleScan, load: Loader) -> Resolved | None:
     return None
 
 
-def registry_rows(
-    scans: Mapping[str, ModuleScan], load: Loader
+def may_assign_entry(text: str) -> bool:
+    """False when scanning the module cannot find an EntryClass assignment: the scan records one
+    only where an identifier's text is `EntryClass`, so that text is in the module's text."""
+    return ENTRY in text
+
+
+def models_registry(
+    texts: Mapping[str, str], read: Callable[[str], str | None]
 ) -> tuple[list[SglangRegistryRow], list[ExtractionWarning]]:
-    """One row per registered architecture, modules in the order SGLang imports them (sorted)."""
+    """Registry rows of the models package: `texts` maps each top-level module to its text,
+    `read` gives the text of another file an import leads to (None when it does not exist).
+    A module that cannot assign EntryClass registers nothing and is parsed only when an import
+    leads to it; the rows are those of scanning every module."""
+    scanned = [path for path, text in texts.items() if may_assign_entry(text)]
+    found = map_in_two(
+        _scan_path, [(path, texts[path]) for path in scanned], [len(texts[p]) for p in scanned]
+    )
+    scans = dict(zip(scanned, found, strict=True))
+    others: dict[str, ModuleScan | None] = {}
+
+    def load(path: str) -> ModuleScan | None:
+        if path in scans:
+            return scans[path]
+        if path not in others:
+            text = texts[path] if path in texts else read(path)
+            others[path] = scan_module(text, path) if text is not None else None
+        return others[path]
+
+    return registry_rows(scans, load, modules=sorted(texts))
+
+
+def _scan_path(item: tuple[str, str]) -> ModuleScan:
+    path, text = item
+    return scan_module(text, path)
+
+
+def registry_rows(
+    scans: Mapping[str, ModuleScan], load: Loader, *, modules: Sequence[str] | None = None
+) -> tuple[list[SglangRegistryRow], list[ExtractionWarning]]:
+    """One row per registered architecture, modules in the order SGLang imports them (sorted).
+    `modules` names every module looked at, for the error when none registers anything (default:
+    those in `scans`)."""
     rows: dict[str, SglangRegistryRow] = {}
     warnings: list[ExtractionWarning] = []
 
@@ -244,5 +297,6 @@ def registry_rows(
                 continue
             rows[row.architecture] = row
     if not rows:
-        raise AnchorError(f"no module defines {ENTRY}", paths=sorted(scans), anchor=ENTRY)
+        paths = sorted(scans) if modules is None else list(modules)
+        raise AnchorError(f"no module defines {ENTRY}", paths=paths, anchor=ENTRY)
     return list(rows.values()), warnings

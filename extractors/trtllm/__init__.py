@@ -9,9 +9,9 @@ from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import DocRegistryFinding, Documented, Registered, compare
 from extractors.errors import MissingPathError
 from extractors.parsing.markdown import parse_document
-from extractors.records import FactKind, Record
+from extractors.records import FactKind, Record, SupportScan
 from extractors.snapshot import Snapshot
-from extractors.trtllm import docs_tables
+from extractors.trtllm import docs_tables, matrix_cells
 from extractors.trtllm.records import (
     TrtllmFeatureCell,
     TrtllmRegisteredArchitecture,
@@ -91,6 +91,7 @@ REGISTRY_ROWS = FactKind(
     TrtllmRegisteredArchitecture,
     "every string a @register_auto_model decorator registers in tensorrt_llm/_torch/models/"
     "modeling_*.py, with the decorated class (the two can differ).",
+    support=SupportScan("architecture", "registry"),
 )
 SUPPORTED_MODELS = FactKind(
     "supported_models",
@@ -98,6 +99,7 @@ SUPPORTED_MODELS = FactKind(
     TrtllmSupportedModel,
     "the architecture table of docs/source/models/supported-models.md, footnotes resolved to "
     "their text on the cell that references them.",
+    support=SupportScan("architecture", "documented"),
 )
 FEATURE_MATRIX = FactKind(
     "feature_matrix",
@@ -105,6 +107,7 @@ FEATURE_MATRIX = FactKind(
     TrtllmFeatureCell,
     "every cell of the model-feature matrices (Yes/No/Untested/N/A), with the footnotes of the "
     "cell and of the architecture name (hardware and backend constraints).",
+    support=SupportScan("architecture", "matrix"),
 )
 DOCS_REGISTRY_FINDINGS = FactKind(
     "docs_registry_findings",
@@ -113,12 +116,14 @@ DOCS_REGISTRY_FINDINGS = FactKind(
     "architectures the page names that no decorator registers (the note keeps the footnote, "
     "e.g. 'Supported via the AutoDeploy backend'), registered strings the page does not name, "
     "and names spelled differently.",
+    support=SupportScan("architecture", "finding"),
 )
 
 ENGINE = EngineSpec(
     engine_id="trtllm",
     title="TensorRT-LLM",
     upstream_url="https://github.com/NVIDIA/TensorRT-LLM",
+    matrix_cells=matrix_cells.matrix_cells,
     facts=(
         FactExtractor(REGISTRY_ROWS, _registry_rows, reads=MODELS_READS),
         FactExtractor(SUPPORTED_MODELS, _supported_models, reads=SUPPORTED_PAGES),

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import DocRegistryFinding
-from extractors.records import FactKind, Record, warning
+from extractors.records import FactKind, Record, SupportScan, warning
 from extractors.snapshot import Snapshot
-from extractors.vllm import attn_type_rule, class_flags, convertor, docs_tables
+from extractors.vllm import attn_type_rule, class_flags, convertor, docs_tables, matrix_cells
 from extractors.vllm.records import (
     AttnTypeRule,
     InterfaceFlag,
@@ -203,6 +203,7 @@ REGISTRY_ROWS = FactKind(
     "Registry rows",
     RegistryRow,
     "every HF architecture vLLM registers, with module, class, task group and section.",
+    support=SupportScan("architecture", "registry"),
 )
 DOCS_TABLE_ROWS = FactKind(
     "docs_table_rows",
@@ -210,6 +211,7 @@ DOCS_TABLE_ROWS = FactKind(
     VllmDocsRow,
     "every row of the tables with an Architecture column in docs/models/supported_models.md and "
     "the pooling pages, with the heading path it sits under, example HF ids and feature marks.",
+    support=SupportScan("architectures", "documented"),
 )
 DOCS_REGISTRY_FINDINGS = FactKind(
     "docs_registry_findings",
@@ -217,6 +219,7 @@ DOCS_REGISTRY_FINDINGS = FactKind(
     DocRegistryFinding,
     "architectures the docs tables name that the registry lacks, registered architectures no "
     "docs table names, and names the docs spell differently (case or punctuation).",
+    support=SupportScan("architecture", "finding"),
 )
 
 MODEL_CLASS_FLAGS = FactKind(
@@ -254,6 +257,7 @@ ENGINE = EngineSpec(
     engine_id="vllm",
     title="vLLM",
     upstream_url="https://github.com/vllm-project/vllm",
+    matrix_cells=matrix_cells.matrix_cells,
     facts=(
         FactExtractor(MLA_MODEL_TYPES, _mla_model_types, reads=CONVERTOR_READS),
         FactExtractor(MLA_GATES, _mla_gates, reads=CONVERTOR_READS),

@@ -15,7 +15,6 @@ from extractors.parsing.python_cst import (
     base_names,
     class_methods,
     conjuncts,
-    int_value,
     parse_module,
     statements,
     string_sequence,
@@ -24,6 +23,7 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk,
 )
+from extractors.rule_terms import EQUALS, negated
 from extractors.vllm.records import (
     KvHeadAlias,
     KvHeadFallback,
@@ -31,9 +31,16 @@ from extractors.vllm.records import (
     MlaGate,
     MlaModelType,
 )
+from extractors.vllm.rule_fields import (
+    KV_METHOD,
+    condition_of,
+    kv_rule_bodies,
+    opaque,
+    star_rule,
+    term_of,
+)
 
 MLA_METHOD = "is_deepseek_mla"
-KV_METHOD = "get_total_num_kv_heads"
 CONVERTOR_MAP = "MODEL_ARCH_CONFIG_CONVERTORS"
 SCOPE_BY_REF = {"model_type": "main", "model.model_type": "eagle_inner"}
 
@@ -137,13 +144,6 @@ def _split_requirements(
     return tuple(requires), tuple(other)
 
 
-def _when(test: cst.BaseExpression, describer: ExpressionDescriber, negate: bool) -> str:
-    text = describer.describe(test)
-    if not negate:
-        return text
-    return text[4:] if text.startswith("not ") else f"not {text}"
-
-
 def _gates_of_body(
     body: list[cst.CSTNode],
     scope: str,
@@ -152,14 +152,14 @@ def _gates_of_body(
     path: str,
     symbol: str,
 ) -> list[MlaGate]:
-    def gate(when: str, expr: cst.BaseExpression | None) -> MlaGate:
+    def gate(condition: tuple[tuple[str, ...], ...], expr: cst.BaseExpression | None) -> MlaGate:
         if expr is None:
             requires, other = (), ("returns None",)
         else:
             requires, other = _split_requirements(expr, describer, constants)
         return MlaGate(
             scope=scope,
-            when=when,
+            condition=condition,
             requires_non_null=requires,
             other_conditions=other,
             path=path,
@@ -167,26 +167,28 @@ def _gates_of_body(
         )
 
     if len(body) == 1 and isinstance(body[0], cst.Return):
-        return [gate("always", body[0].value)]
+        return [gate((), body[0].value)]
     if len(body) == 1 and isinstance(body[0], cst.If) and isinstance(body[0].orelse, cst.Else):
         branch = body[0]
         then_body = statements(branch.body)
         else_body = statements(branch.orelse.body)
+        test = term_of(branch.test, describer)
         if (
-            len(then_body) == 1
+            test is not None
+            and len(then_body) == 1
             and isinstance(then_body[0], cst.Return)
             and len(else_body) == 1
             and isinstance(else_body[0], cst.Return)
         ):
             return [
-                gate(_when(branch.test, describer, False), then_body[0].value),
-                gate(_when(branch.test, describer, True), else_body[0].value),
+                gate((test,), then_body[0].value),
+                gate((negated(test),), else_body[0].value),
             ]
     code = " ".join(describer.code(s) for s in body)
     return [
         MlaGate(
             scope=scope,
-            when="always",
+            condition=(),
             requires_non_null=(),
             other_conditions=(f"opaque: {code}",),
             path=path,
@@ -209,7 +211,7 @@ def mla_gates(text: str, path: str, class_name: str) -> list[MlaGate]:
         body = statements(node.body)
         if found and found[0] == "main":
             gates += _gates_of_body(body, "main", describer, constants, path, symbol)
-        elif describer.describe(node.test) == "model_type == eagle":
+        elif condition_of(node.test, describer) == (("model_type", EQUALS, "eagle"),):
             gates += _gates_of_body(body, "eagle_inner", describer, constants, path, symbol)
     if not gates:
         raise AnchorError(
@@ -289,81 +291,28 @@ def kv_head_fallback(text: str, path: str, class_name: str) -> list[KvHeadFallba
         fallback = describer.env[fallback.value]
     if isinstance(fallback, cst.Attribute) and describer.code(fallback.value) == "self":
         words = describer.describe(cst.Call(func=fallback))  # a bound method used as a factory
+        key = _method_return_key(describer, fallback.attr.value)
     else:
         words = describer.describe(fallback)
+        key = describer.config_ref(fallback) or ""
     return [
         KvHeadFallback(
-            fallback=words, expression=describer.code(fallback), path=path, symbol=symbol
+            fallback=words,
+            fallback_key=key,
+            expression=describer.code(fallback),
+            path=path,
+            symbol=symbol,
         )
     ]
 
 
-def _is_super_call(node: cst.BaseExpression | None, method: str) -> bool:
-    return (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value == method
-        and isinstance(node.func.value, cst.Call)
-        and isinstance(node.func.value.func, cst.Name)
-        and node.func.value.func.value == "super"
-    )
-
-
-def _value_words(node: cst.BaseExpression | None, d: ExpressionDescriber) -> str:
-    if node is None:
-        return "None"
-    if _is_super_call(node, KV_METHOD):
-        return "base scan"
-    return d.describe(node)
-
-
-def describe_kv_body(body: list[cst.CSTNode], d: ExpressionDescriber) -> tuple[str, str]:
-    """(kind, rule) in words for the body of a get_total_num_kv_heads override or inline rule."""
-    real = []
-    for node in body:
-        if (
-            isinstance(node, cst.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0].target, cst.Name)
-        ):
-            d.env[node.targets[0].target.value] = node.value
-        elif not isinstance(node, cst.Assert):
-            real.append(node)
-    for node in real:
-        if isinstance(node, cst.For):
-            ref = d.config_ref(node.iter)
-            return ("derived", f"derived from {ref}" if ref else "derived in a loop")
-    if not real or not isinstance(real[-1], cst.Return):
-        return ("opaque", "")
-    branches = []
-    for node in real[:-1]:
-        if not isinstance(node, cst.If) or node.orelse is not None:
-            return ("opaque", "")
-        inner = statements(node.body)
-        if len(inner) != 1 or not isinstance(inner[0], cst.Return):
-            return ("opaque", "")
-        branches.append((node.test, inner[0].value))
-    last = real[-1].value
-    if not branches:
-        if last is not None and int_value(last) is not None:
-            return ("constant", f"constant {int_value(last)}")
-        if _is_super_call(last, KV_METHOD):
-            return ("base", "base scan")
-        default = d.getattr_default(last) if last is not None else None
-        ref = d.config_ref(last) if last is not None else None
-        if ref:
-            if default is not None:
-                return ("reads", f"reads {ref}, else {d.describe(default)}")
-            return ("reads", f"reads {ref}")
-        return ("expression", f"returns {_value_words(last, d)}")
-    if len(branches) == 1:
-        test, value = branches[0]
-        cond = d.describe(test)
-        ref = d.config_ref(value) if value is not None else None
-        if ref and cond == f"has {ref}":
-            return ("reads", f"reads {ref}, else {_value_words(last, d)}")
-    parts = [f"{_value_words(v, d)} when {d.describe(t)}" for t, v in branches]
-    return ("conditional", "; ".join(parts) + f"; else {_value_words(last, d)}")
+def _method_return_key(describer: ExpressionDescriber, name: str) -> str:
+    """The config key a one-line method returns (`return getattr(cfg, "k", 0)`); "" otherwise."""
+    method = describer.methods.get(name)
+    body = statements(method.body) if method is not None else []
+    if len(body) == 1 and isinstance(body[0], cst.Return) and body[0].value is not None:
+        return describer.config_ref(body[0].value) or ""
+    return ""
 
 
 def _resolve_method(
@@ -415,29 +364,28 @@ def kv_head_overrides_by_convertor(text: str, path: str, base_class: str) -> lis
                     model_type=model_type,
                     rule_order=0,
                     convertor_class=class_name,
-                    kind="opaque",
-                    rule=f"opaque: {class_name} is not defined in this file",
-                    excludes="",
+                    **opaque(f"{class_name} is not defined in this file"),
                     path=path,
                     symbol=f"{class_name}.{KV_METHOD}",
                 )
             )
             continue
         method = class_methods(classes[owner])[KV_METHOD]
-        kind, rule = describe_kv_body(statements(method.body), _describer(module, owner))
         symbol = f"{owner}.{KV_METHOD}"
-        rows.append(
+        bodies = kv_rule_bodies(
+            statements(method.body), _describer(module, owner), f"{path}::{symbol}"
+        )
+        rows += [
             KvHeadOverride(
                 model_type=model_type,
-                rule_order=0,
+                rule_order=order,
                 convertor_class=class_name,
-                kind=kind,
-                rule=rule or f"opaque: see {path}::{symbol}",
-                excludes="",
+                **fields,
                 path=path,
                 symbol=symbol,
             )
-        )
+            for order, fields in enumerate(bodies)
+        ]
     return rows
 
 
@@ -458,18 +406,6 @@ def _model_types_tested(test: cst.BaseExpression, d: ExpressionDescriber) -> lis
     return None
 
 
-def _mentions_model_type(node: cst.BaseExpression, d: ExpressionDescriber) -> bool:
-    if isinstance(node, cst.Name) and node.value in d.env:
-        node = d.env[node.value]
-    return any(
-        d.config_ref(n) == "model_type" for n in walk(node) if isinstance(n, cst.BaseExpression)
-    )
-
-
-def _unwrap(text: str) -> str:
-    return text[1:-1] if text.startswith("(") and text.endswith(")") else text
-
-
 def kv_head_overrides_inline(text: str, path: str, class_name: str) -> list[KvHeadOverride]:
     """The special cases at the top of ModelConfig.get_total_num_kv_heads (2025 layouts)."""
     module, method = _method(text, path, class_name, KV_METHOD)
@@ -488,45 +424,28 @@ def kv_head_overrides_inline(text: str, path: str, class_name: str) -> list[KvHe
             continue
         model_types = _model_types_tested(node.test, d)
         if model_types:
-            kind, rule = describe_kv_body(statements(node.body), d)
+            bodies = kv_rule_bodies(statements(node.body), d, f"{path}::{symbol}")
             for model_type in model_types:
-                rows.append(
+                rows += [
                     KvHeadOverride(
                         model_type=model_type,
-                        rule_order=order,
+                        rule_order=order + offset,
                         convertor_class="",
-                        kind=kind,
-                        rule=rule or f"opaque: see {path}::{symbol}",
-                        excludes="",
+                        **fields,
                         path=path,
                         symbol=symbol,
                     )
-                )
-            order += 1
+                    for offset, fields in enumerate(bodies)
+                ]
+            order += len(bodies)
             continue
-        inner = statements(node.body)
-        conditions = conjuncts(node.test)
-        excluded = [
-            c
-            for c in conditions
-            if isinstance(c, cst.UnaryOperation) and _mentions_model_type(c.expression, d)
-        ]
-        kept = [c for c in conditions if c not in excluded]
-        if len(inner) == 1 and isinstance(inner[0], cst.Return):
-            value = _value_words(inner[0].value, d)
-            when = " and ".join(d.describe(c) for c in kept) or "always"
-            kind, rule = "conditional", f"{value} when {when}"
-        else:
-            kind, rule = "opaque", f"opaque: see {path}::{symbol}"
-        excludes = " and ".join(_unwrap(d.describe(c.expression)) for c in excluded)
+        fields = star_rule(node.test, statements(node.body), d, f"{path}::{symbol}")
         rows.append(
             KvHeadOverride(
                 model_type="*",
                 rule_order=order,
                 convertor_class="",
-                kind=kind,
-                rule=rule,
-                excludes=excludes,
+                **fields,
                 path=path,
                 symbol=symbol,
             )

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from pydantic import model_validator
 
 from extractors.records import Record
+from extractors.rule_terms import condition_problem, condition_words
 
 
 class MlaModelType(Record):
@@ -27,11 +31,24 @@ class MlaGate(Record):
     KEY: ClassVar[tuple[str, ...]] = ("scope", "when")
 
     scope: str
-    when: str  # "always", "has <field>", "not has <field>"
+    when: str  # words of `condition`, rendered from it ("always", "has f", "not has f")
+    condition: tuple[tuple[str, ...], ...]  # terms (see extractors.rule_terms); () = always
     requires_non_null: tuple[str, ...]  # config fields that must be present and not None
     other_conditions: tuple[str, ...]  # anything not of that form, in words; empty when none
     path: str
     symbol: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _render_when(cls, data: Any) -> Any:
+        return _rendered(data, "when", lambda d: condition_words(d.get("condition", ())))
+
+    @model_validator(mode="after")
+    def _check(self) -> MlaGate:
+        problem = condition_problem(self.condition)
+        if problem:
+            raise ValueError(f"MLA gate condition: {problem}")
+        return self
 
     def label(self) -> str:
         needs = (
@@ -63,6 +80,7 @@ class KvHeadFallback(Record):
     KEY: ClassVar[tuple[str, ...]] = ("symbol",)
 
     fallback: str
+    fallback_key: str  # the config key the fallback reads; "" when it is not one key
     expression: str
     path: str
     symbol: str
@@ -71,22 +89,154 @@ class KvHeadFallback(Record):
         return f"fallback {self.fallback}"
 
 
+# What a KV-head rule gives (`gives`) or does otherwise (`otherwise`): a constant, the value of a
+# config key, or the base alias scan; "" for nothing (see KvHeadOverride).
+CONSTANT, KEY_VALUE, BASE_SCAN = "constant", "key", "base scan"
+RULE_VALUES = (CONSTANT, KEY_VALUE, BASE_SCAN)
+# The shapes of a rule. "derived" and "opaque" rules cannot be evaluated from their fields.
+RULE_KINDS = ("constant", "base", "reads", "conditional", "derived", "opaque")
+
+
 class KvHeadOverride(Record):
-    """A per-model_type rule that replaces or precedes the alias scan ("*" = every model type)."""
+    """A per-model_type rule that replaces or precedes the alias scan ("*" = every model type).
+
+    kind "constant" gives `gives_constant`; "base" runs the alias scan; "reads" gives the value of
+    `gives_key` and, when that key is absent or null, does `otherwise` ("" = the read fails);
+    "conditional" gives `gives` when every term of `when` holds and does `otherwise` when not
+    ("" = no else branch: the next rule, then the scan). "derived" computes the count from
+    `derived_from` in a loop and "opaque" is code the extractor did not structure: neither can
+    be evaluated from its fields, and `reason` says why.
+    A "*" rule does not apply when every term of `excludes` holds. `rule` is rendered from the
+    other fields."""
 
     KEY: ClassVar[tuple[str, ...]] = ("model_type", "rule_order")
 
     model_type: str
     rule_order: int  # position among the rules that apply to this model type
     convertor_class: str  # "" when the rule sits inline in ModelConfig (older layouts)
-    kind: str  # constant, reads, conditional, derived, base, opaque
-    rule: str
-    excludes: str  # words for the model types a "*" rule does not apply to; "" when none
+    kind: str  # one of RULE_KINDS
+    when: tuple[
+        tuple[str, ...], ...
+    ]  # conditional: terms that must all hold (extractors.rule_terms)
+    gives: str  # one of RULE_VALUES; "" for derived and opaque rules
+    gives_key: str  # the config key (dotted path) read when gives == "key"
+    gives_constant: int | None  # the count when gives == "constant"
+    otherwise: str  # one of RULE_VALUES, or "" when there is no else branch
+    otherwise_key: str
+    otherwise_constant: int | None
+    derived_from: str  # derived: the config key the code loops over; "" when not one key
+    reason: str  # derived, opaque: why the fields cannot be evaluated (the code, in words)
+    excludes: tuple[tuple[str, ...], ...]  # "*" rules: terms under which the rule does not apply
+    rule: str  # words rendered from the fields above
     path: str
     symbol: str
 
+    @model_validator(mode="before")
+    @classmethod
+    def _render_rule(cls, data: Any) -> Any:
+        return _rendered(data, "rule", kv_rule_words)
+
+    @model_validator(mode="after")
+    def _check(self) -> KvHeadOverride:
+        problem = _kv_rule_problem(self)
+        if problem:
+            raise ValueError(f"KV-head rule for {self.model_type}: {problem}")
+        return self
+
     def label(self) -> str:
         return f"{self.model_type}: {self.rule}"
+
+
+def _value_words(what: str, key: str, constant: int | None) -> str:
+    if what == CONSTANT:
+        return str(constant)
+    if what == KEY_VALUE:
+        return key
+    return what
+
+
+def kv_rule_words(fields: Mapping[str, Any]) -> str:
+    """The sentence of a KV-head rule, from its fields ("reads k, else n", "1 when c; else ...")."""
+    kind = fields.get("kind", "")
+    gives = _value_words(
+        fields.get("gives", ""), fields.get("gives_key", ""), fields.get("gives_constant")
+    )
+    otherwise = _value_words(
+        fields.get("otherwise", ""),
+        fields.get("otherwise_key", ""),
+        fields.get("otherwise_constant"),
+    )
+    if kind == "constant":
+        return f"constant {gives}"
+    if kind == "base":
+        return BASE_SCAN
+    if kind == "reads":
+        return f"reads {gives}" + (f", else {otherwise}" if otherwise else "")
+    if kind == "conditional":
+        when = condition_words(fields.get("when", ()))
+        return f"{gives} when {when}" + (f"; else {otherwise}" if otherwise else "")
+    if kind == "derived":
+        source = fields.get("derived_from", "")
+        return f"derived from {source}" if source else "derived in a loop"
+    return f"opaque: {fields.get('reason', '')}"
+
+
+def _value_problem(name: str, what: str, key: str, constant: int | None) -> str:
+    if what not in (*RULE_VALUES, ""):
+        return f"{name} is {what!r}, not one of {', '.join(RULE_VALUES)}"
+    if (what == KEY_VALUE) != bool(key):
+        return f"{name}_key must be set exactly when {name} is {KEY_VALUE!r}"
+    if (what == CONSTANT) != (constant is not None):
+        return f"{name}_constant must be set exactly when {name} is {CONSTANT!r}"
+    return ""
+
+
+def _kv_rule_problem(rule: KvHeadOverride) -> str:
+    """Why the fields do not describe one rule of its kind; "" when they do."""
+    if rule.kind not in RULE_KINDS:
+        return f"kind {rule.kind!r} is not one of {', '.join(RULE_KINDS)}"
+    problem = (
+        _value_problem("gives", rule.gives, rule.gives_key, rule.gives_constant)
+        or _value_problem("otherwise", rule.otherwise, rule.otherwise_key, rule.otherwise_constant)
+        or condition_problem(rule.when)
+        or condition_problem(rule.excludes)
+    )
+    if problem:
+        return problem
+    expected_gives = {
+        "constant": (CONSTANT,),
+        "base": (BASE_SCAN,),
+        "reads": (KEY_VALUE,),
+        "conditional": RULE_VALUES,
+        "derived": ("",),
+        "opaque": ("",),
+    }[rule.kind]
+    if rule.gives not in expected_gives:
+        return f"a {rule.kind} rule gives {rule.gives!r}"
+    if rule.kind not in ("reads", "conditional") and rule.otherwise:
+        return f"a {rule.kind} rule has no else branch"
+    if rule.kind == "conditional" and not rule.when:
+        return "a conditional rule needs at least one term"
+    if rule.kind != "conditional" and rule.when:
+        return f"a {rule.kind} rule has no condition"
+    if (rule.kind in ("derived", "opaque")) != bool(rule.reason):
+        return "reason is set exactly for derived and opaque rules"
+    if rule.kind != "derived" and rule.derived_from:
+        return "derived_from is set only for derived rules"
+    if rule.excludes and rule.model_type != "*":
+        return "only a '*' rule has excludes"
+    return ""
+
+
+def _rendered(data: Any, name: str, render: Callable[[Mapping[str, Any]], str]) -> Any:
+    """`data` with `name` rendered from the other fields; an error when a given text differs."""
+    if not isinstance(data, Mapping):
+        return data
+    words = render(data)
+    given = data.get(name)
+    if given is not None and given != words:
+        raise ValueError(f"{name} {given!r} is not what the fields say ({words!r})")
+    return {**data, name: words}
 
 
 class RegistryRow(Record):

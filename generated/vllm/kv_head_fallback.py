@@ -16,5 +16,5 @@ SOURCES: tuple[tuple[str, str], ...] = (
 )
 
 ROWS: tuple[KvHeadFallback, ...] = (
-    KvHeadFallback(fallback="num_attention_heads", expression="self.get_total_num_attention_heads", path="vllm/transformers_utils/model_arch_config_convertor.py", symbol="ModelArchConfigConvertorBase.get_total_num_kv_heads"),
+    KvHeadFallback(fallback="num_attention_heads", fallback_key="num_attention_heads", expression="self.get_total_num_attention_heads", path="vllm/transformers_utils/model_arch_config_convertor.py", symbol="ModelArchConfigConvertorBase.get_total_num_kv_heads"),
 )

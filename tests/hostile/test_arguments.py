@@ -32,7 +32,7 @@ _POPEN_SIGNATURE = inspect.signature(_REAL_POPEN_INIT)
 
 
 class Spawned(list):
-    """(args, shell) of every process started, whoever started it (gitpython, subprocess.run,
+    """(args, shell) of every process started, whoever started it (the git runner,
     the persistent cat-file reader): all of them construct subprocess.Popen."""
 
     def git_argvs(self) -> list[list[str]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from extractors import render
+from apron import constraints
 from extractors.errors import ParseError
 from tests.conftest import REPO_ROOT, commit_tree
 from tests.hostile.helpers import clean_tree, extract_repo
@@ -63,11 +63,13 @@ def test_hostile_tree_extracts_like_the_clean_tree_and_runs_nothing(
     marker = tmp_path / "EXECUTED"
     port = listener.getsockname()[1]
     loaded: list[Path] = []
-    real_load = render._load_module
+    real_load = constraints._execute
     monkeypatch.setattr(
-        render,
-        "_load_module",
-        lambda path, name: loaded.append(Path(path)) or real_load(path, name),
+        constraints,
+        "_execute",
+        lambda path, schema, *, fresh: (
+            loaded.append(Path(path)) or real_load(path, schema, fresh=fresh)
+        ),
     )
     repo, shas = make_repo(
         [
@@ -147,17 +149,10 @@ FORBIDDEN_MODULES = {
 # `load`/`loads` are fine on these (data formats, not code).
 DATA_LOADERS = {"json", "tomllib", "toml", "yaml_safe"}
 
-# (file, function) -> what it may use. Loading our OWN generated modules back (for the semantic
-# diff) is the one import-style load; the calculator-impact step runs our own `apron` package in
-# a subprocess. Anything else, anywhere else, fails.
-ALLOWED = {
-    ("extractors/render.py", "_load_module"): {
-        "spec_from_file_location",
-        "module_from_spec",
-        "exec_module",
-    },
-    ("extractors/impact.py", "_figures"): {"sys.executable"},
-}
+# (file, function) -> what it may use. Nothing: loading our OWN generated modules back (for
+# the semantic diff and the calculator impact) goes through apron's strict loader
+# (apron/constraints.py, see test_only_the_strict_loader_loads_modules_in_apron).
+ALLOWED: dict[tuple[str, str], set[str]] = {}
 
 
 def scan_source(text: str, filename: str) -> list[tuple[str, str, int]]:
@@ -232,11 +227,44 @@ def test_no_extractor_module_loads_or_runs_code_outside_the_allowlist():
     assert used == allowed, f"stale allowlist entries: {sorted(allowed - used)}"
 
 
+# The strict loader is the one place apron (or anything) executes generated modules: from their
+# files, with `from generated.schema import ...` answered by the directory's own schema.
+APRON_ALLOWED = {
+    ("apron/constraints.py", "<module>"): {
+        "import builtins",
+        "from importlib.machinery import SourceFileLoader",
+    },
+    ("apron/constraints.py", "_FreshLoader"): {"SourceFileLoader"},
+    ("apron/constraints.py", "_execute"): {
+        "SourceFileLoader",
+        "spec_from_file_location",
+        "module_from_spec",
+        "exec_module",
+    },
+    ("apron/constraints.py", "default_directory"): {"find_spec"},
+}
+
+
+def test_only_the_strict_loader_loads_modules_in_apron():
+    used: set[tuple[str, str, str]] = set()
+    problems = []
+    for path in sorted((REPO_ROOT / "apron").rglob("*.py")):
+        relative = path.relative_to(REPO_ROOT).as_posix()
+        for scope, what, line in scan_source(path.read_text(encoding="utf-8"), relative):
+            if what in APRON_ALLOWED.get((relative, scope), set()):
+                used.add((relative, scope, what))
+            else:
+                problems.append(f"{relative}:{line} in {scope}: {what}")
+    assert not problems, "\n".join(problems)
+    allowed = {(f, s, w) for (f, s), names in APRON_ALLOWED.items() for w in names}
+    assert used == allowed, f"stale allowlist entries: {sorted(allowed - used)}"
+
+
 def test_the_scan_covers_every_module():
     names = {p.relative_to(REPO_ROOT).as_posix() for p in extractor_modules()}
     assert {
         "extractors/render.py",
-        "extractors/source.py",
+        "extractors/git/source.py",
         "extractors/vllm/convertor.py",
         "extractors/parsing/cpp_ts.py",
         "extractors/llamacpp/converter.py",

@@ -1,0 +1,188 @@
+"""SIGKILL at every step of a write, for `extract` and for `bump`: the next start recovers the
+journaled change, so generated/ and pins/ are all-old or all-new and nothing is left behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from extractors.check import check_offline
+from extractors.engines import ENGINES
+from extractors.pipeline import ProjectPaths, run
+from extractors.writer import leftovers, project_lock, recover_interrupted_write
+from tests.conftest import REPO_ROOT, write_pin
+from tests.hostile.helpers import UPSTREAM, clean_tree, folder_bytes
+from tests.vllm_miniatures import CONVERTOR_PATH, CONVERTOR_V2, REGISTRY_PATH, REGISTRY_V2
+
+VLLM = ENGINES["vllm"]
+
+# The child replaces the writer's step hook: it counts the steps into a file and, at step
+# APRON_KILL_AT, kills its own process with SIGKILL (no cleanup of any kind runs).
+CHILD = """
+import os, signal, sys
+from extractors import writer
+kill_at = int(os.environ.get("APRON_KILL_AT", "0"))
+count = 0
+def step(what):
+    global count
+    count += 1
+    with open(os.environ["APRON_STEP_LOG"], "a") as log:
+        log.write(what + "\\n")
+    if count == kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+writer._step_done = step
+sys.argv = ["extract", *sys.argv[1:]]
+from extractors.cli import main
+main()
+"""
+
+
+def extract_in_child(args: list[str], log: Path, kill_at: int = 0) -> int:
+    env = {
+        **os.environ,
+        "APRON_KILL_AT": str(kill_at),
+        "APRON_STEP_LOG": str(log),
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, *args], env=env, capture_output=True, text=True, timeout=120
+    )
+    return done.returncode
+
+
+def project_files(root: Path) -> dict[str, bytes]:
+    return {
+        k: v
+        for k, v in folder_bytes(root).items()
+        if k.startswith(("generated/", "pins/")) and not k.endswith(".pyc")
+    }
+
+
+@pytest.fixture
+def upgrade(project, make_repo):
+    repo, shas = make_repo(
+        [
+            (clean_tree("vllm"), "v1"),
+            ({CONVERTOR_PATH: CONVERTOR_V2, REGISTRY_PATH: REGISTRY_V2}, "v2"),
+        ]
+    )
+    write_pin(project, "vllm", UPSTREAM["vllm"], shas[0])
+    run(VLLM, project, commit=None, source=str(repo))
+    return repo, shas
+
+
+@pytest.mark.parametrize("command", ["extract", "bump"])
+def test_a_kill_at_any_step_is_recovered_to_all_old_or_all_new(project, upgrade, tmp_path, command):
+    repo, shas = upgrade
+    args = {
+        "extract": ["--engine", "vllm", "--commit", shas[1]],
+        "bump": ["bump", "--engine", "vllm", "--to", shas[1]],
+    }[command] + ["--source", str(repo), "--root", str(project.root)]
+    clone = ProjectPaths(tmp_path / "clone")
+    shutil.copytree(project.root, clone.root)
+    log = tmp_path / "steps.log"
+    clone_args = [a if a != str(project.root) else str(clone.root) for a in args]
+    assert extract_in_child(clone_args, log) == 0
+    steps = log.read_text().splitlines()
+    assert steps[0] == "journal staging" and steps[-1] == "journal removed", steps
+    assert any(s.startswith("swap in") and s.endswith("vllm.toml") for s in steps), steps
+    old, new = project_files(project.root), project_files(clone.root)
+    assert old != new
+    pristine = tmp_path / "pristine"
+    shutil.copytree(project.root, pristine)
+    outcomes = []
+    for kill_at in range(1, len(steps) + 1):
+        log.unlink()
+        code = extract_in_child(args, log, kill_at)
+        assert code == -signal.SIGKILL, (kill_at, steps[kill_at - 1])
+        with project_lock(project.root):  # what the next run does first
+            recover_interrupted_write(project.root)
+        assert check_offline(project) == []
+        now = project_files(project.root)
+        assert now in (old, new), f"mixed state after a kill at {steps[kill_at - 1]}"
+        assert leftovers(project.root) == []
+        outcomes.append("new" if now == new else "old")
+        shutil.rmtree(project.root)
+        shutil.copytree(pristine, project.root)
+    assert "old" in outcomes and "new" in outcomes, outcomes
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from extractors.engines import ENGINES
+from extractors.pins import Pin
+from extractors.pipeline import ProjectPaths, extract_at, write_generated
+repo, root, *commits = sys.argv[1:]
+paths = ProjectPaths(Path(root))
+engine = ENGINES["vllm"]
+url = "https://github.com/vllm-project/vllm"
+facts = [extract_at(engine, c, repo, upstream_url=url) for c in commits]
+for round in range(25):
+    done = facts[round % len(facts)]
+    write_generated(paths, done, Pin(url=url, commit=done.commit, date=done.commit_date))
+"""
+
+
+def test_concurrent_writers_take_turns(project, upgrade):
+    """Four processes writing generated/ at once, 25 writes each: every write succeeds,
+    nothing is left behind, and what is left re-renders byte for byte."""
+    repo, shas = upgrade
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(repo), str(project.root), *order],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for order in (shas, shas[::-1], shas, shas[::-1])
+    ]
+    results = [(w.wait(timeout=300), w.stderr.read()[-2000:]) for w in writers]
+    assert [code for code, _ in results] == [0, 0, 0, 0], results
+    assert leftovers(project.root) == []
+    assert check_offline(project) == []
+
+
+@pytest.mark.parametrize("leftover", ["generated/.vllm.k2x9qz1a.old", "pins/.vllm.toml.5d1e.new"])
+def test_check_and_bump_refuse_while_a_leftover_exists(project, upgrade, leftover):
+    from typer.testing import CliRunner
+
+    from extractors.cli import app
+
+    repo, shas = upgrade
+    (project.root / leftover).mkdir()
+    root = ["--root", str(project.root)]
+    for args in (
+        ["check", "--offline", *root],
+        ["bump", "--engine", "vllm", "--to", shas[1], "--source", str(repo), *root],
+    ):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert "refuses to run while an interrupted write left files behind" in result.output
+        assert leftover in result.output
+    assert (project.pins / "vllm.toml").read_text().count(shas[0]) == 1
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "generated/.vllm.k2x9qz1a.old/vllm/__init__.py",
+        "generated/.MATRIX.md.0a1b2c3d.new",
+        "pins/.vllm.toml.0a1b2c3d.old",
+        ".extract.lock",
+        ".extract-journal.json",
+    ],
+)
+def test_leftovers_are_ignored_by_git(path):
+    done = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "check-ignore", "--no-index", path], capture_output=True
+    )
+    assert done.returncode == 0, path

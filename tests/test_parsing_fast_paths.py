@@ -1,0 +1,325 @@
+"""The parsing fast paths give what the plain walks give: the pruned depth and cost check, the
+tree-sitter queries, the brace count of error-free trees, and the forked worker's share."""
+
+from __future__ import annotations
+
+import pytest
+
+from extractors.errors import ParseError
+from extractors.parsing import workers
+from extractors.parsing.cpp_ts import CPP, CppSource, function_definitions, parse_cpp, walk
+from extractors.parsing.limits import MAX_SYNTAX_DEPTH, check_syntax_tree
+from extractors.parsing.python_ts import PYTHON, parse_tree
+from extractors.parsing.ts_query import typed_descendants
+
+
+def full_walk_check(root, path, language, cost_budget=None):
+    """The check as one full walk of every node (what the pruned check must agree with)."""
+    cursor = root.walk()
+    depth = cost = 0
+    while True:
+        if cursor.goto_first_child():
+            depth += 1
+            cost += depth
+            if depth > MAX_SYNTAX_DEPTH:
+                return f"deep at line {cursor.node.start_point[0] + 1}"
+            if cost_budget is not None and cost > cost_budget:
+                return "costly"
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return None
+            depth -= 1
+        cost += depth
+
+
+def pruned_check(root, cost_budget=None):
+    try:
+        check_syntax_tree(root, "m.py", "Python", cost_budget=cost_budget)
+    except ParseError as err:
+        if "levels deep" in str(err):
+            return f"deep at line {str(err).split('(line ')[1].split(')')[0]}"
+        return "costly"
+    return None
+
+
+def nested_ifs(levels: int) -> str:
+    return "".join("    " * i + "if a:\n" for i in range(levels)) + "    " * levels + "pass\n"
+
+
+TEXTS = [
+    "x = 1\n",
+    "x = " + "(" * 497 + "1" + ")" * 497 + "\n",  # the deepest node one level under the limit
+    "x = " + "(" * 498 + "1" + ")" * 498 + "\n",  # one level over it
+    "y = 1\n" * 200 + "z = " + "[" * 490 + "]" * 490 + "\n",
+    "y = 1\n" * 200 + "z = " + "[" * 520 + "]" * 520 + "\n",
+    nested_ifs(249),
+    nested_ifs(250),
+    "def f():\n    return [" + ", ".join(f"g({i})" for i in range(3000)) + "]\n",
+    ("X = " + "[" * 30 + "]" * 30 + "\n") * 300,
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.parametrize("budget", [None, 1_000_000, 50_000, 2_000])
+def test_pruned_check_agrees_with_the_full_walk(text, budget):
+    root = parse_tree(text)
+    assert pruned_check(root, budget) == full_walk_check(root, "m.py", "Python", budget)
+
+
+def test_the_agreement_covers_both_outcomes():
+    costly = {full_walk_check(parse_tree(t), "m.py", "Python", 50_000) for t in TEXTS}
+    deep = {full_walk_check(parse_tree(t), "m.py", "Python") for t in TEXTS}
+    assert None in costly and "costly" in costly
+    assert None in deep and len({o for o in deep if o and o.startswith("deep")}) >= 3
+
+
+CPP_TEXT = """
+namespace n {
+int top(int a) { return a; }
+struct s {
+    int method() { return 1; }
+    struct inner { void f() {} };
+};
+}
+int later() {
+    struct local { int g() { return 2; } };
+    auto l = [](int x) { return x; };
+    return 0;
+}
+#ifdef X
+void under_ifdef() {}
+#endif
+"""
+
+PYTHON_TEXT = """
+x = 1
+def f():
+    y = 2
+    def g():
+        z = w = 3
+    class C:
+        a = 4
+    return [q := 5 for _ in ()]
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "types"),
+    [
+        (CPP_TEXT, ("function_definition",)),
+        (CPP_TEXT, ("struct_specifier", "compound_statement")),
+        (CPP_TEXT + "int broken( { \n", ("function_definition",)),
+    ],
+)
+def test_cpp_query_finds_what_the_walk_finds_in_the_same_order(text, types):
+    source = parse_cpp(text, "a.cpp")
+    walked = [n for n in walk(source.root) if n.type in types]
+    assert walked  # the table cases have something to find
+    assert typed_descendants(CPP, source.root, types) == walked
+
+
+def test_function_definitions_keep_source_order_with_nesting():
+    names = [name for name, _ in function_definitions(parse_cpp(CPP_TEXT, "a.cpp").root)]
+    assert names == ["top", "method", "f", "later", "g", "under_ifdef"]
+
+
+def test_python_query_within_a_subtree_includes_nested_scopes():
+    root = parse_tree(PYTHON_TEXT)
+    function = next(n for n in root.named_children if n.type == "function_definition")
+    walked = [n for n in walk(function) if n.type == "assignment"]
+    found = typed_descendants(PYTHON, function, ("assignment",))
+    assert found == walked and len(found) == 4  # y, z = w = 3 (two), a; not the top-level x
+
+
+def slow_brace_count(source: CppSource) -> int:
+    return sum(
+        {"{": 1, "}": -1}.get(n.type, 0)
+        for n in walk(source.root)
+        if not n.children and not n.is_missing
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "imbalance"),
+    [
+        (CPP_TEXT, 0),
+        ("int f() {\n#ifdef A\n  if (x) {\n#else\n  if (y) {\n#endif\n  }\n}\n", 1),
+        ("int f() { return 1; }\n}}\n", -2),
+        ("{\n" + CPP_TEXT, 1),
+    ],
+)
+def test_brace_count_agrees_with_counting_every_token(text, imbalance):
+    source = parse_cpp(text, "a.cpp")
+    assert source.brace_imbalance() == slow_brace_count(source) == imbalance
+    assert source.root.has_error == (imbalance != 0)
+
+
+def _square(item: int) -> int:
+    if item in (13, 70):
+        raise ParseError(f"item {item} is bad", paths=[f"{item}.py"])
+    return item * item
+
+
+@pytest.fixture
+def forking(monkeypatch):
+    if not workers._may_fork(workers.MIN_BYTES):
+        pytest.skip("no second core or no fork here")
+    monkeypatch.setattr(workers, "MIN_BYTES", 0)
+
+
+def test_two_shares_give_the_serial_results_in_order(forking):
+    items = list(range(12))
+    assert workers.map_in_two(_square, items, [1] * len(items)) == [i * i for i in items]
+
+
+@pytest.mark.parametrize(
+    ("items", "first_bad"),
+    [
+        (list(range(10, 20)), 13),  # in the worker's share
+        (list(range(60, 80)), 70),  # in this process's share
+        ([13, *range(20, 30), 70], 13),  # in both: the first in order wins, as serially
+    ],
+)
+def test_an_error_is_the_first_a_serial_run_meets(forking, items, first_bad):
+    with pytest.raises(ParseError) as err:
+        workers.map_in_two(_square, items, [1] * len(items))
+    assert str(err.value).startswith(f"item {first_bad} is bad")
+    assert err.value.paths == (f"{first_bad}.py",)
+
+
+def test_small_work_runs_in_this_process(monkeypatch):
+    def no_fork(*args, **kwargs):
+        raise AssertionError("forked for tiny work")
+
+    monkeypatch.setattr(workers.multiprocessing, "get_context", no_fork)
+    assert workers.map_in_two(_square, [1, 2, 3], [10, 10, 10]) == [1, 4, 9]
+
+
+MODEL_CONFIG = '''
+"""Miniature config module."""
+import os
+
+from enum import IntEnum
+
+
+class AttentionArch(IntEnum):
+    MLA = 1
+    MHA = 2
+
+
+class ModelConfig:
+    """Doc."""
+
+    kind = "model"
+
+    def __init__(self, hf_config):
+        self.hf_config = hf_config
+        self._derive()
+
+    @property
+    def size(self):
+        return 1
+
+    def _derive(self):
+        if "DeepseekV2ForCausalLM" in self.hf_config.architectures:
+            self.attention_arch = AttentionArch.MLA
+        elif "Other" in self.hf_config.architectures:
+            self.attention_arch = AttentionArch.MHA
+
+    def twice(self):
+        return 1
+
+    def twice(self):
+        self.attention_arch = AttentionArch.MLA
+
+
+def helper():
+    return os.sep
+'''
+
+
+def chain_both_ways(text):
+    """repr of the chain facts (or of the error) with the whole-file parse and the subset."""
+    from extractors.parsing import python_cst
+    from extractors.sglang import attention_chain as chain
+
+    results = []
+    for parse in (
+        lambda t, p, c, m: python_cst.parse_module(t, p),
+        python_cst.parse_class_methods,
+    ):
+        chain.attention_chain.cache_clear()
+        original, chain.parse_class_methods = chain.parse_class_methods, parse
+        try:
+            results.append(repr(chain.attention_chain(text, "m.py")))
+        except Exception as err:  # the error is part of what must agree
+            results.append(f"{type(err).__name__}: {err}")
+        finally:
+            chain.parse_class_methods = original
+            chain.attention_chain.cache_clear()
+    return results
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        MODEL_CONFIG,
+        MODEL_CONFIG.replace(
+            "def twice(self):\n        return 1", "def first(self):\n        return 1"
+        ),
+        MODEL_CONFIG + "\nclass ModelConfig:\n    def f(self):\n        return 2\n",
+        MODEL_CONFIG.replace("import os\n", "import os\nx = (\n"),  # broken outside the class
+        MODEL_CONFIG.replace("return 1\n\n    def _derive", "return 1 +\n\n    def _derive"),
+        MODEL_CONFIG.replace("attention_arch", "arch"),  # no method has the marker
+        MODEL_CONFIG.replace("class ModelConfig:", "class Other:"),
+        "\ufeff" + MODEL_CONFIG.replace("\n", "\r\n"),
+        MODEL_CONFIG.replace(
+            "return 1\n\n    def _derive", "return 1  # attention_arch\n\n    def _derive"
+        ),
+        MODEL_CONFIG.replace('"""Doc."""', '"""self.attention_arch = AttentionArch.MLA"""'),
+        MODEL_CONFIG.replace("import os\n", "import os; import sys  # two on a line\n"),
+    ],
+)
+def test_class_subset_gives_the_chain_of_the_whole_file(text):
+    whole, subset = chain_both_ways(text)
+    assert whole == subset
+
+
+def test_class_subset_blanks_what_is_not_read():
+    from extractors.parsing.python_cst import parse_class_methods, top_level_classes
+
+    module = parse_class_methods(MODEL_CONFIG, "m.py", "ModelConfig", "attention_arch")
+    assert list(top_level_classes(module)) == ["ModelConfig"]
+    kept = [
+        s.name.value
+        for s in top_level_classes(module)["ModelConfig"].body.body
+        if hasattr(s, "name")
+    ]
+    assert kept == ["_derive", "twice", "twice"]  # same-named methods stay together
+    assert module.code.count("\n") == MODEL_CONFIG.count("\n")  # lines unchanged
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "int f() { return 1; }\n",
+        "int f() {\n  return 1; // #if not a directive\n}\n",
+        "#define X 1\n#include <a.h>\nint f();\n",
+        "  #  ifdef A\nint a;\n#else\nint b;\n #endif\n",
+        "#if A\r\nint a;\r\n#endif\r\n",
+        "#\tifndef A\nint a;\n#endif // A\n",
+        "#ifdef\n",
+    ],
+)
+def test_directive_search_agrees_with_reading_every_line(text):
+    from extractors.parsing import cpp_ts
+
+    lines = text.split("\n")
+    per_line = any(cpp_ts._CONDITIONAL.match(line) for line in lines)
+    assert (cpp_ts._ANY_CONDITIONAL.search(text) is not None) == per_line
+    masked, conditions = cpp_ts.mask_conditionals(text)
+    if not per_line:
+        assert (masked, conditions) == (text, ("",) * len(lines))
+    else:
+        assert masked != text and len(conditions) == len(lines)

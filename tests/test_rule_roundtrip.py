@@ -1,0 +1,350 @@
+"""Rules as data: structured rule -> code -> extracted fields -> words, and the same meaning.
+
+Hypothesis draws structured KV-head rules and condition terms. Each rule is written out as a
+miniature convertor method (the shape of vLLM's, hand-made here), extracted back, and must give
+the same fields; its rendered words must name every key it reads; and apron's evaluation of the
+fields must agree, on drawn configs, with the oracle: Python running that miniature method."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from apron import conditions as apron_conditions
+from apron.config import ModelConfig, is_int
+from apron.constraints import load_engine
+from apron.engines.vllm import resolve_kv_heads
+from extractors import rule_terms
+from extractors.vllm import convertor
+from extractors.vllm.rule_fields import rule_fields
+from generated.schema import KvHeadOverride as KvHeadOverrideRow
+
+PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
+BASE = "ModelArchConfigConvertorBase"
+FLAGS = ("ka", "kb", "kc")  # top-level keys a condition tests (none is an attribute-map alias)
+VALUE_KEYS = ("ka", "kb", "sub.kd", "sub.ke")  # keys a rule reads its count from
+STRINGS = ("x", "y", "z")
+SCAN_KEY = "num_key_value_heads"  # the base scan finds this key in every drawn config
+
+# -- strategies -----------------------------------------------------------------------------------
+
+terms = st.one_of(
+    st.tuples(st.sampled_from(FLAGS), st.sampled_from(("present", "absent", "truthy", "falsy"))),
+    st.tuples(
+        st.sampled_from(FLAGS), st.sampled_from(("equals", "not-equals")), st.sampled_from(STRINGS)
+    ),
+    st.builds(
+        lambda key, test, values: (key, test, *values),
+        st.sampled_from(FLAGS),
+        st.sampled_from(("in", "not-in")),
+        st.lists(st.sampled_from(STRINGS), min_size=1, max_size=3, unique=True),
+    ),
+)
+conjunctions = st.lists(terms, min_size=1, max_size=3, unique_by=lambda t: t[0]).map(tuple)
+constants = st.integers(min_value=0, max_value=64).map(lambda n: ("constant", "", n))
+key_values = st.sampled_from(VALUE_KEYS).map(lambda k: ("key", k, None))
+base_scan = st.just(("base scan", "", None))
+values = st.one_of(constants, key_values, base_scan)
+
+rules = st.one_of(
+    constants.map(lambda v: rule_fields("constant", gives=v)),
+    base_scan.map(lambda v: rule_fields("base", gives=v)),
+    st.builds(
+        lambda k, o: rule_fields("reads", gives=k, otherwise=o),
+        key_values,
+        st.one_of(st.none(), values),
+    ),
+    st.builds(
+        lambda w, g, o: rule_fields("conditional", when=w, gives=g, otherwise=o),
+        conjunctions,
+        values,
+        values,
+    ),
+)
+config_values = st.one_of(
+    st.none(), st.integers(min_value=0, max_value=9), st.booleans(), st.sampled_from(STRINGS)
+)
+configs = st.builds(
+    lambda top, sub: {
+        **{k: v for k, v in top.items() if v is not None},
+        "sub": {k: v for k, v in sub.items() if v is not None},
+        SCAN_KEY: 4,
+        "model_type": "m",
+    },
+    st.fixed_dictionaries({k: config_values for k in FLAGS}),
+    st.fixed_dictionaries({k: config_values for k in ("kd", "ke")}),
+)
+
+# -- the miniature code of a rule -------------------------------------------------------------------
+
+
+def _read(key: str) -> str:
+    if "." in key:
+        parent, leaf = key.split(".")
+        return f'self.hf_text_config.{parent}["{leaf}"]'
+    return f"self.hf_text_config.{key}"
+
+
+def _has(key: str) -> str:
+    if "." in key:
+        parent, leaf = key.split(".")
+        return f'"{leaf}" in self.hf_text_config.{parent}'
+    return f'hasattr(self.hf_text_config, "{key}")'
+
+
+def _term_code(term: tuple[str, ...]) -> str:
+    key, test, *operands = term
+    flag = f'getattr(self.hf_text_config, "{key}", False)'
+    value = f'getattr(self.hf_text_config, "{key}", None)'
+    listed = "(" + ", ".join(f'"{o}"' for o in operands) + ",)"
+    return {
+        "present": _has(key),
+        "absent": f"not {_has(key)}",
+        "truthy": flag,
+        "falsy": f"not {flag}",
+        "equals": f'{value} == "{operands[0]}"' if operands else "",
+        "not-equals": f'{value} != "{operands[0]}"' if operands else "",
+        "in": f"{value} in {listed}",
+        "not-in": f"{value} not in {listed}",
+    }[test]
+
+
+def _value_code(what: str, key: str, constant: int | None) -> str:
+    if what == "constant":
+        return str(constant)
+    if what == "key":
+        return _read(key)
+    return "super().get_total_num_kv_heads()"
+
+
+def rule_code(fields: dict) -> str:
+    """The body of a get_total_num_kv_heads override that does what `fields` say."""
+    gives = _value_code(fields["gives"], fields["gives_key"], fields["gives_constant"])
+    otherwise = _value_code(
+        fields["otherwise"], fields["otherwise_key"], fields["otherwise_constant"]
+    )
+    if fields["kind"] in ("constant", "base") or (
+        fields["kind"] == "reads" and not fields["otherwise"]
+    ):
+        return f"        return {gives}\n"
+    if fields["kind"] == "reads":
+        test = _has(fields["gives_key"])
+    else:
+        test = " and ".join(_term_code(t) for t in fields["when"])
+    return f"        if {test}:\n            return {gives}\n        return {otherwise}\n"
+
+
+def convertor_source(body: str) -> str:
+    return (
+        f"class {BASE}:\n"
+        "    def __init__(self, config):\n"
+        "        self.hf_config = self.hf_text_config = config\n"
+        "\n"
+        "    def get_total_num_kv_heads(self) -> int:\n"
+        f'        return getattr(self.hf_text_config, "{SCAN_KEY}")\n'
+        "\n"
+        "    def is_deepseek_mla(self) -> bool:\n"
+        "        return False\n"
+        "\n"
+        "\n"
+        f"class RuleConvertor({BASE}):\n"
+        "    def get_total_num_kv_heads(self) -> int:\n"
+        f"{body}"
+        "\n"
+        "\n"
+        'MODEL_ARCH_CONFIG_CONVERTORS = {"m": RuleConvertor}\n'
+    )
+
+
+def _namespace(config: dict) -> SimpleNamespace:
+    return SimpleNamespace(**config)  # nested dicts stay dicts: `sub["kd"]`, `"kd" in sub`
+
+
+def oracle(source: str, config: dict) -> int | None:
+    """What the miniature method returns for `config`; None when it fails or is not an int."""
+    scope: dict = {}
+    exec(compile(source, "<miniature>", "exec"), scope)  # noqa: S102 - our own test text
+    try:
+        value = scope["RuleConvertor"](_namespace(config)).get_total_num_kv_heads()
+    except (AttributeError, KeyError, TypeError):
+        return None
+    return value if is_int(value) else None
+
+
+def _keys_read(fields: dict) -> set[str]:
+    keys = {t[0] for t in fields["when"]} | {t[0] for t in fields["excludes"]}
+    return keys | {k for k in (fields["gives_key"], fields["otherwise_key"]) if k}
+
+
+# -- properties -------------------------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(rules, st.lists(configs, min_size=1, max_size=4))
+def test_rule_round_trips_through_code_words_and_evaluation(fields, sample_configs):
+    # `if has k: return k` is how vLLM writes a read with a default: the extractor calls it "reads"
+    assume(fields["when"] != ((fields["gives_key"], "present"),))
+    source = convertor_source(rule_code(fields))
+    (extracted,) = convertor.kv_head_overrides_by_convertor(source, PATH, BASE)
+    assert {k: getattr(extracted, k) for k in fields} == fields  # code -> the same fields
+
+    for key in _keys_read(fields):
+        assert key in extracted.rule  # the words name every key the rule reads
+    for what in ("gives", "otherwise"):
+        if fields[f"{what}_constant"] is not None:
+            assert str(fields[f"{what}_constant"]) in extracted.rule
+
+    engine = load_engine("vllm")
+    assert engine is not None
+    row = KvHeadOverrideRow(**extracted.model_dump())
+    engine = engine._replace(facts={**engine.facts, "kv_head_overrides": (row,)})
+    for config in sample_configs:
+        heads, _ = resolve_kv_heads(ModelConfig(config, "drawn"), engine)
+        assert heads.count == oracle(source, config), (extracted.rule, config)
+
+
+@settings(max_examples=200, deadline=None)
+@given(terms, configs)
+def test_term_words_and_truth_match_the_code(term, config):
+    words = rule_terms.term_words(term)
+    assert term[0] in words and all(o in words for o in term[2:])
+    scope: dict = {}
+    code = f"def check(self):\n    return {_term_code(term)}\n"
+    exec(compile(code, "<term>", "exec"), scope)  # noqa: S102 - our own test text
+    truth = bool(scope["check"](SimpleNamespace(hf_text_config=_namespace(config))))
+    model = ModelConfig(config, "drawn")
+    assert apron_conditions.term_truth(model, term).value is truth
+    assert apron_conditions.term_truth(model, rule_terms.negated(term)).value is (not truth)
+
+
+chains = st.builds(
+    lambda first, second, otherwise: [
+        rule_fields("conditional", when=first[0], gives=first[1]),
+        rule_fields("conditional", when=second[0], gives=second[1], otherwise=otherwise),
+    ],
+    st.tuples(conjunctions, values),
+    st.tuples(conjunctions, values),
+    values,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(chains, st.lists(configs, min_size=1, max_size=4))
+def test_branch_chain_round_trips_as_ordered_rules(chain, sample_configs):
+    body = "".join(
+        f"        if {' and '.join(_term_code(t) for t in rule['when'])}:\n"
+        f"            return {_value_code(rule['gives'], rule['gives_key'], rule['gives_constant'])}\n"
+        for rule in chain
+    )
+    last = chain[-1]
+    body += (
+        f"        return "
+        f"{_value_code(last['otherwise'], last['otherwise_key'], last['otherwise_constant'])}\n"
+    )
+    source = convertor_source(body)
+    extracted = convertor.kv_head_overrides_by_convertor(source, PATH, BASE)
+    assert [r.rule_order for r in extracted] == [0, 1]
+    assert [
+        {k: getattr(r, k) for k in fields} for r, fields in zip(extracted, chain, strict=True)
+    ] == chain
+
+    engine = load_engine("vllm")
+    assert engine is not None
+    rows = tuple(KvHeadOverrideRow(**r.model_dump()) for r in extracted)
+    engine = engine._replace(facts={**engine.facts, "kv_head_overrides": rows})
+    for config in sample_configs:
+        heads, _ = resolve_kv_heads(ModelConfig(config, "drawn"), engine)
+        assert heads.count == oracle(source, config), ([r.rule for r in extracted], config)
+
+
+model_type_terms = st.one_of(
+    st.tuples(
+        st.just("model_type"), st.sampled_from(("equals", "not-equals")), st.sampled_from("mx")
+    ),
+    st.builds(
+        lambda test, values: ("model_type", test, *values),
+        st.sampled_from(("in", "not-in")),
+        st.lists(st.sampled_from(("m", "x", "falcon")), min_size=1, max_size=2, unique=True),
+    ),
+)
+star_rules = st.builds(
+    lambda when, gives, mt, flags: rule_fields(
+        "conditional", when=when, gives=gives, excludes=(mt, *flags)
+    ),
+    st.lists(terms, min_size=1, max_size=2, unique_by=lambda t: t[0]).map(tuple),
+    st.one_of(constants, key_values),
+    model_type_terms,
+    st.lists(terms, min_size=1, max_size=2, unique_by=lambda t: t[0]),
+)
+
+
+def _star_term_code(term: tuple[str, ...]) -> str:
+    if term[0] != "model_type":
+        return _term_code(term)
+    _, test, *operands = term
+    listed = "[" + ", ".join(f'"{o}"' for o in operands) + "]"
+    op = {"equals": "==", "not-equals": "!=", "in": "in", "not-in": "not in"}[test]
+    right = f'"{operands[0]}"' if test in ("equals", "not-equals") else listed
+    return f"self.hf_config.model_type {op} {right}"
+
+
+def inline_source(fields: dict) -> str:
+    """A ModelConfig whose get_total_num_kv_heads starts with this "*" rule (2025 layouts)."""
+    excluded = " and ".join(_star_term_code(t) for t in fields["excludes"])
+    when = " and ".join(_term_code(t) for t in fields["when"])
+    gives = _value_code(fields["gives"], fields["gives_key"], fields["gives_constant"])
+    return (
+        "class ModelConfig:\n"
+        "    def __init__(self, config):\n"
+        "        self.hf_config = self.hf_text_config = config\n"
+        "\n"
+        "    def get_total_num_kv_heads(self) -> int:\n"
+        f"        excluded = ({excluded})\n"
+        f"        if not excluded and {when}:\n"
+        f"            return {gives}\n"
+        f'        attributes = ["{SCAN_KEY}"]\n'
+        "        for attr in attributes:\n"
+        "            num_kv_heads = getattr(self.hf_text_config, attr, None)\n"
+        "            if num_kv_heads is not None:\n"
+        "                return num_kv_heads\n"
+        "        return self.hf_text_config.num_attention_heads\n"
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(star_rules, st.lists(configs, min_size=1, max_size=4), st.sampled_from("mx"))
+def test_star_rule_with_excludes_round_trips(fields, sample_configs, model_type):
+    source = inline_source(fields)
+    (extracted,) = convertor.kv_head_overrides_inline(source, "vllm/config.py", "ModelConfig")
+    assert extracted.model_type == "*"
+    assert {k: getattr(extracted, k) for k in fields} == fields
+    for key in {t[0] for t in fields["when"]} | {fields["gives_key"]} - {""}:
+        assert key in extracted.rule
+
+    engine = load_engine("vllm")
+    assert engine is not None
+    row = KvHeadOverrideRow(**extracted.model_dump())
+    engine = engine._replace(facts={**engine.facts, "kv_head_overrides": (row,)})
+    scope: dict = {}
+    exec(compile(source, "<miniature>", "exec"), scope)  # noqa: S102 - our own test text
+    for config in sample_configs:
+        config = {**config, "model_type": model_type}
+        try:
+            expected = scope["ModelConfig"](_namespace(config)).get_total_num_kv_heads()
+        except (AttributeError, KeyError):
+            expected = None
+        heads, _ = resolve_kv_heads(ModelConfig(config, "drawn"), engine)
+        assert heads.count == (expected if is_int(expected) else None), (extracted.rule, config)
+
+
+def test_apron_knows_exactly_the_extractor_tests():
+    assert apron_conditions.TESTS == rule_terms.TESTS
+
+
+def test_an_unknown_test_is_unknown_never_a_guess():
+    model = ModelConfig({"ka": 1}, "t")
+    ev = apron_conditions.evaluate(model, (("ka", "truthy"), ("ka", "greater-than", "0")))
+    assert ev.value is None and "not interpreted" in ev.problem
+    assert rule_terms.term_problem(("ka", "greater-than", "0")).startswith("term")
