@@ -8,7 +8,7 @@ ENGINE = "vllm"
 COMMIT = "9aaf83ef502fc37bc647f6e474314d48ba36cd1c"
 COMMIT_DATE = "2026-05-19"
 UPSTREAM_URL = "https://github.com/vllm-project/vllm"
-FACTS = ("mla_model_types", "mla_gates", "kv_head_aliases", "kv_head_fallback", "kv_head_overrides", "registry_rows", "docs_table_rows", "docs_registry_findings")
+FACTS = ("mla_model_types", "mla_gates", "kv_head_aliases", "kv_head_fallback", "kv_head_overrides", "registry_rows", "docs_table_rows", "docs_registry_findings", "model_class_flags", "interface_flags", "registry_notices", "attn_type_rule")
 # facts apron scans for a config's architecture: (fact, field naming it, role)
 ARCHITECTURE_FACTS: tuple[tuple[str, str, str], ...] = (
     ("registry_rows", "architecture", "registry"),
