@@ -275,7 +275,7 @@ ENGINE = EngineSpec(
         FactExtractor(
             MODEL_CLASS_FLAGS, _model_class_flags, reads=CLASS_FLAG_READS, needs=("registry_rows",)
         ),
-        FactExtractor(INTERFACE_FLAGS, _interface_flags, reads=REGISTRY_PATHS),
+        FactExtractor(INTERFACE_FLAGS, _interface_flags, reads=CLASS_FLAG_READS),
         FactExtractor(REGISTRY_NOTICES, _registry_notices, reads=REGISTRY_PATHS, allow_empty=True),
         FactExtractor(
             ATTN_TYPE_RULE, _attn_type_rule, reads=attn_type_rule.CONFIG_PATHS, allow_empty=True
