@@ -13,7 +13,7 @@ from apron.engines import ENGINE_RULES
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
 from apron.errors import ApronInputError
-from apron.mechanisms import full_attention, mla_latent, sliding_window
+from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_window
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
     PREDICTION,
@@ -101,22 +101,13 @@ def _encoder_decoder_section(model: ModelConfig, vllm: EngineConstraints | None)
     return ""
 
 
-ENCODER_ONLY_MODULES = ("bert", "bert_with_rope", "modernbert", "roberta")
-
-
 def _encoder_only(model: ModelConfig, vllm: EngineConstraints | None) -> str:
-    """Why vLLM builds this architecture with encoder-only attention, or "" (its registry maps
-    it to a module whose layers are EncoderOnlyAttention)."""
-    architecture = model.architecture
-    if vllm is None or architecture is None:
+    """Why vLLM runs this architecture with encoder-only attention, or "": its class flags and
+    its ModelConfig.attn_type rule, both extracted, decide (apron/engines/vllm.attention_kind)."""
+    if vllm is None or model.architecture is None:
         return ""
-    for row in vllm.rows("registry_rows"):
-        if row.architecture == architecture and (row.module in ENCODER_ONLY_MODULES):
-            return (
-                f"vLLM's registry maps {architecture} to models/{row.module}.py, whose "
-                "layers use EncoderOnlyAttention"
-            )
-    return ""
+    kind = vllm_rules.attention_kind(model, vllm)
+    return kind.why if kind is not None and kind.value == "encoder_only" else ""
 
 
 def _figures_differ(a: MechanismResult, b: MechanismResult) -> bool:
@@ -196,6 +187,8 @@ def _view(
             tuple(cites),
         )
     heads = decision.kv_heads or apron_heads
+    if decision.own_flags:
+        flags = frozenset(decision.flags)
     mla = decision.mla.is_mla if decision.mla is not None else None
     if decision.mla is not None:
         notes.insert(
@@ -211,13 +204,23 @@ def _view(
         encoder_decoder_section=enc_dec,
         encoder_only=enc_only,
     )
-    full_context = decision.window_aware is False and selection.mechanism is sliding_window
+    full_context = (
+        not decision.no_kv_cache
+        and decision.window_aware is False
+        and selection.mechanism is sliding_window
+    )
     if full_context:
         selection = Selection(full_attention, decision.window_why)
-    figures = compute(selection, model, heads, request)
+    figures = (
+        no_kv_cache.compute(decision.no_kv_cache)
+        if decision.no_kv_cache
+        else compute(selection, model, heads, request)
+    )
     if full_context:
         notes.append(_full_context_note(decision.window_why, figures, request))
-    if mla is None and is_mla_shaped(model):
+    if decision.no_kv_cache:
+        notes.insert(0, decision.no_kv_cache)
+    if mla is None and is_mla_shaped(model) and not decision.no_kv_cache:
         notes.append(
             f"whether {title} treats this config as MLA is unknown; shown as full attention"
         )

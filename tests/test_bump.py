@@ -10,6 +10,7 @@ from extractors.cli import app
 from extractors.engines import ENGINES
 from extractors.pipeline import ProjectPaths, run
 from tests.conftest import REPO_ROOT, assert_snapshot, git, write_pin
+from tests.vllm_class_miniatures import MODEL_INFO, REGISTRY_IMPORTS
 from tests.vllm_miniatures import (
     CONVERTOR_PATH,
     CONVERTOR_V2,
@@ -30,7 +31,9 @@ def upgrade(make_repo):
         '    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n'
         '    "OpenVLAForActionPrediction": ("openvla", "OpenVLAForActionPrediction"),\n'
         "}\n\n_VLLM_MODELS = {\n    **_TEXT_GENERATION_MODELS,\n}\n"
+        "_PREVIOUSLY_SUPPORTED_MODELS = {}\n_OOT_SUPPORTED_MODELS = {}\n"
     )
+    tiny_registry = REGISTRY_IMPORTS + tiny_registry + MODEL_INFO
     return make_repo(
         [
             (tree_v1(), "v1", "2026-03-02T10:00:00+00:00"),
