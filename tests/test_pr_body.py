@@ -157,6 +157,7 @@ def rekeyed_old_tree() -> dict[str, str | None]:
     return {
         vllm.CONFIG_SINGLE_PATH: vllm.MODEL_CONFIG_OLD,
         vllm.MODELS_CONFIG_PATH: vllm.MODELS_CONFIG_V1,
+        **vllm.interface_files(),
         vllm.REGISTRY_PATH: vllm.REGISTRY_V1,
         vllm.DOCS_PATH: vllm.DOCS_V1,
         vllm.POOLING_DOCS_PATH: vllm.POOLING_DOCS_V1,
