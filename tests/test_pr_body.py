@@ -117,7 +117,7 @@ def test_long_range_body_is_capped_and_says_so(project, make_repo, monkeypatch):
     assert "- and 31 more (31 added; in the full semantic diff)" in body
     assert (
         "> **Truncated:** this body shows at most 40 additions, 40 removals and 40 changes per "
-        "fact kind; 63 more" in body
+        "fact kind; 94 more" in body
     )
     assert "2 rows differ only in markup (dropped column `V1`: 2, link syntax: 2)" in body
     assert "LlavaForConditionalGeneration',): features LoRA no -> yes" in body
