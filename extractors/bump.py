@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from extractors.base import EngineSpec
-from extractors.diff import EngineDiff, diff_engine
+from extractors.diff import EngineDiff, diff_engine, with_removal_notes
 from extractors.errors import GeneratedError, GuardError, UnknownCommitError, UsageError
 from extractors.git import GitSource
 from extractors.impact import ImpactChange, calculator_impact
@@ -125,6 +125,8 @@ def plan_bump(
         )
     new_facts = extract_at(engine, commit, chosen, upstream_url=old_pin.url)
     diff = diff_engine(old_facts, new_facts)
+    if engine.removal_notes is not None:
+        diff = with_removal_notes(diff, engine.removal_notes(new_facts))
     shrinks = find_shrinks(diff)
     if shrinks and not allow_shrink:
         listed = "; ".join(f"{s.fact}: {s.old_count} -> {s.new_count}" for s in shrinks)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from extractors.records import EngineFacts, ExtractionWarning, FactResult, Record, SourceFile
 
@@ -26,6 +27,10 @@ class FactDiff:
     old_count: int = 0
     new_count: int = 0
     header_changed: bool = False  # the source files' blob SHAs or paths differ
+    removal_notes: tuple[tuple[str, str], ...] = ()  # (label of a removed record, why it left)
+
+    def removal_note(self, record: Record) -> str:
+        return dict(self.removal_notes).get(record.label(), "")
 
     @property
     def empty(self) -> bool:
@@ -289,6 +294,20 @@ def _blobs(results: tuple[FactResult, ...]) -> dict[str, str]:
             if isinstance(source, SourceFile):
                 blobs[source.path] = source.blob
     return blobs
+
+
+def with_removal_notes(diff: EngineDiff, notes: Mapping[str, str]) -> EngineDiff:
+    """`diff` whose removed records carry why they left (architecture -> words), where the
+    engine's own facts say so."""
+    facts = []
+    for delta in diff.facts:
+        found = tuple(
+            (r.label(), notes[r.architecture])
+            for r in delta.removed
+            if "architecture" in type(r).model_fields and r.architecture in notes
+        )
+        facts.append(replace(delta, removal_notes=found) if found else delta)
+    return replace(diff, facts=tuple(facts))
 
 
 def diff_engine(old: EngineFacts | None, new: EngineFacts) -> EngineDiff:

@@ -215,6 +215,11 @@ def _markup_summary(markup: list[tuple[Pair, tuple[str, ...]]]) -> str:
     return f"{len(markup)} {rows} only in markup ({listed}); what they say is unchanged"
 
 
+def _removed_text(delta: FactDiff, record: Record) -> str:
+    note = delta.removal_note(record)
+    return f"-{record.label()}" + (f": {note}" if note else "")
+
+
 def fact_items(delta: FactDiff, *, full: bool) -> tuple[list[str], dict[str, list[str]]]:
     """(summary lines that are always shown, item lines per group that may be capped)."""
     markup = [(p, markup_only_reasons(*p)) for p in delta.changed]
@@ -227,7 +232,7 @@ def fact_items(delta: FactDiff, *, full: bool) -> tuple[list[str], dict[str, lis
         always.append("order changed (order matters for this fact)")
     items = {
         "added": [f"+{r.label()}" for r in delta.added],
-        "removed": [f"-{r.label()}" for r in delta.removed],
+        "removed": [_removed_text(delta, r) for r in delta.removed],
         "changed": [change_text(*p) for p in delta.changed if id(p) not in markup_ids],
     }
     if full:

@@ -80,6 +80,19 @@ def test_bump_body_matches_snapshot(pinned):
     assert render_pr_title(plan).startswith(f"Bump vLLM to {shas[1][:12]} (2026-04-01): ")
 
 
+def test_a_removed_row_says_vllm_lists_it_as_previously_supported(pinned):
+    project, repo, shas = pinned
+    plan = plan_bump(VLLM, project, to=shas[1], source=None, with_impact=False)
+    body = render_pr_body(plan)
+    assert (
+        "- -LlavaForConditionalGeneration (multimodal): removed; vLLM lists it as previously "
+        "supported up to 0.23.0" in body
+    )
+    assert "MotifForCausalLM" not in body  # listed at both commits, never a registry row
+    kept = [line for line in body.splitlines() if "OpenVLAForActionPrediction" in line]
+    assert kept and all("removed;" not in line for line in kept)
+
+
 def test_bump_moves_pin_and_regenerates(pinned, tmp_path):
     project, repo, shas = pinned
     result = cli(

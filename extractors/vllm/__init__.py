@@ -31,7 +31,7 @@ from extractors.vllm.records import (
     RegistryRow,
     VllmDocsRow,
 )
-from extractors.vllm.registry_notices import registry_notices
+from extractors.vllm.registry_notices import registry_notices, removal_notes
 from extractors.vllm.registry_rows import registry_rows
 
 
@@ -282,6 +282,7 @@ ENGINE = EngineSpec(
     title="vLLM",
     upstream_url="https://github.com/vllm-project/vllm",
     matrix_cells=matrix_cells.matrix_cells,
+    removal_notes=removal_notes,
     facts=(
         FactExtractor(MLA_MODEL_TYPES, _mla_model_types, reads=CONVERTOR_READS),
         FactExtractor(MLA_GATES, _mla_gates, reads=CONVERTOR_READS),

@@ -9,7 +9,7 @@ from extractors.parsing.python_ts import (
     string_value,
     top_level_assignments,
 )
-from extractors.records import ExtractionWarning, warning
+from extractors.records import EngineFacts, ExtractionWarning, warning
 from extractors.vllm.records import RegistryNotice
 
 FACT = "registry_notices"
@@ -62,3 +62,18 @@ def registry_notices(text: str, path: str) -> tuple[list[RegistryNotice], list[E
                 )
             )
     return sorted(notices, key=lambda n: (n.kind, n.architecture)), warnings
+
+
+REMOVAL_WORDS = {
+    "previously-supported": "removed; vLLM lists it as previously supported up to {detail}",
+    "out-of-tree": "removed; vLLM lists it as supported out of tree by {detail}",
+}
+
+
+def removal_notes(facts: EngineFacts) -> dict[str, str]:
+    """Architecture -> why it left the registry, from this extraction's notice lists."""
+    return {
+        notice.architecture: REMOVAL_WORDS[notice.kind].format(detail=notice.detail)
+        for notice in facts.records(FACT)
+        if isinstance(notice, RegistryNotice) and notice.kind in REMOVAL_WORDS
+    }
