@@ -7,7 +7,7 @@ import mmap
 import struct
 import subprocess
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from extractors.git.runner import git_env
@@ -110,6 +110,7 @@ class ObjectReader:
     missing object would make git fetch it lazily."""
 
     MAXTREES = 50_000
+    BATCH = 256  # requests of 41 bytes: a batch fits in a pipe's buffer, so writing never blocks
 
     def __init__(self, git_dir: Path) -> None:
         self._git_dir = git_dir
@@ -143,12 +144,53 @@ class ObjectReader:
             raise KeyError(sha)
         size = int(header[2])
         if max_size is not None and size > max_size:
-            left = size + 1
-            while left:
-                left -= len(proc.stdout.read(min(left, 1 << 20)) or b"") or left
+            self._skip(proc, size + 1)
             raise ObjectTooLarge(size)
         data = proc.stdout.read(size + 1)[:size]
         return header[1].decode(), data
+
+    def read_many(
+        self, shas: Sequence[str], max_size: int | None = None
+    ) -> dict[str, bytes | ObjectTooLarge]:
+        """Content of the blobs among `shas`, asked in batches: every request of a batch is
+        written before its answers are read, so a batch costs one round trip. Returns
+        sha -> content, or sha -> ObjectTooLarge (content skipped) when over `max_size`; a
+        missing object or one that is not a blob is left out, for the caller's single read
+        to report. OSError when cat-file stops."""
+        proc = self._process()
+        assert proc.stdin is not None and proc.stdout is not None
+        wanted = list(dict.fromkeys(shas))
+        out: dict[str, bytes | ObjectTooLarge] = {}
+        for start in range(0, len(wanted), self.BATCH):
+            batch = wanted[start : start + self.BATCH]
+            proc.stdin.write(b"".join(sha.encode() + b"\n" for sha in batch))
+            proc.stdin.flush()
+            for sha in batch:
+                header = proc.stdout.readline().split()
+                if len(header) != 3:
+                    if not header:
+                        self.close()
+                        raise OSError(f"git cat-file stopped while reading {sha}")
+                    continue
+                size = int(header[2])
+                if max_size is not None and size > max_size:
+                    self._skip(proc, size + 1)
+                    out[sha] = ObjectTooLarge(size)
+                    continue
+                data = proc.stdout.read(size + 1)[:size]
+                if len(data) != size:
+                    self.close()
+                    raise OSError(f"git cat-file stopped while reading {sha}")
+                if header[1] == b"blob" and header[0].decode() == sha:
+                    out[sha] = data
+        return out
+
+    @staticmethod
+    def _skip(proc: subprocess.Popen, left: int) -> None:
+        """Read and drop `left` bytes of cat-file's output."""
+        assert proc.stdout is not None
+        while left:
+            left -= len(proc.stdout.read(min(left, 1 << 20)) or b"") or left
 
     def tree(self, sha: str) -> dict[str, tuple[str, str]]:
         """name -> (mode, sha) of a tree object."""

@@ -1,5 +1,5 @@
 """A commit's tree in a cache repository, read as a Snapshot: paths resolved through the
-trees, blobs fetched in batches (`prefetch`) or one by one when not yet in the cache."""
+trees, blobs fetched and read in batches (`prefetch`) or one by one when not yet in the cache."""
 
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ class GitSnapshot(Snapshot):
                 source=source.source,
             ) from err
         self._text: dict[str, str] = {}
+        self._preloaded: dict[str, bytes | ObjectTooLarge] = {}
 
     def _missing(self, path: str, why: str = "does not exist at this commit") -> MissingPathError:
         return MissingPathError(
@@ -118,6 +119,11 @@ class GitSnapshot(Snapshot):
             raise self._missing(path, "is a symbolic link where a file is expected")
         if mode not in BLOB_MODES:
             raise self._missing(path, "is a submodule, not a file")
+        preloaded = self._preloaded.pop(sha, None)
+        if isinstance(preloaded, bytes):
+            return preloaded
+        if preloaded is not None:
+            raise self._too_large(path, preloaded)
         if not self._source.presence.has(sha):
             if not self._allow_fetch:
                 raise BlobNotPresent(sha)
@@ -133,13 +139,7 @@ class GitSnapshot(Snapshot):
         try:
             kind, data = self._reader.read(sha, max_size=MAX_SOURCE_BYTES)
         except ObjectTooLarge as err:
-            raise ParseError(
-                f"{path} is {err.args[0]} bytes, over the {MAX_SOURCE_BYTES}-byte "
-                "limit for a source file",
-                engine=self.engine,
-                commit=self.commit,
-                paths=[path],
-            ) from err
+            raise self._too_large(path, err) from err
         except (KeyError, OSError) as err:  # the pack index lists it: the pack is damaged
             raise CacheCorruptError(
                 f"cannot read {path} (blob {sha}) from the cache ({type(err).__name__})",
@@ -149,6 +149,15 @@ class GitSnapshot(Snapshot):
                 paths=[path],
             ) from err
         return data
+
+    def _too_large(self, path: str, err: ObjectTooLarge) -> ParseError:
+        return ParseError(
+            f"{path} is {err.args[0]} bytes, over the {MAX_SOURCE_BYTES}-byte "
+            "limit for a source file",
+            engine=self.engine,
+            commit=self.commit,
+            paths=[path],
+        )
 
     def read_text(self, path: str) -> str:
         if path not in self._text:
@@ -168,8 +177,6 @@ class GitSnapshot(Snapshot):
         """Fetch the blobs of `paths` that the cache lacks, in one request. A path that is a
         directory stands for the files directly inside it (so an engine can name a models
         directory without listing it: a listing is a question the fact cache would record)."""
-        if not self._allow_fetch:
-            return
         files = []
         for path in paths:
             entry = self._lookup(path)
@@ -177,4 +184,18 @@ class GitSnapshot(Snapshot):
                 files += self.list_files(path)
             else:
                 files.append(path)
-        self._source.fetch_blobs(self.blob_shas(files))
+        shas = self.blob_shas(files)
+        if self._allow_fetch:
+            self._source.fetch_blobs(shas)
+        self._preload(shas)
+
+    def _preload(self, shas: list[str]) -> None:
+        """Read the blobs among `shas` that the cache holds in one batched pass, for
+        `read_bytes` to take. A blob left out (absent, unreadable) is read on its own later,
+        which reports it; so does a batch that fails."""
+        present = self._source.presence
+        wanted = [sha for sha in shas if sha not in self._preloaded and present.has(sha)]
+        try:
+            self._preloaded.update(self._reader.read_many(wanted, max_size=MAX_SOURCE_BYTES))
+        except OSError:
+            return

@@ -161,7 +161,8 @@ class GitSource:
     # ------------------------------------------------------------ fetching
 
     def _run_fetch(self, *args: str, stdin: str | None = None, negotiate: bool = True) -> None:
-        """One request to the source: `git fetch` without tags, blobs filtered out unless named.
+        """One request to the source: `git fetch` without tags or a maintenance run after it,
+        blobs filtered out unless named.
 
         Blobs are fetched by SHA the way git's own lazy fetch does it: without negotiation
         (advertising the cache's commits makes the connectivity check of a shallow cache fail)."""
@@ -176,6 +177,7 @@ class GitSource:
                 "fetch",
                 "--no-tags",
                 "--no-write-fetch-head",
+                "--no-auto-maintenance",
                 "--recurse-submodules=no",
                 "--filter=blob:none",
                 *args,
