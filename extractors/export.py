@@ -123,7 +123,7 @@ def _fact_schema(record_name: str) -> dict[str, Any]:
 
 def render_json_schema(record_types: Iterable[type[Record]]) -> str:
     """`generated/schema.json`: one `$defs` entry per record type; a fact's `record` names the
-    type of its rows."""
+    type of its rows (an if/then per record type, so a validator checks the rows once)."""
     types_by_name = {t.__name__: t for t in {*record_types, ExtractionWarning}}
     names = sorted(types_by_name)
     defs: dict[str, Any] = {name: record_schema(types_by_name[name]) for name in names}
@@ -133,7 +133,16 @@ def render_json_schema(record_types: Iterable[type[Record]]) -> str:
         "required": ["path", "blob"],
         "additionalProperties": False,
     }
-    defs["Fact"] = {"oneOf": [_fact_schema(name) for name in names if name != "ExtractionWarning"]}
+    fact_records = [name for name in names if name != "ExtractionWarning"]
+    defs["Fact"] = {
+        "type": "object",
+        "properties": {"record": {"enum": fact_records}},
+        "required": ["record"],
+        "allOf": [
+            {"if": {"properties": {"record": {"const": name}}}, "then": _fact_schema(name)}
+            for name in fact_records
+        ],
+    }
     schema = {
         "$schema": DRAFT,
         "$id": SCHEMA_ID,
