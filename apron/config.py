@@ -106,7 +106,7 @@ def is_int(value: Any) -> bool:
 class ModelConfig:
     """A normalized view of one config.json."""
 
-    __slots__ = ("raw", "text", "text_key", "source", "_aliases")
+    __slots__ = ("raw", "text", "text_key", "source", "_aliases", "_derived", "_reading")
 
     def __init__(self, raw: Mapping[str, Any], source: str) -> None:
         self.raw = raw
@@ -120,6 +120,8 @@ class ModelConfig:
                 break
         mt = self.text_model_type or self.model_type
         self._aliases = ATTRIBUTE_MAPS.get(mt or "", {})
+        self._derived: dict[str, Any] | None = None
+        self._reading = ""
 
     # -- identity ---------------------------------------------------------------------------
     @property
@@ -145,10 +147,7 @@ class ModelConfig:
         return value if isinstance(value, str) else None
 
     # -- fields -----------------------------------------------------------------------------
-    def read(self, name: str) -> FieldRead | None:
-        """The field from the text config (dotted paths reach into dicts), or None when absent.
-
-        A key that is present with a null value reads as FieldRead(value=None)."""
+    def _published(self, name: str) -> FieldRead | None:
         found, value = _dig(self.text, name)
         if found:
             return FieldRead(name, name, value)
@@ -157,6 +156,40 @@ class ModelConfig:
             if found:
                 return FieldRead(name, spelling, value)
         return None
+
+    def _published_value(self, name: str) -> Any:
+        read = self._published(name)
+        return None if read is None else read.value
+
+    @property
+    def derived(self) -> dict[str, Any]:
+        """Fields the engine sees that config.json lacks (apron.normalize), by name -> Derived."""
+        if self._derived is None:
+            from apron.normalize import derive
+
+            mt = self.text_model_type or self.model_type
+            self._derived, self._reading = derive(mt, self._published_value)
+        return self._derived
+
+    @property
+    def reading(self) -> str:
+        """How the config was read (static class reading or as published), for the answer."""
+        _ = self.derived
+        return self._reading
+
+    def read(self, name: str) -> FieldRead | None:
+        """The field from the text config (dotted paths reach into dicts), else the derived value
+        the engine's config class supplies, or None when absent.
+
+        A key that is present with a null value reads as FieldRead(value=None), except where a
+        derived rule replaces the null (a null num_key_value_heads stays null)."""
+        published = self._published(name)
+        if published is not None and (published.value is not None or name not in self.derived):
+            return published
+        derived = self.derived.get(name)
+        if derived is not None:
+            return FieldRead(name, f"{name} (derived: {derived.source})", derived.value)
+        return published
 
     def present(self, name: str) -> bool:
         return self.read(name) is not None

@@ -13,16 +13,18 @@ from typing import NamedTuple
 
 from apron.config import ModelConfig, is_int
 
-FULL, SLIDING, MAMBA, BOTH, LINEAR, CONV, NONE = (
+FULL, SLIDING, CHUNKED, MAMBA, BOTH, LINEAR, CONV, NONE, SHARED = (
     "full_attention",
     "sliding_attention",
+    "chunked_attention",
     "mamba",
     "attention+mamba",
     "linear_attention",
     "short_conv",
     "no_cache",
+    "kv_shared",
 )
-ATTENTION_KINDS = frozenset({FULL, SLIDING, BOTH})
+ATTENTION_KINDS = frozenset({FULL, SLIDING, CHUNKED, BOTH})
 STATE_KINDS = frozenset({MAMBA, BOTH, LINEAR, CONV})
 
 # Per-layer type words seen in config.json files, normalized. Unknown words stay unknown.
@@ -44,6 +46,8 @@ KIND_WORDS = {
     "m": MAMBA,
     "ssm": MAMBA,
     "hybrid": BOTH,  # Zamba2: a Mamba layer with the shared attention block applied
+    "attention+mamba": BOTH,
+    "chunked_attention": CHUNKED,
     "linear_attention": LINEAR,
     "linear": LINEAR,
     "gated_deltanet": LINEAR,
@@ -75,7 +79,31 @@ class LayerLayout(NamedTuple):
 
     @property
     def has_sliding(self) -> bool:
-        return SLIDING in self.kinds
+        return SLIDING in self.kinds or CHUNKED in self.kinds
+
+
+def _share_kv(model: ModelConfig, found: LayerLayout) -> LayerLayout:
+    """num_kv_shared_layers (Gemma-3n): the last N layers reuse an earlier layer's KV and hold
+    none of their own (vLLM gemma3n.py sets kv_sharing_target_layer_name for them)."""
+    shared = model.integer("num_kv_shared_layers")
+    if not shared or not found.kinds or found.unknown:
+        return found
+    layers = len(found.kinds)
+    if shared >= layers:
+        return LayerLayout(
+            (),
+            found.source,
+            (f"num_kv_shared_layers = {shared} is not below the {layers} layers",),
+            (),
+        )
+    first = layers - shared
+    kinds = found.kinds[:first] + (SHARED,) * shared
+    return LayerLayout(
+        kinds,
+        f"{found.source}; num_kv_shared_layers = {shared} (layers {first}.. reuse earlier KV)",
+        (),
+        (),
+    )
 
 
 def _words(values: object, source: str, layers: int | None) -> LayerLayout:
@@ -107,12 +135,17 @@ HYBRID_FIELDS = ("layers_block_type", "hybrid_override_pattern", "attn_layer_per
 
 
 def layout(model: ModelConfig) -> LayerLayout | None:
-    """The per-layer layout the config states, or None when it states none."""
+    """The per-layer layout the config states (after KV sharing), or None when it states none."""
+    found = _stated_layout(model)
+    return None if found is None else _share_kv(model, found)
+
+
+def _stated_layout(model: ModelConfig) -> LayerLayout | None:
     layers = model.integer("num_hidden_layers")
     for key in ("layer_types", "layers_block_type", "hybrid_override_pattern"):
-        value = model.get(key)
-        if value is not None:
-            return _words(value, key, layers)
+        read = model.read(key)
+        if read is not None and read.value is not None:
+            return _words(read.value, read.key, layers)
     period, offset = model.get("attn_layer_period"), model.get("attn_layer_offset")
     if period is not None or offset is not None:
         source = "attn_layer_period/attn_layer_offset"

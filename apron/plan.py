@@ -6,13 +6,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from apron import context as context_rules
 from apron.config import ModelConfig, load_config
 from apron.constraints import ENGINE_TITLES, ConstraintSet, EngineConstraints, load_constraints
 from apron.engines import ENGINE_RULES
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
 from apron.errors import ApronInputError
-from apron.mechanisms import mla_latent
+from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_window
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
     PREDICTION,
@@ -24,40 +25,89 @@ from apron.results import (
     Plan,
     Request,
 )
-from apron.select import compute, select
+from apron.select import Selection, compute, select
 from apron.support import support
 
 KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 CONTEXT_KEYS = ("max_position_embeddings",)
 
 
-def make_request(model: ModelConfig, context: int | None, kv_dtype: str, batch: int) -> Request:
-    """Validate the options; a context of None means the config's own maximum (when it has one)."""
+def ssm_cache_dtype(model: ModelConfig, vllm: EngineConstraints | None) -> tuple[str, str]:
+    """--mamba-ssm-cache-dtype as vLLM resolves it for this architecture when left 'auto':
+    (dtype or "" for the model dtype, where it came from)."""
+    if vllm is None or model.architecture is None:
+        return "", ""
+    for row in vllm.rows("mamba_ssm_dtype_defaults"):
+        if row.architecture != model.architecture:
+            continue
+        where = f"vLLM {row.symbol}"
+        obj = row.config_object
+        field_name = row.reads
+        value = model.top(field_name) if obj == "hf_config" else model.get(field_name)
+        if isinstance(value, str) and value:
+            return value, f"the config's {field_name} = {value} ({where} reads {obj})"
+        default = row.default
+        if default:
+            return default, f"{where}: {field_name} absent, default {default}"
+        return "", f"{where}: {field_name} absent, so auto (the model dtype)"
+    return "", ""
+
+
+def make_request(
+    model: ModelConfig,
+    context: int | None,
+    kv_dtype: str,
+    batch: int,
+    vllm: EngineConstraints | None = None,
+) -> Request:
+    """Validate the options; a context of None means vLLM's derived maximum (when it has one)."""
     if kv_dtype not in KV_DTYPES:
         raise ApronInputError(f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}")
     if context is not None and context <= 0:
         raise ApronInputError(f"context must be a positive number of tokens, got {context}")
     if batch <= 0:
         raise ApronInputError(f"batch must be at least 1, got {batch}")
+    maximum, warnings = context_rules.check(model, context)
     source = "--context"
     if context is None:
-        context = model.integer("max_position_embeddings")
-        key = model.key_of("max_position_embeddings")
+        context = maximum.default
         source = (
-            f"the config's {key}"
+            f"default: the model's maximum as vLLM derives it, {maximum.default_how}"
             if context is not None
-            else "none: no --context and no max_position_embeddings in the config"
+            else f"none: no --context and {maximum.how}"
         )
-    return Request(context, source, kv_dtype, KV_DTYPES[kv_dtype], batch)
+    ssm_dtype, ssm_source = ssm_cache_dtype(model, vllm)
+    return Request(
+        context,
+        source,
+        kv_dtype,
+        KV_DTYPES[kv_dtype],
+        batch,
+        maximum.tokens,
+        maximum.how,
+        warnings,
+        ssm_dtype,
+        ssm_source,
+    )
 
 
 def _encoder_decoder_section(model: ModelConfig, vllm: EngineConstraints | None) -> str:
-    if vllm is None or model.architecture is None:
+    architecture = model.architecture
+    if vllm is None or architecture is None:
         return ""
     for row in vllm.rows("registry_rows"):
-        if row.architecture == model.architecture and "encoder-decoder" in str(row.section).lower():
-            return f"vLLM's registry files {model.architecture} under [Encoder-decoder]"
+        if row.architecture == architecture and "encoder-decoder" in str(row.section).lower():
+            return f"vLLM's registry files {architecture} under [Encoder-decoder]"
     return ""
+
+
+def _encoder_only(model: ModelConfig, vllm: EngineConstraints | None) -> str:
+    """Why vLLM runs this architecture with encoder-only attention, or "": its class flags and
+    its ModelConfig.attn_type rule, both extracted, decide (apron/engines/vllm.attention_kind)."""
+    if vllm is None or model.architecture is None:
+        return ""
+    kind = vllm_rules.attention_kind(model, vllm)
+    return kind.why if kind is not None and kind.value == "encoder_only" else ""
 
 
 def _figures_differ(a: MechanismResult, b: MechanismResult) -> bool:
@@ -78,6 +128,7 @@ def _view(
     apron_heads: HeadCount,
     flags: frozenset[str],
     enc_dec: str,
+    enc_only: str,
     prediction: MechanismResult,
     support_entry: EngineSupport,
 ) -> EngineView:
@@ -136,6 +187,8 @@ def _view(
             tuple(cites),
         )
     heads = decision.kv_heads or apron_heads
+    if decision.own_flags:
+        flags = frozenset(decision.flags)
     mla = decision.mla.is_mla if decision.mla is not None else None
     if decision.mla is not None:
         notes.insert(
@@ -144,10 +197,30 @@ def _view(
         cites.extend(decision.mla.citations)
     cites.extend(heads.citations)
     selection = select(
-        model, mla=bool(mla), heads=heads, flags=flags, encoder_decoder_section=enc_dec
+        model,
+        mla=bool(mla),
+        heads=heads,
+        flags=flags,
+        encoder_decoder_section=enc_dec,
+        encoder_only=enc_only,
     )
-    figures = compute(selection, model, heads, request)
-    if mla is None and is_mla_shaped(model):
+    full_context = (
+        not decision.no_kv_cache
+        and decision.window_aware is False
+        and selection.mechanism is sliding_window
+    )
+    if full_context:
+        selection = Selection(full_attention, decision.window_why)
+    figures = (
+        no_kv_cache.compute(decision.no_kv_cache)
+        if decision.no_kv_cache
+        else compute(selection, model, heads, request)
+    )
+    if full_context:
+        notes.append(_full_context_note(decision.window_why, figures, request))
+    if decision.no_kv_cache:
+        notes.insert(0, decision.no_kv_cache)
+    if mla is None and is_mla_shaped(model) and not decision.no_kv_cache:
         notes.append(
             f"whether {title} treats this config as MLA is unknown; shown as full attention"
         )
@@ -179,6 +252,15 @@ def _view(
     )
 
 
+def _full_context_note(why: str, figures: MechanismResult, request: Request) -> str:
+    if figures.kv_bytes_per_token is None:
+        return why
+    text = f"{why}: {figures.kv_bytes_per_token:,} B/token"
+    if figures.kv_bytes_at_context is not None and request.context is not None:
+        text += f", {figures.kv_bytes_at_context:,} B at {request.context:,} tokens"
+    return text
+
+
 def plan(
     config: ModelConfig | str | Path | Mapping[str, Any],
     *,
@@ -189,9 +271,9 @@ def plan(
 ) -> Plan:
     """A labelled prediction for one config, citing the engine commits whose rules it used."""
     model = config if isinstance(config, ModelConfig) else load_config(config)
-    request = make_request(model, context, kv_dtype, batch)
     cs = constraints if constraints is not None else load_constraints()
     vllm = cs.get("vllm")
+    request = make_request(model, context, kv_dtype, batch, vllm)
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
     for engine_id, engine in cs.engines.items():
@@ -213,11 +295,17 @@ def plan(
     mla_votes = [d.mla for d in decisions.values() if d.mla is not None]
     apron_mla = any(m.is_mla for m in mla_votes)
     enc_dec = _encoder_decoder_section(model, vllm)
+    enc_only = _encoder_only(model, vllm)
     selection = select(
-        model, mla=apron_mla, heads=apron_heads, flags=flags, encoder_decoder_section=enc_dec
+        model,
+        mla=apron_mla,
+        heads=apron_heads,
+        flags=flags,
+        encoder_decoder_section=enc_dec,
+        encoder_only=enc_only,
     )
     prediction = compute(selection, model, apron_heads, request)
-    notes: list[str] = []
+    notes: list[str] = [model.reading, *request.context_warnings]
     if model.text_key:
         notes.append(f"geometry read from the {model.text_key} sub-config")
     if apron_mla:
@@ -248,6 +336,7 @@ def plan(
             apron_heads,
             flags,
             enc_dec,
+            enc_only,
             prediction,
             entry,
         )

@@ -184,6 +184,16 @@ def render(plan: Plan, console: Console) -> None:
     ) + f" · KV dtype {r.kv_dtype} ({r.kv_dtype_bytes} B) · batch {r.batch}"
     heads = plan.kv_heads
     lines = [header, Text(ident), Text(request)]
+    if r.max_model_len is not None and not r.context_source.startswith("default"):
+        lines.append(
+            Text(
+                f"model maximum {r.max_model_len:,} tokens ({r.max_model_len_source})", style="dim"
+            )
+        )
+    for warning in r.context_warnings:
+        lines.append(Text(f"warning: {warning}", style="yellow"))
+    if r.ssm_dtype:
+        lines.append(Text(f"SSM state dtype {r.ssm_dtype}: {r.ssm_dtype_source}", style="dim"))
     if plan.prediction.mechanism in HEAD_MECHANISMS:
         lines.append(
             Text(

@@ -17,6 +17,11 @@ class Request(NamedTuple):
     kv_dtype: str
     kv_dtype_bytes: int
     batch: int
+    max_model_len: int | None = None  # the engine's derived maximum (vLLM's rule), None unknown
+    max_model_len_source: str = ""
+    context_warnings: tuple[str, ...] = ()
+    ssm_dtype: str = ""  # --mamba-ssm-cache-dtype as the engine resolves it; "" = model dtype
+    ssm_dtype_source: str = ""
 
 
 class HeadCount(NamedTuple):

@@ -1,16 +1,17 @@
 """Choose the memory mechanism for a config, given one engine's (or apron's) decisions.
 
-Order: things apron has no mechanism for (encoder-decoder, diffusion, chunked local attention)
--> MLA when the engine rule says so -> per-layer layouts with state layers (hybrid) ->
-attention-free recurrent -> sliding window -> full attention."""
+Order: encoder-only (no KV) -> encoder-decoder -> things apron has no mechanism for (diffusion,
+RWKV) -> MLA when the engine rule says so -> per-layer layouts with state layers (hybrid) ->
+attention-free recurrent -> sliding window / chunked local / KV sharing -> full attention."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
 from apron.config import ModelConfig
-from apron.layers import HYBRID_FIELDS, layout
+from apron.layers import HYBRID_FIELDS, SHARED, layout
 from apron.mechanisms import (
+    encoder_decoder,
     full_attention,
     hybrid_ssm,
     mla_latent,
@@ -18,6 +19,7 @@ from apron.mechanisms import (
     sliding_window,
     unsupported,
 )
+from apron.mechanisms import encoder_only as encoder_only_mechanism
 from apron.results import HeadCount, MechanismResult, Request
 from apron.ssm import has_state_fields
 
@@ -50,25 +52,16 @@ def select(
     heads: HeadCount,
     flags: frozenset[str],
     encoder_decoder_section: str = "",
+    encoder_only: str = "",
 ) -> Selection:
-    if model.get("is_encoder_decoder") is True or model.top("is_encoder_decoder") is True:
-        return Selection(
-            unsupported,
-            "encoder-decoder",
-            (
-                "encoder-decoder model (is_encoder_decoder): decoder self-attention plus "
-                "cross-attention over the encoder output is not an implemented mechanism"
-            ),
-        )
-    if encoder_decoder_section:
-        return Selection(
-            unsupported,
-            "encoder-decoder",
-            (
-                f"{encoder_decoder_section}: encoder-decoder cross-attention is not an implemented "
-                "mechanism"
-            ),
-        )
+    if encoder_only:
+        return Selection(encoder_only_mechanism, encoder_only)
+    if (
+        model.get("is_encoder_decoder") is True
+        or model.top("is_encoder_decoder") is True
+        or encoder_decoder_section
+    ):
+        return Selection(encoder_decoder, encoder_decoder_section or "is_encoder_decoder")
     if "diffusion" in flags:
         return Selection(
             unsupported,
@@ -78,13 +71,14 @@ def select(
                 "cache; not an implemented mechanism"
             ),
         )
-    if model.get("attention_chunk_size") is not None:
+    if (model.model_type or "").startswith("rwkv"):
         return Selection(
             unsupported,
-            "chunked local attention",
+            "RWKV recurrent state",
             (
-                f"attention_chunk_size = {model.get('attention_chunk_size')!r}: chunked local "
-                "attention is not an implemented mechanism"
+                f"model_type {model.model_type}: vLLM at this commit registers no RWKV "
+                "architecture, so there is no engine rule for its recurrent state "
+                "(llama.cpp classes RWKV as recurrent)"
             ),
         )
     if mla:
@@ -113,9 +107,10 @@ def select(
                 "knows"
             ),
         )
-    if (structure is not None and (structure.has_sliding or structure.unknown)) or model.get(
-        "sliding_window"
-    ) is not None:
+    if (
+        structure is not None
+        and (structure.has_sliding or structure.unknown or SHARED in structure.kinds)
+    ) or model.get("sliding_window") is not None:
         return Selection(sliding_window, "sliding_window / per-layer types")
     return Selection(full_attention, "every layer is full attention")
 
@@ -123,6 +118,8 @@ def select(
 def compute(
     selection: Selection, model: ModelConfig, heads: HeadCount, request: Request
 ) -> MechanismResult:
+    if selection.mechanism is encoder_only_mechanism:
+        return encoder_only_mechanism.compute(model, heads, request, selection.why)
     if selection.mechanism is unsupported:
         return unsupported.compute(
             model, heads, request, selection.reason, f"{unsupported.TITLE} ({selection.why})"

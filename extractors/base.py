@@ -135,6 +135,9 @@ class EngineSpec:
     upstream_url: str
     facts: tuple[FactExtractor, ...] = field(default_factory=tuple)
     matrix_cells: MatrixCells | None = None  # None: any fact with an `architecture` field
+    # architecture -> why it left the registry, from the engine's own facts (e.g. vLLM's list of
+    # previously supported architectures); a bump shows it beside each removed row
+    removal_notes: Callable[[EngineFacts], Mapping[str, str]] | None = None
 
     def __post_init__(self) -> None:
         run_order(self.facts)  # a bad declaration fails when the engine module is imported

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from extractors.base import EngineSpec
-from extractors.diff import EngineDiff, FactDiff, diff_engine
+from extractors.diff import EngineDiff, diff_engine, with_removal_notes
 from extractors.errors import GeneratedError, GuardError, UnknownCommitError, UsageError
 from extractors.git import GitSource
 from extractors.impact import ImpactChange, calculator_impact
@@ -21,8 +21,19 @@ from extractors.pipeline import (
     start_writing,
     write_rendered,
 )
-from extractors.records import EngineFacts, Record
+from extractors.pr_body import BodyLinks, render_full_diff, render_pr_body, render_pr_title
+from extractors.records import EngineFacts
 from extractors.writer import project_lock
+
+__all__ = [
+    "BodyLinks",
+    "BumpPlan",
+    "apply_bump",
+    "plan_bump",
+    "render_full_diff",
+    "render_pr_body",
+    "render_pr_title",
+]
 
 NO_CHANGE_EXIT = 3  # documented: nothing changed beyond the header; no pull request
 SHRINK_LIMIT = 0.5
@@ -114,6 +125,8 @@ def plan_bump(
         )
     new_facts = extract_at(engine, commit, chosen, upstream_url=old_pin.url)
     diff = diff_engine(old_facts, new_facts)
+    if engine.removal_notes is not None:
+        diff = with_removal_notes(diff, engine.removal_notes(new_facts))
     shrinks = find_shrinks(diff)
     if shrinks and not allow_shrink:
         listed = "; ".join(f"{s.fact}: {s.old_count} -> {s.new_count}" for s in shrinks)
@@ -152,118 +165,3 @@ def apply_bump(paths: ProjectPaths, plan: BumpPlan) -> None:
             plan.rendered,
             {pin_path(paths.pins, plan.engine.engine_id): render_pin(plan.new_pin)},
         )
-
-
-# ------------------------------------------------------------------ pull request text
-
-
-def _compare_url(plan: BumpPlan) -> str:
-    base = plan.old_pin.url.removesuffix(".git")
-    if base.startswith("https://github.com/"):
-        return f"{base}/compare/{plan.old_pin.commit}...{plan.new_pin.commit}"
-    return ""
-
-
-def render_pr_title(plan: BumpPlan) -> str:
-    title = plan.engine.title
-    changed = [d for d in plan.diff.facts if not d.empty]
-    what = ", ".join(d.title for d in changed[:3]) if changed else "header only"
-    return f"Bump {title} to {plan.new_pin.commit[:12]} ({plan.new_pin.date}): {what}\n"
-
-
-def _fact_lines(delta: FactDiff) -> list[str]:
-    lines = []
-    for record in delta.added:
-        lines.append(f"- +{record.label()}")
-    for record in delta.removed:
-        lines.append(f"- -{record.label()}")
-    for old, new in delta.changed:
-        lines.append(f"- ~{old.label()}: " + _changed_fields(old, new))
-    if delta.reordered:
-        lines.append("- order changed (order matters for this fact)")
-    return lines
-
-
-def _changed_fields(old: Record, new: Record) -> str:
-    before, after = old.model_dump(), new.model_dump()
-    parts = [
-        f"{name} {before[name]!r} -> {after[name]!r}"
-        for name in after
-        if before.get(name) != after[name]
-    ]
-    return "; ".join(parts)
-
-
-def _summary_line(delta: FactDiff) -> str:
-    bits = []
-    if delta.added:
-        bits.append(
-            "+"
-            + ", +".join(r.label() for r in delta.added[:6])
-            + (" ..." if len(delta.added) > 6 else "")
-        )
-    if delta.removed:
-        bits.append(
-            "-"
-            + ", -".join(r.label() for r in delta.removed[:6])
-            + (" ..." if len(delta.removed) > 6 else "")
-        )
-    if delta.changed:
-        bits.append(f"{len(delta.changed)} changed")
-    if delta.reordered:
-        bits.append("reordered")
-    return f"{delta.title}: " + "; ".join(bits)
-
-
-def render_pr_body(plan: BumpPlan) -> str:
-    lines: list[str] = []
-    if plan.accepted_shrink:
-        lines += [
-            "> **Shrink accepted with --allow-shrink.** These fact sets shrank by more "
-            "than half or disappeared:",
-            ">",
-        ]
-        lines += [f"> - {s.fact}: {s.old_count} -> {s.new_count}" for s in plan.shrinks]
-        lines.append("")
-    lines += [
-        f"## {plan.engine.title}: constraint bump",
-        "",
-        "| | commit | date |",
-        "| --- | --- | --- |",
-        f"| old | `{plan.old_pin.commit}` | {plan.old_pin.date} |",
-        f"| new | `{plan.new_pin.commit}` | {plan.new_pin.date} |",
-        "",
-    ]
-    compare = _compare_url(plan)
-    if compare:
-        lines += [f"Compare: {compare}", ""]
-    lines += ["## Semantic diff", ""]
-    changed = [d for d in plan.diff.facts if not d.empty]
-    if not changed:
-        lines += ["Nothing changed beyond the header.", ""]
-    for delta in changed:
-        lines.append(f"- {_summary_line(delta)}")
-    lines.append("")
-    for delta in changed:
-        lines += [f"### {delta.title} ({delta.old_count} -> {delta.new_count})", ""]
-        lines += _fact_lines(delta)
-        lines.append("")
-    lines += ["## Warnings", ""]
-    if plan.diff.warnings_added or plan.diff.warnings_removed:
-        lines += [f"- new: [{w.code}] {w.message}" for w in plan.diff.warnings_added]
-        lines += [f"- gone: [{w.code}] {w.message}" for w in plan.diff.warnings_removed]
-    else:
-        lines.append(f"No change ({len(plan.new_facts.warnings)} warnings recorded, as before).")
-    lines += ["", "## Calculator impact", ""]
-    if plan.impact is None:
-        lines.append(f"Not computed: {plan.impact_note or 'no calculator available'}.")
-    elif not plan.impact:
-        lines.append("No figure or verdict of `apron plan` changed on the sample configs.")
-    else:
-        lines += ["| sample | field | before | after |", "| --- | --- | --- | --- |"]
-        lines += [f"| {c.sample} | {c.field} | {c.before} | {c.after} |" for c in plan.impact]
-    lines += [
-        "",
-        f"Generated by `extract bump --engine {plan.engine.engine_id} --to {plan.new_pin.commit}`.",
-    ]
-    return "\n".join(lines) + "\n"

@@ -73,6 +73,8 @@ def print_summary(result: RunResult, wrote: bool) -> None:
                 bits.append(f"-{len(delta.removed)}")
             if delta.changed:
                 bits.append(f"~{len(delta.changed)}")
+            if delta.moved:
+                bits.append(f"{len(delta.moved)} moved")
             if delta.reordered:
                 bits.append("reordered")
             line += " (" + " ".join(bits) + " against generated/)"
@@ -145,6 +147,20 @@ def bump_command(
     pr_body: Annotated[
         Path | None, typer.Option("--pr-body", help="Write the pull-request body (markdown) here.")
     ] = None,
+    full_diff: Annotated[
+        Path | None,
+        typer.Option("--full-diff", help="Write the full, uncapped semantic diff (markdown) here."),
+    ] = None,
+    full_diff_url: Annotated[
+        str | None,
+        typer.Option("--full-diff-url", help="Where the full diff is kept (the body links to it)."),
+    ] = None,
+    tree_url: Annotated[
+        str | None,
+        typer.Option(
+            "--tree-url", help="The repository at the PR branch, for links to generated/ files."
+        ),
+    ] = None,
     branch: Annotated[
         str | None,
         typer.Option(
@@ -161,8 +177,10 @@ def bump_command(
     2 any error (generated/ and pins/ untouched)."""
     from extractors.bump import (
         NO_CHANGE_EXIT,
+        BodyLinks,
         apply_bump,
         plan_bump,
+        render_full_diff,
         render_pr_body,
         render_pr_title,
     )
@@ -181,9 +199,11 @@ def bump_command(
         paths = find_project(root)
         title_path = check_output_path(pr_title, "--pr-title") if pr_title else None
         body_path = check_output_path(pr_body, "--pr-body") if pr_body else None
-        if title_path and body_path and title_path.resolve() == body_path.resolve():
-            raise UsageError("--pr-title and --pr-body name the same file")
-        for output in (title_path, body_path):
+        diff_path = check_output_path(full_diff, "--full-diff") if full_diff else None
+        outputs = [p.resolve() for p in (title_path, body_path, diff_path) if p]
+        if len(set(outputs)) != len(outputs):
+            raise UsageError("--pr-title, --pr-body and --full-diff must name different files")
+        for output in (title_path, body_path, diff_path):
             if output and any(
                 output.resolve().is_relative_to(d.resolve()) for d in (paths.generated, paths.pins)
             ):
@@ -205,8 +225,15 @@ def bump_command(
         try:
             if title_path:
                 write_file_atomically(title_path, render_pr_title(plan))
+            if diff_path:
+                write_file_atomically(diff_path, render_full_diff(plan))
             if body_path:
-                write_file_atomically(body_path, render_pr_body(plan))
+                links = BodyLinks(
+                    full_diff_path=str(full_diff or ""),
+                    full_diff_url=full_diff_url or "",
+                    tree_url=tree_url or "",
+                )
+                write_file_atomically(body_path, render_pr_body(plan, links))
         except WriteError as err:
             raise WriteError(
                 f"bumped generated/ and pins/{spec.engine_id}.toml to {plan.new_pin.commit}, "

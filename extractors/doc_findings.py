@@ -30,7 +30,7 @@ class DocRegistryFinding(Record):
     registered_as: tuple[
         str, ...
     ]  # the registered spelling(s) a documented name matches; () if none
-    match: str  # exact-name, case-and-punctuation, family-prefix (a heuristic), none
+    match: str  # exact-name, case-and-punctuation, class-name, version-token, family-prefix, none
     documented_in: tuple[str, ...]  # "<page> § <section>" of each table naming it
     registered_in: tuple[str, ...]  # "<path>: <where>" of each registration
     note: str
@@ -59,6 +59,17 @@ class Registered:
     name: str
     where: str  # "<path>: <dict or module or class>"
     group: str = ""  # task group or module, for the note
+    class_name: str = ""  # the class that registers `name`, when it can differ from it
+
+
+VERSION_TOKEN = re.compile(r"v\d+(?=for|$)")
+
+
+def version_variant(name: str) -> str:
+    """Normalized with a version token before `For...` dropped: `HunYuanDenseV1ForCausalLM`
+    -> `hunyuandenseforcausallm`. Two names pair when one of them, so reduced, IS the other
+    (`DeepseekV3...` reduced is `deepseekforcausallm`, which no name is)."""
+    return VERSION_TOKEN.sub("", normalized(name))
 
 
 def normalized(name: str) -> str:
@@ -70,10 +81,14 @@ def compare(
     documented: Iterable[Documented],
     registered: Iterable[Registered],
     families: Iterable[DocumentedFamily] = (),
+    *,
+    spelling_variants: bool = False,
 ) -> list[DocRegistryFinding]:
     """Findings, one per architecture name: documented but not registered, registered but
     not documented, documented under another spelling. Names with `*` are patterns, not
-    architectures, and are ignored."""
+    architectures, and are ignored. A documented name that is the class of a registration
+    (`Registered.class_name`) is paired with it; with `spelling_variants`, so is a name a
+    version token apart (`...V1For...`)."""
     doc_where: dict[str, set[str]] = defaultdict(set)
     doc_notes: dict[str, set[str]] = defaultdict(set)
     for item in documented:
@@ -83,15 +98,21 @@ def compare(
                 doc_notes[item.name].add(item.note)
     reg_where: dict[str, set[str]] = defaultdict(set)
     reg_group: dict[str, set[str]] = defaultdict(set)
+    reg_by_class: dict[str, set[str]] = defaultdict(set)
     for item in registered:
         reg_where[item.name].add(item.where)
         if item.group:
             reg_group[item.name].add(item.group)
+        if item.class_name and item.class_name != item.name:
+            reg_by_class[item.class_name].add(item.name)
     reg_norm = {name: normalized(name) for name in reg_where}
     registered_names = sorted(reg_where)
     reg_by_norm: dict[str, set[str]] = defaultdict(set)
+    reg_by_variant: dict[str, set[str]] = defaultdict(set)  # one side has the token, one not
     for name, norm in reg_norm.items():
         reg_by_norm[norm].add(name)
+        if spelling_variants and version_variant(name) != norm:
+            reg_by_variant[version_variant(name)].add(name)
 
     findings: list[DocRegistryFinding] = []
     covered: set[str] = set()
@@ -100,6 +121,18 @@ def compare(
             covered.add(name)
             continue
         spelled = sorted(reg_by_norm.get(normalized(name), ()))
+        match, note = "case-and-punctuation", f"documented as {name}, registered as "
+        if not spelled and name in reg_by_class:
+            spelled = sorted(reg_by_class[name])
+            match = "class-name"
+            note = f"documented as the class {name}, which registers the architecture "
+        if not spelled and spelling_variants:
+            spelled = sorted(
+                reg_by_variant.get(normalized(name), ())
+                or reg_by_norm.get(version_variant(name), ())
+            )
+            match = "version-token"
+            note = f"documented as {name}, a version token apart from the registered "
         if spelled:
             covered.update(spelled)
             findings.append(
@@ -107,10 +140,10 @@ def compare(
                     finding=OTHER_SPELLING,
                     architecture=name,
                     registered_as=tuple(spelled),
-                    match="case-and-punctuation",
+                    match=match,
                     documented_in=tuple(sorted(where)),
                     registered_in=tuple(sorted(w for s in spelled for w in reg_where[s])),
-                    note=f"documented as {name}, registered as {', '.join(spelled)}",
+                    note=note + ", ".join(spelled),
                 )
             )
             continue

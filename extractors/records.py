@@ -12,11 +12,14 @@ class Record(BaseModel):
     """One fact. Fields are plain values (str, int, bool, None, tuples of str) so that the
     renderer can write them as literals and `generated/schema.py` can mirror them as NamedTuples.
 
-    `KEY` names the fields that identify a fact across commits (for semantic diffs)."""
+    `KEY` names the fields that identify a fact across commits (for semantic diffs).
+    `PROVENANCE` names the fields that say where a fact was read, not what it says: a change
+    in them alone is a move, not a change."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     KEY: ClassVar[tuple[str, ...]] = ()
+    PROVENANCE: ClassVar[tuple[str, ...]] = ("path", "symbol", "class_path")
 
     def identity(self) -> tuple:
         return tuple(getattr(self, name) for name in self.KEY)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from extractors import families
 from extractors.base import MatrixCell
 from extractors.engines import ENGINES
 from extractors.records import EngineFacts
@@ -99,8 +100,8 @@ def render_matrix(all_facts: Mapping[str, EngineFacts]) -> str:
     missing = [_title(e) for e in ENGINE_ORDER if e not in all_facts]
     if missing:
         lines += ["", "No constraints extracted (every cell unknown): " + ", ".join(missing) + "."]
+    lines += ["", *families.render_family_section(all_facts)]
     lines += [
-        "",
         "## MLA disagreements",
         "",
         "SGLang decides MLA by architecture name, vLLM by the text config's `model_type`. "

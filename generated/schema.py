@@ -17,6 +17,18 @@ class ArchName(NamedTuple):
     symbol: str
 
 
+class AttnTypeRule(NamedTuple):
+    """`ModelConfig.attn_type`: a pooling run is encoder-only for the listed default sequence"""
+
+    pooling_condition: str
+    encoder_only_seq_pooling_types: tuple[str, ...]
+    causal_key: str
+    causal_default: str
+    branches: tuple[str, ...]
+    path: str
+    symbol: str
+
+
 class ClassPredicate(NamedTuple):
     """One llm_arch_is_* / llm_arch_supports_* predicate with its shape and polarity."""
 
@@ -94,6 +106,17 @@ class HfArchitecture(NamedTuple):
     symbol: str
 
 
+class InterfaceFlag(NamedTuple):
+    """A class-level flag an interface class sets (`IsHybrid.is_hybrid: ClassVar[Literal[True]]"""
+
+    protocol: str
+    attribute: str
+    value: str
+    annotation: str
+    path: str
+    symbol: str
+
+
 class KvHeadAlias(NamedTuple):
     """One config key get_total_num_kv_heads() scans; the first present key wins."""
 
@@ -135,6 +158,18 @@ class KvHeadOverride(NamedTuple):
     symbol: str
 
 
+class MambaSsmDtypeDefault(NamedTuple):
+    """An architecture whose vLLM config hook sets --mamba-ssm-cache-dtype when it is 'auto'."""
+
+    architecture: str
+    config_class: str
+    reads: str
+    config_object: str
+    default: str
+    path: str
+    symbol: str
+
+
 class MlaGate(NamedTuple):
     """A condition a listed model_type must also meet to be MLA (e.g. kv_lora_rank non-null)."""
 
@@ -156,6 +191,50 @@ class MlaModelType(NamedTuple):
     symbol: str
 
 
+class ModelClassFlags(NamedTuple):
+    """What `_ModelInfo.from_model_cls` computes for one registered architecture's class,"""
+
+    architecture: str
+    class_name: str
+    resolved_class: str
+    status: str
+    is_text_generation_model: bool | None
+    is_pooling_model: bool | None
+    attn_type: str | None
+    default_seq_pooling_type: str | None
+    default_tok_pooling_type: str | None
+    score_type: str | None
+    supports_multimodal: bool | None
+    supports_multimodal_raw_input_only: bool | None
+    requires_raw_input_tokens: bool | None
+    supports_multimodal_encoder_tp_data: bool | None
+    supports_pp: bool | None
+    has_inner_state: bool | None
+    is_attention_free: bool | None
+    is_hybrid: bool | None
+    has_noops: bool | None
+    supports_mamba_prefix_caching: bool | None
+    supports_transcription: bool | None
+    supports_transcription_only: bool | None
+    supports_lora: bool | None
+    supports_eagle: bool | None
+    supports_eagle3: bool | None
+    supports_quant: bool | None
+    class_mro: tuple[str, ...]
+    path: str
+    symbol: str
+
+
+class RegistryNotice(NamedTuple):
+    """An architecture vLLM names outside its registry: previously supported up to a version,"""
+
+    architecture: str
+    kind: str
+    detail: str
+    path: str
+    symbol: str
+
+
 class RegistryRow(NamedTuple):
     """One HF architecture vLLM registers, after the merged _VLLM_MODELS dict resolved it."""
 
@@ -167,6 +246,23 @@ class RegistryRow(NamedTuple):
     dict_name: str
     also_in: tuple[str, ...]
     path: str
+
+
+class SglangArchitectureSet(NamedTuple):
+    """An architecture named in one of the name sets ModelConfig's module tests (model_config.py)."""
+
+    set_name: str
+    architecture: str
+    member_returns: bool
+    via: str
+    condition: str | None
+    condition_config: str
+    condition_field: str
+    condition_check: str
+    condition_default: str
+    condition_when_absent: bool | None
+    path: str
+    symbol: str
 
 
 class SglangDocsRow(NamedTuple):
@@ -187,6 +283,19 @@ class SglangExplicitMha(NamedTuple):
     architecture: str
     branch: int
     mla_fields_read: tuple[str, ...]
+    path: str
+    symbol: str
+
+
+class SglangHybridConfigClass(NamedTuple):
+    """A config class one of SGLang's hybrid-arch functions (configs/hybrid_arch.py) accepts:"""
+
+    function: str
+    config_class: str
+    via: str
+    model_type: str
+    config_read: str
+    condition: str | None
     path: str
     symbol: str
 
@@ -269,6 +378,8 @@ class TrtllmRegisteredArchitecture(NamedTuple):
     class_name: str
     module: str
     also_in: tuple[str, ...]
+    resolved_by: str
+    component: str
     path: str
 
 

@@ -102,3 +102,18 @@ def write_pin(
 def mirror(engine: str) -> str | None:
     """The real engine checkout named by APRON_MIRROR_<ENGINE>, or None."""
     return os.environ.get(f"APRON_MIRROR_{engine.upper()}") or None
+
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def assert_snapshot(name: str, text: str, shas: list[str]) -> None:
+    """`text` (first and last commit replaced by {OLD} and {NEW}) equals tests/snapshots/<name>;
+    APRON_UPDATE_SNAPSHOTS=1 rewrites the snapshot instead."""
+    text = text.replace(shas[0], "{OLD}").replace(shas[-1], "{NEW}")
+    path = SNAPSHOTS / name
+    if os.environ.get("APRON_UPDATE_SNAPSHOTS") == "1":
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), (
+        f"{name} differs; rerun with APRON_UPDATE_SNAPSHOTS=1 to accept"
+    )

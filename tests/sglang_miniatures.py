@@ -118,6 +118,128 @@ def import_model_classes(package_name):
 MODEL_CONFIG = """
 from enum import IntEnum, auto
 
+from sglang.srt.environ import envs
+
+MIMO_V2_MODEL_ARCHS = (
+    "MiMoV2ForCausalLM",
+    "MiMoV2FlashForCausalLM",
+)
+MIMO_V2_MULTIMODAL_ARCHS = ("MiMoV2ForCausalLM",)
+KV_QUANT_METHODS = ["fp8_e5m2"]
+
+
+def _hf_arch(config):
+    archs = getattr(config, "architectures", None)
+    return archs[0] if archs else None
+
+
+def _hf_attr(config, name):
+    return getattr(config, name, None)
+
+
+def is_deepseek_dsa(config):
+    return (
+        _hf_arch(config) in ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM")
+        and _hf_attr(config, "index_topk") is not None
+    )
+
+
+def is_kimi_k3(config):
+    return _hf_arch(config) == "KimiK3ForConditionalGeneration"
+
+
+def is_minimax_sparse(config):
+    arch = (config.architectures or [None])[0]
+    return arch in ("MiniMaxM3SparseForCausalLM",)
+
+
+def is_generation_model(model_architectures, is_embedding=False):
+    if (
+        "LlamaEmbeddingModel" in model_architectures
+        or "BertModel" in model_architectures
+        or "Qwen2ForRewardModel" in model_architectures
+    ):
+        return False
+    else:
+        return not is_embedding
+
+
+multimodal_model_archs = [
+    "Gemma3ForConditionalGeneration",
+    *MIMO_V2_MULTIMODAL_ARCHS,
+    "Qwen2VLForConditionalGeneration",
+]
+
+if envs.SGLANG_ENABLE_EXTERNAL_VLM.get():
+    multimodal_model_archs.append("ExternalVLMForCausalLM")
+
+if external_arch := envs.SGLANG_EXTERNAL_MM_MODEL_ARCH.get():
+    multimodal_model_archs.append(external_arch)
+
+piecewise_cuda_graph_disabled_model_archs = [
+    "Qwen3NextForCausalLM",
+    "Qwen2ForCausalLM",
+    "LLaDAModelLM",
+]
+
+
+def is_multimodal_model(model_architectures):
+    if any(
+        multi_model_arch in model_architectures
+        for multi_model_arch in multimodal_model_archs
+    ):
+        return True
+    else:
+        return False
+
+
+def is_encoder_decoder_model(model_architectures):
+    models = ["WhisperForConditionalGeneration", "MllamaForConditionalGeneration"]
+    return any(model in model_architectures for model in models)
+
+
+def is_local_attention_model(model_architectures):
+    return "Llama4ForConditionalGeneration" in model_architectures
+
+
+def is_multimodal_chunked_prefill_supported(model_architectures):
+    unsupported = ["MllamaForConditionalGeneration", "CLIPModel"]
+    if any(arch in unsupported for arch in model_architectures):
+        return False
+    else:
+        return True
+
+
+def is_piecewise_cuda_graph_disabled_model(model_architectures):
+    return any(
+        arch in piecewise_cuda_graph_disabled_model_archs for arch in model_architectures
+    )
+
+
+def is_embedding_gemma(config):
+    return getattr(config, "model_type", None) == "gemma3_text"
+
+
+def is_hybrid_swa_model(model_architectures, hf_text_config=None):
+    hybrid_swa_archs = {
+        "Llama4ForConditionalGeneration",
+        "GptOssForCausalLM",
+        *MIMO_V2_MODEL_ARCHS,
+        "Gemma4ForCausalLM",
+        "LagunaForCausalLM",
+    }
+    if any(arch in hybrid_swa_archs for arch in model_architectures):
+        if (
+            "LagunaForCausalLM" in model_architectures
+            and hf_text_config is not None
+            and not getattr(hf_text_config, "sliding_window", 0)
+        ):
+            return False
+        return True
+    if hf_text_config is not None and getattr(hf_text_config, "is_hybrid_swa", False):
+        return True
+    return False
+
 
 class AttentionArch(IntEnum):
     MLA = auto()
@@ -171,10 +293,50 @@ class ModelConfig:
 
     def _init_mla_scaling(self, rope_scaling):
         self.scaling = 1.0
+
+    def _derive_hybrid_model(self):
+        self.is_hybrid_swa = is_hybrid_swa_model(
+            self.hf_config.architectures, self.hf_text_config
+        )
+        self.is_hybrid_swa_compress = self.hf_config.architectures[0] in [
+            *MIMO_V2_MODEL_ARCHS,
+            "Gemma4ForCausalLM",
+        ]
+
+    def get_total_num_kv_heads(self):
+        falcon_model_types = ["falcon", "RefinedWeb"]
+        new_decoder_arch_falcon = self.hf_config.model_type in falcon_model_types and getattr(
+            self.hf_config, "new_decoder_architecture", False
+        )
+        if not new_decoder_arch_falcon and getattr(self.hf_text_config, "multi_query", False):
+            return 1
+        if self.hf_config.model_type in ["mpt"]:
+            if "kv_n_heads" in self.hf_config.attn_config:
+                return self.hf_config.attn_config["kv_n_heads"]
+            return self.hf_config.num_attention_heads
+        if self.hf_config.model_type in ["dbrx"]:
+            return getattr(
+                self.hf_config.attn_config, "kv_n_heads", self.hf_config.num_attention_heads
+            )
+        attributes = ["n_head_kv", "num_kv_heads", "num_key_value_heads"]
+        for attr in attributes:
+            num_kv_heads = getattr(self.hf_text_config, attr, None)
+            if num_kv_heads is not None:
+                return num_kv_heads
+        return self.hf_text_config.num_attention_heads
 """
 
 # 2025: the chain sat in __init__ and had fewer branches
 MODEL_CONFIG_OLD = """
+def is_hybrid_model(model_architectures, hybrid_kvcache_ratio, context_length, chunk):
+    if hybrid_kvcache_ratio is None:
+        return None
+    elif hybrid_kvcache_ratio > 0 and model_architectures[0] == "Llama4ForConditionalGeneration":
+        return hybrid_kvcache_ratio
+    else:
+        return None
+
+
 class AttentionArch:
     MLA = 1
     MHA = 2
@@ -193,6 +355,152 @@ class ModelConfig:
             self.attention_arch = AttentionArch.MLA
         else:
             self.attention_arch = AttentionArch.MHA
+
+    def get_total_num_kv_heads(self):
+        attributes = ["num_kv_heads", "num_key_value_heads"]
+        for attr in attributes:
+            num_kv_heads = getattr(self.hf_text_config, attr, None)
+            if num_kv_heads is not None:
+                return num_kv_heads
+        return self.hf_text_config.num_attention_heads
+"""
+
+CONFIGS = "python/sglang/srt/configs"
+HYBRID_ARCH_PATH = f"{CONFIGS}/hybrid_arch.py"
+MODEL_RUNNER_PATH = "python/sglang/srt/model_executor/model_runner.py"
+
+# config classes: a subclass in another module, one whose model_type comes from transformers
+CONFIG_MODULES = {
+    f"{CONFIGS}/nemotron_h.py": """
+from transformers import PretrainedConfig
+
+
+class NemotronHConfig(PretrainedConfig):
+    model_type = "nemotron_h"
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+
+
+class NemotronHPuzzleConfig(NemotronHConfig):
+    model_type = "nemotron_h_puzzle"
+""",
+    f"{CONFIGS}/qwen3_next.py": """
+from transformers.configuration_utils import PretrainedConfig
+
+
+class Qwen3NextConfig(PretrainedConfig):
+    model_type = "qwen3_next"
+""",
+    f"{CONFIGS}/qwen3_5.py": """
+from sglang.srt.configs.qwen3_next import Qwen3NextConfig
+
+
+class Qwen3_5TextConfig(Qwen3NextConfig):
+    model_type = "qwen3_5_text"
+""",
+    f"{CONFIGS}/lfm2.py": """
+from transformers import Lfm2Config as HFLfm2Config
+
+
+class Lfm2Config(HFLfm2Config):
+    def layers_block_type(self):
+        return []
+""",
+    f"{CONFIGS}/granitemoehybrid.py": """
+from transformers import PretrainedConfig
+
+
+class GraniteMoeHybridConfig(PretrainedConfig):
+    model_type = "granitemoehybrid"
+""",
+    f"{CONFIGS}/inkling.py": """
+from transformers import PretrainedConfig
+
+
+class InklingModelConfig(PretrainedConfig):
+    model_type = "inkling_model"
+""",
+}
+
+HYBRID_ARCH = """
+from sglang.srt.configs import (
+    GraniteMoeHybridConfig,
+    InklingModelConfig,
+    Lfm2Config,
+    NemotronHConfig,
+    Qwen3NextConfig,
+)
+
+
+def _get_linear_attn_registry_result(model_config):
+    return model_config.linear_attn_registry_result
+
+
+def hybrid_gdn_config(model_config):
+    config = model_config.hf_config.get_text_config()
+    if isinstance(config, Qwen3NextConfig):
+        return config
+    return None
+
+
+def mamba2_config(model_config):
+    config = model_config.hf_config
+    if isinstance(config, NemotronHConfig) and model_config.is_draft_model:
+        pattern = getattr(config, "mtp_hybrid_override_pattern", None)
+        if pattern is not None and "M" not in pattern:
+            return None
+    if isinstance(config, NemotronHConfig | Lfm2Config):
+        return config
+    if isinstance(config, InklingModelConfig):
+        return config if config.mamba2_cache_params is not None else None
+    if isinstance(config, GraniteMoeHybridConfig):
+        has_mamba = "mamba" in getattr(config, "layer_types", [])
+        if not has_mamba:
+            return None
+        else:
+            return config
+    return None
+
+
+def mambaish_config(model_config):
+    existing = mamba2_config(model_config) or hybrid_gdn_config(model_config)
+    if existing:
+        return existing
+    result = _get_linear_attn_registry_result(model_config)
+    return result[1] if result else None
+"""
+
+# earlier: the same checks as ModelRunner properties
+MODEL_RUNNER = """
+from sglang.srt.configs import NemotronHConfig, Qwen3NextConfig
+
+
+class ModelRunner:
+    def __init__(self, model_config):
+        self.model_config = model_config
+
+    def init_memory_pool(self, x):
+        if isinstance(x, int):
+            return x
+
+    @property
+    def hybrid_gdn_config(self):
+        config = self.model_config.hf_config
+        if isinstance(config, Qwen3NextConfig):
+            return config
+        return None
+
+    @property
+    def mamba2_config(self):
+        config = self.model_config.hf_config
+        if isinstance(config, NemotronHConfig):
+            return config
+        return None
+
+    @property
+    def mambaish_config(self):
+        return self.mamba2_config or self.hybrid_gdn_config
 """
 
 OLD_GENERATIVE = """# Large Language Models
@@ -347,6 +655,8 @@ def tree_2025() -> dict[str, str]:
     return {
         **models_tree(),
         MODEL_CONFIG_PATH: MODEL_CONFIG_OLD,
+        MODEL_RUNNER_PATH: MODEL_RUNNER,
+        **CONFIG_MODULES,
         f"{OLD_DOCS}/generative_models.md": OLD_GENERATIVE,
         f"{OLD_DOCS}/multimodal_language_models.md": OLD_MULTIMODAL,
     }
@@ -356,6 +666,7 @@ def tree_2026() -> dict[str, str | None]:
     """New docs layout (docs/docs/supported-models/*.mdx), the old pages removed."""
     return {
         MODEL_CONFIG_PATH: MODEL_CONFIG,
+        HYBRID_ARCH_PATH: HYBRID_ARCH,
         f"{OLD_DOCS}/generative_models.md": None,
         f"{OLD_DOCS}/multimodal_language_models.md": None,
         f"{NEW_DOCS}/generative_models.mdx": NEW_GENERATIVE,

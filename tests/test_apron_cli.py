@@ -28,7 +28,7 @@ def test_sample_prints_a_labelled_prediction():
     out = result.stdout
     assert "PREDICTION" in out and "MLA latent cache" in out
     assert "70,272 B" in out and "2,302,672,896 B" in out
-    assert "9aaf83ef502fc37bc647f6e474314d48ba36cd1c" in out  # the vLLM commit it used
+    assert "0231dd5467c61dca76f66269b6298a43772b3519" in out  # the vLLM commit it used
     assert "DeepseekV3ForCausalLM" in out and "registered" in out
 
 
@@ -61,6 +61,11 @@ def test_json_output_is_the_plan_model():
         "kv_dtype": "bf16",
         "kv_dtype_bytes": 2,
         "batch": 3,
+        "max_model_len": 262144,
+        "max_model_len_source": "max_position_embeddings = 262,144",
+        "context_warnings": [],
+        "ssm_dtype": "",
+        "ssm_dtype_source": "",
     }
     assert data["prediction"]["mechanism"] == "hybrid_ssm"
     assert data["state_bytes_for_batch"] == 3 * 8_716_288

@@ -320,15 +320,18 @@ def test_qwen2_max_window_layers_layout():
     assert layout(model).kinds == ("full_attention",) * 3 + ("sliding_attention",)
 
 
-def test_published_gemma3_without_layout_is_partly_unknown():
+def test_published_gemma3_without_layout_gets_the_class_default_layout():
     config = sample("gemma-3-27b")
     del config["text_config"]["sliding_window_pattern"]  # as in google/gemma-3-27b-it
-    p = plan(config, context=32768).prediction
+    result = plan(config, context=32768)
+    p = result.prediction
     # the naive figure needs no layout: 62 x 8,192 x 32,768
     assert p.naive_kv_bytes_at_context == 16_642_998_272
-    assert p.kv_bytes_at_context is None
-    assert "states no per-layer layout" in p.unknown[0]
-    assert "layer_types" in p.missing
+    # transformers Gemma3TextConfig: sliding unless (i + 1) % 6 == 0 -> layers 5, 11, .., 59
+    # are global: 10 global, 52 windowed (window 1,024)
+    # 10 x 8,192 x 32,768 + 52 x 8,192 x 1,024 = 2,684,354,560 + 436,207,616
+    assert p.kv_bytes_at_context == 10 * 8192 * 32768 + 52 * 8192 * 1024 == 3_120_562_176
+    assert any("static reading of the gemma3_text" in note for note in result.notes)
 
 
 # -- hybrid attention + state space -------------------------------------------------------------
@@ -379,10 +382,12 @@ def test_nemotron_h_pattern_string():
     assert p.mechanism == "hybrid_ssm"
     # KV = 4 attention layers x 8 x (128 + 128) x 2 B = 16,384 B/token
     assert p.kv_bytes_per_token == 16_384
-    # Mamba2 per layer: d_inner = 2 x 4,096 = 8,192; conv_dim = 8,192 + 2 x 8 x 128 = 10,240
-    #   conv = 3 x 10,240 = 30,720; ssm = 128 heads x 64 x 128 = 1,048,576
-    #   (30,720 + 1,048,576) x 2 B = 2,158,592 B; x 24 Mamba layers = 51,806,208 B
-    assert p.state_bytes_per_sequence == 24 * (3 * 10240 + 128 * 64 * 128) * 2 == 51_806_208
+    # Mamba2 per layer (vLLM nemotron_h.py): intermediate = mamba_num_heads x mamba_head_dim
+    #   = 128 x 64 = 8,192; conv_dim = 8,192 + 2 x 8 x 128 = 10,240
+    #   conv = 3 x 10,240 = 30,720 x 2 B (bf16); ssm = 128 x 64 x 128 = 1,048,576 x 4 B: float32,
+    #   vLLM NemotronHForCausalLMConfig's default when the config has no mamba_ssm_cache_dtype
+    #   61,440 + 4,194,304 = 4,255,744 B; x 24 Mamba layers = 102,137,856 B
+    assert p.state_bytes_per_sequence == 24 * (3 * 10240 * 2 + 128 * 64 * 128 * 4) == 102_137_856
 
 
 def test_layers_block_type_list():
@@ -477,7 +482,7 @@ def test_recurrent_without_state_fields_is_unknown():
 # -- anything else ------------------------------------------------------------------------------
 
 
-def test_encoder_decoder_is_unknown():
+def test_encoder_decoder_without_decoder_fields_is_unknown():
     config = {
         "architectures": ["T5ForConditionalGeneration"],
         "model_type": "t5",
@@ -487,11 +492,11 @@ def test_encoder_decoder_is_unknown():
         "d_model": 512,
     }
     p = plan(config, context=10).prediction
-    assert p.mechanism == "unsupported" and "encoder-decoder" in p.unknown[0]
-    assert p.kv_bytes_per_token is None
+    assert p.mechanism == "encoder_decoder" and p.kv_bytes_per_token is None
+    assert {"decoder_layers", "decoder_attention_heads", "max_source_positions"} <= set(p.missing)
 
 
-def test_vllm_encoder_decoder_section_is_unknown():
+def test_vllm_encoder_decoder_section_selects_cross_attention():
     config = {
         "architectures": ["WhisperForConditionalGeneration"],
         "model_type": "whisper",
@@ -501,10 +506,10 @@ def test_vllm_encoder_decoder_section_is_unknown():
         "hidden_size": 384,
     }
     p = plan(config, context=10).prediction
-    assert p.mechanism == "unsupported" and "[Encoder-decoder]" in p.unknown[0]
+    assert p.mechanism == "encoder_decoder" and "decoder_layers" in p.missing
 
 
-def test_chunked_local_attention_is_unknown():
+def test_chunked_local_attention_llama4_default_layout():
     config = {
         "model_type": "llama4_text",
         "num_hidden_layers": 4,
@@ -513,5 +518,22 @@ def test_chunked_local_attention_is_unknown():
         "head_dim": 128,
         "attention_chunk_size": 8192,
     }
+    p = plan(config, context=16384).prediction
+    # no_rope_layers default (every 4th layer NoPE) = [1, 1, 1, 0]: 3 chunked, 1 full
+    # per layer per token 2 x (128 + 128) x 2 B = 1,024 B
+    # 1 x 1,024 x 16,384 + 3 x 1,024 x min(16,384, 8,192) = 16,777,216 + 25,165,824
+    assert p.kv_bytes_at_context == 1024 * 16384 + 3 * 1024 * 8192 == 41_943_040
+    assert p.title.startswith("chunked local attention")
+
+
+def test_rwkv_is_a_justified_unknown():
+    config = {
+        "architectures": ["Rwkv5ForCausalLM"],
+        "model_type": "rwkv5",
+        "num_hidden_layers": 24,
+        "hidden_size": 2048,
+        "num_attention_heads": 32,
+    }
     p = plan(config, context=10).prediction
-    assert p.mechanism == "unsupported" and "chunked" in p.unknown[0]
+    assert p.mechanism == "unsupported" and p.kv_bytes_per_token is None
+    assert "registers no RWKV architecture" in p.unknown[0]

@@ -369,7 +369,13 @@ SglReg = namedtuple(
 CHAIN = "python/sglang/srt/configs/model_config.py"
 
 
-def sglang(*, mla=(), conditions=(), mha=(), registry=()) -> EngineConstraints:
+SGLANG_KV_SCAN = tuple(
+    KvHeadAlias(i, key, CHAIN, "ModelConfig.get_total_num_kv_heads")
+    for i, key in enumerate(("n_head_kv", "num_kv_heads", "num_key_value_heads"))
+)
+
+
+def sglang(*, mla=(), conditions=(), mha=(), registry=(), sets=()) -> EngineConstraints:
     return EngineConstraints(
         "sglang",
         "c" * 40,
@@ -380,6 +386,8 @@ def sglang(*, mla=(), conditions=(), mha=(), registry=()) -> EngineConstraints:
             "mla_conditions": tuple(conditions),
             "explicit_mha_architectures": tuple(mha),
             "registry_rows": tuple(registry),
+            "architecture_sets": tuple(sets),
+            "kv_head_aliases": SGLANG_KV_SCAN,
         },
         architecture_facts("sglang"),
     )
@@ -520,9 +528,12 @@ def test_llamacpp_hybrid_flag_is_reported_and_used():
     lcpp = view(result, "llamacpp")
     assert lcpp.status == "constraints used" and lcpp.mechanism is None
     assert any("classes it as hybrid" in n for n in lcpp.notes)
-    # hybrid by llama.cpp's class, but no per-layer types in the config: unknown, not a guess
+    # Falcon-H1 is a parallel hybrid: attention and Mamba2 in every layer, so KV on all 44
+    # layers = 44 x 2 x (128 + 128) x 2 B; the state lacks its Mamba2 fields: unknown, named
     assert result.prediction.mechanism == "hybrid_ssm"
-    assert result.prediction.kv_bytes_per_token is None
+    assert result.prediction.kv_bytes_per_token == 44 * 2 * 256 * 2 == 45_056
+    assert result.prediction.state_bytes_per_sequence is None
+    assert "mamba_n_heads" in result.prediction.missing
     support = next(s for s in result.support if s.engine == "llamacpp")
     assert support.status == "registered"
 

@@ -241,7 +241,12 @@ def test_sglang_chain_warnings_belong_to_mla_architectures():
 
 # SGLang's registry follows an EntryClass import into a module of a subpackage: a file no
 # declaration can name in advance (it is read, and fetched, when the import is followed).
-FOLLOWS_IMPORTS = {("sglang", "registry_rows"): "python/sglang/srt/models/"}
+# vLLM's model-class flags follow each class's imports and bases wherever they lead in the tree
+# (vllm/models/<name>/<platform>/, decorators in vllm/compilation/).
+FOLLOWS_IMPORTS = {
+    ("sglang", "registry_rows"): "python/sglang/srt/models/",
+    ("vllm", "model_class_flags"): "vllm/",
+}
 
 
 @pytest.mark.parametrize(("engine_id", "tree"), ENGINE_TREES, ids=[e for e, _ in ENGINE_TREES])

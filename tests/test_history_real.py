@@ -15,7 +15,7 @@ from tests.conftest import mirror
 
 pytestmark = pytest.mark.real_mirror
 
-PIN = "9aaf83ef502fc37bc647f6e474314d48ba36cd1c"
+PIN = "9aaf83ef502fc37bc647f6e474314d48ba36cd1c"  # the pin before 2026-07-24: a fixed window
 BEFORE_EAGLE_MTP = "5e714f7ff4166d62b5f923766a0268a1758f2a61"  # 2026-01-12, parent of #31753
 EXPECTED_FIRST = {
     ("eagle_inner", "deepseek_mtp"): ("80221e1884bd36751e8ae0308acf71f42946a05e", 31753),
@@ -57,7 +57,7 @@ def test_mla_model_types_2026(tmp_path, vllm_mirror):
         assert interval.removed is None and not interval.at_start
     at_start = {k for k, (i,) in firsts.items() if i.at_start}
     assert ("main", "kimi_k2") in at_start and ("eagle_inner", "deepseek_v32") in at_start
-    assert len(firsts) == 20  # the 20 rows generated/vllm has at the pin
+    assert len(firsts) == 20  # the 20 rows vLLM had at that commit
     assert history.fetch_requests <= 6
     again = run_history(
         ENGINES["vllm"],

@@ -111,3 +111,113 @@ def test_older_docs_layout_in_the_same_history(project, sglang_mirror):
     assert len(docs.records) == 84
     mla = {r.architecture for r in result.facts.fact("mla_architectures").records}
     assert "MiniCPM3ForCausalLM" in mla and "SarvamMLAForCausalLM" not in mla
+
+
+# read by hand from model_config.py at the pin (is_hybrid_swa_model's hybrid_swa_archs set,
+# MIMO_V2_MODEL_ARCHS spread in; "*" is the hf_text_config.is_hybrid_swa opt-in)
+HYBRID_SWA_AT_PIN = {
+    "*",
+    "Llama4ForConditionalGeneration",
+    "DeepseekV4ForCausalLM",
+    "DeepseekV4ForCausalLMNextN",
+    "DeepseekV4ForCausalLMDSpark",
+    "GptOssForCausalLM",
+    "MiMoV2ForCausalLM",
+    "MiMoV2FlashForCausalLM",
+    "MiMoV2MTP",
+    "Step3p5ForCausalLM",
+    "Step3p5MTP",
+    "Step3p7ForConditionalGeneration",
+    "Gemma4ForCausalLM",
+    "Gemma4ForConditionalGeneration",
+    "Gemma4UnifiedForConditionalGeneration",
+    "LagunaForCausalLM",
+    "MellumForCausalLM",
+    "MuseGlimmerForCausalLM",
+    "MuseGlimmerForConditionalGeneration",
+    "InklingForConditionalGeneration",
+    "InklingForConditionalGenerationMTP",
+    "UnlimitedOCRForCausalLM",
+}
+
+
+def test_architecture_sets_and_kv_rule_at_pin(project, sglang_mirror):
+    facts = run(ENGINES["sglang"], project, commit=None, source=sglang_mirror, write=False).facts
+    sets: dict[str, dict[str, object]] = {}
+    for row in facts.fact("architecture_sets").records:
+        sets.setdefault(row.set_name, {})[row.architecture] = row
+    assert set(sets["is_hybrid_swa_model"]) == HYBRID_SWA_AT_PIN
+    assert "Gemma3ForConditionalGeneration" not in sets["is_hybrid_swa_model"]
+    assert "Gemma3ForCausalLM" not in sets["is_hybrid_swa_model"]
+    laguna = sets["is_hybrid_swa_model"]["LagunaForCausalLM"]
+    assert (laguna.condition_field, laguna.condition_check, laguna.condition_default) == (
+        "sliding_window",
+        "truthy",
+        "0",
+    )
+    assert sets["is_hybrid_swa_model"]["MiMoV2FlashForCausalLM"].via == "*MIMO_V2_MODEL_ARCHS"
+    assert set(sets["ModelConfig.is_hybrid_swa_compress"]) == {
+        "MiMoV2ForCausalLM",
+        "MiMoV2FlashForCausalLM",
+        "MiMoV2MTP",
+        "Gemma4ForCausalLM",
+        "Gemma4ForConditionalGeneration",
+        "InklingForConditionalGeneration",
+        "InklingForConditionalGenerationMTP",
+        "Gemma4UnifiedForConditionalGeneration",
+    }
+    assert len(sets["is_multimodal_model"]) == 70
+    assert len(sets["is_generation_model"]) == 18
+    assert {r.member_returns for r in sets["is_generation_model"].values()} == {False}
+    assert set(sets["is_encoder_decoder_model"]) == {
+        "WhisperForConditionalGeneration",
+        "MllamaForConditionalGeneration",
+        "MossVLForConditionalGeneration",
+    }
+    assert set(sets["is_audio_model"]) == {
+        "WhisperForConditionalGeneration",
+        "Qwen3ASRForConditionalGeneration",
+    }
+    assert set(sets["is_local_attention_model"]) == {"Llama4ForConditionalGeneration"}
+    assert len(sets["is_deepseek_dsa"]) == 9
+    assert set(sets["is_nemotron_h"]) == {
+        "NemotronHForCausalLM",
+        "NemotronHPuzzleForCausalLM",
+        "NemotronHForCausalLMMTP",
+    }
+    assert set(sets["is_piecewise_cuda_graph_disabled_model"]) == {
+        "DeepseekV4ForCausalLM",
+        "DeepseekV4ForCausalLMNextN",
+        "DeepseekV4ForCausalLMDSpark",
+        "Qwen3NextForCausalLM",
+        "BailingMoeV2_5ForCausalLM",
+        "LLaDAModelLM",
+    }
+    assert len(sets["is_multimodal_chunked_prefill_supported"]) == 6
+    assert [r.key for r in facts.fact("kv_head_aliases").records] == [
+        "n_head_kv",
+        "num_kv_heads",
+        "num_key_value_heads",
+        "multi_query_group_num",
+        "num_attention_groups",
+    ]
+    hybrid = {(r.function, r.config_class): r for r in facts.fact("hybrid_config_classes").records}
+    mambaish = {c: r for (f, c), r in hybrid.items() if f == "mambaish_config"}
+    assert {"NemotronHConfig", "FalconH1Config", "Qwen3NextConfig", "KimiLinearConfig"} <= set(
+        mambaish
+    )
+    assert mambaish["NemotronHConfig"].model_type == "nemotron_h"
+    assert mambaish["BailingHybridConfig"].via == "hybrid_lightning_config()"
+    assert hybrid[("hybrid_gdn_config", "Qwen3_5TextConfig")].via == "Qwen3NextConfig"
+    assert len(mambaish) == 24
+    codes = {(w.code, w.subject) for w in facts.warnings}
+    assert ("run-time-registry", "mambaish_config") in codes
+    assert ("exception-branch", "mamba2_config: NemotronHConfig") in codes
+    stale = {s for c, s in codes if c == "set-member-not-registered"}
+    assert stale == {"Grok1AForCausalLM", "Grok1VForCausalLM", "LLaDAModelLM"}
+    assert [(r.model_type, r.kind) for r in facts.fact("kv_head_overrides").records] == [
+        ("*", "conditional"),
+        ("mpt", "reads"),
+        ("dbrx", "reads"),
+        ("nemotron-nas", "opaque"),
+    ]

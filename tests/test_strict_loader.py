@@ -114,10 +114,10 @@ def test_a_module_may_import_only_the_schema(copy):
 
 
 def test_two_directories_load_side_by_side(copy):
-    edit(copy / "vllm" / "__init__.py", 'COMMIT_DATE = "2026-05-19"', 'COMMIT_DATE = "2030-01-01"')
+    edit(copy / "vllm" / "__init__.py", 'COMMIT_DATE = "2026-07-24"', 'COMMIT_DATE = "2030-01-01"')
     edit(copy / "vllm" / "mla_model_types.py", 'model_type="deepseek_v3"', 'model_type="other"')
     before, after = load_engine("vllm"), load_engine("vllm", copy)
-    assert (before.commit_date, after.commit_date) == ("2026-05-19", "2030-01-01")
+    assert (before.commit_date, after.commit_date) == ("2026-07-24", "2030-01-01")
     types_before = [r.model_type for r in before.rows("mla_model_types")]
     types_after = [r.model_type for r in after.rows("mla_model_types")]
     assert "other" in types_after and "other" not in types_before

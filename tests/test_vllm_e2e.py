@@ -13,6 +13,7 @@ from extractors.engines import ENGINES
 from extractors.errors import AnchorError, MissingPathError
 from extractors.pipeline import run
 from tests.conftest import write_pin
+from tests.vllm_class_miniatures import interface_files
 from tests.vllm_miniatures import (
     CONFIG_SINGLE_PATH,
     CONVERTOR_PATH,
@@ -172,6 +173,7 @@ def test_layout_with_no_anchor_names_every_path_tried(project, make_repo):
                 {
                     **{p: t for p, t in tree_v1().items() if p.startswith("docs/")},
                     REGISTRY_PATH: REGISTRY_V2,
+                    **interface_files(),
                     "vllm/config.py": "class ModelConfig:\n    x = 1\n",
                 },
                 "no convertor anchors",

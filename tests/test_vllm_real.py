@@ -13,6 +13,8 @@ from tests.conftest import REPO_ROOT, mirror
 
 pytestmark = pytest.mark.real_mirror
 
+PIN = "0231dd5467c61dca76f66269b6298a43772b3519"  # 2026-07-24
+
 
 @pytest.fixture
 def vllm_mirror():
@@ -27,6 +29,7 @@ def test_extract_at_pin_matches_committed_generated(tmp_path, vllm_mirror):
     (project.root).mkdir()
     shutil.copytree(REPO_ROOT / "pins", project.pins)
     (project.generated / "vllm").mkdir(parents=True)
+    assert load_pin(project.pins, "vllm").commit == PIN
     result = run(ENGINES["vllm"], project, commit=None, source=vllm_mirror)
     committed = REPO_ROOT / "generated" / "vllm"
     for path in sorted((project.generated / "vllm").iterdir()):
@@ -34,6 +37,7 @@ def test_extract_at_pin_matches_committed_generated(tmp_path, vllm_mirror):
     facts = result.facts
     mla = {r.model_type for r in facts.fact("mla_model_types").records if r.scope == "main"}
     assert {"deepseek_v3", "deepseek_v4", "kimi_k2", "glm_moe_dsa", "bailing_hybrid"} <= mla
+    assert {"bailing_hybrid_mtp", "longcat_flash_ngram"} <= mla  # new since 2026-05-19
     aliases = [r.key for r in facts.fact("kv_head_aliases").records]
     assert aliases == [
         "n_head_kv",
@@ -45,6 +49,11 @@ def test_extract_at_pin_matches_committed_generated(tmp_path, vllm_mirror):
     registry = {r.architecture: r for r in facts.fact("registry_rows").records}
     assert registry["WhisperForConditionalGeneration"].section == "Encoder-decoder"
     assert registry["DeepseekV4ForCausalLM"].module == "vllm.models.deepseek_v4"
+    # moved to _PREVIOUSLY_SUPPORTED_MODELS between 2026-05-19 and the pin: no longer registered
+    assert not {"AquilaForCausalLM", "BaichuanForCausalLM", "BambaForCausalLM"} & registry.keys()
+    assert registry["Olmo2ForCausalLM"].task_group == "transformers-supported"
+    overrides = {r.model_type for r in facts.fact("kv_head_overrides").records}
+    assert "moss_audio" in overrides
 
 
 def test_structured_rules_at_pin(tmp_path, vllm_mirror):

@@ -64,6 +64,69 @@ class Qwen3ForCausalLM(object):
 register_auto_model("Qwen3ForCausalLM")(Qwen3ForCausalLM)
 """
 
+# a spelling variant of a page row, a row the page footnotes AutoDeploy-only, a vision tower
+MODELING_HUNYUAN_DENSE = """
+from .modeling_utils import register_auto_model
+
+
+@register_auto_model("HunYuanDenseV1ForCausalLM")
+class HunYuanDenseV1ForCausalLM(object):
+    pass
+"""
+
+MODELING_SEEDOSS = """
+from .modeling_utils import register_auto_model
+
+
+@register_auto_model("SeedOssForCausalLM")
+class SeedOssForCausalLM(object):
+    pass
+"""
+
+MODELING_SIGLIP = """
+from torch import nn
+
+from .modeling_utils import register_auto_model
+
+
+@register_auto_model("SiglipVisionModel")
+class SiglipVisionModel(nn.Module):
+    pass
+"""
+
+# one string registered by two modules; the lazy-loading index names the second by path
+MODELING_A_LEGACY = """
+from .modeling_utils import register_auto_model
+
+
+@register_auto_model("Qwen3NextForCausalLM")
+class Qwen3NextLegacy(object):
+    pass
+"""
+
+MODELING_QWEN3_NEXT = """
+from .modeling_utils import register_auto_model
+
+
+@register_auto_model("Qwen3NextForCausalLM")
+class Qwen3NextForCausalLM(object):
+    pass
+"""
+
+ARCH_INDEX = """
+_ZOO_PACKAGE = "tensorrt_llm._torch.models"
+
+MODEL_ARCH_TO_MODULE = {
+    "LlamaForCausalLM": "modeling_llama",
+    "PhantomForCausalLM": "modeling_phantom",
+    "Qwen3NextForCausalLM": "modeling_qwen3_next",
+}
+
+MODEL_CLASS_TO_MODULE = {
+    "LlamaForCausalLM": "modeling_llama",
+}
+"""
+
 MODELING_UTILS = """
 MODEL_CLASS_MAPPING = {}
 
@@ -89,6 +152,9 @@ The following is a table of supported models for the PyTorch backend:
 | `LlamaForCausalLM`                   | Llama 3.1, Llama 3 | `meta-llama/Meta-Llama-3.1-70B`              |
 | `Qwen3ForCausalLM`                   | Qwen3                              |
 | `DeepseekV4ForCausalLM` [^11]        | DeepSeek-V4                        | `deepseek-ai/DeepSeek-V4-Pro`                |
+| `HunYuanDenseForCausalLM` [^5]       | Hunyuan Dense                      | `tencent/Hunyuan-7B-Instruct`                |
+| `NemotronNASForCausalLM`             | NemotronNAS                        | `nvidia/Llama-3_3-Nemotron-Super-49B-v1`     |
+| `SeedOssForCausalLM` [^5]            | Seed OSS                           | `ByteDance-Seed/Seed-OSS-36B-Instruct`       |
 
 
 ## Model-Feature Support Matrix (Key Models)
@@ -154,6 +220,12 @@ def tree() -> dict[str, str]:
         f"{MODELS}/modeling_nemotron_nas.py": MODELING_NEMOTRON_NAS,
         f"{MODELS}/modeling_deepseekv3.py": MODELING_DEEPSEEKV3,
         f"{MODELS}/modeling_qwen3.py": MODELING_QWEN3,
+        f"{MODELS}/modeling_hunyuan_dense.py": MODELING_HUNYUAN_DENSE,
+        f"{MODELS}/modeling_seedoss.py": MODELING_SEEDOSS,
+        f"{MODELS}/modeling_siglip.py": MODELING_SIGLIP,
+        f"{MODELS}/modeling_a_legacy.py": MODELING_A_LEGACY,
+        f"{MODELS}/modeling_qwen3_next.py": MODELING_QWEN3_NEXT,
+        f"{MODELS}/_arch_index.py": ARCH_INDEX,
         f"{MODELS}/checkpoints/modeling_hidden.py": "@register_auto_model('X')\nclass X: pass\n",
         PAGE_PATH: PAGE,
     }

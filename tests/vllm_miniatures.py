@@ -1,5 +1,13 @@
 """Hand-written miniatures in the shape of vLLM's files (same paths, same syntax patterns)."""
 
+from tests.vllm_class_miniatures import (
+    LLAMA,
+    MODEL_CONFIG,
+    MODEL_INFO,
+    REGISTRY_IMPORTS,
+    interface_files,
+)
+
 CONVERTOR_PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
 CONFIG_MODEL_PATH = "vllm/config/model.py"
 CONFIG_SINGLE_PATH = "vllm/config.py"
@@ -105,6 +113,14 @@ CONVERTOR_V2 = (
 MODEL_CONFIG_OLD = '''
 class ModelConfig:
     @property
+    def attn_type(self) -> str:
+        if self.pooler_config is not None:
+            if self._model_info.default_seq_pooling_type == "CLS":
+                return "encoder_only"
+            return self._model_info.attn_type
+        return "decoder"
+
+    @property
     def is_deepseek_mla(self) -> bool:
         if not hasattr(self.hf_text_config, "model_type"):
             return False
@@ -197,13 +213,23 @@ _VLLM_MODELS = {
 }
 
 _PREVIOUSLY_SUPPORTED_MODELS = {"MotifForCausalLM": "0.10.2"}
+_OOT_SUPPORTED_MODELS = {"BartForConditionalGeneration": "https://github.com/example/bart-plugin"}
 """
+REGISTRY_V1 = REGISTRY_IMPORTS + REGISTRY_V1 + MODEL_INFO
 
 # v2: adds OpenVLA (multimodal), removes Llava, moves Qwen2Model to multimodal.
-REGISTRY_V2 = REGISTRY_V1.replace('    "Qwen2Model": ("qwen2", "Qwen2ForCausalLM"),\n', "").replace(
-    '    "LlavaForConditionalGeneration": ("llava", "LlavaForConditionalGeneration"),\n',
-    '    "OpenVLAForActionPrediction": ("openvla", "OpenVLAForActionPrediction"),\n'
-    '    "Qwen2Model": ("qwen2", "Qwen2ForCausalLM"),\n',
+REGISTRY_V2 = (
+    REGISTRY_V1.replace('    "Qwen2Model": ("qwen2", "Qwen2ForCausalLM"),\n', "")
+    .replace(
+        '    "LlavaForConditionalGeneration": ("llava", "LlavaForConditionalGeneration"),\n',
+        '    "OpenVLAForActionPrediction": ("openvla", "OpenVLAForActionPrediction"),\n'
+        '    "Qwen2Model": ("qwen2", "Qwen2ForCausalLM"),\n',
+    )
+    .replace(
+        '_PREVIOUSLY_SUPPORTED_MODELS = {"MotifForCausalLM": "0.10.2"}',
+        '_PREVIOUSLY_SUPPORTED_MODELS = {"MotifForCausalLM": "0.10.2", '
+        '"LlavaForConditionalGeneration": "0.23.0"}',
+    )
 )
 
 
@@ -241,13 +267,85 @@ POOLING_DOCS_V1 = """# Pooling Models
 """
 
 
+MODELS_CONFIG_PATH = "vllm/model_executor/models/config.py"
+MODELS_CONFIG_V1 = """
+class VerifyAndUpdateConfig:
+    @staticmethod
+    def verify_and_update_config(vllm_config) -> None:
+        raise NotImplementedError
+
+
+class PlainHookConfig(VerifyAndUpdateConfig):
+    @staticmethod
+    def verify_and_update_config(vllm_config) -> None:
+        vllm_config.cache_config.block_size = 16
+
+
+class HybridSsmConfig(VerifyAndUpdateConfig):
+    DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"
+
+    @classmethod
+    def set_ssm_dtype(cls, *, cache_config, hf_config) -> None:
+        if cache_config.mamba_ssm_cache_dtype == "auto":
+            chosen = getattr(hf_config, "mamba_ssm_cache_dtype", cls.DEFAULT_MAMBA_SSM_CACHE_DTYPE)
+            cache_config.mamba_ssm_cache_dtype = chosen
+
+    @classmethod
+    def verify_and_update_config(cls, vllm_config) -> None:
+        cls.set_ssm_dtype(
+            cache_config=vllm_config.cache_config,
+            hf_config=vllm_config.model_config.hf_config,
+        )
+
+
+class WrappedHybridConfig(VerifyAndUpdateConfig):
+    @staticmethod
+    def verify_and_update_config(vllm_config) -> None:
+        HybridSsmConfig.set_ssm_dtype(
+            cache_config=vllm_config.cache_config,
+            hf_config=vllm_config.model_config.hf_config.text_config,
+        )
+
+
+class GatedDeltaConfig(VerifyAndUpdateConfig):
+    @staticmethod
+    def verify_and_update_config(vllm_config) -> None:
+        text = vllm_config.model_config.hf_text_config
+        wanted = getattr(text, "mamba_ssm_dtype", None)
+        if vllm_config.cache_config.mamba_ssm_cache_dtype == "auto" and wanted is not None:
+            vllm_config.cache_config.mamba_ssm_cache_dtype = wanted
+
+
+MODELS_CONFIG_MAP: dict[str, type[VerifyAndUpdateConfig]] = {
+    "PlainModel": PlainHookConfig,
+    "HybridForCausalLM": HybridSsmConfig,
+    "HybridVisionModel": WrappedHybridConfig,
+    "DeltaForConditionalGeneration": GatedDeltaConfig,
+}
+"""
+
+
+DEEPSEEK_V2 = """
+from torch import nn
+
+
+class DeepseekV3ForCausalLM(nn.Module):
+    def compute_logits(self, hidden_states):
+        return hidden_states
+"""
+
+
 def tree_v1() -> dict[str, str]:
     return {
         CONVERTOR_PATH: CONVERTOR_V1,
+        MODELS_CONFIG_PATH: MODELS_CONFIG_V1,
         REGISTRY_PATH: REGISTRY_V1,
         DOCS_PATH: DOCS_V1,
         POOLING_DOCS_PATH: POOLING_DOCS_V1,
-        "vllm/config/model.py": "class ModelConfig:\n    pass\n",
+        "vllm/config/model.py": MODEL_CONFIG,
+        **interface_files(),
+        "vllm/model_executor/models/llama.py": LLAMA,
+        "vllm/model_executor/models/deepseek_v2.py": DEEPSEEK_V2,
     }
 
 

@@ -14,7 +14,12 @@ class EngineDecision(NamedTuple):
 
     kv_heads / mla: the engine's own resolution (None when it has no such rule extracted).
     flags: architecture classes the engine assigns ("hybrid", "recurrent", "diffusion", ...).
-    computes_figures: whether the extracted rules are enough to say what the engine allocates."""
+    computes_figures: whether the extracted rules are enough to say what the engine allocates.
+    window_aware: whether the engine sizes sliding-window layers to their window (None: apron's
+    layout decides); False means every layer is allocated at full context, for `window_why`.
+    own_flags: the flags are the engine's own classification of the architecture; its view uses
+    them instead of every engine's flags.
+    no_kv_cache: why the engine allocates no KV cache for this config ("" when it does)."""
 
     engine: str
     kv_heads: HeadCount | None
@@ -23,3 +28,7 @@ class EngineDecision(NamedTuple):
     notes: tuple[str, ...]
     citations: tuple[Citation, ...]
     computes_figures: bool
+    window_aware: bool | None = None
+    window_why: str = ""
+    own_flags: bool = False
+    no_kv_cache: str = ""

@@ -1,21 +1,34 @@
-"""SGLang's extracted rules applied to a config: the MLA decision of its attention-arch chain.
+"""SGLang's extracted rules applied to a config: its KV-head scan, the MLA decision of its
+attention-arch chain, and whether it sizes a sliding-window or a state pool.
 
 SGLang tests `"<Arch>" in hf_config.architectures` branch by branch (generated/sglang facts
 `mla_architectures`, `mla_conditions`, `explicit_mha_architectures`); the first branch that
 matches wins, and an MLA branch whose extra condition fails falls through to the next ones.
-SGLang's KV-head rule is not extracted, so its full-attention figures use apron's count."""
+KV heads come from SGLang's own get_total_num_kv_heads (`kv_head_*` facts, read with vLLM's
+evaluation, which has the same shape). A window-aware pool is used only for the architectures
+of `is_hybrid_swa_model` (`architecture_sets`); every other architecture, windowed or not, is
+allocated at full context on every layer. A Mamba / linear-attention state pool is sized for the
+config classes of `mambaish_config` (`hybrid_config_classes`)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
+from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
-from apron.results import MlaDecision
+from apron.layers import layout
+from apron.results import HeadCount, MlaDecision
 
 ENGINE = "sglang"
 MLA, CONDITIONS, EXPLICIT_MHA = "mla_architectures", "mla_conditions", "explicit_mha_architectures"
+SETS, ALIASES, HYBRID_CLASSES = "architecture_sets", "kv_head_aliases", "hybrid_config_classes"
+STATE_POOL_UNION = "mambaish_config"
+HYBRID_SWA_SETS = ("is_hybrid_swa_model", "is_hybrid_model")
+ENCODER_DECODER_SET = "is_encoder_decoder_model"
+WINDOW_FIELDS = ("sliding_window", "layer_types", "sliding_window_pattern")
 
 
 _CHECK_WORDS = {
@@ -118,7 +131,160 @@ def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision |
     )
 
 
+def kv_heads(model: ModelConfig, sglang: EngineConstraints) -> HeadCount | None:
+    """What SGLang's get_total_num_kv_heads gives for this config (None: rule not extracted)."""
+    if not sglang.has(ALIASES):
+        return None
+    _prediction, engine = vllm_rules.resolve_kv_heads(model, sglang)
+    return engine._replace(
+        how=engine.how.replace("vLLM", "SGLang"),
+        unknown=tuple(u.replace("vLLM", "SGLang") for u in engine.unknown),
+    )
+
+
+def _set_condition(model: ModelConfig, row: Any) -> tuple[bool | None, str]:
+    """A set member's structured condition, read like an MLA-branch condition."""
+    if not row.condition:
+        return True, ""
+    return _condition(
+        model,
+        SimpleNamespace(
+            config=row.condition_config,
+            field=row.condition_field,
+            check=row.condition_check,
+            when_absent=row.condition_when_absent,
+            expression=row.condition,
+        ),
+    )
+
+
+def hybrid_swa(
+    model: ModelConfig, sglang: EngineConstraints
+) -> tuple[bool | None, str, tuple[Citation, ...]]:
+    """Whether SGLang's is_hybrid_swa_model holds for this config, why, and where it says so."""
+    rows = [r for r in sglang.rows(SETS) if r.set_name in HYBRID_SWA_SETS]
+    if not rows:
+        return None, "SGLang's hybrid-SWA architecture set is not extracted", ()
+    set_name = str(rows[0].set_name)
+    archs = set(model.architectures)
+    unknown: list[str] = []
+    for row in rows:
+        arch = str(row.architecture)
+        if arch != "*" and arch not in archs:
+            continue
+        ok, text = _set_condition(model, row)
+        cite = (sglang.cite(row, set_name),)
+        who = f"{arch} is in SGLang's {set_name}" if arch != "*" else f"{set_name}'s opt-in"
+        if ok:
+            return True, who + (f" and {text}" if text else ""), cite
+        if ok is None:
+            unknown.append(f"{who} but {text}")
+    cites = (sglang.cite(rows[0], set_name),)
+    if unknown:
+        return None, "; ".join(unknown), cites
+    names = ", ".join(sorted(archs)) or "(no architectures)"
+    listed = sum(1 for r in rows if r.architecture != "*")
+    return False, f"{names} is not in SGLang's {set_name} ({listed} architectures)", cites
+
+
+def _memberships(model: ModelConfig, sglang: EngineConstraints) -> list[str]:
+    archs = set(model.architectures)
+    return sorted(
+        {
+            str(r.set_name)
+            for r in sglang.rows(SETS)
+            if r.architecture in archs and r.set_name not in HYBRID_SWA_SETS
+        }
+    )
+
+
+def _in_set(model: ModelConfig, sglang: EngineConstraints, set_name: str) -> str | None:
+    """The config's architecture that SGLang's `set_name` lists, else None."""
+    archs = set(model.architectures)
+    for row in sglang.rows(SETS):
+        if row.set_name == set_name and row.architecture in archs:
+            return str(row.architecture)
+    return None
+
+
+def state_pool_class(model: ModelConfig, sglang: EngineConstraints) -> tuple[str, Citation] | None:
+    """The config class by which SGLang's mambaish_config gives this config a Mamba /
+    linear-attention state pool, matched on model_type; None when no extracted class matches."""
+    for row in sglang.rows(HYBRID_CLASSES):
+        if row.function != STATE_POOL_UNION:
+            continue
+        read = str(row.config_read or "")
+        model_type = model.model_type if read == "hf_config" else model.text_model_type
+        if model_type and row.model_type == model_type:
+            text = f"{row.config_class} (model_type {model_type}"
+            text += f"; when {row.condition})" if row.condition else ")"
+            return text, sglang.cite(row)
+    return None
+
+
+def _has_state_layers(model: ModelConfig) -> bool:
+    structure = layout(model)
+    return structure is not None and structure.has_state
+
+
+def _has_window(model: ModelConfig) -> bool:
+    return any(model.get(name) is not None for name in WINDOW_FIELDS)
+
+
 def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     mla = mla_decision(model, sglang)
-    notes = ["SGLang's KV-head rule is not extracted: full-attention figures use apron's count"]
-    return EngineDecision(ENGINE, None, mla, (), tuple(notes), (), computes_figures=mla is not None)
+    heads = kv_heads(model, sglang)
+    notes: list[str] = []
+    cites: list[Citation] = []
+    if heads is None:
+        notes.append("SGLang's KV-head rule is not extracted: no byte figures")
+    swa, why, swa_cites = hybrid_swa(model, sglang)
+    window_why = ""
+    computes = mla is not None and (heads is not None or mla.is_mla is True)
+    if swa is True:
+        notes.append(
+            f"window-aware KV pool: {why} (unless the server runs with --disable-hybrid-swa-memory)"
+        )
+        cites.extend(swa_cites)
+    elif swa is False:
+        window_why = (
+            f"{why}: SGLang sizes a sliding-window pool only for that set, so every layer is "
+            "allocated at full context"
+        )
+        if _has_window(model):
+            cites.extend(swa_cites)
+    elif _has_window(model):
+        notes.append(f"whether SGLang sizes a sliding-window pool is unknown: {why}")
+        computes = False
+    pool = state_pool_class(model, sglang)
+    if pool is not None:
+        notes.append(f"SGLang gives it a Mamba / linear-attention state pool: {pool[0]}")
+        cites.append(pool[1])
+    elif sglang.has(HYBRID_CLASSES) and _has_state_layers(model):
+        notes.append(
+            f"the config has state layers, but no config class of SGLang's {STATE_POOL_UNION} "
+            f"has model_type {model.model_type or '?'}: SGLang would size no state pool for it "
+            "(classes registered at run time excepted); no figures"
+        )
+        computes = False
+    encoder_decoder = _in_set(model, sglang, ENCODER_DECODER_SET)
+    if encoder_decoder is not None:
+        notes.append(
+            f"SGLang runs {encoder_decoder} as encoder-decoder ({ENCODER_DECODER_SET}): "
+            "cross-attention over the encoder output is not an implemented mechanism; no figures"
+        )
+        computes = False
+    member_of = _memberships(model, sglang)
+    if member_of:
+        notes.append(f"member of SGLang's architecture sets: {', '.join(member_of)}")
+    return EngineDecision(
+        ENGINE,
+        heads,
+        mla,
+        (),
+        tuple(notes),
+        tuple(cites),
+        computes_figures=computes,
+        window_aware=swa,
+        window_why=window_why,
+    )

@@ -1,7 +1,8 @@
 """vLLM's extracted rules applied to a config: the KV-head scan and overrides, and the MLA decision.
 
 Reads generated/vllm facts `kv_head_aliases`, `kv_head_fallback`, `kv_head_overrides`,
-`mla_model_types`, `mla_gates` and `registry_rows` by field name. vLLM keys the overrides on the
+`mla_model_types`, `mla_gates`, `registry_rows`, `model_class_flags` and `attn_type_rule` by field
+name. vLLM keys the overrides on the
 top-level `model_type` (MODEL_ARCH_CONFIG_CONVERTORS is looked up with hf_config.model_type) and
 checks MLA against the text config's `model_type` (hf_text_config.model_type)."""
 
@@ -11,11 +12,13 @@ from apron.conditions import evaluate
 from apron.config import ModelConfig, is_int
 from apron.constraints import Citation, EngineConstraints
 from apron.engines.base import EngineDecision
+from apron.layers import layout
 from apron.results import HeadCount, MlaDecision
 
 ENGINE = "vllm"
 ALIASES, FALLBACK, OVERRIDES = "kv_head_aliases", "kv_head_fallback", "kv_head_overrides"
 MLA_TYPES, MLA_GATES = "mla_model_types", "mla_gates"
+CLASS_FLAGS, ATTN_RULE = "model_class_flags", "attn_type_rule"
 
 
 def _unknown(
@@ -352,6 +355,127 @@ def mla_decision(model: ModelConfig, vllm: EngineConstraints | None) -> MlaDecis
     )
 
 
+def class_flags(model: ModelConfig, vllm: EngineConstraints) -> object | None:
+    """The model_class_flags row of the config's architecture, or None (not registered, or the
+    fact is not extracted)."""
+    if model.architecture is None:
+        return None
+    for row in vllm.rows(CLASS_FLAGS):
+        if row.architecture == model.architecture:
+            return row
+    return None
+
+
+class AttentionKind:
+    """What vLLM's ModelConfig.attn_type gives a run of this architecture, and why."""
+
+    __slots__ = ("value", "why", "citations")
+
+    def __init__(self, value: str | None, why: str, citations: tuple[Citation, ...]) -> None:
+        self.value, self.why, self.citations = value, why, citations
+
+
+def attention_kind(model: ModelConfig, vllm: EngineConstraints) -> AttentionKind | None:
+    """The attention type of a vLLM run from the class flags and the extracted attn_type rule.
+
+    A class that cannot generate (no `is_text_generation_model`) or is a pooling class runs as
+    pooling; the rule then says encoder-only for its listed default sequence pooling types or a
+    false causal key, else the class's attn_type. None when the class flags are not known."""
+    row = class_flags(model, vllm)
+    if row is None or row.status != "resolved":
+        return None
+    cite = vllm.cite(row)
+    name = model.architecture
+    pooling = row.is_pooling_model is True or row.is_text_generation_model is False
+    if pooling:
+        rules = vllm.rows(ATTN_RULE)
+        if not rules:
+            return AttentionKind(
+                None, "vLLM's attn_type rule (ModelConfig.attn_type) is not extracted", (cite,)
+            )
+        rule = rules[0]
+        cites = (cite, vllm.cite(rule))
+        seq = row.default_seq_pooling_type
+        if seq in rule.encoder_only_seq_pooling_types:
+            return AttentionKind(
+                "encoder_only",
+                f"{name} runs as a pooling model with default_seq_pooling_type {seq}, which "
+                "vLLM's ModelConfig.attn_type makes encoder_only",
+                cites,
+            )
+        key = rule.causal_key
+        if key and model.get(key) is False:
+            return AttentionKind(
+                "encoder_only",
+                f"{name} runs as a pooling model and the config's {key} is false: encoder_only",
+                cites,
+            )
+        value = row.attn_type
+        return AttentionKind(
+            value, f"{name} runs as a pooling model with the class's attn_type {value}", cites
+        )
+    if row.is_hybrid is True:
+        return AttentionKind("hybrid", f"vLLM's class for {name} is IsHybrid", (cite,))
+    if row.is_attention_free is True:
+        return AttentionKind(
+            "attention_free", f"vLLM's class for {name} is IsAttentionFree", (cite,)
+        )
+    return AttentionKind(row.attn_type, f"vLLM's class for {name}", (cite,))
+
+
+def _class_decision(
+    model: ModelConfig, vllm: EngineConstraints
+) -> tuple[tuple[str, ...], str, tuple[str, ...], tuple[Citation, ...]]:
+    """(vLLM's own architecture flags, why it holds no KV cache or "", notes, citations)."""
+    kind = attention_kind(model, vllm)
+    row = class_flags(model, vllm)
+    if kind is None:
+        if row is not None:  # registered, but the class was not resolved statically
+            return (
+                (),
+                "",
+                (
+                    f"vLLM's class for {model.architecture} is not statically resolved: its "
+                    "flags (hybrid, attention-free, encoder-only) are unknown",
+                ),
+                (vllm.cite(row),),
+            )
+        return (), "", (), ()
+    flags: list[str] = []
+    notes: list[str] = []
+    no_kv = ""
+    if kind.value == "encoder_only":
+        no_kv = f"{kind.why}: encoder-only attention keeps no KV cache"
+    elif kind.value == "attention_free":
+        if row.has_inner_state is True:
+            flags.append("recurrent")
+        else:
+            no_kv = f"{kind.why} without inner state: no KV cache and no recurrent state"
+    elif kind.value == "hybrid":
+        flags.append("hybrid")
+    elif kind.value is None:
+        notes.append(f"vLLM attention type unknown: {kind.why}")
+    structure = layout(model)
+    is_hybrid = row.is_hybrid
+    if structure is None and is_hybrid is True:
+        notes.append(
+            "vLLM's class is hybrid (IsHybrid) but the config states no per-layer layout; "
+            "the state layers are not known from it"
+        )
+    if structure is not None and not structure.unknown and is_hybrid is not None:
+        if is_hybrid and not structure.has_state:
+            notes.append(
+                f"vLLM's class is hybrid (IsHybrid) but the config's layer layout "
+                f"({structure.source}) has no state layers"
+            )
+        elif not is_hybrid and structure.has_state:
+            notes.append(
+                f"the config's layer layout ({structure.source}) has state layers but vLLM's "
+                "class is not hybrid (no IsHybrid)"
+            )
+    return tuple(flags), no_kv, tuple(notes), kind.citations
+
+
 def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
     """vLLM's decisions for this config at its pin."""
     _prediction, engine_heads = resolve_kv_heads(model, vllm)
@@ -361,6 +485,15 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
             f"{engine_heads.how} (the figure vLLM would allocate); apron's own "
             "prediction stays unknown"
         )
+    flags, no_kv, class_notes, cites = _class_decision(model, vllm)
     return EngineDecision(
-        ENGINE, engine_heads, mla_decision(model, vllm), (), tuple(notes), (), computes_figures=True
+        ENGINE,
+        engine_heads,
+        mla_decision(model, vllm),
+        flags,
+        (*notes, *class_notes),
+        cites,
+        computes_figures=True,
+        own_flags=vllm.has(CLASS_FLAGS),
+        no_kv_cache=no_kv,
     )

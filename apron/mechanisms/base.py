@@ -109,10 +109,13 @@ def head_dims(model: ModelConfig) -> HeadDims:
             f"{nope + rope}, V head = v_head_dim = {v} (MLA fields, unabsorbed)",
             (),
         )
-    for key in ("head_dim", "hidden_size_per_head"):
+    head_keys = ("head_dim", "hidden_size_per_head")
+    if (model.text_model_type or model.model_type) == "zamba2":
+        head_keys = ("attention_head_dim",)  # vLLM zamba2.py: head_size=config.attention_head_dim
+    for key in head_keys:
         value = model.get(key)
         if is_int(value):
-            return HeadDims(value, value, f"{key} = {value}", ())
+            return HeadDims(value, value, f"{model.key_of(key)} = {value}", ())
     hidden, heads = model.integer("hidden_size"), model.integer("num_attention_heads")
     if hidden is None or heads is None:
         missing = ("head_dim",) + tuple(

@@ -7,7 +7,7 @@ The naive figure is what an engine that gives every layer a KV cache would alloc
 from __future__ import annotations
 
 from apron.config import ModelConfig, is_int
-from apron.layers import BOTH, CONV, FULL, LINEAR, MAMBA, SLIDING, layout
+from apron.layers import BOTH, CHUNKED, CONV, FULL, LINEAR, MAMBA, SLIDING, layout
 from apron.mechanisms.base import (
     head_dims,
     missing_inputs,
@@ -19,6 +19,100 @@ from apron.mechanisms.base import (
 )
 from apron.results import HeadCount, MechanismResult, Request
 from apron.ssm import layer_state
+
+RULE_KINDS = {
+    MAMBA: ("mamba1", "mamba2"),
+    BOTH: ("mamba1", "mamba2"),
+    # transformers 5 writes "linear_attention" for every non-attention mixer (Mamba included)
+    LINEAR: ("gated_delta_net", "linear_attention", "mamba1", "mamba2"),
+    CONV: ("short_conv",),
+}
+
+
+def state_dtypes(model: ModelConfig, request: Request):  # -> apron.state_shapes.StateDtypes
+    """Conv tensors in the model dtype; the ssm tensor in --mamba-ssm-cache-dtype as the engine
+    resolves it (request.ssm_dtype), else the model dtype too."""
+    from apron.state_shapes import StateDtypes
+
+    dtype = model.model_dtype()
+    if dtype in ("float32", "float"):
+        # vLLM _resolve_auto_dtype downcasts a float32 config to the platform's preferred
+        # dtype (bfloat16, or float16 where bf16 is unsupported): 2 bytes either way
+        dtype = "bfloat16"
+    if request.ssm_dtype:
+        return StateDtypes(
+            dtype,
+            request.ssm_dtype,
+            f"ssm tensor in {request.ssm_dtype}: {request.ssm_dtype_source}",
+        )
+    return StateDtypes(
+        dtype, dtype, "every tensor in the model dtype (--mamba-ssm-cache-dtype auto)"
+    )
+
+
+def _state(
+    model: ModelConfig,
+    request: Request,
+    kinds: tuple[str, ...],
+    lines: list[str],
+    reasons: list[str],
+    missing: list[str],
+    notes: list[str],
+) -> int | None:
+    """Fixed per-sequence state of every state layer, by the model class's vLLM rule."""
+    from apron.state_shapes import layer_state as rule_state
+    from apron.state_shapes import rule_for
+
+    rule = rule_for(model)
+    total = 0
+    counts = {k: sum(1 for x in kinds if x == k) for k in RULE_KINDS}
+    for kind, count in counts.items():
+        if not count:
+            continue
+        if rule is not None and rule.calculator in RULE_KINDS[kind]:
+            state = rule_state(model, rule, state_dtypes(model, request))
+            lines.extend(f"{kind} state: {line}" for line in state.arithmetic)
+            if state.bytes is None:
+                reasons.extend(state.unknown)
+                missing.extend(state.missing)
+                return None
+            lines.append(
+                f"{kind} state per sequence = {count} layers x {n(state.bytes)} B = "
+                f"{n(count * state.bytes)} B (fixed: does not grow with context)"
+            )
+            total += count * state.bytes
+        elif kind in (MAMBA, BOTH):
+            generic = layer_state(model, recurrent=False)
+            lines += [
+                f"{generic.variant} state per layer: {line}" if i == 0 else f"  {line}"
+                for i, line in enumerate(generic.arithmetic)
+            ]
+            if generic.bytes is None:
+                reasons.extend(generic.unknown)
+                missing.extend(generic.missing)
+                return None
+            notes.append(
+                f"no vLLM state rule for model_type {model.text_model_type or model.model_type!r}:"
+                " the generic Mamba field reading was used"
+            )
+            lines.append(
+                f"state per sequence = {count} Mamba layers x {n(generic.bytes)} B = "
+                f"{n(count * generic.bytes)} B (fixed: does not grow with context)"
+            )
+            total += count * generic.bytes
+        else:
+            reasons.append(
+                f"{count} layers of kind {kind}: apron has no vLLM state rule for model_type "
+                f"{model.text_model_type or model.model_type!r}"
+            )
+            return None
+    notes.append(
+        "vLLM pads each state page to the attention page size of the hybrid's KV groups "
+        "(attention block size chosen by the backend): the state figures are the tensors "
+        "before that padding"
+    )
+    return total
+
 
 NAME = "hybrid_ssm"
 TITLE = "hybrid attention + state space"
@@ -42,7 +136,7 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
         return unknown_result(NAME, TITLE, structure.unknown, structure.missing)
     kinds = structure.kinds
     layers = len(kinds)
-    attention = [i for i, k in enumerate(kinds) if k in (FULL, SLIDING, BOTH)]
+    attention = [i for i, k in enumerate(kinds) if k in (FULL, SLIDING, CHUNKED, BOTH)]
     mamba = [i for i, k in enumerate(kinds) if k in (MAMBA, BOTH)]
     other_state = [k for k in kinds if k in (LINEAR, CONV)]
     lines = [
@@ -111,28 +205,8 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
                     "layers counted as full attention"
                 )
     state_total: int | None = 0
-    if mamba:
-        state = layer_state(model, recurrent=False)
-        lines += [
-            f"{state.variant} state per layer: {line}" if i == 0 else f"  {line}"
-            for i, line in enumerate(state.arithmetic)
-        ]
-        if state.bytes is None:
-            reasons.extend(state.unknown)
-            missing.extend(state.missing)
-            state_total = None
-        else:
-            state_total = state.bytes * len(mamba)
-            lines.append(
-                f"state per sequence = {len(mamba)} Mamba layers x {n(state.bytes)} B = "
-                f"{n(state_total)} B (fixed: does not grow with context)"
-            )
-    if other_state:
-        reasons.append(
-            f"{len(other_state)} layers of kind {', '.join(sorted(set(other_state)))}: "
-            "their recurrent state formula is not implemented"
-        )
-        state_total = None
+    if mamba or other_state:
+        state_total = _state(model, request, kinds, lines, reasons, missing, notes)
     return result(
         NAME,
         TITLE,

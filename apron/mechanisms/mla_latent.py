@@ -1,5 +1,7 @@
 """MLA latent cache (DeepSeek-style): one latent of kv_lora_rank + qk_rope_head_dim per layer per
-token, shared by all heads (no head factor).
+token, shared by all heads (no head factor). DeepSeek sparse attention (index_topk in the config,
+DeepSeek-V3.2 / GLM-5) adds an indexer cache per layer: index_head_dim fp8 values plus one fp32
+scale per 128 of them (vLLM deepseek_v2.py DeepseekV32IndexerCache, uint8).
 
 Selected only when an engine's extracted rule says MLA (vLLM's model_type list and gate, or
 SGLang's architecture set); an MLA-shaped config no engine lists is served as full attention."""
@@ -13,6 +15,7 @@ from apron.results import HeadCount, MechanismResult, Request
 
 NAME = "mla_latent"
 TITLE = "MLA latent cache"
+INDEX_QUANT_BLOCK = 128  # vLLM deepseek_v2.py Indexer.quant_block_size
 
 
 def compute(model: ModelConfig, heads: HeadCount, request: Request) -> MechanismResult:
@@ -65,6 +68,31 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
         f"per token = {layers_key} x (kv_lora_rank + qk_rope_head_dim) x {b} B "
         f"({request.kv_dtype}) = {layers} x ({rank} + {rope}) x {b} = {n(per_token)} B"
     ]
+    if model.present("index_topk"):
+        index_dim = model.integer("index_head_dim")
+        if index_dim is None:
+            return unknown_result(
+                NAME,
+                f"{TITLE} + sparse-attention indexer",
+                (
+                    "index_topk marks DeepSeek sparse attention (vLLM deepseek_v2.py is_v32), "
+                    "whose indexer cache needs index_head_dim",
+                ),
+                ("index_head_dim",),
+                state=0,
+            )
+        index_bytes = index_dim + index_dim // INDEX_QUANT_BLOCK * 4
+        lines.append(
+            f"indexer cache per layer per token = index_head_dim + index_head_dim / "
+            f"{INDEX_QUANT_BLOCK} x 4 = {index_dim} + {index_dim // INDEX_QUANT_BLOCK * 4} = "
+            f"{index_bytes} B (uint8: fp8 values + fp32 scales, whatever the KV dtype)"
+        )
+        latent = per_token
+        per_token = latent + layers * index_bytes
+        lines.append(
+            f"per token = latent {n(latent)} B + {layers} x {index_bytes} B indexer = "
+            f"{n(per_token)} B"
+        )
     at_context = None
     if request.context is not None:
         at_context = per_token * request.context

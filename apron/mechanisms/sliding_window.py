@@ -8,7 +8,7 @@ A sliding_window at or above the model's maximum context never binds: the window
 from __future__ import annotations
 
 from apron.config import ModelConfig, is_int
-from apron.layers import FULL, SLIDING, layout
+from apron.layers import CHUNKED, FULL, NONE, SHARED, SLIDING, layout
 from apron.mechanisms.base import (
     LayerWidths,
     layer_widths,
@@ -81,53 +81,90 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
             "global and windowed layers have different head geometry "
             "(global_head_dim / num_global_key_value_heads): not an implemented mechanism"
         )
-    if (model.integer("num_kv_shared_layers") or 0) > 0:
-        return partial(
-            "num_kv_shared_layers: layers that reuse another layer's KV are not an "
-            "implemented mechanism"
-        )
     if model.get("use_sliding_window") is False:
         return inert(
             "use_sliding_window is false: the window is switched off, every layer keeps every token"
         )
-    window = model.get("sliding_window")
     structure = layout(model)
-    if window is None:
+    window_key = (
+        "sliding_window_size"
+        if model.present("swa_num_key_value_heads") and model.present("sliding_window_size")
+        else "sliding_window"
+    )
+    window = model.get(window_key)
+    chunk = model.get("attention_chunk_size")
+    has_chunked = structure is not None and CHUNKED in structure.kinds
+    if has_chunked and not (is_int(chunk) and chunk > 0):
+        return partial(
+            "chunked-local layers but attention_chunk_size is not a positive integer",
+            ("attention_chunk_size",),
+        )
+    windowed_kinds = structure is not None and SLIDING in structure.kinds
+    if window is None and (windowed_kinds or not has_chunked):
         return partial(
             "per-layer types mark windowed layers but sliding_window is absent or null",
             ("sliding_window",),
         )
-    if not is_int(window) or window <= 0:
-        return partial(f"sliding_window = {window!r} is not a positive integer")
+    if window is not None and (not is_int(window) or window <= 0):
+        return partial(f"{window_key} = {window!r} is not a positive integer")
     max_ctx = model.integer("max_position_embeddings")
-    if max_ctx is not None and window >= max_ctx:
+    if not has_chunked and max_ctx is not None and window >= max_ctx:
         return inert(
-            f"sliding_window = {n(window)} >= the maximum context "
+            f"{window_key} = {n(window)} >= the maximum context "
             f"(max_position_embeddings = {n(max_ctx)}): the window never binds"
         )
     if structure is None:
-        return partial(
-            f"the config sets sliding_window = {n(window)} but states no per-layer layout "
-            "(layer_types, sliding_window_pattern, use_sliding_window + "
-            "max_window_layers), so which layers are windowed is not in the config",
-            ("layer_types",),
+        kinds = (SLIDING,) * layers
+        source = (
+            f"{window_key} = {n(window)} and no per-layer list: vLLM windows every layer "
+            "(vllm/engine/arg_utils.py sets CacheConfig.sliding_window for a model that is not "
+            "interleaved)"
         )
-    if structure.unknown:
+    elif structure.unknown:
         return partial("; ".join(structure.unknown), structure.missing)
-    kinds = structure.kinds
-    globals_ = [w for w, k in zip(widths, kinds, strict=True) if k == FULL]
-    windowed = [w for w, k in zip(widths, kinds, strict=True) if k == SLIDING]
-    g_bytes, s_bytes = sum(globals_), sum(windowed)
+    else:
+        kinds, source = structure.kinds, structure.source
+    geometry = _swa_geometry(model, request)
+    if geometry is not None:
+        swa_width, swa_text, full_width, full_text = geometry
+        widths = tuple(swa_width if k == SLIDING else full_width for k in kinds)
+        lines[:] = [f"windowed layers: {swa_text}; full layers: {full_text}"]
+    else:
+        widths = tuple(0 if k in (SHARED, NONE) else w for w, k in zip(widths, kinds, strict=True))
+    if SHARED in kinds:
+        lines.append(
+            f"{kinds.count(SHARED)} layers reuse an earlier layer's KV (num_kv_shared_layers): "
+            "0 B of their own"
+        )
+    naive_per_token = sum(widths)
+    naive_at = naive_per_token * c if c is not None else None
+    lines.append(f"per token while nothing has left the window = {n(naive_per_token)} B")
+    g_bytes = sum(w for w, k in zip(widths, kinds, strict=True) if k == FULL)
+    s_bytes = sum(w for w, k in zip(widths, kinds, strict=True) if k == SLIDING)
+    ch_bytes = sum(w for w, k in zip(widths, kinds, strict=True) if k == CHUNKED)
+    counts = {k: kinds.count(k) for k in (FULL, SLIDING, CHUNKED, SHARED)}
     notes = [
-        f"layout from {structure.source}: {len(globals_)} global, {len(windowed)} windowed "
-        f"layers, window {n(window)} tokens"
+        f"layout from {source}: {counts[FULL]} global, {counts[SLIDING]} windowed"
+        + (f", {counts[CHUNKED]} chunked-local" if counts[CHUNKED] else "")
+        + (f", {counts[SHARED]} KV-shared" if counts[SHARED] else "")
+        + " layers"
+        + (f", window {n(window)} tokens" if window is not None and counts[SLIDING] else "")
+        + (f", chunk {n(chunk)} tokens" if counts[CHUNKED] else "")
     ]
     if max_ctx is None:
         notes.append("max_position_embeddings absent: cannot tell whether the window is inert")
+    notes.append(
+        "vLLM's admission cap per sequence is min(window - 1 + max_num_batched_tokens, "
+        "max_model_len) tokens + 1 block for a windowed layer (chunk + max_num_batched_tokens "
+        "for a chunked one): the steady state shown is the window itself"
+    )
+    title_now = (
+        title if not counts[CHUNKED] else f"chunked local attention ({flavour(heads, model)})"
+    )
     if c is None:
         return result(
             NAME,
-            title,
+            title_now,
             per_token=naive_per_token,
             at_context=None,
             naive=None,
@@ -135,32 +172,54 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
             arithmetic=tuple(lines),
             notes=tuple(notes),
         )
-    aware = g_bytes * c + s_bytes * min(c, window)
-    if uniform:
-        lines.append(
-            f"window-aware at context = G x k x c + S x k x min(c, w) = {len(globals_)} x "
-            f"{n(widths[0])} x {n(c)} + {len(windowed)} x {n(widths[0])} x min({n(c)}, "
-            f"{n(window)}) = {n(aware)} B"
-        )
-    else:
-        lines.append(
-            f"window-aware at context = {n(g_bytes)} x {n(c)} + {n(s_bytes)} x "
-            f"min({n(c)}, {n(window)}) = {n(aware)} B"
-        )
+    aware = g_bytes * c
+    parts = [f"{n(g_bytes)} x {n(c)}"]
+    if s_bytes:
+        aware += s_bytes * min(c, window)
+        parts.append(f"{n(s_bytes)} x min({n(c)}, {n(window)})")
+    if ch_bytes:
+        aware += ch_bytes * min(c, chunk)
+        parts.append(f"{n(ch_bytes)} x min({n(c)}, {n(chunk)})")
+    lines.append(f"window-aware at context = {' + '.join(parts)} = {n(aware)} B")
     ratio = naive_at / aware if aware else None
     if ratio is not None:
         lines.append(f"naive / window-aware = {n(naive_at)} / {n(aware)} = {ratio:.2f}x")
-    if c <= window:
-        notes.append(
-            f"at {n(c)} tokens the window ({n(window)}) has not filled: both figures equal"
-        )
+    bounds = [w for w, used in ((window, s_bytes), (chunk, ch_bytes)) if used]
+    bound = min(bounds) if bounds else None
+    if bound is not None and c <= bound:
+        notes.append(f"at {n(c)} tokens the window ({n(bound)}) has not filled: both figures equal")
     return result(
         NAME,
-        title,
+        title_now,
         per_token=naive_per_token,
         at_context=aware,
         naive=naive_at,
         ratio=ratio,
         arithmetic=tuple(lines),
         notes=tuple(notes),
+    )
+
+
+def _swa_geometry(model: ModelConfig, request: Request) -> tuple[int, str, int, str] | None:
+    """MiMo-V2-Flash: windowed layers have their own KV heads and head dims (swa_*)."""
+    swa_heads = model.integer("swa_num_key_value_heads")
+    if swa_heads is None:
+        return None
+    b = request.kv_dtype_bytes
+    swa_k = model.integer("swa_head_dim")
+    swa_v = model.integer("swa_v_head_dim") or swa_k
+    full_heads = model.integer("num_key_value_heads")
+    full_k = model.integer("head_dim")
+    full_v = model.integer("v_head_dim") or full_k
+    if None in (swa_k, swa_v, full_heads, full_k, full_v):
+        return None
+    swa = swa_heads * (swa_k + swa_v) * b
+    full = full_heads * (full_k + full_v) * b
+    return (
+        swa,
+        f"swa_num_key_value_heads {swa_heads} x (swa_head_dim {swa_k} + swa_v_head_dim {swa_v})"
+        f" x {b} B = {n(swa)} B",
+        full,
+        f"num_key_value_heads {full_heads} x (head_dim {full_k} + v_head_dim {full_v}) x {b} B"
+        f" = {n(full)} B",
     )

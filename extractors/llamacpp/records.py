@@ -92,6 +92,7 @@ class SlidingWindowRule(Record):
     """How one architecture's hparams loader sets up sliding-window attention."""
 
     KEY: ClassVar[tuple[str, ...]] = ("arch",)
+    PROVENANCE: ClassVar[tuple[str, ...]] = ("path", "symbol", "model_class")
 
     arch: str  # LLM_ARCH_GEMMA2
     gguf_name: str

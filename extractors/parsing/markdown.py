@@ -53,6 +53,7 @@ class Cell:
     marked_text: str = ""  # the same with each <sup>X</sup> kept in place as `^X`
     code: tuple[str, ...] = ()  # inline code spans (`x` or <code>x</code>), in order
     footnotes: tuple[str, ...] = ()  # labels of resolved footnote references, in order
+    footnote_after_code: tuple[int, ...] = ()  # per footnote: index of the code span before it
     dangling: tuple[str, ...] = ()  # `[^x]` references with no definition on the page
     superscripts: tuple[str, ...] = ()  # texts of <sup>...</sup>, in order
 
@@ -137,6 +138,7 @@ class _CellBuilder:
         self.marked: list[str] = []
         self.code: list[str] = []
         self.footnotes: list[str] = []
+        self.footnote_after_code: list[int] = []
         self.superscripts: list[str] = []
         self.sup_depth = 0
         self.sup_text: list[str] = []
@@ -187,6 +189,7 @@ class _CellBuilder:
                 self.add_text(token.content)
             elif token.type == "footnote_ref":
                 self.footnotes.append(str(token.meta.get("label", token.meta.get("id"))))
+                self.footnote_after_code.append(len(self.code) - 1)
             elif token.type == "html_inline":
                 self.html(token.content)
             elif token.type in ("softbreak", "hardbreak"):
@@ -208,6 +211,7 @@ class _CellBuilder:
             marked_text=marked,
             code=tuple(self.code),
             footnotes=tuple(self.footnotes),
+            footnote_after_code=tuple(self.footnote_after_code),
             dangling=dangling,
             superscripts=tuple(self.superscripts),
         )

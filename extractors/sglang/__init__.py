@@ -1,4 +1,5 @@
-"""SGLang: registry rows (EntryClass), the MLA attention chain, supported-model docs tables."""
+"""SGLang: registry rows (EntryClass), the MLA attention chain, the architecture sets and KV-head
+rule of model_config.py, the hybrid-arch config classes, supported-model docs tables."""
 
 from __future__ import annotations
 
@@ -7,22 +8,37 @@ from collections.abc import Mapping
 from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import DocRegistryFinding
 from extractors.errors import MissingPathError
-from extractors.records import ExtractionWarning, FactKind, Record, SupportScan
-from extractors.sglang import attention_chain, docs_tables, matrix_cells
+from extractors.records import ExtractionWarning, FactKind, Record, SupportScan, warning
+from extractors.sglang import (
+    architecture_sets,
+    attention_chain,
+    docs_tables,
+    hybrid_configs,
+    kv_heads,
+    matrix_cells,
+)
 from extractors.sglang.records import (
+    SglangArchitectureSet,
     SglangDocsRow,
     SglangExplicitMha,
+    SglangHybridConfigClass,
     SglangMlaArchitecture,
     SglangMlaCondition,
     SglangRegistryRow,
 )
 from extractors.sglang.registry_rows import models_registry
 from extractors.snapshot import Snapshot
+from extractors.vllm.records import KvHeadAlias, KvHeadFallback, KvHeadOverride
 
 MODELS_DIRS = ("python/sglang/srt/models",)
 MODEL_CONFIG_PATHS = ("python/sglang/srt/configs/model_config.py",)
+CONFIGS_DIR = "python/sglang/srt/configs"
+HYBRID_ARCH_PATHS = (f"{CONFIGS_DIR}/hybrid_arch.py",)
+MODEL_RUNNER_PATH = "python/sglang/srt/model_executor/model_runner.py"
+HYBRID_ARCH_CLASS = "ModelRunner"
 SKIPPED_MODULES = ("__init__.py", "registry.py")
 MODELS_READS = tuple(f"{d}/*.py" for d in MODELS_DIRS)
+HYBRID_CONFIG_READS = (*HYBRID_ARCH_PATHS, MODEL_RUNNER_PATH, f"{CONFIGS_DIR}/*.py", *MODELS_READS)
 
 
 def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -90,6 +106,62 @@ def _explicit_mha(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) 
     return FactOutput(tuple(_chain(snapshot).explicit_mha))
 
 
+def _model_config(snapshot: Snapshot, anchor: str) -> tuple[str, str]:
+    path = snapshot.first_existing(MODEL_CONFIG_PATHS, anchor=anchor)
+    return snapshot.read_text(path), path
+
+
+def _architecture_sets(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    text, path = _model_config(snapshot, "is_hybrid_swa_model and the other is_* sets")
+    rows, warnings = architecture_sets.architecture_sets(text, path)
+    registered = {
+        r.architecture for r in needed["registry_rows"] if isinstance(r, SglangRegistryRow)
+    }
+    sets_naming: dict[str, list[str]] = {}
+    for row in rows:
+        if row.architecture != "*" and row.architecture not in registered:
+            sets_naming.setdefault(row.architecture, []).append(row.set_name)
+    warnings += [
+        warning(
+            "set-member-not-registered",
+            arch,
+            f"{', '.join(sorted(names))} name{'s' if len(names) == 1 else ''} {arch}, which no "
+            "models module registers",
+            path,
+            sorted(names)[0],
+        )
+        for arch, names in sorted(sets_naming.items())
+    ]
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _hybrid_config_classes(
+    snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
+) -> FactOutput:
+    path = snapshot.first_existing(
+        (*HYBRID_ARCH_PATHS, MODEL_RUNNER_PATH), anchor="hybrid-arch config-class checks"
+    )
+    class_name = HYBRID_ARCH_CLASS if path == MODEL_RUNNER_PATH else None
+    configs = hybrid_configs.config_module_paths(snapshot.list_files(CONFIGS_DIR), CONFIGS_DIR)
+    models = [p for d in MODELS_DIRS for p in snapshot.list_files(d) if p.endswith(".py")]
+    rows, warnings = hybrid_configs.hybrid_config_classes(
+        snapshot.read_text(path),
+        path,
+        {p: snapshot.read_text(p) for p in configs},
+        {p: snapshot.read_text(p) for p in models},
+        class_name,
+    )
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _kv_head_fact(extract):
+    def run(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+        text, path = _model_config(snapshot, "ModelConfig.get_total_num_kv_heads")
+        return FactOutput(tuple(extract(text, path)))
+
+    return run
+
+
 REGISTRY_ROWS = FactKind(
     "registry_rows",
     "Registry rows",
@@ -117,6 +189,47 @@ EXPLICIT_MHA = FactKind(
     SglangExplicitMha,
     "architectures an elif branch explicitly sets to AttentionArch.MHA, with the latent-attention "
     "fields the branch still reads (non-empty: another engine may treat the model as MLA).",
+)
+ARCHITECTURE_SETS = FactKind(
+    architecture_sets.FACT,
+    "Architecture sets",
+    SglangArchitectureSet,
+    "every architecture name an `is_*` function or a ModelConfig attribute of model_config.py "
+    "tests, by set (function or attribute name); *SPREAD constants resolved (`via`), "
+    "`member_returns` False where the set lists exceptions (non-generation models, chunked "
+    "prefill unsupported), extra conditions structured; '*' = any architecture whose config "
+    "meets the condition. Per-architecture if/elif chains (MLA: mla_architectures; "
+    "_config_draft_model, get_hybrid_layer_ids) are not sets and not listed here.",
+)
+HYBRID_CONFIG_CLASSES = FactKind(
+    hybrid_configs.FACT,
+    "Hybrid config classes",
+    SglangHybridConfigClass,
+    "config classes the functions of configs/hybrid_arch.py accept by isinstance (subclasses in "
+    "configs/ included, with their model_type); `mambaish_config` is the union that selects the "
+    "Mamba / linear-attention state pool. Classes registered at run time in "
+    "_LINEAR_ATTN_MODEL_REGISTRY are not statically known (a warning).",
+)
+KV_HEAD_ALIASES = FactKind(
+    kv_heads.ALIASES,
+    "KV-head alias scan",
+    KvHeadAlias,
+    "config keys ModelConfig.get_total_num_kv_heads() tries on hf_text_config in order; the "
+    "first present (non-None) key wins.",
+    ordered=True,
+)
+KV_HEAD_FALLBACK = FactKind(
+    kv_heads.FALLBACK,
+    "KV-head fallback",
+    KvHeadFallback,
+    "the value used when no alias key is present: SGLang silently assumes MHA.",
+)
+KV_HEAD_OVERRIDES = FactKind(
+    kv_heads.OVERRIDES,
+    "KV-head overrides",
+    KvHeadOverride,
+    "the rules before the alias scan, keyed on hf_config.model_type ('*' = every model type "
+    "except `excludes`), in the order the method tries them.",
 )
 DOCS_TABLE_ROWS = FactKind(
     "docs_table_rows",
@@ -152,6 +265,25 @@ ENGINE = EngineSpec(
         ),
         FactExtractor(MLA_CONDITIONS, _mla_conditions, reads=MODEL_CONFIG_PATHS, allow_empty=True),
         FactExtractor(EXPLICIT_MHA, _explicit_mha, reads=MODEL_CONFIG_PATHS, allow_empty=True),
+        FactExtractor(
+            ARCHITECTURE_SETS,
+            _architecture_sets,
+            reads=MODEL_CONFIG_PATHS,
+            needs=("registry_rows",),
+        ),
+        FactExtractor(HYBRID_CONFIG_CLASSES, _hybrid_config_classes, reads=HYBRID_CONFIG_READS),
+        FactExtractor(
+            KV_HEAD_ALIASES, _kv_head_fact(kv_heads.kv_head_aliases), reads=MODEL_CONFIG_PATHS
+        ),
+        FactExtractor(
+            KV_HEAD_FALLBACK, _kv_head_fact(kv_heads.kv_head_fallback), reads=MODEL_CONFIG_PATHS
+        ),
+        FactExtractor(
+            KV_HEAD_OVERRIDES,
+            _kv_head_fact(kv_heads.kv_head_overrides),
+            reads=MODEL_CONFIG_PATHS,
+            allow_empty=True,
+        ),
         FactExtractor(DOCS_TABLE_ROWS, docs_tables.docs_table_rows, reads=docs_tables.READS),
         FactExtractor(
             DOCS_REGISTRY_FINDINGS,

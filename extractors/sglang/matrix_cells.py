@@ -4,6 +4,7 @@ conditional) or explicit MHA from the ModelConfig attention chain."""
 from __future__ import annotations
 
 from extractors.base import MatrixCell
+from extractors.families import sglang_architecture_flags
 from extractors.records import EngineFacts
 from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangRegistryRow
 
@@ -19,6 +20,7 @@ def matrix_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
         for r in facts.records("explicit_mha_architectures")
         if isinstance(r, SglangExplicitMha)
     }
+    set_flags = sglang_architecture_flags(facts)
     cells = {}
     for row in facts.records("registry_rows"):
         assert isinstance(row, SglangRegistryRow)
@@ -27,6 +29,7 @@ def matrix_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
             flags.append("MLA if condition holds" if mla[row.architecture].conditional else "MLA")
         if row.architecture in mha:
             flags.append("MHA (explicit)")
+        flags.extend(set_flags.get(row.architecture, ()))
         cells[row.architecture] = MatrixCell(
             "registered", row.module, f"{row.path} EntryClass", tuple(flags)
         )

@@ -99,3 +99,53 @@ class SglangDocsRow(Record):
     example_hf_ids: tuple[str, ...]  # code spans of the "Example ..." column
     other_columns: tuple[str, ...]  # "<column>=<text>" except the long Description column
     notes: tuple[str, ...]  # "<column>: [^label] <footnote text>"
+
+
+class SglangArchitectureSet(Record):
+    """An architecture named in one of the name sets ModelConfig's module tests (model_config.py).
+
+    `set_name` is the predicate function (`is_hybrid_swa_model`) or the ModelConfig attribute
+    (`ModelConfig.is_hybrid_swa_compress`) that tests the set; `architecture` "*" stands for
+    any architecture whose config meets the condition (an opt-in by config field)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("set_name", "architecture")
+
+    set_name: str
+    architecture: str
+    member_returns: bool  # what the test gives for a member (False: the set lists exceptions)
+    via: str  # "" when written in the set; "*NAME" when spread from a constant; "append"
+    condition: str | None  # the extra condition as written; None when membership decides alone
+    condition_config: str  # "hf_text_config" / "hf_config" / ""; structured when a single read
+    condition_field: str
+    condition_check: str  # "truthy", "falsy", "is not None", "present", "expression", ""
+    condition_default: str  # the getattr default as written; "" when none
+    condition_when_absent: bool | None  # the condition's truth when the field is absent
+    path: str
+    symbol: str  # the function or variable whose literal names the architecture
+
+    def label(self) -> str:
+        cond = f" when {self.condition}" if self.condition else ""
+        return f"{self.set_name}: {self.architecture}{cond}"
+
+
+class SglangHybridConfigClass(Record):
+    """A config class one of SGLang's hybrid-arch functions (configs/hybrid_arch.py) accepts:
+    the function returns a config for it, which selects the Mamba / linear-attention state pool.
+
+    Matching is by `isinstance`, so subclasses defined in configs/ count (`via` names the class
+    written in the check); `model_type` is the class's own attribute ("" when not found)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("function", "config_class")
+
+    function: str  # e.g. "mamba2_config", "hybrid_gdn_config", "mambaish_config"
+    config_class: str
+    via: str  # "" when the check names the class; the named base class; "<function>()"
+    model_type: str
+    config_read: str  # which config is tested: "hf_config", "hf_config.get_text_config()", ...
+    condition: str | None  # an extra condition as written; None when the class alone decides
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        cond = f" when {self.condition}" if self.condition else ""
+        return f"{self.function}: {self.config_class} ({self.model_type or '?'}){cond}"

@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import DocRegistryFinding, Documented, Registered, compare
+from extractors.doc_findings import (
+    OTHER_SPELLING,
+    REGISTERED_NOT_DOCUMENTED,
+    DocRegistryFinding,
+    Documented,
+    Registered,
+    compare,
+)
 from extractors.errors import MissingPathError
 from extractors.parsing.markdown import parse_document
 from extractors.records import FactKind, Record, SupportScan
@@ -17,12 +24,19 @@ from extractors.trtllm.records import (
     TrtllmRegisteredArchitecture,
     TrtllmSupportedModel,
 )
-from extractors.trtllm.registry import registered_architectures
+from extractors.trtllm.registry import arch_index, import_order, registered_architectures
 
 MODELS_DIRS = ("tensorrt_llm/_torch/models",)
 MODULE_PREFIX = "modeling_"
+ARCH_INDEX_FILE = "_arch_index.py"
+PACKAGE_INIT = "__init__.py"
 SUPPORTED_PAGES = ("docs/source/models/supported-models.md",)
 MODELS_READS = tuple(f"{d}/{MODULE_PREFIX}*.py" for d in MODELS_DIRS)
+REGISTRY_READS = (
+    *MODELS_READS,
+    *(f"{d}/{ARCH_INDEX_FILE}" for d in MODELS_DIRS),
+    *(f"{d}/{PACKAGE_INIT}" for d in MODELS_DIRS),
+)
 
 
 def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -43,7 +57,19 @@ def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]])
             paths=[f"{d}/{MODULE_PREFIX}*.py" for d in MODELS_DIRS],
             anchor="@register_auto_model",
         )
-    rows, warnings = registered_architectures({p: snapshot.read_text(p) for p in modules})
+    directory = modules[0].rsplit("/", 1)[0]
+    index_path, init_path = f"{directory}/{ARCH_INDEX_FILE}", f"{directory}/{PACKAGE_INIT}"
+    index = (
+        arch_index(snapshot.read_text(index_path), index_path)
+        if snapshot.exists(index_path)
+        else None
+    )
+    order = (
+        import_order(snapshot.read_text(init_path), init_path) if snapshot.exists(init_path) else []
+    )
+    rows, warnings = registered_architectures(
+        {p: snapshot.read_text(p) for p in modules}, index=index, index_path=index_path, order=order
+    )
     return FactOutput(tuple(rows), tuple(warnings))
 
 
@@ -62,27 +88,74 @@ def _feature_matrix(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
     return FactOutput(tuple(cells), tuple(warnings))
 
 
+AUTODEPLOY_ONLY = "documented-autodeploy-only-registered"
+
+
+def _autodeploy_only(notes: tuple[str, ...]) -> str:
+    """The footnote that says a row runs only through AutoDeploy ("Supported via the AutoDeploy
+    backend"; not "Also supports ... via AutoDeploy"), else ""."""
+    for note in notes:
+        if "autodeploy" in note.casefold() and "also" not in note.casefold():
+            return note
+    return ""
+
+
 def _findings(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    models = [r for r in needed[SUPPORTED_MODELS.name] if isinstance(r, TrtllmSupportedModel)]
     documented = [
         Documented(
             name=r.architecture,
             where=f"{r.path} § {r.section}",
             note=" ".join(r.architecture_notes),
         )
-        for r in needed[SUPPORTED_MODELS.name]
-        if isinstance(r, TrtllmSupportedModel)
+        for r in models
     ]
     documented += [
         Documented(name=c.architecture, where=f"{c.path} § {c.matrix}", note=" ".join(c.row_notes))
         for c in needed[FEATURE_MATRIX.name]
         if isinstance(c, TrtllmFeatureCell)
     ]
+    rows = [r for r in needed[REGISTRY_ROWS.name] if isinstance(r, TrtllmRegisteredArchitecture)]
     registered = [
-        Registered(name=r.architecture, where=f"{r.path}: {r.class_name}", group=r.module)
-        for r in needed[REGISTRY_ROWS.name]
-        if isinstance(r, TrtllmRegisteredArchitecture)
+        Registered(
+            name=r.architecture,
+            where=f"{r.path}: {r.class_name}",
+            group=r.module,
+            class_name=r.class_name,
+        )
+        for r in rows
     ]
-    return FactOutput(tuple(compare(documented, registered)))
+    findings = compare(documented, registered, spelling_variants=True)
+    encoders = {r.architecture for r in rows if r.component == "vision-encoder"}
+    findings = [
+        f
+        for f in findings
+        if not (f.finding == REGISTERED_NOT_DOCUMENTED and f.architecture in encoders)
+    ]
+    by_name = {r.architecture: r for r in rows}
+    paired = {f.architecture: f.registered_as for f in findings if f.finding == OTHER_SPELLING}
+    flagged: set[str] = set()
+    for model in models:
+        footnote = _autodeploy_only(model.architecture_notes)
+        names = (model.architecture,) if model.architecture in by_name else ()
+        names = names or paired.get(model.architecture, ())
+        if not footnote or not names or model.architecture in flagged:
+            continue
+        flagged.add(model.architecture)
+        where = [f"{by_name[n].path}: {by_name[n].class_name}" for n in names if n in by_name]
+        findings.append(
+            DocRegistryFinding(
+                finding=AUTODEPLOY_ONLY,
+                architecture=model.architecture,
+                registered_as=tuple(names),
+                match="exact-name" if names == (model.architecture,) else "paired-spelling",
+                documented_in=(f"{model.path} § {model.section}",),
+                registered_in=tuple(sorted(where)),
+                note=f"the page footnotes it as AutoDeploy only ({footnote}), but the PyTorch "
+                f"backend registers {', '.join(names)}",
+            )
+        )
+    return FactOutput(tuple(findings))
 
 
 REGISTRY_ROWS = FactKind(
@@ -114,8 +187,10 @@ DOCS_REGISTRY_FINDINGS = FactKind(
     "Documented vs registered",
     DocRegistryFinding,
     "architectures the page names that no decorator registers (the note keeps the footnote, "
-    "e.g. 'Supported via the AutoDeploy backend'), registered strings the page does not name, "
-    "and names spelled differently.",
+    "e.g. 'Supported via the AutoDeploy backend'), registered strings the page does not name "
+    "(vision encoders registered like models left out), names spelled differently (case, the "
+    "class name of a registration, a version token), and rows footnoted AutoDeploy-only that "
+    "the PyTorch backend registers.",
     support=SupportScan("architecture", "finding"),
 )
 
@@ -125,7 +200,7 @@ ENGINE = EngineSpec(
     upstream_url="https://github.com/NVIDIA/TensorRT-LLM",
     matrix_cells=matrix_cells.matrix_cells,
     facts=(
-        FactExtractor(REGISTRY_ROWS, _registry_rows, reads=MODELS_READS),
+        FactExtractor(REGISTRY_ROWS, _registry_rows, reads=REGISTRY_READS),
         FactExtractor(SUPPORTED_MODELS, _supported_models, reads=SUPPORTED_PAGES),
         FactExtractor(FEATURE_MATRIX, _feature_matrix, reads=SUPPORTED_PAGES),
         FactExtractor(

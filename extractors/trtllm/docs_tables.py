@@ -132,19 +132,62 @@ def architecture_table(
                     model=model.text,
                     model_notes=_notes(document, model, row, "Model", subject, section, warnings),
                     hf_examples=tuple(example.code),
-                    example_notes=_notes(
-                        document,
+                    example_notes=_per_example(
                         example,
-                        row,
-                        "HuggingFace Example",
-                        subject,
-                        section,
-                        warnings,
+                        _notes(
+                            document,
+                            example,
+                            row,
+                            "HuggingFace Example",
+                            subject,
+                            section,
+                            warnings,
+                        ),
                     ),
                     path=document.path,
                 )
             )
+    warnings += _unread_tables(document)
     return rows, warnings
+
+
+def _per_example(cell: Cell, notes: tuple[str, ...]) -> tuple[str, ...]:
+    """Each footnote of an example cell on the example it follows: `"<hf id>: [^6] text"`."""
+    by_label = {note.split("]", 1)[0][2:]: note for note in notes}
+    placed = []
+    for label, after in zip(cell.footnotes, cell.footnote_after_code, strict=False):
+        note = by_label.get(label)
+        if note is None:
+            continue
+        placed.append(f"{cell.code[after]}: {note}" if 0 <= after < len(cell.code) else note)
+    return tuple(placed) if len(placed) == len(cell.footnotes) else notes
+
+
+def _read_by_this_module(table: Table) -> bool:
+    first = table.headers[0].text if table.headers else ""
+    return first == ARCHITECTURE_HEADER or first.startswith(MATRIX_HEADER_PREFIX)
+
+
+def _unread_tables(document: Document) -> list[ExtractionWarning]:
+    """One warning per section whose tables neither reader takes (e.g. Visual Generation, which
+    lists diffusion pipelines by HF model id, not architectures)."""
+    skipped: dict[str, int] = {}
+    for table in document.tables:
+        if not _read_by_this_module(table):
+            section = table.section(min_level=1) or "(top of page)"
+            skipped[section] = skipped.get(section, 0) + 1
+    found: list[ExtractionWarning] = []
+    for section, count in sorted(skipped.items()):
+        _warn(
+            found,
+            "skipped-section",
+            section,
+            f"{count} table(s) under '{section}' are not read: they have no Architecture or "
+            "Model Architecture column, so they name no architecture",
+            document.path,
+            section,
+        )
+    return found
 
 
 def feature_matrices(document: Document) -> tuple[list[TrtllmFeatureCell], list[ExtractionWarning]]:

@@ -15,7 +15,9 @@ class TrtllmRegisteredArchitecture(Record):
     architecture: str  # the registered string
     class_name: str  # the decorated class; may differ (DeciLMForCausalLM on NemotronNASForCausalLM)
     module: str  # e.g. "modeling_nemotron_nas"
-    also_in: tuple[str, ...]  # "<module>.<class>" of later registrations of the same string
+    also_in: tuple[str, ...]  # "<module>.<class>" of the other registrations of the same string
+    resolved_by: str = ""  # how a string registered twice is resolved; "" when registered once
+    component: str = ""  # "vision-encoder" for a vision tower registered like a model; else ""
     path: str
 
 

@@ -3,20 +3,35 @@ tensorrt_llm/_torch/models/modeling_*.py (PyTorch backend). Parsed with tree-sit
 
 The registered string is what `config.architectures` must contain; it can differ from the
 class name (`"DeciLMForCausalLM"` on `NemotronNASForCausalLM`), so both are recorded. The
-call form `register_auto_model("X")(Cls)` is read too."""
+call form `register_auto_model("X")(Cls)` is read too.
+
+A string registered by two modules is resolved the engine's way: by `MODEL_ARCH_TO_MODULE` in
+`_arch_index.py` where that lazy-loading index exists (the module it names is the one imported
+for the architecture), else by the import order of the package `__init__.py` (the registry is a
+dict, so the module imported last overwrites the others)."""
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 
 from tree_sitter import Node
 
-from extractors.parsing.python_ts import node_text, parse_python, string_value
-from extractors.records import ExtractionWarning
+from extractors.errors import AnchorError
+from extractors.parsing.python_ts import (
+    import_source,
+    node_text,
+    parse_python,
+    string_value,
+    top_level_assignments,
+)
+from extractors.records import ExtractionWarning, warning
 from extractors.trtllm.records import TrtllmRegisteredArchitecture
 
 DECORATOR = "register_auto_model"
+ARCH_INDEX = "MODEL_ARCH_TO_MODULE"
+VISION_ENCODER = re.compile(r"Vision(?:Model|Tower|Encoder|Transformer)$")
 
 
 def _registered_string(call: Node) -> tuple[str | None, bool]:
@@ -70,7 +85,7 @@ def module_registrations(
 
     def warn(subject: str, message: str) -> None:
         warnings.append(
-            ExtractionWarning(
+            warning(
                 code="unparsed-registration",
                 subject=subject,
                 message=message,
@@ -126,39 +141,151 @@ def module_registrations(
     return found, warnings
 
 
+def arch_index(text: str, path: str) -> dict[str, str]:
+    """MODEL_ARCH_TO_MODULE of `_arch_index.py`: architecture -> providing modeling_* module."""
+    root = parse_python(text, path)
+    value = dict(top_level_assignments(root)).get(ARCH_INDEX)
+    if value is None or value.type != "dictionary":
+        raise AnchorError(
+            f"{ARCH_INDEX} dict not found in {path}", paths=[path], anchor=f"{ARCH_INDEX} = {{...}}"
+        )
+    index: dict[str, str] = {}
+    for pair in value.named_children:
+        if pair.type != "pair":
+            continue
+        key = pair.child_by_field_name("key")
+        module = pair.child_by_field_name("value")
+        arch = string_value(key) if key is not None else None
+        target = string_value(module) if module is not None else None
+        if arch is not None and target is not None:
+            index[arch] = target
+    return index
+
+
+def import_order(text: str, path: str) -> list[str]:
+    """The sibling modules the package `__init__.py` imports, in order (`from .modeling_x import`)."""
+    root = parse_python(text, path)
+    order: list[str] = []
+
+    def visit(node: Node) -> None:
+        for child in node.named_children:
+            if child.type == "import_from_statement":
+                source = import_source(child)
+                name = source[1].split(".")[0] if source is not None and source[0] == 1 else ""
+                if name and name not in order:
+                    order.append(name)
+            elif child.type in ("if_statement", "try_statement", "block", "else_clause"):
+                visit(child)
+
+    visit(root)
+    return order
+
+
+def _component(architecture: str, class_name: str) -> str:
+    if VISION_ENCODER.search(architecture) or VISION_ENCODER.search(class_name):
+        return "vision-encoder"
+    return ""
+
+
+def _winner(
+    architecture: str,
+    found: list[tuple[str, str, str]],
+    index: Mapping[str, str] | None,
+    order: Sequence[str],
+) -> tuple[int, str]:
+    """(position in `found` of the registration the engine uses, how that was decided)."""
+    modules = [module for module, _, _ in found]
+    if index is not None and index.get(architecture) in modules:
+        return modules.index(index[architecture]), f"{ARCH_INDEX} in _arch_index.py"
+    if order and all(m in order for m in modules):
+        last = max(range(len(modules)), key=lambda i: order.index(modules[i]))
+        return last, "the module __init__.py imports last overwrites the others"
+    return 0, "first by path: neither _arch_index.py nor the import order of __init__.py decides"
+
+
 def registered_architectures(
     texts: Mapping[str, str],
+    *,
+    index: Mapping[str, str] | None = None,
+    index_path: str = "",
+    order: Sequence[str] = (),
 ) -> tuple[list[TrtllmRegisteredArchitecture], list[ExtractionWarning]]:
-    """One row per registered string over all modules (sorted by path); a string registered
-    twice is a warning and the first registration is kept."""
-    rows: dict[str, TrtllmRegisteredArchitecture] = {}
+    """One row per registered string over all modules; a string registered twice is resolved
+    the engine's way (see the module docstring) and is a warning."""
+    found: dict[str, list[tuple[str, str, str]]] = {}
     warnings: list[ExtractionWarning] = []
     for path in sorted(texts):
         module = posixpath.splitext(posixpath.basename(path))[0]
-        found, problems = module_registrations(texts[path], path)
+        registrations, problems = module_registrations(texts[path], path)
         warnings += problems
-        for architecture, class_name in found:
-            previous = rows.get(architecture)
-            if previous is not None:
-                warnings.append(
-                    ExtractionWarning(
-                        code="duplicate-architecture",
-                        subject=architecture,
-                        message=f"{architecture} is registered on {previous.module}."
-                        f"{previous.class_name} and on {module}.{class_name}; the first is kept",
-                        path=path,
-                        symbol=DECORATOR,
-                    )
+        for architecture, class_name in registrations:
+            found.setdefault(architecture, []).append((module, class_name, path))
+    rows: list[TrtllmRegisteredArchitecture] = []
+    for architecture, registrations in found.items():
+        resolved_by = ""
+        chosen = 0
+        if len(registrations) > 1:
+            chosen, resolved_by = _winner(architecture, registrations, index, order)
+            where = ", ".join(f"{m}.{c}" for m, c, _ in registrations)
+            module, class_name, path = registrations[chosen]
+            warnings.append(
+                warning(
+                    code="duplicate-architecture",
+                    subject=architecture,
+                    message=f"{architecture} is registered on {where}; the engine uses "
+                    f"{module}.{class_name} ({resolved_by})",
+                    path=path,
+                    symbol=DECORATOR,
                 )
-                rows[architecture] = previous.model_copy(
-                    update={"also_in": (*previous.also_in, f"{module}.{class_name}")}
+            )
+        module, class_name, path = registrations[chosen]
+        if index is not None and index.get(architecture) not in (None, module):
+            warnings.append(
+                warning(
+                    code="index-disagrees",
+                    subject=architecture,
+                    message=f"{ARCH_INDEX} names {index[architecture]} for {architecture}, "
+                    f"but only {module} registers it",
+                    path=index_path,
+                    symbol=ARCH_INDEX,
                 )
-                continue
-            rows[architecture] = TrtllmRegisteredArchitecture(
+            )
+        rows.append(
+            TrtllmRegisteredArchitecture(
                 architecture=architecture,
                 class_name=class_name,
                 module=module,
-                also_in=(),
+                also_in=tuple(
+                    f"{m}.{c}" for i, (m, c, _) in enumerate(registrations) if i != chosen
+                ),
+                resolved_by=resolved_by,
+                component=_component(architecture, class_name),
                 path=path,
             )
-    return list(rows.values()), warnings
+        )
+    if index is not None:
+        warnings += [
+            warning(
+                code="not-in-index",
+                subject=row.architecture,
+                message=f"{row.architecture} is registered in {row.module} but {ARCH_INDEX} does "
+                "not list it: the lazy model zoo imports its module only for another reason",
+                path=index_path,
+                symbol=ARCH_INDEX,
+            )
+            for row in rows
+            if row.architecture not in index
+        ]
+        warnings += [
+            warning(
+                code="index-not-registered",
+                subject=architecture,
+                message=f"{ARCH_INDEX} lists {architecture} ({module}), which no decorator "
+                "registers",
+                path=index_path,
+                symbol=ARCH_INDEX,
+            )
+            for architecture, module in sorted(index.items())
+            if architecture not in found
+        ]
+    return rows, warnings

@@ -7,18 +7,31 @@ from dataclasses import dataclass
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import DocRegistryFinding
-from extractors.records import FactKind, Record, SupportScan
+from extractors.records import FactKind, Record, SupportScan, warning
 from extractors.snapshot import Snapshot
-from extractors.vllm import convertor, docs_tables, matrix_cells
+from extractors.vllm import (
+    attn_type_rule,
+    class_flags,
+    convertor,
+    docs_tables,
+    matrix_cells,
+    model_config_defaults,
+)
 from extractors.vllm.records import (
+    AttnTypeRule,
+    InterfaceFlag,
     KvHeadAlias,
     KvHeadFallback,
     KvHeadOverride,
+    MambaSsmDtypeDefault,
     MlaGate,
     MlaModelType,
+    ModelClassFlags,
+    RegistryNotice,
     RegistryRow,
     VllmDocsRow,
 )
+from extractors.vllm.registry_notices import registry_notices, removal_notes
 from extractors.vllm.registry_rows import registry_rows
 
 
@@ -104,6 +117,70 @@ def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]])
     return FactOutput(tuple(rows), tuple(warnings))
 
 
+def _mamba_ssm_dtype_defaults(
+    snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
+) -> FactOutput:
+    path = snapshot.first_existing(model_config_defaults.PATHS, anchor="MODELS_CONFIG_MAP")
+    return FactOutput(
+        tuple(model_config_defaults.mamba_ssm_dtype_defaults(snapshot.read_text(path), path))
+    )
+
+
+MODEL_DIRS = (
+    "vllm/model_executor/models",
+    "vllm/model_executor/models/transformers",
+    "vllm/models",
+)
+
+
+def _reader(snapshot: Snapshot):
+    """`path -> text or None` over the snapshot, for the class tree's on-demand module reads."""
+
+    def read_text(path: str) -> str | None:
+        return snapshot.read_text(path) if snapshot.exists(path) else None
+
+    return read_text
+
+
+CLASS_FLAG_READS = (*REGISTRY_PATHS, *MODEL_DIRS)
+
+
+def _model_class_flags(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    rows = done["registry_rows"]
+    path = snapshot.first_existing(REGISTRY_PATHS, anchor="_ModelInfo")
+    records, _, warnings, _ = class_flags.model_class_flags(_reader(snapshot), path, rows)
+    return FactOutput(tuple(records), tuple(warnings))
+
+
+def _interface_flags(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing(REGISTRY_PATHS, anchor="interfaces")
+    return FactOutput(tuple(class_flags.interface_flags_at(_reader(snapshot), path)))
+
+
+def _registry_notices(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing(REGISTRY_PATHS, anchor="_PREVIOUSLY_SUPPORTED_MODELS")
+    notices, warnings = registry_notices(snapshot.read_text(path), path)
+    return FactOutput(tuple(notices), tuple(warnings))
+
+
+def _attn_type_rule(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    tried = []
+    for path in attn_type_rule.CONFIG_PATHS:
+        tried.append(path)
+        if snapshot.exists(path):
+            text = snapshot.read_text(path)
+            if "def attn_type" in text:
+                return FactOutput((attn_type_rule.attn_type_rule(text, path),))
+    absent = warning(
+        code="absent",
+        subject="ModelConfig.attn_type",
+        message="no ModelConfig.attn_type at this commit in " + ", ".join(tried),
+        path=tried[0],
+        symbol="ModelConfig.attn_type",
+    )
+    return FactOutput((), (absent,))
+
+
 MLA_MODEL_TYPES = FactKind(
     "mla_model_types",
     "MLA model types",
@@ -162,11 +239,50 @@ DOCS_REGISTRY_FINDINGS = FactKind(
     support=SupportScan("architecture", "finding"),
 )
 
+MAMBA_SSM_DTYPE_DEFAULTS = FactKind(
+    "mamba_ssm_dtype_defaults",
+    "SSM cache dtype defaults",
+    MambaSsmDtypeDefault,
+    "architectures whose MODELS_CONFIG_MAP hook sets --mamba-ssm-cache-dtype when it is 'auto': "
+    "the config field read and the literal used when the field is absent.",
+)
+MODEL_CLASS_FLAGS = FactKind(
+    class_flags.FACT,
+    "Model-class flags",
+    ModelClassFlags,
+    "what _ModelInfo.from_model_cls computes for each registered architecture's class, "
+    "evaluated statically through imports, adapters, decorators and the MRO; empty = unknown "
+    "(see the warnings).",
+)
+INTERFACE_FLAGS = FactKind(
+    class_flags.INTERFACE_FACT,
+    "Interface flags",
+    InterfaceFlag,
+    "the ClassVar flags each interface class of interfaces.py / interfaces_base.py sets; a "
+    "model class inherits them through its MRO.",
+)
+REGISTRY_NOTICES = FactKind(
+    "registry_notices",
+    "Previously supported and out-of-tree architectures",
+    RegistryNotice,
+    "_PREVIOUSLY_SUPPORTED_MODELS (the last version that served it) and _OOT_SUPPORTED_MODELS "
+    "(the plugin that serves it).",
+)
+
+ATTN_TYPE_RULE = FactKind(
+    attn_type_rule.FACT,
+    "Attention type rule",
+    AttnTypeRule,
+    "ModelConfig.attn_type: a pooling run is encoder-only (no KV cache) for the listed default "
+    "sequence pooling types or a false causal key; otherwise the class's attn_type.",
+)
+
 ENGINE = EngineSpec(
     engine_id="vllm",
     title="vLLM",
     upstream_url="https://github.com/vllm-project/vllm",
     matrix_cells=matrix_cells.matrix_cells,
+    removal_notes=removal_notes,
     facts=(
         FactExtractor(MLA_MODEL_TYPES, _mla_model_types, reads=CONVERTOR_READS),
         FactExtractor(MLA_GATES, _mla_gates, reads=CONVERTOR_READS),
@@ -180,6 +296,20 @@ ENGINE = EngineSpec(
             docs_tables.docs_findings,
             needs=("docs_table_rows", "registry_rows"),
             allow_empty=True,
+        ),
+        FactExtractor(
+            MAMBA_SSM_DTYPE_DEFAULTS,
+            _mamba_ssm_dtype_defaults,
+            reads=model_config_defaults.PATHS,
+            allow_empty=True,
+        ),
+        FactExtractor(
+            MODEL_CLASS_FLAGS, _model_class_flags, reads=CLASS_FLAG_READS, needs=("registry_rows",)
+        ),
+        FactExtractor(INTERFACE_FLAGS, _interface_flags, reads=CLASS_FLAG_READS),
+        FactExtractor(REGISTRY_NOTICES, _registry_notices, reads=REGISTRY_PATHS, allow_empty=True),
+        FactExtractor(
+            ATTN_TYPE_RULE, _attn_type_rule, reads=attn_type_rule.CONFIG_PATHS, allow_empty=True
         ),
     ),
 )

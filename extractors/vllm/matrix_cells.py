@@ -1,11 +1,13 @@
-"""vLLM's cells of the cross-engine matrix: registered architectures, their task group, and a
-flag where the architecture's name suggests a model_type that is_deepseek_mla() lists."""
+"""vLLM's cells of the cross-engine matrix: registered architectures, their task group, the
+class flags set on their model class, and a flag where the architecture's name suggests a
+model_type that is_deepseek_mla() lists."""
 
 from __future__ import annotations
 
 import re
 
 from extractors.base import MatrixCell
+from extractors.families import vllm_architecture_flags
 from extractors.records import EngineFacts
 from extractors.vllm.records import MlaModelType, RegistryRow
 
@@ -29,6 +31,7 @@ def main_mla_model_types(facts: EngineFacts) -> set[str]:
 
 def matrix_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
     mla = main_mla_model_types(facts)
+    class_flags = vllm_architecture_flags(facts)
     cells = {}
     for row in facts.records("registry_rows"):
         assert isinstance(row, RegistryRow)
@@ -36,7 +39,9 @@ def matrix_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
         if row.also_in:
             detail += "; also " + ", ".join(row.also_in)
         guess = model_type_guess(row.architecture)
-        flags = (f"MLA if model_type is {guess}",) if guess in mla else ()
+        flags = class_flags.get(row.architecture, ())
+        if guess in mla:
+            flags = (*flags, f"MLA if model_type is {guess}")
         cells[row.architecture] = MatrixCell(
             "registered", detail, f"{row.path} {row.dict_name}", flags
         )

@@ -274,3 +274,127 @@ class VllmDocsRow(Record):
     features: tuple[str, ...]  # "<column>=<yes|no|planned|limited|as-original-model|?raw>"
     other_columns: tuple[str, ...]  # "<column>=<text>" for the remaining text columns
     notes: tuple[str, ...]  # "<column>: [^label] <footnote text>" for footnote refs in the row
+
+
+class ModelClassFlags(Record):
+    """What `_ModelInfo.from_model_cls` computes for one registered architecture's class,
+    evaluated statically (None: not statically known; the warnings say why)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("architecture",)
+
+    architecture: str
+    class_name: str
+    resolved_class: str  # dotted module + class; adapter-built classes name the adapter
+    status: str  # "resolved" or "unresolved"
+    is_text_generation_model: bool | None
+    is_pooling_model: bool | None
+    attn_type: str | None
+    default_seq_pooling_type: str | None
+    default_tok_pooling_type: str | None
+    score_type: str | None
+    supports_multimodal: bool | None
+    supports_multimodal_raw_input_only: bool | None
+    requires_raw_input_tokens: bool | None
+    supports_multimodal_encoder_tp_data: bool | None
+    supports_pp: bool | None
+    has_inner_state: bool | None
+    is_attention_free: bool | None
+    is_hybrid: bool | None
+    has_noops: bool | None
+    supports_mamba_prefix_caching: bool | None
+    supports_transcription: bool | None
+    supports_transcription_only: bool | None
+    supports_lora: bool | None
+    supports_eagle: bool | None
+    supports_eagle3: bool | None
+    supports_quant: bool | None  # SupportsQuant is in the MRO
+    class_mro: tuple[str, ...]  # classes of the vLLM tree, in method resolution order
+    path: str  # the file defining the resolved class
+    symbol: str
+
+    def label(self) -> str:
+        if self.status != "resolved":
+            return f"{self.architecture} (unresolved)"
+        set_flags = [
+            name
+            for name in MODEL_CLASS_BOOL_FLAGS
+            if getattr(self, name) is True and name != "supports_quant"
+        ]
+        return f"{self.architecture} attn_type={self.attn_type} " + ",".join(set_flags)
+
+
+MODEL_CLASS_BOOL_FLAGS = tuple(
+    name for name, info in ModelClassFlags.model_fields.items() if info.annotation == (bool | None)
+)
+
+
+class InterfaceFlag(Record):
+    """A class-level flag an interface class sets (`IsHybrid.is_hybrid: ClassVar[Literal[True]]
+    = True`): every model class with it in its MRO inherits the value."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("protocol", "attribute")
+
+    protocol: str
+    attribute: str
+    value: str  # the literal, as Python writes it
+    annotation: str
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.protocol}.{self.attribute} = {self.value}"
+
+
+class RegistryNotice(Record):
+    """An architecture vLLM names outside its registry: previously supported up to a version,
+    or supported out of tree by a plugin."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("kind", "architecture")
+
+    architecture: str
+    kind: str  # "previously-supported" or "out-of-tree"
+    detail: str  # the last version, or the plugin URL
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.architecture} ({self.kind} {self.detail})"
+
+
+class AttnTypeRule(Record):
+    """`ModelConfig.attn_type`: a pooling run is encoder-only for the listed default sequence
+    pooling types or when the causal key is false; otherwise the class's attn_type."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("symbol",)
+
+    pooling_condition: str  # the branch that applies to pooling runs ("pooler_config")
+    encoder_only_seq_pooling_types: tuple[str, ...]
+    causal_key: str  # hf_config key read in the pooling branch; false -> encoder_only
+    causal_default: str
+    branches: tuple[str, ...]  # every branch in order, "condition -> value"
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return (
+            f"pooling: encoder_only if seq pooling in {list(self.encoder_only_seq_pooling_types)}"
+            f" or {self.causal_key} is false; " + "; ".join(self.branches)
+        )
+
+
+class MambaSsmDtypeDefault(Record):
+    """An architecture whose vLLM config hook sets --mamba-ssm-cache-dtype when it is 'auto'."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("architecture",)
+
+    architecture: str
+    config_class: str  # the MODELS_CONFIG_MAP hook class
+    reads: str  # the config field whose value is used when present
+    config_object: str  # which config object it is read from (hf_config, hf_text_config, ...)
+    default: str  # the literal used when the field is absent; "" keeps 'auto' (model dtype)
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        fallback = f", else {self.default}" if self.default else ", else auto"
+        return f"{self.architecture}: {self.config_object}.{self.reads}{fallback}"

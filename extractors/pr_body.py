@@ -1,0 +1,578 @@
+"""The bump pull request's text: a body that fits GitHub's limit and leads with the answer,
+and the full semantic diff that the workflow keeps beside it."""
+
+from __future__ import annotations
+
+import posixpath
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from extractors.diff import (
+    FactDiff,
+    Pair,
+    changed_fields,
+    fact_fields_changed,
+    markup_only_reasons,
+    plain_text,
+    provenance_fields,
+    rekeyed_fields,
+)
+from extractors.records import ExtractionWarning, Record
+
+if TYPE_CHECKING:
+    from extractors.bump import BumpPlan
+
+GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
+WORKFLOW_NOTICE_RESERVE = 1_000  # left for a notice the workflow puts on top (failed tests)
+BODY_BUDGET = GITHUB_BODY_LIMIT - WORKFLOW_NOTICE_RESERVE
+ITEM_CAPS = (40, 25, 10, 3, 0)  # items of each sign per kind, tried in turn until the body fits
+WARNING_CAP = 20
+IMPACT_CAP = 30
+LINE_CAP = 400  # characters of one listed item
+MOVE_PATTERN_LIMIT = 3  # more distinct moves than this in one kind are summarised as a glob
+SOURCE_LIST_CAP = 8
+OPEN_DETAILS_UP_TO = 8  # a kind with this few lines is shown unfolded
+
+
+@dataclass(frozen=True)
+class BodyLinks:
+    """Where the reader finds what the body leaves out."""
+
+    full_diff_path: str = ""  # the file `--full-diff` wrote
+    full_diff_url: str = ""  # where the workflow keeps it (run page with artifact and summary)
+    tree_url: str = ""  # the repository at the PR branch, for links to generated/ files
+
+
+def github_length(text: str) -> int:
+    """Length as GitHub counts it: UTF-16 code units."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def shown(value: str) -> str:
+    """A calculator value for people: a missing figure is "unknown", never "None"."""
+    return "unknown" if value in ("None", "") else value
+
+
+def _clip(line: str, cap: int = LINE_CAP) -> str:
+    return line if len(line) <= cap else line[: cap - 1] + "…"
+
+
+# ------------------------------------------------------------------ one record change
+
+
+def _as_columns(values: list[str]) -> dict[str, str] | None:
+    """`("LoRA=yes", "PP=no")` as {column: value}; None unless every entry is one column."""
+    pairs = [v.partition("=") for v in values]
+    if not values or not all(sep for _, sep, _ in pairs):
+        return None
+    columns = {name: value for name, _, value in pairs}
+    return columns if len(columns) == len(values) else None
+
+
+def _tuple_change(name: str, before: tuple, after: tuple) -> str:
+    old_plain = [plain_text(v) if isinstance(v, str) else repr(v) for v in before]
+    new_plain = [plain_text(v) if isinstance(v, str) else repr(v) for v in after]
+    old_columns, new_columns = _as_columns(old_plain), _as_columns(new_plain)
+    if old_columns is not None and new_columns is not None:
+        bits = [
+            f"{c} {old_columns[c]} -> {v}"
+            for c, v in new_columns.items()
+            if c in old_columns and old_columns[c] != v
+        ]
+        bits += [f"+{c}={v}" for c, v in new_columns.items() if c not in old_columns]
+        bits += [f"-{c}={v}" for c, v in old_columns.items() if c not in new_columns]
+    else:
+        bits = [f"+{v}" for v in new_plain if v not in old_plain]
+        bits += [f"-{v}" for v in old_plain if v not in new_plain]
+    if bits:
+        return f"{name} " + ", ".join(bits)
+    if old_plain == new_plain:
+        return f"{name} markup only"
+    return f"{name} reordered"
+
+
+def _field_change(name: str, before: object, after: object) -> str:
+    if isinstance(before, tuple) and isinstance(after, tuple):
+        return _tuple_change(name, before, after)
+    if (
+        isinstance(before, str)
+        and isinstance(after, str)
+        and plain_text(before) == plain_text(after)
+    ):
+        return f"{name} markup only"
+    return f"{name} {repr(before)} -> {repr(after)}"
+
+
+def change_text(old: Record, new: Record) -> str:
+    """`~label: what changed`, naming a changed key and a move beside the fact fields."""
+    before, after = old.model_dump(), new.model_dump()
+    facts = fact_fields_changed(old, new)
+    keys = set(rekeyed_fields(old, new))
+    parts = [
+        ("key " if name in keys else "") + _field_change(name, before.get(name), after.get(name))
+        for name in facts
+    ]
+    moved = [n for n in changed_fields(old, new) if n not in facts]
+    if "path" in moved:
+        parts.append(f"moved `{before['path']}` -> `{after['path']}`")
+    elif moved:
+        parts.append("provenance " + ", ".join(moved) + " changed")
+    if old.label() == new.label():
+        label = new.label()
+    elif old.KEY and old.identity() == new.identity():
+        label = " ".join(str(v) for v in new.identity())
+    else:
+        label = f"{old.label()} -> {new.label()}"
+    return f"~{label}: " + "; ".join(parts)
+
+
+# ------------------------------------------------------------------ moves
+
+
+@dataclass(frozen=True)
+class MovePattern:
+    count: int
+    changes: tuple[tuple[str, str, str], ...]  # (field, old, new); values may be globs
+
+
+def _glob(values: set[str]) -> str:
+    if len(values) == 1:
+        return next(iter(values))
+    folders = {posixpath.dirname(v) for v in values}
+    folder = posixpath.commonpath(list(folders)) if all(folders) else ""
+    suffixes = {posixpath.splitext(v)[1] for v in values}
+    suffix = suffixes.pop() if len(suffixes) == 1 else ""
+    return (folder + "/" if folder else "") + "*" + suffix
+
+
+def move_patterns(pairs: tuple[Pair, ...]) -> list[MovePattern]:
+    """One pattern per kind of move; many distinct moves collapse to a glob (`conversion/*.py`)."""
+    raw: list[tuple[tuple[str, str, str], ...]] = []
+    for old, new in pairs:
+        where = provenance_fields(old) | provenance_fields(new)
+        raw.append(
+            tuple(
+                (n, str(getattr(old, n, "")), str(getattr(new, n, "")))
+                for n in changed_fields(old, new)
+                if n in where
+            )
+        )
+    exact = Counter(raw)
+    if len(exact) <= MOVE_PATTERN_LIMIT:
+        return [MovePattern(n, changes) for changes, n in sorted(exact.items())]
+    by_fields: dict[tuple[str, ...], list] = {}
+    for changes in raw:
+        by_fields.setdefault(tuple(c[0] for c in changes), []).append(changes)
+    patterns = []
+    for names, group in sorted(by_fields.items()):
+        changes = tuple(
+            (
+                name,
+                _glob({c[i][1] for c in group}),
+                _glob({c[i][2] for c in group}),
+            )
+            for i, name in enumerate(names)
+        )
+        patterns.append(MovePattern(len(group), changes))
+    return patterns
+
+
+def move_line(title: str, pattern: MovePattern) -> str:
+    bits = []
+    for name, old, new in pattern.changes:
+        if name == "path":
+            bits.insert(0, f"moved from `{old}` to `{new}`")
+        else:
+            bits.append(f"{name} `{old}` -> `{new}`")
+    rows = "row" if pattern.count == 1 else "rows"
+    says = "what it says is unchanged" if pattern.count == 1 else "what they say is unchanged"
+    return f"{pattern.count} {title} {rows} " + ", ".join(bits) + f"; {says}"
+
+
+# ------------------------------------------------------------------ per-kind lines
+
+
+def _counts(delta: FactDiff, *, with_moves: bool = True) -> str:
+    bits = []
+    if delta.added:
+        bits.append(f"+{len(delta.added)}")
+    if delta.removed:
+        bits.append(f"−{len(delta.removed)}")
+    if delta.changed:
+        bits.append(f"~{len(delta.changed)}")
+    if delta.reordered:
+        bits.append("reordered")
+    if delta.moved and with_moves:
+        bits.append(f"{len(delta.moved)} moved")
+    return ", ".join(bits)
+
+
+def _markup_summary(markup: list[tuple[Pair, tuple[str, ...]]]) -> str:
+    reasons = Counter(r for _, why in markup for r in why)
+    listed = ", ".join(f"{reason}: {n}" for reason, n in sorted(reasons.items()))
+    rows = "row differs" if len(markup) == 1 else "rows differ"
+    return f"{len(markup)} {rows} only in markup ({listed}); what they say is unchanged"
+
+
+def _removed_text(delta: FactDiff, record: Record) -> str:
+    note = delta.removal_note(record)
+    return f"-{record.label()}" + (f": {note}" if note else "")
+
+
+def fact_items(delta: FactDiff, *, full: bool) -> tuple[list[str], dict[str, list[str]]]:
+    """(summary lines that are always shown, item lines per group that may be capped)."""
+    markup = [(p, markup_only_reasons(*p)) for p in delta.changed]
+    markup = [(p, why) for p, why in markup if why]
+    markup_ids = {id(p) for p, _ in markup}
+    always = []
+    if markup:
+        always.append(_markup_summary(markup))
+    if delta.reordered:
+        always.append("order changed (order matters for this fact)")
+    items = {
+        "added": [f"+{r.label()}" for r in delta.added],
+        "removed": [_removed_text(delta, r) for r in delta.removed],
+        "changed": [change_text(*p) for p in delta.changed if id(p) not in markup_ids],
+    }
+    if full:
+        items["changed"] += [change_text(*p) for p, _ in markup]
+        items["moved"] = [change_text(*p) for p in delta.moved]
+    return always, items
+
+
+# ------------------------------------------------------------------ sections
+
+
+def _compare_url(plan: BumpPlan) -> str:
+    base = plan.old_pin.url.removesuffix(".git")
+    if base.startswith("https://github.com/"):
+        return f"{base}/compare/{plan.old_pin.commit}...{plan.new_pin.commit}"
+    return ""
+
+
+def _link(text: str, relative: str, links: BodyLinks) -> str:
+    if links.tree_url:
+        return f"[`{text}`]({links.tree_url.rstrip('/')}/{relative})"
+    return f"`{text}`"
+
+
+def _impact_summary(plan: BumpPlan) -> str:
+    if plan.impact is None:
+        return "calculator impact not computed"
+    if not plan.impact:
+        return "calculator figures unchanged"
+    samples = len({c.sample for c in plan.impact})
+    figures = "figure" if len(plan.impact) == 1 else "figures"
+    return f"calculator: {len(plan.impact)} {figures} changed on {samples} sample(s)"
+
+
+def verdict(plan: BumpPlan) -> str:
+    """The answer in one line: what each fact kind gained, lost and changed."""
+    parts = []
+    for delta in plan.diff.facts:
+        if delta.empty or delta.says_nothing_new:
+            continue
+        markup = sum(1 for p in delta.changed if markup_only_reasons(*p))
+        note = f" ({markup} in markup only)" if markup else ""
+        parts.append(f"{delta.title} {_counts(delta, with_moves=False)}{note}")
+    moved = sum(len(d.moved) for d in plan.diff.facts)
+    if not parts:
+        parts.append("no fact changed")
+    if moved:
+        parts.append(f"{moved} rows moved without change")
+    return "; ".join(parts) + "; " + _impact_summary(plan)
+
+
+def _head(plan: BumpPlan, links: BodyLinks) -> list[str]:
+    lines: list[str] = []
+    if plan.accepted_shrink:
+        lines += [
+            "> **Shrink accepted with --allow-shrink.** These fact sets shrank by more "
+            "than half or disappeared:",
+            ">",
+        ]
+        lines += [f"> - {s.fact}: {s.old_count} -> {s.new_count}" for s in plan.shrinks]
+        lines.append("")
+    what = "first extraction" if plan.diff.first_extraction else "constraint bump"
+    lines += [
+        f"## {plan.engine.title}: {what}",
+        "",
+        "| | commit | date |",
+        "| --- | --- | --- |",
+    ]
+    if not plan.diff.first_extraction:
+        lines.append(f"| old | `{plan.old_pin.commit}` | {plan.old_pin.date} |")
+    lines += [f"| new | `{plan.new_pin.commit}` | {plan.new_pin.date} |", ""]
+    if plan.diff.first_extraction:
+        table = _link(
+            f"generated/{plan.engine.engine_id}/README.md",
+            f"generated/{plan.engine.engine_id}/README.md",
+            links,
+        )
+        lines += [
+            f"**Verdict:** first extraction: no previous `generated/{plan.engine.engine_id}/` "
+            f"to compare with, so this is not a diff; review the facts in {table}; "
+            + _impact_summary(plan)
+            + ".",
+            "",
+        ]
+        return lines
+    lines += [f"**Verdict:** {verdict(plan)}.", ""]
+    compare = _compare_url(plan)
+    if compare:
+        lines += [f"Compare: {compare}", ""]
+    return lines
+
+
+def _full_diff_note(links: BodyLinks) -> list[str]:
+    if links.full_diff_url:
+        return [f"Full semantic diff: [job summary and artifact]({links.full_diff_url}).", ""]
+    if links.full_diff_path:
+        return [f"Full semantic diff: `{links.full_diff_path}` (written by the bump).", ""]
+    return []
+
+
+def _first_extraction_counts(plan: BumpPlan) -> list[str]:
+    lines = ["## Facts", "", "| fact | rows |", "| --- | ---: |"]
+    lines += [f"| {d.title} | {d.new_count} |" for d in plan.diff.facts]
+    lines.append("")
+    return lines
+
+
+def _summary(plan: BumpPlan) -> list[str]:
+    lines = ["## Summary", ""]
+    changed = [d for d in plan.diff.facts if not d.empty]
+    if not changed and not _has_warning_change(plan):
+        return lines + ["Nothing changed beyond the header.", ""]
+    lines += [
+        "| fact | before | after | + | − | ~ | moved |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for d in changed:
+        lines.append(
+            f"| {d.title} | {d.old_count} | {d.new_count} | {len(d.added)} | {len(d.removed)} "
+            f"| {len(d.changed)}{' (reordered)' if d.reordered else ''} | {len(d.moved)} |"
+        )
+    same = [d.title for d in plan.diff.facts if d.empty and not d.header_changed]
+    header_only = [d.title for d in plan.diff.facts if d.empty and d.header_changed]
+    lines.append("")
+    if same:
+        lines += ["Unchanged: " + ", ".join(same) + ".", ""]
+    if header_only:
+        lines += [
+            "Only the header changed (new blob SHAs of the files read; the facts are the "
+            "same): " + ", ".join(header_only) + ".",
+            "",
+        ]
+    moves = [move_line(d.title, p) for d in changed for p in move_patterns(d.moved)]
+    sources = plan.diff.sources
+    if sources.blob_changed:
+        shown_paths = ", ".join(f"`{p}`" for p in sources.blob_changed[:SOURCE_LIST_CAP])
+        more = len(sources.blob_changed) - SOURCE_LIST_CAP
+        moves.append(
+            f"{len(sources.blob_changed)} source files have new blob SHAs in the module "
+            f"headers ({shown_paths}{f', and {more} more' if more > 0 else ''})"
+        )
+    if sources.added or sources.removed:
+        moves.append(
+            f"files read: {len(sources.added)} new, {len(sources.removed)} no longer read "
+            "(listed in the full diff)"
+        )
+    if moves:
+        lines += ["Provenance only:", ""] + [f"- {_clip(m, 4 * LINE_CAP)}" for m in moves] + [""]
+    return lines
+
+
+def _has_warning_change(plan: BumpPlan) -> bool:
+    d = plan.diff
+    return bool(d.warnings_added or d.warnings_removed or d.warnings_moved)
+
+
+Items = dict[str, tuple[list[str], dict[str, list[str]]]]
+
+
+def _details(plan: BumpPlan, cap: int | None, items: Items | None = None) -> tuple[list[str], int]:
+    """Per-kind <details> with at most `cap` items of each sign; (lines, items left out).
+    `items`: the capped-mode lines per kind, computed once for every cap tried."""
+    lines: list[str] = []
+    left_out = 0
+    changed = [d for d in plan.diff.facts if not d.says_nothing_new]
+    if not changed:
+        return lines, 0
+    lines += [
+        "## Details",
+        "",
+        "`+` added, `-` removed (for findings: no longer found), `~` changed.",
+        "",
+    ]
+    for delta in changed:
+        always, groups = (
+            items[delta.fact] if items is not None else fact_items(delta, full=cap is None)
+        )
+        counts = {g: len(v) if cap is None else min(len(v), cap) for g, v in groups.items()}
+        shown_items = [line for g, lines in groups.items() for line in lines[: counts[g]]]
+        missing = {g: len(v) - counts[g] for g, v in groups.items() if len(v) > counts[g]}
+        more = sum(missing.values())
+        left_out += more
+        small = len(always) + len(shown_items) <= OPEN_DETAILS_UP_TO and not more
+        lines += [
+            "<details open>" if small and cap is not None else "<details>",
+            f"<summary>{delta.title}: {_counts(delta)} ({delta.old_count} -> "
+            f"{delta.new_count})</summary>",
+            "",
+        ]
+        lines += [f"- {_clip(line) if cap is not None else line}" for line in always]
+        lines += [f"- {_clip(line) if cap is not None else line}" for line in shown_items]
+        if more:
+            what = ", ".join(f"{n} {g}" for g, n in missing.items())
+            lines.append(f"- and {more} more ({what}; in the full semantic diff)")
+        lines += ["", "</details>", ""]
+    return lines, left_out
+
+
+def warning_text(warning: ExtractionWarning) -> str:
+    """`[code] subject: message`, the subject not repeated when the message starts with it."""
+    if warning.subject and not warning.message.startswith(warning.subject):
+        return f"[{warning.code}] {_clip(warning.subject, 100)}: {warning.message}"
+    return f"[{warning.code}] {warning.message}"
+
+
+def _warnings(plan: BumpPlan, cap: int | None) -> list[str]:
+    lines = ["## Warnings", ""]
+    d = plan.diff
+    if plan.diff.first_extraction:
+        return lines + [f"{len(plan.new_facts.warnings)} recorded (see the reviewer table).", ""]
+    entries = [f"new: {warning_text(w)}" for w in d.warnings_added]
+    entries += [f"gone: {warning_text(w)}" for w in d.warnings_removed]
+    if not entries and not d.warnings_moved:
+        return lines + [
+            f"No change ({len(plan.new_facts.warnings)} warnings recorded, as before).",
+            "",
+        ]
+    shown_entries = entries if cap is None else entries[:cap]
+    lines += [f"- {_clip(e) if cap is not None else e}" for e in shown_entries]
+    if len(entries) > len(shown_entries):
+        lines.append(f"- and {len(entries) - len(shown_entries)} more (in the full semantic diff)")
+    if d.warnings_moved:
+        n = len(d.warnings_moved)
+        lines.append(
+            f"- {n} warning{'s' if n != 1 else ''} moved (path or symbol only); "
+            "the text is unchanged"
+        )
+    return lines + [""]
+
+
+def _impact(plan: BumpPlan, cap: int | None) -> list[str]:
+    lines = ["## Calculator impact", ""]
+    if plan.impact is None:
+        return lines + [f"Not computed: {plan.impact_note or 'no calculator available'}.", ""]
+    if not plan.impact:
+        return lines + ["No figure or verdict of `apron plan` changed on the sample configs.", ""]
+    rows = plan.impact if cap is None else plan.impact[:cap]
+    lines += ["| sample | field | before | after |", "| --- | --- | --- | --- |"]
+    lines += [
+        _clip(f"| {c.sample} | {c.field} | {shown(c.before)} | {shown(c.after)} |") for c in rows
+    ]
+    if len(plan.impact) > len(rows):
+        lines.append(f"\nand {len(plan.impact) - len(rows)} more rows (in the full semantic diff)")
+    return lines + [""]
+
+
+def _footer(plan: BumpPlan) -> list[str]:
+    return [
+        f"Generated by `extract bump --engine {plan.engine.engine_id} --to {plan.new_pin.commit}`."
+    ]
+
+
+# ------------------------------------------------------------------ the two documents
+
+
+def _join(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def render_full_diff(plan: BumpPlan) -> str:
+    """Every line of the semantic diff, uncapped: the file the workflow keeps."""
+    lines = _head(plan, BodyLinks())
+    if plan.diff.first_extraction:
+        lines += _first_extraction_counts(plan)
+    else:
+        lines += _summary(plan)
+    details, _ = _details(plan, None)
+    lines += details
+    lines += _sources_in_full(plan)
+    lines += _warnings(plan, None) + _impact(plan, None) + _footer(plan)
+    return _join(lines)
+
+
+def _sources_in_full(plan: BumpPlan) -> list[str]:
+    s = plan.diff.sources
+    if s.empty:
+        return []
+    lines = ["## Source files", ""]
+    lines += [f"- blob changed: `{p}`" for p in s.blob_changed]
+    lines += [f"- newly read: `{p}`" for p in s.added]
+    lines += [f"- no longer read: `{p}`" for p in s.removed]
+    return lines + [""]
+
+
+def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = BODY_BUDGET) -> str:
+    """The pull-request body, at most `limit` characters: items per kind are capped (tighter
+    until it fits), and what is left out is counted and pointed to."""
+    head = _head(plan, links)
+    if plan.diff.first_extraction:
+        middle = _first_extraction_counts(plan)
+        tail = _warnings(plan, WARNING_CAP) + _impact(plan, IMPACT_CAP)
+        return _fit(_join(head + middle + tail + _footer(plan)), limit)
+    summary = _summary(plan)
+    tail = _warnings(plan, WARNING_CAP) + _impact(plan, IMPACT_CAP)
+    body = ""
+    items = {d.fact: fact_items(d, full=False) for d in plan.diff.facts if not d.says_nothing_new}
+    for cap in ITEM_CAPS:
+        details, left_out = _details(plan, cap, items)
+        notice = _truncation_notice(plan, cap, left_out, links)
+        body = _join(head + notice + summary + details + tail + _footer(plan))
+        if github_length(body) <= limit:
+            return body
+    return _fit(body, limit)
+
+
+def _truncation_notice(plan: BumpPlan, cap: int, left_out: int, links: BodyLinks) -> list[str]:
+    note = _full_diff_note(links)
+    if not left_out:
+        return note
+    where = "the full semantic diff" + (
+        f" ([job summary and artifact]({links.full_diff_url}))"
+        if links.full_diff_url
+        else (f" (`{links.full_diff_path}`)" if links.full_diff_path else "")
+    )
+    return [
+        f"> **Truncated:** this body shows at most {cap} additions, {cap} removals and {cap} "
+        f"changes per fact kind; {left_out} more "
+        f"are in {where}.",
+        "",
+    ]
+
+
+def _fit(body: str, limit: int) -> str:
+    """Last resort for pathological input: cut at the limit and say so."""
+    if github_length(body) <= limit:
+        return body
+    notice = "\n\n> **Truncated** at GitHub's body limit; the rest is in the full semantic diff.\n"
+    budget = limit - github_length(notice)
+    cut = body[:budget]
+    while github_length(cut) > budget:
+        cut = cut[: len(cut) - max(1, (github_length(cut) - budget) // 2)]
+    return cut + notice
+
+
+def render_pr_title(plan: BumpPlan) -> str:
+    title = plan.engine.title
+    if plan.diff.first_extraction:
+        return f"First extraction of {title} at {plan.new_pin.commit[:12]} ({plan.new_pin.date})\n"
+    changed = [d for d in plan.diff.facts if not d.empty and not d.says_nothing_new]
+    what = ", ".join(d.title for d in changed[:3]) if changed else "provenance only"
+    if not any(not d.empty for d in plan.diff.facts):
+        what = "header only"
+    return f"Bump {title} to {plan.new_pin.commit[:12]} ({plan.new_pin.date}): {what}\n"

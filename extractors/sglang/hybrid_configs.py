@@ -1,0 +1,347 @@
+"""SGLang's Mamba / linear-attention hybrids, decided by config class: the functions of
+configs/hybrid_arch.py (2026), or the same-named properties of ModelRunner in
+model_executor/model_runner.py (earlier).
+
+Each function (`mamba2_config`, `hybrid_gdn_config`, `kimi_linear_config`, ...) returns
+the config when `isinstance(config, A | B | ...)` holds; `mambaish_config` is the union that
+selects the state pool, and it also consults `_LINEAR_ATTN_MODEL_REGISTRY`, which plugins fill at
+run time (not statically known: a warning). Subclasses defined in configs/*.py match too, and
+each class's `model_type` comes from its own class attribute. Pure: file texts in, records out."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import libcst as cst
+
+from extractors.errors import AnchorError
+from extractors.parsing.python_cst import (
+    class_methods,
+    conjuncts,
+    parse_module,
+    statements,
+    top_level_classes,
+    walk,
+)
+from extractors.parsing.python_ts import assignments, node_text, parse_python, string_value
+from extractors.records import ExtractionWarning, warning
+from extractors.sglang.records import SglangHybridConfigClass
+
+FACT = "hybrid_config_classes"
+UNION = "mambaish_config"
+REGISTRY_HELPERS = ("_get_linear_attn_registry_result", "linear_attn_registry_result")
+REGISTER_CALL = "register_linear_attn_model("
+CONFIG_SOURCES = {
+    "model_config.hf_config": "hf_config",
+    "self.model_config.hf_config": "hf_config",
+    "model_config.hf_config.get_text_config()": "hf_config.get_text_config()",
+    'getattr(config, "text_config", None)': "hf_config.text_config",
+    "config.text_config": "hf_config.text_config",
+}
+
+
+@dataclass(frozen=True)
+class ConfigClass:
+    name: str
+    bases: tuple[str, ...]
+    model_type: str
+
+
+def config_classes(texts: Mapping[str, str]) -> dict[str, ConfigClass]:
+    """Top-level classes of configs/*.py with their base names and `model_type` attribute."""
+    found: dict[str, ConfigClass] = {}
+    for path in sorted(texts):
+        root = parse_python(texts[path], path)
+        for node in root.named_children:
+            cls = (
+                node.child_by_field_name("definition")
+                if node.type == "decorated_definition"
+                else node
+            )
+            if cls is None or cls.type != "class_definition":
+                continue
+            name = node_text(cls.child_by_field_name("name"))
+            supers = cls.child_by_field_name("superclasses")
+            bases = tuple(
+                node_text(b).rsplit(".", 1)[-1]
+                for b in (supers.named_children if supers is not None else [])
+                if b.type in ("identifier", "attribute")
+            )
+            body = cls.child_by_field_name("body")
+            model_type = ""
+            for key, value in assignments(body) if body is not None else []:
+                if key == "model_type" and value is not None:
+                    model_type = string_value(value) or ""
+            found.setdefault(name, ConfigClass(name, bases, model_type))
+    return found
+
+
+def _subclasses(classes: Mapping[str, ConfigClass], name: str) -> list[str]:
+    """`name` and every class of `classes` that derives from it, nearest first."""
+    result, frontier = [name], [name]
+    while frontier:
+        nxt = sorted(c.name for c in classes.values() if set(c.bases) & set(frontier))
+        nxt = [n for n in nxt if n not in result]
+        result += nxt
+        frontier = nxt
+    return result
+
+
+class _Reader:
+    def __init__(self, module: cst.Module, path: str) -> None:
+        self.module = module
+        self.path = path
+        self.warnings: list[ExtractionWarning] = []
+
+    def code(self, node: cst.CSTNode) -> str:
+        text = " ".join(self.module.code_for_node(node).split())
+        return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
+
+    def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
+        self.warnings.append(
+            warning(
+                code=code,
+                subject=subject,
+                message=message,
+                path=self.path,
+                symbol=symbol,
+            )
+        )
+
+
+def _named_classes(node: cst.BaseExpression) -> list[str] | None:
+    """`A | B | C`, `(A, B)` or `A` as class names; None for anything else."""
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.Attribute):
+        return [node.attr.value]
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        left, right = _named_classes(node.left), _named_classes(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, cst.Tuple):
+        names = [_named_classes(e.value) for e in node.elements]
+        return [n for group in names for n in group] if all(g is not None for g in names) else None  # type: ignore[union-attr]
+    return None
+
+
+def _isinstance(node: cst.BaseExpression) -> tuple[cst.BaseExpression, list[str]] | None:
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == "isinstance"
+        and len(node.args) == 2
+    ):
+        classes = _named_classes(node.args[1].value)
+        if classes is not None:
+            return node.args[0].value, classes
+    return None
+
+
+def _returns_none(body: list[cst.CSTNode], reader: _Reader) -> bool:
+    return (
+        bool(body)
+        and isinstance(body[-1], cst.Return)
+        and (body[-1].value is None or reader.code(body[-1].value) == "None")
+    )
+
+
+def _holds_when(node: cst.If, reader: _Reader) -> str:
+    """When a nested `if` lets the config through: its test, or the negation when its body
+    returns None (`if not has_mamba: return None` -> `has_mamba`)."""
+    test = reader.code(node.test)
+    if not _returns_none(statements(node.body), reader):
+        return test
+    return test[4:] if test.startswith("not ") else f"not ({test})"
+
+
+def _body_condition(body: list[cst.CSTNode], reader: _Reader, raw: bool = False) -> str:
+    """A branch body in words: when it lets the config through (with `raw`, the tests as
+    written), with the locals they read."""
+    where = [reader.code(n) for n in body if isinstance(n, cst.Assign) and len(n.targets) == 1]
+    tests = [
+        reader.code(n.test) if raw else _holds_when(n, reader)
+        for n in body
+        if isinstance(n, cst.If)
+    ]
+    last = body[-1] if body else None
+    if not tests and isinstance(last, cst.Return) and isinstance(last.value, cst.IfExp):
+        tests = [reader.code(last.value.test)]
+    if not tests:
+        return " ".join(reader.code(n) for n in body)
+    text = " and ".join(tests)
+    return f"{text} (where {'; '.join(where)})" if where else text
+
+
+def _returns_config(body: list[cst.CSTNode], reader: _Reader) -> tuple[bool, str | None]:
+    """(whether the branch can return a config, the extra condition as written)."""
+    if len(body) == 1 and isinstance(body[0], cst.Return) and body[0].value is not None:
+        value = body[0].value
+        if isinstance(value, cst.Name) and value.value == "None":
+            return False, None
+        if isinstance(value, cst.IfExp):
+            return True, reader.code(value.test)
+        return True, None
+    code = _body_condition(body, reader)
+    can_return = any(
+        isinstance(n, cst.Return) and n.value is not None and reader.code(n.value) != "None"
+        for s in body
+        for n in walk(s)
+    )
+    return can_return, code
+
+
+def _function_rows(
+    reader: _Reader, fn: cst.FunctionDef, classes: Mapping[str, ConfigClass]
+) -> list[SglangHybridConfigClass]:
+    name = fn.name.value
+    env: dict[str, str] = {}
+    rows: list[SglangHybridConfigClass] = []
+    for node in walk(fn):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            if isinstance(target, cst.Name):
+                env[target.value] = reader.code(node.value)
+        if not isinstance(node, cst.If):
+            continue
+        parts = conjuncts(node.test)
+        checks = [(p, _isinstance(p)) for p in parts]
+        matched = [(p, c) for p, c in checks if c is not None]
+        if len(matched) != 1:
+            continue
+        part, (subject, named) = matched[0]
+        others = [reader.code(p) for p in parts if p is not part]
+        can_return, body_condition = _returns_config(statements(node.body), reader)
+        read = reader.code(subject)
+        read = CONFIG_SOURCES.get(env.get(read, read), env.get(read, read))
+        if not can_return:
+            body_condition = _body_condition(statements(node.body), reader, raw=True)
+            when = " and ".join(others)
+            reader.warn(
+                "exception-branch",
+                f"{name}: {', '.join(named)}",
+                f"{name} returns None for {', '.join(named)}"
+                + (f" when {when}" if when else "")
+                + (f" and {body_condition}" if body_condition else "")
+                + ": an exception the class rows below do not carry",
+                name,
+            )
+            continue
+        condition = " and ".join([*others, *([body_condition] if body_condition else [])]) or None
+        for written in named:
+            for cls in _subclasses(classes, written):
+                rows.append(
+                    SglangHybridConfigClass(
+                        function=name,
+                        config_class=cls,
+                        via="" if cls == written else written,
+                        model_type=classes[cls].model_type if cls in classes else "",
+                        config_read=read,
+                        condition=condition,
+                        path=reader.path,
+                        symbol=name,
+                    )
+                )
+            if written not in classes:
+                reader.warn(
+                    "class-not-in-configs",
+                    written,
+                    f"{written} is not defined in configs/*.py: its model_type and subclasses "
+                    "are not known",
+                    name,
+                )
+    return rows
+
+
+def _functions(module: cst.Module, class_name: str | None) -> dict[str, cst.FunctionDef]:
+    if class_name is None:
+        return {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    cls = top_level_classes(module).get(class_name)
+    return class_methods(cls) if cls is not None else {}
+
+
+def _union_members(reader: _Reader, fn: cst.FunctionDef) -> list[str]:
+    """What `mambaish_config` combines: `f(model_config)` calls or `self.f` properties."""
+    members: list[str] = []
+    for node in walk(fn):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+            members.append(node.func.value)
+        elif isinstance(node, cst.Attribute) and reader.code(node.value) == "self":
+            members.append(node.attr.value)
+    return members
+
+
+def hybrid_config_classes(
+    text: str,
+    path: str,
+    config_texts: Mapping[str, str],
+    model_texts: Mapping[str, str],
+    class_name: str | None = None,
+) -> tuple[list[SglangHybridConfigClass], list[ExtractionWarning]]:
+    """Every config class a hybrid-arch function accepts, and the union `mambaish_config`
+    (functions of the module, or methods of `class_name` in the older layout)."""
+    module = parse_module(text, path)
+    reader = _Reader(module, path)
+    classes = config_classes(config_texts)
+    functions = _functions(module, class_name)
+    if UNION not in functions:
+        owner = f"{class_name}." if class_name else ""
+        raise AnchorError(
+            f"function {owner}{UNION} not found in {path}",
+            paths=[path],
+            anchor=f"def {owner}{UNION}(...)",
+        )
+    members = _union_members(reader, functions[UNION])
+    checked = [n for n in functions if n != UNION and (class_name is None or n in members)]
+    by_function: dict[str, list[SglangHybridConfigClass]] = {
+        name: _function_rows(reader, functions[name], classes) for name in checked
+    }
+    union: list[SglangHybridConfigClass] = []
+    for called in members:
+        if called in REGISTRY_HELPERS:
+            registrations = sum(t.count(REGISTER_CALL) for t in model_texts.values())
+            reader.warn(
+                "run-time-registry",
+                UNION,
+                f"{UNION} also accepts any config class registered in "
+                "_LINEAR_ATTN_MODEL_REGISTRY by register_linear_attn_model(...) at run time "
+                f"(plugins); not statically known ({registrations} call(s) in the models "
+                "package)",
+                UNION,
+            )
+        for row in by_function.get(called, ()):
+            union.append(row.model_copy(update={"function": UNION, "via": f"{called}()"}))
+    rows = [r for name in sorted(by_function) for r in by_function[name]]
+    rows += union
+    if not rows:
+        raise AnchorError(
+            f"no isinstance(config, ...) check in the functions of {path}",
+            paths=[path],
+            anchor="isinstance(config, <ConfigClass> | ...)",
+        )
+    unique: dict[tuple[str, str], SglangHybridConfigClass] = {}
+    for row in rows:
+        unique.setdefault((row.function, row.config_class), row)
+    for name in sorted({r.config_class for r in unique.values() if not r.model_type}):
+        if name in classes:
+            reader.warn(
+                "inherited-model-type",
+                name,
+                f"{name} sets no model_type itself: it inherits one from "
+                f"{', '.join(classes[name].bases) or 'its bases'}, outside configs/",
+                UNION,
+            )
+    return list(unique.values()), reader.warnings
+
+
+def config_module_paths(paths: list[str], directory: str) -> list[str]:
+    """The configs/*.py files directly in `directory` (not hybrid_arch.py itself)."""
+    return [
+        p
+        for p in paths
+        if posixpath.dirname(p) == directory
+        and p.endswith(".py")
+        and not p.endswith("/hybrid_arch.py")
+    ]

@@ -1,0 +1,586 @@
+"""Evaluate vLLM's flag functions (`is_hybrid(model)`, `supports_pp(model)`, ...) on a static class.
+
+A tiny interpreter over the functions' own source: `getattr`/`hasattr` walk the class's C3 MRO,
+`isinstance(model, P)` on a runtime-checkable Protocol checks that every member of P is present
+(as Python does for a class object), helper calls are followed into the tree, and
+`supports_kw(method, kw)` reads the method's parameters. Whatever it cannot evaluate is
+`Unknown(reason)`, never a silent False."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from extractors.parsing.python_ts import node_text, string_value, unparenthesize
+from extractors.vllm.class_tree import (
+    BUILTIN_CLASSES,
+    NON_LITERAL,
+    ClassInfo,
+    ClassTree,
+    Constant,
+    Method,
+    Module,
+    Unresolved,
+    c3_mro,
+    external_class,
+)
+
+# Names Python leaves out of a Protocol's members (typing._SPECIAL_NAMES and friends).
+PROTOCOL_EXCLUDED = frozenset(
+    {
+        "__abstractmethods__",
+        "__annotations__",
+        "__dict__",
+        "__doc__",
+        "__init__",
+        "__module__",
+        "__new__",
+        "__slots__",
+        "__subclasshook__",
+        "__weakref__",
+        "__class_getitem__",
+        "__match_args__",
+        "__parameters__",
+        "__orig_bases__",
+        "__protocol_attrs__",
+        "__non_callable_proto_members__",
+        "__type_params__",
+    }
+)
+SIGNATURE_CHECK = "supports_kw"  # vllm.utils: does a callable accept this keyword
+MAX_DEPTH = 30
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A value the static evaluation cannot know, and why."""
+
+    reason: str
+
+    def __bool__(self) -> bool:  # pragma: no cover - a bug guard
+        raise TypeError("Unknown has no truth value")
+
+
+@dataclass(frozen=True)
+class ClassValue:
+    info: ClassInfo
+
+
+@dataclass(frozen=True)
+class MethodValue:
+    method: Method
+
+
+PRESENT = object()  # an attribute that exists with a value that is not a literal
+MISSING = object()  # no class of the MRO defines the attribute
+
+
+class _Return(Exception):
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def lookup(cls: ClassInfo, attribute: str) -> object | None:
+    """What `getattr(cls, attribute)` finds along the MRO: a value, PRESENT, a MethodValue,
+    an Unknown (an unresolvable class came first), or MISSING when no class defines it."""
+    if attribute == "__name__":
+        return cls.name
+    try:
+        mro = c3_mro(cls)
+    except Unresolved as err:
+        return Unknown(err.reason)
+    for entry in mro:
+        if entry.opaque_reason:
+            return Unknown(f"base {entry.qualname} is not resolvable: {entry.opaque_reason}")
+        if entry.external:
+            continue
+        own = entry.own(attribute)
+        if own is None:
+            continue
+        if isinstance(own, Constant):
+            return own.value
+        if own is NON_LITERAL:
+            return PRESENT
+        return MethodValue(own)
+    return MISSING
+
+
+def protocol_members(protocol: ClassInfo) -> set[str]:
+    """The attribute and method names a runtime-checkable Protocol requires."""
+    members: set[str] = set()
+    for entry in c3_mro(protocol):
+        if entry.external or not entry.is_protocol:
+            continue
+        members |= set(entry.attributes) | entry.annotations | set(entry.methods)
+    return {m for m in members if m not in PROTOCOL_EXCLUDED and not m.startswith("_abc_")}
+
+
+def protocol_methods(protocol: ClassInfo) -> set[str]:
+    """The members of a Protocol that are methods (a None value for them fails the check)."""
+    found: set[str] = set()
+    for entry in c3_mro(protocol):
+        if not entry.external and entry.is_protocol:
+            found |= set(entry.methods)
+    return found
+
+
+def _truth(value: object) -> bool | Unknown:
+    if isinstance(value, Unknown):
+        return value
+    if value is PRESENT:
+        return Unknown("an attribute's value is not a literal")
+    if isinstance(value, (ClassValue, MethodValue)):
+        return True
+    return bool(value)
+
+
+class FlagEvaluator:
+    """Evaluates expressions of one tree's functions against static classes."""
+
+    def __init__(self, tree: ClassTree) -> None:
+        self.tree = tree
+        self._memo: dict[tuple[str, int, str], object] = {}
+        self.tree.adapter_guard = self._adapter_guard
+
+    def _adapter_guard(self, mod: Module, statement: Node, param: str, argument: ClassInfo) -> bool:
+        """`if is_pooling_model(cls): return cls` in an adapter: True when the guard returns."""
+        consequence = statement.child_by_field_name("consequence")
+        returns = [s for s in consequence.named_children if s.type == "return_statement"]
+        if not returns or node_text(returns[0].named_children[0]) != param:
+            return False
+        value = self.expression(
+            mod, statement.child_by_field_name("condition"), {param: ClassValue(argument)}, 0
+        )
+        truth = _truth(value)
+        return truth is True
+
+    # ------------------------------------------------------------ calls
+
+    def call_function(
+        self, mod: Module, definition: Node, args: list[object], depth: int
+    ) -> object:
+        if depth > MAX_DEPTH:
+            return Unknown("flag functions nest deeper than 30 calls")
+        params = _params(definition)
+        key = (mod.name, definition.start_byte, repr([_key(a) for a in args]))
+        if key in self._memo:
+            return self._memo[key]
+        env = dict(zip(params, args, strict=False))
+        try:
+            self.block(mod, definition.child_by_field_name("body"), env, depth + 1)
+            result: object = None
+        except _Return as returned:
+            result = returned.value
+        self._memo[key] = result
+        return result
+
+    # ------------------------------------------------------------ statements
+
+    def block(self, mod: Module, block: Node, env: dict, depth: int) -> None:
+        for statement in block.named_children:
+            self.statement(mod, statement, env, depth)
+
+    def statement(self, mod: Module, statement: Node, env: dict, depth: int) -> None:
+        kind = statement.type
+        if kind == "return_statement":
+            value = (
+                self.expression(mod, statement.named_children[0], env, depth)
+                if statement.named_child_count
+                else None
+            )
+            raise _Return(value)
+        if kind == "if_statement":
+            self._if(mod, statement, env, depth)
+            return
+        if kind == "expression_statement" and statement.named_child_count == 1:
+            inner = statement.named_children[0]
+            if inner.type == "assignment":
+                left = inner.child_by_field_name("left")
+                right = inner.child_by_field_name("right")
+                if left is not None and left.type == "identifier" and right is not None:
+                    env[node_text(left)] = self.expression(mod, right, env, depth)
+                return
+            if inner.type == "call":
+                self._method_call_statement(mod, inner, env, depth)
+            return
+        if kind == "for_statement":
+            self._for(mod, statement, env, depth)
+            return
+        if kind in ("assert_statement", "pass_statement", "comment"):
+            return
+        if _returns(statement):
+            raise _Return(Unknown(f"a `{kind}` with a return is not evaluated"))
+
+    def _if(self, mod: Module, statement: Node, env: dict, depth: int) -> None:
+        clauses = [
+            (
+                statement.child_by_field_name("condition"),
+                statement.child_by_field_name("consequence"),
+            )
+        ]
+        otherwise = None
+        for part in statement.children_by_field_name("alternative"):
+            if part.type == "elif_clause":
+                clauses.append(
+                    (part.child_by_field_name("condition"), part.child_by_field_name("consequence"))
+                )
+            else:
+                otherwise = part.child_by_field_name("body")
+        for condition, body in clauses:
+            truth = _truth(self.expression(mod, condition, env, depth))
+            if isinstance(truth, Unknown):
+                if _returns(statement):
+                    raise _Return(truth)
+                for name in _mutated_names(statement):  # a block that only logs changes nothing
+                    env[name] = truth
+                return
+            if truth:
+                self.block(mod, body, env, depth)
+                return
+        if otherwise is not None:
+            self.block(mod, otherwise, env, depth)
+
+    def _for(self, mod: Module, statement: Node, env: dict, depth: int) -> None:
+        left = statement.child_by_field_name("left")
+        iterable = self.expression(mod, statement.child_by_field_name("right"), env, depth)
+        if isinstance(iterable, Unknown):
+            raise _Return(iterable)
+        if left is None or left.type != "identifier" or not isinstance(iterable, (list, tuple)):
+            raise _Return(Unknown("a `for` loop over a computed value is not evaluated"))
+        for item in iterable:
+            env[node_text(left)] = item
+            self.block(mod, statement.child_by_field_name("body"), env, depth)
+
+    def _method_call_statement(self, mod: Module, call: Node, env: dict, depth: int) -> None:
+        function = call.child_by_field_name("function")
+        if function.type == "attribute":
+            target = node_text(function.child_by_field_name("object"))
+            method = node_text(function.child_by_field_name("attribute"))
+            if target in env and isinstance(env[target], set) and method == "add":
+                value = self.expression(
+                    mod, call.child_by_field_name("arguments").named_children[0], env, depth
+                )
+                if isinstance(value, Unknown):
+                    env[target] = value
+                else:
+                    env[target].add(value)
+        # any other call statement (logging) has no effect on the value
+
+    # ------------------------------------------------------------ expressions
+
+    def expression(self, mod: Module, node: Node, env: dict, depth: int) -> object:
+        node = unparenthesize(node)
+        kind = node.type
+        if kind == "identifier":
+            word = node_text(node)
+            if word in env:
+                return env[word]
+            return self._global(mod, word)
+        if kind == "true":
+            return True
+        if kind == "false":
+            return False
+        if kind == "none":
+            return None
+        if kind == "integer":
+            return int(node_text(node), 0)
+        if kind in ("string", "concatenated_string"):
+            text = string_value(node)
+            return text if text is not None else Unknown("an f-string")
+        if kind in ("tuple", "list", "set"):
+            items = [
+                self.expression(mod, c, env, depth)
+                for c in node.named_children
+                if c.type != "comment"
+            ]
+            return (tuple if kind == "tuple" else list if kind == "list" else set)(items)
+        if kind == "not_operator":
+            truth = _truth(self.expression(mod, node.child_by_field_name("argument"), env, depth))
+            return truth if isinstance(truth, Unknown) else not truth
+        if kind == "boolean_operator":
+            return self._boolean(mod, node, env, depth)
+        if kind == "comparison_operator":
+            return self._comparison(mod, node, env, depth)
+        if kind == "conditional_expression":
+            body, condition, otherwise = node.named_children
+            truth = _truth(self.expression(mod, condition, env, depth))
+            if isinstance(truth, Unknown):
+                return truth
+            return self.expression(mod, body if truth else otherwise, env, depth)
+        if kind == "attribute":
+            target = self.expression(mod, node.child_by_field_name("object"), env, depth)
+            attribute = node_text(node.child_by_field_name("attribute"))
+            return self._getattr(
+                target, attribute, missing=Unknown(f"no class defines {attribute}")
+            )
+        if kind == "subscript":
+            value = self.expression(mod, node.child_by_field_name("value"), env, depth)
+            index = self.expression(mod, node.child_by_field_name("subscript"), env, depth)
+            if isinstance(value, Unknown):
+                return value
+            if (
+                isinstance(index, int)
+                and isinstance(value, (list, tuple))
+                and -len(value) <= index < len(value)
+            ):
+                return value[index]
+            return Unknown(f"`{node_text(node)[:40]}` is not evaluated")
+        if kind == "call":
+            return self._call(mod, node, env, depth)
+        if kind == "generator_expression":
+            return self._generator(mod, node, env, depth)
+        return Unknown(f"`{node_text(node)[:40]}` ({kind}) is not evaluated")
+
+    def _global(self, mod: Module, word: str) -> object:
+        if word in BUILTIN_CLASSES:
+            return ClassValue(external_class(f"builtins.{word}"))
+        try:
+            return ClassValue(self.tree.resolve(mod.name, word))
+        except Unresolved as err:
+            return Unknown(err.reason)
+
+    def _boolean(self, mod: Module, node: Node, env: dict, depth: int) -> object:
+        operator = node.child_by_field_name("operator").type
+        left = self.expression(mod, node.child_by_field_name("left"), env, depth)
+        truth = _truth(left)
+        if operator == "and":
+            if truth is False:
+                return left
+            right = self.expression(mod, node.child_by_field_name("right"), env, depth)
+            if isinstance(truth, Unknown):
+                return right if _truth(right) is False else truth
+            return right
+        if truth is True:
+            return left
+        right = self.expression(mod, node.child_by_field_name("right"), env, depth)
+        if isinstance(truth, Unknown):
+            return right if _truth(right) is True else truth
+        return right
+
+    def _comparison(self, mod: Module, node: Node, env: dict, depth: int) -> object:
+        operands = node.named_children
+        operators = [c.type for c in node.children if not c.is_named]
+        if len(operands) != 2 or len(operators) != 1:
+            return Unknown(f"`{node_text(node)[:40]}` is not evaluated")
+        left, right = (self.expression(mod, o, env, depth) for o in operands)
+        for value in (left, right):
+            if isinstance(value, Unknown):
+                return value
+            if value is PRESENT:
+                return Unknown("an attribute's value is not a literal")
+        operator = operators[0]
+        try:
+            if operator == "==":
+                return left == right
+            if operator == "!=":
+                return left != right
+            if operator == "<":
+                return left < right
+            if operator == ">":
+                return left > right
+            if operator == "in":
+                return left in right
+            if operator == "is":
+                return left is right
+        except TypeError:
+            pass
+        return Unknown(f"`{node_text(node)[:40]}` is not evaluated")
+
+    def _getattr(self, target: object, attribute: str, missing: object) -> object:
+        if isinstance(target, Unknown):
+            return target
+        if isinstance(target, ClassValue):
+            if attribute == "__mro__":
+                try:
+                    return tuple(ClassValue(c) for c in c3_mro(target.info))
+                except Unresolved as err:
+                    return Unknown(err.reason)
+            found = lookup(target.info, attribute)
+            if found is MISSING:
+                if attribute.startswith("__") and any(c.external for c in c3_mro(target.info)):
+                    return Unknown(f"{attribute} comes from a class outside the tree")
+                return missing
+            return found
+        return Unknown(f"attribute {attribute} of a non-class value")
+
+    def _call(self, mod: Module, node: Node, env: dict, depth: int) -> object:
+        function = node.child_by_field_name("function")
+        argument_list = node.child_by_field_name("arguments")
+        if argument_list.type == "generator_expression":
+            arguments = [argument_list]
+        else:
+            arguments = [a for a in argument_list.named_children if a.type != "comment"]
+        name = node_text(function)
+        if function.type == "identifier" and name not in env:
+            builtin = getattr(self, f"_builtin_{name}", None)
+            if builtin is not None:
+                return builtin(mod, arguments, env, depth)
+            found = self.tree.function(mod, function)
+            if found is None:
+                return Unknown(f"`{name}` is not a function of the tree")
+            target, definition = found
+            args = [
+                self.expression(mod, a, env, depth)
+                for a in arguments
+                if a.type != "keyword_argument"
+            ]
+            return self.call_function(target, definition, args, depth)
+        return Unknown(f"call `{name[:40]}` is not evaluated")
+
+    def _generator(self, mod: Module, node: Node, env: dict, depth: int) -> object:
+        body = node.named_children[0]
+        clauses = [c for c in node.named_children[1:] if c.type in ("for_in_clause", "if_clause")]
+        if not clauses or clauses[0].type != "for_in_clause" or len(clauses) > 2:
+            return Unknown("a generator expression is not evaluated")
+        left = clauses[0].child_by_field_name("left")
+        iterable = self.expression(mod, clauses[0].child_by_field_name("right"), env, depth)
+        if isinstance(iterable, Unknown) or left is None or left.type != "identifier":
+            return iterable if isinstance(iterable, Unknown) else Unknown("a generator expression")
+        out = []
+        for item in iterable:
+            inner = {**env, node_text(left): item}
+            if len(clauses) == 2:
+                truth = _truth(self.expression(mod, clauses[1].named_children[0], inner, depth))
+                if isinstance(truth, Unknown):
+                    return truth
+                if not truth:
+                    continue
+            out.append(self.expression(mod, body, inner, depth))
+        return out
+
+    # ------------------------------------------------------------ builtins
+
+    def _args(self, mod, arguments, env, depth):
+        return [self.expression(mod, a, env, depth) for a in arguments]
+
+    def _builtin_getattr(self, mod, arguments, env, depth):
+        values = self._args(mod, arguments, env, depth)
+        if len(values) < 2 or not isinstance(values[1], str):
+            return Unknown("getattr with a computed name")
+        default = values[2] if len(values) > 2 else Unknown(f"no class defines {values[1]}")
+        return self._getattr(values[0], values[1], missing=default)
+
+    def _builtin_hasattr(self, mod, arguments, env, depth):
+        values = self._args(mod, arguments, env, depth)
+        if len(values) != 2 or not isinstance(values[1], str):
+            return Unknown("hasattr with a computed name")
+        found = self._getattr(values[0], values[1], missing=MISSING)
+        if isinstance(found, Unknown):
+            return found
+        return found is not MISSING or values[1] in ("__init__", "__name__", "__mro__")
+
+    def _builtin_callable(self, mod, arguments, env, depth):
+        (value,) = self._args(mod, arguments, env, depth)
+        if isinstance(value, Unknown):
+            return value
+        if value is PRESENT:
+            return Unknown("callable() of a non-literal attribute")
+        return isinstance(value, (MethodValue, ClassValue))
+
+    def _builtin_isinstance(self, mod, arguments, env, depth):
+        value, kind = self._args(mod, arguments, env, depth)
+        if isinstance(value, Unknown):
+            return value
+        if not isinstance(kind, ClassValue):
+            return kind if isinstance(kind, Unknown) else Unknown("isinstance with a computed type")
+        if kind.info.external and kind.info.name == "type":
+            return isinstance(value, ClassValue)
+        if not isinstance(value, ClassValue):
+            return Unknown("isinstance of a non-class value")
+        if not kind.info.is_protocol:
+            return Unknown(f"isinstance(class, {kind.info.name}) of a class that is not a Protocol")
+        methods = protocol_methods(kind.info)
+        for member in sorted(protocol_members(kind.info)):
+            found = lookup(value.info, member)
+            if isinstance(found, Unknown):
+                return found
+            if found is MISSING or (found is None and member in methods):
+                return False  # as Python: absent, or a method member set to None
+        return True
+
+    def _builtin_issubclass(self, mod, arguments, env, depth):
+        value, kind = self._args(mod, arguments, env, depth)
+        if isinstance(value, Unknown) or isinstance(kind, Unknown):
+            return value if isinstance(value, Unknown) else kind
+        if not isinstance(value, ClassValue) or not isinstance(kind, ClassValue):
+            return Unknown("issubclass of non-class values")
+        return any(c.qualname == kind.info.qualname for c in c3_mro(value.info))
+
+    def _builtin_len(self, mod, arguments, env, depth):
+        (value,) = self._args(mod, arguments, env, depth)
+        return value if isinstance(value, Unknown) else len(value)
+
+    def _builtin_tuple(self, mod, arguments, env, depth):
+        (value,) = self._args(mod, arguments, env, depth)
+        return value if isinstance(value, Unknown) else tuple(value)
+
+    def _builtin_list(self, mod, arguments, env, depth):
+        (value,) = self._args(mod, arguments, env, depth)
+        return value if isinstance(value, Unknown) else sorted(value, key=repr)
+
+    def _builtin_set(self, mod, arguments, env, depth):
+        if not arguments:
+            return set()
+        (value,) = self._args(mod, arguments, env, depth)
+        return value if isinstance(value, Unknown) else set(value)
+
+    def _builtin_supports_kw(self, mod, arguments, env, depth):
+        values = self._args(mod, arguments[:2], env, depth)
+        method, keyword = values
+        if isinstance(method, Unknown):
+            return method
+        if not isinstance(method, MethodValue) or not isinstance(keyword, str):
+            return Unknown(f"{SIGNATURE_CHECK} of a value that is not a method")
+        return method.method.accepts(keyword)
+
+
+def _key(value: object) -> object:
+    return value.info.qualname if isinstance(value, ClassValue) else repr(value)
+
+
+def _params(definition: Node) -> list[str]:
+    names = []
+    parameters = definition.child_by_field_name("parameters")
+    for param in parameters.named_children if parameters is not None else ():
+        if param.type == "identifier":
+            names.append(node_text(param))
+        elif param.type == "typed_parameter" and param.named_children[0].type == "identifier":
+            names.append(node_text(param.named_children[0]))
+        elif param.type in ("default_parameter", "typed_default_parameter"):
+            names.append(node_text(param.child_by_field_name("name")))
+    return names
+
+
+def _returns(node: Node) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "return_statement":
+            return True
+        if current.type in ("function_definition", "class_definition", "lambda"):
+            if current is not node:
+                continue
+        stack.extend(current.named_children)
+    return False
+
+
+def _mutated_names(node: Node) -> set[str]:
+    """Names a block assigns or calls `.add` on: what an unknown branch leaves unknown."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "assignment":
+            left = current.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                names.add(node_text(left))
+        elif current.type == "call":
+            function = current.child_by_field_name("function")
+            if (
+                function.type == "attribute"
+                and node_text(function.child_by_field_name("attribute")) == "add"
+            ):
+                names.add(node_text(function.child_by_field_name("object")))
+        stack.extend(current.named_children)
+    return names

@@ -1,0 +1,221 @@
+"""apron's SGLang view follows SGLang's own rules: its KV-head scan, and a window-aware pool only
+for the architectures of is_hybrid_swa_model (every other layer at full context)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from apron import plan
+from apron.config import ModelConfig
+from apron.constraints import load_constraints, load_engine
+from apron.engines.sglang import hybrid_swa, kv_heads
+from extractors.sglang.kv_heads import kv_head_fallback, kv_head_overrides
+from generated.schema import (
+    KvHeadAlias,
+    KvHeadFallback,
+    KvHeadOverride,
+    SglangArchitectureSet,
+    SglangHybridConfigClass,
+)
+from tests.sglang_miniatures import MODEL_CONFIG, MODEL_CONFIG_PATH
+from tests.test_apron_rules import CHAIN, only, sglang, view
+
+SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
+GEMMA3_FULL_PER_TOKEN = 62 * 2 * 16 * 128 * 2  # layers x (K, V) x KV heads x head_dim x bf16
+GEMMA3_WINDOW_AWARE_131072 = 11_173_625_856  # 10 global layers at 131,072 + 52 at 1,024 tokens
+
+
+def sample(name: str) -> dict:
+    return json.loads((SAMPLES / f"{name}.json").read_text())
+
+
+def member(
+    arch: str, *, condition=None, field="", check="", default="", absent=None, set_name=None
+):
+    return SglangArchitectureSet(
+        set_name or "is_hybrid_swa_model",
+        arch,
+        True,
+        "",
+        condition,
+        "hf_text_config" if condition else "",
+        field,
+        check,
+        default,
+        absent,
+        CHAIN,
+        "is_hybrid_swa_model",
+    )
+
+
+HYBRID_SET = (
+    member("GptOssForCausalLM"),
+    member(
+        "LagunaForCausalLM",
+        condition='getattr(hf_text_config, "sliding_window", 0)',
+        field="sliding_window",
+        check="truthy",
+        default="0",
+        absent=False,
+    ),
+    member(
+        "*",
+        condition='getattr(hf_text_config, "is_hybrid_swa", False)',
+        field="is_hybrid_swa",
+        check="truthy",
+        default="False",
+        absent=False,
+    ),
+)
+
+
+def test_gemma3_outside_the_hybrid_set_is_full_context_on_every_layer():
+    engines = load_constraints().replace("sglang", sglang(sets=HYBRID_SET))
+    result = plan(sample("gemma-3-27b"), context=131072, constraints=engines)
+    sgl = view(result, "sglang")
+    assert sgl.mechanism == "full_attention"
+    assert sgl.kv_bytes_per_token == GEMMA3_FULL_PER_TOKEN == 507_904
+    assert sgl.kv_bytes_at_context == GEMMA3_FULL_PER_TOKEN * 131072 == 66_571_993_088
+    assert sgl.differs_from_prediction
+    note = next(n for n in sgl.notes if "full context" in n)
+    assert "is_hybrid_swa_model" in note and "66,571,993,088 B at 131,072 tokens" in note
+    assert view(result, "vllm").kv_bytes_at_context == GEMMA3_WINDOW_AWARE_131072
+
+
+def test_a_member_of_the_hybrid_set_keeps_the_window_aware_figure():
+    sets = (*HYBRID_SET, member("Gemma3ForConditionalGeneration"))
+    engines = load_constraints().replace("sglang", sglang(sets=sets))
+    sgl = view(plan(sample("gemma-3-27b"), context=131072, constraints=engines), "sglang")
+    assert sgl.mechanism == "sliding_window"
+    assert sgl.kv_bytes_at_context == GEMMA3_WINDOW_AWARE_131072
+    assert any(
+        n.startswith("window-aware KV pool: Gemma3ForConditionalGeneration") for n in sgl.notes
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"architectures": ["LagunaForCausalLM"], "sliding_window": 4096}, True),
+        ({"architectures": ["LagunaForCausalLM"], "sliding_window": 0}, False),
+        ({"architectures": ["LagunaForCausalLM"]}, False),  # getattr default 0
+        ({"architectures": ["GptOssForCausalLM"]}, True),
+        ({"architectures": ["MyWindowedForCausalLM"], "is_hybrid_swa": True}, True),
+        ({"architectures": ["MyWindowedForCausalLM"], "sliding_window": 4096}, False),
+    ],
+)
+def test_hybrid_swa_membership_with_member_conditions_and_opt_in(config, expected):
+    swa, why, cites = hybrid_swa(ModelConfig(config, "t"), sglang(sets=HYBRID_SET))
+    assert swa is expected, why
+    assert cites and cites[0].path == CHAIN
+
+
+def test_without_the_hybrid_set_a_windowed_config_gets_no_sglang_figure():
+    engines = load_constraints().replace("sglang", sglang())
+    sgl = view(plan(sample("gemma-3-27b"), context=131072, constraints=engines), "sglang")
+    assert sgl.kv_bytes_at_context is None
+    assert any("hybrid-SWA architecture set is not extracted" in n for n in sgl.notes)
+
+
+def test_kv_heads_come_from_sglangs_own_scan():
+    config = sample("llama-3.1-8b")
+    engine = sglang()._replace(
+        facts={
+            **sglang().facts,
+            "kv_head_aliases": (KvHeadAlias(0, "n_head_kv", CHAIN, "s"),),
+            "kv_head_fallback": (
+                KvHeadFallback(**kv_head_fallback(MODEL_CONFIG, MODEL_CONFIG_PATH)[0].model_dump()),
+            ),
+        }
+    )
+    result = plan(config, context=8, constraints=only(sglang=engine, vllm=load_engine("vllm")))
+    sgl, vllm = view(result, "sglang"), view(result, "vllm")
+    layers, heads, head_dim = config["num_hidden_layers"], config["num_attention_heads"], 128
+    assert sgl.kv_bytes_per_token == layers * 2 * heads * head_dim * 2  # silent MHA fallback
+    assert vllm.kv_bytes_per_token == layers * 2 * config["num_key_value_heads"] * head_dim * 2
+
+
+def test_without_the_kv_rule_a_full_attention_config_gets_no_sglang_figure():
+    engine = sglang()._replace(
+        facts={k: v for k, v in sglang().facts.items() if k != "kv_head_aliases"}
+    )
+    result = plan(sample("llama-3.1-8b"), context=8, constraints=only(sglang=engine))
+    sgl = view(result, "sglang")
+    assert sgl.kv_bytes_per_token is None
+    assert any("KV-head rule is not extracted" in n for n in sgl.notes)
+
+
+def test_committed_sglang_gives_gemma3_full_context():
+    engine = load_engine("sglang")
+    if engine is None or not engine.has("architecture_sets"):
+        pytest.skip("generated/sglang absent or without architecture_sets")
+    sgl = view(plan(sample("gemma-3-27b"), context=131072), "sglang")
+    assert (sgl.mechanism, sgl.kv_bytes_at_context) == ("full_attention", 66_571_993_088)
+
+
+def hybrid_class(config_class: str, model_type: str):
+    return SglangHybridConfigClass(
+        "mambaish_config",
+        config_class,
+        "mamba2_config()",
+        model_type,
+        "hf_config",
+        None,
+        "python/sglang/srt/configs/hybrid_arch.py",
+        "mamba2_config",
+    )
+
+
+def test_a_state_layer_config_sglang_has_no_pool_class_for_gets_no_figure():
+    engine = sglang()._replace(
+        facts={
+            **sglang().facts,
+            "hybrid_config_classes": (hybrid_class("NemotronHConfig", "nemotron_h"),),
+        }
+    )
+    result = plan(sample("jamba-v0.1"), context=8192, constraints=only(sglang=engine))
+    sgl = view(result, "sglang")
+    assert sgl.kv_bytes_per_token is None and sgl.state_bytes_per_sequence is None
+    assert any(
+        "no config class of SGLang's mambaish_config has model_type jamba" in n for n in sgl.notes
+    )
+
+
+def test_a_config_class_in_mambaish_config_is_named_in_the_view():
+    engine = sglang()._replace(
+        facts={**sglang().facts, "hybrid_config_classes": (hybrid_class("JambaConfig", "jamba"),)}
+    )
+    result = plan(sample("jamba-v0.1"), context=8192, constraints=only(sglang=engine))
+    sgl = view(result, "sglang")
+    assert sgl.mechanism == "hybrid_ssm"
+    assert any("state pool: JambaConfig (model_type jamba)" in n for n in sgl.notes)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected_heads"),
+    [
+        ({}, 8),  # multi_query absent: the inline rule does not hold, the scan decides
+        ({"multi_query": True}, 1),
+        ({"multi_query": True, "model_type": "falcon", "new_decoder_architecture": True}, 8),
+    ],
+)
+def test_sglang_inline_multi_query_rule_falls_through_to_the_scan(extra, expected_heads):
+    extracted = kv_head_overrides(MODEL_CONFIG, MODEL_CONFIG_PATH)[0]  # the `*` multi_query rule
+    assert extracted.model_type == "*" and extracted.otherwise == ""
+    rule = KvHeadOverride(**extracted.model_dump())
+    engine = sglang()._replace(facts={**sglang().facts, "kv_head_overrides": (rule,)})
+    config = {**sample("llama-3.1-8b"), **extra}
+    heads = kv_heads(ModelConfig(config, "t"), engine)
+    assert heads is not None and heads.count == expected_heads, heads
+
+
+def test_an_encoder_decoder_architecture_in_sglangs_set_gets_no_figure():
+    sets = (member("MllamaForConditionalGeneration", set_name="is_encoder_decoder_model"),)
+    config = {**sample("llama-3.1-8b"), "architectures": ["MllamaForConditionalGeneration"]}
+    result = plan(config, context=8, constraints=only(sglang=sglang(sets=sets)))
+    sgl = view(result, "sglang")
+    assert sgl.kv_bytes_per_token is None
+    assert any("encoder-decoder (is_encoder_decoder_model)" in n for n in sgl.notes)

@@ -1,0 +1,443 @@
+"""The bump pull-request body: snapshots of three real shapes rebuilt from miniatures (a long
+range, a layout refactor, re-keyed rows), the size limit, and the parts it is made of."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from extractors.bump import BumpPlan, plan_bump
+from extractors.diff import (
+    EngineDiff,
+    FactDiff,
+    diff_engine,
+    markup_only_reasons,
+    pair_rekeyed,
+    plain_text,
+)
+from extractors.engines import ENGINES
+from extractors.impact import ImpactChange
+from extractors.pins import Pin
+from extractors.pipeline import run
+from extractors.pr_body import (
+    BODY_BUDGET,
+    GITHUB_BODY_LIMIT,
+    BodyLinks,
+    github_length,
+    move_line,
+    move_patterns,
+    render_full_diff,
+    render_pr_body,
+    render_pr_title,
+    shown,
+    warning_text,
+)
+from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
+from extractors.vllm.records import RegistryRow, VllmDocsRow
+from tests import llamacpp_miniatures as llama
+from tests import vllm_miniatures as vllm
+from tests.conftest import assert_snapshot, write_pin
+
+
+def bump_body(project, make_repo, monkeypatch, engine_id, url, commits, links=None):
+    repo, shas = make_repo(commits)
+    write_pin(project, engine_id, url, shas[0], commits[0][2][:10])
+    run(ENGINES[engine_id], project, commit=None, source=str(repo))
+    monkeypatch.setenv(f"APRON_SOURCE_{engine_id.upper()}", str(repo))
+    plan = plan_bump(ENGINES[engine_id], project, to=shas[-1], source=None, with_impact=False)
+    return plan, render_pr_body(plan, links or BodyLinks()), shas
+
+
+# ------------------------------------------------------------------ three real shapes
+
+MANY = 70  # registry rows a long range adds: more than one kind's cap
+
+DOCS_WITH_REFERENCE_LINKS = """# Supported Models
+
+## List of Text-only Language Models
+
+### Generative Models
+
+| Architecture | Models | Example HF Models | [LoRA][lora-adapter] | [PP][distributed-serving] | V1 |
+|---|---|---|---|---|---|
+| `LlamaForCausalLM` | Llama 3 | `meta-llama/Meta-Llama-3-8B` | ✅︎ | ✅︎ | ✅︎ |
+| `DeepseekV3ForCausalLM` | DeepSeek-V3 | `deepseek-ai/DeepSeek-V3` | ✅︎ | ✅︎ | ✅︎ |
+
+## List of Multimodal Language Models
+
+| Architecture | Models | Inputs | Example HF Models | [LoRA][lora-adapter] | V1 |
+|---|---|---|---|---|---|
+| `LlavaForConditionalGeneration` | LLaVA-1.5 | T + I | `llava-hf/llava-1.5-7b-hf` | | ✅︎ |
+"""
+
+
+def long_range_tree() -> dict[str, str]:
+    extra = "".join(
+        f'    "Made{n:02d}ForCausalLM": ("made{n:02d}", "Made{n:02d}ForCausalLM"),\n'
+        for n in range(MANY)
+    )
+    registry = vllm.REGISTRY_V2.replace(
+        "    # [Encoder-decoder]\n", extra + "    # [Encoder-decoder]\n", 1
+    )
+    docs = vllm.DOCS_V1
+    return {
+        vllm.CONVERTOR_PATH: vllm.CONVERTOR_V2,
+        vllm.REGISTRY_PATH: registry,
+        vllm.DOCS_PATH: docs,
+    }
+
+
+def test_long_range_body_is_capped_and_says_so(project, make_repo, monkeypatch):
+    links = BodyLinks(
+        full_diff_path="full-diff.md",
+        full_diff_url="https://github.com/o/r/actions/runs/1",
+    )
+    plan, body, shas = bump_body(
+        project,
+        make_repo,
+        monkeypatch,
+        "vllm",
+        "https://github.com/vllm-project/vllm",
+        [
+            (
+                {**vllm.tree_v1(), vllm.DOCS_PATH: DOCS_WITH_REFERENCE_LINKS},
+                "v1",
+                "2025-07-01T10:00:00+00:00",
+            ),
+            (long_range_tree(), "a year later", "2026-07-24T10:00:00+00:00"),
+        ],
+        links,
+    )
+    assert_snapshot("bump_body_long_range.md", body, shas)
+    assert body.index("**Verdict:**") < body.index("## Summary") < body.index("## Details")
+    assert "Registry rows +71, −1, ~1" in body  # the verdict line
+    assert "- and 31 more (31 added; in the full semantic diff)" in body
+    assert (
+        "> **Truncated:** this body shows at most 40 additions, 40 removals and 40 changes per "
+        "fact kind; 94 more" in body
+    )
+    assert "2 rows differ only in markup (dropped column `V1`: 2, link syntax: 2)" in body
+    assert "LlavaForConditionalGeneration',): features LoRA no -> yes" in body
+    full = render_full_diff(plan)
+    assert all(f"+Made{n:02d}ForCausalLM (text-generation)" in full for n in range(MANY))
+    assert "and 33 more" not in full
+
+
+def test_layout_refactor_body_names_the_real_changes(project, make_repo, monkeypatch):
+    plan, body, shas = bump_body(
+        project,
+        make_repo,
+        monkeypatch,
+        "llamacpp",
+        "https://github.com/ggml-org/llama.cpp",
+        [
+            (llama.tree_v1(), "one script", "2026-05-15T10:00:00+00:00"),
+            (llama.tree_v2(), "split the converter", "2026-05-16T10:00:00+00:00"),
+        ],
+    )
+    assert_snapshot("bump_body_layout_refactor.md", body, shas)
+    assert (
+        "HF architecture -> GGUF architecture rows moved from `convert_hf_to_gguf.py` to "
+        "`conversion/*.py`; what they say is unchanged" in body
+    )
+    assert "path 'convert_hf_to_gguf.py'" not in body  # no per-row move lines
+    assert (
+        "Only the header changed (new blob SHAs of the files read; the facts are the same): "
+        "Architecture names." in body
+    )
+    assert "~Qwen3NextForCausalLM text: properties +llm_arch_supports_rs_rollback; moved " in body
+    assert len(body.splitlines()) < 120
+
+
+def rekeyed_old_tree() -> dict[str, str | None]:
+    """The inline ModelConfig layout: rules in one function, no convertor classes."""
+    return {
+        vllm.CONFIG_SINGLE_PATH: vllm.MODEL_CONFIG_OLD,
+        vllm.MODELS_CONFIG_PATH: vllm.MODELS_CONFIG_V1,
+        **vllm.interface_files(),
+        vllm.REGISTRY_PATH: vllm.REGISTRY_V1,
+        vllm.DOCS_PATH: vllm.DOCS_V1,
+        vllm.POOLING_DOCS_PATH: vllm.POOLING_DOCS_V1,
+    }
+
+
+def test_rekeyed_rows_are_one_change_each(project, make_repo, monkeypatch):
+    plan, body, shas = bump_body(
+        project,
+        make_repo,
+        monkeypatch,
+        "vllm",
+        "https://github.com/vllm-project/vllm",
+        [
+            (rekeyed_old_tree(), "inline rules", "2025-07-01T10:00:00+00:00"),
+            (
+                {**vllm.tree_v1(), vllm.CONFIG_SINGLE_PATH: None},
+                "rules move to convertor classes",
+                "2025-12-01T10:00:00+00:00",
+            ),
+        ],
+    )
+    assert_snapshot("bump_body_rekeyed.md", body, shas)
+    assert "+fallback" not in body and "-fallback" not in body
+    assert "- ~fallback num_attention_heads: expression " in body
+    assert "- ~mpt: reads attn_config.kv_n_heads, else num_attention_heads: key rule_order" in body
+    assert "-mpt:" not in body and "+mpt:" not in body
+
+
+# ------------------------------------------------------------------ first extraction
+
+
+def test_first_extraction_is_not_a_diff(project, make_repo, monkeypatch):
+    repo, shas = make_repo([(vllm.tree_v1(), "v1", "2026-03-02T10:00:00+00:00")])
+    write_pin(project, "vllm", "https://github.com/vllm-project/vllm", shas[0], "2026-03-02")
+    monkeypatch.setenv("APRON_SOURCE_VLLM", str(repo))
+    plan = plan_bump(ENGINES["vllm"], project, to=shas[0], source=None, with_impact=False)
+    links = BodyLinks(tree_url="https://github.com/o/r/blob/apron/bump-vllm")
+    body = render_pr_body(plan, links)
+    assert plan.diff.first_extraction
+    assert body.startswith("## vLLM: first extraction\n")
+    assert "| old |" not in body and "Compare:" not in body
+    assert (
+        "[`generated/vllm/README.md`](https://github.com/o/r/blob/apron/bump-vllm/"
+        "generated/vllm/README.md)" in body
+    )
+    assert "| MLA model types | 3 |" in body and "| Registry rows | 10 |" in body
+    assert "+deepseek_v2" not in body  # facts are counted, not listed as additions
+    assert render_pr_title(plan).startswith(f"First extraction of vLLM at {shas[0][:12]}")
+
+
+# ------------------------------------------------------------------ the size limit
+
+REGISTRY = FactKind("registry_rows", "Registry rows", RegistryRow, "rows")
+PIN_OLD = Pin(url="https://github.com/vllm-project/vllm", commit="a" * 40, date="2026-01-01")
+PIN_NEW = Pin(url="https://github.com/vllm-project/vllm", commit="b" * 40, date="2026-02-01")
+
+
+def registry_row(name: str, task: str = "text-generation", path: str = "r.py") -> RegistryRow:
+    return RegistryRow(
+        architecture=name,
+        task_group=task,
+        module="m",
+        class_name=name,
+        section="",
+        dict_name="_D",
+        also_in=(),
+        path=path,
+    )
+
+
+def synthetic_plan(diff: EngineDiff, impact=None, warnings=()) -> BumpPlan:
+    facts = EngineFacts("vllm", "b" * 40, "2026-02-01", PIN_NEW.url, (), tuple(warnings))
+    return BumpPlan(
+        engine=ENGINES["vllm"],
+        old_pin=PIN_OLD,
+        new_pin=PIN_NEW,
+        old_facts=facts,
+        new_facts=facts,
+        diff=diff,
+        shrinks=[],
+        accepted_shrink=False,
+        impact=impact,
+    )
+
+
+names = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")),
+    min_size=1,
+    max_size=300,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    added=st.lists(names, max_size=200, unique=True),
+    removed=st.integers(0, 1000),
+    kinds=st.integers(1, 40),
+    impact_rows=st.integers(0, 400),
+    warning_count=st.integers(0, 300),
+    first=st.booleans(),
+    changed=st.integers(0, 300),
+)
+def test_body_never_exceeds_the_github_limit(
+    added, removed, kinds, impact_rows, warning_count, first, changed
+):
+    rows = tuple(registry_row(n) for n in added)
+    gone = tuple(registry_row(f"Gone{n}ForCausalLM" * 5) for n in range(removed))
+    facts = tuple(
+        FactDiff(
+            fact=f"kind{k}",
+            title=f"Kind {k} " + "x" * 200,
+            added=rows,
+            removed=gone,
+            changed=tuple(
+                (registry_row(f"C{n}"), registry_row(f"C{n}", task="embedding"))
+                for n in range(changed)
+            ),
+            moved=tuple(
+                (registry_row(f"M{n}", path=f"a{n}.py"), registry_row(f"M{n}", path=f"b/{n}.py"))
+                for n in range(changed)
+            ),
+            old_count=removed,
+            new_count=len(rows),
+        )
+        for k in range(kinds)
+    )
+    warnings = tuple(
+        ExtractionWarning(
+            fact="registry_rows",
+            code="shadowed",
+            subject=f"S{n}",
+            message="m" * 1000,
+            path="p",
+            symbol="s",
+        )
+        for n in range(warning_count)
+    )
+    impact = [ImpactChange(f"sample{n}", "KV heads", "None", "8" * 500) for n in range(impact_rows)]
+    diff = EngineDiff(facts=facts, warnings_added=warnings, first_extraction=first)
+    plan = synthetic_plan(diff, impact, warnings)
+    body = render_pr_body(plan, BodyLinks(full_diff_url="https://example.org/run/1"))
+    assert github_length(body) <= BODY_BUDGET < GITHUB_BODY_LIMIT - 900  # room for a notice
+    shown_all = all(body.count(f"- +{r.label()}\n") >= kinds for r in rows) and all(
+        body.count(f"- -{r.label()}\n") >= kinds for r in gone
+    )
+    if not first and not shown_all:
+        assert "**Truncated" in body  # whatever is left out is said
+
+
+def test_body_limit_is_measured_in_utf16_units():
+    emoji = "🚀"  # one character, two UTF-16 code units
+    assert github_length(emoji) == 2
+    rows = tuple(registry_row(emoji * 2000 + str(n)) for n in range(40))
+    diff = EngineDiff(facts=(FactDiff("registry_rows", "Registry rows", added=rows),))
+    body = render_pr_body(synthetic_plan(diff), limit=20_000)
+    assert github_length(body) <= 20_000
+    assert "Truncated" in body
+
+
+# ------------------------------------------------------------------ the parts
+
+
+@pytest.mark.parametrize(
+    ("old_features", "new_features", "expected"),
+    [
+        (("[LoRA][lora-adapter]=yes",), ("LoRA=yes",), ("link syntax",)),
+        (("[LoRA](x.md)=yes", "V1=yes"), ("LoRA=yes",), ("dropped column `V1`", "link syntax")),
+        (("LoRA=yes", "V1=yes"), ("LoRA=yes",), ("dropped column `V1`",)),
+        (("LoRA=yes",), ("LoRA=no",), ()),  # a real change
+        (("LoRA=yes",), ("LoRA=yes", "PP=no"), ()),  # a new column says something
+    ],
+)
+def test_markup_only_docs_rows(old_features, new_features, expected):
+    def row(features):
+        return VllmDocsRow(
+            path="docs/models/supported_models.md",
+            section="S",
+            architectures=("A",),
+            architecture_marks=(),
+            models="A",
+            inputs="",
+            example_hf_models=(),
+            features=features,
+            other_columns=(),
+            notes=(),
+        )
+
+    assert markup_only_reasons(row(old_features), row(new_features)) == expected
+
+
+def test_plain_text_drops_link_and_code_syntax():
+    assert plain_text("[LoRA][lora-adapter]") == "LoRA"
+    assert plain_text("[PP](../serving/parallelism.md)") == "PP"
+    assert plain_text("`Qwen2Model`  **new**") == "Qwen2Model new"
+
+
+class NumberedRule(Record):
+    """A rule keyed by its position, like vLLM's KV-head overrides."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("model_type", "rule_order")
+
+    model_type: str
+    rule_order: int
+    rule: str
+    path: str
+
+    def label(self) -> str:
+        return f"{self.model_type}: {self.rule}"
+
+
+def test_rekeyed_pairs_need_a_unique_match():
+    def rule(model_type, order):
+        return NumberedRule(model_type=model_type, rule_order=order, rule="reads x", path="p")
+
+    assert pair_rekeyed([rule("mpt", 1)], [rule("mpt", 0)]) == [(rule("mpt", 1), rule("mpt", 0))]
+    assert pair_rekeyed([rule("a", 1), rule("a", 2)], [rule("a", 0)]) == []  # ambiguous
+    assert pair_rekeyed([rule("a", 1)], [rule("b", 0)]) == []
+
+
+def test_moves_collapse_to_one_glob_line():
+    pairs = tuple(
+        (registry_row(f"A{n}", path="convert_hf_to_gguf.py"), registry_row(f"A{n}", path=p))
+        for n, p in enumerate([f"conversion/m{k}.py" for k in range(6)])
+    )
+    (pattern,) = move_patterns(pairs)
+    assert move_line("HF architecture", pattern) == (
+        "6 HF architecture rows moved from `convert_hf_to_gguf.py` to `conversion/*.py`; "
+        "what they say is unchanged"
+    )
+
+
+def test_a_few_distinct_moves_stay_exact():
+    pairs = (
+        (registry_row("A", path="a.py"), registry_row("A", path="b.py")),
+        (registry_row("B", path="c.py"), registry_row("B", path="d.py")),
+    )
+    lines = [move_line("Registry", p) for p in move_patterns(pairs)]
+    assert lines == [
+        "1 Registry row moved from `a.py` to `b.py`; what it says is unchanged",
+        "1 Registry row moved from `c.py` to `d.py`; what it says is unchanged",
+    ]
+
+
+def test_moved_only_rows_are_not_changes():
+    old = FactResult(REGISTRY, (registry_row("A", path="old.py"),), ())
+    new = FactResult(REGISTRY, (registry_row("A", path="new.py"),), ())
+    facts = [
+        EngineFacts("vllm", c, "2026-01-01", "u", (r,), ()) for c, r in (("a", old), ("b", new))
+    ]
+    (delta,) = diff_engine(*facts).facts
+    assert delta.changed == () and len(delta.moved) == 1 and delta.says_nothing_new
+
+
+def test_warnings_carry_their_subject_and_moves_are_not_pairs():
+    def warning(path, subject="Row A", message="row names no architecture"):
+        return ExtractionWarning(
+            fact="docs",
+            code="no-architecture",
+            subject=subject,
+            message=message,
+            path=path,
+            symbol="t",
+        )
+
+    assert warning_text(warning("p")) == "[no-architecture] Row A: row names no architecture"
+    assert warning_text(warning("p", "X", "X is shadowed")) == "[no-architecture] X is shadowed"
+    old = EngineFacts("vllm", "a", "d", "u", (), (warning("convert.py"),))
+    new = EngineFacts("vllm", "b", "d", "u", (), (warning("conversion/x.py"),))
+    diff = diff_engine(old, new)
+    assert diff.warnings_added == () and diff.warnings_removed == ()
+    assert len(diff.warnings_moved) == 1
+
+
+def test_unknown_prints_as_unknown():
+    assert shown("None") == "unknown" and shown("128") == "128"
+    diff = EngineDiff(
+        facts=(FactDiff("registry_rows", "Registry rows", added=(registry_row("A"),)),)
+    )
+    body = render_pr_body(
+        synthetic_plan(diff, [ImpactChange("llama-7b", "KV heads", "None", "32")])
+    )
+    assert "| llama-7b | KV heads | unknown | 32 |" in body and "None" not in body

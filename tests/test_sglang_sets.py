@@ -1,0 +1,303 @@
+"""SGLang's architecture sets and KV-head rule in model_config.py, on hand-written miniatures."""
+
+from __future__ import annotations
+
+import pytest
+
+from extractors.errors import AnchorError, ParseError
+from extractors.sglang.architecture_sets import architecture_sets
+from extractors.sglang.hybrid_configs import hybrid_config_classes
+from extractors.sglang.kv_heads import kv_head_aliases, kv_head_fallback, kv_head_overrides
+from tests.sglang_miniatures import MODEL_CONFIG, MODEL_CONFIG_OLD, MODEL_CONFIG_PATH
+
+PATH = MODEL_CONFIG_PATH
+
+
+def _sets(text: str = MODEL_CONFIG):
+    rows, warnings = architecture_sets(text, PATH)
+    by_set: dict[str, dict[str, object]] = {}
+    for row in rows:
+        by_set.setdefault(row.set_name, {})[row.architecture] = row
+    return by_set, warnings
+
+
+def test_sets_are_named_by_their_predicate_or_attribute():
+    by_set, _ = _sets()
+    assert sorted(by_set) == [
+        "ModelConfig.is_hybrid_swa_compress",
+        "is_deepseek_dsa",
+        "is_encoder_decoder_model",
+        "is_generation_model",
+        "is_hybrid_swa_model",
+        "is_kimi_k3",
+        "is_local_attention_model",
+        "is_minimax_sparse",
+        "is_multimodal_chunked_prefill_supported",
+        "is_multimodal_model",
+        "is_piecewise_cuda_graph_disabled_model",
+    ]
+    assert sorted(by_set["is_kimi_k3"]) == ["KimiK3ForConditionalGeneration"]
+    assert sorted(by_set["is_minimax_sparse"]) == ["MiniMaxM3SparseForCausalLM"]
+    assert sorted(by_set["is_encoder_decoder_model"]) == [
+        "MllamaForConditionalGeneration",
+        "WhisperForConditionalGeneration",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("set_name", "architecture", "via", "symbol"),
+    [
+        (
+            "is_hybrid_swa_model",
+            "MiMoV2FlashForCausalLM",
+            "*MIMO_V2_MODEL_ARCHS",
+            "MIMO_V2_MODEL_ARCHS",
+        ),
+        ("is_hybrid_swa_model", "GptOssForCausalLM", "", "is_hybrid_swa_model"),
+        (
+            "is_multimodal_model",
+            "MiMoV2ForCausalLM",
+            "*MIMO_V2_MULTIMODAL_ARCHS",
+            "MIMO_V2_MULTIMODAL_ARCHS",
+        ),
+        ("is_multimodal_model", "Gemma3ForConditionalGeneration", "", "multimodal_model_archs"),
+        (
+            "ModelConfig.is_hybrid_swa_compress",
+            "MiMoV2ForCausalLM",
+            "*MIMO_V2_MODEL_ARCHS",
+            "MIMO_V2_MODEL_ARCHS",
+        ),
+        (
+            "is_piecewise_cuda_graph_disabled_model",
+            "LLaDAModelLM",
+            "",
+            "piecewise_cuda_graph_disabled_model_archs",
+        ),
+    ],
+)
+def test_spread_constants_are_resolved(set_name, architecture, via, symbol):
+    row = _sets()[0][set_name][architecture]
+    assert (row.via, row.symbol, row.condition, row.member_returns) == (via, symbol, None, True)
+
+
+def test_hybrid_swa_set_with_its_member_condition_and_config_opt_in():
+    hybrid = _sets()[0]["is_hybrid_swa_model"]
+    assert sorted(hybrid) == [
+        "*",
+        "Gemma4ForCausalLM",
+        "GptOssForCausalLM",
+        "LagunaForCausalLM",
+        "Llama4ForConditionalGeneration",
+        "MiMoV2FlashForCausalLM",
+        "MiMoV2ForCausalLM",
+    ]
+    laguna = hybrid["LagunaForCausalLM"]
+    assert (
+        laguna.condition,
+        laguna.condition_config,
+        laguna.condition_field,
+        laguna.condition_check,
+        laguna.condition_default,
+    ) == (
+        'getattr(hf_text_config, "sliding_window", 0)',
+        "hf_text_config",
+        "sliding_window",
+        "truthy",
+        "0",
+    )
+    opt_in = hybrid["*"]
+    assert (opt_in.condition_field, opt_in.condition_check, opt_in.condition_default) == (
+        "is_hybrid_swa",
+        "truthy",
+        "False",
+    )
+    assert hybrid["GptOssForCausalLM"].condition_check == ""
+
+
+def test_conditional_member_and_run_time_member():
+    by_set, warnings = _sets()
+    external = by_set["is_multimodal_model"]["ExternalVLMForCausalLM"]
+    assert (external.via, external.condition, external.condition_check) == (
+        "append",
+        "envs.SGLANG_ENABLE_EXTERNAL_VLM.get()",
+        "expression",
+    )
+    assert "external_arch" not in by_set["is_multimodal_model"]
+    codes = {(w.code, w.subject) for w in warnings}
+    assert ("run-time-member", "multimodal_model_archs") in codes
+    assert ("unstructured-condition", "is_multimodal_model") in codes
+
+
+def test_set_level_condition_and_polarity():
+    by_set, _ = _sets()
+    dsa = by_set["is_deepseek_dsa"]
+    assert sorted(dsa) == ["DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"]
+    assert {(r.condition_config, r.condition_field, r.condition_check) for r in dsa.values()} == {
+        ("hf_config", "index_topk", "is not None")
+    }
+    non_generation = by_set["is_generation_model"]
+    assert sorted(non_generation) == ["BertModel", "LlamaEmbeddingModel", "Qwen2ForRewardModel"]
+    assert {r.member_returns for r in non_generation.values()} == {False}
+    chunked = by_set["is_multimodal_chunked_prefill_supported"]
+    assert sorted(chunked) == ["CLIPModel", "MllamaForConditionalGeneration"]
+    assert {r.member_returns for r in chunked.values()} == {False}
+
+
+def test_older_layout_names_the_predicate_is_hybrid_model():
+    by_set, warnings = _sets(MODEL_CONFIG_OLD)
+    row = by_set["is_hybrid_model"]["Llama4ForConditionalGeneration"]
+    assert (row.condition, row.condition_check) == ("hybrid_kvcache_ratio > 0", "expression")
+    assert any(w.code == "unstructured-condition" for w in warnings)
+
+
+def test_missing_hybrid_swa_set_is_an_error():
+    text = MODEL_CONFIG.replace("def is_hybrid_swa_model(", "def hybrid_swa_allowed(")
+    with pytest.raises(AnchorError, match="is_hybrid_swa_model or is_hybrid_model"):
+        architecture_sets(text, PATH)
+
+
+def test_unresolved_spread_is_a_warning_not_a_silent_gap():
+    text = MODEL_CONFIG.replace(
+        '*MIMO_V2_MODEL_ARCHS,\n        "Gemma4', '*load_archs(),\n        "Gemma4'
+    )
+    by_set, warnings = _sets(text)
+    assert "MiMoV2FlashForCausalLM" not in by_set["is_hybrid_swa_model"]
+    assert ("unresolved-spread", "*load_archs()") in {(w.code, w.subject) for w in warnings}
+
+
+def test_malformed_model_config_is_a_parse_error():
+    with pytest.raises(ParseError):
+        architecture_sets("def is_hybrid_swa_model(:\n", PATH)
+
+
+def test_kv_head_rule_reads_through_the_vllm_inline_extractor():
+    assert [r.key for r in kv_head_aliases(MODEL_CONFIG, PATH)] == [
+        "n_head_kv",
+        "num_kv_heads",
+        "num_key_value_heads",
+    ]
+    overrides = [
+        (r.model_type, r.rule_order, r.kind, r.rule) for r in kv_head_overrides(MODEL_CONFIG, PATH)
+    ]
+    assert overrides == [
+        ("*", 0, "conditional", "1 when multi_query"),
+        ("mpt", 1, "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
+        ("dbrx", 2, "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
+    ]
+    multi_query = kv_head_overrides(MODEL_CONFIG, PATH)[0]
+    assert multi_query.when == (("multi_query", "truthy"),)
+    assert (multi_query.gives, multi_query.gives_constant, multi_query.otherwise) == (
+        "constant",
+        1,
+        "",
+    )
+    assert multi_query.excludes == (
+        ("model_type", "in", "falcon", "RefinedWeb"),
+        ("new_decoder_architecture", "truthy"),
+    )
+    assert [r.fallback for r in kv_head_fallback(MODEL_CONFIG, PATH)] == ["num_attention_heads"]
+    assert kv_head_overrides(MODEL_CONFIG_OLD, PATH) == []
+
+
+def test_kv_head_rule_missing_is_an_error():
+    text = MODEL_CONFIG.replace("def get_total_num_kv_heads(", "def total_kv_heads(")
+    with pytest.raises(AnchorError, match="get_total_num_kv_heads"):
+        kv_head_aliases(text, PATH)
+
+
+def _hybrid(text=None, path=None, class_name=None):
+    from tests.sglang_miniatures import CONFIG_MODULES, HYBRID_ARCH, HYBRID_ARCH_PATH
+
+    rows, warnings = hybrid_config_classes(
+        text or HYBRID_ARCH,
+        path or HYBRID_ARCH_PATH,
+        CONFIG_MODULES,
+        {"python/sglang/srt/models/llama.py": "class LlamaForCausalLM: pass\n"},
+        class_name,
+    )
+    return {(r.function, r.config_class): r for r in rows}, warnings
+
+
+def test_hybrid_config_classes_follow_isinstance_and_subclasses():
+    rows, _ = _hybrid()
+    assert sorted(c for f, c in rows if f == "mamba2_config") == [
+        "GraniteMoeHybridConfig",
+        "InklingModelConfig",
+        "Lfm2Config",
+        "NemotronHConfig",
+        "NemotronHPuzzleConfig",
+    ]
+    puzzle = rows[("mamba2_config", "NemotronHPuzzleConfig")]
+    assert (puzzle.via, puzzle.model_type, puzzle.config_read) == (
+        "NemotronHConfig",
+        "nemotron_h_puzzle",
+        "hf_config",
+    )
+    text = rows[("hybrid_gdn_config", "Qwen3_5TextConfig")]
+    assert (text.via, text.config_read) == ("Qwen3NextConfig", "hf_config.get_text_config()")
+    inkling = rows[("mamba2_config", "InklingModelConfig")]
+    assert inkling.condition == "config.mamba2_cache_params is not None"
+    granite = rows[("mamba2_config", "GraniteMoeHybridConfig")]
+    assert granite.condition == (
+        'has_mamba (where has_mamba = "mamba" in getattr(config, "layer_types", []))'
+    )
+    union = {c: r.via for (f, c), r in rows.items() if f == "mambaish_config"}
+    assert union["Qwen3NextConfig"] == "hybrid_gdn_config()"
+    assert union["NemotronHConfig"] == "mamba2_config()"
+
+
+def test_hybrid_config_warnings_say_what_is_not_static():
+    _, warnings = _hybrid()
+    codes = {(w.code, w.subject) for w in warnings}
+    assert ("run-time-registry", "mambaish_config") in codes
+    assert ("exception-branch", "mamba2_config: NemotronHConfig") in codes
+    exception = next(w for w in warnings if w.code == "exception-branch")
+    assert 'when model_config.is_draft_model and pattern is not None and "M" not in pattern' in (
+        exception.message
+    )
+    assert ("inherited-model-type", "Lfm2Config") in codes
+    registry = next(w for w in warnings if w.code == "run-time-registry")
+    assert "0 call(s)" in registry.message
+
+
+def test_hybrid_config_classes_in_the_older_model_runner_layout():
+    from tests.sglang_miniatures import MODEL_RUNNER, MODEL_RUNNER_PATH
+
+    rows, warnings = _hybrid(MODEL_RUNNER, MODEL_RUNNER_PATH, "ModelRunner")
+    assert sorted(rows) == [
+        ("hybrid_gdn_config", "Qwen3NextConfig"),
+        ("hybrid_gdn_config", "Qwen3_5TextConfig"),
+        ("mamba2_config", "NemotronHConfig"),
+        ("mamba2_config", "NemotronHPuzzleConfig"),
+        ("mambaish_config", "NemotronHConfig"),
+        ("mambaish_config", "NemotronHPuzzleConfig"),
+        ("mambaish_config", "Qwen3NextConfig"),
+        ("mambaish_config", "Qwen3_5TextConfig"),
+    ]
+    assert not any(w.code == "run-time-registry" for w in warnings)
+
+
+def test_hybrid_config_union_missing_is_an_error():
+    from tests.sglang_miniatures import HYBRID_ARCH
+
+    with pytest.raises(AnchorError, match="mambaish_config"):
+        _hybrid(HYBRID_ARCH.replace("def mambaish_config(", "def state_config("))
+
+
+def test_set_members_no_module_registers_are_warnings_of_the_sets_fact():
+    from extractors.base import extract_engine
+    from extractors.engines import ENGINES
+    from extractors.snapshot import MemorySnapshot
+    from tests.sglang_miniatures import full_tree_2026
+
+    facts = extract_engine(
+        ENGINES["sglang"], MemorySnapshot(full_tree_2026(), engine="sglang"), commit_date="x"
+    )
+    stale = {w.subject: w for w in facts.warnings if w.code == "set-member-not-registered"}
+    assert {w.fact for w in stale.values()} == {"architecture_sets"}
+    assert "Qwen2ForCausalLM" not in stale  # registered by the miniature models package
+    assert "Qwen3NextForCausalLM" in stale
+    assert stale["LLaDAModelLM"].message == (
+        "is_piecewise_cuda_graph_disabled_model names LLaDAModelLM, which no models module "
+        "registers"
+    )
