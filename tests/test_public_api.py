@@ -10,8 +10,8 @@ import pytest
 
 import apron
 from apron import (
-    ConstraintSet,
     ConstraintsError,
+    ConstraintSet,
     EngineConstraints,
     Plan,
     load_constraints,
