@@ -1,19 +1,42 @@
 """apron: a GPU-free, mechanism-aware KV-cache calculator driven by generated engine constraints.
 
 Every answer is a prediction that cites the engine commits whose extracted rules it used.
-apron imports `generated/` only: never the extractors and never engine source."""
+apron imports `generated/` only: never the extractors and never engine source.
+
+The public API is the names in `__all__`:
+
+- `load_constraints(directory=None) -> ConstraintSet`: every engine's committed constraints in a
+  `generated/` directory (default: the installed `generated` package), read through the strict
+  loader; `ConstraintSet.get(engine)` is an `EngineConstraints` (engine, commit, commit_date,
+  upstream, facts: fact name -> rows) or None when that engine has no generation.
+- `plan(config, *, context=None, kv_dtype="bf16", batch=1, constraints=None) -> Plan`: the
+  labelled prediction for one Hugging Face config (a dict, a path to config.json or a model
+  directory, or a `ModelConfig`); `Plan.prediction` holds the figures, `Plan.engines` what each
+  engine would do at its pinned commit, `Plan.support` which engines register the architecture.
+- `load_config`, `load_sample`, `sample_names`, `ModelConfig`: reading configs.
+- `ApronInputError` (unreadable input) and `ConstraintsError` (a generated module that does not
+  match its schema).
+
+    >>> import apron
+    >>> result = apron.plan(apron.load_sample("llama-3.1-8b"), context=8192)
+    >>> result.prediction.kv_bytes_at_context
+    1073741824
+"""
 
 from __future__ import annotations
 
 from apron.config import ModelConfig, load_config, load_sample, sample_names
-from apron.constraints import load_constraints
-from apron.errors import ApronInputError
+from apron.constraints import ConstraintSet, EngineConstraints, load_constraints
+from apron.errors import ApronInputError, ConstraintsError
 from apron.plan import KV_DTYPES, plan
 from apron.results import Plan
 
 __all__ = [
     "KV_DTYPES",
     "ApronInputError",
+    "ConstraintSet",
+    "ConstraintsError",
+    "EngineConstraints",
     "ModelConfig",
     "Plan",
     "load_config",

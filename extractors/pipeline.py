@@ -11,6 +11,7 @@ from extractors.base import EngineSpec, extract_engine
 from extractors.diff import EngineDiff, diff_engine
 from extractors.engines import ENGINES, all_record_types
 from extractors.errors import CacheCorruptError, ExtractionError, GeneratedError, UsageError
+from extractors.export import SCHEMA_NAME, render_json_schema
 from extractors.factcache import FactCache, cached_engine
 from extractors.git import GitSource
 from extractors.pins import Pin, check_source_url, load_pin, pin_path, render_pin
@@ -161,6 +162,7 @@ def render_generated(
         [(e.engine_id, e.title) for e in ENGINES.values()]
     )
     rendered["schema.py"] = render_schema(all_record_types())
+    rendered[SCHEMA_NAME] = render_json_schema(all_record_types())
     rendered["README.md"] = render_index(everything)
     rendered["MATRIX.md"] = render_matrix(everything)
     return rendered

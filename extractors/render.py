@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from apron.constraints import engine_directory, load_engine
 from apron.errors import ConstraintsError
 from extractors.errors import GeneratedError
+from extractors.export import EXPORT_NAME, render_engine_json
 from extractors.records import (
     EngineFacts,
     ExtractionWarning,
@@ -252,6 +253,7 @@ def render_engine_files(facts: EngineFacts, title: str) -> dict[str, str]:
         "__init__.py": render_engine_init(facts),
         f"{WARNINGS_MODULE}.py": render_warnings_module(facts),
         "README.md": render_engine_markdown(facts, title),
+        EXPORT_NAME: render_engine_json(facts),
     }
     for result in facts.facts:
         files[f"{result.kind.name}.py"] = render_fact_module(facts, result)

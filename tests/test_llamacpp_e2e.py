@@ -54,6 +54,7 @@ def test_extract_two_commits_writes_deterministic_modules(project, llamacpp_repo
     files_v1 = generated_files(project)
     assert set(files_v1) == {
         "README.md",
+        "constraints.json",
         "__init__.py",
         "warnings_found.py",
         "arch_names.py",
