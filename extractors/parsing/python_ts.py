@@ -135,3 +135,26 @@ def assignments(block: Node, *, include_bare: bool = False) -> list[tuple[str, N
 def top_level_assignments(root: Node) -> list[tuple[str, Node]]:
     """(name, value node) for every `NAME = value` / `NAME: T = value` at module level, in order."""
     return assignments(root)  # type: ignore[return-value]
+
+
+def _undecorated(node: Node) -> Node:
+    if node.type == "decorated_definition":
+        return node.child_by_field_name("definition")
+    return node
+
+
+def class_methods(root: Node, class_name: str) -> list[tuple[str, Node]]:
+    """(name, function_definition) of every method of the top-level classes named `class_name`,
+    decorators looked through, in source order."""
+    found = []
+    for statement in root.named_children:
+        definition = _undecorated(statement)
+        if definition.type != "class_definition":
+            continue
+        if node_text(definition.child_by_field_name("name")) != class_name:
+            continue
+        for member in definition.child_by_field_name("body").named_children:
+            method = _undecorated(member)
+            if method.type == "function_definition":
+                found.append((node_text(method.child_by_field_name("name")), method))
+    return found

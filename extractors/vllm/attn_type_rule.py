@@ -10,7 +10,13 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_ts import node_text, parse_python, string_value, unparenthesize
+from extractors.parsing.python_ts import (
+    class_methods,
+    node_text,
+    parse_python,
+    string_value,
+    unparenthesize,
+)
 from extractors.vllm.records import AttnTypeRule
 
 FACT = "attn_type_rule"
@@ -20,23 +26,7 @@ ENCODER_ONLY = "encoder_only"
 
 
 def _find_method(root: Node, class_name: str, method: str) -> Node | None:
-    for statement in root.named_children:
-        definition = statement
-        if statement.type == "decorated_definition":
-            definition = statement.child_by_field_name("definition")
-        if definition.type != "class_definition":
-            continue
-        if node_text(definition.child_by_field_name("name")) != class_name:
-            continue
-        for member in definition.child_by_field_name("body").named_children:
-            inner = member
-            if member.type == "decorated_definition":
-                inner = member.child_by_field_name("definition")
-            if inner.type == "function_definition" and (
-                node_text(inner.child_by_field_name("name")) == method
-            ):
-                return inner
-    return None
+    return next((node for name, node in class_methods(root, class_name) if name == method), None)
 
 
 def _walk(node: Node):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_ts import node_text, unparenthesize
+from extractors.parsing.python_ts import class_methods, node_text, unparenthesize
 from extractors.records import ExtractionWarning, warning
 from extractors.vllm.class_tree import ClassInfo, ClassTree, Unresolved, c3_mro
 from extractors.vllm.flag_eval import ClassValue, FlagEvaluator, Unknown
@@ -43,44 +43,31 @@ def registry_module_for(row: RegistryRow) -> str:
 
 def model_info_fields(root: Node, path: str) -> tuple[str, list[tuple[str, Node]]]:
     """(parameter name, [(field, expression)]) of `return _ModelInfo(...)` in `from_model_cls`."""
-    for statement in root.named_children:
-        definition = statement
-        if statement.type == "decorated_definition":
-            definition = statement.child_by_field_name("definition")
-        if definition.type != "class_definition":
+    for name, method in class_methods(root, MODEL_INFO_CLASS):
+        if name != FROM_METHOD:
             continue
-        if node_text(definition.child_by_field_name("name")) != MODEL_INFO_CLASS:
-            continue
-        for member in definition.child_by_field_name("body").named_children:
-            method = member
-            if member.type == "decorated_definition":
-                method = member.child_by_field_name("definition")
-            if method.type != "function_definition":
+        params = method.child_by_field_name("parameters").named_children
+        param = node_text(params[0]) if params else ""
+        if params and params[0].type != "identifier":
+            param = node_text(params[0].named_children[0])
+        for inner in method.child_by_field_name("body").named_children:
+            if inner.type != "return_statement" or not inner.named_child_count:
                 continue
-            if node_text(method.child_by_field_name("name")) != FROM_METHOD:
+            call = unparenthesize(inner.named_children[0])
+            if call.type != "call" or node_text(call.child_by_field_name("function")) != (
+                MODEL_INFO_CLASS
+            ):
                 continue
-            params = method.child_by_field_name("parameters").named_children
-            param = node_text(params[0]) if params else ""
-            if params and params[0].type != "identifier":
-                param = node_text(params[0].named_children[0])
-            for inner in method.child_by_field_name("body").named_children:
-                if inner.type != "return_statement" or not inner.named_child_count:
-                    continue
-                call = unparenthesize(inner.named_children[0])
-                if call.type != "call" or node_text(call.child_by_field_name("function")) != (
-                    MODEL_INFO_CLASS
-                ):
-                    continue
-                fields = []
-                for argument in call.child_by_field_name("arguments").named_children:
-                    if argument.type == "keyword_argument":
-                        fields.append(
-                            (
-                                node_text(argument.child_by_field_name("name")),
-                                argument.child_by_field_name("value"),
-                            )
+            fields = []
+            for argument in call.child_by_field_name("arguments").named_children:
+                if argument.type == "keyword_argument":
+                    fields.append(
+                        (
+                            node_text(argument.child_by_field_name("name")),
+                            argument.child_by_field_name("value"),
                         )
-                return param, fields
+                    )
+            return param, fields
     anchor = f"{MODEL_INFO_CLASS}.{FROM_METHOD}"
     raise AnchorError(
         f"{anchor} returning {MODEL_INFO_CLASS}(...) not found in {path}",
