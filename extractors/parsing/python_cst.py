@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 import libcst as cst
 
@@ -93,6 +94,12 @@ def _libcst(text: str, path: str) -> cst.Module:
         ) from None
     except RecursionError:
         raise ParseError(f"{path} is nested too deeply to parse", paths=[path]) from None
+
+
+def compact_code(module: cst.Module, node: cst.CSTNode) -> str:
+    """A node's code on one line, with no space inside brackets: `f( a,\n b )` -> `f(a, b)`."""
+    text = " ".join(module.code_for_node(node).split())
+    return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
 
 
 def top_level_classes(module: cst.Module) -> dict[str, cst.ClassDef]:

@@ -17,6 +17,7 @@ import libcst as cst
 from extractors.errors import AnchorError
 from extractors.parsing.python_cst import (
     class_methods,
+    compact_code,
     conjuncts,
     parse_module,
     statements,
@@ -70,8 +71,7 @@ class _Reader:
     warnings: list[ExtractionWarning] = field(default_factory=list)
 
     def code(self, node: cst.CSTNode) -> str:
-        text = " ".join(self.module.code_for_node(node).split())
-        return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
+        return compact_code(self.module, node)
 
     def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
         self.warnings.append(

@@ -8,7 +8,6 @@ its architectures, with any extra condition of the branch (`... and getattr(cfg,
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -17,6 +16,7 @@ import libcst as cst
 from extractors.errors import AnchorError
 from extractors.parsing.python_cst import (
     class_methods,
+    compact_code,
     conjuncts,
     parse_class_methods,
     statements,
@@ -71,8 +71,7 @@ class _Reader:
         self.warnings: list[ExtractionWarning] = []
 
     def code(self, node: cst.CSTNode) -> str:
-        text = " ".join(self.module.code_for_node(node).split())
-        return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
+        return compact_code(self.module, node)
 
     def warn(self, code: str, subject: str, message: str) -> None:
         self.warnings.append(

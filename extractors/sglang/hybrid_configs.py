@@ -11,7 +11,6 @@ each class's `model_type` comes from its own class attribute. Pure: file texts i
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ import libcst as cst
 from extractors.errors import AnchorError
 from extractors.parsing.python_cst import (
     class_methods,
+    compact_code,
     conjuncts,
     parse_module,
     statements,
@@ -97,8 +97,7 @@ class _Reader:
         self.warnings: list[ExtractionWarning] = []
 
     def code(self, node: cst.CSTNode) -> str:
-        text = " ".join(self.module.code_for_node(node).split())
-        return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
+        return compact_code(self.module, node)
 
     def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
         self.warnings.append(
