@@ -138,6 +138,14 @@ class EngineSpec:
     # architecture -> why it left the registry, from the engine's own facts (e.g. vLLM's list of
     # previously supported architectures); a bump shows it beside each removed row
     removal_notes: Callable[[EngineFacts], Mapping[str, str]] | None = None
+    # regex the whole name of a release tag matches (vLLM `v0.10.1`); None: no releases
+    release_tags: str | None = None
+    # facts `extract support` reads besides the registry fact: the classes the engine assigns
+    # (read through `matrix_cells`) and the removal notes
+    support_facts: tuple[str, ...] = ()
+    # an architecture's registry rows -> ("yes" | "no" | "unknown", why in words); None: any
+    # row means yes
+    support_judge: Callable[[Sequence[Record]], tuple[str, str]] | None = None
 
     def __post_init__(self) -> None:
         run_order(self.facts)  # a bad declaration fails when the engine module is imported
