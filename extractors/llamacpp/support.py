@@ -20,7 +20,8 @@ def judge(rows: Sequence[Record]) -> tuple[str, str]:
         return (
             "yes",
             f"{row.path} registers {row.architecture} ({row.converter_class}); it writes GGUF "
-            f"architecture {row.gguf_arch!r}, which llama.cpp loads as {row.llm_arch}",
+            f"architecture {row.gguf_arch!r}, which llama.cpp loads as {row.llm_arch}; class "
+            f"predicates true for it: {', '.join(row.properties) or 'none'}",
         )
     if text:
         row = text[0]
