@@ -470,6 +470,14 @@ def history_command(
             f"placed), {releases.fetch_requests} fetch request(s), {releases.seconds:.1f} s",
             markup=False,
         )
+    if checks:
+        disagree = [c for c in checks if not c.agrees]
+        console.print(
+            f"{spec.title}'s previously supported architectures at --until: "
+            f"{len(checks) - len(disagree)} agree with the timeline's last release, "
+            f"{len(disagree)} do not",
+            markup=False,
+        )
     for check in checks:
         if not check.agrees:
             console.print(f"previously supported {check.architecture}: {check.note}", markup=False)

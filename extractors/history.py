@@ -812,7 +812,7 @@ def release_view(history: History, source: GitSource, pattern: str | None) -> Re
     line = history.timeline()
     graph, held, shallow = _tag_graph(source, history, tags)
     in_graph = {sha for sha, _ in graph}
-    older = [t for t in tags if t.commit in held and t.commit not in in_graph]
+    older = [t for t in tags if t.commit in held - shallow and t.commit not in in_graph]
     floor = max((version_key(t.name) for t in older), default=None)
     wanted = [
         t
@@ -829,7 +829,7 @@ def release_view(history: History, source: GitSource, pattern: str | None) -> Re
             )
         graph, held, shallow = _tag_graph(source, history, tags)
         in_graph = {sha for sha, _ in graph}
-        older = [t for t in tags if t.commit in held and t.commit not in in_graph]
+        older = [t for t in tags if t.commit in held - shallow and t.commit not in in_graph]
     placed = [t for t in tags if t.commit in in_graph and t.commit not in shallow]
     older_names = {t.name for t in older}
     unplaced = [t for t in tags if t not in placed and t.name not in older_names]

@@ -196,14 +196,19 @@ def test_releases_by_containment(tagged_repo, tmp_path):
 
 def test_a_tag_after_until_is_placed_and_said_to_be_outside(tagged_repo, tmp_path):
     repo, commits = tagged_repo
+    with GitSource("vllm", str(repo), cache_dir=tmp_path / "c") as first:
+        first.resolve(commits["merge"])  # fetched alone before (depth 1, as `support` does)
+        assert commits["merge"] in first.shallow_commits()
     source, history = _history(repo, commits, tmp_path, until="c4")
     view = release_view(history, source, ENGINES["vllm"].release_tags)
+    assert not view.notes, view.notes
     assert [t.name for t in view.placed] == ["v0.1.0", "v0.2.0", "v0.3.0", "v0.3.1", "v0.4.0"]
     assert view.in_until == {"v0.1.0", "v0.2.0", "v0.3.0"}
     spans = _spans(history, view)
     # C is still there at --until; the newest release containing its appearance is v0.4.0,
     # whose state the run did not extract: said, not hidden
     assert spans[C] == [("v0.1.0", "v0.4.0")]
+    assert view.fetch_requests == 1  # the shallow tag commit got its history, in one request
     (gemma,) = [i for i in history.to_json(view)["items"] if i["key"] == {"architecture": C}]
     assert gemma["intervals"][0]["releases"]["last_outside_until"] is True
 
@@ -255,6 +260,7 @@ def test_cli_history_shows_releases(tagged_repo, project):
     assert text.exit_code == 0, text.output
     assert "releases that had it" in text.stdout
     assert "previously supported PhiForCausalLM: the engine says last in 0.2.0" in text.stdout
+    assert "1 agree with the timeline's last release, 1 do not" in text.stdout
     bare = runner.invoke(app, [*args, "--no-releases"])
     assert "releases that had it" not in bare.stdout
 
