@@ -41,7 +41,7 @@ from extractors.base import (
     extract_engine,
     with_needs,
 )
-from extractors.errors import AnchorError, ExtractionError, UsageError
+from extractors.errors import AnchorError, ExtractionError, SourceUnreachableError, UsageError
 from extractors.factcache import (
     _ABSENT,
     FactCache,
@@ -804,7 +804,13 @@ def release_view(history: History, source: GitSource, pattern: str | None) -> Re
         view = ReleaseView(None, [], [], [], 0, frozenset())
         view.notes.append("the engine declares no release tag pattern: releases not shown")
         return view
-    tags = release_tags(source.tags(), pattern)
+    try:
+        listed = source.tags()
+    except SourceUnreachableError as err:
+        view = ReleaseView(pattern, [], [], [], 0, frozenset())
+        view.notes.append(f"{err.message}: releases not shown")
+        return view
+    tags = release_tags(listed, pattern)
     if not tags:
         view = ReleaseView(pattern, [], [], [], 0, frozenset())
         view.notes.append(NO_TAGS)

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from extractors.cli import app
 from extractors.engines import ENGINES
+from extractors.errors import SourceUnreachableError
 from extractors.factcache import FactCache
 from extractors.git import GitSource
 from extractors.history import (
@@ -292,3 +293,16 @@ def test_cli_history_without_tags(make_repo, project):
     )
     assert result.exit_code == 0, result.output
     assert result.stdout.count(NO_TAGS) == 1
+
+
+def test_tags_that_cannot_be_listed_leave_the_history_alone(tagged_repo, tmp_path, monkeypatch):
+    repo, commits = tagged_repo
+    source, history = _history(repo, commits, tmp_path)
+
+    def unreachable():
+        raise SourceUnreachableError("cannot list the tags of the source (offline)")
+
+    monkeypatch.setattr(source, "tags", unreachable)
+    view = release_view(history, source, ENGINES["vllm"].release_tags)
+    assert view.notes == ["cannot list the tags of the source (offline): releases not shown"]
+    assert not view.shown
