@@ -143,9 +143,10 @@ class EngineSpec:
     # facts `extract support` reads besides the registry fact: the classes the engine assigns
     # (read through `matrix_cells`) and the removal notes
     support_facts: tuple[str, ...] = ()
-    # an architecture's registry rows -> ("yes" | "no" | "unknown", why in words); None: any
-    # row means yes
-    support_judge: Callable[[Sequence[Record]], tuple[str, str]] | None = None
+    # (facts, architecture) -> ("yes" | "no" | "unknown", the fact that decided, why in words,
+    # classes); None: a row of the registry fact means yes, the classes are the engine's
+    # matrix-cell flags
+    support_judge: Callable[[EngineFacts, str], tuple[str, str, str, tuple[str, ...]]] | None = None
 
     def __post_init__(self) -> None:
         run_order(self.facts)  # a bad declaration fails when the engine module is imported

@@ -100,18 +100,23 @@ def _any_row(rows: Sequence[Record]) -> tuple[str, str]:
 
 def decide(
     engine: EngineSpec, facts: EngineFacts, architecture: str
-) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
-    """(answer, reason, classes, notes) for `architecture` from facts extracted at one commit;
-    the registry fact must be among them."""
+) -> tuple[str, str, str, tuple[str, ...], tuple[str, ...]]:
+    """(answer, deciding fact, reason, classes, notes) for `architecture` from facts extracted at
+    one commit; the registry fact must be among them."""
     kind = registry_kind(engine)
     assert kind.support is not None
-    rows = [r for r in facts.records(kind.name) if getattr(r, kind.support.field) == architecture]
-    answer, reason = (engine.support_judge or _any_row)(rows)
-    classes: tuple[str, ...] = ()
     notes: list[str] = []
-    if answer == YES and engine.matrix_cells is not None:
-        cell = engine.matrix_cells(facts).get(architecture)
-        classes = cell.flags if cell else ()
+    if engine.support_judge is not None:
+        answer, fact, reason, classes = engine.support_judge(facts, architecture)
+    else:
+        rows = [
+            r for r in facts.records(kind.name) if getattr(r, kind.support.field) == architecture
+        ]
+        answer, reason = _any_row(rows)
+        fact, classes = kind.name, ()
+        if answer == YES and engine.matrix_cells is not None:
+            cell = engine.matrix_cells(facts).get(architecture)
+            classes = cell.flags if cell else ()
     if answer == NO:
         removal = (engine.removal_notes(facts) if engine.removal_notes else {}).get(architecture)
         if removal:
@@ -126,7 +131,7 @@ def decide(
         )
         if near:
             notes.append("registered under a different spelling: " + ", ".join(near))
-    return answer, reason, classes, tuple(notes)
+    return answer, fact, reason, classes, tuple(notes)
 
 
 def release_commit(engine: EngineSpec, source: GitSource, tag: str) -> str:
@@ -200,12 +205,12 @@ def answer_support(
         facts=tuple(results.values()),
         warnings=facts.warnings,
     )
-    answer, reason, classes, notes = decide(engine, merged, architecture)
+    answer, fact, reason, classes, notes = decide(engine, merged, architecture)
     return SupportAnswer(
         **base,
         answer=answer,
         release=release,
-        fact=kind.name,
+        fact=fact,
         reason=reason,
         classes=classes,
         notes=notes,

@@ -15,7 +15,7 @@ from extractors.engines import ENGINES
 from extractors.factcache import FactCache
 from extractors.git import GitSource
 from extractors.history import release_view, run_history
-from extractors.releases import release_tags, version_key
+from extractors.releases import release_tags
 from extractors.support import answer_support
 from tests.conftest import mirror
 
@@ -102,10 +102,30 @@ def test_llamacpp_support_by_release_tag(tmp_path, llamacpp_mirror):
     assert answer.exit_code == 0
 
 
+SARVAM = "1e5ad35d5"  # 2026-05-09 model : add sarvam_moe architecture support (#20275)
+
+
+def test_llamacpp_support_changes_between_releases(tmp_path, llamacpp_mirror):
+    assert _git_tags(llamacpp_mirror, "--contains", SARVAM) == ["b9402"]
+    answers = {}
+    with GitSource("llamacpp", llamacpp_mirror, cache_dir=tmp_path / "c") as source:
+        for tag in ("b8904", "b9402"):
+            answers[tag] = answer_support(
+                ENGINES["llamacpp"],
+                source,
+                "SarvamMoEForCausalLM",
+                PIN,
+                release=tag,
+                fact_cache=FactCache.at(tmp_path / "c"),
+            )
+    assert answers["b8904"].answer == "no" and answers["b8904"].exit_code == 1
+    assert answers["b9402"].answer == "yes"  # from the conversion/ package layout
+    assert answers["b9402"].reason.startswith("conversion/bailingmoe.py registers")
+
+
 def test_vllm_mirror_has_no_release_tags(tmp_path):
     path = mirror("vllm")
     if path is None:
         pytest.skip("APRON_MIRROR_VLLM is not set")
     with GitSource("vllm", path, cache_dir=tmp_path / "c") as source:
         assert release_tags(source.tags(), ENGINES["vllm"].release_tags) == []
-    assert version_key("v0.10.1") == (0, 10, 1)

@@ -12,8 +12,9 @@ from typer.testing import CliRunner
 from extractors.cli import app
 from extractors.engines import ENGINES
 from extractors.git import GitSource
-from extractors.llamacpp.records import HfArchitecture
+from extractors.llamacpp.records import ArchName, ClassSetMember, HfArchitecture
 from extractors.llamacpp.support import judge
+from extractors.records import EngineFacts, FactResult
 from extractors.support import answer_support
 from tests.conftest import git, write_pin
 from tests.test_releases import REGISTRY, registry
@@ -135,15 +136,64 @@ def _hf(model_type: str, resolution: str = "resolved") -> HfArchitecture:
     )
 
 
+def _facts(hf_rows, names=(), members=()) -> EngineFacts:
+    kinds = {k.name: k for k in ENGINES["llamacpp"].fact_kinds}
+    found = {"hf_architectures": hf_rows, "arch_names": names, "class_set_members": members}
+    return EngineFacts(
+        engine="llamacpp",
+        commit="0" * 40,
+        commit_date="2026-01-01",
+        upstream_url="https://example.invalid",
+        facts=tuple(FactResult(kinds[n], tuple(r), ()) for n, r in found.items()),
+        warnings=(),
+    )
+
+
+FOO_NAME = ArchName(
+    arch="LLM_ARCH_FOO",
+    gguf_name="foo",
+    in_enum=True,
+    preprocessor_condition="",
+    path="src/llama-arch.cpp",
+    symbol="LLM_ARCH_NAMES",
+)
+FOO_HYBRID = ClassSetMember(
+    predicate="llm_arch_is_hybrid",
+    arch="LLM_ARCH_FOO",
+    gguf_name="foo",
+    via="listed",
+    path="src/llama-arch.cpp",
+    symbol="llm_arch_is_hybrid",
+)
+
+
 @pytest.mark.parametrize(
-    ("rows", "answer", "words"),
+    ("facts", "arch", "answer", "words", "classes"),
     [
-        ([_hf("text")], "yes", "loads as LLM_ARCH_FOO; class predicates true for it: "),
-        ([_hf("mmproj"), _hf("text", "no model_arch")], "unknown", "join to an LLM_ARCH_* stops"),
-        ([_hf("mmproj")], "no", "only for a multimodal projector"),
-        ([], "no", "does not register it"),
+        (_facts([_hf("text")]), "FooForCausalLM", "yes", "loads as LLM_ARCH_FOO", ("hybrid",)),
+        (
+            _facts([_hf("mmproj"), _hf("text", "no model_arch")]),
+            "FooForCausalLM",
+            "unknown",
+            "join to an LLM_ARCH_* stops",
+            (),
+        ),
+        (_facts([_hf("mmproj")]), "FooForCausalLM", "no", "only for a multimodal projector", ()),
+        (_facts([]), "FooForCausalLM", "no", "does not register it", ()),
+        (
+            _facts([], [FOO_NAME], [FOO_HYBRID]),
+            "foo",
+            "yes",
+            "names GGUF architecture 'foo' (LLM_ARCH_FOO)",
+            ("hybrid",),
+        ),
+        (_facts([], [FOO_NAME]), "LLM_ARCH_FOO", "yes", "general.architecture", ()),
+        (_facts([], [FOO_NAME]), "bar", "no", "LLM_ARCH_NAMES does not name it", ()),
     ],
 )
-def test_llamacpp_judge(rows, answer, words):
-    found, why = judge(rows)
-    assert found == answer and words in why
+def test_llamacpp_judge(facts, arch, answer, words, classes):
+    found, fact, why, assigned = judge(facts, arch)
+    assert found == answer and words in why and assigned == classes
+    assert fact == ("arch_names" if "LLM_ARCH_NAMES names" in why else "hf_architectures") or (
+        fact == "hf_architectures, arch_names" and found == "no"
+    )
