@@ -897,13 +897,11 @@ def release_text(view: ReleaseView, item: int, interval: Interval, index: int) -
     span = view.spans.get((item, index))
     if span is None:
         return ""
-    if span.first is None:
+    if span.first is None or span.last is None:
         return "none"
-    text = span.first.name if span.first == span.last else f"{span.first.name} .. {span.last.name}"
-    if interval.at_start:
-        first = f"{span.first.name} or earlier"
-        text = first if span.first == span.last else f"{first} .. {span.last.name}"  # type: ignore[union-attr]
-    if span.last and span.last.name not in view.in_until:
+    first = span.first.name + (" or earlier" if interval.at_start else "")
+    text = first if span.first == span.last else f"{first} .. {span.last.name}"
+    if span.last.name not in view.in_until:
         text += " (outside --until's history)"
     return text
 
