@@ -166,13 +166,17 @@ def _vllm_model_dtype(
     value, key = _config_dtype_value(config)
     how = ""
     if value is None:
+        stored = _weight_dtypes(model_dir)
         floats = sorted(
-            {
-                SAFETENSORS_FLOAT_DTYPES[d]
-                for d in _weight_dtypes(model_dir)
-                if d in SAFETENSORS_FLOAT_DTYPES
-            }
+            {SAFETENSORS_FLOAT_DTYPES[d] for d in stored if d in SAFETENSORS_FLOAT_DTYPES}
         )
+        if "F64" in stored:
+            return KvDtypeChoice(
+                None,
+                "auto: no dtype in config.json and F64 weights: vLLM's common_broadcastable_dtype "
+                "then picks float64, which apron does not follow further",
+                ("dtype", "torch_dtype"),
+            )
         if len(floats) == 1:
             config_dtype = floats[0]
             how = f"no dtype in config.json; the safetensors headers hold {config_dtype} weights"
@@ -191,17 +195,18 @@ def _vllm_model_dtype(
                 "common_broadcastable_dtype over a set is not evaluated by apron",
                 ("dtype", "torch_dtype"),
             )
-        elif model_dir is None:
+        else:
+            where = (
+                f"there are none in {_model_dir(model_dir)}"
+                if model_dir
+                else ("no checkpoint directory was given")
+            )
             return KvDtypeChoice(
                 None,
-                "auto: no dtype in config.json; vLLM then reads the dtypes of the safetensors "
-                "weights, and no checkpoint directory was given",
+                "auto: no dtype in config.json; vLLM then takes the dtypes of the safetensors "
+                f"weights (ModelArchConfigConvertorBase.get_torch_dtype), and {where}",
                 ("dtype", "torch_dtype"),
             )
-        else:
-            config_dtype = "fp32"
-            how = "no dtype in config.json and no safetensors weights: vLLM assumes float32"
-            key = "dtype"
     else:
         mapped = CONFIG_DTYPES.get(value.lower())
         if mapped is None:
@@ -334,6 +339,12 @@ def _vllm(
             if resolved == "auto":
                 base = _vllm_model_dtype(config, model_dir, pooling)
                 return base._replace(reason=f"{base.reason}; {quant.key} {what}")
+            if resolved is None:
+                base = _vllm_model_dtype(config, model_dir, pooling)
+                return base._replace(
+                    reason=f"{base.reason}; {quant.key} ({method}) sets no kv_cache_scheme or "
+                    "kv_cache_quant_algo"
+                )
         scheme = quant.body.get("kv_cache_scheme")
         if method == "compressed-tensors" and scheme is not None:
             if mla:
