@@ -50,6 +50,7 @@ SGLANG_DSA_ARCHS = frozenset(
         "DeepseekV32ForCausalLM",
         "GlmMoeDsaForCausalLM",
         "LongcatFlashForCausalLM",
+        "LongcatFlashForCausalLMNextN",
         "MistralLarge3ForCausalLM",
         "PixtralForConditionalGeneration",
     }
