@@ -125,6 +125,21 @@ def test_no_dtype_in_the_config_vllm_reads_the_weights(tmp_path):
     assert resolve_kv_dtype_auto(config, None, "sglang").dtype == "fp16"
 
 
+def test_sglang_reads_the_text_config_dtype():
+    # SGLang's ModelConfig passes hf_text_config to _get_and_verify_dtype. gemma-3-27b's
+    # text_config has no dtype (torch_dtype bfloat16 is at the top): none -> float32 -> gemma ->
+    # bfloat16, and inherited bfloat16 -> bfloat16, so either way bf16. For a non-gemma text
+    # config the two readings differ (float16 or bfloat16): unknown.
+    gemma3 = load(CORPUS / "gemma-3-27b.json")
+    choice = resolve_kv_dtype_auto(gemma3, None, "sglang")
+    assert choice.dtype == "bf16"
+    assert "text_config has no dtype (top level bfloat16)" in choice.reason
+    other = gemma3 | {"text_config": gemma3["text_config"] | {"model_type": "llama"}}
+    unknown = resolve_kv_dtype_auto(other, None, "sglang")
+    assert unknown.dtype is None
+    assert "none (float32), downcast to float16 or bfloat16, depending on" in unknown.reason
+
+
 def test_a_dtype_apron_does_not_know_is_unknown():
     config = load(DEVSTRAL) | {"torch_dtype": "float8_e4m3fn"}
     for engine in ("vllm", "sglang"):
