@@ -5,8 +5,10 @@ Run: python benchmarks/bench_cold_extract.py [--runs N] [--engines vllm,llamacpp
 Mirrors come from APRON_MIRROR_<ENGINE> (a local clone or bare mirror, read as a file:// URL).
 For each engine with a mirror, N times: a fresh cache directory, then `GitSource.snapshot(pin)`
 and every fact extractor (what `extract --engine E` does, in this process, modules already
-imported). Reported: wall time (median), fetch requests (counted in the source layer and, in
-the last run, from GIT_TRACE_PACKET), blobs fetched, bytes on disk of the cache.
+imported). Reported: wall time and CPU time (user + system of this process and of its ended
+children, git and the parse worker: a busy machine inflates it far less than wall time), both
+medians; fetch requests (counted in the source layer and, in the last run, from
+GIT_TRACE_PACKET), blobs fetched, bytes on disk of the cache.
 
 Baselines, on the complete mirror (APRON_MIRROR_SGLANG; the vLLM and llama.cpp mirrors lack
 their largest blobs, so a clone or a shallow checkout of those fails):
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -77,6 +80,13 @@ def git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
 
 
+def cpu_seconds() -> tuple[float, float]:
+    """User + system seconds of this process, and of its children that have ended."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, ended.ru_utime + ended.ru_stime
+
+
 def cold_extract(engine_id: str, url: str, commit: str, trace: Path | None) -> dict:
     engine = ENGINES[engine_id]
     with tempfile.TemporaryDirectory(prefix="apron-cold-") as tmp:
@@ -84,15 +94,19 @@ def cold_extract(engine_id: str, url: str, commit: str, trace: Path | None) -> d
         if trace is not None:
             os.environ["GIT_TRACE_PACKET"] = str(trace)
         try:
+            cpu_before = cpu_seconds()
             started = time.perf_counter()
-            source = GitSource(engine_id, url, cache_dir=cache)
-            snapshot = source.snapshot(commit)
-            facts = extract_engine(engine, snapshot, commit_date=snapshot.commit_date)
+            with GitSource(engine_id, url, cache_dir=cache) as source:
+                snapshot = source.snapshot(commit)
+                facts = extract_engine(engine, snapshot, commit_date=snapshot.commit_date)
             seconds = time.perf_counter() - started
+            cpu_after = cpu_seconds()
         finally:
             os.environ.pop("GIT_TRACE_PACKET", None)
         return {
             "seconds": seconds,
+            "cpu_own": cpu_after[0] - cpu_before[0],
+            "cpu_children": cpu_after[1] - cpu_before[1],
             "fetch_seconds": source.fetch_seconds,
             "bytes": disk_bytes(cache),
             "requests": source.fetch_requests,
@@ -105,6 +119,7 @@ def cold_extract(engine_id: str, url: str, commit: str, trace: Path | None) -> d
 def plain_clone(url: str, commit: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="apron-clone-") as tmp:
         target = Path(tmp) / "clone"
+        cpu_before = cpu_seconds()[1]
         started = time.perf_counter()
         done = git("clone", "-q", "--no-checkout", url, str(target))
         if done.returncode == 0:
@@ -112,6 +127,7 @@ def plain_clone(url: str, commit: str) -> dict:
         seconds = time.perf_counter() - started
         return {
             "seconds": seconds,
+            "cpu": cpu_seconds()[1] - cpu_before,
             "bytes": disk_bytes(target),
             "ok": done.returncode == 0,
             "error": done.stderr.strip().splitlines()[-1:] if done.returncode else [],
@@ -122,6 +138,7 @@ def shallow_fetch(url: str, commit: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="apron-shallow-") as tmp:
         target = Path(tmp) / "shallow"
         target.mkdir()
+        cpu_before = cpu_seconds()[1]
         started = time.perf_counter()
         git("init", "-q", cwd=target)
         done = git(
@@ -139,6 +156,7 @@ def shallow_fetch(url: str, commit: str) -> dict:
         seconds = time.perf_counter() - started
         return {
             "seconds": seconds,
+            "cpu": cpu_seconds()[1] - cpu_before,
             "bytes": disk_bytes(target),
             "ok": done.returncode == 0,
             "error": done.stderr.strip().splitlines()[-1:] if done.returncode else [],
@@ -191,6 +209,8 @@ def main() -> int:
             **runs[-1],
             "seconds": statistics.median(r["seconds"] for r in runs),
             "fetch_seconds": statistics.median(r["fetch_seconds"] for r in runs),
+            "cpu_own": statistics.median(r["cpu_own"] for r in runs),
+            "cpu_children": statistics.median(r["cpu_children"] for r in runs),
             "packets": packets,
         }
         results[engine] = result
@@ -200,6 +220,11 @@ def main() -> int:
             f"{result['requests']} fetch requests (packet trace: {packets})  "
             f"{result['blobs']} blobs fetched, {result['files']} files read, "
             f"{result['records']} records"
+        )
+        print(
+            f"  {'':9s} CPU {result['cpu_own'] + result['cpu_children']:.2f} s (median user + "
+            f"system): this process {result['cpu_own']:.2f} s, its children (git, the parse "
+            f"worker) {result['cpu_children']:.2f} s"
         )
         if result["requests"] > GOAL_REQUESTS or packets != result["requests"]:
             failures.append(
@@ -228,11 +253,16 @@ def main() -> int:
         ("(b) depth-1 fetch + checkout", shallow),
     ):
         state = "" if base_run["ok"] else f"  FAILED: {' '.join(base_run['error'])}"
-        print(f"  {name:30s} {base_run['seconds']:6.2f} s  {mb(base_run['bytes']):>10s}{state}")
+        print(
+            f"  {name:30s} {base_run['seconds']:6.2f} s  {mb(base_run['bytes']):>10s}  "
+            f"(CPU {base_run['cpu']:.2f} s){state}"
+        )
     print(
         f"  {'cold extraction (this tool)':30s} {ours['seconds']:6.2f} s  {mb(ours['bytes']):>10s}"
         f"  (its fetches alone: {ours['fetch_seconds']:.2f} s, "
-        f"{clone['seconds'] / max(ours['fetch_seconds'], 1e-9):.0f}x less than (a))"
+        f"{clone['seconds'] / max(ours['fetch_seconds'], 1e-9):.0f}x less than (a); "
+        f"CPU {ours['cpu_own'] + ours['cpu_children']:.2f} s, "
+        f"{clone['cpu'] / max(ours['cpu_own'] + ours['cpu_children'], 1e-9):.1f}x less than (a))"
     )
     ratios = {
         "bytes vs (a)": (clone["bytes"] / max(ours["bytes"], 1), GOAL_BYTES_VS_CLONE),

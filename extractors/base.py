@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from extractors.errors import AnchorError, ExtractionError, FactGraphError, ParseError
+from extractors.parsing.collections_paced import fewer_collections
 from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
 from extractors.snapshot import RecordingSnapshot, Snapshot
 
@@ -220,6 +221,7 @@ def stamped(fact: str, warnings: Iterable[ExtractionWarning]) -> tuple[Extractio
     return tuple(w if w.fact == fact else w.model_copy(update={"fact": fact}) for w in warnings)
 
 
+@fewer_collections()
 def extract_engine(
     engine: Engine,
     snapshot: Snapshot,

@@ -3,6 +3,8 @@ tree-sitter queries, the brace count of error-free trees, and the forked worker'
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from extractors.errors import ParseError
@@ -186,6 +188,32 @@ def test_an_error_is_the_first_a_serial_run_meets(forking, items, first_bad):
         workers.map_in_two(_square, items, [1] * len(items))
     assert str(err.value).startswith(f"item {first_bad} is bad")
     assert err.value.paths == (f"{first_bad}.py",)
+
+
+def test_uneven_sizes_give_the_results_in_item_order(forking):
+    items = list(range(30))
+    sizes = [(i * 7919) % 31 + 1 for i in items]  # taken largest first, returned in order
+    assert workers.map_in_two(_square_ok, items, sizes) == [i * i for i in items]
+
+
+PARENT = os.getpid()
+
+
+def _dies_in_the_worker(item: int) -> int:
+    if os.getpid() != PARENT and item % 3 == 0:
+        os._exit(1)  # the worker stops midway, its results never sent
+    return item * item
+
+
+def test_what_a_dead_worker_took_is_run_here(forking):
+    items = list(range(40))
+    assert workers.map_in_two(_dies_in_the_worker, items, [1] * len(items)) == [
+        i * i for i in items
+    ]
+
+
+def _square_ok(item: int) -> int:
+    return item * item
 
 
 def test_small_work_runs_in_this_process(monkeypatch):

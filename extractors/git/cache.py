@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -22,6 +23,21 @@ LOCK_TIMEOUT_SECONDS = 600
 LOCAL_UPLOAD_PACK = (
     "git -c uploadpack.allowFilter=true -c uploadpack.allowAnySHA1InWant=true upload-pack"
 )
+# What the cache's remote runs for a local source: the same, without a delta search. Blobs asked
+# for by SHA arrive without the bases the source stores them against, so git would search for
+# new deltas (more than half of a cold fetch's CPU) to save bytes on a local pipe. Deltas the
+# source already has between objects that are both sent are still reused.
+CACHE_UPLOAD_PACK = LOCAL_UPLOAD_PACK.replace(" upload-pack", " -c pack.window=0 upload-pack")
+
+
+def config_quotable(value: str) -> bool:
+    """A value `config_quoted` writes so that git reads it back unchanged (printable text)."""
+    return value.isprintable()
+
+
+def config_quoted(value: str) -> str:
+    """A value for a git config file: in double quotes, backslash and quote escaped."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def cache_root() -> Path:
@@ -99,9 +115,38 @@ class CacheRepo:
             ("gc.auto", "0"),
         ]
         if self.url.startswith("file://"):
-            settings.append(("remote.origin.uploadpack", LOCAL_UPLOAD_PACK))
+            settings.append(("remote.origin.uploadpack", CACHE_UPLOAD_PACK))
+        if all(config_quotable(value) for _, value in settings):
+            self._write_config(settings)
+        else:
+            for key, value in settings:
+                self.git("config", key, value)
+
+    def _write_config(self, settings: list[tuple[str, str]]) -> None:
+        """All settings in one write of the new repository's config (instead of one `git
+        config` each), then git reads the URL back: a value it reads otherwise is an error."""
+        config = self.path / "config"
+        text = config.read_text(encoding="utf-8")
+        sections: dict[str, list[str]] = {}
         for key, value in settings:
-            self.git("config", key, value)
+            section, _, name = key.rpartition(".")
+            if key == "core.repositoryformatversion":
+                text, found = re.subn(
+                    r"(?m)^(\s*repositoryformatversion\s*=\s*)\d+\s*$", rf"\g<1>{value}", text
+                )
+                if found == 1:
+                    continue
+            head, _, sub = section.partition(".")
+            title = f'[{head} "{sub}"]' if sub else f"[{head}]"
+            sections.setdefault(title, []).append(f"\t{name} = {config_quoted(value)}")
+        text += "".join(
+            f"{title}\n" + "".join(f"{line}\n" for line in lines)
+            for title, lines in sections.items()
+        )
+        config.write_text(text, encoding="utf-8")
+        read = self.git("config", "--get", "remote.origin.url").rstrip("\n")
+        if read != self.url:
+            raise GitFailed(("config",), 1, f"remote.origin.url reads {read!r}, not {self.url!r}")
 
     def _check(self) -> None:
         """The repository opens, its config parses and it still points at our source."""

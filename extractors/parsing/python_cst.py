@@ -8,6 +8,7 @@ import re
 import libcst as cst
 
 from extractors.errors import ParseError
+from extractors.parsing.cst_children import children
 from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
 from extractors.parsing.python_ts import parse_tree
 
@@ -140,9 +141,11 @@ def base_names(cls: cst.ClassDef) -> list[str]:
 
 def walk(node: cst.CSTNode):
     """Every node below `node`, depth first, `node` included."""
-    yield node
-    for child in node.children:
-        yield from walk(child)
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack += reversed(children(current))
 
 
 def conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:

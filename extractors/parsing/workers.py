@@ -1,10 +1,13 @@
-"""Parse many files on two cores: a forked worker takes the first share of the files, this
-process the rest, and the results come back in order as plain data (trees cannot be pickled).
+"""Parse many files on two cores: this process and a forked worker take the files one at a
+time, largest first, from a shared counter (so neither waits long for the other, whichever
+started late or runs on a busier core), and the results come back in order as plain data
+(trees cannot be pickled).
 
 Only where it pays: a fork and the pickled results cost about 20 ms, so below `MIN_BYTES` of
 text, with one usable core, or inside a daemonic worker (`extract history` already runs one
-per core) everything runs here. Errors are those of running serially: when the worker fails,
-this process runs the worker's share itself and raises the first error in order."""
+per core) everything runs here. Errors are those of running serially: a file that failed, or
+that the worker took but did not return, is run again here in order, so the first error in
+order is the one raised."""
 
 from __future__ import annotations
 
@@ -38,25 +41,42 @@ def _may_fork(total: int) -> bool:
 def map_in_two(
     function: Callable[[Item], Result], items: Sequence[Item], sizes: Sequence[int]
 ) -> list[Result]:
-    """[function(item) for item in items], the first items (about half of `sizes`) in a forked
-    worker when that pays. `function` must return picklable plain data."""
+    """[function(item) for item in items], shared with a forked worker when that pays.
+    `function` must return picklable plain data."""
     total = sum(sizes)
     if len(items) < 2 or not _may_fork(total):
         return [function(item) for item in items]
-    cut, running = 0, 0
-    while cut < len(items) - 1 and running + sizes[cut] <= total / 2:
-        running += sizes[cut]
-        cut += 1
-    cut = max(cut, 1)
+    order = sorted(range(len(items)), key=lambda i: (-sizes[i], i))
     context = multiprocessing.get_context("fork")
+    claimed = context.Value("i", 0)  # how many of `order` either process has taken
+
+    def take() -> int | None:
+        with claimed.get_lock():
+            at = claimed.value
+            if at >= len(order):
+                return None
+            claimed.value = at + 1
+        return order[at]
+
+    def run_share() -> list[tuple[int, Result]]:
+        """Results of the items taken here, until none is left or one fails (that one is
+        left out: the parent runs it again in order)."""
+        done: list[tuple[int, Result]] = []
+        while (index := take()) is not None:
+            try:
+                done.append((index, function(items[index])))
+            except Exception:
+                break
+        return done
+
     reader, writer = context.Pipe(duplex=False)
 
     def share() -> None:
         reader.close()
         try:
-            writer.send(("ok", [function(item) for item in items[:cut]]))
-        except BaseException:  # the parent runs this share again and raises the error itself
-            writer.send(("failed", None))
+            writer.send(run_share())
+        except BaseException:  # the parent runs what it did not get back
+            writer.send([])
         writer.close()
 
     worker = context.Process(target=share, daemon=True)
@@ -67,17 +87,12 @@ def map_in_two(
         writer.close()
         return [function(item) for item in items]
     writer.close()
-    rest_error: Exception | None = None
-    rest: list[Result] = []
-    status, first = "failed", None
+    results: dict[int, Result] = {}
     received = False
     try:
+        results.update(run_share())
         try:
-            rest = [function(item) for item in items[cut:]]
-        except Exception as err:  # raised only if the worker's share has no error of its own
-            rest_error = err
-        try:
-            status, first = reader.recv()  # from the worker forked above, through its pipe
+            results.update(reader.recv())  # from the worker forked above, through its pipe
         except (EOFError, OSError):
             pass
         received = True
@@ -86,8 +101,4 @@ def map_in_two(
         if not received:
             worker.terminate()  # interrupted: do not wait for the worker's share
         worker.join()
-    if status != "ok":
-        first = [function(item) for item in items[:cut]]
-    if rest_error is not None:
-        raise rest_error
-    return [*first, *rest]
+    return [results[i] if i in results else function(item) for i, item in enumerate(items)]
