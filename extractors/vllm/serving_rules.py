@@ -755,6 +755,27 @@ def _hybrid_shape(
     return "opaque"
 
 
+def _alignment(
+    value: cst.BaseExpression, bindings: dict[str, cst.BaseExpression], depth: int = 0
+) -> cst.Call | None:
+    """The `max(...)` the block size is aligned to: the multiplier of `a * cdiv(...)`, followed
+    through locals and the arguments of `lcm(...)`; None when there is none."""
+    if depth > 4:
+        return None
+    product = _product(value)
+    node = product[0] if product is not None else value
+    if isinstance(node, cst.Name) and node.value in bindings:
+        node = bindings[node.value]
+    if call_name(node) == "max":
+        return node  # type: ignore[return-value]
+    if call_name(node) == "lcm":
+        for arg in node.args:  # type: ignore[attr-defined]
+            found = _alignment(arg.value, bindings, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
 def hybrid_page_rules(text: str, path: str) -> list[HybridPageRule]:
     """The branches of Platform._align_hybrid_block_size that compute the attention block size."""
     module = parse_module(text, path)
@@ -769,35 +790,45 @@ def hybrid_page_rules(text: str, path: str) -> list[HybridPageRule]:
             paths=[path],
             anchor=f"{symbol}: attn_block_size",
         )
-    alignment_code, floor, kernel_method = "", False, ""
-    for name, value in bindings.items():
-        if "alignment" in name and call_name(value) == "max":
-            alignment_code = compact_code(module, value)
-            floor = any(
-                isinstance(a.value, cst.Attribute) and a.value.attr.value == "block_size"
-                for a in value.args  # type: ignore[attr-defined]
-            )
-            kernel_method = next(
-                (
-                    call_name(n)
-                    for n in walk(value)
-                    if call_name(n).startswith("get_supported_kernel_block_sizes")
-                ),
-                "",
-            )
-    code = compact_code(module, method)
-    raises_only = "block_size < attn_block_size" in code
-    pads = "mamba_page_size_padded = attn_page_size" in code
+    raises_only = any(
+        isinstance(node, cst.If)
+        and isinstance(node.test, cst.Comparison)
+        and isinstance(node.test.left, cst.Attribute)
+        and node.test.left.attr.value == "block_size"
+        and isinstance(node.test.comparisons[0].operator, cst.LessThan)
+        and compact_code(module, node.test.comparisons[0].comparator) == "attn_block_size"
+        for node in walk(method)
+    )
+    pads = any(
+        isinstance(node, cst.Assign)
+        and isinstance(node.targets[0].target, cst.Attribute)
+        and node.targets[0].target.attr.value == "mamba_page_size_padded"
+        for node in walk(method)
+    )
     rows = []
     for assignment, tests in found:
         terms = tuple(t for t in (_equals_term(test, pos) for test, pos in tests) if t)
+        alignment = _alignment(assignment.value, bindings)
         rows.append(
             HybridPageRule(
                 when=terms,
                 shape=_hybrid_shape(module, assignment.value, bindings),
-                alignment=alignment_code,
-                alignment_floor_is_block_size=floor,
-                kernel_sizes_from=kernel_method,
+                alignment=compact_code(module, alignment) if alignment is not None else "",
+                alignment_floor_is_block_size=alignment is not None
+                and any(
+                    isinstance(a.value, cst.Attribute) and a.value.attr.value == "block_size"
+                    for a in alignment.args  # type: ignore[attr-defined]
+                ),
+                kernel_sizes_from=next(
+                    (
+                        call_name(n)
+                        for n in walk(alignment)
+                        if call_name(n).startswith("get_supported_kernel_block_sizes")
+                    ),
+                    "",
+                )
+                if alignment is not None
+                else "",
                 raises_only=raises_only,
                 pads_mamba_page=pads,
                 formula=compact_code(module, assignment),
