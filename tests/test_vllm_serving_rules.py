@@ -7,7 +7,7 @@ import pytest
 
 from extractors.base import extract_engine
 from extractors.engines import ENGINES
-from extractors.errors import AnchorError, MissingPathError, ParseError
+from extractors.errors import AnchorError, ParseError
 from extractors.snapshot import MemorySnapshot
 from extractors.vllm.serving_rules import (
     cache_defaults,
@@ -263,9 +263,46 @@ def test_engine_runs_the_serving_facts_on_the_miniature_tree():
 
 def test_engine_names_the_missing_cache_file():
     tree = {k: v for k, v in tree_v1().items() if k != CACHE_PATH}
-    with pytest.raises(MissingPathError) as info:
+    with pytest.raises(AnchorError) as info:
         extract_engine(
             ENGINES["vllm"], MemorySnapshot(tree), commit_date="x", only={"serving_defaults"}
         )
-    assert info.value.paths == (CACHE_PATH,)
+    assert info.value.paths == (CACHE_PATH, "vllm/config/__init__.py", "vllm/config.py")
     assert info.value.anchor == "CacheConfig"
+
+
+def test_older_layouts_cuda_block_size_and_absent_facts():
+    """Before 2026 CacheConfig left block_size None and the CUDA platform set 16; vLLM before
+    MambaStateShapeCalculator and the hybrid page rule has no such rows, with a warning."""
+    cache = CACHE_CONFIG.replace("self.block_size = self.DEFAULT_BLOCK_SIZE", "pass")
+    cuda = (
+        "class CudaPlatformBase(Platform):\n"
+        "    @classmethod\n"
+        "    def check_and_update_config(cls, vllm_config):\n"
+        "        cache_config = vllm_config.cache_config\n"
+        "        if cache_config and cache_config.block_size is None:\n"
+        "            cache_config.block_size = 16\n"
+    )
+    tree = {
+        **{k: v for k, v in tree_v1().items() if k not in (CACHE_PATH, MAMBA_PATH, PLATFORM_PATH)},
+        "vllm/config.py": cache,
+        "vllm/platforms/cuda.py": cuda,
+    }
+    facts = extract_engine(
+        ENGINES["vllm"],
+        MemorySnapshot(tree),
+        commit_date="x",
+        only={"serving_defaults", "ssm_tp_splits", "hybrid_page_rules"},
+    )
+    by_name = {f.kind.name: f for f in facts.facts}
+    block = by_name["serving_defaults"].records[0]
+    assert (block.setting, block.kind, block.value, block.symbol, block.path) == (
+        "block_size",
+        "cuda",
+        "16",
+        "CudaPlatformBase.check_and_update_config",
+        "vllm/platforms/cuda.py",
+    )
+    assert by_name["ssm_tp_splits"].records == by_name["hybrid_page_rules"].records == ()
+    absent = {(w.fact, w.code) for w in facts.warnings}
+    assert {("ssm_tp_splits", "absent"), ("hybrid_page_rules", "absent")} <= absent
