@@ -12,6 +12,7 @@ from apron.constraints import load_constraints
 from apron.serving_rules import (
     HybridPage,
     divisors,
+    first_backend_block,
     kv_heads_per_gpu,
     serving_rules,
     tp_check,
@@ -152,3 +153,20 @@ def test_rules_follow_the_rows_not_a_default():
     assert rules.kv_heads_split is None
     assert kv_heads_per_gpu(rules, 8, 16, False) is None
     assert any(u.startswith("kv_heads_split: opaque rule") for u in rules.unknown)
+
+
+def test_vllm_backend_blocks_on_cuda():
+    rules = rules_of("vllm")
+    first = first_backend_block(rules, use_mla=False)
+    assert first is not None
+    assert (first.backend, first.block_tokens) == ("FLASH_ATTN", 16)  # MultipleOf(16) keeps 16
+    mla = first_backend_block(rules, use_mla=True)
+    assert mla is not None and (mla.backend, mla.block_tokens) == ("FLASH_ATTN_MLA", 16)
+    by_backend = {(b.use_mla, b.backend): b.block_tokens for b in rules.backend_blocks}
+    # 16 is not a multiple of FlashMLA's 64 or CUTLASS MLA's 128: the smallest kernel size
+    assert by_backend[(True, "FLASHMLA")] == 64
+    assert by_backend[(True, "CUTLASS_MLA")] == 128
+    assert by_backend[(True, "FLASHINFER_MLA")] == 32  # [32, 64]: 16 % 32 != 0 -> 32
+    assert by_backend[(False, "FLASHINFER")] is None  # its kernel sizes are computed
+    assert rules.hybrid_page_rule is not None and rules.hybrid_page_rule.kernel_min_block == 16
+    assert first_backend_block(rules_of("sglang"), use_mla=False) is None

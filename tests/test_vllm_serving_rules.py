@@ -306,3 +306,79 @@ def test_older_layouts_cuda_block_size_and_absent_facts():
     assert by_name["ssm_tp_splits"].records == by_name["hybrid_page_rules"].records == ()
     absent = {(w.fact, w.code) for w in facts.warnings}
     assert {("ssm_tp_splits", "absent"), ("hybrid_page_rules", "absent")} <= absent
+
+
+def backend_rows(tree: dict[str, str]) -> list:
+    facts = extract_engine(
+        ENGINES["vllm"], MemorySnapshot(tree), commit_date="x", only={"attention_backends"}
+    )
+    return list(facts.facts[0].records)
+
+
+def test_attention_backend_block_sizes():
+    rows = backend_rows(tree_v1())
+    found = {(r.use_mla, r.default_branch, r.rank): r for r in rows}
+    flash = found[(False, True, 0)]
+    # the default block size 32 is a multiple of MultipleOf(16): kept
+    assert (flash.backend, flash.kernel_block_sizes, flash.preferred_block) == (
+        "FLASH",
+        ("MultipleOf(16)",),
+        32,
+    )
+    assert flash.branch == "not use_mla"
+    computed = found[(False, True, 1)]
+    assert computed.preferred_block is None
+    assert computed.reason == "ComputedBackend.get_supported_kernel_block_sizes computes its sizes"
+    wide = found[(True, False, 0)]  # 32 is among [32, 64]
+    assert (wide.backend, wide.preferred_block, wide.branch) == (
+        "WIDE_MLA",
+        32,
+        "use_mla and device_capability.major == 10",
+    )
+    small = found[(True, True, 0)]  # 32 % 64 != 0: the smallest kernel size
+    assert (small.backend, small.preferred_block, small.symbol) == (
+        "SMALL_MLA",
+        64,
+        "SmallMLABackend",
+    )
+    assert found[(True, True, 1)].reason == (
+        "AttentionBackendEnum.GONE is not in vllm/v1/attention/backends/registry.py"
+    )
+
+
+def test_attention_backend_overrides_and_a_changed_base_rule():
+    from tests.vllm_serving_miniatures import BACKEND_BASE, BACKEND_BASE_PATH, FLASH_BACKEND
+
+    literal = FLASH_BACKEND.replace(
+        "return super().get_preferred_block_size(default_block_size)", "return 256"
+    )
+    tree = {**tree_v1(), "vllm/v1/attention/backends/flash.py": literal}
+    flash = next(r for r in backend_rows(tree) if r.backend == "FLASH")
+    assert (flash.preferred_block, flash.reason) == (256, "get_preferred_block_size returns 256")
+    guarded = FLASH_BACKEND.replace("current_platform.is_xpu()", "current_platform.is_tpu()")
+    tree = {**tree_v1(), "vllm/v1/attention/backends/flash.py": guarded}
+    flash = next(r for r in backend_rows(tree) if r.backend == "FLASH")
+    assert (flash.preferred_block, flash.reason) == (
+        None,
+        "FlashBackend.get_preferred_block_size is not evaluated",
+    )
+    changed = BACKEND_BASE.replace("return min(", "return max(")
+    rows = backend_rows({**tree_v1(), BACKEND_BASE_PATH: changed})
+    small = next(r for r in rows if r.backend == "SMALL_MLA")
+    assert small.preferred_block is None
+    assert small.reason == "AttentionBackend.get_preferred_block_size no longer has the known shape"
+
+
+def test_attention_backends_missing_anchor_and_absent_registry():
+    from tests.vllm_serving_miniatures import BACKEND_REGISTRY_PATH, CUDA_PATH
+
+    tree = {**tree_v1(), CUDA_PATH: "def _other_priorities():\n    return []\n"}
+    with pytest.raises(AnchorError) as info:
+        backend_rows(tree)
+    assert (info.value.anchor, info.value.paths) == ("_get_backend_priorities", (CUDA_PATH,))
+    tree = {k: v for k, v in tree_v1().items() if k != BACKEND_REGISTRY_PATH}
+    facts = extract_engine(
+        ENGINES["vllm"], MemorySnapshot(tree), commit_date="x", only={"attention_backends"}
+    )
+    assert facts.facts[0].records == ()
+    assert [(w.fact, w.code) for w in facts.warnings] == [("attention_backends", "absent")]

@@ -10,6 +10,7 @@ from extractors.doc_findings import DocRegistryFinding
 from extractors.records import FactKind, Record, SupportScan, warning
 from extractors.snapshot import Snapshot
 from extractors.vllm import (
+    attention_backends,
     attn_type_rule,
     class_flags,
     convertor,
@@ -19,6 +20,7 @@ from extractors.vllm import (
     serving_rules,
 )
 from extractors.vllm.records import (
+    AttentionBackendChoice,
     AttnTypeRule,
     HybridPageRule,
     InterfaceFlag,
@@ -253,6 +255,38 @@ def _hybrid_page_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]
     return _absent("hybrid page rule", tuple(p for p, _, _ in layouts), symbol)
 
 
+def _attention_backends(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    block = next((r for r in done["serving_defaults"] if r.setting == "block_size"), None)
+    default = int(block.value) if block is not None and block.value.isdigit() else None
+    cuda, registry, base = (
+        attention_backends.CUDA_PATH,
+        attention_backends.REGISTRY_PATH,
+        attention_backends.BASE_PATH,
+    )
+    if not snapshot.exists(registry):
+        return _absent("attention backend registry", (registry,), attention_backends.ENUM)
+    for path in (cuda, base):
+        snapshot.first_existing((path,), anchor=attention_backends.FACT)
+    rows = attention_backends.attention_backends(
+        snapshot.read_text(cuda),
+        snapshot.read_text(registry),
+        snapshot.read_text(base),
+        _reader(snapshot),
+        default,
+    )
+    return FactOutput(tuple(rows))
+
+
+ATTENTION_BACKENDS = FactKind(
+    attention_backends.FACT,
+    "CUDA attention backends and their block sizes",
+    AttentionBackendChoice,
+    "the backends _get_backend_priorities lists per branch (use_mla, GPU generation), in "
+    "order, with each backend's kernel block sizes and the block size get_preferred_block_size "
+    "picks from the default; the first backend that supports the setup is chosen at startup.",
+)
+
+
 SERVING_DEFAULTS = FactKind(
     "serving_defaults",
     "Serving defaults",
@@ -425,6 +459,13 @@ ENGINE = EngineSpec(
                 serving_rules.CONVERTOR_PATH,
                 *serving_rules.LINEAR_PATHS,
             ),
+        ),
+        FactExtractor(
+            ATTENTION_BACKENDS,
+            _attention_backends,
+            reads=attention_backends.READS,
+            needs=("serving_defaults",),
+            allow_empty=True,
         ),
         FactExtractor(
             SSM_TP_SPLITS, _ssm_tp_splits, reads=serving_rules.MAMBA_PATHS, allow_empty=True
