@@ -161,3 +161,47 @@ def test_sglang_state_splits():
         ("mamba2", "conv_dim"),
         ("mamba2", "num_heads"),
     ]
+
+
+def test_vllm_attention_backends():
+    from extractors.vllm import attention_backends as backends
+
+    def read(path: str) -> str | None:
+        root = mirror("vllm")
+        assert root is not None
+        done = subprocess.run(
+            ["git", "-C", root, "show", f"{VLLM_PIN}:{path}"], capture_output=True, text=True
+        )
+        return done.stdout if done.returncode == 0 else None
+
+    rows = backends.attention_backends(
+        vllm(backends.CUDA_PATH),
+        vllm(backends.REGISTRY_PATH),
+        vllm(backends.BASE_PATH),
+        read,
+        16,
+    )
+    default = [(r.backend, r.preferred_block) for r in rows if r.default_branch]
+    assert default == [
+        ("FLASH_ATTN", 16),
+        ("FLASHINFER", None),
+        ("TRITON_ATTN", 16),
+        ("FLEX_ATTENTION", 16),
+        ("TURBOQUANT", 16),
+        ("FLASH_ATTN_MLA", 16),
+        ("FLASHMLA", 64),
+        ("FLASHINFER_MLA", 32),
+        ("TRITON_MLA", 16),
+        ("FLASH_ATTN_MLA_SPARSE", 64),
+        ("FLASHMLA_SPARSE", 64),
+    ]
+    blackwell_mla = [
+        (r.backend, r.preferred_block)
+        for r in rows
+        if r.use_mla and r.branch == "use_mla and device_capability.major == 10"
+    ]
+    assert blackwell_mla[:3] == [
+        ("FLASHINFER_MLA", 32),
+        ("TOKENSPEED_MLA", 32),
+        ("CUTLASS_MLA", 128),
+    ]
