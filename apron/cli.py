@@ -43,7 +43,12 @@ ContextOpt = Annotated[
     ),
 ]
 DtypeOpt = Annotated[
-    str, typer.Option("--kv-dtype", help=f"KV cache dtype: {', '.join(KV_DTYPES)}.")
+    str,
+    typer.Option(
+        "--kv-dtype",
+        help=f"KV cache dtype: {', '.join(KV_DTYPES)}, or auto (what each engine picks from the "
+        "checkpoint: its dtype and quantization config).",
+    ),
 ]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the plan as JSON (pydantic model).")]

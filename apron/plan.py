@@ -13,6 +13,7 @@ from apron.engines import ENGINE_RULES
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
 from apron.errors import ApronInputError
+from apron.kv_dtype import KvDtypeChoice, resolve_kv_dtype_auto
 from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_window
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
@@ -29,6 +30,8 @@ from apron.select import Selection, compute, select
 from apron.support import support
 
 KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
+AUTO_KV_DTYPE = "auto"  # each engine resolves it from the checkpoint (apron.kv_dtype)
+AUTO_PLACEHOLDER = "bf16"  # computes state figures when no engine resolves auto; KV blanked
 CONTEXT_KEYS = ("max_position_embeddings",)
 
 
@@ -62,7 +65,9 @@ def make_request(
 ) -> Request:
     """Validate the options; a context of None means vLLM's derived maximum (when it has one)."""
     if kv_dtype not in KV_DTYPES:
-        raise ApronInputError(f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}")
+        raise ApronInputError(
+            f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE}"
+        )
     if context is not None and context <= 0:
         raise ApronInputError(f"context must be a positive number of tokens, got {context}")
     if batch <= 0:
@@ -261,6 +266,109 @@ def _full_context_note(why: str, figures: MechanismResult, request: Request) -> 
     return text
 
 
+def _checkpoint_dir(model: ModelConfig, model_dir: str | Path | None) -> Path | None:
+    """The directory holding the checkpoint: given, else the one of the config.json read."""
+    if model_dir is not None:
+        return Path(model_dir)
+    path = Path(model.source)
+    return path.parent if path.is_file() else None
+
+
+def _vllm_pooling(model: ModelConfig, vllm: EngineConstraints | None) -> bool:
+    row = vllm_rules.class_flags(model, vllm) if vllm is not None else None
+    return bool(
+        row is not None
+        and row.status == "resolved"
+        and (row.is_pooling_model is True or row.is_text_generation_model is False)
+    )
+
+
+def auto_kv_dtypes(
+    model: ModelConfig,
+    cs: ConstraintSet,
+    decisions: Mapping[str, EngineDecision],
+    model_dir: Path | None,
+) -> dict[str, KvDtypeChoice]:
+    """What `--kv-dtype auto` resolves to in each engine (apron.kv_dtype), by engine id."""
+    choices: dict[str, KvDtypeChoice] = {}
+    for engine_id in cs.engines:
+        decision = decisions.get(engine_id)
+        mla = bool(decision is not None and decision.mla is not None and decision.mla.is_mla)
+        pooling = engine_id == "vllm" and _vllm_pooling(model, cs.get("vllm"))
+        choices[engine_id] = resolve_kv_dtype_auto(
+            model.raw, model_dir, engine_id, mla=mla, pooling=pooling
+        )
+    return choices
+
+
+def _auto_request(
+    request: Request, choices: Mapping[str, KvDtypeChoice], engine_id: str | None
+) -> Request:
+    """The request with `auto` resolved for one engine (None: apron's own prediction, which
+    follows vLLM, else the first engine that resolves it); kv_dtype_bytes 0 when unknown."""
+    if engine_id is None:
+        known = [(e, c) for e, c in choices.items() if c.dtype is not None]
+        known.sort(key=lambda item: item[0] != "vllm")
+        if not known:
+            reasons = "; ".join(
+                f"{ENGINE_TITLES.get(e, e)}: {c.reason}" for e, c in choices.items()
+            )
+            return request._replace(
+                kv_dtype=AUTO_KV_DTYPE, kv_dtype_bytes=0, kv_dtype_source=f"unknown: {reasons}"
+            )
+        engine_id, choice = known[0]
+    else:
+        choice = choices[engine_id]
+        if choice.dtype is None:
+            return request._replace(
+                kv_dtype=AUTO_KV_DTYPE, kv_dtype_bytes=0, kv_dtype_source=choice.reason
+            )
+    assert choice.dtype is not None
+    return request._replace(
+        kv_dtype=choice.dtype,
+        kv_dtype_bytes=KV_DTYPES[choice.dtype],
+        kv_dtype_source=f"{ENGINE_TITLES.get(engine_id, engine_id)} {choice.reason}",
+    )
+
+
+def _placeholder(request: Request) -> Request:
+    if request.kv_dtype_bytes:
+        return request
+    return request._replace(kv_dtype=AUTO_PLACEHOLDER, kv_dtype_bytes=KV_DTYPES[AUTO_PLACEHOLDER])
+
+
+def _blank_kv_prediction(result: MechanismResult, why: str) -> MechanismResult:
+    if not result.kv_bytes_per_token:
+        return result
+    return result._replace(
+        kv_bytes_per_token=None,
+        kv_bytes_at_context=None,
+        naive_kv_bytes_at_context=None,
+        naive_ratio=None,
+        unknown=(*result.unknown, why),
+        arithmetic=(),
+    )
+
+
+def _blank_kv_view(view: EngineView, why: str) -> EngineView:
+    if not view.kv_bytes_per_token:
+        return view
+    return view._replace(
+        kv_bytes_per_token=None,
+        kv_bytes_at_context=None,
+        naive_kv_bytes_at_context=None,
+        notes=(*view.notes, f"unknown: KV dtype {why}"),
+    )
+
+
+def _auto_view(view: EngineView, choice: KvDtypeChoice | None) -> EngineView:
+    if choice is None or view.status != "constraints used":
+        return view
+    if choice.dtype is None:
+        return _blank_kv_view(view, choice.reason)
+    return view._replace(notes=(f"KV dtype {choice.dtype}: {choice.reason}", *view.notes))
+
+
 def plan(
     config: ModelConfig | str | Path | Mapping[str, Any],
     *,
@@ -268,12 +376,17 @@ def plan(
     kv_dtype: str = "bf16",
     batch: int = 1,
     constraints: ConstraintSet | None = None,
+    model_dir: str | Path | None = None,
 ) -> Plan:
-    """A labelled prediction for one config, citing the engine commits whose rules it used."""
+    """A labelled prediction for one config, citing the engine commits whose rules it used.
+
+    kv_dtype "auto" is resolved per engine from the checkpoint (its quantization config, or
+    hf_quant_config.json in model_dir, default the directory of the config.json read)."""
     model = config if isinstance(config, ModelConfig) else load_config(config)
     cs = constraints if constraints is not None else load_constraints()
     vllm = cs.get("vllm")
-    request = make_request(model, context, kv_dtype, batch, vllm)
+    auto = kv_dtype == AUTO_KV_DTYPE
+    request = make_request(model, context, AUTO_PLACEHOLDER if auto else kv_dtype, batch, vllm)
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
     for engine_id, engine in cs.engines.items():
@@ -291,6 +404,11 @@ def plan(
                     (),
                     computes_figures=False,
                 )
+    choices = (
+        auto_kv_dtypes(model, cs, decisions, _checkpoint_dir(model, model_dir)) if auto else {}
+    )
+    if auto:
+        request = _auto_request(request, choices, None)
     flags = frozenset(f for d in decisions.values() for f in d.flags)
     mla_votes = [d.mla for d in decisions.values() if d.mla is not None]
     apron_mla = any(m.is_mla for m in mla_votes)
@@ -304,7 +422,9 @@ def plan(
         encoder_decoder_section=enc_dec,
         encoder_only=enc_only,
     )
-    prediction = compute(selection, model, apron_heads, request)
+    prediction = compute(selection, model, apron_heads, _placeholder(request))
+    if auto and not request.kv_dtype_bytes:
+        prediction = _blank_kv_prediction(prediction, f"KV dtype {request.kv_dtype_source}")
     notes: list[str] = [model.reading, *request.context_warnings]
     if model.text_key:
         notes.append(f"geometry read from the {model.text_key} sub-config")
@@ -329,7 +449,7 @@ def plan(
     views = tuple(
         _view(
             model,
-            request,
+            _placeholder(_auto_request(request, choices, engine_id)) if auto else request,
             engine_id,
             cs.get(engine_id),
             decisions.get(engine_id),
@@ -342,6 +462,8 @@ def plan(
         )
         for engine_id, entry in zip(cs.engines, supported, strict=True)
     )
+    if auto:
+        views = tuple(_auto_view(view, choices.get(view.engine)) for view in views)
     batch_kv = (
         prediction.kv_bytes_at_context * request.batch
         if prediction.kv_bytes_at_context is not None

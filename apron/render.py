@@ -192,6 +192,8 @@ def render(plan: Plan, console: Console) -> None:
         )
     for warning in r.context_warnings:
         lines.append(Text(f"warning: {warning}", style="yellow"))
+    if r.kv_dtype_source:
+        lines.append(Text(f"KV dtype {r.kv_dtype} from {r.kv_dtype_source}", style="dim"))
     if r.ssm_dtype:
         lines.append(Text(f"SSM state dtype {r.ssm_dtype}: {r.ssm_dtype_source}", style="dim"))
     if plan.prediction.mechanism in HEAD_MECHANISMS:

@@ -22,6 +22,7 @@ class Request(NamedTuple):
     context_warnings: tuple[str, ...] = ()
     ssm_dtype: str = ""  # --mamba-ssm-cache-dtype as the engine resolves it; "" = model dtype
     ssm_dtype_source: str = ""
+    kv_dtype_source: str = ""  # with --kv-dtype auto: how the engine resolved it; "" = given
 
 
 class HeadCount(NamedTuple):
