@@ -206,6 +206,9 @@ def serving_rules(engine: EngineConstraints | None, engine_id: str) -> ServingRu
     kv_split, mla, must_divide, kv_tp_rule = _tp(engine, cites, unknown)
     ssm = _ssm(engine, cites, unknown)
     hybrid = _hybrid(engine, cites, unknown)
+    cites.extend(
+        engine.cite(r) for r in engine.rows(ATTENTION_BACKENDS) if r.default_branch and r.rank == 0
+    )
     return ServingRules(
         engine=engine_id,
         block_tokens=int(block) if block else None,

@@ -169,4 +169,7 @@ def test_vllm_backend_blocks_on_cuda():
     assert by_backend[(True, "FLASHINFER_MLA")] == 32  # [32, 64]: 16 % 32 != 0 -> 32
     assert by_backend[(False, "FLASHINFER")] is None  # its kernel sizes are computed
     assert rules.hybrid_page_rule is not None and rules.hybrid_page_rule.kernel_min_block == 16
+    cited = {(c.path, c.symbol) for c in rules.citations}
+    assert ("vllm/v1/attention/backends/flash_attn.py", "FlashAttentionBackend") in cited
+    assert ("vllm/v1/attention/backends/mla/flashattn_mla.py", "FlashAttnMLABackend") in cited
     assert first_backend_block(rules_of("sglang"), use_mla=False) is None
