@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from apron import context as context_rules
 from apron.config import ModelConfig, load_config
@@ -17,13 +17,17 @@ from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_wi
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
     PREDICTION,
+    Capacity,
+    DtypeWeights,
     EngineStamp,
     EngineSupport,
     EngineView,
+    GpuShare,
     HeadCount,
     MechanismResult,
     Plan,
     Request,
+    Weights,
 )
 from apron.select import Selection, compute, select
 from apron.support import support
@@ -131,6 +135,7 @@ def _view(
     enc_only: str,
     prediction: MechanismResult,
     support_entry: EngineSupport,
+    serving: Serving | None = None,
 ) -> EngineView:
     title = ENGINE_TITLES.get(engine_id, engine_id)
     if constraints is None or decision is None:
@@ -234,6 +239,11 @@ def _view(
             )
     if figures.unknown:
         notes.extend(f"unknown: {u}" for u in figures.unknown)
+    gpu, fits = (
+        _serving_figures(model, request, engine_id, constraints, selection, heads, figures, serving)
+        if serving is not None
+        else (None, None)
+    )
     return EngineView(
         engine_id,
         title,
@@ -249,7 +259,93 @@ def _view(
         _figures_differ(figures, prediction),
         tuple(dict.fromkeys(notes)),
         tuple(dict.fromkeys(cites)),
+        gpu,
+        fits,
     )
+
+
+class Serving(NamedTuple):
+    """What the per-GPU and capacity figures need beyond the request."""
+
+    tp: int
+    gpu_memory: int | None
+    memory_fraction: float | None
+    weights: Weights
+
+
+def _serving_figures(
+    model: ModelConfig,
+    request: Request,
+    engine_id: str,
+    constraints: EngineConstraints,
+    selection: Selection,
+    heads: HeadCount,
+    figures: MechanismResult,
+    serving: Serving,
+) -> tuple[GpuShare, Capacity | None]:
+    """The engine's per-GPU share at --tp and, with --gpu-memory, what fits."""
+    from apron import per_gpu
+
+    try:  # TEMPORARY until the engine14 merge
+        from apron.serving_rules import serving_rules
+    except ImportError:
+        why = "apron.serving_rules is not available"
+        return GpuShare(
+            serving.tp, "unknown", None, "", None, None, None, None, (), (), (why,), ()
+        ), None
+
+    rules = serving_rules(constraints, engine_id)
+    share = per_gpu.gpu_share(
+        model, request, serving.tp, rules, selection, heads, figures, serving.weights.total_bytes
+    )
+    if serving.gpu_memory is None:
+        return share, None
+    fits = per_gpu.engine_capacity(
+        model,
+        figures.mechanism,
+        share,
+        rules,
+        serving.gpu_memory,
+        serving.memory_fraction,
+        request.context,
+        serving.weights.unknown,
+    )
+    return share, fits
+
+
+def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
+    """The checkpoint's weight bytes from the model directory (apron.weights), or unknown."""
+    if model_dir is None:
+        return Weights(
+            None,
+            (),
+            "",
+            f"{model.source} is not a model directory: no safetensors index or headers to read",
+            (),
+        )
+    try:  # TEMPORARY until the weights14 merge
+        from apron import weights as weight_files
+    except ImportError:
+        return Weights(None, (), "", "apron.weights is not available", ())
+
+    found = weight_files.checkpoint_weights(model_dir)
+    if found is None:
+        return Weights(None, (), "", weight_files.weights_unknown_reason(model_dir), ())
+    return Weights(
+        found.total_bytes,
+        tuple(DtypeWeights(d.dtype, d.bytes, d.tensors) for d in found.by_dtype),
+        found.source,
+        "",
+        tuple(found.notes),
+    )
+
+
+def model_directory(config: object) -> Path | None:
+    """The directory of a config given as a path (a model directory, or a config.json's folder)."""
+    if isinstance(config, str | Path):
+        path = Path(config)
+        return path if path.is_dir() else path.parent
+    return None
 
 
 def _full_context_note(why: str, figures: MechanismResult, request: Request) -> str:
@@ -268,12 +364,31 @@ def plan(
     kv_dtype: str = "bf16",
     batch: int = 1,
     constraints: ConstraintSet | None = None,
+    tp: int = 1,
+    gpu_memory: int | None = None,
+    memory_fraction: float | None = None,
+    model_dir: str | Path | None = None,
 ) -> Plan:
-    """A labelled prediction for one config, citing the engine commits whose rules it used."""
+    """A labelled prediction for one config, citing the engine commits whose rules it used.
+
+    tp: tensor-parallel size (engine figures become one GPU's share); gpu_memory: bytes per GPU
+    (adds what fits per engine); memory_fraction: overrides every engine's default fraction;
+    model_dir: where the checkpoint's safetensors are (default: the config's directory)."""
     model = config if isinstance(config, ModelConfig) else load_config(config)
     cs = constraints if constraints is not None else load_constraints()
     vllm = cs.get("vllm")
     request = make_request(model, context, kv_dtype, batch, vllm)
+    if tp <= 0:
+        raise ApronInputError(f"--tp must be at least 1, got {tp}")
+    if gpu_memory is not None and gpu_memory <= 0:
+        raise ApronInputError(f"--gpu-memory must be more than 0 bytes, got {gpu_memory}")
+    if memory_fraction is not None and not 0 < memory_fraction <= 1:
+        raise ApronInputError(
+            f"--memory-fraction must be more than 0 and at most 1, got {memory_fraction:g}"
+        )
+    directory = Path(model_dir) if model_dir is not None else model_directory(config)
+    weights = checkpoint_weights(model, directory)
+    serving = Serving(tp, gpu_memory, memory_fraction, weights)
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
     for engine_id, engine in cs.engines.items():
@@ -339,9 +454,14 @@ def plan(
             enc_only,
             prediction,
             entry,
+            serving,
         )
         for engine_id, entry in zip(cs.engines, supported, strict=True)
     )
+    shares = [v.gpu for v in views if v.gpu is not None]
+    if tp > 1 and shares and all(g.status == "refused" for g in shares):
+        reasons = dict.fromkeys(r for g in shares for r in g.refused)
+        raise ApronInputError(f"--tp {tp} is refused: " + "; ".join(reasons))
     batch_kv = (
         prediction.kv_bytes_at_context * request.batch
         if prediction.kv_bytes_at_context is not None
@@ -380,4 +500,7 @@ def plan(
         supported,
         stamps,
         tuple(notes),
+        tp,
+        gpu_memory,
+        weights,
     )
