@@ -11,7 +11,7 @@ from rich.console import Console
 
 from apron.config import load_config, load_sample, sample_names
 from apron.errors import ApronInputError
-from apron.plan import KV_DTYPES, model_directory, plan
+from apron.plan import KV_DTYPES, plan
 
 app = typer.Typer(
     add_completion=False,
@@ -43,7 +43,12 @@ ContextOpt = Annotated[
     ),
 ]
 DtypeOpt = Annotated[
-    str, typer.Option("--kv-dtype", help=f"KV cache dtype: {', '.join(KV_DTYPES)}.")
+    str,
+    typer.Option(
+        "--kv-dtype",
+        help=f"KV cache dtype: {', '.join(KV_DTYPES)}, or auto (what each engine picks from the "
+        "checkpoint: its dtype and quantization config).",
+    ),
 ]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the plan as JSON (pydantic model).")]
@@ -137,7 +142,6 @@ def _plan(config, sample, context, kv_dtype, batch, tp, gpu_memory, memory_fract
 
         memory = parse_memory(gpu_memory) if gpu_memory is not None else None
         model = load_sample(sample) if sample is not None else load_config(config)  # type: ignore[arg-type]
-        directory = weights if weights is not None else (config and model_directory(config))
         return plan(
             model,
             context=context,
@@ -146,7 +150,7 @@ def _plan(config, sample, context, kv_dtype, batch, tp, gpu_memory, memory_fract
             tp=tp,
             gpu_memory=memory,
             memory_fraction=memory_fraction,
-            model_dir=directory,
+            model_dir=weights,
         )
     except ApronInputError as err:
         fail(str(err))

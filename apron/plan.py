@@ -13,6 +13,7 @@ from apron.engines import ENGINE_RULES
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
 from apron.errors import ApronInputError
+from apron.kv_dtype import KvDtypeChoice, resolve_kv_dtype_auto
 from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_window
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
@@ -33,6 +34,8 @@ from apron.select import Selection, compute, select
 from apron.support import support
 
 KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
+AUTO_KV_DTYPE = "auto"  # each engine resolves it from the checkpoint (apron.kv_dtype)
+AUTO_PLACEHOLDER = "bf16"  # computes state figures when no engine resolves auto; KV blanked
 CONTEXT_KEYS = ("max_position_embeddings",)
 
 
@@ -66,7 +69,9 @@ def make_request(
 ) -> Request:
     """Validate the options; a context of None means vLLM's derived maximum (when it has one)."""
     if kv_dtype not in KV_DTYPES:
-        raise ApronInputError(f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}")
+        raise ApronInputError(
+            f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE}"
+        )
     if context is not None and context <= 0:
         raise ApronInputError(f"context must be a positive number of tokens, got {context}")
     if batch <= 0:
@@ -340,14 +345,6 @@ def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
     )
 
 
-def model_directory(config: object) -> Path | None:
-    """The directory of a config given as a path (a model directory, or a config.json's folder)."""
-    if isinstance(config, str | Path):
-        path = Path(config)
-        return path if path.is_dir() else path.parent
-    return None
-
-
 def _full_context_note(why: str, figures: MechanismResult, request: Request) -> str:
     if figures.kv_bytes_per_token is None:
         return why
@@ -355,6 +352,133 @@ def _full_context_note(why: str, figures: MechanismResult, request: Request) -> 
     if figures.kv_bytes_at_context is not None and request.context is not None:
         text += f", {figures.kv_bytes_at_context:,} B at {request.context:,} tokens"
     return text
+
+
+def _checkpoint_dir(model: ModelConfig, model_dir: str | Path | None) -> Path | None:
+    """The directory holding the checkpoint: given, else the one of the config.json read."""
+    if model_dir is not None:
+        return Path(model_dir)
+    path = Path(model.source)
+    return path.parent if path.is_file() else None
+
+
+def _vllm_pooling(model: ModelConfig, vllm: EngineConstraints | None) -> bool:
+    row = vllm_rules.class_flags(model, vllm) if vllm is not None else None
+    return bool(
+        row is not None
+        and row.status == "resolved"
+        and (row.is_pooling_model is True or row.is_text_generation_model is False)
+    )
+
+
+def auto_kv_dtypes(
+    model: ModelConfig,
+    cs: ConstraintSet,
+    decisions: Mapping[str, EngineDecision],
+    model_dir: Path | None,
+) -> dict[str, KvDtypeChoice]:
+    """What `--kv-dtype auto` resolves to in each engine (apron.kv_dtype), by engine id."""
+    choices: dict[str, KvDtypeChoice] = {}
+    for engine_id in cs.engines:
+        decision = decisions.get(engine_id)
+        mla = bool(decision is not None and decision.mla is not None and decision.mla.is_mla)
+        pooling = engine_id == "vllm" and _vllm_pooling(model, cs.get("vllm"))
+        choices[engine_id] = resolve_kv_dtype_auto(
+            model.raw, model_dir, engine_id, mla=mla, pooling=pooling
+        )
+    return choices
+
+
+def _auto_request(
+    request: Request, choices: Mapping[str, KvDtypeChoice], engine_id: str | None
+) -> Request:
+    """The request with `auto` resolved for one engine (None: apron's own prediction, which
+    follows vLLM, else the first engine that resolves it); kv_dtype_bytes 0 when unknown."""
+    if engine_id is None:
+        known = [(e, c) for e, c in choices.items() if c.dtype is not None]
+        known.sort(key=lambda item: item[0] != "vllm")
+        if not known:
+            reasons = "; ".join(
+                f"{ENGINE_TITLES.get(e, e)}: {c.reason}" for e, c in choices.items()
+            )
+            return request._replace(
+                kv_dtype=AUTO_KV_DTYPE, kv_dtype_bytes=0, kv_dtype_source=f"unknown: {reasons}"
+            )
+        engine_id, choice = known[0]
+    else:
+        choice = choices[engine_id]
+        if choice.dtype is None:
+            return request._replace(
+                kv_dtype=AUTO_KV_DTYPE, kv_dtype_bytes=0, kv_dtype_source=choice.reason
+            )
+    assert choice.dtype is not None
+    return request._replace(
+        kv_dtype=choice.dtype,
+        kv_dtype_bytes=KV_DTYPES[choice.dtype],
+        kv_dtype_source=f"{ENGINE_TITLES.get(engine_id, engine_id)} {choice.reason}",
+    )
+
+
+def _placeholder(request: Request) -> Request:
+    if request.kv_dtype_bytes:
+        return request
+    return request._replace(kv_dtype=AUTO_PLACEHOLDER, kv_dtype_bytes=KV_DTYPES[AUTO_PLACEHOLDER])
+
+
+def _blank_kv_prediction(result: MechanismResult, why: str) -> MechanismResult:
+    if not result.kv_bytes_per_token:
+        return result
+    return result._replace(
+        kv_bytes_per_token=None,
+        kv_bytes_at_context=None,
+        naive_kv_bytes_at_context=None,
+        naive_ratio=None,
+        unknown=(*result.unknown, why),
+        arithmetic=(),
+    )
+
+
+def _blank_kv_view(view: EngineView, why: str) -> EngineView:
+    if not view.kv_bytes_per_token:
+        return view
+    gpu = view.gpu
+    if gpu is not None and gpu.status == "split":
+        gpu = gpu._replace(
+            status="unknown",
+            kv_bytes_per_token=None,
+            kv_bytes_at_context=None,
+            unknown=(*gpu.unknown, f"KV dtype {why}"),
+        )
+    capacity = view.capacity
+    if capacity is not None:
+        capacity = capacity._replace(
+            budget_bytes=None,
+            blocks=None,
+            block_bytes=None,
+            kv_tokens=None,
+            blocks_per_sequence=None,
+            sequence_bytes=None,
+            sequences=None,
+            limit="",
+            unknown=(*capacity.unknown, f"KV dtype {why}"),
+            arithmetic=(),
+        )
+    return view._replace(
+        kv_bytes_per_token=None,
+        kv_bytes_at_context=None,
+        naive_kv_bytes_at_context=None,
+        notes=(*view.notes, f"unknown: KV dtype {why}"),
+        gpu=gpu,
+        capacity=capacity,
+    )
+
+
+def _auto_view(view: EngineView, choice: KvDtypeChoice | None) -> EngineView:
+    if choice is None or view.status != "constraints used":
+        return view
+    if choice.dtype is None:
+        return _blank_kv_view(view, choice.reason)
+    return view._replace(notes=(f"KV dtype {choice.dtype}: {choice.reason}", *view.notes))
 
 
 def plan(
@@ -373,11 +497,14 @@ def plan(
 
     tp: tensor-parallel size (engine figures become one GPU's share); gpu_memory: bytes per GPU
     (adds what fits per engine); memory_fraction: overrides every engine's default fraction;
-    model_dir: where the checkpoint's safetensors are (default: the config's directory)."""
+    model_dir: where the checkpoint's safetensors are (default: the config's directory).
+    kv_dtype "auto" is resolved per engine from the checkpoint (its quantization config, or
+    hf_quant_config.json in model_dir, default the directory of the config.json read)."""
     model = config if isinstance(config, ModelConfig) else load_config(config)
     cs = constraints if constraints is not None else load_constraints()
     vllm = cs.get("vllm")
-    request = make_request(model, context, kv_dtype, batch, vllm)
+    auto = kv_dtype == AUTO_KV_DTYPE
+    request = make_request(model, context, AUTO_PLACEHOLDER if auto else kv_dtype, batch, vllm)
     if tp <= 0:
         raise ApronInputError(f"--tp must be at least 1, got {tp}")
     if gpu_memory is not None and gpu_memory <= 0:
@@ -386,7 +513,7 @@ def plan(
         raise ApronInputError(
             f"--memory-fraction must be more than 0 and at most 1, got {memory_fraction:g}"
         )
-    directory = Path(model_dir) if model_dir is not None else model_directory(config)
+    directory = _checkpoint_dir(model, model_dir)
     weights = checkpoint_weights(model, directory)
     serving = Serving(tp, gpu_memory, memory_fraction, weights)
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
@@ -406,6 +533,11 @@ def plan(
                     (),
                     computes_figures=False,
                 )
+    choices = (
+        auto_kv_dtypes(model, cs, decisions, directory) if auto else {}
+    )
+    if auto:
+        request = _auto_request(request, choices, None)
     flags = frozenset(f for d in decisions.values() for f in d.flags)
     mla_votes = [d.mla for d in decisions.values() if d.mla is not None]
     apron_mla = any(m.is_mla for m in mla_votes)
@@ -419,7 +551,9 @@ def plan(
         encoder_decoder_section=enc_dec,
         encoder_only=enc_only,
     )
-    prediction = compute(selection, model, apron_heads, request)
+    prediction = compute(selection, model, apron_heads, _placeholder(request))
+    if auto and not request.kv_dtype_bytes:
+        prediction = _blank_kv_prediction(prediction, f"KV dtype {request.kv_dtype_source}")
     notes: list[str] = [model.reading, *request.context_warnings]
     if model.text_key:
         notes.append(f"geometry read from the {model.text_key} sub-config")
@@ -444,7 +578,7 @@ def plan(
     views = tuple(
         _view(
             model,
-            request,
+            _placeholder(_auto_request(request, choices, engine_id)) if auto else request,
             engine_id,
             cs.get(engine_id),
             decisions.get(engine_id),
@@ -458,6 +592,8 @@ def plan(
         )
         for engine_id, entry in zip(cs.engines, supported, strict=True)
     )
+    if auto:
+        views = tuple(_auto_view(view, choices.get(view.engine)) for view in views)
     shares = [v.gpu for v in views if v.gpu is not None]
     if tp > 1 and shares and all(g.status == "refused" for g in shares):
         reasons = dict.fromkeys(r for g in shares for r in g.refused)

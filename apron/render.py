@@ -250,6 +250,8 @@ def verbose_lines(plan: Plan, width: int = WIDTH) -> list[str]:
             "    ",
             "  ",
         )
+    if r.kv_dtype_source:
+        lines += wrap(f"KV dtype {r.kv_dtype} from {r.kv_dtype_source}", width, "    ", "  ")
     if r.ssm_dtype:
         lines += wrap(f"SSM state dtype {r.ssm_dtype}: {r.ssm_dtype_source}", width, "    ", "  ")
     if p.mechanism in HEAD_MECHANISMS:

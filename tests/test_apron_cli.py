@@ -66,6 +66,7 @@ def test_json_output_is_the_plan_model():
         "context_warnings": [],
         "ssm_dtype": "",
         "ssm_dtype_source": "",
+        "kv_dtype_source": "",
     }
     assert data["prediction"]["mechanism"] == "hybrid_ssm"
     assert data["state_bytes_for_batch"] == 3 * 8_716_288

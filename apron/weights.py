@@ -1,0 +1,368 @@
+"""Checkpoint weight bytes from safetensors headers or model.safetensors.index.json, never guessed.
+
+A .safetensors file starts with an 8-byte little-endian header length and a JSON header that gives
+every tensor's dtype, shape and byte range; only that header is read, never the tensor data."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from apron.errors import ApronInputError
+
+INDEX_NAME = "model.safetensors.index.json"
+SAFETENSORS_SUFFIX = ".safetensors"
+MAX_HEADER_BYTES = 100_000_000  # the safetensors library refuses larger headers
+MAX_INDEX_BYTES = 100_000_000
+HEADER_LENGTH_BYTES = 8
+METADATA_KEY = "__metadata__"
+EXPERT_NAME = re.compile(r"(^|\.)experts\.")
+SHARD_NAME = re.compile(r"-(\d+)-of-(\d+)\.safetensors$")
+
+# Bits per element of every dtype name the safetensors format defines (safetensors' Dtype enum).
+DTYPE_BITS: dict[str, int] = {
+    "BOOL": 8,
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,
+    "F8_E4M3FNUZ": 8,
+    "F8_E5M2FNUZ": 8,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "C64": 64,
+    "F64": 64,
+    "I64": 64,
+    "U64": 64,
+}
+
+
+class DtypeBytes(NamedTuple):
+    """Tensor bytes of one safetensors dtype in a checkpoint."""
+
+    dtype: str  # safetensors dtype name as in the header: "BF16", "F8_E4M3", "I32", ...
+    bytes: int
+    tensors: int  # number of tensors of that dtype (0 when only known from the index total)
+
+
+class CheckpointWeights(NamedTuple):
+    """What a checkpoint's weights take, and where the figure was read."""
+
+    total_bytes: int  # sum of tensor bytes (not file sizes: headers excluded)
+    by_dtype: tuple[DtypeBytes, ...]  # sorted by dtype; empty when only metadata.total_size known
+    source: str  # "model.safetensors.index.json metadata.total_size" / "headers of 4 ... files"
+    files: tuple[str, ...]  # file names read
+    notes: tuple[str, ...] = ()  # e.g. index total and header sum disagree; MoE: experts stored
+    tensors: int = 0  # tensors counted (headers, else the index weight_map entries)
+    expert_tensors: int = 0  # of which MoE expert tensors (a name with an `experts.` part)
+
+
+class TensorEntry(NamedTuple):
+    """One tensor of a safetensors header."""
+
+    name: str
+    dtype: str
+    bytes: int
+
+
+class _Index(NamedTuple):
+    total_size: int | None
+    shard_files: tuple[str, ...]  # distinct weight_map values, sorted
+    tensor_names: tuple[str, ...]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _elements(shape: Any, where: str) -> int:
+    if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
+        raise ApronInputError(
+            f"{where}: shape must be a list of non-negative integers, got {shape!r}"
+        )
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count
+
+
+def _tensor_entry(name: str, info: Any, path: Path) -> tuple[TensorEntry, int, int]:
+    where = f"{path}: tensor {name!r}"
+    if not isinstance(info, Mapping):
+        raise ApronInputError(f"{where} is not an object with dtype, shape and data_offsets")
+    dtype = info.get("dtype")
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
+        raise ApronInputError(
+            f"{where} has dtype {dtype!r}, not a safetensors dtype "
+            f"({', '.join(sorted(DTYPE_BITS))})"
+        )
+    offsets = info.get("data_offsets")
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets):
+        raise ApronInputError(f"{where}: data_offsets must be [begin, end], got {offsets!r}")
+    begin, end = offsets
+    if begin < 0 or end < begin:
+        raise ApronInputError(
+            f"{where}: data_offsets [{begin}, {end}] are negative or end before they begin"
+        )
+    bits = _elements(info.get("shape"), where) * DTYPE_BITS[dtype]
+    if bits % 8 or bits // 8 != end - begin:
+        raise ApronInputError(
+            f"{where}: shape {info.get('shape')!r} of {dtype} takes {bits / 8:g} B but "
+            f"data_offsets [{begin}, {end}] span {end - begin} B"
+        )
+    return TensorEntry(name, dtype, end - begin), begin, end
+
+
+def read_header(path: Path) -> tuple[TensorEntry, ...]:
+    """The tensors of one .safetensors file, read from its header only (the data is not read).
+
+    Checked like the safetensors library checks it: header length within the file and at most
+    100 MB, a JSON object, known dtypes, shapes matching byte ranges, ranges contiguous from 0
+    and covering exactly the data after the header."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            prefix = handle.read(HEADER_LENGTH_BYTES)
+            if len(prefix) < HEADER_LENGTH_BYTES:
+                raise ApronInputError(
+                    f"{path} is {size} B, too short for a safetensors file (8-byte header length)"
+                )
+            length = int.from_bytes(prefix, "little")
+            if length > MAX_HEADER_BYTES:
+                raise ApronInputError(
+                    f"{path}: header length {length:,} B is over the 100 MB safetensors limit; "
+                    "not a safetensors file"
+                )
+            if length > size - HEADER_LENGTH_BYTES:
+                raise ApronInputError(
+                    f"{path}: header length {length:,} B is larger than the file "
+                    f"({size:,} B); truncated or not a safetensors file"
+                )
+            raw = handle.read(length)
+    except OSError as err:
+        raise ApronInputError(f"cannot read {path}: {err.strerror or err}") from err
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise ApronInputError(f"{path}: the safetensors header is not JSON ({err})") from err
+    if not isinstance(header, dict):
+        raise ApronInputError(f"{path}: the safetensors header is JSON but not an object")
+    spans: list[tuple[int, int, TensorEntry]] = []
+    for name, info in header.items():
+        if name == METADATA_KEY:
+            continue
+        entry, begin, end = _tensor_entry(name, info, path)
+        spans.append((begin, end, entry))
+    spans.sort(key=lambda s: (s[0], s[1], s[2].name))
+    position = 0
+    previous = ""
+    for begin, end, entry in spans:
+        if begin < position:
+            raise ApronInputError(
+                f"{path}: tensor {entry.name!r} data_offsets [{begin}, {end}] overlap "
+                f"{previous!r}, which ends at {position}"
+            )
+        if begin > position:
+            raise ApronInputError(
+                f"{path}: bytes {position}..{begin} are not covered by any tensor "
+                f"(before {entry.name!r}); the safetensors library refuses such a file"
+            )
+        position, previous = end, entry.name
+    data_bytes = size - HEADER_LENGTH_BYTES - length
+    if position != data_bytes:
+        raise ApronInputError(
+            f"{path}: tensors end at byte {position:,} of the data but the file holds "
+            f"{data_bytes:,} B after the header ("
+            + ("truncated" if position > data_bytes else "trailing bytes")
+            + ")"
+        )
+    return tuple(entry for _, _, entry in spans)
+
+
+def _read_index(path: Path) -> _Index:
+    try:
+        if path.stat().st_size > MAX_INDEX_BYTES:
+            raise ApronInputError(f"{path} is over 100 MB; not a safetensors index")
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as err:
+        raise ApronInputError(f"cannot read {path}: {err.strerror or err}") from err
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise ApronInputError(f"{path} is not valid JSON ({err})") from err
+    if not isinstance(data, dict):
+        raise ApronInputError(f"{path} is JSON but not an object")
+    weight_map = data.get("weight_map")
+    if not isinstance(weight_map, dict) or not all(
+        isinstance(v, str) and v for v in weight_map.values()
+    ):
+        raise ApronInputError(f"{path}: weight_map must be an object of tensor name -> file name")
+    for file_name in weight_map.values():
+        if Path(file_name).name != file_name or not file_name.endswith(SAFETENSORS_SUFFIX):
+            raise ApronInputError(
+                f"{path}: weight_map names {file_name!r}, not a .safetensors file in the "
+                "same directory"
+            )
+    metadata = data.get("metadata")
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    if isinstance(total, float) and total.is_integer():
+        total = int(total)
+    if total is not None and (not _is_int(total) or total < 0):
+        raise ApronInputError(
+            f"{path}: metadata.total_size must be a non-negative integer, got {total!r}"
+        )
+    return _Index(total, tuple(sorted(set(weight_map.values()))), tuple(sorted(weight_map)))
+
+
+def _expert_count(names: tuple[str, ...] | list[str]) -> int:
+    return sum(1 for n in names if EXPERT_NAME.search(n))
+
+
+def _expert_note(experts: int) -> tuple[str, ...]:
+    if not experts:
+        return ()
+    return (
+        f"MoE: {experts:,} expert tensors; every expert is stored and counted, "
+        "whether or not a token routes to it",
+    )
+
+
+def _by_dtype(entries: list[TensorEntry]) -> tuple[DtypeBytes, ...]:
+    totals: dict[str, list[int]] = {}
+    for entry in entries:
+        row = totals.setdefault(entry.dtype, [0, 0])
+        row[0] += entry.bytes
+        row[1] += 1
+    return tuple(DtypeBytes(d, b, t) for d, (b, t) in sorted(totals.items()))
+
+
+def _from_headers(
+    directory: Path, files: tuple[str, ...], source: str, notes: list[str]
+) -> CheckpointWeights:
+    entries: list[TensorEntry] = []
+    for name in files:
+        entries.extend(read_header(directory / name))
+    names = [e.name for e in entries]
+    duplicates = len(names) - len(set(names))
+    if duplicates:
+        notes.append(f"{duplicates} tensor names appear in more than one file; each is counted")
+    experts = _expert_count(names)
+    notes.extend(_expert_note(experts))
+    return CheckpointWeights(
+        sum(e.bytes for e in entries),
+        _by_dtype(entries),
+        source,
+        files,
+        tuple(notes),
+        len(entries),
+        experts,
+    )
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _local_files(directory: Path) -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in directory.glob("*" + SAFETENSORS_SUFFIX) if p.is_file()))
+
+
+def _incomplete_shards(files: tuple[str, ...]) -> str:
+    """Why unindexed files named model-0000k-of-0000N look incomplete, or ""."""
+    expected: dict[str, int] = {}
+    found: dict[str, int] = {}
+    for name in files:
+        match = SHARD_NAME.search(name)
+        if match:
+            stem = name[: match.start()]
+            expected[stem] = int(match.group(2))
+            found[stem] = found.get(stem, 0) + 1
+    for stem, count in sorted(expected.items()):
+        if found[stem] != count:
+            return (
+                f"only {found[stem]} of the {count} shards {stem}-*-of-{count:05d}.safetensors "
+                f"are present and there is no {INDEX_NAME}"
+            )
+    return ""
+
+
+def _directory_of(model_dir: Path) -> Path:
+    return model_dir.parent if model_dir.is_file() else model_dir
+
+
+def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
+    """The checkpoint's tensor bytes (total and per dtype), or None when neither an index nor
+    usable .safetensors files are there (weights_unknown_reason says why).
+
+    Local headers are preferred when every shard the index lists is present; else the index's
+    metadata.total_size. A path to a file (config.json) means the directory that holds it."""
+    directory = _directory_of(Path(model_dir))
+    index_path = directory / INDEX_NAME
+    local = _local_files(directory)
+    if index_path.is_file():
+        index = _read_index(index_path)
+        missing = [f for f in index.shard_files if f not in local]
+        notes: list[str] = []
+        if not missing:
+            if index.total_size is None:
+                notes.append(f"{INDEX_NAME} has no metadata.total_size; the headers decide")
+            source = f"headers of {_plural(len(index.shard_files), '.safetensors file')}"
+            result = _from_headers(directory, index.shard_files, source, notes)
+            if index.total_size is not None and index.total_size != result.total_bytes:
+                notes.append(
+                    f"{INDEX_NAME} metadata.total_size is {index.total_size:,} B but the headers "
+                    f"sum to {result.total_bytes:,} B; the headers are used"
+                )
+            header_names = sum(d.tensors for d in result.by_dtype)
+            if header_names != len(index.tensor_names):
+                notes.append(
+                    f"{INDEX_NAME} weight_map lists {len(index.tensor_names):,} tensors, the "
+                    f"headers hold {header_names:,}"
+                )
+            return result._replace(notes=tuple(notes))
+        if index.total_size is None:
+            raise ApronInputError(
+                f"{index_path} has no metadata.total_size and {len(missing)} of its "
+                f"{len(index.shard_files)} shards are not in {directory} (e.g. {missing[0]}): "
+                "the weight bytes cannot be read"
+            )
+        if len(missing) < len(index.shard_files):
+            notes.append(
+                f"{len(missing)} of the {len(index.shard_files)} shards are not present "
+                "locally, so the index total is used"
+            )
+        experts = _expert_count(index.tensor_names)
+        notes.extend(_expert_note(experts))
+        return CheckpointWeights(
+            index.total_size,
+            (),
+            f"{INDEX_NAME} metadata.total_size",
+            (INDEX_NAME,),
+            tuple(notes),
+            len(index.tensor_names),
+            experts,
+        )
+    if not local or _incomplete_shards(local):
+        return None
+    source = f"headers of {_plural(len(local), '.safetensors file')}"
+    return _from_headers(directory, local, source, [])
+
+
+def weights_unknown_reason(model_dir: Path) -> str:
+    """The sentence shown when checkpoint_weights gives None."""
+    directory = _directory_of(Path(model_dir))
+    local = _local_files(directory) if directory.is_dir() else ()
+    incomplete = _incomplete_shards(local)
+    if incomplete:
+        return f"weights unknown: {incomplete} in {directory}"
+    return f"weights unknown: no safetensors index or files in {directory}"
