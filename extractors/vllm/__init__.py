@@ -16,9 +16,11 @@ from extractors.vllm import (
     docs_tables,
     matrix_cells,
     model_config_defaults,
+    serving_rules,
 )
 from extractors.vllm.records import (
     AttnTypeRule,
+    HybridPageRule,
     InterfaceFlag,
     KvHeadAlias,
     KvHeadFallback,
@@ -29,6 +31,9 @@ from extractors.vllm.records import (
     ModelClassFlags,
     RegistryNotice,
     RegistryRow,
+    ServingDefault,
+    SsmTpSplit,
+    TpRule,
     VllmDocsRow,
 )
 from extractors.vllm.registry_notices import registry_notices, removal_notes
@@ -181,6 +186,57 @@ def _attn_type_rule(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
     return FactOutput((), (absent,))
 
 
+def _serving_defaults(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing(serving_rules.CACHE_PATHS, anchor=serving_rules.CACHE_CLASS)
+    return FactOutput(tuple(serving_rules.cache_defaults(snapshot.read_text(path), path)))
+
+
+def _tp_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing(serving_rules.MODEL_CONFIG_PATHS, anchor="ModelConfig")
+    convertor_path = serving_rules.CONVERTOR_PATH
+    convertor_text = snapshot.read_text(convertor_path) if snapshot.exists(convertor_path) else None
+    return FactOutput(tuple(serving_rules.tp_rules(snapshot.read_text(path), path, convertor_text)))
+
+
+def _ssm_tp_splits(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing(serving_rules.MAMBA_PATHS, anchor=serving_rules.MAMBA_CLASS)
+    return FactOutput(tuple(serving_rules.ssm_tp_splits(snapshot.read_text(path), path)))
+
+
+def _hybrid_page_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing(serving_rules.PLATFORM_PATHS, anchor="Platform")
+    return FactOutput(tuple(serving_rules.hybrid_page_rules(snapshot.read_text(path), path)))
+
+
+SERVING_DEFAULTS = FactKind(
+    "serving_defaults",
+    "Serving defaults",
+    ServingDefault,
+    "the KV cache block size and the GPU memory fraction a server starts with when they are not "
+    "given: a literal, a value computed at startup, or code not evaluated.",
+)
+TP_RULES = FactKind(
+    "tp_rules",
+    "Tensor-parallel rules",
+    TpRule,
+    "how ModelConfig splits KV heads across GPUs (replicated when fewer than tp), the MLA head "
+    "count per GPU, and what tp must divide.",
+)
+SSM_TP_SPLITS = FactKind(
+    "ssm_tp_splits",
+    "Recurrent state split under tensor parallelism",
+    SsmTpSplit,
+    "the dimensions each MambaStateShapeCalculator method divides by the tensor-parallel size.",
+)
+HYBRID_PAGE_RULES = FactKind(
+    "hybrid_page_rules",
+    "Hybrid page-size unification",
+    HybridPageRule,
+    "how the attention block size of a hybrid model is raised (kernel-aligned) so that one "
+    "attention page holds one mamba state, per mamba_cache_mode branch.",
+)
+
+
 MLA_MODEL_TYPES = FactKind(
     "mla_model_types",
     "MLA model types",
@@ -311,5 +367,13 @@ ENGINE = EngineSpec(
         FactExtractor(
             ATTN_TYPE_RULE, _attn_type_rule, reads=attn_type_rule.CONFIG_PATHS, allow_empty=True
         ),
+        FactExtractor(SERVING_DEFAULTS, _serving_defaults, reads=serving_rules.CACHE_PATHS),
+        FactExtractor(
+            TP_RULES,
+            _tp_rules,
+            reads=(*serving_rules.MODEL_CONFIG_PATHS, serving_rules.CONVERTOR_PATH),
+        ),
+        FactExtractor(SSM_TP_SPLITS, _ssm_tp_splits, reads=serving_rules.MAMBA_PATHS),
+        FactExtractor(HYBRID_PAGE_RULES, _hybrid_page_rules, reads=serving_rules.PLATFORM_PATHS),
     ),
 )

@@ -1,0 +1,556 @@
+"""vLLM's serving defaults and tensor-parallel rules: the KV block size and memory fraction
+defaults of CacheConfig, the per-GPU KV-head rule and the head divisibility check of ModelConfig,
+the state dimensions MambaStateShapeCalculator divides by tp, and the hybrid page-size rule of
+Platform._align_hybrid_block_size. Pure: file text in, records out."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from extractors.errors import AnchorError
+from extractors.parsing.python_cst import (
+    class_methods,
+    compact_code,
+    parse_module,
+    statements,
+    string_value,
+    top_level_classes,
+    walk,
+)
+from extractors.vllm.records import HybridPageRule, ServingDefault, SsmTpSplit, TpRule
+
+CACHE_PATHS = ("vllm/config/cache.py",)
+CACHE_CLASS = "CacheConfig"
+# setting -> the role a planner gives it
+CACHE_SETTINGS = {"block_size": "block_tokens", "gpu_memory_utilization": "memory_fraction"}
+
+MODEL_CONFIG_PATHS = ("vllm/config/model.py", "vllm/config/__init__.py", "vllm/config.py")
+MODEL_CLASS = "ModelConfig"
+KV_METHOD = "get_num_kv_heads"
+VERIFY_METHOD = "verify_with_parallel_config"
+CONVERTOR_PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
+CONVERTOR_CLASS = "ModelArchConfigConvertorBase"
+
+MAMBA_PATHS = ("vllm/model_executor/layers/mamba/mamba_utils.py",)
+MAMBA_CLASS = "MambaStateShapeCalculator"
+SHAPE_SUFFIX = "_state_shape"
+
+PLATFORM_PATHS = ("vllm/platforms/interface.py",)
+PLATFORM_CLASS = "Platform"
+HYBRID_METHOD = "_align_hybrid_block_size"
+
+
+def _class(module: cst.Module, name: str, path: str) -> cst.ClassDef:
+    cls = top_level_classes(module).get(name)
+    if cls is None:
+        raise AnchorError(f"class {name} is not defined in {path}", paths=[path], anchor=name)
+    return cls
+
+
+def _method(cls: cst.ClassDef, name: str, path: str) -> cst.FunctionDef:
+    method = class_methods(cls).get(name)
+    if method is None:
+        anchor = f"{cls.name.value}.{name}"
+        raise AnchorError(f"{anchor} is not defined in {path}", paths=[path], anchor=anchor)
+    return method
+
+
+def literal_text(node: cst.BaseExpression) -> str | None:
+    """An int or float literal as Python writes it (`16`, `0.92`), else None."""
+    if isinstance(node, cst.Integer | cst.Float):
+        return node.value
+    return None
+
+
+def _field_default(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`Field(default=X, ...)` -> X; any other value as it is."""
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name | cst.Attribute):
+        name = value.func.value if isinstance(value.func, cst.Name) else value.func.attr.value
+        if name == "Field":
+            for arg in value.args:
+                if arg.keyword is not None and arg.keyword.value == "default":
+                    return arg.value
+    return value
+
+
+def class_fields(cls: cst.ClassDef) -> dict[str, cst.BaseExpression]:
+    """`name: T = value` and `name = value` in the class body; the last one wins."""
+    found: dict[str, cst.BaseExpression] = {}
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+    for statement in body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.AnnAssign) and small.value is not None:
+                if isinstance(small.target, cst.Name):
+                    found[small.target.value] = small.value
+            elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target = small.targets[0].target
+                if isinstance(target, cst.Name):
+                    found[target.value] = small.value
+    return found
+
+
+def _self_assignments(cls: cst.ClassDef, attribute: str) -> list[tuple[str, cst.BaseExpression]]:
+    """(method, value) of every `self.<attribute> = value` in the class's methods."""
+    found = []
+    for name, method in class_methods(cls).items():
+        for node in walk(method):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1:
+                target = node.targets[0].target
+                if (
+                    isinstance(target, cst.Attribute)
+                    and isinstance(target.value, cst.Name)
+                    and target.value.value == "self"
+                    and target.attr.value == attribute
+                ):
+                    found.append((name, node.value))
+    return found
+
+
+def _cache_default(module: cst.Module, cls: cst.ClassDef, setting: str, path: str):
+    fields = class_fields(cls)
+    symbol = f"{CACHE_CLASS}.{setting}"
+    if setting not in fields:
+        raise AnchorError(f"{symbol} is not a field in {path}", paths=[path], anchor=symbol)
+    default = _field_default(fields[setting])
+    common = {"setting": setting, "role": CACHE_SETTINGS[setting], "candidates": (), "path": path}
+    literal = literal_text(default)
+    if literal is not None:
+        return ServingDefault(
+            kind="literal", value=literal, computed_by="", reason="", symbol=symbol, **common
+        )
+    if isinstance(default, cst.Name) and default.value == "None":
+        for method, value in _self_assignments(cls, setting):
+            if (
+                isinstance(value, cst.Attribute)
+                and isinstance(value.value, cst.Name)
+                and value.value.value in ("self", "cls", CACHE_CLASS)
+            ):
+                constant = value.attr.value
+                literal = literal_text(fields.get(constant, cst.Name("None")))
+                if literal is not None:
+                    return ServingDefault(
+                        kind="literal",
+                        value=literal,
+                        computed_by="",
+                        reason=f"None, replaced in {CACHE_CLASS}.{method} by {constant}",
+                        symbol=f"{CACHE_CLASS}.{constant}",
+                        **common,
+                    )
+    return ServingDefault(
+        kind="opaque",
+        value="",
+        computed_by="",
+        reason=f"the default {compact_code(module, default)} is not a literal",
+        symbol=symbol,
+        **common,
+    )
+
+
+def cache_defaults(text: str, path: str) -> list[ServingDefault]:
+    """The defaults of CacheConfig.block_size and CacheConfig.gpu_memory_utilization."""
+    module = parse_module(text, path)
+    cls = _class(module, CACHE_CLASS, path)
+    rows = [_cache_default(module, cls, setting, path) for setting in CACHE_SETTINGS]
+    return sorted(rows, key=lambda r: r.setting)
+
+
+# ---------------------------------------------------------------- tensor parallelism
+
+
+def _call_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Call):
+        if isinstance(node.func, cst.Name):
+            return node.func.value
+        if isinstance(node.func, cst.Attribute):
+            return node.func.attr.value
+    return ""
+
+
+def _is_tp(node: cst.BaseExpression, tp_names: set[str]) -> bool:
+    """`tp`, `parallel_config.tensor_parallel_size` or a name bound to one of them."""
+    if isinstance(node, cst.Name):
+        return node.value in tp_names
+    return isinstance(node, cst.Attribute) and node.attr.value in tp_names
+
+
+def split_shape(node: cst.BaseExpression, tp_names: set[str]) -> str:
+    """`max(1, total // tp)` -> "split_replicate"; `total // tp` -> "split"; else "opaque"."""
+    if _call_name(node) == "max" and len(node.args) == 2:  # type: ignore[attr-defined]
+        first, second = (a.value for a in node.args)  # type: ignore[attr-defined]
+        for one, other in ((first, second), (second, first)):
+            if literal_text(one) == "1" and split_shape(other, tp_names) == "split":
+                return "split_replicate"
+    if (
+        isinstance(node, cst.BinaryOperation)
+        and isinstance(node.operator, cst.FloorDivide)
+        and _is_tp(node.right, tp_names)
+    ):
+        return "split"
+    return "opaque"
+
+
+def _local_bindings(function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
+    """`name = value` and `name := value` in the function; the first one wins."""
+    found: dict[str, cst.BaseExpression] = {}
+    for node in walk(function):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            if isinstance(target, cst.Name):
+                found.setdefault(target.value, node.value)
+        elif isinstance(node, cst.NamedExpr) and isinstance(node.target, cst.Name):
+            found.setdefault(node.target.value, node.value)
+    return found
+
+
+def _tp_names(function: cst.FunctionDef) -> set[str]:
+    """The names that hold the tensor-parallel size in the function."""
+    names = {"tensor_parallel_size", "tp_size", "tp_world_size"}
+    names |= {p.name.value for p in function.params.params if p.name.value.startswith("tp")}
+    for name, value in _local_bindings(function).items():
+        if isinstance(value, cst.Attribute) and value.attr.value in names:
+            names.add(name)
+    return names
+
+
+def _quantity(node: cst.BaseExpression, bindings: dict[str, cst.BaseExpression]) -> str:
+    """`self.get_total_num_kv_heads()` / `x.total_num_kv_heads` (or a local bound to one) ->
+    "total_num_kv_heads"; "" when it is none of these."""
+    if isinstance(node, cst.Name) and node.value in bindings:
+        node = bindings[node.value]
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return node.func.attr.value.removeprefix("get_")
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _is_self_flag(node: cst.BaseExpression) -> str:
+    """`self.use_mla` -> "use_mla"; else ""."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    ):
+        return node.attr.value
+    return ""
+
+
+def kv_head_rules(module: cst.Module, method: cst.FunctionDef, path: str) -> list[TpRule]:
+    """The MLA early return and the final split of ModelConfig.get_num_kv_heads."""
+    symbol = f"{MODEL_CLASS}.{KV_METHOD}"
+    tp_names = _tp_names(method)
+    bindings = _local_bindings(method)
+    rules: list[TpRule] = []
+    body = statements(method.body)
+    for statement in body:
+        if isinstance(statement, cst.If) and statement.orelse is None:
+            flag = _is_self_flag(statement.test)
+            inner = statements(statement.body)
+            if flag and len(inner) == 1 and isinstance(inner[0], cst.Return):
+                value = inner[0].value
+                constant = literal_text(value) if value is not None else None
+                if constant is not None and constant.isdigit():
+                    rules.append(
+                        TpRule(
+                            rule="mla_kv_heads_per_gpu",
+                            shape="constant",
+                            keys=(),
+                            constant=int(constant),
+                            when=((flag, "truthy"),),
+                            code=f"if self.{flag}: return {constant}",
+                            scope="every model",
+                            path=path,
+                            symbol=symbol,
+                        )
+                    )
+    final = body[-1] if body else None
+    if not (isinstance(final, cst.Return) and final.value is not None):
+        raise AnchorError(f"{symbol} does not end in a return", paths=[path], anchor=symbol)
+    shape = split_shape(final.value, tp_names)
+    total = ""
+    if shape != "opaque":
+        inner = final.value
+        if shape == "split_replicate":
+            inner = next(
+                a.value
+                for a in final.value.args  # type: ignore[attr-defined]
+                if literal_text(a.value) != "1"
+            )
+        total = _quantity(inner.left, bindings)  # type: ignore[attr-defined]
+    rules.append(
+        TpRule(
+            rule="kv_heads_per_gpu",
+            shape=shape,
+            keys=(total,) if total else (),
+            constant=None,
+            when=(),
+            code=compact_code(module, final.value),
+            scope="every model",
+            path=path,
+            symbol=symbol,
+        )
+    )
+    return rules
+
+
+def _convertor_key(convertor_text: str | None, quantity: str) -> str:
+    """The hf_text_config key the convertor base class's `get_<quantity>` reads; "" if none."""
+    if convertor_text is None:
+        return ""
+    module = parse_module(convertor_text, CONVERTOR_PATH)
+    cls = top_level_classes(module).get(CONVERTOR_CLASS)
+    method = class_methods(cls).get(f"get_{quantity}") if cls is not None else None
+    if method is None:
+        return ""
+    body = statements(method.body)
+    if len(body) == 1 and isinstance(body[0], cst.Return):
+        value = body[0].value
+        if _call_name(value) == "getattr" and len(value.args) >= 2:  # type: ignore[union-attr]
+            return string_value(value.args[1].value) or ""  # type: ignore[union-attr]
+    return ""
+
+
+def divisibility_rules(
+    module: cst.Module, method: cst.FunctionDef, path: str, convertor_text: str | None
+) -> list[TpRule]:
+    """`if <heads> % <tp> != 0: raise` in ModelConfig.verify_with_parallel_config."""
+    symbol = f"{MODEL_CLASS}.{VERIFY_METHOD}"
+    tp_names = _tp_names(method)
+    bindings = _local_bindings(method)
+    for statement in statements(method.body):
+        if not isinstance(statement, cst.If):
+            continue
+        test = statement.test
+        if not (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.NotEqual)
+            and literal_text(test.comparisons[0].comparator) == "0"
+            and isinstance(test.left, cst.BinaryOperation)
+            and isinstance(test.left.operator, cst.Modulo)
+            and _is_tp(test.left.right, tp_names)
+        ):
+            continue
+        if not any(isinstance(s, cst.Raise) for s in statements(statement.body)):
+            continue
+        quantity = _quantity(test.left.left, bindings)
+        key = _convertor_key(convertor_text, quantity) or quantity
+        rule = "kv_heads_divisible" if "kv_heads" in quantity else "attention_heads_divisible"
+        return [
+            TpRule(
+                rule=rule,
+                shape="divides",
+                keys=(key,),
+                constant=None,
+                when=(),
+                code=compact_code(module, test),
+                scope="every model",
+                path=path,
+                symbol=symbol,
+            )
+        ]
+    raise AnchorError(
+        f"{symbol} has no `if heads % tp != 0: raise` check in {path}",
+        paths=[path],
+        anchor=f"{symbol}: heads % tensor_parallel_size",
+    )
+
+
+def tp_rules(text: str, path: str, convertor_text: str | None) -> list[TpRule]:
+    """The KV-head split, the MLA head count and the head divisibility check of ModelConfig."""
+    module = parse_module(text, path)
+    cls = _class(module, MODEL_CLASS, path)
+    rules = kv_head_rules(module, _method(cls, KV_METHOD, path), path)
+    rules += divisibility_rules(module, _method(cls, VERIFY_METHOD, path), path, convertor_text)
+    return sorted(rules, key=lambda r: r.rule)
+
+
+# ---------------------------------------------------------------- recurrent state
+
+
+def _divisions(function: cst.FunctionDef, tp_names: set[str]):
+    """(dividend node, exact) for every `divide(x, tp)` and `x // tp` in the function."""
+    for node in walk(function):
+        if _call_name(node) == "divide" and len(node.args) == 2:  # type: ignore[attr-defined]
+            first, second = (a.value for a in node.args)  # type: ignore[attr-defined]
+            if _is_tp(second, tp_names):
+                yield first, True
+        elif (
+            isinstance(node, cst.BinaryOperation)
+            and isinstance(node.operator, cst.FloorDivide)
+            and _is_tp(node.right, tp_names)
+        ):
+            yield node.left, False
+
+
+def ssm_tp_splits(text: str, path: str) -> list[SsmTpSplit]:
+    """Per `<kind>_state_shape` method of MambaStateShapeCalculator, what it divides by tp."""
+    module = parse_module(text, path)
+    cls = _class(module, MAMBA_CLASS, path)
+    rows: dict[tuple[str, str], SsmTpSplit] = {}
+    for name, method in class_methods(cls).items():
+        if not name.endswith(SHAPE_SUFFIX):
+            continue
+        tp_names = {p.name.value for p in method.params.params if p.name.value.startswith("tp")}
+        if not tp_names:
+            continue
+        params = {p.name.value for p in method.params.params}
+        bindings = _local_bindings(method)
+        adjustments = tuple(
+            compact_code(module, node)
+            for node in walk(method)
+            if isinstance(node, cst.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and node.targets[0].target.value in params
+            and any(_is_tp(n, tp_names) for n in walk(node.value) if isinstance(n, cst.Name))
+        )
+        calculator = name.removesuffix(SHAPE_SUFFIX)
+        for dividend, exact in _divisions(method, tp_names):
+            label = compact_code(module, dividend)
+            local = (
+                bindings.get(label)
+                if isinstance(dividend, cst.Name) and label not in params
+                else None
+            )
+            rows[(calculator, label)] = SsmTpSplit(
+                calculator=calculator,
+                dividend=label,
+                dividend_code=compact_code(module, local) if local is not None else "",
+                exact=exact,
+                adjustments=adjustments,
+                path=path,
+                symbol=f"{MAMBA_CLASS}.{name}",
+            )
+    if not rows:
+        raise AnchorError(
+            f"no {MAMBA_CLASS}.*{SHAPE_SUFFIX} method divides by a tp parameter in {path}",
+            paths=[path],
+            anchor=f"{MAMBA_CLASS}.*{SHAPE_SUFFIX}",
+        )
+    return [rows[k] for k in sorted(rows)]
+
+
+# ---------------------------------------------------------------- hybrid page size
+
+
+def _assignments(function: cst.FunctionDef, name: str):
+    """(assignment, the if-tests enclosing it with their polarity) for `name = ...`."""
+    found = []
+
+    def visit(body: cst.BaseSuite, tests: tuple[tuple[cst.BaseExpression, bool], ...]) -> None:
+        for statement in statements(body):
+            if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+                target = statement.targets[0].target
+                if isinstance(target, cst.Name) and target.value == name:
+                    found.append((statement, tests))
+            elif isinstance(statement, cst.If):
+                visit(statement.body, (*tests, (statement.test, True)))
+                orelse = statement.orelse
+                if isinstance(orelse, cst.Else):
+                    visit(orelse.body, (*tests, (statement.test, False)))
+            elif isinstance(statement, cst.With):
+                visit(statement.body, tests)
+
+    visit(function.body, ())
+    return found
+
+
+def _equals_term(test: cst.BaseExpression, positive: bool) -> tuple[str, ...] | None:
+    """`cache_config.mamba_cache_mode == "all"` -> ("mamba_cache_mode", "equals", "all")."""
+    if (
+        isinstance(test, cst.Comparison)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and isinstance(test.left, cst.Attribute)
+    ):
+        value = string_value(test.comparisons[0].comparator)
+        if value is not None:
+            return (test.left.attr.value, "equals" if positive else "not-equals", value)
+    return None
+
+
+def _product(node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        return node.left, node.right
+    return None
+
+
+def _same(module: cst.Module, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    return compact_code(module, a) == compact_code(module, b)
+
+
+def _hybrid_shape(
+    module: cst.Module, value: cst.BaseExpression, bindings: dict[str, cst.BaseExpression]
+) -> str:
+    """`a * cdiv(m, a * p)` -> align_ceil; `c * cdiv(n, c)` with c = lcm(...) -> chunk_align_ceil."""
+    outer = _product(value)
+    if outer is None or _call_name(outer[1]) != "cdiv" or len(outer[1].args) != 2:  # type: ignore[attr-defined]
+        return "opaque"
+    align, ceil = outer[0], outer[1]
+    divisor = ceil.args[1].value  # type: ignore[attr-defined]
+    inner = _product(divisor)
+    if inner is not None and _same(module, inner[0], align):
+        return "align_ceil"
+    if (
+        _same(module, divisor, align)
+        and isinstance(align, cst.Name)
+        and _call_name(bindings.get(align.value, cst.Name("x"))) == "lcm"
+    ):
+        return "chunk_align_ceil"
+    return "opaque"
+
+
+def hybrid_page_rules(text: str, path: str) -> list[HybridPageRule]:
+    """The branches of Platform._align_hybrid_block_size that compute the attention block size."""
+    module = parse_module(text, path)
+    cls = _class(module, PLATFORM_CLASS, path)
+    method = _method(cls, HYBRID_METHOD, path)
+    symbol = f"{PLATFORM_CLASS}.{HYBRID_METHOD}"
+    bindings = _local_bindings(method)
+    found = _assignments(method, "attn_block_size")
+    if not found:
+        raise AnchorError(
+            f"{symbol} assigns no attn_block_size in {path}",
+            paths=[path],
+            anchor=f"{symbol}: attn_block_size",
+        )
+    alignment_code, floor, kernel_method = "", False, ""
+    for name, value in bindings.items():
+        if "alignment" in name and _call_name(value) == "max":
+            alignment_code = compact_code(module, value)
+            floor = any(
+                isinstance(a.value, cst.Attribute) and a.value.attr.value == "block_size"
+                for a in value.args  # type: ignore[attr-defined]
+            )
+            kernel_method = next(
+                (
+                    _call_name(n)
+                    for n in walk(value)
+                    if _call_name(n).startswith("get_supported_kernel_block_sizes")
+                ),
+                "",
+            )
+    code = compact_code(module, method)
+    raises_only = "block_size < attn_block_size" in code
+    pads = "mamba_page_size_padded = attn_page_size" in code
+    rows = []
+    for assignment, tests in found:
+        terms = tuple(t for t in (_equals_term(test, pos) for test, pos in tests) if t)
+        rows.append(
+            HybridPageRule(
+                when=terms,
+                shape=_hybrid_shape(module, assignment.value, bindings),
+                alignment=alignment_code,
+                alignment_floor_is_block_size=floor,
+                kernel_sizes_from=kernel_method,
+                raises_only=raises_only,
+                pads_mamba_page=pads,
+                formula=compact_code(module, assignment),
+                path=path,
+                symbol=symbol,
+            )
+        )
+    return sorted(rows, key=lambda r: r.when)
