@@ -18,6 +18,10 @@ def _unknown(tp: int, reasons: tuple[str, ...], weights: int | None, lines=()) -
     return GpuShare(tp, "unknown", None, "", None, None, None, weights, (), (), reasons, lines)
 
 
+def _reasons(rules, field: str) -> tuple[str, ...]:
+    return tuple(u for u in rules.unknown if u.startswith(field)) or (f"{field}: not extracted",)
+
+
 def _state_calculators(rules) -> frozenset[str]:
     return frozenset(d.split(".", 1)[0] for d in rules.ssm_split_dims)
 
@@ -60,7 +64,7 @@ def gpu_share(
         return GpuShare(tp, "refused", None, "", None, None, None, weights, refused, valid, (), ())
     if figures.mechanism == mla_latent.NAME:
         if not rules.mla_latent_replicated:
-            return _unknown(tp, tuple(u for u in rules.unknown if "mla" in u), weights)
+            return _unknown(tp, _reasons(rules, "mla_latent_replicated"), weights)
         lines.append(
             "MLA latent: replicated on every GPU (the engine's MLA KV-head rule gives 1 per GPU), "
             f"so each GPU holds the whole {figures.kv_bytes_per_token:,} B/token"
@@ -84,7 +88,7 @@ def gpu_share(
             tp, (f"per-GPU split of a {figures.mechanism} cache is not implemented",), weights
         )
     if figures.kv_bytes_per_token and rules.kv_heads_split is None:
-        return _unknown(tp, tuple(u for u in rules.unknown if "kv_heads" in u), weights)
+        return _unknown(tp, _reasons(rules, "kv_heads_split"), weights)
     if figures.state_bytes_per_sequence:
         from apron.state_shapes import rule_for
 
@@ -106,7 +110,6 @@ def gpu_share(
         heads, tp, lambda total: sr.kv_heads_per_gpu(rules, total, tp, False) or 0, rule_text
     )
     shared = compute(selection, model, split, request._replace(tp=tp))
-    lines.append(f"KV heads per GPU: {split.how}")
     lines.extend(shared.arithmetic)
     if heads.count is not None and heads.count < tp and rules.kv_heads_split == sr.SPLIT_REPLICATE:
         lines.append(

@@ -8,7 +8,13 @@ from typing import Any, NamedTuple
 
 from apron import context as context_rules
 from apron.config import ModelConfig, load_config
-from apron.constraints import ENGINE_TITLES, ConstraintSet, EngineConstraints, load_constraints
+from apron.constraints import (
+    ENGINE_TITLES,
+    Citation,
+    ConstraintSet,
+    EngineConstraints,
+    load_constraints,
+)
 from apron.engines import ENGINE_RULES
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
@@ -244,11 +250,12 @@ def _view(
             )
     if figures.unknown:
         notes.extend(f"unknown: {u}" for u in figures.unknown)
-    gpu, fits = (
+    gpu, fits, serving_cites = (
         _serving_figures(model, request, engine_id, constraints, selection, heads, figures, serving)
         if serving is not None
-        else (None, None)
+        else (None, None, ())
     )
+    cites.extend(serving_cites)
     return EngineView(
         engine_id,
         title,
@@ -287,24 +294,19 @@ def _serving_figures(
     heads: HeadCount,
     figures: MechanismResult,
     serving: Serving,
-) -> tuple[GpuShare, Capacity | None]:
-    """The engine's per-GPU share at --tp and, with --gpu-memory, what fits."""
+) -> tuple[GpuShare, Capacity | None, tuple[Citation, ...]]:
+    """The engine's per-GPU share at --tp and, with --gpu-memory, what fits (and the serving
+    rules it cites)."""
     from apron import per_gpu
-
-    try:  # TEMPORARY until the engine14 merge
-        from apron.serving_rules import serving_rules
-    except ImportError:
-        why = "apron.serving_rules is not available"
-        return GpuShare(
-            serving.tp, "unknown", None, "", None, None, None, None, (), (), (why,), ()
-        ), None
+    from apron.serving_rules import serving_rules
 
     rules = serving_rules(constraints, engine_id)
     share = per_gpu.gpu_share(
         model, request, serving.tp, rules, selection, heads, figures, serving.weights.total_bytes
     )
+    used = rules.citations if serving.tp > 1 or serving.gpu_memory is not None else ()
     if serving.gpu_memory is None:
-        return share, None
+        return share, None, used
     fits = per_gpu.engine_capacity(
         model,
         figures.mechanism,
@@ -315,7 +317,7 @@ def _serving_figures(
         request.context,
         serving.weights.unknown,
     )
-    return share, fits
+    return share, fits, used
 
 
 def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
@@ -328,10 +330,7 @@ def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
             f"{model.source} is not a model directory: no safetensors index or headers to read",
             (),
         )
-    try:  # TEMPORARY until the weights14 merge
-        from apron import weights as weight_files
-    except ImportError:
-        return Weights(None, (), "", "apron.weights is not available", ())
+    from apron import weights as weight_files
 
     found = weight_files.checkpoint_weights(model_dir)
     if found is None:
@@ -533,9 +532,7 @@ def plan(
                     (),
                     computes_figures=False,
                 )
-    choices = (
-        auto_kv_dtypes(model, cs, decisions, directory) if auto else {}
-    )
+    choices = auto_kv_dtypes(model, cs, decisions, directory) if auto else {}
     if auto:
         request = _auto_request(request, choices, None)
     flags = frozenset(f for d in decisions.values() for f in d.flags)

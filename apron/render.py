@@ -96,7 +96,10 @@ def _whole_model(plan: Plan, width: int) -> list[str]:
     p = plan.prediction
     r = plan.request
     if p.unknown:
-        return wrap("KV unknown: " + "; ".join(p.unknown), width, "  ", "")
+        lines = wrap("whole model: unknown: " + "; ".join(p.unknown), width, "  ", "")
+        if p.missing:
+            lines += wrap("missing fields: " + ", ".join(p.missing), width, "  ", "  ")
+        return lines
     parts = [f"KV {short_bytes(p.kv_bytes_per_token)}/token"]
     if r.context is not None:
         parts.append(f"{short_bytes(p.kv_bytes_at_context)} at {r.context:,} tokens")
@@ -163,7 +166,7 @@ def _engines(plan: Plan, width: int) -> list[str]:
         cells += _capacity_cells(v.capacity)
         lines.append(_row(cells, widths[: len(cells)]))
         if v.capacity is not None and v.capacity.unknown and v.capacity.sequences is None:
-            lines += wrap("capacity " + "; ".join(v.capacity.unknown), width, indent)
+            lines += wrap("capacity unknown: " + "; ".join(v.capacity.unknown), width, indent)
     return lines
 
 
