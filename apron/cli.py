@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from apron.config import load_config, load_sample, sample_names
 from apron.errors import ApronInputError
@@ -98,7 +99,7 @@ WeightsOpt = Annotated[
 
 
 def fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
     raise typer.Exit(ApronInputError.exit_code)
 
 

@@ -6,9 +6,9 @@ per GPU when there are fewer KV heads than GPUs); an MLA latent is replicated on
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from apron.results import HeadCount
+from apron.results import GpuShare, HeadCount
 
 REPLICATED_TENSORS_NOTE = (
     "weights / tp: tensors the engine replicates on every GPU (norms, biases of row-parallel "
@@ -37,6 +37,16 @@ def split_heads(heads: HeadCount, tp: int, per_gpu: Callable[[int], int], rule: 
     return heads._replace(count=share, how=f"{heads.count} KV heads at tp {tp}: {rule} = {share}")
 
 
-def valid_sizes(total: int, up_to: int = 64) -> tuple[int, ...]:
-    """The sizes from 1 to `up_to` that divide `total` (the fallback shape of a divisibility rule)."""
-    return tuple(size for size in range(1, up_to + 1) if total % size == 0)
+def tp_refusal(tp: int, shares: Sequence[tuple[str, GpuShare]]) -> str:
+    """One message when no engine accepts `tp` and at least one refuses it ("" otherwise): an
+    engine whose tensor-parallel rules are not extracted cannot plan that tp either. When some
+    engine accepts it, each refusing engine shows "refused" in its own row instead."""
+    if any(share.status == "split" for _, share in shares):
+        return ""
+    refused = [(title, share) for title, share in shares if share.status == "refused"]
+    if not refused:
+        return ""
+    reasons = "; ".join(dict.fromkeys(r for _, share in refused for r in share.refused))
+    unknown = [title for title, share in shares if share.status == "unknown"]
+    tail = f" ({', '.join(unknown)}: tensor-parallel rules not extracted)" if unknown else ""
+    return f"--tp {tp} is refused: {reasons}{tail}"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from apron import context as context_rules
+from apron import parallel
 from apron.config import ModelConfig, load_config
 from apron.constraints import (
     ENGINE_TITLES,
@@ -591,10 +592,9 @@ def plan(
     )
     if auto:
         views = tuple(_auto_view(view, choices.get(view.engine)) for view in views)
-    shares = [v.gpu for v in views if v.gpu is not None]
-    if tp > 1 and shares and all(g.status == "refused" for g in shares):
-        reasons = dict.fromkeys(r for g in shares for r in g.refused)
-        raise ApronInputError(f"--tp {tp} is refused: " + "; ".join(reasons))
+    refusal = parallel.tp_refusal(tp, [(v.title, v.gpu) for v in views if v.gpu is not None])
+    if refusal:
+        raise ApronInputError(refusal)
     batch_kv = (
         prediction.kv_bytes_at_context * request.batch
         if prediction.kv_bytes_at_context is not None

@@ -264,7 +264,7 @@ def verbose_lines(plan: Plan, width: int = WIDTH) -> list[str]:
     if plan.weights is not None:
         for note in plan.weights.notes:
             lines += wrap(f"weights: {note}", width, "    ", "  ")
-    lines += ["", f"Whole model ({p.title})"]
+    lines += ["", *wrap(f"Whole model ({p.title})", width, "  ")]
     rows = [("KV per token", human_bytes(p.kv_bytes_per_token))]
     if r.context is not None:
         rows.append(("KV at context", human_bytes(p.kv_bytes_at_context)))
@@ -286,7 +286,7 @@ def verbose_lines(plan: Plan, width: int = WIDTH) -> list[str]:
     for note in (*plan.notes, *p.notes):
         lines += wrap(f"note: {note}", width, "    ", "  ")
     for v in plan.engines:
-        lines += ["", f"{v.title} @ {v.commit or 'no constraints'}"]
+        lines += ["", *wrap(f"{v.title} @ {v.commit or 'no constraints'}", width, "  ")]
         for note in v.notes:
             lines += wrap(note, width, "    ", "  ")
         if v.gpu is not None:
@@ -311,7 +311,10 @@ def verbose_lines(plan: Plan, width: int = WIDTH) -> list[str]:
         for cite in v.citations:
             where = f"{cite.path} :: {cite.symbol}" if cite.symbol else cite.path
             lines += wrap(f"cites {cite.engine}@{cite.commit[:12]} {where}", width, "      ", "  ")
-    lines += ["", f"Engine support for {plan.architecture or '(no architectures in config)'}"]
+    lines += [
+        "",
+        *wrap(f"Engine support for {plan.architecture or '(no architectures)'}", width, "  "),
+    ]
     for s in plan.support:
         lines += wrap(f"{s.title} {(s.commit or '-')[:12]}: {s.status}", width, "    ", "  ")
         for entry in s.entries:

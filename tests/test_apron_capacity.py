@@ -1,0 +1,354 @@
+"""apron per GPU under --tp and the inverse (--gpu-memory): hand-computed expectations on real
+configs (tests/corpus/) and the real metadata.total_size of each checkpoint's
+model.safetensors.index.json (published facts, written into a model directory per test).
+
+vLLM at the pin: gpu_memory_utilization 0.92, block_size 16 (generated/vllm/serving_defaults.py);
+requested = ceil(80 GiB x 0.92) = ceil(85,899,345,920 x 0.92) = 79,027,398,247 B
+(vllm/v1/worker/utils.py request_memory)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from apron import ApronInputError, load_config, plan
+from apron.capacity import budget, fit, parse_memory
+from apron.cli import app
+from apron.parallel import tp_refusal
+from apron.results import GpuShare
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+GIB80 = 80 * 2**30
+REQUESTED = 79_027_398_247
+# metadata.total_size of the published indexes
+LLAMA_31_8B = 16_060_522_496  # meta-llama/Llama-3.1-8B, 4 shards, bf16
+QWEN3_30B_A3B = 61_064_245_248  # Qwen/Qwen3-30B-A3B, 16 shards, bf16, 128 experts x 48 layers
+DEEPSEEK_V3 = 688_586_727_753  # deepseek-ai/DeepSeek-V3, 163 shards, fp8 weights
+runner = CliRunner()
+
+
+def model_dir(tmp_path: Path, corpus: str, total_size: int, tensors: dict[str, str]) -> Path:
+    directory = tmp_path / corpus.removesuffix(".json")
+    directory.mkdir()
+    shutil.copy(CORPUS / corpus, directory / "config.json")
+    index = {"metadata": {"total_size": total_size}, "weight_map": tensors}
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index))
+    return directory
+
+
+@pytest.fixture
+def llama(tmp_path):
+    return model_dir(
+        tmp_path,
+        "llama-3.1-8b.json",
+        LLAMA_31_8B,
+        {"lm_head.weight": "model-00004-of-00004.safetensors"},
+    )
+
+
+def vllm(result):
+    return next(v for v in result.engines if v.engine == "vllm")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("80GiB", 85_899_345_920),
+        ("80GB", 80_000_000_000),
+        ("81920MiB", 85_899_345_920),
+        ("80 gib", 85_899_345_920),
+        ("0.5TiB", 549_755_813_888),
+        ("141GB", 141_000_000_000),
+    ],
+)
+def test_memory_units(text, expected):
+    assert parse_memory(text) == expected
+
+
+@pytest.mark.parametrize("text", ["80", "80G", "eighty GiB", "0GiB", "-1GiB", "80 GiB extra"])
+def test_memory_needs_a_number_and_a_unit(text):
+    with pytest.raises(ApronInputError, match="--gpu-memory"):
+        parse_memory(text)
+
+
+def test_budget_takes_the_ceiling_like_request_memory():
+    # ceil(85,899,345,920 x 0.92) - 16,060,522,496 = 79,027,398,247 - 16,060,522,496
+    assert budget(GIB80, 0.92, LLAMA_31_8B) == 62_966_875_751
+
+
+def test_fit_rounds_down_to_whole_blocks():
+    # budget 1,000 B; block = 4 tokens x 10 B = 40 B; 25 blocks = 100 tokens;
+    # context 10 -> ceil(10 / 4) = 3 blocks = 120 B (+ 30 B state) -> floor(1000 / 150) = 6
+    found = fit(
+        gpu_memory=1_000,
+        fraction=1.0,
+        weights_per_gpu=0,
+        kv_bytes_per_token=10,
+        state_bytes_per_sequence=30,
+        block_tokens=4,
+        context=10,
+    )
+    assert (found.blocks, found.kv_tokens, found.blocks_per_sequence) == (25, 100, 3)
+    assert (found.sequence_bytes, found.sequences, found.limit) == (150, 6, "kv")
+
+
+def test_fit_state_larger_than_kv_runs_out_first():
+    # 1 block of 40 B + 200 B state per sequence: the state is the larger part
+    found = fit(
+        gpu_memory=1_000,
+        fraction=1.0,
+        weights_per_gpu=0,
+        kv_bytes_per_token=10,
+        state_bytes_per_sequence=200,
+        block_tokens=4,
+        context=4,
+    )
+    assert (found.sequences, found.limit) == (4, "state")
+
+
+def test_fit_weights_take_everything():
+    found = fit(
+        gpu_memory=100,
+        fraction=0.5,
+        weights_per_gpu=60,
+        kv_bytes_per_token=1,
+        state_bytes_per_sequence=0,
+        block_tokens=16,
+        context=16,
+    )
+    assert (found.budget_bytes, found.kv_tokens, found.sequences, found.limit) == (
+        -10,
+        0,
+        0,
+        "weights",
+    )
+
+
+def test_fit_without_context_has_no_sequence_count():
+    found = fit(
+        gpu_memory=1_000,
+        fraction=1.0,
+        weights_per_gpu=0,
+        kv_bytes_per_token=10,
+        state_bytes_per_sequence=0,
+        block_tokens=4,
+        context=None,
+    )
+    assert found.kv_tokens == 100 and found.sequences is None
+    assert "no context length" in found.unknown[0]
+
+
+def test_dense_llama_tp1(llama):
+    # KV/token = 32 layers x 8 KV heads x (128 + 128) x 2 B = 131,072 B
+    # budget = 79,027,398,247 - 16,060,522,496 = 62,966,875,751 B
+    # block = 16 x 131,072 = 2,097,152 B; blocks = floor(62,966,875,751 / 2,097,152) = 30,024
+    # tokens = 30,024 x 16 = 480,384; per sequence ceil(32,768 / 16) = 2,048 blocks
+    # sequences = floor(62,966,875,751 / (2,048 x 2,097,152)) = 14
+    result = plan(llama, context=32768, gpu_memory=GIB80)
+    view = vllm(result)
+    assert result.weights.total_bytes == LLAMA_31_8B
+    assert view.gpu.weights_bytes == LLAMA_31_8B
+    assert view.gpu.kv_bytes_per_token == 131_072
+    c = view.capacity
+    assert (c.memory_fraction, c.block_tokens) == (0.92, 16)
+    assert (c.budget_bytes, c.blocks, c.kv_tokens) == (62_966_875_751, 30_024, 480_384)
+    assert (c.blocks_per_sequence, c.sequences, c.limit) == (2_048, 14, "kv")
+
+
+def test_dense_llama_tp2(llama):
+    # weights / 2 = 8,030,261,248 B; 8 KV heads / 2 = 4 per GPU -> 32 x 4 x 256 x 2 = 65,536 B
+    # budget = 79,027,398,247 - 8,030,261,248 = 70,997,136,999 B
+    # blocks = floor(70,997,136,999 / (16 x 65,536)) = 67,708 -> 1,083,328 tokens
+    # sequences = floor(70,997,136,999 / (2,048 x 1,048,576)) = 33
+    view = vllm(plan(llama, context=32768, tp=2, gpu_memory=GIB80))
+    g, c = view.gpu, view.capacity
+    assert (g.status, g.kv_heads_per_gpu, g.weights_bytes) == ("split", 4, 8_030_261_248)
+    assert (g.kv_bytes_per_token, g.kv_bytes_at_context) == (65_536, 2_147_483_648)
+    assert (c.budget_bytes, c.blocks, c.kv_tokens, c.sequences) == (
+        70_997_136_999,
+        67_708,
+        1_083_328,
+        33,
+    )
+
+
+def test_fewer_kv_heads_than_gpus_are_replicated(llama):
+    # 8 KV heads at tp 16: vLLM get_num_kv_heads max(1, 8 // 16) = 1 head per GPU
+    # -> 32 x 1 x 256 x 2 = 16,384 B/token; 32 query heads % 16 == 0 is accepted
+    view = vllm(plan(llama, context=32768, tp=16))
+    assert (view.gpu.kv_heads_per_gpu, view.gpu.kv_bytes_per_token) == (1, 16_384)
+    assert any("one replica of a KV head" in line for line in view.gpu.arithmetic)
+
+
+def test_tp_that_does_not_divide_the_heads_is_refused_with_the_sizes_that_work(llama):
+    # 32 attention heads, tp 3: vLLM verify_with_parallel_config refuses; no other engine
+    # with per-GPU rules accepts it, so apron exits 2 with one message
+    result = runner.invoke(app, ["plan", str(llama), "--tp", "3", "--gpu-memory", "80GiB"])
+    assert result.exit_code == 2
+    message = " ".join(result.output.split())
+    assert "--tp 3 is refused" in message
+    assert "num_attention_heads = 32 is not divisible by tp 3" in message
+    assert "1, 2, 4, 8, 16, 32" in message
+
+
+def test_refused_everywhere_it_is_known_is_one_message():
+    # Qwen2.5-7B: 28 heads, tp 8 -> vLLM refuses; SGLang's tp rules are not extracted, so no
+    # engine accepts tp 8: one message naming the sizes that divide 28
+    with pytest.raises(ApronInputError) as err:
+        plan(load_config(CORPUS / "qwen2.5-7b.json"), context=4096, tp=8)
+    message = str(err.value)
+    assert "num_attention_heads = 28 is not divisible by tp 8" in message
+    assert "1, 2, 4, 7, 14, 28" in message and "SGLang: tensor-parallel rules" in message
+
+
+def share(status: str, refused: tuple[str, ...] = ()) -> GpuShare:
+    return GpuShare(8, status, None, "", None, None, None, None, refused, (1, 2), (), ())
+
+
+@pytest.mark.parametrize(
+    ("shares", "expected"),
+    [
+        # one engine accepts: the refusing one says so in its own row, no message
+        ([("A", share("split")), ("B", share("refused", ("B: no")))], ""),
+        (
+            [("A", share("refused", ("A: no",))), ("B", share("unknown"))],
+            "--tp 8 is refused: A: no (B: tensor-parallel rules not extracted)",
+        ),
+        ([("A", share("unknown"))], ""),
+        (
+            [("A", share("refused", ("x",))), ("B", share("refused", ("x",)))],
+            "--tp 8 is refused: x",
+        ),
+    ],
+)
+def test_tp_refusal(shares, expected):
+    assert tp_refusal(8, shares) == expected
+
+
+def test_moe_weights_include_every_expert_and_kv_heads_replicate(tmp_path):
+    # Qwen3-30B-A3B: the index total (61,064,245,248 B) stores all 128 experts of 48 layers
+    # tp 8: weights 7,633,030,656 B per GPU; 4 KV heads < 8 -> 1 per GPU:
+    # 48 x 1 x (128 + 128) x 2 = 24,576 B/token; block 16 x 24,576 = 393,216 B
+    # budget = 79,027,398,247 - 7,633,030,656 = 71,394,367,591
+    # blocks = floor(71,394,367,591 / 393,216) = 181,565 -> 2,905,040 tokens
+    # sequences = floor(71,394,367,591 / (2,048 x 393,216)) = 88
+    directory = model_dir(
+        tmp_path,
+        "qwen3-30b-a3b.json",
+        QWEN3_30B_A3B,
+        {
+            "model.layers.0.mlp.experts.0.down_proj.weight": "model-00001-of-00016.safetensors",
+            "model.layers.0.mlp.experts.127.up_proj.weight": "model-00001-of-00016.safetensors",
+        },
+    )
+    view = vllm(plan(directory, context=32768, tp=8, gpu_memory=GIB80))
+    g, c = view.gpu, view.capacity
+    assert (g.weights_bytes, g.kv_heads_per_gpu, g.kv_bytes_per_token) == (
+        7_633_030_656,
+        1,
+        24_576,
+    )
+    assert (c.blocks, c.kv_tokens, c.sequences) == (181_565, 2_905_040, 88)
+
+
+def test_mla_at_tp8_replicates_the_latent_and_splits_the_weights(tmp_path):
+    # DeepSeek-V3: latent 61 x (512 + 64) x 2 B = 70,272 B/token on every GPU (vLLM's MLA
+    # rule: 1 KV head per GPU); weights ceil(688,586,727,753 / 8) = 86,073,340,970 B per GPU
+    # budget = 79,027,398,247 - 86,073,340,970 = -7,045,942,723: the weights alone do not fit
+    directory = model_dir(
+        tmp_path,
+        "deepseek-v3.json",
+        DEEPSEEK_V3,
+        {"model.layers.61.shared_head.head.weight": "model-000163-of-000163.safetensors"},
+    )
+    view = vllm(plan(directory, context=32768, tp=8, gpu_memory=GIB80))
+    assert view.mechanism == "mla_latent"
+    g, c = view.gpu, view.capacity
+    assert (g.status, g.kv_bytes_per_token, g.weights_bytes) == ("split", 70_272, 86_073_340_970)
+    assert (c.budget_bytes, c.kv_tokens, c.sequences, c.limit) == (
+        -7_045_942_723,
+        0,
+        0,
+        "weights",
+    )
+    # on 141 GB GPUs: 141,000,000,000 x 0.92 = 129,720,000,000 - 86,073,340,970
+    # = 43,646,659,030 B; blocks = floor(43,646,659,030 / (16 x 70,272)) = 38,819
+    big = vllm(plan(directory, context=32768, tp=8, gpu_memory=141_000_000_000)).capacity
+    assert (big.budget_bytes, big.blocks, big.kv_tokens) == (43_646_659_030, 38_819, 621_104)
+    assert big.sequences == 18  # floor(43,646,659,030 / (2,048 x 1,124,352))
+
+
+def test_hybrid_state_is_split_per_the_engine_and_capacity_names_the_missing_rule():
+    # Jamba-v0.1 at tp 2: 4 attention layers x (8 / 2) KV heads x 256 x 2 B = 8,192 B/token
+    # mamba1 per GPU: intermediate 2 x 4,096 / 2 = 4,096;
+    # conv (4 - 1) x 4,096 x 2 B = 24,576; ssm 4,096 x 16 x 2 B = 131,072 -> 155,648 B/layer
+    # 28 Mamba layers x 155,648 = 4,358,144 B per sequence per GPU
+    result = plan(load_config(CORPUS / "jamba-v0.1.json"), context=32768, tp=2, gpu_memory=GIB80)
+    view = vllm(result)
+    assert (view.gpu.kv_bytes_per_token, view.gpu.state_bytes_per_sequence) == (8_192, 4_358_144)
+    assert result.prediction.state_bytes_per_sequence == 2 * 4_358_144
+    reasons = " ".join(view.capacity.unknown)
+    assert view.capacity.sequences is None
+    assert "weights unknown" in reasons or "hybrid page size" in reasons
+
+
+def test_gated_delta_net_state_split():
+    # Qwen3-Next-80B-A3B at tp 4: GDN conv_dim = 2 x 16 x 128 + 32 x 128 = 8,192 -> 2,048;
+    # conv (4 - 1) x 2,048 x 2 B = 12,288; ssm 32 / 4 = 8 v-heads x 128 x 128 x 2 B = 262,144
+    # per layer 274,432 B; 36 linear-attention layers -> 9,879,552 B per GPU
+    result = plan(load_config(CORPUS / "qwen3-next-80b-a3b-instruct.json"), context=4096, tp=4)
+    view = vllm(result)
+    assert view.gpu.state_bytes_per_sequence == 9_879_552
+    assert result.prediction.state_bytes_per_sequence == 4 * 9_879_552
+
+
+def test_engines_without_rules_show_unknown_not_a_borrowed_figure(llama):
+    result = plan(llama, context=32768, tp=2, gpu_memory=GIB80)
+    llamacpp = next(v for v in result.engines if v.engine == "llamacpp")
+    trtllm = next(v for v in result.engines if v.engine == "trtllm")
+    assert llamacpp.capacity is None and llamacpp.kv_bytes_per_token is None
+    assert trtllm.capacity is None and trtllm.commit is None
+
+
+def test_memory_fraction_override(llama):
+    # --memory-fraction 0.5: ceil(85,899,345,920 x 0.5) - 16,060,522,496 = 26,889,150,464
+    c = vllm(plan(llama, context=32768, gpu_memory=GIB80, memory_fraction=0.5)).capacity
+    assert (c.memory_fraction_source, c.budget_bytes) == ("--memory-fraction", 26_889_150_464)
+
+
+def test_weights_unknown_is_said(tmp_path):
+    shutil.copy(CORPUS / "llama-3.1-8b.json", tmp_path / "config.json")
+    result = plan(tmp_path, context=4096, gpu_memory=GIB80)
+    assert result.weights.total_bytes is None
+    c = vllm(result).capacity
+    assert c.sequences is None and any("no safetensors" in u for u in c.unknown)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tp", "0"], "--tp must be at least 1"),
+        (["--gpu-memory", "80"], "give a number and a unit"),
+        (["--gpu-memory", "80GiB", "--memory-fraction", "1.5"], "at most 1"),
+    ],
+)
+def test_bad_options(llama, args, message):
+    result = runner.invoke(app, ["plan", str(llama), *args])
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
+
+
+def test_json_carries_the_schema_version_and_capacity(llama):
+    result = runner.invoke(
+        app, ["plan", str(llama), "--tp", "2", "--gpu-memory", "80GiB", "-c", "32768", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["schema_version"] == 2 and data["tp"] == 2
+    engine = next(e for e in data["engines"] if e["engine"] == "vllm")
+    assert engine["capacity"]["kv_tokens"] == 1_083_328
+    assert engine["gpu"]["weights_bytes"] == 8_030_261_248
