@@ -121,6 +121,8 @@ def write_plot(data: PlotData, out: str | Path) -> Path:
         if known:
             axes.plot(*zip(*known, strict=True), "--" if s.naive else "-o", label=s.label)
     axes.set_xscale("log", base=2)
+    ticks = sorted({c for s in data.series for c, _ in s.points})
+    axes.set_xticks(ticks, [f"{c // 1024}K" if c % 1024 == 0 else f"{c:,}" for c in ticks])
     axes.set_xlabel("context (tokens)")
     axes.set_ylabel(f"{data.y_label} (GiB)")
     axes.set_title(data.title, fontsize=10)
