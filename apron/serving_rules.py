@@ -47,11 +47,14 @@ class ServingRules(NamedTuple):
     memory_fraction_source: str
     kv_heads_split: str | None
     mla_latent_replicated: bool | None
-    tp_must_divide: tuple[str, ...]
+    tp_must_divide: tuple[str, ...]  # config keys tp must divide
     ssm_split_dims: tuple[str, ...]  # "calculator.dividend", e.g. "mamba2.num_heads"
     hybrid_page_rule: HybridPage | None
     citations: tuple[Citation, ...]
     unknown: tuple[str, ...]
+    # "divides_or_divided": tp is a multiple of the KV heads when at least their number, else
+    # divides them; None when the engine's rows have no such rule
+    kv_heads_tp_rule: str | None = None
 
 
 def _where(row: Any) -> str:
@@ -106,7 +109,12 @@ def _tp(engine: EngineConstraints, cites: list[Citation], unknown: list[str]):
         unknown.append(f"tp_must_divide: {engine.engine} has no attention_heads_divisible rule")
     cites.extend(engine.cite(r) for r in divide)
     must_divide = tuple(sorted({k for r in divide for k in r.keys}))
-    return kv_heads_split, mla_replicated, must_divide
+    kv_rule = rows.get("kv_heads_divisible")
+    kv_tp_rule = None
+    if kv_rule is not None and kv_rule.shape == "divides_or_divided":
+        kv_tp_rule = kv_rule.shape
+        cites.append(engine.cite(kv_rule))
+    return kv_heads_split, mla_replicated, must_divide, kv_tp_rule
 
 
 def _ssm(engine: EngineConstraints, cites: list[Citation], unknown: list[str]):
@@ -151,7 +159,7 @@ def serving_rules(engine: EngineConstraints | None, engine_id: str) -> ServingRu
     unknown: list[str] = []
     block, block_source = _default(engine, "block_tokens", cites, unknown)
     fraction, fraction_source = _default(engine, "memory_fraction", cites, unknown)
-    kv_split, mla, must_divide = _tp(engine, cites, unknown)
+    kv_split, mla, must_divide, kv_tp_rule = _tp(engine, cites, unknown)
     ssm = _ssm(engine, cites, unknown)
     hybrid = _hybrid(engine, cites, unknown)
     return ServingRules(
@@ -167,6 +175,7 @@ def serving_rules(engine: EngineConstraints | None, engine_id: str) -> ServingRu
         hybrid_page_rule=hybrid,
         citations=tuple(dict.fromkeys(cites)),
         unknown=tuple(unknown),
+        kv_heads_tp_rule=kv_tp_rule,
     )
 
 
@@ -196,9 +205,19 @@ def _int(config: Mapping[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def tp_check(rules: ServingRules, config: Mapping[str, Any], tp: int) -> tuple[str, ...]:
+def tp_check(
+    rules: ServingRules,
+    config: Mapping[str, Any],
+    tp: int,
+    *,
+    total_kv_heads: int | None = None,
+    is_mla: bool = False,
+) -> tuple[str, ...]:
     """Why the engine refuses `tp` for this config (empty = accepted by the extracted checks);
-    each refusal names the tp sizes that work."""
+    each refusal names the tp sizes that work. `total_kv_heads` (the engine's count, after its
+    alias scan) adds the KV-head check where the engine has one; MLA models skip it."""
+    if tp < 1:
+        raise ValueError(f"tp must be >= 1, not {tp}")
     errors = []
     for key in rules.tp_must_divide:
         value = _int(config, key)
@@ -210,11 +229,28 @@ def tp_check(rules: ServingRules, config: Mapping[str, Any], tp: int) -> tuple[s
                 f"{rules.engine}: {key} = {value} is not divisible by tp {tp}; "
                 f"tp sizes that divide it: {works}"
             )
+    kv = total_kv_heads
+    if rules.kv_heads_tp_rule == "divides_or_divided" and not is_mla and kv and kv > 0:
+        if (tp >= kv and tp % kv) or (tp < kv and kv % tp):
+            errors.append(
+                f"{rules.engine}: {kv} KV heads and tp {tp}: tp must divide the KV heads or be "
+                f"a multiple of them; tp sizes that work: {', '.join(map(str, divisors(kv)))} "
+                f"or a multiple of {kv}"
+            )
     return tuple(errors)
 
 
 def valid_tp_sizes(
-    config: Mapping[str, Any], rules: ServingRules, up_to: int = 64
+    config: Mapping[str, Any],
+    rules: ServingRules,
+    up_to: int = 64,
+    *,
+    total_kv_heads: int | None = None,
+    is_mla: bool = False,
 ) -> tuple[int, ...]:
-    """The tp sizes up to `up_to` that pass every extracted divisibility check."""
-    return tuple(tp for tp in range(1, up_to + 1) if not tp_check(rules, config, tp))
+    """The tp sizes up to `up_to` that pass every extracted check."""
+    return tuple(
+        tp
+        for tp in range(1, up_to + 1)
+        if not tp_check(rules, config, tp, total_kv_heads=total_kv_heads, is_mla=is_mla)
+    )

@@ -393,7 +393,7 @@ class SsmTpSplit(NamedTuple):
     calculator: str
     dividend: str
     dividend_code: str
-    exact: bool
+    division: str
     adjustments: tuple[str, ...]
     path: str
     symbol: str

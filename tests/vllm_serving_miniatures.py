@@ -4,6 +4,7 @@ ModelConfig's tensor-parallel methods, MambaStateShapeCalculator and the hybrid 
 CACHE_PATH = "vllm/config/cache.py"
 MAMBA_PATH = "vllm/model_executor/layers/mamba/mamba_utils.py"
 PLATFORM_PATH = "vllm/platforms/interface.py"
+LINEAR_PATH = "vllm/model_executor/layers/linear.py"
 
 CACHE_CONFIG = '''
 from typing import ClassVar
@@ -93,5 +94,25 @@ class Platform:
 """
 
 
+LINEAR = """
+class QKVParallelLinear(ColumnParallelLinear):
+    def __init__(self, hidden_size, head_size, total_num_heads, total_num_kv_heads=None):
+        self.total_num_kv_heads = total_num_kv_heads or total_num_heads
+        tp_size = get_tp_world_size()
+        self.num_heads = divide(total_num_heads, tp_size)
+        if tp_size >= self.total_num_kv_heads:
+            self.num_kv_heads = 1
+            self.replicas = divide(tp_size, self.total_num_kv_heads)
+        else:
+            self.num_kv_heads = divide(self.total_num_kv_heads, tp_size)
+            self.replicas = 1
+"""
+
+
 def serving_files() -> dict[str, str]:
-    return {CACHE_PATH: CACHE_CONFIG, MAMBA_PATH: MAMBA_UTILS, PLATFORM_PATH: PLATFORM_INTERFACE}
+    return {
+        CACHE_PATH: CACHE_CONFIG,
+        MAMBA_PATH: MAMBA_UTILS,
+        PLATFORM_PATH: PLATFORM_INTERFACE,
+        LINEAR_PATH: LINEAR,
+    }

@@ -195,7 +195,10 @@ def _tp_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> Fac
     path = snapshot.first_existing(serving_rules.MODEL_CONFIG_PATHS, anchor="ModelConfig")
     convertor_path = serving_rules.CONVERTOR_PATH
     convertor_text = snapshot.read_text(convertor_path) if snapshot.exists(convertor_path) else None
-    return FactOutput(tuple(serving_rules.tp_rules(snapshot.read_text(path), path, convertor_text)))
+    rules = serving_rules.tp_rules(snapshot.read_text(path), path, convertor_text)
+    linear = snapshot.first_existing(serving_rules.LINEAR_PATHS, anchor=serving_rules.QKV_CLASS)
+    rules.append(serving_rules.kv_divisibility_rule(snapshot.read_text(linear), linear))
+    return FactOutput(tuple(sorted(rules, key=lambda r: r.rule)))
 
 
 def _ssm_tp_splits(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -371,7 +374,11 @@ ENGINE = EngineSpec(
         FactExtractor(
             TP_RULES,
             _tp_rules,
-            reads=(*serving_rules.MODEL_CONFIG_PATHS, serving_rules.CONVERTOR_PATH),
+            reads=(
+                *serving_rules.MODEL_CONFIG_PATHS,
+                serving_rules.CONVERTOR_PATH,
+                *serving_rules.LINEAR_PATHS,
+            ),
         ),
         FactExtractor(SSM_TP_SPLITS, _ssm_tp_splits, reads=serving_rules.MAMBA_PATHS),
         FactExtractor(HYBRID_PAGE_RULES, _hybrid_page_rules, reads=serving_rules.PLATFORM_PATHS),

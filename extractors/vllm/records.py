@@ -498,14 +498,13 @@ class SsmTpSplit(Record):
     calculator: str  # the state kind ("mamba2" for mamba2_state_shape)
     dividend: str  # the parameter or local that is divided
     dividend_code: str  # a local's expression; "" when the dividend is a parameter
-    exact: bool  # True: divide() (fails unless divisible); False: floor division
+    division: str  # "exact": divide() (fails unless divisible); "floor": //; "ceil": -(-x // tp)
     adjustments: tuple[str, ...]  # reassignments of parameters before the split, on one line
     path: str
     symbol: str
 
     def label(self) -> str:
-        how = "divide" if self.exact else "//"
-        return f"{self.calculator}: {self.dividend} {how} tp"
+        return f"{self.calculator}: {self.dividend} / tp ({self.division})"
 
 
 # Shapes of the hybrid page rule: "align_ceil" is align * cdiv(mamba_page, align * attn_page)

@@ -40,14 +40,14 @@ PLATFORM_CLASS = "Platform"
 HYBRID_METHOD = "_align_hybrid_block_size"
 
 
-def _class(module: cst.Module, name: str, path: str) -> cst.ClassDef:
+def class_named(module: cst.Module, name: str, path: str) -> cst.ClassDef:
     cls = top_level_classes(module).get(name)
     if cls is None:
         raise AnchorError(f"class {name} is not defined in {path}", paths=[path], anchor=name)
     return cls
 
 
-def _method(cls: cst.ClassDef, name: str, path: str) -> cst.FunctionDef:
+def method_named(cls: cst.ClassDef, name: str, path: str) -> cst.FunctionDef:
     method = class_methods(cls).get(name)
     if method is None:
         anchor = f"{cls.name.value}.{name}"
@@ -62,7 +62,7 @@ def literal_text(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def _field_default(value: cst.BaseExpression) -> cst.BaseExpression:
+def field_default(value: cst.BaseExpression) -> cst.BaseExpression:
     """`Field(default=X, ...)` -> X; any other value as it is."""
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Name | cst.Attribute):
         name = value.func.value if isinstance(value.func, cst.Name) else value.func.attr.value
@@ -91,7 +91,7 @@ def class_fields(cls: cst.ClassDef) -> dict[str, cst.BaseExpression]:
     return found
 
 
-def _self_assignments(cls: cst.ClassDef, attribute: str) -> list[tuple[str, cst.BaseExpression]]:
+def self_assignments(cls: cst.ClassDef, attribute: str) -> list[tuple[str, cst.BaseExpression]]:
     """(method, value) of every `self.<attribute> = value` in the class's methods."""
     found = []
     for name, method in class_methods(cls).items():
@@ -113,7 +113,7 @@ def _cache_default(module: cst.Module, cls: cst.ClassDef, setting: str, path: st
     symbol = f"{CACHE_CLASS}.{setting}"
     if setting not in fields:
         raise AnchorError(f"{symbol} is not a field in {path}", paths=[path], anchor=symbol)
-    default = _field_default(fields[setting])
+    default = field_default(fields[setting])
     common = {"setting": setting, "role": CACHE_SETTINGS[setting], "candidates": (), "path": path}
     literal = literal_text(default)
     if literal is not None:
@@ -121,7 +121,7 @@ def _cache_default(module: cst.Module, cls: cst.ClassDef, setting: str, path: st
             kind="literal", value=literal, computed_by="", reason="", symbol=symbol, **common
         )
     if isinstance(default, cst.Name) and default.value == "None":
-        for method, value in _self_assignments(cls, setting):
+        for method, value in self_assignments(cls, setting):
             if (
                 isinstance(value, cst.Attribute)
                 and isinstance(value.value, cst.Name)
@@ -151,7 +151,7 @@ def _cache_default(module: cst.Module, cls: cst.ClassDef, setting: str, path: st
 def cache_defaults(text: str, path: str) -> list[ServingDefault]:
     """The defaults of CacheConfig.block_size and CacheConfig.gpu_memory_utilization."""
     module = parse_module(text, path)
-    cls = _class(module, CACHE_CLASS, path)
+    cls = class_named(module, CACHE_CLASS, path)
     rows = [_cache_default(module, cls, setting, path) for setting in CACHE_SETTINGS]
     return sorted(rows, key=lambda r: r.setting)
 
@@ -159,7 +159,7 @@ def cache_defaults(text: str, path: str) -> list[ServingDefault]:
 # ---------------------------------------------------------------- tensor parallelism
 
 
-def _call_name(node: cst.BaseExpression) -> str:
+def call_name(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Call):
         if isinstance(node.func, cst.Name):
             return node.func.value
@@ -168,7 +168,7 @@ def _call_name(node: cst.BaseExpression) -> str:
     return ""
 
 
-def _is_tp(node: cst.BaseExpression, tp_names: set[str]) -> bool:
+def is_tp(node: cst.BaseExpression, tp_names: set[str]) -> bool:
     """`tp`, `parallel_config.tensor_parallel_size` or a name bound to one of them."""
     if isinstance(node, cst.Name):
         return node.value in tp_names
@@ -177,7 +177,7 @@ def _is_tp(node: cst.BaseExpression, tp_names: set[str]) -> bool:
 
 def split_shape(node: cst.BaseExpression, tp_names: set[str]) -> str:
     """`max(1, total // tp)` -> "split_replicate"; `total // tp` -> "split"; else "opaque"."""
-    if _call_name(node) == "max" and len(node.args) == 2:  # type: ignore[attr-defined]
+    if call_name(node) == "max" and len(node.args) == 2:  # type: ignore[attr-defined]
         first, second = (a.value for a in node.args)  # type: ignore[attr-defined]
         for one, other in ((first, second), (second, first)):
             if literal_text(one) == "1" and split_shape(other, tp_names) == "split":
@@ -185,13 +185,13 @@ def split_shape(node: cst.BaseExpression, tp_names: set[str]) -> str:
     if (
         isinstance(node, cst.BinaryOperation)
         and isinstance(node.operator, cst.FloorDivide)
-        and _is_tp(node.right, tp_names)
+        and is_tp(node.right, tp_names)
     ):
         return "split"
     return "opaque"
 
 
-def _local_bindings(function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
+def local_bindings(function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
     """`name = value` and `name := value` in the function; the first one wins."""
     found: dict[str, cst.BaseExpression] = {}
     for node in walk(function):
@@ -204,17 +204,30 @@ def _local_bindings(function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
     return found
 
 
-def _tp_names(function: cst.FunctionDef) -> set[str]:
-    """The names that hold the tensor-parallel size in the function."""
+def tp_names_of(function: cst.FunctionDef) -> set[str]:
+    """The names that hold the tensor-parallel size in the function: tp parameters, locals bound
+    to `x.tensor_parallel_size`, and locals bound to `tp // n` where n is a parameter whose
+    default is 1 (a group size such as dcp_size, at its default)."""
     names = {"tensor_parallel_size", "tp_size", "tp_world_size"}
-    names |= {p.name.value for p in function.params.params if p.name.value.startswith("tp")}
-    for name, value in _local_bindings(function).items():
+    params = {p.name.value: p.default for p in function.params.params}
+    params.update({p.name.value: p.default for p in function.params.kwonly_params})
+    names |= {name for name in params if name.startswith("tp")}
+    for name, value in local_bindings(function).items():
         if isinstance(value, cst.Attribute) and value.attr.value in names:
+            names.add(name)
+        elif (
+            isinstance(value, cst.BinaryOperation)
+            and isinstance(value.operator, cst.FloorDivide)
+            and is_tp(value.left, names)
+            and isinstance(value.right, cst.Name)
+            and params.get(value.right.value) is not None
+            and literal_text(params[value.right.value]) == "1"  # type: ignore[arg-type]
+        ):
             names.add(name)
     return names
 
 
-def _quantity(node: cst.BaseExpression, bindings: dict[str, cst.BaseExpression]) -> str:
+def quantity_of(node: cst.BaseExpression, bindings: dict[str, cst.BaseExpression]) -> str:
     """`self.get_total_num_kv_heads()` / `x.total_num_kv_heads` (or a local bound to one) ->
     "total_num_kv_heads"; "" when it is none of these."""
     if isinstance(node, cst.Name) and node.value in bindings:
@@ -240,8 +253,8 @@ def _is_self_flag(node: cst.BaseExpression) -> str:
 def kv_head_rules(module: cst.Module, method: cst.FunctionDef, path: str) -> list[TpRule]:
     """The MLA early return and the final split of ModelConfig.get_num_kv_heads."""
     symbol = f"{MODEL_CLASS}.{KV_METHOD}"
-    tp_names = _tp_names(method)
-    bindings = _local_bindings(method)
+    tp_names = tp_names_of(method)
+    bindings = local_bindings(method)
     rules: list[TpRule] = []
     body = statements(method.body)
     for statement in body:
@@ -278,7 +291,7 @@ def kv_head_rules(module: cst.Module, method: cst.FunctionDef, path: str) -> lis
                 for a in final.value.args  # type: ignore[attr-defined]
                 if literal_text(a.value) != "1"
             )
-        total = _quantity(inner.left, bindings)  # type: ignore[attr-defined]
+        total = quantity_of(inner.left, bindings)  # type: ignore[attr-defined]
     rules.append(
         TpRule(
             rule="kv_heads_per_gpu",
@@ -307,7 +320,7 @@ def _convertor_key(convertor_text: str | None, quantity: str) -> str:
     body = statements(method.body)
     if len(body) == 1 and isinstance(body[0], cst.Return):
         value = body[0].value
-        if _call_name(value) == "getattr" and len(value.args) >= 2:  # type: ignore[union-attr]
+        if call_name(value) == "getattr" and len(value.args) >= 2:  # type: ignore[union-attr]
             return string_value(value.args[1].value) or ""  # type: ignore[union-attr]
     return ""
 
@@ -317,8 +330,8 @@ def divisibility_rules(
 ) -> list[TpRule]:
     """`if <heads> % <tp> != 0: raise` in ModelConfig.verify_with_parallel_config."""
     symbol = f"{MODEL_CLASS}.{VERIFY_METHOD}"
-    tp_names = _tp_names(method)
-    bindings = _local_bindings(method)
+    tp_names = tp_names_of(method)
+    bindings = local_bindings(method)
     for statement in statements(method.body):
         if not isinstance(statement, cst.If):
             continue
@@ -330,12 +343,12 @@ def divisibility_rules(
             and literal_text(test.comparisons[0].comparator) == "0"
             and isinstance(test.left, cst.BinaryOperation)
             and isinstance(test.left.operator, cst.Modulo)
-            and _is_tp(test.left.right, tp_names)
+            and is_tp(test.left.right, tp_names)
         ):
             continue
         if not any(isinstance(s, cst.Raise) for s in statements(statement.body)):
             continue
-        quantity = _quantity(test.left.left, bindings)
+        quantity = quantity_of(test.left.left, bindings)
         key = _convertor_key(convertor_text, quantity) or quantity
         rule = "kv_heads_divisible" if "kv_heads" in quantity else "attention_heads_divisible"
         return [
@@ -358,79 +371,318 @@ def divisibility_rules(
     )
 
 
+def divisibility_checks(function: cst.CSTNode):
+    """(dividend, divisor) of every `divide(a, b)`, `assert a % b == 0` and
+    `if a % b != 0: raise` under `function`."""
+    for node in walk(function):
+        if call_name(node) == "divide" and len(node.args) == 2:  # type: ignore[attr-defined]
+            yield node.args[0].value, node.args[1].value  # type: ignore[attr-defined]
+            continue
+        test = None
+        if isinstance(node, cst.Assert):
+            test, wanted = node.test, cst.Equal
+        elif isinstance(node, cst.If) and any(
+            isinstance(s, cst.Raise) for s in statements(node.body)
+        ):
+            test, wanted = node.test, cst.NotEqual
+        if (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, wanted)
+            and literal_text(test.comparisons[0].comparator) == "0"
+            and isinstance(test.left, cst.BinaryOperation)
+            and isinstance(test.left.operator, cst.Modulo)
+        ):
+            yield test.left.left, test.left.right
+
+
+def _tp_versus(test: cst.BaseExpression, tp_names: set[str]):
+    """`tp >= q` / `q <= tp` -> (q, True); `q >= tp` / `tp <= q` -> (q, False): True when
+    the if-branch is the one where tp is at least q. None for any other test."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    left, op, right = test.left, test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(op, cst.GreaterThanEqual | cst.GreaterThan):
+        big, small = left, right
+    elif isinstance(op, cst.LessThanEqual | cst.LessThan):
+        big, small = right, left
+    else:
+        return None
+    if is_tp(big, tp_names):
+        return small, True
+    if is_tp(small, tp_names):
+        return big, False
+    return None
+
+
+def divides_or_divided(module: cst.Module, function: cst.FunctionDef):
+    """(quantity node, code) for `if tp >= q: <tp divisible by q> else: <q divisible by tp>`
+    (either order); None when the function has no such check."""
+    tp_names = tp_names_of(function)
+    for node in walk(function):
+        if not (isinstance(node, cst.If) and isinstance(node.orelse, cst.Else)):
+            continue
+        found = _tp_versus(node.test, tp_names)
+        if found is None:
+            continue
+        quantity, tp_first = found
+        at_least, below = (
+            (node.body, node.orelse.body) if tp_first else (node.orelse.body, node.body)
+        )
+        q = compact_code(module, quantity)
+
+        def checks(body: cst.BaseSuite) -> set[tuple[str, str]]:
+            return {
+                (compact_code(module, a), "tp" if is_tp(b, tp_names) else compact_code(module, b))
+                for a, b in divisibility_checks(body)
+            }
+
+        tp_by_q = any(a != q and b == q and is_tp_code(a, tp_names) for a, b in checks(at_least))
+        q_by_tp = (q, "tp") in checks(below)
+        if tp_by_q and q_by_tp:
+            return quantity, compact_code(module, node.test)
+    return None
+
+
+def is_tp_code(code: str, tp_names: set[str]) -> bool:
+    return code in tp_names or code.rpartition(".")[2] in tp_names
+
+
+def caller_keyword_key(module: cst.Module, class_name: str, init: cst.FunctionDef, attr: str):
+    """The hf config key a model class is built with for `self.<attr>`: `self.<attr> = <param>`
+    in __init__ and `<class_name>(..., <param>=config.<key>)` in the module; "" if not found."""
+    param = ""
+    for node in walk(init):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            if (
+                isinstance(target, cst.Attribute)
+                and target.attr.value == attr
+                and isinstance(node.value, cst.Name)
+            ):
+                param = node.value.value
+                break
+    if not param:
+        return ""
+    for node in walk(module):
+        if isinstance(node, cst.Call) and call_name(node) == class_name:
+            for arg in node.args:
+                if (
+                    arg.keyword is not None
+                    and arg.keyword.value == param
+                    and isinstance(arg.value, cst.Attribute)
+                    and isinstance(arg.value.value, cst.Name)
+                    and arg.value.value.value == "config"
+                ):
+                    return arg.value.attr.value
+    return ""
+
+
+LINEAR_PATHS = ("vllm/model_executor/layers/linear.py",)
+QKV_CLASS = "QKVParallelLinear"
+
+
+def kv_divisibility_rule(text: str, path: str) -> TpRule:
+    """QKVParallelLinear.__init__: tp must be a multiple of the KV heads when it is at least
+    their number, and must divide them otherwise."""
+    module = parse_module(text, path)
+    init = method_named(class_named(module, QKV_CLASS, path), "__init__", path)
+    found = divides_or_divided(module, init)
+    symbol = f"{QKV_CLASS}.__init__"
+    if found is None:
+        raise AnchorError(
+            f"{symbol} has no `if tp >= kv_heads: divide(tp, kv) else divide(kv, tp)` in {path}",
+            paths=[path],
+            anchor=f"{symbol}: divide(tp_size, total_num_kv_heads)",
+        )
+    quantity, code = found
+    return TpRule(
+        rule="kv_heads_divisible",
+        shape="divides_or_divided",
+        keys=(quantity_of(quantity, local_bindings(init)),),
+        constant=None,
+        when=(),
+        code=code,
+        scope=f"layers built on {QKV_CLASS}",
+        path=path,
+        symbol=symbol,
+    )
+
+
 def tp_rules(text: str, path: str, convertor_text: str | None) -> list[TpRule]:
     """The KV-head split, the MLA head count and the head divisibility check of ModelConfig."""
     module = parse_module(text, path)
-    cls = _class(module, MODEL_CLASS, path)
-    rules = kv_head_rules(module, _method(cls, KV_METHOD, path), path)
-    rules += divisibility_rules(module, _method(cls, VERIFY_METHOD, path), path, convertor_text)
+    cls = class_named(module, MODEL_CLASS, path)
+    rules = kv_head_rules(module, method_named(cls, KV_METHOD, path), path)
+    rules += divisibility_rules(
+        module, method_named(cls, VERIFY_METHOD, path), path, convertor_text
+    )
     return sorted(rules, key=lambda r: r.rule)
 
 
 # ---------------------------------------------------------------- recurrent state
 
 
-def _divisions(function: cst.FunctionDef, tp_names: set[str]):
-    """(dividend node, exact) for every `divide(x, tp)` and `x // tp` in the function."""
+def _ceil_dividend(node: cst.BaseExpression, tp_names: set[str]) -> cst.BaseExpression | None:
+    """`-(-x // tp)` (ceiling division) -> x; else None."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = node.expression
+        if (
+            isinstance(inner, cst.BinaryOperation)
+            and isinstance(inner.operator, cst.FloorDivide)
+            and is_tp(inner.right, tp_names)
+            and isinstance(inner.left, cst.UnaryOperation)
+            and isinstance(inner.left.operator, cst.Minus)
+        ):
+            return inner.left.expression
+    return None
+
+
+def divisions(function: cst.CSTNode, tp_names: set[str]):
+    """(dividend node, "exact" | "floor" | "ceil") for every `divide(x, tp)`, `x // tp` and
+    `-(-x // tp)` in the function."""
+    ceil_parts: set[int] = set()
     for node in walk(function):
-        if _call_name(node) == "divide" and len(node.args) == 2:  # type: ignore[attr-defined]
+        if id(node) in ceil_parts:
+            continue
+        ceiled = _ceil_dividend(node, tp_names)
+        if ceiled is not None:
+            ceil_parts.update(id(n) for n in walk(node) if n is not node)
+            yield ceiled, "ceil"
+        elif call_name(node) == "divide" and len(node.args) == 2:  # type: ignore[attr-defined]
             first, second = (a.value for a in node.args)  # type: ignore[attr-defined]
-            if _is_tp(second, tp_names):
-                yield first, True
+            if is_tp(second, tp_names):
+                yield first, "exact"
         elif (
             isinstance(node, cst.BinaryOperation)
             and isinstance(node.operator, cst.FloorDivide)
-            and _is_tp(node.right, tp_names)
+            and is_tp(node.right, tp_names)
         ):
-            yield node.left, False
+            yield node.left, "floor"
 
 
-def ssm_tp_splits(text: str, path: str) -> list[SsmTpSplit]:
-    """Per `<kind>_state_shape` method of MambaStateShapeCalculator, what it divides by tp."""
-    module = parse_module(text, path)
-    cls = _class(module, MAMBA_CLASS, path)
-    rows: dict[tuple[str, str], SsmTpSplit] = {}
-    for name, method in class_methods(cls).items():
-        if not name.endswith(SHAPE_SUFFIX):
+def _mentions_tp(
+    node: cst.CSTNode, tp_names: set[str], bindings: dict[str, cst.BaseExpression]
+) -> bool:
+    """Does `node` (or a local it names, one level deep) use a tp name?"""
+    for name in (n for n in walk(node) if isinstance(n, cst.Name)):
+        if name.value in tp_names:
+            return True
+        bound = bindings.get(name.value)
+        if bound is not None and any(
+            isinstance(n, cst.Name) and n.value in tp_names for n in walk(bound)
+        ):
+            return True
+    return False
+
+
+def _parameter_adjustments(
+    module: cst.Module, method: cst.FunctionDef, tp_names: set[str]
+) -> tuple[str, ...]:
+    """Reassignments of parameters that depend on tp (`n_groups = n_groups + extra(tp)`)."""
+    params = {p.name.value for p in (*method.params.params, *method.params.kwonly_params)}
+    bindings = local_bindings(method)
+    found = []
+    for node in walk(method):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+        elif isinstance(node, cst.AugAssign):
+            target = node.target
+        else:
             continue
-        tp_names = {p.name.value for p in method.params.params if p.name.value.startswith("tp")}
+        if (
+            isinstance(target, cst.Name)
+            and target.value in params
+            and _mentions_tp(node.value, tp_names, bindings)
+        ):
+            found.append(compact_code(module, node))
+    return tuple(found)
+
+
+def _state_divisions(method: cst.FunctionDef, tp_names: set[str]):
+    """The divisions by tp that size a returned state: inside a `*shape*` assignment or a
+    returned tuple, or in the assignment of a local such a shape reads (one level)."""
+    shaped: list[cst.CSTNode] = []
+    assigned: dict[str, list[cst.CSTNode]] = {}
+    for node in walk(method):
+        if isinstance(node, cst.Return) and node.value is not None:
+            if not isinstance(node.value, cst.Call):  # a constructor's fields are not shapes
+                shaped.append(node.value)
+        elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            names = [target] if isinstance(target, cst.Name) else []
+            if isinstance(target, cst.Tuple):
+                names = [e.value for e in target.elements if isinstance(e.value, cst.Name)]
+            for name in names:
+                if "shape" in name.value:
+                    shaped.append(node.value)
+                else:
+                    assigned.setdefault(name.value, []).append(node.value)
+    read = {n.value for node in shaped for n in walk(node) if isinstance(n, cst.Name)}
+    sources = shaped + [v for name in sorted(read) for v in assigned.get(name, [])]
+    seen: set[tuple[int, str]] = set()
+    for source in sources:
+        for dividend, division in divisions(source, tp_names):  # type: ignore[arg-type]
+            if (id(dividend), division) not in seen:
+                seen.add((id(dividend), division))
+                yield dividend, division
+
+
+def state_shape_methods(module: cst.Module, class_name: str):
+    """(calculator, symbol, method) for MambaStateShapeCalculator's `<kind>_state_shape`."""
+    cls = top_level_classes(module).get(class_name)
+    if cls is None:
+        return
+    for name, method in class_methods(cls).items():
+        if name.endswith(SHAPE_SUFFIX):
+            yield name.removesuffix(SHAPE_SUFFIX), f"{class_name}.{name}", method
+
+
+def ssm_tp_splits_of(module: cst.Module, path: str, methods) -> list[SsmTpSplit]:
+    """What each (calculator, symbol, method) divides by its tp parameter."""
+    rows: dict[tuple[str, str], SsmTpSplit] = {}
+    for calculator, symbol, method in methods:
+        every = (*method.params.params, *method.params.kwonly_params)
+        tp_names = {p.name.value for p in every if p.name.value.startswith("tp")}
         if not tp_names:
             continue
-        params = {p.name.value for p in method.params.params}
-        bindings = _local_bindings(method)
-        adjustments = tuple(
-            compact_code(module, node)
-            for node in walk(method)
-            if isinstance(node, cst.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0].target, cst.Name)
-            and node.targets[0].target.value in params
-            and any(_is_tp(n, tp_names) for n in walk(node.value) if isinstance(n, cst.Name))
-        )
-        calculator = name.removesuffix(SHAPE_SUFFIX)
-        for dividend, exact in _divisions(method, tp_names):
+        params = {p.name.value for p in every}
+        bindings = local_bindings(method)
+        adjustments = _parameter_adjustments(module, method, tp_names)
+        for dividend, division in _state_divisions(method, tp_names):
             label = compact_code(module, dividend)
             local = (
                 bindings.get(label)
                 if isinstance(dividend, cst.Name) and label not in params
                 else None
             )
-            rows[(calculator, label)] = SsmTpSplit(
+            key = (calculator, label)
+            if key in rows and rows[key].division == "exact":
+                continue  # an exact split of the dimension is what the state is sized by
+            rows[key] = SsmTpSplit(
                 calculator=calculator,
                 dividend=label,
                 dividend_code=compact_code(module, local) if local is not None else "",
-                exact=exact,
+                division=division,
                 adjustments=adjustments,
                 path=path,
-                symbol=f"{MAMBA_CLASS}.{name}",
+                symbol=symbol,
             )
+    return [rows[k] for k in sorted(rows)]
+
+
+def ssm_tp_splits(text: str, path: str) -> list[SsmTpSplit]:
+    """Per `<kind>_state_shape` method of MambaStateShapeCalculator, what it divides by tp."""
+    module = parse_module(text, path)
+    class_named(module, MAMBA_CLASS, path)
+    rows = ssm_tp_splits_of(module, path, state_shape_methods(module, MAMBA_CLASS))
     if not rows:
         raise AnchorError(
             f"no {MAMBA_CLASS}.*{SHAPE_SUFFIX} method divides by a tp parameter in {path}",
             paths=[path],
             anchor=f"{MAMBA_CLASS}.*{SHAPE_SUFFIX}",
         )
-    return [rows[k] for k in sorted(rows)]
+    return rows
 
 
 # ---------------------------------------------------------------- hybrid page size
@@ -487,7 +739,7 @@ def _hybrid_shape(
 ) -> str:
     """`a * cdiv(m, a * p)` -> align_ceil; `c * cdiv(n, c)` with c = lcm(...) -> chunk_align_ceil."""
     outer = _product(value)
-    if outer is None or _call_name(outer[1]) != "cdiv" or len(outer[1].args) != 2:  # type: ignore[attr-defined]
+    if outer is None or call_name(outer[1]) != "cdiv" or len(outer[1].args) != 2:  # type: ignore[attr-defined]
         return "opaque"
     align, ceil = outer[0], outer[1]
     divisor = ceil.args[1].value  # type: ignore[attr-defined]
@@ -497,7 +749,7 @@ def _hybrid_shape(
     if (
         _same(module, divisor, align)
         and isinstance(align, cst.Name)
-        and _call_name(bindings.get(align.value, cst.Name("x"))) == "lcm"
+        and call_name(bindings.get(align.value, cst.Name("x"))) == "lcm"
     ):
         return "chunk_align_ceil"
     return "opaque"
@@ -506,10 +758,10 @@ def _hybrid_shape(
 def hybrid_page_rules(text: str, path: str) -> list[HybridPageRule]:
     """The branches of Platform._align_hybrid_block_size that compute the attention block size."""
     module = parse_module(text, path)
-    cls = _class(module, PLATFORM_CLASS, path)
-    method = _method(cls, HYBRID_METHOD, path)
+    cls = class_named(module, PLATFORM_CLASS, path)
+    method = method_named(cls, HYBRID_METHOD, path)
     symbol = f"{PLATFORM_CLASS}.{HYBRID_METHOD}"
-    bindings = _local_bindings(method)
+    bindings = local_bindings(method)
     found = _assignments(method, "attn_block_size")
     if not found:
         raise AnchorError(
@@ -519,7 +771,7 @@ def hybrid_page_rules(text: str, path: str) -> list[HybridPageRule]:
         )
     alignment_code, floor, kernel_method = "", False, ""
     for name, value in bindings.items():
-        if "alignment" in name and _call_name(value) == "max":
+        if "alignment" in name and call_name(value) == "max":
             alignment_code = compact_code(module, value)
             floor = any(
                 isinstance(a.value, cst.Attribute) and a.value.attr.value == "block_size"
@@ -527,9 +779,9 @@ def hybrid_page_rules(text: str, path: str) -> list[HybridPageRule]:
             )
             kernel_method = next(
                 (
-                    _call_name(n)
+                    call_name(n)
                     for n in walk(value)
-                    if _call_name(n).startswith("get_supported_kernel_block_sizes")
+                    if call_name(n).startswith("get_supported_kernel_block_sizes")
                 ),
                 "",
             )

@@ -3,6 +3,7 @@
 # commit: 0231dd5467c61dca76f66269b6298a43772b3519 (2026-07-24)
 # upstream: https://github.com/vllm-project/vllm
 # source: vllm/config/model.py @ blob d9d2f57dc4be5a9a17538715252ac9e9d93641ed
+# source: vllm/model_executor/layers/linear.py @ blob df105f066349a694033106f4bdee39b64ab27f9a
 # source: vllm/transformers_utils/model_arch_config_convertor.py @ blob bd146dff7dc9c23a8f28f7bdda4662d5de92180f
 """Tensor-parallel rules: how ModelConfig splits KV heads across GPUs (replicated when fewer than tp), the MLA head count per GPU, and what tp must divide."""
 
@@ -14,11 +15,13 @@ FACT = "tp_rules"
 ORDERED = False
 SOURCES: tuple[tuple[str, str], ...] = (
     ("vllm/config/model.py", "d9d2f57dc4be5a9a17538715252ac9e9d93641ed"),
+    ("vllm/model_executor/layers/linear.py", "df105f066349a694033106f4bdee39b64ab27f9a"),
     ("vllm/transformers_utils/model_arch_config_convertor.py", "bd146dff7dc9c23a8f28f7bdda4662d5de92180f"),
 )
 
 ROWS: tuple[TpRule, ...] = (
     TpRule(rule="attention_heads_divisible", shape="divides", keys=("num_attention_heads",), constant=None, when=(), code="total_num_attention_heads % tensor_parallel_size != 0", scope="every model", path="vllm/config/model.py", symbol="ModelConfig.verify_with_parallel_config"),
+    TpRule(rule="kv_heads_divisible", shape="divides_or_divided", keys=("total_num_kv_heads",), constant=None, when=(), code="tp_size >= self.total_num_kv_heads", scope="layers built on QKVParallelLinear", path="vllm/model_executor/layers/linear.py", symbol="QKVParallelLinear.__init__"),
     TpRule(rule="kv_heads_per_gpu", shape="split_replicate", keys=("total_num_kv_heads",), constant=None, when=(), code="max(1, total_num_kv_heads // parallel_config.tensor_parallel_size)", scope="every model", path="vllm/config/model.py", symbol="ModelConfig.get_num_kv_heads"),
     TpRule(rule="mla_kv_heads_per_gpu", shape="constant", keys=(), constant=1, when=(("use_mla", "truthy"),), code="if self.use_mla: return 1", scope="every model", path="vllm/config/model.py", symbol="ModelConfig.get_num_kv_heads"),
 )
