@@ -42,6 +42,19 @@ VLLM_MODELOPT_KV_MAP = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
 # vllm/model_executor/layers/quantization/compressed_tensors validate_kv_cache_scheme
 VLLM_CT_KV_STRATEGIES = frozenset({"tensor", "attn_head"})
 
+# python/sglang/srt: architectures in both overrides.py _DEEPSEEK_FAMILY_ARCHS and
+# configs/model_config.py is_deepseek_dsa, whose KV dtype auto follows the GPU when index_topk is set
+SGLANG_DSA_ARCHS = frozenset(
+    {
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",
+        "GlmMoeDsaForCausalLM",
+        "LongcatFlashForCausalLM",
+        "MistralLarge3ForCausalLM",
+        "PixtralForConditionalGeneration",
+    }
+)
+
 VLLM_TORCH_UTILS = "vllm/utils/torch_utils.py resolve_kv_cache_dtype_string"
 VLLM_ATTENTION = "vllm/model_executor/layers/attention/attention.py Attention.__init__"
 VLLM_MLA = "vllm/model_executor/layers/attention/mla_attention.py MLAAttention.__init__"
@@ -92,21 +105,33 @@ def _model_dir(model_dir: Path | None) -> Path | None:
     return path.parent if path.is_file() else path
 
 
-def _quant_config(config: Mapping[str, Any], model_dir: Path | None) -> _QuantConfig:
-    """quantization_config from config.json, else hf_quant_config.json beside it (ModelOpt
-    <= 0.29), as both vLLM (get_config) and SGLang (_parse_quant_hf_config) read it."""
+def _quant_config(
+    config: Mapping[str, Any], model_dir: Path | None, *, file_before_compression: bool
+) -> _QuantConfig:
+    """config.json's quantization_config, else hf_quant_config.json beside it (ModelOpt <= 0.29)
+    or compression_config (compressed-tensors): vLLM (transformers_utils/config.py get_config)
+    looks for the file first, SGLang (ModelConfig._parse_quant_hf_config) for compression_config."""
     body = config.get("quantization_config")
     if isinstance(body, Mapping):
         return _QuantConfig(body, "quantization_config", False)
     directory = _model_dir(model_dir)
+    compression = config.get("compression_config")
+    if isinstance(compression, Mapping) and not file_before_compression:
+        return _QuantConfig(compression, "compression_config", False)
     if directory is not None:
         data = _read_hf_quant_config(directory)
         if data is not None:
             return _QuantConfig(data, HF_QUANT_CONFIG, True)
-    body = config.get("compression_config")
-    if isinstance(body, Mapping):
-        return _QuantConfig(body, "compression_config", directory is not None)
+    if isinstance(compression, Mapping):
+        return _QuantConfig(compression, "compression_config", directory is not None)
     return _QuantConfig(None, "", directory is not None)
+
+
+def _architectures(config: Mapping[str, Any]) -> tuple[str, ...]:
+    value = config.get("architectures")
+    if isinstance(value, list | tuple):
+        return tuple(a for a in value if isinstance(a, str))
+    return ()
 
 
 def _config_dtype_value(config: Mapping[str, Any]) -> tuple[str | None, str]:
@@ -277,7 +302,7 @@ def _vllm_compressed_tensors(scheme: Mapping[str, Any]) -> str:
 def _vllm(
     config: Mapping[str, Any], model_dir: Path | None, mla: bool, pooling: bool
 ) -> KvDtypeChoice:
-    architectures = config.get("architectures") or ()
+    architectures = _architectures(config)
     if "DeepseekV4ForCausalLM" in architectures or (mla and "index_topk" in config):
         return KvDtypeChoice(
             None,
@@ -286,7 +311,7 @@ def _vllm(
             "(mla_attention.py _canonicalize_sparse_mla_kv_cache_dtype)",
             ("index_topk",) if "index_topk" in config else ("architectures",),
         )
-    quant = _quant_config(config, model_dir)
+    quant = _quant_config(config, model_dir, file_before_compression=True)
     if quant.body is not None:
         method, refusal = _vllm_quant_method(quant.body)
         if refusal:
@@ -392,7 +417,7 @@ def _sglang_kv_quant_algo(quant: Mapping[str, Any], key: str) -> tuple[Any, str]
 
 
 def _sglang(config: Mapping[str, Any], model_dir: Path | None, mla: bool) -> KvDtypeChoice:
-    architectures = config.get("architectures") or ()
+    architectures = _architectures(config)
     if "DeepseekV4ForCausalLM" in architectures:
         return KvDtypeChoice(
             None,
@@ -401,14 +426,15 @@ def _sglang(config: Mapping[str, Any], model_dir: Path | None, mla: bool) -> KvD
             "extracted",
             ("architectures",),
         )
-    if mla and "index_topk" in config:
+    if architectures[:1] and architectures[0] in SGLANG_DSA_ARCHS and config.get("index_topk"):
         return KvDtypeChoice(
             None,
-            "auto: DeepSeek DSA: SGLang picks fp8_e4m3 on SM >= 10 and bfloat16 below "
-            "(arg_groups/overrides.py), which depends on the GPU",
-            ("index_topk",),
+            f"auto: {architectures[0]} with index_topk (DSA): SGLang picks fp8_e4m3 on SM >= 10 "
+            "and bfloat16 below (arg_groups/overrides.py _dsa_kv_cache_dtype_default), which "
+            "depends on the GPU",
+            ("architectures", "index_topk"),
         )
-    quant = _quant_config(config, model_dir)
+    quant = _quant_config(config, model_dir, file_before_compression=False)
     if quant.body is not None:
         algo, what = _sglang_kv_quant_algo(quant.body, quant.key)
         if isinstance(algo, str) and algo.upper() == "FP8":
