@@ -58,9 +58,11 @@ def gpu_share(
             figures.unknown,
             tuple(lines),
         )
-    refused = sr.tp_check(rules, model.raw if model.text_key is None else model.text, tp)
+    config = model.raw if model.text_key is None else model.text
+    checks = {"total_kv_heads": heads.count, "is_mla": figures.mechanism == mla_latent.NAME}
+    refused = sr.tp_check(rules, config, tp, **checks)
     if refused:
-        valid = sr.valid_tp_sizes(model.raw if model.text_key is None else model.text, rules)
+        valid = sr.valid_tp_sizes(config, rules, **checks)
         return GpuShare(tp, "refused", None, "", None, None, None, weights, refused, valid, (), ())
     if figures.mechanism == mla_latent.NAME:
         if not rules.mla_latent_replicated:
@@ -142,9 +144,9 @@ def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):
         return None, f"hybrid page size: rule shape {page.shape!r} is not implemented"
     if page.kernel_min_block is None:
         return None, (
-            "hybrid page size: the attention block is aligned to max(the backend's smallest "
-            f"kernel block size, block_size) ({page.formula}); the backend's kernel block sizes "
-            f"({page.kernel_sizes_from}) are not extracted"
+            f"hybrid page size: the attention backend's kernel block sizes "
+            f"({page.kernel_sizes_from}) are not extracted: the attention block is aligned to "
+            f"max(the smallest of them, block_size) ({page.formula})"
         )
     structure = layout(model)
     if structure is None or structure.unknown:
@@ -203,7 +205,11 @@ def engine_capacity(
     if block is None:
         unknown.append(f"block size: {block_source}")
     if share.weights_bytes is None:
-        unknown.append(f"weights: {weights_unknown}")
+        unknown.append(
+            weights_unknown
+            if weights_unknown.startswith("weights")
+            else f"weights: {weights_unknown}"
+        )
     if share.status == "split" and (
         share.kv_bytes_per_token is None or share.state_bytes_per_sequence is None
     ):

@@ -63,7 +63,8 @@ def _row(cells: list[str], widths: list[int]) -> str:
 
 def _heading(plan: Plan, width: int) -> list[str]:
     r = plan.request
-    lines = wrap(f"apron plan  {plan.source}  PREDICTION, not a measurement", width)
+    lines = wrap("apron plan · PREDICTION from config fields and extracted engine rules", width)
+    lines += wrap(plan.source, width, "  ", "")
     ident = f"{plan.architecture or '(no architectures)'} (model_type {plan.model_type or '?'})"
     lines += wrap(f"{ident} · {plan.prediction.title}", width, "  ", "")
     context = (
@@ -124,6 +125,12 @@ def _unknown_reason(view: EngineView) -> str:
     return "unknown: " + ("; ".join(unknown) or "no figures")
 
 
+def _brief(reason: str) -> str:
+    """The first two clauses of a reason ("memory fraction: mem_fraction_static is computed by
+    ...") for the default view; --verbose prints it whole."""
+    return ": ".join(reason.split(": ")[:2]).rstrip(",;")
+
+
 def _capacity_cells(c: Capacity | None) -> list[str]:
     if c is None:
         return []
@@ -166,7 +173,8 @@ def _engines(plan: Plan, width: int) -> list[str]:
         cells += _capacity_cells(v.capacity)
         lines.append(_row(cells, widths[: len(cells)]))
         if v.capacity is not None and v.capacity.unknown and v.capacity.sequences is None:
-            lines += wrap("capacity unknown: " + "; ".join(v.capacity.unknown), width, indent)
+            brief = "; ".join(dict.fromkeys(_brief(u) for u in v.capacity.unknown))
+            lines += wrap(f"capacity unknown: {brief}", width, indent)
     return lines
 
 

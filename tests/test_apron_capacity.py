@@ -201,8 +201,19 @@ def test_refused_everywhere_it_is_known_is_one_message():
     with pytest.raises(ApronInputError) as err:
         plan(load_config(CORPUS / "qwen2.5-7b.json"), context=4096, tp=8)
     message = str(err.value)
-    assert "num_attention_heads = 28 is not divisible by tp 8" in message
-    assert "1, 2, 4, 7, 14, 28" in message and "SGLang: tensor-parallel rules" in message
+    assert "vllm: num_attention_heads = 28 is not divisible by tp 8" in message
+    assert "sglang: num_attention_heads = 28 is not divisible by tp 8" in message
+    assert "tp sizes that divide it: 1, 2, 4, 7, 14, 28" in message
+
+
+def test_kv_heads_must_divide_or_be_divided_by_tp():
+    # Qwen2.5-14B: 40 heads, 8 KV heads. tp 20 divides 40, but 20 >= 8 and 20 % 8 != 0:
+    # vLLM's QKVParallelLinear rule refuses it. Sizes passing both checks up to 64:
+    # divisors of 40 (1, 2, 4, 5, 8, 10, 20, 40) that divide 8 or are multiples of 8
+    with pytest.raises(ApronInputError, match="8 KV heads and tp 20"):
+        plan(load_config(CORPUS / "qwen2.5-14b.json"), context=4096, tp=20)
+    view = vllm(plan(load_config(CORPUS / "qwen2.5-14b.json"), context=4096, tp=8))
+    assert view.gpu.status == "split" and view.gpu.kv_heads_per_gpu == 1
 
 
 def share(status: str, refused: tuple[str, ...] = ()) -> GpuShare:
@@ -352,3 +363,48 @@ def test_json_carries_the_schema_version_and_capacity(llama):
     engine = next(e for e in data["engines"] if e["engine"] == "vllm")
     assert engine["capacity"]["kv_tokens"] == 1_083_328
     assert engine["gpu"]["weights_bytes"] == 8_030_261_248
+
+
+CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+
+
+@pytest.mark.parametrize(
+    ("tp", "weights", "kv_per_token", "blocks", "tokens", "sequences"),
+    [
+        # Devstral-Small-2507 (committed index: total_size 47,144,806,400 B, bf16):
+        # tp 1: 40 layers x 8 x 256 x 2 = 163,840 B/token; budget 79,027,398,247 -
+        # 47,144,806,400 = 31,882,591,847; blocks floor(. / 2,621,440) = 12,162;
+        # sequences floor(. / (2,048 x 2,621,440)) = 5
+        (1, 47_144_806_400, 163_840, 12_162, 194_592, 5),
+        # tp 2: 23,572,403,200 B weights; 4 KV heads -> 81,920 B/token; budget
+        # 55,454,995,047; blocks floor(. / 1,310,720) = 42,308; sequences 20
+        (2, 23_572_403_200, 81_920, 42_308, 676_928, 20),
+    ],
+)
+def test_dense_committed_index(tp, weights, kv_per_token, blocks, tokens, sequences):
+    result = plan(CHECKPOINTS / "devstral-small-2507", context=32768, tp=tp, gpu_memory=GIB80)
+    g, c = vllm(result).gpu, vllm(result).capacity
+    assert (g.weights_bytes, g.kv_bytes_per_token) == (weights, kv_per_token)
+    assert (c.blocks, c.kv_tokens, c.sequences) == (blocks, tokens, sequences)
+
+
+def test_moe_committed_index_at_tp8():
+    # WizardLM-2-8x22B (committed index: 281,241,268,224 B, every expert of 56 layers stored)
+    # weights ceil(/ 8) = 35,155,158,528; KV 8 heads / 8 = 1: 56 x 1 x (128 + 128) x 2 =
+    # 28,672 B/token (head_dim = 6,144 / 48 = 128); budget 79,027,398,247 - 35,155,158,528
+    # = 43,872,239,719; blocks floor(. / 458,752) = 95,633 -> 1,530,128 tokens;
+    # sequences floor(. / (2,048 x 458,752)) = 46
+    result = plan(CHECKPOINTS / "wizardlm-2-8x22b", context=32768, tp=8, gpu_memory=GIB80)
+    g, c = vllm(result).gpu, vllm(result).capacity
+    assert result.weights.total_bytes == 281_241_268_224
+    assert (g.weights_bytes, g.kv_heads_per_gpu, g.kv_bytes_per_token) == (
+        35_155_158_528,
+        1,
+        28_672,
+    )
+    assert (c.budget_bytes, c.blocks, c.kv_tokens, c.sequences) == (
+        43_872_239_719,
+        95_633,
+        1_530_128,
+        46,
+    )
