@@ -37,8 +37,6 @@ def gpu_share(
     weights_total: int | None,
 ) -> GpuShare:
     """The engine's figures for one GPU: weights / tp, KV heads by its rule, state by its split."""
-    from apron import serving_rules as sr
-
     weights, weight_line = (None, "")
     if weights_total is not None:
         weights, weight_line = parallel.weights_per_gpu(weights_total, tp)
@@ -58,6 +56,8 @@ def gpu_share(
             figures.unknown,
             tuple(lines),
         )
+    from apron import serving_rules as sr
+
     config = model.raw if model.text_key is None else model.text
     checks = {"total_kv_heads": heads.count, "is_mla": figures.mechanism == mla_latent.NAME}
     refused = sr.tp_check(rules, config, tp, **checks)
