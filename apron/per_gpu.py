@@ -22,8 +22,36 @@ def _reasons(rules, field: str) -> tuple[str, ...]:
     return tuple(u for u in rules.unknown if u.startswith(field)) or (f"{field}: not extracted",)
 
 
-def _state_calculators(rules) -> frozenset[str]:
-    return frozenset(d.split(".", 1)[0] for d in rules.ssm_split_dims)
+# The dimensions apron.state_shapes divides by tp, per MambaStateShapeCalculator method; the
+# engine's extracted ssm_tp_splits must name the same ones, or the per-GPU state is unknown.
+STATE_SPLITS = {
+    "mamba1": frozenset({"intermediate_size"}),
+    "mamba2": frozenset({"conv_dim", "num_heads"}),
+    "gated_delta_net": frozenset({"conv_dim", "num_v_heads"}),
+    "short_conv": frozenset({"intermediate_size"}),
+    "linear_attention": frozenset({"num_heads"}),
+}
+
+
+def _state_split_mismatch(rules, calculator: str | None) -> str:
+    """Why the engine's extracted state split does not back apron's per-GPU state ("" if it does)."""
+    if calculator is None:
+        return "state per GPU: no state rule for this model type, so how it splits is unknown"
+    extracted = frozenset(
+        d.split(".", 1)[1] for d in rules.ssm_split_dims if d.split(".", 1)[0] == calculator
+    )
+    if not extracted:
+        return (
+            f"state per GPU: the engine's split of {calculator} is not among its extracted "
+            "ssm_tp_splits"
+        )
+    if extracted != STATE_SPLITS.get(calculator):
+        return (
+            f"state per GPU: the engine divides {calculator} along "
+            f"{', '.join(sorted(extracted))}; apron's reading divides "
+            f"{', '.join(sorted(STATE_SPLITS.get(calculator, ())))}"
+        )
+    return ""
 
 
 def gpu_share(
@@ -95,16 +123,9 @@ def gpu_share(
         from apron.state_shapes import rule_for
 
         rule = rule_for(model)
-        if rule is None or rule.calculator not in _state_calculators(rules):
-            return _unknown(
-                tp,
-                (
-                    "state per GPU: the engine's split of "
-                    f"{rule.calculator if rule else 'this state'} is not among its extracted "
-                    "ssm_tp_splits",
-                ),
-                weights,
-            )
+        mismatch = _state_split_mismatch(rules, rule.calculator if rule else None)
+        if mismatch:
+            return _unknown(tp, (mismatch,), weights)
     rule_text = (
         f"max(1, heads // {tp})" if rules.kv_heads_split == sr.SPLIT_REPLICATE else f"heads // {tp}"
     )

@@ -408,3 +408,23 @@ def test_moe_committed_index_at_tp8():
         1_530_128,
         46,
     )
+
+
+@pytest.mark.parametrize(
+    ("dims", "expected"),
+    [
+        (("mamba1.intermediate_size",), ""),
+        # the engine would split mamba1 along another dimension than apron's reading
+        (("mamba1.conv_dim",), "apron's reading divides intermediate_size"),
+        # only another calculator's split is extracted
+        (("mamba2.conv_dim",), "not among its extracted ssm_tp_splits"),
+        ((), "not among its extracted ssm_tp_splits"),
+    ],
+)
+def test_state_split_must_match_the_engine(dims, expected):
+    from apron.per_gpu import _state_split_mismatch
+    from apron.serving_rules import ServingRules
+
+    rules = ServingRules("x", 16, "", 0.9, "", "split", True, (), dims, None, (), ())
+    found = _state_split_mismatch(rules, "mamba1")
+    assert (found == "") if not expected else (expected in found)
