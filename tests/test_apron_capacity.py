@@ -428,3 +428,40 @@ def test_state_split_must_match_the_engine(dims, expected):
     rules = ServingRules("x", 16, "", 0.9, "", "split", True, (), dims, None, (), ())
     found = _state_split_mismatch(rules, "mamba1")
     assert (found == "") if not expected else (expected in found)
+
+
+def test_hybrid_page_rule_when_the_kernel_block_size_is_known():
+    # Jamba-v0.1 at tp 1 with the align_ceil rule and a smallest kernel block of 16:
+    # attention page per token per layer 8 x 256 x 2 = 4,096 B; mamba page 311,296 B/layer
+    # block = 16 x ceil(311,296 / (16 x 4,096)) = 16 x 5 = 80 tokens (attention page 327,680 B)
+    # state = 28 layers x 327,680 B (padded to the attention page) = 9,175,040 B
+    # budget ceil(10 GiB x 0.92) = 9,878,424,781; block bytes 80 x 16,384 = 1,310,720
+    # blocks 7,536 -> 602,880 tokens; per sequence ceil(32,768 / 80) = 410 blocks
+    # = 537,395,200 + 9,175,040 = 546,570,240 B -> 18 sequences
+    from apron.constraints import load_constraints
+    from apron.per_gpu import engine_capacity, gpu_share
+    from apron.select import Selection
+    from apron.serving_rules import serving_rules
+
+    result = plan(load_config(CORPUS / "jamba-v0.1.json"), context=32768)
+    view = vllm(result)
+    rules = serving_rules(load_constraints().get("vllm"), "vllm")
+    assert rules.hybrid_page_rule is not None and rules.hybrid_page_rule.shape == "align_ceil"
+    rules = rules._replace(hybrid_page_rule=rules.hybrid_page_rule._replace(kernel_min_block=16))
+    model = load_config(CORPUS / "jamba-v0.1.json")
+    figures = result.prediction
+    share = gpu_share(
+        model, result.request, 1, rules, Selection(None, ""), result.kv_heads, figures, 0
+    )
+    c = engine_capacity(model, view.mechanism, share, rules, 10 * 2**30, None, 32768, "")
+    assert (c.block_tokens, c.blocks, c.kv_tokens) == (80, 7_536, 602_880)
+    assert (c.sequence_bytes, c.sequences, c.limit) == (546_570_240, 18, "kv")
+
+
+def test_hybrid_capacity_is_unknown_without_the_kernel_block_size(tmp_path):
+    shutil.copy(CORPUS / "jamba-v0.1.json", tmp_path / "config.json")
+    index = {"metadata": {"total_size": 1}, "weight_map": {"x": "model-00001-of-00001.safetensors"}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    c = vllm(plan(tmp_path, context=32768, gpu_memory=GIB80)).capacity
+    assert c.sequences is None
+    assert any("kernel block sizes" in u for u in c.unknown)
