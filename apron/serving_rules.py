@@ -14,6 +14,7 @@ SERVING_DEFAULTS = "serving_defaults"
 TP_RULES = "tp_rules"
 SSM_TP_SPLITS = "ssm_tp_splits"
 HYBRID_PAGE_RULES = "hybrid_page_rules"
+ATTENTION_BACKENDS = "attention_backends"
 SPLIT_REPLICATE = "split_replicate"
 SPLIT = "split"
 
@@ -30,11 +31,26 @@ class HybridPage(NamedTuple):
     alignment: str  # the engine's code for the alignment
     alignment_floor_is_block_size: bool
     kernel_sizes_from: str
-    kernel_min_block: int | None  # min kernel block size of the default CUDA backend; None unknown
+    # the smallest kernel block size of the first backend of the default (non-MLA) CUDA list;
+    # None when not extracted
+    kernel_min_block: int | None
     raises_only: bool
     pads_mamba_page: bool
     formula: str
     other_modes: tuple[str, ...]  # the other branches, "condition: shape"
+
+
+class BackendBlock(NamedTuple):
+    """One CUDA attention backend of the engine's priority lists and the block size it gives.
+    The engine picks, at startup, the first listed backend that supports the GPU and config."""
+
+    use_mla: bool
+    branch: str  # the conditions of the list, in the engine's words
+    default_branch: bool  # the list for GPUs no condition singles out
+    rank: int
+    backend: str
+    block_tokens: int | None
+    reason: str  # why block_tokens is None; "" otherwise
 
 
 class ServingRules(NamedTuple):
@@ -55,6 +71,7 @@ class ServingRules(NamedTuple):
     # "divides_or_divided": tp is a multiple of the KV heads when at least their number, else
     # divides them; None when the engine's rows have no such rule
     kv_heads_tp_rule: str | None = None
+    backend_blocks: tuple[BackendBlock, ...] = ()
 
 
 def _where(row: Any) -> str:
@@ -126,6 +143,33 @@ def _ssm(engine: EngineConstraints, cites: list[Citation], unknown: list[str]):
     return tuple(sorted(f"{r.calculator}.{r.dividend}" for r in rows))
 
 
+def _kernel_base(size: str) -> int:
+    return int(size.removeprefix("MultipleOf(").removesuffix(")"))
+
+
+def _backends(engine: EngineConstraints) -> tuple[BackendBlock, ...]:
+    return tuple(
+        BackendBlock(
+            use_mla=r.use_mla,
+            branch=r.branch,
+            default_branch=r.default_branch,
+            rank=r.rank,
+            backend=r.backend,
+            block_tokens=r.preferred_block,
+            reason=r.reason,
+        )
+        for r in engine.rows(ATTENTION_BACKENDS)
+    )
+
+
+def _kernel_min_block(engine: EngineConstraints) -> int | None:
+    """The smallest kernel block size of the first backend of the default non-MLA list."""
+    for row in engine.rows(ATTENTION_BACKENDS):
+        if not row.use_mla and row.default_branch and row.rank == 0 and row.kernel_block_sizes:
+            return min(_kernel_base(size) for size in row.kernel_block_sizes)
+    return None
+
+
 def _hybrid(engine: EngineConstraints, cites: list[Citation], unknown: list[str]):
     rows = engine.rows(HYBRID_PAGE_RULES)
     default = [r for r in rows if all(t[1] != "equals" for t in r.when)]
@@ -142,7 +186,7 @@ def _hybrid(engine: EngineConstraints, cites: list[Citation], unknown: list[str]
         alignment=row.alignment,
         alignment_floor_is_block_size=row.alignment_floor_is_block_size,
         kernel_sizes_from=row.kernel_sizes_from,
-        kernel_min_block=None,
+        kernel_min_block=_kernel_min_block(engine),
         raises_only=row.raises_only,
         pads_mamba_page=row.pads_mamba_page,
         formula=row.formula,
@@ -176,6 +220,16 @@ def serving_rules(engine: EngineConstraints | None, engine_id: str) -> ServingRu
         citations=tuple(dict.fromkeys(cites)),
         unknown=tuple(unknown),
         kv_heads_tp_rule=kv_tp_rule,
+        backend_blocks=_backends(engine),
+    )
+
+
+def first_backend_block(rules: ServingRules, use_mla: bool) -> BackendBlock | None:
+    """The first backend of the default CUDA list for this attention kind (None when the
+    engine's rows have no such list): what the engine prefers on GPUs no condition singles out."""
+    return next(
+        (b for b in rules.backend_blocks if b.use_mla == use_mla and b.default_branch),
+        None,
     )
 
 

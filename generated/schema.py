@@ -17,6 +17,22 @@ class ArchName(NamedTuple):
     symbol: str
 
 
+class AttentionBackendChoice(NamedTuple):
+    """One attention backend of a CUDA priority list and the KV block size it gives."""
+
+    use_mla: bool
+    branch: str
+    default_branch: bool
+    rank: int
+    backend: str
+    class_path: str
+    kernel_block_sizes: tuple[str, ...]
+    preferred_block: int | None
+    reason: str
+    path: str
+    symbol: str
+
+
 class AttnTypeRule(NamedTuple):
     """`ModelConfig.attn_type`: a pooling run is encoder-only for the listed default sequence"""
 

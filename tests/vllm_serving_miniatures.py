@@ -115,4 +115,113 @@ def serving_files() -> dict[str, str]:
         MAMBA_PATH: MAMBA_UTILS,
         PLATFORM_PATH: PLATFORM_INTERFACE,
         LINEAR_PATH: LINEAR,
+        **backend_files(),
+    }
+
+
+CUDA_PATH = "vllm/platforms/cuda.py"
+BACKEND_REGISTRY_PATH = "vllm/v1/attention/backends/registry.py"
+BACKEND_BASE_PATH = "vllm/v1/attention/backend.py"
+
+CUDA_PRIORITIES = """
+def _get_backend_priorities(use_mla, device_capability):
+    if use_mla:
+        if device_capability.major == 10:
+            return [AttentionBackendEnum.WIDE_MLA, AttentionBackendEnum.SMALL_MLA]
+        else:
+            return [AttentionBackendEnum.SMALL_MLA, AttentionBackendEnum.GONE]
+    else:
+        return [AttentionBackendEnum.FLASH, AttentionBackendEnum.COMPUTED]
+"""
+
+BACKEND_REGISTRY = '''
+class AttentionBackendEnum(Enum, metaclass=_Meta):
+    """Backends."""
+
+    FLASH = "vllm.v1.attention.backends.flash.FlashBackend"
+    COMPUTED = "vllm.v1.attention.backends.flash.ComputedBackend"
+    SMALL_MLA = "vllm.v1.attention.backends.mla.small.SmallMLABackend"
+    WIDE_MLA = (
+        "vllm.v1.attention.backends.mla.small.WideMLABackend"
+    )
+'''
+
+BACKEND_BASE = """
+class AttentionBackend(ABC):
+    @staticmethod
+    def get_supported_kernel_block_sizes():
+        return [MultipleOf(1)]
+
+    @classmethod
+    def supports_block_size(cls, block_size):
+        for supported_size in cls.get_supported_kernel_block_sizes():
+            if isinstance(supported_size, MultipleOf):
+                supported_size = supported_size.base
+            if block_size % supported_size == 0:
+                return True
+        return False
+
+    @classmethod
+    def get_preferred_block_size(cls, default_block_size):
+        supported_sizes = cls.get_supported_kernel_block_sizes()
+        if not supported_sizes:
+            return default_block_size
+        if cls.supports_block_size(default_block_size):
+            return default_block_size
+        return min(s.base if isinstance(s, MultipleOf) else s for s in supported_sizes)
+"""
+
+FLASH_BACKEND = """
+from vllm.v1.attention.backend import AttentionBackend
+
+
+class FlashBackend(AttentionBackend):
+    @staticmethod
+    def get_supported_kernel_block_sizes():
+        return [MultipleOf(16)]
+
+    @classmethod
+    def get_preferred_block_size(cls, default_block_size):
+        if current_platform.is_xpu():
+            return 64
+        return super().get_preferred_block_size(default_block_size)
+
+
+class ComputedBackend(AttentionBackend):
+    @staticmethod
+    def get_supported_kernel_block_sizes():
+        sizes = [16]
+        if large_pages():
+            sizes.append(128)
+        return sizes
+"""
+
+SMALL_MLA_BACKEND = """
+from vllm.v1.attention.backend import AttentionBackend
+
+
+class MLACommon(AttentionBackend):
+    pass
+
+
+class SmallMLABackend(MLACommon):
+    @staticmethod
+    def get_supported_kernel_block_sizes():
+        return [64]
+
+
+class WideMLABackend(MLACommon):
+    @staticmethod
+    def get_supported_kernel_block_sizes():
+        return [32, 64]
+"""
+
+
+def backend_files() -> dict[str, str]:
+    return {
+        CUDA_PATH: CUDA_PRIORITIES,
+        BACKEND_REGISTRY_PATH: BACKEND_REGISTRY,
+        BACKEND_BASE_PATH: BACKEND_BASE,
+        "vllm/v1/attention/backends/flash.py": FLASH_BACKEND,
+        "vllm/v1/attention/backends/mla/small.py": SMALL_MLA_BACKEND,
     }

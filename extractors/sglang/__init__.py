@@ -276,7 +276,21 @@ def _serving_defaults(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]
 
 def _tp_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     config = snapshot.first_existing(MODEL_CONFIG_PATHS, anchor="ModelConfig.get_num_kv_heads")
-    pool = snapshot.first_existing(serving_rules.POOL_PATHS, anchor=serving_rules.CELL_METHOD)
+    pool = next(
+        (
+            p
+            for p in serving_rules.POOL_PATHS
+            if snapshot.exists(p)
+            and any(f"def {m}" in snapshot.read_text(p) for m in serving_rules.CELL_METHODS)
+        ),
+        None,
+    )
+    if pool is None:
+        raise snapshot.missing_anchor(
+            "no per-token cell size method in any known layout",
+            serving_rules.POOL_PATHS,
+            " or ".join(serving_rules.CELL_METHODS),
+        )
     llama = snapshot.first_existing(serving_rules.LLAMA_PATHS, anchor=serving_rules.LLAMA_ATTENTION)
     rules = [
         *serving_rules.kv_split_rules(snapshot.read_text(config), config),

@@ -41,8 +41,14 @@ PAGE_SIZE, MEM_FRACTION = "page_size", "mem_fraction_static"
 PAGE_HANDLER = "_handle_page_size"
 PASS_RUNNER = "run_post_process_pass"
 MODEL_CONFIG_CLASS = "ModelConfig"
-POOL_PATHS = ("python/sglang/srt/model_executor/pool_configurator.py",)
+# Newest first: where the per-token KV cell size is computed.
+POOL_PATHS = (
+    "python/sglang/srt/model_executor/pool_configurator.py",
+    "python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py",
+    "python/sglang/srt/model_executor/model_runner.py",
+)
 CELL_METHOD = "_compute_cell_size"
+CELL_METHODS = (CELL_METHOD, "get_cell_size_per_token", "profile_max_num_token")
 LLAMA_PATHS = ("python/sglang/srt/models/llama.py",)
 LLAMA_ATTENTION = "LlamaAttention"
 MAMBA_PATHS = ("python/sglang/srt/configs/mamba_utils.py",)
@@ -361,7 +367,8 @@ def mla_cell_rule(text: str, path: str) -> TpRule:
     """The MLA branch of the per-token cell size: replicated when it does not read tp."""
     module = parse_module(text, path)
     for cls in top_level_classes(module).values():
-        method = class_methods(cls).get(CELL_METHOD)
+        methods = class_methods(cls)
+        method = next((methods[m] for m in CELL_METHODS if m in methods), None)
         if method is None:
             continue
         tp_names = tp_names_of(method) | {"dcp_size", "get_num_kv_heads"}
@@ -392,10 +399,11 @@ def mla_cell_rule(text: str, path: str) -> TpRule:
                 code=compact_code(module, cell),
                 scope="every model",
                 path=path,
-                symbol=f"{cls.name.value}.{CELL_METHOD}",
+                symbol=f"{cls.name.value}.{method.name.value}",
             )
+    names = " or ".join(CELL_METHODS)
     raise AnchorError(
-        f"no {CELL_METHOD} with an MLA branch assigning cell_size in {path}",
+        f"no {names} with an MLA branch assigning cell_size in {path}",
         paths=[path],
         anchor=f"*.{CELL_METHOD}: if <...mla...>: cell_size = ...",
     )

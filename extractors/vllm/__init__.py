@@ -10,6 +10,7 @@ from extractors.doc_findings import DocRegistryFinding
 from extractors.records import FactKind, Record, SupportScan, warning
 from extractors.snapshot import Snapshot
 from extractors.vllm import (
+    attention_backends,
     attn_type_rule,
     class_flags,
     convertor,
@@ -19,6 +20,7 @@ from extractors.vllm import (
     serving_rules,
 )
 from extractors.vllm.records import (
+    AttentionBackendChoice,
     AttnTypeRule,
     HybridPageRule,
     InterfaceFlag,
@@ -186,13 +188,47 @@ def _attn_type_rule(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
     return FactOutput((), (absent,))
 
 
+def _defining(snapshot: Snapshot, paths: tuple[str, ...], *markers: str) -> str | None:
+    """The first of `paths` present at the commit whose text holds every marker."""
+    for path in paths:
+        if snapshot.exists(path):
+            text = snapshot.read_text(path)
+            if all(marker in text for marker in markers):
+                return path
+    return None
+
+
+def _absent(what: str, tried: tuple[str, ...], symbol: str) -> FactOutput:
+    """No rows, and a warning: the concept does not exist in any known layout at this commit."""
+    message = f"no {what} at this commit in " + ", ".join(tried)
+    return FactOutput((), (warning("absent", symbol, message, tried[0], symbol),))
+
+
 def _serving_defaults(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    path = snapshot.first_existing(serving_rules.CACHE_PATHS, anchor=serving_rules.CACHE_CLASS)
-    return FactOutput(tuple(serving_rules.cache_defaults(snapshot.read_text(path), path)))
+    cls = serving_rules.CACHE_CLASS
+    path = _defining(snapshot, serving_rules.CACHE_PATHS, f"class {cls}")
+    if path is None:
+        raise snapshot.missing_anchor(
+            f"class {cls} is not defined in any known layout", serving_rules.CACHE_PATHS, cls
+        )
+    text = snapshot.read_text(path)
+    rows = serving_rules.cache_defaults(text, path)
+    cuda = serving_rules.CUDA_PLATFORM_PATHS[0]
+    if any(r.kind == "opaque" for r in rows) and snapshot.exists(cuda):  # the platform fills it
+        rows = serving_rules.cache_defaults(text, path, snapshot.read_text(cuda))
+    return FactOutput(tuple(rows))
 
 
 def _tp_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    path = snapshot.first_existing(serving_rules.MODEL_CONFIG_PATHS, anchor="ModelConfig")
+    method = serving_rules.KV_METHOD
+    paths = serving_rules.MODEL_CONFIG_PATHS
+    path = _defining(snapshot, paths, f"def {method}")
+    if path is None:
+        raise snapshot.missing_anchor(
+            f"ModelConfig.{method} is not defined in any known layout",
+            paths,
+            f"ModelConfig.{method}",
+        )
     convertor_path = serving_rules.CONVERTOR_PATH
     convertor_text = snapshot.read_text(convertor_path) if snapshot.exists(convertor_path) else None
     rules = serving_rules.tp_rules(snapshot.read_text(path), path, convertor_text)
@@ -202,13 +238,53 @@ def _tp_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> Fac
 
 
 def _ssm_tp_splits(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    path = snapshot.first_existing(serving_rules.MAMBA_PATHS, anchor=serving_rules.MAMBA_CLASS)
+    cls = serving_rules.MAMBA_CLASS
+    path = _defining(snapshot, serving_rules.MAMBA_PATHS, f"class {cls}")
+    if path is None:
+        return _absent(cls, serving_rules.MAMBA_PATHS, cls)
     return FactOutput(tuple(serving_rules.ssm_tp_splits(snapshot.read_text(path), path)))
 
 
 def _hybrid_page_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    path = snapshot.first_existing(serving_rules.PLATFORM_PATHS, anchor="Platform")
-    return FactOutput(tuple(serving_rules.hybrid_page_rules(snapshot.read_text(path), path)))
+    layouts = serving_rules.HYBRID_LAYOUTS
+    for path, cls, method in layouts:
+        if _defining(snapshot, (path,), f"class {cls}", f"def {method}"):
+            rows = serving_rules.hybrid_page_rules(snapshot.read_text(path), path, cls, method)
+            return FactOutput(tuple(rows))
+    symbol = " or ".join(f"{cls}.{method}" for _, cls, method in layouts)
+    return _absent("hybrid page rule", tuple(p for p, _, _ in layouts), symbol)
+
+
+def _attention_backends(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    block = next((r for r in done["serving_defaults"] if r.setting == "block_size"), None)
+    default = int(block.value) if block is not None and block.value.isdigit() else None
+    cuda, registry, base = (
+        attention_backends.CUDA_PATH,
+        attention_backends.REGISTRY_PATH,
+        attention_backends.BASE_PATH,
+    )
+    if not snapshot.exists(registry):
+        return _absent("attention backend registry", (registry,), attention_backends.ENUM)
+    for path in (cuda, base):
+        snapshot.first_existing((path,), anchor=attention_backends.FACT)
+    rows = attention_backends.attention_backends(
+        snapshot.read_text(cuda),
+        snapshot.read_text(registry),
+        snapshot.read_text(base),
+        _reader(snapshot),
+        default,
+    )
+    return FactOutput(tuple(rows))
+
+
+ATTENTION_BACKENDS = FactKind(
+    attention_backends.FACT,
+    "CUDA attention backends and their block sizes",
+    AttentionBackendChoice,
+    "the backends _get_backend_priorities lists per branch (use_mla, GPU generation), in "
+    "order, with each backend's kernel block sizes and the block size get_preferred_block_size "
+    "picks from the default; the first backend that supports the setup is chosen at startup.",
+)
 
 
 SERVING_DEFAULTS = FactKind(
@@ -370,7 +446,11 @@ ENGINE = EngineSpec(
         FactExtractor(
             ATTN_TYPE_RULE, _attn_type_rule, reads=attn_type_rule.CONFIG_PATHS, allow_empty=True
         ),
-        FactExtractor(SERVING_DEFAULTS, _serving_defaults, reads=serving_rules.CACHE_PATHS),
+        FactExtractor(
+            SERVING_DEFAULTS,
+            _serving_defaults,
+            reads=(*serving_rules.CACHE_PATHS, *serving_rules.CUDA_PLATFORM_PATHS),
+        ),
         FactExtractor(
             TP_RULES,
             _tp_rules,
@@ -380,7 +460,21 @@ ENGINE = EngineSpec(
                 *serving_rules.LINEAR_PATHS,
             ),
         ),
-        FactExtractor(SSM_TP_SPLITS, _ssm_tp_splits, reads=serving_rules.MAMBA_PATHS),
-        FactExtractor(HYBRID_PAGE_RULES, _hybrid_page_rules, reads=serving_rules.PLATFORM_PATHS),
+        FactExtractor(
+            ATTENTION_BACKENDS,
+            _attention_backends,
+            reads=attention_backends.READS,
+            needs=("serving_defaults",),
+            allow_empty=True,
+        ),
+        FactExtractor(
+            SSM_TP_SPLITS, _ssm_tp_splits, reads=serving_rules.MAMBA_PATHS, allow_empty=True
+        ),
+        FactExtractor(
+            HYBRID_PAGE_RULES,
+            _hybrid_page_rules,
+            reads=tuple(p for p, _, _ in serving_rules.HYBRID_LAYOUTS),
+            allow_empty=True,
+        ),
     ),
 )

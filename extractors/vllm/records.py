@@ -541,3 +541,25 @@ class HybridPageRule(Record):
 
     def label(self) -> str:
         return f"when {condition_words(self.when)}: {self.shape} ({self.formula})"
+
+
+class AttentionBackendChoice(Record):
+    """One attention backend of a CUDA priority list and the KV block size it gives."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("use_mla", "branch", "rank")
+
+    use_mla: bool
+    branch: str  # the conditions leading to the list, in words
+    default_branch: bool  # no test but use_mla holds: the GPUs no condition singles out
+    rank: int  # position in the list: the first backend that supports the setup is chosen
+    backend: str  # the AttentionBackendEnum member
+    class_path: str  # the dotted class path the enum names; "" when it names none
+    kernel_block_sizes: tuple[str, ...]  # what get_supported_kernel_block_sizes returns, as code
+    preferred_block: int | None  # the block size get_preferred_block_size picks; None unknown
+    reason: str  # why preferred_block is None, or what set it; "" for the base rule
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        block = self.preferred_block if self.preferred_block is not None else "unknown"
+        return f"{'MLA' if self.use_mla else 'attention'} #{self.rank} {self.backend}: {block}"

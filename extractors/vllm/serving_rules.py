@@ -19,7 +19,8 @@ from extractors.parsing.python_cst import (
 )
 from extractors.vllm.records import HybridPageRule, ServingDefault, SsmTpSplit, TpRule
 
-CACHE_PATHS = ("vllm/config/cache.py",)
+CACHE_PATHS = ("vllm/config/cache.py", "vllm/config/__init__.py", "vllm/config.py")
+CUDA_PLATFORM_PATHS = ("vllm/platforms/cuda.py",)
 CACHE_CLASS = "CacheConfig"
 # setting -> the role a planner gives it
 CACHE_SETTINGS = {"block_size": "block_tokens", "gpu_memory_utilization": "memory_fraction"}
@@ -38,6 +39,16 @@ SHAPE_SUFFIX = "_state_shape"
 PLATFORM_PATHS = ("vllm/platforms/interface.py",)
 PLATFORM_CLASS = "Platform"
 HYBRID_METHOD = "_align_hybrid_block_size"
+# Newest first: (path, class, method) of the hybrid page rule; before 2026 it lived in the
+# model config hook of hybrid models.
+HYBRID_LAYOUTS = (
+    (PLATFORM_PATHS[0], PLATFORM_CLASS, HYBRID_METHOD),
+    (
+        "vllm/model_executor/models/config.py",
+        "HybridAttentionMambaModelConfig",
+        "verify_and_update_config",
+    ),
+)
 
 
 def class_named(module: cst.Module, name: str, path: str) -> cst.ClassDef:
@@ -148,11 +159,49 @@ def _cache_default(module: cst.Module, cls: cst.ClassDef, setting: str, path: st
     )
 
 
-def cache_defaults(text: str, path: str) -> list[ServingDefault]:
-    """The defaults of CacheConfig.block_size and CacheConfig.gpu_memory_utilization."""
+def cuda_block_size(text: str, path: str) -> tuple[str, str] | None:
+    """(value, symbol) of `cache_config.block_size = N` under a `block_size is None` guard in a
+    platform class's method (older vLLM let the CUDA platform fill the default); else None."""
+    module = parse_module(text, path)
+    for cls in top_level_classes(module).values():
+        for name, method in class_methods(cls).items():
+            for node in walk(method):
+                if not isinstance(node, cst.If):
+                    continue
+                guard = compact_code(module, node.test)
+                if "block_size is None" not in guard:
+                    continue
+                for inner in statements(node.body):
+                    if (
+                        isinstance(inner, cst.Assign)
+                        and isinstance(inner.targets[0].target, cst.Attribute)
+                        and inner.targets[0].target.attr.value == "block_size"
+                        and literal_text(inner.value) is not None
+                    ):
+                        return literal_text(inner.value) or "", f"{cls.name.value}.{name}"
+    return None
+
+
+def cache_defaults(text: str, path: str, cuda_text: str | None = None) -> list[ServingDefault]:
+    """The defaults of CacheConfig.block_size and CacheConfig.gpu_memory_utilization; a block
+    size left None in CacheConfig is looked up in the CUDA platform (`cuda_text`)."""
     module = parse_module(text, path)
     cls = class_named(module, CACHE_CLASS, path)
     rows = [_cache_default(module, cls, setting, path) for setting in CACHE_SETTINGS]
+    cuda_path = CUDA_PLATFORM_PATHS[0]
+    for i, row in enumerate(rows):
+        if row.setting == "block_size" and row.kind == "opaque" and cuda_text is not None:
+            found = cuda_block_size(cuda_text, cuda_path)
+            if found is not None:
+                rows[i] = row.model_copy(
+                    update={
+                        "kind": "cuda",
+                        "value": found[0],
+                        "reason": f"None in {CACHE_CLASS}, set by {found[1]} on CUDA",
+                        "path": cuda_path,
+                        "symbol": found[1],
+                    }
+                )
     return sorted(rows, key=lambda r: r.setting)
 
 
@@ -232,6 +281,10 @@ def quantity_of(node: cst.BaseExpression, bindings: dict[str, cst.BaseExpression
     "total_num_kv_heads"; "" when it is none of these."""
     if isinstance(node, cst.Name) and node.value in bindings:
         node = bindings[node.value]
+    if call_name(node) == "getattr" and len(node.args) >= 2:  # type: ignore[attr-defined]
+        key = string_value(node.args[1].value)  # type: ignore[attr-defined]
+        if key:
+            return key
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         return node.func.attr.value.removeprefix("get_")
     if isinstance(node, cst.Attribute):
@@ -711,7 +764,8 @@ def _assignments(function: cst.FunctionDef, name: str):
 
 
 def _equals_term(test: cst.BaseExpression, positive: bool) -> tuple[str, ...] | None:
-    """`cache_config.mamba_cache_mode == "all"` -> ("mamba_cache_mode", "equals", "all")."""
+    """`cache_config.mamba_cache_mode == "all"` -> ("mamba_cache_mode", "equals", "all");
+    `cache_config.enable_prefix_caching` -> ("enable_prefix_caching", "truthy")."""
     if (
         isinstance(test, cst.Comparison)
         and len(test.comparisons) == 1
@@ -721,6 +775,8 @@ def _equals_term(test: cst.BaseExpression, positive: bool) -> tuple[str, ...] | 
         value = string_value(test.comparisons[0].comparator)
         if value is not None:
             return (test.left.attr.value, "equals" if positive else "not-equals", value)
+    if isinstance(test, cst.Attribute):
+        return (test.attr.value, "truthy" if positive else "falsy")
     return None
 
 
@@ -755,12 +811,53 @@ def _hybrid_shape(
     return "opaque"
 
 
-def hybrid_page_rules(text: str, path: str) -> list[HybridPageRule]:
-    """The branches of Platform._align_hybrid_block_size that compute the attention block size."""
+def _alignment(
+    value: cst.BaseExpression, bindings: dict[str, cst.BaseExpression], depth: int = 0
+) -> cst.Call | None:
+    """The `max(...)` the block size is aligned to: the multiplier of `a * cdiv(...)`, followed
+    through locals and the arguments of `lcm(...)`; None when there is none."""
+    if depth > 4:
+        return None
+    product = _product(value)
+    node = product[0] if product is not None else value
+    if isinstance(node, cst.Name) and node.value in bindings:
+        node = bindings[node.value]
+    if call_name(node) == "max":
+        return node  # type: ignore[return-value]
+    if call_name(node) == "lcm":
+        for arg in node.args:  # type: ignore[attr-defined]
+            found = _alignment(arg.value, bindings, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _disjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+        return _disjuncts(node.left) + _disjuncts(node.right)
+    return [node]
+
+
+def _raises_block_size(module: cst.Module, test: cst.BaseExpression) -> bool:
+    """`x.block_size < attn_block_size`."""
+    return (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Attribute)
+        and test.left.attr.value == "block_size"
+        and isinstance(test.comparisons[0].operator, cst.LessThan)
+        and compact_code(module, test.comparisons[0].comparator) == "attn_block_size"
+    )
+
+
+def hybrid_page_rules(
+    text: str, path: str, class_name: str = PLATFORM_CLASS, method_name: str = HYBRID_METHOD
+) -> list[HybridPageRule]:
+    """The branches of the hybrid page rule (Platform._align_hybrid_block_size) that compute
+    the attention block size."""
     module = parse_module(text, path)
-    cls = class_named(module, PLATFORM_CLASS, path)
-    method = method_named(cls, HYBRID_METHOD, path)
-    symbol = f"{PLATFORM_CLASS}.{HYBRID_METHOD}"
+    cls = class_named(module, class_name, path)
+    method = method_named(cls, method_name, path)
+    symbol = f"{class_name}.{method_name}"
     bindings = local_bindings(method)
     found = _assignments(method, "attn_block_size")
     if not found:
@@ -769,35 +866,41 @@ def hybrid_page_rules(text: str, path: str) -> list[HybridPageRule]:
             paths=[path],
             anchor=f"{symbol}: attn_block_size",
         )
-    alignment_code, floor, kernel_method = "", False, ""
-    for name, value in bindings.items():
-        if "alignment" in name and call_name(value) == "max":
-            alignment_code = compact_code(module, value)
-            floor = any(
-                isinstance(a.value, cst.Attribute) and a.value.attr.value == "block_size"
-                for a in value.args  # type: ignore[attr-defined]
-            )
-            kernel_method = next(
-                (
-                    call_name(n)
-                    for n in walk(value)
-                    if call_name(n).startswith("get_supported_kernel_block_sizes")
-                ),
-                "",
-            )
-    code = compact_code(module, method)
-    raises_only = "block_size < attn_block_size" in code
-    pads = "mamba_page_size_padded = attn_page_size" in code
+    raises_only = any(
+        isinstance(node, cst.If)
+        and any(_raises_block_size(module, part) for part in _disjuncts(node.test))
+        for node in walk(method)
+    )
+    pads = any(
+        isinstance(node, cst.Assign)
+        and isinstance(node.targets[0].target, cst.Attribute)
+        and node.targets[0].target.attr.value == "mamba_page_size_padded"
+        for node in walk(method)
+    )
     rows = []
     for assignment, tests in found:
         terms = tuple(t for t in (_equals_term(test, pos) for test, pos in tests) if t)
+        alignment = _alignment(assignment.value, bindings)
         rows.append(
             HybridPageRule(
                 when=terms,
                 shape=_hybrid_shape(module, assignment.value, bindings),
-                alignment=alignment_code,
-                alignment_floor_is_block_size=floor,
-                kernel_sizes_from=kernel_method,
+                alignment=compact_code(module, alignment) if alignment is not None else "",
+                alignment_floor_is_block_size=alignment is not None
+                and any(
+                    isinstance(a.value, cst.Attribute) and a.value.attr.value == "block_size"
+                    for a in alignment.args  # type: ignore[attr-defined]
+                ),
+                kernel_sizes_from=next(
+                    (
+                        call_name(n)
+                        for n in walk(alignment)
+                        if call_name(n).startswith("get_supported_kernel_block_sizes")
+                    ),
+                    "",
+                )
+                if alignment is not None
+                else "",
                 raises_only=raises_only,
                 pads_mamba_page=pads,
                 formula=compact_code(module, assignment),
