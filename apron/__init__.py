@@ -15,7 +15,9 @@ The public API is the names in `__all__`:
   `ModelConfig`); `Plan.prediction` holds the figures, `Plan.engines` what each engine would do
   at its pinned commit (with `gpu`, its per-GPU share at `tp`, and `capacity`, what fits in
   `gpu_memory` bytes), `Plan.weights` the checkpoint's weight bytes, `Plan.support` which
-  engines register the architecture.
+  engines register the architecture. `kv_dtype="auto"` takes each engine's own choice from
+  the checkpoint (its dtype and quantization config; `apron.kv_dtype`), read from `model_dir`
+  or the config's directory.
 - `load_config`, `load_sample`, `sample_names`, `ModelConfig`: reading configs.
 - `ApronInputError` (unreadable input) and `ConstraintsError` (a generated module that does not
   match its schema).

@@ -50,6 +50,7 @@ SGLANG_DSA_ARCHS = frozenset(
         "DeepseekV32ForCausalLM",
         "GlmMoeDsaForCausalLM",
         "LongcatFlashForCausalLM",
+        "LongcatFlashForCausalLMNextN",
         "MistralLarge3ForCausalLM",
         "PixtralForConditionalGeneration",
     }
@@ -166,13 +167,17 @@ def _vllm_model_dtype(
     value, key = _config_dtype_value(config)
     how = ""
     if value is None:
+        stored = _weight_dtypes(model_dir)
         floats = sorted(
-            {
-                SAFETENSORS_FLOAT_DTYPES[d]
-                for d in _weight_dtypes(model_dir)
-                if d in SAFETENSORS_FLOAT_DTYPES
-            }
+            {SAFETENSORS_FLOAT_DTYPES[d] for d in stored if d in SAFETENSORS_FLOAT_DTYPES}
         )
+        if "F64" in stored:
+            return KvDtypeChoice(
+                None,
+                "auto: no dtype in config.json and F64 weights: vLLM's common_broadcastable_dtype "
+                "then picks float64, which apron does not follow further",
+                ("dtype", "torch_dtype"),
+            )
         if len(floats) == 1:
             config_dtype = floats[0]
             how = f"no dtype in config.json; the safetensors headers hold {config_dtype} weights"
@@ -191,17 +196,18 @@ def _vllm_model_dtype(
                 "common_broadcastable_dtype over a set is not evaluated by apron",
                 ("dtype", "torch_dtype"),
             )
-        elif model_dir is None:
+        else:
+            where = (
+                f"there are none in {_model_dir(model_dir)}"
+                if model_dir
+                else ("no checkpoint directory was given")
+            )
             return KvDtypeChoice(
                 None,
-                "auto: no dtype in config.json; vLLM then reads the dtypes of the safetensors "
-                "weights, and no checkpoint directory was given",
+                "auto: no dtype in config.json; vLLM then takes the dtypes of the safetensors "
+                f"weights (ModelArchConfigConvertorBase.get_torch_dtype), and {where}",
                 ("dtype", "torch_dtype"),
             )
-        else:
-            config_dtype = "fp32"
-            how = "no dtype in config.json and no safetensors weights: vLLM assumes float32"
-            key = "dtype"
     else:
         mapped = CONFIG_DTYPES.get(value.lower())
         if mapped is None:
@@ -334,6 +340,12 @@ def _vllm(
             if resolved == "auto":
                 base = _vllm_model_dtype(config, model_dir, pooling)
                 return base._replace(reason=f"{base.reason}; {quant.key} {what}")
+            if resolved is None:
+                base = _vllm_model_dtype(config, model_dir, pooling)
+                return base._replace(
+                    reason=f"{base.reason}; {quant.key} ({method}) sets no kv_cache_scheme or "
+                    "kv_cache_quant_algo"
+                )
         scheme = quant.body.get("kv_cache_scheme")
         if method == "compressed-tensors" and scheme is not None:
             if mla:
@@ -363,31 +375,58 @@ def _vllm(
     return _vllm_model_dtype(config, model_dir, pooling)
 
 
-def _sglang_model_dtype(config: Mapping[str, Any]) -> KvDtypeChoice:
-    text = config.get("text_config")
-    node = text if isinstance(text, Mapping) else config
-    value = node.get("dtype") or node.get("torch_dtype")
-    key = "dtype" if node.get("dtype") else "torch_dtype"
-    prefix = "text_config." if node is not config else ""
-    model_type = node.get("model_type") or ""
+def _sglang_dtype_of(value: Any, model_type: Any) -> tuple[str | None, str]:
+    """SGLang's _get_and_verify_dtype for --dtype auto: (dtype, how), dtype None if unknown."""
     mapped = CONFIG_DTYPES.get(value) if isinstance(value, str) else None
     if value is not None and mapped is None:
-        return KvDtypeChoice(
-            None, f"auto: the config's {prefix}{key} = {value!r} is not a dtype apron knows", (key,)
+        return None, f"{value!r} is not a dtype apron knows"
+    if mapped is not None and mapped != "fp32":
+        return mapped, f"{value}"
+    gemma = isinstance(model_type, str) and model_type.startswith("gemma")
+    start = f"{value}" if value is not None else "none (float32)"
+    return (
+        ("bf16", f"{start}, downcast to bfloat16 (gemma)")
+        if gemma
+        else (
+            "fp16",
+            f"{start}, downcast to float16",
         )
-    if mapped is None or mapped == "fp32":
-        how = (
-            f"{prefix}{key} = {value}" if value is not None else "no dtype in the config (float32)"
-        )
-        gemma = isinstance(model_type, str) and model_type.startswith("gemma")
-        dtype = "bf16" if gemma else "fp16"
-        how += ", downcast to " + ("bfloat16 (gemma)" if gemma else "float16")
-    else:
-        dtype = mapped
-        how = f"the config's {prefix}{key} = {value}"
-    return KvDtypeChoice(
-        dtype, f"auto: the model dtype {dtype}: {how} ({SGLANG_DTYPE})", (prefix + key,)
     )
+
+
+def _sglang_model_dtype(config: Mapping[str, Any]) -> KvDtypeChoice:
+    """SGLang passes hf_text_config to _get_and_verify_dtype: the text sub-config's dtype."""
+    text = config.get("text_config")
+    node = text if isinstance(text, Mapping) else config
+    prefix = "text_config." if node is not config else ""
+    value = node.get("dtype") or node.get("torch_dtype")
+    key = prefix + ("dtype" if node.get("dtype") else "torch_dtype")
+    model_type = node.get("model_type")
+    top = config.get("dtype") or config.get("torch_dtype")
+    if prefix and value is None and top is not None:
+        # whether transformers hands the top-level dtype down to text_config is not decided
+        # here; answer only when both readings agree
+        own, own_how = _sglang_dtype_of(None, model_type)
+        inherited, inherited_how = _sglang_dtype_of(top, model_type)
+        if own != inherited or own is None:
+            return KvDtypeChoice(
+                None,
+                "auto: SGLang reads the dtype of hf_text_config; text_config has none and the "
+                f"top level says {top!r}: {own_how} or {inherited_how}, depending on whether "
+                f"transformers hands it down ({SGLANG_DTYPE})",
+                ("text_config.dtype", "dtype", "torch_dtype"),
+            )
+        return KvDtypeChoice(
+            own,
+            f"auto: the model dtype {own}: text_config has no dtype (top level {top}); "
+            f"{own_how} either way ({SGLANG_DTYPE})",
+            ("text_config.dtype", "torch_dtype"),
+        )
+    dtype, how = _sglang_dtype_of(value, model_type)
+    if dtype is None:
+        return KvDtypeChoice(None, f"auto: the config's {key} = {how}", (key,))
+    shown = f"the config's {key} = {how}" if value is not None else f"no dtype in the config: {how}"
+    return KvDtypeChoice(dtype, f"auto: the model dtype {dtype}: {shown} ({SGLANG_DTYPE})", (key,))
 
 
 def _sglang_kv_quant_algo(quant: Mapping[str, Any], key: str) -> tuple[Any, str]:
