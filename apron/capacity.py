@@ -150,6 +150,13 @@ def fit(
     else:
         lines.append(f"per sequence = {state_bytes_per_sequence:,} B state")
     lines.append(f"sequences = floor({room:,} / {per_seq:,}) = {sequences:,}")
+    if state_bytes_per_sequence and block_bytes:
+        reported = int(blocks * block_bytes / per_seq * context)
+        lines.append(
+            f"(vLLM's 'GPU KV cache size' line counts state pages too: blocks / blocks per "
+            f"sequence x context = {blocks:,} / {per_seq / block_bytes:g} x {context:,} = "
+            f"{reported:,} tokens)"
+        )
     limit = "state" if state_bytes_per_sequence > per_seq_blocks * block_bytes else "kv"
     return Fit(
         room,

@@ -458,10 +458,38 @@ def test_hybrid_page_rule_when_the_kernel_block_size_is_known():
     assert (c.sequence_bytes, c.sequences, c.limit) == (546_570_240, 18, "kv")
 
 
-def test_hybrid_capacity_is_unknown_without_the_kernel_block_size(tmp_path):
-    shutil.copy(CORPUS / "jamba-v0.1.json", tmp_path / "config.json")
-    index = {"metadata": {"total_size": 1}, "weight_map": {"x": "model-00001-of-00001.safetensors"}}
-    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
-    c = vllm(plan(tmp_path, context=32768, gpu_memory=GIB80)).capacity
+def test_hybrid_capacity_is_unknown_without_the_kernel_block_size():
+    from apron.constraints import load_constraints
+    from apron.per_gpu import engine_capacity, gpu_share
+    from apron.select import Selection
+    from apron.serving_rules import serving_rules
+
+    model = load_config(CORPUS / "jamba-v0.1.json")
+    result = plan(model, context=32768)
+    rules = serving_rules(load_constraints().get("vllm"), "vllm")
+    rules = rules._replace(hybrid_page_rule=rules.hybrid_page_rule._replace(kernel_min_block=None))
+    share = gpu_share(
+        model, result.request, 1, rules, Selection(None, ""), result.kv_heads, result.prediction, 0
+    )
+    c = engine_capacity(model, "hybrid_ssm", share, rules, GIB80, None, 32768, "")
     assert c.sequences is None
     assert any("kernel block sizes" in u for u in c.unknown)
+
+
+def test_hybrid_committed_index_at_tp2():
+    # Qwen3.5-18B-REAP-A3B (committed index: 37,087,995,136 B): 10 full-attention layers,
+    # 30 gated-delta-net layers. tp 2: weights 18,543,997,568 B; 2 KV heads / 2 = 1:
+    # 10 x 1 x (256 + 256) x 2 B = 10,240 B/token (1,024 B per layer).
+    # GDN per GPU: conv (4 - 1) x 8,192 / 2 x 2 B (float16) = 24,576; ssm 32 / 2 x 128 x 128
+    # x 4 B (mamba_ssm_dtype float32) = 1,048,576 -> 1,073,152 B per layer.
+    # vLLM align_ceil, kernel block 16: block = 16 x ceil(1,073,152 / (16 x 1,024)) = 1,056;
+    # page 1,056 x 1,024 = 1,081,344 B; state 30 x 1,081,344 = 32,440,320 B per sequence.
+    # budget 79,027,398,247 - 18,543,997,568 = 60,483,400,679; block bytes 10,813,440;
+    # blocks 5,593; per sequence ceil(32,768 / 1,056) = 32 blocks + state = 378,470,400 B
+    # (35 pages: vLLM's 10-layer groups, 1 attention + 3 GDN) -> 159 sequences
+    result = plan(CHECKPOINTS / "qwen3.5-18b-reap-a3b", context=32768, tp=2, gpu_memory=GIB80)
+    g, c = vllm(result).gpu, vllm(result).capacity
+    assert (g.weights_bytes, g.kv_bytes_per_token) == (18_543_997_568, 10_240)
+    assert g.state_bytes_per_sequence == 30 * 1_073_152
+    assert (c.block_tokens, c.blocks, c.kv_tokens) == (1_056, 5_593, 5_906_208)
+    assert (c.sequence_bytes, c.sequences, c.limit) == (378_470_400, 159, "kv")
