@@ -70,10 +70,13 @@ def _heading(plan: Plan, width: int) -> list[str]:
     context = (
         f"context {r.context:,}" if r.context is not None else "context: none (give --context)"
     )
-    parts = [context, f"KV {r.kv_dtype}", f"batch {r.batch}", f"tp {plan.tp}"]
+    parts = [context, f"KV dtype {r.kv_dtype} ({r.kv_dtype_bytes} B)", f"batch {r.batch}"]
+    parts.append(f"tp {plan.tp}")
     if plan.gpu_memory_bytes is not None:
         parts.append(f"{short_bytes(plan.gpu_memory_bytes)} per GPU")
     lines += wrap(" · ".join(parts), width, "  ", "")
+    if r.kv_dtype_source:
+        lines += wrap(f"KV dtype {r.kv_dtype} from {r.kv_dtype_source}", width, "  ", "")
     for warning in r.context_warnings:
         lines += wrap(f"warning: {warning}", width, "  ")
     return lines
@@ -261,8 +264,6 @@ def verbose_lines(plan: Plan, width: int = WIDTH) -> list[str]:
             "    ",
             "  ",
         )
-    if r.kv_dtype_source:
-        lines += wrap(f"KV dtype {r.kv_dtype} from {r.kv_dtype_source}", width, "    ", "  ")
     if r.ssm_dtype:
         lines += wrap(f"SSM state dtype {r.ssm_dtype}: {r.ssm_dtype_source}", width, "    ", "  ")
     if p.mechanism in HEAD_MECHANISMS:
