@@ -148,3 +148,19 @@ def test_plot_writes_a_png(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_readme_example_is_what_apron_prints():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    command = (
+        "apron plan tests/checkpoints/wizardlm-2-8x22b --tp 8 --gpu-memory 80GiB --context 32768"
+    )
+    assert command in readme
+    shown = readme.split("```\napron plan · PREDICTION", 1)[1].split("...\n```", 1)[0]
+    args = command.split()[2:]
+    checkpoint = Path(__file__).resolve().parent / "checkpoints" / "wizardlm-2-8x22b"
+    result = runner.invoke(app, ["plan", str(checkpoint), *args[1:]])
+    assert result.exit_code == 0, result.output
+    printed = result.output.replace(str(checkpoint), "tests/checkpoints/wizardlm-2-8x22b")
+    for line in ("apron plan · PREDICTION" + shown).splitlines():
+        assert line in printed.splitlines(), line
