@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from apron.results import GpuShare, HeadCount
+from apron.results import GpuShare, HeadCount, MechanismResult
 
 REPLICATED_TENSORS_NOTE = (
     "weights / tp: tensors the engine replicates on every GPU (norms, biases of row-parallel "
@@ -22,6 +22,27 @@ def weights_per_gpu(total_bytes: int, tp: int) -> tuple[int, str]:
     if tp == 1:
         return share, f"weights per GPU = {total_bytes:,} B (tp 1)"
     return share, f"weights per GPU = ceil({total_bytes:,} B / {tp}) = {share:,} B"
+
+
+def whole_model_share(
+    heads: HeadCount, figures: MechanismResult, weights_total: int | None
+) -> GpuShare:
+    """The share of the only GPU at tp 1: the engine's figures and all the weights."""
+    lines = () if weights_total is None else (weights_per_gpu(weights_total, 1)[1],)
+    return GpuShare(
+        1,
+        "split",
+        heads.count,
+        heads.how,
+        figures.kv_bytes_per_token,
+        figures.kv_bytes_at_context,
+        figures.state_bytes_per_sequence,
+        weights_total,
+        (),
+        (),
+        figures.unknown,
+        lines,
+    )
 
 
 def split_heads(heads: HeadCount, tp: int, per_gpu: Callable[[int], int], rule: str) -> HeadCount:

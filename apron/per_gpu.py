@@ -65,25 +65,12 @@ def gpu_share(
     weights_total: int | None,
 ) -> GpuShare:
     """The engine's figures for one GPU: weights / tp, KV heads by its rule, state by its split."""
+    if tp == 1:
+        return parallel.whole_model_share(heads, figures, weights_total)
     weights, weight_line = (None, "")
     if weights_total is not None:
         weights, weight_line = parallel.weights_per_gpu(weights_total, tp)
     lines = [weight_line] if weight_line else []
-    if tp == 1:
-        return GpuShare(
-            1,
-            "split",
-            heads.count,
-            heads.how,
-            figures.kv_bytes_per_token,
-            figures.kv_bytes_at_context,
-            figures.state_bytes_per_sequence,
-            weights,
-            (),
-            (),
-            figures.unknown,
-            tuple(lines),
-        )
     from apron import serving_rules as sr
 
     config = model.raw if model.text_key is None else model.text

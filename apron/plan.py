@@ -298,14 +298,11 @@ def _serving_figures(
 ) -> tuple[GpuShare, Capacity | None, tuple[Citation, ...]]:
     """The engine's per-GPU share at --tp and, with --gpu-memory, what fits (and the serving
     rules it cites)."""
+    if serving.tp == 1 and serving.gpu_memory is None:  # no serving rule is needed
+        return parallel.whole_model_share(heads, figures, serving.weights.total_bytes), None, ()
     from apron import per_gpu
     from apron.serving_rules import serving_rules
 
-    if serving.tp == 1 and serving.gpu_memory is None:  # no serving rule is needed
-        share = per_gpu.gpu_share(
-            model, request, 1, None, selection, heads, figures, serving.weights.total_bytes
-        )
-        return share, None, ()
     rules = serving_rules(constraints, engine_id)
     share = per_gpu.gpu_share(
         model, request, serving.tp, rules, selection, heads, figures, serving.weights.total_bytes
