@@ -70,7 +70,7 @@ def gpu_share(
     weights, weight_line = (None, "")
     if weights_total is not None:
         weights, weight_line = parallel.weights_per_gpu(weights_total, tp)
-    lines = [weight_line] if weight_line else []
+    lines = [weight_line, parallel.REPLICATED_TENSORS_NOTE] if weight_line else []
     from apron import serving_rules as sr
 
     config = model.raw if model.text_key is None else model.text
