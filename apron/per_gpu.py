@@ -186,6 +186,24 @@ def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):
     return block, padded, lines
 
 
+def _block_tokens(rules, is_mla: bool, unknown: list[str]) -> tuple[int | None, str]:
+    """The block the engine allocates in: the block size its first default attention backend
+    picks where the engine's backend lists are extracted, else its block-size default."""
+    from apron.serving_rules import first_backend_block
+
+    first = first_backend_block(rules, is_mla) if rules.backend_blocks else None
+    if first is None:
+        return rules.block_tokens, rules.block_tokens_source
+    branch = f"{'MLA' if is_mla else 'attention'} backends on GPUs no condition singles out"
+    if first.block_tokens is None:
+        unknown.append(f"block size: {first.backend}, first of the {branch}: {first.reason}")
+        return None, first.reason
+    return first.block_tokens, (
+        f"{first.backend}, first of the {branch}, picks {first.block_tokens} "
+        f"({first.branch}); default {rules.block_tokens_source}"
+    )
+
+
 def engine_capacity(
     model: ModelConfig,
     mechanism: str,
@@ -201,8 +219,8 @@ def engine_capacity(
         fraction, fraction_source = fraction_override, "--memory-fraction"
     else:
         fraction, fraction_source = rules.memory_fraction, rules.memory_fraction_source
-    block, block_source = rules.block_tokens, rules.block_tokens_source
     unknown: list[str] = []
+    block, block_source = _block_tokens(rules, mechanism == mla_latent.NAME, unknown)
     notes = [fit_rules.NOT_MODELLED]
     if share.status != "split":
         unknown.append(
@@ -210,7 +228,7 @@ def engine_capacity(
         )
     if fraction is None:
         unknown.append(f"memory fraction: {fraction_source}")
-    if block is None:
+    if block is None and not any(u.startswith("block size") for u in unknown):
         unknown.append(f"block size: {block_source}")
     if share.weights_bytes is None:
         unknown.append(

@@ -291,6 +291,8 @@ def test_mla_at_tp8_replicates_the_latent_and_splits_the_weights(tmp_path):
     big = vllm(plan(directory, context=32768, tp=8, gpu_memory=141_000_000_000)).capacity
     assert (big.budget_bytes, big.blocks, big.kv_tokens) == (43_646_659_030, 38_819, 621_104)
     assert big.sequences == 18  # floor(43,646,659,030 / (2,048 x 1,124,352))
+    # the block: FLASH_ATTN_MLA, first of vLLM's default CUDA MLA backends, picks 16
+    assert big.block_tokens == 16 and big.block_tokens_source.startswith("FLASH_ATTN_MLA")
 
 
 def test_hybrid_state_is_split_per_the_engine_and_capacity_names_the_missing_rule():
