@@ -100,6 +100,9 @@ def gpu_share(
             figures.unknown,
             tuple(lines),
         )
+    if figures.kv_bytes_per_token == 0 and figures.state_bytes_per_sequence == 0:
+        lines.append(f"no KV cache and no state ({figures.mechanism}): nothing to split")
+        return GpuShare(tp, "split", None, "", 0, 0, 0, weights, (), (), (), tuple(lines))
     if figures.mechanism not in SPLITTABLE:
         return _unknown(
             tp, (f"per-GPU split of a {figures.mechanism} cache is not implemented",), weights
