@@ -138,6 +138,15 @@ class EngineSpec:
     # architecture -> why it left the registry, from the engine's own facts (e.g. vLLM's list of
     # previously supported architectures); a bump shows it beside each removed row
     removal_notes: Callable[[EngineFacts], Mapping[str, str]] | None = None
+    # regex the whole name of a release tag matches (vLLM `v0.10.1`); None: no releases
+    release_tags: str | None = None
+    # facts `extract support` reads besides the registry fact: the classes the engine assigns
+    # (read through `matrix_cells`) and the removal notes
+    support_facts: tuple[str, ...] = ()
+    # (facts, architecture) -> ("yes" | "no" | "unknown", the fact that decided, why in words,
+    # classes); None: a row of the registry fact means yes, the classes are the engine's
+    # matrix-cell flags
+    support_judge: Callable[[EngineFacts, str], tuple[str, str, str, tuple[str, ...]]] | None = None
 
     def __post_init__(self) -> None:
         run_order(self.facts)  # a bad declaration fails when the engine module is imported

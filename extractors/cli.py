@@ -369,6 +369,13 @@ def history_command(
             "--jobs", "-j", min=0, help="Worker processes for uncached commits (0: up to 2)."
         ),
     ] = 0,
+    with_releases: Annotated[
+        bool,
+        typer.Option(
+            "--releases/--no-releases",
+            help="Place the source's release tags on the timeline (one ls-remote).",
+        ),
+    ] = True,
 ) -> None:
     """When each item of a fact appeared and left, over the first-parent commits from --since to
     --until that touched the fact's files. Unsupported layouts are listed, not fatal."""
@@ -379,7 +386,14 @@ def history_command(
     from extractors.engines import engine_by_id
     from extractors.factcache import FactCache
     from extractors.git import GitSource
-    from extractors.history import default_jobs, run_history, table_rows, unsupported_runs
+    from extractors.history import (
+        default_jobs,
+        previous_support,
+        release_view,
+        run_history,
+        table_rows,
+        unsupported_runs,
+    )
     from extractors.pins import load_pin
     from extractors.pipeline import source_for
     from extractors.progress import progress_for
@@ -404,6 +418,12 @@ def history_command(
                 progress=progress,
                 jobs=jobs or default_jobs(),
             )
+            releases = None
+            checks = []
+            if with_releases:
+                progress.stage("placing release tags")
+                releases = release_view(history, git_source, spec.release_tags)
+                checks = previous_support(spec, history, releases, git_source, FactCache.at())
         for notice in git_source.notices:
             err_console.print(f"note: {notice}", markup=False)
     except ExtractionError as err:
@@ -412,15 +432,21 @@ def history_command(
         return
     progress.close()
     if as_json:
-        print(json.dumps(history.to_json(), indent=2))
+        body = history.to_json(releases)
+        if releases is not None:
+            body["previously_supported_check"] = [vars(c) for c in checks]
+        print(json.dumps(body, indent=2))
         return
     table = Table(
         title=f"{history.engine} {history.fact}: {history.since.sha[:10]} "
         f"({history.since.date}) .. {history.until.sha[:10]} ({history.until.date})"
     )
-    for column in ("item", "first commit with it", "last commit with it", "removed in", "note"):
+    columns = ["item", "first commit with it", "last commit with it", "removed in", "note"]
+    if releases is not None and releases.shown:
+        columns.insert(4, "releases that had it")
+    for column in columns:
         table.add_column(column)
-    for row in table_rows(history):
+    for row in table_rows(history, releases):
         table.add_row(*row)
     # a pipe or a file gets the whole table, not one cut to 80 columns
     console = out_console if out_console.is_terminal else Console(highlight=False, width=240)
@@ -433,3 +459,91 @@ def history_command(
         f"{history.seconds:.1f} s",
         markup=False,
     )
+    if releases is None:
+        return
+    for note in releases.notes:
+        console.print(note, markup=False)
+    if releases.shown:
+        console.print(
+            f"releases: {len(releases.placed)} tag(s) matching {releases.pattern} placed by "
+            f"containment ({releases.older} before --since, {len(releases.unplaced)} not "
+            f"placed), {releases.fetch_requests} fetch request(s), {releases.seconds:.1f} s",
+            markup=False,
+        )
+    if checks:
+        disagree = [c for c in checks if not c.agrees]
+        console.print(
+            f"{spec.title}'s previously supported architectures at --until: "
+            f"{len(checks) - len(disagree)} agree with the timeline's last release, "
+            f"{len(disagree)} do not",
+            markup=False,
+        )
+    for check in checks:
+        if not check.agrees:
+            console.print(f"previously supported {check.architecture}: {check.note}", markup=False)
+
+
+# ---------------------------------------------------------------- extract support
+# Does an engine at a commit or release support an architecture; logic in extractors/support.py.
+
+
+@app.command("support")
+def support_command(
+    engine: Annotated[
+        str, typer.Option("--engine", "-e", help="vllm, llamacpp, sglang or trtllm.")
+    ],
+    arch: Annotated[
+        str, typer.Option("--arch", "-a", help="HF architecture, e.g. GptOssForCausalLM.")
+    ],
+    release: Annotated[
+        str | None, typer.Option("--release", "-r", help="A release tag of the source.")
+    ] = None,
+    commit: CommitOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    source: SourceOpt = None,
+    root: RootOpt = None,
+) -> None:
+    """Does the engine at a release tag, a commit or (default) its pin support an architecture?
+
+    Answers from the facts extracted at that commit. Exit codes: 0 yes; 1 no; 3 unknown (the
+    registry fact cannot be read there: the reason names the paths tried); 2 any error
+    (unknown tag or commit, source unavailable)."""
+    import json
+
+    from extractors.engines import engine_by_id
+    from extractors.factcache import FactCache
+    from extractors.git import GitSource
+    from extractors.pins import load_pin
+    from extractors.pipeline import source_for
+    from extractors.support import answer_support
+
+    try:
+        if release is not None and commit is not None:
+            raise UsageError("give --release or --commit, not both")
+        spec = engine_by_id(engine)
+        pin = None
+        try:
+            pin = load_pin(find_project(root).pins, spec.engine_id)
+        except ExtractionError:
+            if commit is None and release is None:
+                raise
+        with GitSource(spec.engine_id, source_for(spec, pin, source)) as git_source:
+            answer = answer_support(
+                spec,
+                git_source,
+                arch,
+                commit or (pin.commit if pin else ""),
+                release=release,
+                fact_cache=FactCache.at(),
+            )
+        for notice in git_source.notices:
+            err_console.print(f"note: {notice}", markup=False)
+    except ExtractionError as err:
+        fail(err)
+        return
+    if as_json:
+        print(json.dumps(answer.to_json(), indent=2))
+    else:
+        for line in answer.lines():
+            out_console.print(line, markup=False)
+    raise typer.Exit(answer.exit_code)

@@ -10,7 +10,11 @@ the fact's extractor looks at, and extracts the fact at each of them:
    batch, and extract at each commit. Results are cached by what the extractor saw
    (`extractors.factcache`), so a commit whose files did not change costs a few tree lookups.
    A commit where the extractor reads a file not followed yet widens the set; repeat step 3.
-4. Fold the per-commit results into a timeline per item (the record's KEY fields).
+4. Fold the per-commit results into a timeline per item (the record's KEY fields). A record
+   with `present=False` (a predicate that does not exist at that commit) counts as absent.
+5. Optionally (`release_view`), place the source's release tags on the timeline by containment:
+   per interval the first and last release that had the item, per change the first release
+   with it (`extractors.releases`).
 
 A commit whose layout the extractor does not support (an AnchorError, ParseError or missing
 path) is listed as "unsupported layout" and the run goes on; an item's presence is unknown
@@ -34,14 +38,16 @@ from extractors.base import (
     FactExtractor,
     PrefetchingSnapshot,
     declared_reads,
+    extract_engine,
     with_needs,
 )
-from extractors.errors import AnchorError, ExtractionError, UsageError
+from extractors.errors import AnchorError, ExtractionError, SourceUnreachableError, UsageError
 from extractors.factcache import (
     _ABSENT,
     FactCache,
     FactRun,
     answer_question,
+    cached_engine,
     decode_error,
     decode_output,
     execute_fact,
@@ -50,11 +56,25 @@ from extractors.factcache import (
 from extractors.git import BlobNotPresent, GitSource, ResolvedCommit
 from extractors.progress import NullProgress, Progress
 from extractors.records import Record
+from extractors.releases import (
+    NO_TAGS,
+    PreviousSupportCheck,
+    ReleaseSpan,
+    ReleaseTag,
+    previous_support_checks,
+    release_span,
+    release_tags,
+    tags_contained,
+    tags_containing,
+    version_key,
+)
 from extractors.snapshot import Snapshot
 
 PR_NUMBER = re.compile(r"\(#(\d+)\)")
 PROVENANCE_FIELDS = frozenset({"path", "symbol"})
 UNSUPPORTED = "unsupported layout"
+NOTICES_FACT = "registry_notices"  # vLLM: previously supported and out-of-tree architectures
+PREVIOUSLY_SUPPORTED = "previously-supported"
 
 
 def pr_number(subject: str) -> int | None:
@@ -320,9 +340,19 @@ class History:
             self._timeline = build_timeline(self.evaluations, self.key_fields, self.parents)
         return self._timeline
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, releases: ReleaseView | None = None) -> dict[str, Any]:
         line = self.timeline()
-        return {
+        items = [item.to_json() for item in line.items]
+        if releases is not None:
+            for n, (item, body) in enumerate(zip(line.items, items, strict=True)):
+                for m, (interval, out) in enumerate(
+                    zip(item.intervals, body["intervals"], strict=True)
+                ):
+                    out["releases"] = releases.span_json(n, m, interval.at_start)
+                for (commit, _), out in zip(item.changes, body["changes"], strict=True):
+                    tag = releases.change_releases.get(commit.sha)
+                    out["first_release"] = tag.name if tag else None
+        body = {
             "engine": self.engine,
             "fact": self.fact,
             "since": commit_json(self.since),
@@ -335,11 +365,14 @@ class History:
                 "fetch_requests": self.fetch_requests,
                 "seconds": round(self.seconds, 3),
             },
-            "items": [item.to_json() for item in line.items],
+            "items": items,
             "unsupported": [
                 {**commit_json(ev.commit), "reason": ev.error} for ev in line.unsupported
             ],
         }
+        if releases is not None:
+            body["releases"] = releases.summary_json()
+        return body
 
 
 def run_history(
@@ -615,7 +648,11 @@ def build_timeline(
         if evaluation.records is previous_records and not gap:
             continue  # the same cached result: nothing changed
         previous_records = evaluation.records
-        current = {_identity(r, key_fields): r for r in evaluation.records}
+        current = {
+            _identity(r, key_fields): r
+            for r in evaluation.records
+            if r.get("present") is not False  # a row that says "absent here" is not the item
+        }
         if state is None:
             for key, record in current.items():
                 item = items.setdefault(key, ItemTimeline({k: record.get(k) for k in key_fields}))
@@ -654,11 +691,12 @@ def _short(commit: ResolvedCommit | None) -> str:
     return f"{text} #{pr}" if pr is not None else text
 
 
-def table_rows(history: History) -> list[tuple[str, str, str, str, str]]:
-    """(item, first commit that has it, last commit that had it, removed in, note) per interval."""
+def table_rows(history: History, releases: ReleaseView | None = None) -> list[tuple[str, ...]]:
+    """(item, first commit that has it, last commit that had it, removed in, note) per interval;
+    with placed releases, the releases that had it come before the note."""
     rows = []
-    for item in history.timeline().items:
-        for interval in item.intervals:
+    for n, item in enumerate(history.timeline().items):
+        for m, interval in enumerate(item.intervals):
             notes = []
             if interval.at_start and not interval.uncertain:
                 notes.append("present at --since")
@@ -670,15 +708,16 @@ def table_rows(history: History) -> list[tuple[str, str, str, str, str]]:
                 notes.append("removal after an unsupported layout: may have left earlier")
             if item.changes:
                 notes.append(f"{len(item.changes)} change(s)")
-            rows.append(
-                (
-                    item.label,
-                    _short(interval.first),
-                    _short(interval.last),
-                    _short(interval.removed),
-                    ", ".join(notes),
-                )
-            )
+            row = [
+                item.label,
+                _short(interval.first),
+                _short(interval.last),
+                _short(interval.removed),
+                ", ".join(notes),
+            ]
+            if releases is not None and releases.shown:
+                row.insert(4, release_text(releases, n, interval, m))
+            rows.append(tuple(row))
     return rows
 
 
@@ -701,3 +740,201 @@ def unsupported_runs(history: History) -> list[tuple[str, int, str]]:
         span = _short(first) if first is last else f"{_short(first)} .. {_short(last)}"
         out.append((span, count, f"{UNSUPPORTED}: {reason}"))
     return out
+
+
+# ---------------------------------------------------------------- releases
+
+
+@dataclass
+class ReleaseView:
+    """The source's release tags placed on a history by containment (see `release_view`)."""
+
+    pattern: str | None
+    tags: list[ReleaseTag]  # every tag matching the pattern, in version order
+    placed: list[ReleaseTag]  # those whose history the cache holds from --since on
+    unplaced: list[ReleaseTag]  # newer than --since's releases, history not available
+    older: int  # tags --since already contains (releases before the range)
+    in_until: frozenset[str]  # names of the placed tags --until contains
+    spans: dict[tuple[int, int], ReleaseSpan] = field(default_factory=dict)  # (item, interval)
+    change_releases: dict[str, ReleaseTag | None] = field(default_factory=dict)  # commit -> tag
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    fetch_requests: int = 0
+
+    @property
+    def shown(self) -> bool:
+        return bool(self.placed)
+
+    def span_json(self, item: int, interval: int, at_start: bool) -> dict[str, Any] | None:
+        span = self.spans.get((item, interval))
+        if span is None:
+            return None
+        return {
+            "first": span.first.name if span.first else None,
+            "last": span.last.name if span.last else None,
+            "count": span.count,
+            "first_may_be_earlier": at_start,
+            "last_outside_until": bool(span.last and span.last.name not in self.in_until),
+        }
+
+    def summary_json(self) -> dict[str, Any]:
+        return {
+            "pattern": self.pattern,
+            "tags_matching": len(self.tags),
+            "tags_placed": [t.name for t in self.placed],
+            "tags_unplaced": [t.name for t in self.unplaced],
+            "tags_before_since": self.older,
+            "notes": self.notes,
+            "seconds": round(self.seconds, 3),
+            "fetch_requests": self.fetch_requests,
+        }
+
+
+def release_view(history: History, source: GitSource, pattern: str | None) -> ReleaseView:
+    """Place the release tags of the source (whole name matching `pattern`) on `history`.
+
+    A release had an item's interval when its commit contains the commit where the item appeared
+    and not the commit that removed it: containment, not first-parent position, so a tag on a
+    merge or on a side branch is placed where its history says. One `ls-remote --tags`, at most
+    one fetch (the history of tags newer than --since's releases that the cache lacks, back to
+    shortly before --since) and one `rev-list` walk per pass."""
+    started = time.perf_counter()
+    requests_before = source.fetch_requests
+    if pattern is None:
+        view = ReleaseView(None, [], [], [], 0, frozenset())
+        view.notes.append("the engine declares no release tag pattern: releases not shown")
+        return view
+    try:
+        listed = source.tags()
+    except SourceUnreachableError as err:
+        view = ReleaseView(pattern, [], [], [], 0, frozenset())
+        view.notes.append(f"{err.message}: releases not shown")
+        return view
+    tags = release_tags(listed, pattern)
+    if not tags:
+        view = ReleaseView(pattern, [], [], [], 0, frozenset())
+        view.notes.append(NO_TAGS)
+        return view
+    line = history.timeline()
+    graph, held, shallow = _tag_graph(source, history, tags)
+    in_graph = {sha for sha, _ in graph}
+    older = [t for t in tags if t.commit in held - shallow and t.commit not in in_graph]
+    floor = max((version_key(t.name) for t in older), default=None)
+    wanted = [
+        t
+        for t in tags
+        if (t.commit not in held or t.commit in shallow)
+        and (floor is None or version_key(t.name) > floor)
+    ]
+    notes = []
+    if wanted:
+        refused = source.fetch_histories(sorted({t.commit for t in wanted}), history.since)
+        if refused:
+            notes.append(
+                f"the history of {len(wanted)} release tag(s) could not be fetched ({refused})"
+            )
+        graph, held, shallow = _tag_graph(source, history, tags)
+        in_graph = {sha for sha, _ in graph}
+        older = [t for t in tags if t.commit in held - shallow and t.commit not in in_graph]
+    placed = [t for t in tags if t.commit in in_graph and t.commit not in shallow]
+    older_names = {t.name for t in older}
+    unplaced = [t for t in tags if t not in placed and t.name not in older_names]
+    if floor is not None:
+        unplaced = [t for t in unplaced if version_key(t.name) > floor]
+    if not placed:
+        notes.append(
+            f"no release tag matching {pattern} contains a commit of the range: releases not shown"
+        )
+    boundaries = []
+    for item in line.items:
+        for interval in item.intervals:
+            boundaries.append(interval.first.sha)
+            if interval.removed is not None:
+                boundaries.append(interval.removed.sha)
+        boundaries += [commit.sha for commit, _ in item.changes]
+    containing = tags_containing(graph, placed, boundaries)
+    in_until = frozenset(t.name for t in tags_contained(graph, placed, history.until.sha))
+    view = ReleaseView(pattern, tags, placed, unplaced, len(older), in_until, notes=notes)
+    for n, item in enumerate(line.items):
+        for m, interval in enumerate(item.intervals):
+            removal = containing[interval.removed.sha] if interval.removed is not None else ()
+            view.spans[(n, m)] = release_span(containing[interval.first.sha], removal)
+        for commit, _ in item.changes:
+            found = containing[commit.sha]
+            view.change_releases[commit.sha] = found[0] if found else None
+    view.seconds = time.perf_counter() - started
+    view.fetch_requests = source.fetch_requests - requests_before
+    return view
+
+
+def _tag_graph(
+    source: GitSource, history: History, tags: list[ReleaseTag]
+) -> tuple[list[tuple[str, tuple[str, ...]]], set[str], frozenset[str]]:
+    """The commit graph from --since to --until and to every tag commit the cache holds."""
+    held = source.commit_objects(t.commit for t in tags)
+    shallow = source.shallow_commits()
+    tips = [history.until.sha] + sorted(held - shallow)
+    return source.ancestry(tips, history.since), held, shallow
+
+
+def last_releases(history: History, view: ReleaseView) -> dict[str, ReleaseTag | None]:
+    """Per item label, the last release that had it (over all its intervals); None when none."""
+    found: dict[str, ReleaseTag | None] = {}
+    for n, item in enumerate(history.timeline().items):
+        lasts = [
+            view.spans[(n, m)].last
+            for m in range(len(item.intervals))
+            if (n, m) in view.spans and view.spans[(n, m)].last is not None
+        ]
+        found[item.label] = (
+            max(lasts, key=lambda t: (version_key(t.name), t.name)) if lasts else None
+        )
+    return found
+
+
+def release_text(view: ReleaseView, item: int, interval: Interval, index: int) -> str:
+    """`b8904 .. b9402` for the table; `none` when no release had the interval."""
+    span = view.spans.get((item, index))
+    if span is None:
+        return ""
+    if span.first is None or span.last is None:
+        return "none"
+    first = span.first.name + (" or earlier" if interval.at_start else "")
+    text = first if span.first == span.last else f"{first} .. {span.last.name}"
+    if span.last.name not in view.in_until:
+        text += " (outside --until's history)"
+    return text
+
+
+def previous_support(
+    engine: EngineSpec,
+    history: History,
+    view: ReleaseView,
+    source: GitSource,
+    cache: FactCache,
+) -> list[PreviousSupportCheck]:
+    """For a registry history of an engine that lists previously supported architectures
+    (vLLM's `_PREVIOUSLY_SUPPORTED_MODELS`, fact registry_notices), each claim at --until set
+    against the timeline's last release with the architecture. Empty when not applicable."""
+    names = {f.kind.name for f in engine.facts}
+    registry = next(
+        (k.name for k in engine.fact_kinds if k.support and k.support.role == "registry"), None
+    )
+    if not view.shown or history.fact != registry or NOTICES_FACT not in names:
+        return []
+    try:
+        facts = extract_engine(
+            cached_engine(engine, cache),
+            source.snapshot_at(history.until),
+            commit_date=history.until.date,
+            only={NOTICES_FACT},
+        )
+    except ExtractionError as err:
+        view.notes.append(f"previously supported architectures not checked: {err.message}")
+        return []
+    claims = {
+        r.architecture: r.detail
+        for r in facts.records(NOTICES_FACT)
+        if getattr(r, "kind", "") == PREVIOUSLY_SUPPORTED
+    }
+    return previous_support_checks(claims, last_releases(history, view))

@@ -80,3 +80,26 @@ def first_parent_changes(
                 changed.append((path, parts[3]))
         found.append((commit, changed))
     return list(reversed(found))
+
+
+def ancestry_graph(
+    git: Callable[..., str], tips: Iterable[str], excluded: Iterable[str] = ()
+) -> list[tuple[str, tuple[str, ...]]]:
+    """Every commit reachable from `tips` and not from `excluded`, with its parents, parents
+    before their children. One `git rev-list` (revisions on stdin)."""
+    revisions = [*dict.fromkeys(tips), *(f"^{sha}" for sha in dict.fromkeys(excluded))]
+    if not revisions:
+        return []
+    out = git(
+        "rev-list",
+        "--parents",
+        "--topo-order",
+        "--reverse",
+        "--stdin",
+        stdin="\n".join(revisions) + "\n",
+    )
+    graph = []
+    for line in out.splitlines():
+        sha, *parents = line.split()
+        graph.append((sha, tuple(parents)))
+    return graph

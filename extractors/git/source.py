@@ -16,7 +16,13 @@ from extractors.errors import (
     UnknownCommitError,
 )
 from extractors.git.cache import CacheRepo
-from extractors.git.log import LOG_FORMAT, ResolvedCommit, first_parent_changes, parse_log
+from extractors.git.log import (
+    LOG_FORMAT,
+    ResolvedCommit,
+    ancestry_graph,
+    first_parent_changes,
+    parse_log,
+)
 from extractors.git.objects import ObjectPresence, ObjectReader
 from extractors.git.runner import GitFailed, git_env, run_git
 from extractors.git.snapshot import GitSnapshot
@@ -389,8 +395,7 @@ class GitSource:
         if self.is_ancestor(since.sha, until.sha):
             return
         with self.cache.locked():
-            when = self._git("log", "-1", "--format=%cI", since.sha).strip()
-            reach = datetime.fromisoformat(when) - timedelta(days=HISTORY_DATE_MARGIN_DAYS)
+            reach = self._reach(since)
             self.progress.stage(
                 f"fetching {self.engine} history {since.sha[:12]}..{until.sha[:12]} "
                 "(commits and trees only)"
@@ -412,6 +417,98 @@ class GitSource:
                 commit=since.sha,
                 source=self.source,
             )
+
+    def _reach(self, since: ResolvedCommit) -> datetime:
+        """How far back a history fetch for `since` goes: its date less the margin."""
+        when = self._git("log", "-1", "--format=%cI", since.sha).strip()
+        return datetime.fromisoformat(when) - timedelta(days=HISTORY_DATE_MARGIN_DAYS)
+
+    # ------------------------------------------------------------ tags
+
+    def tags(self) -> list[tuple[str, str]]:
+        """Every tag of the source as (name, the object it points to, peeled), from one
+        `git ls-remote --tags` (a lightweight tag names its commit; an annotated one is peeled)."""
+        self._check_source()
+        try:
+            out = run_git("ls-remote", "--tags", "--", self.url)
+        except GitFailed as err:
+            raise SourceUnreachableError(
+                f"cannot list the tags of the source ({err.last_line})",
+                engine=self.engine,
+                source=self.source,
+            ) from err
+        direct: dict[str, str] = {}
+        peeled: dict[str, str] = {}
+        for line in out.splitlines():
+            sha, _, ref = line.partition("\t")
+            if not ref.startswith("refs/tags/"):
+                continue
+            name = ref.removeprefix("refs/tags/")
+            if name.endswith("^{}"):
+                peeled[name.removesuffix("^{}")] = sha
+            else:
+                direct[name] = sha
+        return sorted((name, peeled.get(name, sha)) for name, sha in direct.items())
+
+    def shallow_commits(self) -> frozenset[str]:
+        """The commits whose parents the cache does not hold (git's shallow list)."""
+        path = self._open_cache().path / "shallow"
+        try:
+            return frozenset(path.read_text(encoding="ascii").split())
+        except FileNotFoundError:
+            return frozenset()
+
+    def commit_objects(self, shas: Iterable[str]) -> set[str]:
+        """Which of `shas` the cache holds as commits (one `cat-file --batch-check`; a missing
+        object is never fetched)."""
+        held = [s for s in dict.fromkeys(shas) if self.presence.has(s)]
+        if not held:
+            return set()
+        out = run_git(
+            "cat-file",
+            "--batch-check=%(objectname) %(objecttype)",
+            git_dir=self._open_cache().path,
+            env=git_env(GIT_NO_LAZY_FETCH="1"),
+            stdin="".join(s + "\n" for s in held),
+        )
+        return {
+            parts[0]
+            for parts in (line.split() for line in out.splitlines())
+            if len(parts) == 2 and parts[1] == "commit"
+        }
+
+    def fetch_histories(self, shas: Sequence[str], since: ResolvedCommit) -> str | None:
+        """Fetch the history of `shas` (commits and trees, no blobs) back to shortly before
+        `since`, in one request; returns None, or git's message when the source refused (the
+        caller says which commits stay unplaced)."""
+        if not shas:
+            return None
+        with self.cache.locked():
+            reach = self._reach(since)
+            self.progress.stage(
+                f"fetching the history of {len(shas)} {self.engine} release tag(s) "
+                "(commits and trees only)"
+            )
+            try:
+                self._run_fetch(
+                    f"--shallow-since={reach.isoformat()}",
+                    "--stdin",
+                    "origin",
+                    stdin="".join(s + "\n" for s in shas),
+                )
+            except GitFailed as err:
+                return err.last_line
+        return None
+
+    def ancestry(
+        self, tips: Iterable[str], since: ResolvedCommit
+    ) -> list[tuple[str, tuple[str, ...]]]:
+        """log.ancestry_graph of `tips`, leaving out what `since`'s parents already contain."""
+        try:
+            parents = self._git("rev-parse", f"{since.sha}^@").split()
+        except GitFailed:
+            parents = []
+        return ancestry_graph(self._git, tips, parents)
 
     def first_parent_changes(
         self,

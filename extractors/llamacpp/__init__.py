@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.llamacpp import class_sets, converter, hf_join, matrix_cells, sliding_window
+from extractors.llamacpp import (
+    class_sets,
+    converter,
+    hf_join,
+    matrix_cells,
+    sliding_window,
+    support,
+)
 from extractors.llamacpp.arch_names import arch_names
 from extractors.llamacpp.records import (
     ArchName,
@@ -210,6 +217,9 @@ ENGINE = EngineSpec(
     title="llama.cpp",
     upstream_url="https://github.com/ggml-org/llama.cpp",
     matrix_cells=matrix_cells.matrix_cells,
+    release_tags=r"b\d+",
+    support_facts=("arch_names", "class_set_members"),
+    support_judge=support.judge,
     facts=(
         FactExtractor(ARCH_NAMES, _arch_names, reads=ARCH_READS),
         FactExtractor(CLASS_PREDICATES, _class_predicates, reads=ARCH_READS, needs=("arch_names",)),

@@ -334,6 +334,8 @@ ENGINE = EngineSpec(
     title="SGLang",
     upstream_url="https://github.com/sgl-project/sglang",
     matrix_cells=matrix_cells.matrix_cells,
+    release_tags=r"v\d+\.\d+\.\d+(\.post\d+)?",
+    support_facts=("mla_architectures", "explicit_mha_architectures", "architecture_sets"),
     facts=(
         FactExtractor(REGISTRY_ROWS, _registry_rows, reads=MODELS_READS),
         FactExtractor(
