@@ -70,4 +70,6 @@ def tp_refusal(tp: int, shares: Sequence[tuple[str, GpuShare]]) -> str:
     reasons = "; ".join(dict.fromkeys(r for _, share in refused for r in share.refused))
     unknown = [title for title, share in shares if share.status == "unknown"]
     tail = f" ({', '.join(unknown)}: tensor-parallel rules not extracted)" if unknown else ""
-    return f"--tp {tp} is refused: {reasons}{tail}"
+    accepted = set.intersection(*(set(share.valid_tp) for _, share in refused))
+    sizes = ", ".join(str(size) for size in sorted(accepted)) or "none up to 64"
+    return f"--tp {tp} is refused: {reasons}{tail}; tp sizes every check accepts: {sizes}"

@@ -210,8 +210,9 @@ def test_kv_heads_must_divide_or_be_divided_by_tp():
     # Qwen2.5-14B: 40 heads, 8 KV heads. tp 20 divides 40, but 20 >= 8 and 20 % 8 != 0:
     # vLLM's QKVParallelLinear rule refuses it. Sizes passing both checks up to 64:
     # divisors of 40 (1, 2, 4, 5, 8, 10, 20, 40) that divide 8 or are multiples of 8
-    with pytest.raises(ApronInputError, match="8 KV heads and tp 20"):
+    with pytest.raises(ApronInputError, match="8 KV heads and tp 20") as err:
         plan(load_config(CORPUS / "qwen2.5-14b.json"), context=4096, tp=20)
+    assert str(err.value).endswith("tp sizes every check accepts: 1, 2, 4, 8, 40")
     view = vllm(plan(load_config(CORPUS / "qwen2.5-14b.json"), context=4096, tp=8))
     assert view.gpu.status == "split" and view.gpu.kv_heads_per_gpu == 1
 
@@ -227,12 +228,13 @@ def share(status: str, refused: tuple[str, ...] = ()) -> GpuShare:
         ([("A", share("split")), ("B", share("refused", ("B: no")))], ""),
         (
             [("A", share("refused", ("A: no",))), ("B", share("unknown"))],
-            "--tp 8 is refused: A: no (B: tensor-parallel rules not extracted)",
+            "--tp 8 is refused: A: no (B: tensor-parallel rules not extracted);"
+            " tp sizes every check accepts: 1, 2",
         ),
         ([("A", share("unknown"))], ""),
         (
             [("A", share("refused", ("x",))), ("B", share("refused", ("x",)))],
-            "--tp 8 is refused: x",
+            "--tp 8 is refused: x; tp sizes every check accepts: 1, 2",
         ),
     ],
 )
