@@ -86,10 +86,19 @@ def lookup(cls: ClassInfo, attribute: str) -> object | None:
     an Unknown (an unresolvable class came first), or MISSING when no class defines it."""
     if attribute == "__name__":
         return cls.name
+    if attribute in cls.lookup_cache:
+        return cls.lookup_cache[attribute]
     try:
         mro = c3_mro(cls)
     except Unresolved as err:
         return Unknown(err.reason)
+    found = _lookup_in(mro, attribute)
+    if cls.mro_cache is not None:  # the hierarchy is complete: the answer no longer changes
+        cls.lookup_cache[attribute] = found
+    return found
+
+
+def _lookup_in(mro: tuple[ClassInfo, ...], attribute: str) -> object | None:
     for entry in mro:
         if entry.opaque_reason:
             return Unknown(f"base {entry.qualname} is not resolvable: {entry.opaque_reason}")
