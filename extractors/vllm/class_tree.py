@@ -284,6 +284,7 @@ class ClassTree:
         self._modules: dict[str, Module | None] = {}
         self._classes: dict[tuple[str, str], ClassInfo] = {}
         self._resolving: set[tuple[str, str]] = set()
+        self._functions: dict[tuple[str, str], tuple[Module, Node] | None] = {}
         self.read_paths: list[str] = []
         # `if <check>(cls): return cls` in an adapter; the flag evaluator installs its own
         self.adapter_guard: Callable[[Module, Node, str, ClassInfo], bool] | None = None
@@ -493,8 +494,14 @@ class ClassTree:
         node = unparenthesize(node)
         if node.type != "identifier":
             return None
+        key = (mod.name, node_text(node))
+        if key not in self._functions:
+            self._functions[key] = self._function(*key)
+        return self._functions[key]
+
+    def _function(self, module_name: str, name: str) -> tuple[Module, Node] | None:
         try:
-            target, binding = self.binding(mod.name, node_text(node))
+            target, binding = self.binding(module_name, name)
         except (_External, Unresolved):
             return None
         if binding.kind != "function":
