@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from apron.config import load_config, load_sample, sample_names
 from apron.errors import ApronInputError
@@ -62,8 +63,43 @@ SampleOpt = Annotated[
 ]
 
 
+TpOpt = Annotated[
+    int,
+    typer.Option("--tp", help="Tensor-parallel size: engine figures become one GPU's share."),
+]
+GpuMemoryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu-memory",
+        help="Memory of one GPU, with a unit (80GiB, 80GB, 81920MiB): adds what fits per engine.",
+        show_default=False,
+    ),
+]
+FractionOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--memory-fraction",
+        "--gpu-memory-utilization",
+        help="Fraction of GPU memory the engine may use (vLLM/SGLang --gpu-memory-utilization / "
+        "--mem-fraction-static). Default: each engine's extracted default.",
+        show_default=False,
+    ),
+]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Add the arithmetic and the citations.")
+]
+WeightsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--weights",
+        help="Directory holding the checkpoint's safetensors (default: the config's directory).",
+        show_default=False,
+    ),
+]
+
+
 def fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
     raise typer.Exit(ApronInputError.exit_code)
 
 
@@ -75,19 +111,17 @@ def plan_command(
     batch: BatchOpt = 1,
     json_output: JsonOpt = False,
     sample: SampleOpt = None,
+    tp: TpOpt = 1,
+    gpu_memory: GpuMemoryOpt = None,
+    memory_fraction: FractionOpt = None,
+    verbose: VerboseOpt = False,
+    weights: WeightsOpt = None,
 ) -> None:
-    """Predict KV-cache bytes (per token, at a context, fixed state) for one config, per engine."""
-    if (config is None) == (sample is None):
-        fail(
-            "give a CONFIG path or --sample NAME (one of them); samples: "
-            + ", ".join(sample_names())
-        )
-    try:
-        model = load_sample(sample) if sample is not None else load_config(config)  # type: ignore[arg-type]
-        result = plan(model, context=context, kv_dtype=kv_dtype, batch=batch)
-    except ApronInputError as err:
-        fail(str(err))
-        return
+    """Predict KV-cache bytes per engine for one config; with --tp and --gpu-memory, per GPU
+    and how many tokens and sequences fit."""
+    result = _plan(
+        config, sample, context, kv_dtype, batch, tp, gpu_memory, memory_fraction, weights
+    )
     if json_output:
         from apron.json_model import plan_json
 
@@ -95,7 +129,65 @@ def plan_command(
         return
     from apron.render import render
 
-    render(result, out_console)
+    render(result, out_console, verbose=verbose)
+
+
+def _plan(config, sample, context, kv_dtype, batch, tp, gpu_memory, memory_fraction, weights):
+    if (config is None) == (sample is None):
+        fail(
+            "give a CONFIG path or --sample NAME (one of them); samples: "
+            + ", ".join(sample_names())
+        )
+    try:
+        from apron.capacity import parse_memory
+
+        memory = parse_memory(gpu_memory) if gpu_memory is not None else None
+        model = load_sample(sample) if sample is not None else load_config(config)  # type: ignore[arg-type]
+        return plan(
+            model,
+            context=context,
+            kv_dtype=kv_dtype,
+            batch=batch,
+            tp=tp,
+            gpu_memory=memory,
+            memory_fraction=memory_fraction,
+            model_dir=weights,
+        )
+    except ApronInputError as err:
+        fail(str(err))
+        raise AssertionError("unreachable") from err
+
+
+DEFAULT_PLOT_CONTEXT = 131072
+OutOpt = Annotated[str, typer.Option("--out", "-o", help="Image to write: .png or .svg.")]
+
+
+@app.command("plot")
+def plot_command(
+    config: ConfigArg = None,
+    out: OutOpt = "kv.png",
+    context: ContextOpt = None,
+    kv_dtype: DtypeOpt = "bf16",
+    sample: SampleOpt = None,
+    tp: TpOpt = 1,
+) -> None:
+    """Plot KV bytes against context for each engine, with the naive figure beside it."""
+    from apron.plot import contexts_up_to, kv_curves, plans_for_plot, write_plot
+
+    first = _plan(config, sample, context, kv_dtype, 1, tp, None, None, None)
+    maximum = first.request.context or DEFAULT_PLOT_CONTEXT
+    try:
+        plans = plans_for_plot(
+            load_sample(sample) if sample is not None else load_config(config),  # type: ignore[arg-type]
+            contexts_up_to(maximum),
+            kv_dtype=kv_dtype,
+            tp=tp,
+        )
+        written = write_plot(kv_curves(plans), out)
+    except ApronInputError as err:
+        fail(str(err))
+        return
+    typer.echo(f"wrote {written} (contexts up to {maximum:,} tokens)")
 
 
 def main() -> None:

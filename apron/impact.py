@@ -9,9 +9,11 @@ from pathlib import Path
 
 from apron.config import load_sample, sample_names
 from apron.constraints import load_constraints
+from apron.errors import ApronInputError
 from apron.plan import plan
 
 IMPACT_CONTEXT = 32768
+IMPACT_TP = 8  # the per-GPU figures a bump compares too (tensor-parallel rules)
 
 
 def sample_figures(
@@ -36,5 +38,18 @@ def sample_figures(
             row[f"{prefix} mechanism"] = str(view.mechanism)
             row[f"{prefix} KV bytes at {context}"] = str(view.kv_bytes_at_context)
             row[f"{prefix} flags"] = ", ".join(view.flags)
+        try:
+            split = plan(load_sample(name), context=context, constraints=constraints, tp=IMPACT_TP)
+        except ApronInputError as err:  # no engine accepts this tp: one message
+            row[f"tp {IMPACT_TP}"] = str(err)
+            figures[name] = row
+            continue
+        for view in split.engines:
+            if view.gpu is None:
+                continue
+            prefix = f"{view.engine} at tp {IMPACT_TP}"
+            row[f"{prefix} status"] = view.gpu.status
+            row[f"{prefix} KV bytes/token per GPU"] = str(view.gpu.kv_bytes_per_token)
+            row[f"{prefix} state bytes/sequence per GPU"] = str(view.gpu.state_bytes_per_sequence)
         figures[name] = row
     return figures

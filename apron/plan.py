@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from apron import context as context_rules
+from apron import parallel
 from apron.config import ModelConfig, load_config
-from apron.constraints import ENGINE_TITLES, ConstraintSet, EngineConstraints, load_constraints
+from apron.constraints import (
+    ENGINE_TITLES,
+    Citation,
+    ConstraintSet,
+    EngineConstraints,
+    load_constraints,
+)
 from apron.engines import ENGINE_RULES
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
@@ -18,13 +25,17 @@ from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_wi
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
     PREDICTION,
+    Capacity,
+    DtypeWeights,
     EngineStamp,
     EngineSupport,
     EngineView,
+    GpuShare,
     HeadCount,
     MechanismResult,
     Plan,
     Request,
+    Weights,
 )
 from apron.select import Selection, compute, select
 from apron.support import support
@@ -136,6 +147,7 @@ def _view(
     enc_only: str,
     prediction: MechanismResult,
     support_entry: EngineSupport,
+    serving: Serving | None = None,
 ) -> EngineView:
     title = ENGINE_TITLES.get(engine_id, engine_id)
     if constraints is None or decision is None:
@@ -239,6 +251,12 @@ def _view(
             )
     if figures.unknown:
         notes.extend(f"unknown: {u}" for u in figures.unknown)
+    gpu, fits, serving_cites = (
+        _serving_figures(model, request, engine_id, constraints, selection, heads, figures, serving)
+        if serving is not None
+        else (None, None, ())
+    )
+    cites.extend(serving_cites)
     return EngineView(
         engine_id,
         title,
@@ -254,6 +272,78 @@ def _view(
         _figures_differ(figures, prediction),
         tuple(dict.fromkeys(notes)),
         tuple(dict.fromkeys(cites)),
+        gpu,
+        fits,
+    )
+
+
+class Serving(NamedTuple):
+    """What the per-GPU and capacity figures need beyond the request."""
+
+    tp: int
+    gpu_memory: int | None
+    memory_fraction: float | None
+    weights: Weights
+
+
+def _serving_figures(
+    model: ModelConfig,
+    request: Request,
+    engine_id: str,
+    constraints: EngineConstraints,
+    selection: Selection,
+    heads: HeadCount,
+    figures: MechanismResult,
+    serving: Serving,
+) -> tuple[GpuShare, Capacity | None, tuple[Citation, ...]]:
+    """The engine's per-GPU share at --tp and, with --gpu-memory, what fits (and the serving
+    rules it cites)."""
+    if serving.tp == 1 and serving.gpu_memory is None:  # no serving rule is needed
+        return parallel.whole_model_share(heads, figures, serving.weights.total_bytes), None, ()
+    from apron import per_gpu
+    from apron.serving_rules import serving_rules
+
+    rules = serving_rules(constraints, engine_id)
+    share = per_gpu.gpu_share(
+        model, request, serving.tp, rules, selection, heads, figures, serving.weights.total_bytes
+    )
+    used = rules.citations if serving.tp > 1 or serving.gpu_memory is not None else ()
+    if serving.gpu_memory is None:
+        return share, None, used
+    fits = per_gpu.engine_capacity(
+        model,
+        figures.mechanism,
+        share,
+        rules,
+        serving.gpu_memory,
+        serving.memory_fraction,
+        request.context,
+        serving.weights.unknown,
+    )
+    return share, fits, used
+
+
+def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
+    """The checkpoint's weight bytes from the model directory (apron.weights), or unknown."""
+    if model_dir is None:
+        return Weights(
+            None,
+            (),
+            "",
+            f"{model.source} is not a model directory: no safetensors index or headers to read",
+            (),
+        )
+    from apron import weights as weight_files
+
+    found = weight_files.checkpoint_weights(model_dir)
+    if found is None:
+        return Weights(None, (), "", weight_files.weights_unknown_reason(model_dir), ())
+    return Weights(
+        found.total_bytes,
+        tuple(DtypeWeights(d.dtype, d.bytes, d.tensors) for d in found.by_dtype),
+        found.source,
+        "",
+        tuple(found.notes),
     )
 
 
@@ -353,11 +443,35 @@ def _blank_kv_prediction(result: MechanismResult, why: str) -> MechanismResult:
 def _blank_kv_view(view: EngineView, why: str) -> EngineView:
     if not view.kv_bytes_per_token:
         return view
+    gpu = view.gpu
+    if gpu is not None and gpu.status == "split":
+        gpu = gpu._replace(
+            status="unknown",
+            kv_bytes_per_token=None,
+            kv_bytes_at_context=None,
+            unknown=(*gpu.unknown, f"KV dtype {why}"),
+        )
+    capacity = view.capacity
+    if capacity is not None:
+        capacity = capacity._replace(
+            budget_bytes=None,
+            blocks=None,
+            block_bytes=None,
+            kv_tokens=None,
+            blocks_per_sequence=None,
+            sequence_bytes=None,
+            sequences=None,
+            limit="",
+            unknown=(*capacity.unknown, f"KV dtype {why}"),
+            arithmetic=(),
+        )
     return view._replace(
         kv_bytes_per_token=None,
         kv_bytes_at_context=None,
         naive_kv_bytes_at_context=None,
         notes=(*view.notes, f"unknown: KV dtype {why}"),
+        gpu=gpu,
+        capacity=capacity,
     )
 
 
@@ -376,10 +490,16 @@ def plan(
     kv_dtype: str = "bf16",
     batch: int = 1,
     constraints: ConstraintSet | None = None,
+    tp: int = 1,
+    gpu_memory: int | None = None,
+    memory_fraction: float | None = None,
     model_dir: str | Path | None = None,
 ) -> Plan:
     """A labelled prediction for one config, citing the engine commits whose rules it used.
 
+    tp: tensor-parallel size (engine figures become one GPU's share); gpu_memory: bytes per GPU
+    (adds what fits per engine); memory_fraction: overrides every engine's default fraction;
+    model_dir: where the checkpoint's safetensors are (default: the config's directory).
     kv_dtype "auto" is resolved per engine from the checkpoint (its quantization config, or
     hf_quant_config.json in model_dir, default the directory of the config.json read)."""
     model = config if isinstance(config, ModelConfig) else load_config(config)
@@ -387,6 +507,17 @@ def plan(
     vllm = cs.get("vllm")
     auto = kv_dtype == AUTO_KV_DTYPE
     request = make_request(model, context, AUTO_PLACEHOLDER if auto else kv_dtype, batch, vllm)
+    if tp <= 0:
+        raise ApronInputError(f"--tp must be at least 1, got {tp}")
+    if gpu_memory is not None and gpu_memory <= 0:
+        raise ApronInputError(f"--gpu-memory must be more than 0 bytes, got {gpu_memory}")
+    if memory_fraction is not None and not 0 < memory_fraction <= 1:
+        raise ApronInputError(
+            f"--memory-fraction must be more than 0 and at most 1, got {memory_fraction:g}"
+        )
+    directory = _checkpoint_dir(model, model_dir)
+    weights = checkpoint_weights(model, directory)
+    serving = Serving(tp, gpu_memory, memory_fraction, weights)
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
     for engine_id, engine in cs.engines.items():
@@ -404,9 +535,7 @@ def plan(
                     (),
                     computes_figures=False,
                 )
-    choices = (
-        auto_kv_dtypes(model, cs, decisions, _checkpoint_dir(model, model_dir)) if auto else {}
-    )
+    choices = auto_kv_dtypes(model, cs, decisions, directory) if auto else {}
     if auto:
         request = _auto_request(request, choices, None)
     flags = frozenset(f for d in decisions.values() for f in d.flags)
@@ -459,11 +588,15 @@ def plan(
             enc_only,
             prediction,
             entry,
+            serving,
         )
         for engine_id, entry in zip(cs.engines, supported, strict=True)
     )
     if auto:
         views = tuple(_auto_view(view, choices.get(view.engine)) for view in views)
+    refusal = parallel.tp_refusal(tp, [(v.title, v.gpu) for v in views if v.gpu is not None])
+    if refusal:
+        raise ApronInputError(refusal)
     batch_kv = (
         prediction.kv_bytes_at_context * request.batch
         if prediction.kv_bytes_at_context is not None
@@ -502,4 +635,7 @@ def plan(
         supported,
         stamps,
         tuple(notes),
+        tp,
+        gpu_memory,
+        weights,
     )

@@ -1,231 +1,355 @@
-"""Render a Plan as readable terminal output (rich): the prediction, engines, support, citations."""
+"""Render a Plan for a person: one 80-column screen by default, the arithmetic and citations with
+--verbose. Lines are wrapped at spaces only, so an identifier is never split or cut."""
 
 from __future__ import annotations
 
-from rich.console import Console, Group
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
+import textwrap
 
-from apron.results import EngineSupport, EngineView, Plan
+from rich.console import Console
+
+from apron.results import Capacity, EngineView, GpuShare, Plan
 
 UNKNOWN = "unknown"
+WIDTH = 80
+ENGINE_COLUMN = 13
 HEAD_MECHANISMS = ("full_attention", "sliding_window", "hybrid_ssm")
+LIMITS = {"kv": "KV", "state": "state", "weights": "weights"}
 
 
 def human_bytes(value: int | None) -> str:
-    """'70,272 B (68.6 KiB)'; 'unknown' for None."""
+    """'70,272 B (68.63 KiB)'; 'unknown' for None."""
     if value is None:
         return UNKNOWN
-    if value == 0:
-        return "0 B"
-    units = ("KiB", "MiB", "GiB", "TiB")
+    if value < 1024:
+        return f"{value:,} B"
+    return f"{value:,} B ({short_bytes(value, 2)})"
+
+
+def short_bytes(value: int | None, decimals: int | None = None) -> str:
+    """'68.6 KiB' (three significant digits unless `decimals`); '-' for None."""
+    if value is None:
+        return "-"
     size = float(value)
     unit = "B"
-    for candidate in units:
+    for candidate in ("KiB", "MiB", "GiB", "TiB"):
         if size < 1024:
             break
         size /= 1024
         unit = candidate
     if unit == "B":
         return f"{value:,} B"
-    return f"{value:,} B ({size:.2f} {unit})"
+    if decimals is None:
+        decimals = 2 if size < 10 else 1 if size < 100 else 0
+    return f"{size:.{decimals}f} {unit}"
 
 
-def short_bytes(value: int | None) -> str:
-    if value is None:
-        return "-"
-    text = human_bytes(value)
-    return text[text.index("(") + 1 : -1] if "(" in text else text
+def wrap(text: str, width: int, indent: str = "", first: str | None = None) -> list[str]:
+    """Lines of at most `width` columns, broken at spaces only (never inside a word)."""
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=indent if first is None else first,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [indent]
 
 
-def _mechanism_lines(plan: Plan) -> list[Text]:
+def _row(cells: list[str], widths: list[int]) -> str:
+    parts = [cells[0].ljust(widths[0])]
+    parts += [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+    return " ".join(parts).rstrip()
+
+
+def _heading(plan: Plan, width: int) -> list[str]:
+    r = plan.request
+    lines = wrap("apron plan · PREDICTION from config fields and extracted engine rules", width)
+    lines += wrap(plan.source, width, "  ", "")
+    ident = f"{plan.architecture or '(no architectures)'} (model_type {plan.model_type or '?'})"
+    lines += wrap(f"{ident} · {plan.prediction.title}", width, "  ", "")
+    context = (
+        f"context {r.context:,}" if r.context is not None else "context: none (give --context)"
+    )
+    parts = [context, f"KV dtype {r.kv_dtype} ({r.kv_dtype_bytes} B)", f"batch {r.batch}"]
+    parts.append(f"tp {plan.tp}")
+    if plan.gpu_memory_bytes is not None:
+        parts.append(f"{short_bytes(plan.gpu_memory_bytes)} per GPU")
+    lines += wrap(" · ".join(parts), width, "  ", "")
+    if r.kv_dtype_source:
+        lines += wrap(f"KV dtype {r.kv_dtype} from {r.kv_dtype_source}", width, "  ", "")
+    for warning in r.context_warnings:
+        lines += wrap(f"warning: {warning}", width, "  ")
+    return lines
+
+
+def _weights(plan: Plan, width: int) -> list[str]:
+    w = plan.weights
+    if w is None:
+        return []
+    if w.total_bytes is None:
+        return wrap(f"weights unknown: {w.unknown}", width, "  ", "")
+    dtypes = ", ".join(f"{d.dtype} {short_bytes(d.bytes)}" for d in w.by_dtype)
+    text = f"weights {short_bytes(w.total_bytes)}" + (f" ({dtypes})" if dtypes else "")
+    text += f" from {w.source}"
+    if plan.tp > 1:
+        text += f"; {short_bytes(-(-w.total_bytes // plan.tp))} per GPU at tp {plan.tp}"
+    return wrap(text, width, "  ", "")
+
+
+def _whole_model(plan: Plan, width: int) -> list[str]:
     p = plan.prediction
     r = plan.request
-    lines = [Text.assemble(("Mechanism  ", "bold"), (p.title, "bold cyan"))]
+    if p.unknown:
+        lines = wrap("whole model: unknown: " + "; ".join(p.unknown), width, "  ", "")
+        if p.missing:
+            lines += wrap("missing fields: " + ", ".join(p.missing), width, "  ", "  ")
+        return lines
+    parts = [f"KV {short_bytes(p.kv_bytes_per_token)}/token"]
+    if r.context is not None:
+        parts.append(f"{short_bytes(p.kv_bytes_at_context)} at {r.context:,} tokens")
+        if p.naive_ratio is not None:
+            parts.append(f"naive {short_bytes(p.naive_kv_bytes_at_context)}")
+    state = p.state_bytes_per_sequence
+    parts.append("no state" if state == 0 else f"state {short_bytes(state)}/sequence")
+    return wrap("whole model: " + ", ".join(parts), width)
+
+
+def _unknown_reason(view: EngineView) -> str:
+    if view.gpu is not None and view.gpu.status == "refused":
+        return "refused: " + "; ".join(view.gpu.refused)
+    if view.gpu is not None and view.gpu.status == "unknown":
+        return "unknown: " + "; ".join(view.gpu.unknown)
+    if view.commit is None:
+        return "unknown: no generated constraints for this engine"
+    figures = [n for n in view.notes if n.startswith("byte figures:")]
+    if figures:
+        return "unknown: " + figures[0].removeprefix("byte figures: ")
+    unknown = [n.removeprefix("unknown: ") for n in view.notes if n.startswith("unknown:")]
+    return "unknown: " + ("; ".join(unknown) or "no figures")
+
+
+def _brief(reason: str) -> str:
+    """The first two clauses of a reason ("memory fraction: mem_fraction_static is computed by
+    ...") for the default view; --verbose prints it whole."""
+    return ": ".join(reason.split(": ")[:2]).rstrip(",;")
+
+
+def _capacity_cells(c: Capacity | None) -> list[str]:
+    if c is None:
+        return []
+    if c.unknown and c.kv_tokens is None and c.sequences is None:
+        return [UNKNOWN, UNKNOWN, ""]
+    tokens = f"{c.kv_tokens:,}" if c.kv_tokens is not None else "-"
+    sequences = f"{c.sequences:,}" if c.sequences is not None else UNKNOWN
+    return [tokens, sequences, LIMITS.get(c.limit, "")]
+
+
+def _engines(plan: Plan, width: int) -> list[str]:
+    capacity = plan.gpu_memory_bytes is not None
+    head = ["engine", "weights", "KV/token", "at context", "state/seq"]
+    widths = [ENGINE_COLUMN - 1, 9, 9, 10, 9]
+    if capacity:
+        head += ["KV tokens", "seqs", "first"]
+        widths += [10, 6, 7]
+    where = f"per GPU at tp {plan.tp}" if plan.tp > 1 else "one GPU (tp 1)"
+    title = f"What each engine would allocate, {where}"
+    if capacity:
+        title += f", {short_bytes(plan.gpu_memory_bytes)}"
+    lines = ["", *wrap(title + ":", width), _row(head, widths)]
+    indent = " " * ENGINE_COLUMN
+    for v in plan.engines:
+        g = v.gpu
+        if v.mechanism is None or g is None or g.status != "split":
+            lines += wrap(_unknown_reason(v), width, indent, v.title.ljust(ENGINE_COLUMN))
+            continue
+        cells = [
+            v.title,
+            short_bytes(g.weights_bytes) if g.weights_bytes is not None else UNKNOWN,
+            short_bytes(g.kv_bytes_per_token) if g.kv_bytes_per_token is not None else UNKNOWN,
+            short_bytes(g.kv_bytes_at_context),
+            "-"
+            if g.state_bytes_per_sequence == 0
+            else short_bytes(g.state_bytes_per_sequence)
+            if g.state_bytes_per_sequence is not None
+            else UNKNOWN,
+        ]
+        cells += _capacity_cells(v.capacity)
+        lines.append(_row(cells, widths[: len(cells)]))
+        if v.capacity is not None and v.capacity.unknown and v.capacity.sequences is None:
+            brief = "; ".join(dict.fromkeys(_brief(u) for u in v.capacity.unknown))
+            lines += wrap(f"capacity unknown: {brief}", width, indent)
+    return lines
+
+
+def _differences(plan: Plan, width: int) -> list[str]:
+    differ = [
+        f"{v.title} ({v.mechanism})"
+        for v in plan.engines
+        if v.differs_from_prediction and v.mechanism is not None
+    ]
+    lines: list[str] = []
+    if differ:
+        lines += wrap("differs from apron's reading: " + ", ".join(differ), width)
+    fits = {
+        (v.capacity.kv_tokens, v.capacity.sequences): v.title
+        for v in plan.engines
+        if v.capacity is not None and v.capacity.sequences is not None
+    }
+    if len(fits) > 1:
+        lines += wrap("engines differ in what fits: " + ", ".join(fits.values()), width)
+    registered = [s.title for s in plan.support if s.status == "registered"]
+    missing = [s.title for s in plan.support if s.status == "not registered"]
+    unknown = [s.title for s in plan.support if s.status not in ("registered", "not registered")]
+    parts = [f"registered in {', '.join(registered) or 'no engine'}"]
+    if missing:
+        parts.append(f"not in {', '.join(missing)}")
+    if unknown:
+        parts.append(f"unknown for {', '.join(unknown)}")
+    lines += wrap(f"{plan.architecture or 'architecture'}: " + "; ".join(parts), width)
+    return lines
+
+
+def _footer(plan: Plan, width: int, verbose: bool) -> list[str]:
+    lines = [""]
+    if plan.gpu_memory_bytes is not None:
+        lines += wrap(
+            "capacity is a prediction: budget = GPU memory x the engine's memory fraction - "
+            "weights; activations, CUDA graphs, the sampler and non-torch memory are not "
+            "modelled, so the engine finds fewer blocks (the margin is not modelled).",
+            width,
+        )
+    stamps = ", ".join(
+        f"{s.title} {s.commit[:12]}" for s in plan.constraints if s.present and s.commit
+    )
+    lines += wrap(f"constraints: {stamps or 'none present'}", width)
+    if not verbose:
+        lines += wrap("--verbose: the arithmetic and the citations; --json: everything", width)
+    return lines
+
+
+def summary_lines(plan: Plan, width: int = WIDTH, verbose: bool = False) -> list[str]:
+    """The default view: model, mechanism, weights, per-GPU KV and state, what fits, and the
+    engines that differ, in lines of at most `width` columns."""
+    return [
+        *_heading(plan, width),
+        *_weights(plan, width),
+        *_whole_model(plan, width),
+        *_engines(plan, width),
+        "",
+        *_differences(plan, width),
+        *_footer(plan, width, verbose),
+    ]
+
+
+def _share_lines(g: GpuShare, width: int) -> list[str]:
+    lines: list[str] = []
+    for line in g.arithmetic:
+        lines += wrap(line, width, "      ", "    ")
+    if g.valid_tp:
+        lines += wrap("tp sizes that work: " + ", ".join(map(str, g.valid_tp)), width, "    ")
+    return lines
+
+
+def verbose_lines(plan: Plan, width: int = WIDTH) -> list[str]:
+    """The summary, then the arithmetic, every engine's notes and citations, and support."""
+    p = plan.prediction
+    r = plan.request
+    lines = summary_lines(plan, width, verbose=True)
+    lines += ["", "Request"]
+    lines += wrap(f"context: {r.context_source}", width, "    ", "  ")
+    if r.max_model_len is not None:
+        lines += wrap(
+            f"model maximum {r.max_model_len:,} tokens ({r.max_model_len_source})",
+            width,
+            "    ",
+            "  ",
+        )
+    if r.ssm_dtype:
+        lines += wrap(f"SSM state dtype {r.ssm_dtype}: {r.ssm_dtype_source}", width, "    ", "  ")
+    if p.mechanism in HEAD_MECHANISMS:
+        heads = plan.kv_heads
+        text = heads.how if heads.known else "unknown: " + "; ".join(heads.unknown)
+        lines += wrap(f"KV heads: {text}", width, "    ", "  ")
+    if plan.weights is not None:
+        for note in plan.weights.notes:
+            lines += wrap(f"weights: {note}", width, "    ", "  ")
+    lines += ["", *wrap(f"Whole model ({p.title})", width, "  ")]
     rows = [("KV per token", human_bytes(p.kv_bytes_per_token))]
     if r.context is not None:
-        aware = "KV at context" if p.naive_ratio is None else "KV at context (aware)"
-        rows.append((aware, human_bytes(p.kv_bytes_at_context)))
-        if p.naive_ratio is not None or (
-            p.naive_kv_bytes_at_context not in (None, p.kv_bytes_at_context)
-        ):
+        rows.append(("KV at context", human_bytes(p.kv_bytes_at_context)))
+        if p.naive_ratio is not None:
             rows.append(("KV at context (naive)", human_bytes(p.naive_kv_bytes_at_context)))
-            if p.naive_ratio is not None:
-                rows.append(("naive / aware", f"{p.naive_ratio:.2f}x"))
+            rows.append(("naive / aware", f"{p.naive_ratio:.2f}x"))
     state = p.state_bytes_per_sequence
     rows.append(("state per sequence", "none" if state == 0 else human_bytes(state)))
-    if r.context is not None or p.kv_bytes_at_context == 0:
-        rows.append((f"batch {r.batch}: KV", human_bytes(plan.kv_bytes_for_batch)))
-    if state != 0:
-        rows.append((f"batch {r.batch}: state", human_bytes(plan.state_bytes_for_batch)))
-    if plan.total_bytes_for_batch is not None or r.context is not None:
-        rows.append((f"batch {r.batch}: total", human_bytes(plan.total_bytes_for_batch)))
-    width = max(len(k) for k, _ in rows)
+    rows.append((f"batch {r.batch}: total", human_bytes(plan.total_bytes_for_batch)))
     for key, value in rows:
-        style = "yellow" if value == UNKNOWN else ""
-        lines.append(Text.assemble(f"  {key:<{width}}  ", (value, style)))
+        lines += wrap(f"{key:<22} {value}", width, " " * 25, "  ")
     for reason in p.unknown:
-        lines.append(Text.assemble("  ", ("unknown: ", "yellow"), reason))
+        lines += wrap(f"unknown: {reason}", width, "    ", "  ")
     if p.missing:
-        lines.append(Text.assemble("  ", ("missing fields: ", "yellow"), ", ".join(p.missing)))
-    if p.arithmetic:
-        lines.append(Text("  arithmetic:", style="dim"))
-        lines.extend(Text(f"    {line}") for line in p.arithmetic)
+        lines += wrap("missing fields: " + ", ".join(p.missing), width, "    ", "  ")
+    lines += wrap("arithmetic:", width, "  ", "  ")
+    for line in p.arithmetic:
+        lines += wrap(line, width, "      ", "    ")
     for note in (*plan.notes, *p.notes):
-        lines.append(Text(f"  note: {note}", style="dim"))
-    return lines
-
-
-def _engine_table(views: tuple[EngineView, ...], context: int | None) -> Table:
-    table = Table(
-        title="What each engine would allocate at its pinned commit",
-        title_justify="left",
-        show_edge=False,
-        pad_edge=False,
-    )
-    for column in (
-        "engine",
-        "commit",
-        "mechanism",
-        "KV/token",
-        "KV at context" if context is not None else "KV at context (no context)",
-        "state/seq",
-        "differs",
-    ):
-        table.add_column(column)
-    for v in views:
-        if v.status != "constraints used" or v.mechanism is None:
-            what = (
-                v.status
-                if v.commit is None
-                else ("classes: " + ", ".join(v.flags) if v.flags else "no figures extracted")
-            )
-            table.add_row(v.title, (v.commit or "-")[:12], what, "-", "-", "-", "")
-            continue
-        table.add_row(
-            v.title,
-            (v.commit or "-")[:12],
-            v.mechanism,
-            short_bytes(v.kv_bytes_per_token),
-            short_bytes(v.kv_bytes_at_context),
-            "-" if v.state_bytes_per_sequence == 0 else short_bytes(v.state_bytes_per_sequence),
-            "yes" if v.differs_from_prediction else "no",
-        )
-    return table
-
-
-def _engine_notes(views: tuple[EngineView, ...]) -> list[Text]:
-    lines: list[Text] = []
-    for v in views:
+        lines += wrap(f"note: {note}", width, "    ", "  ")
+    for v in plan.engines:
+        lines += ["", *wrap(f"{v.title} @ {v.commit or 'no constraints'}", width, "  ")]
         for note in v.notes:
-            lines.append(Text.assemble(f"  {v.title}: ", (note, "dim" if v.commit is None else "")))
-        for cite in v.citations[:4]:
-            lines.append(
-                Text(
-                    f"    cites {cite.engine}@{cite.commit[:12]} {cite.path}"
-                    f"{' :: ' + cite.symbol if cite.symbol else ''}",
-                    style="dim",
-                )
+            lines += wrap(note, width, "    ", "  ")
+        if v.gpu is not None:
+            lines += wrap(f"per GPU at tp {v.gpu.tp} ({v.gpu.status}):", width, "    ", "  ")
+            lines += _share_lines(v.gpu, width)
+        if v.capacity is not None:
+            c = v.capacity
+            lines += wrap(
+                f"capacity: memory fraction {c.memory_fraction if c.memory_fraction is not None else UNKNOWN}"
+                f" ({c.memory_fraction_source}); block {c.block_tokens or UNKNOWN} tokens "
+                f"({c.block_tokens_source})",
+                width,
+                "    ",
+                "  ",
             )
-    return lines
-
-
-def _support_table(support: tuple[EngineSupport, ...], architecture: str | None) -> Table:
-    table = Table(
-        title=f"Engine support for {architecture or '(no architectures in config)'}",
-        title_justify="left",
-        show_edge=False,
-        pad_edge=False,
-    )
-    for column in ("engine", "commit", "status", "task group", "where (path :: symbol)"):
-        table.add_column(column, overflow="fold")
-    for s in support:
-        registry = [e for e in s.entries]
-        if not registry:
-            table.add_row(s.title, (s.commit or "-")[:12], s.status, "-", "; ".join(s.notes))
-            continue
-        first = True
-        for entry in registry:
+            for line in c.arithmetic:
+                lines += wrap(line, width, "      ", "    ")
+            for reason in c.unknown:
+                lines += wrap(f"unknown: {reason}", width, "      ", "    ")
+            for note in c.notes:
+                lines += wrap(f"note: {note}", width, "      ", "    ")
+        for cite in v.citations:
+            where = f"{cite.path} :: {cite.symbol}" if cite.symbol else cite.path
+            lines += wrap(f"cites {cite.engine}@{cite.commit[:12]} {where}", width, "      ", "  ")
+    lines += [
+        "",
+        *wrap(f"Engine support for {plan.architecture or '(no architectures)'}", width, "  "),
+    ]
+    for s in plan.support:
+        lines += wrap(f"{s.title} {(s.commit or '-')[:12]}: {s.status}", width, "    ", "  ")
+        for entry in s.entries:
             where = f"{entry.citation.path} :: {entry.citation.symbol}"
             if entry.detail:
                 where += f" ({entry.detail})"
             if entry.constraints:
-                where += " | constraints: " + "; ".join(entry.constraints)
-            table.add_row(
-                s.title if first else "",
-                (s.commit or "-")[:12] if first else "",
-                s.status if first else entry.kind,
-                entry.task_group or "-",
-                escape(where),
-            )
-            first = False
+                where += "; constraints: " + "; ".join(entry.constraints)
+            group = f" [{entry.task_group}]" if entry.task_group else ""
+            lines += wrap(f"{entry.kind}{group}: {where}", width, "        ", "    ")
         for note in s.notes:
-            table.add_row("", "", "note", "", escape(note))
-    return table
+            lines += wrap(note, width, "        ", "    ")
+    lines += [""]
+    for stamp in plan.constraints:
+        text = (
+            f"{stamp.title} @ {stamp.commit} ({stamp.commit_date})"
+            if stamp.present
+            else f"{stamp.title}: constraints absent"
+        )
+        lines += wrap(f"Prediction using the generated constraints of {text}", width, "    ")
+    return lines
 
 
-def render(plan: Plan, console: Console) -> None:
-    r = plan.request
-    used = [s for s in plan.constraints if s.present]
-    header = Text.assemble(
-        ("apron plan", "bold"),
-        f"  {plan.source}   ",
-        ("PREDICTION", "bold magenta"),
-        " (from config fields and extracted engine rules, not a measurement)",
-    )
-    ident = f"{plan.architecture or '(no architectures)'} · model_type {plan.model_type or '?'}" + (
-        f" (text: {plan.text_model_type})" if plan.text_config_key else ""
-    )
-    request = (
-        f"context {r.context:,} tokens ({r.context_source})"
-        if r.context is not None
-        else f"context: {r.context_source}"
-    ) + f" · KV dtype {r.kv_dtype} ({r.kv_dtype_bytes} B) · batch {r.batch}"
-    heads = plan.kv_heads
-    lines = [header, Text(ident), Text(request)]
-    if r.max_model_len is not None and not r.context_source.startswith("default"):
-        lines.append(
-            Text(
-                f"model maximum {r.max_model_len:,} tokens ({r.max_model_len_source})", style="dim"
-            )
-        )
-    for warning in r.context_warnings:
-        lines.append(Text(f"warning: {warning}", style="yellow"))
-    if r.kv_dtype_source:
-        lines.append(Text(f"KV dtype {r.kv_dtype} from {r.kv_dtype_source}", style="dim"))
-    if r.ssm_dtype:
-        lines.append(Text(f"SSM state dtype {r.ssm_dtype}: {r.ssm_dtype_source}", style="dim"))
-    if plan.prediction.mechanism in HEAD_MECHANISMS:
-        lines.append(
-            Text(
-                f"KV heads: {heads.how}"
-                if heads.known
-                else "KV heads: unknown: " + "; ".join(heads.unknown),
-                style="dim",
-            )
-        )
-    console.print(Group(*lines))
-    console.print()
-    for line in _mechanism_lines(plan):
-        console.print(line)
-    console.print()
-    console.print(_engine_table(plan.engines, r.context))
-    for line in _engine_notes(plan.engines):
-        console.print(line)
-    console.print()
-    console.print(_support_table(plan.support, plan.architecture))
-    console.print()
-    stamps = "; ".join(
-        f"{s.title} @ {s.commit} ({s.commit_date})"
-        if s.present
-        else f"{s.title}: constraints absent"
-        for s in plan.constraints
-    )
-    console.print(
-        Text.assemble(
-            ("Prediction", "bold magenta"), f" using the generated constraints of: {stamps}"
-        )
-    )
-    if not used:
-        console.print(Text("no engine constraints were present", style="yellow"))
+def render(plan: Plan, console: Console, verbose: bool = False) -> None:
+    """Print the default view (or the verbose one) at most 80 columns wide."""
+    width = min(WIDTH, console.width) if console.width else WIDTH
+    lines = verbose_lines(plan, width) if verbose else summary_lines(plan, width)
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

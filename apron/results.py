@@ -7,6 +7,9 @@ from typing import NamedTuple
 from apron.constraints import Citation
 
 PREDICTION = "prediction"
+# `apron plan --json` layout version: bumped when a field is removed, renamed or changes meaning
+# (adding a field does not bump it). 2: per-GPU shares, capacity and weights (tp, gpu memory).
+SCHEMA_VERSION = 2
 
 
 class Request(NamedTuple):
@@ -22,6 +25,7 @@ class Request(NamedTuple):
     context_warnings: tuple[str, ...] = ()
     ssm_dtype: str = ""  # --mamba-ssm-cache-dtype as the engine resolves it; "" = model dtype
     ssm_dtype_source: str = ""
+    tp: int = 1  # tensor-parallel size: figures computed with tp > 1 are one GPU's share
     kv_dtype_source: str = ""  # with --kv-dtype auto: how the engine resolved it; "" = given
 
 
@@ -76,6 +80,69 @@ class MechanismResult(NamedTuple):
         return not self.unknown
 
 
+class GpuShare(NamedTuple):
+    """One engine's figures for one GPU at tensor-parallel size tp (tp 1: the whole model).
+
+    status: "split" (figures below), "refused" (the engine refuses this tp: `refused` says why,
+    `valid_tp` what works), "unknown" (a rule is missing: `unknown` says which)."""
+
+    tp: int
+    status: str
+    kv_heads_per_gpu: int | None  # None also for MLA (no head factor) and per-layer counts
+    kv_heads_how: str
+    kv_bytes_per_token: int | None
+    kv_bytes_at_context: int | None
+    state_bytes_per_sequence: int | None
+    weights_bytes: int | None
+    refused: tuple[str, ...]
+    valid_tp: tuple[int, ...]
+    unknown: tuple[str, ...]
+    arithmetic: tuple[str, ...]
+
+
+class Capacity(NamedTuple):
+    """What fits on one GPU for one engine: a prediction from gpu_memory x memory_fraction minus
+    the weights; activations, CUDA graphs and non-torch memory are not modelled (see notes).
+
+    limit: "kv" (the KV blocks of a sequence at the context run out first), "state" (the fixed
+    per-sequence state is the larger part), "weights" (nothing fits), "" unknown."""
+
+    gpu_memory_bytes: int
+    memory_fraction: float | None
+    memory_fraction_source: str
+    block_tokens: int | None
+    block_tokens_source: str
+    budget_bytes: int | None
+    blocks: int | None
+    block_bytes: int | None
+    kv_tokens: int | None
+    blocks_per_sequence: int | None
+    sequence_bytes: int | None
+    sequences: int | None
+    limit: str
+    unknown: tuple[str, ...]
+    arithmetic: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+class DtypeWeights(NamedTuple):
+    """Checkpoint tensor bytes of one dtype."""
+
+    dtype: str
+    bytes: int
+    tensors: int
+
+
+class Weights(NamedTuple):
+    """The checkpoint's weight bytes (never a parameter-count guess), or unknown with why."""
+
+    total_bytes: int | None
+    by_dtype: tuple[DtypeWeights, ...]
+    source: str
+    unknown: str
+    notes: tuple[str, ...]
+
+
 class EngineView(NamedTuple):
     """What one engine at its pinned commit would do with this config."""
 
@@ -93,6 +160,8 @@ class EngineView(NamedTuple):
     differs_from_prediction: bool
     notes: tuple[str, ...]
     citations: tuple[Citation, ...]
+    gpu: GpuShare | None = None  # per-GPU figures at --tp (None: no figures to split)
+    capacity: Capacity | None = None  # what fits, when --gpu-memory is given
 
 
 class SupportEntry(NamedTuple):
@@ -145,3 +214,7 @@ class Plan(NamedTuple):
     support: tuple[EngineSupport, ...]
     constraints: tuple[EngineStamp, ...]
     notes: tuple[str, ...]
+    tp: int = 1
+    gpu_memory_bytes: int | None = None
+    weights: Weights | None = None
+    schema_version: int = SCHEMA_VERSION

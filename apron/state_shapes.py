@@ -10,6 +10,8 @@ parallel size 1, no speculative tokens and the default SD conv layout the tensor
                     ssm v_heads x v_dim x k_dim
   short_conv        conv (conv_L_cache - 1) x conv_dim
   linear_attention  state num_heads x head_dim x head_dim
+At tensor parallel size tp each GPU holds 1/tp of every tensor's split dimension, as those
+methods divide it (mamba2 first extends n_groups to a multiple of tp when tp does not divide it).
 Conv tensors are kept in the model dtype (--mamba-cache-dtype auto); the ssm tensor of mamba1,
 mamba2 and gated_delta_net in --mamba-ssm-cache-dtype, whose default some architectures set
 (generated/vllm mamba_ssm_dtype_defaults); linear-attention state in the model dtype."""
@@ -196,8 +198,22 @@ def _bytes_of(dtype: str | None) -> int | None:
     return DTYPE_BYTES.get(dtype or "")
 
 
-def layer_state(model: ModelConfig, rule: ShapeRule, dtypes: StateDtypes) -> TensorState:
-    """Bytes of one layer's state tensors under `rule`."""
+def _split(value: int, tp: int, what: str) -> tuple[int | None, str]:
+    """value / tp as vLLM's divide() takes it (it asserts divisibility), or (None, why not)."""
+    if value % tp:
+        return None, f"{what} = {value:,} is not divisible by tp {tp}: vLLM's divide() refuses it"
+    return value // tp, ""
+
+
+def _extra_groups(n_groups: int, tp: int) -> int:
+    """MambaStateShapeCalculator.extra_groups_for_head_shards: groups replicated to shard heads."""
+    return 0 if n_groups % tp == 0 else tp - n_groups
+
+
+def layer_state(
+    model: ModelConfig, rule: ShapeRule, dtypes: StateDtypes, tp: int = 1
+) -> TensorState:
+    """Bytes of one layer's state tensors under `rule`, on one GPU of `tp`."""
     values = {arg: model.integer(key) for arg, key in rule.fields.items()}
     missing = [rule.fields[arg] for arg, v in values.items() if v is None]
     lines: list[str] = [f"rule: {rule.cite} -> MambaStateShapeCalculator.{rule.calculator}"]
@@ -299,6 +315,25 @@ def layer_state(model: ModelConfig, rule: ShapeRule, dtypes: StateDtypes) -> Ten
                 f"{v['head_dim']} x {v['head_dim']}",
             )
         )
+    if tp > 1:
+        split = _tensor_splits(rule.calculator, v, inter, tp)
+        shared: list[tuple[str, int, str, str]] = []
+        for name, _elements, role, formula in tensors:
+            dim, rest, what = split[name]
+            share, why = (
+                (dim // tp, "") if rule.calculator == "linear_attention" else _split(dim, tp, what)
+            )
+            if share is None:
+                return TensorState(rule.calculator, None, tuple(lines), (why,), ())
+            shared.append(
+                (
+                    name,
+                    share * rest,
+                    role,
+                    f"({formula}) / tp, split along {what}: {dim:,} / {tp} = {share:,} x {rest:,}",
+                )
+            )
+        tensors = shared
     total = 0
     for name, elements, role, formula in tensors:
         dtype = dtypes.model if role == "model" else dtypes.ssm
@@ -320,5 +355,36 @@ def layer_state(model: ModelConfig, rule: ShapeRule, dtypes: StateDtypes) -> Ten
             f"{name} = {formula} = {elements:,} x {size} B ({dtype}) = {elements * size:,} B"
         )
         total += elements * size
-    lines.append(f"per layer = {total:,} B ({dtypes.how})")
+    where = f" per GPU at tp {tp}" if tp > 1 else ""
+    lines.append(f"per layer{where} = {total:,} B ({dtypes.how})")
     return TensorState(rule.calculator, total, tuple(lines), (), ())
+
+
+def _tensor_splits(
+    calculator: str, v: dict[str, int | None], inter: int | None, tp: int
+) -> dict[str, tuple[int, int, str]]:
+    """Per tensor: (the dimension MambaStateShapeCalculator divides by tp, the rest, its name)."""
+    k = (v.get("conv_kernel") or 1) - 1
+    if calculator == "mamba1":
+        assert inter is not None
+        return {
+            "conv": (inter, k, "intermediate"),
+            "ssm": (inter, v["state_size"], "intermediate"),  # type: ignore[dict-item]
+        }
+    if calculator == "mamba2":
+        assert inter is not None
+        groups = v["n_groups"] + _extra_groups(v["n_groups"], tp)  # type: ignore[operator]
+        conv_dim = inter + 2 * groups * v["state_size"]  # type: ignore[operator]
+        return {
+            "conv": (conv_dim, k, f"conv_dim (n_groups extended to {groups})"),
+            "ssm": (v["num_heads"], v["head_dim"] * v["state_size"], "num_heads"),  # type: ignore[dict-item,operator]
+        }
+    if calculator == "gated_delta_net":
+        conv_dim = 2 * v["head_k_dim"] * v["num_k_heads"] + v["head_v_dim"] * v["num_v_heads"]  # type: ignore[operator]
+        return {
+            "conv": (conv_dim, k, "conv_dim"),
+            "ssm": (v["num_v_heads"], v["head_v_dim"] * v["head_k_dim"], "num_v_heads"),  # type: ignore[dict-item,operator]
+        }
+    if calculator == "short_conv":
+        return {"conv": (v["conv_dim"], k, "conv_dim")}  # type: ignore[dict-item]
+    return {"state": (v["num_heads"], v["head_dim"] ** 2, "num_heads (floor)")}  # type: ignore[dict-item,operator]

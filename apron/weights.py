@@ -207,7 +207,7 @@ def _read_index(path: Path) -> _Index:
         isinstance(v, str) and v for v in weight_map.values()
     ):
         raise ApronInputError(f"{path}: weight_map must be an object of tensor name -> file name")
-    for file_name in weight_map.values():
+    for file_name in sorted(set(weight_map.values())):  # each shard once, not per tensor
         if Path(file_name).name != file_name or not file_name.endswith(SAFETENSORS_SUFFIX):
             raise ApronInputError(
                 f"{path}: weight_map names {file_name!r}, not a .safetensors file in the "

@@ -17,6 +17,22 @@ class ArchName(NamedTuple):
     symbol: str
 
 
+class AttentionBackendChoice(NamedTuple):
+    """One attention backend of a CUDA priority list and the KV block size it gives."""
+
+    use_mla: bool
+    branch: str
+    default_branch: bool
+    rank: int
+    backend: str
+    class_path: str
+    kernel_block_sizes: tuple[str, ...]
+    preferred_block: int | None
+    reason: str
+    path: str
+    symbol: str
+
+
 class AttnTypeRule(NamedTuple):
     """`ModelConfig.attn_type`: a pooling run is encoder-only for the listed default sequence"""
 
@@ -102,6 +118,21 @@ class HfArchitecture(NamedTuple):
     runtime_gguf_archs: tuple[str, ...]
     properties: tuple[str, ...]
     resolution: str
+    path: str
+    symbol: str
+
+
+class HybridPageRule(NamedTuple):
+    """How a hybrid model's attention block size is raised so its page holds one mamba state."""
+
+    when: tuple[tuple[str, ...], ...]
+    shape: str
+    alignment: str
+    alignment_floor_is_block_size: bool
+    kernel_sizes_from: str
+    raises_only: bool
+    pads_mamba_page: bool
+    formula: str
     path: str
     symbol: str
 
@@ -248,6 +279,20 @@ class RegistryRow(NamedTuple):
     path: str
 
 
+class ServingDefault(NamedTuple):
+    """A serving setting's default as the engine's source sets it (block size, memory fraction)."""
+
+    setting: str
+    role: str
+    kind: str
+    value: str
+    candidates: tuple[str, ...]
+    computed_by: str
+    reason: str
+    path: str
+    symbol: str
+
+
 class SglangArchitectureSet(NamedTuple):
     """An architecture named in one of the name sets ModelConfig's module tests (model_config.py)."""
 
@@ -354,6 +399,32 @@ class SlidingWindowRule(NamedTuple):
     window_gguf_required: bool
     other: tuple[str, ...]
     model_class: str
+    path: str
+    symbol: str
+
+
+class SsmTpSplit(NamedTuple):
+    """A dimension of a recurrent state that the engine divides by the tensor-parallel size."""
+
+    calculator: str
+    dividend: str
+    dividend_code: str
+    division: str
+    adjustments: tuple[str, ...]
+    path: str
+    symbol: str
+
+
+class TpRule(NamedTuple):
+    """A tensor-parallel rule: how KV heads are split across GPUs, or what tp must divide."""
+
+    rule: str
+    shape: str
+    keys: tuple[str, ...]
+    constant: int | None
+    when: tuple[tuple[str, ...], ...]
+    code: str
+    scope: str
     path: str
     symbol: str
 

@@ -1,5 +1,7 @@
 """Hand-written miniatures in the shape of SGLang's files (same paths, same syntax patterns)."""
 
+from tests.sglang_serving_miniatures import serving_files, with_kv_method
+
 MODELS = "python/sglang/srt/models"
 MODEL_CONFIG_PATH = "python/sglang/srt/configs/model_config.py"
 OLD_DOCS = "docs/supported_models"
@@ -654,7 +656,8 @@ def tree_2025() -> dict[str, str]:
     """Old docs layout (docs/supported_models/*.md), chain in __init__."""
     return {
         **models_tree(),
-        MODEL_CONFIG_PATH: MODEL_CONFIG_OLD,
+        **serving_files(LLAMA),
+        MODEL_CONFIG_PATH: with_kv_method(MODEL_CONFIG_OLD),
         MODEL_RUNNER_PATH: MODEL_RUNNER,
         **CONFIG_MODULES,
         f"{OLD_DOCS}/generative_models.md": OLD_GENERATIVE,
@@ -665,7 +668,7 @@ def tree_2025() -> dict[str, str]:
 def tree_2026() -> dict[str, str | None]:
     """New docs layout (docs/docs/supported-models/*.mdx), the old pages removed."""
     return {
-        MODEL_CONFIG_PATH: MODEL_CONFIG,
+        MODEL_CONFIG_PATH: with_kv_method(MODEL_CONFIG),
         HYBRID_ARCH_PATH: HYBRID_ARCH,
         f"{OLD_DOCS}/generative_models.md": None,
         f"{OLD_DOCS}/multimodal_language_models.md": None,

@@ -27,9 +27,19 @@ def test_sample_prints_a_labelled_prediction():
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "PREDICTION" in out and "MLA latent cache" in out
+    # 61 layers x (512 + 64) x 2 B = 70,272 B/token = 68.6 KiB; x 32,768 = 2.14 GiB
+    assert "KV 68.6 KiB/token, 2.14 GiB at 32,768 tokens" in out
+    assert "vLLM 0231dd5467c6" in out  # the vLLM commit it used
+    assert "DeepseekV3ForCausalLM: registered in vLLM" in out
+
+
+def test_verbose_adds_the_arithmetic_and_citations():
+    result = run("--sample", "deepseek-v3", "--context", "32768", "--verbose")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
     assert "70,272 B" in out and "2,302,672,896 B" in out
-    assert "0231dd5467c61dca76f66269b6298a43772b3519" in out  # the vLLM commit it used
-    assert "DeepseekV3ForCausalLM" in out and "registered" in out
+    assert "0231dd5467c61dca76f66269b6298a43772b3519" in out
+    assert "is_deepseek_mla" in out
 
 
 @pytest.mark.parametrize(
@@ -67,7 +77,9 @@ def test_json_output_is_the_plan_model():
         "ssm_dtype": "",
         "ssm_dtype_source": "",
         "kv_dtype_source": "",
+        "tp": 1,
     }
+    assert data["schema_version"] == 2
     assert data["prediction"]["mechanism"] == "hybrid_ssm"
     assert data["state_bytes_for_batch"] == 3 * 8_716_288
     assert {e["engine"] for e in data["engines"]} >= {"vllm"}

@@ -40,6 +40,7 @@ from extractors.vllm.records import RegistryRow, VllmDocsRow
 from tests import llamacpp_miniatures as llama
 from tests import vllm_miniatures as vllm
 from tests.conftest import assert_snapshot, write_pin
+from tests.vllm_serving_miniatures import MODEL_CONFIG_TP_METHODS, serving_files
 
 
 def bump_body(project, make_repo, monkeypatch, engine_id, url, commits, links=None):
@@ -155,9 +156,10 @@ def test_layout_refactor_body_names_the_real_changes(project, make_repo, monkeyp
 def rekeyed_old_tree() -> dict[str, str | None]:
     """The inline ModelConfig layout: rules in one function, no convertor classes."""
     return {
-        vllm.CONFIG_SINGLE_PATH: vllm.MODEL_CONFIG_OLD,
+        vllm.CONFIG_SINGLE_PATH: vllm.MODEL_CONFIG_OLD + MODEL_CONFIG_TP_METHODS,
         vllm.MODELS_CONFIG_PATH: vllm.MODELS_CONFIG_V1,
         **vllm.interface_files(),
+        **serving_files(),
         vllm.REGISTRY_PATH: vllm.REGISTRY_V1,
         vllm.DOCS_PATH: vllm.DOCS_V1,
         vllm.POOLING_DOCS_PATH: vllm.POOLING_DOCS_V1,

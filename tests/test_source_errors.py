@@ -30,7 +30,7 @@ runner = CliRunner()
 
 def loose_commit_with_prefix(repo, tree: str, prefix: str) -> str:
     """Write an (unreferenced) commit object whose SHA starts with `prefix`."""
-    for i in range(2_000_000):
+    for i in range(8_000_000):  # a 5-hex prefix needs ~1M tries on average
         body = (
             f"tree {tree}\nauthor t <t@example.invalid> 1700000000 +0000\n"
             f"committer t <t@example.invalid> 1700000000 +0000\n\nfiller {i}\n"
@@ -47,7 +47,7 @@ def loose_commit_with_prefix(repo, tree: str, prefix: str) -> str:
 
 
 def loose_blob_with_prefix(repo, prefix: str) -> str:
-    for i in range(2_000_000):
+    for i in range(8_000_000):  # a 5-hex prefix needs ~1M tries on average
         body = f"blob filler {i}\n".encode()
         if hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest().startswith(prefix):
             done = subprocess.run(

@@ -23,6 +23,7 @@ from tests.vllm_miniatures import (
     tree_v1,
     tree_v2_old_layout,
 )
+from tests.vllm_serving_miniatures import serving_files
 
 VLLM = ENGINES["vllm"]
 runner = CliRunner()
@@ -174,6 +175,7 @@ def test_layout_with_no_anchor_names_every_path_tried(project, make_repo):
                     **{p: t for p, t in tree_v1().items() if p.startswith("docs/")},
                     REGISTRY_PATH: REGISTRY_V2,
                     **interface_files(),
+                    **serving_files(),
                     "vllm/config.py": "class ModelConfig:\n    x = 1\n",
                 },
                 "no convertor anchors",

@@ -7,6 +7,7 @@ from tests.vllm_class_miniatures import (
     REGISTRY_IMPORTS,
     interface_files,
 )
+from tests.vllm_serving_miniatures import MODEL_CONFIG_TP_METHODS, serving_files
 
 CONVERTOR_PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
 CONFIG_MODEL_PATH = "vllm/config/model.py"
@@ -342,8 +343,9 @@ def tree_v1() -> dict[str, str]:
         REGISTRY_PATH: REGISTRY_V1,
         DOCS_PATH: DOCS_V1,
         POOLING_DOCS_PATH: POOLING_DOCS_V1,
-        "vllm/config/model.py": MODEL_CONFIG,
+        "vllm/config/model.py": MODEL_CONFIG + MODEL_CONFIG_TP_METHODS,
         **interface_files(),
+        **serving_files(),
         "vllm/model_executor/models/llama.py": LLAMA,
         "vllm/model_executor/models/deepseek_v2.py": DEEPSEEK_V2,
     }
@@ -354,6 +356,6 @@ def tree_v2_old_layout() -> dict[str, str | None]:
     return {
         CONVERTOR_PATH: None,
         "vllm/config/model.py": None,
-        CONFIG_SINGLE_PATH: MODEL_CONFIG_OLD,
+        CONFIG_SINGLE_PATH: MODEL_CONFIG_OLD + MODEL_CONFIG_TP_METHODS,
         REGISTRY_PATH: REGISTRY_V2,
     }

@@ -70,7 +70,7 @@ def _state(
         if not count:
             continue
         if rule is not None and rule.calculator in RULE_KINDS[kind]:
-            state = rule_state(model, rule, state_dtypes(model, request))
+            state = rule_state(model, rule, state_dtypes(model, request), request.tp)
             lines.extend(f"{kind} state: {line}" for line in state.arithmetic)
             if state.bytes is None:
                 reasons.extend(state.unknown)
@@ -81,6 +81,12 @@ def _state(
                 f"{n(count * state.bytes)} B (fixed: does not grow with context)"
             )
             total += count * state.bytes
+        elif kind in (MAMBA, BOTH) and request.tp > 1:
+            reasons.append(
+                f"state per GPU at tp {request.tp}: no vLLM state rule for model_type "
+                f"{model.text_model_type or model.model_type!r}, so how it splits is unknown"
+            )
+            return None
         elif kind in (MAMBA, BOTH):
             generic = layer_state(model, recurrent=False)
             lines += [

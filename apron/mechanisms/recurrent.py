@@ -29,6 +29,8 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
         )
     if layers is None:
         return unknown_result(NAME, TITLE, (f"{layers_key} is absent",), (layers_key,), state=None)
+    if request.tp > 1:
+        return _split_state(model, request, layers)
     state = layer_state(model, recurrent=True)
     lines = [
         f"{state.variant} state per layer: {line}" if i == 0 else f"  {line}"
@@ -58,4 +60,48 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
         state=total,
         arithmetic=tuple(lines),
         notes=("no KV cache: memory scales with batch, not context",),
+    )
+
+
+def _split_state(model: ModelConfig, request: Request, layers: int) -> MechanismResult:
+    """One GPU's state at tp > 1, by the model class's vLLM state rule (or unknown without one)."""
+    from apron.mechanisms.hybrid_ssm import state_dtypes
+    from apron.state_shapes import layer_state as rule_state
+    from apron.state_shapes import rule_for
+
+    rule = rule_for(model)
+    if rule is None:
+        return unknown_result(
+            NAME,
+            TITLE,
+            (
+                f"state per GPU at tp {request.tp}: no vLLM state rule for model_type "
+                f"{model.model_type!r}, so how it splits is unknown",
+            ),
+            state=None,
+        )
+    state = rule_state(model, rule, state_dtypes(model, request), request.tp)
+    if state.bytes is None:
+        return result(
+            NAME,
+            f"{TITLE} ({rule.calculator})",
+            per_token=0,
+            at_context=0,
+            state=None,
+            unknown=state.unknown,
+            missing=state.missing,
+            arithmetic=state.arithmetic,
+        )
+    total = state.bytes * layers
+    lines = (
+        *state.arithmetic,
+        f"state per sequence per GPU = {layers} layers x {n(state.bytes)} B = {n(total)} B",
+    )
+    return result(
+        NAME,
+        f"{TITLE} ({rule.calculator})",
+        per_token=0,
+        at_context=0,
+        state=total,
+        arithmetic=lines,
     )

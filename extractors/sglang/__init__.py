@@ -16,6 +16,7 @@ from extractors.sglang import (
     hybrid_configs,
     kv_heads,
     matrix_cells,
+    serving_rules,
 )
 from extractors.sglang.records import (
     SglangArchitectureSet,
@@ -28,7 +29,14 @@ from extractors.sglang.records import (
 )
 from extractors.sglang.registry_rows import models_registry
 from extractors.snapshot import Snapshot
-from extractors.vllm.records import KvHeadAlias, KvHeadFallback, KvHeadOverride
+from extractors.vllm.records import (
+    KvHeadAlias,
+    KvHeadFallback,
+    KvHeadOverride,
+    ServingDefault,
+    SsmTpSplit,
+    TpRule,
+)
 
 MODELS_DIRS = ("python/sglang/srt/models",)
 MODEL_CONFIG_PATHS = ("python/sglang/srt/configs/model_config.py",)
@@ -250,6 +258,77 @@ DOCS_REGISTRY_FINDINGS = FactKind(
     support=SupportScan("architecture", "finding"),
 )
 
+OVERRIDES_PATHS = ("python/sglang/srt/arg_groups/overrides.py",)
+
+
+def _serving_defaults(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing(serving_rules.SERVER_ARGS_PATHS, anchor="ServerArgs")
+    text = snapshot.read_text(path)
+    page = serving_rules.page_size_source(text, path)
+    if isinstance(page, tuple):
+        module, function, handler = page
+        source = snapshot.first_existing((module,), anchor=function)
+        page = serving_rules.page_size_from_pass(
+            snapshot.read_text(source), source, function, handler
+        )
+    return FactOutput((serving_rules.mem_fraction_default(text, path), page))
+
+
+def _tp_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    config = snapshot.first_existing(MODEL_CONFIG_PATHS, anchor="ModelConfig.get_num_kv_heads")
+    pool = next(
+        (
+            p
+            for p in serving_rules.POOL_PATHS
+            if snapshot.exists(p)
+            and any(f"def {m}" in snapshot.read_text(p) for m in serving_rules.CELL_METHODS)
+        ),
+        None,
+    )
+    if pool is None:
+        raise snapshot.missing_anchor(
+            "no per-token cell size method in any known layout",
+            serving_rules.POOL_PATHS,
+            " or ".join(serving_rules.CELL_METHODS),
+        )
+    llama = snapshot.first_existing(serving_rules.LLAMA_PATHS, anchor=serving_rules.LLAMA_ATTENTION)
+    rules = [
+        *serving_rules.kv_split_rules(snapshot.read_text(config), config),
+        serving_rules.mla_cell_rule(snapshot.read_text(pool), pool),
+        *serving_rules.attention_head_rules(snapshot.read_text(llama), llama),
+    ]
+    return FactOutput(tuple(sorted(rules, key=lambda r: r.rule)))
+
+
+def _ssm_tp_splits(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing(serving_rules.MAMBA_PATHS, anchor="*StateShape.create")
+    return FactOutput(tuple(serving_rules.ssm_tp_splits(snapshot.read_text(path), path)))
+
+
+SERVING_DEFAULTS = FactKind(
+    "serving_defaults",
+    "Serving defaults",
+    ServingDefault,
+    "the KV page size and the static memory fraction a server starts with when they are not "
+    "given: a literal, the value on CUDA of a platform-guarded pass (other values as "
+    "candidates), or a value computed at startup.",
+)
+TP_RULES = FactKind(
+    "tp_rules",
+    "Tensor-parallel rules",
+    TpRule,
+    "how ModelConfig splits KV heads across GPUs (replicated when fewer than tp), whether the "
+    "MLA cell size depends on tp, and the head checks of LlamaAttention.",
+)
+SSM_TP_SPLITS = FactKind(
+    "ssm_tp_splits",
+    "Recurrent state split under tensor parallelism",
+    SsmTpSplit,
+    "the dimensions each *StateShape.create of configs/mamba_utils.py divides by the "
+    "tensor-parallel size to size a state.",
+)
+
+
 ENGINE = EngineSpec(
     engine_id="sglang",
     title="SGLang",
@@ -293,5 +372,16 @@ ENGINE = EngineSpec(
             needs=("docs_table_rows", "registry_rows"),
             allow_empty=True,
         ),
+        FactExtractor(
+            SERVING_DEFAULTS,
+            _serving_defaults,
+            reads=(*serving_rules.SERVER_ARGS_PATHS, *OVERRIDES_PATHS),
+        ),
+        FactExtractor(
+            TP_RULES,
+            _tp_rules,
+            reads=(*MODEL_CONFIG_PATHS, *serving_rules.POOL_PATHS, *serving_rules.LLAMA_PATHS),
+        ),
+        FactExtractor(SSM_TP_SPLITS, _ssm_tp_splits, reads=serving_rules.MAMBA_PATHS),
     ),
 )

@@ -10,15 +10,19 @@ from extractors.doc_findings import DocRegistryFinding
 from extractors.records import FactKind, Record, SupportScan, warning
 from extractors.snapshot import Snapshot
 from extractors.vllm import (
+    attention_backends,
     attn_type_rule,
     class_flags,
     convertor,
     docs_tables,
     matrix_cells,
     model_config_defaults,
+    serving_rules,
 )
 from extractors.vllm.records import (
+    AttentionBackendChoice,
     AttnTypeRule,
+    HybridPageRule,
     InterfaceFlag,
     KvHeadAlias,
     KvHeadFallback,
@@ -29,6 +33,9 @@ from extractors.vllm.records import (
     ModelClassFlags,
     RegistryNotice,
     RegistryRow,
+    ServingDefault,
+    SsmTpSplit,
+    TpRule,
     VllmDocsRow,
 )
 from extractors.vllm.registry_notices import registry_notices, removal_notes
@@ -181,6 +188,134 @@ def _attn_type_rule(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) 
     return FactOutput((), (absent,))
 
 
+def _defining(snapshot: Snapshot, paths: tuple[str, ...], *markers: str) -> str | None:
+    """The first of `paths` present at the commit whose text holds every marker."""
+    for path in paths:
+        if snapshot.exists(path):
+            text = snapshot.read_text(path)
+            if all(marker in text for marker in markers):
+                return path
+    return None
+
+
+def _absent(what: str, tried: tuple[str, ...], symbol: str) -> FactOutput:
+    """No rows, and a warning: the concept does not exist in any known layout at this commit."""
+    message = f"no {what} at this commit in " + ", ".join(tried)
+    return FactOutput((), (warning("absent", symbol, message, tried[0], symbol),))
+
+
+def _serving_defaults(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    cls = serving_rules.CACHE_CLASS
+    path = _defining(snapshot, serving_rules.CACHE_PATHS, f"class {cls}")
+    if path is None:
+        raise snapshot.missing_anchor(
+            f"class {cls} is not defined in any known layout", serving_rules.CACHE_PATHS, cls
+        )
+    text = snapshot.read_text(path)
+    rows = serving_rules.cache_defaults(text, path)
+    cuda = serving_rules.CUDA_PLATFORM_PATHS[0]
+    if any(r.kind == "opaque" for r in rows) and snapshot.exists(cuda):  # the platform fills it
+        rows = serving_rules.cache_defaults(text, path, snapshot.read_text(cuda))
+    return FactOutput(tuple(rows))
+
+
+def _tp_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    method = serving_rules.KV_METHOD
+    paths = serving_rules.MODEL_CONFIG_PATHS
+    path = _defining(snapshot, paths, f"def {method}")
+    if path is None:
+        raise snapshot.missing_anchor(
+            f"ModelConfig.{method} is not defined in any known layout",
+            paths,
+            f"ModelConfig.{method}",
+        )
+    convertor_path = serving_rules.CONVERTOR_PATH
+    convertor_text = snapshot.read_text(convertor_path) if snapshot.exists(convertor_path) else None
+    rules = serving_rules.tp_rules(snapshot.read_text(path), path, convertor_text)
+    linear = snapshot.first_existing(serving_rules.LINEAR_PATHS, anchor=serving_rules.QKV_CLASS)
+    rules.append(serving_rules.kv_divisibility_rule(snapshot.read_text(linear), linear))
+    return FactOutput(tuple(sorted(rules, key=lambda r: r.rule)))
+
+
+def _ssm_tp_splits(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    cls = serving_rules.MAMBA_CLASS
+    path = _defining(snapshot, serving_rules.MAMBA_PATHS, f"class {cls}")
+    if path is None:
+        return _absent(cls, serving_rules.MAMBA_PATHS, cls)
+    return FactOutput(tuple(serving_rules.ssm_tp_splits(snapshot.read_text(path), path)))
+
+
+def _hybrid_page_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    layouts = serving_rules.HYBRID_LAYOUTS
+    for path, cls, method in layouts:
+        if _defining(snapshot, (path,), f"class {cls}", f"def {method}"):
+            rows = serving_rules.hybrid_page_rules(snapshot.read_text(path), path, cls, method)
+            return FactOutput(tuple(rows))
+    symbol = " or ".join(f"{cls}.{method}" for _, cls, method in layouts)
+    return _absent("hybrid page rule", tuple(p for p, _, _ in layouts), symbol)
+
+
+def _attention_backends(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    block = next((r for r in done["serving_defaults"] if r.setting == "block_size"), None)
+    default = int(block.value) if block is not None and block.value.isdigit() else None
+    cuda, registry, base = (
+        attention_backends.CUDA_PATH,
+        attention_backends.REGISTRY_PATH,
+        attention_backends.BASE_PATH,
+    )
+    if not snapshot.exists(registry):
+        return _absent("attention backend registry", (registry,), attention_backends.ENUM)
+    for path in (cuda, base):
+        snapshot.first_existing((path,), anchor=attention_backends.FACT)
+    rows = attention_backends.attention_backends(
+        snapshot.read_text(cuda),
+        snapshot.read_text(registry),
+        snapshot.read_text(base),
+        _reader(snapshot),
+        default,
+    )
+    return FactOutput(tuple(rows))
+
+
+ATTENTION_BACKENDS = FactKind(
+    attention_backends.FACT,
+    "CUDA attention backends and their block sizes",
+    AttentionBackendChoice,
+    "the backends _get_backend_priorities lists per branch (use_mla, GPU generation), in "
+    "order, with each backend's kernel block sizes and the block size get_preferred_block_size "
+    "picks from the default; the first backend that supports the setup is chosen at startup.",
+)
+
+
+SERVING_DEFAULTS = FactKind(
+    "serving_defaults",
+    "Serving defaults",
+    ServingDefault,
+    "the KV cache block size and the GPU memory fraction a server starts with when they are not "
+    "given: a literal, a value computed at startup, or code not evaluated.",
+)
+TP_RULES = FactKind(
+    "tp_rules",
+    "Tensor-parallel rules",
+    TpRule,
+    "how ModelConfig splits KV heads across GPUs (replicated when fewer than tp), the MLA head "
+    "count per GPU, and what tp must divide.",
+)
+SSM_TP_SPLITS = FactKind(
+    "ssm_tp_splits",
+    "Recurrent state split under tensor parallelism",
+    SsmTpSplit,
+    "the dimensions each MambaStateShapeCalculator method divides by the tensor-parallel size.",
+)
+HYBRID_PAGE_RULES = FactKind(
+    "hybrid_page_rules",
+    "Hybrid page-size unification",
+    HybridPageRule,
+    "how the attention block size of a hybrid model is raised (kernel-aligned) so that one "
+    "attention page holds one mamba state, per mamba_cache_mode branch.",
+)
+
+
 MLA_MODEL_TYPES = FactKind(
     "mla_model_types",
     "MLA model types",
@@ -312,6 +447,36 @@ ENGINE = EngineSpec(
         FactExtractor(REGISTRY_NOTICES, _registry_notices, reads=REGISTRY_PATHS, allow_empty=True),
         FactExtractor(
             ATTN_TYPE_RULE, _attn_type_rule, reads=attn_type_rule.CONFIG_PATHS, allow_empty=True
+        ),
+        FactExtractor(
+            SERVING_DEFAULTS,
+            _serving_defaults,
+            reads=(*serving_rules.CACHE_PATHS, *serving_rules.CUDA_PLATFORM_PATHS),
+        ),
+        FactExtractor(
+            TP_RULES,
+            _tp_rules,
+            reads=(
+                *serving_rules.MODEL_CONFIG_PATHS,
+                serving_rules.CONVERTOR_PATH,
+                *serving_rules.LINEAR_PATHS,
+            ),
+        ),
+        FactExtractor(
+            ATTENTION_BACKENDS,
+            _attention_backends,
+            reads=attention_backends.READS,
+            needs=("serving_defaults",),
+            allow_empty=True,
+        ),
+        FactExtractor(
+            SSM_TP_SPLITS, _ssm_tp_splits, reads=serving_rules.MAMBA_PATHS, allow_empty=True
+        ),
+        FactExtractor(
+            HYBRID_PAGE_RULES,
+            _hybrid_page_rules,
+            reads=tuple(p for p, _, _ in serving_rules.HYBRID_LAYOUTS),
+            allow_empty=True,
         ),
     ),
 )

@@ -398,3 +398,168 @@ class MambaSsmDtypeDefault(Record):
     def label(self) -> str:
         fallback = f", else {self.default}" if self.default else ", else auto"
         return f"{self.architecture}: {self.config_object}.{self.reads}{fallback}"
+
+
+# The kinds of a serving default. "literal": the value is a literal in the source; "cuda": the
+# value on CUDA, found by evaluating platform guards (`candidates` keeps the others); "computed":
+# worked out at startup (from GPU memory, ...) by `computed_by`; "opaque": code the extractor
+# did not evaluate (`reason` says which).
+SERVING_DEFAULT_KINDS = ("literal", "cuda", "computed", "opaque")
+
+
+class ServingDefault(Record):
+    """A serving setting's default as the engine's source sets it (block size, memory fraction)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("setting",)
+
+    setting: str  # the engine's own name: block_size, gpu_memory_utilization, page_size, ...
+    role: str  # what a planner uses it for: "block_tokens" or "memory_fraction"
+    kind: str  # one of SERVING_DEFAULT_KINDS
+    value: str  # the literal as Python writes it ("16", "0.92"); "" for computed and opaque
+    candidates: tuple[str, ...]  # other values the rule gives, "condition -> value"
+    computed_by: str  # computed: the function that sets it; "" otherwise
+    reason: str  # how the value is found, in words; "" for a plain literal
+    path: str
+    symbol: str
+
+    @model_validator(mode="after")
+    def _check(self) -> ServingDefault:
+        if self.kind not in SERVING_DEFAULT_KINDS:
+            raise ValueError(f"{self.setting}: kind {self.kind!r} not in {SERVING_DEFAULT_KINDS}")
+        if (self.kind in ("literal", "cuda")) != bool(self.value):
+            raise ValueError(f"{self.setting}: a value is set exactly for literal and cuda kinds")
+        return self
+
+    def label(self) -> str:
+        if self.kind in ("literal", "cuda"):
+            return f"{self.setting} = {self.value}" + (" on CUDA" if self.kind == "cuda" else "")
+        return f"{self.setting}: {self.kind} ({self.reason})"
+
+
+# Shapes of a tensor-parallel rule. kv_heads_per_gpu: "split_replicate" is max(1, total // tp)
+# (split, and replicated so that each GPU keeps one head when total < tp), "split" is
+# total // tp; mla_kv_heads_per_gpu: "constant" (`constant` heads on every GPU: the latent is
+# replicated), "replicated" (the per-token size does not depend on tp); *_divisible: "divides"
+# (tp must divide the keys' value), "divides_or_divided" (the value divides tp when smaller);
+# "opaque": code the extractor did not structure.
+TP_RULE_SHAPES = (
+    "split_replicate",
+    "split",
+    "constant",
+    "replicated",
+    "divides",
+    "divides_or_divided",
+    "opaque",
+)
+TP_RULES = (
+    "kv_heads_per_gpu",
+    "mla_kv_heads_per_gpu",
+    "attention_heads_divisible",
+    "kv_heads_divisible",
+)
+
+
+class TpRule(Record):
+    """A tensor-parallel rule: how KV heads are split across GPUs, or what tp must divide."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("rule",)
+
+    rule: str  # one of TP_RULES
+    shape: str  # one of TP_RULE_SHAPES
+    keys: tuple[str, ...]  # config keys (or the engine's derived quantities) the rule reads
+    constant: int | None  # heads per GPU for a "constant" shape
+    when: tuple[tuple[str, ...], ...]  # terms under which the rule applies (rule_terms)
+    code: str  # the expression or check, on one line
+    scope: str  # where it holds: "every model" or the model class it is read from
+    path: str
+    symbol: str
+
+    @model_validator(mode="after")
+    def _check(self) -> TpRule:
+        if self.rule not in TP_RULES or self.shape not in TP_RULE_SHAPES:
+            raise ValueError(f"tp rule {self.rule!r} of shape {self.shape!r} is not known")
+        if (self.shape == "constant") != (self.constant is not None):
+            raise ValueError(f"{self.rule}: constant is set exactly for the constant shape")
+        problem = condition_problem(self.when)
+        if problem:
+            raise ValueError(f"{self.rule}: {problem}")
+        return self
+
+    def label(self) -> str:
+        when = f" when {condition_words(self.when)}" if self.when else ""
+        return f"{self.rule}: {self.shape}{when} ({self.code})"
+
+
+class SsmTpSplit(Record):
+    """A dimension of a recurrent state that the engine divides by the tensor-parallel size."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("calculator", "dividend")
+
+    calculator: str  # the state kind ("mamba2" for mamba2_state_shape)
+    dividend: str  # the parameter or local that is divided
+    dividend_code: str  # a local's expression; "" when the dividend is a parameter
+    division: str  # "exact": divide() (fails unless divisible); "floor": //; "ceil": -(-x // tp)
+    adjustments: tuple[str, ...]  # reassignments of parameters before the split, on one line
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.calculator}: {self.dividend} / tp ({self.division})"
+
+
+# Shapes of the hybrid page rule: "align_ceil" is align * cdiv(mamba_page, align * attn_page)
+# (the smallest multiple of `align` tokens whose attention page holds one mamba page);
+# "chunk_align_ceil" is lcm(chunk, align) * cdiv(cdiv(mamba_page, attn_page), lcm(chunk, align));
+# "opaque" is code the extractor did not structure.
+HYBRID_PAGE_SHAPES = ("align_ceil", "chunk_align_ceil", "opaque")
+
+
+class HybridPageRule(Record):
+    """How a hybrid model's attention block size is raised so its page holds one mamba state."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("when",)
+
+    when: tuple[tuple[str, ...], ...]  # terms (rule_terms) under which this branch runs
+    shape: str  # one of HYBRID_PAGE_SHAPES
+    alignment: str  # the code of the alignment the block size is rounded to
+    alignment_floor_is_block_size: bool  # the alignment is never below the current block size
+    kernel_sizes_from: str  # the backend method the alignment's minimum reads
+    raises_only: bool  # the block size is raised to the result, never lowered
+    pads_mamba_page: bool  # the mamba page is then padded to equal the attention page
+    formula: str  # the assignment, on one line
+    path: str
+    symbol: str
+
+    @model_validator(mode="after")
+    def _check(self) -> HybridPageRule:
+        if self.shape not in HYBRID_PAGE_SHAPES:
+            raise ValueError(f"hybrid page rule shape {self.shape!r} is not known")
+        problem = condition_problem(self.when)
+        if problem:
+            raise ValueError(f"hybrid page rule: {problem}")
+        return self
+
+    def label(self) -> str:
+        return f"when {condition_words(self.when)}: {self.shape} ({self.formula})"
+
+
+class AttentionBackendChoice(Record):
+    """One attention backend of a CUDA priority list and the KV block size it gives."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("use_mla", "branch", "rank")
+
+    use_mla: bool
+    branch: str  # the conditions leading to the list, in words
+    default_branch: bool  # no test but use_mla holds: the GPUs no condition singles out
+    rank: int  # position in the list: the first backend that supports the setup is chosen
+    backend: str  # the AttentionBackendEnum member
+    class_path: str  # the dotted class path the enum names; "" when it names none
+    kernel_block_sizes: tuple[str, ...]  # what get_supported_kernel_block_sizes returns, as code
+    preferred_block: int | None  # the block size get_preferred_block_size picks; None unknown
+    reason: str  # why preferred_block is None, or what set it; "" for the base rule
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        block = self.preferred_block if self.preferred_block is not None else "unknown"
+        return f"{'MLA' if self.use_mla else 'attention'} #{self.rank} {self.backend}: {block}"

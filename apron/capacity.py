@@ -1,0 +1,172 @@
+"""The inverse: how many KV tokens and sequences fit in one GPU's memory, as pure arithmetic.
+
+budget   = gpu_memory x memory_fraction - weights_per_gpu
+blocks   = floor(budget / (block_tokens x kv_bytes_per_token))        (one block of every layer)
+tokens   = blocks x block_tokens                                      (rounded down to a block)
+per seq  = ceil(context / block_tokens) blocks + the fixed state
+sequences= floor(budget / (blocks_per_sequence x block_bytes + state_per_sequence))
+
+This is vLLM's get_num_blocks (available // page_size // num_layers) with the weights as the only
+non-KV memory: activations, CUDA graphs, the sampler and non-torch memory are not modelled, so
+the engine's own figure is lower by what its profiling run measures."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import NamedTuple
+
+from apron.errors import ApronInputError
+
+MEMORY_UNITS = {
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+_MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*$")
+NOT_MODELLED = (
+    "activations (the profiled forward pass), CUDA graphs, the sampler and non-torch memory "
+    "(NCCL, allocator) are not modelled: the engine subtracts what its profiling run measures, "
+    "so expect fewer blocks than shown; the size of that margin is not modelled"
+)
+
+
+def parse_memory(text: str) -> int:
+    """'80GiB' -> 85,899,345,920 bytes; 'GB'/'MB' are decimal, 'GiB'/'MiB' binary; a unit is required."""
+    found = _MEMORY.match(text)
+    if found is None or found.group(2).lower() not in MEMORY_UNITS:
+        raise ApronInputError(
+            f"--gpu-memory {text!r}: give a number and a unit, e.g. 80GiB, 80GB or 81920MiB "
+            f"(units: {', '.join(sorted(MEMORY_UNITS, key=MEMORY_UNITS.__getitem__))}; "
+            "case does not matter)"
+        )
+    value = float(found.group(1)) * MEMORY_UNITS[found.group(2).lower()]
+    if value <= 0:
+        raise ApronInputError(f"--gpu-memory {text!r}: must be more than 0 bytes")
+    return int(value)
+
+
+def parse_fraction(value: float, option: str = "--memory-fraction") -> float:
+    """A memory fraction in (0, 1]."""
+    if not 0 < value <= 1:
+        raise ApronInputError(f"{option} {value:g}: must be more than 0 and at most 1")
+    return value
+
+
+class Fit(NamedTuple):
+    """What fits in one GPU's KV budget. None fields are unknown (see `unknown`)."""
+
+    budget_bytes: int | None
+    blocks: int | None
+    block_bytes: int | None
+    kv_tokens: int | None
+    blocks_per_sequence: int | None
+    sequence_bytes: int | None  # blocks_per_sequence x block_bytes + state
+    sequences: int | None
+    limit: str  # "kv" (tokens at the context), "state" (the fixed state), "weights", ""
+    unknown: tuple[str, ...]
+    arithmetic: tuple[str, ...]
+
+
+def budget(gpu_memory: int, fraction: float, weights_per_gpu: int) -> int:
+    """gpu_memory x fraction - weights (vLLM request_memory takes ceil(total x fraction))."""
+    return math.ceil(gpu_memory * fraction) - weights_per_gpu
+
+
+def fit(
+    *,
+    gpu_memory: int,
+    fraction: float,
+    weights_per_gpu: int,
+    kv_bytes_per_token: int,
+    state_bytes_per_sequence: int,
+    block_tokens: int,
+    context: int | None,
+) -> Fit:
+    """Blocks, tokens and sequences that fit (all per GPU), with the arithmetic written out."""
+    room = budget(gpu_memory, fraction, weights_per_gpu)
+    lines = [
+        f"budget = {gpu_memory:,} B x {fraction:g} - {weights_per_gpu:,} B weights = {room:,} B"
+    ]
+    if room <= 0:
+        lines.append("the weights alone take the whole budget: nothing fits")
+        return Fit(room, 0, None, 0, None, None, 0, "weights", (), tuple(lines))
+    if kv_bytes_per_token == 0:
+        block_bytes = 0
+        blocks = tokens = None
+        lines.append("no KV cache: only the fixed state per sequence takes memory")
+    else:
+        block_bytes = block_tokens * kv_bytes_per_token
+        blocks = room // block_bytes
+        tokens = blocks * block_tokens
+        lines.append(
+            f"block = {block_tokens} tokens x {kv_bytes_per_token:,} B/token = {block_bytes:,} B"
+        )
+        lines.append(
+            f"blocks = floor({room:,} / {block_bytes:,}) = {blocks:,}; "
+            f"tokens = {blocks:,} x {block_tokens} = {tokens:,}"
+        )
+    if context is None:
+        return Fit(
+            room,
+            blocks,
+            block_bytes or None,
+            tokens,
+            None,
+            None,
+            None,
+            "",
+            ("sequences: no context length (give --context)",),
+            tuple(lines),
+        )
+    per_seq_blocks = -(-context // block_tokens) if block_bytes else 0
+    per_seq = per_seq_blocks * block_bytes + state_bytes_per_sequence
+    if per_seq == 0:
+        return Fit(
+            room,
+            blocks,
+            None,
+            tokens,
+            0,
+            0,
+            None,
+            "",
+            ("sequences: a sequence takes no KV and no state, so memory sets no limit",),
+            tuple(lines),
+        )
+    sequences = room // per_seq
+    state_part = f" + {state_bytes_per_sequence:,} B state" if state_bytes_per_sequence else ""
+    if block_bytes:
+        lines.append(
+            f"per sequence = ceil({context:,} / {block_tokens}) = {per_seq_blocks:,} blocks x "
+            f"{block_bytes:,} B{state_part} = {per_seq:,} B"
+        )
+    else:
+        lines.append(f"per sequence = {state_bytes_per_sequence:,} B state")
+    lines.append(f"sequences = floor({room:,} / {per_seq:,}) = {sequences:,}")
+    if state_bytes_per_sequence and block_bytes:
+        reported = int(blocks * block_bytes / per_seq * context)
+        lines.append(
+            f"(vLLM's 'GPU KV cache size' line counts state pages too: blocks / blocks per "
+            f"sequence x context = {blocks:,} / {per_seq / block_bytes:g} x {context:,} = "
+            f"{reported:,} tokens)"
+        )
+    limit = "state" if state_bytes_per_sequence > per_seq_blocks * block_bytes else "kv"
+    return Fit(
+        room,
+        blocks,
+        block_bytes or None,
+        tokens,
+        per_seq_blocks,
+        per_seq,
+        sequences,
+        limit,
+        (),
+        tuple(lines),
+    )

@@ -1,0 +1,312 @@
+"""One engine's per-GPU share at --tp and what fits in --gpu-memory, from its extracted serving
+rules (apron.serving_rules) and the mechanism figures; a rule the engine lacks gives `unknown`."""
+
+from __future__ import annotations
+
+from apron import capacity as fit_rules
+from apron import parallel
+from apron.config import ModelConfig
+from apron.layers import ATTENTION_KINDS, STATE_KINDS, layout
+from apron.mechanisms import full_attention, hybrid_ssm, mla_latent, recurrent
+from apron.results import Capacity, GpuShare, HeadCount, MechanismResult, Request
+from apron.select import Selection, compute
+
+SPLITTABLE = (full_attention.NAME, hybrid_ssm.NAME, recurrent.NAME, "sliding_window")
+
+
+def _unknown(tp: int, reasons: tuple[str, ...], weights: int | None, lines=()) -> GpuShare:
+    return GpuShare(tp, "unknown", None, "", None, None, None, weights, (), (), reasons, lines)
+
+
+def _reasons(rules, field: str) -> tuple[str, ...]:
+    return tuple(u for u in rules.unknown if u.startswith(field)) or (f"{field}: not extracted",)
+
+
+# The dimensions apron.state_shapes divides by tp, per MambaStateShapeCalculator method; the
+# engine's extracted ssm_tp_splits must name the same ones, or the per-GPU state is unknown.
+STATE_SPLITS = {
+    "mamba1": frozenset({"intermediate_size"}),
+    "mamba2": frozenset({"conv_dim", "num_heads"}),
+    "gated_delta_net": frozenset({"conv_dim", "num_v_heads"}),
+    "short_conv": frozenset({"intermediate_size"}),
+    "linear_attention": frozenset({"num_heads"}),
+}
+
+
+def _state_split_mismatch(rules, calculator: str | None) -> str:
+    """Why the engine's extracted state split does not back apron's per-GPU state ("" if it does)."""
+    if calculator is None:
+        return "state per GPU: no state rule for this model type, so how it splits is unknown"
+    extracted = frozenset(
+        d.split(".", 1)[1] for d in rules.ssm_split_dims if d.split(".", 1)[0] == calculator
+    )
+    if not extracted:
+        return (
+            f"state per GPU: the engine's split of {calculator} is not among its extracted "
+            "ssm_tp_splits"
+        )
+    if extracted != STATE_SPLITS.get(calculator):
+        return (
+            f"state per GPU: the engine divides {calculator} along "
+            f"{', '.join(sorted(extracted))}; apron's reading divides "
+            f"{', '.join(sorted(STATE_SPLITS.get(calculator, ())))}"
+        )
+    return ""
+
+
+def gpu_share(
+    model: ModelConfig,
+    request: Request,
+    tp: int,
+    rules,  # apron.serving_rules.ServingRules
+    selection: Selection,
+    heads: HeadCount,
+    figures: MechanismResult,
+    weights_total: int | None,
+) -> GpuShare:
+    """The engine's figures for one GPU: weights / tp, KV heads by its rule, state by its split."""
+    if tp == 1:
+        return parallel.whole_model_share(heads, figures, weights_total)
+    weights, weight_line = (None, "")
+    if weights_total is not None:
+        weights, weight_line = parallel.weights_per_gpu(weights_total, tp)
+    lines = [weight_line, parallel.REPLICATED_TENSORS_NOTE] if weight_line else []
+    from apron import serving_rules as sr
+
+    config = model.raw if model.text_key is None else model.text
+    checks = {"total_kv_heads": heads.count, "is_mla": figures.mechanism == mla_latent.NAME}
+    refused = sr.tp_check(rules, config, tp, **checks)
+    if refused:
+        valid = sr.valid_tp_sizes(config, rules, **checks)
+        return GpuShare(tp, "refused", None, "", None, None, None, weights, refused, valid, (), ())
+    if figures.mechanism == mla_latent.NAME:
+        if not rules.mla_latent_replicated:
+            return _unknown(tp, _reasons(rules, "mla_latent_replicated"), weights)
+        lines.append(
+            "MLA latent: replicated on every GPU (the engine's MLA KV-head rule gives 1 per GPU), "
+            f"so each GPU holds the whole {figures.kv_bytes_per_token:,} B/token"
+        )
+        return GpuShare(
+            tp,
+            "split",
+            None,
+            "MLA latent, replicated",
+            figures.kv_bytes_per_token,
+            figures.kv_bytes_at_context,
+            figures.state_bytes_per_sequence,
+            weights,
+            (),
+            (),
+            figures.unknown,
+            tuple(lines),
+        )
+    if figures.kv_bytes_per_token == 0 and figures.state_bytes_per_sequence == 0:
+        lines.append(f"no KV cache and no state ({figures.mechanism}): nothing to split")
+        return GpuShare(tp, "split", None, "", 0, 0, 0, weights, (), (), (), tuple(lines))
+    if figures.mechanism not in SPLITTABLE:
+        return _unknown(
+            tp, (f"per-GPU split of a {figures.mechanism} cache is not implemented",), weights
+        )
+    if figures.kv_bytes_per_token and rules.kv_heads_split is None:
+        return _unknown(tp, _reasons(rules, "kv_heads_split"), weights)
+    if figures.state_bytes_per_sequence:
+        from apron.state_shapes import rule_for
+
+        rule = rule_for(model)
+        mismatch = _state_split_mismatch(rules, rule.calculator if rule else None)
+        if mismatch:
+            return _unknown(tp, (mismatch,), weights)
+    rule_text = (
+        f"max(1, heads // {tp})" if rules.kv_heads_split == sr.SPLIT_REPLICATE else f"heads // {tp}"
+    )
+    split = parallel.split_heads(
+        heads, tp, lambda total: sr.kv_heads_per_gpu(rules, total, tp, False) or 0, rule_text
+    )
+    shared = compute(selection, model, split, request._replace(tp=tp))
+    lines.extend(shared.arithmetic)
+    if heads.count is not None and heads.count < tp and rules.kv_heads_split == sr.SPLIT_REPLICATE:
+        lines.append(
+            f"{heads.count} KV heads < tp {tp}: each GPU holds one replica of a KV head "
+            f"({tp // max(heads.count, 1)} GPUs share each head)"
+        )
+    return GpuShare(
+        tp,
+        "split",
+        split.count,
+        split.how,
+        shared.kv_bytes_per_token,
+        shared.kv_bytes_at_context,
+        shared.state_bytes_per_sequence,
+        weights,
+        (),
+        (),
+        shared.unknown,
+        tuple(lines),
+    )
+
+
+def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):
+    """(attention block tokens, state bytes per sequence padded to the page, lines) under the
+    engine's hybrid page-size rule, or (None, why, ())."""
+    page = rules.hybrid_page_rule
+    if page is None:
+        return None, "hybrid page size: the engine's page-size unification rule is not extracted"
+    if page.shape != "align_ceil":
+        return None, f"hybrid page size: rule shape {page.shape!r} is not implemented"
+    if page.kernel_min_block is None:
+        return None, (
+            f"hybrid page size: the attention backend's kernel block sizes "
+            f"({page.kernel_sizes_from}) are not extracted: the attention block is aligned to "
+            f"max(the smallest of them, block_size) ({page.formula})"
+        )
+    structure = layout(model)
+    if structure is None or structure.unknown:
+        return None, "hybrid page size: the per-layer layout is unknown"
+    attention = sum(1 for k in structure.kinds if k in ATTENTION_KINDS)
+    states = sum(1 for k in structure.kinds if k in STATE_KINDS)
+    if not attention or not states or share.kv_bytes_per_token is None:
+        return None, "hybrid page size: needs attention and state layers with known figures"
+    if share.kv_bytes_per_token % attention or (share.state_bytes_per_sequence or 0) % states:
+        return None, "hybrid page size: attention or state layers of different sizes"
+    per_token_layer = share.kv_bytes_per_token // attention
+    state_page = (share.state_bytes_per_sequence or 0) // states
+    align = max(page.kernel_min_block, rules.block_tokens)
+    block = align * -(-state_page // (align * per_token_layer))
+    if page.raises_only:
+        block = max(block, rules.block_tokens)
+    attn_page = block * per_token_layer
+    padded = states * max(attn_page, state_page) if page.pads_mamba_page else states * state_page
+    lines = (
+        f"hybrid block = {align} x ceil({state_page:,} B state page / ({align} x "
+        f"{per_token_layer:,} B per token per layer)) = {block} tokens ({page.formula})",
+        f"state per sequence = {states} state layers x {max(attn_page, state_page):,} B page "
+        f"(padded to the attention page) = {padded:,} B",
+    )
+    notes.append(
+        "vLLM groups the layers of each kind into KV cache groups of equal size; padding "
+        "layers it adds when the counts do not divide are not modelled"
+    )
+    return block, padded, lines
+
+
+def _block_tokens(rules, is_mla: bool, unknown: list[str]) -> tuple[int | None, str]:
+    """The block the engine allocates in: the block size its first default attention backend
+    picks where the engine's backend lists are extracted, else its block-size default."""
+    from apron.serving_rules import first_backend_block
+
+    first = first_backend_block(rules, is_mla) if rules.backend_blocks else None
+    if first is None:
+        return rules.block_tokens, rules.block_tokens_source
+    branch = f"{'MLA' if is_mla else 'attention'} backends on GPUs no condition singles out"
+    if first.block_tokens is None:
+        unknown.append(f"block size: {first.backend}, first of the {branch}: {first.reason}")
+        return None, first.reason
+    return first.block_tokens, (
+        f"{first.backend}, first of the {branch}, picks {first.block_tokens} "
+        f"({first.branch}); default {rules.block_tokens_source}"
+    )
+
+
+def engine_capacity(
+    model: ModelConfig,
+    mechanism: str,
+    share: GpuShare,
+    rules,  # apron.serving_rules.ServingRules
+    gpu_memory: int,
+    fraction_override: float | None,
+    context: int | None,
+    weights_unknown: str,
+) -> Capacity:
+    """What fits on one GPU for one engine, or unknown with the rule or figure that is missing."""
+    if fraction_override is not None:
+        fraction, fraction_source = fraction_override, "--memory-fraction"
+    else:
+        fraction, fraction_source = rules.memory_fraction, rules.memory_fraction_source
+    unknown: list[str] = []
+    block, block_source = _block_tokens(rules, mechanism == mla_latent.NAME, unknown)
+    notes = [fit_rules.NOT_MODELLED]
+    if share.status != "split":
+        unknown.append(
+            "the engine refuses this tp" if share.status == "refused" else "per-GPU figures unknown"
+        )
+    if fraction is None:
+        unknown.append(f"memory fraction: {fraction_source}")
+    if block is None and not any(u.startswith("block size") for u in unknown):
+        unknown.append(f"block size: {block_source}")
+    if share.weights_bytes is None:
+        unknown.append(
+            weights_unknown
+            if weights_unknown.startswith("weights")
+            else f"weights: {weights_unknown}"
+        )
+    if share.status == "split" and (
+        share.kv_bytes_per_token is None or share.state_bytes_per_sequence is None
+    ):
+        unknown.append("KV or state bytes per GPU unknown: " + "; ".join(share.unknown))
+    if mechanism not in (full_attention.NAME, mla_latent.NAME, hybrid_ssm.NAME, recurrent.NAME):
+        unknown.append(
+            f"capacity of a {mechanism} cache: the engine's per-group block accounting for it "
+            "is not modelled"
+        )
+    lines: list[str] = []
+    state = share.state_bytes_per_sequence or 0
+    if not unknown and mechanism == hybrid_ssm.NAME and share.kv_bytes_per_token and state:
+        found = _hybrid_block(model, share, rules, notes)
+        if found[0] is None:
+            unknown.append(found[1])
+        else:
+            block, state, more = found
+            block_source = f"raised by the hybrid page rule from {rules.block_tokens}"
+            lines.extend(more)
+    if mechanism == recurrent.NAME:
+        notes.append(
+            "attention-free: the engine still allocates one state page per sequence per layer; "
+            "the figure is the state tensors"
+        )
+    if unknown:
+        return Capacity(
+            gpu_memory,
+            fraction,
+            fraction_source,
+            block,
+            block_source,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            "",
+            tuple(unknown),
+            tuple(lines),
+            tuple(notes),
+        )
+    assert fraction is not None and block is not None and share.weights_bytes is not None
+    found_fit = fit_rules.fit(
+        gpu_memory=gpu_memory,
+        fraction=fraction,
+        weights_per_gpu=share.weights_bytes,
+        kv_bytes_per_token=share.kv_bytes_per_token or 0,
+        state_bytes_per_sequence=state,
+        block_tokens=block,
+        context=context,
+    )
+    return Capacity(
+        gpu_memory,
+        fraction,
+        fraction_source,
+        block,
+        block_source,
+        found_fit.budget_bytes,
+        found_fit.blocks,
+        found_fit.block_bytes,
+        found_fit.kv_tokens,
+        found_fit.blocks_per_sequence,
+        found_fit.sequence_bytes,
+        found_fit.sequences,
+        found_fit.limit,
+        found_fit.unknown,
+        (*lines, *found_fit.arithmetic),
+        tuple(notes),
+    )

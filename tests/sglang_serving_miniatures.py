@@ -1,0 +1,138 @@
+"""Hand-written miniatures in the shape of SGLang's serving files: ServerArgs's page size and
+memory fraction, the page-size pass, the pool cell size, LlamaAttention's head checks, the
+ModelConfig KV-head split and a *StateShape class."""
+
+SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
+OVERRIDES_PATH = "python/sglang/srt/arg_groups/overrides.py"
+POOL_PATH = "python/sglang/srt/model_executor/pool_configurator.py"
+MAMBA_PATH = "python/sglang/srt/configs/mamba_utils.py"
+LLAMA_PATH = "python/sglang/srt/models/llama.py"
+
+SERVER_ARGS = """
+from typing import Optional
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    model_path: str = ""
+    mem_fraction_static: A[Optional[float], "fraction", NS("schedule")] = None
+    page_size: A[Optional[int], Arg(help="tokens in a page"), NS("schedule")] = None
+    tp_size: int = 1
+
+    def _handle_page_size(self):
+        from sglang.srt.arg_groups.overrides import _page_default, run_post_process_pass
+
+        run_post_process_pass(self, _page_default)
+
+    def _handle_memory(self, gpu_mem):
+        if self.mem_fraction_static is None:
+            reserved = 1024 + self.tp_size * 512
+            self.mem_fraction_static = (
+                round((gpu_mem - reserved) / gpu_mem, 3) if gpu_mem is not None else 0.8
+            )
+"""
+
+OVERRIDES = """
+def _backend_pages(view):
+    page_size = view.page_size
+    if view.attention_backend == "flashmla":
+        page_size = 64
+    return {"page_size": page_size}
+
+
+def _page_default(view):
+    if view.page_size is not None:
+        return {}
+    if is_hip() and view.layout == "5d":
+        return {"page_size": 32}
+    if not is_musa():
+        return {"page_size": 4}
+    return {"page_size": 32}
+"""
+
+POOL = """
+class DefaultPoolConfigurator(MemoryPoolConfigurator):
+    def _compute_cell_size(self, kvc, num_layers):
+        model_config = kvc.model_config
+        tp_size = get_parallel().attn_tp_size
+        if kvc.use_mla_backend:
+            cell_size = (model_config.kv_lora_rank + model_config.qk_rope_head_dim) * num_layers
+        else:
+            n = model_config.get_num_kv_heads(tp_size)
+            cell_size = n * model_config.head_dim * 2 * num_layers
+        return cell_size
+"""
+
+# Appended to the miniature llama module.
+LLAMA_ATTENTION = """
+
+class LlamaAttention(nn.Module):
+    def __init__(self, config, hidden_size, num_heads, num_kv_heads):
+        super().__init__()
+        tp_size = get_parallel().tp_size
+        self.total_num_heads = num_heads
+        assert self.total_num_heads % tp_size == 0
+        self.total_num_kv_heads = num_kv_heads
+        if self.total_num_kv_heads >= tp_size:
+            assert self.total_num_kv_heads % tp_size == 0
+        else:
+            assert tp_size % self.total_num_kv_heads == 0
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, config):
+        self.self_attn = LlamaAttention(
+            config=config,
+            hidden_size=config.hidden_size,
+            num_heads=config.n_query_heads,
+            num_kv_heads=config.n_kv_heads,
+        )
+"""
+
+# Inserted as the first method of the miniature ModelConfig class.
+MODEL_CONFIG_KV_METHOD = '''
+    def get_num_kv_heads(self, tensor_parallel_size, group_size: int = 1) -> int:
+        """KV heads per GPU."""
+        total = self.get_total_num_kv_heads()
+        per_group = tensor_parallel_size // group_size
+        return max(1, total // per_group)
+
+'''
+
+MAMBA_UTILS = """
+@dataclass(kw_only=True, frozen=True)
+class Mamba2StateShape:
+    conv: list
+    temporal: tuple
+
+    @staticmethod
+    def create(*, tp_world_size, intermediate_size, n_groups, num_heads, head_dim, state_size,
+               conv_kernel):
+        per_tp = divide(n_groups, tp_world_size) if n_groups % tp_world_size == 0 else 1
+        if n_groups % tp_world_size != 0:
+            extra = tp_world_size - n_groups
+            n_groups += extra
+        conv_dim = intermediate_size + 2 * n_groups * state_size
+        conv_state_shape = divide(conv_dim, tp_world_size), conv_kernel - 1
+        temporal_state_shape = (divide(num_heads, tp_world_size), head_dim, state_size)
+        return Mamba2StateShape(conv=[conv_state_shape], temporal=temporal_state_shape,
+                                per_tp=per_tp)
+"""
+
+
+def with_kv_method(model_config: str) -> str:
+    """A miniature model_config.py with get_num_kv_heads as ModelConfig's first method."""
+    return model_config.replace(
+        "class ModelConfig:\n", "class ModelConfig:\n" + MODEL_CONFIG_KV_METHOD, 1
+    )
+
+
+def serving_files(llama: str) -> dict[str, str]:
+    """The serving files, with `llama` (the miniature llama module) extended."""
+    return {
+        SERVER_ARGS_PATH: SERVER_ARGS,
+        OVERRIDES_PATH: OVERRIDES,
+        POOL_PATH: POOL,
+        MAMBA_PATH: MAMBA_UTILS,
+        LLAMA_PATH: llama + LLAMA_ATTENTION,
+    }
