@@ -137,9 +137,10 @@ def _plain(value: object) -> bool | str | None:
 
 class _FlagReader:
     def __init__(self, read_text: Callable[[str], str | None], registry_path: str) -> None:
-        self.tree = ClassTree(read_text)
-        self.evaluator = FlagEvaluator(self.tree)
         self.registry_module = module_name(registry_path)
+        # registry.py's `_ModelInfo.from_model_cls` body is read; other method bodies are not
+        self.tree = ClassTree(read_text, full_modules=(self.registry_module,))
+        self.evaluator = FlagEvaluator(self.tree)
         registry = self.tree.module(self.registry_module)
         if registry is None:
             raise AnchorError(

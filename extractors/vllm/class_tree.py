@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from extractors.errors import ParseError
 from extractors.parsing.python_ts import (
     import_source,
     imported_names,
@@ -21,6 +22,7 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
+from extractors.vllm.module_skeleton import method_skeleton
 
 ROOT_PACKAGE = "vllm"
 BUILTIN_CLASSES = frozenset({"object", "type", "dict", "list", "tuple", "Exception"})
@@ -69,6 +71,10 @@ class ClassInfo:
     external: bool = False  # outside the vLLM tree: sets no vLLM flag
     opaque_reason: str = ""  # inside the tree but not resolvable: lookups through it are unknown
     is_protocol: bool = False
+    complete: bool = True  # False while the tree is still reading its bases and body
+    # computed once the class and every class of its MRO are complete
+    mro_cache: tuple[ClassInfo, ...] | None = field(default=None, repr=False, compare=False)
+    lookup_cache: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -91,29 +97,37 @@ def opaque_class(qualname: str, reason: str) -> ClassInfo:
     )
 
 
-def c3_mro(cls: ClassInfo) -> list[ClassInfo]:
-    """Python's C3 linearization; an inconsistent hierarchy is Unresolved (as Python's TypeError)."""
+def c3_mro(cls: ClassInfo) -> tuple[ClassInfo, ...]:
+    """Python's C3 linearization; an inconsistent hierarchy is Unresolved (as Python's TypeError).
+    Computed once per class: the linearization of a complete hierarchy never changes."""
     return _c3(cls, ())
 
 
-def _c3(cls: ClassInfo, seen: tuple[str, ...]) -> list[ClassInfo]:
+def _c3(cls: ClassInfo, seen: tuple[str, ...]) -> tuple[ClassInfo, ...]:
+    if cls.mro_cache is not None:
+        return cls.mro_cache
     if cls.qualname in seen:
         raise Unresolved(f"{cls.qualname} inherits from itself")
     seen = (*seen, cls.qualname)
-    sequences = [_c3(base, seen) for base in cls.bases] + [list(cls.bases)]
+    sequences = [list(_c3(base, seen)) for base in cls.bases] + [list(cls.bases)]
     result = [cls]
     while True:
         sequences = [s for s in sequences if s]
         if not sequences:
-            return result
+            break
+        tails = {c.qualname for s in sequences for c in s[1:]}
         for sequence in sequences:
             head = sequence[0]
-            if not any(head.qualname in (c.qualname for c in s[1:]) for s in sequences):
+            if head.qualname not in tails:
                 break
         else:
             raise Unresolved(f"no consistent method resolution order for {cls.qualname}")
         result.append(head)
         sequences = [s[1:] if s[0].qualname == head.qualname else s for s in sequences]
+    mro = tuple(result)
+    if all(c.complete for c in mro):
+        cls.mro_cache = mro
+    return mro
 
 
 @dataclass
@@ -264,11 +278,13 @@ def _collect_bindings(block: Node, bindings: dict[str, Binding], stars: list[str
 class ClassTree:
     """Resolves names to classes across the modules of one tree, reading files on demand."""
 
-    def __init__(self, read_text: ReadText) -> None:
+    def __init__(self, read_text: ReadText, full_modules: tuple[str, ...] = ()) -> None:
         self._read_text = read_text
+        self._full_modules = frozenset(full_modules)  # modules whose method bodies are read
         self._modules: dict[str, Module | None] = {}
         self._classes: dict[tuple[str, str], ClassInfo] = {}
         self._resolving: set[tuple[str, str]] = set()
+        self._functions: dict[tuple[str, str], tuple[Module, Node] | None] = {}
         self.read_paths: list[str] = []
         # `if <check>(cls): return cls` in an adapter; the flag evaluator installs its own
         self.adapter_guard: Callable[[Module, Node, str, ClassInfo], bool] | None = None
@@ -284,7 +300,7 @@ class ClassTree:
             text = self._read_text(path)
             if text is None:
                 continue
-            root = parse_python(text, path)
+            root = self._parse(name, text, path)
             self.read_paths.append(path)
             bindings: dict[str, Binding] = {}
             stars: list[str] = []
@@ -293,6 +309,16 @@ class ClassTree:
             break
         self._modules[name] = found
         return found
+
+    def _parse(self, name: str, text: str, path: str) -> Node:
+        """The module's tree; without method bodies unless `name` is one of the full modules
+        (a skeleton that does not parse falls back to the full text and its errors)."""
+        if name not in self._full_modules:
+            try:
+                return parse_python(method_skeleton(text), path)
+            except ParseError:
+                pass
+        return parse_python(text, path)
 
     def binding(self, module_name: str, name: str, depth: int = 0) -> tuple[Module, Binding]:
         """The definition `name` refers to in `module_name`, following imports and star imports."""
@@ -387,12 +413,21 @@ class ClassTree:
         key = (mod.name, name)
         if key in self._classes:
             return self._classes[key]
-        info = ClassInfo(qualname=f"{mod.name}.{name}", module=mod.name, path=mod.path)
+        info = ClassInfo(
+            qualname=f"{mod.name}.{name}", module=mod.name, path=mod.path, complete=False
+        )
         self._classes[key] = info
-        self._fill_class(mod, definition, info, {})
-        for decorator in reversed(decorators):
-            self.apply_decorator(mod, decorator, info)
+        self._build_class(mod, definition, decorators, info, {})
         return info
+
+    def _build_class(self, mod: Module, definition: Node, decorators, info: ClassInfo, scope):
+        """Fills `info` from its definition and decorators; then it is complete."""
+        try:
+            self._fill_class(mod, definition, info, scope)
+            for decorator in reversed(decorators):
+                self.apply_decorator(mod, decorator, info)
+        finally:
+            info.complete = True
 
     def _fill_class(self, mod: Module, definition: Node, info: ClassInfo, scope) -> None:
         superclasses = definition.child_by_field_name("superclasses")
@@ -459,8 +494,14 @@ class ClassTree:
         node = unparenthesize(node)
         if node.type != "identifier":
             return None
+        key = (mod.name, node_text(node))
+        if key not in self._functions:
+            self._functions[key] = self._function(*key)
+        return self._functions[key]
+
+    def _function(self, module_name: str, name: str) -> tuple[Module, Node] | None:
         try:
-            target, binding = self.binding(mod.name, node_text(node))
+            target, binding = self.binding(module_name, name)
         except (_External, Unresolved):
             return None
         if binding.kind != "function":
@@ -525,11 +566,10 @@ class ClassTree:
                         qualname=f"{mod.name}.{adapter}({argument.qualname}).{word}",
                         module=mod.name,
                         path=mod.path,
+                        complete=False,
                     )
                     self._classes[memo_key] = info
-                    self._fill_class(mod, inner, info, scope)
-                    for decorator in reversed(decorators):
-                        self.apply_decorator(mod, decorator, info)
+                    self._build_class(mod, inner, decorators, info, scope)
                     return info
                 raise Unresolved(f"adapter {adapter} returns `{word[:40]}`, not a nested class")
         raise Unresolved(f"adapter {adapter} has no `return` of a nested class")

@@ -86,10 +86,19 @@ def lookup(cls: ClassInfo, attribute: str) -> object | None:
     an Unknown (an unresolvable class came first), or MISSING when no class defines it."""
     if attribute == "__name__":
         return cls.name
+    if attribute in cls.lookup_cache:
+        return cls.lookup_cache[attribute]
     try:
         mro = c3_mro(cls)
     except Unresolved as err:
         return Unknown(err.reason)
+    found = _lookup_in(mro, attribute)
+    if cls.mro_cache is not None:  # the hierarchy is complete: the answer no longer changes
+        cls.lookup_cache[attribute] = found
+    return found
+
+
+def _lookup_in(mro: tuple[ClassInfo, ...], attribute: str) -> object | None:
     for entry in mro:
         if entry.opaque_reason:
             return Unknown(f"base {entry.qualname} is not resolvable: {entry.opaque_reason}")
@@ -141,7 +150,15 @@ class FlagEvaluator:
     def __init__(self, tree: ClassTree) -> None:
         self.tree = tree
         self._memo: dict[tuple[str, int, str], object] = {}
+        self._texts: dict[int, str] = {}  # node id -> source text: the same functions run per class
+        self._param_lists: dict[int, list[str]] = {}
         self.tree.adapter_guard = self._adapter_guard
+
+    def _text(self, node: Node) -> str:
+        text = self._texts.get(node.id)
+        if text is None:
+            text = self._texts[node.id] = node_text(node)
+        return text
 
     def _adapter_guard(self, mod: Module, statement: Node, param: str, argument: ClassInfo) -> bool:
         """`if is_pooling_model(cls): return cls` in an adapter: True when the guard returns."""
@@ -162,7 +179,9 @@ class FlagEvaluator:
     ) -> object:
         if depth > MAX_DEPTH:
             return Unknown("flag functions nest deeper than 30 calls")
-        params = _params(definition)
+        params = self._param_lists.get(definition.id)
+        if params is None:
+            params = self._param_lists[definition.id] = _params(definition)
         key = (mod.name, definition.start_byte, repr([_key(a) for a in args]))
         if key in self._memo:
             return self._memo[key]
@@ -273,7 +292,7 @@ class FlagEvaluator:
         node = unparenthesize(node)
         kind = node.type
         if kind == "identifier":
-            word = node_text(node)
+            word = self._text(node)
             if word in env:
                 return env[word]
             return self._global(mod, word)
@@ -310,7 +329,7 @@ class FlagEvaluator:
             return self.expression(mod, body if truth else otherwise, env, depth)
         if kind == "attribute":
             target = self.expression(mod, node.child_by_field_name("object"), env, depth)
-            attribute = node_text(node.child_by_field_name("attribute"))
+            attribute = self._text(node.child_by_field_name("attribute"))
             return self._getattr(
                 target, attribute, missing=Unknown(f"no class defines {attribute}")
             )
@@ -411,7 +430,7 @@ class FlagEvaluator:
             arguments = [argument_list]
         else:
             arguments = [a for a in argument_list.named_children if a.type != "comment"]
-        name = node_text(function)
+        name = self._text(function)
         if function.type == "identifier" and name not in env:
             builtin = getattr(self, f"_builtin_{name}", None)
             if builtin is not None:

@@ -1,0 +1,164 @@
+"""A module's text with the bodies of its methods elided, so the class tree parses less.
+
+The class tree reads a method's name and parameters, never its body; method bodies are most of
+a model file's bytes. A method is a `def` whose nearest enclosing block is a `class`; its body
+(the lines after the signature, indented deeper than the `def`) becomes one `...` line.
+Module-level functions and the functions nested in them keep their bodies (the flag functions,
+adapters and decorator factories are evaluated). The pass is line-based: a body ends at the
+first code line indented no deeper than its `def` outside a triple-quoted string. The caller
+parses the full text instead whenever the skeleton does not parse cleanly."""
+
+from __future__ import annotations
+
+import re
+
+TRIPLE_QUOTES = ('"""', "'''")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _is_code(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#")
+
+
+SHORT_STRING = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
+
+
+def _signature_end(text: str, start: int) -> int | None:
+    """The offset of the line after the `def`/`class` header that starts at `start` (brackets
+    closed, the line ends with `:`), or None when it does not end so (a one-line body, a
+    triple-quoted string, an unclosed string)."""
+    depth = 0
+    position = start
+    for _ in range(200):
+        newline = text.find("\n", position)
+        line = text[position : len(text) if newline < 0 else newline]
+        if '"""' in line or "'''" in line:
+            return None
+        if '"' in line or "'" in line:
+            line = SHORT_STRING.sub("", line)
+            if '"' in line or "'" in line:
+                return None
+        if "#" in line:
+            line = line.split("#", 1)[0]
+        depth += line.count("(") + line.count("[") + line.count("{")
+        depth -= line.count(")") + line.count("]") + line.count("}")
+        if depth <= 0 or newline < 0:
+            if depth == 0 and newline >= 0 and line.rstrip().endswith(":"):
+                return newline + 1
+            return None
+        position = newline + 1
+    return None
+
+
+def _open_quote(line: str, quote: str) -> str:
+    """The triple quote still open after `line`, given the one open before it."""
+    position = 0
+    while True:
+        if quote:
+            found = line.find(quote, position)
+            if found < 0:
+                return quote
+            quote, position = "", found + 3
+            continue
+        starts = [(line.find(q, position), q) for q in TRIPLE_QUOTES]
+        starts = [(at, q) for at, q in starts if at >= 0]
+        if not starts:
+            return ""
+        at, quote = min(starts)
+        position = at + 3
+
+
+HEADER = re.compile(r"^([ \t]*)(?:async[ \t]+)?(class|def)\b", re.M)
+FIRST_CODE = re.compile(r"^([ \t]*)[^ \t\r\n#]", re.M)
+
+
+def _dedent_pattern(indent: int) -> re.Pattern[str]:
+    """A code line indented no deeper than `indent` characters: where a body ends."""
+    return re.compile(rf"^[ \t]{{0,{indent}}}(?=[^ \t\r\n#])", re.M)
+
+
+class _Skeleton:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.out: list[str] = []
+        self.headers: list[tuple[int, str]] = []  # enclosing (indent, "class" | "def") blocks
+        self.quote = ""  # a triple-quoted string open outside the elided bodies
+        self.dedents: dict[int, re.Pattern[str]] = {}
+
+    def plain(self, start: int, end: int) -> None:
+        """Keeps text[start:end] (whole lines), tracking the open blocks and strings."""
+        chunk = self.text[start:end]
+        self.out.append(chunk)
+        for line in chunk.splitlines():
+            if not self.quote and _is_code(line):
+                indent = _indent(line)
+                while self.headers and self.headers[-1][0] >= indent:
+                    self.headers.pop()
+            if self.quote or '"""' in line or "'''" in line:
+                self.quote = _open_quote(line, self.quote)
+
+    def body_end(self, start: int, indent: int) -> int:
+        """The offset where the body starting at `start` ends (outside triple-quoted strings)."""
+        if indent not in self.dedents:
+            self.dedents[indent] = _dedent_pattern(indent)
+        pattern = self.dedents[indent]
+        position = start
+        while True:
+            found = pattern.search(self.text, position)
+            if found is None:
+                return len(self.text)
+            region = self.text[start : found.start()]
+            quote = _open_quote(region, "") if ('"""' in region or "'''" in region) else ""
+            if not quote:
+                return found.start()
+            closing = self.text.find(quote, found.start())
+            if closing < 0:
+                return len(self.text)
+            position = closing + 3
+
+    def run(self) -> str:
+        text = self.text
+        position = 0
+        while (match := HEADER.search(text, position)) is not None:
+            self.plain(position, match.start())
+            position = match.start()
+            if self.quote:  # a header-like line inside a string
+                line_end = text.find("\n", position)
+                self.plain(position, len(text) if line_end < 0 else line_end + 1)
+                position = len(text) if line_end < 0 else line_end + 1
+                continue
+            indent = len(match.group(1))
+            while self.headers and self.headers[-1][0] >= indent:
+                self.headers.pop()
+            kind = match.group(2)
+            is_method = kind == "def" and bool(self.headers) and self.headers[-1][1] == "class"
+            self.headers.append((indent, kind))
+            signature_end = _signature_end(text, match.start())
+            if signature_end is None:  # keep the line; its block (if any) is read as is
+                line_end = text.find("\n", match.start())
+                signature_end = len(text) if line_end < 0 else line_end + 1
+                is_method = False
+            self.out.append(text[position:signature_end])
+            position = signature_end
+            if not is_method:
+                continue
+            body = self.body_end(signature_end, indent)
+            first = FIRST_CODE.search(text, signature_end, body)
+            if first is None:
+                continue
+            self.out.append(f"{first.group(1)}...\n")
+            position = body
+        self.plain(position, len(text))
+        return "".join(self.out)
+
+
+def method_skeleton(text: str) -> str:
+    """`text` with each method body replaced by `...` at the body's indentation."""
+    return _Skeleton(text).run()
+
+
+__all__ = ["method_skeleton"]

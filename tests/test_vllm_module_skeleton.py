@@ -1,0 +1,111 @@
+"""Method bodies elided before the class tree parses a module; everything it reads is kept."""
+
+from __future__ import annotations
+
+from extractors.parsing.python_ts import parse_tree
+from extractors.vllm.class_tree import ClassTree, c3_mro
+from extractors.vllm.module_skeleton import method_skeleton
+
+MODEL = '''"""A model file."""
+from vllm.model_executor.models.interfaces import SupportsPP
+
+
+class MiniMLP(Base):
+    """Doc that names
+def not_a_header(x):
+    and has a column-0 line
+"""
+
+    packed = {
+        "qkv": ["q", "k"],
+    }
+
+    def __init__(
+        self,
+        config,
+        prefix: str = "#(",
+    ) -> None:
+        super().__init__()
+        text = """
+column-0 text inside a method
+"""
+        self.x = 1
+
+    @property
+    async def forward(self, x) -> dict[str, int]:
+        return {"a": 1}
+
+    def one_line(self): return 1
+    flag = True
+
+
+if PLATFORM:
+
+    def helper(model):
+        return model.flag
+
+    def factory(value):
+        def inner(model):
+            model.attr = value
+            return model
+
+        return inner
+'''
+
+
+def test_method_bodies_become_an_ellipsis_at_their_indentation():
+    skeleton = method_skeleton(MODEL)
+    assert "super().__init__()" not in skeleton
+    assert "column-0 text inside a method" not in skeleton
+    assert 'return {"a": 1}' not in skeleton
+    assert "    ) -> None:\n        ...\n    @property\n" in skeleton
+    assert "    async def forward(self, x) -> dict[str, int]:\n        ...\n" in skeleton
+    assert not parse_tree(skeleton).has_error
+
+
+def test_what_the_class_tree_reads_is_kept():
+    skeleton = method_skeleton(MODEL)
+    for kept in (
+        "def not_a_header(x):\n",  # inside the class docstring, left as text
+        '        "qkv": ["q", "k"],\n',
+        '        prefix: str = "#(",\n',
+        "    def one_line(self): return 1\n",
+        "    flag = True\n",
+        "        return model.flag\n",  # a module-level function (under `if`) keeps its body
+        "            model.attr = value\n",  # and so does a function nested in one
+    ):
+        assert kept in skeleton
+
+
+def test_a_module_without_methods_is_unchanged():
+    text = "import os\n\n\ndef f(x):\n    return x\n\n\nclass A:\n    x = 1\n"
+    assert method_skeleton(text) == text
+
+
+def test_a_skeleton_that_does_not_parse_falls_back_to_the_full_text():
+    # a bracket continued at column 0 ends the body early in the line-based pass
+    text = "class A:\n    def f(self):\n        return [\n1]\n    flag = True\n"
+    assert parse_tree(method_skeleton(text)).has_error
+    files = {"vllm/m.py": text}
+    tree = ClassTree(files.get)
+    info = tree.resolve("vllm.m", "A")
+    assert set(info.methods) == {"f"}
+    assert info.attributes["flag"].value is True
+
+
+def test_full_modules_keep_their_method_bodies():
+    text = "class A:\n    def f(self):\n        return 1\n"
+    files = {"vllm/m.py": text}
+    elided = ClassTree(files.get).module("vllm.m")
+    full = ClassTree(files.get, full_modules=("vllm.m",)).module("vllm.m")
+    assert b"return 1" not in elided.root.text
+    assert b"return 1" in full.root.text
+
+
+def test_the_mro_of_a_complete_class_is_computed_once():
+    files = {"vllm/m.py": "class B:\n    pass\n\n\nclass A(B):\n    x = 1\n"}
+    info = ClassTree(files.get).resolve("vllm.m", "A")
+    first = c3_mro(info)
+    assert [c.name for c in first] == ["A", "B"]
+    assert info.mro_cache is first
+    assert c3_mro(info) is first
