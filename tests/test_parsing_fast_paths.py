@@ -351,3 +351,50 @@ def test_directive_search_agrees_with_reading_every_line(text):
         assert (masked, conditions) == (text, ("",) * len(lines))
     else:
         assert masked != text and len(conditions) == len(lines)
+
+
+KEPT_AND_ELIDED = '''import os
+
+
+class Backend(Base):
+    """Doc."""
+
+    def get_supported_kernel_block_sizes():
+        return [16, 32]
+
+    @staticmethod
+    def heavy(x):
+        y = x + 1
+        return y
+
+    def one_liner(self): return 1
+
+
+def module_function():
+    return 2
+'''
+
+
+def test_keeping_methods_elides_the_other_method_bodies_only():
+    from extractors.parsing.python_cst import parse_module_keeping_methods, top_level_classes
+
+    module = parse_module_keeping_methods(
+        KEPT_AND_ELIDED, "b.py", ("get_supported_kernel_block_sizes",)
+    )
+    code = module.code
+    assert "return [16, 32]" in code  # kept
+    assert "y = x + 1" not in code and "return y" not in code and "return 1" not in code
+    assert "return 2" in code  # module-level functions keep their bodies
+    assert code.count("\n") == KEPT_AND_ELIDED.count("\n")  # later lines keep their numbers
+    methods = [
+        m.name.value for m in top_level_classes(module)["Backend"].body.body if hasattr(m, "name")
+    ]
+    assert methods == ["get_supported_kernel_block_sizes", "heavy", "one_liner"]
+
+
+def test_keeping_methods_still_reports_a_syntax_error_in_an_elided_body():
+    from extractors.parsing.python_cst import parse_module_keeping_methods
+
+    broken = "class A:\n    def f(self):\n        return (\n"
+    with pytest.raises(ParseError, match="b.py"):
+        parse_module_keeping_methods(broken, "b.py", ())

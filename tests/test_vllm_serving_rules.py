@@ -382,3 +382,19 @@ def test_attention_backends_missing_anchor_and_absent_registry():
     )
     assert facts.facts[0].records == ()
     assert [(w.fact, w.code) for w in facts.warnings] == [("attention_backends", "absent")]
+
+
+def test_backend_base_resolution_reads_module_scope_imports_only():
+    # A function-local `from x import Base` must not decide where the class's base comes from:
+    # Python looks the base up in the module's namespace (here: the top-level import).
+    import libcst as cst
+
+    from extractors.vllm.attention_backends import _imports
+
+    text = (
+        "from vllm.a import Base\n"
+        "try:\n    from vllm.b import Other\nexcept ImportError:\n    pass\n"
+        "def helper():\n    from vllm.elsewhere import Base\n"
+        "class Flash(Base):\n    pass\n"
+    )
+    assert _imports(cst.parse_module(text)) == {"Base": "vllm.a", "Other": "vllm.b"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection
 
 import libcst as cst
 
@@ -43,6 +44,39 @@ def parse_class_methods(text: str, path: str, class_name: str, marker: str) -> c
         at = end
     pieces.append(data[at:])
     return _libcst(b"".join(pieces).decode("utf-8"), path)
+
+
+def parse_module_keeping_methods(text: str, path: str, methods: Collection[str]) -> cst.Module:
+    """parse_module for a caller that reads, of every top-level class, its bases, its method
+    names and the bodies of `methods` only: libcst gets each other method's body as `...`
+    (followed by the body's newlines, so later lines keep their numbers). A file tree-sitter
+    finds errors in is parsed whole, so its errors are those of parse_module."""
+    root = parse_tree(text)
+    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
+    if root.has_error:
+        return _libcst(text, path)
+    data = text.encode("utf-8")
+    pieces, at = [], 0
+    for start, end in _method_bodies(root, methods):
+        pieces += [data[at:start], b"..." + b"\n" * data.count(b"\n", start, end)]
+        at = end
+    pieces.append(data[at:])
+    return _libcst(b"".join(pieces).decode("utf-8"), path)
+
+
+def _method_bodies(root, keep: Collection[str]) -> list[tuple[int, int]]:
+    """Byte ranges of the bodies of top-level classes' methods not named in `keep`, in order."""
+    ranges = []
+    for statement in root.named_children:
+        cls = _definition(statement)
+        body = cls.child_by_field_name("body") if cls.type == "class_definition" else None
+        for member in body.named_children if body is not None else ():
+            method = _definition(member)
+            name = _definition_name(member, "function_definition")
+            block = method.child_by_field_name("body") if name is not None else None
+            if block is not None and name not in keep and block.end_byte > block.start_byte:
+                ranges.append((block.start_byte, block.end_byte))
+    return ranges
 
 
 def _blank_all_but(root, class_name: str, marker: str) -> list[tuple[int, int]] | None:

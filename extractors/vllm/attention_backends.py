@@ -14,10 +14,10 @@ from extractors.parsing.python_cst import (
     class_methods,
     compact_code,
     parse_module,
+    parse_module_keeping_methods,
     statements,
     string_value,
     top_level_classes,
-    walk,
 )
 from extractors.vllm.records import AttentionBackendChoice
 from extractors.vllm.serving_rules import call_name, class_named, literal_text
@@ -137,10 +137,35 @@ def module_path(dotted: str) -> str:
     return dotted.replace(".", "/") + ".py"
 
 
+def _module_scope_statements(body) -> Iterator[cst.CSTNode]:
+    """The small statements that run at module scope, in order: top-level ones and those inside
+    top-level if/try/with blocks, not those inside functions or classes (a base class name is
+    looked up in the module's namespace)."""
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from statement.body
+        elif isinstance(statement, cst.If):
+            yield from _module_scope_statements(statement.body.body)
+            if statement.orelse is not None:
+                yield from _module_scope_statements((statement.orelse,))
+        elif isinstance(statement, cst.Else):
+            yield from _module_scope_statements(statement.body.body)
+        elif isinstance(statement, cst.Try | cst.With):
+            yield from _module_scope_statements(statement.body.body)
+            for handler in getattr(statement, "handlers", ()):
+                yield from _module_scope_statements(handler.body.body)
+            for block in (
+                getattr(statement, "orelse", None),
+                getattr(statement, "finalbody", None),
+            ):
+                if block is not None:
+                    yield from _module_scope_statements(block.body.body)
+
+
 def _imports(module: cst.Module) -> dict[str, str]:
-    """Imported name -> the module it comes from (absolute `from a.b import X` only)."""
+    """Imported name -> the module it comes from (absolute `from a.b import X` at module scope)."""
     found = {}
-    for node in walk(module):
+    for node in _module_scope_statements(module.body):
         if isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
             if isinstance(node.names, cst.ImportStar):
                 continue
@@ -153,11 +178,37 @@ def _imports(module: cst.Module) -> dict[str, str]:
 class _Class:
     __slots__ = ("module", "node", "path", "imports")
 
-    def __init__(self, module: cst.Module, node: cst.ClassDef, path: str) -> None:
-        self.module, self.node, self.path, self.imports = module, node, path, _imports(module)
+    def __init__(
+        self, module: cst.Module, node: cst.ClassDef, path: str, imports: dict[str, str]
+    ) -> None:
+        self.module, self.node, self.path, self.imports = module, node, path, imports
 
 
-def _mro(read: Reader, dotted: str) -> Iterator[_Class]:
+class _Modules:
+    """Each module a backend walk reaches, parsed once per extraction (backends share bases)."""
+
+    def __init__(self, read: Reader) -> None:
+        self.read = read
+        self.parsed: dict[str, cst.Module | None] = {}
+        self.imported: dict[str, dict[str, str]] = {}
+
+    def module(self, path: str) -> cst.Module | None:
+        if path not in self.parsed:
+            text = self.read(path)
+            self.parsed[path] = (
+                None
+                if text is None
+                else parse_module_keeping_methods(text, path, (KERNEL_SIZES, PREFERRED))
+            )
+        return self.parsed[path]
+
+    def imports(self, path: str, module: cst.Module) -> dict[str, str]:
+        if path not in self.imported:
+            self.imported[path] = _imports(module)
+        return self.imported[path]
+
+
+def _mro(modules: _Modules, dotted: str) -> Iterator[_Class]:
     """The class at `dotted` and its bases (first base first), followed through imports."""
     seen = set()
     todo = [dotted]
@@ -168,14 +219,13 @@ def _mro(read: Reader, dotted: str) -> Iterator[_Class]:
         seen.add(current)
         module_name, _, class_name = current.rpartition(".")
         path = module_path(module_name)
-        text = read(path)
-        if text is None:
+        module = modules.module(path)
+        if module is None:
             continue
-        module = parse_module(text, path)
         node = top_level_classes(module).get(class_name)
         if node is None:
             continue
-        found = _Class(module, node, path)
+        found = _Class(module, node, path, modules.imports(path, module))
         yield found
         for base in node.bases:
             name = compact_code(module, base.value)
@@ -280,13 +330,13 @@ def _override_on_cuda(cls: _Class) -> str:
     return ""
 
 
-def backend_block(read: Reader, dotted: str, default: int | None, base_ok: bool):
+def backend_block(modules: _Modules, dotted: str, default: int | None, base_ok: bool):
     """(kernel sizes, preferred block, reason, path, symbol) for one backend class."""
     sizes: tuple[str, ...] | None = None
     sizes_from = ""
     override = ""
     path, symbol = module_path(dotted.rpartition(".")[0]), dotted.rpartition(".")[2]
-    for cls in _mro(read, dotted):
+    for cls in _mro(modules, dotted):
         methods = class_methods(cls.node)
         if PREFERRED in methods and not override and cls.node.name.value != BASE_CLASS:
             override = _override_on_cuda(cls) or "opaque"
@@ -316,12 +366,15 @@ def attention_backends(
     branches = priority_branches(cuda_text, CUDA_PATH)
     classes = enum_class_paths(registry_text, REGISTRY_PATH)
     base_ok = base_rule_holds(base_text, BASE_PATH)
+    modules = _Modules(read)
     rows = []
     for branch in branches:
         for rank, backend in enumerate(branch.backends):
             dotted = classes.get(backend, "")
             if dotted:
-                sizes, block, reason, path, symbol = backend_block(read, dotted, default, base_ok)
+                sizes, block, reason, path, symbol = backend_block(
+                    modules, dotted, default, base_ok
+                )
             else:
                 sizes, block, reason = (), None, f"{ENUM}.{backend} is not in {REGISTRY_PATH}"
                 path, symbol = REGISTRY_PATH, ENUM
