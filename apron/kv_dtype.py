@@ -11,12 +11,11 @@ python/sglang/srt/configs/model_config.py)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from apron.errors import ApronInputError
+from apron.json_files import read_json_object
 
 HF_QUANT_CONFIG = "hf_quant_config.json"
 MAX_QUANT_CONFIG_BYTES = 10_000_000
@@ -86,17 +85,7 @@ def _read_hf_quant_config(model_dir: Path) -> Mapping[str, Any] | None:
     path = model_dir / HF_QUANT_CONFIG
     if not path.is_file():
         return None
-    try:
-        if path.stat().st_size > MAX_QUANT_CONFIG_BYTES:
-            raise ApronInputError(f"{path} is over 10 MB; not a quantization config")
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as err:
-        raise ApronInputError(f"cannot read {path}: {err.strerror or err}") from err
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise ApronInputError(f"{path} is not valid JSON ({err})") from err
-    if not isinstance(data, dict):
-        raise ApronInputError(f"{path} is JSON but not an object")
-    return data
+    return read_json_object(path, MAX_QUANT_CONFIG_BYTES, "quantization config")
 
 
 def _model_dir(model_dir: Path | None) -> Path | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from apron.errors import ApronInputError
+from apron.json_files import read_json_object
 
 INDEX_NAME = "model.safetensors.index.json"
 SAFETENSORS_SUFFIX = ".safetensors"
@@ -192,16 +193,7 @@ def read_header(path: Path) -> tuple[TensorEntry, ...]:
 
 
 def _read_index(path: Path) -> _Index:
-    try:
-        if path.stat().st_size > MAX_INDEX_BYTES:
-            raise ApronInputError(f"{path} is over 100 MB; not a safetensors index")
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as err:
-        raise ApronInputError(f"cannot read {path}: {err.strerror or err}") from err
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise ApronInputError(f"{path} is not valid JSON ({err})") from err
-    if not isinstance(data, dict):
-        raise ApronInputError(f"{path} is JSON but not an object")
+    data = read_json_object(path, MAX_INDEX_BYTES, "safetensors index")
     weight_map = data.get("weight_map")
     if not isinstance(weight_map, dict) or not all(
         isinstance(v, str) and v for v in weight_map.values()
