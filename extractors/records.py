@@ -48,6 +48,16 @@ def warning(code: str, subject: str, message: str, path: str, symbol: str) -> Ex
     return ExtractionWarning(code=code, subject=subject, message=message, path=path, symbol=symbol)
 
 
+class WarnsInFile:
+    """For a reader of one file: `warn` appends a warning naming `self.path` to `self.warnings`."""
+
+    path: str
+    warnings: list[ExtractionWarning]
+
+    def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
+        self.warnings.append(warning(code, subject, message, self.path, symbol))
+
+
 SUPPORT_ROLES = ("registry", "documented", "finding", "matrix")
 
 

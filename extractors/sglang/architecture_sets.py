@@ -26,7 +26,7 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk,
 )
-from extractors.records import ExtractionWarning, warning
+from extractors.records import ExtractionWarning, WarnsInFile
 from extractors.sglang.records import SglangArchitectureSet
 
 FACT = "architecture_sets"
@@ -63,7 +63,7 @@ class Condition:
 
 
 @dataclass
-class _Reader:
+class _Reader(WarnsInFile):
     module: cst.Module
     path: str
     constants: dict[str, cst.BaseExpression]
@@ -72,17 +72,6 @@ class _Reader:
 
     def code(self, node: cst.CSTNode) -> str:
         return compact_code(self.module, node)
-
-    def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
-        self.warnings.append(
-            warning(
-                code=code,
-                subject=subject,
-                message=message,
-                path=self.path,
-                symbol=symbol,
-            )
-        )
 
     # -- collections
 

@@ -27,7 +27,7 @@ from extractors.parsing.python_cst import (
     walk,
 )
 from extractors.parsing.python_ts import assignments, node_text, parse_python, string_value
-from extractors.records import ExtractionWarning, warning
+from extractors.records import ExtractionWarning, WarnsInFile
 from extractors.sglang.records import SglangHybridConfigClass
 
 FACT = "hybrid_config_classes"
@@ -90,7 +90,7 @@ def _subclasses(classes: Mapping[str, ConfigClass], name: str) -> list[str]:
     return result
 
 
-class _Reader:
+class _Reader(WarnsInFile):
     def __init__(self, module: cst.Module, path: str) -> None:
         self.module = module
         self.path = path
@@ -98,17 +98,6 @@ class _Reader:
 
     def code(self, node: cst.CSTNode) -> str:
         return compact_code(self.module, node)
-
-    def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
-        self.warnings.append(
-            warning(
-                code=code,
-                subject=subject,
-                message=message,
-                path=self.path,
-                symbol=symbol,
-            )
-        )
 
 
 def _named_classes(node: cst.BaseExpression) -> list[str] | None:

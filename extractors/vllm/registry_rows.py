@@ -17,7 +17,7 @@ from extractors.parsing.python_ts import (
     top_level_assignments,
     unparenthesize,
 )
-from extractors.records import ExtractionWarning
+from extractors.records import ExtractionWarning, WarnsInFile
 from extractors.vllm.records import RegistryRow
 
 MERGED_DICT = "_VLLM_MODELS"
@@ -37,23 +37,12 @@ def _row_value(node: Node) -> tuple[str, str] | None:
     return (module, cls) if module is not None and cls is not None else None
 
 
-class _DictReader:
+class _DictReader(WarnsInFile):
     def __init__(self, path: str, dicts: dict[str, Node]) -> None:
         self.path = path
         self.dicts = dicts
         self.rows: dict[str, dict[str, RegistryRow]] = {}
         self.warnings: list[ExtractionWarning] = []
-
-    def warn(self, code: str, subject: str, message: str, symbol: str) -> None:
-        self.warnings.append(
-            ExtractionWarning(
-                code=code,
-                subject=subject,
-                message=message,
-                path=self.path,
-                symbol=symbol,
-            )
-        )
 
     def read(self, name: str) -> dict[str, RegistryRow]:
         if name in self.rows:
