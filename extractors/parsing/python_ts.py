@@ -109,6 +109,23 @@ def imported_names(statement: Node) -> list[tuple[str, str]]:
     return names
 
 
+def if_clauses(statement: Node) -> tuple[list[tuple[Node, Node]], Node | None]:
+    """An `if_statement`'s (condition, block) pairs, the `if` then each `elif` in order, and the
+    `else` block (None without one)."""
+    clauses = [
+        (statement.child_by_field_name("condition"), statement.child_by_field_name("consequence"))
+    ]
+    otherwise = None
+    for part in statement.children_by_field_name("alternative"):
+        if part.type == "elif_clause":
+            clauses.append(
+                (part.child_by_field_name("condition"), part.child_by_field_name("consequence"))
+            )
+        else:
+            otherwise = part.child_by_field_name("body")
+    return clauses, otherwise
+
+
 def unparenthesize(node: Node) -> Node:
     while node.type == "parenthesized_expression" and node.named_child_count == 1:
         node = node.named_children[0]

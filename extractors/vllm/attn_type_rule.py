@@ -12,6 +12,7 @@ from tree_sitter import Node
 from extractors.errors import AnchorError
 from extractors.parsing.python_ts import (
     class_methods,
+    if_clauses,
     node_text,
     parse_python,
     string_value,
@@ -69,15 +70,7 @@ def attn_type_rule(text: str, path: str) -> AttnTypeRule:
     chain = next((s for s in body.named_children if s.type == "if_statement"), None)
     if chain is None:
         raise AnchorError(f"{anchor} in {path} has no if/elif chain", paths=[path], anchor=anchor)
-    clauses = [(chain.child_by_field_name("condition"), chain.child_by_field_name("consequence"))]
-    otherwise = None
-    for part in chain.children_by_field_name("alternative"):
-        if part.type == "elif_clause":
-            clauses.append(
-                (part.child_by_field_name("condition"), part.child_by_field_name("consequence"))
-            )
-        else:
-            otherwise = part.child_by_field_name("body")
+    clauses, otherwise = if_clauses(chain)
     branches = []
     pooling_types: list[str] = []
     causal_key, causal_default = "", ""

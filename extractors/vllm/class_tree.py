@@ -15,6 +15,7 @@ from tree_sitter import Node
 
 from extractors.errors import ParseError
 from extractors.parsing.python_ts import (
+    if_clauses,
     import_source,
     imported_names,
     node_text,
@@ -208,17 +209,7 @@ def _platform_truth(node: Node) -> bool | None:
 def _platform_branch(statement: Node) -> Node | None:
     """The block of an `if/elif/else` over platform checks that runs on CUDA, or None when a
     condition is not a platform check."""
-    clauses = [
-        (statement.child_by_field_name("condition"), statement.child_by_field_name("consequence"))
-    ]
-    otherwise = None
-    for part in statement.children_by_field_name("alternative"):
-        if part.type == "elif_clause":
-            clauses.append(
-                (part.child_by_field_name("condition"), part.child_by_field_name("consequence"))
-            )
-        else:
-            otherwise = part.child_by_field_name("body")
+    clauses, otherwise = if_clauses(statement)
     for condition, block in clauses:
         truth = _platform_truth(condition)
         if truth is None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from extractors.parsing.python_ts import node_text, string_value, unparenthesize
+from extractors.parsing.python_ts import if_clauses, node_text, string_value, unparenthesize
 from extractors.vllm.class_tree import (
     BUILTIN_CLASSES,
     NON_LITERAL,
@@ -232,20 +232,7 @@ class FlagEvaluator:
             raise _Return(Unknown(f"a `{kind}` with a return is not evaluated"))
 
     def _if(self, mod: Module, statement: Node, env: dict, depth: int) -> None:
-        clauses = [
-            (
-                statement.child_by_field_name("condition"),
-                statement.child_by_field_name("consequence"),
-            )
-        ]
-        otherwise = None
-        for part in statement.children_by_field_name("alternative"):
-            if part.type == "elif_clause":
-                clauses.append(
-                    (part.child_by_field_name("condition"), part.child_by_field_name("consequence"))
-                )
-            else:
-                otherwise = part.child_by_field_name("body")
+        clauses, otherwise = if_clauses(statement)
         for condition, body in clauses:
             truth = _truth(self.expression(mod, condition, env, depth))
             if isinstance(truth, Unknown):
