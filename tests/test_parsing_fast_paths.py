@@ -398,3 +398,95 @@ def test_keeping_methods_still_reports_a_syntax_error_in_an_elided_body():
     broken = "class A:\n    def f(self):\n        return (\n"
     with pytest.raises(ParseError, match="b.py"):
         parse_module_keeping_methods(broken, "b.py", ())
+
+
+SERVER_LIKE = '''
+import os
+
+
+@dataclass
+class Settings:
+    page_size: int = None
+    fraction: float = None
+
+    def _handle_page_size(self):
+        if self.page_size is None:
+            self.page_size = 1
+
+    def add_cli_args(parser):
+        parser.add_argument("--page-size", default=Settings.page_size)
+        parser.add_argument("--fraction", default=Settings.fraction)
+
+
+def fill_page_size(args):
+    return {"page_size": 64}
+
+
+def unrelated(args):
+    return {"other": 3}
+'''
+
+
+def test_keeping_selects_bodies_by_qualified_name_and_by_text():
+    from extractors.parsing.python_cst import (
+        class_methods,
+        parse_module_keeping,
+        top_level_classes,
+    )
+
+    seen = []
+
+    def keep(qualname: str, code: bytes) -> bool:
+        seen.append(qualname)
+        return qualname == "Settings._handle_page_size" or (
+            "." not in qualname and b"page_size" in code
+        )
+
+    module = parse_module_keeping(SERVER_LIKE, "s.py", keep)
+    code = module.code
+    assert seen == [
+        "Settings._handle_page_size",
+        "Settings.add_cli_args",
+        "fill_page_size",
+        "unrelated",
+    ]
+    assert "self.page_size = 1" in code  # kept by name
+    assert 'return {"page_size": 64}' in code  # kept by text
+    assert "--page-size" not in code and '"other": 3' not in code  # elided to `...`
+    assert "page_size: int = None" in code and "import os" in code  # class fields, imports stay
+    assert sorted(class_methods(top_level_classes(module)["Settings"])) == [
+        "_handle_page_size",
+        "add_cli_args",
+    ]  # an elided method is still there by name: a missing anchor stays missing
+    assert code.count("\n") == SERVER_LIKE.count("\n")  # later lines keep their numbers
+
+
+def test_keeping_nothing_reports_a_syntax_error_in_an_elided_body():
+    from extractors.parsing.python_cst import parse_module_keeping
+
+    broken = "def f():\n    return (\n"
+    with pytest.raises(ParseError, match="b.py"):
+        parse_module_keeping(broken, "b.py", lambda _name, _code: False)
+
+
+def test_the_same_text_is_parsed_once_and_errors_are_not_kept(monkeypatch):
+    import libcst
+
+    from extractors.parsing import python_cst
+
+    calls = []
+    original = libcst.parse_module
+
+    def counting(text):
+        calls.append(text)
+        return original(text)
+
+    monkeypatch.setattr(python_cst.cst, "parse_module", counting)
+    python_cst._libcst_parsed.cache_clear()
+    text = "X = 1  # parsed once\n"
+    first = python_cst.parse_module(text, "a.py")
+    assert python_cst.parse_module(text, "b.py") is first
+    assert calls == [text]
+    for _ in range(2):
+        with pytest.raises(ParseError, match="c.py"):
+            python_cst.parse_module("def (:\n", "c.py")

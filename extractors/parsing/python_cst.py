@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from functools import lru_cache
 
 import libcst as cst
 
@@ -51,31 +52,69 @@ def parse_module_keeping_methods(text: str, path: str, methods: Collection[str])
     names and the bodies of `methods` only: libcst gets each other method's body as `...`
     (followed by the body's newlines, so later lines keep their numbers). A file tree-sitter
     finds errors in is parsed whole, so its errors are those of parse_module."""
+    return parse_module_keeping(
+        text, path, lambda qualname, _code: "." not in qualname or _member(qualname) in methods
+    )
+
+
+KeepBody = Callable[[str, bytes], bool]
+
+
+def parse_module_keeping(text: str, path: str, keep: KeepBody) -> cst.Module:
+    """parse_module for a caller that reads only some definitions' bodies: the body of each
+    top-level function (qualified name `f`) and of each method of a top-level class (`C.m`) is
+    handed to libcst as `...` unless `keep(qualified name, the definition's source bytes)` says
+    so. Everything else stays: imports, assignments, class headers, class-level statements and
+    every definition's name, parameters and decorators, so an anchor that is missing is missing
+    as in parse_module. Lines keep their numbers (the body's newlines follow the `...`). A file
+    tree-sitter finds errors in is parsed whole, so its errors are those of parse_module.
+
+    A caller that filters by text (`keep=lambda _, code: b"page_size" in code`) may do so only
+    for constructs whose source must contain that text."""
     root = parse_tree(text)
     check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
     if root.has_error:
         return _libcst(text, path)
     data = text.encode("utf-8")
     pieces, at = [], 0
-    for start, end in _method_bodies(root, methods):
+    for start, end in _elided_bodies(root, keep):
         pieces += [data[at:start], b"..." + b"\n" * data.count(b"\n", start, end)]
         at = end
     pieces.append(data[at:])
     return _libcst(b"".join(pieces).decode("utf-8"), path)
 
 
-def _method_bodies(root, keep: Collection[str]) -> list[tuple[int, int]]:
-    """Byte ranges of the bodies of top-level classes' methods not named in `keep`, in order."""
+def _member(qualname: str) -> str:
+    return qualname.split(".", 1)[1]
+
+
+def _elided_bodies(root, keep: KeepBody) -> list[tuple[int, int]]:
+    """Byte ranges, in order, of the bodies of top-level functions and top-level classes'
+    methods that `keep` does not keep."""
     ranges = []
+
+    def consider(statement, qualname: str) -> None:
+        method = _definition(statement)
+        block = method.child_by_field_name("body")
+        if block is None or block.end_byte <= block.start_byte:
+            return
+        if not keep(qualname, statement.text or b""):
+            ranges.append((block.start_byte, block.end_byte))
+
     for statement in root.named_children:
-        cls = _definition(statement)
-        body = cls.child_by_field_name("body") if cls.type == "class_definition" else None
+        definition = _definition(statement)
+        function = _definition_name(statement, "function_definition")
+        if function is not None:
+            consider(statement, function)
+            continue
+        if definition.type != "class_definition":
+            continue
+        class_name = _definition_name(statement, "class_definition")
+        body = definition.child_by_field_name("body")
         for member in body.named_children if body is not None else ():
-            method = _definition(member)
             name = _definition_name(member, "function_definition")
-            block = method.child_by_field_name("body") if name is not None else None
-            if block is not None and name not in keep and block.end_byte > block.start_byte:
-                ranges.append((block.start_byte, block.end_byte))
+            if name is not None:
+                consider(member, f"{class_name}.{name}")
     return ranges
 
 
@@ -120,7 +159,7 @@ def _definition_name(statement, kind: str) -> str | None:
 
 def _libcst(text: str, path: str) -> cst.Module:
     try:
-        return cst.parse_module(text)
+        return _libcst_parsed(text)
     except cst.ParserSyntaxError as err:
         raise ParseError(
             f"{path} does not parse as Python: {err.message} "
@@ -129,6 +168,13 @@ def _libcst(text: str, path: str) -> cst.Module:
         ) from None
     except RecursionError:
         raise ParseError(f"{path} is nested too deeply to parse", paths=[path]) from None
+
+
+@lru_cache(maxsize=8)
+def _libcst_parsed(text: str) -> cst.Module:
+    """libcst's module for `text`, parsed once while it is among the last few parsed (modules
+    are immutable; several facts of one engine read the same file). Errors are not kept."""
+    return cst.parse_module(text)
 
 
 def compact_code(module: cst.Module, node: cst.CSTNode) -> str:

@@ -20,7 +20,14 @@ def _parser() -> Parser:
 
 
 def parse_tree(text: str) -> Node:
-    """The module node as tree-sitter parses it, syntax errors and all."""
+    """The module node as tree-sitter parses it, syntax errors and all. The same text is parsed
+    once per process while it is among the last few parsed: several facts of one engine read
+    the same file (trees are immutable, so they can share one)."""
+    return _parsed(text)
+
+
+@lru_cache(maxsize=16)
+def _parsed(text: str) -> Node:
     return _parser().parse(text.encode("utf-8")).root_node
 
 
