@@ -400,7 +400,7 @@ def test_keeping_methods_still_reports_a_syntax_error_in_an_elided_body():
         parse_module_keeping_methods(broken, "b.py", ())
 
 
-SERVER_LIKE = '''
+SERVER_LIKE = """
 import os
 
 
@@ -424,7 +424,7 @@ def fill_page_size(args):
 
 def unrelated(args):
     return {"other": 3}
-'''
+"""
 
 
 def test_keeping_selects_bodies_by_qualified_name_and_by_text():
