@@ -389,7 +389,8 @@ def test_backend_base_resolution_reads_module_scope_imports_only():
     # Python looks the base up in the module's namespace (here: the top-level import).
     import libcst as cst
 
-    from extractors.vllm.attention_backends import _imports
+    from extractors.parsing.python_ts import parse_tree
+    from extractors.vllm.attention_backends import _cst_imports, _imports
 
     text = (
         "from vllm.a import Base\n"
@@ -397,4 +398,5 @@ def test_backend_base_resolution_reads_module_scope_imports_only():
         "def helper():\n    from vllm.elsewhere import Base\n"
         "class Flash(Base):\n    pass\n"
     )
-    assert _imports(cst.parse_module(text)) == {"Base": "vllm.a", "Other": "vllm.b"}
+    assert _imports(parse_tree(text)) == {"Base": "vllm.a", "Other": "vllm.b"}
+    assert _cst_imports(cst.parse_module(text)) == {"Base": "vllm.a", "Other": "vllm.b"}

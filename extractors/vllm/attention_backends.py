@@ -5,20 +5,22 @@ default. Pure: file texts in, records out."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 
 import libcst as cst
+from tree_sitter import Node
 
 from extractors.errors import AnchorError
 from extractors.parsing.python_cst import (
     class_methods,
     compact_code,
-    parse_module,
-    parse_module_keeping_methods,
     statements,
     string_value,
     top_level_classes,
 )
+from extractors.parsing.python_ts import node_text, parse_tree
+from extractors.vllm.cst_outline import parse_outline
 from extractors.vllm.records import AttentionBackendChoice
 from extractors.vllm.serving_rules import call_name, class_named, literal_text
 
@@ -40,6 +42,10 @@ READS = (
     "vllm/model_executor/layers/attention/*.py",
 )
 # Platform probes on `current_platform` on a CUDA machine; any other probe is unknown.
+# The method bodies read in a backend module: the kernel sizes and preferred block of every
+# class of a backend's MRO, and the base class's supports_block_size (base_rule_holds; one
+# shape for backend.py, which both read).
+BACKEND_METHODS = frozenset({KERNEL_SIZES, PREFERRED, "supports_block_size"})
 CUDA_PROBES = {"is_cuda": True, "is_cuda_alike": True, "is_rocm": False, "is_xpu": False}
 
 Reader = Callable[[str], str | None]
@@ -91,7 +97,7 @@ def _words(path: tuple[tuple[str, bool], ...]) -> str:
 def priority_branches(text: str, path: str) -> list[Branch]:
     """The branches of _get_backend_priorities; `default` marks the branch reached when every
     test other than use_mla fails (the GPUs no test singles out)."""
-    module = parse_module(text, path)
+    module = parse_outline(text, path, lambda qualname, _code: qualname == PRIORITIES)
     function = next(
         (s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == PRIORITIES),
         None,
@@ -115,8 +121,8 @@ def priority_branches(text: str, path: str) -> list[Branch]:
 
 
 def enum_class_paths(text: str, path: str) -> dict[str, str]:
-    """AttentionBackendEnum member -> the dotted class path it names."""
-    module = parse_module(text, path)
+    """AttentionBackendEnum member -> the dotted class path it names (no body is read)."""
+    module = parse_outline(text, path, lambda _qualname, _code: False, class_statements=True)
     cls = class_named(module, ENUM, path)
     found = {}
     body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
@@ -137,7 +143,85 @@ def module_path(dotted: str) -> str:
     return dotted.replace(".", "/") + ".py"
 
 
-def _module_scope_statements(body) -> Iterator[cst.CSTNode]:
+def _compact(code: str) -> str:
+    """compact_code's spelling of a node from its source text."""
+    text = " ".join(code.split())
+    return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
+
+
+def _suite_statements(clause: Node, block: Node | None) -> Iterator[Node]:
+    """The statements of a clause's indented block; none for a body on the header's line
+    (`if x: import y`, whose statements are not lines of their own)."""
+    if block is None or block.type != "block":
+        return
+    colons = [c for c in clause.children if c.type == ":" and c.end_byte <= block.start_byte]
+    if colons:
+        source = clause.text or b""
+        gap = source[colons[-1].end_byte - clause.start_byte : block.start_byte - clause.start_byte]
+        if b"\n" not in gap.replace(b"\\\r\n", b"").replace(b"\\\n", b""):
+            return
+    yield from _module_scope_statements(block)
+
+
+def _module_scope_statements(block: Node) -> Iterator[Node]:
+    """The statements that run at module scope, in order: top-level ones and those inside
+    top-level if/try/with blocks, not those inside functions or classes (a base class name is
+    looked up in the module's namespace)."""
+    for statement in block.named_children:
+        kind = statement.type
+        if kind == "if_statement":
+            yield from _suite_statements(statement, statement.child_by_field_name("consequence"))
+            for part in statement.children_by_field_name("alternative"):
+                field = "consequence" if part.type == "elif_clause" else "body"
+                yield from _suite_statements(part, part.child_by_field_name(field))
+        elif kind == "try_statement":
+            if any(_is_except_star(c) for c in statement.children):
+                continue  # `except*`: not read
+            yield from _suite_statements(statement, statement.child_by_field_name("body"))
+            for part in statement.named_children:
+                if part.type in ("except_clause", "finally_clause"):
+                    yield from _suite_statements(part, _block_of(part))
+                elif part.type == "else_clause":
+                    yield from _suite_statements(part, part.child_by_field_name("body"))
+        elif kind == "with_statement":
+            yield from _suite_statements(statement, statement.child_by_field_name("body"))
+        else:
+            yield statement
+
+
+def _is_except_star(clause: Node) -> bool:
+    return clause.type == "except_group_clause" or (
+        clause.type == "except_clause" and any(c.type == "*" for c in clause.children)
+    )
+
+
+def _block_of(clause: Node) -> Node | None:
+    return next((c for c in clause.named_children if c.type == "block"), None)
+
+
+def _imports(root: Node) -> dict[str, str]:
+    """Imported name -> the module it comes from (absolute `from a.b import X` at module scope)."""
+    found = {}
+    for statement in _module_scope_statements(root):
+        if statement.type == "future_import_statement":
+            source = "__future__"
+        elif statement.type == "import_from_statement":
+            module = statement.child_by_field_name("module_name")
+            if module is None or module.type != "dotted_name":
+                continue  # relative
+            if any(c.type == "wildcard_import" for c in statement.children):
+                continue
+            source = _compact(node_text(module))
+        else:
+            continue
+        for name in statement.children_by_field_name("name"):
+            if name.type == "aliased_import":
+                name = name.child_by_field_name("name")
+            found[_compact(node_text(name))] = source
+    return found
+
+
+def _cst_module_scope_statements(body) -> Iterator[cst.CSTNode]:
     """The small statements that run at module scope, in order: top-level ones and those inside
     top-level if/try/with blocks, not those inside functions or classes (a base class name is
     looked up in the module's namespace)."""
@@ -145,27 +229,27 @@ def _module_scope_statements(body) -> Iterator[cst.CSTNode]:
         if isinstance(statement, cst.SimpleStatementLine):
             yield from statement.body
         elif isinstance(statement, cst.If):
-            yield from _module_scope_statements(statement.body.body)
+            yield from _cst_module_scope_statements(statement.body.body)
             if statement.orelse is not None:
-                yield from _module_scope_statements((statement.orelse,))
+                yield from _cst_module_scope_statements((statement.orelse,))
         elif isinstance(statement, cst.Else):
-            yield from _module_scope_statements(statement.body.body)
+            yield from _cst_module_scope_statements(statement.body.body)
         elif isinstance(statement, cst.Try | cst.With):
-            yield from _module_scope_statements(statement.body.body)
+            yield from _cst_module_scope_statements(statement.body.body)
             for handler in getattr(statement, "handlers", ()):
-                yield from _module_scope_statements(handler.body.body)
+                yield from _cst_module_scope_statements(handler.body.body)
             for block in (
                 getattr(statement, "orelse", None),
                 getattr(statement, "finalbody", None),
             ):
                 if block is not None:
-                    yield from _module_scope_statements(block.body.body)
+                    yield from _cst_module_scope_statements(block.body.body)
 
 
-def _imports(module: cst.Module) -> dict[str, str]:
-    """Imported name -> the module it comes from (absolute `from a.b import X` at module scope)."""
+def _cst_imports(module: cst.Module) -> dict[str, str]:
+    """_imports read from libcst's module, for a file tree-sitter finds errors in."""
     found = {}
-    for node in _module_scope_statements(module.body):
+    for node in _cst_module_scope_statements(module.body):
         if isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
             if isinstance(node.names, cst.ImportStar):
                 continue
@@ -193,19 +277,29 @@ class _Modules:
         self.imported: dict[str, dict[str, str]] = {}
 
     def module(self, path: str) -> cst.Module | None:
+        """The module's classes and the bodies of their BACKEND_METHODS, as libcst parses them;
+        its imports are read from tree-sitter's tree (`imports`)."""
         if path not in self.parsed:
             text = self.read(path)
-            self.parsed[path] = (
-                None
-                if text is None
-                else parse_module_keeping_methods(text, path, (KERNEL_SIZES, PREFERRED))
-            )
+            self.parsed[path] = None
+            if text is not None:
+                self.parsed[path] = parse_outline(
+                    text, path, _backend_method, module_statements=False
+                )
+                root = parse_tree(text)
+                self.imported[path] = (
+                    _cst_imports(parse_outline(text, path, _backend_method))
+                    if root.has_error
+                    else _imports(root)
+                )
         return self.parsed[path]
 
     def imports(self, path: str, module: cst.Module) -> dict[str, str]:
-        if path not in self.imported:
-            self.imported[path] = _imports(module)
         return self.imported[path]
+
+
+def _backend_method(qualname: str, _code: bytes) -> bool:
+    return qualname.partition(".")[2] in BACKEND_METHODS
 
 
 def _mro(modules: _Modules, dotted: str) -> Iterator[_Class]:
@@ -266,7 +360,7 @@ def _base(size: str) -> int:
 def base_rule_holds(text: str, path: str) -> bool:
     """Does AttentionBackend keep the rule this module computes: the default block size when a
     kernel size divides it (or there are none), else the smallest kernel size?"""
-    module = parse_module(text, path)
+    module = parse_outline(text, path, _backend_method)
     cls = top_level_classes(module).get(BASE_CLASS)
     if cls is None:
         return False

@@ -3,17 +3,21 @@ MODELS_CONFIG_MAP in vllm/model_executor/models/config.py maps each architecture
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from extractors.errors import AnchorError
 from extractors.parsing.python_cst import (
+    KeepBody,
     class_methods,
-    parse_module,
     string_value,
     top_level_assignments,
     top_level_classes,
     walk,
 )
+from extractors.parsing.python_ts import node_text, parse_tree
+from extractors.vllm.cst_outline import parse_outline
 from extractors.vllm.records import MambaSsmDtypeDefault
 
 PATHS = ("vllm/model_executor/models/config.py", "vllm/models/config.py")
@@ -141,12 +145,32 @@ def _resolve(
     return None
 
 
+def _hook_methods(text: str) -> KeepBody:
+    """The methods `_resolve` reads: those that assign `.mamba_ssm_cache_dtype` (so their text
+    holds it) and those that call a method of `cls` or of a top-level class (so their text holds
+    that name, then only closing brackets, blanks, comments or line joins, then the `.`)."""
+    owners = {"cls"}
+    for statement in parse_tree(text).named_children:
+        definition = statement
+        if statement.type == "decorated_definition":
+            definition = statement.child_by_field_name("definition") or statement
+        name = definition.child_by_field_name("name")
+        if definition.type == "class_definition" and name is not None:
+            owners.add(node_text(name))
+    alternatives = "|".join(re.escape(owner) for owner in sorted(owners))
+    calls = re.compile(rf"(?<![\w.])(?:{alternatives})(?!\w)(?:[\s)\\]|#[^\n]*)*\.".encode())
+    target = TARGET_ATTR.encode()
+    return lambda qualname, code: (
+        "." in qualname and (target in code or calls.search(code) is not None)
+    )
+
+
 def mamba_ssm_dtype_defaults(text: str, path: str) -> list[MambaSsmDtypeDefault]:
     """One row per architecture whose config hook sets the SSM cache dtype when it is 'auto'.
 
     A missing or non-literal MODELS_CONFIG_MAP is an error; a map whose hooks never set the dtype
     (vLLM before these defaults existed) gives no rows, which is a real upstream state."""
-    module = parse_module(text, path)
+    module = parse_outline(text, path, _hook_methods(text), class_statements=True)
     mapping = top_level_assignments(module).get(MAP_NAME)
     if not isinstance(mapping, cst.Dict):
         raise AnchorError(

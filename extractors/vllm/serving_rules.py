@@ -17,6 +17,7 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk,
 )
+from extractors.vllm.cst_outline import parse_outline
 from extractors.vllm.records import HybridPageRule, ServingDefault, SsmTpSplit, TpRule
 
 CACHE_PATHS = ("vllm/config/cache.py", "vllm/config/__init__.py", "vllm/config.py")
@@ -49,6 +50,13 @@ HYBRID_LAYOUTS = (
         "verify_and_update_config",
     ),
 )
+
+
+def keeping_methods(class_name: str, *methods: str):
+    """A keep predicate (parse_outline) that keeps `class_name`'s `methods`
+    only (of every top-level class so named, as `class_named` may pick any)."""
+    wanted = frozenset(f"{class_name}.{method}" for method in methods)
+    return lambda qualname, _code: qualname in wanted
 
 
 def class_named(module: cst.Module, name: str, path: str) -> cst.ClassDef:
@@ -161,8 +169,9 @@ def _cache_default(module: cst.Module, cls: cst.ClassDef, setting: str, path: st
 
 def cuda_block_size(text: str, path: str) -> tuple[str, str] | None:
     """(value, symbol) of `cache_config.block_size = N` under a `block_size is None` guard in a
-    platform class's method (older vLLM let the CUDA platform fill the default); else None."""
-    module = parse_module(text, path)
+    platform class's method (older vLLM let the CUDA platform fill the default); else None.
+    Only methods that assign a `.block_size` are read, so their text names it."""
+    module = parse_outline(text, path, lambda q, code: "." in q and b"block_size" in code)
     for cls in top_level_classes(module).values():
         for name, method in class_methods(cls).items():
             for node in walk(method):
@@ -182,10 +191,17 @@ def cuda_block_size(text: str, path: str) -> tuple[str, str] | None:
     return None
 
 
+def _assigns_cache_setting(qualname: str, code: bytes) -> bool:
+    return qualname.startswith(f"{CACHE_CLASS}.") and any(
+        setting.encode() in code for setting in CACHE_SETTINGS
+    )
+
+
 def cache_defaults(text: str, path: str, cuda_text: str | None = None) -> list[ServingDefault]:
     """The defaults of CacheConfig.block_size and CacheConfig.gpu_memory_utilization; a block
-    size left None in CacheConfig is looked up in the CUDA platform (`cuda_text`)."""
-    module = parse_module(text, path)
+    size left None in CacheConfig is looked up in the CUDA platform (`cuda_text`). Of the
+    methods, only CacheConfig's that assign `self.<setting>` are read, so their text names it."""
+    module = parse_outline(text, path, _assigns_cache_setting, class_statements=True)
     cls = class_named(module, CACHE_CLASS, path)
     rows = [_cache_default(module, cls, setting, path) for setting in CACHE_SETTINGS]
     cuda_path = CUDA_PLATFORM_PATHS[0]
@@ -538,7 +554,7 @@ QKV_CLASS = "QKVParallelLinear"
 def kv_divisibility_rule(text: str, path: str) -> TpRule:
     """QKVParallelLinear.__init__: tp must be a multiple of the KV heads when it is at least
     their number, and must divide them otherwise."""
-    module = parse_module(text, path)
+    module = parse_outline(text, path, keeping_methods(QKV_CLASS, "__init__"))
     init = method_named(class_named(module, QKV_CLASS, path), "__init__", path)
     found = divides_or_divided(module, init)
     symbol = f"{QKV_CLASS}.__init__"
@@ -564,7 +580,7 @@ def kv_divisibility_rule(text: str, path: str) -> TpRule:
 
 def tp_rules(text: str, path: str, convertor_text: str | None) -> list[TpRule]:
     """The KV-head split, the MLA head count and the head divisibility check of ModelConfig."""
-    module = parse_module(text, path)
+    module = parse_outline(text, path, keeping_methods(MODEL_CLASS, KV_METHOD, VERIFY_METHOD))
     cls = class_named(module, MODEL_CLASS, path)
     rules = kv_head_rules(module, method_named(cls, KV_METHOD, path), path)
     rules += divisibility_rules(
@@ -724,9 +740,14 @@ def ssm_tp_splits_of(module: cst.Module, path: str, methods) -> list[SsmTpSplit]
     return [rows[k] for k in sorted(rows)]
 
 
+def _state_shape_method(qualname: str, _code: bytes) -> bool:
+    owner, _, method = qualname.partition(".")
+    return owner == MAMBA_CLASS and method.endswith(SHAPE_SUFFIX)
+
+
 def ssm_tp_splits(text: str, path: str) -> list[SsmTpSplit]:
     """Per `<kind>_state_shape` method of MambaStateShapeCalculator, what it divides by tp."""
-    module = parse_module(text, path)
+    module = parse_outline(text, path, _state_shape_method)
     class_named(module, MAMBA_CLASS, path)
     rows = ssm_tp_splits_of(module, path, state_shape_methods(module, MAMBA_CLASS))
     if not rows:
@@ -854,7 +875,7 @@ def hybrid_page_rules(
 ) -> list[HybridPageRule]:
     """The branches of the hybrid page rule (Platform._align_hybrid_block_size) that compute
     the attention block size."""
-    module = parse_module(text, path)
+    module = parse_outline(text, path, keeping_methods(class_name, method_name))
     cls = class_named(module, class_name, path)
     method = method_named(cls, method_name, path)
     symbol = f"{class_name}.{method_name}"

@@ -1,0 +1,159 @@
+"""libcst parses of a module's outline: the definitions a fact reads, whole, and little else.
+
+`parse_module_keeping` hands libcst every signature, class field and docstring; a fact that reads
+two methods of a 95 KB file still pays for 35 KB of them. An outline keeps the module-scope
+statements that are not definitions (imports, assignments, `if`/`try` blocks), the header of
+every top-level class (decorators, name, bases), and only the top-level functions and methods
+`keep(qualified name, definition bytes)` keeps. Everything else is left out, whole lines and
+the blank lines between them (libcst pays for a blank line as for a statement), so line numbers
+change: a libcst error in the outline is reported from the file as parse_module_keeping parses it.
+A class with nothing kept keeps its header and a `...` body.
+
+A fact may parse an outline only when it reads nothing but what the outline keeps: the names
+of the definitions that are dropped are gone too, so an anchor lookup must be for a kept name
+or a class. When the file has syntax errors, or the outline does not parse cleanly (say, `;`
+between statements of a class body), the module is parsed as `parse_module_keeping` parses it,
+so errors are those of parse_module and the fact reads the same definitions."""
+
+from __future__ import annotations
+
+import libcst as cst
+from tree_sitter import Node
+
+from extractors.errors import ParseError
+from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
+from extractors.parsing.python_cst import KeepBody, parse_module, parse_module_keeping
+from extractors.parsing.python_ts import node_text, parse_tree
+
+
+def parse_outline(
+    text: str,
+    path: str,
+    keep: KeepBody,
+    *,
+    class_statements: bool = False,
+    module_statements: bool = True,
+) -> cst.Module:
+    """The module as libcst parses its outline; `class_statements` also keeps each class's
+    statements other than methods (fields, constants, docstrings); `module_statements=False`
+    drops the module-scope statements that are not definitions too (the caller reads imports
+    some other way)."""
+    root = parse_tree(text)
+    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
+    if root.has_error:
+        return parse_module_keeping(text, path, keep)
+    data = text.encode("utf-8")
+    pieces, at = [], 0
+    for start, end, filler in _whole_lines(
+        data, _dropped(root, keep, class_statements, module_statements)
+    ):
+        pieces += [data[at:start], filler]
+        at = end
+    pieces.append(data[at:])
+    outline = b"".join(pieces).decode("utf-8")
+    if parse_tree(outline).has_error:
+        return parse_module_keeping(text, path, keep)
+    try:
+        return parse_module(outline, path)
+    except ParseError:  # reported as parse_module_keeping reports it, lines and all
+        return parse_module_keeping(text, path, keep)
+
+
+def _whole_lines(data: bytes, ranges: list[tuple[int, int, bytes]]) -> list[tuple[int, int, bytes]]:
+    """The dropped statements with their indentation and line end, and the blank lines between
+    two of them: libcst pays for every blank line as much as for a statement."""
+    merged: list[tuple[int, int, bytes]] = []
+    for start, end, filler in ranges:
+        if not filler:
+            start, end = _line_start(data, start), _line_end(data, end)
+            if merged and not merged[-1][2] and not data[merged[-1][1] : start].strip():
+                start = merged.pop()[0]
+        merged.append((start, end, filler))
+    return merged
+
+
+def _line_start(data: bytes, start: int) -> int:
+    """`start` moved back over the indentation before it and the blank lines above it, when
+    nothing else precedes it on its line."""
+    at = start
+    while at > 0 and data[at - 1] in b" \t":
+        at -= 1
+    if at > 0 and data[at - 1] != ord("\n"):
+        return start
+    while at > 0:
+        above = data.rfind(b"\n", 0, at - 1) + 1  # the start of the line above
+        if data[above : at - 1].strip():
+            break
+        at = above
+    return at
+
+
+def _line_end(data: bytes, end: int) -> int:
+    """`end` moved past the blanks and the newline after it and the blank lines below it,
+    when nothing else follows it on its line."""
+    at = end
+    while at < len(data) and data[at] in b" \t\r":
+        at += 1
+    if at < len(data) and data[at] != ord("\n"):
+        return end
+    while at < len(data):
+        below = data.find(b"\n", at + 1)  # the end of the line below
+        below = len(data) if below < 0 else below
+        if data[at + 1 : below].strip():
+            return at + 1
+        at = below
+    return at
+
+
+def _definition(statement: Node) -> Node:
+    if statement.type == "decorated_definition":
+        return statement.child_by_field_name("definition") or statement
+    return statement
+
+
+def _name(definition: Node) -> str:
+    name = definition.child_by_field_name("name")
+    return node_text(name) if name is not None else ""
+
+
+def _dropped(
+    root: Node, keep: KeepBody, class_statements: bool, module_statements: bool
+) -> list[tuple[int, int, bytes]]:
+    """(start, end, filler) byte ranges to blank, in order."""
+    ranges: list[tuple[int, int, bytes]] = []
+    for statement in root.named_children:
+        definition = _definition(statement)
+        if definition.type == "function_definition":
+            if not keep(_name(definition), statement.text or b""):
+                ranges.append((statement.start_byte, statement.end_byte, b""))
+        elif definition.type == "class_definition":
+            ranges += _dropped_members(definition, keep, class_statements)
+        elif not module_statements:
+            ranges.append((statement.start_byte, statement.end_byte, b""))
+    return ranges
+
+
+def _dropped_members(
+    cls: Node, keep: KeepBody, class_statements: bool
+) -> list[tuple[int, int, bytes]]:
+    body = cls.child_by_field_name("body")
+    if body is None or body.end_byte <= body.start_byte:
+        return []
+    prefix = _name(cls) + "."
+    dropped, kept_any = [], False
+    for member in body.named_children:
+        definition = _definition(member)
+        if definition.type == "function_definition":
+            if keep(prefix + _name(definition), member.text or b""):
+                kept_any = True
+                continue
+        elif class_statements:
+            kept_any = True
+            continue
+        dropped.append((member.start_byte, member.end_byte, b""))
+    if not kept_any:
+        return [(body.start_byte, body.end_byte, b"...")]
+    return dropped
+
+
+__all__ = ["parse_outline"]
