@@ -8,7 +8,9 @@ A tiny interpreter over the functions' own source: `getattr`/`hasattr` walk the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tree_sitter import Node
 
@@ -74,6 +76,14 @@ class MethodValue:
 
 PRESENT = object()  # an attribute that exists with a value that is not a literal
 MISSING = object()  # no class of the MRO defines the attribute
+
+
+CONSTANTS = {"true": True, "false": False, "none": None}
+Compiled = Callable[[Module, dict, int], Any]
+
+
+def _nothing(mod: Module, env: dict, depth: int) -> None:
+    """A statement that changes no value (a logging call, an assert, `pass`)."""
 
 
 class _Return(Exception):
@@ -150,15 +160,11 @@ class FlagEvaluator:
     def __init__(self, tree: ClassTree) -> None:
         self.tree = tree
         self._memo: dict[tuple[str, int, str], object] = {}
-        self._texts: dict[int, str] = {}  # node id -> source text: the same functions run per class
-        self._param_lists: dict[int, list[str]] = {}
+        # node id -> compiled closures: the same functions run for every class
+        self._expressions: dict[int, Compiled] = {}
+        self._blocks: dict[int, list[Compiled]] = {}
+        self._functions: dict[int, tuple[list[str], int, Node]] = {}  # params, start, body
         self.tree.adapter_guard = self._adapter_guard
-
-    def _text(self, node: Node) -> str:
-        text = self._texts.get(node.id)
-        if text is None:
-            text = self._texts[node.id] = node_text(node)
-        return text
 
     def _adapter_guard(self, mod: Module, statement: Node, param: str, argument: ClassInfo) -> bool:
         """`if is_pooling_model(cls): return cls` in an adapter: True when the guard returns."""
@@ -179,15 +185,20 @@ class FlagEvaluator:
     ) -> object:
         if depth > MAX_DEPTH:
             return Unknown("flag functions nest deeper than 30 calls")
-        params = self._param_lists.get(definition.id)
-        if params is None:
-            params = self._param_lists[definition.id] = _params(definition)
-        key = (mod.name, definition.start_byte, repr([_key(a) for a in args]))
+        shape = self._functions.get(definition.id)
+        if shape is None:
+            shape = self._functions[definition.id] = (
+                _params(definition),
+                definition.start_byte,
+                definition.child_by_field_name("body"),
+            )
+        params, start, body = shape
+        key = (mod.name, start, repr([_key(a) for a in args]))
         if key in self._memo:
             return self._memo[key]
         env = dict(zip(params, args, strict=False))
         try:
-            self.block(mod, definition.child_by_field_name("body"), env, depth + 1)
+            self.block(mod, body, env, depth + 1)
             result: object = None
         except _Return as returned:
             result = returned.value
@@ -195,57 +206,83 @@ class FlagEvaluator:
         return result
 
     # ------------------------------------------------------------ statements
+    # Each block and expression is compiled once into Python closures over its nodes (the same
+    # flag functions run for every class); a closure runs exactly what the tree-walking
+    # evaluation did, in the same order, with the same Unknown reasons.
 
     def block(self, mod: Module, block: Node, env: dict, depth: int) -> None:
-        for statement in block.named_children:
-            self.statement(mod, statement, env, depth)
+        compiled = self._blocks.get(block.id)
+        if compiled is None:
+            compiled = self._blocks[block.id] = [
+                self._compile_statement(s) for s in block.named_children
+            ]
+        for statement in compiled:
+            statement(mod, env, depth)
 
-    def statement(self, mod: Module, statement: Node, env: dict, depth: int) -> None:
+    def _compile_statement(self, statement: Node) -> Compiled:
         kind = statement.type
+        expression = self.expression
         if kind == "return_statement":
-            value = (
-                self.expression(mod, statement.named_children[0], env, depth)
-                if statement.named_child_count
-                else None
-            )
-            raise _Return(value)
+            value = statement.named_children[0] if statement.named_child_count else None
+
+            def returns(mod: Module, env: dict, depth: int) -> None:
+                raise _Return(expression(mod, value, env, depth) if value is not None else None)
+
+            return returns
         if kind == "if_statement":
-            self._if(mod, statement, env, depth)
-            return
+            return self._compile_if(statement)
         if kind == "expression_statement" and statement.named_child_count == 1:
             inner = statement.named_children[0]
             if inner.type == "assignment":
                 left = inner.child_by_field_name("left")
                 right = inner.child_by_field_name("right")
                 if left is not None and left.type == "identifier" and right is not None:
-                    env[node_text(left)] = self.expression(mod, right, env, depth)
-                return
-            if inner.type == "call":
-                self._method_call_statement(mod, inner, env, depth)
-            return
-        if kind == "for_statement":
-            self._for(mod, statement, env, depth)
-            return
-        if kind in ("assert_statement", "pass_statement", "comment"):
-            return
-        if _returns(statement):
-            raise _Return(Unknown(f"a `{kind}` with a return is not evaluated"))
+                    name = node_text(left)
 
-    def _if(self, mod: Module, statement: Node, env: dict, depth: int) -> None:
+                    def assigns(mod: Module, env: dict, depth: int) -> None:
+                        env[name] = expression(mod, right, env, depth)
+
+                    return assigns
+                return _nothing
+            if inner.type == "call":
+                method_call = self._method_call_statement
+                return lambda mod, env, depth: method_call(mod, inner, env, depth)
+            return _nothing
+        if kind == "for_statement":
+            loop = self._for
+            return lambda mod, env, depth: loop(mod, statement, env, depth)
+        if kind in ("assert_statement", "pass_statement", "comment"):
+            return _nothing
+        if _returns(statement):
+            unknown = Unknown(f"a `{kind}` with a return is not evaluated")
+
+            def not_evaluated(mod: Module, env: dict, depth: int) -> None:
+                raise _Return(unknown)
+
+            return not_evaluated
+        return _nothing
+
+    def _compile_if(self, statement: Node) -> Compiled:
         clauses, otherwise = if_clauses(statement)
-        for condition, body in clauses:
-            truth = _truth(self.expression(mod, condition, env, depth))
-            if isinstance(truth, Unknown):
-                if _returns(statement):
-                    raise _Return(truth)
-                for name in _mutated_names(statement):  # a block that only logs changes nothing
-                    env[name] = truth
-                return
-            if truth:
-                self.block(mod, body, env, depth)
-                return
-        if otherwise is not None:
-            self.block(mod, otherwise, env, depth)
+        returns = _returns(statement)
+        expression, block = self.expression, self.block
+
+        def branch(mod: Module, env: dict, depth: int) -> None:
+            for condition, body in clauses:
+                truth = _truth(expression(mod, condition, env, depth))
+                if isinstance(truth, Unknown):
+                    if returns:
+                        raise _Return(truth)
+                    for name in _mutated_names(statement):  # a block that only logs changes nothing
+                        env[name] = truth
+                    return
+                if truth:
+                    block(mod, body, env, depth)
+                    return
+            if otherwise is not None:
+                block(mod, otherwise, env, depth)
+
+        return branch
 
     def _for(self, mod: Module, statement: Node, env: dict, depth: int) -> None:
         left = statement.child_by_field_name("left")
@@ -276,67 +313,75 @@ class FlagEvaluator:
     # ------------------------------------------------------------ expressions
 
     def expression(self, mod: Module, node: Node, env: dict, depth: int) -> object:
-        node = unparenthesize(node)
+        compiled = self._expressions.get(node.id)
+        if compiled is None:
+            compiled = self._expressions[node.id] = self._compile(unparenthesize(node))
+        return compiled(mod, env, depth)
+
+    def _compile(self, node: Node) -> Compiled:
         kind = node.type
+        expression = self.expression
         if kind == "identifier":
-            word = self._text(node)
-            if word in env:
-                return env[word]
-            return self._global(mod, word)
-        if kind == "true":
-            return True
-        if kind == "false":
-            return False
-        if kind == "none":
-            return None
+            word = node_text(node)
+            find = self._global
+
+            def identifier(mod: Module, env: dict, depth: int) -> object:
+                return env[word] if word in env else find(mod, word)
+
+            return identifier
+        if kind in CONSTANTS:
+            value = CONSTANTS[kind]
+            return lambda mod, env, depth: value
         if kind == "integer":
-            return int(node_text(node), 0)
+            digits = node_text(node)
+            return lambda mod, env, depth: int(digits, 0)
         if kind in ("string", "concatenated_string"):
             text = string_value(node)
-            return text if text is not None else Unknown("an f-string")
+            string = text if text is not None else Unknown("an f-string")
+            return lambda mod, env, depth: string
         if kind in ("tuple", "list", "set"):
-            items = [
-                self.expression(mod, c, env, depth)
-                for c in node.named_children
-                if c.type != "comment"
-            ]
-            return (tuple if kind == "tuple" else list if kind == "list" else set)(items)
+            items = [c for c in node.named_children if c.type != "comment"]
+            make = tuple if kind == "tuple" else list if kind == "list" else set
+            return lambda mod, env, depth: make([expression(mod, c, env, depth) for c in items])
         if kind == "not_operator":
-            truth = _truth(self.expression(mod, node.child_by_field_name("argument"), env, depth))
-            return truth if isinstance(truth, Unknown) else not truth
+            argument = node.child_by_field_name("argument")
+
+            def negation(mod: Module, env: dict, depth: int) -> object:
+                truth = _truth(expression(mod, argument, env, depth))
+                return truth if isinstance(truth, Unknown) else not truth
+
+            return negation
         if kind == "boolean_operator":
-            return self._boolean(mod, node, env, depth)
+            return self._compile_boolean(node)
         if kind == "comparison_operator":
-            return self._comparison(mod, node, env, depth)
+            return self._compile_comparison(node)
         if kind == "conditional_expression":
             body, condition, otherwise = node.named_children
-            truth = _truth(self.expression(mod, condition, env, depth))
-            if isinstance(truth, Unknown):
-                return truth
-            return self.expression(mod, body if truth else otherwise, env, depth)
+
+            def conditional(mod: Module, env: dict, depth: int) -> object:
+                truth = _truth(expression(mod, condition, env, depth))
+                if isinstance(truth, Unknown):
+                    return truth
+                return expression(mod, body if truth else otherwise, env, depth)
+
+            return conditional
         if kind == "attribute":
-            target = self.expression(mod, node.child_by_field_name("object"), env, depth)
-            attribute = self._text(node.child_by_field_name("attribute"))
-            return self._getattr(
-                target, attribute, missing=Unknown(f"no class defines {attribute}")
+            target = node.child_by_field_name("object")
+            attribute = node_text(node.child_by_field_name("attribute"))
+            missing = Unknown(f"no class defines {attribute}")
+            get = self._getattr
+            return lambda mod, env, depth: get(
+                expression(mod, target, env, depth), attribute, missing
             )
         if kind == "subscript":
-            value = self.expression(mod, node.child_by_field_name("value"), env, depth)
-            index = self.expression(mod, node.child_by_field_name("subscript"), env, depth)
-            if isinstance(value, Unknown):
-                return value
-            if (
-                isinstance(index, int)
-                and isinstance(value, (list, tuple))
-                and -len(value) <= index < len(value)
-            ):
-                return value[index]
-            return Unknown(f"`{node_text(node)[:40]}` is not evaluated")
+            return self._compile_subscript(node)
         if kind == "call":
-            return self._call(mod, node, env, depth)
+            return self._compile_call(node)
         if kind == "generator_expression":
-            return self._generator(mod, node, env, depth)
-        return Unknown(f"`{node_text(node)[:40]}` ({kind}) is not evaluated")
+            generator = self._generator
+            return lambda mod, env, depth: generator(mod, node, env, depth)
+        unknown = Unknown(f"`{node_text(node)[:40]}` ({kind}) is not evaluated")
+        return lambda mod, env, depth: unknown
 
     def _global(self, mod: Module, word: str) -> object:
         if word in BUILTIN_CLASSES:
@@ -346,52 +391,87 @@ class FlagEvaluator:
         except Unresolved as err:
             return Unknown(err.reason)
 
-    def _boolean(self, mod: Module, node: Node, env: dict, depth: int) -> object:
+    def _compile_boolean(self, node: Node) -> Compiled:
         operator = node.child_by_field_name("operator").type
-        left = self.expression(mod, node.child_by_field_name("left"), env, depth)
-        truth = _truth(left)
-        if operator == "and":
-            if truth is False:
-                return left
-            right = self.expression(mod, node.child_by_field_name("right"), env, depth)
-            if isinstance(truth, Unknown):
-                return right if _truth(right) is False else truth
-            return right
-        if truth is True:
-            return left
-        right = self.expression(mod, node.child_by_field_name("right"), env, depth)
-        if isinstance(truth, Unknown):
-            return right if _truth(right) is True else truth
-        return right
+        left_node, right_node = node.child_by_field_name("left"), node.child_by_field_name("right")
+        expression = self.expression
 
-    def _comparison(self, mod: Module, node: Node, env: dict, depth: int) -> object:
+        def boolean(mod: Module, env: dict, depth: int) -> object:
+            left = expression(mod, left_node, env, depth)
+            truth = _truth(left)
+            if operator == "and":
+                if truth is False:
+                    return left
+                right = expression(mod, right_node, env, depth)
+                if isinstance(truth, Unknown):
+                    return right if _truth(right) is False else truth
+                return right
+            if truth is True:
+                return left
+            right = expression(mod, right_node, env, depth)
+            if isinstance(truth, Unknown):
+                return right if _truth(right) is True else truth
+            return right
+
+        return boolean
+
+    def _compile_comparison(self, node: Node) -> Compiled:
         operands = node.named_children
         operators = [c.type for c in node.children if not c.is_named]
+        unknown = Unknown(f"`{node_text(node)[:40]}` is not evaluated")
         if len(operands) != 2 or len(operators) != 1:
-            return Unknown(f"`{node_text(node)[:40]}` is not evaluated")
-        left, right = (self.expression(mod, o, env, depth) for o in operands)
-        for value in (left, right):
+            return lambda mod, env, depth: unknown
+        first, second = operands
+        operator = operators[0]
+        expression = self.expression
+
+        def comparison(mod: Module, env: dict, depth: int) -> object:
+            left = expression(mod, first, env, depth)
+            right = expression(mod, second, env, depth)
+            for value in (left, right):
+                if isinstance(value, Unknown):
+                    return value
+                if value is PRESENT:
+                    return Unknown("an attribute's value is not a literal")
+            try:
+                if operator == "==":
+                    return left == right
+                if operator == "!=":
+                    return left != right
+                if operator == "<":
+                    return left < right
+                if operator == ">":
+                    return left > right
+                if operator == "in":
+                    return left in right
+                if operator == "is":
+                    return left is right
+            except TypeError:
+                pass
+            return unknown
+
+        return comparison
+
+    def _compile_subscript(self, node: Node) -> Compiled:
+        value_node = node.child_by_field_name("value")
+        index_node = node.child_by_field_name("subscript")
+        unknown = Unknown(f"`{node_text(node)[:40]}` is not evaluated")
+        expression = self.expression
+
+        def subscript(mod: Module, env: dict, depth: int) -> object:
+            value = expression(mod, value_node, env, depth)
+            index = expression(mod, index_node, env, depth)
             if isinstance(value, Unknown):
                 return value
-            if value is PRESENT:
-                return Unknown("an attribute's value is not a literal")
-        operator = operators[0]
-        try:
-            if operator == "==":
-                return left == right
-            if operator == "!=":
-                return left != right
-            if operator == "<":
-                return left < right
-            if operator == ">":
-                return left > right
-            if operator == "in":
-                return left in right
-            if operator == "is":
-                return left is right
-        except TypeError:
-            pass
-        return Unknown(f"`{node_text(node)[:40]}` is not evaluated")
+            if (
+                isinstance(index, int)
+                and isinstance(value, (list, tuple))
+                and -len(value) <= index < len(value)
+            ):
+                return value[index]
+            return unknown
+
+        return subscript
 
     def _getattr(self, target: object, attribute: str, missing: object) -> object:
         if isinstance(target, Unknown):
@@ -410,29 +490,37 @@ class FlagEvaluator:
             return found
         return Unknown(f"attribute {attribute} of a non-class value")
 
-    def _call(self, mod: Module, node: Node, env: dict, depth: int) -> object:
+    def _compile_call(self, node: Node) -> Compiled:
         function = node.child_by_field_name("function")
         argument_list = node.child_by_field_name("arguments")
         if argument_list.type == "generator_expression":
             arguments = [argument_list]
         else:
             arguments = [a for a in argument_list.named_children if a.type != "comment"]
-        name = self._text(function)
-        if function.type == "identifier" and name not in env:
-            builtin = getattr(self, f"_builtin_{name}", None)
+        name = node_text(function)
+        not_evaluated = Unknown(f"call `{name[:40]}` is not evaluated")
+        if function.type != "identifier":
+            return lambda mod, env, depth: not_evaluated
+        builtin = getattr(self, f"_builtin_{name}", None)
+        positional = [a for a in arguments if a.type != "keyword_argument"]
+        expression, tree = self.expression, self.tree
+        functions: dict[str, object] = {}  # module -> what the callee names there
+
+        def call(mod: Module, env: dict, depth: int) -> object:
+            if name in env:
+                return not_evaluated
             if builtin is not None:
                 return builtin(mod, arguments, env, depth)
-            found = self.tree.function(mod, function)
+            found = functions.get(mod.name, functions)
+            if found is functions:
+                found = functions[mod.name] = tree.function(mod, function)
             if found is None:
                 return Unknown(f"`{name}` is not a function of the tree")
             target, definition = found
-            args = [
-                self.expression(mod, a, env, depth)
-                for a in arguments
-                if a.type != "keyword_argument"
-            ]
+            args = [expression(mod, a, env, depth) for a in positional]
             return self.call_function(target, definition, args, depth)
-        return Unknown(f"call `{name[:40]}` is not evaluated")
+
+        return call
 
     def _generator(self, mod: Module, node: Node, env: dict, depth: int) -> object:
         body = node.named_children[0]
