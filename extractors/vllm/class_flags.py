@@ -102,6 +102,7 @@ def interface_flags(tree: ClassTree, modules: Sequence[str]) -> list[InterfaceFl
                 definition = statement.child_by_field_name("definition")
             if definition.type != "class_definition":
                 continue
+            definition = tree.full_definition(mod, statement)
             protocol = node_text(definition.child_by_field_name("name"))
             for member in definition.child_by_field_name("body").named_children:
                 if member.type != "expression_statement" or member.named_child_count != 1:
@@ -181,10 +182,7 @@ class _FlagReader:
             mod = self.tree.module(module)
             binding = mod.bindings.get(name) if mod is not None else None
             if binding is not None and binding.kind == "function":
-                definition = binding.node
-                if definition.type == "decorated_definition":
-                    definition = definition.child_by_field_name("definition")
-                return mod, definition
+                return mod, self.tree.full_definition(mod, binding.node)
         return None
 
     def _interface_class(self, name: str) -> ClassInfo | None:

@@ -23,7 +23,7 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
-from extractors.vllm.module_skeleton import method_skeleton
+from extractors.vllm.module_skeleton import method_skeleton, module_outline
 
 ROOT_PACKAGE = "vllm"
 BUILTIN_CLASSES = frozenset({"object", "type", "dict", "list", "tuple", "Exception"})
@@ -146,6 +146,10 @@ class Module:
     root: Node
     bindings: dict[str, Binding]
     star_imports: list[str]
+    text: str = ""
+    # row of a top-level `class`/`def` line in `root` -> the span of `text` its body was elided
+    # from (`root` is the module's outline); read with ClassTree.full_definition
+    elided: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def module_candidates(module: str) -> tuple[str, ...]:
@@ -276,6 +280,7 @@ class ClassTree:
         self._classes: dict[tuple[str, str], ClassInfo] = {}
         self._resolving: set[tuple[str, str]] = set()
         self._functions: dict[tuple[str, str], tuple[Module, Node] | None] = {}
+        self._full_definitions: dict[tuple[str, int], Node] = {}
         self.read_paths: list[str] = []
         # `if <check>(cls): return cls` in an adapter; the flag evaluator installs its own
         self.adapter_guard: Callable[[Module, Node, str, ClassInfo], bool] | None = None
@@ -291,25 +296,47 @@ class ClassTree:
             text = self._read_text(path)
             if text is None:
                 continue
-            root = self._parse(name, text, path)
+            root, elided = self._parse(name, text, path)
             self.read_paths.append(path)
             bindings: dict[str, Binding] = {}
             stars: list[str] = []
-            found = Module(name, path, root, bindings, stars)
+            found = Module(name, path, root, bindings, stars, text, elided)
             _collect_bindings(root, bindings, stars, found, False)
             break
         self._modules[name] = found
         return found
 
-    def _parse(self, name: str, text: str, path: str) -> Node:
-        """The module's tree; without method bodies unless `name` is one of the full modules
-        (a skeleton that does not parse falls back to the full text and its errors)."""
-        if name not in self._full_modules:
+    def _parse(self, name: str, text: str, path: str) -> tuple[Node, dict[int, tuple[int, int]]]:
+        """The module's tree and the spans elided from it. A full module is parsed whole; any
+        other as its outline (`module_outline`: the bodies of top-level classes and functions
+        are read when the tree needs them) or, when that does not parse, as its skeleton
+        (method bodies elided) or else whole, with the full text's errors."""
+        if name in self._full_modules:
+            return parse_python(text, path), {}
+        if "\r" not in text:  # rows of the outline are lines of `text`
+            outline, elided = module_outline(text)
             try:
-                return parse_python(method_skeleton(text), path)
+                return parse_python(outline, path), elided
             except ParseError:
                 pass
-        return parse_python(text, path)
+        return _skeleton_or_whole(text, path), {}
+
+    def full_definition(self, mod: Module, statement: Node) -> Node:
+        """The class or function definition of a top-level `statement` with its body (methods
+        elided, as the module's skeleton has them); read from its span when the module's
+        outline elided it. A span that does not parse reports the file's own error."""
+        definition, _ = _definition(statement)
+        span = mod.elided.get(definition.start_point[0])
+        if span is None:
+            return definition
+        key = (mod.name, span[0])
+        if key not in self._full_definitions:
+            root = _skeleton_or_whole(mod.text[span[0] : span[1]], mod.path, mod.text)
+            full, _ = _definition(root.named_children[0])
+            if _name_of(full) != _name_of(definition):  # pragma: no cover - a skeleton bug guard
+                raise ParseError(f"{mod.path}: {_name_of(definition)} not read", paths=[mod.path])
+            self._full_definitions[key] = full
+        return self._full_definitions[key]
 
     def binding(self, module_name: str, name: str, depth: int = 0) -> tuple[Module, Binding]:
         """The definition `name` refers to in `module_name`, following imports and star imports."""
@@ -408,7 +435,7 @@ class ClassTree:
             qualname=f"{mod.name}.{name}", module=mod.name, path=mod.path, complete=False
         )
         self._classes[key] = info
-        self._build_class(mod, definition, decorators, info, {})
+        self._build_class(mod, self.full_definition(mod, statement), decorators, info, {})
         return info
 
     def _build_class(self, mod: Module, definition: Node, decorators, info: ClassInfo, scope):
@@ -497,8 +524,7 @@ class ClassTree:
             return None
         if binding.kind != "function":
             return None
-        definition, _ = _definition(binding.node)
-        return target, definition
+        return target, self.full_definition(target, binding.node)
 
     def _adapter_call(self, mod: Module, call: Node, scope: dict[str, ClassInfo]) -> ClassInfo:
         found = self.function(mod, call.child_by_field_name("function"))
@@ -601,6 +627,26 @@ class ClassTree:
                     info.attributes[attribute] = values[node_text(right)]
                 else:
                     info.attributes[attribute] = literal_value(right)
+
+
+def _skeleton_or_whole(text: str, path: str, file_text: str | None = None) -> Node:
+    """`text` parsed without method bodies, or whole when that does not parse; when neither
+    parses, the error of `file_text` (the whole file `text` is part of) if it has one."""
+    try:
+        return parse_python(method_skeleton(text), path)
+    except ParseError:
+        pass
+    try:
+        return parse_python(text, path)
+    except ParseError:
+        if file_text is not None and file_text != text:
+            parse_python(file_text, path)
+        raise
+
+
+def _name_of(definition: Node) -> str:
+    name = definition.child_by_field_name("name")
+    return node_text(name) if name is not None else ""
 
 
 class _External(Exception):

@@ -159,11 +159,11 @@ class FlagEvaluator:
 
     def __init__(self, tree: ClassTree) -> None:
         self.tree = tree
-        self._memo: dict[tuple[str, int, str], object] = {}
+        self._memo: dict[tuple[str, int, str], object] = {}  # module, definition node id, args
         # node id -> compiled closures: the same functions run for every class
         self._expressions: dict[int, Compiled] = {}
         self._blocks: dict[int, list[Compiled]] = {}
-        self._functions: dict[int, tuple[list[str], int, Node]] = {}  # params, start, body
+        self._functions: dict[int, tuple[list[str], Node]] = {}  # params, body
         self.tree.adapter_guard = self._adapter_guard
 
     def _adapter_guard(self, mod: Module, statement: Node, param: str, argument: ClassInfo) -> bool:
@@ -189,11 +189,11 @@ class FlagEvaluator:
         if shape is None:
             shape = self._functions[definition.id] = (
                 _params(definition),
-                definition.start_byte,
                 definition.child_by_field_name("body"),
             )
-        params, start, body = shape
-        key = (mod.name, start, repr([_key(a) for a in args]))
+        params, body = shape
+        # a definition read from its own span starts at byte 0: the node, not its offset, is key
+        key = (mod.name, definition.id, repr([_key(a) for a in args]))
         if key in self._memo:
             return self._memo[key]
         env = dict(zip(params, args, strict=False))

@@ -82,8 +82,11 @@ def _dedent_pattern(indent: int) -> re.Pattern[str]:
 
 
 class _Skeleton:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, outline: bool = False) -> None:
         self.text = text
+        self.outline = outline  # elide the bodies of top-level classes and functions too
+        self.elided: dict[int, tuple[int, int]] = {}  # output row of a header -> its source span
+        self.rows = 0  # newlines written so far (outline only)
         self.out: list[str] = []
         self.headers: list[tuple[int, str]] = []  # enclosing (indent, "class" | "def") blocks
         self.quote = ""  # a triple-quoted string open outside the elided bodies
@@ -93,6 +96,8 @@ class _Skeleton:
         """Keeps text[start:end] (whole lines), tracking the open blocks and strings."""
         chunk = self.text[start:end]
         self.out.append(chunk)
+        if self.outline:
+            self.rows += chunk.count("\n")
         for line in chunk.splitlines():
             if not self.quote and _is_code(line):
                 indent = _indent(line)
@@ -138,19 +143,27 @@ class _Skeleton:
             is_method = kind == "def" and bool(self.headers) and self.headers[-1][1] == "class"
             self.headers.append((indent, kind))
             signature_end = _signature_end(text, match.start())
+            top_level = self.outline and indent == 0
             if signature_end is None:  # keep the line; its block (if any) is read as is
                 line_end = text.find("\n", match.start())
                 signature_end = len(text) if line_end < 0 else line_end + 1
-                is_method = False
+                is_method = top_level = False
+            header_row = self.rows
             self.out.append(text[position:signature_end])
+            if self.outline:
+                self.rows += text.count("\n", position, signature_end)
             position = signature_end
-            if not is_method:
+            if not (is_method or top_level):
                 continue
             body = self.body_end(signature_end, indent)
             first = FIRST_CODE.search(text, signature_end, body)
             if first is None:
                 continue
             self.out.append(f"{first.group(1)}...\n")
+            if self.outline:
+                self.rows += 1
+                if top_level:
+                    self.elided[header_row] = (match.start(), body)
             position = body
         self.plain(position, len(text))
         return "".join(self.out)
@@ -161,4 +174,15 @@ def method_skeleton(text: str) -> str:
     return _Skeleton(text).run()
 
 
-__all__ = ["method_skeleton"]
+def module_outline(text: str) -> tuple[str, dict[int, tuple[int, int]]]:
+    """(`text` with the bodies of its top-level classes and functions elided as well, the
+    source span of each elided definition by the row of its `class`/`def` line in the outline).
+
+    A span is the definition from its `class`/`def` line to the end of its body (decorators are
+    lines of the outline): `method_skeleton` of it is that definition as the module's skeleton
+    has it, so a class or function the tree needs is read from its span alone."""
+    skeleton = _Skeleton(text, outline=True)
+    return skeleton.run(), skeleton.elided
+
+
+__all__ = ["method_skeleton", "module_outline"]
