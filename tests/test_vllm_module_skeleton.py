@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from extractors.parsing.python_ts import parse_tree
+import pytest
+
+from extractors.errors import ParseError
+from extractors.parsing.python_ts import parse_python, parse_tree
 from extractors.vllm.class_tree import ClassTree, c3_mro
-from extractors.vllm.module_skeleton import method_skeleton
+from extractors.vllm.module_skeleton import method_skeleton, module_outline
 
 MODEL = '''"""A model file."""
 from vllm.model_executor.models.interfaces import SupportsPP
@@ -109,3 +112,86 @@ def test_the_mro_of_a_complete_class_is_computed_once():
     assert [c.name for c in first] == ["A", "B"]
     assert info.mro_cache is first
     assert c3_mro(info) is first
+
+
+OUTLINED = '''"""A model file."""
+from vllm.model_executor.models.interfaces import SupportsPP
+
+
+@register
+class Helper(Base):
+    """Never needed."""
+
+    def forward(self, x):
+        return x
+
+
+def as_pooling(cls):
+    class Pooling(cls):
+        is_pooling_model = True
+
+    return Pooling
+
+
+class Model(SupportsPP):
+    supports_pp = True
+    packed = {
+        "qkv": ["q", "k"],
+    }
+
+    def forward(self, input_ids, **kwargs):
+        return input_ids
+
+
+PoolingModel = as_pooling(Model)
+'''
+
+
+def test_outline_elides_top_level_bodies_and_keeps_their_spans():
+    outline, spans = module_outline(OUTLINED)
+    assert "supports_pp" not in outline and "Never needed" not in outline
+    assert "@register\nclass Helper(Base):\n    ...\n" in outline
+    assert "PoolingModel = as_pooling(Model)" in outline
+    assert not parse_tree(outline).has_error
+    lines = outline.split("\n")
+    assert {lines[row].split("(")[0] for row in spans} == {
+        "class Helper",
+        "def as_pooling",
+        "class Model",
+    }
+    model = next(span for row, span in spans.items() if lines[row].startswith("class Model"))
+    assert OUTLINED[model[0] : model[1]].startswith("class Model(SupportsPP):\n")
+    assert OUTLINED[model[0] : model[1]].rstrip().endswith("return input_ids")
+
+
+def test_a_class_and_an_adapter_the_tree_needs_are_read_from_their_spans():
+    files = {"vllm/m.py": OUTLINED}
+    tree = ClassTree(files.get)
+    model = tree.resolve("vllm.m", "Model")  # its fields and methods are elided in the outline
+    assert model.attributes["supports_pp"].value is True
+    assert model.methods["forward"].params == ("input_ids",)
+    assert model.methods["forward"].has_var_keyword
+    pooling = tree.resolve("vllm.m", "PoolingModel")  # the adapter's body, read in full
+    assert pooling.attributes["is_pooling_model"].value is True
+    assert [c.qualname for c in c3_mro(pooling)][:2] == [
+        "vllm.m.as_pooling(vllm.m.Model).Pooling",
+        "vllm.m.Model",
+    ]
+
+
+def test_a_line_joined_at_column_0_reads_the_module_as_a_skeleton():
+    # `y = 1 + \` then `2` at column 0 would end the class body early in the outline.
+    text = "class A:\n    y = 1 + \\\n2\n    flag = True\n"
+    tree = ClassTree({"vllm/m.py": text}.get)
+    assert tree.module("vllm.m").elided == {}
+    assert tree.resolve("vllm.m", "A").attributes["flag"].value is True
+
+
+def test_a_syntax_error_in_an_elided_class_body_is_the_files_error():
+    text = "import os\n\n\nclass A(Base):\n    x = (1,\n    y = 2\n"
+    with pytest.raises(ParseError) as whole:
+        parse_python(text, "vllm/m.py")
+    tree = ClassTree({"vllm/m.py": text}.get)
+    with pytest.raises(ParseError) as outlined:
+        tree.resolve("vllm.m", "A")
+    assert str(outlined.value) == str(whole.value)

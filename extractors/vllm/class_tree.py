@@ -8,6 +8,7 @@ outside the vLLM tree (torch, typing, transformers) are leaves that set no vLLM 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,6 +29,10 @@ from extractors.vllm.module_skeleton import method_skeleton, module_outline
 ROOT_PACKAGE = "vllm"
 BUILTIN_CLASSES = frozenset({"object", "type", "dict", "list", "tuple", "Exception"})
 ReadText = Callable[[str], "str | None"]
+# A line joined to the one before at column 0 would end a body early in the outline's
+# line-based pass, and the rest could still parse; such modules are read as skeletons. (The
+# outline's rows are lines of the text, so a text with `\r` line ends is one too.)
+CONTINUED_AT_COLUMN_0 = re.compile(r"\\\n[^ \t\n]")
 
 
 class Unresolved(Exception):
@@ -313,7 +318,7 @@ class ClassTree:
         (method bodies elided) or else whole, with the full text's errors."""
         if name in self._full_modules:
             return parse_python(text, path), {}
-        if "\r" not in text:  # rows of the outline are lines of `text`
+        if "\r" not in text and not CONTINUED_AT_COLUMN_0.search(text):
             outline, elided = module_outline(text)
             try:
                 return parse_python(outline, path), elided
