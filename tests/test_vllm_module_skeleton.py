@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from extractors.errors import ParseError
@@ -195,3 +197,43 @@ def test_a_syntax_error_in_an_elided_class_body_is_the_files_error():
     with pytest.raises(ParseError) as outlined:
         tree.resolve("vllm.m", "A")
     assert str(outlined.value) == str(whole.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "class A:\n    def f(self):\n        pass\n  x\n#c\ndef g(): ...\n",
+        "\n\n   \nasync def h():\n\treturn 1\n",
+        "x = 1\nclassy = 2\n class B: pass\n",
+        "",
+        "def",
+    ],
+)
+def test_line_start_search_matches_a_multiline_caret(text):
+    from extractors.vllm.module_skeleton import FIRST_CODE, HEADER, _dedent_pattern
+
+    pairs = [
+        (HEADER, re.compile(r"^([ \t]*)(?:async[ \t]+)?(class|def)\b", re.M)),
+        (FIRST_CODE, re.compile(r"^([ \t]*)[^ \t\r\n#]", re.M)),
+        (_dedent_pattern(0), re.compile(r"^[ \t]{0,0}(?=[^ \t\r\n#])", re.M)),
+        (_dedent_pattern(4), re.compile(r"^[ \t]{0,4}(?=[^ \t\r\n#])", re.M)),
+    ]
+    for fast, caret in pairs:
+        for position in range(len(text) + 1):
+            for end in (len(text), max(position, len(text) - 3)):
+                expected = caret.search(text, position, end)
+                found = fast.search(text, position, end)
+                if expected is None:
+                    assert found is None
+                else:
+                    assert found is not None
+                    assert found[0] == expected.start()
+                    assert found[1].groups() == expected.groups()
+
+
+def test_odd_line_breaks_take_the_line_by_line_pass():
+    # str.splitlines splits at a form feed, so `foo` is a line of its own at column 0 that
+    # closes the class, and `f` is no method: the fast pass (lines end at "\n") must not run
+    text = "class A:\n    x = 1 \x0cfoo\n    def f(self):\n        return 1\n"
+    assert method_skeleton(text) == text
+    assert method_skeleton(text.replace("\x0c", " ")) != text.replace("\x0c", " ")

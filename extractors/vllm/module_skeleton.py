@@ -72,13 +72,41 @@ def _open_quote(line: str, quote: str) -> str:
         position = at + 3
 
 
-HEADER = re.compile(r"^([ \t]*)(?:async[ \t]+)?(class|def)\b", re.M)
-FIRST_CODE = re.compile(r"^([ \t]*)[^ \t\r\n#]", re.M)
+# Characters other than " ", "\t" and "\n" that str.splitlines splits at or str.strip strips.
+ODD_SPACE = re.compile(
+    "[\x0b\x0c\r\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+)
 
 
-def _dedent_pattern(indent: int) -> re.Pattern[str]:
+class _AtLineStart:
+    """A pattern matched at line starts only, as `^` under re.M, but searched for quickly:
+    Python's re tries a multiline `^` at every offset, while a leading `\n` is scanned for."""
+
+    def __init__(self, body: str) -> None:
+        self.here = re.compile(body)
+        self.later = re.compile(f"\n(?={body})")  # the groups of `body` are kept
+
+    def search(
+        self, text: str, position: int, end: int | None = None
+    ) -> tuple[int, re.Match[str]] | None:
+        """(the line start, the match) of the first line start at or after `position` (and
+        before `end`) where the pattern matches; None when there is none."""
+        end = len(text) if end is None else end
+        if position == 0 or text[position - 1] == "\n":
+            found = self.here.match(text, position, end)
+            if found is not None:
+                return position, found
+        found = self.later.search(text, position, end)
+        return (found.end(), found) if found is not None else None
+
+
+HEADER = _AtLineStart(r"([ \t]*)(?:async[ \t]+)?(class|def)\b")
+FIRST_CODE = _AtLineStart(r"([ \t]*)[^ \t\r\n#]")
+
+
+def _dedent_pattern(indent: int) -> _AtLineStart:
     """A code line indented no deeper than `indent` characters: where a body ends."""
-    return re.compile(rf"^[ \t]{{0,{indent}}}(?=[^ \t\r\n#])", re.M)
+    return _AtLineStart(rf"[ \t]{{0,{indent}}}(?=[^ \t\r\n#])")
 
 
 class _Skeleton:
@@ -90,7 +118,7 @@ class _Skeleton:
         self.out: list[str] = []
         self.headers: list[tuple[int, str]] = []  # enclosing (indent, "class" | "def") blocks
         self.quote = ""  # a triple-quoted string open outside the elided bodies
-        self.dedents: dict[int, re.Pattern[str]] = {}
+        self.dedents: dict[int, _AtLineStart] = {}
 
     def plain(self, start: int, end: int) -> None:
         """Keeps text[start:end] (whole lines), tracking the open blocks and strings."""
@@ -98,6 +126,13 @@ class _Skeleton:
         self.out.append(chunk)
         if self.outline:
             self.rows += chunk.count("\n")
+        if not self.quote and '"""' not in chunk and "'''" not in chunk:
+            if not ODD_SPACE.search(chunk):  # lines are `\n` lines and blanks are " \t"
+                # a code line pops the open blocks indented at least as deep: the blocks popped
+                # are those as deep as the least indented code line of the chunk
+                while self.headers and self._dedent(self.headers[-1][0]).search(chunk, 0):
+                    self.headers.pop()
+                return
         for line in chunk.splitlines():
             if not self.quote and _is_code(line):
                 indent = _indent(line)
@@ -106,21 +141,25 @@ class _Skeleton:
             if self.quote or '"""' in line or "'''" in line:
                 self.quote = _open_quote(line, self.quote)
 
-    def body_end(self, start: int, indent: int) -> int:
-        """The offset where the body starting at `start` ends (outside triple-quoted strings)."""
+    def _dedent(self, indent: int) -> _AtLineStart:
         if indent not in self.dedents:
             self.dedents[indent] = _dedent_pattern(indent)
-        pattern = self.dedents[indent]
+        return self.dedents[indent]
+
+    def body_end(self, start: int, indent: int) -> int:
+        """The offset where the body starting at `start` ends (outside triple-quoted strings)."""
+        pattern = self._dedent(indent)
         position = start
         while True:
             found = pattern.search(self.text, position)
             if found is None:
                 return len(self.text)
-            region = self.text[start : found.start()]
+            line = found[0]
+            region = self.text[start:line]
             quote = _open_quote(region, "") if ('"""' in region or "'''" in region) else ""
             if not quote:
-                return found.start()
-            closing = self.text.find(quote, found.start())
+                return line
+            closing = self.text.find(quote, line)
             if closing < 0:
                 return len(self.text)
             position = closing + 3
@@ -128,9 +167,10 @@ class _Skeleton:
     def run(self) -> str:
         text = self.text
         position = 0
-        while (match := HEADER.search(text, position)) is not None:
-            self.plain(position, match.start())
-            position = match.start()
+        while (found := HEADER.search(text, position)) is not None:
+            header, match = found
+            self.plain(position, header)
+            position = header
             if self.quote:  # a header-like line inside a string
                 line_end = text.find("\n", position)
                 self.plain(position, len(text) if line_end < 0 else line_end + 1)
@@ -142,10 +182,10 @@ class _Skeleton:
             kind = match.group(2)
             is_method = kind == "def" and bool(self.headers) and self.headers[-1][1] == "class"
             self.headers.append((indent, kind))
-            signature_end = _signature_end(text, match.start())
+            signature_end = _signature_end(text, header)
             top_level = self.outline and indent == 0
             if signature_end is None:  # keep the line; its block (if any) is read as is
-                line_end = text.find("\n", match.start())
+                line_end = text.find("\n", header)
                 signature_end = len(text) if line_end < 0 else line_end + 1
                 is_method = top_level = False
             header_row = self.rows
@@ -159,11 +199,11 @@ class _Skeleton:
             first = FIRST_CODE.search(text, signature_end, body)
             if first is None:
                 continue
-            self.out.append(f"{first.group(1)}...\n")
+            self.out.append(f"{first[1].group(1)}...\n")
             if self.outline:
                 self.rows += 1
                 if top_level:
-                    self.elided[header_row] = (match.start(), body)
+                    self.elided[header_row] = (header, body)
             position = body
         self.plain(position, len(text))
         return "".join(self.out)
