@@ -254,3 +254,31 @@ def test_real_vllm_flags_at_the_pin():
     assert by_arch["ColBERTModernBertModel"].score_type == "late-interaction"
     assert warnings == []
     assert ("IsHybrid", "is_hybrid") in {(f.protocol, f.attribute) for f in interfaces}
+
+
+def test_compiled_flag_functions_answer_per_class_and_per_function():
+    # Each function body is compiled once and run for every class; two functions of one
+    # module are read from their own spans (both start at byte 0 there) and must not share
+    # their memo.
+    from extractors.vllm.class_tree import ClassTree
+    from extractors.vllm.flag_eval import ClassValue, FlagEvaluator, Unknown
+
+    text = (
+        "class P:\n    flag = True\n\n\nclass Q:\n    flag = False\n\n\n"
+        "class R(Missing):\n    pass\n\n\n"
+        "def says(model):\n    if getattr(model, 'flag', False):\n        return 'yes'\n"
+        "    return 'no'\n\n\n"
+        "def denies(model):\n    return not getattr(model, 'flag', False)\n"
+    )
+    tree = ClassTree({"vllm/m.py": text}.get)
+    evaluator = FlagEvaluator(tree)
+    mod = tree.module("vllm.m")
+    says, denies = (tree.full_definition(mod, mod.bindings[n].node) for n in ("says", "denies"))
+
+    def run(function, cls):
+        return evaluator.call_function(mod, function, [ClassValue(tree.resolve("vllm.m", cls))], 0)
+
+    assert [run(says, c) for c in ("P", "Q", "P")] == ["yes", "no", "yes"]
+    assert [run(denies, c) for c in ("P", "Q")] == [False, True]
+    unknown = run(says, "R")
+    assert isinstance(unknown, Unknown) and "Missing" in unknown.reason

@@ -4,7 +4,11 @@ Nothing is imported or run. A module is parsed with tree-sitter-python; a name i
 through `from x import y [as z]`, module-level aliases, adapter calls such as
 `as_seq_cls_model(LlamaForCausalLM)` (the function's nested class, with its parameter bound)
 and decorators that set class attributes (`@attn_type("encoder_only")`). Classes defined
-outside the vLLM tree (torch, typing, transformers) are leaves that set no vLLM flag."""
+outside the vLLM tree (torch, typing, transformers) are leaves that set no vLLM flag.
+
+A module is read as its outline (top-level statements; class and function bodies elided) and a
+class or function body only when the tree needs it (`ClassTree.full_definition`), parsed from its
+own span as the module's skeleton would have it."""
 
 from __future__ import annotations
 

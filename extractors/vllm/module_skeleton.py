@@ -6,7 +6,12 @@ a model file's bytes. A method is a `def` whose nearest enclosing block is a `cl
 Module-level functions and the functions nested in them keep their bodies (the flag functions,
 adapters and decorator factories are evaluated). The pass is line-based: a body ends at the
 first code line indented no deeper than its `def` outside a triple-quoted string. The caller
-parses the full text instead whenever the skeleton does not parse cleanly."""
+parses the full text instead whenever the skeleton does not parse cleanly.
+
+`module_outline` goes further: it elides the bodies of top-level classes and functions too and
+says where each came from, so that the class tree parses a module's top level first and then
+only the classes and functions it needs, each from its own span (most classes of a model file,
+its layers and blocks, are never needed)."""
 
 from __future__ import annotations
 
