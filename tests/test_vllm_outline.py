@@ -11,7 +11,7 @@ from extractors.parsing.python_cst import class_methods, parse_module, top_level
 from extractors.vllm import attention_backends, model_config_defaults, serving_rules
 from extractors.vllm.cst_outline import parse_outline
 from tests.vllm_class_miniatures import MODEL_CONFIG
-from tests.vllm_miniatures import MODELS_CONFIG_PATH, MODELS_CONFIG_V1
+from tests.vllm_miniatures import CONVERTOR_V1, MODELS_CONFIG_PATH, MODELS_CONFIG_V1
 from tests.vllm_serving_miniatures import (
     BACKEND_BASE,
     CACHE_CONFIG,
@@ -48,6 +48,11 @@ class Other:
     def _align_hybrid_block_size(cls, vllm_config, backend_cls):
         attn_block_size = 2
 '''
+
+
+# The convertor base class reads the attention-head count from a renamed key (tp_rules reports
+# it as the divisibility rule's key).
+RENAMED_KEY = CONVERTOR_V1.replace('"num_attention_heads", 0', '"n_heads_total", 0') + DECOYS
 
 
 def outcome(function, *args):
@@ -118,6 +123,7 @@ def test_a_file_with_syntax_errors_reports_parse_modules_error():
     ("function", "args"),
     [
         (serving_rules.tp_rules, (MODEL_CONFIG + MODEL_CONFIG_TP_METHODS + DECOYS, "m.py", None)),
+        (serving_rules.tp_rules, (MODEL_CONFIG + MODEL_CONFIG_TP_METHODS, "m.py", RENAMED_KEY)),
         (serving_rules.tp_rules, (MODEL_CONFIG + DECOYS, "m.py", None)),  # anchor missing
         (serving_rules.tp_rules, (DECOYS, "m.py", None)),  # class missing
         (serving_rules.kv_divisibility_rule, (LINEAR + DECOYS, LINEAR_PATH)),
@@ -136,6 +142,9 @@ def test_a_file_with_syntax_errors_reports_parse_modules_error():
 def test_facts_read_the_same_through_outlines(monkeypatch, function, args):
     with_outline, whole = both_ways(monkeypatch, function, *args)
     assert with_outline == whole
+    if args[-1] is RENAMED_KEY:
+        keys = {rule.rule: rule.keys for rule in with_outline}
+        assert keys["attention_heads_divisible"] == ("n_heads_total",)
 
 
 def test_attention_backends_read_the_same_through_outlines(monkeypatch):

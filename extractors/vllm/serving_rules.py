@@ -11,7 +11,6 @@ from extractors.errors import AnchorError
 from extractors.parsing.python_cst import (
     class_methods,
     compact_code,
-    parse_module,
     statements,
     string_value,
     top_level_classes,
@@ -381,12 +380,13 @@ def _convertor_key(convertor_text: str | None, quantity: str) -> str:
     """The hf_text_config key the convertor base class's `get_<quantity>` reads; "" if none."""
     if convertor_text is None:
         return ""
-    module = parse_module(convertor_text, CONVERTOR_PATH)
+    method = f"get_{quantity}"
+    module = parse_outline(convertor_text, CONVERTOR_PATH, keeping_methods(CONVERTOR_CLASS, method))
     cls = top_level_classes(module).get(CONVERTOR_CLASS)
-    method = class_methods(cls).get(f"get_{quantity}") if cls is not None else None
-    if method is None:
+    found = class_methods(cls).get(method) if cls is not None else None
+    if found is None:
         return ""
-    body = statements(method.body)
+    body = statements(found.body)
     if len(body) == 1 and isinstance(body[0], cst.Return):
         value = body[0].value
         if call_name(value) == "getattr" and len(value.args) >= 2:  # type: ignore[union-attr]
