@@ -11,13 +11,17 @@ from extractors.errors import AnchorError
 from extractors.parsing.python_cst import (
     class_methods,
     compact_code,
+    parse_class_keeping,
     parse_class_methods,
     parse_module,
+    parse_module_keeping,
     statements,
     string_value,
     top_level_classes,
     walk,
 )
+from extractors.parsing.python_ts import PYTHON, node_text, parse_tree
+from extractors.parsing.ts_query import typed_descendants
 from extractors.vllm.records import ServingDefault, SsmTpSplit, TpRule
 from extractors.vllm.serving_rules import (
     call_name,
@@ -38,6 +42,7 @@ from extractors.vllm.serving_rules import (
 SERVER_ARGS_PATHS = ("python/sglang/srt/server_args.py",)
 SERVER_ARGS_CLASS = "ServerArgs"
 PAGE_SIZE, MEM_FRACTION = "page_size", "mem_fraction_static"
+SETTING_BYTES = (PAGE_SIZE.encode(), MEM_FRACTION.encode())
 PAGE_HANDLER = "_handle_page_size"
 PASS_RUNNER = "run_post_process_pass"
 MODEL_CONFIG_CLASS = "ModelConfig"
@@ -108,8 +113,23 @@ def _dict_value(node: cst.BaseExpression | None, key: str) -> cst.BaseExpression
     return None
 
 
-def _server_args(text: str, path: str, marker: str) -> tuple[cst.Module, cst.ClassDef]:
-    module = parse_class_methods(text, path, SERVER_ARGS_CLASS, marker)
+def _server_args_statement(code: bytes) -> bool:
+    """A class-level statement that may assign a setting the defaults read: it names it."""
+    return any(setting in code for setting in SETTING_BYTES)
+
+
+def _server_args_method(qualname: str, code: bytes) -> bool:
+    """The page size handler (found by name), and the methods that may set the memory fraction
+    when it is None: the test and the assignment both name it."""
+    return qualname == f"{SERVER_ARGS_CLASS}.{PAGE_HANDLER}" or MEM_FRACTION.encode() in code
+
+
+def _server_args(text: str, path: str) -> tuple[cst.Module, cst.ClassDef]:
+    """ServerArgs as both defaults read it: one libcst parse of the fields that name a setting,
+    the page size handler and the methods that name the memory fraction."""
+    module = parse_class_keeping(
+        text, path, SERVER_ARGS_CLASS, _server_args_statement, _server_args_method
+    )
     return module, class_named(module, SERVER_ARGS_CLASS, path)
 
 
@@ -142,7 +162,7 @@ def _literal_row(setting: str, role: str, value: str, reason: str, path: str, sy
 def page_size_source(text: str, path: str) -> ServingDefault | tuple[str, str, str]:
     """The page size default, or where it is computed: (module path, function, handler symbol)
     for `ServerArgs._handle_page_size` running a post-process pass imported from a module."""
-    module, cls = _server_args(text, path, PAGE_SIZE)
+    module, cls = _server_args(text, path)
     default = _field(cls, PAGE_SIZE, path)
     symbol = f"{SERVER_ARGS_CLASS}.{PAGE_SIZE}"
     literal = literal_text(default)
@@ -214,10 +234,53 @@ def _literal_sets(module: cst.Module, setting: str) -> list[tuple[str, str]]:
     return found
 
 
+def _functions_with_spelled_keys(text: str) -> set[str]:
+    """Module-level functions with a dict key that is a string with a backslash or implicitly
+    concatenated literals: such a key may equal "page_size" without that text in the source."""
+    root = parse_tree(text)
+    odd = [
+        key.start_byte
+        for pair in typed_descendants(PYTHON, root, ("pair",))
+        if (key := pair.child_by_field_name("key")) is not None
+        and (
+            key.type == "concatenated_string"
+            or (key.type == "string" and b"\\" in (key.text or b""))
+        )
+    ]
+    found = set()
+    for statement in root.named_children:
+        definition = (
+            statement.child_by_field_name("definition")
+            if statement.type == "decorated_definition"
+            else statement
+        )
+        if definition is None or definition.type != "function_definition":
+            continue
+        if any(statement.start_byte <= at < statement.end_byte for at in odd):
+            found.add(node_text(definition.child_by_field_name("name")))
+    return found
+
+
+def _page_size_keeper(text: str, function: str):
+    """Which bodies the pass reader needs: the pass `function`, and the module-level functions
+    that may give the page size a literal (`page_size = N`, `x.page_size = N` and
+    `{"page_size": N}` name it in their text, unless the key is spelled with escapes or split
+    into concatenated literals: those functions are kept too). Methods are never read."""
+    spelled = _functions_with_spelled_keys(text)
+    needle = PAGE_SIZE.encode()
+
+    def keep(qualname: str, code: bytes) -> bool:
+        if "." in qualname:
+            return False
+        return qualname == function or needle in code or qualname in spelled
+
+    return keep
+
+
 def page_size_from_pass(text: str, path: str, function: str, handler: str) -> ServingDefault:
     """The page size the pass `function` gives on CUDA when none was given, with the values
     every other function of the module may set as candidates."""
-    module = parse_module(text, path)
+    module = parse_module_keeping(text, path, _page_size_keeper(text, function))
     definition = next(
         (s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == function),
         None,
@@ -302,7 +365,7 @@ def _is_none_test(test: cst.BaseExpression, setting: str) -> bool:
 
 def mem_fraction_default(text: str, path: str) -> ServingDefault:
     """ServerArgs.mem_fraction_static: a literal, or the method that computes it when None."""
-    module, cls = _server_args(text, path, MEM_FRACTION)
+    module, cls = _server_args(text, path)
     default = _field(cls, MEM_FRACTION, path)
     symbol = f"{SERVER_ARGS_CLASS}.{MEM_FRACTION}"
     literal = literal_text(default)
