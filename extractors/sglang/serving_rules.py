@@ -12,7 +12,6 @@ from extractors.parsing.python_cst import (
     class_methods,
     compact_code,
     parse_class_keeping,
-    parse_class_methods,
     parse_module,
     parse_module_keeping,
     statements,
@@ -22,6 +21,7 @@ from extractors.parsing.python_cst import (
 )
 from extractors.parsing.python_ts import PYTHON, node_text, parse_tree
 from extractors.parsing.ts_query import typed_descendants
+from extractors.sglang.model_config_shape import model_config_text
 from extractors.vllm.records import ServingDefault, SsmTpSplit, TpRule
 from extractors.vllm.serving_rules import (
     call_name,
@@ -416,7 +416,7 @@ def mem_fraction_default(text: str, path: str) -> ServingDefault:
 
 def kv_split_rules(text: str, path: str) -> list[TpRule]:
     """ModelConfig.get_num_kv_heads: the per-GPU KV-head split."""
-    module = parse_class_methods(text, path, MODEL_CONFIG_CLASS, "def get_num_kv_heads")
+    module = parse_module(model_config_text(text), path)
     cls = class_named(module, MODEL_CONFIG_CLASS, path)
     return kv_head_rules(module, method_named(cls, "get_num_kv_heads", path), path)
 
@@ -426,9 +426,14 @@ def _flag(test: cst.BaseExpression) -> str:
     return test.attr.value if isinstance(test, cst.Attribute) else ""
 
 
+def _is_cell_method(qualname: str, _code: bytes) -> bool:
+    """Only the cell-size methods' bodies are read."""
+    return "." in qualname and qualname.split(".", 1)[1] in CELL_METHODS
+
+
 def mla_cell_rule(text: str, path: str) -> TpRule:
     """The MLA branch of the per-token cell size: replicated when it does not read tp."""
-    module = parse_module(text, path)
+    module = parse_module_keeping(text, path, _is_cell_method)
     for cls in top_level_classes(module).values():
         methods = class_methods(cls)
         method = next((methods[m] for m in CELL_METHODS if m in methods), None)
@@ -472,10 +477,16 @@ def mla_cell_rule(text: str, path: str) -> TpRule:
     )
 
 
+def _reads_llama_attention(qualname: str, code: bytes) -> bool:
+    """LlamaAttention.__init__, and the bodies that may build a LlamaAttention (the call names
+    it), where the keyword that feeds each head count is read."""
+    return qualname == f"{LLAMA_ATTENTION}.__init__" or LLAMA_ATTENTION.encode() in code
+
+
 def attention_head_rules(text: str, path: str) -> list[TpRule]:
     """LlamaAttention.__init__: tp divides the attention heads; the KV heads divide tp or are
     divided by it. Other model classes carry their own checks."""
-    module = parse_module(text, path)
+    module = parse_module_keeping(text, path, _reads_llama_attention)
     init = method_named(class_named(module, LLAMA_ATTENTION, path), "__init__", path)
     symbol = f"{LLAMA_ATTENTION}.__init__"
     scope = f"{LLAMA_ATTENTION} (each model class carries its own check)"
@@ -527,9 +538,15 @@ def attention_head_rules(text: str, path: str) -> list[TpRule]:
     return rules
 
 
+def _is_shape_method(qualname: str, _code: bytes) -> bool:
+    """Only the bodies of `<Kind>StateShape.create` are read."""
+    cls, _, method = qualname.partition(".")
+    return cls.endswith(SHAPE_CLASS_SUFFIX) and method == SHAPE_METHOD
+
+
 def ssm_tp_splits(text: str, path: str) -> list[SsmTpSplit]:
     """Per `<Kind>StateShape.create`, what it divides by tp."""
-    module = parse_module(text, path)
+    module = parse_module_keeping(text, path, _is_shape_method)
     methods = []
     for name, cls in top_level_classes(module).items():
         create = class_methods(cls).get(SHAPE_METHOD)
