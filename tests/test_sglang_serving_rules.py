@@ -3,20 +3,22 @@ memory fraction, the KV-head split, the MLA cell size, LlamaAttention's checks, 
 
 from __future__ import annotations
 
-import libcst as cst
 import pytest
 
 from extractors.base import extract_engine
 from extractors.engines import ENGINES
 from extractors.errors import AnchorError
-from extractors.sglang.serving_rules import (
-    attention_head_rules,
-    kv_split_rules,
+from extractors.parsing.python_ts import parse_tree
+from extractors.sglang.serving_defaults import (
     mem_fraction_default,
-    mla_cell_rule,
     on_cuda,
     page_size_from_pass,
     page_size_source,
+)
+from extractors.sglang.serving_rules import (
+    attention_head_rules,
+    kv_split_rules,
+    mla_cell_rule,
     ssm_tp_splits,
 )
 from extractors.snapshot import MemorySnapshot
@@ -49,7 +51,8 @@ from tests.sglang_serving_miniatures import (
     ],
 )
 def test_guards_evaluated_on_cuda(guard, expected):
-    assert on_cuda(cst.parse_expression(guard), "page_size") is expected
+    expression = parse_tree(guard).named_children[0].named_children[0]
+    assert on_cuda(expression, "page_size") is expected
 
 
 def test_page_size_is_found_through_the_pass():

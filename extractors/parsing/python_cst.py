@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import Counter
 from collections.abc import Callable, Collection
 from functools import lru_cache
 
@@ -431,92 +430,6 @@ class ExpressionDescriber:
             if op != parent_op:
                 return f"({text})"
         return text
-
-
-KeepStatement = Callable[[bytes], bool]
-
-
-def parse_class_keeping(
-    text: str, path: str, class_name: str, keep_statement: KeepStatement, keep_method: KeepBody
-) -> cst.Module:
-    """parse_module for a caller that reads only the top-level class `class_name` (the last one,
-    as `top_level_classes` keeps), and of its body only the statements `keep_statement(source
-    bytes)` keeps (fields, class-level `if` blocks, ...) and the methods `keep_method("C.m",
-    source bytes)` keeps. For a class whose fields are most of its bytes (a dataclass of
-    settings with help texts), which parse_class_methods would all keep.
-
-    libcst gets every other top-level statement as blank lines, and each run of dropped members
-    of the class as one `...` (followed by the run's newlines, so lines keep their numbers). A
-    dropped method whose name another method of the class shares keeps its signature and only
-    loses its body, so `class_methods` picks the same definition as in the whole file. A file
-    tree-sitter finds errors in, or without such a class, is parsed whole, so its errors and
-    anchors are those of parse_module."""
-    root = parse_tree(text)
-    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
-    kept = (
-        None
-        if root.has_error
-        else _class_replacements(root, class_name, keep_statement, keep_method)
-    )
-    if kept is None:
-        return _libcst(text, path)
-    data = text.encode("utf-8")
-    pieces, at = [], 0
-    for start, end, filler in kept:
-        pieces += [data[at:start], filler + b"\n" * data.count(b"\n", start, end)]
-        at = end
-    pieces.append(data[at:])
-    return _libcst(b"".join(pieces).decode("utf-8"), path)
-
-
-def _class_replacements(
-    root, class_name: str, keep_statement: KeepStatement, keep_method: KeepBody
-) -> list[tuple[int, int, bytes]] | None:
-    """(start, end, filler) byte ranges to replace, in order; None when there is no such class
-    or it has no block body."""
-    classes = [
-        s for s in root.named_children if _definition_name(s, "class_definition") == class_name
-    ]
-    if not classes:
-        return None
-    statement = classes[-1]
-    body = _definition(statement).child_by_field_name("body")
-    if body is None or not body.named_children:
-        return None
-    members = body.named_children
-    names = [_definition_name(m, "function_definition") for m in members]
-    counts = Counter(names)
-    ranges: list[tuple[int, int, bytes]] = [(0, statement.start_byte, b"")]
-    run: list = []  # consecutive dropped members, replaced by one `...`
-
-    def close_run() -> None:
-        if run:
-            ranges.append((run[0].start_byte, run[-1].end_byte, b"..."))
-            run.clear()
-
-    for member, name in zip(members, names, strict=True):
-        code = member.text or b""
-        if name is None:
-            if member.type == "comment":  # a trailing one stays beside its statement
-                if run:
-                    run.append(member)
-            elif keep_statement(code):
-                close_run()
-            else:
-                run.append(member)
-            continue
-        if keep_method(f"{class_name}.{name}", code):
-            close_run()
-        elif counts[name] == 1:
-            run.append(member)
-        else:
-            close_run()
-            block = _definition(member).child_by_field_name("body")
-            if block is not None and block.end_byte > block.start_byte:
-                ranges.append((block.start_byte, block.end_byte, b"..."))
-    close_run()
-    ranges.append((statement.end_byte, root.end_byte, b""))
-    return ranges
 
 
 def text_keeping(text: str, keep: KeepBody) -> str:
