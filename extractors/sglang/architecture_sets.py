@@ -415,7 +415,8 @@ def _attribute_rows(reader: _Reader, cls: cst.ClassDef) -> list[SglangArchitectu
     class_name = cls.name.value
     for method_name, method in class_methods(cls).items():
         symbol = f"{class_name}.{method_name}"
-        assigns = [n for n in walk(method) if isinstance(n, cst.Assign) and len(n.targets) == 1]
+        nodes = list(walk(method))  # one walk for the assignments and the ifs
+        assigns = [n for n in nodes if isinstance(n, cst.Assign) and len(n.targets) == 1]
         env, arch_names = _locals(assigns, reader, frozenset())
         for node in assigns:
             target = node.targets[0].target
@@ -424,7 +425,7 @@ def _attribute_rows(reader: _Reader, cls: cst.ClassDef) -> list[SglangArchitectu
                 conditions = [reader.condition(o) for o in others]
                 set_name = f"{class_name}.{target.attr.value}"
                 rows += [reader.row(set_name, m, True, conditions, symbol) for m in members or ()]
-        for node in walk(method):
+        for node in nodes:
             if not isinstance(node, cst.If):
                 continue
             for part in conjuncts(node.test):

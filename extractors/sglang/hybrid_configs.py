@@ -29,6 +29,7 @@ from extractors.parsing.python_cst import (
 from extractors.parsing.python_ts import assignments, node_text, parse_python, string_value
 from extractors.records import ExtractionWarning, WarnsInFile
 from extractors.sglang.records import SglangHybridConfigClass
+from extractors.sglang.top_level import parse_once
 
 FACT = "hybrid_config_classes"
 UNION = "mambaish_config"
@@ -54,7 +55,9 @@ def config_classes(texts: Mapping[str, str]) -> dict[str, ConfigClass]:
     """Top-level classes of configs/*.py with their base names and `model_type` attribute."""
     found: dict[str, ConfigClass] = {}
     for path in sorted(texts):
-        root = parse_python(texts[path], path, check_depth=False)  # statements only
+        root = parse_once(texts[path])  # read once: not kept in the memo; statements only
+        if root.has_error:
+            parse_python(texts[path], path, check_depth=False)  # raises its ParseError
         for node in root.named_children:
             cls = (
                 node.child_by_field_name("definition")

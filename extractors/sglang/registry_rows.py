@@ -21,12 +21,11 @@ from extractors.parsing.python_ts import (
     imported_names,
     node_text,
     parse_python,
-    parse_tree,
     unparenthesize,
 )
 from extractors.records import ExtractionWarning
 from extractors.sglang.records import SglangRegistryRow
-from extractors.sglang.top_level import Outline, top_level_outline
+from extractors.sglang.top_level import Outline, parse_once, top_level_outline
 
 ENTRY = "EntryClass"
 PACKAGE_ROOT = "python"  # python/sglang/... is the import root of `sglang`
@@ -113,7 +112,7 @@ def scan_module(text: str, path: str) -> ModuleScan:
     cleanly; its `from` imports are parsed when first used."""
     text = text.lstrip("\ufeff")
     outline = top_level_outline(text)
-    root = parse_tree(outline.names)
+    root = parse_once(outline.names)
     if root.has_error:
         root = parse_python(text, path, check_depth=False)  # its error, or the full reading
         outline = Outline(text, "")
