@@ -4,11 +4,13 @@ declare what they read and which other facts they need."""
 from __future__ import annotations
 
 import fnmatch
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from extractors.errors import AnchorError, ExtractionError, FactGraphError, ParseError
+from extractors.fact_split import answer_early, steps
 from extractors.parsing.collections_paced import fewer_collections
 from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
 from extractors.snapshot import RecordingSnapshot, Snapshot
@@ -212,6 +214,14 @@ class PrefetchingSnapshot(Snapshot):
         self._inner.prefetch(paths)
 
 
+def declared_files(snapshot: Snapshot, fact: FactExtractor) -> list[str]:
+    """The files a fact declares it reads: its paths, the files of its directories and globs."""
+    files: list[str] = []
+    for path in expand_reads(snapshot, fact.reads):
+        files += snapshot.list_files(path) or [path]
+    return list(dict.fromkeys(files))
+
+
 def declared_reads(facts: Iterable[FactExtractor]) -> list[str]:
     return list(dict.fromkeys(path for fact in facts for path in fact.reads))
 
@@ -229,26 +239,40 @@ def extract_engine(
     commit_date: str,
     source_label: str | None = None,
     only: set[str] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> EngineFacts:
     """Run the fact extractors of `engine` on `snapshot`, each after the facts it needs.
 
     `only` selects facts (their needs run too, but only the selected facts are returned). The
-    declared reads of every fact that runs are fetched in one batch. An empty result is an error
-    unless the fact allows it: an empty list would read as 'everything was removed'. Errors get
-    the engine and commit filled in."""
+    declared reads of every fact that runs are fetched in one batch. Facts that need no other
+    fact may be computed on two cores first (extractors/fact_split.py); each is finished here in
+    order, so results and errors are those of running them one by one. An empty result is an
+    error unless the fact allows it: an empty list would read as 'everything was removed'.
+    Errors get the engine and commit filled in. `timings`, when given, receives the seconds
+    each fact took to compute (0 for one answered from the fact cache)."""
     order = run_order(engine.facts)
     if only is not None:
         running = with_needs(engine.facts, only)
         order = tuple(f for f in order if f.kind.name in running)
     shared = PrefetchingSnapshot(snapshot, declared_reads(order))
+    early = answer_early(order, shared, declared_files)
     done: dict[str, tuple[Record, ...]] = {}
     results: dict[str, FactResult] = {}
     warnings: dict[str, tuple[ExtractionWarning, ...]] = {}
     for extractor in order:
         name = extractor.kind.name
         recording = RecordingSnapshot(shared)
+        needs = {n: done[n] for n in extractor.needs}
+        answered = early.get(name)
         try:
-            output = extractor.run(recording, {n: done[n] for n in extractor.needs})
+            if answered is not None:
+                recording.read_paths.extend(answered.read_paths)
+                output = steps(extractor.run).finish(recording, needs, answered.answer)
+                seconds = answered.seconds
+            else:
+                started = time.perf_counter()
+                output = extractor.run(recording, needs)
+                seconds = time.perf_counter() - started
             if not output.records and not extractor.allow_empty:
                 raise AnchorError(
                     f"fact '{name}' extracted nothing; an empty list would read "
@@ -267,6 +291,8 @@ def extract_engine(
             ).with_context(
                 engine=engine.engine_id, commit=snapshot.commit, source=source_label
             ) from None
+        if timings is not None:
+            timings[name] = seconds
         done[name] = output.records
         results[name] = FactResult(
             kind=extractor.kind, records=output.records, sources=recording.sources()

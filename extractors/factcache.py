@@ -495,26 +495,6 @@ class FactCache:
 _ABSENT = object()  # an answer that cannot be given (a dependency not in the cache)
 
 
-def run_fact(
-    cache: FactCache,
-    engine_id: str,
-    extractor: FactExtractor,
-    snapshot: Snapshot,
-    done: Mapping[str, tuple[Record, ...]],
-    done_digest: Callable[[str], Any] | None = None,
-) -> FactRun:
-    """The fact's payload at this snapshot: from the cache when the trace matches, else by
-    running the extractor (and storing its trace). `done_digest(name)` answers "which records
-    did fact `name` give" without computing them twice; by default it hashes `done[name]`."""
-    digest = done_digest or plain_done_digest(done)
-    root = root_key(engine_id, extractor)
-    found = cache.lookup(root, lambda q: answer_question(snapshot, q, digest, lambda _: list(done)))
-    if found is not None:
-        cache.hits += 1
-        return found
-    return execute_fact(cache, root, extractor, snapshot, done, digest)
-
-
 def execute_fact(
     cache: FactCache,
     root: str,
@@ -524,7 +504,18 @@ def execute_fact(
     digest: Callable[[str], Any],
 ) -> FactRun:
     """Run the extractor with its questions traced, and store the trace (a cache miss)."""
-    cache.misses += 1
+    run = trace_fact(extractor, snapshot, done, digest)
+    store_run(cache, root, run)
+    return run
+
+
+def trace_fact(
+    extractor: FactExtractor,
+    snapshot: Snapshot,
+    done: Mapping[str, tuple[Record, ...]],
+    digest: Callable[[str], Any],
+) -> FactRun:
+    """Run the extractor with its questions traced; touches no cache (a forked worker may)."""
     recorder = Recorder()
     try:
         output = extractor.run(
@@ -536,39 +527,74 @@ def execute_fact(
     except ExtractionError as err:
         recorder.cacheable = False
         payload = encode_error(err)
-    if recorder.cacheable:
-        cache.store(root, recorder.trace, payload)
     return FactRun(payload, recorder.trace, hit=False, cacheable=recorder.cacheable)
+
+
+def store_run(cache: FactCache, root: str, run: FactRun) -> None:
+    """Count a miss and store its trace, when it may be stored."""
+    cache.misses += 1
+    if run.cacheable:
+        cache.store(root, run.trace, run.payload)
 
 
 # ---------------------------------------------------------------- the pipeline's engine
 
 
 class _CachedRun:
+    """A fact function answered from the cache when the fact's inputs did not change. Its
+    three steps (`lookup`, `compute`, `finish`) let the runner compute misses in a forked
+    worker while the cache is written only here."""
+
     def __init__(self, cache: FactCache, engine_id: str, extractor: FactExtractor) -> None:
         self.cache = cache
         self.engine_id = engine_id
         self.extractor = extractor
+        self.root = root_key(engine_id, extractor)
         self.__qualname__ = f"cached[{getattr(extractor.run, '__qualname__', '?')}]"
 
     def __call__(self, snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
         # a miss reads files through the runner's snapshot, which prefetches the engine's
         # declared reads in one batch first; a hit reads nothing
-        result = run_fact(self.cache, self.engine_id, self.extractor, snapshot, done)
-        if result.hit:
+        found = self.lookup(snapshot, done)
+        return self.finish(
+            snapshot, done, found if found is not None else self.compute(snapshot, done)
+        )
+
+    def lookup(self, snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactRun | None:
+        """The stored run when the trace matches (a hit), else None; computes nothing."""
+        digest = plain_done_digest(done)
+        found = self.cache.lookup(
+            self.root, lambda q: answer_question(snapshot, q, digest, lambda _: list(done))
+        )
+        if found is not None:
+            self.cache.hits += 1
+        return found
+
+    def compute(self, snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactRun:
+        """The extractor's run with its questions traced (a miss); stores nothing."""
+        return trace_fact(self.extractor, snapshot, done, plain_done_digest(done))
+
+    def finish(
+        self, snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]], answer: object
+    ) -> FactOutput:
+        """A hit's or a miss's output (a miss is stored first); a stored error is raised."""
+        assert isinstance(answer, FactRun)
+        if answer.hit:
             recorded = getattr(snapshot, "read_paths", None)
             if isinstance(recorded, list):  # a RecordingSnapshot: keep the provenance header
-                recorded.extend(p for p in result.read_paths() if p not in recorded)
+                recorded.extend(p for p in answer.read_paths() if p not in recorded)
+        else:
+            store_run(self.cache, self.root, answer)
         self.cache.flush()
-        if result.failed:
-            raise decode_error(result.payload)
+        if answer.failed:
+            raise decode_error(answer.payload)
         try:
-            return decode_output(self.extractor, result.payload)
+            return decode_output(self.extractor, answer.payload)
         except (ValidationError, TypeError, KeyError, ValueError) as err:
-            if not result.hit:
+            if not answer.hit:
                 raise
             self.cache.damaged(err)  # a stored result of the wrong record schema
-        return self(snapshot, done)  # the cache is empty now: this runs the extractor
+        return self.finish(snapshot, done, self.compute(snapshot, done))  # the cache is empty
 
 
 def cached_engine(engine: EngineSpec, cache: FactCache) -> EngineSpec:

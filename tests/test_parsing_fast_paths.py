@@ -165,7 +165,7 @@ def _square(item: int) -> int:
 
 @pytest.fixture
 def forking(monkeypatch):
-    if not workers._may_fork(workers.MIN_BYTES):
+    if not workers.may_share(workers.MIN_BYTES):
         pytest.skip("no second core or no fork here")
     monkeypatch.setattr(workers, "MIN_BYTES", 0)
 
@@ -488,3 +488,81 @@ def test_the_same_text_is_parsed_once_and_errors_are_not_kept(monkeypatch):
     for _ in range(2):
         with pytest.raises(ParseError, match="c.py"):
             python_cst.parse_module("def (:\n", "c.py")
+
+
+MODEL_CPP = """#include "models.h"
+
+void llama_model_toy::load_arch_hparams(llama_model_loader & ml) {
+    ml.get_key(LLM_KV_ATTENTION_SLIDING_WINDOW, hparams.n_swa);
+    if (hparams.n_swa > 0) {
+        hparams.swa_type = LLAMA_SWA_TYPE_STANDARD;
+    }
+}
+
+llm_build_toy::llm_build_toy(const llama_model & model) : llm_graph_context(params) {
+    const char * s = "}";
+    for (int il = 0; il < n_layer; ++il) {
+        build_layer(il);
+    }
+}
+"""
+
+
+def _hparams(source):
+    from extractors.parsing.cpp_ts import function_definitions
+
+    return [
+        (name, node.start_byte, node.end_byte, str(node))
+        for name, node in function_definitions(source.root)
+        if name.endswith("::load_arch_hparams")
+    ]
+
+
+def test_a_method_parsed_on_its_own_is_the_same_definition_as_in_the_whole_file():
+    from extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
+
+    alone = parse_cpp_methods(MODEL_CPP, "src/models/toy.cpp", "load_arch_hparams")
+    whole = parse_cpp(MODEL_CPP, "src/models/toy.cpp")
+    assert alone.regions_only and not whole.regions_only
+    assert _hparams(alone) == _hparams(whole) != []
+    names = [n.type for n in alone.root.named_children]
+    assert names == ["function_definition"]  # the graph builder was not parsed
+    assert alone.brace_imbalance() == whole.brace_imbalance() == 0
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda t: t.replace("void llama_model_toy", "/*\nvoid llama_model_toy"), "in a comment"),
+        (
+            lambda t: t.replace("        hparams.swa_type", "}\n        hparams.swa_type"),
+            "not clean",
+        ),
+        (lambda t: t.replace('"models.h"\n', '"models.h"\n#define X "::load_arch_hparams("\n'), ""),
+    ],
+    ids=["starts-in-a-comment", "region-not-one-definition", "name-in-a-literal"],
+)
+def test_a_region_that_is_not_one_clean_definition_parses_the_whole_file(edit, why):
+    from extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
+
+    text = edit(MODEL_CPP)
+    alone = parse_cpp_methods(text, "src/models/toy.cpp", "load_arch_hparams")
+    whole = parse_cpp(text, "src/models/toy.cpp")
+    assert alone is whole  # the fallback is parse_cpp itself: same errors, same anchors
+    assert _hparams(alone) == _hparams(whole)
+
+
+def test_a_file_without_the_method_is_parsed_whole():
+    from extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
+
+    text = MODEL_CPP.replace("load_arch_hparams", "load_other")
+    assert parse_cpp_methods(text, "x.cpp", "load_arch_hparams") is parse_cpp(text, "x.cpp")
+
+
+def test_braces_outside_the_parsed_method_still_count():
+    from extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
+
+    text = "{\n" + MODEL_CPP + "// } in a comment\n"
+    alone = parse_cpp_methods(text, "x.cpp", "load_arch_hparams")
+    assert alone.regions_only
+    assert alone.brace_imbalance() == parse_cpp(text, "x.cpp").brace_imbalance() == 1

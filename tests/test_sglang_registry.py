@@ -224,7 +224,7 @@ def test_scan_in_two_processes_gives_the_serial_rows(monkeypatch):
     from extractors.parsing import workers
 
     serial_rows, serial_facts = registry(full_tree_2026())
-    if not workers._may_fork(workers.MIN_BYTES):
+    if not workers.may_share(workers.MIN_BYTES):
         pytest.skip("no second core or no fork here")
     monkeypatch.setattr(workers, "MIN_BYTES", 0)
     rows, facts = registry(full_tree_2026())

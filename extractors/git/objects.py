@@ -4,6 +4,7 @@ running git) and their content (one persistent `git cat-file --batch`)."""
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 import subprocess
 import weakref
@@ -115,10 +116,14 @@ class ObjectReader:
     def __init__(self, git_dir: Path) -> None:
         self._git_dir = git_dir
         self._proc: subprocess.Popen | None = None
+        self._proc_pid = 0  # the process that started `_proc`: a forked worker starts its own
         self._trees: dict[str, dict[str, tuple[str, str]]] = {}
 
     def _process(self) -> subprocess.Popen:
+        if self._proc_pid != os.getpid():
+            self._proc = None  # the parent's pipe: writing to it would mix two readers' answers
         if self._proc is None or self._proc.poll() is not None:
+            self._proc_pid = os.getpid()
             env = git_env(GIT_NO_LAZY_FETCH="1")
             self._proc = subprocess.Popen(
                 ["git", f"--git-dir={self._git_dir}", "cat-file", "--batch"],

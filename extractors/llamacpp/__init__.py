@@ -23,7 +23,7 @@ from extractors.llamacpp.records import (
     HfArchitecture,
     SlidingWindowRule,
 )
-from extractors.parsing.cpp_ts import brace_warnings, parse_cpp
+from extractors.parsing.cpp_ts import brace_warnings, parse_cpp, parse_cpp_methods
 from extractors.records import FactKind, Record, SupportScan
 from extractors.snapshot import Snapshot
 
@@ -158,8 +158,15 @@ def _sliding_window(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
     names = {n.arch: n.gguf_name for n in _names(needed)}
     snapshot.read_text(ARCH_CPP)  # gguf_name comes from LLM_ARCH_NAMES: name it as a source
     rules, rule_warnings = sliding_window.sliding_window_rules(code, names)
-    read = [model_cpp] if pairs is None else [model_cpp, models_h, *paths]
-    braces = _brace_warnings(snapshot, read)
+    if pairs is None:
+        braces = _brace_warnings(snapshot, [model_cpp])
+    else:  # a model file is checked as it was parsed: a method read on its own is balanced
+        braces = _brace_warnings(snapshot, [model_cpp, models_h]) + brace_warnings(
+            [
+                parse_cpp_methods(snapshot.read_text(p), p, sliding_window.HPARAMS_METHOD)
+                for p in paths
+            ]
+        )
     return FactOutput(tuple(rules), (*warnings, *rule_warnings, *braces))
 
 

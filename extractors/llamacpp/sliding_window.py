@@ -30,6 +30,7 @@ from extractors.parsing.cpp_ts import (
     is_conditional,
     node_text,
     parse_cpp,
+    parse_cpp_methods,
     switch_case_groups,
     switch_subject,
     walk,
@@ -107,10 +108,12 @@ def struct_bases(text: str, path: str) -> dict[str, str]:
 
 
 def hparams_methods(files: Sequence[tuple[str, str]]) -> dict[str, tuple[CppSource, Node]]:
-    """`llama_model_x::load_arch_hparams` definitions: class -> (file, function node)."""
+    """`llama_model_x::load_arch_hparams` definitions: class -> (file, function node). Only the
+    definitions of the method are parsed in a file where they parse cleanly on their own
+    (cpp_ts.parse_cpp_methods); the other files are parsed whole."""
     found: dict[str, tuple[CppSource, Node]] = {}
     for path, text in files:
-        source = parse_cpp(text, path)
+        source = parse_cpp_methods(text, path, HPARAMS_METHOD)
         for name, node in function_definitions(source.root):
             owner, _, method = name.rpartition("::")
             if method == HPARAMS_METHOD and owner and owner not in found:

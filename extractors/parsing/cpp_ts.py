@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import tree_sitter_cpp
-from tree_sitter import Language, Node, Parser, Tree
+from tree_sitter import Language, Node, Parser, Point, Range, Tree
 
 from extractors.errors import AnchorError, ExtractionError, ParseError
 from extractors.parsing.limits import MAX_CONDITION_CHARS, MAX_SYNTAX_DEPTH, check_syntax_tree
@@ -61,6 +61,7 @@ class CppSource:
     tree: Tree
     root: Node
     line_conditions: tuple[str, ...]  # per 0-based line; "" when not under a conditional
+    regions_only: bool = False  # the tree holds only some definitions (parse_cpp_methods)
 
     def condition_at(self, node: Node) -> str:
         line = node.start_point[0]
@@ -73,7 +74,12 @@ class CppSource:
     def brace_imbalance(self) -> int:
         """`{` tokens minus `}` tokens (tree-sitter's MISSING placeholders not counted). Nonzero
         for unbalanced braces, and for braces split across the branches of an `#if`/`#else`.
-        A tree without errors is balanced: every grammar rule with a `{` token has its `}`."""
+        A tree without errors is balanced: every grammar rule with a `{` token has its `}`.
+        When the tree holds only some definitions, the braces of the whole text are counted
+        outside comments and literals."""
+        if self.regions_only:
+            code = _COMMENT_OR_LITERAL.sub(b"", self.text.encode("utf-8"))
+            return code.count(b"{") - code.count(b"}")
         if not self.root.has_error:
             return 0
         balance = 0
@@ -233,6 +239,86 @@ def parse_cpp(text: str, path: str) -> CppSource:
     return CppSource(
         path=path, text=text, tree=tree, root=tree.root_node, line_conditions=conditions
     )
+
+
+# A definition's closing brace written alone at the start of a line: where a region ends.
+_DEFINITION_END = re.compile(rb"^\}[ \t]*$", re.MULTILINE)
+# Comments and string or character literals, to tell whether an offset is inside one.
+_COMMENT_OR_LITERAL = re.compile(
+    rb"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.DOTALL
+)
+
+
+@lru_cache(maxsize=256)
+def parse_cpp_methods(text: str, path: str, method: str) -> CppSource:
+    """parse_cpp for a caller that reads only the definitions of `<class>::<method>`: tree-sitter
+    parses just those regions, each from the start of the line that names `::<method>(` to the
+    next line holding only `}` (positions and line conditions are those of the whole file).
+    The whole file is parsed instead, so errors and anchors are those of parse_cpp, when a region
+    starts inside a comment or literal, or is not exactly one clean definition of such a
+    method, or when there is none. Code outside the regions cannot change what they hold."""
+    masked, conditions = mask_conditionals(text, path)
+    data = masked.encode("utf-8")
+    regions = _method_regions(data, method)
+    if regions:
+        ranges = [Range(_point(data, a), _point(data, b), a, b) for a, b in regions]
+        tree = Parser(CPP, included_ranges=ranges).parse(data)
+        if _one_clean_definition_each(tree.root_node, regions, method):
+            check_syntax_tree(tree.root_node, path, "C++")
+            return CppSource(
+                path=path,
+                text=text,
+                tree=tree,
+                root=tree.root_node,
+                line_conditions=conditions,
+                regions_only=True,
+            )
+    return parse_cpp(text, path)
+
+
+def _method_regions(data: bytes, method: str) -> list[tuple[int, int]]:
+    """Byte ranges (line start, end of the closing `}` line's brace) of the candidate
+    definitions of `::method`, in order; [] when one of them starts inside a comment or a
+    literal (commented-out code must not be read) or has no end."""
+    starts = [
+        data.rfind(b"\n", 0, m.start()) + 1
+        for m in re.finditer(rb"::[ \t]*" + re.escape(method.encode()) + rb"[ \t]*\(", data)
+    ]
+    if not starts:
+        return []
+    hidden = [(m.start(), m.end()) for m in _COMMENT_OR_LITERAL.finditer(data)]
+    regions: list[tuple[int, int]] = []
+    for start in dict.fromkeys(starts):
+        name_at = data.index(b"::", start)
+        if any(a <= name_at < b for a, b in hidden) or (regions and start < regions[-1][1]):
+            return []
+        end = _DEFINITION_END.search(data, start)
+        if end is None:
+            return []
+        regions.append((start, end.start() + 1))  # the line starts with its `}`
+    return regions
+
+
+def _point(data: bytes, offset: int) -> Point:
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    return Point(data.count(b"\n", 0, offset), offset - line_start)
+
+
+def _one_clean_definition_each(root: Node, regions: list[tuple[int, int]], method: str) -> bool:
+    """Each region parsed as exactly one function definition of `<class>::method`, no errors."""
+    if root.has_error:
+        return False
+    definitions = [c for c in root.named_children if c.type != "comment"]
+    if len(definitions) != len(regions):
+        return False
+    for node, (_start, end) in zip(definitions, regions, strict=True):
+        if node.type != "function_definition" or node.end_byte != end:
+            return False
+        function = _function_declarator(node.child_by_field_name("declarator"))
+        name = declarator_name(function.child_by_field_name("declarator")) if function else None
+        if not name or name.rpartition("::")[2] != method or "::" not in name:
+            return False
+    return True
 
 
 def first_error(node: Node) -> Node | None:

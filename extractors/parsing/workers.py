@@ -1,13 +1,13 @@
-"""Parse many files on two cores: this process and a forked worker take the files one at a
-time, largest first, from a shared counter (so neither waits long for the other, whichever
-started late or runs on a busier core), and the results come back in order as plain data
-(trees cannot be pickled).
+"""Share a map over many items (files to parse, facts to run) between two cores: this process
+and a forked worker take the items one at a time, largest first, from a shared counter (so
+neither waits long for the other, whichever started late or runs on a busier core), and the
+results come back in order as plain data (trees cannot be pickled).
 
 Only where it pays: a fork and the pickled results cost about 20 ms, so below `MIN_BYTES` of
-text, with one usable core, or inside a daemonic worker (`extract history` already runs one
-per core) everything runs here. Errors are those of running serially: a file that failed, or
-that the worker took but did not return, is run again here in order, so the first error in
-order is the one raised."""
+text, with one usable core, inside a daemonic worker (`extract history` already runs one per
+core) or inside another map this process shares, everything runs here. Errors are those of
+running serially: an item that failed, or that the worker took but did not return, is run
+again here in order, so the first error in order is the one raised."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 MIN_BYTES = 1_000_000
+_sharing = False  # True while this process shares a map with a worker: nested maps run here
 
 
 def usable_cores() -> int:
@@ -29,9 +30,11 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _may_fork(total: int) -> bool:
+def may_share(total: int) -> bool:
+    """Whether a map over items of `total` bytes of text is shared with a forked worker."""
     return (
         total >= MIN_BYTES
+        and not _sharing
         and usable_cores() >= 2
         and not multiprocessing.current_process().daemon
         and "fork" in multiprocessing.get_all_start_methods()
@@ -44,7 +47,7 @@ def map_in_two(
     """[function(item) for item in items], shared with a forked worker when that pays.
     `function` must return picklable plain data."""
     total = sum(sizes)
-    if len(items) < 2 or not _may_fork(total):
+    if len(items) < 2 or not may_share(total):
         return [function(item) for item in items]
     order = sorted(range(len(items)), key=lambda i: (-sizes[i], i))
     context = multiprocessing.get_context("fork")
@@ -89,6 +92,8 @@ def map_in_two(
     writer.close()
     results: dict[int, Result] = {}
     received = False
+    global _sharing
+    _sharing = True
     try:
         results.update(run_share())
         try:
@@ -97,6 +102,7 @@ def map_in_two(
             pass
         received = True
     finally:
+        _sharing = False
         reader.close()
         if not received:
             worker.terminate()  # interrupted: do not wait for the worker's share

@@ -1,0 +1,140 @@
+"""Facts that need no other fact, computed on two cores: the same records, sources, warnings and
+errors as one by one, the fact cache written only in this process, and no fork where it does
+not pay."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+
+import pytest
+
+from extractors.base import EngineSpec, FactExtractor, FactOutput, extract_engine
+from extractors.errors import AnchorError
+from extractors.factcache import FactCache, cached_engine
+from extractors.parsing import workers
+from extractors.records import FactKind, Record
+from extractors.snapshot import MemorySnapshot, Snapshot
+from tests.test_fact_graph import ENGINE_TREES, Item, _by_name, _snapshot, kind, reader
+
+needs_two_cores = pytest.mark.skipif(
+    not workers.may_share(workers.MIN_BYTES), reason="fork or a second core is not available"
+)
+
+
+@pytest.fixture
+def shared(monkeypatch):
+    """Two cores from the first byte; records which facts the map was asked to compute."""
+    monkeypatch.setattr(workers, "MIN_BYTES", 0)
+    calls: list[list[str]] = []
+    original = workers.map_in_two
+
+    def recording(function, items, sizes):
+        calls.append([getattr(i, "kind", None) and i.kind.name for i in items])
+        return original(function, items, sizes)
+
+    monkeypatch.setattr(workers, "map_in_two", recording)
+    return calls
+
+
+def pid_fact(name: str, path: str, seconds: float = 0.0):
+    """Reads `path` and names the process that computed it, taking `seconds` to do so."""
+
+    def run(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+        time.sleep(seconds)
+        words = snapshot.read_text(path).split()
+        return FactOutput(tuple(Item(name=w, path=str(os.getpid())) for w in words))
+
+    return FactExtractor(kind(name), run, reads=(path,))
+
+
+def toy(*facts: FactExtractor) -> EngineSpec:
+    return EngineSpec("toy", "Toy", "https://example.invalid/toy", facts=facts)
+
+
+@needs_two_cores
+@pytest.mark.parametrize(("engine_id", "tree"), ENGINE_TREES, ids=[e for e, _ in ENGINE_TREES])
+def test_every_engine_gives_the_same_facts_on_two_cores(engine_id, tree, shared, monkeypatch):
+    from extractors.engines import ENGINES
+
+    engine = ENGINES[engine_id]
+    two = extract_engine(engine, _snapshot(engine_id, tree), commit_date="x")
+    assert shared and len(shared[0]) >= 2  # the map was used
+    monkeypatch.setattr(workers, "MIN_BYTES", 10**12)
+    one = extract_engine(engine, _snapshot(engine_id, tree), commit_date="x")
+    assert _by_name(two) == _by_name(one)
+    assert two.warnings == one.warnings
+
+
+@needs_two_cores
+def test_the_worker_computes_a_share_and_the_runner_keeps_the_order(shared):
+    files = {f"{n}.txt": " ".join([n] * 50) for n in "abcd"}
+    engine = toy(
+        *(pid_fact(n, f"{n}.txt", seconds=0.3) for n in "dcba"),  # the worker starts in time
+        FactExtractor(kind("e"), reader("a.txt"), needs=("a", "b")),
+    )
+    timings: dict[str, float] = {}
+    facts = extract_engine(engine, MemorySnapshot(files), commit_date="x", timings=timings)
+    assert [f.kind.name for f in facts.facts] == ["d", "c", "b", "a", "e"]  # as declared
+    assert shared == [["a", "b", "c", "d"]]  # only the facts that need none
+    pids = {f.records[0].path for f in facts.facts[:4]}
+    assert len(pids) == 2 and str(os.getpid()) in pids  # this process and a worker
+    assert [r.name for r in facts.facts[4].records][-2:] == ["from:b", "from:b"]
+    assert sorted(timings) == ["a", "b", "c", "d", "e"]
+    assert all(s >= 0 for s in timings.values())
+    assert [s.path for s in facts.facts[0].sources] == ["d.txt"]  # provenance from the worker
+
+
+@needs_two_cores
+def test_the_first_error_in_order_is_raised_as_one_by_one(shared):
+    def failing(name: str):
+        def run(snapshot, needed):
+            raise AnchorError(f"no anchor in {name}", paths=[name], anchor=name)
+
+        return FactExtractor(kind(name), run, reads=("a.txt",))
+
+    engine = toy(failing("z"), pid_fact("m", "a.txt"), failing("b"))
+    with pytest.raises(AnchorError, match="no anchor in b") as info:
+        extract_engine(engine, MemorySnapshot({"a.txt": "x " * 100}), commit_date="x")
+    assert info.value.engine == "toy"
+
+
+def test_below_the_threshold_nothing_forks(monkeypatch):
+    called = []
+    monkeypatch.setattr(workers, "map_in_two", lambda *a: called.append(a) or [])
+    engine = toy(pid_fact("a", "a.txt"), pid_fact("b", "b.txt"))
+    facts = extract_engine(engine, MemorySnapshot({"a.txt": "x", "b.txt": "y"}), commit_date="x")
+    assert called == []  # two tiny files: a fork would cost more than it saves
+    assert {f.records[0].path for f in facts.facts} == {str(os.getpid())}
+
+
+@needs_two_cores
+def test_fact_cache_misses_are_stored_here_and_hits_fork_nothing(tmp_path, shared):
+    files = {f"{n}.txt": " ".join([n] * 50) for n in "abc"}
+    engine = toy(*(pid_fact(n, f"{n}.txt") for n in "abc"))
+    cache = FactCache.at(tmp_path)
+    first = extract_engine(cached_engine(engine, cache), MemorySnapshot(files), commit_date="x")
+    assert (cache.misses, cache.hits) == (3, 0) and len(shared) == 1
+    again = FactCache.at(tmp_path)  # a new run reads what the first one stored
+    second = extract_engine(cached_engine(engine, again), MemorySnapshot(files), commit_date="x")
+    assert (again.misses, again.hits) == (0, 3)
+    assert len(shared) == 1  # every fact was a hit: no second map, no fork
+    assert _by_name(second) == _by_name(first)
+
+
+def test_a_fact_that_needs_another_is_never_computed_early(shared):
+    seen = []
+
+    def needing(snapshot, needed):
+        seen.append(sorted(needed))
+        return FactOutput((Item(name="n", path="p"),))
+
+    engine = toy(
+        pid_fact("a", "a.txt"),
+        pid_fact("b", "a.txt"),
+        FactExtractor(FactKind("c", "C", Item, "c"), needing, needs=("a",)),
+    )
+    extract_engine(engine, MemorySnapshot({"a.txt": "x " * 100}), commit_date="x")
+    assert seen == [["a"]]
+    assert all("c" not in call for call in shared)
