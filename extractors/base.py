@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from extractors.errors import AnchorError, ExtractionError, FactGraphError, ParseError
-from extractors.fact_split import answer_early, steps
+from extractors.fact_split import Answered, answer_early, steps
 from extractors.parsing.collections_paced import fewer_collections
 from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
 from extractors.snapshot import RecordingSnapshot, Snapshot
@@ -244,9 +244,9 @@ def extract_engine(
     """Run the fact extractors of `engine` on `snapshot`, each after the facts it needs.
 
     `only` selects facts (their needs run too, but only the selected facts are returned). The
-    declared reads of every fact that runs are fetched in one batch. Facts that need no other
-    fact may be computed on two cores first (extractors/fact_split.py); each is finished here in
-    order, so results and errors are those of running them one by one. An empty result is an
+    declared reads of every fact that runs are fetched in one batch. Facts whose needs are done
+    may be computed on two cores ahead of their turn (extractors/fact_split.py); each is
+    finished here in order, so results and errors are those of running them one by one. An empty result is an
     error unless the fact allows it: an empty list would read as 'everything was removed'.
     Errors get the engine and commit filled in. `timings`, when given, receives the seconds
     each fact took to compute (0 for one answered from the fact cache)."""
@@ -255,15 +255,24 @@ def extract_engine(
         running = with_needs(engine.facts, only)
         order = tuple(f for f in order if f.kind.name in running)
     shared = PrefetchingSnapshot(snapshot, declared_reads(order))
-    early = answer_early(order, shared, declared_files)
     done: dict[str, tuple[Record, ...]] = {}
     results: dict[str, FactResult] = {}
     warnings: dict[str, tuple[ExtractionWarning, ...]] = {}
-    for extractor in order:
+    early: dict[str, Answered] = {}
+    tried: set[str] = set()  # facts already offered to answer_early
+    for index, extractor in enumerate(order):
         name = extractor.kind.name
+        if name not in tried:  # this fact and every later one whose needs are done
+            ready = [
+                f
+                for f in order[index:]
+                if f.kind.name not in tried and all(n in done for n in f.needs)
+            ]
+            tried.update(f.kind.name for f in ready)
+            early.update(answer_early(ready, shared, done, declared_files))
         recording = RecordingSnapshot(shared)
         needs = {n: done[n] for n in extractor.needs}
-        answered = early.get(name)
+        answered = early.pop(name, None)
         try:
             if answered is not None:
                 recording.read_paths.extend(answered.read_paths)

@@ -1,8 +1,9 @@
-"""Facts that need no other fact, run on two cores: the runner asks each fact's function for an
-answer it has at hand (the fact cache's), then computes the rest in this process and a forked
-worker (extractors/parsing/workers.map_in_two), largest declared reads first, and finishes every
-fact here, in the runner's order. A fact that failed in the worker is run again in order, so
-the error a run raises is the one a serial run raises.
+"""Facts computed on two cores. When the runner reaches a fact it has not tried yet, every fact
+from there on whose needs are done is ready: the runner asks each one's function for an answer
+it has at hand (the fact cache's), then computes the rest in this process and a forked worker
+(extractors/parsing/workers.map_in_two), largest declared reads first, and finishes every fact
+here, in the runner's order. A fact that failed in the worker is run again in order, so the
+error a run raises is the one a serial run raises.
 
 A fact function may offer the three steps itself (`SplitRun`: the fact cache does, so a hit
 costs no fork and a miss is stored here); any other function is computed whole."""
@@ -74,20 +75,25 @@ class Answered:
 
 
 def answer_early(
-    facts: Sequence[FactExtractor],
+    ready: Sequence[FactExtractor],
     snapshot: Snapshot,
+    done: Mapping[str, tuple[Record, ...]],
     declared_files: Callable[[Snapshot, FactExtractor], Iterable[str]],
 ) -> dict[str, Answered]:
-    """Answers for the facts among `facts` that need no other fact: looked up here, or computed
-    on two cores when that pays (workers.map_in_two decides by the bytes the facts declare to
-    read). A fact left out (it failed, or did not come back) is for the runner to run in order."""
-    independent = [f for f in facts if not f.needs]
+    """Answers for the facts in `ready` (every fact they need is in `done`): looked up here, or
+    computed on two cores when that pays (workers.map_in_two decides by the bytes the facts
+    declare to read). A fact left out (nothing at hand and it did not pay, it failed, or it did
+    not come back) is for the runner to run in order."""
     answered: dict[str, Answered] = {}
-    for fact in independent:
-        found = steps(fact.run).lookup(snapshot, {})
+
+    def needs(fact: FactExtractor) -> dict[str, tuple[Record, ...]]:
+        return {n: done[n] for n in fact.needs}
+
+    for fact in ready:
+        found = steps(fact.run).lookup(snapshot, needs(fact))
         if found is not None:
             answered[fact.kind.name] = Answered(found, (), 0.0)
-    to_compute = [f for f in independent if f.kind.name not in answered]
+    to_compute = [f for f in ready if f.kind.name not in answered]
     if len(to_compute) < 2:
         return answered
     sizes = [_text_bytes(snapshot, declared_files(snapshot, f)) for f in to_compute]
@@ -98,7 +104,7 @@ def answer_early(
         recording = RecordingSnapshot(snapshot)
         started = time.perf_counter()
         try:
-            answer = steps(fact.run).compute(recording, {})
+            answer = steps(fact.run).compute(recording, needs(fact))
         except (ExtractionError, RecursionError):
             return None  # the runner runs it again in order and raises its error there
         return Answered(answer, tuple(recording.read_paths), time.perf_counter() - started)

@@ -191,3 +191,24 @@ def test_real_files_give_libcst_children(engine):
             check=True,
         ).stdout
         assert assert_same_children(cst.parse_module(text)) > 1000, path
+
+
+def test_the_visit_method_is_read_as_inspect_reads_it_for_every_node_type():
+    """The block reader (decorators, a signature over several lines, the indented body) gives
+    the source inspect.getsource gives, for every libcst node type with a visit method."""
+    import dataclasses
+    import inspect
+
+    import libcst
+
+    from extractors.parsing.cst_children import _method_source
+
+    types = [
+        t
+        for t in vars(libcst).values()
+        if isinstance(t, type) and issubclass(t, libcst.CSTNode) and dataclasses.is_dataclass(t)
+    ]
+    assert len(types) > 150
+    for node_type in types:
+        method = node_type._visit_and_replace_children
+        assert _method_source(method).rstrip() == inspect.getsource(method).rstrip(), node_type

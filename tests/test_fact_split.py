@@ -77,7 +77,7 @@ def test_the_worker_computes_a_share_and_the_runner_keeps_the_order(shared):
     timings: dict[str, float] = {}
     facts = extract_engine(engine, MemorySnapshot(files), commit_date="x", timings=timings)
     assert [f.kind.name for f in facts.facts] == ["d", "c", "b", "a", "e"]  # as declared
-    assert shared == [["a", "b", "c", "d"]]  # only the facts that need none
+    assert shared == [["a", "b", "c", "d"]]  # e waits for a and b
     pids = {f.records[0].path for f in facts.facts[:4]}
     assert len(pids) == 2 and str(os.getpid()) in pids  # this process and a worker
     assert [r.name for r in facts.facts[4].records][-2:] == ["from:b", "from:b"]
@@ -123,18 +123,20 @@ def test_fact_cache_misses_are_stored_here_and_hits_fork_nothing(tmp_path, share
     assert _by_name(second) == _by_name(first)
 
 
-def test_a_fact_that_needs_another_is_never_computed_early(shared):
-    seen = []
+@needs_two_cores
+def test_facts_whose_needs_are_done_are_computed_together(shared):
+    """a runs first (alone: nothing to share); then b, c and d, which need it, on two cores."""
 
-    def needing(snapshot, needed):
-        seen.append(sorted(needed))
-        return FactOutput((Item(name="n", path="p"),))
+    def needing(name: str):
+        def run(snapshot, needed):
+            time.sleep(0.3)
+            got = [r.name for r in needed["a"]]
+            return FactOutput((Item(name=f"{name}:{got[0]}", path=str(os.getpid())),))
 
-    engine = toy(
-        pid_fact("a", "a.txt"),
-        pid_fact("b", "a.txt"),
-        FactExtractor(FactKind("c", "C", Item, "c"), needing, needs=("a",)),
-    )
-    extract_engine(engine, MemorySnapshot({"a.txt": "x " * 100}), commit_date="x")
-    assert seen == [["a"]]
-    assert all("c" not in call for call in shared)
+        return FactExtractor(FactKind(name, name, Item, name), run, reads=("a.txt",), needs=("a",))
+
+    engine = toy(pid_fact("a", "a.txt"), needing("b"), needing("c"), needing("d"))
+    facts = extract_engine(engine, MemorySnapshot({"a.txt": "x " * 100}), commit_date="x")
+    assert shared == [["b", "c", "d"]]
+    assert [f.records[0].name for f in facts.facts[1:]] == ["b:x", "c:x", "d:x"]
+    assert len({f.records[0].path for f in facts.facts[1:]}) == 2

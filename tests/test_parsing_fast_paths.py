@@ -268,23 +268,21 @@ def helper():
 
 
 def chain_both_ways(text):
-    """repr of the chain facts (or of the error) with the whole-file parse and the subset."""
-    from extractors.parsing import python_cst
+    """repr of the chain facts (or of the error) with the whole-file parse and the shape of
+    model_config.py its readers share."""
     from extractors.sglang import attention_chain as chain
+    from extractors.sglang.model_config_shape import model_config_text
 
     results = []
-    for parse in (
-        lambda t, p, c, m: python_cst.parse_module(t, p),
-        python_cst.parse_class_methods,
-    ):
+    for shape in (lambda t: t, model_config_text):
         chain.attention_chain.cache_clear()
-        original, chain.parse_class_methods = chain.parse_class_methods, parse
+        original, chain.model_config_text = chain.model_config_text, shape
         try:
             results.append(repr(chain.attention_chain(text, "m.py")))
         except Exception as err:  # the error is part of what must agree
             results.append(f"{type(err).__name__}: {err}")
         finally:
-            chain.parse_class_methods = original
+            chain.model_config_text = original
             chain.attention_chain.cache_clear()
     return results
 

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from extractors.sglang import serving_defaults as sglang_defaults
 from extractors.sglang import serving_rules as sglang_rules
 from extractors.vllm import serving_rules as vllm_rules
 from tests.conftest import mirror
@@ -105,14 +106,14 @@ def test_vllm_hybrid_page_rule():
 
 
 def test_sglang_serving_defaults():
-    text = sglang(sglang_rules.SERVER_ARGS_PATHS[0])
-    source = sglang_rules.page_size_source(text, "s")
+    text = sglang(sglang_defaults.SERVER_ARGS_PATHS[0])
+    source = sglang_defaults.page_size_source(text, "s")
     assert source == (
         "python/sglang/srt/arg_groups/overrides.py",
         "_page_size_default",
         "ServerArgs._handle_page_size",
     )
-    page = sglang_rules.page_size_from_pass(sglang(source[0]), source[0], source[1], source[2])
+    page = sglang_defaults.page_size_from_pass(sglang(source[0]), source[0], source[1], source[2])
     assert (page.kind, page.value) == ("cuda", "1")
     assert page.candidates[:2] == (
         'is_hip() and envs.SGLANG_AITER_KV_CACHE_LAYOUT.get().lower() == "vectorized_5d" -> 64',
@@ -120,7 +121,7 @@ def test_sglang_serving_defaults():
     )
     assert "may be set by _mla_backend_page_constraints -> 64" in page.candidates
     assert "may be set by _mla_backend_page_constraints -> 128" in page.candidates
-    fraction = sglang_rules.mem_fraction_default(text, "s")
+    fraction = sglang_defaults.mem_fraction_default(text, "s")
     assert (fraction.kind, fraction.computed_by) == (
         "computed",
         "ServerArgs._handle_gpu_memory_settings",

@@ -218,18 +218,3 @@ def test_no_entry_class_error_names_every_module_looked_at():
     with pytest.raises(AnchorError) as err:
         models_registry(texts, lambda path: None)
     assert list(err.value.paths) == sorted(texts)
-
-
-def test_scan_in_two_processes_gives_the_serial_rows(monkeypatch):
-    from extractors.parsing import workers
-
-    serial_rows, serial_facts = registry(full_tree_2026())
-    if not workers.may_share(workers.MIN_BYTES):
-        pytest.skip("no second core or no fork here")
-    monkeypatch.setattr(workers, "MIN_BYTES", 0)
-    rows, facts = registry(full_tree_2026())
-    assert rows == serial_rows and facts.warnings == serial_facts.warnings
-    broken = {**models_tree(), f"{MODELS}/aa_broken.py": "class (:\nEntryClass = A\n"}
-    with pytest.raises(ParseError) as err:
-        registry(broken)
-    assert f"{MODELS}/aa_broken.py" in str(err.value)

@@ -3,20 +3,22 @@ memory fraction, the KV-head split, the MLA cell size, LlamaAttention's checks, 
 
 from __future__ import annotations
 
-import libcst as cst
 import pytest
 
 from extractors.base import extract_engine
 from extractors.engines import ENGINES
 from extractors.errors import AnchorError
-from extractors.sglang.serving_rules import (
-    attention_head_rules,
-    kv_split_rules,
+from extractors.parsing.python_ts import parse_tree
+from extractors.sglang.serving_defaults import (
     mem_fraction_default,
-    mla_cell_rule,
     on_cuda,
     page_size_from_pass,
     page_size_source,
+)
+from extractors.sglang.serving_rules import (
+    attention_head_rules,
+    kv_split_rules,
+    mla_cell_rule,
     ssm_tp_splits,
 )
 from extractors.snapshot import MemorySnapshot
@@ -49,7 +51,8 @@ from tests.sglang_serving_miniatures import (
     ],
 )
 def test_guards_evaluated_on_cuda(guard, expected):
-    assert on_cuda(cst.parse_expression(guard), "page_size") is expected
+    expression = parse_tree(guard).named_children[0].named_children[0]
+    assert on_cuda(expression, "page_size") is expected
 
 
 def test_page_size_is_found_through_the_pass():
@@ -207,4 +210,77 @@ def test_engine_runs_the_serving_facts_on_the_miniature_tree():
         "kv_heads_divisible",
         "kv_heads_per_gpu",
         "mla_kv_heads_per_gpu",
+    ]
+
+
+HANDLER_BODY = (
+    "        from sglang.srt.arg_groups.overrides import _page_default, run_post_process_pass\n\n"
+    "        run_post_process_pass(self, _page_default)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("default", "handler", "expected"),
+    [
+        ("(16)", HANDLER_BODY, ("literal", "16")),
+        ("Field(default=8, help='x')", HANDLER_BODY, ("literal", "8")),
+        ("-1", "        self.page_size = (2)\n", ("literal", "2")),
+        ("4j", "        self.page_size = 2\n", ("literal", "2")),  # not a number literal
+        # two targets, or an annotation: not the plain assignment the handler is read for
+        ("None", "        self.page_size = other = 1\n", ("opaque", "")),
+        ("None", "        self.page_size: int = 1\n", ("opaque", "")),
+    ],
+)
+def test_page_size_written_forms(default, handler, expected):
+    text = SERVER_ARGS.replace(
+        'NS("schedule")] = None\n    tp_size', f'NS("schedule")] = {default}\n    tp_size'
+    ).replace(HANDLER_BODY, handler)
+    row = page_size_source(text, SERVER_ARGS_PATH)
+    assert (row.kind, row.value) == expected
+
+
+def test_page_size_pass_found_through_a_parenthesized_argument():
+    text = SERVER_ARGS.replace("(self, _page_default)", "(self, (_page_default))")
+    assert page_size_source(text, SERVER_ARGS_PATH)[1] == "_page_default"
+    keyword = SERVER_ARGS.replace("(self, _page_default)", "(self, fn=_page_default)")
+    assert page_size_source(keyword, SERVER_ARGS_PATH)[1] == "_page_default"
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "if gpu_mem is None:\n            pass\n        elif self.mem_fraction_static is None:",
+        "if (self.mem_fraction_static) is (None):",
+    ],
+)
+def test_memory_fraction_test_forms(test):
+    text = SERVER_ARGS.replace("if self.mem_fraction_static is None:", test)
+    row = mem_fraction_default(text, SERVER_ARGS_PATH)
+    assert (row.kind, row.computed_by) == ("computed", "ServerArgs._handle_memory")
+
+
+def test_memory_fraction_set_in_the_else_of_the_test_counts_as_for_the_if():
+    text = SERVER_ARGS.replace(
+        "        if self.mem_fraction_static is None:\n            reserved",
+        "        if self.mem_fraction_static is None:\n            pass\n        else:\n"
+        "            reserved",
+    )
+    assert mem_fraction_default(text, SERVER_ARGS_PATH).kind == "computed"
+    chained = SERVER_ARGS.replace(
+        "self.mem_fraction_static = (", "self.mem_fraction_static = x = ("
+    )
+    assert mem_fraction_default(chained, SERVER_ARGS_PATH).kind == "opaque"
+
+
+def test_pass_candidates_are_plain_assignments_and_dict_literals():
+    text = OVERRIDES + (
+        "\n\ndef _comprehension(view):\n    return {'page_size': 2 for _ in view.x}\n"
+        "\n\ndef _chained(view):\n    page_size = other = 8\n"
+        "\n\n@register\ndef _choice(view):\n    return {'page_size': (16 if view.a else 128)}\n"
+    )
+    row = page_size_from_pass(text, OVERRIDES_PATH, "_page_default", "h")
+    assert [c for c in row.candidates if c.startswith("may be set by")] == [
+        "may be set by _backend_pages -> 64",
+        "may be set by _choice -> 16",
+        "may be set by _choice -> 128",
     ]

@@ -301,3 +301,34 @@ def test_set_members_no_module_registers_are_warnings_of_the_sets_fact():
         "is_piecewise_cuda_graph_disabled_model names LLaDAModelLM, which no models module "
         "registers"
     )
+
+
+def test_related_config_classes_are_those_of_all_the_files():
+    from extractors.sglang.hybrid_configs import config_classes, related_config_classes
+
+    texts = {
+        "c/a.py": "class AConfig(Base):\n    model_type = 'a'\n",
+        # derives from AConfig through a class this file defines; names AConfig
+        "c/b.py": "from .a import AConfig\nclass BConfig(AConfig): pass\n"
+        "class CConfig(BConfig):\n    model_type = 'c'\n",
+        # names only CConfig, which the closure reaches: parsed in the second round
+        "c/d.py": "from .b import CConfig\nclass DConfig(CConfig): pass\n",
+        # an earlier definition of BConfig (path order) with other bases: the one that counts
+        "c/0.py": "class BConfig(Other): pass\n",
+        "c/unrelated.py": "class ZConfig: pass\n",
+    }
+    full = config_classes(texts)
+    related = related_config_classes(texts, {"AConfig"})
+    for name in ("AConfig", "BConfig", "CConfig", "DConfig"):
+        assert related.get(name) == full.get(name)
+    assert full["BConfig"].bases == ("Other",)  # so CConfig and DConfig are not subclasses
+    assert "ZConfig" not in related
+
+
+def test_related_config_classes_do_not_parse_files_naming_none():
+    from extractors.sglang.hybrid_configs import related_config_classes
+
+    texts = {"c/a.py": "class AConfig: pass\n", "c/broken.py": "class (:\n"}
+    assert set(related_config_classes(texts, {"AConfig"})) == {"AConfig"}
+    with pytest.raises(ParseError):
+        related_config_classes(texts, {"AConfig", "class"})

@@ -430,3 +430,19 @@ class ExpressionDescriber:
             if op != parent_op:
                 return f"({text})"
         return text
+
+
+def text_keeping(text: str, keep: KeepBody) -> str:
+    """The text parse_module_keeping hands to libcst, for readers that parse it themselves (so
+    that several readers of one file, each given this text, share one parse): `text` with the
+    bodies `keep` does not keep as `...`. A file tree-sitter finds errors in comes back whole."""
+    root = parse_tree(text)
+    if root.has_error:
+        return text
+    data = text.encode("utf-8")
+    pieces, at = [], 0
+    for start, end in _elided_bodies(root, keep):
+        pieces += [data[at:start], b"..." + b"\n" * data.count(b"\n", start, end)]
+        at = end
+    pieces.append(data[at:])
+    return b"".join(pieces).decode("utf-8")

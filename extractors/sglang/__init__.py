@@ -16,6 +16,7 @@ from extractors.sglang import (
     hybrid_configs,
     kv_heads,
     matrix_cells,
+    serving_defaults,
     serving_rules,
 )
 from extractors.sglang.records import (
@@ -262,16 +263,16 @@ OVERRIDES_PATHS = ("python/sglang/srt/arg_groups/overrides.py",)
 
 
 def _serving_defaults(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
-    path = snapshot.first_existing(serving_rules.SERVER_ARGS_PATHS, anchor="ServerArgs")
+    path = snapshot.first_existing(serving_defaults.SERVER_ARGS_PATHS, anchor="ServerArgs")
     text = snapshot.read_text(path)
-    page = serving_rules.page_size_source(text, path)
+    page = serving_defaults.page_size_source(text, path)
     if isinstance(page, tuple):
         module, function, handler = page
         source = snapshot.first_existing((module,), anchor=function)
-        page = serving_rules.page_size_from_pass(
+        page = serving_defaults.page_size_from_pass(
             snapshot.read_text(source), source, function, handler
         )
-    return FactOutput((serving_rules.mem_fraction_default(text, path), page))
+    return FactOutput((serving_defaults.mem_fraction_default(text, path), page))
 
 
 def _tp_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -375,7 +376,7 @@ ENGINE = EngineSpec(
         FactExtractor(
             SERVING_DEFAULTS,
             _serving_defaults,
-            reads=(*serving_rules.SERVER_ARGS_PATHS, *OVERRIDES_PATHS),
+            reads=(*serving_defaults.SERVER_ARGS_PATHS, *OVERRIDES_PATHS),
         ),
         FactExtractor(
             TP_RULES,

@@ -27,6 +27,7 @@ from extractors.parsing.python_cst import (
     walk,
 )
 from extractors.records import ExtractionWarning, WarnsInFile
+from extractors.sglang.model_config_shape import model_config_text
 from extractors.sglang.records import SglangArchitectureSet
 
 FACT = "architecture_sets"
@@ -414,7 +415,8 @@ def _attribute_rows(reader: _Reader, cls: cst.ClassDef) -> list[SglangArchitectu
     class_name = cls.name.value
     for method_name, method in class_methods(cls).items():
         symbol = f"{class_name}.{method_name}"
-        assigns = [n for n in walk(method) if isinstance(n, cst.Assign) and len(n.targets) == 1]
+        nodes = list(walk(method))  # one walk for the assignments and the ifs
+        assigns = [n for n in nodes if isinstance(n, cst.Assign) and len(n.targets) == 1]
         env, arch_names = _locals(assigns, reader, frozenset())
         for node in assigns:
             target = node.targets[0].target
@@ -423,7 +425,7 @@ def _attribute_rows(reader: _Reader, cls: cst.ClassDef) -> list[SglangArchitectu
                 conditions = [reader.condition(o) for o in others]
                 set_name = f"{class_name}.{target.attr.value}"
                 rows += [reader.row(set_name, m, True, conditions, symbol) for m in members or ()]
-        for node in walk(method):
+        for node in nodes:
             if not isinstance(node, cst.If):
                 continue
             for part in conjuncts(node.test):
@@ -491,7 +493,7 @@ def architecture_sets(
     text: str, path: str
 ) -> tuple[list[SglangArchitectureSet], list[ExtractionWarning]]:
     """Every architecture each `is_*` function and ModelConfig attribute of the file tests."""
-    module = parse_module(text, path)
+    module = parse_module(model_config_text(text), path)
     reader = _Reader(module, path, top_level_assignments(module), {})
     _module_appends(reader)
     rows: list[SglangArchitectureSet] = []

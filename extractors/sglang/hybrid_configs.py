@@ -29,6 +29,7 @@ from extractors.parsing.python_cst import (
 from extractors.parsing.python_ts import assignments, node_text, parse_python, string_value
 from extractors.records import ExtractionWarning, WarnsInFile
 from extractors.sglang.records import SglangHybridConfigClass
+from extractors.sglang.top_level import parse_once
 
 FACT = "hybrid_config_classes"
 UNION = "mambaish_config"
@@ -54,7 +55,9 @@ def config_classes(texts: Mapping[str, str]) -> dict[str, ConfigClass]:
     """Top-level classes of configs/*.py with their base names and `model_type` attribute."""
     found: dict[str, ConfigClass] = {}
     for path in sorted(texts):
-        root = parse_python(texts[path], path)
+        root = parse_once(texts[path])  # read once: not kept in the memo; statements only
+        if root.has_error:
+            parse_python(texts[path], path, check_depth=False)  # raises its ParseError
         for node in root.named_children:
             cls = (
                 node.child_by_field_name("definition")
@@ -77,6 +80,21 @@ def config_classes(texts: Mapping[str, str]) -> dict[str, ConfigClass]:
                     model_type = string_value(value) or ""
             found.setdefault(name, ConfigClass(name, bases, model_type))
     return found
+
+
+def related_config_classes(texts: Mapping[str, str], names: set[str]) -> dict[str, ConfigClass]:
+    """config_classes of the files that can bear on `names`: their definitions, the classes
+    deriving from them (transitively) and those classes' definitions. A class is defined in a
+    file that names it, and derives from a class its file names, so only the files whose text
+    contains one of those names are parsed; the first definition of each name (in path order)
+    is the one config_classes gives."""
+    wanted = set(names)
+    while True:
+        classes = config_classes({p: t for p, t in texts.items() if any(n in t for n in wanted)})
+        reached = {c for name in names for c in _subclasses(classes, name)}
+        if reached <= wanted:
+            return classes
+        wanted |= reached
 
 
 def _subclasses(classes: Mapping[str, ConfigClass], name: str) -> list[str]:
@@ -272,7 +290,6 @@ def hybrid_config_classes(
     (functions of the module, or methods of `class_name` in the older layout)."""
     module = parse_module(text, path)
     reader = _Reader(module, path)
-    classes = config_classes(config_texts)
     functions = _functions(module, class_name)
     if UNION not in functions:
         owner = f"{class_name}." if class_name else ""
@@ -283,6 +300,14 @@ def hybrid_config_classes(
         )
     members = _union_members(reader, functions[UNION])
     checked = [n for n in functions if n != UNION and (class_name is None or n in members)]
+    tested = {
+        written
+        for name in checked
+        for node in walk(functions[name])
+        if (found := _isinstance(node)) is not None
+        for written in found[1]
+    }
+    classes = related_config_classes(config_texts, tested)
     by_function: dict[str, list[SglangHybridConfigClass]] = {
         name: _function_rows(reader, functions[name], classes) for name in checked
     }

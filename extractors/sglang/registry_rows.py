@@ -23,9 +23,9 @@ from extractors.parsing.python_ts import (
     parse_python,
     unparenthesize,
 )
-from extractors.parsing.workers import map_in_two
 from extractors.records import ExtractionWarning
 from extractors.sglang.records import SglangRegistryRow
+from extractors.sglang.top_level import Outline, parse_once, top_level_outline
 
 ENTRY = "EntryClass"
 PACKAGE_ROOT = "python"  # python/sglang/... is the import root of `sglang`
@@ -42,16 +42,30 @@ class EntryValue:
 
 @dataclass
 class ModuleScan:
-    """What one module binds at top level (including inside top-level if/try blocks)."""
+    """What one module binds at top level (including inside top-level if/try blocks).
+
+    `imports` maps local -> (import level, module as written, name). The module's top-level
+    `from` imports may be kept as text (`import_text`) and read when `imports` is first used:
+    most EntryClass names are classes of their own module."""
 
     path: str
     classes: set[str] = field(default_factory=set)
     aliases: dict[str, str] = field(default_factory=dict)  # A = B (B a plain name)
-    imports: dict[str, tuple[int, str, str]] = field(
-        default_factory=dict
-    )  # local -> (import level, module as written, name)
     entry: EntryValue | None = None  # the value of the last top-level EntryClass assignment
     nested_entry: bool = False  # an EntryClass assignment inside an if/try block
+    import_text: str = ""
+    read_imports: dict[str, tuple[int, str, str]] | None = field(default=None, repr=False)
+
+    @property
+    def imports(self) -> dict[str, tuple[int, str, str]]:
+        if self.read_imports is None:
+            self.read_imports = {}
+            if self.import_text:
+                root = parse_python(self.import_text, self.path, check_depth=False)
+                for statement in root.named_children:
+                    if statement.type == "import_from_statement":
+                        _read_import(self, statement)
+        return self.read_imports
 
 
 def _module_file(importer: str, module: str, level: int) -> str:
@@ -91,9 +105,20 @@ def _blocks(node: Node):
 
 
 def scan_module(text: str, path: str) -> ModuleScan:
-    """Classes, aliases, imports and the EntryClass value of one module."""
-    root = parse_python(text.lstrip("\ufeff"), path, check_depth=False)  # ~200 files: hot path
-    scan = ModuleScan(path=path)
+    """Classes, aliases, imports and the EntryClass value of one module.
+
+    The scan reads no class body and no function, so it parses the module's top-level outline
+    (extractors.sglang.top_level), and the full text only when the outline does not parse
+    cleanly; its `from` imports are parsed when first used."""
+    text = text.lstrip("\ufeff")
+    outline = top_level_outline(text)
+    root = parse_once(outline.names)
+    if root.has_error:
+        root = parse_python(text, path, check_depth=False)  # its error, or the full reading
+        outline = Outline(text, "")
+    scan = ModuleScan(path=path, import_text=outline.imports)
+    if not outline.imports:
+        scan.read_imports = {}
     for statement, at_top in _statements(root):
         node = statement
         if node.type == "decorated_definition":
@@ -207,10 +232,7 @@ def models_registry(
     A module that cannot assign EntryClass registers nothing and is parsed only when an import
     leads to it; the rows are those of scanning every module."""
     scanned = [path for path, text in texts.items() if may_assign_entry(text)]
-    found = map_in_two(
-        _scan_path, [(path, texts[path]) for path in scanned], [len(texts[p]) for p in scanned]
-    )
-    scans = dict(zip(scanned, found, strict=True))
+    scans = {path: scan_module(texts[path], path) for path in scanned}
     others: dict[str, ModuleScan | None] = {}
 
     def load(path: str) -> ModuleScan | None:
@@ -222,11 +244,6 @@ def models_registry(
         return others[path]
 
     return registry_rows(scans, load, modules=sorted(texts))
-
-
-def _scan_path(item: tuple[str, str]) -> ModuleScan:
-    path, text = item
-    return scan_module(text, path)
 
 
 def registry_rows(

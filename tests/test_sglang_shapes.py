@@ -1,0 +1,152 @@
+"""The reduced texts SGLang's libcst readers parse: model_config.py in the one shape its readers
+share, and the bodies the tensor-parallel readers keep. Each reader gives on the reduced text
+what it gives on the whole file."""
+
+from __future__ import annotations
+
+import pytest
+
+from extractors.errors import AnchorError
+from extractors.parsing.python_cst import text_keeping
+from extractors.sglang import architecture_sets, attention_chain, kv_heads, serving_rules
+from extractors.sglang.model_config_shape import model_config_text
+from tests.sglang_miniatures import LLAMA, MODEL_CONFIG, MODEL_CONFIG_OLD, MODEL_CONFIG_PATH
+from tests.sglang_serving_miniatures import (
+    LLAMA_ATTENTION,
+    LLAMA_PATH,
+    MAMBA_PATH,
+    MAMBA_UTILS,
+    POOL,
+    POOL_PATH,
+    with_kv_method,
+)
+
+READERS = {
+    "architecture_sets": lambda t: architecture_sets.architecture_sets(t, MODEL_CONFIG_PATH),
+    "attention_chain": lambda t: attention_chain.attention_chain(t, MODEL_CONFIG_PATH),
+    "kv_head_aliases": lambda t: kv_heads.kv_head_aliases(t, MODEL_CONFIG_PATH),
+    "kv_head_fallback": lambda t: kv_heads.kv_head_fallback(t, MODEL_CONFIG_PATH),
+    "kv_head_overrides": lambda t: kv_heads.kv_head_overrides(t, MODEL_CONFIG_PATH),
+    "kv_split_rules": lambda t: serving_rules.kv_split_rules(t, MODEL_CONFIG_PATH),
+}
+SHAPED = (architecture_sets, attention_chain, kv_heads, serving_rules)
+
+
+def outcome(reader, text):
+    attention_chain.attention_chain.cache_clear()
+    try:
+        return repr(reader(text))
+    except Exception as err:  # the error is part of what must agree
+        return f"{type(err).__name__}: {err}"
+
+
+def whole_and_shaped(name, text, monkeypatch):
+    with monkeypatch.context() as patch:
+        for module in SHAPED:
+            patch.setattr(module, "model_config_text", lambda t: t)
+        whole = outcome(READERS[name], text)
+    return whole, outcome(READERS[name], text)
+
+
+HELPER_CONFIG = with_kv_method(MODEL_CONFIG).replace(
+    "class ModelConfig:",
+    "class ModelConfig:\n    def _heads_key(self):\n        return self.hf_text_config.n_head_kv\n",
+    1,
+)
+
+
+@pytest.mark.parametrize("name", sorted(READERS))
+@pytest.mark.parametrize(
+    "text",
+    [
+        with_kv_method(MODEL_CONFIG),
+        MODEL_CONFIG,
+        MODEL_CONFIG_OLD,
+        HELPER_CONFIG,
+        MODEL_CONFIG.replace("class ModelConfig:", "class Renamed:"),
+        with_kv_method(MODEL_CONFIG) + "\nx = (\n",  # does not parse: whole, same error
+    ],
+)
+def test_readers_read_the_shape_as_the_whole_file(name, text, monkeypatch):
+    whole, shaped = whole_and_shaped(name, text, monkeypatch)
+    assert whole == shaped
+
+
+def test_shape_keeps_what_the_readers_look_into_and_elides_the_rest():
+    text = with_kv_method(MODEL_CONFIG) + (
+        "\n\ndef helper_not_read(x):\n    return x + 1\n"
+        "\n\nclass Other:\n    def is_x(self):\n        return 'architectures'\n"
+    )
+    shaped = model_config_text(text)
+    assert shaped.count("\n") == text.count("\n")  # lines keep their numbers
+    assert "return x + 1" not in shaped and "def helper_not_read(x):" in shaped
+    assert "return 'architectures'" not in shaped  # not a ModelConfig method
+    assert "hybrid_swa_archs = {" in shaped  # an is_* body stays
+    assert "attention_arch = AttentionArch.MLA" in shaped
+
+
+def test_methods_the_kv_scan_reaches_are_kept_with_their_bodies():
+    text = HELPER_CONFIG.replace(
+        "def get_total_num_kv_heads(self):",
+        "def get_total_num_kv_heads(self):\n        self._heads_key()",
+        1,
+    )
+    assert "return self.hf_text_config.n_head_kv" in model_config_text(text)
+    # not reached and naming no marker: elided
+    assert "return self.hf_text_config.n_head_kv" not in model_config_text(HELPER_CONFIG)
+
+
+def test_a_set_read_through_hf_arch_alone_is_kept():
+    text = MODEL_CONFIG.replace(
+        "class ModelConfig:",
+        "class ModelConfig:\n    def _flags(self):\n"
+        '        self.is_special = _hf_arch(self.hf_config) in ["SpecialForCausalLM"]\n',
+        1,
+    )
+    assert "SpecialForCausalLM" in model_config_text(text)
+    rows, _ = architecture_sets.architecture_sets(text, MODEL_CONFIG_PATH)
+    assert ("ModelConfig.is_special", "SpecialForCausalLM") in {
+        (r.set_name, r.architecture) for r in rows
+    }
+
+
+def test_text_keeping_gives_a_broken_file_back_whole():
+    broken = "def f():\n    return 1\nx = (\n"
+    assert text_keeping(broken, lambda _name, _code: False) == broken
+
+
+def test_missing_anchor_on_the_shape_is_the_same_error():
+    text = with_kv_method(MODEL_CONFIG).replace("def get_num_kv_heads(", "def num_kv_heads(")
+    with pytest.raises(AnchorError) as err:
+        serving_rules.kv_split_rules(text, MODEL_CONFIG_PATH)
+    assert err.value.anchor == "ModelConfig.get_num_kv_heads"
+
+
+LLAMA_TEXT = LLAMA + LLAMA_ATTENTION
+
+
+@pytest.mark.parametrize(
+    ("reader", "text", "path"),
+    [
+        (serving_rules.attention_head_rules, LLAMA_TEXT, LLAMA_PATH),
+        # built through an attribute call: the body that does it still names the class
+        (
+            serving_rules.attention_head_rules,
+            LLAMA_TEXT.replace("LlamaAttention(\n", "llama.LlamaAttention(\n"),
+            LLAMA_PATH,
+        ),
+        (serving_rules.mla_cell_rule, POOL, POOL_PATH),
+        (serving_rules.mla_cell_rule, POOL.replace("_compute_cell_size", "other"), POOL_PATH),
+        (serving_rules.ssm_tp_splits, MAMBA_UTILS, MAMBA_PATH),
+    ],
+)
+def test_tp_readers_read_their_bodies_as_the_whole_file(reader, text, path, monkeypatch):
+    shaped = outcome(lambda t: reader(t, path), text)
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            serving_rules,
+            "parse_module_keeping",
+            lambda t, p, _keep: serving_rules.parse_module(t, p),
+        )
+        whole = outcome(lambda t: reader(t, path), text)
+    assert whole == shaped
