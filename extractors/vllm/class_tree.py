@@ -256,9 +256,10 @@ def _collect_bindings(block: Node, bindings: dict[str, Binding], stars: list[str
                 continue
             level, dotted = source
             target = absolute_module(mod.name, mod.path.endswith("__init__.py"), level, dotted)
-            if any(c.type == "wildcard_import" for c in statement.children):
-                stars.append(target)
-            for local, imported in imported_names(statement):
+            names = imported_names(statement)
+            if not names and any(c.type == "wildcard_import" for c in statement.children):
+                stars.append(target)  # `import *` names nothing else
+            for local, imported in names:
                 new[local] = Binding("import", module=target, name=imported)
         elif kind in ("class_definition", "function_definition", "decorated_definition"):
             definition, _ = _definition(statement)
