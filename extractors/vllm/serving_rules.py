@@ -887,16 +887,17 @@ def hybrid_page_rules(
             paths=[path],
             anchor=f"{symbol}: attn_block_size",
         )
+    nodes = list(walk(method))  # walked once for both questions
     raises_only = any(
         isinstance(node, cst.If)
         and any(_raises_block_size(module, part) for part in _disjuncts(node.test))
-        for node in walk(method)
+        for node in nodes
     )
     pads = any(
         isinstance(node, cst.Assign)
         and isinstance(node.targets[0].target, cst.Attribute)
         and node.targets[0].target.attr.value == "mamba_page_size_padded"
-        for node in walk(method)
+        for node in nodes
     )
     rows = []
     for assignment, tests in found:
