@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from extractors.errors import AnchorError, ExtractionError, FactGraphError, ParseError
-from extractors.fact_split import Answered, answer_early, steps
+from extractors.fact_split import Ahead, Finished, steps
 from extractors.parsing.collections_paced import fewer_collections
 from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
 from extractors.snapshot import RecordingSnapshot, Snapshot
@@ -245,8 +245,9 @@ def extract_engine(
 
     `only` selects facts (their needs run too, but only the selected facts are returned). The
     declared reads of every fact that runs are fetched in one batch. Facts whose needs are done
-    may be computed on two cores ahead of their turn (extractors/fact_split.py); each is
-    finished here in order, so results and errors are those of running them one by one. An empty result is an
+    may be computed on two cores ahead of their turn, and a few small facts finished ahead so
+    that a large one can join them (extractors/fact_split.Ahead); each fact's output or error
+    is taken here in order, so results and errors are those of running them one by one. An empty result is an
     error unless the fact allows it: an empty list would read as 'everything was removed'.
     Errors get the engine and commit filled in. `timings`, when given, receives the seconds
     each fact took to compute (0 for one answered from the fact cache)."""
@@ -258,23 +259,31 @@ def extract_engine(
     done: dict[str, tuple[Record, ...]] = {}
     results: dict[str, FactResult] = {}
     warnings: dict[str, tuple[ExtractionWarning, ...]] = {}
-    early: dict[str, Answered] = {}
-    tried: set[str] = set()  # facts already offered to answer_early
+
+    def finish_now(extractor: FactExtractor, needs: Mapping[str, tuple[Record, ...]]) -> Finished:
+        recording = RecordingSnapshot(shared)
+        started = time.perf_counter()
+        try:
+            outcome: FactOutput | BaseException = extractor.run(recording, needs)
+        except (ExtractionError, RecursionError) as err:
+            outcome = err
+        return recording, outcome, time.perf_counter() - started
+
+    ahead = Ahead(order, shared, declared_files, finish_now)
     for index, extractor in enumerate(order):
         name = extractor.kind.name
-        if name not in tried:  # this fact and every later one whose needs are done
-            ready = [
-                f
-                for f in order[index:]
-                if f.kind.name not in tried and all(n in done for n in f.needs)
-            ]
-            tried.update(f.kind.name for f in ready)
-            early.update(answer_early(ready, shared, done, declared_files))
-        recording = RecordingSnapshot(shared)
+        ahead.prepare(index, done)
         needs = {n: done[n] for n in extractor.needs}
-        answered = early.pop(name, None)
+        finished = ahead.finished.pop(name, None)
+        answered = ahead.answers.pop(name, None)
+        recording = finished[0] if finished is not None else RecordingSnapshot(shared)
         try:
-            if answered is not None:
+            if finished is not None:
+                _, outcome, seconds = finished
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                output = outcome
+            elif answered is not None:
                 recording.read_paths.extend(answered.read_paths)
                 output = steps(extractor.run).finish(recording, needs, answered.answer)
                 seconds = answered.seconds

@@ -127,3 +127,113 @@ def _text_bytes(snapshot: Snapshot, paths: Iterable[str]) -> int:
         except ExtractionError:
             continue
     return total
+
+
+# One fact finished ahead of its turn: the recording of what it read, its output or the error it
+# raised (raised again at its turn), and the seconds it took.
+Finished = tuple[RecordingSnapshot, "FactOutput | BaseException", float]
+FinishNow = Callable[["FactExtractor", Mapping[str, tuple["Record", ...]]], Finished]
+
+
+class Ahead:
+    """What the runner gets ahead of its order. At each fact not offered yet (`prepare`): when
+    every fact ready to run is answered by the fact cache, nothing more (nothing is read);
+    else, first, a waiting fact that reads more than the ready facts it waits for (and at least
+    a quarter of workers.MIN_BYTES) has those finished now, one by one, so that it joins the
+    next share (vLLM's class flags wait for the registry, llama.cpp's converter and sliding
+    window for the architecture names); then every fact whose needs are done is offered to
+    answer_early. The runner takes each fact's early answer or finished outcome at its turn."""
+
+    def __init__(
+        self,
+        order: Sequence[FactExtractor],
+        snapshot: Snapshot,
+        declared_files: Callable[[Snapshot, FactExtractor], Iterable[str]],
+        finish_now: FinishNow,
+    ) -> None:
+        self.order = order
+        self.snapshot = snapshot
+        self.declared_files = declared_files
+        self.finish_now = finish_now
+        self.offered: set[str] = set()
+        self.answers: dict[str, Answered] = {}
+        self.finished: dict[str, Finished] = {}
+
+    def prepare(self, index: int, done: Mapping[str, tuple[Record, ...]]) -> None:
+        if self.order[index].kind.name in self.offered:
+            return
+        later = [f for f in self.order[index:] if f.kind.name not in self.offered]
+        available = dict(done)
+        for name, (_, outcome, _) in self.finished.items():
+            if not isinstance(outcome, BaseException):
+                available[name] = outcome.records
+        if all(self._looked_up(f, available) for f in later if self._ready(f, available)):
+            return  # nothing ready to compute: the fact cache answers, no share, nothing read
+        for enabler in self._enablers(later, available):
+            needs = {n: available[n] for n in enabler.needs}
+            self.offered.add(enabler.kind.name)
+            finished = self.finish_now(enabler, needs)
+            self.finished[enabler.kind.name] = finished
+            if isinstance(finished[1], BaseException):
+                break  # what needs it is run in order, after that error is raised
+            available[enabler.kind.name] = finished[1].records
+        ready = [f for f in later if self._ready(f, available)]
+        self.offered.update(f.kind.name for f in ready)
+        self.answers.update(answer_early(ready, self.snapshot, available, self.declared_files))
+
+    def _ready(self, fact: FactExtractor, available: Mapping[str, tuple[Record, ...]]) -> bool:
+        return fact.kind.name not in self.offered and all(n in available for n in fact.needs)
+
+    def _looked_up(self, fact: FactExtractor, available: Mapping[str, tuple[Record, ...]]) -> bool:
+        """Whether the fact's answer is at hand (kept for its turn); nothing is computed."""
+        if fact.kind.name not in self.answers:
+            found = steps(fact.run).lookup(self.snapshot, {n: available[n] for n in fact.needs})
+            if found is None:
+                return False
+            self.answers[fact.kind.name] = Answered(found, (), 0.0)
+        self.offered.add(fact.kind.name)
+        return True
+
+    def _enablers(
+        self, later: Sequence[FactExtractor], available: Mapping[str, tuple[Record, ...]]
+    ) -> list[FactExtractor]:
+        """The facts, in run order, that large waiting facts need (directly or through each
+        other) and that are neither done nor offered yet."""
+        by_name = {f.kind.name: f for f in later}
+        wanted: set[str] = set()
+        for fact in later:
+            if self._ready(fact, available) or fact.kind.name in self.offered:
+                continue
+            before = self._prerequisites(fact, by_name, available)
+            if before is None:
+                continue
+            waiting = self._bytes(fact)
+            if (
+                waiting >= workers.MIN_BYTES // 4
+                and sum(self._bytes(by_name[n]) for n in before) < waiting
+            ):
+                wanted |= before
+        return [f for f in later if f.kind.name in wanted]
+
+    def _prerequisites(
+        self,
+        fact: FactExtractor,
+        by_name: Mapping[str, FactExtractor],
+        available: Mapping[str, tuple[Record, ...]],
+    ) -> set[str] | None:
+        """The facts not done that `fact` needs, directly or through them; None when one of
+        them was offered already (its answer comes at its turn, too late to wait for)."""
+        found: set[str] = set()
+        todo = [n for n in fact.needs if n not in available]
+        while todo:
+            name = todo.pop()
+            if name in found:
+                continue
+            if name not in by_name or name in self.offered:
+                return None
+            found.add(name)
+            todo += [n for n in by_name[name].needs if n not in available]
+        return found
+
+    def _bytes(self, fact: FactExtractor) -> int:
+        return _text_bytes(self.snapshot, self.declared_files(self.snapshot, fact))

@@ -68,12 +68,13 @@ def test_every_engine_gives_the_same_facts_on_two_cores(engine_id, tree, shared,
 
 
 @needs_two_cores
-def test_the_worker_computes_a_share_and_the_runner_keeps_the_order(shared):
+def test_the_worker_computes_a_share_and_the_runner_keeps_the_order(shared, monkeypatch):
     files = {f"{n}.txt": " ".join([n] * 50) for n in "abcd"}
     engine = toy(
         *(pid_fact(n, f"{n}.txt", seconds=0.3) for n in "dcba"),  # the worker starts in time
         FactExtractor(kind("e"), reader("a.txt"), needs=("a", "b")),
     )
+    monkeypatch.setattr(workers, "MIN_BYTES", 200)  # e (100 bytes) is not worth waiting for
     timings: dict[str, float] = {}
     facts = extract_engine(engine, MemorySnapshot(files), commit_date="x", timings=timings)
     assert [f.kind.name for f in facts.facts] == ["d", "c", "b", "a", "e"]  # as declared
@@ -84,6 +85,45 @@ def test_the_worker_computes_a_share_and_the_runner_keeps_the_order(shared):
     assert sorted(timings) == ["a", "b", "c", "d", "e"]
     assert all(s >= 0 for s in timings.values())
     assert [s.path for s in facts.facts[0].sources] == ["d.txt"]  # provenance from the worker
+
+
+@needs_two_cores
+def test_the_small_facts_a_large_one_waits_for_are_finished_first(shared):
+    """e reads more than a and b together and needs them: they run here first, one by one, so
+    that e is computed on two cores with c and d instead of alone after them."""
+    files = {f"{n}.txt": " ".join([n] * 50) for n in "abcd"} | {"e.txt": "e " * 500}
+    engine = toy(
+        *(pid_fact(n, f"{n}.txt", seconds=0.3) for n in "dcba"),
+        FactExtractor(kind("e"), reader("a.txt"), reads=("e.txt",), needs=("a", "b")),
+    )
+    facts = extract_engine(engine, MemorySnapshot(files), commit_date="x")
+    assert shared == [["c", "d", "e"]]
+    by_name = {f.kind.name: f for f in facts.facts}
+    assert {by_name[n].records[0].path for n in "ab"} == {str(os.getpid())}
+    assert [r.name for r in by_name["e"].records][-2:] == ["from:b", "from:b"]
+    assert [f.kind.name for f in facts.facts] == ["d", "c", "b", "a", "e"]
+
+
+@needs_two_cores
+def test_an_error_of_a_fact_finished_first_is_raised_at_its_turn(shared):
+    calls = []
+
+    def failing(name: str):
+        def run(snapshot, needed):
+            calls.append(name)
+            raise AnchorError(f"no anchor in {name}", paths=["a.txt"], anchor=name)
+
+        return FactExtractor(kind(name), run, reads=("a.txt",))
+
+    engine = toy(
+        failing("0"),
+        failing("a"),
+        FactExtractor(kind("e"), reader("e.txt"), reads=("e.txt",), needs=("a",)),
+    )
+    files = {"a.txt": "x " * 10, "e.txt": "y " * 500}
+    with pytest.raises(AnchorError, match="no anchor in 0"):  # 0 comes first, as one by one
+        extract_engine(engine, MemorySnapshot(files), commit_date="x")
+    assert calls == ["a", "0"]  # a ran first, for e; its error waited for its turn
 
 
 @needs_two_cores
