@@ -11,6 +11,7 @@ again here in order, so the first error in order is the one raised."""
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -83,12 +84,15 @@ def map_in_two(
         writer.close()
 
     worker = context.Process(target=share, daemon=True)
+    gc.freeze()  # the objects alive now are never collected in the worker: no page is copied
     try:
         worker.start()
     except OSError:
         reader.close()
         writer.close()
         return [function(item) for item in items]
+    finally:
+        gc.unfreeze()
     writer.close()
     results: dict[int, Result] = {}
     received = False
