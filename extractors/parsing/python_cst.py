@@ -71,17 +71,8 @@ def parse_module_keeping(text: str, path: str, keep: KeepBody) -> cst.Module:
 
     A caller that filters by text (`keep=lambda _, code: b"page_size" in code`) may do so only
     for constructs whose source must contain that text."""
-    root = parse_tree(text)
-    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
-    if root.has_error:
-        return _libcst(text, path)
-    data = text.encode("utf-8")
-    pieces, at = [], 0
-    for start, end in _elided_bodies(root, keep):
-        pieces += [data[at:start], b"..." + b"\n" * data.count(b"\n", start, end)]
-        at = end
-    pieces.append(data[at:])
-    return _libcst(b"".join(pieces).decode("utf-8"), path)
+    check_syntax_tree(parse_tree(text), path, "Python", cost_budget=CST_COST_BUDGET)
+    return _libcst(text_keeping(text, keep), path)
 
 
 def _member(qualname: str) -> str:
