@@ -159,7 +159,7 @@ class FlagEvaluator:
 
     def __init__(self, tree: ClassTree) -> None:
         self.tree = tree
-        self._memo: dict[tuple[str, int, str], object] = {}  # module, definition node id, args
+        self._memo: dict[tuple, object] = {}  # (module, definition node id, *argument keys)
         # node id -> compiled closures: the same functions run for every class
         self._expressions: dict[int, Compiled] = {}
         self._blocks: dict[int, list[Compiled]] = {}
@@ -193,7 +193,7 @@ class FlagEvaluator:
             )
         params, body = shape
         # a definition read from its own span starts at byte 0: the node, not its offset, is key
-        key = (mod.name, definition.id, repr([_key(a) for a in args]))
+        key = (mod.name, definition.id, *map(_key, args))
         if key in self._memo:
             return self._memo[key]
         env = dict(zip(params, args, strict=False))
@@ -221,12 +221,13 @@ class FlagEvaluator:
 
     def _compile_statement(self, statement: Node) -> Compiled:
         kind = statement.type
-        expression = self.expression
         if kind == "return_statement":
-            value = statement.named_children[0] if statement.named_child_count else None
+            value = (
+                self.compiled(statement.named_children[0]) if statement.named_child_count else None
+            )
 
             def returns(mod: Module, env: dict, depth: int) -> None:
-                raise _Return(expression(mod, value, env, depth) if value is not None else None)
+                raise _Return(value(mod, env, depth) if value is not None else None)
 
             return returns
         if kind == "if_statement":
@@ -238,9 +239,10 @@ class FlagEvaluator:
                 right = inner.child_by_field_name("right")
                 if left is not None and left.type == "identifier" and right is not None:
                     name = node_text(left)
+                    value = self.compiled(right)
 
                     def assigns(mod: Module, env: dict, depth: int) -> None:
-                        env[name] = expression(mod, right, env, depth)
+                        env[name] = value(mod, env, depth)
 
                     return assigns
                 return _nothing
@@ -263,13 +265,14 @@ class FlagEvaluator:
         return _nothing
 
     def _compile_if(self, statement: Node) -> Compiled:
-        clauses, otherwise = if_clauses(statement)
+        found, otherwise = if_clauses(statement)
+        clauses = [(self.compiled(condition), body) for condition, body in found]
         returns = _returns(statement)
-        expression, block = self.expression, self.block
+        block = self.block
 
         def branch(mod: Module, env: dict, depth: int) -> None:
             for condition, body in clauses:
-                truth = _truth(expression(mod, condition, env, depth))
+                truth = _truth(condition(mod, env, depth))
                 if isinstance(truth, Unknown):
                     if returns:
                         raise _Return(truth)
@@ -313,14 +316,18 @@ class FlagEvaluator:
     # ------------------------------------------------------------ expressions
 
     def expression(self, mod: Module, node: Node, env: dict, depth: int) -> object:
+        return self.compiled(node)(mod, env, depth)
+
+    def compiled(self, node: Node) -> Compiled:
+        """The closure that evaluates `node`; a compound's closure calls its operands' directly."""
         compiled = self._expressions.get(node.id)
         if compiled is None:
             compiled = self._expressions[node.id] = self._compile(unparenthesize(node))
-        return compiled(mod, env, depth)
+        return compiled
 
     def _compile(self, node: Node) -> Compiled:
         kind = node.type
-        expression = self.expression
+        compiled = self.compiled
         if kind == "identifier":
             word = node_text(node)
             find = self._global
@@ -340,14 +347,14 @@ class FlagEvaluator:
             string = text if text is not None else Unknown("an f-string")
             return lambda mod, env, depth: string
         if kind in ("tuple", "list", "set"):
-            items = [c for c in node.named_children if c.type != "comment"]
+            items = [compiled(c) for c in node.named_children if c.type != "comment"]
             make = tuple if kind == "tuple" else list if kind == "list" else set
-            return lambda mod, env, depth: make([expression(mod, c, env, depth) for c in items])
+            return lambda mod, env, depth: make([item(mod, env, depth) for item in items])
         if kind == "not_operator":
-            argument = node.child_by_field_name("argument")
+            argument = compiled(node.child_by_field_name("argument"))
 
             def negation(mod: Module, env: dict, depth: int) -> object:
-                truth = _truth(expression(mod, argument, env, depth))
+                truth = _truth(argument(mod, env, depth))
                 return truth if isinstance(truth, Unknown) else not truth
 
             return negation
@@ -356,23 +363,21 @@ class FlagEvaluator:
         if kind == "comparison_operator":
             return self._compile_comparison(node)
         if kind == "conditional_expression":
-            body, condition, otherwise = node.named_children
+            body, condition, otherwise = (compiled(c) for c in node.named_children)
 
             def conditional(mod: Module, env: dict, depth: int) -> object:
-                truth = _truth(expression(mod, condition, env, depth))
+                truth = _truth(condition(mod, env, depth))
                 if isinstance(truth, Unknown):
                     return truth
-                return expression(mod, body if truth else otherwise, env, depth)
+                return (body if truth else otherwise)(mod, env, depth)
 
             return conditional
         if kind == "attribute":
-            target = node.child_by_field_name("object")
+            target = compiled(node.child_by_field_name("object"))
             attribute = node_text(node.child_by_field_name("attribute"))
             missing = Unknown(f"no class defines {attribute}")
             get = self._getattr
-            return lambda mod, env, depth: get(
-                expression(mod, target, env, depth), attribute, missing
-            )
+            return lambda mod, env, depth: get(target(mod, env, depth), attribute, missing)
         if kind == "subscript":
             return self._compile_subscript(node)
         if kind == "call":
@@ -393,22 +398,22 @@ class FlagEvaluator:
 
     def _compile_boolean(self, node: Node) -> Compiled:
         operator = node.child_by_field_name("operator").type
-        left_node, right_node = node.child_by_field_name("left"), node.child_by_field_name("right")
-        expression = self.expression
+        left_node = self.compiled(node.child_by_field_name("left"))
+        right_node = self.compiled(node.child_by_field_name("right"))
 
         def boolean(mod: Module, env: dict, depth: int) -> object:
-            left = expression(mod, left_node, env, depth)
+            left = left_node(mod, env, depth)
             truth = _truth(left)
             if operator == "and":
                 if truth is False:
                     return left
-                right = expression(mod, right_node, env, depth)
+                right = right_node(mod, env, depth)
                 if isinstance(truth, Unknown):
                     return right if _truth(right) is False else truth
                 return right
             if truth is True:
                 return left
-            right = expression(mod, right_node, env, depth)
+            right = right_node(mod, env, depth)
             if isinstance(truth, Unknown):
                 return right if _truth(right) is True else truth
             return right
@@ -421,13 +426,12 @@ class FlagEvaluator:
         unknown = Unknown(f"`{node_text(node)[:40]}` is not evaluated")
         if len(operands) != 2 or len(operators) != 1:
             return lambda mod, env, depth: unknown
-        first, second = operands
+        first, second = (self.compiled(o) for o in operands)
         operator = operators[0]
-        expression = self.expression
 
         def comparison(mod: Module, env: dict, depth: int) -> object:
-            left = expression(mod, first, env, depth)
-            right = expression(mod, second, env, depth)
+            left = first(mod, env, depth)
+            right = second(mod, env, depth)
             for value in (left, right):
                 if isinstance(value, Unknown):
                     return value
@@ -453,14 +457,13 @@ class FlagEvaluator:
         return comparison
 
     def _compile_subscript(self, node: Node) -> Compiled:
-        value_node = node.child_by_field_name("value")
-        index_node = node.child_by_field_name("subscript")
+        value_node = self.compiled(node.child_by_field_name("value"))
+        index_node = self.compiled(node.child_by_field_name("subscript"))
         unknown = Unknown(f"`{node_text(node)[:40]}` is not evaluated")
-        expression = self.expression
 
         def subscript(mod: Module, env: dict, depth: int) -> object:
-            value = expression(mod, value_node, env, depth)
-            index = expression(mod, index_node, env, depth)
+            value = value_node(mod, env, depth)
+            index = index_node(mod, env, depth)
             if isinstance(value, Unknown):
                 return value
             if (
@@ -502,22 +505,25 @@ class FlagEvaluator:
         if function.type != "identifier":
             return lambda mod, env, depth: not_evaluated
         builtin = getattr(self, f"_builtin_{name}", None)
-        positional = [a for a in arguments if a.type != "keyword_argument"]
-        expression, tree = self.expression, self.tree
+        if builtin is not None:
+            evaluators = [self.compiled(a) for a in arguments]
+            return lambda mod, env, depth: (
+                not_evaluated if name in env else builtin(evaluators, mod, env, depth)
+            )
+        positional = [self.compiled(a) for a in arguments if a.type != "keyword_argument"]
+        tree = self.tree
         functions: dict[str, object] = {}  # module -> what the callee names there
 
         def call(mod: Module, env: dict, depth: int) -> object:
             if name in env:
                 return not_evaluated
-            if builtin is not None:
-                return builtin(mod, arguments, env, depth)
             found = functions.get(mod.name, functions)
             if found is functions:
                 found = functions[mod.name] = tree.function(mod, function)
             if found is None:
                 return Unknown(f"`{name}` is not a function of the tree")
             target, definition = found
-            args = [expression(mod, a, env, depth) for a in positional]
+            args = [argument(mod, env, depth) for argument in positional]
             return self.call_function(target, definition, args, depth)
 
         return call
@@ -545,18 +551,19 @@ class FlagEvaluator:
 
     # ------------------------------------------------------------ builtins
 
-    def _args(self, mod, arguments, env, depth):
-        return [self.expression(mod, a, env, depth) for a in arguments]
+    @staticmethod
+    def _args(arguments: list[Compiled], mod, env, depth) -> list[object]:
+        return [argument(mod, env, depth) for argument in arguments]
 
-    def _builtin_getattr(self, mod, arguments, env, depth):
-        values = self._args(mod, arguments, env, depth)
+    def _builtin_getattr(self, arguments, mod, env, depth):
+        values = self._args(arguments, mod, env, depth)
         if len(values) < 2 or not isinstance(values[1], str):
             return Unknown("getattr with a computed name")
         default = values[2] if len(values) > 2 else Unknown(f"no class defines {values[1]}")
         return self._getattr(values[0], values[1], missing=default)
 
-    def _builtin_hasattr(self, mod, arguments, env, depth):
-        values = self._args(mod, arguments, env, depth)
+    def _builtin_hasattr(self, arguments, mod, env, depth):
+        values = self._args(arguments, mod, env, depth)
         if len(values) != 2 or not isinstance(values[1], str):
             return Unknown("hasattr with a computed name")
         found = self._getattr(values[0], values[1], missing=MISSING)
@@ -564,16 +571,16 @@ class FlagEvaluator:
             return found
         return found is not MISSING or values[1] in ("__init__", "__name__", "__mro__")
 
-    def _builtin_callable(self, mod, arguments, env, depth):
-        (value,) = self._args(mod, arguments, env, depth)
+    def _builtin_callable(self, arguments, mod, env, depth):
+        (value,) = self._args(arguments, mod, env, depth)
         if isinstance(value, Unknown):
             return value
         if value is PRESENT:
             return Unknown("callable() of a non-literal attribute")
         return isinstance(value, (MethodValue, ClassValue))
 
-    def _builtin_isinstance(self, mod, arguments, env, depth):
-        value, kind = self._args(mod, arguments, env, depth)
+    def _builtin_isinstance(self, arguments, mod, env, depth):
+        value, kind = self._args(arguments, mod, env, depth)
         if isinstance(value, Unknown):
             return value
         if not isinstance(kind, ClassValue):
@@ -593,34 +600,34 @@ class FlagEvaluator:
                 return False  # as Python: absent, or a method member set to None
         return True
 
-    def _builtin_issubclass(self, mod, arguments, env, depth):
-        value, kind = self._args(mod, arguments, env, depth)
+    def _builtin_issubclass(self, arguments, mod, env, depth):
+        value, kind = self._args(arguments, mod, env, depth)
         if isinstance(value, Unknown) or isinstance(kind, Unknown):
             return value if isinstance(value, Unknown) else kind
         if not isinstance(value, ClassValue) or not isinstance(kind, ClassValue):
             return Unknown("issubclass of non-class values")
         return any(c.qualname == kind.info.qualname for c in c3_mro(value.info))
 
-    def _builtin_len(self, mod, arguments, env, depth):
-        (value,) = self._args(mod, arguments, env, depth)
+    def _builtin_len(self, arguments, mod, env, depth):
+        (value,) = self._args(arguments, mod, env, depth)
         return value if isinstance(value, Unknown) else len(value)
 
-    def _builtin_tuple(self, mod, arguments, env, depth):
-        (value,) = self._args(mod, arguments, env, depth)
+    def _builtin_tuple(self, arguments, mod, env, depth):
+        (value,) = self._args(arguments, mod, env, depth)
         return value if isinstance(value, Unknown) else tuple(value)
 
-    def _builtin_list(self, mod, arguments, env, depth):
-        (value,) = self._args(mod, arguments, env, depth)
+    def _builtin_list(self, arguments, mod, env, depth):
+        (value,) = self._args(arguments, mod, env, depth)
         return value if isinstance(value, Unknown) else sorted(value, key=repr)
 
-    def _builtin_set(self, mod, arguments, env, depth):
+    def _builtin_set(self, arguments, mod, env, depth):
         if not arguments:
             return set()
-        (value,) = self._args(mod, arguments, env, depth)
+        (value,) = self._args(arguments, mod, env, depth)
         return value if isinstance(value, Unknown) else set(value)
 
-    def _builtin_supports_kw(self, mod, arguments, env, depth):
-        values = self._args(mod, arguments[:2], env, depth)
+    def _builtin_supports_kw(self, arguments, mod, env, depth):
+        values = self._args(arguments[:2], mod, env, depth)
         method, keyword = values
         if isinstance(method, Unknown):
             return method
@@ -629,8 +636,9 @@ class FlagEvaluator:
         return method.method.accepts(keyword)
 
 
-def _key(value: object) -> object:
-    return value.info.qualname if isinstance(value, ClassValue) else repr(value)
+def _key(value: object) -> str:
+    """A class by its qualified name, any other value by its repr (a set's or list's included)."""
+    return value.info.qualname if type(value) is ClassValue else repr(value)
 
 
 def _params(definition: Node) -> list[str]:
