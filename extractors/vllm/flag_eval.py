@@ -164,6 +164,7 @@ class FlagEvaluator:
         self._expressions: dict[int, Compiled] = {}
         self._blocks: dict[int, list[Compiled]] = {}
         self._functions: dict[int, tuple[list[str], Node]] = {}  # params, body
+        self._protocols: dict[int, tuple[ClassInfo, tuple]] = {}  # id -> (protocol, members)
         self.tree.adapter_guard = self._adapter_guard
 
     def _adapter_guard(self, mod: Module, statement: Node, param: str, argument: ClassInfo) -> bool:
@@ -591,14 +592,24 @@ class FlagEvaluator:
             return Unknown("isinstance of a non-class value")
         if not kind.info.is_protocol:
             return Unknown(f"isinstance(class, {kind.info.name}) of a class that is not a Protocol")
-        methods = protocol_methods(kind.info)
-        for member in sorted(protocol_members(kind.info)):
+        members, methods = self._protocol(kind.info)
+        for member in members:
             found = lookup(value.info, member)
             if isinstance(found, Unknown):
                 return found
             if found is MISSING or (found is None and member in methods):
                 return False  # as Python: absent, or a method member set to None
         return True
+
+    def _protocol(self, protocol: ClassInfo) -> tuple[tuple[str, ...], set[str]]:
+        """(sorted members, method members) of a Protocol; kept once its hierarchy is complete."""
+        found = self._protocols.get(id(protocol))
+        if found is not None and found[0] is protocol:
+            return found[1]
+        shape = (tuple(sorted(protocol_members(protocol))), protocol_methods(protocol))
+        if protocol.mro_cache is not None:
+            self._protocols[id(protocol)] = (protocol, shape)
+        return shape
 
     def _builtin_issubclass(self, arguments, mod, env, depth):
         value, kind = self._args(arguments, mod, env, depth)
