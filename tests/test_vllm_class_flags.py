@@ -282,3 +282,74 @@ def test_compiled_flag_functions_answer_per_class_and_per_function():
     assert [run(denies, c) for c in ("P", "Q")] == [False, True]
     unknown = run(says, "R")
     assert isinstance(unknown, Unknown) and "Missing" in unknown.reason
+
+
+def _evaluator_over(files: dict[str, str]):
+    from extractors.vllm.class_tree import ClassTree
+    from extractors.vllm.flag_eval import FlagEvaluator
+
+    tree = ClassTree(files.get)
+    return tree, FlagEvaluator(tree)
+
+
+def _function(tree, module: str, name: str):
+    mod = tree.module(module)
+    return mod, tree.full_definition(mod, mod.bindings[name].node)
+
+
+def test_call_memo_keeps_apart_a_class_and_a_string_of_its_name_and_two_strings():
+    from extractors.vllm.flag_eval import ClassValue
+
+    text = (
+        "class P:\n    flag = True\n    other = 'x'\n\n\n"
+        "def is_type(value):\n    return isinstance(value, type)\n\n\n"
+        "def read(model, name):\n    return getattr(model, name, 'none')\n"
+    )
+    tree, evaluator = _evaluator_over({"vllm/m.py": text})
+    p = ClassValue(tree.resolve("vllm.m", "P"))
+    mod, is_type = _function(tree, "vllm.m", "is_type")
+    _, read = _function(tree, "vllm.m", "read")
+    assert evaluator.call_function(mod, is_type, [p], 0) is True
+    assert evaluator.call_function(mod, is_type, ["vllm.m.P"], 0) is False
+    answers = [evaluator.call_function(mod, read, [p, n], 0) for n in ("flag", "other", "gone")]
+    assert answers == [True, "x", "none"]
+
+
+def test_same_global_name_in_two_modules_is_two_classes():
+    a = "class Flag:\n    value = 'a'\n\n\ndef read():\n    return Flag.value\n"
+    b = "class Flag:\n    value = 'b'\n\n\ndef read():\n    return Flag.value\n"
+    tree, evaluator = _evaluator_over({"vllm/a.py": a, "vllm/b.py": b})
+    (mod_a, read_a), (mod_b, read_b) = (_function(tree, m, "read") for m in ("vllm.a", "vllm.b"))
+    assert not tree.resolving
+    answers = [evaluator.call_function(m, f, [], 0) for m, f in ((mod_a, read_a), (mod_b, read_b))]
+    assert answers == ["a", "b"]
+    assert evaluator._global(mod_a, "Flag") != evaluator._global(mod_b, "Flag")
+
+
+def test_unresolved_global_stays_unknown_and_is_not_kept():
+    from extractors.vllm.flag_eval import Unknown
+
+    text = "def read():\n    return Missing.value\n"
+    tree, evaluator = _evaluator_over({"vllm/m.py": text})
+    mod, read = _function(tree, "vllm.m", "read")
+    first = evaluator._global(mod, "Missing")
+    assert isinstance(first, Unknown) and "Missing" in first.reason
+    assert evaluator._globals == {}
+
+
+def test_isinstance_against_two_protocols_checks_each_ones_members():
+    from extractors.vllm.flag_eval import ClassValue
+
+    text = (
+        "from typing import ClassVar, Protocol, runtime_checkable\n\n\n"
+        "@runtime_checkable\nclass HasX(Protocol):\n    x: ClassVar[bool] = True\n\n\n"
+        "@runtime_checkable\nclass HasY(Protocol):\n    y: ClassVar[bool] = True\n\n\n"
+        "class OnlyX:\n    x = False\n\n\n"
+        "def both(model):\n    return (isinstance(model, HasX), isinstance(model, HasY))\n"
+    )
+    tree, evaluator = _evaluator_over({"vllm/m.py": text})
+    mod, both = _function(tree, "vllm.m", "both")
+    only_x = ClassValue(tree.resolve("vllm.m", "OnlyX"))
+    has_y = ClassValue(tree.resolve("vllm.m", "HasY"))
+    assert evaluator.call_function(mod, both, [only_x], 0) == (True, False)
+    assert evaluator.call_function(mod, both, [has_y], 0) == (False, True)

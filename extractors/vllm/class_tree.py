@@ -377,6 +377,11 @@ class ClassTree:
 
     # -------------------------------------------------------------- classes
 
+    @property
+    def resolving(self) -> bool:
+        """True while a class is being resolved (a name's answer may then still change)."""
+        return bool(self._resolving)
+
     def resolve(self, module_name: str, name: str) -> ClassInfo:
         """The class `name` denotes in `module_name`; external classes are leaves."""
         try:

@@ -164,6 +164,7 @@ class FlagEvaluator:
         self._expressions: dict[int, Compiled] = {}
         self._blocks: dict[int, list[Compiled]] = {}
         self._functions: dict[int, tuple[list[str], Node]] = {}  # params, body
+        self._globals: dict[tuple[str, str], ClassValue] = {}  # (module, name) -> its class
         self._protocols: dict[int, tuple[ClassInfo, tuple]] = {}  # id -> (protocol, members)
         self.tree.adapter_guard = self._adapter_guard
 
@@ -390,12 +391,23 @@ class FlagEvaluator:
         return lambda mod, env, depth: unknown
 
     def _global(self, mod: Module, word: str) -> object:
+        """The class a module-level name denotes; a class found while the tree resolves nothing
+        else is kept (the same class object every time), an Unresolved never is."""
+        settled = not self.tree.resolving
+        if settled:
+            found = self._globals.get((mod.name, word))
+            if found is not None:
+                return found
         if word in BUILTIN_CLASSES:
-            return ClassValue(external_class(f"builtins.{word}"))
-        try:
-            return ClassValue(self.tree.resolve(mod.name, word))
-        except Unresolved as err:
-            return Unknown(err.reason)
+            found = ClassValue(external_class(f"builtins.{word}"))
+        else:
+            try:
+                found = ClassValue(self.tree.resolve(mod.name, word))
+            except Unresolved as err:
+                return Unknown(err.reason)
+        if settled:
+            self._globals[(mod.name, word)] = found
+        return found
 
     def _compile_boolean(self, node: Node) -> Compiled:
         operator = node.child_by_field_name("operator").type
