@@ -353,3 +353,26 @@ def test_isinstance_against_two_protocols_checks_each_ones_members():
     has_y = ClassValue(tree.resolve("vllm.m", "HasY"))
     assert evaluator.call_function(mod, both, [only_x], 0) == (True, False)
     assert evaluator.call_function(mod, both, [has_y], 0) == (False, True)
+
+
+def test_single_return_bodies_and_bodies_without_a_return():
+    from extractors.vllm.flag_eval import ClassValue, Unknown
+
+    text = (
+        "class P:\n    flag = True\n\n\n"
+        "def documented(model):\n    '''Says the flag.'''\n    return getattr(model, 'flag')\n\n\n"
+        "def bare(model):\n    return\n\n\n"
+        "def silent(model):\n    pass\n\n\n"
+        "def guarded(model):\n    if getattr(model, 'flag'):\n        return 'on'\n"
+        "    return getattr(model, 'gone')\n"
+    )
+    tree, evaluator = _evaluator_over({"vllm/m.py": text})
+    p = ClassValue(tree.resolve("vllm.m", "P"))
+    answers = {}
+    for name in ("documented", "bare", "silent", "guarded"):
+        mod, function = _function(tree, "vllm.m", name)
+        answers[name] = evaluator.call_function(mod, function, [p], 0)
+    assert answers == {"documented": True, "bare": None, "silent": None, "guarded": "on"}
+    mod, function = _function(tree, "vllm.m", "documented")
+    gone = evaluator.call_function(mod, function, ["not a class"], 0)
+    assert isinstance(gone, Unknown) and "non-class" in gone.reason

@@ -189,23 +189,33 @@ class FlagEvaluator:
             return Unknown("flag functions nest deeper than 30 calls")
         shape = self._functions.get(definition.id)
         if shape is None:
-            shape = self._functions[definition.id] = (
-                _params(definition),
-                definition.child_by_field_name("body"),
-            )
-        params, body = shape
+            shape = self._functions[definition.id] = self._compile_function(definition)
+        params, run = shape
         # a definition read from its own span starts at byte 0: the node, not its offset, is key
         key = (mod.name, definition.id, *map(_key, args))
         if key in self._memo:
             return self._memo[key]
-        env = dict(zip(params, args, strict=False))
-        try:
-            self.block(mod, body, env, depth + 1)
-            result: object = None
-        except _Return as returned:
-            result = returned.value
+        result = run(mod, dict(zip(params, args, strict=False)), depth + 1)
         self._memo[key] = result
         return result
+
+    def _compile_function(self, definition: Node) -> tuple[list[str], Compiled]:
+        """(parameters, the body as a closure returning the function's value); a body whose only
+        statement with an effect is its `return` evaluates that value without raising."""
+        body = definition.child_by_field_name("body")
+        effective = [s for s in self._compiled_block(body) if s is not _nothing]
+        if len(effective) == 1 and hasattr(effective[0], "returned"):
+            return _params(definition), effective[0].returned or _nothing
+        block = self.block
+
+        def run(mod: Module, env: dict, depth: int) -> object:
+            try:
+                block(mod, body, env, depth)
+            except _Return as returned:
+                return returned.value
+            return None
+
+        return _params(definition), run
 
     # ------------------------------------------------------------ statements
     # Each block and expression is compiled once into Python closures over its nodes (the same
@@ -213,13 +223,16 @@ class FlagEvaluator:
     # evaluation did, in the same order, with the same Unknown reasons.
 
     def block(self, mod: Module, block: Node, env: dict, depth: int) -> None:
+        for statement in self._compiled_block(block):
+            statement(mod, env, depth)
+
+    def _compiled_block(self, block: Node) -> list[Compiled]:
         compiled = self._blocks.get(block.id)
         if compiled is None:
             compiled = self._blocks[block.id] = [
                 self._compile_statement(s) for s in block.named_children
             ]
-        for statement in compiled:
-            statement(mod, env, depth)
+        return compiled
 
     def _compile_statement(self, statement: Node) -> Compiled:
         kind = statement.type
@@ -231,6 +244,7 @@ class FlagEvaluator:
             def returns(mod: Module, env: dict, depth: int) -> None:
                 raise _Return(value(mod, env, depth) if value is not None else None)
 
+            returns.returned = value  # the value closure (None for a bare `return`)
             return returns
         if kind == "if_statement":
             return self._compile_if(statement)
