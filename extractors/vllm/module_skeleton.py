@@ -61,20 +61,31 @@ def _signature_end(text: str, start: int) -> int | None:
 
 def _open_quote(line: str, quote: str) -> str:
     """The triple quote still open after `line`, given the one open before it."""
-    position = 0
+    return _open_quote_in(line, 0, len(line), quote)
+
+
+def _open_quote_in(text: str, position: int, end: int, quote: str) -> str:
+    """The triple quote still open after text[position:end], given the one open before it."""
+    # the next `"""` and `'''` at or after `position` as last found (-1: none before `end`)
+    double: int | None = None
+    single: int | None = None
     while True:
         if quote:
-            found = line.find(quote, position)
+            found = text.find(quote, position, end)
             if found < 0:
                 return quote
             quote, position = "", found + 3
             continue
-        starts = [(line.find(q, position), q) for q in TRIPLE_QUOTES]
-        starts = [(at, q) for at, q in starts if at >= 0]
-        if not starts:
+        if double is None or 0 <= double < position:
+            double = text.find('"""', position, end)
+        if single is None or 0 <= single < position:
+            single = text.find("'''", position, end)
+        if double < 0 and single < 0:
             return ""
-        at, quote = min(starts)
-        position = at + 3
+        if single < 0 or 0 <= double < single:
+            quote, position = '"""', double + 3
+        else:
+            quote, position = "'''", single + 3
 
 
 # Characters other than " ", "\t" and "\n" that str.splitlines splits at or str.strip strips.
@@ -153,20 +164,22 @@ class _Skeleton:
 
     def body_end(self, start: int, indent: int) -> int:
         """The offset where the body starting at `start` ends (outside triple-quoted strings)."""
+        text = self.text
         pattern = self._dedent(indent)
-        position = start
+        position = scanned = start
+        quote = ""  # the triple quote open at `scanned` (a line start)
         while True:
-            found = pattern.search(self.text, position)
+            found = pattern.search(text, position)
             if found is None:
-                return len(self.text)
+                return len(text)
             line = found[0]
-            region = self.text[start:line]
-            quote = _open_quote(region, "") if ('"""' in region or "'''" in region) else ""
+            quote = _open_quote_in(text, scanned, line, quote)
+            scanned = line
             if not quote:
                 return line
-            closing = self.text.find(quote, line)
+            closing = text.find(quote, line)
             if closing < 0:
-                return len(self.text)
+                return len(text)
             position = closing + 3
 
     def run(self) -> str:
