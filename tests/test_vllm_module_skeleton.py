@@ -272,3 +272,27 @@ def test_a_body_ends_after_every_column_0_line_of_its_strings():
     assert outline == "class A:\n    ...\nx = 1\n"
     (span,) = spans.values()
     assert text[span[0] : span[1]].endswith("        return 1\n")
+
+
+STRINGY = [
+    MODEL,
+    OUTLINED,
+    '"""Doc\nclass NotAClass:\n"""\nimport os\n\n\nclass A:\n    x = """a""" + """b\n'
+    'def g(self):\n"""\n    def f(self):\n        return 1\n\n\nclass B:\n    y = 1\n',
+    "class A:\n    '''doc'''\n    class Inner:\n        def f(self):\n            s = '''\n"
+    "x\n'''\n            return s\n    def g(self):\n        return 2\nz = 3\n",
+    'x = """\n    unterminated\n',
+    # a string closed and another opened on a line that starts inside the first
+    'x = """\nend""" + """\nclass Fake:\n    def f(self):\n"""\nclass B:\n'
+    "    def f(self):\n        return 1\n",
+    'class A:\n    def f(self):\n        return """a""", """\nb"""\n    flag = True\n',
+]
+
+
+@pytest.mark.parametrize("text", STRINGY)
+def test_the_run_by_run_pass_gives_what_the_line_by_line_pass_gives(text, monkeypatch):
+    from extractors.vllm import module_skeleton
+
+    fast = (method_skeleton(text), module_outline(text))
+    monkeypatch.setattr(module_skeleton, "ODD_SPACE", re.compile(""))  # every chunk line by line
+    assert (method_skeleton(text), module_outline(text)) == fast

@@ -142,13 +142,9 @@ class _Skeleton:
         self.out.append(chunk)
         if self.outline:
             self.rows += chunk.count("\n")
-        if not self.quote and '"""' not in chunk and "'''" not in chunk:
-            if not ODD_SPACE.search(chunk):  # lines are `\n` lines and blanks are " \t"
-                # a code line pops the open blocks indented at least as deep: the blocks popped
-                # are those as deep as the least indented code line of the chunk
-                while self.headers and self._dedent(self.headers[-1][0]).search(chunk, 0):
-                    self.headers.pop()
-                return
+        if not ODD_SPACE.search(chunk):  # lines are `\n` lines and blanks are " \t"
+            self._plain_lines_outside_strings(chunk)
+            return
         for line in chunk.splitlines():
             if not self.quote and _is_code(line):
                 indent = _indent(line)
@@ -156,6 +152,37 @@ class _Skeleton:
                     self.headers.pop()
             if self.quote or '"""' in line or "'''" in line:
                 self.quote = _open_quote(line, self.quote)
+
+    def _plain_lines_outside_strings(self, chunk: str) -> None:
+        """`plain` for a chunk of `\n` lines: a code line that starts outside a triple-quoted
+        string pops the open blocks indented at least as deep, so each run of lines starting
+        outside strings pops those as deep as its least indented code line."""
+        position = 0
+        quote = self.quote
+        size = len(chunk)
+        while position < size:
+            if quote:  # the line that closes the string started inside it: it pops nothing
+                closing = chunk.find(quote, position)
+                if closing < 0:
+                    break
+                line_end = chunk.find("\n", closing)
+                line_end = size if line_end < 0 else line_end + 1
+                quote = _open_quote_in(chunk, closing + 3, line_end, "")
+                position = line_end
+                continue
+            double = chunk.find('"""', position)
+            single = chunk.find("'''", position)
+            opening = double if single < 0 or 0 <= double < single else single
+            run_end = size if opening < 0 else chunk.find("\n", opening)
+            run_end = size if run_end < 0 else run_end + 1
+            while self.headers and self._dedent(self.headers[-1][0]).search(
+                chunk, position, run_end
+            ):
+                self.headers.pop()
+            if opening >= 0:
+                quote = _open_quote_in(chunk, chunk.rfind("\n", 0, opening) + 1, run_end, "")
+            position = run_end
+        self.quote = quote
 
     def _dedent(self, indent: int) -> _AtLineStart:
         if indent not in self.dedents:
