@@ -237,3 +237,62 @@ def test_odd_line_breaks_take_the_line_by_line_pass():
     text = "class A:\n    x = 1 \x0cfoo\n    def f(self):\n        return 1\n"
     assert method_skeleton(text) == text
     assert method_skeleton(text.replace("\x0c", " ")) != text.replace("\x0c", " ")
+
+
+@pytest.mark.parametrize(
+    ("text", "quote"),
+    [
+        ('a """b""" c \'\'\'d', ""),
+        ("x '''\n\"\"\" y '''\n z \"\"\"", ""),
+        ('""""""', ""),
+        ('"""" x', ""),
+        ("rest ''' then \"\"\"", '"""'),
+        ("no quotes at all", "'''"),
+        ("", ""),
+    ],
+)
+def test_quote_scan_within_bounds_agrees_with_scanning_the_slice(text, quote):
+    from extractors.vllm.module_skeleton import _open_quote, _open_quote_in
+
+    padded = "'''" + text + '"""'
+    for start in range(4):
+        for end in range(len(padded) - 3, len(padded) + 1):
+            expected = _open_quote(padded[start:end], quote)
+            assert _open_quote_in(padded, start, end, quote) == expected
+
+
+def test_a_body_ends_after_every_column_0_line_of_its_strings():
+    # two docstrings with column-0 lines, then a code line at column 0 that ends the class
+    text = (
+        'class A:\n    def f(self):\n        """one\nnot code\n"""\n'
+        "    def g(self):\n        '''two\nstill text\n'''\n        return 1\n"
+        "x = 1\n"
+    )
+    outline, spans = module_outline(text)
+    assert outline == "class A:\n    ...\nx = 1\n"
+    (span,) = spans.values()
+    assert text[span[0] : span[1]].endswith("        return 1\n")
+
+
+STRINGY = [
+    MODEL,
+    OUTLINED,
+    '"""Doc\nclass NotAClass:\n"""\nimport os\n\n\nclass A:\n    x = """a""" + """b\n'
+    'def g(self):\n"""\n    def f(self):\n        return 1\n\n\nclass B:\n    y = 1\n',
+    "class A:\n    '''doc'''\n    class Inner:\n        def f(self):\n            s = '''\n"
+    "x\n'''\n            return s\n    def g(self):\n        return 2\nz = 3\n",
+    'x = """\n    unterminated\n',
+    # a string closed and another opened on a line that starts inside the first
+    'x = """\nend""" + """\nclass Fake:\n    def f(self):\n"""\nclass B:\n'
+    "    def f(self):\n        return 1\n",
+    'class A:\n    def f(self):\n        return """a""", """\nb"""\n    flag = True\n',
+]
+
+
+@pytest.mark.parametrize("text", STRINGY)
+def test_the_run_by_run_pass_gives_what_the_line_by_line_pass_gives(text, monkeypatch):
+    from extractors.vllm import module_skeleton
+
+    fast = (method_skeleton(text), module_outline(text))
+    monkeypatch.setattr(module_skeleton, "ODD_SPACE", re.compile(""))  # every chunk line by line
+    assert (method_skeleton(text), module_outline(text)) == fast

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from functools import lru_cache
 
 import tree_sitter_python
@@ -114,6 +115,57 @@ def imported_names(statement: Node) -> list[tuple[str, str]]:
         elif item.type == "dotted_name":
             names.append((node_text(item), node_text(item)))
     return names
+
+
+FROM_IMPORT_TEXT = re.compile(r"from[ \t]+(\.*)([^\W\d][\w.]*)?[ \t]+import[ \t]+(.*)", re.S)
+
+
+def from_import(statement: Node) -> tuple[int, str, list[tuple[str, str]], bool] | None:
+    """(level, dotted module, imported_names, whether it is `import *`) of a
+    `from <module> import ...` statement, or None when the statement has no module: what
+    import_source and imported_names say, read from the statement's text when it is plain
+    (`from ..a.b import (x, y as z)` without comments or line continuations), else from its
+    nodes."""
+    parts = _plain_from_import(node_text(statement))
+    if parts is not None:
+        return parts
+    source = import_source(statement)
+    if source is None:
+        return None
+    names = imported_names(statement)
+    wildcard = not names and any(c.type == "wildcard_import" for c in statement.children)
+    return source[0], source[1], names, wildcard
+
+
+def _plain_from_import(text: str) -> tuple[int, str, list[tuple[str, str]], bool] | None:
+    found = FROM_IMPORT_TEXT.match(text)
+    if found is None:
+        return None
+    dots, dotted, listed = found.groups()
+    listed = listed.strip()
+    if listed == "*":
+        return len(dots), dotted or "", [], True
+    if listed.startswith("("):
+        if not listed.endswith(")"):
+            return None
+        listed = listed[1:-1]
+    if "#" in listed or "\\" in listed:
+        return None
+    items = listed.split(",")
+    if len(items) > 1 and not items[-1].strip():
+        items.pop()  # a trailing comma
+    names = []
+    for item in items:
+        words = item.split()
+        if len(words) == 1 and words[0].isidentifier():
+            names.append((words[0], words[0]))
+        elif len(words) == 3 and words[1] == "as" and words[0].isidentifier():
+            if not words[2].isidentifier():
+                return None
+            names.append((words[2], words[0]))
+        else:
+            return None
+    return len(dots), dotted or "", names, False
 
 
 def if_clauses(statement: Node) -> tuple[list[tuple[Node, Node]], Node | None]:

@@ -20,6 +20,7 @@ from tree_sitter import Node
 
 from extractors.errors import ParseError
 from extractors.parsing.python_ts import (
+    from_import,
     if_clauses,
     import_source,
     imported_names,
@@ -233,31 +234,19 @@ def _platform_branch(statement: Node) -> Node | None:
 
 
 def _collect_bindings(block: Node, bindings: dict[str, Binding], stars: list[str], mod, nested):
+    is_package = mod.path.endswith("__init__.py")
     for statement in block.named_children:
         kind = statement.type
-        if kind == "if_statement":
-            chosen = _platform_branch(statement)
-            if chosen is not None:
-                _collect_bindings(chosen, bindings, stars, mod, True)
-                continue
-        if kind in ("if_statement", "try_statement", "with_statement"):
-            for part in statement.named_children:
-                if part.type == "block":
-                    _collect_bindings(part, bindings, stars, mod, True)
-                elif part.type in ("elif_clause", "else_clause", "except_clause", "finally_clause"):
-                    for sub in part.named_children:
-                        if sub.type == "block":
-                            _collect_bindings(sub, bindings, stars, mod, True)
+        if kind == "comment":
             continue
         new: dict[str, Binding] = {}
         if kind == "import_from_statement":
-            source = import_source(statement)
-            if source is None:
+            parts = from_import(statement)
+            if parts is None:
                 continue
-            level, dotted = source
-            target = absolute_module(mod.name, mod.path.endswith("__init__.py"), level, dotted)
-            names = imported_names(statement)
-            if not names and any(c.type == "wildcard_import" for c in statement.children):
+            level, dotted, names, wildcard = parts
+            target = absolute_module(mod.name, is_package, level, dotted)
+            if wildcard:
                 stars.append(target)  # `import *` names nothing else
             for local, imported in names:
                 new[local] = Binding("import", module=target, name=imported)
@@ -267,13 +256,28 @@ def _collect_bindings(block: Node, bindings: dict[str, Binding], stars: list[str
             if name is not None:
                 word = "class" if definition.type == "class_definition" else "function"
                 new[node_text(name)] = Binding(word, node=statement)
-        elif kind == "expression_statement" and statement.named_child_count == 1:
+        elif kind == "expression_statement":
+            if statement.named_child_count != 1:
+                continue
             assignment = statement.named_children[0]
             if assignment.type == "assignment":
                 left = assignment.child_by_field_name("left")
                 right = assignment.child_by_field_name("right")
                 if left is not None and left.type == "identifier" and right is not None:
                     new[node_text(left)] = Binding("value", node=right)
+        elif kind in ("if_statement", "try_statement", "with_statement"):
+            chosen = _platform_branch(statement) if kind == "if_statement" else None
+            if chosen is not None:
+                _collect_bindings(chosen, bindings, stars, mod, True)
+                continue
+            for part in statement.named_children:
+                if part.type == "block":
+                    _collect_bindings(part, bindings, stars, mod, True)
+                elif part.type in ("elif_clause", "else_clause", "except_clause", "finally_clause"):
+                    for sub in part.named_children:
+                        if sub.type == "block":
+                            _collect_bindings(sub, bindings, stars, mod, True)
+            continue
         for local, binding in new.items():
             if nested and local in bindings:
                 continue  # the first branch of an `if`/`try` (the CUDA / normal path) wins

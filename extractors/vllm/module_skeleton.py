@@ -61,20 +61,31 @@ def _signature_end(text: str, start: int) -> int | None:
 
 def _open_quote(line: str, quote: str) -> str:
     """The triple quote still open after `line`, given the one open before it."""
-    position = 0
+    return _open_quote_in(line, 0, len(line), quote)
+
+
+def _open_quote_in(text: str, position: int, end: int, quote: str) -> str:
+    """The triple quote still open after text[position:end], given the one open before it."""
+    # the next `"""` and `'''` at or after `position` as last found (-1: none before `end`)
+    double: int | None = None
+    single: int | None = None
     while True:
         if quote:
-            found = line.find(quote, position)
+            found = text.find(quote, position, end)
             if found < 0:
                 return quote
             quote, position = "", found + 3
             continue
-        starts = [(line.find(q, position), q) for q in TRIPLE_QUOTES]
-        starts = [(at, q) for at, q in starts if at >= 0]
-        if not starts:
+        if double is None or 0 <= double < position:
+            double = text.find('"""', position, end)
+        if single is None or 0 <= single < position:
+            single = text.find("'''", position, end)
+        if double < 0 and single < 0:
             return ""
-        at, quote = min(starts)
-        position = at + 3
+        if single < 0 or 0 <= double < single:
+            quote, position = '"""', double + 3
+        else:
+            quote, position = "'''", single + 3
 
 
 # Characters other than " ", "\t" and "\n" that str.splitlines splits at or str.strip strips.
@@ -131,13 +142,9 @@ class _Skeleton:
         self.out.append(chunk)
         if self.outline:
             self.rows += chunk.count("\n")
-        if not self.quote and '"""' not in chunk and "'''" not in chunk:
-            if not ODD_SPACE.search(chunk):  # lines are `\n` lines and blanks are " \t"
-                # a code line pops the open blocks indented at least as deep: the blocks popped
-                # are those as deep as the least indented code line of the chunk
-                while self.headers and self._dedent(self.headers[-1][0]).search(chunk, 0):
-                    self.headers.pop()
-                return
+        if not ODD_SPACE.search(chunk):  # lines are `\n` lines and blanks are " \t"
+            self._plain_lines_outside_strings(chunk)
+            return
         for line in chunk.splitlines():
             if not self.quote and _is_code(line):
                 indent = _indent(line)
@@ -146,6 +153,37 @@ class _Skeleton:
             if self.quote or '"""' in line or "'''" in line:
                 self.quote = _open_quote(line, self.quote)
 
+    def _plain_lines_outside_strings(self, chunk: str) -> None:
+        """`plain` for a chunk of `\n` lines: a code line that starts outside a triple-quoted
+        string pops the open blocks indented at least as deep, so each run of lines starting
+        outside strings pops those as deep as its least indented code line."""
+        position = 0
+        quote = self.quote
+        size = len(chunk)
+        while position < size:
+            if quote:  # the line that closes the string started inside it: it pops nothing
+                closing = chunk.find(quote, position)
+                if closing < 0:
+                    break
+                line_end = chunk.find("\n", closing)
+                line_end = size if line_end < 0 else line_end + 1
+                quote = _open_quote_in(chunk, closing + 3, line_end, "")
+                position = line_end
+                continue
+            double = chunk.find('"""', position)
+            single = chunk.find("'''", position)
+            opening = double if single < 0 or 0 <= double < single else single
+            run_end = size if opening < 0 else chunk.find("\n", opening)
+            run_end = size if run_end < 0 else run_end + 1
+            while self.headers and self._dedent(self.headers[-1][0]).search(
+                chunk, position, run_end
+            ):
+                self.headers.pop()
+            if opening >= 0:
+                quote = _open_quote_in(chunk, chunk.rfind("\n", 0, opening) + 1, run_end, "")
+            position = run_end
+        self.quote = quote
+
     def _dedent(self, indent: int) -> _AtLineStart:
         if indent not in self.dedents:
             self.dedents[indent] = _dedent_pattern(indent)
@@ -153,20 +191,22 @@ class _Skeleton:
 
     def body_end(self, start: int, indent: int) -> int:
         """The offset where the body starting at `start` ends (outside triple-quoted strings)."""
+        text = self.text
         pattern = self._dedent(indent)
-        position = start
+        position = scanned = start
+        quote = ""  # the triple quote open at `scanned` (a line start)
         while True:
-            found = pattern.search(self.text, position)
+            found = pattern.search(text, position)
             if found is None:
-                return len(self.text)
+                return len(text)
             line = found[0]
-            region = self.text[start:line]
-            quote = _open_quote(region, "") if ('"""' in region or "'''" in region) else ""
+            quote = _open_quote_in(text, scanned, line, quote)
+            scanned = line
             if not quote:
                 return line
-            closing = self.text.find(quote, line)
+            closing = text.find(quote, line)
             if closing < 0:
-                return len(self.text)
+                return len(text)
             position = closing + 3
 
     def run(self) -> str:
