@@ -312,20 +312,6 @@ def test_class_subset_gives_the_chain_of_the_whole_file(text):
     assert whole == subset
 
 
-def test_class_subset_blanks_what_is_not_read():
-    from extractors.parsing.python_cst import parse_class_methods, top_level_classes
-
-    module = parse_class_methods(MODEL_CONFIG, "m.py", "ModelConfig", "attention_arch")
-    assert list(top_level_classes(module)) == ["ModelConfig"]
-    kept = [
-        s.name.value
-        for s in top_level_classes(module)["ModelConfig"].body.body
-        if hasattr(s, "name")
-    ]
-    assert kept == ["_derive", "twice", "twice"]  # same-named methods stay together
-    assert module.code.count("\n") == MODEL_CONFIG.count("\n")  # lines unchanged
-
-
 @pytest.mark.parametrize(
     "text",
     [
@@ -374,10 +360,12 @@ def module_function():
 
 
 def test_keeping_methods_elides_the_other_method_bodies_only():
-    from extractors.parsing.python_cst import parse_module_keeping_methods, top_level_classes
+    from extractors.parsing.python_cst import parse_module_keeping, top_level_classes
 
-    module = parse_module_keeping_methods(
-        KEPT_AND_ELIDED, "b.py", ("get_supported_kernel_block_sizes",)
+    module = parse_module_keeping(
+        KEPT_AND_ELIDED,
+        "b.py",
+        lambda name, _code: "." not in name or name.endswith(".get_supported_kernel_block_sizes"),
     )
     code = module.code
     assert "return [16, 32]" in code  # kept
@@ -391,11 +379,11 @@ def test_keeping_methods_elides_the_other_method_bodies_only():
 
 
 def test_keeping_methods_still_reports_a_syntax_error_in_an_elided_body():
-    from extractors.parsing.python_cst import parse_module_keeping_methods
+    from extractors.parsing.python_cst import parse_module_keeping
 
     broken = "class A:\n    def f(self):\n        return (\n"
     with pytest.raises(ParseError, match="b.py"):
-        parse_module_keeping_methods(broken, "b.py", ())
+        parse_module_keeping(broken, "b.py", lambda _name, _code: False)
 
 
 SERVER_LIKE = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from functools import lru_cache
 
 import libcst as cst
@@ -24,39 +24,6 @@ def parse_module(text: str, path: str) -> cst.Module:
     return _libcst(text, path)
 
 
-def parse_class_methods(text: str, path: str, class_name: str, marker: str) -> cst.Module:
-    """parse_module for a caller that reads only the top-level class `class_name` (the last one,
-    as `top_level_classes` keeps) and, of its methods, only those whose text contains `marker`.
-
-    libcst, the slow part, gets the file with everything else replaced by blank lines (lines and
-    columns unchanged): other top-level statements, and methods without `marker` whose name no
-    other method of the class shares. A file tree-sitter finds errors in, or without such a
-    class or such a method, is parsed whole, so its errors and anchors are those of
-    parse_module."""
-    root = parse_tree(text)
-    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
-    kept = None if root.has_error else _blank_all_but(root, class_name, marker)
-    if kept is None:
-        return _libcst(text, path)
-    data = text.encode("utf-8")
-    pieces, at = [], 0
-    for start, end in kept:
-        pieces += [data[at:start], b"\n" * data.count(b"\n", start, end)]
-        at = end
-    pieces.append(data[at:])
-    return _libcst(b"".join(pieces).decode("utf-8"), path)
-
-
-def parse_module_keeping_methods(text: str, path: str, methods: Collection[str]) -> cst.Module:
-    """parse_module for a caller that reads, of every top-level class, its bases, its method
-    names and the bodies of `methods` only: libcst gets each other method's body as `...`
-    (followed by the body's newlines, so later lines keep their numbers). A file tree-sitter
-    finds errors in is parsed whole, so its errors are those of parse_module."""
-    return parse_module_keeping(
-        text, path, lambda qualname, _code: "." not in qualname or _member(qualname) in methods
-    )
-
-
 KeepBody = Callable[[str, bytes], bool]
 
 
@@ -73,10 +40,6 @@ def parse_module_keeping(text: str, path: str, keep: KeepBody) -> cst.Module:
     for constructs whose source must contain that text."""
     check_syntax_tree(parse_tree(text), path, "Python", cost_budget=CST_COST_BUDGET)
     return _libcst(text_keeping(text, keep), path)
-
-
-def _member(qualname: str) -> str:
-    return qualname.split(".", 1)[1]
 
 
 def _elided_bodies(root, keep: KeepBody) -> list[tuple[int, int]]:
@@ -107,31 +70,6 @@ def _elided_bodies(root, keep: KeepBody) -> list[tuple[int, int]]:
             if name is not None:
                 consider(member, f"{class_name}.{name}")
     return ranges
-
-
-def _blank_all_but(root, class_name: str, marker: str) -> list[tuple[int, int]] | None:
-    """Byte ranges to blank, in order; None when there is no such class or method."""
-    classes = [
-        s for s in root.named_children if _definition_name(s, "class_definition") == class_name
-    ]
-    if not classes:
-        return None
-    keep = classes[-1]
-    body = _definition(keep).child_by_field_name("body")
-    if body is None:
-        return None
-    methods = [s for s in body.named_children if _definition_name(s, "function_definition")]
-    names = [_definition_name(m, "function_definition") for m in methods]
-    marked = [m for m in methods if marker.encode("utf-8") in (m.text or b"")]
-    if not marked:
-        return None
-    ranges = [(0, keep.start_byte), (keep.end_byte, root.end_byte)]  # `;` and comments too
-    ranges += [
-        (m.start_byte, m.end_byte)
-        for m, name in zip(methods, names, strict=True)
-        if m not in marked and names.count(name) == 1
-    ]
-    return sorted(ranges)
 
 
 def _definition(statement):
