@@ -74,47 +74,33 @@ class Answered:
     seconds: float
 
 
-def answer_early(
-    ready: Sequence[FactExtractor],
+def compute_early(
+    facts: Sequence[FactExtractor],
     snapshot: Snapshot,
     done: Mapping[str, tuple[Record, ...]],
-    declared_files: Callable[[Snapshot, FactExtractor], Iterable[str]],
+    size_of: Callable[[FactExtractor], int],
 ) -> dict[str, Answered]:
-    """Answers for the facts in `ready` (every fact they need is in `done`): looked up here, or
-    computed on two cores when that pays (workers.map_in_two decides by the bytes the facts
-    declare to read). A fact left out (nothing at hand and it did not pay, it failed, or it did
-    not come back) is for the runner to run in order."""
-    answered: dict[str, Answered] = {}
-
-    def needs(fact: FactExtractor) -> dict[str, tuple[Record, ...]]:
-        return {n: done[n] for n in fact.needs}
-
-    for fact in ready:
-        found = steps(fact.run).lookup(snapshot, needs(fact))
-        if found is not None:
-            answered[fact.kind.name] = Answered(found, (), 0.0)
-    to_compute = [f for f in ready if f.kind.name not in answered]
-    if len(to_compute) < 2:
-        return answered
-    sizes = [_text_bytes(snapshot, declared_files(snapshot, f)) for f in to_compute]
+    """The facts (every fact they need is in `done`, none answered by the fact cache) computed on
+    two cores when that pays (workers.map_in_two decides by the bytes the facts declare to
+    read, `size_of`). A fact left out (it did not pay, it failed, or it did not come back) is for
+    the runner to run in order."""
+    if len(facts) < 2:
+        return {}
+    sizes = [size_of(f) for f in facts]
     if not workers.may_share(sum(sizes)):
-        return answered
+        return {}
 
     def compute(fact: FactExtractor) -> Answered | None:
         recording = RecordingSnapshot(snapshot)
         started = time.perf_counter()
         try:
-            answer = steps(fact.run).compute(recording, needs(fact))
+            answer = steps(fact.run).compute(recording, {n: done[n] for n in fact.needs})
         except (ExtractionError, RecursionError):
             return None  # the runner runs it again in order and raises its error there
         return Answered(answer, tuple(recording.read_paths), time.perf_counter() - started)
 
-    for fact, result in zip(
-        to_compute, workers.map_in_two(compute, to_compute, sizes), strict=True
-    ):
-        if result is not None:
-            answered[fact.kind.name] = result
-    return answered
+    results = workers.map_in_two(compute, facts, sizes)
+    return {f.kind.name: r for f, r in zip(facts, results, strict=True) if r is not None}
 
 
 def _text_bytes(snapshot: Snapshot, paths: Iterable[str]) -> int:
@@ -141,8 +127,9 @@ class Ahead:
     else, first, a waiting fact that reads more than the ready facts it waits for (and at least
     a quarter of workers.MIN_BYTES) has those finished now, one by one, so that it joins the
     next share (vLLM's class flags wait for the registry, llama.cpp's converter and sliding
-    window for the architecture names); then every fact whose needs are done is offered to
-    answer_early. The runner takes each fact's early answer or finished outcome at its turn."""
+    window for the architecture names); then every fact whose needs are done and that the fact
+    cache does not answer goes to compute_early (each fact looked up, and its declared bytes
+    counted, once per run). The runner takes each fact's early answer or finished outcome at its turn."""
 
     def __init__(
         self,
@@ -158,6 +145,8 @@ class Ahead:
         self.offered: set[str] = set()
         self.answers: dict[str, Answered] = {}
         self.finished: dict[str, Finished] = {}
+        self._missed: set[str] = set()  # looked up in the fact cache, not answered
+        self._sizes: dict[str, int] = {}
 
     def prepare(self, index: int, done: Mapping[str, tuple[Record, ...]]) -> None:
         if self.order[index].kind.name in self.offered:
@@ -167,7 +156,7 @@ class Ahead:
         for name, (_, outcome, _) in self.finished.items():
             if not isinstance(outcome, BaseException):
                 available[name] = outcome.records
-        if all(self._looked_up(f, available) for f in later if self._ready(f, available)):
+        if not self._misses(later, available):
             return  # nothing ready to compute: the fact cache answers, no share, nothing read
         for enabler in self._enablers(later, available):
             needs = {n: available[n] for n in enabler.needs}
@@ -177,22 +166,32 @@ class Ahead:
             if isinstance(finished[1], BaseException):
                 break  # what needs it is run in order, after that error is raised
             available[enabler.kind.name] = finished[1].records
-        ready = [f for f in later if self._ready(f, available)]
-        self.offered.update(f.kind.name for f in ready)
-        self.answers.update(answer_early(ready, self.snapshot, available, self.declared_files))
+        misses = self._misses(later, available)
+        self.offered.update(f.kind.name for f in misses)
+        self.answers.update(compute_early(misses, self.snapshot, available, self._bytes))
 
     def _ready(self, fact: FactExtractor, available: Mapping[str, tuple[Record, ...]]) -> bool:
         return fact.kind.name not in self.offered and all(n in available for n in fact.needs)
 
-    def _looked_up(self, fact: FactExtractor, available: Mapping[str, tuple[Record, ...]]) -> bool:
-        """Whether the fact's answer is at hand (kept for its turn); nothing is computed."""
-        if fact.kind.name not in self.answers:
-            found = steps(fact.run).lookup(self.snapshot, {n: available[n] for n in fact.needs})
-            if found is None:
-                return False
-            self.answers[fact.kind.name] = Answered(found, (), 0.0)
-        self.offered.add(fact.kind.name)
-        return True
+    def _misses(
+        self, later: Sequence[FactExtractor], available: Mapping[str, tuple[Record, ...]]
+    ) -> list[FactExtractor]:
+        """The ready facts the fact cache does not answer. Each ready fact is looked up once: a
+        hit is kept for its turn (and offered), a miss remembered."""
+        misses = []
+        for fact in later:
+            if not self._ready(fact, available):
+                continue
+            name = fact.kind.name
+            if name not in self._missed:
+                found = steps(fact.run).lookup(self.snapshot, {n: available[n] for n in fact.needs})
+                if found is not None:
+                    self.answers[name] = Answered(found, (), 0.0)
+                    self.offered.add(name)
+                    continue
+                self._missed.add(name)
+            misses.append(fact)
+        return misses
 
     def _enablers(
         self, later: Sequence[FactExtractor], available: Mapping[str, tuple[Record, ...]]
@@ -236,4 +235,8 @@ class Ahead:
         return found
 
     def _bytes(self, fact: FactExtractor) -> int:
-        return _text_bytes(self.snapshot, self.declared_files(self.snapshot, fact))
+        """The text bytes of the files the fact declares it reads, counted once per run."""
+        name = fact.kind.name
+        if name not in self._sizes:
+            self._sizes[name] = _text_bytes(self.snapshot, self.declared_files(self.snapshot, fact))
+        return self._sizes[name]
