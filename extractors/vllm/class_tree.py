@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from extractors.errors import ParseError
+from extractors.parsing.python_skeleton import method_skeleton, module_outline
 from extractors.parsing.python_ts import (
     from_import,
     if_clauses,
@@ -29,7 +30,6 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
-from extractors.vllm.module_skeleton import method_skeleton, module_outline
 
 ROOT_PACKAGE = "vllm"
 BUILTIN_CLASSES = frozenset({"object", "type", "dict", "list", "tuple", "Exception"})
