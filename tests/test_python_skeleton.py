@@ -82,6 +82,24 @@ def test_what_the_class_tree_reads_is_kept():
         assert kept in skeleton
 
 
+def test_a_method_keep_accepts_keeps_its_whole_body():
+    seen = []
+
+    def keep(definition: str) -> bool:
+        seen.append(definition.split("(")[0].strip())
+        return "self.x = 1" in definition
+
+    skeleton = method_skeleton(MODEL, keep=keep)
+    assert seen == ["def __init__", "async def forward"]  # methods with a block body only
+    assert "super().__init__()" in skeleton
+    assert "column-0 text inside a method\n" in skeleton
+    assert "        self.x = 1\n" in skeleton
+    assert 'return {"a": 1}' not in skeleton  # not accepted: elided
+    assert skeleton.count("\n") < MODEL.count("\n")
+    assert not parse_tree(skeleton).has_error
+    assert method_skeleton(MODEL, keep=lambda definition: True) == MODEL
+
+
 def test_a_module_without_methods_is_unchanged():
     text = "import os\n\n\ndef f(x):\n    return x\n\n\nclass A:\n    x = 1\n"
     assert method_skeleton(text) == text

@@ -16,6 +16,7 @@ its layers and blocks, are never needed)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 TRIPLE_QUOTES = ('"""', "'''")
 
@@ -126,8 +127,11 @@ def _dedent_pattern(indent: int) -> _AtLineStart:
 
 
 class _Skeleton:
-    def __init__(self, text: str, outline: bool = False) -> None:
+    def __init__(
+        self, text: str, outline: bool = False, keep: Callable[[str], bool] | None = None
+    ) -> None:
         self.text = text
+        self.keep = keep  # a method whose definition text it accepts keeps its body
         self.outline = outline  # elide the bodies of top-level classes and functions too
         self.elided: dict[int, tuple[int, int]] = {}  # output row of a header -> its source span
         self.rows = 0  # newlines written so far (outline only)
@@ -241,6 +245,13 @@ class _Skeleton:
             if not (is_method or top_level):
                 continue
             body = self.body_end(signature_end, indent)
+            if is_method and self.keep is not None and self.keep(text[header:body]):
+                self.out.append(text[signature_end:body])  # whole, nested definitions too
+                if self.outline:
+                    self.rows += text.count("\n", signature_end, body)
+                self.headers.pop()
+                position = body
+                continue
             first = FIRST_CODE.search(text, signature_end, body)
             if first is None:
                 continue
@@ -254,9 +265,11 @@ class _Skeleton:
         return "".join(self.out)
 
 
-def method_skeleton(text: str) -> str:
-    """`text` with each method body replaced by `...` at the body's indentation."""
-    return _Skeleton(text).run()
+def method_skeleton(text: str, keep: Callable[[str], bool] | None = None) -> str:
+    """`text` with each method body replaced by `...` at the body's indentation, except the
+    methods whose text (from the `def` line to the end of the body) `keep` accepts: those are
+    kept whole, with the functions and classes nested in them."""
+    return _Skeleton(text, keep=keep).run()
 
 
 def module_outline(text: str) -> tuple[str, dict[int, tuple[int, int]]]:
