@@ -157,6 +157,55 @@ def walk(node: cst.CSTNode):
         stack += reversed(children(current))
 
 
+def _token_types() -> frozenset[type]:
+    """The node types that hold nothing but whitespace, comments and punctuation below them:
+    brackets, commas, dots, colons, `=`, operators and the whitespace nodes themselves."""
+    bases = (
+        cst.BaseBinaryOp,
+        cst.BaseBooleanOp,
+        cst.BaseCompOp,
+        cst.BaseUnaryOp,
+        cst.BaseAugOp,
+        cst.BaseParenthesizableWhitespace,
+    )
+    kinds = {c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, bases)}
+    kinds |= {
+        cst.TrailingWhitespace,
+        cst.EmptyLine,
+        cst.Newline,
+        cst.Comment,
+        cst.LeftParen,
+        cst.RightParen,
+        cst.LeftSquareBracket,
+        cst.RightSquareBracket,
+        cst.LeftCurlyBrace,
+        cst.RightCurlyBrace,
+        cst.Comma,
+        cst.Dot,
+        cst.Semicolon,
+        cst.Colon,
+        cst.AssignEqual,
+        cst.ImportStar,
+    }
+    return frozenset(kinds)
+
+
+TOKEN_TYPES = _token_types()
+
+
+def walk_code(node: cst.CSTNode):
+    """`walk` without the tokens: every node below `node` (itself included), depth first and in
+    walk's order, except the whitespace, comments, brackets, commas, dots, colons, `=` and
+    operators and what lies below them (only more of the same). For readers that look for
+    statements and expressions; an operator is read from its expression (`node.operator`)."""
+    tokens = TOKEN_TYPES
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack += [c for c in reversed(children(current)) if c.__class__ not in tokens]
+
+
 def conjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The operands of a chain of `and`: `a and b and c` -> [a, b, c]."""
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):

@@ -5,6 +5,7 @@ Pure functions: file text in, records out."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import libcst as cst
@@ -15,15 +16,16 @@ from extractors.parsing.python_cst import (
     base_names,
     class_methods,
     conjuncts,
-    parse_module,
     statements,
     string_sequence,
     string_value,
     top_level_assignments,
     top_level_classes,
-    walk,
+    walk_code,
 )
+from extractors.parsing.python_ts import node_text, parse_tree
 from extractors.rule_terms import EQUALS, negated
+from extractors.vllm.cst_outline import parse_outline
 from extractors.vllm.records import (
     KvHeadAlias,
     KvHeadFallback,
@@ -45,9 +47,58 @@ CONVERTOR_MAP = "MODEL_ARCH_CONFIG_CONVERTORS"
 SCOPE_BY_REF = {"model_type": "main", "model.model_type": "eagle_inner"}
 
 
+# `self.<name>`, also split by blanks, line joins or comments inside brackets: how a method of
+# the class is named where the describer follows it (`self.<name>()`, `self.<name>` as a factory)
+SELF_MEMBER = re.compile(r"\bself(?:\s|\\|#[^\n]*)*\.(?:\s|\\|#[^\n]*)*(\w+)")
+
+
+def _undecorated(statement):
+    if statement.type == "decorated_definition":
+        return statement.child_by_field_name("definition") or statement
+    return statement
+
+
+def read_methods(text: str) -> frozenset[str]:
+    """`C.m` for every method these readers may read: in each top-level class C, is_deepseek_mla,
+    get_total_num_kv_heads and the methods of C they reach through `self.<name>`, transitively
+    (the describer looks `self.<name>` up among the class's own methods, never elsewhere)."""
+    methods: dict[str, dict[str, list[str]]] = {}
+    for statement in parse_tree(text).named_children:
+        cls = _undecorated(statement)
+        name = cls.child_by_field_name("name")
+        body = cls.child_by_field_name("body")
+        if cls.type != "class_definition" or name is None or body is None:
+            continue
+        members = methods.setdefault(node_text(name), {})
+        for member in body.named_children:
+            method = _undecorated(member)
+            method_name = method.child_by_field_name("name")
+            if method.type == "function_definition" and method_name is not None:
+                members.setdefault(node_text(method_name), []).append(node_text(member))
+    wanted = set()
+    for class_name, members in methods.items():
+        todo = [MLA_METHOD, KV_METHOD]
+        while todo:
+            method = todo.pop()
+            if f"{class_name}.{method}" in wanted or method not in members:
+                continue
+            wanted.add(f"{class_name}.{method}")
+            todo += [m for code in members[method] for m in SELF_MEMBER.findall(code)]
+    return frozenset(wanted)
+
+
 @lru_cache(maxsize=16)
 def _parsed(text: str, path: str) -> cst.Module:
-    return parse_module(text, path)
+    """The module as these readers need it: the outline (cst_outline) with the module-level
+    statements that can assign (their text holds `=`), every class header and the methods
+    `read_methods` names."""
+    wanted = read_methods(text)
+    return parse_outline(
+        text,
+        path,
+        lambda qualname, _code: qualname in wanted,
+        module_statements=lambda code: b"=" in code,
+    )
 
 
 def _method(
@@ -106,7 +157,7 @@ def mla_model_types(text: str, path: str, class_name: str) -> list[MlaModelType]
     constants = top_level_assignments(module)
     symbol = f"{class_name}.{MLA_METHOD}"
     rows: list[MlaModelType] = []
-    for node in walk(method):
+    for node in walk_code(method):
         found = _model_type_membership(node, describer, constants)
         if found:
             scope, values = found
@@ -204,7 +255,7 @@ def mla_gates(text: str, path: str, class_name: str) -> list[MlaGate]:
     constants = top_level_assignments(module)
     symbol = f"{class_name}.{MLA_METHOD}"
     gates: list[MlaGate] = []
-    for node in walk(method):
+    for node in walk_code(method):
         if not isinstance(node, cst.If):
             continue
         found = _model_type_membership(node.test, describer, constants)
@@ -237,7 +288,7 @@ def _alias_list(method: cst.FunctionDef) -> cst.BaseExpression | None:
             and string_sequence(node.value) is not None
         ):
             lists[node.targets[0].target.value] = node.value
-    for node in walk(method):
+    for node in walk_code(method):
         if (
             isinstance(node, cst.For)
             and isinstance(node.iter, cst.Name)
@@ -272,7 +323,7 @@ def kv_head_fallback(text: str, path: str, class_name: str) -> list[KvHeadFallba
     describer = _describer(module, class_name)
     symbol = f"{class_name}.{KV_METHOD}"
     fallback: cst.BaseExpression | None = None
-    for node in walk(method):
+    for node in walk_code(method):
         if isinstance(node, cst.Arg) and node.keyword and node.keyword.value == "default_factory":
             fallback = node.value
     body = statements(method.body)

@@ -17,6 +17,8 @@ so errors are those of parse_module and the fact reads the same definitions."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 from tree_sitter import Node
 
@@ -32,12 +34,16 @@ def parse_outline(
     keep: KeepBody,
     *,
     class_statements: bool = False,
-    module_statements: bool = True,
+    class_docs: bool = True,
+    module_statements: bool | Callable[[bytes], bool] = True,
 ) -> cst.Module:
     """The module as libcst parses its outline; `class_statements` also keeps each class's
-    statements other than methods (fields, constants, docstrings); `module_statements=False`
+    statements other than methods (fields, constants, docstrings), and `class_docs=False` leaves
+    out the strings and comments among them (a field reader reads assignments only);
+    `module_statements=False`
     drops the module-scope statements that are not definitions too (the caller reads imports
-    some other way)."""
+    some other way, or none), and a predicate keeps only those whose source bytes it accepts
+    (a reader of one module-level assignment keeps the statements that name it)."""
     root = parse_tree(text)
     check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
     if root.has_error:
@@ -45,7 +51,7 @@ def parse_outline(
     data = text.encode("utf-8")
     pieces, at = [], 0
     for start, end, filler in _whole_lines(
-        data, _dropped(root, keep, class_statements, module_statements)
+        data, _dropped(root, keep, class_statements and (class_docs or "code"), module_statements)
     ):
         pieces += [data[at:start], filler]
         at = end
@@ -117,9 +123,13 @@ def _name(definition: Node) -> str:
 
 
 def _dropped(
-    root: Node, keep: KeepBody, class_statements: bool, module_statements: bool
+    root: Node,
+    keep: KeepBody,
+    class_statements: bool | str,
+    module_statements: bool | Callable[[bytes], bool],
 ) -> list[tuple[int, int, bytes]]:
-    """(start, end, filler) byte ranges to blank, in order."""
+    """(start, end, filler) byte ranges to blank, in order. `class_statements="code"` keeps
+    a class's statements but its strings and comments."""
     ranges: list[tuple[int, int, bytes]] = []
     for statement in root.named_children:
         definition = _definition(statement)
@@ -128,13 +138,15 @@ def _dropped(
                 ranges.append((statement.start_byte, statement.end_byte, b""))
         elif definition.type == "class_definition":
             ranges += _dropped_members(definition, keep, class_statements)
-        elif not module_statements:
+        elif module_statements is False or (
+            module_statements is not True and not module_statements(statement.text or b"")
+        ):
             ranges.append((statement.start_byte, statement.end_byte, b""))
     return ranges
 
 
 def _dropped_members(
-    cls: Node, keep: KeepBody, class_statements: bool
+    cls: Node, keep: KeepBody, class_statements: bool | str
 ) -> list[tuple[int, int, bytes]]:
     body = cls.child_by_field_name("body")
     if body is None or body.end_byte <= body.start_byte:
@@ -147,13 +159,29 @@ def _dropped_members(
             if keep(prefix + _name(definition), member.text or b""):
                 kept_any = True
                 continue
-        elif class_statements:
+        elif class_statements is True or (class_statements and not _is_doc(member)):
             kept_any = True
             continue
         dropped.append((member.start_byte, member.end_byte, b""))
     if not kept_any:
         return [(body.start_byte, body.end_byte, b"...")]
     return dropped
+
+
+def _is_doc(member: Node) -> bool:
+    """A comment or a statement that is only a string (a docstring), on a line of its own."""
+    before = member.prev_sibling
+    if before is None and member.parent is not None:
+        before = member.parent.prev_sibling  # the `:` of the class header
+    if before is not None and before.end_point[0] == member.start_point[0]:
+        return False  # `x = 1  # note` or `x = 1; "doc"`: the line stays whole
+    if member.type == "comment":
+        return True
+    return (
+        member.type == "expression_statement"
+        and member.named_child_count == 1
+        and member.named_children[0].type in ("string", "concatenated_string")
+    )
 
 
 __all__ = ["parse_outline"]

@@ -14,7 +14,7 @@ from extractors.parsing.python_cst import (
     string_value,
     top_level_assignments,
     top_level_classes,
-    walk,
+    walk_code,
 )
 from extractors.parsing.python_ts import node_text, parse_tree
 from extractors.vllm.cst_outline import parse_outline
@@ -31,7 +31,7 @@ def _code(node: cst.CSTNode) -> str:
 
 
 def _sets_target(method: cst.FunctionDef) -> bool:
-    for node in walk(method):
+    for node in walk_code(method):
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 t = target.target
@@ -42,7 +42,7 @@ def _sets_target(method: cst.FunctionDef) -> bool:
 
 def _getattr_read(method: cst.FunctionDef) -> cst.Call | None:
     """The `getattr(obj, "<...mamba_ssm...>", default?)` call the setter takes its value from."""
-    for node in walk(method):
+    for node in walk_code(method):
         if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Name)
@@ -56,7 +56,7 @@ def _getattr_read(method: cst.FunctionDef) -> cst.Call | None:
 
 
 def _local_assignment(method: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
-    for node in walk(method):
+    for node in walk_code(method):
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
             target = node.targets[0].target
             if isinstance(target, cst.Name) and target.value == name:
@@ -129,7 +129,7 @@ def _resolve(
                     default = _class_constant(cls, value.attr.value) or ""
             return _Found(field, _config_object(obj_code), default, f"{class_name}.{method_name}")
     for method in class_methods(cls).values():
-        for node in walk(method):
+        for node in walk_code(method):
             if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
                 continue
             owner = node.func.value
@@ -170,7 +170,14 @@ def mamba_ssm_dtype_defaults(text: str, path: str) -> list[MambaSsmDtypeDefault]
 
     A missing or non-literal MODELS_CONFIG_MAP is an error; a map whose hooks never set the dtype
     (vLLM before these defaults existed) gives no rows, which is a real upstream state."""
-    module = parse_outline(text, path, _hook_methods(text), class_statements=True)
+    module = parse_outline(
+        text,
+        path,
+        _hook_methods(text),
+        class_statements=True,
+        class_docs=False,
+        module_statements=lambda code: MAP_NAME.encode() in code,
+    )
     mapping = top_level_assignments(module).get(MAP_NAME)
     if not isinstance(mapping, cst.Dict):
         raise AnchorError(

@@ -16,7 +16,7 @@ from extractors.parsing.python_cst import (
     statements,
     string_sequence,
     string_value,
-    walk,
+    walk_code,
 )
 from extractors.rule_terms import (
     EQUALS,
@@ -251,7 +251,9 @@ def kv_rule_bodies(
 def mentions_model_type(node: cst.BaseExpression, d: ExpressionDescriber) -> bool:
     node = resolved(node, d)
     return any(
-        d.config_ref(n) == "model_type" for n in walk(node) if isinstance(n, cst.BaseExpression)
+        d.config_ref(n) == "model_type"
+        for n in walk_code(node)
+        if isinstance(n, cst.BaseExpression)
     )
 
 

@@ -14,7 +14,7 @@ from extractors.parsing.python_cst import (
     statements,
     string_value,
     top_level_classes,
-    walk,
+    walk_code,
 )
 from extractors.vllm.cst_outline import parse_outline
 from extractors.vllm.records import HybridPageRule, ServingDefault, SsmTpSplit, TpRule
@@ -113,7 +113,7 @@ def self_assignments(cls: cst.ClassDef, attribute: str) -> list[tuple[str, cst.B
     """(method, value) of every `self.<attribute> = value` in the class's methods."""
     found = []
     for name, method in class_methods(cls).items():
-        for node in walk(method):
+        for node in walk_code(method):
             if isinstance(node, cst.Assign) and len(node.targets) == 1:
                 target = node.targets[0].target
                 if (
@@ -170,10 +170,12 @@ def cuda_block_size(text: str, path: str) -> tuple[str, str] | None:
     """(value, symbol) of `cache_config.block_size = N` under a `block_size is None` guard in a
     platform class's method (older vLLM let the CUDA platform fill the default); else None.
     Only methods that assign a `.block_size` are read, so their text names it."""
-    module = parse_outline(text, path, lambda q, code: "." in q and b"block_size" in code)
+    module = parse_outline(
+        text, path, lambda q, code: "." in q and b"block_size" in code, module_statements=False
+    )
     for cls in top_level_classes(module).values():
         for name, method in class_methods(cls).items():
-            for node in walk(method):
+            for node in walk_code(method):
                 if not isinstance(node, cst.If):
                     continue
                 guard = compact_code(module, node.test)
@@ -200,7 +202,14 @@ def cache_defaults(text: str, path: str, cuda_text: str | None = None) -> list[S
     """The defaults of CacheConfig.block_size and CacheConfig.gpu_memory_utilization; a block
     size left None in CacheConfig is looked up in the CUDA platform (`cuda_text`). Of the
     methods, only CacheConfig's that assign `self.<setting>` are read, so their text names it."""
-    module = parse_outline(text, path, _assigns_cache_setting, class_statements=True)
+    module = parse_outline(
+        text,
+        path,
+        _assigns_cache_setting,
+        class_statements=True,
+        class_docs=False,
+        module_statements=False,
+    )
     cls = class_named(module, CACHE_CLASS, path)
     rows = [_cache_default(module, cls, setting, path) for setting in CACHE_SETTINGS]
     cuda_path = CUDA_PLATFORM_PATHS[0]
@@ -258,7 +267,7 @@ def split_shape(node: cst.BaseExpression, tp_names: set[str]) -> str:
 def local_bindings(function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
     """`name = value` and `name := value` in the function; the first one wins."""
     found: dict[str, cst.BaseExpression] = {}
-    for node in walk(function):
+    for node in walk_code(function):
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
             target = node.targets[0].target
             if isinstance(target, cst.Name):
@@ -381,7 +390,12 @@ def _convertor_key(convertor_text: str | None, quantity: str) -> str:
     if convertor_text is None:
         return ""
     method = f"get_{quantity}"
-    module = parse_outline(convertor_text, CONVERTOR_PATH, keeping_methods(CONVERTOR_CLASS, method))
+    module = parse_outline(
+        convertor_text,
+        CONVERTOR_PATH,
+        keeping_methods(CONVERTOR_CLASS, method),
+        module_statements=False,
+    )
     cls = top_level_classes(module).get(CONVERTOR_CLASS)
     found = class_methods(cls).get(method) if cls is not None else None
     if found is None:
@@ -443,7 +457,7 @@ def divisibility_rules(
 def divisibility_checks(function: cst.CSTNode):
     """(dividend, divisor) of every `divide(a, b)`, `assert a % b == 0` and
     `if a % b != 0: raise` under `function`."""
-    for node in walk(function):
+    for node in walk_code(function):
         if call_name(node) == "divide" and len(node.args) == 2:  # type: ignore[attr-defined]
             yield node.args[0].value, node.args[1].value  # type: ignore[attr-defined]
             continue
@@ -488,7 +502,7 @@ def divides_or_divided(module: cst.Module, function: cst.FunctionDef):
     """(quantity node, code) for `if tp >= q: <tp divisible by q> else: <q divisible by tp>`
     (either order); None when the function has no such check."""
     tp_names = tp_names_of(function)
-    for node in walk(function):
+    for node in walk_code(function):
         if not (isinstance(node, cst.If) and isinstance(node.orelse, cst.Else)):
             continue
         found = _tp_versus(node.test, tp_names)
@@ -521,7 +535,7 @@ def caller_keyword_key(module: cst.Module, class_name: str, init: cst.FunctionDe
     """The hf config key a model class is built with for `self.<attr>`: `self.<attr> = <param>`
     in __init__ and `<class_name>(..., <param>=config.<key>)` in the module; "" if not found."""
     param = ""
-    for node in walk(init):
+    for node in walk_code(init):
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
             target = node.targets[0].target
             if (
@@ -533,7 +547,7 @@ def caller_keyword_key(module: cst.Module, class_name: str, init: cst.FunctionDe
                 break
     if not param:
         return ""
-    for node in walk(module):
+    for node in walk_code(module):
         if isinstance(node, cst.Call) and call_name(node) == class_name:
             for arg in node.args:
                 if (
@@ -554,7 +568,9 @@ QKV_CLASS = "QKVParallelLinear"
 def kv_divisibility_rule(text: str, path: str) -> TpRule:
     """QKVParallelLinear.__init__: tp must be a multiple of the KV heads when it is at least
     their number, and must divide them otherwise."""
-    module = parse_outline(text, path, keeping_methods(QKV_CLASS, "__init__"))
+    module = parse_outline(
+        text, path, keeping_methods(QKV_CLASS, "__init__"), module_statements=False
+    )
     init = method_named(class_named(module, QKV_CLASS, path), "__init__", path)
     found = divides_or_divided(module, init)
     symbol = f"{QKV_CLASS}.__init__"
@@ -580,7 +596,12 @@ def kv_divisibility_rule(text: str, path: str) -> TpRule:
 
 def tp_rules(text: str, path: str, convertor_text: str | None) -> list[TpRule]:
     """The KV-head split, the MLA head count and the head divisibility check of ModelConfig."""
-    module = parse_outline(text, path, keeping_methods(MODEL_CLASS, KV_METHOD, VERIFY_METHOD))
+    module = parse_outline(
+        text,
+        path,
+        keeping_methods(MODEL_CLASS, KV_METHOD, VERIFY_METHOD),
+        module_statements=False,
+    )
     cls = class_named(module, MODEL_CLASS, path)
     rules = kv_head_rules(module, method_named(cls, KV_METHOD, path), path)
     rules += divisibility_rules(
@@ -611,12 +632,12 @@ def divisions(function: cst.CSTNode, tp_names: set[str]):
     """(dividend node, "exact" | "floor" | "ceil") for every `divide(x, tp)`, `x // tp` and
     `-(-x // tp)` in the function."""
     ceil_parts: set[int] = set()
-    for node in walk(function):
+    for node in walk_code(function):
         if id(node) in ceil_parts:
             continue
         ceiled = _ceil_dividend(node, tp_names)
         if ceiled is not None:
-            ceil_parts.update(id(n) for n in walk(node) if n is not node)
+            ceil_parts.update(id(n) for n in walk_code(node) if n is not node)
             yield ceiled, "ceil"
         elif call_name(node) == "divide" and len(node.args) == 2:  # type: ignore[attr-defined]
             first, second = (a.value for a in node.args)  # type: ignore[attr-defined]
@@ -634,12 +655,12 @@ def _mentions_tp(
     node: cst.CSTNode, tp_names: set[str], bindings: dict[str, cst.BaseExpression]
 ) -> bool:
     """Does `node` (or a local it names, one level deep) use a tp name?"""
-    for name in (n for n in walk(node) if isinstance(n, cst.Name)):
+    for name in (n for n in walk_code(node) if isinstance(n, cst.Name)):
         if name.value in tp_names:
             return True
         bound = bindings.get(name.value)
         if bound is not None and any(
-            isinstance(n, cst.Name) and n.value in tp_names for n in walk(bound)
+            isinstance(n, cst.Name) and n.value in tp_names for n in walk_code(bound)
         ):
             return True
     return False
@@ -652,7 +673,7 @@ def _parameter_adjustments(
     params = {p.name.value for p in (*method.params.params, *method.params.kwonly_params)}
     bindings = local_bindings(method)
     found = []
-    for node in walk(method):
+    for node in walk_code(method):
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
             target = node.targets[0].target
         elif isinstance(node, cst.AugAssign):
@@ -673,7 +694,7 @@ def _state_divisions(method: cst.FunctionDef, tp_names: set[str]):
     returned tuple, or in the assignment of a local such a shape reads (one level)."""
     shaped: list[cst.CSTNode] = []
     assigned: dict[str, list[cst.CSTNode]] = {}
-    for node in walk(method):
+    for node in walk_code(method):
         if isinstance(node, cst.Return) and node.value is not None:
             if not isinstance(node.value, cst.Call):  # a constructor's fields are not shapes
                 shaped.append(node.value)
@@ -687,7 +708,7 @@ def _state_divisions(method: cst.FunctionDef, tp_names: set[str]):
                     shaped.append(node.value)
                 else:
                     assigned.setdefault(name.value, []).append(node.value)
-    read = {n.value for node in shaped for n in walk(node) if isinstance(n, cst.Name)}
+    read = {n.value for node in shaped for n in walk_code(node) if isinstance(n, cst.Name)}
     sources = shaped + [v for name in sorted(read) for v in assigned.get(name, [])]
     seen: set[tuple[int, str]] = set()
     for source in sources:
@@ -747,7 +768,7 @@ def _state_shape_method(qualname: str, _code: bytes) -> bool:
 
 def ssm_tp_splits(text: str, path: str) -> list[SsmTpSplit]:
     """Per `<kind>_state_shape` method of MambaStateShapeCalculator, what it divides by tp."""
-    module = parse_outline(text, path, _state_shape_method)
+    module = parse_outline(text, path, _state_shape_method, module_statements=False)
     class_named(module, MAMBA_CLASS, path)
     rows = ssm_tp_splits_of(module, path, state_shape_methods(module, MAMBA_CLASS))
     if not rows:
@@ -875,7 +896,9 @@ def hybrid_page_rules(
 ) -> list[HybridPageRule]:
     """The branches of the hybrid page rule (Platform._align_hybrid_block_size) that compute
     the attention block size."""
-    module = parse_outline(text, path, keeping_methods(class_name, method_name))
+    module = parse_outline(
+        text, path, keeping_methods(class_name, method_name), module_statements=False
+    )
     cls = class_named(module, class_name, path)
     method = method_named(cls, method_name, path)
     symbol = f"{class_name}.{method_name}"
@@ -887,7 +910,7 @@ def hybrid_page_rules(
             paths=[path],
             anchor=f"{symbol}: attn_block_size",
         )
-    nodes = list(walk(method))  # walked once for both questions
+    nodes = list(walk_code(method))  # walked once for both questions
     raises_only = any(
         isinstance(node, cst.If)
         and any(_raises_block_size(module, part) for part in _disjuncts(node.test))
@@ -916,7 +939,7 @@ def hybrid_page_rules(
                 kernel_sizes_from=next(
                     (
                         call_name(n)
-                        for n in walk(alignment)
+                        for n in walk_code(alignment)
                         if call_name(n).startswith("get_supported_kernel_block_sizes")
                     ),
                     "",
