@@ -3,12 +3,14 @@ same records and the same errors as when the whole file is parsed."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from extractors.errors import AnchorError, ParseError
 from extractors.parsing import python_cst
 from extractors.parsing.python_cst import class_methods, parse_module, top_level_classes
-from extractors.vllm import attention_backends, model_config_defaults, serving_rules
+from extractors.vllm import attention_backends, convertor, model_config_defaults, serving_rules
 from extractors.vllm.cst_outline import parse_outline
 from tests.vllm_class_miniatures import MODEL_CONFIG
 from tests.vllm_miniatures import CONVERTOR_V1, MODELS_CONFIG_PATH, MODELS_CONFIG_V1
@@ -224,3 +226,207 @@ def test_backend_imports_from_tree_sitter_match_libcsts(text):
     assert attention_backends._imports(parse_tree(text)) == attention_backends._cst_imports(
         cst.parse_module(text)
     )
+
+
+# ------------------------------------------------------------ the convertor's shared outline
+
+CONVERTOR_BASE = "ModelArchConfigConvertorBase"
+CONVERTOR_FACTS = (
+    convertor.kv_head_aliases,
+    convertor.kv_head_fallback,
+    convertor.kv_head_overrides_by_convertor,
+    convertor.mla_model_types,
+    convertor.mla_gates,
+)
+# The base class's factory is named through a comment inside brackets, and its MLA test calls a
+# one-line method the describer follows; Other has a method of the same name that must not be.
+REACHING_CONVERTOR = (
+    CONVERTOR_V1.replace(
+        "        default_factory = self.get_total_num_attention_heads\n",
+        "        default_factory = (\n            self  # the query heads\n"
+        "            .heads_from_config\n        )\n",
+    )
+    .replace(
+        '            return getattr(self.hf_text_config, "kv_lora_rank", None) is not None\n'
+        '        elif self.hf_text_config.model_type == "eagle":',
+        '            return self.has_latent()\n        elif self.hf_text_config.model_type == "eagle":',
+    )
+    .replace(
+        "    def is_deepseek_mla(self) -> bool:",
+        "    def heads_from_config(self) -> int:\n"
+        '        return getattr(self.hf_text_config, "n_heads_total", 0)\n\n'
+        "    def has_latent(self) -> bool:\n"
+        '        return getattr(self.hf_text_config, "kv_lora_rank", None) is not None\n\n'
+        "    def get_vocab_size(self) -> int:\n"
+        '        return getattr(self.hf_text_config, "vocab_size", 0)\n\n'
+        "    def is_deepseek_mla(self) -> bool:",
+    )
+    + "\n\nclass Other(ModelArchConfigConvertorBase):\n"
+    "    def heads_from_config(self) -> int:\n        return 5\n"
+)
+
+
+def convertor_both_ways(monkeypatch, function, text):
+    with_outline = outcome(function, text, "c.py", CONVERTOR_BASE)
+    with monkeypatch.context() as patch:
+        patch.setattr(convertor, "_parsed", lambda text, path: parse_module(text, path))
+        whole = outcome(function, text, "c.py", CONVERTOR_BASE)
+    return with_outline, whole
+
+
+@pytest.mark.parametrize("function", CONVERTOR_FACTS)
+@pytest.mark.parametrize("text", [CONVERTOR_V1, REACHING_CONVERTOR, DECOYS])
+def test_convertor_facts_read_the_same_through_the_shared_outline(monkeypatch, function, text):
+    with_outline, whole = convertor_both_ways(monkeypatch, function, text)
+    assert with_outline == whole
+
+
+def test_convertor_outline_keeps_the_methods_reached_through_self():
+    assert convertor.read_methods(REACHING_CONVERTOR) >= {
+        f"{CONVERTOR_BASE}.heads_from_config",
+        f"{CONVERTOR_BASE}.has_latent",
+        "FalconConvertor.get_total_num_kv_heads",
+    }
+    assert f"{CONVERTOR_BASE}.get_vocab_size" not in convertor.read_methods(REACHING_CONVERTOR)
+    assert "Other.heads_from_config" not in convertor.read_methods(REACHING_CONVERTOR)
+    (fallback,) = convertor.kv_head_fallback(REACHING_CONVERTOR, "c.py", CONVERTOR_BASE)
+    assert fallback.fallback_key == "n_heads_total"
+    gates = convertor.mla_gates(REACHING_CONVERTOR, "c.py", CONVERTOR_BASE)
+    main = next(g for g in gates if g.scope == "main")
+    assert main.other_conditions == ("kv_lora_rank is not None",)  # has_latent() described
+
+
+def test_convertor_outline_misses_a_method_named_through_a_comment_with_a_plain_pattern():
+    # What SELF_MEMBER must catch: `self  # ...\n.name` is a reference to `name`.
+    assert "heads_from_config" in convertor.SELF_MEMBER.findall(REACHING_CONVERTOR)
+    assert "heads_from_config" not in re.findall(r"\bself\s*\.\s*(\w+)", REACHING_CONVERTOR)
+
+
+# ------------------------------------------------------------ smaller outlines
+
+
+def test_class_docs_false_leaves_out_own_line_strings_and_comments_only():
+    text = 'class C:  # c\n    """doc"""\n    x = 1  # t\n    "d"\n    # own\n    y = 2; "z"\n'
+    module = parse_outline(
+        text, "m.py", lambda q, _c: False, class_statements=True, class_docs=False
+    )
+    assert module.code == 'class C:  # c\n    x = 1  # t\n    y = 2; "z"\n'
+
+
+def test_a_module_statement_predicate_keeps_the_statements_it_accepts():
+    text = "import os\nMAP = {'a': 1}\nOTHER = 2\n\n\nclass C:\n    pass\n"
+    module = parse_outline(
+        text, "m.py", lambda q, _c: False, module_statements=lambda c: b"MAP" in c
+    )
+    assert module.code == "MAP = {'a': 1}\nclass C:\n    ...\n"
+
+
+def test_mamba_hook_filter_drops_calls_that_reach_no_setter():
+    hooks = (
+        "\n\nclass Unrelated(VerifyAndUpdateConfig):\n    @classmethod\n"
+        "    def verify_and_update_config(cls, vllm_config) -> None:\n"
+        "        cls.helper(vllm_config)\n        PlainHookConfig.verify_and_update_config(vllm_config)\n"
+        "\n\nclass Relay(VerifyAndUpdateConfig):\n    @staticmethod\n"
+        "    def verify_and_update_config(vllm_config) -> None:\n"
+        "        c, h = vllm_config.cache_config, vllm_config.hf_config\n"
+        "        Second.verify_and_update_config(vllm_config)\n"
+        "\n\nclass Second(VerifyAndUpdateConfig):\n    @staticmethod\n"
+        "    def verify_and_update_config(vllm_config) -> None:\n"
+        "        HybridSsmConfig.set_ssm_dtype(cache_config=vllm_config.cache_config,"
+        " hf_config=vllm_config.hf_config)\n"
+    )
+    text = MODELS_CONFIG_V1.replace(
+        '"PlainModel": PlainHookConfig,',
+        '"PlainModel": PlainHookConfig,\n    "Relay": Relay,\n    "Unrelated": Unrelated,',
+    )
+    keep = model_config_defaults._hook_methods(text + hooks)
+    assert keep("Relay.verify_and_update_config", b"")
+    assert keep("Second.verify_and_update_config", b"")
+    assert not keep("Unrelated.verify_and_update_config", b"")
+    with_outline, whole = both_ways(
+        monkeypatch := pytest.MonkeyPatch(),
+        model_config_defaults.mamba_ssm_dtype_defaults,
+        text + hooks,
+        MODELS_CONFIG_PATH,
+    )
+    monkeypatch.undo()
+    assert with_outline == whole
+    assert {r.architecture: r.symbol for r in with_outline}["Relay"] == (
+        "HybridSsmConfig.set_ssm_dtype"
+    )
+
+
+# ------------------------------------------------------------ outlines cut from the skeleton
+
+SKELETON_CONFIG = MODEL_CONFIG + MODEL_CONFIG_TP_METHODS + DECOYS
+# A one-line string holding a triple quote in a method the skeleton elides: the line-based pass
+# would read a string from there to the next triple quote and swallow the methods between.
+QUOTE_TRAP = (
+    SKELETON_CONFIG.replace(
+        "class ModelConfig:",
+        'class ModelConfig:\n    def quoting(self):\n        return \'"""\'\n',
+        1,
+    )
+    + '\n\nclass Late:\n    def f(self):\n        """Closes the string the pass would see."""\n'
+)
+
+
+def test_a_skeleton_outline_reads_what_the_whole_file_outline_reads(monkeypatch):
+    calls = []
+    real = serving_rules.parse_outline
+
+    def spy(text, path, keep, **options):
+        calls.append(options.get("skeleton_keep") is not None)
+        return real(text, path, keep, **options)
+
+    monkeypatch.setattr(serving_rules, "parse_outline", spy)
+    fast = serving_rules.tp_rules(SKELETON_CONFIG, "m.py", None)
+    monkeypatch.setattr(
+        serving_rules, "parse_outline", lambda t, p, k, skeleton_keep=None, **o: real(t, p, k, **o)
+    )
+    assert fast == serving_rules.tp_rules(SKELETON_CONFIG, "m.py", None)
+    assert calls == [True]
+
+
+def test_a_triple_quote_in_a_one_line_string_turns_the_skeleton_off(monkeypatch):
+    from extractors.vllm import cst_outline
+
+    assert cst_outline._misread(QUOTE_TRAP)
+    rules = serving_rules.tp_rules(QUOTE_TRAP, "m.py", None)
+    assert rules == serving_rules.tp_rules(SKELETON_CONFIG, "m.py", None)
+    monkeypatch.setattr(cst_outline, "_misread", lambda text: False)
+    with pytest.raises(AnchorError):  # what the skeleton alone would have said
+        serving_rules.tp_rules(QUOTE_TRAP, "m.py", None)
+
+
+@pytest.mark.parametrize(
+    ("text", "misread"),
+    [
+        ('x = """doc"""  # note\n', False),
+        ('"""It\'s a "quoted" word."""\n', False),
+        ("'''Has \"\"\" inside.'''\n", False),
+        ("x = 1 + \\\n    2\n", True),
+        ('# a """ in a comment\n', True),
+        ('s = \'a """ b\'\n', True),
+        ("s = \"a ''' b\"\n", True),
+        ('s = """a \\""" b"""\n', True),
+    ],
+)
+def test_misread_finds_what_the_skeleton_pass_cannot_read(text, misread):
+    from extractors.vllm import cst_outline
+
+    assert cst_outline._misread(text) is misread
+
+
+def test_a_syntax_error_in_an_elided_method_body_is_not_seen_by_a_skeleton_outline():
+    broken = SKELETON_CONFIG.replace(
+        "class Other:", "class Other:\n    def broken(self):\n        return (\n\n", 1
+    )
+    assert serving_rules.tp_rules(broken, "m.py", None) == serving_rules.tp_rules(
+        SKELETON_CONFIG, "m.py", None
+    )
+    in_kept = SKELETON_CONFIG.replace(
+        "    def get_num_kv_heads(self", "    def get_num_kv_heads(self, (", 1
+    )
+    with pytest.raises(ParseError):
+        serving_rules.tp_rules(in_kept, "m.py", None)

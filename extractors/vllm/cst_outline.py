@@ -17,6 +17,7 @@ so errors are those of parse_module and the fact reads the same definitions."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import libcst as cst
@@ -25,7 +26,38 @@ from tree_sitter import Node
 from extractors.errors import ParseError
 from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
 from extractors.parsing.python_cst import KeepBody, parse_module, parse_module_keeping
+from extractors.parsing.python_skeleton import ODD_SPACE, method_skeleton
 from extractors.parsing.python_ts import node_text, parse_tree
+
+# Comments and string literals, left to right: where the line-based skeleton pass could read a
+# triple quote wrongly. (A prefix such as r or f is read as code before the quote; a backslash
+# escapes the next character in every kind of literal, raw ones too, as far as where the
+# literal ends is concerned.)
+LITERALS = re.compile(
+    r"#[^\n]*"
+    r'|"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
+    r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
+    r'|"(?:[^"\\\n]|\\[\s\S])*"'
+    r"|'(?:[^'\\\n]|\\[\s\S])*'"
+)
+TRIPLES = ('"""', "'''")
+
+
+def _misread(text: str) -> bool:
+    """Whether the skeleton pass may cut `text` where its statements do not end: at a line
+    joined by a backslash (a body could end early), or past a triple quote that does not open
+    or close a triple-quoted string (in a comment, in a one-line string, escaped inside a
+    triple-quoted one): the pass tracks triple quotes only, so it would see a string there."""
+    if "\\\n" in text:
+        return True
+    for literal in LITERALS.findall(text):
+        quote = literal[:3]
+        if quote in TRIPLES and len(literal) >= 6:
+            if quote in literal[3:-3]:  # an escaped quote: the pass ends the string there
+                return True
+        elif '"""' in literal or "'''" in literal:
+            return True
+    return False
 
 
 def parse_outline(
@@ -36,33 +68,77 @@ def parse_outline(
     class_statements: bool = False,
     class_docs: bool = True,
     module_statements: bool | Callable[[bytes], bool] = True,
+    skeleton_keep: Callable[[str], bool] | None = None,
 ) -> cst.Module:
     """The module as libcst parses its outline; `class_statements` also keeps each class's
     statements other than methods (fields, constants, docstrings), and `class_docs=False` leaves
     out the strings and comments among them (a field reader reads assignments only);
-    `module_statements=False`
-    drops the module-scope statements that are not definitions too (the caller reads imports
-    some other way, or none), and a predicate keeps only those whose source bytes it accepts
-    (a reader of one module-level assignment keeps the statements that name it)."""
+    `module_statements=False` drops the module-scope statements that are not definitions too
+    (the caller reads imports some other way, or none), and a predicate keeps only those whose
+    source bytes it accepts (a reader of one module-level assignment keeps those that name it).
+
+    `skeleton_keep`, for an outline of class headers and methods only (no class or module
+    statements), is a predicate on a method's text (its `def` line to the end of its body) that
+    accepts every method `keep` keeps, and may accept more: the outline is then cut from the
+    file's method skeleton (python_skeleton.method_skeleton, the other method bodies elided)
+    and tree-sitter parses that instead of the whole file. The skeleton is not used when the
+    text has what the line-based pass may misread (`_misread`, odd line breaks) or when it does not
+    parse cleanly. So a syntax error inside a method body the skeleton elides is not seen."""
+    cut = class_statements and (class_docs or "code")
+    if (
+        skeleton_keep is not None
+        and not class_statements
+        and module_statements is False
+        and not ODD_SPACE.search(text)
+        and not _misread(text)
+    ):
+        skeleton = method_skeleton(text, keep=skeleton_keep)
+        root = parse_tree(skeleton)
+        if not root.has_error and _within_limits(root, path):
+            found = _outline_of(skeleton, root, path, keep, cut, module_statements)
+            if found is not None:
+                return found
     root = parse_tree(text)
     check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
     if root.has_error:
         return parse_module_keeping(text, path, keep)
+    found = _outline_of(text, root, path, keep, cut, module_statements)
+    return found if found is not None else parse_module_keeping(text, path, keep)
+
+
+def _outline_of(
+    text: str,
+    root: Node,
+    path: str,
+    keep: KeepBody,
+    class_statements: bool | str,
+    module_statements: bool | Callable[[bytes], bool],
+) -> cst.Module | None:
+    """libcst's module for the outline cut from `text` (whose clean tree is `root`); None when
+    the outline does not parse cleanly."""
     data = text.encode("utf-8")
     pieces, at = [], 0
     for start, end, filler in _whole_lines(
-        data, _dropped(root, keep, class_statements and (class_docs or "code"), module_statements)
+        data, _dropped(root, keep, class_statements, module_statements)
     ):
         pieces += [data[at:start], filler]
         at = end
     pieces.append(data[at:])
     outline = b"".join(pieces).decode("utf-8")
     if parse_tree(outline).has_error:
-        return parse_module_keeping(text, path, keep)
+        return None
     try:
         return parse_module(outline, path)
     except ParseError:  # reported as parse_module_keeping reports it, lines and all
-        return parse_module_keeping(text, path, keep)
+        return None
+
+
+def _within_limits(root: Node, path: str) -> bool:
+    try:
+        check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
+    except ParseError:
+        return False  # the whole file is measured, and reported, instead
+    return True
 
 
 def _whole_lines(data: bytes, ranges: list[tuple[int, int, bytes]]) -> list[tuple[int, int, bytes]]:

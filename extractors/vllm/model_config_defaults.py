@@ -145,24 +145,64 @@ def _resolve(
     return None
 
 
-def _hook_methods(text: str) -> KeepBody:
-    """The methods `_resolve` reads: those that assign `.mamba_ssm_cache_dtype` (so their text
-    holds it) and those that call a method of `cls` or of a top-level class (so their text holds
-    that name, then only closing brackets, blanks, comments or line joins, then the `.`)."""
-    owners = {"cls"}
-    for statement in parse_tree(text).named_children:
-        definition = statement
-        if statement.type == "decorated_definition":
-            definition = statement.child_by_field_name("definition") or statement
-        name = definition.child_by_field_name("name")
-        if definition.type == "class_definition" and name is not None:
-            owners.add(node_text(name))
+def _calls(owners: set[str]) -> re.Pattern[bytes] | None:
+    """A call of a method of one of `owners`: the name, then only closing brackets, blanks,
+    comments or line joins, then the `.` (how `Owner.method(...)` and `(Owner).method(...)` are
+    written); None when there are no owners."""
+    if not owners:
+        return None
     alternatives = "|".join(re.escape(owner) for owner in sorted(owners))
-    calls = re.compile(rf"(?<![\w.])(?:{alternatives})(?!\w)(?:[\s)\\]|#[^\n]*)*\.".encode())
+    return re.compile(rf"(?<![\w.])(?:{alternatives})(?!\w)(?:[\s)\\]|#[^\n]*)*\.".encode())
+
+
+def _hook_methods(text: str) -> KeepBody:
+    """The methods `_resolve` may read: those that assign `.mamba_ssm_cache_dtype` (so their
+    text holds it) and those that call a method of another top-level class from which such a
+    method is reached (`_resolve` follows `Other.method(...)`; a call through `cls` or the
+    class's own name leads back to a class already seen, so nowhere). Every definition of a
+    kept method name is kept, so the class's methods keep their order."""
+    methods: dict[str, dict[str, list[bytes]]] = {}
+    for statement in parse_tree(text).named_children:
+        cls = statement
+        if statement.type == "decorated_definition":
+            cls = statement.child_by_field_name("definition") or statement
+        name = cls.child_by_field_name("name")
+        body = cls.child_by_field_name("body")
+        if cls.type != "class_definition" or name is None:
+            continue
+        members = methods.setdefault(node_text(name), {})
+        for member in body.named_children if body is not None else ():
+            method = member
+            if member.type == "decorated_definition":
+                method = member.child_by_field_name("definition") or member
+            method_name = method.child_by_field_name("name")
+            if method.type == "function_definition" and method_name is not None:
+                members.setdefault(node_text(method_name), []).append(member.text or b"")
     target = TARGET_ATTR.encode()
-    return lambda qualname, code: (
-        "." in qualname and (target in code or calls.search(code) is not None)
-    )
+    reach = {
+        owner
+        for owner, members in methods.items()
+        if any(target in code for codes in members.values() for code in codes)
+    }
+    while True:  # the classes from which a setter is reached through other classes' calls
+        calls = _calls(reach)
+        more = {
+            owner
+            for owner, members in methods.items()
+            if owner not in reach
+            and calls is not None
+            and any(calls.search(code) for codes in members.values() for code in codes)
+        }
+        if not more:
+            break
+        reach |= more
+    wanted = {
+        f"{owner}.{method}"
+        for owner, members in methods.items()
+        for method, codes in members.items()
+        if any(target in code or (calls is not None and calls.search(code)) for code in codes)
+    }
+    return lambda qualname, _code: qualname in wanted
 
 
 def mamba_ssm_dtype_defaults(text: str, path: str) -> list[MambaSsmDtypeDefault]:

@@ -5,6 +5,8 @@ Platform._align_hybrid_block_size. Pure: file text in, records out."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from extractors.errors import AnchorError
@@ -56,6 +58,21 @@ def keeping_methods(class_name: str, *methods: str):
     only (of every top-level class so named, as `class_named` may pick any)."""
     wanted = frozenset(f"{class_name}.{method}" for method in methods)
     return lambda qualname, _code: qualname in wanted
+
+
+DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
+
+
+def named(*methods: str):
+    """A skeleton predicate (parse_outline's `skeleton_keep`): a method's text whose `def`
+    names one of `methods`."""
+    wanted = frozenset(methods)
+
+    def keep(code: str) -> bool:
+        found = DEF_NAME.match(code)
+        return found is not None and found.group(1) in wanted
+
+    return keep
 
 
 def class_named(module: cst.Module, name: str, path: str) -> cst.ClassDef:
@@ -395,6 +412,7 @@ def _convertor_key(convertor_text: str | None, quantity: str) -> str:
         CONVERTOR_PATH,
         keeping_methods(CONVERTOR_CLASS, method),
         module_statements=False,
+        skeleton_keep=named(method),
     )
     cls = top_level_classes(module).get(CONVERTOR_CLASS)
     found = class_methods(cls).get(method) if cls is not None else None
@@ -569,7 +587,11 @@ def kv_divisibility_rule(text: str, path: str) -> TpRule:
     """QKVParallelLinear.__init__: tp must be a multiple of the KV heads when it is at least
     their number, and must divide them otherwise."""
     module = parse_outline(
-        text, path, keeping_methods(QKV_CLASS, "__init__"), module_statements=False
+        text,
+        path,
+        keeping_methods(QKV_CLASS, "__init__"),
+        module_statements=False,
+        skeleton_keep=named("__init__"),
     )
     init = method_named(class_named(module, QKV_CLASS, path), "__init__", path)
     found = divides_or_divided(module, init)
@@ -601,6 +623,7 @@ def tp_rules(text: str, path: str, convertor_text: str | None) -> list[TpRule]:
         path,
         keeping_methods(MODEL_CLASS, KV_METHOD, VERIFY_METHOD),
         module_statements=False,
+        skeleton_keep=named(KV_METHOD, VERIFY_METHOD),
     )
     cls = class_named(module, MODEL_CLASS, path)
     rules = kv_head_rules(module, method_named(cls, KV_METHOD, path), path)
@@ -766,9 +789,20 @@ def _state_shape_method(qualname: str, _code: bytes) -> bool:
     return owner == MAMBA_CLASS and method.endswith(SHAPE_SUFFIX)
 
 
+def _shape_method_text(code: str) -> bool:
+    found = DEF_NAME.match(code)
+    return found is not None and found.group(1).endswith(SHAPE_SUFFIX)
+
+
 def ssm_tp_splits(text: str, path: str) -> list[SsmTpSplit]:
     """Per `<kind>_state_shape` method of MambaStateShapeCalculator, what it divides by tp."""
-    module = parse_outline(text, path, _state_shape_method, module_statements=False)
+    module = parse_outline(
+        text,
+        path,
+        _state_shape_method,
+        module_statements=False,
+        skeleton_keep=_shape_method_text,
+    )
     class_named(module, MAMBA_CLASS, path)
     rows = ssm_tp_splits_of(module, path, state_shape_methods(module, MAMBA_CLASS))
     if not rows:
@@ -897,7 +931,11 @@ def hybrid_page_rules(
     """The branches of the hybrid page rule (Platform._align_hybrid_block_size) that compute
     the attention block size."""
     module = parse_outline(
-        text, path, keeping_methods(class_name, method_name), module_statements=False
+        text,
+        path,
+        keeping_methods(class_name, method_name),
+        module_statements=False,
+        skeleton_keep=named(method_name),
     )
     cls = class_named(module, class_name, path)
     method = method_named(cls, method_name, path)
