@@ -430,3 +430,18 @@ def test_a_syntax_error_in_an_elided_method_body_is_not_seen_by_a_skeleton_outli
     )
     with pytest.raises(ParseError):
         serving_rules.tp_rules(in_kept, "m.py", None)
+
+
+def test_the_convertor_key_is_read_from_its_own_outline_when_the_shared_one_lacks_it():
+    # No KV-head method reaches get_total_num_attention_heads, so the shared convertor outline
+    # leaves it out; the divisibility key is still the one the getter reads.
+    unreached = RENAMED_KEY.replace(
+        "default_factory = self.get_total_num_attention_heads", "default_factory = lambda: 0"
+    )
+    getter = f"{CONVERTOR_BASE}.get_total_num_attention_heads"
+    assert getter in convertor.read_methods(RENAMED_KEY)
+    assert getter not in convertor.read_methods(unreached)
+    config = MODEL_CONFIG + MODEL_CONFIG_TP_METHODS
+    for text in (RENAMED_KEY, unreached):
+        keys = {rule.rule: rule.keys for rule in serving_rules.tp_rules(config, "m.py", text)}
+        assert keys["attention_heads_divisible"] == ("n_heads_total",)

@@ -58,6 +58,7 @@ def _undecorated(statement):
     return statement
 
 
+@lru_cache(maxsize=16)
 def read_methods(text: str) -> frozenset[str]:
     """`C.m` for every method these readers may read: in each top-level class C, is_deepseek_mla,
     get_total_num_kv_heads and the methods of C they reach through `self.<name>`, transitively
@@ -99,6 +100,11 @@ def _parsed(text: str, path: str) -> cst.Module:
         lambda qualname, _code: qualname in wanted,
         module_statements=lambda code: b"=" in code,
     )
+
+
+def parsed(text: str, path: str) -> cst.Module:
+    """The outline these readers parse (shared: tp_rules reads a base-class getter from it)."""
+    return _parsed(text, path)
 
 
 def _method(

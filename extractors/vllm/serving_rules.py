@@ -18,6 +18,7 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk_code,
 )
+from extractors.vllm import convertor
 from extractors.vllm.cst_outline import parse_outline
 from extractors.vllm.records import HybridPageRule, ServingDefault, SsmTpSplit, TpRule
 
@@ -281,8 +282,24 @@ def split_shape(node: cst.BaseExpression, tp_names: set[str]) -> str:
     return "opaque"
 
 
+# The last few functions' bindings, by node (each reader asks for a function's bindings two or
+# three times; libcst nodes are immutable, and the node is held so that its id is not reused).
+_BINDINGS: dict[int, tuple[cst.CSTNode, dict[str, cst.BaseExpression]]] = {}
+
+
 def local_bindings(function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
     """`name = value` and `name := value` in the function; the first one wins."""
+    known = _BINDINGS.get(id(function))
+    if known is not None and known[0] is function:
+        return dict(known[1])
+    found = _bindings(function)
+    if len(_BINDINGS) >= 8:
+        del _BINDINGS[next(iter(_BINDINGS))]
+    _BINDINGS[id(function)] = (function, found)
+    return dict(found)
+
+
+def _bindings(function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
     found: dict[str, cst.BaseExpression] = {}
     for node in walk_code(function):
         if isinstance(node, cst.Assign) and len(node.targets) == 1:
@@ -407,6 +424,9 @@ def _convertor_key(convertor_text: str | None, quantity: str) -> str:
     if convertor_text is None:
         return ""
     method = f"get_{quantity}"
+    if f"{CONVERTOR_CLASS}.{method}" in convertor.read_methods(convertor_text):
+        shared = convertor.parsed(convertor_text, CONVERTOR_PATH)  # the KV-head facts' parse
+        return _getattr_key(top_level_classes(shared).get(CONVERTOR_CLASS), method)
     module = parse_outline(
         convertor_text,
         CONVERTOR_PATH,
@@ -414,7 +434,11 @@ def _convertor_key(convertor_text: str | None, quantity: str) -> str:
         module_statements=False,
         skeleton_keep=named(method),
     )
-    cls = top_level_classes(module).get(CONVERTOR_CLASS)
+    return _getattr_key(top_level_classes(module).get(CONVERTOR_CLASS), method)
+
+
+def _getattr_key(cls: cst.ClassDef | None, method: str) -> str:
+    """The key of `return getattr(<config>, "<key>", ...)`, the one statement of `method`."""
     found = class_methods(cls).get(method) if cls is not None else None
     if found is None:
         return ""
