@@ -100,6 +100,23 @@ def test_a_method_keep_accepts_keeps_its_whole_body():
     assert method_skeleton(MODEL, keep=lambda definition: True) == MODEL
 
 
+def test_functions_true_treats_top_level_functions_as_methods():
+    text = (
+        "def helper(x):\n    return x + 1\n\n\n"
+        "def wanted(x):\n    return x\n\n\n"
+        "class C:\n    def m(self):\n        return 2\n"
+        "if True:\n    def nested(y):\n        return y\n"
+    )
+    keep = lambda code: "wanted" in code  # noqa: E731
+    assert method_skeleton(text, keep, functions=True) == (
+        "def helper(x):\n    ...\n"
+        "def wanted(x):\n    return x\n\n\n"
+        "class C:\n    def m(self):\n        ...\n"
+        "if True:\n    def nested(y):\n        return y\n"
+    )
+    assert method_skeleton(text, keep) == text.replace("        return 2\n", "        ...\n")
+
+
 def test_a_module_without_methods_is_unchanged():
     text = "import os\n\n\ndef f(x):\n    return x\n\n\nclass A:\n    x = 1\n"
     assert method_skeleton(text) == text

@@ -445,3 +445,26 @@ def test_the_convertor_key_is_read_from_its_own_outline_when_the_shared_one_lack
     for text in (RENAMED_KEY, unreached):
         keys = {rule.rule: rule.keys for rule in serving_rules.tp_rules(config, "m.py", text)}
         assert keys["attention_heads_divisible"] == ("n_heads_total",)
+
+
+def test_method_docs_false_leaves_out_only_statement_level_comments_and_plain_docstrings():
+    text = (
+        "class C:\n    def read(self):\n"
+        '        """Doc."""\n'
+        "        # own line\n\n"
+        "        x = f(\n            1,  # in brackets\n        )  # trailing\n"
+        '        f"{x}"\n        b"raw"\n'
+        "        if x:\n"
+        '            """only"""\n'
+        "        return x\n"
+    )
+    module = parse_outline(text, "m.py", lambda q, _c: q == "C.read", method_docs=False)
+    assert module.code == (
+        "class C:\n    def read(self):\n"
+        "        x = f(\n            1,  # in brackets\n        )  # trailing\n"
+        '        f"{x}"\n        b"raw"\n'
+        "        if x:\n"
+        '            """only"""\n'
+        "        return x\n"
+    )
+    assert parse_outline(text, "m.py", lambda q, _c: q == "C.read").code == text

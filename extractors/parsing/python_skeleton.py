@@ -128,11 +128,16 @@ def _dedent_pattern(indent: int) -> _AtLineStart:
 
 class _Skeleton:
     def __init__(
-        self, text: str, outline: bool = False, keep: Callable[[str], bool] | None = None
+        self,
+        text: str,
+        outline: bool = False,
+        keep: Callable[[str], bool] | None = None,
+        functions: bool = False,
     ) -> None:
         self.text = text
         self.keep = keep  # a method whose definition text it accepts keeps its body
         self.outline = outline  # elide the bodies of top-level classes and functions too
+        self.functions = functions  # elide the bodies of top-level functions as of methods
         self.elided: dict[int, tuple[int, int]] = {}  # output row of a header -> its source span
         self.rows = 0  # newlines written so far (outline only)
         self.out: list[str] = []
@@ -233,6 +238,8 @@ class _Skeleton:
             self.headers.append((indent, kind))
             signature_end = _signature_end(text, header)
             top_level = self.outline and indent == 0
+            if self.functions and kind == "def" and indent == 0:
+                is_method = True  # elided, or kept, as a method is
             if signature_end is None:  # keep the line; its block (if any) is read as is
                 line_end = text.find("\n", header)
                 signature_end = len(text) if line_end < 0 else line_end + 1
@@ -265,11 +272,14 @@ class _Skeleton:
         return "".join(self.out)
 
 
-def method_skeleton(text: str, keep: Callable[[str], bool] | None = None) -> str:
+def method_skeleton(
+    text: str, keep: Callable[[str], bool] | None = None, *, functions: bool = False
+) -> str:
     """`text` with each method body replaced by `...` at the body's indentation, except the
     methods whose text (from the `def` line to the end of the body) `keep` accepts: those are
-    kept whole, with the functions and classes nested in them."""
-    return _Skeleton(text, keep=keep).run()
+    kept whole, with the functions and classes nested in them. `functions=True` treats the
+    top-level functions as methods too (for a reader of class members only)."""
+    return _Skeleton(text, keep=keep, functions=functions).run()
 
 
 def module_outline(text: str) -> tuple[str, dict[int, tuple[int, int]]]:

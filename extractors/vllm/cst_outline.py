@@ -13,12 +13,15 @@ A fact may parse an outline only when it reads nothing but what the outline keep
 of the definitions that are dropped are gone too, so an anchor lookup must be for a kept name
 or a class. When the file has syntax errors, or the outline does not parse cleanly (say, `;`
 between statements of a class body), the module is parsed as `parse_module_keeping` parses it,
-so errors are those of parse_module and the fact reads the same definitions."""
+so errors are those of parse_module and the fact reads the same definitions. (parse_outline
+can leave out more: see its options. With `skeleton_keep`, the whole file is not parsed at
+all unless the skeleton fails.)"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 import libcst as cst
 from tree_sitter import Node
@@ -67,24 +70,30 @@ def parse_outline(
     *,
     class_statements: bool = False,
     class_docs: bool = True,
+    method_docs: bool = True,
     module_statements: bool | Callable[[bytes], bool] = True,
     skeleton_keep: Callable[[str], bool] | None = None,
 ) -> cst.Module:
     """The module as libcst parses its outline; `class_statements` also keeps each class's
     statements other than methods (fields, constants, docstrings), and `class_docs=False` leaves
     out the strings and comments among them (a field reader reads assignments only);
+    `method_docs=False` leaves out the comments and docstrings on lines of their own between
+    the statements of the kept definitions (for a reader that renders expressions and simple
+    statements only, never a compound statement's code);
     `module_statements=False` drops the module-scope statements that are not definitions too
     (the caller reads imports some other way, or none), and a predicate keeps only those whose
     source bytes it accepts (a reader of one module-level assignment keeps those that name it).
 
     `skeleton_keep`, for an outline of class headers and methods only (no class or module
-    statements), is a predicate on a method's text (its `def` line to the end of its body) that
-    accepts every method `keep` keeps, and may accept more: the outline is then cut from the
-    file's method skeleton (python_skeleton.method_skeleton, the other method bodies elided)
-    and tree-sitter parses that instead of the whole file. The skeleton is not used when the
-    text has what the line-based pass may misread (`_misread`, odd line breaks) or when it does not
-    parse cleanly. So a syntax error inside a method body the skeleton elides is not seen."""
-    cut = class_statements and (class_docs or "code")
+    statements), is a predicate on the text of a method or top-level function (its `def` line
+    to the end of its body) that accepts every one `keep` keeps, and may accept more: the
+    outline is then cut from the file's skeleton (python_skeleton.method_skeleton, the other
+    bodies of methods and top-level functions elided) and tree-sitter parses that instead of
+    the whole file. The skeleton is not used when the text has what the line-based pass may
+    misread (`_misread`, odd line breaks) or when it does not parse cleanly. The outline may
+    differ from the whole file's in blank lines only (the pass elides those after a body). A
+    syntax error inside a body the skeleton elides is not seen."""
+    cut = Cut(class_statements and (class_docs or "code"), method_docs, module_statements)
     if (
         skeleton_keep is not None
         and not class_statements
@@ -92,35 +101,34 @@ def parse_outline(
         and not ODD_SPACE.search(text)
         and not _misread(text)
     ):
-        skeleton = method_skeleton(text, keep=skeleton_keep)
+        skeleton = method_skeleton(text, keep=skeleton_keep, functions=True)
         root = parse_tree(skeleton)
         if not root.has_error and _within_limits(root, path):
-            found = _outline_of(skeleton, root, path, keep, cut, module_statements)
+            found = _outline_of(skeleton, root, path, keep, cut)
             if found is not None:
                 return found
     root = parse_tree(text)
     check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
     if root.has_error:
         return parse_module_keeping(text, path, keep)
-    found = _outline_of(text, root, path, keep, cut, module_statements)
+    found = _outline_of(text, root, path, keep, cut)
     return found if found is not None else parse_module_keeping(text, path, keep)
 
 
-def _outline_of(
-    text: str,
-    root: Node,
-    path: str,
-    keep: KeepBody,
-    class_statements: bool | str,
-    module_statements: bool | Callable[[bytes], bool],
-) -> cst.Module | None:
+class Cut(NamedTuple):
+    """What an outline leaves out besides the definitions `keep` does not keep."""
+
+    class_statements: bool | str  # True: keep them; "code": keep all but strings and comments
+    method_docs: bool  # False: leave out the docs between a kept definition's statements
+    module_statements: bool | Callable[[bytes], bool]
+
+
+def _outline_of(text: str, root: Node, path: str, keep: KeepBody, cut: Cut) -> cst.Module | None:
     """libcst's module for the outline cut from `text` (whose clean tree is `root`); None when
     the outline does not parse cleanly."""
     data = text.encode("utf-8")
     pieces, at = [], 0
-    for start, end, filler in _whole_lines(
-        data, _dropped(root, keep, class_statements, module_statements)
-    ):
+    for start, end, filler in _whole_lines(data, _dropped(root, keep, cut)):
         pieces += [data[at:start], filler]
         at = end
     pieces.append(data[at:])
@@ -198,22 +206,19 @@ def _name(definition: Node) -> str:
     return node_text(name) if name is not None else ""
 
 
-def _dropped(
-    root: Node,
-    keep: KeepBody,
-    class_statements: bool | str,
-    module_statements: bool | Callable[[bytes], bool],
-) -> list[tuple[int, int, bytes]]:
-    """(start, end, filler) byte ranges to blank, in order. `class_statements="code"` keeps
-    a class's statements but its strings and comments."""
+def _dropped(root: Node, keep: KeepBody, cut: Cut) -> list[tuple[int, int, bytes]]:
+    """(start, end, filler) byte ranges to blank, in order."""
+    module_statements = cut.module_statements
     ranges: list[tuple[int, int, bytes]] = []
     for statement in root.named_children:
         definition = _definition(statement)
         if definition.type == "function_definition":
             if not keep(_name(definition), statement.text or b""):
                 ranges.append((statement.start_byte, statement.end_byte, b""))
+            elif not cut.method_docs:
+                ranges += _inner_docs(definition)
         elif definition.type == "class_definition":
-            ranges += _dropped_members(definition, keep, class_statements)
+            ranges += _dropped_members(definition, keep, cut)
         elif module_statements is False or (
             module_statements is not True and not module_statements(statement.text or b"")
         ):
@@ -221,19 +226,20 @@ def _dropped(
     return ranges
 
 
-def _dropped_members(
-    cls: Node, keep: KeepBody, class_statements: bool | str
-) -> list[tuple[int, int, bytes]]:
+def _dropped_members(cls: Node, keep: KeepBody, cut: Cut) -> list[tuple[int, int, bytes]]:
     body = cls.child_by_field_name("body")
     if body is None or body.end_byte <= body.start_byte:
         return []
     prefix = _name(cls) + "."
+    class_statements = cut.class_statements
     dropped, kept_any = [], False
     for member in body.named_children:
         definition = _definition(member)
         if definition.type == "function_definition":
             if keep(prefix + _name(definition), member.text or b""):
                 kept_any = True
+                if not cut.method_docs:
+                    dropped += _inner_docs(definition)
                 continue
         elif class_statements is True or (class_statements and not _is_doc(member)):
             kept_any = True
@@ -253,11 +259,61 @@ def _is_doc(member: Node) -> bool:
         return False  # `x = 1  # note` or `x = 1; "doc"`: the line stays whole
     if member.type == "comment":
         return True
-    return (
-        member.type == "expression_statement"
-        and member.named_child_count == 1
-        and member.named_children[0].type in ("string", "concatenated_string")
-    )
+    if member.type != "expression_statement" or member.named_child_count != 1:
+        return False
+    string = member.named_children[0]
+    parts = string.named_children if string.type == "concatenated_string" else [string]
+    return all(_plain_string(part) for part in parts)
+
+
+def _plain_string(node: Node) -> bool:
+    """A str literal that is not an f-string: what `statements` drops as a docstring (an
+    f-string may call; a bytes literal is a statement to it)."""
+    if node.type != "string" or not node.named_children:
+        return False
+    start = node.named_children[0]
+    return start.type == "string_start" and not set(node_text(start).lower()) & {"f", "b"}
+
+
+# Statements whose blocks hold statements (the blocks an outline's docs are left out of).
+COMPOUND = frozenset(
+    {
+        "block",
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "for_statement",
+        "while_statement",
+        "try_statement",
+        "except_clause",
+        "except_group_clause",
+        "finally_clause",
+        "with_statement",
+        "match_statement",
+        "case_clause",
+        "function_definition",
+        "class_definition",
+        "decorated_definition",
+    }
+)
+
+
+def _inner_docs(definition: Node) -> list[tuple[int, int, bytes]]:
+    """The comments and docstrings on lines of their own in `definition`'s blocks, in order; a
+    block's docstring stays when nothing else is in the block."""
+    found = []
+    stack = [definition]
+    while stack:
+        node = stack.pop()
+        if node.type == "block":
+            members = node.named_children
+            docs = [m for m in members if _is_doc(m)]
+            if len(docs) < len(members):
+                found += [(m.start_byte, m.end_byte, b"") for m in docs]
+            else:  # only comments and strings: the comments go, one statement stays
+                found += [(m.start_byte, m.end_byte, b"") for m in docs if m.type == "comment"]
+        stack += [c for c in node.named_children if c.type in COMPOUND]
+    return sorted(found)
 
 
 __all__ = ["parse_outline"]

@@ -216,6 +216,7 @@ def mamba_ssm_dtype_defaults(text: str, path: str) -> list[MambaSsmDtypeDefault]
         _hook_methods(text),
         class_statements=True,
         class_docs=False,
+        method_docs=False,
         module_statements=lambda code: MAP_NAME.encode() in code,
     )
     mapping = top_level_assignments(module).get(MAP_NAME)

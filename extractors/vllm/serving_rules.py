@@ -189,7 +189,11 @@ def cuda_block_size(text: str, path: str) -> tuple[str, str] | None:
     platform class's method (older vLLM let the CUDA platform fill the default); else None.
     Only methods that assign a `.block_size` are read, so their text names it."""
     module = parse_outline(
-        text, path, lambda q, code: "." in q and b"block_size" in code, module_statements=False
+        text,
+        path,
+        lambda q, code: "." in q and b"block_size" in code,
+        method_docs=False,
+        module_statements=False,
     )
     for cls in top_level_classes(module).values():
         for name, method in class_methods(cls).items():
@@ -226,6 +230,7 @@ def cache_defaults(text: str, path: str, cuda_text: str | None = None) -> list[S
         _assigns_cache_setting,
         class_statements=True,
         class_docs=False,
+        method_docs=False,
         module_statements=False,
     )
     cls = class_named(module, CACHE_CLASS, path)
@@ -431,6 +436,7 @@ def _convertor_key(convertor_text: str | None, quantity: str) -> str:
         convertor_text,
         CONVERTOR_PATH,
         keeping_methods(CONVERTOR_CLASS, method),
+        method_docs=False,
         module_statements=False,
         skeleton_keep=named(method),
     )
@@ -614,6 +620,7 @@ def kv_divisibility_rule(text: str, path: str) -> TpRule:
         text,
         path,
         keeping_methods(QKV_CLASS, "__init__"),
+        method_docs=False,
         module_statements=False,
         skeleton_keep=named("__init__"),
     )
@@ -646,6 +653,7 @@ def tp_rules(text: str, path: str, convertor_text: str | None) -> list[TpRule]:
         text,
         path,
         keeping_methods(MODEL_CLASS, KV_METHOD, VERIFY_METHOD),
+        method_docs=False,
         module_statements=False,
         skeleton_keep=named(KV_METHOD, VERIFY_METHOD),
     )
@@ -824,6 +832,7 @@ def ssm_tp_splits(text: str, path: str) -> list[SsmTpSplit]:
         text,
         path,
         _state_shape_method,
+        method_docs=False,
         module_statements=False,
         skeleton_keep=_shape_method_text,
     )
@@ -958,6 +967,7 @@ def hybrid_page_rules(
         text,
         path,
         keeping_methods(class_name, method_name),
+        method_docs=False,
         module_statements=False,
         skeleton_keep=named(method_name),
     )
