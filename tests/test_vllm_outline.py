@@ -468,3 +468,106 @@ def test_method_docs_false_leaves_out_only_statement_level_comments_and_plain_do
         "        return x\n"
     )
     assert parse_outline(text, "m.py", lambda q, _c: q == "C.read").code == text
+
+
+# ------------------------------------------------------------ the mamba hooks from tree-sitter
+
+# Shapes where tree-sitter's tree and libcst's differ: brackets around names, keys and calls, a
+# chained and an annotated local, a keyword binding, a constant read through the class's name,
+# a one-line class body, a concatenated key with a comment, a splat in the map.
+MAMBA_SHAPES = (
+    "\n\nclass Shapes(VerifyAndUpdateConfig):\n"
+    '    LOCAL_DEFAULT = "bfloat16"\n'
+    "    @classmethod\n"
+    "    def verify_and_update_config(cls, vllm_config) -> None:\n"
+    "        first = second = vllm_config.hf_config\n"
+    "        noted: object = vllm_config.hf_config\n"
+    "        source = (vllm_config.model_config  # the model's\n            .hf_text_config)\n"
+    "        if vllm_config.cache_config.mamba_ssm_cache_dtype == 'auto':\n"
+    "            vllm_config.cache_config.mamba_ssm_cache_dtype = (getattr)(\n"
+    "                source, ('mamba_ssm' 'dtype'), (Shapes).LOCAL_DEFAULT\n            )\n"
+    "\n\nclass Chained(VerifyAndUpdateConfig):\n"
+    "    @classmethod\n"
+    "    def verify_and_update_config(cls, vllm_config) -> None:\n"
+    "        first = second = vllm_config.hf_config\n"
+    "        (vllm_config.cache_config).mamba_ssm_cache_dtype = getattr(first, 'mamba_ssm_x')\n"
+    "\n\nclass Annotated(VerifyAndUpdateConfig):\n"
+    "    @classmethod\n"
+    "    def verify_and_update_config(cls, vllm_config) -> None:\n"
+    "        noted: object = vllm_config.hf_config\n"
+    "        vllm_config.cache_config.mamba_ssm_cache_dtype: str = 'x'\n"
+    "        vllm_config.cache_config.mamba_ssm_cache_dtype = getattr(noted, 'mamba_ssm_y', 1)\n"
+    "\n\nclass OneLine(VerifyAndUpdateConfig): X = 'float16'\n"
+    "\n\nclass ByKeyword(VerifyAndUpdateConfig):\n"
+    "    @staticmethod\n"
+    "    def verify_and_update_config(vllm_config) -> None:\n"
+    "        HybridSsmConfig.set_ssm_dtype(\n"
+    "            cache_config=vllm_config.cache_config, hf_config=(vllm_config.hf_config)\n"
+    "        )\n"
+)
+MAMBA_SHAPES_MAP = (
+    '"PlainModel": PlainHookConfig,\n'
+    '    ("ShapesModel"): (Shapes),\n'
+    '    "Chained" "Model"  # two parts\n    : Chained,\n'
+    '    "AnnotatedModel": Annotated,\n'
+    '    "OneLineModel": OneLine,\n'
+    '    "KeywordModel": ByKeyword,\n'
+    "    **EXTRA,\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        MODELS_CONFIG_V1,
+        MODELS_CONFIG_V1.replace('"PlainModel": PlainHookConfig,\n', MAMBA_SHAPES_MAP)
+        + MAMBA_SHAPES,
+        MODELS_CONFIG_V1.replace("MODELS_CONFIG_MAP: dict", "OTHER_MAP: dict"),  # no map
+        MODELS_CONFIG_V1 + "\nMODELS_CONFIG_MAP = {k: v for k, v in PAIRS}\n",  # not a literal
+        MODELS_CONFIG_V1 + "\nMODELS_CONFIG_MAP = OTHER = {}\n",  # two targets: not read
+    ],
+)
+def test_mamba_defaults_from_tree_sitter_are_libcsts(text):
+    from_tree = outcome(model_config_defaults.mamba_ssm_dtype_defaults, text, MODELS_CONFIG_PATH)
+    from_cst = outcome(model_config_defaults._defaults_from_cst, text, MODELS_CONFIG_PATH)
+    assert from_tree == from_cst
+    if "ShapesModel" in text:
+        found = {row.architecture: row for row in from_tree}
+        assert (found["ShapesModel"].reads, found["ShapesModel"].default) == (
+            "mamba_ssmdtype",
+            "bfloat16",
+        )
+        assert found["ShapesModel"].config_object.startswith("(vllm_config.model_config")
+        assert (
+            found["ChainedModel"].config_object == "first"
+        )  # `first = second = ...` is no binding
+        assert found["AnnotatedModel"].config_object == "noted"
+        assert found["KeywordModel"].config_object == "(vllm_config.hf_config)"
+
+
+def test_mamba_defaults_of_a_file_with_syntax_errors_are_libcsts_error():
+    broken = MODELS_CONFIG_V1 + "\nclass Broken(:\n    pass\n"
+    from_tree = outcome(model_config_defaults.mamba_ssm_dtype_defaults, broken, MODELS_CONFIG_PATH)
+    assert from_tree == outcome(parse_module, broken, MODELS_CONFIG_PATH)
+    assert from_tree[0] is ParseError
+
+
+def test_a_config_object_over_several_lines_is_rendered_by_libcst(monkeypatch):
+    calls = []
+    real = model_config_defaults._defaults_from_cst
+    monkeypatch.setattr(
+        model_config_defaults,
+        "_defaults_from_cst",
+        lambda text, path: calls.append(path) or real(text, path),
+    )
+    model_config_defaults.mamba_ssm_dtype_defaults(MODELS_CONFIG_V1, MODELS_CONFIG_PATH)
+    assert calls == []  # read from tree-sitter's tree
+    shapes = (
+        MODELS_CONFIG_V1.replace('"PlainModel": PlainHookConfig,\n', MAMBA_SHAPES_MAP)
+        + MAMBA_SHAPES
+    )
+    rows = model_config_defaults.mamba_ssm_dtype_defaults(shapes, MODELS_CONFIG_PATH)
+    assert calls == [MODELS_CONFIG_PATH]
+    found = {row.architecture: row.config_object for row in rows}
+    # libcst renders a continuation line relative to the block's indentation
+    assert found["ShapesModel"] == "(vllm_config.model_config  # the model's\n    .hf_text_config)"

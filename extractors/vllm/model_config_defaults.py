@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 
 import libcst as cst
+from tree_sitter import Node
 
 from extractors.errors import AnchorError
+from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
 from extractors.parsing.python_cst import (
     KeepBody,
     class_methods,
@@ -17,6 +19,7 @@ from extractors.parsing.python_cst import (
     walk_code,
 )
 from extractors.parsing.python_ts import node_text, parse_tree
+from extractors.parsing.python_ts import string_value as ts_string_value
 from extractors.vllm.cst_outline import parse_outline
 from extractors.vllm.records import MambaSsmDtypeDefault
 
@@ -156,7 +159,13 @@ def _calls(owners: set[str]) -> re.Pattern[bytes] | None:
 
 
 def _hook_methods(text: str) -> KeepBody:
-    """The methods `_resolve` may read: those that assign `.mamba_ssm_cache_dtype` (so their
+    """A keep predicate for the methods `_hook_method_names` names."""
+    wanted = _hook_method_names(text)
+    return lambda qualname, _code: qualname in wanted
+
+
+def _hook_method_names(text: str) -> frozenset[str]:
+    """`Class.method` of the methods `_resolve` may read: those that assign `.mamba_ssm_cache_dtype` (so their
     text holds it) and those that call a method of another top-level class from which such a
     method is reached (`_resolve` follows `Other.method(...)`; a call through `cls` or the
     class's own name leads back to a class already seen, so nowhere). Every definition of a
@@ -196,20 +205,34 @@ def _hook_methods(text: str) -> KeepBody:
         if not more:
             break
         reach |= more
-    wanted = {
+    return frozenset(
         f"{owner}.{method}"
         for owner, members in methods.items()
         for method, codes in members.items()
         if any(target in code or (calls is not None and calls.search(code)) for code in codes)
-    }
-    return lambda qualname, _code: qualname in wanted
+    )
 
 
 def mamba_ssm_dtype_defaults(text: str, path: str) -> list[MambaSsmDtypeDefault]:
     """One row per architecture whose config hook sets the SSM cache dtype when it is 'auto'.
 
     A missing or non-literal MODELS_CONFIG_MAP is an error; a map whose hooks never set the dtype
-    (vLLM before these defaults existed) gives no rows, which is a real upstream state."""
+    (vLLM before these defaults existed) gives no rows, which is a real upstream state.
+
+    Read from tree-sitter's tree; with libcst (so errors and code are libcst's, as before) when
+    tree-sitter finds errors in the file or a config object is written over several lines."""
+    root = parse_tree(text)
+    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
+    if root.has_error:
+        return _defaults_from_cst(text, path)
+    try:
+        return _defaults_from_tree(root, path, _hook_method_names(text))
+    except _SpansLines:  # a config object written over several lines
+        return _defaults_from_cst(text, path)
+
+
+def _defaults_from_cst(text: str, path: str) -> list[MambaSsmDtypeDefault]:
+    """mamba_ssm_dtype_defaults read with libcst, from the outline of the hook methods."""
     module = parse_outline(
         text,
         path,
@@ -234,6 +257,301 @@ def mamba_ssm_dtype_defaults(text: str, path: str) -> list[MambaSsmDtypeDefault]
             continue
         hook = element.value.value
         found = _resolve(classes, hook, {}, frozenset())
+        if found is None:
+            continue
+        rows.append(
+            MambaSsmDtypeDefault(
+                architecture=architecture,
+                config_class=hook,
+                reads=found.reads,
+                config_object=found.config_object,
+                default=found.default,
+                path=path,
+                symbol=found.symbol,
+            )
+        )
+    return sorted(rows, key=lambda r: r.architecture)
+
+
+# ------------------------------------------------------------ the same, from tree-sitter's tree
+# Each function below reads tree-sitter nodes as its libcst namesake above reads libcst's: a
+# libcst node looks through its own brackets (tree-sitter wraps them around it), `x = y = v`
+# is one assignment with two targets (tree-sitter nests two), `x: T = v` is an AnnAssign (one
+# with a type), and code is the node's source text.
+
+
+def _text(node: Node) -> str:
+    return node_text(node)
+
+
+class _SpansLines(Exception):
+    """Code to render spans lines: libcst renders those relative to the block's indentation."""
+
+
+def _ts_code(node: Node) -> str:
+    """The code `_code` renders for the node: its source text when that is one line."""
+    text = node_text(node)
+    if "\n" in text or "\r" in text:
+        raise _SpansLines
+    return text
+
+
+def _undecorated(node: Node) -> Node:
+    if node.type == "decorated_definition":
+        return node.child_by_field_name("definition") or node
+    return node
+
+
+def _suite(definition: Node) -> list[Node]:
+    """The statements of a class's indented body; none for a body on the header's line."""
+    body = definition.child_by_field_name("body")
+    if body is None:
+        return []
+    colon = body.prev_sibling
+    if colon is not None and colon.end_point[0] == body.start_point[0]:
+        return []
+    return body.named_children
+
+
+def _single_assignment(node: Node) -> tuple[str, Node] | None:
+    """(name, value) of `name = value` (one target, no annotation), else None."""
+    if node.type != "assignment" or node.child_by_field_name("type") is not None:
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    parent = node.parent
+    if left is None or right is None or right.type == "assignment":
+        return None
+    if parent is not None and parent.type == "assignment":
+        return None  # the inner part of `x = y = v`
+    left = unparenthesize(left)
+    return (_text(left), right) if left.type == "identifier" else None
+
+
+def _ts_walk(node: Node):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack += reversed(current.named_children)
+
+
+def _arguments(call: Node) -> list[Node]:
+    """What libcst's `Arg.value`s are: each argument's expression (a keyword's value, a
+    splat's operand), in order."""
+    arguments = call.child_by_field_name("arguments")
+    if arguments is None:
+        return []
+    if arguments.type != "argument_list":
+        return [arguments]  # a generator expression, the one argument
+    values = []
+    for argument in arguments.named_children:
+        if argument.type == "comment":
+            continue
+        if argument.type == "keyword_argument":
+            argument = argument.child_by_field_name("value") or argument
+        elif argument.type in ("list_splat", "dictionary_splat"):
+            argument = argument.named_children[0] if argument.named_children else argument
+        values.append(argument)
+    return values
+
+
+def _keywords(call: Node) -> dict[str, Node]:
+    arguments = call.child_by_field_name("arguments")
+    found = {}
+    for argument in arguments.named_children if arguments is not None else ():
+        if argument.type == "keyword_argument":
+            name, value = (
+                argument.child_by_field_name("name"),
+                argument.child_by_field_name("value"),
+            )
+            if name is not None and value is not None:
+                found[_text(name)] = value
+    return found
+
+
+def unparenthesize(node: Node) -> Node:
+    """The expression inside any brackets around it (comments in them looked through)."""
+    while node.type == "parenthesized_expression":
+        inner = [c for c in node.named_children if c.type != "comment"]
+        if len(inner) != 1:
+            break
+        node = inner[0]
+    return node
+
+
+def _string(node: Node) -> str | None:
+    """string_value (libcst's): a str literal's value, implicit concatenation included."""
+    node = unparenthesize(node)
+    if node.type == "concatenated_string":
+        parts = [ts_string_value(c) for c in node.named_children if c.type != "comment"]
+        return "".join(parts) if parts and all(p is not None for p in parts) else None  # type: ignore[arg-type]
+    return ts_string_value(node)
+
+
+def _ts_sets_target(method: Node) -> bool:
+    for node in _ts_walk(method):
+        if node.type == "assignment" and node.child_by_field_name("type") is None:
+            target = node.child_by_field_name("left")
+            target = unparenthesize(target) if target is not None else None
+            if target is not None and target.type == "attribute":
+                attribute = target.child_by_field_name("attribute")
+                if attribute is not None and _text(attribute) == TARGET_ATTR:
+                    return True
+    return False
+
+
+def _ts_getattr_read(method: Node) -> tuple[Node, list[Node]] | None:
+    for node in _ts_walk(method):
+        if node.type != "call":
+            continue
+        function = node.child_by_field_name("function")
+        if function is None or unparenthesize(function).type != "identifier":
+            continue
+        if _text(unparenthesize(function)) != "getattr":
+            continue
+        args = _arguments(node)
+        if len(args) >= 2:
+            field = _string(args[1])
+            if field and "mamba_ssm" in field:
+                return node, args
+    return None
+
+
+def _ts_local_assignment(method: Node, name: str) -> Node | None:
+    for node in _ts_walk(method):
+        found = _single_assignment(node)
+        if found is not None and found[0] == name:
+            return found[1]
+    return None
+
+
+def _ts_class_constant(cls: Node, name: str) -> str | None:
+    for statement in _suite(cls):
+        if statement.type == "expression_statement" and statement.named_child_count == 1:
+            found = _single_assignment(statement.named_children[0])
+            if found is not None and found[0] == name:
+                return _string(found[1])
+    return None
+
+
+def _ts_methods(cls: Node, class_name: str, wanted: frozenset[str]) -> dict[str, Node]:
+    """The class's methods `wanted` names (decorators and all), as `class_methods` of the
+    outline: the last definition of a name, at the place of the first."""
+    methods: dict[str, Node] = {}
+    for member in _suite(cls):
+        method = _undecorated(member)
+        name = method.child_by_field_name("name")
+        if method.type == "function_definition" and name is not None:
+            if f"{class_name}.{_text(name)}" in wanted:
+                methods[_text(name)] = member
+    return methods
+
+
+def _ts_resolve(
+    classes: dict[str, Node],
+    class_name: str,
+    bindings: dict[str, Node],
+    seen: frozenset[str],
+    wanted: frozenset[str],
+) -> _Found | None:
+    """_resolve over tree-sitter's tree."""
+    cls = classes.get(class_name)
+    if cls is None or class_name in seen:
+        return None
+    methods = _ts_methods(cls, class_name, wanted)
+    for method_name, method in methods.items():
+        if _ts_sets_target(method):
+            read = _ts_getattr_read(method)
+            if read is None:
+                continue
+            _, args = read
+            field = _string(args[1]) or ""
+            obj = args[0]
+            if unparenthesize(obj).type == "identifier":
+                name = _text(unparenthesize(obj))
+                bound = _ts_local_assignment(method, name)
+                if bound is None:
+                    bound = bindings.get(name)
+                obj_code = _ts_code(bound) if bound is not None else name
+            else:
+                obj_code = _ts_code(obj)
+            default = ""
+            if len(args) >= 3:
+                value = unparenthesize(args[2])
+                default = _string(value) or ""
+                owner = value.child_by_field_name("object") if value.type == "attribute" else None
+                if (
+                    not default
+                    and owner is not None
+                    and unparenthesize(owner).type == "identifier"
+                    and _text(unparenthesize(owner)) in ("cls", class_name)
+                ):
+                    attribute = value.child_by_field_name("attribute")
+                    if attribute is not None:
+                        default = _ts_class_constant(cls, _text(attribute)) or ""
+            return _Found(field, _config_object(obj_code), default, f"{class_name}.{method_name}")
+    for method in methods.values():
+        for node in _ts_walk(method):
+            if node.type != "call":
+                continue
+            function = node.child_by_field_name("function")
+            function = unparenthesize(function) if function is not None else None
+            if function is None or function.type != "attribute":
+                continue
+            owner = function.child_by_field_name("object")
+            owner = unparenthesize(owner) if owner is not None else None
+            if owner is None or owner.type != "identifier":
+                continue
+            target = class_name if _text(owner) == "cls" else _text(owner)
+            if target not in classes:
+                continue
+            found = _ts_resolve(classes, target, _keywords(node), seen | {class_name}, wanted)
+            if found is not None:
+                return found
+    return None
+
+
+def _defaults_from_tree(
+    root: Node, path: str, wanted: frozenset[str]
+) -> list[MambaSsmDtypeDefault]:
+    """mamba_ssm_dtype_defaults over tree-sitter's tree of the file (the methods `wanted`
+    names, as the libcst reader's outline has them)."""
+    mapping = None
+    classes: dict[str, Node] = {}
+    for statement in root.named_children:
+        definition = _undecorated(statement)
+        if definition.type == "class_definition":
+            name = definition.child_by_field_name("name")
+            if name is not None:
+                classes[_text(name)] = definition
+        elif statement.type == "expression_statement" and statement.named_child_count == 1:
+            assignment = statement.named_children[0]
+            left = (
+                assignment.child_by_field_name("left") if assignment.type == "assignment" else None
+            )
+            right = assignment.child_by_field_name("right") if left is not None else None
+            if (
+                left is not None
+                and right is not None
+                and right.type != "assignment"
+                and unparenthesize(left).type == "identifier"
+                and _text(unparenthesize(left)) == MAP_NAME
+            ):
+                mapping = right  # `NAME = v` or `NAME: T = v`; the last one wins
+    if mapping is None or unparenthesize(mapping).type != "dictionary":
+        raise AnchorError(
+            f"{MAP_NAME} is not a dict literal in {path}", paths=[path], anchor=MAP_NAME
+        )
+    rows: list[MambaSsmDtypeDefault] = []
+    for element in unparenthesize(mapping).named_children:
+        if element.type != "pair":
+            continue
+        key, value = element.child_by_field_name("key"), element.child_by_field_name("value")
+        architecture = _string(key) if key is not None else None
+        if architecture is None or value is None or unparenthesize(value).type != "identifier":
+            continue
+        hook = _text(unparenthesize(value))
+        found = _ts_resolve(classes, hook, {}, frozenset(), wanted)
         if found is None:
             continue
         rows.append(
