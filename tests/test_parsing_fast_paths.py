@@ -271,18 +271,18 @@ def chain_both_ways(text):
     """repr of the chain facts (or of the error) with the whole-file parse and the shape of
     model_config.py its readers share."""
     from extractors.sglang import attention_chain as chain
-    from extractors.sglang.model_config_shape import model_config_text
+    from extractors.sglang.model_config_shape import chain_text, model_config_text
 
     results = []
-    for shape in (lambda t: t, model_config_text):
+    for shape in (lambda t: t, model_config_text, chain_text):
         chain.attention_chain.cache_clear()
-        original, chain.model_config_text = chain.model_config_text, shape
+        original, chain.chain_text = chain.chain_text, shape
         try:
             results.append(repr(chain.attention_chain(text, "m.py")))
         except Exception as err:  # the error is part of what must agree
             results.append(f"{type(err).__name__}: {err}")
         finally:
-            chain.model_config_text = original
+            chain.chain_text = original
             chain.attention_chain.cache_clear()
     return results
 
@@ -308,8 +308,8 @@ def chain_both_ways(text):
     ],
 )
 def test_class_subset_gives_the_chain_of_the_whole_file(text):
-    whole, subset = chain_both_ways(text)
-    assert whole == subset
+    whole, subset, cut = chain_both_ways(text)
+    assert whole == subset == cut
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
-"""The reduced texts SGLang's libcst readers parse: model_config.py in the one shape its readers
-share, and the bodies the tensor-parallel readers keep. Each reader gives on the reduced text
-what it gives on the whole file."""
+"""The reduced texts SGLang's libcst readers parse: each reader's cut of the file (slices.py),
+model_config.py in the one shape its readers share when the file does not cut, and the bodies
+the tensor-parallel readers keep. Each reader gives on the reduced text what it gives on the
+whole file."""
 
 from __future__ import annotations
 
@@ -29,7 +30,13 @@ READERS = {
     "kv_head_overrides": lambda t: kv_heads.kv_head_overrides(t, MODEL_CONFIG_PATH),
     "kv_split_rules": lambda t: serving_rules.kv_split_rules(t, MODEL_CONFIG_PATH),
 }
-SHAPED = (architecture_sets, attention_chain, kv_heads, serving_rules)
+# each reader's module and the function giving it its cut of model_config.py
+CUTS = (
+    (architecture_sets, "sets_text"),
+    (attention_chain, "chain_text"),
+    (kv_heads, "kv_scan_text"),
+    (serving_rules, "kv_split_text"),
+)
 
 
 def outcome(reader, text):
@@ -40,12 +47,15 @@ def outcome(reader, text):
         return f"{type(err).__name__}: {err}"
 
 
-def whole_and_shaped(name, text, monkeypatch):
-    with monkeypatch.context() as patch:
-        for module in SHAPED:
-            patch.setattr(module, "model_config_text", lambda t: t)
-        whole = outcome(READERS[name], text)
-    return whole, outcome(READERS[name], text)
+def whole_shaped_and_cut(name, text, monkeypatch):
+    """The reader's outcome on the whole file, on the shared shape and on its own cut."""
+    found = []
+    for reduce in (lambda t: t, model_config_text):
+        with monkeypatch.context() as patch:
+            for module, function in CUTS:
+                patch.setattr(module, function, reduce)
+            found.append(outcome(READERS[name], text))
+    return (*found, outcome(READERS[name], text))
 
 
 HELPER_CONFIG = with_kv_method(MODEL_CONFIG).replace(
@@ -67,9 +77,9 @@ HELPER_CONFIG = with_kv_method(MODEL_CONFIG).replace(
         with_kv_method(MODEL_CONFIG) + "\nx = (\n",  # does not parse: whole, same error
     ],
 )
-def test_readers_read_the_shape_as_the_whole_file(name, text, monkeypatch):
-    whole, shaped = whole_and_shaped(name, text, monkeypatch)
-    assert whole == shaped
+def test_readers_read_the_shape_and_their_cut_as_the_whole_file(name, text, monkeypatch):
+    whole, shaped, cut = whole_shaped_and_cut(name, text, monkeypatch)
+    assert whole == shaped == cut
 
 
 def test_shape_keeps_what_the_readers_look_into_and_elides_the_rest():
@@ -143,10 +153,12 @@ LLAMA_TEXT = LLAMA + LLAMA_ATTENTION
 def test_tp_readers_read_their_bodies_as_the_whole_file(reader, text, path, monkeypatch):
     shaped = outcome(lambda t: reader(t, path), text)
     with monkeypatch.context() as patch:
+        patch.setattr(serving_rules, "cut_text", lambda _t, _cut: None)
+        kept = outcome(lambda t: reader(t, path), text)
         patch.setattr(
             serving_rules,
             "parse_module_keeping",
             lambda t, p, _keep: serving_rules.parse_module(t, p),
         )
         whole = outcome(lambda t: reader(t, path), text)
-    assert whole == shaped
+    assert whole == kept == shaped

@@ -27,7 +27,7 @@ from extractors.parsing.python_cst import (
     walk,
 )
 from extractors.records import ExtractionWarning, WarnsInFile
-from extractors.sglang.model_config_shape import model_config_text
+from extractors.sglang.model_config_shape import sets_text
 from extractors.sglang.records import SglangArchitectureSet
 
 FACT = "architecture_sets"
@@ -493,7 +493,7 @@ def architecture_sets(
     text: str, path: str
 ) -> tuple[list[SglangArchitectureSet], list[ExtractionWarning]]:
     """Every architecture each `is_*` function and ModelConfig attribute of the file tests."""
-    module = parse_module(model_config_text(text), path)
+    module = parse_module(sets_text(text), path)
     reader = _Reader(module, path, top_level_assignments(module), {})
     _module_appends(reader)
     rows: list[SglangArchitectureSet] = []

@@ -25,7 +25,7 @@ from extractors.parsing.python_cst import (
     walk,
 )
 from extractors.records import ExtractionWarning
-from extractors.sglang.model_config_shape import model_config_text
+from extractors.sglang.model_config_shape import chain_text
 from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangMlaCondition
 
 CLASS = "ModelConfig"
@@ -294,7 +294,7 @@ def find_chain(module: cst.Module, path: str) -> tuple[str, cst.If]:
 @lru_cache(maxsize=8)
 def attention_chain(text: str, path: str) -> ChainFacts:
     """(Memoized: three facts read the same chain.) MLA architectures (with their conditions) and explicit-MHA architectures of the chain."""
-    module = parse_module(model_config_text(text), path)
+    module = parse_module(chain_text(text), path)
     symbol, chain = find_chain(module, path)
     reader = _Reader(module, path, symbol)
     branches, else_branch = _branches(chain)

@@ -6,19 +6,29 @@ Kept bodies: the `is_*` functions (architecture sets), and of ModelConfig's meth
 name `architectures` or `_hf_arch` (a set's membership test reads one of them), those that name
 `attention_arch` (the attention chain assigns it), get_num_kv_heads (the per-GPU split), and
 get_total_num_kv_heads with every method it reaches through `self.<name>` (the KV-head scan,
-whose words describe the one-line methods it calls)."""
+whose words describe the one-line methods it calls).
+
+Each reader first asks for its own cut of the file (extractors/sglang/slices.py: only the
+definitions it looks into, so a reader run alone, as on the two-core runner, parses only those);
+the shared shape is what it parses when the cut is not available."""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
+from tree_sitter import Node
+
 from extractors.parsing.python_cst import text_keeping
 from extractors.parsing.python_ts import class_methods, node_text, parse_tree
+from extractors.sglang.slices import Cut, cut_text, defined_name
 
 CLASS = "ModelConfig"
 PREDICATE_PREFIX = "is_"
-MARKERS = (b"architectures", b"_hf_arch", b"attention_arch")
+ARCH_MARKERS = (b"architectures", b"_hf_arch")
+CHAIN_MARKER = b"attention_arch"
+MARKERS = (*ARCH_MARKERS, CHAIN_MARKER)
+APPEND = b"append"
 SPLIT_METHOD = "get_num_kv_heads"
 SCAN_METHOD = "get_total_num_kv_heads"
 SELF_MEMBER = re.compile(r"\bself\s*\.\s*(\w+)")
@@ -53,3 +63,54 @@ def model_config_text(text: str) -> str:
         return method in reached or method == SPLIT_METHOD or any(m in code for m in MARKERS)
 
     return text_keeping(text, keep)
+
+
+def _one_class(method) -> Cut:
+    return Cut(cls=lambda name: name == CLASS, method=lambda _cls, name, code: method(name, code))
+
+
+@lru_cache(maxsize=4)
+def chain_text(text: str) -> str:
+    """What the attention chain reads: the ModelConfig methods that name attention_arch."""
+    cut = cut_text(text, _one_class(lambda _name, code: CHAIN_MARKER in code))
+    return model_config_text(text) if cut is None else cut
+
+
+@lru_cache(maxsize=4)
+def kv_scan_text(text: str) -> str:
+    """What the KV-head scan reads: get_total_num_kv_heads and the methods it reaches."""
+    reached = _reached_methods(text)
+    cut = cut_text(text, _one_class(lambda name, _code: name in reached))
+    return model_config_text(text) if cut is None else cut
+
+
+def kv_split_text(text: str) -> str:
+    """What the per-GPU KV-head split reads: get_num_kv_heads."""
+    cut = cut_text(text, _one_class(lambda name, _code: name == SPLIT_METHOD))
+    return model_config_text(text) if cut is None else cut
+
+
+def _set_statement(statement: Node) -> bool:
+    """Module-level assignments and appends (a set's constants and the members added to
+    them), and the is_* functions."""
+    if statement.type == "expression_statement":
+        return True
+    if statement.type == "if_statement":
+        return APPEND in (statement.text or b"")
+    name = defined_name(statement, "function_definition")
+    return name is not None and name.startswith(PREDICATE_PREFIX)
+
+
+@lru_cache(maxsize=4)
+def sets_text(text: str) -> str:
+    """What the architecture sets read: module-level assignments and appends, the is_*
+    functions and the ModelConfig methods that name `architectures` or `_hf_arch`."""
+    cut = cut_text(
+        text,
+        Cut(
+            cls=lambda name: name == CLASS,
+            method=lambda _cls, _name, code: any(m in code for m in ARCH_MARKERS),
+            statement=_set_statement,
+        ),
+    )
+    return model_config_text(text) if cut is None else cut
