@@ -332,3 +332,135 @@ def test_related_config_classes_do_not_parse_files_naming_none():
     assert set(related_config_classes(texts, {"AConfig"})) == {"AConfig"}
     with pytest.raises(ParseError):
         related_config_classes(texts, {"AConfig", "class"})
+
+
+# Shapes the tree-sitter reading must see as libcst did: parentheses around a test or a set,
+# comments inside collections, True/False as names, elif tests inside methods, assignments in
+# nested blocks and functions, two targets and annotated assignments (not sets), a walrus guard.
+SHAPES_CONFIG = '''
+A_ARCHS = ["A1", "A2"]
+B_ARCHS: list = ("B1",  # a comment inside the tuple
+    "B2")
+C = D = ["C1"]
+A_ARCHS.append("A3")
+if (flag := os.environ.get("X")):
+    A_ARCHS.append("A4")
+    A_ARCHS.append(load())
+if other:
+    B_ARCHS.append("B3")
+else:
+    B_ARCHS.append("B4")
+E_ARCHS = "E1", "E2"
+
+
+@decorator
+def is_hybrid_swa_model(model_architectures):
+    """Doc."""
+    hybrid = {
+        "H1",  # first
+        *A_ARCHS,
+        *MISSING,
+        name_var,
+    }
+    return any((arch in hybrid) for arch in model_architectures)
+
+
+def is_paren(architectures):
+    return ((architectures[0]) in (B_ARCHS)) and (getattr(config, "x", None) is not None)
+
+
+def is_names(architectures):
+    if architectures[0] in E_ARCHS:
+        return False
+    elif "Z" == architectures[0]:
+        return (True)
+    return False
+
+
+def is_cmp(architectures):
+    return 1 < len(architectures) < 3
+
+
+def is_listcomp(architectures):
+    return any([a in ["L1", "L2"] for a in architectures])
+
+
+def is_two_loops(architectures):
+    return any(a in ["T1"] for a in architectures for b in architectures)
+
+
+class ModelConfig:
+    def __init__(self, hf_config):
+        hf_architectures = self.hf_config.architectures[0]
+        local_list = ["LL1", "LL2"]
+        self.is_y = (
+            hf_architectures == "Y1"  # a comment inside the test
+            or hf_architectures == "Y2"
+        )
+        self.a = self.b = hf_architectures in ["NO1"]
+        self.c: bool = hf_architectures in ["NO2"]
+        if other:
+            pass
+        elif hf_architectures in local_list:
+            self.q = 1
+        for i in range(3):
+            try:
+                self.w = any(a in ["W1"] for a in self.hf_config.architectures)
+            except Exception:
+                self.v = _hf_arch(self.hf_config) in ["V1"]
+
+        def inner():
+            self.n = hf_architectures in ["N1"]
+
+    def _x(self):
+        self.z = self.hf_config.architectures[0] in ("Z1",)
+
+    def _x(self):
+        self.z2 = self.hf_config.architectures[0] in ("Z2",)
+'''
+
+
+def test_the_tree_sitter_reading_sees_the_shapes_libcst_saw():
+    rows, warnings = architecture_sets(SHAPES_CONFIG, PATH)
+    assert sorted(
+        (r.set_name, r.architecture, r.member_returns, r.via, r.condition) for r in rows
+    ) == [
+        ("ModelConfig.__init__.local_list", "LL1", True, "", None),
+        ("ModelConfig.__init__.local_list", "LL2", True, "", None),
+        ("ModelConfig.is_y", "Y1", True, "", None),
+        ("ModelConfig.is_y", "Y2", True, "", None),
+        ("ModelConfig.n", "N1", True, "", None),
+        ("ModelConfig.v", "V1", True, "", None),
+        ("ModelConfig.w", "W1", True, "", None),
+        ("ModelConfig.z2", "Z2", True, "", None),  # the last definition of _x
+        ("is_hybrid_swa_model", "A1", True, "*A_ARCHS", None),
+        ("is_hybrid_swa_model", "A2", True, "*A_ARCHS", None),
+        ("is_hybrid_swa_model", "A3", True, "append", None),
+        ("is_hybrid_swa_model", "A4", True, "append", 'os.environ.get("X")'),
+        ("is_hybrid_swa_model", "H1", True, "", None),
+        ("is_listcomp", "L1", True, "", None),
+        ("is_listcomp", "L2", True, "", None),
+        ("is_names", "E1", False, "", None),
+        ("is_names", "E2", False, "", None),
+        ("is_names", "Z", True, "", None),
+        ("is_paren", "B1", True, "", '(getattr(config, "x", None) is not None)'),
+        ("is_paren", "B2", True, "", '(getattr(config, "x", None) is not None)'),
+    ]
+    paren = next(r for r in rows if r.set_name == "is_paren")
+    assert (paren.condition_field, paren.condition_check, paren.symbol) == (
+        "x",
+        "is not None",
+        "B_ARCHS",
+    )
+    assert [(w.code, w.subject) for w in warnings] == [
+        ("run-time-member", "A_ARCHS"),
+        ("unresolved-spread", "*MISSING"),
+        ("non-literal-member", "name_var"),
+        ("unstructured-condition", "is_hybrid_swa_model"),
+        ("unread-predicate", "is_cmp"),
+    ]
+
+
+def test_a_file_tree_sitter_cannot_parse_is_libcst_s_parse_error():
+    with pytest.raises(ParseError, match=r"line \d+, column \d+"):
+        architecture_sets(SHAPES_CONFIG + "\nx = (\n", PATH)

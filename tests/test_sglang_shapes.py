@@ -11,6 +11,7 @@ from extractors.errors import AnchorError
 from extractors.parsing.python_cst import text_keeping
 from extractors.sglang import architecture_sets, attention_chain, kv_heads, serving_rules
 from extractors.sglang.model_config_shape import model_config_text
+from extractors.sglang.slices import Cut, cut_text
 from tests.sglang_miniatures import LLAMA, MODEL_CONFIG, MODEL_CONFIG_OLD, MODEL_CONFIG_PATH
 from tests.sglang_serving_miniatures import (
     LLAMA_ATTENTION,
@@ -23,7 +24,6 @@ from tests.sglang_serving_miniatures import (
 )
 
 READERS = {
-    "architecture_sets": lambda t: architecture_sets.architecture_sets(t, MODEL_CONFIG_PATH),
     "attention_chain": lambda t: attention_chain.attention_chain(t, MODEL_CONFIG_PATH),
     "kv_head_aliases": lambda t: kv_heads.kv_head_aliases(t, MODEL_CONFIG_PATH),
     "kv_head_fallback": lambda t: kv_heads.kv_head_fallback(t, MODEL_CONFIG_PATH),
@@ -32,7 +32,6 @@ READERS = {
 }
 # each reader's module and the function giving it its cut of model_config.py
 CUTS = (
-    (architecture_sets, "sets_text"),
     (attention_chain, "chain_text"),
     (kv_heads, "kv_scan_text"),
     (serving_rules, "kv_split_text"),
@@ -145,7 +144,32 @@ LLAMA_TEXT = LLAMA + LLAMA_ATTENTION
             LLAMA_TEXT.replace("LlamaAttention(\n", "llama.LlamaAttention(\n"),
             LLAMA_PATH,
         ),
+        # a class whose decorator names the class: the file is not cut, the bodies are kept
+        (
+            serving_rules.attention_head_rules,
+            LLAMA_TEXT.replace(
+                "class LlamaDecoderLayer(", "@register(LlamaAttention)\nclass LlamaDecoderLayer("
+            ),
+            LLAMA_PATH,
+        ),
+        # built at module level, and a second __init__ of LlamaAttention (the last one counts)
+        (
+            serving_rules.attention_head_rules,
+            LLAMA_TEXT
+            + "\nDEFAULT = LlamaAttention(config, num_heads=config.heads_x)\n"
+            + "\n\nclass LlamaAttention(nn.Module):\n    def __init__(self):\n        pass\n",
+            LLAMA_PATH,
+        ),
+        (serving_rules.attention_head_rules, LLAMA_TEXT.replace("\n", "\r\n"), LLAMA_PATH),
         (serving_rules.mla_cell_rule, POOL, POOL_PATH),
+        (serving_rules.mla_cell_rule, POOL + "\nclass A: x = 1\n", POOL_PATH),  # not cut
+        (
+            serving_rules.mla_cell_rule,
+            POOL.replace("class DefaultPoolConfigurator", "class Old")
+            + "\n"
+            + POOL.replace("use_mla_backend", "use_other"),
+            POOL_PATH,
+        ),
         (serving_rules.mla_cell_rule, POOL.replace("_compute_cell_size", "other"), POOL_PATH),
         (serving_rules.ssm_tp_splits, MAMBA_UTILS, MAMBA_PATH),
     ],
@@ -162,3 +186,44 @@ def test_tp_readers_read_their_bodies_as_the_whole_file(reader, text, path, monk
         )
         whole = outcome(lambda t: reader(t, path), text)
     assert whole == kept == shaped
+
+
+def test_a_cut_copies_the_kept_members_and_writes_an_empty_class_as_dots():
+    text = (
+        "import os\n\n\nclass Keep(Base, metaclass=M):\n    x = 1\n\n"
+        "    @staticmethod\n    def wanted(a):\n        return a  # trailing\n\n"
+        "    def other(self):\n        return 2\n\n\nclass Empty:\n    def other(self):\n"
+        "        return 3\n\n\nclass Dropped:\n    pass\n"
+    )
+    cut = Cut(cls=lambda name: name != "Dropped", method=lambda _c, name, _code: name == "wanted")
+    assert cut_text(text, cut) == (
+        "class Keep:\n    @staticmethod\n    def wanted(a):\n        return a  # trailing\n"
+        "class Empty:\n    ...\n"
+    )
+
+
+def test_by_name_the_last_definition_decides_for_every_definition_of_the_name():
+    text = (
+        "class C:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n\n"
+        "    def f(self):\n        return 'marker'\n"
+    )
+    marked = Cut(cls=lambda _name: True, method=lambda _c, _n, code: b"marker" in code)
+    assert cut_text(text, marked) == (
+        "class C:\n    def f(self):\n        return 1\n    def f(self):\n        return 'marker'\n"
+    )
+    each = Cut(cls=lambda _name: True, method=lambda _c, _n, code: b"marker" in code, by_name=False)
+    assert cut_text(text, each) == "class C:\n    def f(self):\n        return 'marker'\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "class C:\n    def f(self):\n        return 1\nx = (\n",  # tree-sitter finds an error
+        "class C: x = 1\n",  # a class body on its header's line
+        "@deco(N)\nclass C:\n    def f(self):\n        return 1\n",  # the needle in a decorator
+        "class C(N):\n    def f(self):\n        return 1\n",  # the needle in a base
+    ],
+)
+def test_a_file_the_cut_does_not_handle_gives_none(text):
+    cut = Cut(cls=lambda _name: True, method=lambda *_: True, needle=b"N")
+    assert cut_text(text, cut) is None

@@ -8,27 +8,25 @@ name `architectures` or `_hf_arch` (a set's membership test reads one of them), 
 get_total_num_kv_heads with every method it reaches through `self.<name>` (the KV-head scan,
 whose words describe the one-line methods it calls).
 
-Each reader first asks for its own cut of the file (extractors/sglang/slices.py: only the
+Each libcst reader first asks for its own cut of the file (extractors/sglang/slices.py: only the
 definitions it looks into, so a reader run alone, as on the two-core runner, parses only those);
-the shared shape is what it parses when the cut is not available."""
+the shared shape is what it parses when the file does not cut. The architecture sets are read
+from tree-sitter's tree of the whole file."""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
-from tree_sitter import Node
-
 from extractors.parsing.python_cst import text_keeping
 from extractors.parsing.python_ts import class_methods, node_text, parse_tree
-from extractors.sglang.slices import Cut, cut_text, defined_name
+from extractors.sglang.slices import Cut, cut_text
 
 CLASS = "ModelConfig"
 PREDICATE_PREFIX = "is_"
 ARCH_MARKERS = (b"architectures", b"_hf_arch")
 CHAIN_MARKER = b"attention_arch"
 MARKERS = (*ARCH_MARKERS, CHAIN_MARKER)
-APPEND = b"append"
 SPLIT_METHOD = "get_num_kv_heads"
 SCAN_METHOD = "get_total_num_kv_heads"
 SELF_MEMBER = re.compile(r"\bself\s*\.\s*(\w+)")
@@ -87,30 +85,4 @@ def kv_scan_text(text: str) -> str:
 def kv_split_text(text: str) -> str:
     """What the per-GPU KV-head split reads: get_num_kv_heads."""
     cut = cut_text(text, _one_class(lambda name, _code: name == SPLIT_METHOD))
-    return model_config_text(text) if cut is None else cut
-
-
-def _set_statement(statement: Node) -> bool:
-    """Module-level assignments and appends (a set's constants and the members added to
-    them), and the is_* functions."""
-    if statement.type == "expression_statement":
-        return True
-    if statement.type == "if_statement":
-        return APPEND in (statement.text or b"")
-    name = defined_name(statement, "function_definition")
-    return name is not None and name.startswith(PREDICATE_PREFIX)
-
-
-@lru_cache(maxsize=4)
-def sets_text(text: str) -> str:
-    """What the architecture sets read: module-level assignments and appends, the is_*
-    functions and the ModelConfig methods that name `architectures` or `_hf_arch`."""
-    cut = cut_text(
-        text,
-        Cut(
-            cls=lambda name: name == CLASS,
-            method=lambda _cls, _name, code: any(m in code for m in ARCH_MARKERS),
-            statement=_set_statement,
-        ),
-    )
     return model_config_text(text) if cut is None else cut
