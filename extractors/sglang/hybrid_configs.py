@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import libcst as cst
 
@@ -26,6 +27,7 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk,
 )
+from extractors.parsing.python_skeleton import method_skeleton
 from extractors.parsing.python_ts import assignments, node_text, parse_python, string_value
 from extractors.records import ExtractionWarning, WarnsInFile
 from extractors.sglang.records import SglangHybridConfigClass
@@ -55,31 +57,42 @@ def config_classes(texts: Mapping[str, str]) -> dict[str, ConfigClass]:
     """Top-level classes of configs/*.py with their base names and `model_type` attribute."""
     found: dict[str, ConfigClass] = {}
     for path in sorted(texts):
-        root = parse_once(texts[path])  # read once: not kept in the memo; statements only
-        if root.has_error:
-            parse_python(texts[path], path, check_depth=False)  # raises its ParseError
-        for node in root.named_children:
-            cls = (
-                node.child_by_field_name("definition")
-                if node.type == "decorated_definition"
-                else node
-            )
-            if cls is None or cls.type != "class_definition":
-                continue
-            name = node_text(cls.child_by_field_name("name"))
-            supers = cls.child_by_field_name("superclasses")
-            bases = tuple(
-                node_text(b).rsplit(".", 1)[-1]
-                for b in (supers.named_children if supers is not None else [])
-                if b.type in ("identifier", "attribute")
-            )
-            body = cls.child_by_field_name("body")
-            model_type = ""
-            for key, value in assignments(body) if body is not None else []:
-                if key == "model_type" and value is not None:
-                    model_type = string_value(value) or ""
-            found.setdefault(name, ConfigClass(name, bases, model_type))
+        for cls in _file_classes(texts[path], path):
+            found.setdefault(cls.name, cls)
     return found
+
+
+@lru_cache(maxsize=128)
+def _file_classes(text: str, path: str) -> tuple[ConfigClass, ...]:
+    """The top-level classes of one config module, in order. Only class headers and
+    class-level assignments are read, so the module is parsed with its method bodies elided
+    (python_skeleton's line-based pass), or whole when that does not parse cleanly."""
+    root = parse_once(method_skeleton(text))  # read once: not kept in the memo
+    if root.has_error:
+        root = parse_once(text)
+        if root.has_error:
+            parse_python(text, path, check_depth=False)  # raises its ParseError
+    found = []
+    for node in root.named_children:
+        cls = (
+            node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+        )
+        if cls is None or cls.type != "class_definition":
+            continue
+        name = node_text(cls.child_by_field_name("name"))
+        supers = cls.child_by_field_name("superclasses")
+        bases = tuple(
+            node_text(b).rsplit(".", 1)[-1]
+            for b in (supers.named_children if supers is not None else [])
+            if b.type in ("identifier", "attribute")
+        )
+        body = cls.child_by_field_name("body")
+        model_type = ""
+        for key, value in assignments(body) if body is not None else []:
+            if key == "model_type" and value is not None:
+                model_type = string_value(value) or ""
+        found.append(ConfigClass(name, bases, model_type))
+    return tuple(found)
 
 
 def related_config_classes(texts: Mapping[str, str], names: set[str]) -> dict[str, ConfigClass]:
