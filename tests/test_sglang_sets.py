@@ -464,3 +464,40 @@ def test_the_tree_sitter_reading_sees_the_shapes_libcst_saw():
 def test_a_file_tree_sitter_cannot_parse_is_libcst_s_parse_error():
     with pytest.raises(ParseError, match=r"line \d+, column \d+"):
         architecture_sets(SHAPES_CONFIG + "\nx = (\n", PATH)
+
+
+CONFIG_MODULE = """
+class EConfig(PretrainedConfig):
+    model_type = "e"
+
+    def __init__(self, layers=2, **kwargs):
+        self.layers = layers
+        model_type = "not the class attribute"
+        super().__init__(**kwargs)
+
+    keys_to_ignore = ["x"]
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CONFIG_MODULE,
+        # a bracket continued at the class's indentation: the line-based elision cannot cut
+        # the method, so the module is parsed whole
+        CONFIG_MODULE.replace("self.layers = layers", "self.layers = max(\n    layers, 1)"),
+    ],
+)
+def test_config_classes_read_headers_and_class_attributes_with_method_bodies_elided(text):
+    from extractors.sglang.hybrid_configs import ConfigClass, config_classes
+
+    assert config_classes({"c/e.py": text}) == {
+        "EConfig": ConfigClass("EConfig", ("PretrainedConfig",), "e")
+    }
+
+
+def test_config_module_broken_outside_method_bodies_is_a_parse_error():
+    from extractors.sglang.hybrid_configs import config_classes
+
+    with pytest.raises(ParseError):
+        config_classes({"c/e.py": CONFIG_MODULE.replace('keys_to_ignore = ["x"]', "keys = [")})
