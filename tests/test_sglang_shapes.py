@@ -227,3 +227,20 @@ def test_by_name_the_last_definition_decides_for_every_definition_of_the_name():
 def test_a_file_the_cut_does_not_handle_gives_none(text):
     cut = Cut(cls=lambda _name: True, method=lambda *_: True, needle=b"N")
     assert cut_text(text, cut) is None
+
+
+def test_a_body_cut_keeps_only_the_statements_it_accepts():
+    text = (
+        "class C:\n    @property\n    def f(self, a,\n          b):\n        x = 1\n"
+        "        if a:\n            self.mark = 2\n\n    def g(self):  # mark\n        return 3\n"
+    )
+    cut = Cut(
+        cls=lambda _name: True,
+        method=lambda _c, _n, code: b"mark" in code,
+        body=lambda statement: b"mark" in (statement.text or b""),
+    )
+    assert cut_text(text, cut) == (
+        "class C:\n    def f(self):\n        if a:\n            self.mark = 2\n"
+        "    def g(self):\n        ...\n"
+    )
+    assert cut_text("class C:\n    def f(self): self.mark = 1\n", cut) is None

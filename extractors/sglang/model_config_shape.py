@@ -69,8 +69,16 @@ def _one_class(method) -> Cut:
 
 @lru_cache(maxsize=4)
 def chain_text(text: str) -> str:
-    """What the attention chain reads: the ModelConfig methods that name attention_arch."""
-    cut = cut_text(text, _one_class(lambda _name, code: CHAIN_MARKER in code))
+    """What the attention chain reads: of the ModelConfig methods that name attention_arch,
+    the statements that name it (a chain that assigns it is one of them, or inside one)."""
+    cut = cut_text(
+        text,
+        Cut(
+            cls=lambda name: name == CLASS,
+            method=lambda _cls, _name, code: CHAIN_MARKER in code,
+            body=lambda statement: CHAIN_MARKER in (statement.text or b""),
+        ),
+    )
     return model_config_text(text) if cut is None else cut
 
 
