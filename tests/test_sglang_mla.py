@@ -135,6 +135,12 @@ class ModelConfig:
             "conditional-assignment",
             "B",
         ),
+        (  # nested deeper, in a block the statement walk enters
+            '"A" in self.hf_config.architectures',
+            "for x in y:\n                with z:\n                    self.attention_arch = 1",
+            "conditional-assignment",
+            "B",
+        ),
         (
             '"A" in self.hf_config.architectures and self.flag(3)',
             "pass",

@@ -14,6 +14,7 @@ from functools import lru_cache
 import libcst as cst
 
 from extractors.errors import AnchorError
+from extractors.parsing.cst_children import children
 from extractors.parsing.python_cst import (
     class_methods,
     compact_code,
@@ -30,6 +31,7 @@ from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, 
 
 CLASS = "ModelConfig"
 TARGET = "self.attention_arch"
+TARGET_ATTRIBUTE = "attention_arch"
 ENUM = "AttentionArch"
 CONFIG_ROOTS = {
     "self.hf_text_config": "hf_text_config",
@@ -101,8 +103,10 @@ class _Reader:
                 return "?" + self.code(value), False
         nested = any(
             self.code(n.targets[0].target) == TARGET
-            for n in walk(body)
-            if isinstance(n, cst.Assign) and len(n.targets) == 1
+            for n in _assignments(body)
+            if len(n.targets) == 1
+            and isinstance(n.targets[0].target, cst.Attribute)
+            and n.targets[0].target.attr.value == TARGET_ATTRIBUTE
         )
         return None, nested
 
@@ -217,6 +221,17 @@ class _Reader:
                 if key in MLA_FIELDS and self.code(node.args[0].value) in CONFIG_ROOTS:
                     found.add(key)
         return tuple(sorted(found))
+
+
+def _assignments(node: cst.CSTNode):
+    """The assignments under `node`, not looking into expressions (no statement is in one)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Assign):
+            yield current
+        elif not isinstance(current, cst.BaseExpression):
+            stack += children(current)
 
 
 _LITERALS = {"None": None, "True": True, "False": False}
