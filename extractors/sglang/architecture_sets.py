@@ -18,13 +18,35 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError, ParseError
-from extractors.parsing.limits import check_syntax_tree
-from extractors.parsing.python_cst import parse_module
-from extractors.parsing.python_ts import if_clauses, node_text, parse_tree
-from extractors.parsing.python_ts import string_value as plain_string_value
+from extractors.errors import AnchorError
+from extractors.parsing.python_ts import if_clauses, node_text
 from extractors.records import ExtractionWarning, WarnsInFile
 from extractors.sglang.records import SglangArchitectureSet
+from extractors.sglang.ts_view import (
+    COLLECTIONS,
+    COMPREHENSIONS,
+    assignments_and_ifs,
+    attribute,
+    bare,
+    boolean,
+    call_parts,
+    callee,
+    class_methods,
+    code,
+    comparison,
+    conjuncts,
+    defined_name,
+    definition,
+    module_tree,
+    name_of,
+    named,
+    negated,
+    returned,
+    single_assignment,
+    single_comparison,
+    statements,
+    string_value,
+)
 
 FACT = "architecture_sets"
 CLASS = "ModelConfig"
@@ -39,207 +61,6 @@ CONFIG_ROOTS = {
     "config": "hf_config",
 }
 CONFIG_READERS = ("getattr", "_hf_attr")
-NAMES = ("identifier", "true", "false", "none")  # libcst reads True/False/None as names
-COLLECTIONS = ("list", "tuple", "set", "expression_list")
-COMPREHENSIONS = ("generator_expression", "list_comprehension")
-# statements that hold other statements (walked for assignments and ifs)
-CONTAINERS = frozenset(
-    {
-        "block",
-        "else_clause",
-        "for_statement",
-        "while_statement",
-        "try_statement",
-        "except_clause",
-        "except_group_clause",
-        "finally_clause",
-        "with_statement",
-        "function_definition",
-        "class_definition",
-        "decorated_definition",
-        "match_statement",
-        "case_clause",
-    }
-)
-
-
-# -- nodes as libcst shows them
-
-
-def _named(node: Node) -> list[Node]:
-    return [c for c in node.named_children if c.type != "comment"]
-
-
-def bare(node: Node) -> Node:
-    """The node inside any parentheses (libcst keeps them on the node itself)."""
-    while node.type == "parenthesized_expression":
-        inner = _named(node)
-        if len(inner) != 1:
-            break
-        node = inner[0]
-    return node
-
-
-def code(node: Node) -> str:
-    """A node's code on one line, with no space inside brackets (python_cst.compact_code)."""
-    text = " ".join(node_text(node).split())
-    return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
-
-
-def name_of(node: Node) -> str | None:
-    """`x` -> "x" (True, False and None too), else None."""
-    inner = bare(node)
-    return node_text(inner) if inner.type in NAMES else None
-
-
-def string_value(node: Node) -> str | None:
-    """The value of a plain string literal (or implicit concatenation), else None."""
-    inner = bare(node)
-    if inner.type == "concatenated_string":
-        parts = [plain_string_value(p) for p in _named(inner)]
-        return "".join(parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
-    return plain_string_value(inner) if inner.type == "string" else None
-
-
-def comparison(node: Node) -> tuple[list[Node], list[str]] | None:
-    """(operands, operators) of a comparison: `a not in b` -> ([a, b], ["not in"])."""
-    inner = bare(node)
-    if inner.type != "comparison_operator":
-        return None
-    operators = inner.children_by_field_name("operators")
-    ids = {o.id for o in operators}
-    operands = [c for c in inner.children if c.is_named and c.type != "comment" and c.id not in ids]
-    return operands, [o.type for o in operators]
-
-
-def single_comparison(node: Node) -> tuple[Node, str, Node] | None:
-    """(left, operator, right) of a comparison with one operator."""
-    found = comparison(node)
-    if found is None or len(found[1]) != 1 or len(found[0]) != 2:
-        return None
-    return found[0][0], found[1][0], found[0][1]
-
-
-def call_parts(node: Node) -> tuple[Node, list[Node]] | None:
-    """(callee, argument values) of a call; a keyword or starred argument gives its value."""
-    inner = bare(node)
-    if inner.type != "call":
-        return None
-    arguments = inner.child_by_field_name("arguments")
-    if arguments is None:
-        return None
-    if arguments.type in COMPREHENSIONS:
-        return inner.child_by_field_name("function"), [arguments]
-    values = []
-    for argument in _named(arguments):
-        if argument.type == "keyword_argument":
-            values.append(argument.child_by_field_name("value"))
-        elif argument.type in ("list_splat", "dictionary_splat"):
-            values.append(_named(argument)[0])
-        else:
-            values.append(argument)
-    return inner.child_by_field_name("function"), values
-
-
-def callee(node: Node) -> str | None:
-    parts = call_parts(node)
-    return code(parts[0]) if parts is not None else None
-
-
-def attribute(node: Node) -> tuple[Node, str] | None:
-    """(object, attribute name) of `obj.attr`."""
-    inner = bare(node)
-    if inner.type != "attribute":
-        return None
-    return inner.child_by_field_name("object"), node_text(inner.child_by_field_name("attribute"))
-
-
-def boolean(node: Node, operator: str) -> tuple[Node, Node] | None:
-    """(left, right) of `left <operator> right` (`and` / `or`)."""
-    inner = bare(node)
-    if inner.type != "boolean_operator":
-        return None
-    if node_text(inner.child_by_field_name("operator")) != operator:
-        return None
-    return inner.child_by_field_name("left"), inner.child_by_field_name("right")
-
-
-def negated(node: Node) -> Node | None:
-    """x of `not x`."""
-    inner = bare(node)
-    return inner.child_by_field_name("argument") if inner.type == "not_operator" else None
-
-
-def conjuncts(node: Node) -> list[Node]:
-    """The operands of a chain of `and`: `a and b and c` -> [a, b, c]."""
-    parts = boolean(node, "and")
-    if parts is not None:
-        return conjuncts(parts[0]) + conjuncts(parts[1])
-    return [node]
-
-
-def single_assignment(statement: Node) -> tuple[Node, Node] | None:
-    """(target, value) of a statement `target = value` with one target (not annotated)."""
-    if statement.type != "expression_statement":
-        return None
-    inner = _named(statement)
-    if len(inner) != 1 or inner[0].type != "assignment":
-        return None
-    assignment = inner[0]
-    value = assignment.child_by_field_name("right")
-    if assignment.child_by_field_name("type") is not None or value is None:
-        return None
-    if value.type == "assignment":
-        return None  # `a = b = value`: two targets
-    return assignment.child_by_field_name("left"), value
-
-
-def statements(block: Node | None) -> list[Node]:
-    """The statements of a block, docstrings (any string statement) and `pass` dropped."""
-    found = []
-    for statement in _named(block) if block is not None else ():
-        if statement.type == "pass_statement":
-            continue
-        if statement.type == "expression_statement":
-            inner = _named(statement)
-            if len(inner) == 1 and string_value(inner[0]) is not None:
-                continue
-        found.append(statement)
-    return found
-
-
-def returned(statement: Node) -> Node | None:
-    """The value of `return value`, else None."""
-    if statement.type != "return_statement":
-        return None
-    inner = _named(statement)
-    return inner[0] if inner else None
-
-
-def _assignments_and_ifs(node: Node):
-    """("assign", (target, value)) and ("if", test) in source order under `node`, the tests of
-    `elif`s included, not looking into expressions (no statement is inside one)."""
-    for child in node.children:
-        kind = child.type
-        if kind == "expression_statement":
-            assigned = single_assignment(child)
-            if assigned is not None:
-                yield "assign", assigned
-        elif kind in ("if_statement", "elif_clause"):
-            yield "if", child.child_by_field_name("condition")
-            yield from _assignments_and_ifs(child)
-        elif kind in CONTAINERS:
-            yield from _assignments_and_ifs(child)
-
-
-def _definition(statement: Node) -> Node:
-    if statement.type == "decorated_definition":
-        return statement.child_by_field_name("definition") or statement
-    return statement
-
-
-def _defined_name(node: Node) -> str:
-    return node_text(node.child_by_field_name("name"))
 
 
 @dataclass(frozen=True)
@@ -289,9 +110,9 @@ class _Reader(WarnsInFile):
         if inner.type not in COLLECTIONS:
             return None
         found: list[Member] = []
-        for element in _named(inner):
+        for element in named(inner):
             if element.type == "list_splat":
-                value = _named(element)[0]
+                value = named(element)[0]
                 inner_members = self.members(value, env, symbol, seen)
                 spread = f"*{code(value)}"
                 if inner_members is None:
@@ -606,24 +427,13 @@ def _predicate_rows(reader: _Reader, name: str, fn: Node) -> list[SglangArchitec
     return rows
 
 
-def _class_methods(cls: Node) -> dict[str, Node]:
-    """name -> the last function definition of that name directly in the class body (at the
-    place of the first), decorators looked through."""
-    found: dict[str, Node] = {}
-    for member in _named(cls.child_by_field_name("body")):
-        method = _definition(member)
-        if method.type == "function_definition":
-            found[_defined_name(method)] = method
-    return found
-
-
 def _attribute_rows(reader: _Reader, cls: Node) -> list[SglangArchitectureSet]:
     """`self.X = <membership>` in any method, and local lists tested in a method's `if`."""
     rows: list[SglangArchitectureSet] = []
-    class_name = _defined_name(cls)
-    for method_name, method in _class_methods(cls).items():
+    class_name = defined_name(cls)
+    for method_name, method in class_methods(cls).items():
         symbol = f"{class_name}.{method_name}"
-        found = list(_assignments_and_ifs(method))  # one walk for the assignments and the ifs
+        found = list(assignments_and_ifs(method))  # one walk for the assignments and the ifs
         assigns = [a for kind, a in found if kind == "assign"]
         env, arch_names = _locals(assigns, reader, frozenset())
         for target, value in assigns:
@@ -662,7 +472,7 @@ def _top_level_assignments(root: Node) -> dict[str, Node]:
     for statement in root.named_children:
         if statement.type != "expression_statement":
             continue
-        inner = _named(statement)
+        inner = named(statement)
         if len(inner) != 1 or inner[0].type != "assignment":
             continue
         value = inner[0].child_by_field_name("right")
@@ -684,7 +494,7 @@ def _module_appends(reader: _Reader, root: Node) -> None:
             condition = statement.child_by_field_name("condition")
             body = statements(statement.child_by_field_name("consequence"))
         for node in body:
-            inner = _named(node) if node.type == "expression_statement" else []
+            inner = named(node) if node.type == "expression_statement" else []
             parts = call_parts(inner[0]) if len(inner) == 1 else None
             if parts is None or len(parts[1]) != 1:
                 continue
@@ -723,32 +533,22 @@ def _tests_architectures(fn: Node) -> bool:
     return False
 
 
-def _tree(text: str, path: str) -> Node:
-    """tree-sitter's module; a file it finds errors in raises the error libcst gives."""
-    root = parse_tree(text)
-    if root.has_error:
-        parse_module(text, path)  # libcst's ParseError, as the libcst reader gave
-        raise ParseError(f"{path} does not parse as Python", paths=[path])
-    check_syntax_tree(root, path, "Python")
-    return root
-
-
 def architecture_sets(
     text: str, path: str
 ) -> tuple[list[SglangArchitectureSet], list[ExtractionWarning]]:
     """Every architecture each `is_*` function and ModelConfig attribute of the file tests."""
-    root = _tree(text, path)
+    root = module_tree(text, path)
     reader = _Reader(path, _top_level_assignments(root), {})
     _module_appends(reader, root)
     rows: list[SglangArchitectureSet] = []
     functions = [
-        (_defined_name(_definition(s)), s)
+        (defined_name(definition(s)), s)
         for s in root.named_children
-        if _definition(s).type == "function_definition"
-        and _defined_name(_definition(s)).startswith(PREDICATE_PREFIX)
+        if definition(s).type == "function_definition"
+        and defined_name(definition(s)).startswith(PREDICATE_PREFIX)
     ]
     for name, statement in functions:
-        found = _predicate_rows(reader, name, _definition(statement))
+        found = _predicate_rows(reader, name, definition(statement))
         if not found and _tests_architectures(statement):
             reader.warn(
                 "unread-predicate",
@@ -758,8 +558,8 @@ def architecture_sets(
             )
         rows += found
     classes = {
-        _defined_name(c): c
-        for c in map(_definition, root.named_children)
+        defined_name(c): c
+        for c in map(definition, root.named_children)
         if c.type == "class_definition"
     }
     cls = classes.get(CLASS)
