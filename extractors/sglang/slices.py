@@ -31,9 +31,7 @@ def _never(_node: Node) -> bool:
 class Cut:
     """What to keep: `statement(node)` for a top-level statement that is not a class (kept
     whole), `cls(name)` for a class, `method(class, name, code)` for one of its methods,
-    `member(node)` for its other statements (kept whole). With `body`, a kept method is
-    written `def name(self):` followed by the statements of its body `body(statement)` keeps
-    (or `...`): for a reader that takes from a method only its name and some statements."""
+    `member(node)` for its other statements (kept whole)."""
 
     cls: Callable[[str], bool]
     method: Callable[[str, str, bytes], bool]
@@ -41,7 +39,6 @@ class Cut:
     member: Callable[[Node], bool] = _never
     by_name: bool = True
     needle: bytes = b""
-    body: Callable[[Node], bool] | None = None  # keep only these statements of a kept method
 
 
 def definition(statement: Node) -> Node:
@@ -134,26 +131,7 @@ def _write_class(writer: _Writer, statement: Node, name: str, cut: Cut) -> None:
         indent = next(iter(indents), b"    ")
         writer.write(indent + b"...")
     for member in kept:
-        method = defined_name(member, "function_definition")
-        if cut.body is None or method is None:
-            writer.lines(member)
-        else:
-            _write_method(writer, member, method, cut.body)
-
-
-def _write_method(writer: _Writer, member: Node, name: str, keep: Callable[[Node], bool]) -> None:
-    indent = writer.prefix(member)[1]
-    block = definition(member).child_by_field_name("body")
-    statements = _members(block) if block is not None else []
-    indents = {writer.prefix(s)[1] for s in statements}
-    if len(indents) > 1 or any(len(i) <= len(indent) for i in indents):
-        raise _Uncut
-    writer.write(indent + b"def " + name.encode("utf-8") + b"(self):")
-    kept = [s for s in statements if keep(s)]
-    if not kept:
-        writer.write(next(iter(indents), indent + b"    ") + b"...")
-    for statement in kept:
-        writer.lines(statement)
+        writer.lines(member)
 
 
 def cut_text(text: str, cut: Cut) -> str | None:
