@@ -501,3 +501,105 @@ def test_config_module_broken_outside_method_bodies_is_a_parse_error():
 
     with pytest.raises(ParseError):
         config_classes({"c/e.py": CONFIG_MODULE.replace('keys_to_ignore = ["x"]', "keys = [")})
+
+
+# Shapes the tree-sitter reading must see as the libcst reader did: a branch body read as text
+# (a compound statement owns the comment lines above it, the first one those after the block
+# header), classes written as a tuple, an attribute or a union, an elif, a nested def, a
+# decorator call, `self.x` members of the union.
+HYBRID_SHAPES = """
+from x import (AConfig, BConfig)
+
+@decorator()
+def a_config(model_config):
+    config = model_config.hf_config
+    if isinstance(config, AConfig) and (model_config.flag):
+        # comment above a for
+        for i in config.layers:
+            # inner
+            x = i
+        # footer at block level
+          # mid
+        # above with
+        with ctx():
+            pass
+    if isinstance((config), (BConfig, mod.CConfig)):  # header comment
+        # first lead
+        try:
+            y = 1
+        except Exception:
+            return None
+        return config
+    if isinstance(config, AConfig | BConfig):
+        t = config.text_config
+        return t if t.enabled else None
+    if isinstance(config, BConfig):
+        if not config.has_mamba:
+            return None
+        return config
+    if isinstance(config, AConfig) and config.special:
+        return None
+    return None
+
+
+def b_config(model_config):
+    text_config = getattr(model_config.hf_config, "text_config", None)
+    if isinstance(text_config, BConfig):
+        return text_config
+    elif isinstance(text_config, AConfig):
+        def inner():
+            return 1
+        return None
+
+
+def linear_attn_registry_result(model_config):
+    return 1
+
+
+def mambaish_config(model_config):
+    existing = a_config(model_config) or b_config(model_config) or self.c_config
+    if existing:
+        return existing
+    result = linear_attn_registry_result(model_config)
+    return result
+"""
+HYBRID_CONFIGS = {
+    "c/a.py": "class AConfig(PretrainedConfig):\n    model_type = 'a'\n\n"
+    "class A2Config(AConfig):\n    model_type = 'a2'\n",
+    "c/b.py": "class BConfig(X):\n    model_type = 'b'\n    def __init__(self):\n        self.x = 1\n",
+}
+
+
+def test_hybrid_functions_read_the_shapes_the_libcst_reader_read():
+    rows, warnings = hybrid_config_classes(
+        HYBRID_SHAPES, "hybrid_arch.py", HYBRID_CONFIGS, {"m.py": "register_linear_attn_model(x)"}
+    )
+    first_lead = "# first lead try: y = 1 except Exception: return None return config"
+    enabled = "t.enabled (where t = config.text_config)"
+    text_config = 'getattr(model_config.hf_config, "text_config", None)'
+    assert sorted(
+        (r.function, r.config_class, r.via, r.config_read, r.condition) for r in rows
+    ) == [
+        ("a_config", "A2Config", "AConfig", "hf_config", enabled),
+        ("a_config", "AConfig", "", "hf_config", enabled),
+        ("a_config", "BConfig", "", "(config)", first_lead),
+        ("a_config", "CConfig", "", "(config)", first_lead),
+        ("b_config", "A2Config", "AConfig", text_config, "def inner(): return 1 return None"),
+        ("b_config", "AConfig", "", text_config, "def inner(): return 1 return None"),
+        ("b_config", "BConfig", "", text_config, None),
+        ("mambaish_config", "A2Config", "a_config()", "hf_config", enabled),
+        ("mambaish_config", "AConfig", "a_config()", "hf_config", enabled),
+        ("mambaish_config", "BConfig", "a_config()", "(config)", first_lead),
+        ("mambaish_config", "CConfig", "a_config()", "(config)", first_lead),
+    ]
+    assert [(w.code, w.subject) for w in warnings] == [
+        ("exception-branch", "a_config: AConfig"),
+        ("class-not-in-configs", "CConfig"),
+        ("exception-branch", "a_config: AConfig"),
+        ("run-time-registry", "mambaish_config"),
+    ]
+    assert warnings[0].message == (
+        "a_config returns None for AConfig when (model_config.flag) and # comment above a for "
+        "for i in config.layers: # inner x = i # footer at block level # mid # above with "
+        "with ctx(): pass: an exception the class rows below do not carry"
+    )

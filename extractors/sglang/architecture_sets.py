@@ -443,9 +443,10 @@ def _attribute_rows(reader: _Reader, cls: Node) -> list[SglangArchitectureSet]:
                 conditions = [reader.condition(o) for o in others]
                 set_name = f"{class_name}.{read[1]}"
                 rows += [reader.row(set_name, m, True, conditions, symbol) for m in members or ()]
-        for kind, test in found:
+        for kind, clause in found:
             if kind != "if":
                 continue
+            test = clause.child_by_field_name("condition")
             for part in conjuncts(test):
                 local = _local_collection(part, env)
                 if local is None or local in arch_names:

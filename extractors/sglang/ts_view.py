@@ -194,8 +194,9 @@ def returned(statement: Node) -> Node | None:
 
 
 def assignments_and_ifs(node: Node):
-    """("assign", (target, value)) and ("if", test) in source order under `node`, the tests of
-    `elif`s included, not looking into expressions (no statement is inside one)."""
+    """("assign", (target, value)) and ("if", the `if` statement or `elif` clause: its condition
+    and consequence) in source order under `node`, as libcst's walk meets its Assign and If
+    nodes, not looking into expressions (no statement is inside one)."""
     for child in node.children:
         kind = child.type
         if kind == "expression_statement":
@@ -203,7 +204,7 @@ def assignments_and_ifs(node: Node):
             if assigned is not None:
                 yield "assign", assigned
         elif kind in ("if_statement", "elif_clause"):
-            yield "if", child.child_by_field_name("condition")
+            yield "if", child
             yield from assignments_and_ifs(child)
         elif kind in CONTAINERS:
             yield from assignments_and_ifs(child)
