@@ -319,8 +319,13 @@ def _literal_row(setting: str, role: str, value: str, reason: str, path: str, sy
     )
 
 
+# Every node type the readers look for, in one query (each query compiled costs 2-4 ms).
+READ_TYPES = ("assignment", "call", "elif_clause", "if_statement", "import_from_statement", "pair")
+
+
 def _descendants(node: Node, *types: str) -> list[Node]:
-    return typed_descendants(PYTHON, node, types)
+    """The nodes of `types` (some of READ_TYPES) under `node`, in source order."""
+    return [n for n in typed_descendants(PYTHON, node, READ_TYPES) if n.type in types]
 
 
 def page_size_source(text: str, path: str) -> ServingDefault | tuple[str, str, str]:
