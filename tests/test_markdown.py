@@ -78,6 +78,28 @@ def test_cells_keep_code_sup_and_footnotes_apart():
     assert problems == ["footnote reference [^9] has no definition on the page"]
 
 
+def test_inline_content_read_lazily_is_what_a_full_parse_gives():
+    # inline content is parsed only where it is read: escapes are still joined into the text,
+    # a reference-style link and a footnote defined after the table still resolve
+    text = """## `Models` \\| list
+
+Prose with *emphasis*, a [link][ref] and [^1].
+
+| Architecture | Note |
+|---|---|
+| `A\\|B` x\\|y | see [docs][ref] [^1] |
+
+[ref]: https://example.com
+[^1]: defined below, with `code`.
+"""
+    doc = parse_document(text, "p.md")
+    assert doc.headings[0][1] == "Models | list"
+    arch, note = doc.tables[0].rows[0].cells
+    assert arch.code == ("A|B",) and arch.text == "A|B x|y"
+    assert note.text == "see docs" and note.footnotes == ("1",) and note.dangling == ()
+    assert [d.text for d in doc.footnote_defs] == ["defined below, with code."]
+
+
 def test_duplicate_footnote_label_resolves_to_nearest_definition_below():
     text = """## One
 
