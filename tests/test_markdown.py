@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from extractors.errors import AnchorError
@@ -98,6 +100,30 @@ Prose with *emphasis*, a [link][ref] and [^1].
     assert arch.code == ("A|B",) and arch.text == "A|B x|y"
     assert note.text == "see docs" and note.footnotes == ("1",) and note.dangling == ()
     assert [d.text for d in doc.footnote_defs] == ["defined below, with code."]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Llama 3.1, Llama 3 (8B) - meta-llama/Meta-Llama-3-8B: 70% {x} #1 $2 +3 =4 >5 @6 ~7",
+        "✅︎",
+        "",
+        "a  b\tc",
+        "`code`",
+        "a *b* _c_",
+        "[^1] and [x](y)",
+        "<sup>E</sup> &amp; !image",
+        "x\\|y",
+        "^[inline]",
+    ],
+)
+def test_a_cell_without_inline_markup_is_its_text_as_a_full_parse_gives(monkeypatch, content):
+    from extractors.parsing import markdown
+
+    text = f"| h |\n|---|\n| {content} |\n\n[^1]: note\n"
+    fast = parse_document(text, "p.md").tables[0].rows[0].cells[0]
+    monkeypatch.setattr(markdown, "INLINE_MARKUP", re.compile(""))  # every cell parsed
+    assert parse_document(text, "p.md").tables[0].rows[0].cells[0] == fast
 
 
 def test_duplicate_footnote_label_resolves_to_nearest_definition_below():

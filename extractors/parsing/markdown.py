@@ -239,9 +239,18 @@ def flatten_inline(tokens: Sequence[Token]) -> Cell:
     return builder.cell()
 
 
+# The characters an inline rule of this parser starts at (line break, escape, code span,
+# emphasis, link, image, footnote, autolink and HTML, entity): content without any of them
+# parses to one text token, its content.
+INLINE_MARKUP = re.compile(r"[\n\\`*_\[\]!^<&]")
+
+
 def _inline_cell(token: Token | None, env: dict) -> Cell:
     if token is None or token.type != "inline":
         return Cell(text="")
+    if not INLINE_MARKUP.search(token.content):  # most cells: plain words
+        text = " ".join(token.content.split())
+        return Cell(text=text, marked_text=text)
     return flatten_inline(_parse_inline(token, env))
 
 
