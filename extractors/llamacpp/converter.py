@@ -291,9 +291,10 @@ def _read_class(
 
 
 # What `_read_class` finds in a method: model_arch named, or a call assigned to an attribute of
-# self (`self.x = Cls(...)`, `self.a.b: T = (m.C(`); and whether an `__init__` raises.
-_SCANNED_METHOD = re.compile(
-    r"model_arch|\bself[ \t]*\.(?:[\w \t.]|\\\n)*(?::[^=\n]*)?=(?!=)\s*\(*\s*[\w.]+\s*\("
+# self (`self.x = Cls(...)`, `self.a.b: T = (m.C(`); and whether an `__init__` raises. The
+# pattern starts with a literal (searched for quickly) and never backtracks (possessive parts).
+_SELF_CALL = re.compile(
+    r"self[ \t]*+\.(?:[\w \t.]|\\\n)*+(?::[^=\n]*+)?=(?!=)\s*+\(*+\s*+[\w.]++\s*+\("
 )
 _INIT = re.compile(r"\s*(?:async\s+)?def\s+__init__\b")
 
@@ -305,7 +306,7 @@ def _method_scanned(definition: str) -> bool:
         return True
     if "raise" in definition and _INIT.match(definition):
         return True
-    return _SCANNED_METHOD.search(definition) is not None
+    return "model_arch" in definition or _SELF_CALL.search(definition) is not None
 
 
 def _parse_module(text: str, path: str) -> Node:
