@@ -324,3 +324,12 @@ def test_server_args_the_elision_cannot_cut_is_read_whole():
     )
     with pytest.raises(ParseError, match=r"\(line 2\)"):
         mem_fraction_default(SERVER_ARGS.replace("import Optional", "import (Optional"), "s.py")
+
+
+def test_a_method_with_a_triple_quote_in_a_one_line_string_is_kept_whole():
+    # the line-based pass would take what follows the quote for a string and elide it with the
+    # method, the field after it too
+    text = SERVER_ARGS + '\n    def _handle_quote(self):\n        marker = \'"""\'\n\n'
+    text += "    page_size: int = 32\n"
+    row = page_size_source(text, SERVER_ARGS_PATH)
+    assert (row.kind, row.value) == ("literal", "32")  # the last assignment, as in the file

@@ -603,3 +603,10 @@ def test_hybrid_functions_read_the_shapes_the_libcst_reader_read():
         "for i in config.layers: # inner x = i # footer at block level # mid # above with "
         "with ctx(): pass: an exception the class rows below do not carry"
     )
+
+
+def test_config_method_with_a_triple_quote_in_a_one_line_string_is_kept_whole():
+    from extractors.sglang.hybrid_configs import ConfigClass, config_classes
+
+    text = 'class EConfig(P):\n    def f(self):\n        q = \'"""\'\n\n    model_type = "e"\n'
+    assert config_classes({"c/e.py": text}) == {"EConfig": ConfigClass("EConfig", ("P",), "e")}

@@ -18,7 +18,7 @@ from functools import lru_cache
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_skeleton import method_skeleton
+from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import assignments, node_text, parse_python, string_value
 from extractors.records import ExtractionWarning, WarnsInFile
 from extractors.sglang.records import SglangHybridConfigClass
@@ -85,8 +85,11 @@ def config_classes(texts: Mapping[str, str]) -> dict[str, ConfigClass]:
 def _file_classes(text: str, path: str) -> tuple[ConfigClass, ...]:
     """The top-level classes of one config module, in order. Only class headers and
     class-level assignments are read, so the module is parsed with its method bodies elided
-    (python_skeleton's line-based pass), or whole when that does not parse cleanly."""
-    root = parse_once(method_skeleton(text))  # read once: not kept in the memo
+    (python_skeleton's line-based pass; a method with a triple quote that is not its docstring's
+    is kept, as the pass could take the code after it for a string), or whole when that does
+    not parse cleanly."""
+    skeleton = method_skeleton(text, keep=lambda method: not quotes_only_in_docstring(method))
+    root = parse_once(skeleton)  # read once: not kept in the memo
     if root.has_error:
         root = parse_once(text)
         if root.has_error:

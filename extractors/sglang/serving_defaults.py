@@ -12,7 +12,7 @@ from tree_sitter import Node
 
 from extractors.errors import AnchorError
 from extractors.parsing.limits import check_syntax_tree
-from extractors.parsing.python_skeleton import method_skeleton
+from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import (
     PYTHON,
     import_source,
@@ -216,8 +216,13 @@ HANDLER_HEADER = re.compile(rf"[ \t]*(?:async[ \t]+)?def[ \t]+{PAGE_HANDLER}\b")
 
 def _read_by_the_defaults(method: str) -> bool:
     """The methods whose bodies the defaults look into: the page-size handler, and those that
-    name the memory fraction (only they can test or set it)."""
-    return MEM_FRACTION in method or HANDLER_HEADER.match(method) is not None
+    name the memory fraction (only they can test or set it); and any method with a triple quote
+    that is not its docstring's (the line-based pass could take the code after it for a string)."""
+    return (
+        MEM_FRACTION in method
+        or HANDLER_HEADER.match(method) is not None
+        or not quotes_only_in_docstring(method)
+    )
 
 
 @lru_cache(maxsize=2)
