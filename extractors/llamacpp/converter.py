@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from extractors.errors import AnchorError, ParseError
-from extractors.parsing.python_skeleton import method_skeleton
+from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import (
     PYTHON,
     assignments,
@@ -291,43 +291,22 @@ def _read_class(
 
 
 # What `_read_class` finds in a method: model_arch named, or a call assigned to an attribute of
-# self (`self.x = Cls(...)`, `self.a.b: T = (m.C(`); and whether an `__init__` raises.
-_SCANNED_METHOD = re.compile(
-    r"model_arch|\bself[ \t]*\.(?:[\w \t.]|\\\n)*(?::[^=\n]*)?=(?!=)\s*\(*\s*[\w.]+\s*\("
+# self (`self.x = Cls(...)`, `self.a.b: T = (m.C(`); and whether an `__init__` raises. The
+# pattern starts with a literal (searched for quickly) and never backtracks (possessive parts).
+_SELF_CALL = re.compile(
+    r"self[ \t]*+\.(?:[\w \t.]|\\\n)*+(?::[^=\n]*+)?=(?!=)\s*+\(*+\s*+[\w.]++\s*+\("
 )
 _INIT = re.compile(r"\s*(?:async\s+)?def\s+__init__\b")
-# The end of a signature and a docstring opening right after it.
-_DOCSTRING = re.compile(
-    r":[ \t]*(?:#[^\n]*)?\n(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*[rRuUbB]{0,2}(\"\"\"|\'\'\')"
-)
-
-
-def _quotes_are_a_docstring(definition: str) -> bool:
-    """Whether the only triple quotes of a method are its docstring's. The skeleton finds a
-    body's end line by line, and a triple quote inside a one-line string (`'\"\"\"'`) or a
-    comment would make it take code for string text: such a method is kept whole."""
-    double, single = definition.count('"""'), definition.count("'''")
-    if double + single == 0:
-        return True
-    if (double, single) not in ((2, 0), (0, 2)):
-        return False
-    quote = '"""' if double else "'''"
-    opening = _DOCSTRING.search(definition)
-    return (
-        opening is not None
-        and opening.group(1) == quote
-        and opening.start(1) == (definition.find(quote))
-    )
 
 
 def _method_scanned(definition: str) -> bool:
     """Whether a method's body is kept: it may hold what `_read_class` reads, or the skeleton
     could not be sure where it ends."""
-    if not _quotes_are_a_docstring(definition):
+    if not quotes_only_in_docstring(definition):
         return True
     if "raise" in definition and _INIT.match(definition):
         return True
-    return _SCANNED_METHOD.search(definition) is not None
+    return "model_arch" in definition or _SELF_CALL.search(definition) is not None
 
 
 def _parse_module(text: str, path: str) -> Node:
