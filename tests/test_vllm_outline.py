@@ -518,3 +518,73 @@ def test_a_config_object_over_several_lines_is_rendered_by_libcst(monkeypatch):
     found = {row.architecture: row.config_object for row in rows}
     # libcst renders a continuation line relative to the block's indentation
     assert found["ShapesModel"] == "(vllm_config.model_config  # the model's\n    .hf_text_config)"
+
+
+# ------------------------------------------------------------ cache defaults from tree-sitter
+
+
+def _cache_variant(block: str, memory: str, extra: str = "") -> str:
+    return (
+        CACHE_CONFIG.replace("    block_size: int = Field(default=None, gt=0)", block)
+        .replace("    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)", memory)
+        .replace("        return self\n", "        return self\n" + extra)
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CACHE_CONFIG,
+        _cache_variant("    block_size: int = (16)", "    gpu_memory_utilization = 1j"),
+        _cache_variant(
+            "    block_size = (pydantic.Field)(default=None)",
+            "    gpu_memory_utilization: float = Field(\n        0.9,  # positional\n"
+            "        default=compute(),\n    )",
+        ),
+        _cache_variant(
+            "    block_size: int = Field(default=None)\n    other = block_size = 8",
+            "    gpu_memory_utilization: float\n    gpu_memory_utilization = 0.5",
+            "\n    def _chained(self):\n        self.block_size = x = self.OTHER\n"
+            "        (self).block_size: int = self.ALSO\n"
+            "        self.block_size = (CacheConfig).DEFAULT_BLOCK_SIZE\n",
+        ),
+        _cache_variant(
+            "    block_size: int = None", "    gpu_memory_utilization: float = 0.7"
+        ).replace("self.block_size = self.DEFAULT_BLOCK_SIZE", "self.block_size = cls.MISSING"),
+        "class CacheConfig: block_size = 16\n",  # one-line body: no fields
+        CACHE_CONFIG.replace("class CacheConfig", "class OtherConfig"),
+        CACHE_CONFIG.replace("    gpu_memory_utilization", "    gpu_fraction"),
+    ],
+)
+def test_cache_defaults_from_tree_sitter_are_libcsts(text):
+    from_tree = outcome(serving_rules.cache_defaults, text, CACHE_PATH)
+    with_cst = outcome(serving_rules._cache_rows_cst, text, CACHE_PATH)
+    if isinstance(with_cst, list):
+        with_cst = sorted(with_cst, key=lambda r: r.setting)
+    assert from_tree == with_cst
+
+
+def test_cache_defaults_of_specific_shapes():
+    rows = {r.setting: r for r in serving_rules.cache_defaults(CACHE_CONFIG, CACHE_PATH)}
+    assert (rows["block_size"].value, rows["block_size"].symbol) == (
+        "32",
+        "CacheConfig.DEFAULT_BLOCK_SIZE",
+    )
+    multi = _cache_variant(
+        "    block_size: int = (16)",
+        "    gpu_memory_utilization: float = Field(\n        0.9,  # positional\n"
+        "        default=compute( 1 ),\n    )",
+    )
+    rows = {r.setting: r for r in serving_rules.cache_defaults(multi, CACHE_PATH)}
+    assert rows["block_size"].value == "16"
+    assert rows["gpu_memory_utilization"].reason == "the default compute(1) is not a literal"
+    imaginary = _cache_variant("    block_size: int = 1j", "    gpu_memory_utilization = 0.5")
+    rows = {r.setting: r for r in serving_rules.cache_defaults(imaginary, CACHE_PATH)}
+    assert rows["block_size"].kind == "opaque"  # libcst's Imaginary, not an Integer
+
+
+def test_cache_defaults_of_a_file_with_syntax_errors_are_libcsts_error():
+    broken = CACHE_CONFIG + "\ndef broken(:\n    pass\n"
+    assert outcome(serving_rules.cache_defaults, broken, CACHE_PATH) == outcome(
+        parse_module, broken, CACHE_PATH
+    )

@@ -108,7 +108,13 @@ def _libcst_parsed(text: str) -> cst.Module:
 
 def compact_code(module: cst.Module, node: cst.CSTNode) -> str:
     """A node's code on one line, with no space inside brackets: `f( a,\n b )` -> `f(a, b)`."""
-    text = " ".join(module.code_for_node(node).split())
+    return compact_text(module.code_for_node(node))
+
+
+def compact_text(code: str) -> str:
+    """compact_code of code given as text (the whitespace libcst renders differently from the
+    source, continuation lines' indentation, is gone either way)."""
+    text = " ".join(code.split())
     return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
 
 

@@ -19,9 +19,18 @@ from extractors.parsing.python_cst import (
     walk_code,
 )
 from extractors.parsing.python_ts import node_text, parse_tree
-from extractors.parsing.python_ts import string_value as ts_string_value
 from extractors.vllm.cst_outline import parse_outline
 from extractors.vllm.records import MambaSsmDtypeDefault
+from extractors.vllm.ts_nodes import (
+    arguments,
+    class_suite,
+    keywords,
+    single_assignment,
+    string,
+    undecorated,
+    unparenthesize,
+    walk,
+)
 
 PATHS = ("vllm/model_executor/models/config.py", "vllm/models/config.py")
 MAP_NAME = "MODELS_CONFIG_MAP"
@@ -296,100 +305,8 @@ def _ts_code(node: Node) -> str:
     return text
 
 
-def _undecorated(node: Node) -> Node:
-    if node.type == "decorated_definition":
-        return node.child_by_field_name("definition") or node
-    return node
-
-
-def _suite(definition: Node) -> list[Node]:
-    """The statements of a class's indented body; none for a body on the header's line."""
-    body = definition.child_by_field_name("body")
-    if body is None:
-        return []
-    colon = body.prev_sibling
-    if colon is not None and colon.end_point[0] == body.start_point[0]:
-        return []
-    return body.named_children
-
-
-def _single_assignment(node: Node) -> tuple[str, Node] | None:
-    """(name, value) of `name = value` (one target, no annotation), else None."""
-    if node.type != "assignment" or node.child_by_field_name("type") is not None:
-        return None
-    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-    parent = node.parent
-    if left is None or right is None or right.type == "assignment":
-        return None
-    if parent is not None and parent.type == "assignment":
-        return None  # the inner part of `x = y = v`
-    left = unparenthesize(left)
-    return (_text(left), right) if left.type == "identifier" else None
-
-
-def _ts_walk(node: Node):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack += reversed(current.named_children)
-
-
-def _arguments(call: Node) -> list[Node]:
-    """What libcst's `Arg.value`s are: each argument's expression (a keyword's value, a
-    splat's operand), in order."""
-    arguments = call.child_by_field_name("arguments")
-    if arguments is None:
-        return []
-    if arguments.type != "argument_list":
-        return [arguments]  # a generator expression, the one argument
-    values = []
-    for argument in arguments.named_children:
-        if argument.type == "comment":
-            continue
-        if argument.type == "keyword_argument":
-            argument = argument.child_by_field_name("value") or argument
-        elif argument.type in ("list_splat", "dictionary_splat"):
-            argument = argument.named_children[0] if argument.named_children else argument
-        values.append(argument)
-    return values
-
-
-def _keywords(call: Node) -> dict[str, Node]:
-    arguments = call.child_by_field_name("arguments")
-    found = {}
-    for argument in arguments.named_children if arguments is not None else ():
-        if argument.type == "keyword_argument":
-            name, value = (
-                argument.child_by_field_name("name"),
-                argument.child_by_field_name("value"),
-            )
-            if name is not None and value is not None:
-                found[_text(name)] = value
-    return found
-
-
-def unparenthesize(node: Node) -> Node:
-    """The expression inside any brackets around it (comments in them looked through)."""
-    while node.type == "parenthesized_expression":
-        inner = [c for c in node.named_children if c.type != "comment"]
-        if len(inner) != 1:
-            break
-        node = inner[0]
-    return node
-
-
-def _string(node: Node) -> str | None:
-    """string_value (libcst's): a str literal's value, implicit concatenation included."""
-    node = unparenthesize(node)
-    if node.type == "concatenated_string":
-        parts = [ts_string_value(c) for c in node.named_children if c.type != "comment"]
-        return "".join(parts) if parts and all(p is not None for p in parts) else None  # type: ignore[arg-type]
-    return ts_string_value(node)
-
-
 def _ts_sets_target(method: Node) -> bool:
-    for node in _ts_walk(method):
+    for node in walk(method):
         if node.type == "assignment" and node.child_by_field_name("type") is None:
             target = node.child_by_field_name("left")
             target = unparenthesize(target) if target is not None else None
@@ -401,7 +318,7 @@ def _ts_sets_target(method: Node) -> bool:
 
 
 def _ts_getattr_read(method: Node) -> tuple[Node, list[Node]] | None:
-    for node in _ts_walk(method):
+    for node in walk(method):
         if node.type != "call":
             continue
         function = node.child_by_field_name("function")
@@ -409,28 +326,28 @@ def _ts_getattr_read(method: Node) -> tuple[Node, list[Node]] | None:
             continue
         if _text(unparenthesize(function)) != "getattr":
             continue
-        args = _arguments(node)
+        args = arguments(node)
         if len(args) >= 2:
-            field = _string(args[1])
+            field = string(args[1])
             if field and "mamba_ssm" in field:
                 return node, args
     return None
 
 
 def _ts_local_assignment(method: Node, name: str) -> Node | None:
-    for node in _ts_walk(method):
-        found = _single_assignment(node)
+    for node in walk(method):
+        found = single_assignment(node)
         if found is not None and found[0] == name:
             return found[1]
     return None
 
 
 def _ts_class_constant(cls: Node, name: str) -> str | None:
-    for statement in _suite(cls):
+    for statement in class_suite(cls):
         if statement.type == "expression_statement" and statement.named_child_count == 1:
-            found = _single_assignment(statement.named_children[0])
+            found = single_assignment(statement.named_children[0])
             if found is not None and found[0] == name:
-                return _string(found[1])
+                return string(found[1])
     return None
 
 
@@ -438,8 +355,8 @@ def _ts_methods(cls: Node, class_name: str, wanted: frozenset[str]) -> dict[str,
     """The class's methods `wanted` names (decorators and all), as `class_methods` of the
     outline: the last definition of a name, at the place of the first."""
     methods: dict[str, Node] = {}
-    for member in _suite(cls):
-        method = _undecorated(member)
+    for member in class_suite(cls):
+        method = undecorated(member)
         name = method.child_by_field_name("name")
         if method.type == "function_definition" and name is not None:
             if f"{class_name}.{_text(name)}" in wanted:
@@ -465,7 +382,7 @@ def _ts_resolve(
             if read is None:
                 continue
             _, args = read
-            field = _string(args[1]) or ""
+            field = string(args[1]) or ""
             obj = args[0]
             if unparenthesize(obj).type == "identifier":
                 name = _text(unparenthesize(obj))
@@ -478,7 +395,7 @@ def _ts_resolve(
             default = ""
             if len(args) >= 3:
                 value = unparenthesize(args[2])
-                default = _string(value) or ""
+                default = string(value) or ""
                 owner = value.child_by_field_name("object") if value.type == "attribute" else None
                 if (
                     not default
@@ -491,7 +408,7 @@ def _ts_resolve(
                         default = _ts_class_constant(cls, _text(attribute)) or ""
             return _Found(field, _config_object(obj_code), default, f"{class_name}.{method_name}")
     for method in methods.values():
-        for node in _ts_walk(method):
+        for node in walk(method):
             if node.type != "call":
                 continue
             function = node.child_by_field_name("function")
@@ -505,7 +422,7 @@ def _ts_resolve(
             target = class_name if _text(owner) == "cls" else _text(owner)
             if target not in classes:
                 continue
-            found = _ts_resolve(classes, target, _keywords(node), seen | {class_name}, wanted)
+            found = _ts_resolve(classes, target, keywords(node), seen | {class_name}, wanted)
             if found is not None:
                 return found
     return None
@@ -519,7 +436,7 @@ def _defaults_from_tree(
     mapping = None
     classes: dict[str, Node] = {}
     for statement in root.named_children:
-        definition = _undecorated(statement)
+        definition = undecorated(statement)
         if definition.type == "class_definition":
             name = definition.child_by_field_name("name")
             if name is not None:
@@ -547,7 +464,7 @@ def _defaults_from_tree(
         if element.type != "pair":
             continue
         key, value = element.child_by_field_name("key"), element.child_by_field_name("value")
-        architecture = _string(key) if key is not None else None
+        architecture = string(key) if key is not None else None
         if architecture is None or value is None or unparenthesize(value).type != "identifier":
             continue
         hook = _text(unparenthesize(value))

@@ -10,6 +10,7 @@ import re
 import libcst as cst
 
 from extractors.errors import AnchorError
+from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
 from extractors.parsing.python_cst import (
     class_methods,
     compact_code,
@@ -18,7 +19,9 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk_code,
 )
+from extractors.parsing.python_ts import parse_tree
 from extractors.vllm import convertor
+from extractors.vllm.cache_defaults_ts import cache_rows
 from extractors.vllm.cst_outline import parse_outline
 from extractors.vllm.records import HybridPageRule, ServingDefault, SsmTpSplit, TpRule
 
@@ -220,10 +223,8 @@ def _assigns_cache_setting(qualname: str, code: bytes) -> bool:
     )
 
 
-def cache_defaults(text: str, path: str, cuda_text: str | None = None) -> list[ServingDefault]:
-    """The defaults of CacheConfig.block_size and CacheConfig.gpu_memory_utilization; a block
-    size left None in CacheConfig is looked up in the CUDA platform (`cuda_text`). Of the
-    methods, only CacheConfig's that assign `self.<setting>` are read, so their text names it."""
+def _cache_rows_cst(text: str, path: str) -> list[ServingDefault]:
+    """The rows of cache_defaults as libcst reads them, from the outline of CacheConfig."""
     module = parse_outline(
         text,
         path,
@@ -234,7 +235,21 @@ def cache_defaults(text: str, path: str, cuda_text: str | None = None) -> list[S
         module_statements=False,
     )
     cls = class_named(module, CACHE_CLASS, path)
-    rows = [_cache_default(module, cls, setting, path) for setting in CACHE_SETTINGS]
+    return [_cache_default(module, cls, setting, path) for setting in CACHE_SETTINGS]
+
+
+def cache_defaults(text: str, path: str, cuda_text: str | None = None) -> list[ServingDefault]:
+    """The defaults of CacheConfig.block_size and CacheConfig.gpu_memory_utilization; a block
+    size left None in CacheConfig is looked up in the CUDA platform (`cuda_text`). Of the
+    methods, only CacheConfig's that assign `self.<setting>` are read, so their text names it.
+    Read from tree-sitter's tree (cache_defaults_ts); with libcst when tree-sitter finds errors
+    in the file, so that its errors are libcst's."""
+    root = parse_tree(text)
+    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
+    if root.has_error:
+        rows = _cache_rows_cst(text, path)
+    else:
+        rows = cache_rows(root, path, CACHE_CLASS, CACHE_SETTINGS, _assigns_cache_setting)
     cuda_path = CUDA_PLATFORM_PATHS[0]
     for i, row in enumerate(rows):
         if row.setting == "block_size" and row.kind == "opaque" and cuda_text is not None:

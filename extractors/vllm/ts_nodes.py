@@ -1,0 +1,104 @@
+"""tree-sitter nodes read as libcst reads them, for readers ported from libcst that must give the
+same records: a libcst node looks through the brackets around it (tree-sitter wraps them
+around it), `x = y = v` is one assignment with two targets (tree-sitter nests two), `x: T = v`
+is an AnnAssign (an assignment with a type), and a class body on its header's line holds no
+indented statements."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from extractors.parsing.python_ts import node_text
+from extractors.parsing.python_ts import string_value as ts_string_value
+
+
+def undecorated(node: Node) -> Node:
+    if node.type == "decorated_definition":
+        return node.child_by_field_name("definition") or node
+    return node
+
+
+def class_suite(definition: Node) -> list[Node]:
+    """The statements of a class's indented body; none for a body on the header's line."""
+    body = definition.child_by_field_name("body")
+    if body is None:
+        return []
+    colon = body.prev_sibling
+    if colon is not None and colon.end_point[0] == body.start_point[0]:
+        return []
+    return body.named_children
+
+
+def single_assignment(node: Node) -> tuple[str, Node] | None:
+    """(name, value) of `name = value` (one target, no annotation), else None."""
+    if node.type != "assignment" or node.child_by_field_name("type") is not None:
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    parent = node.parent
+    if left is None or right is None or right.type == "assignment":
+        return None
+    if parent is not None and parent.type == "assignment":
+        return None  # the inner part of `x = y = v`
+    left = unparenthesize(left)
+    return (node_text(left), right) if left.type == "identifier" else None
+
+
+def walk(node: Node):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack += reversed(current.named_children)
+
+
+def arguments(call: Node) -> list[Node]:
+    """What libcst's `Arg.value`s are: each argument's expression (a keyword's value, a
+    splat's operand), in order."""
+    arguments = call.child_by_field_name("arguments")
+    if arguments is None:
+        return []
+    if arguments.type != "argument_list":
+        return [arguments]  # a generator expression, the one argument
+    values = []
+    for argument in arguments.named_children:
+        if argument.type == "comment":
+            continue
+        if argument.type == "keyword_argument":
+            argument = argument.child_by_field_name("value") or argument
+        elif argument.type in ("list_splat", "dictionary_splat"):
+            argument = argument.named_children[0] if argument.named_children else argument
+        values.append(argument)
+    return values
+
+
+def keywords(call: Node) -> dict[str, Node]:
+    arguments = call.child_by_field_name("arguments")
+    found = {}
+    for argument in arguments.named_children if arguments is not None else ():
+        if argument.type == "keyword_argument":
+            name, value = (
+                argument.child_by_field_name("name"),
+                argument.child_by_field_name("value"),
+            )
+            if name is not None and value is not None:
+                found[node_text(name)] = value
+    return found
+
+
+def unparenthesize(node: Node) -> Node:
+    """The expression inside any brackets around it (comments in them looked through)."""
+    while node.type == "parenthesized_expression":
+        inner = [c for c in node.named_children if c.type != "comment"]
+        if len(inner) != 1:
+            break
+        node = inner[0]
+    return node
+
+
+def string(node: Node) -> str | None:
+    """string_value (libcst's): a str literal's value, implicit concatenation included."""
+    node = unparenthesize(node)
+    if node.type == "concatenated_string":
+        parts = [ts_string_value(c) for c in node.named_children if c.type != "comment"]
+        return "".join(parts) if parts and all(p is not None for p in parts) else None  # type: ignore[arg-type]
+    return ts_string_value(node)
