@@ -588,3 +588,75 @@ def test_cache_defaults_of_a_file_with_syntax_errors_are_libcsts_error():
     assert outcome(serving_rules.cache_defaults, broken, CACHE_PATH) == outcome(
         parse_module, broken, CACHE_PATH
     )
+
+
+# ------------------------------------------------------------ the hybrid page rule from tree-sitter
+
+HYBRID_SHAPES = [
+    PLATFORM_INTERFACE,
+    # brackets around the product, the call and the names; a walrus binding for the alignment
+    PLATFORM_INTERFACE.replace(
+        "attn_block_size = align * cdiv(mamba_page, align * page_1)",
+        "(attn_block_size) = ((align) * (cdiv)(mamba_page, (align * page_1)))",
+    )
+    .replace("        align = max(", "        _ = (align := max(")
+    .replace(
+        "            cache_config.block_size,\n        )",
+        "            cache_config.block_size,\n        ))",
+    ),
+    # an elif chain (its branches are not followed), a with body (it is), chained and
+    # annotated assignments (no binding), the raise test in an elif and after an `or`
+    PLATFORM_INTERFACE.replace(
+        '        if cache_config.mamba_cache_mode == "all":',
+        "        with lock:\n            attn_block_size = 8\n"
+        "        first = second = 4\n        typed: int = 5\n"
+        '        if cache_config.mamba_cache_mode == "all":',
+    ).replace(
+        "        if cache_config.block_size < attn_block_size:",
+        "        if x:\n            pass\n"
+        "        elif flag or (cache_config.block_size < attn_block_size):",
+    ),
+    PLATFORM_INTERFACE.replace(
+        "        else:\n            attn_block_size = align",
+        "        elif cache_config.enable_prefix_caching:\n            attn_block_size = 1\n"
+        "        else:\n            attn_block_size = align",
+    ),
+    # the padding assigned as the second target of a chain (libcst reads the first only)
+    PLATFORM_INTERFACE.replace(
+        "        cache_config.mamba_page_size_padded = attn_page_size",
+        "        other.x = cache_config.mamba_page_size_padded = attn_page_size",
+    ),
+    PLATFORM_INTERFACE.replace("attn_block_size = ", "attn_size = "),  # assigns none
+    PLATFORM_INTERFACE.replace("_align_hybrid_block_size", "_other"),  # method missing
+    PLATFORM_INTERFACE.replace("class Platform", "class Other"),  # class missing
+]
+
+
+@pytest.mark.parametrize("text", HYBRID_SHAPES)
+def test_hybrid_page_rules_from_tree_sitter_are_libcsts(text):
+    args = (text, PLATFORM_PATH, serving_rules.PLATFORM_CLASS, serving_rules.HYBRID_METHOD)
+    from_tree = outcome(serving_rules.hybrid_page_rules, *args)
+    assert from_tree == outcome(serving_rules._hybrid_rows_cst, *args)
+
+
+def test_hybrid_page_rules_from_tree_sitter_read_these_shapes():
+    args = (PLATFORM_PATH, serving_rules.PLATFORM_CLASS, serving_rules.HYBRID_METHOD)
+    bracketed = serving_rules.hybrid_page_rules(HYBRID_SHAPES[1], *args)
+    # `(align) * cdiv(m, align * p)`: the code `(align)` is not `align`, as libcst compares
+    assert {r.shape for r in bracketed} == {"opaque", "chunk_align_ceil"}
+    assert any(r.formula.startswith("(attn_block_size) = ") for r in bracketed)
+    assert all(r.alignment.startswith("max(min(s for s in") for r in bracketed)
+    chained = serving_rules.hybrid_page_rules(HYBRID_SHAPES[2], *args)
+    assert [r.when for r in chained][0] == ()  # the with body's assignment, under no test
+    assert all(r.raises_only for r in chained)
+    assert not any(
+        r.pads_mamba_page for r in serving_rules.hybrid_page_rules(HYBRID_SHAPES[4], *args)
+    )
+
+
+def test_hybrid_page_rules_of_a_file_with_syntax_errors_are_libcsts_error():
+    broken = PLATFORM_INTERFACE.replace("        page_1 = 100", "        page_1 = (100")
+    args = (PLATFORM_PATH, serving_rules.PLATFORM_CLASS, serving_rules.HYBRID_METHOD)
+    assert outcome(serving_rules.hybrid_page_rules, broken, *args) == outcome(
+        parse_module, broken, PLATFORM_PATH
+    )

@@ -316,4 +316,18 @@ def _inner_docs(definition: Node) -> list[tuple[int, int, bytes]]:
     return sorted(found)
 
 
-__all__ = ["parse_outline"]
+def clean_tree(text: str, path: str, skeleton_keep: Callable[[str], bool]) -> Node | None:
+    """For a tree-sitter reader of class headers and methods: the tree of the skeleton
+    parse_outline would cut the outline from (`skeleton_keep` as there), else of the whole file;
+    None when the whole file has syntax errors (the caller reads it with libcst, for libcst's
+    errors). The whole file over the parse limits is a ParseError, as in parse_outline."""
+    if not ODD_SPACE.search(text) and not _misread(text):
+        root = parse_tree(method_skeleton(text, keep=skeleton_keep, functions=True))
+        if not root.has_error and _within_limits(root, path):
+            return root
+    root = parse_tree(text)
+    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
+    return None if root.has_error else root
+
+
+__all__ = ["clean_tree", "parse_outline"]

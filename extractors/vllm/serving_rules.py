@@ -22,7 +22,8 @@ from extractors.parsing.python_cst import (
 from extractors.parsing.python_ts import parse_tree
 from extractors.vllm import convertor
 from extractors.vllm.cache_defaults_ts import cache_rows
-from extractors.vllm.cst_outline import parse_outline
+from extractors.vllm.cst_outline import clean_tree, parse_outline
+from extractors.vllm.hybrid_page_ts import hybrid_rows
 from extractors.vllm.records import HybridPageRule, ServingDefault, SsmTpSplit, TpRule
 
 CACHE_PATHS = ("vllm/config/cache.py", "vllm/config/__init__.py", "vllm/config.py")
@@ -977,7 +978,18 @@ def hybrid_page_rules(
     text: str, path: str, class_name: str = PLATFORM_CLASS, method_name: str = HYBRID_METHOD
 ) -> list[HybridPageRule]:
     """The branches of the hybrid page rule (Platform._align_hybrid_block_size) that compute
-    the attention block size."""
+    the attention block size. Read from tree-sitter's tree of the file's skeleton
+    (hybrid_page_ts); with libcst when the file has syntax errors, for libcst's errors."""
+    root = clean_tree(text, path, named(method_name))
+    if root is not None:
+        return hybrid_rows(root, path, class_name, method_name)
+    return _hybrid_rows_cst(text, path, class_name, method_name)
+
+
+def _hybrid_rows_cst(
+    text: str, path: str, class_name: str, method_name: str
+) -> list[HybridPageRule]:
+    """hybrid_page_rules as libcst reads it, from the outline of the one method."""
     module = parse_outline(
         text,
         path,

@@ -86,12 +86,13 @@ def keywords(call: Node) -> dict[str, Node]:
 
 
 def unparenthesize(node: Node) -> Node:
-    """The expression inside any brackets around it (comments in them looked through)."""
-    while node.type == "parenthesized_expression":
+    """The expression (or assignment target) inside any brackets around it, comments in them
+    looked through."""
+    while node.type in ("parenthesized_expression", "tuple_pattern"):
         inner = [c for c in node.named_children if c.type != "comment"]
-        if len(inner) != 1:
-            break
-        node = inner[0]
+        if len(inner) != 1 or any(c.type == "," for c in node.children):
+            break  # `(a, b)` or `(a,)`: a tuple
+        node = inner[0]  # a target in brackets, `(a) = v`, is a pattern to tree-sitter
     return node
 
 
