@@ -191,6 +191,22 @@ def unparenthesize(node: Node) -> Node:
     return node
 
 
+def call_name(node: Node | None) -> str:
+    """The name a call calls, brackets looked through: `f(...)` -> "f", `a.b.f(...)` -> "f";
+    "" when `node` is not a call or calls something else (`fs[0](...)`)."""
+    if node is None:
+        return ""
+    node = unparenthesize(node)
+    if node.type != "call":
+        return ""
+    function = unparenthesize(node.child_by_field_name("function"))
+    if function.type == "identifier":
+        return node_text(function)
+    if function.type == "attribute":
+        return node_text(function.child_by_field_name("attribute"))
+    return ""
+
+
 def assignments(block: Node, *, include_bare: bool = False) -> list[tuple[str, Node | None]]:
     """(name, value node) for every `NAME = value` / `NAME: T = value` directly in a module or
     class body, in order; with `include_bare`, also `NAME: T` with None as the value."""

@@ -15,6 +15,7 @@ from extractors.parsing.limits import check_syntax_tree
 from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import (
     PYTHON,
+    call_name,
     import_source,
     imported_names,
     node_text,
@@ -112,18 +113,6 @@ def _single_assignment(node: Node) -> tuple[Node, Node] | None:
     if node.parent is not None and node.parent.type == "assignment":
         return None
     return unparenthesize(left), right
-
-
-def _call_name(node: Node) -> str:
-    node = unparenthesize(node)
-    if node.type != "call":
-        return ""
-    function = unparenthesize(node.child_by_field_name("function"))
-    if function.type == "identifier":
-        return node_text(function)
-    if function.type == "attribute":
-        return node_text(function.child_by_field_name("attribute"))
-    return ""
 
 
 def _call_args(node: Node) -> list[Node]:
@@ -289,7 +278,7 @@ def _fields(cls: Node) -> dict[str, Node]:
 def _field_default(value: Node) -> Node:
     """`Field(default=X, ...)` -> X; any other value as it is."""
     call = unparenthesize(value)
-    if call.type == "call" and _call_name(call) == "Field":
+    if call.type == "call" and call_name(call) == "Field":
         function = unparenthesize(call.child_by_field_name("function"))
         if function.type in ("identifier", "attribute"):
             arguments = call.child_by_field_name("arguments")
@@ -362,7 +351,7 @@ def page_size_source(text: str, path: str) -> ServingDefault | tuple[str, str, s
             imported[name] = source[1] if source is not None else ""
     for node in _descendants(handler, "call"):
         args = _call_args(node)
-        if _call_name(node) == PASS_RUNNER and len(args) == 2:
+        if call_name(node) == PASS_RUNNER and len(args) == 2:
             function = unparenthesize(args[1])
             if function.type == "identifier" and node_text(function) in imported:
                 module = imported[node_text(function)]

@@ -16,6 +16,7 @@ from tree_sitter import Node
 from extractors.errors import AnchorError
 from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import (
+    call_name,
     node_text,
     parse_python,
     parse_tree,
@@ -147,21 +148,6 @@ def literal_text(node: Node | None) -> str | None:
         return None
     node = unparenthesize(node)
     return node_text(node) if node.type in ("integer", "float") else None
-
-
-def call_name(node: Node | None) -> str:
-    """`f(...)` -> "f", `a.b.f(...)` -> "f"; "" when not a call."""
-    if node is None:
-        return ""
-    node = unparenthesize(node)
-    if node.type != "call":
-        return ""
-    function = unparenthesize(node.child_by_field_name("function"))
-    if function.type == "identifier":
-        return node_text(function)
-    if function.type == "attribute":
-        return node_text(function.child_by_field_name("attribute"))
-    return ""
 
 
 def _arguments(call: Node) -> list[Node]:
