@@ -30,6 +30,7 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
+from extractors.vllm.outline_imports import TextImport, outside_statements, split_plain_imports
 
 ROOT_PACKAGE = "vllm"
 BUILTIN_CLASSES = frozenset({"object", "type", "dict", "list", "tuple", "Exception"})
@@ -233,10 +234,40 @@ def _platform_branch(statement: Node) -> Node | None:
     return otherwise
 
 
-def _collect_bindings(block: Node, bindings: dict[str, Binding], stars: list[str], mod, nested):
+def _bind_text_imports(imports, bindings: dict[str, Binding], stars: list[str], mod) -> None:
+    """Binds top-level imports read from the outline's text (`split_plain_imports`)."""
     is_package = mod.path.endswith("__init__.py")
+    for _, _, level, dotted, names in imports:
+        target = absolute_module(mod.name, is_package, level, dotted)
+        if names == "*":
+            stars.append(target)
+            continue
+        for imported, alias in names:
+            bindings[alias or imported] = Binding("import", module=target, name=imported)
+
+
+def _collect_bindings(
+    block: Node,
+    bindings: dict[str, Binding],
+    stars: list[str],
+    mod,
+    nested,
+    text_imports: list[TextImport] = (),
+):
+    """The bindings of `block` in order; `text_imports` (top level only) are the statements read
+    from the text, bound where their rows fall among the block's statements."""
+    is_package = mod.path.endswith("__init__.py")
+    pending = 0  # text imports before this index are bound
     for statement in block.named_children:
         kind = statement.type
+        if pending < len(text_imports):
+            row = statement.start_point[0]
+            upto = pending
+            while upto < len(text_imports) and text_imports[upto][0] < row:
+                upto += 1
+            if upto > pending:
+                _bind_text_imports(text_imports[pending:upto], bindings, stars, mod)
+                pending = upto
         if kind == "comment":
             continue
         new: dict[str, Binding] = {}
@@ -282,6 +313,8 @@ def _collect_bindings(block: Node, bindings: dict[str, Binding], stars: list[str
             if nested and local in bindings:
                 continue  # the first branch of an `if`/`try` (the CUDA / normal path) wins
             bindings[local] = binding
+    if pending < len(text_imports):
+        _bind_text_imports(text_imports[pending:], bindings, stars, mod)
 
 
 class ClassTree:
@@ -310,30 +343,42 @@ class ClassTree:
             text = self._read_text(path)
             if text is None:
                 continue
-            root, elided = self._parse(name, text, path)
+            root, elided, imports = self._parse(name, text, path)
             self.read_paths.append(path)
             bindings: dict[str, Binding] = {}
             stars: list[str] = []
             found = Module(name, path, root, bindings, stars, text, elided)
-            _collect_bindings(root, bindings, stars, found, False)
+            _collect_bindings(root, bindings, stars, found, False, imports)
             break
         self._modules[name] = found
         return found
 
-    def _parse(self, name: str, text: str, path: str) -> tuple[Node, dict[int, tuple[int, int]]]:
-        """The module's tree and the spans elided from it. A full module is parsed whole; any
-        other as its outline (`module_outline`: the bodies of top-level classes and functions
-        are read when the tree needs them) or, when that does not parse, as its skeleton
-        (method bodies elided) or else whole, with the full text's errors."""
+    def _parse(
+        self, name: str, text: str, path: str
+    ) -> tuple[Node, dict[int, tuple[int, int]], list[TextImport]]:
+        """The module's tree, the spans elided from it and the top-level imports read from its
+        text instead. A full module is parsed whole; any other as its outline (`module_outline`:
+        the bodies of top-level classes and functions are read when the tree needs them), its
+        plain `from` imports read from the text (`split_plain_imports`), or, when that does not
+        parse, as its skeleton (method bodies elided) or else whole, with the full text's
+        errors."""
         if name in self._full_modules:
-            return parse_python(text, path), {}
+            return parse_python(text, path), {}, []
         if "\r" not in text and not CONTINUED_AT_COLUMN_0.search(text):
             outline, elided = module_outline(text)
+            rest, imports = split_plain_imports(outline)
+            if imports:
+                try:
+                    root = parse_python(rest, path)
+                    if outside_statements(root, imports):
+                        return root, elided, imports
+                except ParseError:
+                    pass  # the outline's own parse says what is wrong
             try:
-                return parse_python(outline, path), elided
+                return parse_python(outline, path), elided, []
             except ParseError:
                 pass
-        return _skeleton_or_whole(text, path), {}
+        return _skeleton_or_whole(text, path), {}, []
 
     def full_definition(self, mod: Module, statement: Node) -> Node:
         """The class or function definition of a top-level `statement` with its body (methods
