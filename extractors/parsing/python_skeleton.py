@@ -118,6 +118,7 @@ class _AtLineStart:
 
 
 HEADER = _AtLineStart(r"([ \t]*)(?:async[ \t]+)?(class|def)\b")
+METHOD_NAME = re.compile(r"(?:async[ \t]+)?def[ \t]+([^\W\d]\w*)[ \t]*\(")
 FIRST_CODE = _AtLineStart(r"([ \t]*)[^ \t\r\n#]")
 
 
@@ -128,13 +129,21 @@ def _dedent_pattern(indent: int) -> _AtLineStart:
 
 class _Skeleton:
     def __init__(
-        self, text: str, outline: bool = False, keep: Callable[[str], bool] | None = None
+        self,
+        text: str,
+        outline: bool = False,
+        keep: Callable[[str], bool] | None = None,
+        signatures: bool = True,
     ) -> None:
         self.text = text
         self.keep = keep  # a method whose definition text it accepts keeps its body
         self.outline = outline  # elide the bodies of top-level classes and functions too
         self.elided: dict[int, tuple[int, int]] = {}  # output row of a header -> its source span
-        self.rows = 0  # newlines written so far (outline only)
+        # False (only without `keep`): an elided method is written as `def name(): ...`
+        self.signatures = signatures
+        self.lean: dict[int, tuple[int, int]] = {}  # its output row -> its signature's span
+        self.rows = 0  # newlines written so far (outline, or without signatures)
+        self.counting = outline or not signatures
         self.out: list[str] = []
         self.headers: list[tuple[int, str]] = []  # enclosing (indent, "class" | "def") blocks
         self.quote = ""  # a triple-quoted string open outside the elided bodies
@@ -144,7 +153,7 @@ class _Skeleton:
         """Keeps text[start:end] (whole lines), tracking the open blocks and strings."""
         chunk = self.text[start:end]
         self.out.append(chunk)
-        if self.outline:
+        if self.counting:
             self.rows += chunk.count("\n")
         if not ODD_SPACE.search(chunk):  # lines are `\n` lines and blanks are " \t"
             self._plain_lines_outside_strings(chunk)
@@ -213,6 +222,21 @@ class _Skeleton:
                 return len(text)
             position = closing + 3
 
+    def _lean_method(self, header: re.Match[str], signature_end: int) -> int | None:
+        """Writes the method whose header is `header` as `def name(): ...` when its body is
+        elided and its name plain, and returns where its body ends; else None."""
+        text = self.text
+        name = METHOD_NAME.match(text, header.end(1))
+        if name is None:
+            return None
+        body = self.body_end(signature_end, len(header.group(1)))
+        if FIRST_CODE.search(text, signature_end, body) is None:
+            return None
+        self.lean[self.rows] = (header.end(1), signature_end)
+        self.out.append(f"{header.group(1)}def {name.group(1)}(): ...\n")
+        self.rows += 1
+        return body
+
     def run(self) -> str:
         text = self.text
         position = 0
@@ -237,9 +261,14 @@ class _Skeleton:
                 line_end = text.find("\n", header)
                 signature_end = len(text) if line_end < 0 else line_end + 1
                 is_method = top_level = False
+            if is_method and not self.signatures:
+                body = self._lean_method(match, signature_end)
+                if body is not None:
+                    position = body
+                    continue
             header_row = self.rows
             self.out.append(text[position:signature_end])
-            if self.outline:
+            if self.counting:
                 self.rows += text.count("\n", position, signature_end)
             position = signature_end
             if not (is_method or top_level):
@@ -247,7 +276,7 @@ class _Skeleton:
             body = self.body_end(signature_end, indent)
             if is_method and self.keep is not None and self.keep(text[header:body]):
                 self.out.append(text[signature_end:body])  # whole, nested definitions too
-                if self.outline:
+                if self.counting:
                     self.rows += text.count("\n", signature_end, body)
                 self.headers.pop()
                 position = body
@@ -256,10 +285,10 @@ class _Skeleton:
             if first is None:
                 continue
             self.out.append(f"{first[1].group(1)}...\n")
-            if self.outline:
+            if self.counting:
                 self.rows += 1
-                if top_level:
-                    self.elided[header_row] = (header, body)
+            if top_level:
+                self.elided[header_row] = (header, body)
             position = body
         self.plain(position, len(text))
         return "".join(self.out)
@@ -283,4 +312,13 @@ def module_outline(text: str) -> tuple[str, dict[int, tuple[int, int]]]:
     return skeleton.run(), skeleton.elided
 
 
-__all__ = ["method_skeleton", "module_outline"]
+def lean_class_skeleton(text: str) -> tuple[str, dict[int, tuple[int, int]]]:
+    """(`method_skeleton(text)` with each elided method written as `def name(): ...` on one
+    line, the span of each such method's signature in `text` (from `def`, or `async`, to the
+    line after its `:`) by its row in the result): its parameters are read from that span
+    when they are needed."""
+    skeleton = _Skeleton(text, signatures=False)
+    return skeleton.run(), skeleton.lean
+
+
+__all__ = ["lean_class_skeleton", "method_skeleton", "module_outline"]
