@@ -153,6 +153,8 @@ def test_any_other_signature_is_left_to_the_tree(signature):
 def test_a_method_without_a_signature_to_read_compares_and_prints_as_before():
     assert Method("m", ("a",), True) == Method("m", ("a",), True)
     assert Method("m", ("a",), False) != Method("m", ("a",), True)
-    assert repr(Method("m", ("a",), True)) == "Method(name='m', params=('a',), has_var_keyword=True)"
+    assert (
+        repr(Method("m", ("a",), True)) == "Method(name='m', params=('a',), has_var_keyword=True)"
+    )
     lazy = Method("m", signature=("def m(self, a, **k):\n", "m.py", ""))
     assert lazy == Method("m", ("a",), True)
