@@ -20,7 +20,6 @@ from extractors.vllm.class_tree import (
     NON_LITERAL,
     ClassInfo,
     ClassTree,
-    Constant,
     Method,
     Module,
     Unresolved,
@@ -115,14 +114,13 @@ def _lookup_in(mro: tuple[ClassInfo, ...], attribute: str) -> object | None:
             return Unknown(f"base {entry.qualname} is not resolvable: {entry.opaque_reason}")
         if entry.external:
             continue
-        own = entry.own(attribute)
-        if own is None:
-            continue
-        if isinstance(own, Constant):
-            return own.value
-        if own is NON_LITERAL:
-            return PRESENT
-        return MethodValue(own)
+        attributes = entry.attributes  # `entry.own(attribute)`, inline: this is the hot loop
+        if attribute in attributes:
+            own = attributes[attribute]
+            return PRESENT if own is NON_LITERAL else own.value
+        method = entry.methods.get(attribute)
+        if method is not None:
+            return MethodValue(method)
     return MISSING
 
 
@@ -194,21 +192,23 @@ class FlagEvaluator:
     ) -> object:
         if depth > MAX_DEPTH:
             return Unknown("flag functions nest deeper than 30 calls")
-        shape = self._functions.get(definition.id)
-        if shape is None:
-            shape = self._functions[definition.id] = self._compile_function(definition)
-        params, run = shape
         # a definition read from its own span starts at byte 0: the node, not its offset, is key
-        key = (mod.name, definition.id, *map(_key, args))
+        identity = definition.id
+        key = (mod.name, identity, *map(_key, args))
         memo = self._memo.get(key)
         if memo is not None:
             result, reads = memo
-            self._log.extend(reads)  # what it read, the calls under way read too
+            if reads:
+                self._log.extend(reads)  # what it read, the calls under way read too
             return result
+        shape = self._functions.get(identity)
+        if shape is None:
+            shape = self._functions[identity] = self._compile_function(definition)
+        params, run = shape
         trie = None
         if len(args) == 1 and type(args[0]) is ClassValue and not self.tree.resolving:
             info = args[0].info
-            trie_key = (mod.name, definition.id, depth)
+            trie_key = (mod.name, identity, depth)
             trie = self._tries.get(trie_key)
             if trie is None:
                 trie = self._tries[trie_key] = ReadTrie()
