@@ -9,6 +9,7 @@ from extractors.base import extract_engine
 from extractors.engines import ENGINES
 from extractors.errors import AnchorError, MissingPathError, ParseError
 from extractors.llamacpp import converter
+from extractors.parsing.python_ts import parse_tree
 from extractors.snapshot import MemorySnapshot
 from tests.llamacpp_miniatures import CONSTANTS, PACKAGE_INIT, SCRIPT, tree_v1, tree_v2
 
@@ -230,6 +231,93 @@ def test_annotation_only_is_not_a_model_arch_and_c3_order_is_used():
     assert (registration.model_arch, registration.model_arch_from) == ("SEA", "C")
     cls = index.modules["conversion.m"].classes["D"]
     assert [c.qualname for c in index.mro(cls)] == ["D", "C", "B", "A"]
+
+
+SCANNED_METHODS = (
+    "from .base import ModelBase, TextModel, gguf\n"
+    "from .llama import LlamaModel\n\n"
+    '@ModelBase.register("Switching")\n'
+    "class Switching(TextModel):\n"
+    "    model_arch = gguf.MODEL_ARCH.BASE\n"
+    "\n"
+    "    def set_gguf_parameters(self):\n"
+    "        arch = gguf.MODEL_ARCH.LATE\n"
+    "        self . model_arch = arch\n"
+    "\n"
+    "    def modify_tensors(self, data):\n"
+    "        self.parts: list = (\n"
+    "            LlamaModel(data))\n"
+    "\n"
+    "    def set_vocab(self):\n"
+    "        self.vocab = 3  # no call: nothing to read, the body is elided\n"
+    "        raise ValueError('not an __init__')\n"
+    "\n"
+    '@ModelBase.register("Refusing")\n'
+    "class Refusing(TextModel):\n"
+    "    model_arch = gguf.MODEL_ARCH.BASE\n"
+    "\n"
+    "    def __init__(self, *args):\n"
+    "        raise NotImplementedError('refused')\n"
+)
+
+
+def test_methods_the_scan_reads_keep_their_bodies_and_others_are_elided():
+    kept = converter.method_skeleton(SCANNED_METHODS, keep=converter._method_scanned)
+    assert "self . model_arch = arch" in kept and "LlamaModel(data))" in kept
+    assert "raise NotImplementedError" in kept and "self.vocab = 3" not in kept
+    index = index_of(
+        {
+            "base": "import gguf\n\nclass ModelBase:\n    pass\n\nclass TextModel(ModelBase):\n"
+            "    pass\n",
+            "llama": "from .base import TextModel, gguf\n\nclass LlamaModel(TextModel):\n"
+            "    model_arch = gguf.MODEL_ARCH.LLAMA\n",
+            "switch": SCANNED_METHODS,
+        }
+    )
+    switching = index.modules["conversion.switch"].classes["Switching"]
+    assert switching.runtime_archs == ("LATE",) and switching.delegates == ("LlamaModel",)
+    assert index.modules["conversion.switch"].classes["Refusing"].init_raises
+    registration = next(r for r in converter.registrations(index) if r.architecture == "Switching")
+    assert registration.runtime_archs == ("LATE", "LLAMA")
+
+
+def test_a_method_with_a_triple_quote_in_a_one_line_string_is_kept_whole():
+    # the line-based pass takes `\'\"\"\"\'` for a string running to the end of the file
+    text = (
+        "class Vocab(TextModel):\n"
+        "    def set_vocab(self):\n"
+        '        sample = \'"""\'\n'
+        "\n"
+        "class After(Vocab):\n"
+        "    pass\n"
+    )
+    assert converter.method_skeleton(text, keep=lambda definition: False).count("class") == 1
+    assert converter.method_skeleton(text, keep=converter._method_scanned) == text
+    module = converter.read_module(text, "conversion/s.py", "conversion.s", "conversion", [0], [])
+    assert list(module.classes) == ["Vocab", "After"]
+
+
+@pytest.mark.parametrize(
+    ("method", "kept"),
+    [
+        ('    def f(self):\n        """Doc."""\n        return 1\n', False),
+        ("    def f(self):\n        # note\n        r'''Doc\n        more'''\n", False),
+        ('    def f(self):\n        """Doc."""\n        x = """\n"""\n', True),
+        ('    def f(self):\n        x = 1\n        """not a docstring"""\n', True),
+        ('    def f(self, x=""):\n        return x  # """\n', True),
+    ],
+)
+def test_only_a_leading_docstring_lets_a_method_body_be_elided(method, kept):
+    assert converter._method_scanned(method) is kept
+
+
+def test_a_module_whose_skeleton_does_not_parse_is_read_whole():
+    # a bracket continued at column 0 ends the elided body early: the skeleton does not parse
+    text = SCANNED_METHODS.replace("        self.vocab = 3  #", "        self.vocab = [\n3]  #")
+    assert parse_tree(converter.method_skeleton(text, keep=converter._method_scanned)).has_error
+    module = converter.read_module(text, "conversion/s.py", "conversion.s", "conversion", [0], [])
+    assert module.classes["Switching"].delegates == ("LlamaModel",)
+    assert module.classes["Refusing"].init_raises
 
 
 # ---------------------------------------------------------------- errors

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from extractors.errors import AnchorError
@@ -76,6 +78,52 @@ def test_cells_keep_code_sup_and_footnotes_apart():
     notes, problems = footnote_notes(doc, note, doc.tables[0].rows[0].line)
     assert notes == ["[^2] second note continued."]
     assert problems == ["footnote reference [^9] has no definition on the page"]
+
+
+def test_inline_content_read_lazily_is_what_a_full_parse_gives():
+    # inline content is parsed only where it is read: escapes are still joined into the text,
+    # a reference-style link and a footnote defined after the table still resolve
+    text = """## `Models` \\| list
+
+Prose with *emphasis*, a [link][ref] and [^1].
+
+| Architecture | Note |
+|---|---|
+| `A\\|B` x\\|y | see [docs][ref] [^1] |
+
+[ref]: https://example.com
+[^1]: defined below, with `code`.
+"""
+    doc = parse_document(text, "p.md")
+    assert doc.headings[0][1] == "Models | list"
+    arch, note = doc.tables[0].rows[0].cells
+    assert arch.code == ("A|B",) and arch.text == "A|B x|y"
+    assert note.text == "see docs" and note.footnotes == ("1",) and note.dangling == ()
+    assert [d.text for d in doc.footnote_defs] == ["defined below, with code."]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Llama 3.1, Llama 3 (8B) - meta-llama/Meta-Llama-3-8B: 70% {x} #1 $2 +3 =4 >5 @6 ~7",
+        "✅︎",
+        "",
+        "a  b\tc",
+        "`code`",
+        "a *b* _c_",
+        "[^1] and [x](y)",
+        "<sup>E</sup> &amp; !image",
+        "x\\|y",
+        "^[inline]",
+    ],
+)
+def test_a_cell_without_inline_markup_is_its_text_as_a_full_parse_gives(monkeypatch, content):
+    from extractors.parsing import markdown
+
+    text = f"| h |\n|---|\n| {content} |\n\n[^1]: note\n"
+    fast = parse_document(text, "p.md").tables[0].rows[0].cells[0]
+    monkeypatch.setattr(markdown, "INLINE_MARKUP", re.compile(""))  # every cell parsed
+    assert parse_document(text, "p.md").tables[0].rows[0].cells[0] == fast
 
 
 def test_duplicate_footnote_label_resolves_to_nearest_definition_below():

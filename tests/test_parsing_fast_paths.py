@@ -267,49 +267,81 @@ def helper():
 '''
 
 
-def chain_both_ways(text):
-    """repr of the chain facts (or of the error) with the whole-file parse and the shape of
-    model_config.py its readers share."""
+def chain_outcome(text):
+    """The chain's MLA and explicit-MHA rows as (architecture, branch, symbol), or the error."""
     from extractors.sglang import attention_chain as chain
-    from extractors.sglang.model_config_shape import model_config_text
 
-    results = []
-    for shape in (lambda t: t, model_config_text):
+    chain.attention_chain.cache_clear()
+    try:
+        found = chain.attention_chain(text, "m.py")
+    except Exception as err:  # the error is part of what must agree
+        return type(err).__name__, str(err).splitlines()[0]
+    finally:
         chain.attention_chain.cache_clear()
-        original, chain.model_config_text = chain.model_config_text, shape
-        try:
-            results.append(repr(chain.attention_chain(text, "m.py")))
-        except Exception as err:  # the error is part of what must agree
-            results.append(f"{type(err).__name__}: {err}")
-        finally:
-            chain.model_config_text = original
-            chain.attention_chain.cache_clear()
-    return results
+    return (
+        [(r.architecture, r.branch, r.symbol) for r in found.mla],
+        [(r.architecture, r.branch, r.symbol) for r in found.explicit_mha],
+        [w.code for w in found.warnings],
+    )
+
+
+CHAIN_READ = (
+    [("DeepseekV2ForCausalLM", 1, "ModelConfig._derive")],
+    [("Other", 2, "ModelConfig._derive")],
+    [],
+)
+NO_CHAIN = ("AnchorError", "no if/elif chain in ModelConfig assigns self.attention_arch in m.py")
+
+
+# What the libcst reader gave on each (the tree-sitter reading must give the same).
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (MODEL_CONFIG, CHAIN_READ),
+        (
+            MODEL_CONFIG.replace(
+                "def twice(self):\n        return 1", "def first(self):\n        return 1"
+            ),
+            CHAIN_READ,
+        ),
+        # the last ModelConfig counts
+        (MODEL_CONFIG + "\nclass ModelConfig:\n    def f(self):\n        return 2\n", NO_CHAIN),
+        (MODEL_CONFIG.replace("attention_arch", "arch"), NO_CHAIN),  # no method has the marker
+        (
+            MODEL_CONFIG.replace("class ModelConfig:", "class Other:"),
+            ("AnchorError", "class ModelConfig not found in m.py"),
+        ),
+        ("\ufeff" + MODEL_CONFIG.replace("\n", "\r\n"), CHAIN_READ),
+        (
+            MODEL_CONFIG.replace(
+                "return 1\n\n    def _derive", "return 1  # attention_arch\n\n    def _derive"
+            ),
+            CHAIN_READ,
+        ),
+        (
+            MODEL_CONFIG.replace('"""Doc."""', '"""self.attention_arch = AttentionArch.MLA"""'),
+            CHAIN_READ,
+        ),
+        (
+            MODEL_CONFIG.replace("import os\n", "import os; import sys  # two on a line\n"),
+            CHAIN_READ,
+        ),
+    ],
+)
+def test_the_chain_reads_as_the_libcst_reader_did(text, expected):
+    assert chain_outcome(text) == expected
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        MODEL_CONFIG,
-        MODEL_CONFIG.replace(
-            "def twice(self):\n        return 1", "def first(self):\n        return 1"
-        ),
-        MODEL_CONFIG + "\nclass ModelConfig:\n    def f(self):\n        return 2\n",
         MODEL_CONFIG.replace("import os\n", "import os\nx = (\n"),  # broken outside the class
         MODEL_CONFIG.replace("return 1\n\n    def _derive", "return 1 +\n\n    def _derive"),
-        MODEL_CONFIG.replace("attention_arch", "arch"),  # no method has the marker
-        MODEL_CONFIG.replace("class ModelConfig:", "class Other:"),
-        "\ufeff" + MODEL_CONFIG.replace("\n", "\r\n"),
-        MODEL_CONFIG.replace(
-            "return 1\n\n    def _derive", "return 1  # attention_arch\n\n    def _derive"
-        ),
-        MODEL_CONFIG.replace('"""Doc."""', '"""self.attention_arch = AttentionArch.MLA"""'),
-        MODEL_CONFIG.replace("import os\n", "import os; import sys  # two on a line\n"),
     ],
 )
-def test_class_subset_gives_the_chain_of_the_whole_file(text):
-    whole, subset = chain_both_ways(text)
-    assert whole == subset
+def test_a_chain_file_that_does_not_parse_is_libcst_s_parse_error(text):
+    error, message = chain_outcome(text)
+    assert error == "ParseError" and "(line " in message and ", column " in message
 
 
 @pytest.mark.parametrize(

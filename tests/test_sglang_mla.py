@@ -135,6 +135,12 @@ class ModelConfig:
             "conditional-assignment",
             "B",
         ),
+        (  # nested deeper, in a block the statement walk enters
+            '"A" in self.hf_config.architectures',
+            "for x in y:\n                with z:\n                    self.attention_arch = 1",
+            "conditional-assignment",
+            "B",
+        ),
         (
             '"A" in self.hf_config.architectures and self.flag(3)',
             "pass",
@@ -226,3 +232,80 @@ def test_condition_record_refuses_an_unknown_check():
     (row,) = [c for c in attention_chain(MODEL_CONFIG, PATH).conditions if c.field == "use_mla"]
     with pytest.raises(ValidationError, match="is not one of"):
         SglangMlaCondition(**{**row.model_dump(), "check": "bigger"})
+
+
+# Shapes the tree-sitter reading must see as the libcst reader did: parentheses around a test
+# and a value, the default forms of a getattr, a field read through parentheses (not counted),
+# a nested assignment, a try block entered (a try/except* block is not).
+SHAPES_CHAIN = """
+class ModelConfig:
+    def __init__(self):
+        x = 1
+    def _derive(self):
+        try:
+            if self.is_x:
+                pass
+            elif ("A" in self.hf_config.architectures) and (getattr(self.hf_text_config, "kv_lora_rank", None) is not None):
+                self.attention_arch = (AttentionArch.MLA)
+            elif "B" in self.hf_config.architectures and not getattr(self.hf_config, "use_mha", False) and hasattr(hf_config, "q_lora_rank"):
+                self.attention_arch = AttentionArch.MLA
+            elif "C" in self.hf_config.architectures and self.hf_text_config.flag and getattr(hf_text_config, "n", 0) and getattr(hf_config, "s", "x") and getattr(hf_config, "f", 1.5) and getattr(hf_config, "neg", -1) and getattr(hf_config, "j", 2j):
+                self.attention_arch = AttentionArch.MLA
+            elif "D" in self.hf_config.architectures or "E" in self.hf_config.architectures:
+                self.attention_arch = AttentionArch.MHA
+                self.x = self.hf_config.kv_lora_rank + getattr(self.hf_text_config, "qk_rope_head_dim", 0)
+                self._init_mla_scaling()
+                y = (self.hf_config).q_lora_rank
+            elif "F" in self.hf_config.architectures:
+                for i in x:
+                    self.attention_arch = AttentionArch.MLA
+            elif "G" in self.hf_config.architectures:
+                self.attention_arch = AttentionArch.SWA
+            elif "A" in self.hf_config.architectures:
+                self.attention_arch = AttentionArch.MHA
+            elif some_call():
+                self.attention_arch = AttentionArch.MLA
+            elif "H" in self.hf_config.architectures and foo(1):
+                self.attention_arch = compute()
+            else:
+                self.attention_arch = AttentionArch.MLA
+        except Exception:
+            pass
+"""
+
+
+def test_the_chain_reads_the_shapes_the_libcst_reader_read():
+    chain = attention_chain(SHAPES_CHAIN, PATH)
+    assert [(r.architecture, r.branch, r.conditional) for r in chain.mla] == [
+        ("A", 2, True),
+        ("B", 3, True),
+        ("C", 4, True),
+    ]
+    assert [
+        (c.architecture, c.config, c.field, c.check, c.default, c.when_absent)
+        for c in chain.conditions
+    ] == [
+        ("A", "hf_text_config", "kv_lora_rank", "is not None", "None", False),
+        ("B", "hf_config", "use_mha", "falsy", "False", True),
+        ("B", "hf_config", "q_lora_rank", "present", "", False),
+        ("C", "hf_text_config", "flag", "truthy", "", None),
+        ("C", "hf_text_config", "n", "truthy", "0", False),
+        ("C", "hf_config", "s", "truthy", '"x"', True),
+        ("C", "hf_config", "f", "truthy", "1.5", True),
+        ("C", "hf_config", "neg", "truthy", "-1", None),  # not a plain literal
+        ("C", "hf_config", "j", "truthy", "2j", None),
+    ]
+    assert [(r.architecture, r.mla_fields_read) for r in chain.explicit_mha] == [
+        ("D", ("_init_mla_scaling()", "kv_lora_rank", "qk_rope_head_dim")),
+        ("E", ("_init_mla_scaling()", "kv_lora_rank", "qk_rope_head_dim")),
+    ]
+    assert [(w.code, w.subject) for w in chain.warnings] == [
+        ("conditional-assignment", "F"),
+        ("unknown-attention-arch", "G"),
+        ("shadowed-branch", "A"),
+        ("unparsed-branch", "some_call()"),
+        ("unknown-attention-arch", "H"),
+        ("else-not-mha", "else"),
+    ]
+    with pytest.raises(AnchorError, match="no if/elif chain"):
+        attention_chain(SHAPES_CHAIN.replace("except Exception", "except* Exception"), PATH)

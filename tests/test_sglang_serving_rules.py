@@ -7,7 +7,7 @@ import pytest
 
 from extractors.base import extract_engine
 from extractors.engines import ENGINES
-from extractors.errors import AnchorError
+from extractors.errors import AnchorError, ParseError
 from extractors.parsing.python_ts import parse_tree
 from extractors.sglang.serving_defaults import (
     mem_fraction_default,
@@ -284,3 +284,52 @@ def test_pass_candidates_are_plain_assignments_and_dict_literals():
         "may be set by _choice -> 16",
         "may be set by _choice -> 128",
     ]
+
+
+UNREAD_METHOD = """
+    def _handle_other(self):
+        self.other = 1
+"""
+# Valid Python the line-based elision cannot cut: a bracket continued at the class's indentation.
+UNCUT_METHOD = """
+    def _handle_other(self):
+        self.other = call(
+    1)
+"""
+
+
+def test_server_args_is_read_with_the_unread_method_bodies_elided():
+    from extractors.sglang.serving_defaults import _server_args_tree
+
+    text = SERVER_ARGS + UNREAD_METHOD
+    tree = _server_args_tree(text, SERVER_ARGS_PATH)
+    assert b"self.other = 1" not in tree.text  # elided
+    assert b"reserved = 1024" in tree.text  # names the memory fraction: kept
+    assert b"run_post_process_pass(self, _page_default)" in tree.text  # the page-size handler
+    assert page_size_source(text, SERVER_ARGS_PATH) == page_size_source(
+        SERVER_ARGS, SERVER_ARGS_PATH
+    )
+    assert mem_fraction_default(text, SERVER_ARGS_PATH) == mem_fraction_default(
+        SERVER_ARGS, SERVER_ARGS_PATH
+    )
+
+
+def test_server_args_the_elision_cannot_cut_is_read_whole():
+    from extractors.sglang.serving_defaults import _server_args_tree
+
+    text = SERVER_ARGS + UNCUT_METHOD
+    assert b"self.other = call(" in _server_args_tree(text, SERVER_ARGS_PATH).text
+    assert mem_fraction_default(text, SERVER_ARGS_PATH) == mem_fraction_default(
+        SERVER_ARGS, SERVER_ARGS_PATH
+    )
+    with pytest.raises(ParseError, match=r"\(line 2\)"):
+        mem_fraction_default(SERVER_ARGS.replace("import Optional", "import (Optional"), "s.py")
+
+
+def test_a_method_with_a_triple_quote_in_a_one_line_string_is_kept_whole():
+    # the line-based pass would take what follows the quote for a string and elide it with the
+    # method, the field after it too
+    text = SERVER_ARGS + '\n    def _handle_quote(self):\n        marker = \'"""\'\n\n'
+    text += "    page_size: int = 32\n"
+    row = page_size_source(text, SERVER_ARGS_PATH)
+    assert (row.kind, row.value) == ("literal", "32")  # the last assignment, as in the file

@@ -332,3 +332,281 @@ def test_related_config_classes_do_not_parse_files_naming_none():
     assert set(related_config_classes(texts, {"AConfig"})) == {"AConfig"}
     with pytest.raises(ParseError):
         related_config_classes(texts, {"AConfig", "class"})
+
+
+# Shapes the tree-sitter reading must see as libcst did: parentheses around a test or a set,
+# comments inside collections, True/False as names, elif tests inside methods, assignments in
+# nested blocks and functions, two targets and annotated assignments (not sets), a walrus guard.
+SHAPES_CONFIG = '''
+A_ARCHS = ["A1", "A2"]
+B_ARCHS: list = ("B1",  # a comment inside the tuple
+    "B2")
+C = D = ["C1"]
+A_ARCHS.append("A3")
+if (flag := os.environ.get("X")):
+    A_ARCHS.append("A4")
+    A_ARCHS.append(load())
+if other:
+    B_ARCHS.append("B3")
+else:
+    B_ARCHS.append("B4")
+E_ARCHS = "E1", "E2"
+
+
+@decorator
+def is_hybrid_swa_model(model_architectures):
+    """Doc."""
+    hybrid = {
+        "H1",  # first
+        *A_ARCHS,
+        *MISSING,
+        name_var,
+    }
+    return any((arch in hybrid) for arch in model_architectures)
+
+
+def is_paren(architectures):
+    return ((architectures[0]) in (B_ARCHS)) and (getattr(config, "x", None) is not None)
+
+
+def is_names(architectures):
+    if architectures[0] in E_ARCHS:
+        return False
+    elif "Z" == architectures[0]:
+        return (True)
+    return False
+
+
+def is_cmp(architectures):
+    return 1 < len(architectures) < 3
+
+
+def is_listcomp(architectures):
+    return any([a in ["L1", "L2"] for a in architectures])
+
+
+def is_two_loops(architectures):
+    return any(a in ["T1"] for a in architectures for b in architectures)
+
+
+class ModelConfig:
+    def __init__(self, hf_config):
+        hf_architectures = self.hf_config.architectures[0]
+        local_list = ["LL1", "LL2"]
+        self.is_y = (
+            hf_architectures == "Y1"  # a comment inside the test
+            or hf_architectures == "Y2"
+        )
+        self.a = self.b = hf_architectures in ["NO1"]
+        self.c: bool = hf_architectures in ["NO2"]
+        if other:
+            pass
+        elif hf_architectures in local_list:
+            self.q = 1
+        for i in range(3):
+            try:
+                self.w = any(a in ["W1"] for a in self.hf_config.architectures)
+            except Exception:
+                self.v = _hf_arch(self.hf_config) in ["V1"]
+
+        def inner():
+            self.n = hf_architectures in ["N1"]
+
+    def _x(self):
+        self.z = self.hf_config.architectures[0] in ("Z1",)
+
+    def _x(self):
+        self.z2 = self.hf_config.architectures[0] in ("Z2",)
+'''
+
+
+def test_the_tree_sitter_reading_sees_the_shapes_libcst_saw():
+    rows, warnings = architecture_sets(SHAPES_CONFIG, PATH)
+    assert sorted(
+        (r.set_name, r.architecture, r.member_returns, r.via, r.condition) for r in rows
+    ) == [
+        ("ModelConfig.__init__.local_list", "LL1", True, "", None),
+        ("ModelConfig.__init__.local_list", "LL2", True, "", None),
+        ("ModelConfig.is_y", "Y1", True, "", None),
+        ("ModelConfig.is_y", "Y2", True, "", None),
+        ("ModelConfig.n", "N1", True, "", None),
+        ("ModelConfig.v", "V1", True, "", None),
+        ("ModelConfig.w", "W1", True, "", None),
+        ("ModelConfig.z2", "Z2", True, "", None),  # the last definition of _x
+        ("is_hybrid_swa_model", "A1", True, "*A_ARCHS", None),
+        ("is_hybrid_swa_model", "A2", True, "*A_ARCHS", None),
+        ("is_hybrid_swa_model", "A3", True, "append", None),
+        ("is_hybrid_swa_model", "A4", True, "append", 'os.environ.get("X")'),
+        ("is_hybrid_swa_model", "H1", True, "", None),
+        ("is_listcomp", "L1", True, "", None),
+        ("is_listcomp", "L2", True, "", None),
+        ("is_names", "E1", False, "", None),
+        ("is_names", "E2", False, "", None),
+        ("is_names", "Z", True, "", None),
+        ("is_paren", "B1", True, "", '(getattr(config, "x", None) is not None)'),
+        ("is_paren", "B2", True, "", '(getattr(config, "x", None) is not None)'),
+    ]
+    paren = next(r for r in rows if r.set_name == "is_paren")
+    assert (paren.condition_field, paren.condition_check, paren.symbol) == (
+        "x",
+        "is not None",
+        "B_ARCHS",
+    )
+    assert [(w.code, w.subject) for w in warnings] == [
+        ("run-time-member", "A_ARCHS"),
+        ("unresolved-spread", "*MISSING"),
+        ("non-literal-member", "name_var"),
+        ("unstructured-condition", "is_hybrid_swa_model"),
+        ("unread-predicate", "is_cmp"),
+    ]
+
+
+def test_a_file_tree_sitter_cannot_parse_is_libcst_s_parse_error():
+    with pytest.raises(ParseError, match=r"line \d+, column \d+"):
+        architecture_sets(SHAPES_CONFIG + "\nx = (\n", PATH)
+
+
+CONFIG_MODULE = """
+class EConfig(PretrainedConfig):
+    model_type = "e"
+
+    def __init__(self, layers=2, **kwargs):
+        self.layers = layers
+        model_type = "not the class attribute"
+        super().__init__(**kwargs)
+
+    keys_to_ignore = ["x"]
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CONFIG_MODULE,
+        # a bracket continued at the class's indentation: the line-based elision cannot cut
+        # the method, so the module is parsed whole
+        CONFIG_MODULE.replace("self.layers = layers", "self.layers = max(\n    layers, 1)"),
+    ],
+)
+def test_config_classes_read_headers_and_class_attributes_with_method_bodies_elided(text):
+    from extractors.sglang.hybrid_configs import ConfigClass, config_classes
+
+    assert config_classes({"c/e.py": text}) == {
+        "EConfig": ConfigClass("EConfig", ("PretrainedConfig",), "e")
+    }
+
+
+def test_config_module_broken_outside_method_bodies_is_a_parse_error():
+    from extractors.sglang.hybrid_configs import config_classes
+
+    with pytest.raises(ParseError):
+        config_classes({"c/e.py": CONFIG_MODULE.replace('keys_to_ignore = ["x"]', "keys = [")})
+
+
+# Shapes the tree-sitter reading must see as the libcst reader did: a branch body read as text
+# (a compound statement owns the comment lines above it, the first one those after the block
+# header), classes written as a tuple, an attribute or a union, an elif, a nested def, a
+# decorator call, `self.x` members of the union.
+HYBRID_SHAPES = """
+from x import (AConfig, BConfig)
+
+@decorator()
+def a_config(model_config):
+    config = model_config.hf_config
+    if isinstance(config, AConfig) and (model_config.flag):
+        # comment above a for
+        for i in config.layers:
+            # inner
+            x = i
+        # footer at block level
+          # mid
+        # above with
+        with ctx():
+            pass
+    if isinstance((config), (BConfig, mod.CConfig)):  # header comment
+        # first lead
+        try:
+            y = 1
+        except Exception:
+            return None
+        return config
+    if isinstance(config, AConfig | BConfig):
+        t = config.text_config
+        return t if t.enabled else None
+    if isinstance(config, BConfig):
+        if not config.has_mamba:
+            return None
+        return config
+    if isinstance(config, AConfig) and config.special:
+        return None
+    return None
+
+
+def b_config(model_config):
+    text_config = getattr(model_config.hf_config, "text_config", None)
+    if isinstance(text_config, BConfig):
+        return text_config
+    elif isinstance(text_config, AConfig):
+        def inner():
+            return 1
+        return None
+
+
+def linear_attn_registry_result(model_config):
+    return 1
+
+
+def mambaish_config(model_config):
+    existing = a_config(model_config) or b_config(model_config) or self.c_config
+    if existing:
+        return existing
+    result = linear_attn_registry_result(model_config)
+    return result
+"""
+HYBRID_CONFIGS = {
+    "c/a.py": "class AConfig(PretrainedConfig):\n    model_type = 'a'\n\n"
+    "class A2Config(AConfig):\n    model_type = 'a2'\n",
+    "c/b.py": "class BConfig(X):\n    model_type = 'b'\n    def __init__(self):\n        self.x = 1\n",
+}
+
+
+def test_hybrid_functions_read_the_shapes_the_libcst_reader_read():
+    rows, warnings = hybrid_config_classes(
+        HYBRID_SHAPES, "hybrid_arch.py", HYBRID_CONFIGS, {"m.py": "register_linear_attn_model(x)"}
+    )
+    first_lead = "# first lead try: y = 1 except Exception: return None return config"
+    enabled = "t.enabled (where t = config.text_config)"
+    text_config = 'getattr(model_config.hf_config, "text_config", None)'
+    assert sorted(
+        (r.function, r.config_class, r.via, r.config_read, r.condition) for r in rows
+    ) == [
+        ("a_config", "A2Config", "AConfig", "hf_config", enabled),
+        ("a_config", "AConfig", "", "hf_config", enabled),
+        ("a_config", "BConfig", "", "(config)", first_lead),
+        ("a_config", "CConfig", "", "(config)", first_lead),
+        ("b_config", "A2Config", "AConfig", text_config, "def inner(): return 1 return None"),
+        ("b_config", "AConfig", "", text_config, "def inner(): return 1 return None"),
+        ("b_config", "BConfig", "", text_config, None),
+        ("mambaish_config", "A2Config", "a_config()", "hf_config", enabled),
+        ("mambaish_config", "AConfig", "a_config()", "hf_config", enabled),
+        ("mambaish_config", "BConfig", "a_config()", "(config)", first_lead),
+        ("mambaish_config", "CConfig", "a_config()", "(config)", first_lead),
+    ]
+    assert [(w.code, w.subject) for w in warnings] == [
+        ("exception-branch", "a_config: AConfig"),
+        ("class-not-in-configs", "CConfig"),
+        ("exception-branch", "a_config: AConfig"),
+        ("run-time-registry", "mambaish_config"),
+    ]
+    assert warnings[0].message == (
+        "a_config returns None for AConfig when (model_config.flag) and # comment above a for "
+        "for i in config.layers: # inner x = i # footer at block level # mid # above with "
+        "with ctx(): pass: an exception the class rows below do not carry"
+    )
+
+
+def test_config_method_with_a_triple_quote_in_a_one_line_string_is_kept_whole():
+    from extractors.sglang.hybrid_configs import ConfigClass, config_classes
+
+    text = 'class EConfig(P):\n    def f(self):\n        q = \'"""\'\n\n    model_type = "e"\n'
+    assert config_classes({"c/e.py": text}) == {"EConfig": ConfigClass("EConfig", ("P",), "e")}

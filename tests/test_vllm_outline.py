@@ -8,12 +8,11 @@ import pytest
 from extractors.errors import AnchorError, ParseError
 from extractors.parsing import python_cst
 from extractors.parsing.python_cst import class_methods, parse_module, top_level_classes
-from extractors.vllm import attention_backends, model_config_defaults, serving_rules
+from extractors.vllm import model_config_defaults, serving_rules
 from extractors.vllm.cst_outline import parse_outline
 from tests.vllm_class_miniatures import MODEL_CONFIG
 from tests.vllm_miniatures import CONVERTOR_V1, MODELS_CONFIG_PATH, MODELS_CONFIG_V1
 from tests.vllm_serving_miniatures import (
-    BACKEND_BASE,
     CACHE_CONFIG,
     CACHE_PATH,
     LINEAR,
@@ -23,10 +22,9 @@ from tests.vllm_serving_miniatures import (
     MODEL_CONFIG_TP_METHODS,
     PLATFORM_INTERFACE,
     PLATFORM_PATH,
-    backend_files,
 )
 
-MODULES_READING_OUTLINES = (serving_rules, attention_backends, model_config_defaults)
+MODULES_READING_OUTLINES = (serving_rules, model_config_defaults)
 
 # Decoys around the anchors: a top-level function and another class with the same method
 # names, a class field and a docstring; none of it may change what a fact finds.
@@ -135,8 +133,6 @@ def test_a_file_with_syntax_errors_reports_parse_modules_error():
             model_config_defaults.mamba_ssm_dtype_defaults,
             (MODELS_CONFIG_V1 + DECOYS, MODELS_CONFIG_PATH),
         ),
-        (attention_backends.base_rule_holds, (BACKEND_BASE + DECOYS, "backend.py")),
-        (attention_backends.enum_class_paths, (DECOYS, "registry.py")),
     ],
 )
 def test_facts_read_the_same_through_outlines(monkeypatch, function, args):
@@ -145,26 +141,6 @@ def test_facts_read_the_same_through_outlines(monkeypatch, function, args):
     if args[-1] is RENAMED_KEY:
         keys = {rule.rule: rule.keys for rule in with_outline}
         assert keys["attention_heads_divisible"] == ("n_heads_total",)
-
-
-def test_attention_backends_read_the_same_through_outlines(monkeypatch):
-    files = backend_files()
-    args = (
-        files["vllm/platforms/cuda.py"] + DECOYS,
-        files["vllm/v1/attention/backends/registry.py"],
-        files["vllm/v1/attention/backend.py"],
-        files.get,
-        16,
-    )
-    with_outline, whole = both_ways(monkeypatch, attention_backends.attention_backends, *args)
-    assert with_outline == whole
-    assert {row.backend for row in with_outline} == {
-        "FLASH",
-        "COMPUTED",
-        "SMALL_MLA",
-        "WIDE_MLA",
-        "GONE",
-    }
 
 
 @pytest.mark.parametrize(
@@ -194,33 +170,4 @@ def test_mamba_hook_filter_keeps_every_spelling_of_a_class_method_call(call):
     keep = model_config_defaults._hook_methods(text + hook)
     assert not keep(
         "PlainHookConfig.verify_and_update_config", b"def f(x):\n    x.block_size = 16\n"
-    )
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "from vllm.a import Base\n",
-        "from vllm.a import Base as Alias, Other\n",
-        "from vllm.a import (\n    Base,  # the base\n    Other,\n)\n",
-        "from __future__ import annotations\nfrom vllm.a import Base\n",
-        "from . import Base\nfrom .x import Other\nfrom vllm.s import *\n",
-        "if TYPE_CHECKING: from vllm.a import Base\nelse:\n    from vllm.b import Base\n",
-        "if x:\n    pass\nelif y:\n    from vllm.c import Base\nelse: from vllm.d import Base\n",
-        "if x:  # a comment\n    from vllm.e import Base\n",
-        "try:\n    from vllm.a import A\nexcept ImportError:\n    from vllm.b import A\n"
-        "else:\n    from vllm.c import C\nfinally:\n    from vllm.d import D\n",
-        "try:\n    from vllm.a import A\nexcept* ValueError:\n    pass\n",
-        "with ctx():\n    from vllm.a import A\n",
-        "for x in y:\n    from vllm.a import A\nclass K:\n    from vllm.b import B\n",
-        "def f():\n    from vllm.a import A\nif a:\n    if b:\n        from vllm.n import N\n",
-    ],
-)
-def test_backend_imports_from_tree_sitter_match_libcsts(text):
-    import libcst as cst
-
-    from extractors.parsing.python_ts import parse_tree
-
-    assert attention_backends._imports(parse_tree(text)) == attention_backends._cst_imports(
-        cst.parse_module(text)
     )

@@ -82,10 +82,10 @@ class ObjectPresence:
                 continue  # being written, or not an index we read: the object counts as absent
 
     def has(self, sha: str) -> bool:
-        if (self._dir / sha[:2] / sha[2:]).is_file():
-            return True
         raw = bytes.fromhex(sha)
-        return any(raw in index for index in self._packs.values())
+        if any(raw in index for index in self._packs.values()):
+            return True  # probed first: a loose object costs a stat
+        return os.path.isfile(os.path.join(self._dir, sha[:2], sha[2:]))
 
     def missing(self, shas: Iterable[str]) -> list[str]:
         seen: set[str] = set()

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
+from extractors.errors import AnchorError, ParseError
+from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import (
     PYTHON,
     assignments,
@@ -289,6 +290,34 @@ def _read_class(
     module.classes[qualname] = cls
 
 
+# What `_read_class` finds in a method: model_arch named, or a call assigned to an attribute of
+# self (`self.x = Cls(...)`, `self.a.b: T = (m.C(`); and whether an `__init__` raises. The
+# pattern starts with a literal (searched for quickly) and never backtracks (possessive parts).
+_SELF_CALL = re.compile(
+    r"self[ \t]*+\.(?:[\w \t.]|\\\n)*+(?::[^=\n]*+)?=(?!=)\s*+\(*+\s*+[\w.]++\s*+\("
+)
+_INIT = re.compile(r"\s*(?:async\s+)?def\s+__init__\b")
+
+
+def _method_scanned(definition: str) -> bool:
+    """Whether a method's body is kept: it may hold what `_read_class` reads, or the skeleton
+    could not be sure where it ends."""
+    if not quotes_only_in_docstring(definition):
+        return True
+    if "raise" in definition and _INIT.match(definition):
+        return True
+    return "model_arch" in definition or _SELF_CALL.search(definition) is not None
+
+
+def _parse_module(text: str, path: str) -> Node:
+    """The module's tree with the bodies of the methods `_scan_method` finds nothing in elided
+    (most of a converter module's bytes); the whole text when that skeleton does not parse."""
+    try:
+        return parse_python(method_skeleton(text, keep=_method_scanned), path)
+    except ParseError:
+        return parse_python(text, path)
+
+
 def read_module(
     text: str,
     path: str,
@@ -298,7 +327,7 @@ def read_module(
     warnings: list[ExtractionWarning],
 ) -> ConverterModule:
     """The classes, relative imports and top-level assignments of one converter module."""
-    root = parse_python(text, path)
+    root = _parse_module(text, path)
     module = ConverterModule(name=module_name, path=path)
     for statement in root.named_children:
         if statement.type == "import_from_statement":

@@ -29,6 +29,7 @@ from extractors.parsing.cpp_ts import (
     int_value,
     is_conditional,
     node_text,
+    nodes_of_type,
     parse_cpp,
     parse_cpp_methods,
     switch_case_groups,
@@ -94,9 +95,7 @@ def struct_bases(text: str, path: str) -> dict[str, str]:
     """`struct llama_model_x : public llama_model_y` -> {x: y} from src/models/models.h."""
     source = parse_cpp(text, path)
     bases: dict[str, str] = {}
-    for node in walk(source.root):
-        if node.type not in ("struct_specifier", "class_specifier"):
-            continue
+    for node in nodes_of_type(source.root, "struct_specifier", "class_specifier"):
         name = node.child_by_field_name("name")
         clause = next((c for c in node.named_children if c.type == "base_class_clause"), None)
         if name is None or clause is None:

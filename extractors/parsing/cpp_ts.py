@@ -342,7 +342,7 @@ def compact(node: Node) -> str:
     data = node.text or b""
     cut = [
         (c.start_byte - node.start_byte, c.end_byte - node.start_byte)
-        for c in walk(node)
+        for c in (walk(node) if b"/" in data else ())  # a comment starts with `//` or `/*`
         if c.type == "comment"
     ]
     for start, end in reversed(cut):

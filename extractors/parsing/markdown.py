@@ -16,6 +16,8 @@ from html.parser import HTMLParser
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_block.table import escapedSplit
+from markdown_it.rules_core import StateCore, text_join
+from markdown_it.rules_core import inline as core_inline
 from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
@@ -42,7 +44,21 @@ def _parser() -> MarkdownIt:
     # keep footnote definitions where they are written, with their labels, instead of moving
     # them to the end of the token stream: a page may (wrongly) define one label twice
     md.core.ruler.disable("footnote_tail")
+    # inline content is parsed only where it is read (headings, table cells, footnotes): most of
+    # a page's inline content is prose, and parsing it is most of the inline cost
+    md.core.ruler.disable(["inline", "text_join"])
     return md
+
+
+def _parse_inline(token: Token, env: dict) -> list[Token]:
+    """The children of one `inline` token, as the disabled core rules would have made them (the
+    block pass has read every footnote and link definition into `env` by then)."""
+    token.children = []  # parsed afresh: parsing appends
+    state = StateCore("", _parser(), env)
+    state.tokens = [token]
+    core_inline(state)
+    text_join(state)
+    return token.children or []
 
 
 @dataclass(frozen=True)
@@ -223,10 +239,19 @@ def flatten_inline(tokens: Sequence[Token]) -> Cell:
     return builder.cell()
 
 
-def _inline_cell(token: Token | None) -> Cell:
+# The characters an inline rule of this parser starts at (line break, escape, code span,
+# emphasis, link, image, footnote, autolink and HTML, entity): content without any of them
+# parses to one text token, its content.
+INLINE_MARKUP = re.compile(r"[\n\\`*_\[\]!^<&]")
+
+
+def _inline_cell(token: Token | None, env: dict) -> Cell:
     if token is None or token.type != "inline":
         return Cell(text="")
-    return flatten_inline(token.children or [])
+    if not INLINE_MARKUP.search(token.content):  # most cells: plain words
+        text = " ".join(token.content.split())
+        return Cell(text=text, marked_text=text)
+    return flatten_inline(_parse_inline(token, env))
 
 
 # ---------------------------------------------------------------- HTML tables (MDX pages)
@@ -326,7 +351,9 @@ class _DocumentReader:
                 continue
             if token.type == "heading_open":
                 level = int(token.tag[1:])
-                text = _inline_cell(tokens[index + 1] if index + 1 < len(tokens) else None).text
+                text = _inline_cell(
+                    tokens[index + 1] if index + 1 < len(tokens) else None, self.env
+                ).text
                 while stack and stack[-1][0] >= level:
                     stack.pop()
                 stack.append((level, text))
@@ -359,7 +386,7 @@ class _DocumentReader:
                 row_line = token.map[0] + offset if token.map else -1
             elif token.type in ("th_open", "td_open"):
                 assert current is not None
-                current.append(_inline_cell(tokens[index + 1]))
+                current.append(_inline_cell(tokens[index + 1], self.env))
             elif token.type == "tr_close" and current is not None:
                 check_table_width(len(current), self.path, row_line)
                 if in_head:
@@ -404,7 +431,7 @@ class _DocumentReader:
         index += 1
         while index < len(tokens) and tokens[index].type != "footnote_reference_close":
             if tokens[index].type == "inline":
-                parts.append(_inline_cell(tokens[index]).text)
+                parts.append(_inline_cell(tokens[index], self.env).text)
             index += 1
         self.footnotes.append(
             FootnoteDef(label=label, text=" ".join(p for p in parts if p), line=line)
@@ -463,7 +490,7 @@ class _DocumentReader:
 
     def _html_cell(self, raw: str) -> Cell:
         tokens = _parser().parseInline(raw.strip(), self.env)
-        return flatten_inline(tokens[0].children or []) if tokens else Cell(text="")
+        return _inline_cell(tokens[0], self.env) if tokens else Cell(text="")
 
 
 def parse_document(text: str, path: str, *, mdx: bool | None = None) -> Document:

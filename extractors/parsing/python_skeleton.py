@@ -301,6 +301,31 @@ def method_skeleton(text: str, keep: Callable[[str], bool] | None = None) -> str
     return _Skeleton(text, keep=keep).run()
 
 
+# The end of a signature and a docstring opening right after it.
+_DOCSTRING = re.compile(
+    r":[ \t]*(?:#[^\n]*)?\n(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*[rRuUbB]{0,2}(\"\"\"|\'\'\')"
+)
+
+
+def quotes_only_in_docstring(definition: str) -> bool:
+    """Whether the only triple quotes of a method's text are its docstring's. The skeleton finds
+    a body's end line by line, and a triple quote inside a one-line string (`'\"\"\"'`) or a
+    comment makes it take code for string text, up to the end of the file: a `keep` that also
+    keeps every method this is false for never loses text to that."""
+    double, single = definition.count('"""'), definition.count("'''")
+    if double + single == 0:
+        return True
+    if (double, single) not in ((2, 0), (0, 2)):
+        return False
+    quote = '"""' if double else "'''"
+    opening = _DOCSTRING.search(definition)
+    return (
+        opening is not None
+        and opening.group(1) == quote
+        and opening.start(1) == definition.find(quote)
+    )
+
+
 def module_outline(text: str) -> tuple[str, dict[int, tuple[int, int]]]:
     """(`text` with the bodies of its top-level classes and functions elided as well, the
     source span of each elided definition by the row of its `class`/`def` line in the outline).
@@ -321,4 +346,9 @@ def lean_class_skeleton(text: str) -> tuple[str, dict[int, tuple[int, int]]]:
     return skeleton.run(), skeleton.lean
 
 
-__all__ = ["lean_class_skeleton", "method_skeleton", "module_outline"]
+__all__ = [
+    "lean_class_skeleton",
+    "method_skeleton",
+    "module_outline",
+    "quotes_only_in_docstring",
+]

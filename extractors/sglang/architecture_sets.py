@@ -5,30 +5,48 @@ A set may be a literal in the function, a local list, or a module constant, buil
 `*SPREAD` of other constants and grown by module-level `.append(...)`. An extra condition of the
 set (`... and index_topk is not None`) or of one member (Laguna only with a sliding window) is
 kept in structured form; an opt-in by config field (`getattr(hf_text_config, "is_hybrid_swa",
-False)`) is the member "*". Pure: file text in, records out."""
+False)`) is the member "*". Pure: file text in, records out.
+
+Read from tree-sitter's tree of the file (the one model_config's other readers share), walking
+statements only where a reader looks for assignments and `if`s. Expressions are read as libcst
+shows them: parentheses are looked through when a node's kind is tested, and kept in its code."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-import libcst as cst
+from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_cst import (
+from extractors.parsing.python_ts import if_clauses, node_text
+from extractors.records import ExtractionWarning, WarnsInFile
+from extractors.sglang.records import SglangArchitectureSet
+from extractors.sglang.ts_view import (
+    COLLECTIONS,
+    COMPREHENSIONS,
+    assignments_and_ifs,
+    attribute,
+    bare,
+    boolean,
+    call_parts,
+    callee,
     class_methods,
-    compact_code,
+    code,
+    comparison,
     conjuncts,
-    parse_module,
+    defined_name,
+    definition,
+    module_tree,
+    name_of,
+    named,
+    negated,
+    returned,
+    single_assignment,
+    single_comparison,
     statements,
     string_value,
-    top_level_assignments,
-    top_level_classes,
-    walk,
 )
-from extractors.records import ExtractionWarning, WarnsInFile
-from extractors.sglang.model_config_shape import model_config_text
-from extractors.sglang.records import SglangArchitectureSet
 
 FACT = "architecture_sets"
 CLASS = "ModelConfig"
@@ -50,7 +68,7 @@ class Member:
     architecture: str
     via: str
     symbol: str
-    condition: cst.BaseExpression | None = None  # a member appended under a module-level `if`
+    condition: Node | None = None  # a member appended under a module-level `if`
 
 
 @dataclass(frozen=True)
@@ -65,41 +83,39 @@ class Condition:
 
 @dataclass
 class _Reader(WarnsInFile):
-    module: cst.Module
     path: str
-    constants: dict[str, cst.BaseExpression]
+    constants: dict[str, Node]
     appended: dict[str, list[Member]]
     warnings: list[ExtractionWarning] = field(default_factory=list)
-
-    def code(self, node: cst.CSTNode) -> str:
-        return compact_code(self.module, node)
 
     # -- collections
 
     def members(
         self,
-        node: cst.BaseExpression,
-        env: dict[str, cst.BaseExpression],
+        node: Node,
+        env: dict[str, Node],
         symbol: str,
         seen: frozenset[str] = frozenset(),
     ) -> list[Member] | None:
         """The architectures of a string collection (literal, local or module constant)."""
-        if isinstance(node, cst.Name) and node.value not in seen:
-            name = node.value
+        name = name_of(node)
+        if name is not None and name not in seen:
             if name in env:
                 return self.members(env[name], env, symbol, seen | {name})
             if name in self.constants:
                 found = self.members(self.constants[name], {}, name, seen | {name})
                 return None if found is None else found + self.appended.get(name, [])
             return None
-        if not isinstance(node, cst.List | cst.Tuple | cst.Set):
+        inner = bare(node)
+        if inner.type not in COLLECTIONS:
             return None
         found: list[Member] = []
-        for element in node.elements:
-            if isinstance(element, cst.StarredElement):
-                inner = self.members(element.value, env, symbol, seen)
-                spread = f"*{self.code(element.value)}"
-                if inner is None:
+        for element in named(inner):
+            if element.type == "list_splat":
+                value = named(element)[0]
+                inner_members = self.members(value, env, symbol, seen)
+                spread = f"*{code(value)}"
+                if inner_members is None:
                     self.warn(
                         "unresolved-spread",
                         spread,
@@ -108,15 +124,16 @@ class _Reader(WarnsInFile):
                     )
                     continue
                 found += [
-                    Member(m.architecture, m.via or spread, m.symbol, m.condition) for m in inner
+                    Member(m.architecture, m.via or spread, m.symbol, m.condition)
+                    for m in inner_members
                 ]
                 continue
-            value = string_value(element.value)
+            value = string_value(element)
             if value is None:
                 self.warn(
                     "non-literal-member",
-                    self.code(element.value),
-                    f"{symbol} holds `{self.code(element.value)}`, which is not a string literal",
+                    code(element),
+                    f"{symbol} holds `{code(element)}`, which is not a string literal",
                     symbol,
                 )
                 continue
@@ -125,72 +142,75 @@ class _Reader(WarnsInFile):
 
     # -- architecture expressions and membership tests
 
-    def is_arch(self, node: cst.BaseExpression, arch_names: frozenset[str]) -> bool:
-        if isinstance(node, cst.Name):
-            return node.value in arch_names or "architectures" in node.value
-        if isinstance(node, cst.Call) and self.code(node.func) in ARCH_CALLS:
+    def is_arch(self, node: Node, arch_names: frozenset[str]) -> bool:
+        name = name_of(node)
+        if name is not None:
+            return name in arch_names or "architectures" in name
+        if callee(node) in ARCH_CALLS:
             return True
-        return "architectures" in self.code(node)
+        return "architectures" in code(node)
 
     def membership(
         self,
-        node: cst.BaseExpression,
-        env: dict[str, cst.BaseExpression],
+        node: Node,
+        env: dict[str, Node],
         arch_names: frozenset[str],
         symbol: str,
     ) -> list[Member] | None:
         """The members when `node` is true exactly for architectures of a set, else None."""
-        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
-            left = self.membership(node.left, env, arch_names, symbol)
-            right = self.membership(node.right, env, arch_names, symbol)
+        either = boolean(node, "or")
+        if either is not None:
+            left = self.membership(either[0], env, arch_names, symbol)
+            right = self.membership(either[1], env, arch_names, symbol)
             return left + right if left is not None and right is not None else None
-        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
-            op = node.comparisons[0].operator
-            right = node.comparisons[0].comparator
-            if isinstance(op, cst.In):
-                literal = string_value(node.left)
+        compared = single_comparison(node)
+        if compared is not None:
+            left, op, right = compared
+            if op == "in":
+                literal = string_value(left)
                 if literal is not None and self.is_arch(right, arch_names):
                     return [Member(literal, "", symbol)]
-                if self.is_arch(node.left, arch_names):
+                if self.is_arch(left, arch_names):
                     return self.members(right, env, symbol)
-            if isinstance(op, cst.Equal):
-                for arch, other in ((node.left, right), (right, node.left)):
+            if op == "==":
+                for arch, other in ((left, right), (right, left)):
                     literal = string_value(other)
                     if literal is not None and self.is_arch(arch, arch_names):
                         return [Member(literal, "", symbol)]
             return None
+        if comparison(node) is not None:
+            return None
+        parts = call_parts(node)
+        if parts is None or code(parts[0]) != "any" or len(parts[1]) != 1:
+            return None
+        generator = bare(parts[1][0])
+        if generator.type not in COMPREHENSIONS:
+            return None
+        loops = [c for c in generator.named_children if c.type == "for_in_clause"]
+        if len(loops) != 1 or bare(loops[0].child_by_field_name("left")).type != "identifier":
+            return None
+        target = node_text(bare(loops[0].child_by_field_name("left")))
+        loop_iter = loops[0].child_by_field_name("right")
+        element = generator.child_by_field_name("body")
+        if self.is_arch(loop_iter, arch_names):
+            return self.membership(element, env, arch_names | {target}, symbol)
+        tested = single_comparison(element)
         if (
-            isinstance(node, cst.Call)
-            and self.code(node.func) == "any"
-            and len(node.args) == 1
-            and isinstance(node.args[0].value, cst.GeneratorExp | cst.ListComp)
+            tested is not None
+            and tested[1] == "in"
+            and name_of(tested[0]) == target
+            and self.is_arch(tested[2], arch_names)
         ):
-            generator = node.args[0].value
-            loop = generator.for_in
-            if loop.inner_for_in is not None or not isinstance(loop.target, cst.Name):
-                return None
-            target = loop.target.value
-            if self.is_arch(loop.iter, arch_names):
-                return self.membership(generator.elt, env, arch_names | {target}, symbol)
-            element = generator.elt
-            if (
-                isinstance(element, cst.Comparison)
-                and len(element.comparisons) == 1
-                and isinstance(element.comparisons[0].operator, cst.In)
-                and isinstance(element.left, cst.Name)
-                and element.left.value == target
-                and self.is_arch(element.comparisons[0].comparator, arch_names)
-            ):
-                return self.members(loop.iter, env, symbol)
+            return self.members(loop_iter, env, symbol)
         return None
 
     def split(
         self,
-        test: cst.BaseExpression,
-        env: dict[str, cst.BaseExpression],
+        test: Node,
+        env: dict[str, Node],
         arch_names: frozenset[str],
         symbol: str,
-    ) -> tuple[list[Member] | None, list[cst.BaseExpression]]:
+    ) -> tuple[list[Member] | None, list[Node]]:
         """(members, the other conjuncts) of a test with exactly one membership conjunct."""
         parts = conjuncts(test)
         tested = [(p, self.membership(p, env, arch_names, symbol)) for p in parts]
@@ -198,57 +218,62 @@ class _Reader(WarnsInFile):
         if len(with_members) != 1:
             return None, [p for p in parts if not self.is_guard(p)]
         part, members = with_members[0]
-        return members, [p for p in parts if p is not part and not self.is_guard(p)]
+        return members, [p for p in parts if p.id != part.id and not self.is_guard(p)]
 
-    def is_guard(self, node: cst.BaseExpression) -> bool:
+    def is_guard(self, node: Node) -> bool:
         """`hf_text_config is not None`: a check that an optional config argument was given."""
+        compared = single_comparison(node)
+        if compared is None:
+            return False
+        left, op, right = compared
         return (
-            isinstance(node, cst.Comparison)
-            and len(node.comparisons) == 1
-            and isinstance(node.comparisons[0].operator, cst.IsNot)
-            and self.code(node.comparisons[0].comparator) == "None"
-            and (
-                (isinstance(node.left, cst.Name) and node.left.value in CONFIG_ROOTS)
-                or self.code(node.left).endswith(".architectures")
-            )
+            op == "is not"
+            and code(right) == "None"
+            and (name_of(left) in CONFIG_ROOTS or code(left).endswith(".architectures"))
         )
 
     # -- conditions
 
-    def config_read(self, node: cst.BaseExpression) -> tuple[str, str, str] | None:
+    def config_read(self, node: Node) -> tuple[str, str, str] | None:
         """(config, field, default) for `getattr(cfg, "f", D)`, `_hf_attr(cfg, "f")`, `cfg.f`."""
-        if isinstance(node, cst.Call) and self.code(node.func) in CONFIG_READERS:
-            if len(node.args) in (2, 3):
-                root = CONFIG_ROOTS.get(self.code(node.args[0].value))
-                key = string_value(node.args[1].value)
+        parts = call_parts(node)
+        if parts is not None and code(parts[0]) in CONFIG_READERS:
+            args = parts[1]
+            if len(args) in (2, 3):
+                root = CONFIG_ROOTS.get(code(args[0]))
+                key = string_value(args[1])
                 if root and key:
-                    default = self.code(node.args[2].value) if len(node.args) == 3 else ""
-                    if self.code(node.func) == "_hf_attr":
+                    default = code(args[2]) if len(args) == 3 else ""
+                    if code(parts[0]) == "_hf_attr":
                         default = "None"
                     return root, key, default
-        if isinstance(node, cst.Attribute):
-            root = CONFIG_ROOTS.get(self.code(node.value))
+        read = attribute(node)
+        if read is not None:
+            root = CONFIG_ROOTS.get(code(read[0]))
             if root:
-                return root, node.attr.value, ""
+                return root, read[1], ""
         return None
 
-    def condition(self, node: cst.BaseExpression, negate: bool = False) -> Condition:
-        text = self.code(node)
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-            return self.condition(node.expression, not negate)
+    def condition(self, node: Node, negate: bool = False) -> Condition:
+        text = code(node)
+        inner = negated(node)
+        if inner is not None:
+            return self.condition(inner, not negate)
         read: tuple[str, str, str] | None = None
         check = "truthy"
-        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
-            op = node.comparisons[0].operator
-            if self.code(node.comparisons[0].comparator) == "None" and isinstance(
-                op, cst.IsNot | cst.Is
-            ):
-                read = self.config_read(node.left)
-                check = "is not None" if isinstance(op, cst.IsNot) else "is None"
-        elif isinstance(node, cst.Call) and self.code(node.func) == "hasattr":
-            if len(node.args) == 2:
-                root = CONFIG_ROOTS.get(self.code(node.args[0].value))
-                key = string_value(node.args[1].value)
+        compared = single_comparison(node)
+        parts = call_parts(node)
+        if compared is not None:
+            left, op, right = compared
+            if code(right) == "None" and op in ("is not", "is"):
+                read = self.config_read(left)
+                check = "is not None" if op == "is not" else "is None"
+        elif comparison(node) is not None:
+            pass
+        elif parts is not None and code(parts[0]) == "hasattr":
+            if len(parts[1]) == 2:
+                root = CONFIG_ROOTS.get(code(parts[1][0]))
+                key = string_value(parts[1][1])
                 if root and key:
                     read, check = (root, key, ""), "present"
         else:
@@ -328,45 +353,32 @@ def _when_absent(check: str, default: str) -> bool | None:
     }.get(check)
 
 
-def _returned_bool(body: list[cst.CSTNode]) -> bool | None:
-    if body and isinstance(body[-1], cst.Return) and isinstance(body[-1].value, cst.Name):
-        return {"True": True, "False": False}.get(body[-1].value.value)
-    return None
+def _returned_bool(body: list[Node]) -> bool | None:
+    value = returned(body[-1]) if body else None
+    name = name_of(value) if value is not None else None
+    return {"True": True, "False": False}.get(name) if name is not None else None
 
 
 def _locals(
-    body: list[cst.CSTNode], reader: _Reader, arch_names: frozenset[str]
-) -> tuple[dict[str, cst.BaseExpression], frozenset[str]]:
-    env: dict[str, cst.BaseExpression] = {}
+    assigned: list[tuple[Node, Node]], reader: _Reader, arch_names: frozenset[str]
+) -> tuple[dict[str, Node], frozenset[str]]:
+    env: dict[str, Node] = {}
     names = set(arch_names)
-    for node in body:
-        if (
-            isinstance(node, cst.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0].target, cst.Name)
-        ):
-            name = node.targets[0].target.value
-            env[name] = node.value
-            if reader.is_arch(node.value, frozenset(names)):
+    for target, value in assigned:
+        name = name_of(target)
+        if name is not None and bare(target).type == "identifier":
+            env[name] = value
+            if reader.is_arch(value, frozenset(names)):
                 names.add(name)
     return env, frozenset(names)
-
-
-def _branches(node: cst.If) -> list[tuple[cst.BaseExpression, list[cst.CSTNode]]]:
-    """(test, body) of an if and each of its elifs."""
-    found = [(node.test, statements(node.body))]
-    while isinstance(node.orelse, cst.If):
-        node = node.orelse
-        found.append((node.test, statements(node.body)))
-    return found
 
 
 def _branch_rows(
     reader: _Reader,
     name: str,
-    test: cst.BaseExpression,
-    inner: list[cst.CSTNode],
-    env: dict[str, cst.BaseExpression],
+    test: Node,
+    inner: list[Node],
+    env: dict[str, Node],
     arch_names: frozenset[str],
 ) -> list[SglangArchitectureSet]:
     returns = _returned_bool(inner)
@@ -379,11 +391,15 @@ def _branch_rows(
     outcome = True if returns is None else returns
     exceptions: dict[str, list[Condition]] = {}
     for statement in inner:
-        if not isinstance(statement, cst.If):
+        if statement.type != "if_statement":
             continue
-        if _returned_bool(statements(statement.body)) is not (not outcome):
+        if _returned_bool(statements(statement.child_by_field_name("consequence"))) is not (
+            not outcome
+        ):
             continue
-        excepted, unless = reader.split(statement.test, env, arch_names, name)
+        excepted, unless = reader.split(
+            statement.child_by_field_name("condition"), env, arch_names, name
+        )
         for member in excepted or ():
             exceptions[member.architecture] = [reader.condition(u, negate=True) for u in unless]
     return [
@@ -392,96 +408,112 @@ def _branch_rows(
     ]
 
 
-def _predicate_rows(reader: _Reader, fn: cst.FunctionDef) -> list[SglangArchitectureSet]:
-    name = fn.name.value
-    body = statements(fn.body)
-    env, arch_names = _locals(body, reader, frozenset())
+def _predicate_rows(reader: _Reader, name: str, fn: Node) -> list[SglangArchitectureSet]:
+    body = statements(fn.child_by_field_name("body"))
+    assigned = [a for a in map(single_assignment, body) if a is not None]
+    env, arch_names = _locals(assigned, reader, frozenset())
     rows: list[SglangArchitectureSet] = []
     for node in body:
-        if isinstance(node, cst.Return) and node.value is not None:
-            members, others = reader.split(node.value, env, arch_names, name)
+        value = returned(node)
+        if value is not None:
+            members, others = reader.split(value, env, arch_names, name)
             conditions = [reader.condition(o) for o in others]
             rows += [reader.row(name, m, True, conditions, name) for m in members or ()]
             continue
-        if isinstance(node, cst.If):
-            for test, branch in _branches(node):
-                rows += _branch_rows(reader, name, test, branch, env, arch_names)
+        if node.type == "if_statement":
+            clauses, _ = if_clauses(node)
+            for test, branch in clauses:
+                rows += _branch_rows(reader, name, test, statements(branch), env, arch_names)
     return rows
 
 
-def _attribute_rows(reader: _Reader, cls: cst.ClassDef) -> list[SglangArchitectureSet]:
+def _attribute_rows(reader: _Reader, cls: Node) -> list[SglangArchitectureSet]:
     """`self.X = <membership>` in any method, and local lists tested in a method's `if`."""
     rows: list[SglangArchitectureSet] = []
-    class_name = cls.name.value
+    class_name = defined_name(cls)
     for method_name, method in class_methods(cls).items():
         symbol = f"{class_name}.{method_name}"
-        nodes = list(walk(method))  # one walk for the assignments and the ifs
-        assigns = [n for n in nodes if isinstance(n, cst.Assign) and len(n.targets) == 1]
+        found = list(assignments_and_ifs(method))  # one walk for the assignments and the ifs
+        assigns = [a for kind, a in found if kind == "assign"]
         env, arch_names = _locals(assigns, reader, frozenset())
-        for node in assigns:
-            target = node.targets[0].target
-            if isinstance(target, cst.Attribute) and reader.code(target.value) == "self":
-                members, others = reader.split(node.value, env, arch_names, symbol)
+        for target, value in assigns:
+            read = attribute(target)
+            if read is not None and code(read[0]) == "self":
+                members, others = reader.split(value, env, arch_names, symbol)
                 conditions = [reader.condition(o) for o in others]
-                set_name = f"{class_name}.{target.attr.value}"
+                set_name = f"{class_name}.{read[1]}"
                 rows += [reader.row(set_name, m, True, conditions, symbol) for m in members or ()]
-        for node in nodes:
-            if not isinstance(node, cst.If):
+        for kind, clause in found:
+            if kind != "if":
                 continue
-            for part in conjuncts(node.test):
+            test = clause.child_by_field_name("condition")
+            for part in conjuncts(test):
                 local = _local_collection(part, env)
                 if local is None or local in arch_names:
                     continue
-                members, others = reader.split(node.test, env, arch_names, symbol)
+                members, others = reader.split(test, env, arch_names, symbol)
                 conditions = [reader.condition(o) for o in others]
                 set_name = f"{symbol}.{local}"
                 rows += [reader.row(set_name, m, True, conditions, symbol) for m in members or ()]
     return rows
 
 
-def _local_collection(node: cst.BaseExpression, env: dict[str, cst.BaseExpression]) -> str | None:
+def _local_collection(node: Node, env: dict[str, Node]) -> str | None:
     """The local list name in `<arch> in local_list`, else None."""
-    if (
-        isinstance(node, cst.Comparison)
-        and len(node.comparisons) == 1
-        and isinstance(node.comparisons[0].operator, cst.In)
-        and isinstance(node.comparisons[0].comparator, cst.Name)
-        and node.comparisons[0].comparator.value in env
-    ):
-        return node.comparisons[0].comparator.value
-    return None
+    compared = single_comparison(node)
+    if compared is None or compared[1] != "in" or bare(compared[2]).type != "identifier":
+        return None
+    name = name_of(compared[2])
+    return name if name in env else None
 
 
-def _module_appends(reader: _Reader) -> None:
+def _top_level_assignments(root: Node) -> dict[str, Node]:
+    """`NAME = value` and `NAME: T = value` at module level; the last assignment wins."""
+    found: dict[str, Node] = {}
+    for statement in root.named_children:
+        if statement.type != "expression_statement":
+            continue
+        inner = named(statement)
+        if len(inner) != 1 or inner[0].type != "assignment":
+            continue
+        value = inner[0].child_by_field_name("right")
+        target = inner[0].child_by_field_name("left")
+        if value is None or target is None or bare(target).type != "identifier":
+            continue
+        if value.type == "assignment" and inner[0].child_by_field_name("type") is None:
+            continue  # `a = b = value`: two targets
+        found[node_text(bare(target))] = value
+    return found
+
+
+def _module_appends(reader: _Reader, root: Node) -> None:
     """Members added at module level: `NAME.append("X")`, under an `if` or not."""
-    for statement in reader.module.body:
-        condition: cst.BaseExpression | None = None
-        body: list[cst.CSTNode] = [statement]
-        if isinstance(statement, cst.If) and statement.orelse is None:
-            condition, body = statement.test, statements(statement.body)
-        elif isinstance(statement, cst.SimpleStatementLine):
-            body = list(statement.body)
+    for statement in root.named_children:
+        condition: Node | None = None
+        body: list[Node] = [statement]
+        if statement.type == "if_statement" and not statement.children_by_field_name("alternative"):
+            condition = statement.child_by_field_name("condition")
+            body = statements(statement.child_by_field_name("consequence"))
         for node in body:
-            call = node.value if isinstance(node, cst.Expr) else None
-            if not (
-                isinstance(call, cst.Call)
-                and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == "append"
-                and isinstance(call.func.value, cst.Name)
-                and call.func.value.value in reader.constants
-                and len(call.args) == 1
-            ):
+            inner = named(node) if node.type == "expression_statement" else []
+            parts = call_parts(inner[0]) if len(inner) == 1 else None
+            if parts is None or len(parts[1]) != 1:
                 continue
-            name = call.func.value.value
-            value = string_value(call.args[0].value)
-            if isinstance(condition, cst.NamedExpr):
-                condition = condition.value
+            method = attribute(parts[0])
+            if method is None or method[1] != "append":
+                continue
+            name = name_of(method[0])
+            if name is None or bare(method[0]).type != "identifier" or name not in reader.constants:
+                continue
+            value = string_value(parts[1][0])
+            if condition is not None and bare(condition).type == "named_expression":
+                condition = bare(condition).child_by_field_name("value")
             if value is None:
-                when = f" when `{reader.code(condition)}`" if condition is not None else ""
+                when = f" when `{code(condition)}`" if condition is not None else ""
                 reader.warn(
                     "run-time-member",
                     name,
-                    f"{name} also gets `{reader.code(call.args[0].value)}` appended{when}: "
+                    f"{name} also gets `{code(parts[1][0])}` appended{when}: "
                     "a value known only at run time",
                     name,
                 )
@@ -489,32 +521,49 @@ def _module_appends(reader: _Reader) -> None:
             reader.appended.setdefault(name, []).append(Member(value, "append", name, condition))
 
 
+def _tests_architectures(fn: Node) -> bool:
+    """Whether any comparison under `fn` names `architectures`."""
+    if b"architectures" not in (fn.text or b""):
+        return False
+    stack = [fn]
+    while stack:
+        node = stack.pop()
+        if node.type == "comparison_operator" and "architectures" in code(node):
+            return True
+        stack.extend(node.children)
+    return False
+
+
 def architecture_sets(
     text: str, path: str
 ) -> tuple[list[SglangArchitectureSet], list[ExtractionWarning]]:
     """Every architecture each `is_*` function and ModelConfig attribute of the file tests."""
-    module = parse_module(model_config_text(text), path)
-    reader = _Reader(module, path, top_level_assignments(module), {})
-    _module_appends(reader)
+    root = module_tree(text, path)
+    reader = _Reader(path, _top_level_assignments(root), {})
+    _module_appends(reader, root)
     rows: list[SglangArchitectureSet] = []
     functions = [
-        s
-        for s in module.body
-        if isinstance(s, cst.FunctionDef) and s.name.value.startswith(PREDICATE_PREFIX)
+        (defined_name(definition(s)), s)
+        for s in root.named_children
+        if definition(s).type == "function_definition"
+        and defined_name(definition(s)).startswith(PREDICATE_PREFIX)
     ]
-    for fn in functions:
-        found = _predicate_rows(reader, fn)
-        if not found and any(
-            reader.is_arch(n, frozenset()) for n in walk(fn) if isinstance(n, cst.Comparison)
-        ):
+    for name, statement in functions:
+        found = _predicate_rows(reader, name, definition(statement))
+        if not found and _tests_architectures(statement):
             reader.warn(
                 "unread-predicate",
-                fn.name.value,
-                f"{fn.name.value} tests architectures in a shape apron does not read",
-                fn.name.value,
+                name,
+                f"{name} tests architectures in a shape apron does not read",
+                name,
             )
         rows += found
-    cls = top_level_classes(module).get(CLASS)
+    classes = {
+        defined_name(c): c
+        for c in map(definition, root.named_children)
+        if c.type == "class_definition"
+    }
+    cls = classes.get(CLASS)
     if cls is not None:
         rows += _attribute_rows(reader, cls)
     if not any(r.set_name in HYBRID_SWA_SETS for r in rows):

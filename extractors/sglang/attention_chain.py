@@ -4,32 +4,46 @@ SGLang picks `self.attention_arch` in an if/elif chain over
 `"<Arch>" in self.hf_config.architectures`. Every branch that sets `AttentionArch.MLA` yields
 its architectures, with any extra condition of the branch (`... and getattr(cfg,
 "kv_lora_rank", None) is not None`) kept in structured form; every branch that sets
-`AttentionArch.MHA` explicitly yields an explicit-MHA row. Pure: file text in, records out."""
+`AttentionArch.MHA` explicitly yields an explicit-MHA row. Pure: file text in, records out.
+
+Read from tree-sitter's tree of the file (the one model_config's other readers share), as the
+libcst reader read it (extractors/sglang/ts_view.py)."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from functools import lru_cache
 
-import libcst as cst
+from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_cst import (
+from extractors.parsing.python_ts import if_clauses, node_text
+from extractors.records import ExtractionWarning
+from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangMlaCondition
+from extractors.sglang.ts_view import (
+    assignments_and_ifs,
+    attribute,
+    bare,
+    boolean,
+    call_parts,
     class_methods,
-    compact_code,
+    code,
     conjuncts,
-    parse_module,
+    defined_name,
+    definition,
+    module_tree,
+    name_of,
+    negated,
+    single_assignment,
+    single_comparison,
     statements,
     string_value,
-    top_level_classes,
-    walk,
 )
-from extractors.records import ExtractionWarning
-from extractors.sglang.model_config_shape import model_config_text
-from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangMlaCondition
 
 CLASS = "ModelConfig"
 TARGET = "self.attention_arch"
+TARGET_ATTRIBUTE = "attention_arch"
 ENUM = "AttentionArch"
 CONFIG_ROOTS = {
     "self.hf_text_config": "hf_text_config",
@@ -52,8 +66,8 @@ MLA_HELPERS = ("_init_mla_scaling",)
 @dataclass(frozen=True)
 class Branch:
     position: int
-    test: cst.BaseExpression
-    body: cst.BaseSuite
+    test: Node
+    body: Node | None
 
 
 @dataclass
@@ -65,14 +79,13 @@ class ChainFacts:
 
 
 class _Reader:
-    def __init__(self, module: cst.Module, path: str, symbol: str) -> None:
-        self.module = module
+    def __init__(self, path: str, symbol: str) -> None:
         self.path = path
         self.symbol = symbol
         self.warnings: list[ExtractionWarning] = []
 
-    def code(self, node: cst.CSTNode) -> str:
-        return compact_code(self.module, node)
+    def code(self, node: Node) -> str:
+        return code(node)
 
     def warn(self, code: str, subject: str, message: str) -> None:
         self.warnings.append(
@@ -87,75 +100,63 @@ class _Reader:
 
     # -- the chain
 
-    def assigned_arch(self, body: cst.BaseSuite) -> tuple[str | None, bool]:
+    def assigned_arch(self, body: Node | None) -> tuple[str | None, bool]:
         """(MLA/MHA set at the top of the branch body or None, whether set only nested)."""
         for statement in statements(body):
-            if (
-                isinstance(statement, cst.Assign)
-                and len(statement.targets) == 1
-                and self.code(statement.targets[0].target) == TARGET
-            ):
-                value = statement.value
-                if isinstance(value, cst.Attribute) and self.code(value.value) == ENUM:
-                    return value.attr.value, False
-                return "?" + self.code(value), False
-        nested = any(
-            self.code(n.targets[0].target) == TARGET
-            for n in walk(body)
-            if isinstance(n, cst.Assign) and len(n.targets) == 1
+            assigned = single_assignment(statement)
+            if assigned is not None and self.code(assigned[0]) == TARGET:
+                value = attribute(assigned[1])
+                if value is not None and self.code(value[0]) == ENUM:
+                    return value[1], False
+                return "?" + self.code(assigned[1]), False
+        nested = body is not None and any(
+            kind == "assign" and self.code(found[0]) == TARGET
+            for kind, found in assignments_and_ifs(body)
         )
         return None, nested
 
     # -- conditions
 
-    def memberships(self, node: cst.BaseExpression) -> list[tuple[str, list[cst.BaseExpression]]]:
+    def memberships(self, node: Node) -> list[tuple[str, list[Node]]]:
         """(architecture, extra conjuncts) for every way `node` can be true by architecture."""
-        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
-            return self.memberships(node.left) + self.memberships(node.right)
-        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        either = boolean(node, "or")
+        if either is not None:
+            return self.memberships(either[0]) + self.memberships(either[1])
+        if boolean(node, "and") is not None:
             parts = conjuncts(node)
             with_arch = [p for p in parts if self.memberships(p)]
             if len(with_arch) != 1:
                 return []
-            others = [p for p in parts if p is not with_arch[0]]
+            others = [p for p in parts if p.id != with_arch[0].id]
             return [(arch, extra + others) for arch, extra in self.memberships(with_arch[0])]
         arch = self.membership(node)
         return [(arch, [])] if arch else []
 
-    def membership(self, node: cst.BaseExpression) -> str | None:
+    def membership(self, node: Node) -> str | None:
         """`"Arch" in self.hf_config.architectures` -> "Arch"."""
-        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        compared = single_comparison(node)
+        if compared is None or compared[1] != "in":
             return None
-        target = node.comparisons[0]
-        if not isinstance(target.operator, cst.In):
+        if not self.code(compared[2]).endswith("architectures"):
             return None
-        if not self.code(target.comparator).endswith("architectures"):
-            return None
-        return string_value(node.left)
+        return string_value(compared[0])
 
-    def condition(self, arch: str, node: cst.BaseExpression) -> SglangMlaCondition:
+    def condition(self, arch: str, node: Node) -> SglangMlaCondition:
         config, fld, check, default = "", "", "expression", None
         inner = node
-        if isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Not):
-            read = self.config_read(inner.expression)
+        compared = single_comparison(inner)
+        parts = call_parts(inner)
+        if negated(inner) is not None:
+            read = self.config_read(negated(inner))  # type: ignore[arg-type]
             if read:
                 (config, fld, default), check = read, "falsy"
-        elif (
-            isinstance(inner, cst.Comparison)
-            and len(inner.comparisons) == 1
-            and isinstance(inner.comparisons[0].operator, cst.IsNot)
-            and self.code(inner.comparisons[0].comparator) == "None"
-        ):
-            read = self.config_read(inner.left)
+        elif compared is not None and compared[1] == "is not" and self.code(compared[2]) == "None":
+            read = self.config_read(compared[0])
             if read:
                 (config, fld, default), check = read, "is not None"
-        elif (
-            isinstance(inner, cst.Call)
-            and self.code(inner.func) == "hasattr"
-            and len(inner.args) == 2
-        ):
-            root = CONFIG_ROOTS.get(self.code(inner.args[0].value))
-            key = string_value(inner.args[1].value)
+        elif parts is not None and self.code(parts[0]) == "hasattr" and len(parts[1]) == 2:
+            root = CONFIG_ROOTS.get(self.code(parts[1][0]))
+            key = string_value(parts[1][1])
             if root and key:
                 config, fld, check = root, key, "present"
         else:
@@ -180,49 +181,48 @@ class _Reader:
             symbol=self.symbol,
         )
 
-    def config_read(
-        self, node: cst.BaseExpression
-    ) -> tuple[str, str, cst.BaseExpression | None] | None:
+    def config_read(self, node: Node) -> tuple[str, str, Node | None] | None:
         """(config, field, default node) for `getattr(self.hf_text_config, "f", D)` /
         `self.hf_config.f` (default None when read without one)."""
-        if (
-            isinstance(node, cst.Call)
-            and self.code(node.func) == "getattr"
-            and len(node.args) in (2, 3)
-        ):
-            root = CONFIG_ROOTS.get(self.code(node.args[0].value))
-            key = string_value(node.args[1].value)
+        parts = call_parts(node)
+        if parts is not None and self.code(parts[0]) == "getattr" and len(parts[1]) in (2, 3):
+            args = parts[1]
+            root = CONFIG_ROOTS.get(self.code(args[0]))
+            key = string_value(args[1])
             if root and key:
-                return root, key, node.args[2].value if len(node.args) == 3 else None
-        if isinstance(node, cst.Attribute):
-            root = CONFIG_ROOTS.get(self.code(node.value))
+                return root, key, args[2] if len(args) == 3 else None
+        read = attribute(node)
+        if read is not None:
+            root = CONFIG_ROOTS.get(self.code(read[0]))
             if root:
-                return root, node.attr.value, None
+                return root, read[1], None
         return None
 
-    def mla_reads(self, body: cst.BaseSuite) -> tuple[str, ...]:
+    def mla_reads(self, body: Node | None) -> tuple[str, ...]:
         found: set[str] = set()
-        for node in walk(body):
-            if isinstance(node, cst.Attribute):
-                if node.attr.value in MLA_FIELDS and self.code(node.value) in CONFIG_ROOTS:
-                    found.add(node.attr.value)
-                elif node.attr.value in MLA_HELPERS and self.code(node.value) == "self":
-                    found.add(node.attr.value + "()")
-            elif (
-                isinstance(node, cst.Call)
-                and self.code(node.func) == "getattr"
-                and len(node.args) >= 2
-            ):
-                key = string_value(node.args[1].value)
-                if key in MLA_FIELDS and self.code(node.args[0].value) in CONFIG_ROOTS:
-                    found.add(key)
+        stack = [body] if body is not None else []
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children)
+            read = attribute(node) if node.type == "attribute" else None
+            if read is not None:
+                if read[1] in MLA_FIELDS and self.code(read[0]) in CONFIG_ROOTS:
+                    found.add(read[1])
+                elif read[1] in MLA_HELPERS and self.code(read[0]) == "self":
+                    found.add(read[1] + "()")
+                continue
+            parts = call_parts(node) if node.type == "call" else None
+            if parts is not None and self.code(parts[0]) == "getattr" and len(parts[1]) >= 2:
+                key = string_value(parts[1][1])
+                if key in MLA_FIELDS and self.code(parts[1][0]) in CONFIG_ROOTS:
+                    found.add(key)  # type: ignore[arg-type]
         return tuple(sorted(found))
 
 
 _LITERALS = {"None": None, "True": True, "False": False}
 
 
-def _truth_when_absent(check: str, default: cst.BaseExpression | None) -> bool | None:
+def _truth_when_absent(check: str, default: Node | None) -> bool | None:
     """The truth of a condition when its field is absent: from the getattr default, or False
     for `present`; None when the read has no default (it would raise) or the default is not a
     plain None/True/False/number/string literal."""
@@ -230,10 +230,11 @@ def _truth_when_absent(check: str, default: cst.BaseExpression | None) -> bool |
         return False
     if check == "expression" or default is None:
         return None
-    if isinstance(default, cst.Name) and default.value in _LITERALS:
-        value: object = _LITERALS[default.value]
-    elif isinstance(default, cst.Integer | cst.Float):
-        value = default.evaluated_value
+    number, name = bare(default), name_of(default)
+    if name is not None and name in _LITERALS:
+        value: object = _LITERALS[name]
+    elif number.type in ("integer", "float") and not node_text(number).endswith(("j", "J")):
+        value = ast.literal_eval(node_text(number))
     elif string_value(default) is not None:
         value = string_value(default)
     else:
@@ -243,44 +244,59 @@ def _truth_when_absent(check: str, default: cst.BaseExpression | None) -> bool |
     return bool(value) if check == "truthy" else not value
 
 
-def _branches(node: cst.If) -> tuple[list[Branch], cst.Else | None]:
-    branches: list[Branch] = []
-    current: cst.If | cst.Else | None = node
-    while isinstance(current, cst.If):
-        branches.append(Branch(position=len(branches) + 1, test=current.test, body=current.body))
-        current = current.orelse
-    return branches, current
+def _branches(node: Node) -> tuple[list[Branch], Node | None]:
+    """The if's and elifs' (test, body) in order, and the else block (None without one)."""
+    clauses, otherwise = if_clauses(node)
+    return [Branch(i + 1, test, body) for i, (test, body) in enumerate(clauses)], otherwise
 
 
-def _chain_statements(body: cst.BaseSuite):
+LOOPS = ("for_statement", "while_statement", "with_statement", "try_statement")
+
+
+def _is_try_star(statement: Node) -> bool:
+    """`try: ... except* E: ...`."""
+    return any(
+        c.type == "except_group_clause"
+        or (c.type == "except_clause" and any(t.type == "*" for t in c.children))
+        for c in statement.children
+    )
+
+
+def _chain_statements(body: Node | None):
     """Every `if` statement in a method body, outermost first, not entering nested defs."""
     for statement in statements(body):
-        if isinstance(statement, cst.FunctionDef | cst.ClassDef):
+        if statement.type in ("function_definition", "class_definition", "decorated_definition"):
             continue
-        if isinstance(statement, cst.If):
+        if statement.type == "if_statement":
             yield statement
-            current: cst.If | cst.Else | None = statement
-            while current is not None:
-                yield from _chain_statements(current.body)
-                current = current.orelse if isinstance(current, cst.If) else None
-            if isinstance(statement.orelse, cst.Else):
-                yield from _chain_statements(statement.orelse.body)
-        elif isinstance(statement, cst.For | cst.While | cst.With | cst.Try):
-            yield from _chain_statements(statement.body)
+            clauses, otherwise = if_clauses(statement)
+            for _test, block in clauses:
+                yield from _chain_statements(block)
+            if otherwise is not None:
+                yield from _chain_statements(otherwise)
+        elif statement.type in LOOPS:
+            if statement.type == "try_statement" and _is_try_star(statement):
+                continue  # libcst's TryStar, which the libcst reader did not enter
+            yield from _chain_statements(statement.child_by_field_name("body"))
 
 
-def find_chain(module: cst.Module, path: str) -> tuple[str, cst.If]:
+def find_chain(root: Node, path: str) -> tuple[str, Node]:
     """(`ModelConfig.<method>`, the first if-chain in which a branch assigns attention_arch)."""
-    cls = top_level_classes(module).get(CLASS)
+    classes = {
+        defined_name(c): c
+        for c in map(definition, root.named_children)
+        if c.type == "class_definition"
+    }
+    cls = classes.get(CLASS)
     if cls is None:
         raise AnchorError(
             f"class {CLASS} not found in {path}",
             paths=[path],
             anchor=f"{CLASS}: {TARGET} if/elif chain",
         )
-    reader = _Reader(module, path, "")
+    reader = _Reader(path, "")
     for name, method in class_methods(cls).items():
-        for candidate in _chain_statements(method.body):
+        for candidate in _chain_statements(method.child_by_field_name("body")):
             branches, _ = _branches(candidate)
             if any(reader.assigned_arch(b.body)[0] for b in branches):
                 return f"{CLASS}.{name}", candidate
@@ -294,9 +310,9 @@ def find_chain(module: cst.Module, path: str) -> tuple[str, cst.If]:
 @lru_cache(maxsize=8)
 def attention_chain(text: str, path: str) -> ChainFacts:
     """(Memoized: three facts read the same chain.) MLA architectures (with their conditions) and explicit-MHA architectures of the chain."""
-    module = parse_module(model_config_text(text), path)
-    symbol, chain = find_chain(module, path)
-    reader = _Reader(module, path, symbol)
+    root = module_tree(text, path)
+    symbol, chain = find_chain(root, path)
+    reader = _Reader(path, symbol)
     branches, else_branch = _branches(chain)
     mla: dict[str, SglangMlaArchitecture] = {}
     conditions: list[SglangMlaCondition] = []
@@ -357,7 +373,7 @@ def attention_chain(text: str, path: str) -> ChainFacts:
                     path=path,
                     symbol=symbol,
                 )
-    if else_branch is not None and reader.assigned_arch(else_branch.body)[0] not in (None, "MHA"):
+    if else_branch is not None and reader.assigned_arch(else_branch)[0] not in (None, "MHA"):
         reader.warn("else-not-mha", "else", f"the else branch does not set {ENUM}.MHA")
     if not mla:
         raise AnchorError(

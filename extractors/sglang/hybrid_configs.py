@@ -13,28 +13,49 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
-import libcst as cst
+from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_cst import (
-    class_methods,
-    compact_code,
-    conjuncts,
-    parse_module,
-    statements,
-    top_level_classes,
-    walk,
-)
+from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import assignments, node_text, parse_python, string_value
 from extractors.records import ExtractionWarning, WarnsInFile
 from extractors.sglang.records import SglangHybridConfigClass
 from extractors.sglang.top_level import parse_once
+from extractors.sglang.ts_view import (
+    CONTAINERS,
+    assignments_and_ifs,
+    attribute,
+    bare,
+    call_parts,
+    code,
+    conjuncts,
+    defined_name,
+    definition,
+    module_tree,
+    name_of,
+    named,
+    returned,
+    single_assignment,
+    statements,
+)
 
 FACT = "hybrid_config_classes"
 UNION = "mambaish_config"
 REGISTRY_HELPERS = ("_get_linear_attn_registry_result", "linear_attn_registry_result")
 REGISTER_CALL = "register_linear_attn_model("
+COMPOUND = (
+    "if_statement",
+    "for_statement",
+    "while_statement",
+    "with_statement",
+    "try_statement",
+    "function_definition",
+    "class_definition",
+    "decorated_definition",
+    "match_statement",
+)
 CONFIG_SOURCES = {
     "model_config.hf_config": "hf_config",
     "self.model_config.hf_config": "hf_config",
@@ -55,31 +76,45 @@ def config_classes(texts: Mapping[str, str]) -> dict[str, ConfigClass]:
     """Top-level classes of configs/*.py with their base names and `model_type` attribute."""
     found: dict[str, ConfigClass] = {}
     for path in sorted(texts):
-        root = parse_once(texts[path])  # read once: not kept in the memo; statements only
-        if root.has_error:
-            parse_python(texts[path], path, check_depth=False)  # raises its ParseError
-        for node in root.named_children:
-            cls = (
-                node.child_by_field_name("definition")
-                if node.type == "decorated_definition"
-                else node
-            )
-            if cls is None or cls.type != "class_definition":
-                continue
-            name = node_text(cls.child_by_field_name("name"))
-            supers = cls.child_by_field_name("superclasses")
-            bases = tuple(
-                node_text(b).rsplit(".", 1)[-1]
-                for b in (supers.named_children if supers is not None else [])
-                if b.type in ("identifier", "attribute")
-            )
-            body = cls.child_by_field_name("body")
-            model_type = ""
-            for key, value in assignments(body) if body is not None else []:
-                if key == "model_type" and value is not None:
-                    model_type = string_value(value) or ""
-            found.setdefault(name, ConfigClass(name, bases, model_type))
+        for cls in _file_classes(texts[path], path):
+            found.setdefault(cls.name, cls)
     return found
+
+
+@lru_cache(maxsize=128)
+def _file_classes(text: str, path: str) -> tuple[ConfigClass, ...]:
+    """The top-level classes of one config module, in order. Only class headers and
+    class-level assignments are read, so the module is parsed with its method bodies elided
+    (python_skeleton's line-based pass; a method with a triple quote that is not its docstring's
+    is kept, as the pass could take the code after it for a string), or whole when that does
+    not parse cleanly."""
+    skeleton = method_skeleton(text, keep=lambda method: not quotes_only_in_docstring(method))
+    root = parse_once(skeleton)  # read once: not kept in the memo
+    if root.has_error:
+        root = parse_once(text)
+        if root.has_error:
+            parse_python(text, path, check_depth=False)  # raises its ParseError
+    found = []
+    for node in root.named_children:
+        cls = (
+            node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+        )
+        if cls is None or cls.type != "class_definition":
+            continue
+        name = node_text(cls.child_by_field_name("name"))
+        supers = cls.child_by_field_name("superclasses")
+        bases = tuple(
+            node_text(b).rsplit(".", 1)[-1]
+            for b in (supers.named_children if supers is not None else [])
+            if b.type in ("identifier", "attribute")
+        )
+        body = cls.child_by_field_name("body")
+        model_type = ""
+        for key, value in assignments(body) if body is not None else []:
+            if key == "model_type" and value is not None:
+                model_type = string_value(value) or ""
+        found.append(ConfigClass(name, bases, model_type))
+    return tuple(found)
 
 
 def related_config_classes(texts: Mapping[str, str], names: set[str]) -> dict[str, ConfigClass]:
@@ -109,126 +144,173 @@ def _subclasses(classes: Mapping[str, ConfigClass], name: str) -> list[str]:
 
 
 class _Reader(WarnsInFile):
-    def __init__(self, module: cst.Module, path: str) -> None:
-        self.module = module
+    def __init__(self, path: str) -> None:
         self.path = path
         self.warnings: list[ExtractionWarning] = []
 
-    def code(self, node: cst.CSTNode) -> str:
-        return compact_code(self.module, node)
+    def code(self, node: Node) -> str:
+        return code(node)
 
 
-def _named_classes(node: cst.BaseExpression) -> list[str] | None:
+def _named_classes(node: Node) -> list[str] | None:
     """`A | B | C`, `(A, B)` or `A` as class names; None for anything else."""
-    if isinstance(node, cst.Name):
-        return [node.value]
-    if isinstance(node, cst.Attribute):
-        return [node.attr.value]
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
-        left, right = _named_classes(node.left), _named_classes(node.right)
+    name = name_of(node)
+    if name is not None:
+        return [name]
+    read = attribute(node)
+    if read is not None:
+        return [read[1]]
+    inner = bare(node)
+    if inner.type == "binary_operator" and node_text(inner.child_by_field_name("operator")) == "|":
+        left = _named_classes(inner.child_by_field_name("left"))
+        right = _named_classes(inner.child_by_field_name("right"))
         return left + right if left is not None and right is not None else None
-    if isinstance(node, cst.Tuple):
-        names = [_named_classes(e.value) for e in node.elements]
+    if inner.type in ("tuple", "expression_list"):
+        names = [_named_classes(named(e)[0] if e.type == "list_splat" else e) for e in named(inner)]
         return [n for group in names for n in group] if all(g is not None for g in names) else None  # type: ignore[union-attr]
     return None
 
 
-def _isinstance(node: cst.BaseExpression) -> tuple[cst.BaseExpression, list[str]] | None:
-    if (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Name)
-        and node.func.value == "isinstance"
-        and len(node.args) == 2
-    ):
-        classes = _named_classes(node.args[1].value)
+def _isinstance(node: Node) -> tuple[Node, list[str]] | None:
+    parts = call_parts(node)
+    if parts is not None and name_of(parts[0]) == "isinstance" and len(parts[1]) == 2:
+        classes = _named_classes(parts[1][1])
         if classes is not None:
-            return node.args[0].value, classes
+            return parts[1][0], classes
     return None
 
 
-def _returns_none(body: list[cst.CSTNode], reader: _Reader) -> bool:
-    return (
-        bool(body)
-        and isinstance(body[-1], cst.Return)
-        and (body[-1].value is None or reader.code(body[-1].value) == "None")
-    )
+def _returns_none(body: list[Node], reader: _Reader) -> bool:
+    if not body or body[-1].type != "return_statement":
+        return False
+    value = returned(body[-1])
+    return value is None or reader.code(value) == "None"
 
 
-def _holds_when(node: cst.If, reader: _Reader) -> str:
+def _holds_when(node: Node, reader: _Reader) -> str:
     """When a nested `if` lets the config through: its test, or the negation when its body
     returns None (`if not has_mamba: return None` -> `has_mamba`)."""
-    test = reader.code(node.test)
-    if not _returns_none(statements(node.body), reader):
+    test = reader.code(node.child_by_field_name("condition"))
+    if not _returns_none(statements(node.child_by_field_name("consequence")), reader):
         return test
     return test[4:] if test.startswith("not ") else f"not ({test})"
 
 
-def _body_condition(body: list[cst.CSTNode], reader: _Reader, raw: bool = False) -> str:
+def _conditional_test(node: Node | None) -> Node | None:
+    """The test of `a if test else b`, else None."""
+    inner = bare(node) if node is not None else None
+    if inner is None or inner.type != "conditional_expression":
+        return None
+    return named(inner)[1]
+
+
+def _code_before(node: Node) -> Node | None:
+    """The sibling before `node` that is not a comment."""
+    before = node.prev_sibling
+    while before is not None and before.type == "comment":
+        before = before.prev_sibling
+    return before
+
+
+def _statement_code(statement: Node) -> str:
+    """The code of a statement of a block as libcst prints it: a compound statement owns the
+    comment lines above it, from the line after the statement (or block header) before it."""
+    if statement.type not in COMPOUND:
+        return code(statement)
+    before = _code_before(statement)
+    if before is None and statement.parent is not None:
+        before = _code_before(statement.parent)  # the block's first statement: its header
+    if before is None:
+        return code(statement)
+    root = statement
+    while root.parent is not None:
+        root = root.parent
+    start = root.start_byte  # the text of the module node starts at its first token
+    between = (root.text or b"")[before.end_byte - start : statement.start_byte - start]
+    comments = [
+        line.strip().decode("utf-8")
+        for line in between.split(b"\n")[1:]
+        if line.strip().startswith(b"#")
+    ]
+    return " ".join([*comments, code(statement)])
+
+
+def _body_condition(body: list[Node], reader: _Reader, raw: bool = False) -> str:
     """A branch body in words: when it lets the config through (with `raw`, the tests as
     written), with the locals they read."""
-    where = [reader.code(n) for n in body if isinstance(n, cst.Assign) and len(n.targets) == 1]
+    where = [reader.code(n) for n in body if single_assignment(n) is not None]
     tests = [
-        reader.code(n.test) if raw else _holds_when(n, reader)
+        reader.code(n.child_by_field_name("condition")) if raw else _holds_when(n, reader)
         for n in body
-        if isinstance(n, cst.If)
+        if n.type == "if_statement"
     ]
     last = body[-1] if body else None
-    if not tests and isinstance(last, cst.Return) and isinstance(last.value, cst.IfExp):
-        tests = [reader.code(last.value.test)]
+    conditional = _conditional_test(returned(last)) if last is not None else None
+    if not tests and conditional is not None:
+        tests = [reader.code(conditional)]
     if not tests:
-        return " ".join(reader.code(n) for n in body)
+        return " ".join(_statement_code(n) for n in body)
     text = " and ".join(tests)
     return f"{text} (where {'; '.join(where)})" if where else text
 
 
-def _returns_config(body: list[cst.CSTNode], reader: _Reader) -> tuple[bool, str | None]:
+def _returns(node: Node):
+    """The return statements under a statement, not looking into expressions."""
+    if node.type == "return_statement":
+        yield node
+    elif node.type in CONTAINERS or node.type in COMPOUND or node.type.endswith("_clause"):
+        for child in node.children:
+            yield from _returns(child)
+
+
+def _returns_config(body: list[Node], reader: _Reader) -> tuple[bool, str | None]:
     """(whether the branch can return a config, the extra condition as written)."""
-    if len(body) == 1 and isinstance(body[0], cst.Return) and body[0].value is not None:
-        value = body[0].value
-        if isinstance(value, cst.Name) and value.value == "None":
+    value = returned(body[0]) if len(body) == 1 else None
+    if value is not None:
+        if name_of(value) == "None":
             return False, None
-        if isinstance(value, cst.IfExp):
-            return True, reader.code(value.test)
+        conditional = _conditional_test(value)
+        if conditional is not None:
+            return True, reader.code(conditional)
         return True, None
-    code = _body_condition(body, reader)
+    condition = _body_condition(body, reader)
     can_return = any(
-        isinstance(n, cst.Return) and n.value is not None and reader.code(n.value) != "None"
+        (found := returned(n)) is not None and reader.code(found) != "None"
         for s in body
-        for n in walk(s)
+        for n in _returns(s)
     )
-    return can_return, code
+    return can_return, condition
 
 
 def _function_rows(
-    reader: _Reader, fn: cst.FunctionDef, classes: Mapping[str, ConfigClass]
+    reader: _Reader, name: str, fn: Node, classes: Mapping[str, ConfigClass]
 ) -> list[SglangHybridConfigClass]:
-    name = fn.name.value
     env: dict[str, str] = {}
     rows: list[SglangHybridConfigClass] = []
-    for node in walk(fn):
-        if isinstance(node, cst.Assign) and len(node.targets) == 1:
-            target = node.targets[0].target
-            if isinstance(target, cst.Name):
-                env[target.value] = reader.code(node.value)
-        if not isinstance(node, cst.If):
+    for kind, node in assignments_and_ifs(fn):
+        if kind == "assign":
+            target, value = node
+            if bare(target).type == "identifier":
+                env[node_text(bare(target))] = reader.code(value)
             continue
-        parts = conjuncts(node.test)
+        parts = conjuncts(node.child_by_field_name("condition"))
         checks = [(p, _isinstance(p)) for p in parts]
         matched = [(p, c) for p, c in checks if c is not None]
         if len(matched) != 1:
             continue
-        part, (subject, named) = matched[0]
-        others = [reader.code(p) for p in parts if p is not part]
-        can_return, body_condition = _returns_config(statements(node.body), reader)
+        part, (subject, written_classes) = matched[0]
+        others = [reader.code(p) for p in parts if p.id != part.id]
+        body = statements(node.child_by_field_name("consequence"))
+        can_return, body_condition = _returns_config(body, reader)
         read = reader.code(subject)
         read = CONFIG_SOURCES.get(env.get(read, read), env.get(read, read))
         if not can_return:
-            body_condition = _body_condition(statements(node.body), reader, raw=True)
+            body_condition = _body_condition(body, reader, raw=True)
             when = " and ".join(others)
             reader.warn(
                 "exception-branch",
-                f"{name}: {', '.join(named)}",
-                f"{name} returns None for {', '.join(named)}"
+                f"{name}: {', '.join(written_classes)}",
+                f"{name} returns None for {', '.join(written_classes)}"
                 + (f" when {when}" if when else "")
                 + (f" and {body_condition}" if body_condition else "")
                 + ": an exception the class rows below do not carry",
@@ -236,7 +318,7 @@ def _function_rows(
             )
             continue
         condition = " and ".join([*others, *([body_condition] if body_condition else [])]) or None
-        for written in named:
+        for written in written_classes:
             for cls in _subclasses(classes, written):
                 rows.append(
                     SglangHybridConfigClass(
@@ -261,21 +343,47 @@ def _function_rows(
     return rows
 
 
-def _functions(module: cst.Module, class_name: str | None) -> dict[str, cst.FunctionDef]:
+def _functions(root: Node, class_name: str | None) -> dict[str, Node]:
+    """name -> the function (its decorators included) of the module, or the methods of its
+    last top-level class `class_name`; the last of one name wins, at the place of the first."""
     if class_name is None:
-        return {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
-    cls = top_level_classes(module).get(class_name)
-    return class_methods(cls) if cls is not None else {}
+        members = root.named_children
+    else:
+        classes = {
+            defined_name(c): c
+            for c in map(definition, root.named_children)
+            if c.type == "class_definition"
+        }
+        cls = classes.get(class_name)
+        members = named(cls.child_by_field_name("body")) if cls is not None else []
+    found: dict[str, Node] = {}
+    for member in members:
+        if definition(member).type == "function_definition":
+            found[defined_name(definition(member))] = member
+    return found
 
 
-def _union_members(reader: _Reader, fn: cst.FunctionDef) -> list[str]:
+def _descendants(node: Node):
+    """Every node under `node`, depth first, in source order, `node` included."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def _union_members(reader: _Reader, fn: Node) -> list[str]:
     """What `mambaish_config` combines: `f(model_config)` calls or `self.f` properties."""
     members: list[str] = []
-    for node in walk(fn):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
-            members.append(node.func.value)
-        elif isinstance(node, cst.Attribute) and reader.code(node.value) == "self":
-            members.append(node.attr.value)
+    for node in _descendants(fn):
+        if node.type == "call":
+            called = name_of(node.child_by_field_name("function"))
+            if called is not None:
+                members.append(called)
+        elif node.type == "attribute":
+            read = attribute(node)
+            if read is not None and reader.code(read[0]) == "self":
+                members.append(read[1])
     return members
 
 
@@ -288,9 +396,9 @@ def hybrid_config_classes(
 ) -> tuple[list[SglangHybridConfigClass], list[ExtractionWarning]]:
     """Every config class a hybrid-arch function accepts, and the union `mambaish_config`
     (functions of the module, or methods of `class_name` in the older layout)."""
-    module = parse_module(text, path)
-    reader = _Reader(module, path)
-    functions = _functions(module, class_name)
+    root = module_tree(text, path)
+    reader = _Reader(path)
+    functions = _functions(root, class_name)
     if UNION not in functions:
         owner = f"{class_name}." if class_name else ""
         raise AnchorError(
@@ -303,13 +411,13 @@ def hybrid_config_classes(
     tested = {
         written
         for name in checked
-        for node in walk(functions[name])
-        if (found := _isinstance(node)) is not None
+        for node in _descendants(functions[name])
+        if node.type == "call" and (found := _isinstance(node)) is not None
         for written in found[1]
     }
     classes = related_config_classes(config_texts, tested)
     by_function: dict[str, list[SglangHybridConfigClass]] = {
-        name: _function_rows(reader, functions[name], classes) for name in checked
+        name: _function_rows(reader, name, definition(functions[name]), classes) for name in checked
     }
     union: list[SglangHybridConfigClass] = []
     for called in members:

@@ -1,12 +1,13 @@
-"""configs/model_config.py in the one shape every SGLang reader of it needs, so that they share
-one libcst parse: the bodies no reader looks into become `...` (names, signatures, class fields
-and module-level statements stay, so a missing anchor is missing as in the whole file).
+"""configs/model_config.py as its libcst readers (the KV-head scan and the per-GPU split) parse
+it: each asks for its own cut of the file (extractors/sglang/slices.py: only the ModelConfig
+methods it looks into, so a reader run alone, as on the two-core runner, parses only those).
+When the file does not cut, they share one shape of it: the bodies neither looks into become
+`...` (names, signatures, class fields and module-level statements stay, so a missing anchor is
+missing as in the whole file).
 
-Kept bodies: the `is_*` functions (architecture sets), and of ModelConfig's methods those that
-name `architectures` or `_hf_arch` (a set's membership test reads one of them), those that name
-`attention_arch` (the attention chain assigns it), get_num_kv_heads (the per-GPU split), and
-get_total_num_kv_heads with every method it reaches through `self.<name>` (the KV-head scan,
-whose words describe the one-line methods it calls)."""
+Kept bodies: get_num_kv_heads (the split), and get_total_num_kv_heads with every method it
+reaches through `self.<name>` (the scan, whose words describe the one-line methods it calls).
+The architecture sets and the attention chain are read from tree-sitter's tree of the file."""
 
 from __future__ import annotations
 
@@ -15,10 +16,9 @@ from functools import lru_cache
 
 from extractors.parsing.python_cst import text_keeping
 from extractors.parsing.python_ts import class_methods, node_text, parse_tree
+from extractors.sglang.slices import Cut, cut_text
 
 CLASS = "ModelConfig"
-PREDICATE_PREFIX = "is_"
-MARKERS = (b"architectures", b"_hf_arch", b"attention_arch")
 SPLIT_METHOD = "get_num_kv_heads"
 SCAN_METHOD = "get_total_num_kv_heads"
 SELF_MEMBER = re.compile(r"\bself\s*\.\s*(\w+)")
@@ -41,15 +41,29 @@ def _reached_methods(text: str) -> set[str]:
 
 @lru_cache(maxsize=4)
 def model_config_text(text: str) -> str:
-    """`text` with the bodies no model_config reader needs elided (lines keep their numbers)."""
+    """`text` with the bodies neither KV-head reader needs elided (lines keep their numbers)."""
     reached = _reached_methods(text)
 
-    def keep(qualname: str, code: bytes) -> bool:
+    def keep(qualname: str, _code: bytes) -> bool:
         owner, _, method = qualname.partition(".")
-        if not method:
-            return owner.startswith(PREDICATE_PREFIX)
-        if owner != CLASS:
-            return False
-        return method in reached or method == SPLIT_METHOD or any(m in code for m in MARKERS)
+        return owner == CLASS and (method in reached or method == SPLIT_METHOD)
 
     return text_keeping(text, keep)
+
+
+def _one_class(method) -> Cut:
+    return Cut(cls=lambda name: name == CLASS, method=lambda _cls, name, code: method(name, code))
+
+
+@lru_cache(maxsize=4)
+def kv_scan_text(text: str) -> str:
+    """What the KV-head scan reads: get_total_num_kv_heads and the methods it reaches."""
+    reached = _reached_methods(text)
+    cut = cut_text(text, _one_class(lambda name, _code: name in reached))
+    return model_config_text(text) if cut is None else cut
+
+
+def kv_split_text(text: str) -> str:
+    """What the per-GPU KV-head split reads: get_num_kv_heads."""
+    cut = cut_text(text, _one_class(lambda name, _code: name == SPLIT_METHOD))
+    return model_config_text(text) if cut is None else cut

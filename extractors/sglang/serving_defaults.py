@@ -6,10 +6,13 @@ Pure: file text in, records out."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
+from extractors.parsing.limits import check_syntax_tree
+from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import (
     PYTHON,
     import_source,
@@ -20,6 +23,7 @@ from extractors.parsing.python_ts import (
     unparenthesize,
 )
 from extractors.parsing.ts_query import typed_descendants
+from extractors.sglang.top_level import parse_once
 from extractors.vllm.records import ServingDefault
 
 SERVER_ARGS_PATHS = ("python/sglang/srt/server_args.py",)
@@ -207,8 +211,34 @@ def _dict_value(node: Node | None, key: str) -> Node | None:
 # ---------------------------------------------------------------- ServerArgs
 
 
+HANDLER_HEADER = re.compile(rf"[ \t]*(?:async[ \t]+)?def[ \t]+{PAGE_HANDLER}\b")
+
+
+def _read_by_the_defaults(method: str) -> bool:
+    """The methods whose bodies the defaults look into: the page-size handler, and those that
+    name the memory fraction (only they can test or set it); and any method with a triple quote
+    that is not its docstring's (the line-based pass could take the code after it for a string)."""
+    return (
+        MEM_FRACTION in method
+        or HANDLER_HEADER.match(method) is not None
+        or not quotes_only_in_docstring(method)
+    )
+
+
+@lru_cache(maxsize=2)
+def _server_args_tree(text: str, path: str) -> Node:
+    """The module of server_args.py with the other methods' bodies elided (a line-based pass,
+    extractors/parsing/python_skeleton: they are 40% of the file), or of the whole file when
+    that does not parse cleanly (its errors are the whole file's)."""
+    skeleton = parse_once(method_skeleton(text, keep=_read_by_the_defaults))
+    if skeleton.has_error:
+        return parse_python(text, path)
+    check_syntax_tree(skeleton, path, "Python")
+    return skeleton
+
+
 def _server_args(text: str, path: str) -> Node:
-    root = parse_python(text, path)
+    root = _server_args_tree(text, path)
     classes = [
         s
         for s in root.named_children
@@ -294,8 +324,13 @@ def _literal_row(setting: str, role: str, value: str, reason: str, path: str, sy
     )
 
 
+# Every node type the readers look for, in one query (each query compiled costs 2-4 ms).
+READ_TYPES = ("assignment", "call", "elif_clause", "if_statement", "import_from_statement", "pair")
+
+
 def _descendants(node: Node, *types: str) -> list[Node]:
-    return typed_descendants(PYTHON, node, types)
+    """The nodes of `types` (some of READ_TYPES) under `node`, in source order."""
+    return [n for n in typed_descendants(PYTHON, node, READ_TYPES) if n.type in types]
 
 
 def page_size_source(text: str, path: str) -> ServingDefault | tuple[str, str, str]:

@@ -16,7 +16,8 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk,
 )
-from extractors.sglang.model_config_shape import model_config_text
+from extractors.sglang.model_config_shape import kv_split_text
+from extractors.sglang.slices import Cut, cut_text
 from extractors.vllm.records import SsmTpSplit, TpRule
 from extractors.vllm.serving_rules import (
     caller_keyword_key,
@@ -47,7 +48,7 @@ SHAPE_CLASS_SUFFIX, SHAPE_METHOD = "StateShape", "create"
 
 def kv_split_rules(text: str, path: str) -> list[TpRule]:
     """ModelConfig.get_num_kv_heads: the per-GPU KV-head split."""
-    module = parse_module(model_config_text(text), path)
+    module = parse_module(kv_split_text(text), path)
     cls = class_named(module, MODEL_CONFIG_CLASS, path)
     return kv_head_rules(module, method_named(cls, "get_num_kv_heads", path), path)
 
@@ -62,9 +63,21 @@ def _is_cell_method(qualname: str, _code: bytes) -> bool:
     return "." in qualname and qualname.split(".", 1)[1] in CELL_METHODS
 
 
+CELL_CUT = Cut(cls=lambda _name: True, method=lambda _cls, name, _code: name in CELL_METHODS)
+
+
+def _parsed(text: str, path: str, cut: Cut, keep) -> cst.Module:
+    """The module of the cut `cut` makes (slices.py), or, when the file does not cut, of the
+    whole file with the bodies `keep` rejects elided."""
+    sliced = cut_text(text, cut)
+    if sliced is None:
+        return parse_module_keeping(text, path, keep)
+    return parse_module(sliced, path)
+
+
 def mla_cell_rule(text: str, path: str) -> TpRule:
     """The MLA branch of the per-token cell size: replicated when it does not read tp."""
-    module = parse_module_keeping(text, path, _is_cell_method)
+    module = _parsed(text, path, CELL_CUT, _is_cell_method)
     for cls in top_level_classes(module).values():
         methods = class_methods(cls)
         method = next((methods[m] for m in CELL_METHODS if m in methods), None)
@@ -114,10 +127,24 @@ def _reads_llama_attention(qualname: str, code: bytes) -> bool:
     return qualname == f"{LLAMA_ATTENTION}.__init__" or LLAMA_ATTENTION.encode() in code
 
 
+def _names_llama_attention(node) -> bool:
+    return LLAMA_ATTENTION.encode() in (node.text or b"")
+
+
+LLAMA_CUT = Cut(
+    cls=lambda name: True,
+    method=lambda cls, name, code: _reads_llama_attention(f"{cls}.{name}", code),
+    statement=_names_llama_attention,
+    member=_names_llama_attention,
+    by_name=False,
+    needle=LLAMA_ATTENTION.encode(),
+)
+
+
 def attention_head_rules(text: str, path: str) -> list[TpRule]:
     """LlamaAttention.__init__: tp divides the attention heads; the KV heads divide tp or are
     divided by it. Other model classes carry their own checks."""
-    module = parse_module_keeping(text, path, _reads_llama_attention)
+    module = _parsed(text, path, LLAMA_CUT, _reads_llama_attention)
     init = method_named(class_named(module, LLAMA_ATTENTION, path), "__init__", path)
     symbol = f"{LLAMA_ATTENTION}.__init__"
     scope = f"{LLAMA_ATTENTION} (each model class carries its own check)"
@@ -175,9 +202,15 @@ def _is_shape_method(qualname: str, _code: bytes) -> bool:
     return cls.endswith(SHAPE_CLASS_SUFFIX) and method == SHAPE_METHOD
 
 
+SHAPE_CUT = Cut(
+    cls=lambda name: name.endswith(SHAPE_CLASS_SUFFIX),
+    method=lambda _cls, name, _code: name == SHAPE_METHOD,
+)
+
+
 def ssm_tp_splits(text: str, path: str) -> list[SsmTpSplit]:
     """Per `<Kind>StateShape.create`, what it divides by tp."""
-    module = parse_module_keeping(text, path, _is_shape_method)
+    module = _parsed(text, path, SHAPE_CUT, _is_shape_method)
     methods = []
     for name, cls in top_level_classes(module).items():
         create = class_methods(cls).get(SHAPE_METHOD)

@@ -1,28 +1,28 @@
 """vLLM's CUDA attention backends and the KV block size each gives: the priority lists of
 cuda.py's _get_backend_priorities, the backend classes AttentionBackendEnum names, their
 get_supported_kernel_block_sizes, and the block size get_preferred_block_size picks from the
-default. Pure: file texts in, records out."""
+default. Pure: file texts in, records out.
+
+Read with tree-sitter: each file as its skeleton (python_skeleton.method_skeleton), with only the
+bodies of the methods read here kept, or whole when the skeleton does not parse."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
 
-import libcst as cst
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_cst import (
-    class_methods,
-    compact_code,
-    statements,
+from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
+from extractors.parsing.python_ts import (
+    node_text,
+    parse_python,
+    parse_tree,
     string_value,
-    top_level_classes,
+    unparenthesize,
 )
-from extractors.parsing.python_ts import node_text, parse_tree
-from extractors.vllm.cst_outline import parse_outline
 from extractors.vllm.records import AttentionBackendChoice
-from extractors.vllm.serving_rules import call_name, class_named, literal_text
 
 FACT = "attention_backends"
 CUDA_PATH = "vllm/platforms/cuda.py"
@@ -41,12 +41,13 @@ READS = (
     "vllm/v1/attention/backends/mla/*.py",
     "vllm/model_executor/layers/attention/*.py",
 )
-# Platform probes on `current_platform` on a CUDA machine; any other probe is unknown.
 # The method bodies read in a backend module: the kernel sizes and preferred block of every
 # class of a backend's MRO, and the base class's supports_block_size (base_rule_holds; one
 # shape for backend.py, which both read).
 BACKEND_METHODS = frozenset({KERNEL_SIZES, PREFERRED, "supports_block_size"})
+# Platform probes on `current_platform` on a CUDA machine; any other probe is unknown.
 CUDA_PROBES = {"is_cuda": True, "is_cuda_alike": True, "is_rocm": False, "is_xpu": False}
+_DEF_NAME = re.compile(r"\s*(?:async\s+)?def\s+(\w+)")
 
 Reader = Callable[[str], str | None]
 
@@ -60,30 +61,164 @@ class Branch:
         self.backends, self.use_mla, self.words, self.default = backends, use_mla, words, default
 
 
-def _branches(module: cst.Module, body: cst.BaseSuite, path: tuple[tuple[str, bool], ...]):
+def _tree(text: str, path: str) -> Node:
+    """The module as tree-sitter parses its skeleton: the bodies of methods other than
+    BACKEND_METHODS elided (a backend module is mostly kernels and metadata builders), unless
+    the skeleton does not parse; then the whole text, whose errors are the file's."""
+    skeleton = method_skeleton(text, keep=_backend_method)
+    if skeleton != text:
+        root = parse_tree(skeleton)
+        if not root.has_error:
+            return parse_python(skeleton, path)
+    return parse_python(text, path)
+
+
+def _backend_method(definition: str) -> bool:
+    """A method whose body is kept: one of BACKEND_METHODS, or one whose end the skeleton
+    could not be sure of."""
+    name = _DEF_NAME.match(definition)
+    return (
+        name is None or name.group(1) in BACKEND_METHODS or not quotes_only_in_docstring(definition)
+    )
+
+
+def _name(definition: Node) -> str:
+    name = definition.child_by_field_name("name")
+    return node_text(name) if name is not None else ""
+
+
+def _undecorated(statement: Node) -> Node:
+    if statement.type == "decorated_definition":
+        return statement.child_by_field_name("definition") or statement
+    return statement
+
+
+def top_level_classes(root: Node) -> dict[str, Node]:
+    """name -> class_definition of the classes defined directly at module level (decorators
+    looked through); a later definition of a name wins, as at run time."""
+    found = {}
+    for statement in root.named_children:
+        definition = _undecorated(statement)
+        if definition.type == "class_definition":
+            found[_name(definition)] = definition
+    return found
+
+
+def class_methods(cls: Node) -> dict[str, Node]:
+    """name -> function_definition of the methods defined directly in a class body."""
+    found = {}
+    body = cls.child_by_field_name("body")
+    for statement in body.named_children if body is not None else ():
+        definition = _undecorated(statement)
+        if definition.type == "function_definition":
+            found[_name(definition)] = definition
+    return found
+
+
+def class_named(root: Node, name: str, path: str) -> Node:
+    cls = top_level_classes(root).get(name)
+    if cls is None:
+        raise AnchorError(f"class {name} is not defined in {path}", paths=[path], anchor=name)
+    return cls
+
+
+def statements(block: Node | None) -> list[Node]:
+    """The statements of a body, comments, `pass` and string-literal statements (docstrings)
+    dropped."""
+    found = []
+    for statement in block.named_children if block is not None else ():
+        if statement.type in ("comment", "pass_statement"):
+            continue
+        if statement.type == "expression_statement" and statement.named_child_count == 1:
+            value = statement.named_children[0]
+            if value.type in ("string", "concatenated_string") and string_value(value) is not None:
+                continue
+        found.append(statement)
+    return found
+
+
+def _body(definition: Node) -> Node | None:
+    return definition.child_by_field_name("body")
+
+
+def literal_text(node: Node | None) -> str | None:
+    """An int or float literal as Python writes it (`16`, `0.92`), else None."""
+    if node is None:
+        return None
+    node = unparenthesize(node)
+    return node_text(node) if node.type in ("integer", "float") else None
+
+
+def call_name(node: Node | None) -> str:
+    """`f(...)` -> "f", `a.b.f(...)` -> "f"; "" when not a call."""
+    if node is None:
+        return ""
+    node = unparenthesize(node)
+    if node.type != "call":
+        return ""
+    function = unparenthesize(node.child_by_field_name("function"))
+    if function.type == "identifier":
+        return node_text(function)
+    if function.type == "attribute":
+        return node_text(function.child_by_field_name("attribute"))
+    return ""
+
+
+def _arguments(call: Node) -> list[Node]:
+    """The argument values of a call, keywords and stars looked through."""
+    arguments = call.child_by_field_name("arguments")
+    values = []
+    for argument in arguments.named_children if arguments is not None else ():
+        if argument.type == "comment":
+            continue
+        if argument.type == "keyword_argument":
+            argument = argument.child_by_field_name("value")
+        elif argument.type in ("list_splat", "dictionary_splat"):
+            argument = argument.named_children[0]
+        values.append(argument)
+    return values
+
+
+def _branches(body: Node | None, path: tuple[tuple[str, bool], ...]):
     """Every list return under `body`, with the if-tests (code, holds) that lead to it."""
     for statement in statements(body):
-        if isinstance(statement, cst.Return) and isinstance(statement.value, cst.List):
-            names = [
-                e.value.attr.value
-                for e in statement.value.elements
-                if isinstance(e, cst.Element)
-                and isinstance(e.value, cst.Attribute)
-                and isinstance(e.value.value, cst.Name)
-                and e.value.value.value == ENUM
-            ]
+        if statement.type == "return_statement":
+            value = statement.named_children[0] if statement.named_child_count else None
+            value = unparenthesize(value) if value is not None else None
+            if value is None or value.type != "list":
+                continue
+            names = []
+            for element in value.named_children:
+                element = unparenthesize(element)
+                if element.type != "attribute":
+                    continue
+                owner = unparenthesize(element.child_by_field_name("object"))
+                if owner.type == "identifier" and node_text(owner) == ENUM:
+                    names.append(node_text(element.child_by_field_name("attribute")))
             yield names, path
-        elif isinstance(statement, cst.If):
-            yield from _if_branches(module, statement, path)
+        elif statement.type == "if_statement":
+            yield from _if_branches(statement, path)
 
 
-def _if_branches(module: cst.Module, node: cst.If, path: tuple[tuple[str, bool], ...]):
-    test = compact_code(module, node.test)
-    yield from _branches(module, node.body, (*path, (test, True)))
-    if isinstance(node.orelse, cst.If):
-        yield from _if_branches(module, node.orelse, (*path, (test, False)))
-    elif isinstance(node.orelse, cst.Else):
-        yield from _branches(module, node.orelse.body, (*path, (test, False)))
+def _if_branches(statement: Node, path: tuple[tuple[str, bool], ...]):
+    """The branches of an if/elif/else chain: each clause's test holds, the earlier ones fail."""
+    clauses = [(statement.child_by_field_name("condition"), _consequence(statement))]
+    otherwise = None
+    for part in statement.children_by_field_name("alternative"):
+        if part.type == "elif_clause":
+            clauses.append((part.child_by_field_name("condition"), _consequence(part)))
+        else:
+            otherwise = part.child_by_field_name("body")
+    for condition, block in clauses:
+        test = _compact(node_text(condition))
+        yield from _branches(block, (*path, (test, True)))
+        path = (*path, (test, False))
+    if otherwise is not None:
+        yield from _branches(otherwise, path)
+
+
+def _consequence(clause: Node) -> Node | None:
+    return clause.child_by_field_name("consequence")
 
 
 def _words(path: tuple[tuple[str, bool], ...]) -> str:
@@ -97,15 +232,19 @@ def _words(path: tuple[tuple[str, bool], ...]) -> str:
 def priority_branches(text: str, path: str) -> list[Branch]:
     """The branches of _get_backend_priorities; `default` marks the branch reached when every
     test other than use_mla fails (the GPUs no test singles out)."""
-    module = parse_outline(text, path, lambda qualname, _code: qualname == PRIORITIES)
+    root = _tree(text, path)
     function = next(
-        (s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == PRIORITIES),
+        (
+            d
+            for d in map(_undecorated, root.named_children)
+            if d.type == "function_definition" and _name(d) == PRIORITIES
+        ),
         None,
     )
     if function is None:
         raise AnchorError(f"{PRIORITIES} is not defined in {path}", paths=[path], anchor=PRIORITIES)
     found = []
-    for names, conditions in _branches(module, function.body, ()):
+    for names, conditions in _branches(_body(function), ()):
         mla = [holds for code, holds in conditions if code == "use_mla"]
         if not names or not mla:
             continue
@@ -122,19 +261,26 @@ def priority_branches(text: str, path: str) -> list[Branch]:
 
 def enum_class_paths(text: str, path: str) -> dict[str, str]:
     """AttentionBackendEnum member -> the dotted class path it names (no body is read)."""
-    module = parse_outline(text, path, lambda _qualname, _code: False, class_statements=True)
-    cls = class_named(module, ENUM, path)
+    cls = class_named(_tree(text, path), ENUM, path)
     found = {}
-    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
-    for statement in body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Assign) and isinstance(small.targets[0].target, cst.Name):
-                    value = small.value
-                    if isinstance(value, cst.ConcatenatedString | cst.SimpleString):
-                        dotted = string_value(value)
-                        if dotted:
-                            found[small.targets[0].target.value] = dotted
+    body = _body(cls)
+    for statement in body.named_children if body is not None else ():
+        if statement.type != "expression_statement":
+            continue
+        for small in statement.named_children:
+            if small.type != "assignment" or small.child_by_field_name("type") is not None:
+                continue  # `X: str = ...` is an annotated assignment, not a member
+            target = small.child_by_field_name("left")
+            value = small.child_by_field_name("right")
+            while value is not None and value.type == "assignment":  # `A = B = "x"`: A
+                value = value.child_by_field_name("right")
+            value = unparenthesize(value) if value is not None else None
+            if target is None or target.type != "identifier" or value is None:
+                continue
+            if value.type in ("string", "concatenated_string"):
+                dotted = string_value(value)
+                if dotted:
+                    found[node_text(target)] = dotted
     return found
 
 
@@ -221,51 +367,11 @@ def _imports(root: Node) -> dict[str, str]:
     return found
 
 
-def _cst_module_scope_statements(body) -> Iterator[cst.CSTNode]:
-    """The small statements that run at module scope, in order: top-level ones and those inside
-    top-level if/try/with blocks, not those inside functions or classes (a base class name is
-    looked up in the module's namespace)."""
-    for statement in body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            yield from statement.body
-        elif isinstance(statement, cst.If):
-            yield from _cst_module_scope_statements(statement.body.body)
-            if statement.orelse is not None:
-                yield from _cst_module_scope_statements((statement.orelse,))
-        elif isinstance(statement, cst.Else):
-            yield from _cst_module_scope_statements(statement.body.body)
-        elif isinstance(statement, cst.Try | cst.With):
-            yield from _cst_module_scope_statements(statement.body.body)
-            for handler in getattr(statement, "handlers", ()):
-                yield from _cst_module_scope_statements(handler.body.body)
-            for block in (
-                getattr(statement, "orelse", None),
-                getattr(statement, "finalbody", None),
-            ):
-                if block is not None:
-                    yield from _cst_module_scope_statements(block.body.body)
-
-
-def _cst_imports(module: cst.Module) -> dict[str, str]:
-    """_imports read from libcst's module, for a file tree-sitter finds errors in."""
-    found = {}
-    for node in _cst_module_scope_statements(module.body):
-        if isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
-            if isinstance(node.names, cst.ImportStar):
-                continue
-            source = compact_code(module, node.module)
-            for alias in node.names:
-                found[compact_code(module, alias.name)] = source
-    return found
-
-
 class _Class:
-    __slots__ = ("module", "node", "path", "imports")
+    __slots__ = ("node", "path", "imports")
 
-    def __init__(
-        self, module: cst.Module, node: cst.ClassDef, path: str, imports: dict[str, str]
-    ) -> None:
-        self.module, self.node, self.path, self.imports = module, node, path, imports
+    def __init__(self, node: Node, path: str, imports: dict[str, str]) -> None:
+        self.node, self.path, self.imports = node, path, imports
 
 
 class _Modules:
@@ -273,33 +379,35 @@ class _Modules:
 
     def __init__(self, read: Reader) -> None:
         self.read = read
-        self.parsed: dict[str, cst.Module | None] = {}
+        self.parsed: dict[str, Node | None] = {}
         self.imported: dict[str, dict[str, str]] = {}
 
-    def module(self, path: str) -> cst.Module | None:
-        """The module's classes and the bodies of their BACKEND_METHODS, as libcst parses them;
-        its imports are read from tree-sitter's tree (`imports`)."""
+    def module(self, path: str) -> Node | None:
+        """The module's tree (its skeleton with the BACKEND_METHODS bodies), None when absent."""
         if path not in self.parsed:
             text = self.read(path)
             self.parsed[path] = None
             if text is not None:
-                self.parsed[path] = parse_outline(
-                    text, path, _backend_method, module_statements=False
-                )
-                root = parse_tree(text)
-                self.imported[path] = (
-                    _cst_imports(parse_outline(text, path, _backend_method))
-                    if root.has_error
-                    else _imports(root)
-                )
+                root = _tree(text, path)
+                self.parsed[path] = root
+                self.imported[path] = _imports(root)
         return self.parsed[path]
 
-    def imports(self, path: str, module: cst.Module) -> dict[str, str]:
+    def imports(self, path: str) -> dict[str, str]:
         return self.imported[path]
 
 
-def _backend_method(qualname: str, _code: bytes) -> bool:
-    return qualname.partition(".")[2] in BACKEND_METHODS
+def _bases(cls: Node) -> list[str]:
+    """The positional bases of a class as code (keywords such as `metaclass=` left out)."""
+    superclasses = cls.child_by_field_name("superclasses")
+    found = []
+    for argument in superclasses.named_children if superclasses is not None else ():
+        if argument.type in ("comment", "keyword_argument", "dictionary_splat"):
+            continue
+        if argument.type == "list_splat":
+            argument = argument.named_children[0]
+        found.append(_compact(node_text(argument)))
+    return found
 
 
 def _mro(modules: _Modules, dotted: str) -> Iterator[_Class]:
@@ -313,38 +421,41 @@ def _mro(modules: _Modules, dotted: str) -> Iterator[_Class]:
         seen.add(current)
         module_name, _, class_name = current.rpartition(".")
         path = module_path(module_name)
-        module = modules.module(path)
-        if module is None:
+        root = modules.module(path)
+        if root is None:
             continue
-        node = top_level_classes(module).get(class_name)
+        classes = top_level_classes(root)
+        node = classes.get(class_name)
         if node is None:
             continue
-        found = _Class(module, node, path, modules.imports(path, module))
+        found = _Class(node, path, modules.imports(path))
         yield found
-        for base in node.bases:
-            name = compact_code(module, base.value)
+        for name in _bases(node):
             if name in found.imports:
                 todo.append(f"{found.imports[name]}.{name}")
-            elif name in top_level_classes(module):
+            elif name in classes:
                 todo.append(f"{module_name}.{name}")
 
 
 def _sizes(cls: _Class) -> tuple[str, ...] | None:
     """The literal list get_supported_kernel_block_sizes returns, as code ("MultipleOf(16)",
     "64"); None when the method computes it."""
-    body = statements(class_methods(cls.node)[KERNEL_SIZES].body)
-    if len(body) != 1 or not isinstance(body[0], cst.Return):
+    body = statements(_body(class_methods(cls.node)[KERNEL_SIZES]))
+    if len(body) != 1 or body[0].type != "return_statement" or not body[0].named_child_count:
         return None
-    value = body[0].value
-    if not isinstance(value, cst.List):
+    value = unparenthesize(body[0].named_children[0])
+    if value.type != "list":
         return None
     sizes = []
-    for element in value.elements:
-        item = element.value
+    for item in value.named_children:
+        if item.type == "comment":
+            continue
+        if item.type == "list_splat":
+            item = item.named_children[0]
         if literal_text(item) is not None:
             sizes.append(literal_text(item) or "")
-        elif call_name(item) == "MultipleOf" and len(item.args) == 1:  # type: ignore[attr-defined]
-            inner = literal_text(item.args[0].value)  # type: ignore[attr-defined]
+        elif call_name(item) == "MultipleOf" and len(_arguments(unparenthesize(item))) == 1:
+            inner = literal_text(_arguments(unparenthesize(item))[0])
             if inner is None:
                 return None
             sizes.append(f"MultipleOf({inner})")
@@ -360,15 +471,14 @@ def _base(size: str) -> int:
 def base_rule_holds(text: str, path: str) -> bool:
     """Does AttentionBackend keep the rule this module computes: the default block size when a
     kernel size divides it (or there are none), else the smallest kernel size?"""
-    module = parse_outline(text, path, _backend_method)
-    cls = top_level_classes(module).get(BASE_CLASS)
+    cls = top_level_classes(_tree(text, path)).get(BASE_CLASS)
     if cls is None:
         return False
     methods = class_methods(cls)
     if PREFERRED not in methods or "supports_block_size" not in methods:
         return False
-    preferred = compact_code(module, methods[PREFERRED])
-    supports = compact_code(module, methods["supports_block_size"])
+    preferred = _compact(node_text(methods[PREFERRED]))
+    supports = _compact(node_text(methods["supports_block_size"]))
     return (
         "if not supported_sizes: return default_block_size" in preferred
         and "if cls.supports_block_size(default_block_size): return default_block_size" in preferred
@@ -386,18 +496,21 @@ def preferred_block(sizes: tuple[str, ...], default: int) -> int:
     return min(_base(s) for s in sizes)
 
 
-def _on_cuda(test: cst.BaseExpression) -> bool | None:
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _on_cuda(test.expression)
+def _on_cuda(test: Node | None) -> bool | None:
+    if test is None:
+        return None
+    test = unparenthesize(test)
+    if test.type == "not_operator":
+        inner = _on_cuda(test.child_by_field_name("argument"))
         return None if inner is None else not inner
-    if (
-        isinstance(test, cst.Call)
-        and isinstance(test.func, cst.Attribute)
-        and isinstance(test.func.value, cst.Name)
-        and test.func.value.value == "current_platform"
-        and not test.args
-    ):
-        return CUDA_PROBES.get(test.func.attr.value)
+    if test.type != "call" or _arguments(test):
+        return None
+    function = unparenthesize(test.child_by_field_name("function"))
+    if function.type != "attribute":
+        return None
+    owner = unparenthesize(function.child_by_field_name("object"))
+    if owner.type == "identifier" and node_text(owner) == "current_platform":
+        return CUDA_PROBES.get(node_text(function.child_by_field_name("attribute")))
     return None
 
 
@@ -405,19 +518,25 @@ def _override_on_cuda(cls: _Class) -> str:
     """How an own get_preferred_block_size behaves on CUDA: "super" when it ends in
     `return super().get_preferred_block_size(...)` past platform guards false on CUDA, a
     literal when it returns one, else "" (not evaluated)."""
-    for statement in statements(class_methods(cls.node)[PREFERRED].body):
-        if isinstance(statement, cst.If) and statement.orelse is None:
-            if _on_cuda(statement.test) is False:
+    for statement in statements(_body(class_methods(cls.node)[PREFERRED])):
+        if statement.type == "if_statement" and not statement.children_by_field_name("alternative"):
+            if _on_cuda(statement.child_by_field_name("condition")) is False:
                 continue
             return ""
-        if isinstance(statement, cst.Return) and statement.value is not None:
-            value = statement.value
+        if statement.type == "return_statement" and statement.named_child_count:
+            value = statement.named_children[0]
             if literal_text(value) is not None:
                 return literal_text(value) or ""
+            function = (
+                unparenthesize(unparenthesize(value).child_by_field_name("function"))
+                if call_name(value)
+                else None
+            )
             if (
                 call_name(value) == PREFERRED
-                and isinstance(value.func, cst.Attribute)  # type: ignore[attr-defined]
-                and call_name(value.func.value) == "super"  # type: ignore[attr-defined]
+                and function is not None
+                and function.type == "attribute"
+                and call_name(function.child_by_field_name("object")) == "super"
             ):
                 return "super"
         return ""
@@ -432,13 +551,13 @@ def backend_block(modules: _Modules, dotted: str, default: int | None, base_ok: 
     path, symbol = module_path(dotted.rpartition(".")[0]), dotted.rpartition(".")[2]
     for cls in _mro(modules, dotted):
         methods = class_methods(cls.node)
-        if PREFERRED in methods and not override and cls.node.name.value != BASE_CLASS:
+        if PREFERRED in methods and not override and _name(cls.node) != BASE_CLASS:
             override = _override_on_cuda(cls) or "opaque"
             if override == "opaque":
-                reason = f"{cls.node.name.value}.{PREFERRED} is not evaluated"
+                reason = f"{_name(cls.node)}.{PREFERRED} is not evaluated"
                 return (), None, reason, path, symbol
         if KERNEL_SIZES in methods and sizes is None and not sizes_from:
-            sizes_from = f"{cls.node.name.value}.{KERNEL_SIZES}"
+            sizes_from = f"{_name(cls.node)}.{KERNEL_SIZES}"
             sizes = _sizes(cls)
     if override.isdigit():
         return sizes or (), int(override), f"{PREFERRED} returns {override}", path, symbol
