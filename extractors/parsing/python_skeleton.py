@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 TRIPLE_QUOTES = ('"""', "'''")
 
@@ -122,6 +123,7 @@ METHOD_NAME = re.compile(r"(?:async[ \t]+)?def[ \t]+([^\W\d]\w*)[ \t]*\(")
 FIRST_CODE = _AtLineStart(r"([ \t]*)[^ \t\r\n#]")
 
 
+@lru_cache(maxsize=64)
 def _dedent_pattern(indent: int) -> _AtLineStart:
     """A code line indented no deeper than `indent` characters: where a body ends."""
     return _AtLineStart(rf"[ \t]{{0,{indent}}}(?=[^ \t\r\n#])")
@@ -147,7 +149,6 @@ class _Skeleton:
         self.out: list[str] = []
         self.headers: list[tuple[int, str]] = []  # enclosing (indent, "class" | "def") blocks
         self.quote = ""  # a triple-quoted string open outside the elided bodies
-        self.dedents: dict[int, _AtLineStart] = {}
 
     def plain(self, start: int, end: int) -> None:
         """Keeps text[start:end] (whole lines), tracking the open blocks and strings."""
@@ -198,9 +199,7 @@ class _Skeleton:
         self.quote = quote
 
     def _dedent(self, indent: int) -> _AtLineStart:
-        if indent not in self.dedents:
-            self.dedents[indent] = _dedent_pattern(indent)
-        return self.dedents[indent]
+        return _dedent_pattern(indent)  # shared: a pattern is immutable
 
     def body_end(self, start: int, indent: int) -> int:
         """The offset where the body starting at `start` ends (outside triple-quoted strings)."""
