@@ -16,7 +16,7 @@ from extractors.vllm.outline_imports import outside_statements, split_plain_impo
 
 def tree_bindings(text: str, path: str = "vllm/pkg/m.py") -> tuple[dict, list[str]]:
     """The bindings as the whole outline's tree gives them (no text reading)."""
-    root = parse_python(module_outline(text)[0], path)
+    root = parse_python(module_outline(text, lean=True)[0], path)
     mod = Module("vllm.pkg.m", path, root, {}, [])
     _collect_bindings(root, mod.bindings, mod.star_imports, mod, False)
     return _shape(mod.bindings), mod.star_imports
@@ -127,10 +127,10 @@ def test_a_plain_import_reads_as_the_tree_reads_it(line):
 
 def test_rows_are_kept_when_the_module_starts_with_an_import():
     text = "from .a import A\nfrom .b import B\n\nclass Model(A):\n    x = 1\nfrom .c import C\n"
-    outline, elided = module_outline(text)
+    outline, elided = module_outline(text, lean=True)
     rest, imports = split_plain_imports(outline)
-    assert rest == "\n\n\nclass Model(A):\n    ...\n\n"
-    assert [i[:2] for i in imports] == [(0, 0), (1, 1), (5, 5)]
+    assert rest == "\n\n\nclass Model: ...\n\n"
+    assert [i[:2] for i in imports] == [(0, 0), (1, 1), (4, 4)]
     mod = ClassTree({"vllm/pkg/m.py": text}.get).module("vllm.pkg.m")
     assert mod.bindings["Model"].node.start_point[0] == 3 and 3 in mod.elided
     info = ClassTree({"vllm/pkg/m.py": text}.get).resolve("vllm.pkg.m", "Model")
@@ -150,7 +150,7 @@ def test_an_import_line_inside_a_string_is_not_read_as_one():
     assert names["Target"][0] == "class"
     assert (names, mod.star_imports) == tree_bindings(text)
     # what the check saw: the blanked row is inside a top-level statement
-    rest, imports = split_plain_imports(module_outline(text)[0])
+    rest, imports = split_plain_imports(module_outline(text, lean=True)[0])
     assert len(imports) == 2
     assert not outside_statements(parse_python(rest, "m.py"), imports)
 

@@ -120,6 +120,7 @@ class _AtLineStart:
 
 HEADER = _AtLineStart(r"([ \t]*)(?:async[ \t]+)?(class|def)\b")
 METHOD_NAME = re.compile(r"(?:async[ \t]+)?def[ \t]+([^\W\d]\w*)[ \t]*\(")
+CLASS_NAME = re.compile(r"class[ \t]+([^\W\d]\w*)[ \t]*[(:]")
 FIRST_CODE = _AtLineStart(r"([ \t]*)[^ \t\r\n#]")
 
 
@@ -136,6 +137,7 @@ class _Skeleton:
         outline: bool = False,
         keep: Callable[[str], bool] | None = None,
         signatures: bool = True,
+        lean_headers: bool = False,
     ) -> None:
         self.text = text
         self.keep = keep  # a method whose definition text it accepts keeps its body
@@ -146,6 +148,8 @@ class _Skeleton:
         self.lean: dict[int, tuple[int, int]] = {}  # its output row -> its signature's span
         self.rows = 0  # newlines written so far (outline, or without signatures)
         self.counting = outline or not signatures
+        # (outline only) an elided top-level definition is written as its name alone
+        self.lean_headers = lean_headers
         self.out: list[str] = []
         self.headers: list[tuple[int, str]] = []  # enclosing (indent, "class" | "def") blocks
         self.quote = ""  # a triple-quoted string open outside the elided bodies
@@ -236,6 +240,25 @@ class _Skeleton:
         self.rows += 1
         return body
 
+    def _lean_header(self, start: int, header: re.Match[str], signature_end: int) -> int | None:
+        """Writes the top-level class or function whose header is `header` (its line starts at
+        `start`) as `class Name: ...` or `def name(): ...` when its body is elided and its name
+        plain, keeps its span, and returns where its body ends; else None."""
+        text = self.text
+        kind = header.group(2)
+        name = (METHOD_NAME if kind == "def" else CLASS_NAME).match(text, header.end(1))
+        if name is None:
+            return None
+        body = self.body_end(signature_end, 0)
+        if FIRST_CODE.search(text, signature_end, body) is None:
+            return None
+        self.elided[self.rows] = (start, body)
+        self.out.append(
+            f"def {name.group(1)}(): ...\n" if kind == "def" else f"class {name.group(1)}: ...\n"
+        )
+        self.rows += 1
+        return body
+
     def run(self) -> str:
         text = self.text
         position = 0
@@ -262,6 +285,11 @@ class _Skeleton:
                 is_method = top_level = False
             if is_method and not self.signatures:
                 body = self._lean_method(match, signature_end)
+                if body is not None:
+                    position = body
+                    continue
+            if top_level and self.lean_headers:
+                body = self._lean_header(header, match, signature_end)
                 if body is not None:
                     position = body
                     continue
@@ -325,14 +353,16 @@ def quotes_only_in_docstring(definition: str) -> bool:
     )
 
 
-def module_outline(text: str) -> tuple[str, dict[int, tuple[int, int]]]:
+def module_outline(text: str, lean: bool = False) -> tuple[str, dict[int, tuple[int, int]]]:
     """(`text` with the bodies of its top-level classes and functions elided as well, the
     source span of each elided definition by the row of its `class`/`def` line in the outline).
 
     A span is the definition from its `class`/`def` line to the end of its body (decorators are
     lines of the outline): `method_skeleton` of it is that definition as the module's skeleton
-    has it, so a class or function the tree needs is read from its span alone."""
-    skeleton = _Skeleton(text, outline=True)
+    has it, so a class or function the tree needs is read from its span alone. With `lean`, an
+    elided definition's header is written as its name alone (`class Name: ...`,
+    `def name(): ...`, on one line): its bases and parameters are read from its span."""
+    skeleton = _Skeleton(text, outline=True, lean_headers=lean)
     return skeleton.run(), skeleton.elided
 
 

@@ -431,7 +431,7 @@ class ClassTree:
         if name in self._full_modules:
             return parse_python(text, path), {}, []
         if "\r" not in text and not CONTINUED_AT_COLUMN_0.search(text):
-            outline, elided = module_outline(text)
+            outline, elided = module_outline(text, lean=True)
             rest, imports = split_plain_imports(outline)
             if imports:
                 try:
