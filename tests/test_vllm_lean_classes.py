@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from extractors.errors import ParseError
-from extractors.parsing.python_skeleton import lean_class_skeleton, method_skeleton
+from extractors.parsing.python_skeleton import lean_class_skeleton, method_skeleton, module_outline
 from extractors.parsing.python_ts import parse_python, parse_tree
 from extractors.vllm.class_tree import ClassTree, Method, _method
 from extractors.vllm.signature_text import plain_parameters
@@ -158,3 +158,59 @@ def test_a_method_without_a_signature_to_read_compares_and_prints_as_before():
     )
     lazy = Method("m", signature=("def m(self, a, **k):\n", "m.py", ""))
     assert lazy == Method("m", ("a",), True)
+
+
+OUTLINED = """\
+from .base import Base, factory
+
+
+@factory("x")
+class Model(
+    Base,
+):
+    flag = True
+
+    def forward(self, x):
+        return x
+
+
+async def adapter(cls,
+                  extra=1):
+    return cls
+
+
+def one_line(cls): return cls
+
+
+class Generic[T](Base):
+    kind = "generic"
+"""
+
+
+def test_a_lean_outline_writes_elided_top_level_definitions_as_their_names():
+    outline, spans = module_outline(OUTLINED, lean=True)
+    rows = outline.splitlines()
+    assert "class Model: ..." in rows and "def adapter(): ..." in rows
+    assert "def one_line(cls): return cls" in rows  # not elided: as it is
+    assert "class Generic[T](Base):" in rows  # a header the name pattern does not read
+    assert '@factory("x")' in rows  # decorators are lines of the outline
+    read = {rows[row]: OUTLINED[start:end] for row, (start, end) in spans.items()}
+    assert read["class Model: ..."].startswith("class Model(\n    Base,\n):\n")
+    assert read["def adapter(): ..."].startswith("async def adapter(cls,\n")
+    assert not parse_tree(outline).has_error
+
+
+def test_a_class_and_a_function_of_a_lean_outline_read_from_their_spans():
+    files = {
+        "vllm/m.py": OUTLINED,
+        "vllm/base.py": "class Base:\n    base = 1\n\n\ndef factory(kind):\n    return kind\n",
+    }
+    tree = ClassTree(files.get)
+    info = tree.resolve("vllm.m", "Model")
+    assert [b.qualname for b in info.bases] == ["vllm.base.Base"]
+    assert info.attributes["flag"].value is True and info.methods["forward"].params == ("x",)
+    mod = tree.module("vllm.m")
+    adapter = tree.full_definition(mod, mod.bindings["adapter"].node)
+    assert _method(adapter, strip_self=False).params == ("cls", "extra")
+    generic = tree.resolve("vllm.m", "Generic")
+    assert generic.attributes["kind"].value == "generic"
