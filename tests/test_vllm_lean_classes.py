@@ -43,6 +43,9 @@ def not_a_method(self):
 
     def one_line(self, q): return q
 
+    def sort(self, key=lambda a, b: a, *, reverse=False):
+        return key
+
     class Inner:
         def inner_method(self, r, /, s):
             return r
@@ -79,6 +82,7 @@ def test_a_lean_class_reads_as_its_full_skeleton():
     assert lean.methods["stream"].params == ("a", "b")
     assert lean.methods["stream"].has_var_keyword
     assert lean.methods["forward"].params == ("input_ids", "positions", "intermediate_tensors")
+    assert lean.methods["sort"].params == ("key", "reverse")  # read by a parse: a lambda
     assert lean.attributes == full.attributes and lean.annotations == full.annotations
 
 
