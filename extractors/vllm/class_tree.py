@@ -206,7 +206,7 @@ def _c3(cls: ClassInfo, seen: tuple[str, ...]) -> tuple[ClassInfo, ...]:
     return mro
 
 
-@dataclass
+@dataclass(slots=True)
 class Binding:
     kind: str  # "import", "class", "function", "value"
     node: Node | None = None
@@ -307,7 +307,7 @@ def _bind_text_imports(imports, bindings: dict[str, Binding], stars: list[str], 
             stars.append(target)
             continue
         for imported, alias in names:
-            bindings[alias or imported] = Binding("import", module=target, name=imported)
+            bindings[alias or imported] = Binding("import", None, target, imported)
 
 
 def _collect_bindings(
