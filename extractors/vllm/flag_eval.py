@@ -201,10 +201,6 @@ class FlagEvaluator:
             if reads:
                 self._log.extend(reads)  # what it read, the calls under way read too
             return result
-        shape = self._functions.get(identity)
-        if shape is None:
-            shape = self._functions[identity] = self._compile_function(definition)
-        params, run = shape
         trie = None
         if len(args) == 1 and type(args[0]) is ClassValue and not self.tree.resolving:
             info = args[0].info
@@ -224,6 +220,10 @@ class FlagEvaluator:
             self._tracing.append(info)
         start = len(self._log)
         try:
+            shape = self._functions.get(identity)
+            if shape is None:
+                shape = self._functions[identity] = self._compile_function(definition)
+            params, run = shape
             result = run(mod, dict(zip(params, args, strict=False)), depth + 1)
         finally:
             if trie is not None:
