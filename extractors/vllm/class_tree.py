@@ -86,19 +86,19 @@ class Method:
 
     def _read_signature(self) -> None:
         text, path, file_text = self._signature
-        self._signature = None
         plain = plain_parameters(text)
         if plain is not None:
             params, self._var_keyword = plain
             self._params = tuple(params[1:] if params[:1] in (["self"], ["cls"]) else params)
-            return
-        definition = f"{text}    ...\n"
-        try:
-            root = parse_python(definition, path)
-        except ParseError:
-            root = _skeleton_or_whole(definition, path, file_text)  # the file's own error
-        read = _method(root.named_children[0])
-        self._params, self._var_keyword = read.params, read.has_var_keyword
+        else:
+            definition = f"{text}    ...\n"
+            try:
+                root = parse_python(definition, path)
+            except ParseError:
+                root = _skeleton_or_whole(definition, path, file_text)  # the file's own error
+            read = _method(root.named_children[0])
+            self._params, self._var_keyword = read.params, read.has_var_keyword
+        self._signature = None  # read (an error leaves it to be raised again)
 
     @property
     def params(self) -> tuple[str, ...]:
