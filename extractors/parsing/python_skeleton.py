@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 TRIPLE_QUOTES = ('"""', "'''")
 
@@ -118,9 +119,12 @@ class _AtLineStart:
 
 
 HEADER = _AtLineStart(r"([ \t]*)(?:async[ \t]+)?(class|def)\b")
+METHOD_NAME = re.compile(r"(?:async[ \t]+)?def[ \t]+([^\W\d]\w*)[ \t]*\(")
+CLASS_NAME = re.compile(r"class[ \t]+([^\W\d]\w*)[ \t]*[(:]")
 FIRST_CODE = _AtLineStart(r"([ \t]*)[^ \t\r\n#]")
 
 
+@lru_cache(maxsize=64)
 def _dedent_pattern(indent: int) -> _AtLineStart:
     """A code line indented no deeper than `indent` characters: where a body ends."""
     return _AtLineStart(rf"[ \t]{{0,{indent}}}(?=[^ \t\r\n#])")
@@ -133,23 +137,30 @@ class _Skeleton:
         outline: bool = False,
         keep: Callable[[str], bool] | None = None,
         functions: bool = False,
+        signatures: bool = True,
+        lean_headers: bool = False,
     ) -> None:
         self.text = text
         self.keep = keep  # a method whose definition text it accepts keeps its body
         self.outline = outline  # elide the bodies of top-level classes and functions too
         self.functions = functions  # elide the bodies of top-level functions as of methods
         self.elided: dict[int, tuple[int, int]] = {}  # output row of a header -> its source span
-        self.rows = 0  # newlines written so far (outline only)
+        # False (only without `keep`): an elided method is written as `def name(): ...`
+        self.signatures = signatures
+        self.lean: dict[int, tuple[int, int]] = {}  # its output row -> its signature's span
+        self.rows = 0  # newlines written so far (outline, or without signatures)
+        self.counting = outline or not signatures
+        # (outline only) an elided top-level definition is written as its name alone
+        self.lean_headers = lean_headers
         self.out: list[str] = []
         self.headers: list[tuple[int, str]] = []  # enclosing (indent, "class" | "def") blocks
         self.quote = ""  # a triple-quoted string open outside the elided bodies
-        self.dedents: dict[int, _AtLineStart] = {}
 
     def plain(self, start: int, end: int) -> None:
         """Keeps text[start:end] (whole lines), tracking the open blocks and strings."""
         chunk = self.text[start:end]
         self.out.append(chunk)
-        if self.outline:
+        if self.counting:
             self.rows += chunk.count("\n")
         if not ODD_SPACE.search(chunk):  # lines are `\n` lines and blanks are " \t"
             self._plain_lines_outside_strings(chunk)
@@ -194,9 +205,7 @@ class _Skeleton:
         self.quote = quote
 
     def _dedent(self, indent: int) -> _AtLineStart:
-        if indent not in self.dedents:
-            self.dedents[indent] = _dedent_pattern(indent)
-        return self.dedents[indent]
+        return _dedent_pattern(indent)  # shared: a pattern is immutable
 
     def body_end(self, start: int, indent: int) -> int:
         """The offset where the body starting at `start` ends (outside triple-quoted strings)."""
@@ -217,6 +226,40 @@ class _Skeleton:
             if closing < 0:
                 return len(text)
             position = closing + 3
+
+    def _lean_method(self, header: re.Match[str], signature_end: int) -> int | None:
+        """Writes the method whose header is `header` as `def name(): ...` when its body is
+        elided and its name plain, and returns where its body ends; else None."""
+        text = self.text
+        name = METHOD_NAME.match(text, header.end(1))
+        if name is None:
+            return None
+        body = self.body_end(signature_end, len(header.group(1)))
+        if FIRST_CODE.search(text, signature_end, body) is None:
+            return None
+        self.lean[self.rows] = (header.end(1), signature_end)
+        self.out.append(f"{header.group(1)}def {name.group(1)}(): ...\n")
+        self.rows += 1
+        return body
+
+    def _lean_header(self, start: int, header: re.Match[str], signature_end: int) -> int | None:
+        """Writes the top-level class or function whose header is `header` (its line starts at
+        `start`) as `class Name: ...` or `def name(): ...` when its body is elided and its name
+        plain, keeps its span, and returns where its body ends; else None."""
+        text = self.text
+        kind = header.group(2)
+        name = (METHOD_NAME if kind == "def" else CLASS_NAME).match(text, header.end(1))
+        if name is None:
+            return None
+        body = self.body_end(signature_end, 0)
+        if FIRST_CODE.search(text, signature_end, body) is None:
+            return None
+        self.elided[self.rows] = (start, body)
+        self.out.append(
+            f"def {name.group(1)}(): ...\n" if kind == "def" else f"class {name.group(1)}: ...\n"
+        )
+        self.rows += 1
+        return body
 
     def run(self) -> str:
         text = self.text
@@ -244,9 +287,19 @@ class _Skeleton:
                 line_end = text.find("\n", header)
                 signature_end = len(text) if line_end < 0 else line_end + 1
                 is_method = top_level = False
+            if is_method and not self.signatures:
+                body = self._lean_method(match, signature_end)
+                if body is not None:
+                    position = body
+                    continue
+            if top_level and self.lean_headers:
+                body = self._lean_header(header, match, signature_end)
+                if body is not None:
+                    position = body
+                    continue
             header_row = self.rows
             self.out.append(text[position:signature_end])
-            if self.outline:
+            if self.counting:
                 self.rows += text.count("\n", position, signature_end)
             position = signature_end
             if not (is_method or top_level):
@@ -254,7 +307,7 @@ class _Skeleton:
             body = self.body_end(signature_end, indent)
             if is_method and self.keep is not None and self.keep(text[header:body]):
                 self.out.append(text[signature_end:body])  # whole, nested definitions too
-                if self.outline:
+                if self.counting:
                     self.rows += text.count("\n", signature_end, body)
                 self.headers.pop()
                 position = body
@@ -263,10 +316,10 @@ class _Skeleton:
             if first is None:
                 continue
             self.out.append(f"{first[1].group(1)}...\n")
-            if self.outline:
+            if self.counting:
                 self.rows += 1
-                if top_level:
-                    self.elided[header_row] = (header, body)
+            if top_level:
+                self.elided[header_row] = (header, body)
             position = body
         self.plain(position, len(text))
         return "".join(self.out)
@@ -307,15 +360,31 @@ def quotes_only_in_docstring(definition: str) -> bool:
     )
 
 
-def module_outline(text: str) -> tuple[str, dict[int, tuple[int, int]]]:
+def module_outline(text: str, lean: bool = False) -> tuple[str, dict[int, tuple[int, int]]]:
     """(`text` with the bodies of its top-level classes and functions elided as well, the
     source span of each elided definition by the row of its `class`/`def` line in the outline).
 
     A span is the definition from its `class`/`def` line to the end of its body (decorators are
     lines of the outline): `method_skeleton` of it is that definition as the module's skeleton
-    has it, so a class or function the tree needs is read from its span alone."""
-    skeleton = _Skeleton(text, outline=True)
+    has it, so a class or function the tree needs is read from its span alone. With `lean`, an
+    elided definition's header is written as its name alone (`class Name: ...`,
+    `def name(): ...`, on one line): its bases and parameters are read from its span."""
+    skeleton = _Skeleton(text, outline=True, lean_headers=lean)
     return skeleton.run(), skeleton.elided
 
 
-__all__ = ["method_skeleton", "module_outline", "quotes_only_in_docstring"]
+def lean_class_skeleton(text: str) -> tuple[str, dict[int, tuple[int, int]]]:
+    """(`method_skeleton(text)` with each elided method written as `def name(): ...` on one
+    line, the span of each such method's signature in `text` (from `def`, or `async`, to the
+    line after its `:`) by its row in the result): its parameters are read from that span
+    when they are needed."""
+    skeleton = _Skeleton(text, signatures=False)
+    return skeleton.run(), skeleton.lean
+
+
+__all__ = [
+    "lean_class_skeleton",
+    "method_skeleton",
+    "module_outline",
+    "quotes_only_in_docstring",
+]

@@ -19,7 +19,11 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from extractors.errors import ParseError
-from extractors.parsing.python_skeleton import method_skeleton, module_outline
+from extractors.parsing.python_skeleton import (
+    lean_class_skeleton,
+    method_skeleton,
+    module_outline,
+)
 from extractors.parsing.python_ts import (
     from_import,
     if_clauses,
@@ -30,6 +34,8 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
+from extractors.vllm.outline_imports import TextImport, outside_statements, split_plain_imports
+from extractors.vllm.signature_text import plain_parameters
 
 ROOT_PACKAGE = "vllm"
 BUILTIN_CLASSES = frozenset({"object", "type", "dict", "list", "tuple", "Exception"})
@@ -58,14 +64,73 @@ class Constant:
 NON_LITERAL = object()  # an attribute that exists but whose value is not a literal
 
 
-@dataclass
 class Method:
-    name: str
-    params: tuple[str, ...]
-    has_var_keyword: bool
+    """A method's name and parameters (`self`/`cls` left out). A method read from a lean class
+    skeleton (`lean_class_skeleton`) has its name only; its parameters are parsed from its
+    signature's text the first time they are asked for."""
+
+    __slots__ = ("name", "_params", "_var_keyword", "_signature")
+
+    def __init__(
+        self,
+        name: str,
+        params: tuple[str, ...] = (),
+        has_var_keyword: bool = False,
+        *,
+        signature: tuple[str, str, str] | None = None,  # (its text, path, the file's text)
+    ) -> None:
+        self.name = name
+        self._params = params
+        self._var_keyword = has_var_keyword
+        self._signature = signature
+
+    def _read_signature(self) -> None:
+        text, path, file_text = self._signature
+        plain = plain_parameters(text)
+        if plain is not None:
+            params, self._var_keyword = plain
+            self._params = tuple(params[1:] if params[:1] in (["self"], ["cls"]) else params)
+        else:
+            definition = f"{text}    ...\n"
+            try:
+                root = parse_python(definition, path)
+            except ParseError:
+                root = _skeleton_or_whole(definition, path, file_text)  # the file's own error
+            read = _method(root.named_children[0])
+            self._params, self._var_keyword = read.params, read.has_var_keyword
+        self._signature = None  # read (an error leaves it to be raised again)
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        if self._signature is not None:
+            self._read_signature()
+        return self._params
+
+    @property
+    def has_var_keyword(self) -> bool:
+        if self._signature is not None:
+            self._read_signature()
+        return self._var_keyword
 
     def accepts(self, keyword: str) -> bool:
         return self.has_var_keyword or keyword in self.params
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Method):
+            return NotImplemented
+        return (self.name, self.params, self.has_var_keyword) == (
+            other.name,
+            other.params,
+            other.has_var_keyword,
+        )
+
+    __hash__ = None  # as a mutable dataclass's
+
+    def __repr__(self) -> str:
+        return (
+            f"Method(name={self.name!r}, params={self.params!r}, "
+            f"has_var_keyword={self.has_var_keyword!r})"
+        )
 
 
 @dataclass
@@ -141,7 +206,7 @@ def _c3(cls: ClassInfo, seen: tuple[str, ...]) -> tuple[ClassInfo, ...]:
     return mro
 
 
-@dataclass
+@dataclass(slots=True)
 class Binding:
     kind: str  # "import", "class", "function", "value"
     node: Node | None = None
@@ -233,10 +298,40 @@ def _platform_branch(statement: Node) -> Node | None:
     return otherwise
 
 
-def _collect_bindings(block: Node, bindings: dict[str, Binding], stars: list[str], mod, nested):
+def _bind_text_imports(imports, bindings: dict[str, Binding], stars: list[str], mod) -> None:
+    """Binds top-level imports read from the outline's text (`split_plain_imports`)."""
     is_package = mod.path.endswith("__init__.py")
+    for _, _, level, dotted, names in imports:
+        target = absolute_module(mod.name, is_package, level, dotted)
+        if names == "*":
+            stars.append(target)
+            continue
+        for imported, alias in names:
+            bindings[alias or imported] = Binding("import", None, target, imported)
+
+
+def _collect_bindings(
+    block: Node,
+    bindings: dict[str, Binding],
+    stars: list[str],
+    mod,
+    nested,
+    text_imports: list[TextImport] = (),
+):
+    """The bindings of `block` in order; `text_imports` (top level only) are the statements read
+    from the text, bound where their rows fall among the block's statements."""
+    is_package = mod.path.endswith("__init__.py")
+    pending = 0  # text imports before this index are bound
     for statement in block.named_children:
         kind = statement.type
+        if pending < len(text_imports):
+            row = statement.start_point[0]
+            upto = pending
+            while upto < len(text_imports) and text_imports[upto][0] < row:
+                upto += 1
+            if upto > pending:
+                _bind_text_imports(text_imports[pending:upto], bindings, stars, mod)
+                pending = upto
         if kind == "comment":
             continue
         new: dict[str, Binding] = {}
@@ -282,6 +377,8 @@ def _collect_bindings(block: Node, bindings: dict[str, Binding], stars: list[str
             if nested and local in bindings:
                 continue  # the first branch of an `if`/`try` (the CUDA / normal path) wins
             bindings[local] = binding
+    if pending < len(text_imports):
+        _bind_text_imports(text_imports[pending:], bindings, stars, mod)
 
 
 class ClassTree:
@@ -295,6 +392,8 @@ class ClassTree:
         self._resolving: set[tuple[str, str]] = set()
         self._functions: dict[tuple[str, str], tuple[Module, Node] | None] = {}
         self._full_definitions: dict[tuple[str, int], Node] = {}
+        # a class definition read as a lean skeleton -> (its span, signature spans by row)
+        self._lean: dict[int, tuple[str, dict[int, tuple[int, int]]]] = {}
         self.read_paths: list[str] = []
         # `if <check>(cls): return cls` in an adapter; the flag evaluator installs its own
         self.adapter_guard: Callable[[Module, Node, str, ClassInfo], bool] | None = None
@@ -310,30 +409,42 @@ class ClassTree:
             text = self._read_text(path)
             if text is None:
                 continue
-            root, elided = self._parse(name, text, path)
+            root, elided, imports = self._parse(name, text, path)
             self.read_paths.append(path)
             bindings: dict[str, Binding] = {}
             stars: list[str] = []
             found = Module(name, path, root, bindings, stars, text, elided)
-            _collect_bindings(root, bindings, stars, found, False)
+            _collect_bindings(root, bindings, stars, found, False, imports)
             break
         self._modules[name] = found
         return found
 
-    def _parse(self, name: str, text: str, path: str) -> tuple[Node, dict[int, tuple[int, int]]]:
-        """The module's tree and the spans elided from it. A full module is parsed whole; any
-        other as its outline (`module_outline`: the bodies of top-level classes and functions
-        are read when the tree needs them) or, when that does not parse, as its skeleton
-        (method bodies elided) or else whole, with the full text's errors."""
+    def _parse(
+        self, name: str, text: str, path: str
+    ) -> tuple[Node, dict[int, tuple[int, int]], list[TextImport]]:
+        """The module's tree, the spans elided from it and the top-level imports read from its
+        text instead. A full module is parsed whole; any other as its outline (`module_outline`:
+        the bodies of top-level classes and functions are read when the tree needs them), its
+        plain `from` imports read from the text (`split_plain_imports`), or, when that does not
+        parse, as its skeleton (method bodies elided) or else whole, with the full text's
+        errors."""
         if name in self._full_modules:
-            return parse_python(text, path), {}
+            return parse_python(text, path), {}, []
         if "\r" not in text and not CONTINUED_AT_COLUMN_0.search(text):
-            outline, elided = module_outline(text)
+            outline, elided = module_outline(text, lean=True)
+            rest, imports = split_plain_imports(outline)
+            if imports:
+                try:
+                    root = parse_python(rest, path)
+                    if outside_statements(root, imports):
+                        return root, elided, imports
+                except ParseError:
+                    pass  # the outline's own parse says what is wrong
             try:
-                return parse_python(outline, path), elided
+                return parse_python(outline, path), elided, []
             except ParseError:
                 pass
-        return _skeleton_or_whole(text, path), {}
+        return _skeleton_or_whole(text, path), {}, []
 
     def full_definition(self, mod: Module, statement: Node) -> Node:
         """The class or function definition of a top-level `statement` with its body (methods
@@ -345,8 +456,15 @@ class ClassTree:
             return definition
         key = (mod.name, span[0])
         if key not in self._full_definitions:
-            root = _skeleton_or_whole(mod.text[span[0] : span[1]], mod.path, mod.text)
+            text = mod.text[span[0] : span[1]]
+            lean: dict[int, tuple[int, int]] = {}
+            if definition.type == "class_definition":
+                root, lean = _lean_or_whole(text, mod.path, mod.text)
+            else:
+                root = _skeleton_or_whole(text, mod.path, mod.text)
             full, _ = _definition(root.named_children[0])
+            if lean:
+                self._lean[full.id] = (text, lean)
             if _name_of(full) != _name_of(definition):  # pragma: no cover - a skeleton bug guard
                 raise ParseError(f"{mod.path}: {_name_of(definition)} not read", paths=[mod.path])
             self._full_definitions[key] = full
@@ -479,8 +597,9 @@ class ClassTree:
             if base.external and base.name == "Protocol":
                 info.is_protocol = True
         body = definition.child_by_field_name("body")
+        lean = self._lean.get(definition.id)
         for statement in body.named_children if body is not None else ():
-            self._read_member(mod, statement, info, scope)
+            self._read_member(mod, statement, info, scope, lean)
 
     def _method_alias(self, mod: Module, node: Node, scope) -> Method | None:
         """`embed_input_ids = SupportsMultiModal.embed_input_ids`: the method it names."""
@@ -498,10 +617,15 @@ class ClassTree:
                 return entry.methods[wanted]
         return None
 
-    def _read_member(self, mod: Module, statement: Node, info: ClassInfo, scope) -> None:
+    def _read_member(self, mod: Module, statement: Node, info: ClassInfo, scope, lean) -> None:
         definition, _ = _definition(statement)
         if definition is not None and definition.type == "function_definition":
-            method = _method(definition)
+            span = lean[1].get(definition.start_point[0]) if lean is not None else None
+            if span is None:
+                method = _method(definition)
+            else:  # `def name(): ...` in a lean skeleton: the parameters are read when needed
+                signature = (lean[0][span[0] : span[1]], mod.path, mod.text)
+                method = Method(_name_of(definition), signature=signature)
             info.methods[method.name] = method
             return
         if statement.type != "expression_statement" or statement.named_child_count != 1:
@@ -646,6 +770,16 @@ class ClassTree:
                     info.attributes[attribute] = values[node_text(right)]
                 else:
                     info.attributes[attribute] = literal_value(right)
+
+
+def _lean_or_whole(text: str, path: str, file_text: str) -> tuple[Node, dict[int, tuple[int, int]]]:
+    """A class's span parsed as its lean skeleton (methods as `def name(): ...`) and the spans
+    of those methods' signatures by row; else as `_skeleton_or_whole` has it, with none."""
+    skeleton, lean = lean_class_skeleton(text)
+    try:
+        return parse_python(skeleton, path), lean
+    except ParseError:
+        return _skeleton_or_whole(text, path, file_text), {}
 
 
 def _skeleton_or_whole(text: str, path: str, file_text: str | None = None) -> Node:

@@ -20,13 +20,13 @@ from extractors.vllm.class_tree import (
     NON_LITERAL,
     ClassInfo,
     ClassTree,
-    Constant,
     Method,
     Module,
     Unresolved,
     c3_mro,
     external_class,
 )
+from extractors.vllm.flag_replay import POISON, ReadTrie
 
 # Names Python leaves out of a Protocol's members (typing._SPECIAL_NAMES and friends).
 PROTOCOL_EXCLUDED = frozenset(
@@ -114,14 +114,13 @@ def _lookup_in(mro: tuple[ClassInfo, ...], attribute: str) -> object | None:
             return Unknown(f"base {entry.qualname} is not resolvable: {entry.opaque_reason}")
         if entry.external:
             continue
-        own = entry.own(attribute)
-        if own is None:
-            continue
-        if isinstance(own, Constant):
-            return own.value
-        if own is NON_LITERAL:
-            return PRESENT
-        return MethodValue(own)
+        attributes = entry.attributes  # `entry.own(attribute)`, inline: this is the hot loop
+        if attribute in attributes:
+            own = attributes[attribute]
+            return PRESENT if own is NON_LITERAL else own.value
+        method = entry.methods.get(attribute)
+        if method is not None:
+            return MethodValue(method)
     return MISSING
 
 
@@ -166,6 +165,12 @@ class FlagEvaluator:
         self._functions: dict[int, tuple[list[str], Node]] = {}  # params, body
         self._globals: dict[tuple[str, str], ClassValue] = {}  # (module, name) -> its class
         self._protocols: dict[int, tuple[ClassInfo, tuple]] = {}  # id -> (protocol, members)
+        # what calls read of classes (flag_replay): (class, read, answer) in order, every call's
+        # reads a slice of it; the classes of the calls under way; each found method's origin
+        self._log: list[tuple] = []
+        self._tracing: list[ClassInfo] = []
+        self._origins: dict[int, tuple[MethodValue, ClassInfo, str]] = {}
+        self._tries: dict[tuple, ReadTrie] = {}  # (module, definition node id, depth) -> trie
         self.tree.adapter_guard = self._adapter_guard
 
     def _adapter_guard(self, mod: Module, statement: Node, param: str, argument: ClassInfo) -> bool:
@@ -187,17 +192,66 @@ class FlagEvaluator:
     ) -> object:
         if depth > MAX_DEPTH:
             return Unknown("flag functions nest deeper than 30 calls")
-        shape = self._functions.get(definition.id)
-        if shape is None:
-            shape = self._functions[definition.id] = self._compile_function(definition)
-        params, run = shape
         # a definition read from its own span starts at byte 0: the node, not its offset, is key
-        key = (mod.name, definition.id, *map(_key, args))
-        if key in self._memo:
-            return self._memo[key]
-        result = run(mod, dict(zip(params, args, strict=False)), depth + 1)
-        self._memo[key] = result
+        identity = definition.id
+        key = (mod.name, identity, *map(_key, args))
+        memo = self._memo.get(key)
+        if memo is not None:
+            result, reads = memo
+            if reads:
+                self._log.extend(reads)  # what it read, the calls under way read too
+            return result
+        trie = None
+        if len(args) == 1 and type(args[0]) is ClassValue and not self.tree.resolving:
+            info = args[0].info
+            trie_key = (mod.name, identity, depth)
+            trie = self._tries.get(trie_key)
+            if trie is None:
+                trie = self._tries[trie_key] = ReadTrie()
+            # only where every call under way is on the same class: a read of another class
+            # would be one of theirs
+            if all(c is info for c in self._tracing):
+                found = trie.replay(info, self._perform)
+                if found is not None:
+                    result, reads = found
+                    self._log.extend(reads)
+                    self._memo[key] = (result, tuple(reads))
+                    return result
+            self._tracing.append(info)
+        start = len(self._log)
+        try:
+            shape = self._functions.get(identity)
+            if shape is None:
+                shape = self._functions[identity] = self._compile_function(definition)
+            params, run = shape
+            result = run(mod, dict(zip(params, args, strict=False)), depth + 1)
+        finally:
+            if trie is not None:
+                self._tracing.pop()
+        reads = tuple(self._log[start:])
+        if trie is not None and not _holds_class_or_method(result):
+            trie.record(args[0].info, reads, result)
+        self._memo[key] = (result, reads)
         return result
+
+    # ------------------------------------------------------------ reads of classes
+
+    def _lookup(self, info: ClassInfo, attribute: str) -> object:
+        """`lookup`, logged; a method found is remembered with where it came from."""
+        found = lookup(info, attribute)
+        self._log.append((info, ("get", attribute), _answer(found)))
+        if type(found) is MethodValue:
+            self._origins[id(found)] = (found, info, attribute)
+        return found
+
+    def _perform(self, info: ClassInfo, read: tuple) -> object:
+        """The answer `info` gives to a logged read (as the evaluation logs it)."""
+        if read[0] == "get":
+            return _answer(lookup(info, read[1]))
+        if read[0] == "dunder":
+            return any(c.external for c in c3_mro(info))
+        found = lookup(info, read[1])  # "accepts"
+        return found.method.accepts(read[2]) if type(found) is MethodValue else ("no method",)
 
     def _compile_function(self, definition: Node) -> tuple[list[str], Compiled]:
         """(parameters, the body as a closure returning the function's value); a body whose only
@@ -455,10 +509,13 @@ class FlagEvaluator:
             return lambda mod, env, depth: unknown
         first, second = (self.compiled(o) for o in operands)
         operator = operators[0]
+        log = self._log
 
         def comparison(mod: Module, env: dict, depth: int) -> object:
             left = first(mod, env, depth)
             right = second(mod, env, depth)
+            if _holds_class_or_method(left) or _holds_class_or_method(right):
+                log.append((None, POISON, None))  # identities: not a logged read
             for value in (left, right):
                 if isinstance(value, Unknown):
                     return value
@@ -508,14 +565,18 @@ class FlagEvaluator:
             return target
         if isinstance(target, ClassValue):
             if attribute == "__mro__":
+                self._log.append((None, POISON, None))
                 try:
                     return tuple(ClassValue(c) for c in c3_mro(target.info))
                 except Unresolved as err:
                     return Unknown(err.reason)
-            found = lookup(target.info, attribute)
+            found = self._lookup(target.info, attribute)
             if found is MISSING:
-                if attribute.startswith("__") and any(c.external for c in c3_mro(target.info)):
-                    return Unknown(f"{attribute} comes from a class outside the tree")
+                if attribute.startswith("__"):
+                    external = any(c.external for c in c3_mro(target.info))
+                    self._log.append((target.info, ("dunder", attribute), external))
+                    if external:
+                        return Unknown(f"{attribute} comes from a class outside the tree")
                 return missing
             return found
         return Unknown(f"attribute {attribute} of a non-class value")
@@ -612,6 +673,8 @@ class FlagEvaluator:
             return value
         if not isinstance(kind, ClassValue):
             return kind if isinstance(kind, Unknown) else Unknown("isinstance with a computed type")
+        if any(kind.info is c for c in self._tracing):
+            self._log.append((None, POISON, None))  # a call's class as the type
         if kind.info.external and kind.info.name == "type":
             return isinstance(value, ClassValue)
         if not isinstance(value, ClassValue):
@@ -620,7 +683,7 @@ class FlagEvaluator:
             return Unknown(f"isinstance(class, {kind.info.name}) of a class that is not a Protocol")
         members, methods = self._protocol(kind.info)
         for member in members:
-            found = lookup(value.info, member)
+            found = self._lookup(value.info, member)
             if isinstance(found, Unknown):
                 return found
             if found is MISSING or (found is None and member in methods):
@@ -639,6 +702,7 @@ class FlagEvaluator:
 
     def _builtin_issubclass(self, arguments, mod, env, depth):
         value, kind = self._args(arguments, mod, env, depth)
+        self._log.append((None, POISON, None))
         if isinstance(value, Unknown) or isinstance(kind, Unknown):
             return value if isinstance(value, Unknown) else kind
         if not isinstance(value, ClassValue) or not isinstance(kind, ClassValue):
@@ -670,7 +734,35 @@ class FlagEvaluator:
             return method
         if not isinstance(method, MethodValue) or not isinstance(keyword, str):
             return Unknown(f"{SIGNATURE_CHECK} of a value that is not a method")
-        return method.method.accepts(keyword)
+        accepts = method.method.accepts(keyword)
+        origin = self._origins.get(id(method))
+        if origin is not None and origin[0] is method:
+            self._log.append((origin[1], ("accepts", origin[2], keyword), accepts))
+        else:
+            self._log.append((None, POISON, None))  # a method not found by a logged read
+        return accepts
+
+
+def _answer(found: object) -> object:
+    """A logged read's answer, hashable, equal exactly when the evaluation goes the same way:
+    a method is only a method (what is read of it is logged as `accepts`)."""
+    if type(found) is MethodValue:
+        return ("method",)
+    if found is PRESENT:
+        return ("present",)
+    if found is MISSING:
+        return ("missing",)
+    if type(found) is Unknown:
+        return found
+    return (type(found), found)
+
+
+def _holds_class_or_method(value: object) -> bool:
+    if type(value) in (ClassValue, MethodValue):
+        return True
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_holds_class_or_method(item) for item in value)
+    return False
 
 
 def _key(value: object) -> str:
