@@ -32,6 +32,13 @@ def _parsed(text: str) -> Node:
     return _parser().parse(text.encode("utf-8")).root_node
 
 
+def parse_once(text: str) -> Node:
+    """tree-sitter's module node for a text read once (an outline, a skeleton, a config module):
+    parsed outside parse_tree's memo, so a batch of them does not push out the files that
+    several facts read."""
+    return _parser().parse(text.encode("utf-8")).root_node
+
+
 def parse_python(text: str, path: str, *, check_depth: bool = True) -> Node:
     """The module node; a file with syntax errors, or nested too deeply, is a ParseError.
 

@@ -19,10 +19,15 @@ from tree_sitter import Node
 
 from extractors.errors import AnchorError
 from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
-from extractors.parsing.python_ts import assignments, node_text, parse_python, string_value
+from extractors.parsing.python_ts import (
+    assignments,
+    node_text,
+    parse_once,
+    parse_python,
+    string_value,
+)
 from extractors.records import ExtractionWarning, WarnsInFile
 from extractors.sglang.records import SglangHybridConfigClass
-from extractors.sglang.top_level import parse_once
 from extractors.sglang.ts_view import (
     CONTAINERS,
     assignments_and_ifs,

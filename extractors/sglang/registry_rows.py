@@ -20,12 +20,13 @@ from extractors.parsing.python_ts import (
     import_source,
     imported_names,
     node_text,
+    parse_once,
     parse_python,
     unparenthesize,
 )
 from extractors.records import ExtractionWarning
 from extractors.sglang.records import SglangRegistryRow
-from extractors.sglang.top_level import Outline, parse_once, top_level_outline
+from extractors.sglang.top_level import Outline, top_level_outline
 
 ENTRY = "EntryClass"
 PACKAGE_ROOT = "python"  # python/sglang/... is the import root of `sglang`

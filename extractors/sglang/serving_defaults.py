@@ -19,12 +19,12 @@ from extractors.parsing.python_ts import (
     import_source,
     imported_names,
     node_text,
+    parse_once,
     parse_python,
     string_value,
     unparenthesize,
 )
 from extractors.parsing.ts_query import typed_descendants
-from extractors.sglang.top_level import parse_once
 from extractors.vllm.records import ServingDefault
 
 SERVER_ARGS_PATHS = ("python/sglang/srt/server_args.py",)

@@ -19,11 +19,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-
-from tree_sitter import Node, Parser
-
-from extractors.parsing.python_ts import PYTHON
 
 # A line starting with code, except a closing bracket (which never starts a statement).
 TOP_LEVEL = re.compile(rb"\n[^ \t\f\r\n#)\]}]")
@@ -166,15 +161,3 @@ def top_level_outline(text: str) -> Outline:
     if b"import" in names:
         return Outline(b"".join(in_place).decode("utf-8"), "")
     return Outline(names.decode("utf-8"), b"".join(imports).decode("utf-8"))
-
-
-@lru_cache(maxsize=1)
-def _parser() -> Parser:
-    return Parser(PYTHON)
-
-
-def parse_once(text: str) -> Node:
-    """tree-sitter's module node for a text read once (an outline, a config module): parsed
-    outside python_ts's memo, so a batch of them does not push out the files that several
-    facts read."""
-    return _parser().parse(text.encode("utf-8")).root_node
