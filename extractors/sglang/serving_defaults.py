@@ -215,10 +215,12 @@ def _read_by_the_defaults(method: str) -> bool:
 
 
 @lru_cache(maxsize=2)
+@lru_cache(maxsize=2)
 def _server_args_tree(text: str, path: str) -> Node:
     """The module of server_args.py with the other methods' bodies elided (a line-based pass,
     extractors/parsing/python_skeleton: they are 40% of the file), or of the whole file when
-    that does not parse cleanly (its errors are the whole file's)."""
+    that does not parse cleanly (its errors are the whole file's). Kept for the next reader:
+    the page size and the memory fraction are read from one text."""
     skeleton = parse_once(method_skeleton(text, keep=_read_by_the_defaults))
     if skeleton.has_error:
         return parse_python(text, path)
