@@ -24,6 +24,7 @@ from extractors.parsing.python_ts import (
     unparenthesize,
 )
 from extractors.vllm.records import AttentionBackendChoice
+from extractors.vllm.ts_nodes import arguments, class_named, top_level_classes, undecorated
 
 FACT = "attention_backends"
 CUDA_PATH = "vllm/platforms/cuda.py"
@@ -88,39 +89,15 @@ def _name(definition: Node) -> str:
     return node_text(name) if name is not None else ""
 
 
-def _undecorated(statement: Node) -> Node:
-    if statement.type == "decorated_definition":
-        return statement.child_by_field_name("definition") or statement
-    return statement
-
-
-def top_level_classes(root: Node) -> dict[str, Node]:
-    """name -> class_definition of the classes defined directly at module level (decorators
-    looked through); a later definition of a name wins, as at run time."""
-    found = {}
-    for statement in root.named_children:
-        definition = _undecorated(statement)
-        if definition.type == "class_definition":
-            found[_name(definition)] = definition
-    return found
-
-
 def class_methods(cls: Node) -> dict[str, Node]:
     """name -> function_definition of the methods defined directly in a class body."""
     found = {}
     body = cls.child_by_field_name("body")
     for statement in body.named_children if body is not None else ():
-        definition = _undecorated(statement)
+        definition = undecorated(statement)
         if definition.type == "function_definition":
             found[_name(definition)] = definition
     return found
-
-
-def class_named(root: Node, name: str, path: str) -> Node:
-    cls = top_level_classes(root).get(name)
-    if cls is None:
-        raise AnchorError(f"class {name} is not defined in {path}", paths=[path], anchor=name)
-    return cls
 
 
 def statements(block: Node | None) -> list[Node]:
@@ -148,21 +125,6 @@ def literal_text(node: Node | None) -> str | None:
         return None
     node = unparenthesize(node)
     return node_text(node) if node.type in ("integer", "float") else None
-
-
-def _arguments(call: Node) -> list[Node]:
-    """The argument values of a call, keywords and stars looked through."""
-    arguments = call.child_by_field_name("arguments")
-    values = []
-    for argument in arguments.named_children if arguments is not None else ():
-        if argument.type == "comment":
-            continue
-        if argument.type == "keyword_argument":
-            argument = argument.child_by_field_name("value")
-        elif argument.type in ("list_splat", "dictionary_splat"):
-            argument = argument.named_children[0]
-        values.append(argument)
-    return values
 
 
 def _branches(body: Node | None, path: tuple[tuple[str, bool], ...]):
@@ -222,7 +184,7 @@ def priority_branches(text: str, path: str) -> list[Branch]:
     function = next(
         (
             d
-            for d in map(_undecorated, root.named_children)
+            for d in map(undecorated, root.named_children)
             if d.type == "function_definition" and _name(d) == PRIORITIES
         ),
         None,
@@ -440,8 +402,8 @@ def _sizes(cls: _Class) -> tuple[str, ...] | None:
             item = item.named_children[0]
         if literal_text(item) is not None:
             sizes.append(literal_text(item) or "")
-        elif call_name(item) == "MultipleOf" and len(_arguments(unparenthesize(item))) == 1:
-            inner = literal_text(_arguments(unparenthesize(item))[0])
+        elif call_name(item) == "MultipleOf" and len(arguments(unparenthesize(item))) == 1:
+            inner = literal_text(arguments(unparenthesize(item))[0])
             if inner is None:
                 return None
             sizes.append(f"MultipleOf({inner})")
@@ -489,7 +451,7 @@ def _on_cuda(test: Node | None) -> bool | None:
     if test.type == "not_operator":
         inner = _on_cuda(test.child_by_field_name("argument"))
         return None if inner is None else not inner
-    if test.type != "call" or _arguments(test):
+    if test.type != "call" or arguments(test):
         return None
     function = unparenthesize(test.child_by_field_name("function"))
     if function.type != "attribute":

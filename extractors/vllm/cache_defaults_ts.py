@@ -13,6 +13,7 @@ from extractors.parsing.python_cst import compact_text
 from extractors.parsing.python_ts import node_text
 from extractors.vllm.records import ServingDefault
 from extractors.vllm.ts_nodes import (
+    class_named,
     class_suite,
     single_assignment,
     undecorated,
@@ -125,17 +126,7 @@ def cache_rows(
     keep: Callable[[str, bytes], bool],
 ) -> list[ServingDefault]:
     """The row of each setting (serving_rules._cache_default), in `settings`' order."""
-    cls = None
-    for statement in root.named_children:
-        definition = undecorated(statement)
-        name = definition.child_by_field_name("name")
-        if definition.type == "class_definition" and name is not None:
-            if node_text(name) == class_name:
-                cls = definition  # the last one, as top_level_classes
-    if cls is None:
-        raise AnchorError(
-            f"class {class_name} is not defined in {path}", paths=[path], anchor=class_name
-        )
+    cls = class_named(root, class_name, path)
     fields = _fields(cls)
     methods = _methods(cls, class_name, keep)
     rows = []

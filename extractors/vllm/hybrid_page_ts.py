@@ -13,6 +13,7 @@ from extractors.parsing.python_ts import node_text
 from extractors.vllm.records import HybridPageRule
 from extractors.vllm.ts_nodes import (
     arguments,
+    class_named,
     class_suite,
     single_assignment,
     string,
@@ -191,17 +192,7 @@ def _raises_block_size(test: Node) -> bool:
 
 def _method(root: Node, class_name: str, method_name: str, path: str) -> Node:
     """The method node (decorators and all), or the anchor errors of class_named/method_named."""
-    cls = None
-    for statement in root.named_children:
-        definition = undecorated(statement)
-        name = definition.child_by_field_name("name")
-        if definition.type == "class_definition" and name is not None:
-            if node_text(name) == class_name:
-                cls = definition  # the last one, as top_level_classes
-    if cls is None:
-        raise AnchorError(
-            f"class {class_name} is not defined in {path}", paths=[path], anchor=class_name
-        )
+    cls = class_named(root, class_name, path)
     found = None
     for member in class_suite(cls):
         method = undecorated(member)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from extractors.errors import AnchorError
 from extractors.parsing.python_ts import node_text
 from extractors.parsing.python_ts import string_value as ts_string_value
 
@@ -16,6 +17,26 @@ def undecorated(node: Node) -> Node:
     if node.type == "decorated_definition":
         return node.child_by_field_name("definition") or node
     return node
+
+
+def top_level_classes(root: Node) -> dict[str, Node]:
+    """name -> class_definition of the classes defined directly at module level (decorators
+    looked through); a later definition of a name wins, as libcst's top_level_classes."""
+    found = {}
+    for statement in root.named_children:
+        definition = undecorated(statement)
+        name = definition.child_by_field_name("name")
+        if definition.type == "class_definition" and name is not None:
+            found[node_text(name)] = definition
+    return found
+
+
+def class_named(root: Node, name: str, path: str) -> Node:
+    """The top-level class `name`, or serving_rules.class_named's anchor error."""
+    cls = top_level_classes(root).get(name)
+    if cls is None:
+        raise AnchorError(f"class {name} is not defined in {path}", paths=[path], anchor=name)
+    return cls
 
 
 def class_suite(definition: Node) -> list[Node]:
