@@ -63,8 +63,14 @@ def test_a_plain_import_is_read_from_its_text_as_the_nodes_read_it(text, expecte
     assert from_import(statement) == expected == from_nodes(statement)
 
 
+def test_a_comment_among_the_names_never_reaches_the_reader():
+    (statement,) = statements("from m import (\n    a,  # why\n    b,\n)\n")
+    assert b"#" not in statement.text  # blanked by the parse
+    assert from_import(statement) == (0, "m", [("a", "a"), ("b", "b")], False)
+    assert from_import(statement) == from_nodes(statement)
+
+
 NOT_PLAIN = [
-    "from m import (\n    a,  # why\n    b,\n)\n",  # a comment among the names
     "from m import a, \\\n    b\n",  # a line continuation
     "from.a import b\n",  # no space after `from`
     "from m import(a, b)\n",  # no space after `import`

@@ -574,7 +574,7 @@ def test_hybrid_functions_read_the_shapes_the_libcst_reader_read():
     rows, warnings = hybrid_config_classes(
         HYBRID_SHAPES, "hybrid_arch.py", HYBRID_CONFIGS, {"m.py": "register_linear_attn_model(x)"}
     )
-    first_lead = "# first lead try: y = 1 except Exception: return None return config"
+    first_lead = "try: y = 1 except Exception: return None return config"  # no comment text
     enabled = "t.enabled (where t = config.text_config)"
     text_config = 'getattr(model_config.hf_config, "text_config", None)'
     assert sorted(
@@ -599,9 +599,9 @@ def test_hybrid_functions_read_the_shapes_the_libcst_reader_read():
         ("run-time-registry", "mambaish_config"),
     ]
     assert warnings[0].message == (
-        "a_config returns None for AConfig when (model_config.flag) and # comment above a for "
-        "for i in config.layers: # inner x = i # footer at block level # mid # above with "
-        "with ctx(): pass: an exception the class rows below do not carry"
+        "a_config returns None for AConfig when (model_config.flag) and "
+        "for i in config.layers: x = i "
+        "with ctx(): pass: an exception the class rows below do not carry"  # no comment text
     )
 
 

@@ -12,7 +12,7 @@ import libcst as cst
 from extractors.errors import ParseError
 from extractors.parsing.cst_children import children
 from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
-from extractors.parsing.python_ts import parse_tree
+from extractors.parsing.python_ts import code_text, parse_tree
 
 
 def parse_module(text: str, path: str) -> cst.Module:
@@ -102,8 +102,9 @@ def _libcst(text: str, path: str) -> cst.Module:
 @lru_cache(maxsize=8)
 def _libcst_parsed(text: str) -> cst.Module:
     """libcst's module for `text`, parsed once while it is among the last few parsed (modules
-    are immutable; several facts of one engine read the same file). Errors are not kept."""
-    return cst.parse_module(text)
+    are immutable; several facts of one engine read the same file). Errors are not kept. Its
+    comments are blanked first, as for tree-sitter (python_ts.code_text): no reader sees one."""
+    return cst.parse_module(code_text(text))
 
 
 def compact_code(module: cst.Module, node: cst.CSTNode) -> str:

@@ -1,4 +1,9 @@
-"""tree-sitter-python helpers for hot paths (registry parsing): fast, comment-preserving."""
+"""The tree-sitter view of Python that every reader reads: parse entry points and primitives.
+
+Blind to comments by construction: each entry point parses the text with every comment
+replaced by spaces of the same byte length, so no comment node reaches a reader while byte
+offsets and line numbers stay those of the file. A comment that is data (vLLM's
+`# [Encoder-decoder]` registry section labels) is read on purpose, with `comments`."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import re
 from functools import lru_cache
 
 import tree_sitter_python
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from extractors.errors import ParseError
 from extractors.parsing.limits import check_syntax_tree
@@ -29,14 +34,66 @@ def parse_tree(text: str) -> Node:
 
 @lru_cache(maxsize=16)
 def _parsed(text: str) -> Node:
-    return _parser().parse(text.encode("utf-8")).root_node
+    return _code_tree(text.encode("utf-8"))
 
 
 def parse_once(text: str) -> Node:
     """tree-sitter's module node for a text read once (an outline, a skeleton, a config module):
     parsed outside parse_tree's memo, so a batch of them does not push out the files that
     several facts read."""
-    return _parser().parse(text.encode("utf-8")).root_node
+    return _code_tree(text.encode("utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _comment_query() -> Query:
+    return Query(PYTHON, "(comment) @comment")
+
+
+def _comment_spans(root: Node) -> list[tuple[int, int]]:
+    found = QueryCursor(_comment_query()).captures(root).get("comment", [])
+    return sorted((n.start_byte, n.end_byte) for n in found)
+
+
+def blank_comments(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """`data` with each (start, end) byte span replaced by as many spaces."""
+    parts, last = [], 0
+    for start, end in spans:
+        parts += [data[last:start], b" " * (end - start)]
+        last = end
+    parts.append(data[last:])
+    return b"".join(parts)
+
+
+def _code_tree(data: bytes) -> Node:
+    """The module node of `data` with its comments blanked (see the module docstring). A text
+    without `#` has no comment and is parsed once."""
+    tree = _parser().parse(data)
+    if b"#" not in data:
+        return tree.root_node
+    spans = _comment_spans(tree.root_node)
+    if not spans:
+        return tree.root_node
+    return _parser().parse(blank_comments(data, spans)).root_node
+
+
+def code_text(text: str) -> str:
+    """`text` with every comment blanked, as the readers' trees see it (same length in bytes)."""
+    data = text.encode("utf-8")
+    if b"#" not in data:
+        return text
+    spans = _comment_spans(_parser().parse(data).root_node)
+    return blank_comments(data, spans).decode("utf-8") if spans else text
+
+
+@lru_cache(maxsize=16)
+def comments(text: str) -> tuple[tuple[int, str], ...]:
+    """(start byte, text) of every comment of `text`, in order: for the readers of comments that
+    are data, which place them among the code by byte offset."""
+    data = text.encode("utf-8")
+    if b"#" not in data:
+        return ()
+    spans = _comment_spans(_parser().parse(data).root_node)
+    return tuple((start, data[start:end].decode("utf-8")) for start, end in spans)
 
 
 def parse_python(text: str, path: str, *, check_depth: bool = True) -> Node:

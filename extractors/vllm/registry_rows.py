@@ -1,7 +1,8 @@
 """vLLM registry rows: every architecture dict in registry.py, merged the way `_VLLM_MODELS` is.
 
-Parsed with tree-sitter-python: comments stay in the tree (the `# [Encoder-decoder]` section
-labels) and it is fast enough to run on every commit of the registry's history."""
+Parsed with tree-sitter-python, fast enough to run on every commit of the registry's history.
+The tree has no comments; the `# [Encoder-decoder]` section labels, comments that are data,
+are read from `comments` and placed among a dict's entries by byte offset."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tree_sitter import Node
 
 from extractors.errors import AnchorError
 from extractors.parsing.python_ts import (
+    comments,
     node_text,
     parse_python,
     string_value,
@@ -38,9 +40,12 @@ def _row_value(node: Node) -> tuple[str, str] | None:
 
 
 class _DictReader(WarnsInFile):
-    def __init__(self, path: str, dicts: dict[str, Node]) -> None:
+    def __init__(
+        self, path: str, dicts: dict[str, Node], comments: tuple[tuple[int, str], ...]
+    ) -> None:
         self.path = path
         self.dicts = dicts
+        self.comments = comments
         self.rows: dict[str, dict[str, RegistryRow]] = {}
         self.warnings: list[ExtractionWarning] = []
 
@@ -49,13 +54,13 @@ class _DictReader(WarnsInFile):
             return self.rows[name]
         self.rows[name] = {}  # guards against a dict that spreads itself
         rows: dict[str, RegistryRow] = {}
+        entries = self.dicts[name].named_children
+        labels = self._section_labels(self.dicts[name], entries)
         section = ""
-        for child in self.dicts[name].named_children:
-            if child.type == "comment":
-                match = SECTION_COMMENT.match(node_text(child).strip())
-                if match:
-                    section = match.group("section").strip()
-            elif child.type == "pair":
+        for child in entries:
+            while labels and labels[0][0] < child.start_byte:
+                section = labels.pop(0)[1]
+            if child.type == "pair":
                 self._read_pair(name, child, section, rows)
             elif child.type == "dictionary_splat":
                 for row in self._read_splat(name, child):
@@ -69,6 +74,21 @@ class _DictReader(WarnsInFile):
                 )
         self.rows[name] = rows
         return rows
+
+    def _section_labels(self, dictionary: Node, entries: list[Node]) -> list[tuple[int, str]]:
+        """(byte offset, section) of the `# [Section]` comments between the entries of a dict
+        (not inside one), in order."""
+        spans = [(e.start_byte, e.end_byte) for e in entries]
+        labels = []
+        for start, text in self.comments:
+            if not dictionary.start_byte < start < dictionary.end_byte:
+                continue
+            if any(a <= start < b for a, b in spans):
+                continue
+            match = SECTION_COMMENT.match(text.strip())
+            if match:
+                labels.append((start, match.group("section").strip()))
+        return labels
 
     def _put(self, name: str, rows: dict[str, RegistryRow], row: RegistryRow) -> None:
         if row.architecture in rows:
@@ -203,7 +223,7 @@ def registry_rows(text: str, path: str) -> tuple[list[RegistryRow], list[Extract
             paths=[path],
             anchor=MERGED_DICT,
         )
-    reader = _DictReader(path, dicts)
+    reader = _DictReader(path, dicts, comments(text))
     winners: dict[str, RegistryRow] = {}
     for name in order:
         for arch, row in reader.read(name).items():
