@@ -16,7 +16,62 @@ PIN = "9aaf83ef502fc37bc647f6e474314d48ba36cd1c"
 
 
 def rows(text: str = MODELS_CONFIG_V1):
-    return {r.architecture: r for r in mamba_ssm_dtype_defaults(text, MODELS_CONFIG_PATH)}
+    found, _warnings = mamba_ssm_dtype_defaults(text, MODELS_CONFIG_PATH)
+    return {r.architecture: r for r in found}
+
+
+def warnings_of(text: str):
+    return mamba_ssm_dtype_defaults(text, MODELS_CONFIG_PATH)[1]
+
+
+# vLLM after the pin annotates the constant: `DEFAULT_MAMBA_SSM_CACHE_DTYPE: "MambaDType" = ...`
+ANNOTATED_CLASS_CONSTANT = MODELS_CONFIG_V1.replace(
+    '    DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"',
+    '    DEFAULT_MAMBA_SSM_CACHE_DTYPE: "MambaDType" = "float32"',
+)
+# ... and the same constant at module level, read by its bare name
+MODULE_CONSTANT = (
+    MODELS_CONFIG_V1.replace('    DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"\n', "    pass\n")
+    .replace("cls.DEFAULT_MAMBA_SSM_CACHE_DTYPE", "DEFAULT_MAMBA_SSM_CACHE_DTYPE")
+    .replace(
+        "class VerifyAndUpdateConfig:",
+        'DEFAULT_MAMBA_SSM_CACHE_DTYPE: "MambaDType" = "float32"\n\n\nclass VerifyAndUpdateConfig:',
+    )
+)
+
+
+@pytest.mark.parametrize("text", [ANNOTATED_CLASS_CONSTANT, MODULE_CONSTANT])
+def test_an_annotated_constant_is_an_assignment(text):
+    assert text != MODELS_CONFIG_V1
+    assert rows(text)["HybridForCausalLM"].default == "float32"
+    assert rows(text)["HybridVisionModel"].default == "float32"
+    assert warnings_of(text) == []
+
+
+def test_a_default_of_a_shape_it_cannot_read_is_unknown_with_a_warning():
+    text = MODELS_CONFIG_V1.replace("cls.DEFAULT_MAMBA_SSM_CACHE_DTYPE", "pick_default()")
+    assert rows(text)["HybridForCausalLM"].default == "unknown"  # never "" (that would be auto)
+    found = warnings_of(text)
+    assert [(w.code, w.subject) for w in found] == [
+        ("unread-default", "HybridForCausalLM"),
+        ("unread-default", "HybridVisionModel"),
+    ]
+    assert "`pick_default()`" in found[0].message and found[0].path == MODELS_CONFIG_PATH
+
+
+def test_an_unbound_constant_is_unknown_not_auto():
+    text = MODELS_CONFIG_V1.replace('    DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"\n', "    pass\n")
+    assert rows(text)["HybridForCausalLM"].default == "unknown"
+    assert warnings_of(text)[0].code == "unread-default"
+
+
+def test_a_config_object_over_several_lines_with_comments_is_one_line_of_code():
+    text = MODELS_CONFIG_V1.replace(
+        "hf_config=vllm_config.model_config.hf_config,",
+        "hf_config=(vllm_config.model_config  # the model's\n            .hf_config),",
+    )
+    # the keyword's value, brackets looked through, its prefix dropped as for one line
+    assert rows(text)["HybridForCausalLM"].config_object == "hf_config"
 
 
 def test_class_constant_default_and_config_object():
@@ -102,3 +157,26 @@ def test_real_pin_nemotron_h_and_qwen35():
         "",
     )
     assert "GptOssForCausalLM" not in found
+
+
+@pytest.mark.real_mirror
+def test_real_pin_under_the_annotated_constant_upstream_wrote_later():
+    """vLLM after the pin writes `DEFAULT_MAMBA_SSM_CACHE_DTYPE: "MambaDType" = "float32"`:
+    the same edit of the real file at the pin keeps NemotronH's default."""
+    mirror = os.environ.get("APRON_MIRROR_VLLM")
+    if not mirror:
+        pytest.skip("APRON_MIRROR_VLLM is not set")
+    text = subprocess.run(
+        ["git", "-C", mirror, "show", f"{PIN}:{MODELS_CONFIG_PATH}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    edited = text.replace(
+        'DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"',
+        'DEFAULT_MAMBA_SSM_CACHE_DTYPE: "MambaDType" = "float32"',
+    )
+    assert edited != text
+    assert rows(edited) == rows(text)
+    assert rows(edited)["NemotronHForCausalLM"].default == "float32"
+    assert warnings_of(edited) == warnings_of(text) == []

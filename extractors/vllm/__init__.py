@@ -128,9 +128,8 @@ def _mamba_ssm_dtype_defaults(
     snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
 ) -> FactOutput:
     path = snapshot.first_existing(model_config_defaults.PATHS, anchor="MODELS_CONFIG_MAP")
-    return FactOutput(
-        tuple(model_config_defaults.mamba_ssm_dtype_defaults(snapshot.read_text(path), path))
-    )
+    rows, warnings = model_config_defaults.mamba_ssm_dtype_defaults(snapshot.read_text(path), path)
+    return FactOutput(tuple(rows), tuple(warnings))
 
 
 MODEL_DIRS = (

@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import re
 
-import libcst as cst
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
-from extractors.parsing.python_cst import (
-    KeepBody,
-    class_methods,
-    string_value,
-    top_level_assignments,
-    top_level_classes,
-    walk_code,
-)
-from extractors.parsing.python_ts import node_text, parse_tree
-from extractors.vllm.cst_outline import parse_outline
+from extractors.parsing.python_cst import compact_text
+from extractors.parsing.python_ts import node_text, parse_python, parse_tree
+from extractors.records import ExtractionWarning, warning
 from extractors.vllm.records import MambaSsmDtypeDefault
 from extractors.vllm.ts_nodes import (
     arguments,
@@ -36,56 +27,7 @@ PATHS = ("vllm/model_executor/models/config.py", "vllm/models/config.py")
 MAP_NAME = "MODELS_CONFIG_MAP"
 TARGET_ATTR = "mamba_ssm_cache_dtype"
 CONFIG_PREFIX = "vllm_config.model_config."
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=()).code_for_node(node)
-
-
-def _sets_target(method: cst.FunctionDef) -> bool:
-    for node in walk_code(method):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                t = target.target
-                if isinstance(t, cst.Attribute) and t.attr.value == TARGET_ATTR:
-                    return True
-    return False
-
-
-def _getattr_read(method: cst.FunctionDef) -> cst.Call | None:
-    """The `getattr(obj, "<...mamba_ssm...>", default?)` call the setter takes its value from."""
-    for node in walk_code(method):
-        if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Name)
-            and node.func.value == "getattr"
-            and len(node.args) >= 2
-        ):
-            field = string_value(node.args[1].value)
-            if field and "mamba_ssm" in field:
-                return node
-    return None
-
-
-def _local_assignment(method: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
-    for node in walk_code(method):
-        if isinstance(node, cst.Assign) and len(node.targets) == 1:
-            target = node.targets[0].target
-            if isinstance(target, cst.Name) and target.value == name:
-                return node.value
-    return None
-
-
-def _class_constant(cls: cst.ClassDef, name: str) -> str | None:
-    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
-    for statement in body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                    target = small.targets[0].target
-                    if isinstance(target, cst.Name) and target.value == name:
-                        return string_value(small.value)
-    return None
+UNKNOWN = "unknown"  # a default in a shape the reader cannot read (with a warning)
 
 
 def _config_object(code: str) -> str:
@@ -105,58 +47,6 @@ class _Found:
         )
 
 
-def _resolve(
-    classes: dict[str, cst.ClassDef],
-    class_name: str,
-    bindings: dict[str, cst.BaseExpression],
-    seen: frozenset[str],
-) -> _Found | None:
-    """Follow the hook class's methods (and the class methods they call) to the assignment of
-    cache_config.mamba_ssm_cache_dtype; None when the hook never sets it."""
-    cls = classes.get(class_name)
-    if cls is None or class_name in seen:
-        return None
-    for method_name, method in class_methods(cls).items():
-        if _sets_target(method):
-            call = _getattr_read(method)
-            if call is None:
-                continue
-            field = string_value(call.args[1].value) or ""
-            obj = call.args[0].value
-            if isinstance(obj, cst.Name):
-                bound = _local_assignment(method, obj.value) or bindings.get(obj.value)
-                obj_code = _code(bound) if bound is not None else obj.value
-            else:
-                obj_code = _code(obj)
-            default = ""
-            if len(call.args) >= 3:
-                value = call.args[2].value
-                default = string_value(value) or ""
-                if (
-                    not default
-                    and isinstance(value, cst.Attribute)
-                    and isinstance(value.value, cst.Name)
-                    and value.value.value in ("cls", class_name)
-                ):
-                    default = _class_constant(cls, value.attr.value) or ""
-            return _Found(field, _config_object(obj_code), default, f"{class_name}.{method_name}")
-    for method in class_methods(cls).values():
-        for node in walk_code(method):
-            if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
-                continue
-            owner = node.func.value
-            if not isinstance(owner, cst.Name):
-                continue
-            target = class_name if owner.value == "cls" else owner.value
-            if target not in classes:
-                continue
-            kwargs = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
-            found = _resolve(classes, target, kwargs, seen | {class_name})
-            if found is not None:
-                return found
-    return None
-
-
 def _calls(owners: set[str]) -> re.Pattern[bytes] | None:
     """A call of a method of one of `owners`: the name, then only closing brackets, blanks,
     comments or line joins, then the `.` (how `Owner.method(...)` and `(Owner).method(...)` are
@@ -165,12 +55,6 @@ def _calls(owners: set[str]) -> re.Pattern[bytes] | None:
         return None
     alternatives = "|".join(re.escape(owner) for owner in sorted(owners))
     return re.compile(rf"(?<![\w.])(?:{alternatives})(?!\w)(?:[\s)\\]|#[^\n]*)*\.".encode())
-
-
-def _hook_methods(text: str) -> KeepBody:
-    """A keep predicate for the methods `_hook_method_names` names."""
-    wanted = _hook_method_names(text)
-    return lambda qualname, _code: qualname in wanted
 
 
 def _hook_method_names(text: str) -> frozenset[str]:
@@ -222,87 +106,29 @@ def _hook_method_names(text: str) -> frozenset[str]:
     )
 
 
-def mamba_ssm_dtype_defaults(text: str, path: str) -> list[MambaSsmDtypeDefault]:
-    """One row per architecture whose config hook sets the SSM cache dtype when it is 'auto'.
+def mamba_ssm_dtype_defaults(
+    text: str, path: str
+) -> tuple[list[MambaSsmDtypeDefault], list[ExtractionWarning]]:
+    """One row per architecture whose config hook sets the SSM cache dtype when it is 'auto',
+    and a warning for each default it cannot read (that row's default is `unknown`).
 
     A missing or non-literal MODELS_CONFIG_MAP is an error; a map whose hooks never set the dtype
-    (vLLM before these defaults existed) gives no rows, which is a real upstream state.
-
-    Read from tree-sitter's tree; with libcst (so errors and code are libcst's, as before) when
-    tree-sitter finds errors in the file or a config object is written over several lines."""
-    root = parse_tree(text)
-    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
-    if root.has_error:
-        return _defaults_from_cst(text, path)
-    try:
-        return _defaults_from_tree(root, path, _hook_method_names(text))
-    except _SpansLines:  # a config object written over several lines
-        return _defaults_from_cst(text, path)
-
-
-def _defaults_from_cst(text: str, path: str) -> list[MambaSsmDtypeDefault]:
-    """mamba_ssm_dtype_defaults read with libcst, from the outline of the hook methods."""
-    module = parse_outline(
-        text,
-        path,
-        _hook_methods(text),
-        class_statements=True,
-        class_docs=False,
-        method_docs=False,
-        module_statements=lambda code: MAP_NAME.encode() in code,
-    )
-    mapping = top_level_assignments(module).get(MAP_NAME)
-    if not isinstance(mapping, cst.Dict):
-        raise AnchorError(
-            f"{MAP_NAME} is not a dict literal in {path}", paths=[path], anchor=MAP_NAME
-        )
-    classes = top_level_classes(module)
-    rows: list[MambaSsmDtypeDefault] = []
-    for element in mapping.elements:
-        if not isinstance(element, cst.DictElement):
-            continue
-        architecture = string_value(element.key)
-        if architecture is None or not isinstance(element.value, cst.Name):
-            continue
-        hook = element.value.value
-        found = _resolve(classes, hook, {}, frozenset())
-        if found is None:
-            continue
-        rows.append(
-            MambaSsmDtypeDefault(
-                architecture=architecture,
-                config_class=hook,
-                reads=found.reads,
-                config_object=found.config_object,
-                default=found.default,
-                path=path,
-                symbol=found.symbol,
-            )
-        )
-    return sorted(rows, key=lambda r: r.architecture)
-
-
-# ------------------------------------------------------------ the same, from tree-sitter's tree
-# Each function below reads tree-sitter nodes as its libcst namesake above reads libcst's: a
-# libcst node looks through its own brackets (tree-sitter wraps them around it), `x = y = v`
-# is one assignment with two targets (tree-sitter nests two), `x: T = v` is an AnnAssign (one
-# with a type), and code is the node's source text.
+    (vLLM before these defaults existed) gives no rows, which is a real upstream state. A file
+    tree-sitter cannot parse is a ParseError."""
+    root = parse_python(text, path)
+    warnings: list[ExtractionWarning] = []
+    rows = _defaults_from_tree(root, path, _hook_method_names(text), warnings)
+    return rows, warnings
 
 
 def _text(node: Node) -> str:
     return node_text(node)
 
 
-class _SpansLines(Exception):
-    """Code to render spans lines: libcst renders those relative to the block's indentation."""
-
-
 def _ts_code(node: Node) -> str:
-    """The code `_code` renders for the node: its source text when that is one line."""
-    text = node_text(node)
-    if "\n" in text or "\r" in text:
-        raise _SpansLines
-    return text
+    """The node's code on one line (python_cst.compact_text): line breaks and the blanks of
+    comments the tree no longer has are not code."""
+    return compact_text(node_text(node))
 
 
 def _ts_sets_target(method: Node) -> bool:
@@ -342,13 +168,16 @@ def _ts_local_assignment(method: Node, name: str) -> Node | None:
     return None
 
 
-def _ts_class_constant(cls: Node, name: str) -> str | None:
-    for statement in class_suite(cls):
+def _constants(statements: list[Node]) -> dict[str, Node]:
+    """name -> value of each `NAME = value` / `NAME: T = value` among `statements`; the last
+    assignment wins."""
+    found: dict[str, Node] = {}
+    for statement in statements:
         if statement.type == "expression_statement" and statement.named_child_count == 1:
-            found = single_assignment(statement.named_children[0])
-            if found is not None and found[0] == name:
-                return string(found[1])
-    return None
+            assigned = single_assignment(statement.named_children[0])
+            if assigned is not None:
+                found[assigned[0]] = assigned[1]
+    return found
 
 
 def _ts_methods(cls: Node, class_name: str, wanted: frozenset[str]) -> dict[str, Node]:
@@ -370,8 +199,13 @@ def _ts_resolve(
     bindings: dict[str, Node],
     seen: frozenset[str],
     wanted: frozenset[str],
+    module: dict[str, Node],
+    unread: list[str],
 ) -> _Found | None:
-    """_resolve over tree-sitter's tree."""
+    """Follow the hook class's methods (and the class methods they call) to the assignment of
+    cache_config.mamba_ssm_cache_dtype; None when the hook never sets it. A default that is
+    neither a literal nor a constant of the class or module is `unknown`, its code appended to
+    `unread`."""
     cls = classes.get(class_name)
     if cls is None or class_name in seen:
         return None
@@ -394,18 +228,10 @@ def _ts_resolve(
                 obj_code = _ts_code(obj)
             default = ""
             if len(args) >= 3:
-                value = unparenthesize(args[2])
-                default = string(value) or ""
-                owner = value.child_by_field_name("object") if value.type == "attribute" else None
-                if (
-                    not default
-                    and owner is not None
-                    and unparenthesize(owner).type == "identifier"
-                    and _text(unparenthesize(owner)) in ("cls", class_name)
-                ):
-                    attribute = value.child_by_field_name("attribute")
-                    if attribute is not None:
-                        default = _ts_class_constant(cls, _text(attribute)) or ""
+                default = _default_value(args[2], cls, class_name, module)
+                if default is None:
+                    unread.append(_ts_code(args[2]))
+                    default = UNKNOWN
             return _Found(field, _config_object(obj_code), default, f"{class_name}.{method_name}")
     for method in methods.values():
         for node in walk(method):
@@ -422,17 +248,45 @@ def _ts_resolve(
             target = class_name if _text(owner) == "cls" else _text(owner)
             if target not in classes:
                 continue
-            found = _ts_resolve(classes, target, keywords(node), seen | {class_name}, wanted)
+            found = _ts_resolve(
+                classes, target, keywords(node), seen | {class_name}, wanted, module, unread
+            )
             if found is not None:
                 return found
     return None
 
 
+def _default_value(value: Node, cls: Node, class_name: str, module: dict[str, Node]) -> str | None:
+    """The default getattr falls back to: a str literal, or a constant the literal is bound to
+    (`cls.X` / `Class.X` in the class, `X` in the module; annotated or not); `None`, which the
+    hooks guard with `is not None`, keeps 'auto' (""). None for any other shape."""
+    value = unparenthesize(value)
+    if value.type == "none":
+        return ""
+    literal = string(value)
+    if literal is not None:
+        return literal
+    if value.type == "identifier":
+        bound = module.get(_text(value))
+        return string(bound) if bound is not None else None
+    owner = value.child_by_field_name("object") if value.type == "attribute" else None
+    attribute = value.child_by_field_name("attribute") if owner is not None else None
+    if (
+        attribute is not None
+        and unparenthesize(owner).type == "identifier"
+        and _text(unparenthesize(owner)) in ("cls", class_name)
+    ):
+        bound = _constants(class_suite(cls)).get(_text(attribute))
+        return string(bound) if bound is not None else None
+    return None
+
+
 def _defaults_from_tree(
-    root: Node, path: str, wanted: frozenset[str]
+    root: Node, path: str, wanted: frozenset[str], warnings: list[ExtractionWarning]
 ) -> list[MambaSsmDtypeDefault]:
     """mamba_ssm_dtype_defaults over tree-sitter's tree of the file (the methods `wanted`
-    names, as the libcst reader's outline has them)."""
+    names)."""
+    module = _constants(list(root.named_children))
     mapping = None
     classes: dict[str, Node] = {}
     for statement in root.named_children:
@@ -468,9 +322,21 @@ def _defaults_from_tree(
         if architecture is None or value is None or unparenthesize(value).type != "identifier":
             continue
         hook = _text(unparenthesize(value))
-        found = _ts_resolve(classes, hook, {}, frozenset(), wanted)
+        unread: list[str] = []
+        found = _ts_resolve(classes, hook, {}, frozenset(), wanted, module, unread)
         if found is None:
             continue
+        for code in unread:
+            warnings.append(
+                warning(
+                    code="unread-default",
+                    subject=architecture,
+                    message=f"{hook}'s default for {found.reads} is `{code}`, neither a str "
+                    f"literal nor a class or module constant bound to one; recorded as {UNKNOWN}",
+                    path=path,
+                    symbol=found.symbol,
+                )
+            )
         rows.append(
             MambaSsmDtypeDefault(
                 architecture=architecture,

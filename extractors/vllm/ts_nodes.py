@@ -51,8 +51,9 @@ def class_suite(definition: Node) -> list[Node]:
 
 
 def single_assignment(node: Node) -> tuple[str, Node] | None:
-    """(name, value) of `name = value` (one target, no annotation), else None."""
-    if node.type != "assignment" or node.child_by_field_name("type") is not None:
+    """(name, value) of `name = value` or `name: T = value` (one target), else None: an
+    annotated assignment is an assignment."""
+    if node.type != "assignment":
         return None
     left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
     parent = node.parent
