@@ -117,6 +117,55 @@ void llama_model_jamba::load_arch_hparams(llama_model_loader & ml) {
     )
 
 
+def _renamed(text: str) -> str:
+    """llama.cpp after the 2026-05-16 pin: the per-layer SWA member is `is_swa_impl`."""
+    return text.replace("hparams.swa_layers", "hparams.is_swa_impl")
+
+
+def test_the_renamed_per_layer_member_reads_as_the_old_one():
+    old, old_warnings = rules_v1()
+    assert _renamed(MODEL_CPP_V1) != MODEL_CPP_V1
+    code = sliding_window.switch_layout_code(_renamed(MODEL_CPP_V1), MODEL_CPP)
+    rules, warnings = sliding_window.sliding_window_rules(code, NAMES)
+    assert {r.arch: r for r in rules} == old and warnings == old_warnings
+    assert old["LLM_ARCH_JAMBA"].pattern == "per-layer array"
+    files = {path: _renamed(text) for path, text in MODEL_FILES_V2.items()}
+    assert files != dict(MODEL_FILES_V2)
+    assert rules_v2(files) == rules_v2()
+
+
+def test_a_computed_pattern_through_the_renamed_member_is_computed():
+    files = dict(MODEL_FILES_V2)
+    files["src/models/jamba.cpp"] = """\
+void llama_model_jamba::load_arch_hparams(llama_model_loader & ml) {
+    hparams.swa_type = LLAMA_SWA_TYPE_STANDARD;
+    for (uint32_t il = 0; il < hparams.n_layer; ++il) {
+        hparams.is_swa_impl[il] = il % 2 == 0;
+    }
+}
+"""
+    rules, warnings = rules_v2(files)
+    assert rules["LLM_ARCH_JAMBA"].pattern == "computed"
+    assert not [w for w in warnings if w.code == "unknown-pattern"]
+
+
+def test_a_swa_type_without_a_pattern_it_knows_is_unknown_with_a_warning():
+    files = dict(MODEL_FILES_V2)
+    files["src/models/jamba.cpp"] = """\
+void llama_model_jamba::load_arch_hparams(llama_model_loader & ml) {
+    hparams.swa_type = LLAMA_SWA_TYPE_STANDARD;
+    for (uint32_t il = 0; il < hparams.n_layer; ++il) {
+        hparams.layer_is_sliding[il] = il % 2 == 0;  // a member this reader does not know
+    }
+}
+"""
+    rules, warnings = rules_v2(files)
+    assert rules["LLM_ARCH_JAMBA"].pattern == "unknown"  # never "none"
+    unknown = [w for w in warnings if w.code == "unknown-pattern"]
+    assert [(w.subject, w.path) for w in unknown] == [("LLM_ARCH_JAMBA", "src/models/jamba.cpp")]
+    assert "is_swa_impl" in unknown[0].message
+
+
 def test_missing_loader_is_a_warning():
     files = dict(MODEL_FILES_V2)
     files.pop("src/models/jamba.cpp")

@@ -99,7 +99,7 @@ class SlidingWindowRule(Record):
     swa_types: tuple[str, ...]  # LLAMA_SWA_TYPE_* assigned, lower case, source order
     conditional: bool  # the type or pattern depends on a runtime condition (e.g. GGUF keys)
     conditions: tuple[str, ...]  # "<type> when <condition>" for each conditional assignment
-    pattern: str  # "period", "per-layer array", "computed", "none"
+    pattern: str  # "period", "per-layer array", "computed", "none"; "unknown": a type, no pattern
     period_default: int | None  # default period of set_swa_pattern (n-1 SWA layers, 1 full)
     dense_first: bool | None  # set_swa_pattern's second argument; None without a period
     pattern_gguf_key: str  # the GGUF key that can override the pattern, "" when none

@@ -42,7 +42,12 @@ MAPPING_FUNCTION = "llama_model_mapping"
 HPARAMS_METHOD = "load_arch_hparams"
 OLD_HPARAMS_FUNCTION = "llama_model::load_hparams"
 SWA_TYPE_PREFIX = "LLAMA_SWA_TYPE_"
-SWA_MARKERS = re.compile(r"\b(swa_type|set_swa_pattern|swa_layers|n_swa)\b")
+# The hparams member holding the per-layer SWA flags, by its names across llama.cpp's history
+# (`swa_layers`, renamed `is_swa_impl` after the 2026-05-16 pin): both are read.
+PER_LAYER_SWA_MEMBERS = ("swa_layers", "is_swa_impl")
+SWA_MARKERS = re.compile(
+    r"\b(swa_type|set_swa_pattern|" + "|".join(PER_LAYER_SWA_MEMBERS) + r"|n_swa)\b"
+)
 
 
 @dataclass(frozen=True)
@@ -219,6 +224,10 @@ def _is_member(node: Node | None, member: str) -> bool:
     return node is not None and re.sub(r"\s+", "", node_text(node)) == f"hparams.{member}"
 
 
+def _is_per_layer_member(node: Node | None) -> bool:
+    return any(_is_member(node, member) for member in PER_LAYER_SWA_MEMBERS)
+
+
 def _key_reads(statements: Sequence[Node]) -> list[tuple[Node, list[Node]]]:
     """Every `ml.get_key(...)` / `ml.get_key_or_arr(...)` call with its arguments."""
     reads = []
@@ -255,6 +264,9 @@ def _name_key_flags(condition: str, reads: Sequence[tuple[Node, list[Node]]]) ->
         if re.fullmatch(r"\w+", local):
             condition = re.sub(rf"\b{local}\b", f"has({node_text(args[0])})", condition)
     return condition
+
+
+UNKNOWN_PATTERN = "unknown"
 
 
 def read_rule(code: HparamsCode, gguf_name: str) -> SlidingWindowRule | None:
@@ -305,7 +317,7 @@ def read_rule(code: HparamsCode, gguf_name: str) -> SlidingWindowRule | None:
                 elif (
                     left is not None
                     and left.type == "subscript_expression"
-                    and _is_member(left.child_by_field_name("argument"), "swa_layers")
+                    and _is_per_layer_member(left.child_by_field_name("argument"))
                 ):
                     pattern = "computed"
                     other.append(compact(node))
@@ -328,13 +340,15 @@ def read_rule(code: HparamsCode, gguf_name: str) -> SlidingWindowRule | None:
                     other.append(compact(node))
                 note_condition(node, "pattern", statement.parent)
     for _, args in reads:
-        if len(args) >= 2 and _is_member(args[1], "swa_layers"):
+        if len(args) >= 2 and _is_per_layer_member(args[1]):
             pattern = "per-layer array"
             pattern_key = node_text(args[0])
         elif len(args) >= 2 and _is_member(args[1], "n_swa") and not window_key:
             window_key = node_text(args[0])
             window_required = len(args) < 3 or bool_value(args[2]) is not False
     conditions = [_name_key_flags(c, reads) for c in conditions]
+    if pattern == "none" and any(t != "none" for t in types):
+        pattern = UNKNOWN_PATTERN  # a SWA type with no pattern this reader knows
     return SlidingWindowRule(
         arch=code.arch,
         gguf_name=gguf_name,
@@ -375,6 +389,18 @@ def sliding_window_rules(
                 )
             )
             continue
+        if rule.pattern == UNKNOWN_PATTERN:
+            warnings.append(
+                warning(
+                    "unknown-pattern",
+                    item.arch,
+                    f"{item.arch} sets SWA type {', '.join(rule.swa_types)} but no pattern this "
+                    "reader knows (set_swa_pattern, or the per-layer member "
+                    f"{' / '.join(PER_LAYER_SWA_MEMBERS)}); its pattern is {UNKNOWN_PATTERN}",
+                    item.source.path,
+                    item.symbol,
+                )
+            )
         if item.arch not in gguf_names:
             warnings.append(
                 warning(
