@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 
 from extractors.base import EngineSpec
 from extractors.diff import EngineDiff, diff_engine, with_removal_notes
-from extractors.errors import GeneratedError, GuardError, UnknownCommitError, UsageError
+from extractors.errors import (
+    ExtractionError,
+    GeneratedError,
+    GuardError,
+    UnknownCommitError,
+    UsageError,
+)
 from extractors.git import GitSource
 from extractors.impact import ImpactChange, calculator_impact
 from extractors.pins import ANY_SHA, FULL_SHA, Pin, load_pin, pin_path, render_pin
@@ -22,12 +28,14 @@ from extractors.pipeline import (
     write_rendered,
 )
 from extractors.pr_body import BodyLinks, render_full_diff, render_pr_body, render_pr_title
+from extractors.readings_lost import LostReading, readings_lost
 from extractors.records import EngineFacts
 from extractors.writer import project_lock
 
 __all__ = [
     "BodyLinks",
     "BumpPlan",
+    "READINGS_LOST_EXIT",
     "apply_bump",
     "plan_bump",
     "render_full_diff",
@@ -36,6 +44,7 @@ __all__ = [
 ]
 
 NO_CHANGE_EXIT = 3  # documented: nothing changed beyond the header; no pull request
+READINGS_LOST_EXIT = 4  # documented: bumped, but readings were lost; the PR opens as a draft
 SHRINK_LIMIT = 0.5
 REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}\Z")  # \Z: no trailing newline
 
@@ -60,6 +69,7 @@ class BumpPlan:
     impact: list[ImpactChange] | None = None
     impact_note: str = ""
     rendered: dict[str, str] = field(default_factory=dict)
+    readings_lost: list[LostReading] = field(default_factory=list)
 
     @property
     def no_change(self) -> bool:
@@ -148,10 +158,29 @@ def plan_bump(
         shrinks=shrinks,
         accepted_shrink=bool(shrinks),
     )
+    plan.readings_lost = lost_readings(engine, chosen, old_facts, new_facts)
     plan.rendered = render_generated(paths, new_facts)
     if with_impact and not plan.no_change:
         plan.impact, plan.impact_note = calculator_impact(paths, plan.rendered)
     return plan
+
+
+def lost_readings(
+    engine: EngineSpec, source: str, old: EngineFacts | None, new: EngineFacts
+) -> list[LostReading]:
+    """readings_lost of the new extraction, reading the new commit's files from the cache."""
+    if old is None:
+        return []
+    with GitSource(engine.engine_id, source) as git_source:
+        snapshot = git_source.snapshot(new.commit)
+
+        def read_text(path: str) -> str | None:
+            try:
+                return snapshot.read_text(path)
+            except ExtractionError:
+                return None
+
+        return readings_lost(old, new, read_text)
 
 
 def apply_bump(paths: ProjectPaths, plan: BumpPlan) -> None:

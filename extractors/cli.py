@@ -174,9 +174,11 @@ def bump_command(
     """Move the pin to a new commit, regenerate, and write the pull-request title and body.
 
     Exit codes: 0 bumped; 3 nothing changed beyond the header (no files written);
-    2 any error (generated/ and pins/ untouched)."""
+    4 bumped, but readings were lost (suspected misreads, listed first in the body: open the
+    pull request as a draft); 2 any error (generated/ and pins/ untouched)."""
     from extractors.bump import (
         NO_CHANGE_EXIT,
+        READINGS_LOST_EXIT,
         BodyLinks,
         apply_bump,
         plan_bump,
@@ -256,6 +258,14 @@ def bump_command(
         f"{spec.engine_id}: {plan.old_pin.commit[:12]} -> {plan.new_pin.commit[:12]}; "
         f"changed: {', '.join(d.fact for d in changed) or 'none'}"
     )
+    if plan.readings_lost:
+        err_console.print(
+            f"{spec.engine_id}: {len(plan.readings_lost)} readings lost (suspected misreads):",
+            markup=False,
+        )
+        for item in plan.readings_lost:
+            err_console.print(f"  {item.line()}", markup=False)
+        raise typer.Exit(READINGS_LOST_EXIT)
 
 
 @app.command("check")

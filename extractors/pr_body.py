@@ -520,7 +520,7 @@ def _sources_in_full(plan: BumpPlan) -> list[str]:
 def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = BODY_BUDGET) -> str:
     """The pull-request body, at most `limit` characters: items per kind are capped (tighter
     until it fits), and what is left out is counted and pointed to."""
-    head = _head(plan, links)
+    head = _head(plan, links) + readings_lost_section(plan)
     if plan.diff.first_extraction:
         middle = _first_extraction_counts(plan)
         tail = _warnings(plan, WARNING_CAP) + _impact(plan, IMPACT_CAP)
@@ -536,6 +536,24 @@ def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = 
         if github_length(body) <= limit:
             return body
     return _fit(body, limit)
+
+
+def readings_lost_section(plan: BumpPlan) -> list[str]:
+    """Suspected misreads, first in the body: a reviewer must see them before any removal."""
+    lost = getattr(plan, "readings_lost", [])
+    if not lost:
+        return []
+    return [
+        "## Readings lost",
+        "",
+        f"> **{len(lost)} suspected misread{'s' if len(lost) != 1 else ''}:** the previous "
+        "extraction read these and the new one does not, although the key is still in the "
+        "files the fact reads, or the value turned unknown or empty. Check the reader before "
+        "merging: this pull request is a draft until they are explained.",
+        "",
+        *(f"- {item.line()}" for item in lost),
+        "",
+    ]
 
 
 def _truncation_notice(plan: BumpPlan, cap: int, left_out: int, links: BodyLinks) -> list[str]:

@@ -104,7 +104,9 @@ def test_failing_tests_still_open_a_draft_that_says_so():
     pr = step(workflow, "bump", lambda s: "create-pull-request@" in s.get("uses", ""))
     assert pr["if"] == "steps.bump.outputs.changed == 'true'"  # not skipped by failed tests
     assert (
-        pr["with"]["draft"] == "${{ steps.tests.outcome == 'failure' && 'always-true' || 'false' }}"
+        pr["with"]["draft"]
+        == "${{ (steps.tests.outcome == 'failure' || steps.bump.outputs.lost == 'true') "
+        "&& 'always-true' || 'false' }}"
     )
     assert pr["with"]["branch"] == "apron/bump-${{ matrix.engine }}"  # stable: updated in place
     assert "GITHUB_TOKEN" not in pr["with"]["token"]  # default-token PRs do not trigger CI

@@ -1,0 +1,109 @@
+"""Readings lost: a bump whose new extraction drops a row whose key is still in the file, or
+turns a value into unknown, says so first in the body and exits with its own code (4)."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from extractors.bump import READINGS_LOST_EXIT, plan_bump, render_pr_body
+from extractors.cli import app
+from extractors.engines import ENGINES
+from extractors.pipeline import run
+from tests.conftest import write_pin
+from tests.vllm_miniatures import (
+    MODELS_CONFIG_PATH,
+    MODELS_CONFIG_V1,
+    REGISTRY_PATH,
+    REGISTRY_V1,
+    tree_v1,
+)
+
+VLLM = ENGINES["vllm"]
+URL = "https://github.com/vllm-project/vllm"
+runner = CliRunner()
+
+# The row is still there, in a shape the registry reader cannot read (a call, not a tuple).
+UNREADABLE_ROW = REGISTRY_V1.replace(
+    '"DeepseekV3ForCausalLM": ("deepseek_v2", "DeepseekV3ForCausalLM"),',
+    '"DeepseekV3ForCausalLM": _row("deepseek_v2", "DeepseekV3ForCausalLM"),',
+)
+# The row is gone from the file: a real removal, not a lost reading.
+REMOVED_ROW = REGISTRY_V1.replace(
+    '    "DeepseekV3ForCausalLM": ("deepseek_v2", "DeepseekV3ForCausalLM"),\n', ""
+)
+# The default is a call: the reader records `unknown` where it read float32.
+UNREADABLE_DEFAULT = MODELS_CONFIG_V1.replace("cls.DEFAULT_MAMBA_SSM_CACHE_DTYPE", "pick_default()")
+
+
+@pytest.fixture
+def bump_to(project, make_repo, monkeypatch):
+    def make(changed: dict[str, str]):
+        repo, shas = make_repo(
+            [
+                (tree_v1(), "v1", "2026-03-02T10:00:00+00:00"),
+                (changed, "upstream edit", "2026-04-01T10:00:00+00:00"),
+            ]
+        )
+        write_pin(project, "vllm", URL, shas[0], "2026-03-02")
+        run(VLLM, project, commit=None, source=str(repo))
+        monkeypatch.setenv("APRON_SOURCE_VLLM", str(repo))
+        return plan_bump(VLLM, project, to=shas[1], source=None, with_impact=False), shas
+
+    return make
+
+
+def test_a_dropped_row_whose_key_is_still_in_the_file_is_a_lost_reading(bump_to):
+    assert UNREADABLE_ROW != REGISTRY_V1
+    plan, _ = bump_to({REGISTRY_PATH: UNREADABLE_ROW})
+    dropped = [r for r in plan.readings_lost if r.kind == "dropped"]
+    # the class flags are read for the registry's rows: they lose the row too
+    assert [(r.fact, r.key) for r in dropped] == [
+        ("registry_rows", "DeepseekV3ForCausalLM"),
+        ("model_class_flags", "DeepseekV3ForCausalLM"),
+    ]
+    assert dropped[0].detail == f"no longer read, but its key is still in {REGISTRY_PATH}"
+    body = render_pr_body(plan)
+    assert body.index("## Readings lost") < body.index("DeepseekV3ForCausalLM")
+    assert body.index("## Readings lost") < min(
+        i
+        for i in (body.find("\n### "), body.find("\n## ", body.index("## Readings lost") + 3))
+        if i >= 0
+    )
+
+
+def test_a_removed_row_is_a_removal_not_a_lost_reading(bump_to):
+    plan, _ = bump_to({REGISTRY_PATH: REMOVED_ROW})
+    assert plan.readings_lost == []
+    assert "## Readings lost" not in render_pr_body(plan)
+
+
+def test_a_value_turned_unknown_is_a_lost_reading(bump_to):
+    plan, _ = bump_to({MODELS_CONFIG_PATH: UNREADABLE_DEFAULT})
+    turned = [r for r in plan.readings_lost if r.kind == "turned unknown"]
+    assert [(r.fact, r.key) for r in turned] == [
+        ("mamba_ssm_dtype_defaults", "HybridForCausalLM"),
+        ("mamba_ssm_dtype_defaults", "HybridVisionModel"),
+    ]
+    assert turned[0].detail == "`default` was 'float32', now 'unknown'"
+
+
+def test_bump_with_a_lost_reading_exits_4_and_still_writes_the_body(bump_to, project, tmp_path):
+    plan, shas = bump_to({REGISTRY_PATH: UNREADABLE_ROW})
+    root = str(project.root)
+    body = tmp_path / "body.md"
+    result = runner.invoke(
+        app,
+        ["bump", "--engine", "vllm", "--to", shas[1], "--pr-body", str(body), "--root", root],
+    )
+    assert result.exit_code == READINGS_LOST_EXIT == 4, result.output
+    assert "readings lost" in result.output
+    assert body.read_text().lstrip().startswith("#")
+    assert "## Readings lost" in body.read_text()
+
+
+def test_bump_without_lost_readings_exits_0(bump_to, project):
+    plan, shas = bump_to({REGISTRY_PATH: REMOVED_ROW})
+    root = str(project.root)
+    result = runner.invoke(app, ["bump", "--engine", "vllm", "--to", shas[1], "--root", root])
+    assert result.exit_code == 0, result.output
