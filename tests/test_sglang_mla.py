@@ -296,8 +296,9 @@ def test_the_chain_reads_the_shapes_the_libcst_reader_read():
         ("C", "hf_config", "j", "truthy", "2j", None),
     ]
     assert [(r.architecture, r.mla_fields_read) for r in chain.explicit_mha] == [
-        ("D", ("_init_mla_scaling()", "kv_lora_rank", "qk_rope_head_dim")),
-        ("E", ("_init_mla_scaling()", "kv_lora_rank", "qk_rope_head_dim")),
+        # `(self.hf_config).q_lora_rank` is a read of q_lora_rank: brackets hide nothing
+        ("D", ("_init_mla_scaling()", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim")),
+        ("E", ("_init_mla_scaling()", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim")),
     ]
     assert [(w.code, w.subject) for w in chain.warnings] == [
         ("conditional-assignment", "F"),

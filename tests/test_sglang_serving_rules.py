@@ -123,8 +123,8 @@ def test_memory_fraction_is_computed_and_says_by_what():
         "ServerArgs._handle_memory",
     )
     assert row.reason == (
-        "computed at startup from GPU memory: (round((gpu_mem - reserved) / gpu_mem, 3) "
-        "if gpu_mem is not None else 0.8)"
+        "computed at startup from GPU memory: round((gpu_mem - reserved) / gpu_mem, 3) "
+        "if gpu_mem is not None else 0.8"
     )
     assert row.candidates == ("gpu_mem is None -> 0.8",)
     literal = SERVER_ARGS.replace('"fraction", NS("schedule")] = None', '"fraction"] = 0.9')

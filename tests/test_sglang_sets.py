@@ -443,8 +443,9 @@ def test_the_tree_sitter_reading_sees_the_shapes_libcst_saw():
         ("is_names", "E1", False, "", None),
         ("is_names", "E2", False, "", None),
         ("is_names", "Z", True, "", None),
-        ("is_paren", "B1", True, "", '(getattr(config, "x", None) is not None)'),
-        ("is_paren", "B2", True, "", '(getattr(config, "x", None) is not None)'),
+        # the condition's own brackets are not code
+        ("is_paren", "B1", True, "", 'getattr(config, "x", None) is not None'),
+        ("is_paren", "B2", True, "", 'getattr(config, "x", None) is not None'),
     ]
     paren = next(r for r in rows if r.set_name == "is_paren")
     assert (paren.condition_field, paren.condition_check, paren.symbol) == (
@@ -582,15 +583,16 @@ def test_hybrid_functions_read_the_shapes_the_libcst_reader_read():
     ) == [
         ("a_config", "A2Config", "AConfig", "hf_config", enabled),
         ("a_config", "AConfig", "", "hf_config", enabled),
-        ("a_config", "BConfig", "", "(config)", first_lead),
-        ("a_config", "CConfig", "", "(config)", first_lead),
+        # `isinstance((config), ...)` reads the local `config`, bound to hf_config
+        ("a_config", "BConfig", "", "hf_config", first_lead),
+        ("a_config", "CConfig", "", "hf_config", first_lead),
         ("b_config", "A2Config", "AConfig", text_config, "def inner(): return 1 return None"),
         ("b_config", "AConfig", "", text_config, "def inner(): return 1 return None"),
         ("b_config", "BConfig", "", text_config, None),
         ("mambaish_config", "A2Config", "a_config()", "hf_config", enabled),
         ("mambaish_config", "AConfig", "a_config()", "hf_config", enabled),
-        ("mambaish_config", "BConfig", "a_config()", "(config)", first_lead),
-        ("mambaish_config", "CConfig", "a_config()", "(config)", first_lead),
+        ("mambaish_config", "BConfig", "a_config()", "hf_config", first_lead),
+        ("mambaish_config", "CConfig", "a_config()", "hf_config", first_lead),
     ]
     assert [(w.code, w.subject) for w in warnings] == [
         ("exception-branch", "a_config: AConfig"),
@@ -599,7 +601,7 @@ def test_hybrid_functions_read_the_shapes_the_libcst_reader_read():
         ("run-time-registry", "mambaish_config"),
     ]
     assert warnings[0].message == (
-        "a_config returns None for AConfig when (model_config.flag) and "
+        "a_config returns None for AConfig when model_config.flag and "
         "for i in config.layers: x = i "
         "with ctx(): pass: an exception the class rows below do not carry"  # no comment text
     )

@@ -376,3 +376,33 @@ def test_single_return_bodies_and_bodies_without_a_return():
     mod, function = _function(tree, "vllm.m", "documented")
     gone = evaluator.call_function(mod, function, ["not a class"], 0)
     assert isinstance(gone, Unknown) and "non-class" in gone.reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # vLLM after the pin (adapters.py): a type-checker comment inside the base list
+        (
+            "    class ModelForSequenceClassification(_create_pooling_model_cls(cls), "
+            "SupportsCrossEncoding):",
+            "    class ModelForSequenceClassification(  # type: ignore[misc]\n"
+            "        _create_pooling_model_cls(cls),  # the pooling base\n"
+            "        SupportsCrossEncoding,  # type: ignore[misc]\n"
+            "    ):",
+        ),
+        (
+            "class BertForSequenceClassification(nn.Module, SupportsCrossEncoding, SupportsQuant):",
+            "class BertForSequenceClassification(\n    nn.Module,  # noqa: E501\n"
+            "    (SupportsCrossEncoding),\n    SupportsQuant,\n):",
+        ),
+    ],
+)
+def test_comments_and_brackets_in_a_base_list_change_no_flag(flags, old, new):
+    files = class_tree()
+    changed = {path: text.replace(old, new) for path, text in files.items()}
+    assert changed != files
+    by_arch, interfaces, warnings, _ = _run(changed)
+    before, before_interfaces, before_warnings, _ = flags
+    assert by_arch == before and interfaces == before_interfaces and warnings == before_warnings
+    assert by_arch["LlamaForSequenceClassification"].score_type == "cross-encoder"
+    assert by_arch["BertForSequenceClassification"].score_type == "cross-encoder"

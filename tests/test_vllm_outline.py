@@ -579,8 +579,8 @@ def test_hybrid_page_rules_from_tree_sitter_are_libcsts(text):
 def test_hybrid_page_rules_from_tree_sitter_read_these_shapes():
     args = (PLATFORM_PATH, serving_rules.PLATFORM_CLASS, serving_rules.HYBRID_METHOD)
     bracketed = serving_rules.hybrid_page_rules(HYBRID_SHAPES[1], *args)
-    # `(align) * cdiv(m, align * p)`: the code `(align)` is not `align`, as libcst compares
-    assert {r.shape for r in bracketed} == {"opaque", "chunk_align_ceil"}
+    # `(align) * cdiv(m, align * p)` is `align * cdiv(...)`: brackets do not hide the shape
+    assert {r.shape for r in bracketed} == {"align_ceil", "chunk_align_ceil"}
     assert any(r.formula.startswith("(attn_block_size) = ") for r in bracketed)
     assert all(r.alignment.startswith("max(min(s for s in") for r in bracketed)
     chained = serving_rules.hybrid_page_rules(HYBRID_SHAPES[2], *args)

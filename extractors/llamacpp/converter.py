@@ -19,6 +19,7 @@ from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_d
 from extractors.parsing.python_ts import (
     PYTHON,
     assignments,
+    code_of,
     import_source,
     imported_names,
     node_text,
@@ -277,7 +278,7 @@ def _read_class(
                 continue  # `model_arch: gguf.MODEL_ARCH` is an annotation, not a value
             match = _MODEL_ARCH_REF.match(node_text(right).replace(" ", ""))
             cls.model_arch = match.group(1) if match else None
-            cls.model_arch_code = "" if match else node_text(right)
+            cls.model_arch_code = "" if match else code_of(right)
         for definition, inner_decorators in _definitions(body):
             if definition.type == "class_definition":
                 _read_class(module, definition, inner_decorators, qualname + ".", counter, warnings)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -12,7 +11,7 @@ import libcst as cst
 from extractors.errors import ParseError
 from extractors.parsing.cst_children import children
 from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
-from extractors.parsing.python_ts import code_text, parse_tree
+from extractors.parsing.python_ts import canonical_text, code_text, parse_tree
 
 
 def parse_module(text: str, path: str) -> cst.Module:
@@ -107,16 +106,17 @@ def _libcst_parsed(text: str) -> cst.Module:
     return cst.parse_module(code_text(text))
 
 
+def unparenthesized(node: cst.CSTNode) -> cst.CSTNode:
+    """libcst's node without the brackets around it: `(x)` reads as `x`."""
+    if getattr(node, "lpar", None):
+        return node.with_changes(lpar=[], rpar=[])
+    return node
+
+
 def compact_code(module: cst.Module, node: cst.CSTNode) -> str:
-    """A node's code on one line, with no space inside brackets: `f( a,\n b )` -> `f(a, b)`."""
-    return compact_text(module.code_for_node(node))
-
-
-def compact_text(code: str) -> str:
-    """compact_code of code given as text (the whitespace libcst renders differently from the
-    source, continuation lines' indentation, is gone either way)."""
-    text = " ".join(code.split())
-    return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
+    """A node's code as one canonical line (python_ts.code_of), brackets around it dropped:
+    `(f( a,\n b, ))` -> `f(a, b)`."""
+    return canonical_text(module.code_for_node(unparenthesized(node)))
 
 
 def top_level_classes(module: cst.Module) -> dict[str, cst.ClassDef]:
@@ -291,7 +291,7 @@ class ExpressionDescriber:
         self.methods = methods or {}
 
     def code(self, node: cst.CSTNode) -> str:
-        return " ".join(self.module.code_for_node(node).split())
+        return canonical_text(self.module.code_for_node(unparenthesized(node)))
 
     def config_ref(self, node: cst.BaseExpression) -> str | None:
         """The dotted config field a node reads, or None when it is not a config read."""

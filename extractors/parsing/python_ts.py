@@ -126,6 +126,75 @@ def node_text(node: Node) -> str:
     return node.text.decode("utf-8") if node.text is not None else ""
 
 
+CLOSING = (")", "]", "}")
+# a one-line literal in single quotes, no prefix, no escapes, no quote of either kind inside
+SINGLE_QUOTED = re.compile(rb"'[^'\"\\\n]*'")
+JOINED_ATTRIBUTE = re.compile(r"(?<=[\w)\]])\s*\.\s+(?=[A-Za-z_])|(?<=[\w)\]])\s+\.(?=[A-Za-z_])")
+
+
+def code_of(node: Node) -> str:
+    """A node's code as one canonical line, for the fields that carry code (conditions,
+    expressions, annotations, reasons): no comments (the tree has none); line breaks and runs of
+    blanks as one space, none inside brackets or before a joined `.attribute`; no trailing comma
+    before a closing bracket (but the one of a one-element tuple); a plain string literal in
+    double quotes; no brackets around the node itself or around a whole assigned or returned
+    value."""
+    data = bytearray(node.text or b"")
+    base = node.start_byte
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        start, end = current.start_byte - base, current.end_byte - base
+        if current.type == "," and current.next_sibling is not None:
+            parent = current.parent
+            one_tuple = (
+                parent is not None and parent.type == "tuple" and parent.named_child_count == 1
+            )
+            if current.next_sibling.type in CLOSING and not one_tuple:
+                data[start:end] = b" "
+        elif current.type == "parenthesized_expression" and _whole_value(current, node):
+            data[start : start + 1] = b" "
+            data[end - 1 : end] = b" "
+        elif current.type == "string":
+            literal = bytes(data[start:end])
+            if SINGLE_QUOTED.fullmatch(literal):
+                data[start:end] = b'"' + literal[1:-1] + b'"'
+            continue
+        stack.extend(current.children)
+    return compact_text(data.decode("utf-8"))
+
+
+def _whole_value(expression: Node, top: Node) -> bool:
+    """Brackets that group nothing: around the node rendered, a whole assigned, returned or
+    yielded value, or a whole statement."""
+    if expression.named_child_count != 1:
+        return False
+    parent = expression.parent
+    if expression.id == top.id or parent is None:
+        return True
+    if parent.type in ("assignment", "augmented_assignment"):
+        right = parent.child_by_field_name("right")
+        return right is not None and right.id == expression.id
+    return parent.type in ("return_statement", "expression_statement", "parenthesized_expression")
+
+
+def canonical_text(code: str) -> str:
+    """code_of for code given as text (what libcst renders of a node): parsed with
+    tree-sitter; text that does not parse on its own is only compacted."""
+    root = _parser().parse(code.strip().encode("utf-8")).root_node
+    if root.has_error:
+        return compact_text(code)
+    return code_of(root)
+
+
+def compact_text(code: str) -> str:
+    """Code given as text on one line: runs of blanks and line breaks as one space, none inside
+    brackets or before a joined `.attribute`."""
+    text = " ".join(code.split())
+    text = re.sub(r"\s+([)\],}])", r"\1", re.sub(r"([(\[{])\s+", r"\1", text))
+    return JOINED_ATTRIBUTE.sub(".", text)
+
+
 def string_value(node: Node) -> str | None:
     """The value of a string literal without interpolation (also implicit concatenation)."""
     if node.type == "concatenated_string":
@@ -273,7 +342,8 @@ def call_name(node: Node | None) -> str:
 
 def assignments(block: Node, *, include_bare: bool = False) -> list[tuple[str, Node | None]]:
     """(name, value node) for every `NAME = value` / `NAME: T = value` directly in a module or
-    class body, in order; with `include_bare`, also `NAME: T` with None as the value."""
+    class body, in order, the value's brackets looked through; with `include_bare`, also
+    `NAME: T` with None as the value."""
     found: list[tuple[str, Node | None]] = []
     for statement in block.named_children:
         if statement.type != "expression_statement" or statement.named_child_count != 1:
@@ -284,7 +354,7 @@ def assignments(block: Node, *, include_bare: bool = False) -> list[tuple[str, N
         left = assignment.child_by_field_name("left")
         right = assignment.child_by_field_name("right")
         if left is not None and left.type == "identifier" and (right is not None or include_bare):
-            found.append((node_text(left), right))
+            found.append((node_text(left), unparenthesize(right) if right is not None else None))
     return found
 
 

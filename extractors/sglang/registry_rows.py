@@ -144,8 +144,11 @@ def scan_module(text: str, path: str) -> ModuleScan:
                     scan.entry = _entry_value(right)
                 else:
                     scan.nested_entry = True
-            elif right.type == "identifier" and node_text(right) != name:
-                scan.aliases[name] = node_text(right)
+            elif (
+                unparenthesize(right).type == "identifier"
+                and node_text(unparenthesize(right)) != name
+            ):
+                scan.aliases[name] = node_text(unparenthesize(right))
     return scan
 
 

@@ -16,6 +16,7 @@ from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_d
 from extractors.parsing.python_ts import (
     PYTHON,
     call_name,
+    code_of,
     import_source,
     imported_names,
     node_text,
@@ -49,9 +50,8 @@ CUDA_PROBES = {
 
 
 def compact(node: Node) -> str:
-    """A node's code on one line, with no space inside brackets: `f( a,\n b )` -> `f(a, b)`."""
-    text = " ".join(node_text(node).split())
-    return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
+    """A node's code as one canonical line (python_ts.code_of)."""
+    return code_of(node)
 
 
 def _named(node: Node) -> list[Node]:

@@ -6,14 +6,12 @@ same records."""
 
 from __future__ import annotations
 
-import re
-
 from tree_sitter import Node
 
 from extractors.errors import ParseError
 from extractors.parsing.limits import check_syntax_tree
 from extractors.parsing.python_cst import parse_module
-from extractors.parsing.python_ts import node_text, parse_tree
+from extractors.parsing.python_ts import code_of, node_text, parse_tree
 from extractors.parsing.python_ts import string_value as plain_string_value
 
 NAMES = ("identifier", "true", "false", "none")  # libcst reads True/False/None as names
@@ -58,9 +56,8 @@ def bare(node: Node) -> Node:
 
 
 def code(node: Node) -> str:
-    """A node's code on one line, with no space inside brackets (python_cst.compact_code)."""
-    text = " ".join(node_text(node).split())
-    return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
+    """A node's code as one canonical line, brackets around it dropped (python_ts.code_of)."""
+    return code_of(bare(node))
 
 
 def name_of(node: Node) -> str | None:

@@ -17,6 +17,7 @@ from extractors.errors import AnchorError
 from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import (
     call_name,
+    code_of,
     node_text,
     parse_python,
     parse_tree,
@@ -158,7 +159,7 @@ def _if_branches(statement: Node, path: tuple[tuple[str, bool], ...]):
         else:
             otherwise = part.child_by_field_name("body")
     for condition, block in clauses:
-        test = _compact(node_text(condition))
+        test = code_of(condition)
         yield from _branches(block, (*path, (test, True)))
         path = (*path, (test, False))
     if otherwise is not None:
@@ -237,12 +238,6 @@ def module_path(dotted: str) -> str:
     return dotted.replace(".", "/") + ".py"
 
 
-def _compact(code: str) -> str:
-    """compact_code's spelling of a node from its source text."""
-    text = " ".join(code.split())
-    return re.sub(r"\s+([)\],])", r"\1", re.sub(r"([(\[])\s+", r"\1", text))
-
-
 def _suite_statements(clause: Node, block: Node | None) -> Iterator[Node]:
     """The statements of a clause's indented block; none for a body on the header's line
     (`if x: import y`, whose statements are not lines of their own)."""
@@ -305,13 +300,13 @@ def _imports(root: Node) -> dict[str, str]:
                 continue  # relative
             if any(c.type == "wildcard_import" for c in statement.children):
                 continue
-            source = _compact(node_text(module))
+            source = code_of(module)
         else:
             continue
         for name in statement.children_by_field_name("name"):
             if name.type == "aliased_import":
                 name = name.child_by_field_name("name")
-            found[_compact(node_text(name))] = source
+            found[code_of(name)] = source
     return found
 
 
@@ -354,7 +349,7 @@ def _bases(cls: Node) -> list[str]:
             continue
         if argument.type == "list_splat":
             argument = argument.named_children[0]
-        found.append(_compact(node_text(argument)))
+        found.append(code_of(argument))
     return found
 
 
@@ -425,8 +420,8 @@ def base_rule_holds(text: str, path: str) -> bool:
     methods = class_methods(cls)
     if PREFERRED not in methods or "supports_block_size" not in methods:
         return False
-    preferred = _compact(node_text(methods[PREFERRED]))
-    supports = _compact(node_text(methods["supports_block_size"]))
+    preferred = code_of(methods[PREFERRED])
+    supports = code_of(methods["supports_block_size"])
     return (
         "if not supported_sizes: return default_block_size" in preferred
         and "if cls.supports_block_size(default_block_size): return default_block_size" in preferred

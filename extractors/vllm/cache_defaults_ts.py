@@ -9,8 +9,7 @@ from collections.abc import Callable
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_cst import compact_text
-from extractors.parsing.python_ts import node_text
+from extractors.parsing.python_ts import code_of, node_text
 from extractors.vllm.records import ServingDefault
 from extractors.vllm.ts_nodes import (
     class_named,
@@ -172,7 +171,7 @@ def _row(default, fields, methods, class_name, symbol, common) -> ServingDefault
         kind="opaque",
         value="",
         computed_by="",
-        reason=f"the default {compact_text(node_text(default))} is not a literal",
+        reason=f"the default {code_of(default)} is not a literal",
         symbol=symbol,
         **common,
     )

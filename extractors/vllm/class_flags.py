@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_ts import class_methods, node_text, unparenthesize
+from extractors.parsing.python_ts import class_methods, code_of, node_text, unparenthesize
 from extractors.records import ExtractionWarning, warning
 from extractors.vllm.class_tree import ClassInfo, ClassTree, Unresolved, c3_mro
 from extractors.vllm.flag_eval import ClassValue, FlagEvaluator, Unknown
@@ -121,8 +121,8 @@ def interface_flags(tree: ClassTree, modules: Sequence[str]) -> list[InterfaceFl
                     InterfaceFlag(
                         protocol=protocol,
                         attribute=node_text(left),
-                        value=node_text(right),
-                        annotation=node_text(annotation),
+                        value=code_of(unparenthesize(right)),
+                        annotation=code_of(unparenthesize(annotation)),
                         path=mod.path,
                         symbol=protocol,
                     )

@@ -21,6 +21,7 @@ from extractors.parsing.python_cst import (
     string_value,
     top_level_assignments,
     top_level_classes,
+    unparenthesized,
     walk_code,
 )
 from extractors.parsing.python_ts import node_text, parse_tree
@@ -344,8 +345,9 @@ def kv_head_fallback(text: str, path: str, class_name: str) -> list[KvHeadFallba
             paths=[path],
             anchor=f"{symbol}: final return / default_factory",
         )
+    fallback = unparenthesized(fallback)
     if isinstance(fallback, cst.Name) and fallback.value in describer.env:
-        fallback = describer.env[fallback.value]
+        fallback = unparenthesized(describer.env[fallback.value])
     if isinstance(fallback, cst.Attribute) and describer.code(fallback.value) == "self":
         words = describer.describe(cst.Call(func=fallback))  # a bound method used as a factory
         key = _method_return_key(describer, fallback.attr.value)

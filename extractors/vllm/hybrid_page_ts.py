@@ -8,8 +8,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_cst import compact_text
-from extractors.parsing.python_ts import node_text
+from extractors.parsing.python_ts import code_of, node_text
 from extractors.vllm.records import HybridPageRule
 from extractors.vllm.ts_nodes import (
     arguments,
@@ -26,7 +25,7 @@ Bindings = dict[str, Node]
 
 
 def _compact(node: Node) -> str:
-    return compact_text(node_text(node))
+    return code_of(node)
 
 
 def _attribute_name(node: Node) -> str | None:

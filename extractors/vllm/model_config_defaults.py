@@ -8,8 +8,7 @@ import re
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_cst import compact_text
-from extractors.parsing.python_ts import node_text, parse_python, parse_tree
+from extractors.parsing.python_ts import code_of, node_text, parse_python, parse_tree
 from extractors.records import ExtractionWarning, warning
 from extractors.vllm.records import MambaSsmDtypeDefault
 from extractors.vllm.ts_nodes import (
@@ -126,9 +125,8 @@ def _text(node: Node) -> str:
 
 
 def _ts_code(node: Node) -> str:
-    """The node's code on one line (python_cst.compact_text): line breaks and the blanks of
-    comments the tree no longer has are not code."""
-    return compact_text(node_text(node))
+    """The node's code as one canonical line, brackets around it dropped (python_ts.code_of)."""
+    return code_of(unparenthesize(node))
 
 
 def _ts_sets_target(method: Node) -> bool:
