@@ -175,8 +175,26 @@ def extra_parentheses(text: str) -> str:
     return "".join(out)
 
 
-KEYWORDS_BEFORE_BRACKET = {"if", "elif", "while", "return", "in", "and", "or", "not", "assert",
-                           "yield", "await", "else", "for", "with", "lambda", "is", "del", "print"}
+KEYWORDS_BEFORE_BRACKET = {
+    "if",
+    "elif",
+    "while",
+    "return",
+    "in",
+    "and",
+    "or",
+    "not",
+    "assert",
+    "yield",
+    "await",
+    "else",
+    "for",
+    "with",
+    "lambda",
+    "is",
+    "del",
+    "print",
+}
 
 
 def trailing_commas(text: str) -> str:
@@ -367,7 +385,9 @@ class _Normalized(ast.NodeTransformer):
                     )
                     continue
                 if isinstance(statement, ast.ImportFrom):
-                    statement.names = sorted(statement.names, key=lambda a: (a.name, a.asname or ""))
+                    statement.names = sorted(
+                        statement.names, key=lambda a: (a.name, a.asname or "")
+                    )
                 merged.append(statement)
             node.body = merged
         return node
