@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from apron.config import load_config, load_sample, sample_names
 from apron.errors import ApronInputError
-from apron.plan import KV_DTYPES, plan
+from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, plan
 
 app = typer.Typer(
     add_completion=False,
@@ -39,7 +39,10 @@ ContextOpt = Annotated[
     typer.Option(
         "--context",
         "-c",
-        help="Context length in tokens. Default: the config's max_position_embeddings.",
+        "--max-model-len",
+        "--context-length",
+        help="Context length in tokens (vLLM --max-model-len, SGLang --context-length). "
+        "Default: the model's maximum as vLLM derives it.",
         show_default=False,
     ),
 ]
@@ -47,11 +50,18 @@ DtypeOpt = Annotated[
     str,
     typer.Option(
         "--kv-dtype",
+        "--kv-cache-dtype",
         help=f"KV cache dtype: {', '.join(KV_DTYPES)}, or auto (what each engine picks from the "
-        "checkpoint: its dtype and quantization config).",
+        "checkpoint: its dtype and quantization config); vLLM's names "
+        f"{', '.join(ENGINE_KV_DTYPE_NAMES)} work too.",
     ),
 ]
-BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")]
+BatchOpt = Annotated[
+    int,
+    typer.Option(
+        "--batch", "-b", "--max-num-seqs", help="Concurrent sequences (vLLM --max-num-seqs)."
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the plan as JSON (pydantic model).")]
 SampleOpt = Annotated[
     str | None,
@@ -65,7 +75,13 @@ SampleOpt = Annotated[
 
 TpOpt = Annotated[
     int,
-    typer.Option("--tp", help="Tensor-parallel size: engine figures become one GPU's share."),
+    typer.Option(
+        "--tp",
+        "--tensor-parallel-size",
+        "-tp",
+        help="Tensor-parallel size (vLLM/SGLang --tensor-parallel-size): engine figures become "
+        "one GPU's share.",
+    ),
 ]
 GpuMemoryOpt = Annotated[
     str | None,
@@ -80,6 +96,7 @@ FractionOpt = Annotated[
     typer.Option(
         "--memory-fraction",
         "--gpu-memory-utilization",
+        "--mem-fraction-static",
         help="Fraction of GPU memory the engine may use (vLLM/SGLang --gpu-memory-utilization / "
         "--mem-fraction-static). Default: each engine's extracted default.",
         show_default=False,

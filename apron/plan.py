@@ -42,6 +42,9 @@ from apron.support import support
 
 KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 AUTO_KV_DTYPE = "auto"  # each engine resolves it from the checkpoint (apron.kv_dtype)
+# vLLM's --kv-cache-dtype spellings (vllm/config/cache.py CacheDType) -> KV_DTYPES names: both
+# fp8 formats store 1 byte per element, the only property apron's figures use
+ENGINE_KV_DTYPE_NAMES = {"bfloat16": "bf16", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
 AUTO_PLACEHOLDER = "bf16"  # computes state figures when no engine resolves auto; KV blanked
 CONTEXT_KEYS = ("max_position_embeddings",)
 
@@ -67,6 +70,17 @@ def ssm_cache_dtype(model: ModelConfig, vllm: EngineConstraints | None) -> tuple
     return "", ""
 
 
+def canonical_kv_dtype(kv_dtype: str) -> str:
+    """A KV_DTYPES name or auto, from apron's or vLLM's spelling (bfloat16, fp8_e4m3, ...)."""
+    name = ENGINE_KV_DTYPE_NAMES.get(kv_dtype, kv_dtype)
+    if name not in KV_DTYPES and name != AUTO_KV_DTYPE:
+        raise ApronInputError(
+            f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE} "
+            f"(or vLLM's {', '.join(ENGINE_KV_DTYPE_NAMES)})"
+        )
+    return name
+
+
 def make_request(
     model: ModelConfig,
     context: int | None,
@@ -75,10 +89,9 @@ def make_request(
     vllm: EngineConstraints | None = None,
 ) -> Request:
     """Validate the options; a context of None means vLLM's derived maximum (when it has one)."""
-    if kv_dtype not in KV_DTYPES:
-        raise ApronInputError(
-            f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE}"
-        )
+    kv_dtype = canonical_kv_dtype(kv_dtype)
+    if kv_dtype not in KV_DTYPES:  # auto is resolved per engine before a request is made
+        raise ApronInputError(f"KV dtype {kv_dtype!r} needs an engine to resolve it")
     if context is not None and context <= 0:
         raise ApronInputError(f"context must be a positive number of tokens, got {context}")
     if batch <= 0:
@@ -505,6 +518,7 @@ def plan(
     model = config if isinstance(config, ModelConfig) else load_config(config)
     cs = constraints if constraints is not None else load_constraints()
     vllm = cs.get("vllm")
+    kv_dtype = canonical_kv_dtype(kv_dtype)
     auto = kv_dtype == AUTO_KV_DTYPE
     request = make_request(model, context, AUTO_PLACEHOLDER if auto else kv_dtype, batch, vllm)
     if tp <= 0:
