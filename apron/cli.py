@@ -18,6 +18,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Mechanism-aware KV-cache predictions from a Hugging Face config.json, "
     "driven by the generated engine constraints.",
 )
@@ -25,8 +26,27 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 out_console = Console(highlight=False)
 
 
+def print_version(value: bool) -> None:
+    if value:
+        from apron.version import version
+
+        typer.echo(f"apron {version()}")
+        raise typer.Exit()
+
+
+VersionOpt = Annotated[
+    bool,
+    typer.Option(
+        "--version",
+        callback=print_version,
+        is_eager=True,
+        help="Print the version and exit.",
+    ),
+]
+
+
 @app.callback()
-def main_callback() -> None:
+def main_callback(_version: VersionOpt = False) -> None:
     """apron: every figure is a prediction that cites the engine commits it used."""
 
 

@@ -17,6 +17,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Extract serving-engine constraints at pinned commits into generated/.",
 )
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -47,6 +48,25 @@ SourceOpt = Annotated[
 ]
 RootOpt = Annotated[
     Path | None, typer.Option("--root", help="Project checkout (holds pins/ and generated/).")
+]
+
+
+def print_version(value: bool) -> None:
+    if value:
+        from apron.version import version
+
+        typer.echo(f"extract {version()}")
+        raise typer.Exit()
+
+
+VersionOpt = Annotated[
+    bool,
+    typer.Option(
+        "--version",
+        callback=print_version,
+        is_eager=True,
+        help="Print the version and exit.",
+    ),
 ]
 
 
@@ -113,6 +133,7 @@ def extract(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Extract and report; write nothing.")
     ] = False,
+    _version: VersionOpt = False,
 ) -> None:
     """Extract one engine at a commit (default: its pin) and write generated/<engine>/."""
     if ctx.invoked_subcommand is not None:
