@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
+from decimal import Decimal
 from typing import Annotated
 
 import typer
@@ -12,7 +14,7 @@ from rich.markup import escape
 
 from apron.config import load_config, load_sample, sample_names
 from apron.errors import ApronInputError
-from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, plan
+from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, PARAM_DTYPE_BITS, plan
 
 app = typer.Typer(
     add_completion=False,
@@ -134,6 +136,61 @@ WeightsOpt = Annotated[
     ),
 ]
 
+WeightsBytesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--weights-bytes",
+        help="Weights size without a checkpoint: bytes (16060522496) or with a unit (15GiB).",
+        show_default=False,
+    ),
+]
+ParamsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--params",
+        help="Parameter count without a checkpoint (8030261248, 8.03B, 70B); with --weights-dtype.",
+        show_default=False,
+    ),
+]
+WeightsDtypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--weights-dtype",
+        help=f"Bytes per parameter for --params: {', '.join(PARAM_DTYPE_BITS)}.",
+        show_default=False,
+    ),
+]
+_COUNT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmbt]?)\s*", re.IGNORECASE)
+COUNT_UNITS = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+
+
+def parse_weights_bytes(text: str) -> int:
+    """'16060522496' -> that many bytes; '15GiB' / '16GB' as --gpu-memory reads them."""
+    if text.strip().isdigit():
+        return int(text)
+    from apron.capacity import parse_memory
+
+    try:
+        return parse_memory(text)
+    except ApronInputError:
+        raise ApronInputError(
+            f"--weights-bytes {text!r}: give a number of bytes, or a number and a unit "
+            "(15GiB, 16GB)"
+        ) from None
+
+
+def parse_params(text: str) -> int:
+    """'8030261248' / '8.03B' / '70b' / '1.5T' -> a whole parameter count (K, M, B, T decimal)."""
+    found = _COUNT.fullmatch(text)
+    count = (
+        Decimal(found.group(1)) * COUNT_UNITS[found.group(2).lower()] if found else Decimal("0.5")
+    )
+    if count != count.to_integral_value():
+        raise ApronInputError(
+            f"--params {text!r}: give a whole number of parameters, e.g. 8030261248, 8.03B or 70B"
+        )
+    return int(count)
+
 
 def fail(message: str) -> None:
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
@@ -153,11 +210,23 @@ def plan_command(
     memory_fraction: FractionOpt = None,
     verbose: VerboseOpt = False,
     weights: WeightsOpt = None,
+    weights_bytes: WeightsBytesOpt = None,
+    params: ParamsOpt = None,
+    weights_dtype: WeightsDtypeOpt = None,
 ) -> None:
     """Predict KV-cache bytes per engine for one config; with --tp and --gpu-memory, per GPU
     and how many tokens and sequences fit."""
     result = _plan(
-        config, sample, context, kv_dtype, batch, tp, gpu_memory, memory_fraction, weights
+        config,
+        sample,
+        context,
+        kv_dtype,
+        batch,
+        tp,
+        gpu_memory,
+        memory_fraction,
+        weights,
+        (weights_bytes, params, weights_dtype),
     )
     if json_output:
         from apron.json_model import plan_json
@@ -169,7 +238,18 @@ def plan_command(
     render(result, out_console, verbose=verbose)
 
 
-def _plan(config, sample, context, kv_dtype, batch, tp, gpu_memory, memory_fraction, weights):
+def _plan(
+    config,
+    sample,
+    context,
+    kv_dtype,
+    batch,
+    tp,
+    gpu_memory,
+    memory_fraction,
+    weights,
+    given=(None, None, None),
+):
     if (config is None) == (sample is None):
         fail(
             "give a CONFIG path or --sample NAME (one of them); samples: "
@@ -179,6 +259,12 @@ def _plan(config, sample, context, kv_dtype, batch, tp, gpu_memory, memory_fract
         from apron.capacity import parse_memory
 
         memory = parse_memory(gpu_memory) if gpu_memory is not None else None
+        weights_bytes, params, weights_dtype = given
+        if weights is not None and (weights_bytes is not None or params is not None):
+            raise ApronInputError(
+                "give --weights DIR or --weights-bytes / --params, not both: the figure given "
+                "replaces the checkpoint's"
+            )
         model = load_sample(sample) if sample is not None else load_config(config)  # type: ignore[arg-type]
         return plan(
             model,
@@ -189,6 +275,9 @@ def _plan(config, sample, context, kv_dtype, batch, tp, gpu_memory, memory_fract
             gpu_memory=memory,
             memory_fraction=memory_fraction,
             model_dir=weights,
+            weights_bytes=parse_weights_bytes(weights_bytes) if weights_bytes is not None else None,
+            params=parse_params(params) if params is not None else None,
+            weights_dtype=weights_dtype,
         )
     except ApronInputError as err:
         fail(str(err))

@@ -360,6 +360,54 @@ def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
     )
 
 
+# bits per parameter of the --weights-dtype names: a parameter count times this is the weights
+PARAM_DTYPE_BITS = {
+    "fp32": 32,
+    "float32": 32,
+    "bf16": 16,
+    "bfloat16": 16,
+    "fp16": 16,
+    "float16": 16,
+    "fp8": 8,
+    "int8": 8,
+    "fp4": 4,
+    "int4": 4,
+}
+
+
+def given_weights(
+    weights_bytes: int | None, params: int | None, weights_dtype: str | None
+) -> Weights | None:
+    """The weights figure given instead of a checkpoint: --weights-bytes, or --params times the
+    bytes of --weights-dtype; None when neither is given."""
+    if weights_bytes is not None and params is not None:
+        raise ApronInputError("give --weights-bytes or --params, not both")
+    if weights_dtype is not None and params is None:
+        raise ApronInputError("--weights-dtype goes with --params (the parameter count)")
+    if weights_bytes is not None:
+        if weights_bytes <= 0:
+            raise ApronInputError(f"--weights-bytes must be more than 0, got {weights_bytes:,}")
+        return Weights(weights_bytes, (), "--weights-bytes", "", ())
+    if params is None:
+        return None
+    if params <= 0:
+        raise ApronInputError(f"--params must be more than 0, got {params:,}")
+    if weights_dtype is None or weights_dtype not in PARAM_DTYPE_BITS:
+        given = "none" if weights_dtype is None else repr(weights_dtype)
+        raise ApronInputError(
+            f"--params needs --weights-dtype (got {given}): one of {', '.join(PARAM_DTYPE_BITS)}"
+        )
+    bits = PARAM_DTYPE_BITS[weights_dtype]
+    total = -(-params * bits // 8)
+    return Weights(
+        total,
+        (),
+        f"--params {params:,} x {bits} bits ({weights_dtype})",
+        "",
+        (f"weights = ceil({params:,} parameters x {bits} / 8) = {total:,} B",),
+    )
+
+
 def _full_context_note(why: str, figures: MechanismResult, request: Request) -> str:
     if figures.kv_bytes_per_token is None:
         return why
@@ -507,12 +555,17 @@ def plan(
     gpu_memory: int | None = None,
     memory_fraction: float | None = None,
     model_dir: str | Path | None = None,
+    weights_bytes: int | None = None,
+    params: int | None = None,
+    weights_dtype: str | None = None,
 ) -> Plan:
     """A labelled prediction for one config, citing the engine commits whose rules it used.
 
     tp: tensor-parallel size (engine figures become one GPU's share); gpu_memory: bytes per GPU
     (adds what fits per engine); memory_fraction: overrides every engine's default fraction;
-    model_dir: where the checkpoint's safetensors are (default: the config's directory).
+    model_dir: where the checkpoint's safetensors are (default: the config's directory);
+    weights_bytes, or params with weights_dtype (PARAM_DTYPE_BITS): the weights figure without
+    a checkpoint (it replaces what model_dir holds).
     kv_dtype "auto" is resolved per engine from the checkpoint (its quantization config, or
     hf_quant_config.json in model_dir, default the directory of the config.json read)."""
     model = config if isinstance(config, ModelConfig) else load_config(config)
@@ -530,7 +583,9 @@ def plan(
             f"--memory-fraction must be more than 0 and at most 1, got {memory_fraction:g}"
         )
     directory = _checkpoint_dir(model, model_dir)
-    weights = checkpoint_weights(model, directory)
+    weights = given_weights(weights_bytes, params, weights_dtype) or checkpoint_weights(
+        model, directory
+    )
     serving = Serving(tp, gpu_memory, memory_fraction, weights)
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
