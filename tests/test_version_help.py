@@ -42,9 +42,10 @@ def test_version_flag(app, name):
 @pytest.mark.parametrize(
     ("app", "args", "usage"),
     [
-        (apron_app, ["-h"], "Usage: apron [OPTIONS] COMMAND [ARGS]..."),
-        (apron_app, ["plan", "-h"], "Usage: apron plan [OPTIONS] [config]"),
-        (extract_app, ["-h"], "Usage: extract [OPTIONS] COMMAND [ARGS]..."),
+        # what follows [OPTIONS] differs between typer versions
+        (apron_app, ["-h"], "Usage: apron [OPTIONS]"),
+        (apron_app, ["plan", "-h"], "Usage: apron plan [OPTIONS]"),
+        (extract_app, ["-h"], "Usage: extract [OPTIONS]"),
         (extract_app, ["support", "-h"], "Usage: extract support [OPTIONS]"),
     ],
 )
@@ -52,3 +53,4 @@ def test_short_help(app, args, usage):
     result = runner.invoke(app, args, prog_name=usage.split()[1])
     assert result.exit_code == 0, result.output
     assert usage in result.stdout
+    assert "Show this message and exit." in result.stdout
