@@ -61,10 +61,8 @@ ContextOpt = Annotated[
     typer.Option(
         "--context",
         "-c",
-        "--max-model-len",
-        "--context-length",
-        help="Context length in tokens (vLLM --max-model-len, SGLang --context-length). "
-        "Default: the model's maximum as vLLM derives it.",
+        help="Context length in tokens (also vLLM's --max-model-len, SGLang's "
+        "--context-length). Default: the model's maximum as vLLM derives it.",
         show_default=False,
     ),
 ]
@@ -72,17 +70,15 @@ DtypeOpt = Annotated[
     str,
     typer.Option(
         "--kv-dtype",
-        "--kv-cache-dtype",
-        help=f"KV cache dtype: {', '.join(KV_DTYPES)}, or auto (what each engine picks from the "
+        help="(Also --kv-cache-dtype.) "
+        + f"KV cache dtype: {', '.join(KV_DTYPES)}, or auto (what each engine picks from the "
         "checkpoint: its dtype and quantization config); vLLM's names "
         f"{', '.join(ENGINE_KV_DTYPE_NAMES)} work too.",
     ),
 ]
 BatchOpt = Annotated[
     int,
-    typer.Option(
-        "--batch", "-b", "--max-num-seqs", help="Concurrent sequences (vLLM --max-num-seqs)."
-    ),
+    typer.Option("--batch", "-b", help="Concurrent sequences (also vLLM's --max-num-seqs)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the plan as JSON (pydantic model).")]
 SampleOpt = Annotated[
@@ -99,10 +95,8 @@ TpOpt = Annotated[
     int,
     typer.Option(
         "--tp",
-        "--tensor-parallel-size",
-        "-tp",
-        help="Tensor-parallel size (vLLM/SGLang --tensor-parallel-size): engine figures become "
-        "one GPU's share.",
+        help="Tensor-parallel size (also --tensor-parallel-size and -tp, as in vLLM and "
+        "SGLang): engine figures become one GPU's share.",
     ),
 ]
 GpuMemoryOpt = Annotated[
@@ -117,10 +111,8 @@ FractionOpt = Annotated[
     float | None,
     typer.Option(
         "--memory-fraction",
-        "--gpu-memory-utilization",
-        "--mem-fraction-static",
-        help="Fraction of GPU memory the engine may use (vLLM/SGLang --gpu-memory-utilization / "
-        "--mem-fraction-static). Default: each engine's extracted default.",
+        help="Fraction of GPU memory the engine may use (also vLLM's --gpu-memory-utilization, "
+        "SGLang's --mem-fraction-static). Default: each engine's extracted default.",
         show_default=False,
     ),
 ]
@@ -192,6 +184,33 @@ def parse_params(text: str) -> int:
     return int(count)
 
 
+# The engines' own flag names: hidden, so that the help's option column stays narrow enough to
+# show every name whole; each option's help names its aliases.
+MaxModelLenOpt = Annotated[
+    int | None, typer.Option("--max-model-len", "--context-length", hidden=True)
+]
+KvCacheDtypeOpt = Annotated[str | None, typer.Option("--kv-cache-dtype", hidden=True)]
+MaxNumSeqsOpt = Annotated[int | None, typer.Option("--max-num-seqs", hidden=True)]
+TensorParallelOpt = Annotated[
+    int | None, typer.Option("--tensor-parallel-size", "-tp", hidden=True)
+]
+FractionAliasOpt = Annotated[
+    float | None,
+    typer.Option("--gpu-memory-utilization", "--mem-fraction-static", hidden=True),
+]
+
+
+def aliased(ctx: typer.Context, name: str, value, alias_value, alias: str):
+    """The option's value, or its engine-named alias's; both given and different is an error."""
+    if alias_value is None:
+        return value
+    source = ctx.get_parameter_source(name)  # by name: typer may carry its own click
+    given = source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+    if given and value != alias_value:
+        fail(f"--{name.replace('_', '-')} {value} and {alias} {alias_value} disagree; give one")
+    return alias_value
+
+
 def fail(message: str) -> None:
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
     raise typer.Exit(ApronInputError.exit_code)
@@ -199,6 +218,7 @@ def fail(message: str) -> None:
 
 @app.command("plan")
 def plan_command(
+    ctx: typer.Context,
     config: ConfigArg = None,
     context: ContextOpt = None,
     kv_dtype: DtypeOpt = "bf16",
@@ -213,9 +233,21 @@ def plan_command(
     weights_bytes: WeightsBytesOpt = None,
     params: ParamsOpt = None,
     weights_dtype: WeightsDtypeOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    kv_cache_dtype: KvCacheDtypeOpt = None,
+    max_num_seqs: MaxNumSeqsOpt = None,
+    tensor_parallel_size: TensorParallelOpt = None,
+    gpu_memory_utilization: FractionAliasOpt = None,
 ) -> None:
     """Predict KV-cache bytes per engine for one config; with --tp and --gpu-memory, per GPU
     and how many tokens and sequences fit."""
+    context = aliased(ctx, "context", context, max_model_len, "--max-model-len")
+    kv_dtype = aliased(ctx, "kv_dtype", kv_dtype, kv_cache_dtype, "--kv-cache-dtype")
+    batch = aliased(ctx, "batch", batch, max_num_seqs, "--max-num-seqs")
+    tp = aliased(ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size")
+    memory_fraction = aliased(
+        ctx, "memory_fraction", memory_fraction, gpu_memory_utilization, "--gpu-memory-utilization"
+    )
     result = _plan(
         config,
         sample,

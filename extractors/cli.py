@@ -43,7 +43,7 @@ SourceOpt = Annotated[
         "--source",
         "-s",
         help="https:// or file:// URL or local path of the engine repository. "
-        "Default: $APRON_SOURCE_<ENGINE>, else the pin's URL.",
+        "Default: $APRON_SOURCE_VLLM (the engine id in capitals), else the pin's URL.",
     ),
 ]
 RootOpt = Annotated[

@@ -95,3 +95,11 @@ def test_unknown_vllm_style_dtype_names_the_spellings():
     assert "bfloat16, fp8_e4m3, fp8_e5m2" in message
     with pytest.raises(ApronInputError, match="unknown KV dtype 'fp4'"):
         plan({"model_type": "llama"}, kv_dtype="fp4")
+
+
+def test_an_option_and_its_engine_name_must_agree():
+    result = runner.invoke(app, ["plan", "--sample", "llama-3.1-8b", "--tp", "2", "-tp", "4"])
+    assert result.exit_code == 2
+    assert "--tp 2 and --tensor-parallel-size 4 disagree; give one" in result.stderr
+    same = plan_json("--sample", "llama-3.1-8b", "--context", "64", "--max-model-len", "64")
+    assert same["request"]["context"] == 64
