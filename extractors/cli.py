@@ -466,11 +466,12 @@ def history_command(
     if releases is not None and releases.shown:
         columns.insert(4, "releases that had it")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, no_wrap=column == "item")  # an item is never split
     for row in table_rows(history, releases):
         table.add_row(*row)
-    # a pipe or a file gets the whole table, not one cut to 80 columns
-    console = out_console if out_console.is_terminal else Console(highlight=False, width=240)
+    # the terminal's width; a pipe or a file 80 columns, or $COLUMNS (rich's Console default):
+    # cells wrap at spaces, nothing is cut
+    console = Console(highlight=False, soft_wrap=True)  # soft wrap: the lines after it
     console.print(table)
     for span, count, reason in unsupported_runs(history):
         console.print(f"{span} ({count} commit{'s' if count != 1 else ''}): {reason}", markup=False)
