@@ -322,14 +322,21 @@ OutOpt = Annotated[str, typer.Option("--out", "-o", help="Image to write: .png o
 
 @app.command("plot")
 def plot_command(
+    ctx: typer.Context,
     config: ConfigArg = None,
     out: OutOpt = "kv.png",
     context: ContextOpt = None,
     kv_dtype: DtypeOpt = "bf16",
     sample: SampleOpt = None,
     tp: TpOpt = 1,
+    max_model_len: MaxModelLenOpt = None,
+    kv_cache_dtype: KvCacheDtypeOpt = None,
+    tensor_parallel_size: TensorParallelOpt = None,
 ) -> None:
     """Plot KV bytes against context for each engine, with the naive figure beside it."""
+    context = aliased(ctx, "context", context, max_model_len, "--max-model-len")
+    kv_dtype = aliased(ctx, "kv_dtype", kv_dtype, kv_cache_dtype, "--kv-cache-dtype")
+    tp = aliased(ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size")
     from apron.plot import contexts_up_to, kv_curves, plans_for_plot, write_plot
 
     first = _plan(config, sample, context, kv_dtype, 1, tp, None, None, None)

@@ -103,3 +103,16 @@ def test_an_option_and_its_engine_name_must_agree():
     assert "--tp 2 and --tensor-parallel-size 4 disagree; give one" in result.stderr
     same = plan_json("--sample", "llama-3.1-8b", "--context", "64", "--max-model-len", "64")
     assert same["request"]["context"] == 64
+
+
+def test_plot_takes_the_engine_names_too(tmp_path):
+    args = ["plot", "--sample", "llama-3.1-8b", "--max-model-len", "4096"]
+    args += ["--kv-cache-dtype", "fp8_e4m3", "-tp", "2", "--out", str(tmp_path / "kv.jpg")]
+    result = runner.invoke(app, args)  # parsed; then the format is refused (no matplotlib needed)
+    assert result.exit_code == 2
+    assert "give a .png or .svg" in " ".join(result.stderr.split())
+    clash = runner.invoke(
+        app, ["plot", "--sample", "llama-3.1-8b", "-c", "10", "--max-model-len", "20"]
+    )
+    assert clash.exit_code == 2
+    assert "--context 10 and --max-model-len 20 disagree; give one" in clash.stderr
