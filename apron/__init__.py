@@ -10,14 +10,16 @@ The public API is the names in `__all__`:
   loader; `ConstraintSet.get(engine)` is an `EngineConstraints` (engine, commit, commit_date,
   upstream, facts: fact name -> rows) or None when that engine has no generation.
 - `plan(config, *, context=None, kv_dtype="bf16", batch=1, constraints=None, tp=1,
-  gpu_memory=None, memory_fraction=None, model_dir=None) -> Plan`: the labelled prediction for
+  gpu_memory=None, memory_fraction=None, model_dir=None, weights_bytes=None, params=None,
+  weights_dtype=None) -> Plan`: the labelled prediction for
   one Hugging Face config (a dict, a path to config.json or a model directory, or a
   `ModelConfig`); `Plan.prediction` holds the figures, `Plan.engines` what each engine would do
   at its pinned commit (with `gpu`, its per-GPU share at `tp`, and `capacity`, what fits in
   `gpu_memory` bytes), `Plan.weights` the checkpoint's weight bytes, `Plan.support` which
   engines register the architecture. `kv_dtype="auto"` takes each engine's own choice from
   the checkpoint (its dtype and quantization config; `apron.kv_dtype`), read from `model_dir`
-  or the config's directory.
+  or the config's directory. `weights_bytes`, or `params` with `weights_dtype`, give the weights
+  figure for the capacity without a checkpoint.
 - `load_config`, `load_sample`, `sample_names`, `ModelConfig`: reading configs.
 - `ApronInputError` (unreadable input) and `ConstraintsError` (a generated module that does not
   match its schema).

@@ -305,12 +305,15 @@ def _from_path(path: Path) -> ModelConfig:
 
 
 def load_config(source: str | Path | Mapping[str, Any], name: str | None = None) -> ModelConfig:
-    """A ModelConfig from a path (file or directory) or an already-parsed dict."""
+    """A ModelConfig from a path (file or directory), a model id ORG/NAME[@REV] or a cache folder
+    models--ORG--NAME in the local Hugging Face cache (apron.hf_cache), or a parsed dict."""
     if isinstance(source, Mapping):
         if _is_adapter(source):
             raise ApronInputError(_adapter_message(Path(name or "<dict>"), source))
         return ModelConfig(source, name or "<dict>")
-    return _from_path(Path(source))
+    from apron import hf_cache
+
+    return _from_path(hf_cache.resolve(source))
 
 
 def sample_names() -> tuple[str, ...]:

@@ -42,6 +42,9 @@ from apron.support import support
 
 KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 AUTO_KV_DTYPE = "auto"  # each engine resolves it from the checkpoint (apron.kv_dtype)
+# vLLM's --kv-cache-dtype spellings (vllm/config/cache.py CacheDType) -> KV_DTYPES names: both
+# fp8 formats store 1 byte per element, the only property apron's figures use
+ENGINE_KV_DTYPE_NAMES = {"bfloat16": "bf16", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
 AUTO_PLACEHOLDER = "bf16"  # computes state figures when no engine resolves auto; KV blanked
 CONTEXT_KEYS = ("max_position_embeddings",)
 
@@ -67,6 +70,17 @@ def ssm_cache_dtype(model: ModelConfig, vllm: EngineConstraints | None) -> tuple
     return "", ""
 
 
+def canonical_kv_dtype(kv_dtype: str) -> str:
+    """A KV_DTYPES name or auto, from apron's or vLLM's spelling (bfloat16, fp8_e4m3, ...)."""
+    name = ENGINE_KV_DTYPE_NAMES.get(kv_dtype, kv_dtype)
+    if name not in KV_DTYPES and name != AUTO_KV_DTYPE:
+        raise ApronInputError(
+            f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE} "
+            f"(or vLLM's {', '.join(ENGINE_KV_DTYPE_NAMES)})"
+        )
+    return name
+
+
 def make_request(
     model: ModelConfig,
     context: int | None,
@@ -75,10 +89,9 @@ def make_request(
     vllm: EngineConstraints | None = None,
 ) -> Request:
     """Validate the options; a context of None means vLLM's derived maximum (when it has one)."""
-    if kv_dtype not in KV_DTYPES:
-        raise ApronInputError(
-            f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE}"
-        )
+    kv_dtype = canonical_kv_dtype(kv_dtype)
+    if kv_dtype not in KV_DTYPES:  # auto is resolved per engine before a request is made
+        raise ApronInputError(f"KV dtype {kv_dtype!r} needs an engine to resolve it")
     if context is not None and context <= 0:
         raise ApronInputError(f"context must be a positive number of tokens, got {context}")
     if batch <= 0:
@@ -347,6 +360,54 @@ def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
     )
 
 
+# bits per parameter of the --weights-dtype names: a parameter count times this is the weights
+PARAM_DTYPE_BITS = {
+    "fp32": 32,
+    "float32": 32,
+    "bf16": 16,
+    "bfloat16": 16,
+    "fp16": 16,
+    "float16": 16,
+    "fp8": 8,
+    "int8": 8,
+    "fp4": 4,
+    "int4": 4,
+}
+
+
+def given_weights(
+    weights_bytes: int | None, params: int | None, weights_dtype: str | None
+) -> Weights | None:
+    """The weights figure given instead of a checkpoint: --weights-bytes, or --params times the
+    bytes of --weights-dtype; None when neither is given."""
+    if weights_bytes is not None and params is not None:
+        raise ApronInputError("give --weights-bytes or --params, not both")
+    if weights_dtype is not None and params is None:
+        raise ApronInputError("--weights-dtype goes with --params (the parameter count)")
+    if weights_bytes is not None:
+        if weights_bytes <= 0:
+            raise ApronInputError(f"--weights-bytes must be more than 0, got {weights_bytes:,}")
+        return Weights(weights_bytes, (), "--weights-bytes", "", ())
+    if params is None:
+        return None
+    if params <= 0:
+        raise ApronInputError(f"--params must be more than 0, got {params:,}")
+    if weights_dtype is None or weights_dtype not in PARAM_DTYPE_BITS:
+        given = "none" if weights_dtype is None else repr(weights_dtype)
+        raise ApronInputError(
+            f"--params needs --weights-dtype (got {given}): one of {', '.join(PARAM_DTYPE_BITS)}"
+        )
+    bits = PARAM_DTYPE_BITS[weights_dtype]
+    total = -(-params * bits // 8)
+    return Weights(
+        total,
+        (),
+        f"--params {params:,} x {bits} bits ({weights_dtype})",
+        "",
+        (f"weights = ceil({params:,} parameters x {bits} / 8) = {total:,} B",),
+    )
+
+
 def _full_context_note(why: str, figures: MechanismResult, request: Request) -> str:
     if figures.kv_bytes_per_token is None:
         return why
@@ -494,17 +555,23 @@ def plan(
     gpu_memory: int | None = None,
     memory_fraction: float | None = None,
     model_dir: str | Path | None = None,
+    weights_bytes: int | None = None,
+    params: int | None = None,
+    weights_dtype: str | None = None,
 ) -> Plan:
     """A labelled prediction for one config, citing the engine commits whose rules it used.
 
     tp: tensor-parallel size (engine figures become one GPU's share); gpu_memory: bytes per GPU
     (adds what fits per engine); memory_fraction: overrides every engine's default fraction;
-    model_dir: where the checkpoint's safetensors are (default: the config's directory).
+    model_dir: where the checkpoint's safetensors are (default: the config's directory);
+    weights_bytes, or params with weights_dtype (PARAM_DTYPE_BITS): the weights figure without
+    a checkpoint (it replaces what model_dir holds).
     kv_dtype "auto" is resolved per engine from the checkpoint (its quantization config, or
     hf_quant_config.json in model_dir, default the directory of the config.json read)."""
     model = config if isinstance(config, ModelConfig) else load_config(config)
     cs = constraints if constraints is not None else load_constraints()
     vllm = cs.get("vllm")
+    kv_dtype = canonical_kv_dtype(kv_dtype)
     auto = kv_dtype == AUTO_KV_DTYPE
     request = make_request(model, context, AUTO_PLACEHOLDER if auto else kv_dtype, batch, vllm)
     if tp <= 0:
@@ -516,7 +583,9 @@ def plan(
             f"--memory-fraction must be more than 0 and at most 1, got {memory_fraction:g}"
         )
     directory = _checkpoint_dir(model, model_dir)
-    weights = checkpoint_weights(model, directory)
+    weights = given_weights(weights_bytes, params, weights_dtype) or checkpoint_weights(
+        model, directory
+    )
     serving = Serving(tp, gpu_memory, memory_fraction, weights)
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}

@@ -111,7 +111,17 @@ def _whole_model(plan: Plan, width: int) -> list[str]:
             parts.append(f"naive {short_bytes(p.naive_kv_bytes_at_context)}")
     state = p.state_bytes_per_sequence
     parts.append("no state" if state == 0 else f"state {short_bytes(state)}/sequence")
-    return wrap("whole model: " + ", ".join(parts), width)
+    lines = wrap("whole model: " + ", ".join(parts), width)
+    if r.batch > 1:
+        total = plan.total_bytes_for_batch
+        what = "KV + state" if state else "KV"
+        text = (
+            f"batch {r.batch:,}: {what} {short_bytes(total)} in total"
+            if total is not None
+            else f"batch {r.batch:,}: total unknown (give --context)"
+        )
+        lines += wrap(text, width, "  ", "  ")
+    return lines
 
 
 def _unknown_reason(view: EngineView) -> str:

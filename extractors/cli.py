@@ -17,6 +17,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Extract serving-engine constraints at pinned commits into generated/.",
 )
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -42,11 +43,30 @@ SourceOpt = Annotated[
         "--source",
         "-s",
         help="https:// or file:// URL or local path of the engine repository. "
-        "Default: $APRON_SOURCE_<ENGINE>, else the pin's URL.",
+        "Default: $APRON_SOURCE_VLLM (the engine id in capitals), else the pin's URL.",
     ),
 ]
 RootOpt = Annotated[
     Path | None, typer.Option("--root", help="Project checkout (holds pins/ and generated/).")
+]
+
+
+def print_version(value: bool) -> None:
+    if value:
+        from apron.version import version
+
+        typer.echo(f"extract {version()}")
+        raise typer.Exit()
+
+
+VersionOpt = Annotated[
+    bool,
+    typer.Option(
+        "--version",
+        callback=print_version,
+        is_eager=True,
+        help="Print the version and exit.",
+    ),
 ]
 
 
@@ -113,6 +133,7 @@ def extract(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Extract and report; write nothing.")
     ] = False,
+    _version: VersionOpt = False,
 ) -> None:
     """Extract one engine at a commit (default: its pin) and write generated/<engine>/."""
     if ctx.invoked_subcommand is not None:
@@ -455,11 +476,12 @@ def history_command(
     if releases is not None and releases.shown:
         columns.insert(4, "releases that had it")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, no_wrap=column == "item")  # an item is never split
     for row in table_rows(history, releases):
         table.add_row(*row)
-    # a pipe or a file gets the whole table, not one cut to 80 columns
-    console = out_console if out_console.is_terminal else Console(highlight=False, width=240)
+    # the terminal's width; a pipe or a file 80 columns, or $COLUMNS (rich's Console default):
+    # cells wrap at spaces, nothing is cut
+    console = Console(highlight=False, soft_wrap=True)  # soft wrap: the lines after it
     console.print(table)
     for span, count, reason in unsupported_runs(history):
         console.print(f"{span} ({count} commit{'s' if count != 1 else ''}): {reason}", markup=False)
@@ -499,12 +521,19 @@ def history_command(
 
 @app.command("support")
 def support_command(
-    engine: Annotated[
-        str, typer.Option("--engine", "-e", help="vllm, llamacpp, sglang or trtllm.")
-    ],
+    ctx: typer.Context,
     arch: Annotated[
         str, typer.Option("--arch", "-a", help="HF architecture, e.g. GptOssForCausalLM.")
     ],
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            "-e",
+            help="vllm, llamacpp, sglang or trtllm (also accepted before `support`).",
+            show_default=False,
+        ),
+    ] = None,
     release: Annotated[
         str | None, typer.Option("--release", "-r", help="A release tag of the source.")
     ] = None,
@@ -518,25 +547,41 @@ def support_command(
     Answers from the facts extracted at that commit. Exit codes: 0 yes; 1 no; 3 unknown (the
     registry fact cannot be read there: the reason names the paths tried); 2 any error
     (unknown tag or commit, source unavailable)."""
-    import json
 
     from extractors.engines import engine_by_id
     from extractors.factcache import FactCache
     from extractors.git import GitSource
     from extractors.pins import load_pin
-    from extractors.pipeline import source_for
-    from extractors.support import answer_support
+    from extractors.pipeline import current_facts, source_for
+    from extractors.support import answer_from_generated, answer_support
 
+    engine = _before_command(ctx, "engine", engine)
+    commit = _before_command(ctx, "commit", commit)
+    source = _before_command(ctx, "source", source)
+    root = _before_command(ctx, "root", root)
     try:
+        if engine is None:
+            raise UsageError("give --engine: vllm, llamacpp, sglang or trtllm")
         if release is not None and commit is not None:
             raise UsageError("give --release or --commit, not both")
         spec = engine_by_id(engine)
         pin = None
         try:
-            pin = load_pin(find_project(root).pins, spec.engine_id)
+            paths = find_project(root)
+            pin = load_pin(paths.pins, spec.engine_id)
         except ExtractionError:
             if commit is None and release is None:
                 raise
+        at_pin = pin is not None and release is None and commit in (None, pin.commit)
+        committed = None
+        if at_pin and source is None:
+            try:
+                committed = current_facts(paths, spec)
+            except ExtractionError:  # unreadable: extract from the source instead
+                committed = None
+        if committed is not None and pin is not None and committed.commit == pin.commit:
+            answer = answer_from_generated(spec, committed, arch)
+            _print_support(answer, as_json)
         with GitSource(spec.engine_id, source_for(spec, pin, source)) as git_source:
             answer = answer_support(
                 spec,
@@ -551,6 +596,19 @@ def support_command(
     except ExtractionError as err:
         fail(err)
         return
+    _print_support(answer, as_json)
+
+
+def _before_command(ctx: typer.Context, name: str, value):
+    """An option given before the command (`extract --engine vllm support`) when not after it."""
+    if value is None and ctx.parent is not None:
+        return ctx.parent.params.get(name)
+    return value
+
+
+def _print_support(answer, as_json: bool) -> None:
+    import json
+
     if as_json:
         print(json.dumps(answer.to_json(), indent=2))
     else:

@@ -216,3 +216,36 @@ def answer_support(
         notes=notes,
         unread=unread if answer == YES else {},
     )
+
+
+def answer_from_generated(
+    engine: EngineSpec, facts: EngineFacts, architecture: str
+) -> SupportAnswer:
+    """The answer at the pin from the committed generated/<engine>/ (what extracting the pin
+    writes, so no engine source is needed); a class fact it does not hold leaves only the
+    classes unknown."""
+    kind = registry_kind(engine)
+    held = {f.kind.name for f in facts.facts}
+    if kind.name not in held:
+        raise UsageError(
+            f"generated/{engine.engine_id} holds no {kind.name} fact: give --source (or "
+            f"APRON_SOURCE_{engine.engine_id.upper()}) to extract it"
+        )
+    unread = {
+        name: f"generated/{engine.engine_id} does not hold it"
+        for name in engine.support_facts
+        if name not in held
+    }
+    answer, fact, reason, classes, notes = decide(engine, facts, architecture)
+    return SupportAnswer(
+        engine=engine.engine_id,
+        architecture=architecture,
+        answer=answer,
+        commit=ResolvedCommit(facts.commit, facts.commit_date, ""),
+        release=None,
+        fact=fact,
+        reason=reason,
+        classes=classes,
+        notes=(*notes, f"from the committed generated/{engine.engine_id} at the pin (no source)"),
+        unread=unread if answer == YES else {},
+    )

@@ -246,8 +246,9 @@ def test_a_source_without_tags_says_so(make_repo, tmp_path):
     assert no_pattern.notes == ["the engine declares no release tag pattern: releases not shown"]
 
 
-def test_cli_history_shows_releases(tagged_repo, project):
+def test_cli_history_shows_releases(tagged_repo, project, monkeypatch):
     repo, commits = tagged_repo
+    monkeypatch.setenv("COLUMNS", "200")  # the table follows the width: headers whole at 200
     runner = CliRunner()
     args = ["history", "--engine", "vllm", "--fact", "registry_rows", "--source", str(repo)]
     args += ["--since", commits["c0"], "--until", commits["c6"], "--root", str(project.root)]

@@ -203,7 +203,8 @@ class GitSource:
                 source=self.source,
             )
         return SourceUnreachableError(
-            f"cannot fetch from the source ({err.last_line})",
+            f"cannot fetch from the source ({err.last_line}); offline, give a local clone or "
+            f"mirror with --source PATH or APRON_SOURCE_{self.engine.upper()}=PATH",
             engine=self.engine,
             commit=sha,
             source=self.source,
@@ -361,7 +362,8 @@ class GitSource:
             out = run_git("ls-remote", "--", self.url, ref, f"{ref}^{{}}")
         except GitFailed as err:
             raise SourceUnreachableError(
-                f"cannot list {ref} at the source ({err.last_line})",
+                f"cannot list {ref} at the source ({err.last_line}); offline, give a local clone or "
+                f"mirror with --source PATH or APRON_SOURCE_{self.engine.upper()}=PATH",
                 engine=self.engine,
                 source=self.source,
             ) from err
@@ -433,7 +435,8 @@ class GitSource:
             out = run_git("ls-remote", "--tags", "--", self.url)
         except GitFailed as err:
             raise SourceUnreachableError(
-                f"cannot list the tags of the source ({err.last_line})",
+                f"cannot list the tags of the source ({err.last_line}); offline, give a local clone or "
+                f"mirror with --source PATH or APRON_SOURCE_{self.engine.upper()}=PATH",
                 engine=self.engine,
                 source=self.source,
             ) from err
