@@ -32,6 +32,7 @@ class EditedSnapshot(Snapshot):
         self.commit = inner.commit
         self.commit_date = getattr(inner, "commit_date", None)
         self.edited: set[str] = set()
+        self._memo: dict[str, bytes] = {}
 
     def exists(self, path: str) -> bool:
         return self.inner.exists(path)
@@ -46,6 +47,11 @@ class EditedSnapshot(Snapshot):
         self.inner.prefetch(paths)
 
     def read_bytes(self, path: str) -> bytes:
+        if path not in self._memo:
+            self._memo[path] = self._edited(path)
+        return self._memo[path]
+
+    def _edited(self, path: str) -> bytes:
         data = self.inner.read_bytes(path)
         try:
             text = data.decode("utf-8")
