@@ -60,6 +60,9 @@ class BumpPlan:
     impact: list[ImpactChange] | None = None
     impact_note: str = ""
     rendered: dict[str, str] = field(default_factory=dict)
+    # What the reader layer could read before and no longer can (the cross-check that fills
+    # it is another change); the body puts it first, under "Readings lost".
+    readings_lost: tuple[str, ...] = ()
 
     @property
     def no_change(self) -> bool:

@@ -267,9 +267,47 @@ def _impact_summary(plan: BumpPlan) -> str:
     return f"calculator: {len(plan.impact)} {figures} changed on {samples} sample(s)"
 
 
+def _architecture_names(records: tuple[Record, ...], name: str) -> set[str]:
+    names: set[str] = set()
+    for record in records:
+        value = getattr(record, name)
+        names.update(value if isinstance(value, tuple) else (value,))
+    return names
+
+
+def architecture_changes(plan: BumpPlan) -> tuple[list[str], list[str]]:
+    """The architectures the engine's registry facts gained and lost, every one by name."""
+    kinds = {k.name: k for k in plan.engine.fact_kinds}
+    gained: set[str] = set()
+    lost: set[str] = set()
+    for delta in plan.diff.facts:
+        kind = kinds.get(delta.fact)
+        if kind is None or kind.support is None or kind.support.role != "registry":
+            continue
+        gained |= _architecture_names(delta.added, kind.support.field)
+        lost |= _architecture_names(delta.removed, kind.support.field)
+    return sorted(gained - lost), sorted(lost - gained)
+
+
+def _architectures_in_words(plan: BumpPlan) -> str:
+    gained, lost = architecture_changes(plan)
+    if not gained and not lost:
+        return ""
+
+    def named(names: list[str]) -> str:
+        noun = "architecture" if len(names) == 1 else "architectures"
+        return f"{len(names)} {noun} ({', '.join(names)})"
+
+    gains = f"gains {named(gained)}" if gained else "gains none"
+    losses = f"loses {named(lost)}" if lost else "loses none"
+    return f"{plan.engine.title} {gains} and {losses}"
+
+
 def verdict(plan: BumpPlan) -> str:
-    """The answer in one line: what each fact kind gained, lost and changed."""
-    parts = []
+    """The answer in one line: the architectures gained and lost, by name, then what each fact
+    kind gained, lost and changed."""
+    words = _architectures_in_words(plan)
+    parts = [words] if words else []
     for delta in plan.diff.facts:
         if delta.empty or delta.says_nothing_new:
             continue
@@ -284,8 +322,17 @@ def verdict(plan: BumpPlan) -> str:
     return "; ".join(parts) + "; " + _impact_summary(plan)
 
 
+def _readings_lost(plan: BumpPlan) -> list[str]:
+    """First in the body: what the reader layer could read before and no longer can."""
+    if not plan.readings_lost:
+        return []
+    lines = [f"## Readings lost ({len(plan.readings_lost)})", ""]
+    lines += [f"- {_clip(reading)}" for reading in plan.readings_lost]
+    return lines + [""]
+
+
 def _head(plan: BumpPlan, links: BodyLinks) -> list[str]:
-    lines: list[str] = []
+    lines: list[str] = _readings_lost(plan)
     if plan.accepted_shrink:
         lines += [
             "> **Shrink accepted with --allow-shrink.** These fact sets shrank by more "

@@ -3,6 +3,7 @@ range, a layout refactor, re-keyed rows), the size limit, and the parts it is ma
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 import pytest
@@ -26,6 +27,7 @@ from extractors.pr_body import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
     BodyLinks,
+    architecture_changes,
     github_length,
     move_line,
     move_patterns,
@@ -115,6 +117,15 @@ def test_long_range_body_is_capped_and_says_so(project, make_repo, monkeypatch):
     assert_snapshot("bump_body_long_range.md", body, shas)
     assert body.index("**Verdict:**") < body.index("## Summary") < body.index("## Details")
     assert "Registry rows +71, −1, ~1" in body  # the verdict line
+    # every added architecture is named in the verdict, though the details are capped at 40
+    verdict_line = next(line for line in body.splitlines() if line.startswith("**Verdict:**"))
+    gained, lost = architecture_changes(plan)
+    assert len(gained) == 71 and lost == ["LlavaForConditionalGeneration"]
+    assert verdict_line.startswith(
+        "**Verdict:** vLLM gains 71 architectures (" + ", ".join(gained) + ") and loses 1 "
+        "architecture (LlavaForConditionalGeneration); MLA model types +1;"
+    )
+    assert "Made69ForCausalLM" in verdict_line
     assert "- and 31 more (31 added; in the full semantic diff)" in body
     assert (
         "> **Truncated:** this body shows at most 40 additions, 40 removals and 40 changes per "
@@ -443,3 +454,22 @@ def test_unknown_prints_as_unknown():
         synthetic_plan(diff, [ImpactChange("llama-7b", "KV heads", "None", "32")])
     )
     assert "| llama-7b | KV heads | unknown | 32 |" in body and "None" not in body
+
+
+def test_readings_lost_come_first_in_the_body(project, make_repo, monkeypatch):
+    plan, body, _ = bump_body(
+        project,
+        make_repo,
+        monkeypatch,
+        "vllm",
+        "https://github.com/vllm-project/vllm",
+        [
+            (vllm.tree_v1(), "v1", "2025-07-01T10:00:00+00:00"),
+            (long_range_tree(), "a year later", "2026-07-24T10:00:00+00:00"),
+        ],
+    )
+    assert "Readings lost" not in body  # nothing given: no section
+    lost = dataclasses.replace(plan, readings_lost=("num_kv_heads of DeepseekV3 configs",))
+    text = render_pr_body(lost, BodyLinks())
+    assert text.startswith("## Readings lost (1)\n\n- num_kv_heads of DeepseekV3 configs\n\n")
+    assert text.index("## Readings lost") < text.index("**Verdict:**")
