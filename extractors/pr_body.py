@@ -220,6 +220,52 @@ def _removed_text(delta: FactDiff, record: Record) -> str:
     return f"-{record.label()}" + (f": {note}" if note else "")
 
 
+UNIFORM_MIN = 10  # rows changing the same single field at once are one line with counts
+UNIFORM_VALUES = 6  # values counted on that line before "and N more"
+
+
+def _value_counts(values: list[str]) -> str:
+    counts = Counter(values).most_common()
+    counts.sort(key=lambda item: (-item[1], item[0]))
+    shown_counts = ", ".join(f"{n} {v}" for v, n in counts[:UNIFORM_VALUES])
+    more = len(counts) - UNIFORM_VALUES
+    return shown_counts + (f", and {more} more values" if more > 0 else "")
+
+
+def uniform_changes(delta: FactDiff, skip: set[int]) -> tuple[list[str], set[int]]:
+    """Changes of one and the same field on at least UNIFORM_MIN rows, each group as one line
+    with counts (a field new in the range, or an MRO-only change), and the pairs they cover."""
+    groups: dict[tuple[str, bool], list[Pair]] = {}  # (field, new in the range)
+    for pair in delta.changed:
+        if id(pair) in skip or rekeyed_fields(*pair):
+            continue
+        fields = fact_fields_changed(*pair)
+        if len(fields) == 1:
+            new = getattr(pair[0], fields[0]) is None
+            groups.setdefault((fields[0], new), []).append(pair)
+    lines: list[str] = []
+    covered: set[int] = set()
+    for (name, _), pairs in sorted(groups.items()):
+        if len(pairs) < UNIFORM_MIN:
+            continue
+        before = [getattr(old, name) for old, _ in pairs]
+        after = [getattr(new, name) for _, new in pairs]
+        if all(v is None for v in before):
+            line = f"`{name}` new on {len(pairs)} rows: {_value_counts([repr(v) for v in after])}"
+        else:
+            texts = {_field_change(name, b, a) for b, a in zip(before, after, strict=True)}
+            if len(texts) == 1:
+                line = f"{len(pairs)} rows: {texts.pop()}; no other field changed"
+            else:
+                changes = [f"{b!r} -> {a!r}" for b, a in zip(before, after, strict=True)]
+                line = f"`{name}` changes on {len(pairs)} rows, no other field: " + _value_counts(
+                    changes
+                )
+        lines.append(_clip(line))
+        covered |= {id(p) for p in pairs}
+    return lines, covered
+
+
 def fact_items(delta: FactDiff, *, full: bool) -> tuple[list[str], dict[str, list[str]]]:
     """(summary lines that are always shown, item lines per group that may be capped)."""
     markup = [(p, markup_only_reasons(*p)) for p in delta.changed]
@@ -228,6 +274,10 @@ def fact_items(delta: FactDiff, *, full: bool) -> tuple[list[str], dict[str, lis
     always = []
     if markup:
         always.append(_markup_summary(markup))
+    if not full:
+        uniform, covered = uniform_changes(delta, markup_ids)
+        always += uniform
+        markup_ids |= covered
     if delta.reordered:
         always.append("order changed (order matters for this fact)")
     items = {

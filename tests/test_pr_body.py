@@ -28,6 +28,7 @@ from extractors.pr_body import (
     GITHUB_BODY_LIMIT,
     BodyLinks,
     architecture_changes,
+    fact_items,
     github_length,
     move_line,
     move_patterns,
@@ -473,3 +474,32 @@ def test_readings_lost_come_first_in_the_body(project, make_repo, monkeypatch):
     text = render_pr_body(lost, BodyLinks())
     assert text.startswith("## Readings lost (1)\n\n- num_kv_heads of DeepseekV3 configs\n\n")
     assert text.index("## Readings lost") < text.index("**Verdict:**")
+
+
+class _ScoredClass(Record):
+    """A class row with a field that arrives in a range and an MRO."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("architecture",)
+
+    architecture: str
+    score_type: str | None = None
+    class_mro: tuple[str, ...] = ()
+    path: str = "m.py"
+
+
+def test_a_uniform_change_is_one_line_with_counts():
+    def row(n: int, score: str | None = None, mro: tuple[str, ...] = ("A",)) -> _ScoredClass:
+        return _ScoredClass(architecture=f"Arch{n:02d}", score_type=score, class_mro=mro)
+
+    new_field = [(row(n), row(n, "bi-encoder" if n < 8 else "cross-encoder")) for n in range(12)]
+    mro_only = [(row(n, "x"), row(n, "x", ("A", "B"))) for n in range(20, 31)]
+    few = [(row(n, "x"), row(n, "y")) for n in range(40, 43)]  # under UNIFORM_MIN: listed
+    delta = FactDiff("classes", "Classes", changed=(*new_field, *mro_only, *few))
+    always, items = fact_items(delta, full=False)
+    assert always == [
+        "11 rows: class_mro +B; no other field changed",
+        "`score_type` new on 12 rows: 8 'bi-encoder', 4 'cross-encoder'",
+    ]
+    assert items["changed"] == [f"~Arch{n}: score_type 'x' -> 'y'" for n in (40, 41, 42)]
+    _, full = fact_items(delta, full=True)
+    assert len(full["changed"]) == 26  # the full diff still lists every row
