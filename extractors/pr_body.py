@@ -257,7 +257,12 @@ def uniform_changes(delta: FactDiff, skip: set[int]) -> tuple[list[str], set[int
             if len(texts) == 1:
                 line = f"{len(pairs)} rows: {texts.pop()}; no other field changed"
             else:
-                changes = [f"{b!r} -> {a!r}" for b, a in zip(before, after, strict=True)]
+                changes = [
+                    _field_change(name, b, a).removeprefix(f"{name} ")
+                    if isinstance(b, tuple)
+                    else f"{b!r} -> {a!r}"
+                    for b, a in zip(before, after, strict=True)
+                ]
                 line = f"`{name}` changes on {len(pairs)} rows, no other field: " + _value_counts(
                     changes
                 )

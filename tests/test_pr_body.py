@@ -503,3 +503,8 @@ def test_a_uniform_change_is_one_line_with_counts():
     assert items["changed"] == [f"~Arch{n}: score_type 'x' -> 'y'" for n in (40, 41, 42)]
     _, full = fact_items(delta, full=True)
     assert len(full["changed"]) == 26  # the full diff still lists every row
+    # different MRO gains on many rows: counted per change, not one line per row
+    mixed = [(row(n, "x"), row(n, "x", ("A", "B" if n % 3 else "C"))) for n in range(12)]
+    always, items = fact_items(FactDiff("classes", "Classes", changed=tuple(mixed)), full=False)
+    assert always == ["`class_mro` changes on 12 rows, no other field: 8 +B, 4 +C"]
+    assert items["changed"] == []
