@@ -69,6 +69,7 @@ class BumpPlan:
     impact: list[ImpactChange] | None = None
     impact_note: str = ""
     rendered: dict[str, str] = field(default_factory=dict)
+    # Suspected misreads (extractors/readings_lost.py); the body puts them first.
     readings_lost: list[LostReading] = field(default_factory=list)
 
     @property

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from extractors.markdown import markdown_table
 from extractors.records import EngineFacts
-from extractors.render import markdown_table
 
 FAMILIES = (
     "dense",
@@ -327,7 +327,7 @@ def _cell_text(cell: FamilyCell) -> str:
         return f"- ({cell.no_rule})" if cell.no_rule else "0"
     names = ", ".join(a + ("*" if a in cell.conditional else "") for a in sorted(cell.members))
     traces = "; ".join(sorted(cell.traces)[:3]) + (" ..." if len(cell.traces) > 3 else "")
-    return f"**{len(cell.members)}**: {names} ({traces})"
+    return f"**{len(cell.members)}** ({traces}) <details><summary>names</summary>{names}</details>"
 
 
 def render_family_section(all_facts: Mapping[str, EngineFacts]) -> list[str]:
@@ -337,7 +337,7 @@ def render_family_section(all_facts: Mapping[str, EngineFacts]) -> list[str]:
         "## Families",
         "",
         "Each cell: the number of architectures the engine's extracted facts put in the family, "
-        "their names, and where the rule reads them (path, symbol; a cell with many sources "
+        "their names (folded: open `names`), and where the rule reads them (path, symbol; a cell with many sources "
         "shows the first three). `-` with a reason: that engine has no extracted fact for the "
         "family. `?`: no constraints extracted for the engine. `*`: only when an extra "
         "condition holds (the engine's page gives it). An architecture can be in several "

@@ -220,6 +220,57 @@ def _removed_text(delta: FactDiff, record: Record) -> str:
     return f"-{record.label()}" + (f": {note}" if note else "")
 
 
+UNIFORM_MIN = 10  # rows changing the same single field at once are one line with counts
+UNIFORM_VALUES = 6  # values counted on that line before "and N more"
+
+
+def _value_counts(values: list[str]) -> str:
+    counts = Counter(values).most_common()
+    counts.sort(key=lambda item: (-item[1], item[0]))
+    shown_counts = ", ".join(f"{n} {v}" for v, n in counts[:UNIFORM_VALUES])
+    more = len(counts) - UNIFORM_VALUES
+    return shown_counts + (f", and {more} more values" if more > 0 else "")
+
+
+def uniform_changes(delta: FactDiff, skip: set[int]) -> tuple[list[str], set[int]]:
+    """Changes of one and the same field on at least UNIFORM_MIN rows, each group as one line
+    with counts (a field new in the range, or an MRO-only change), and the pairs they cover."""
+    groups: dict[tuple[str, bool], list[Pair]] = {}  # (field, new in the range)
+    for pair in delta.changed:
+        if id(pair) in skip or rekeyed_fields(*pair):
+            continue
+        fields = fact_fields_changed(*pair)
+        if len(fields) == 1:
+            new = getattr(pair[0], fields[0]) is None
+            groups.setdefault((fields[0], new), []).append(pair)
+    lines: list[str] = []
+    covered: set[int] = set()
+    for (name, _), pairs in sorted(groups.items()):
+        if len(pairs) < UNIFORM_MIN:
+            continue
+        before = [getattr(old, name) for old, _ in pairs]
+        after = [getattr(new, name) for _, new in pairs]
+        if all(v is None for v in before):
+            line = f"`{name}` new on {len(pairs)} rows: {_value_counts([repr(v) for v in after])}"
+        else:
+            texts = {_field_change(name, b, a) for b, a in zip(before, after, strict=True)}
+            if len(texts) == 1:
+                line = f"{len(pairs)} rows: {texts.pop()}; no other field changed"
+            else:
+                changes = [
+                    _field_change(name, b, a).removeprefix(f"{name} ")
+                    if isinstance(b, tuple)
+                    else f"{b!r} -> {a!r}"
+                    for b, a in zip(before, after, strict=True)
+                ]
+                line = f"`{name}` changes on {len(pairs)} rows, no other field: " + _value_counts(
+                    changes
+                )
+        lines.append(_clip(line))
+        covered |= {id(p) for p in pairs}
+    return lines, covered
+
+
 def fact_items(delta: FactDiff, *, full: bool) -> tuple[list[str], dict[str, list[str]]]:
     """(summary lines that are always shown, item lines per group that may be capped)."""
     markup = [(p, markup_only_reasons(*p)) for p in delta.changed]
@@ -228,6 +279,10 @@ def fact_items(delta: FactDiff, *, full: bool) -> tuple[list[str], dict[str, lis
     always = []
     if markup:
         always.append(_markup_summary(markup))
+    if not full:
+        uniform, covered = uniform_changes(delta, markup_ids)
+        always += uniform
+        markup_ids |= covered
     if delta.reordered:
         always.append("order changed (order matters for this fact)")
     items = {
@@ -267,9 +322,47 @@ def _impact_summary(plan: BumpPlan) -> str:
     return f"calculator: {len(plan.impact)} {figures} changed on {samples} sample(s)"
 
 
+def _architecture_names(records: tuple[Record, ...], name: str) -> set[str]:
+    names: set[str] = set()
+    for record in records:
+        value = getattr(record, name)
+        names.update(value if isinstance(value, tuple) else (value,))
+    return names
+
+
+def architecture_changes(plan: BumpPlan) -> tuple[list[str], list[str]]:
+    """The architectures the engine's registry facts gained and lost, every one by name."""
+    kinds = {k.name: k for k in plan.engine.fact_kinds}
+    gained: set[str] = set()
+    lost: set[str] = set()
+    for delta in plan.diff.facts:
+        kind = kinds.get(delta.fact)
+        if kind is None or kind.support is None or kind.support.role != "registry":
+            continue
+        gained |= _architecture_names(delta.added, kind.support.field)
+        lost |= _architecture_names(delta.removed, kind.support.field)
+    return sorted(gained - lost), sorted(lost - gained)
+
+
+def _architectures_in_words(plan: BumpPlan) -> str:
+    gained, lost = architecture_changes(plan)
+    if not gained and not lost:
+        return ""
+
+    def named(names: list[str]) -> str:
+        noun = "architecture" if len(names) == 1 else "architectures"
+        return f"{len(names)} {noun} ({', '.join(names)})"
+
+    gains = f"gains {named(gained)}" if gained else "gains none"
+    losses = f"loses {named(lost)}" if lost else "loses none"
+    return f"{plan.engine.title} {gains} and {losses}"
+
+
 def verdict(plan: BumpPlan) -> str:
-    """The answer in one line: what each fact kind gained, lost and changed."""
-    parts = []
+    """The answer in one line: the architectures gained and lost, by name, then what each fact
+    kind gained, lost and changed."""
+    words = _architectures_in_words(plan)
+    parts = [words] if words else []
     for delta in plan.diff.facts:
         if delta.empty or delta.says_nothing_new:
             continue
@@ -284,8 +377,28 @@ def verdict(plan: BumpPlan) -> str:
     return "; ".join(parts) + "; " + _impact_summary(plan)
 
 
+def _readings_lost(plan: BumpPlan) -> list[str]:
+    """First in the body: what the previous extraction read and the new one does not, although
+    the key is still in the files the fact reads, or a value that turned unknown or empty
+    (extractors/readings_lost.py): suspected misreads, not upstream removals."""
+    lost = plan.readings_lost
+    if not lost:
+        return []
+    lines = [
+        f"## Readings lost ({len(lost)})",
+        "",
+        f"> **{len(lost)} suspected misread{'s' if len(lost) != 1 else ''}:** the previous "
+        "extraction read these and the new one does not, although the key is still in the "
+        "files the fact reads, or the value turned unknown or empty. Check the reader before "
+        "merging: this pull request is a draft until they are explained.",
+        "",
+    ]
+    lines += [f"- {_clip(item.line() if hasattr(item, 'line') else str(item))}" for item in lost]
+    return lines + [""]
+
+
 def _head(plan: BumpPlan, links: BodyLinks) -> list[str]:
-    lines: list[str] = []
+    lines: list[str] = _readings_lost(plan)
     if plan.accepted_shrink:
         lines += [
             "> **Shrink accepted with --allow-shrink.** These fact sets shrank by more "
@@ -520,7 +633,7 @@ def _sources_in_full(plan: BumpPlan) -> list[str]:
 def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = BODY_BUDGET) -> str:
     """The pull-request body, at most `limit` characters: items per kind are capped (tighter
     until it fits), and what is left out is counted and pointed to."""
-    head = _head(plan, links) + readings_lost_section(plan)
+    head = _head(plan, links)
     if plan.diff.first_extraction:
         middle = _first_extraction_counts(plan)
         tail = _warnings(plan, WARNING_CAP) + _impact(plan, IMPACT_CAP)
@@ -536,24 +649,6 @@ def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = 
         if github_length(body) <= limit:
             return body
     return _fit(body, limit)
-
-
-def readings_lost_section(plan: BumpPlan) -> list[str]:
-    """Suspected misreads, first in the body: a reviewer must see them before any removal."""
-    lost = getattr(plan, "readings_lost", [])
-    if not lost:
-        return []
-    return [
-        "## Readings lost",
-        "",
-        f"> **{len(lost)} suspected misread{'s' if len(lost) != 1 else ''}:** the previous "
-        "extraction read these and the new one does not, although the key is still in the "
-        "files the fact reads, or the value turned unknown or empty. Check the reader before "
-        "merging: this pull request is a draft until they are explained.",
-        "",
-        *(f"- {item.line()}" for item in lost),
-        "",
-    ]
 
 
 def _truncation_notice(plan: BumpPlan, cap: int, left_out: int, links: BodyLinks) -> list[str]:

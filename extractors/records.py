@@ -88,6 +88,7 @@ class FactKind:
     description: str
     ordered: bool = False  # True when the upstream order carries meaning (e.g. alias scan order)
     support: SupportScan | None = None  # set when apron scans this fact for architectures
+    page_omit: tuple[str, ...] = ()  # fields kept in the module and constraints.json, not the page
 
     def __post_init__(self) -> None:
         if self.support is not None and self.support.field not in self.record.model_fields:
@@ -95,6 +96,12 @@ class FactKind:
                 f"fact {self.name!r} scans field {self.support.field!r}, which "
                 f"{self.record.__name__} does not have"
             )
+        for name in self.page_omit:
+            if name not in self.record.model_fields:
+                raise ValueError(
+                    f"fact {self.name!r} omits field {name!r} from its page, which "
+                    f"{self.record.__name__} does not have"
+                )
 
 
 @dataclass(frozen=True)

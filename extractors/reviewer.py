@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from extractors import families
 from extractors.base import MatrixCell
 from extractors.engines import ENGINES
+from extractors.markdown import markdown_table
 from extractors.records import EngineFacts
-from extractors.render import markdown_table
 from extractors.vllm.matrix_cells import main_mla_model_types, model_type_guess
 
 ENGINE_ORDER = ("vllm", "llamacpp", "sglang", "trtllm")  # the matrix's columns

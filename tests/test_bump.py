@@ -113,7 +113,11 @@ def test_bump_moves_pin_and_regenerates(pinned, tmp_path):
     assert 'date = "2026-04-01"' in (project.pins / "vllm.toml").read_text()
     assert '"kimi_k2"' in (project.generated / "vllm" / "mla_model_types.py").read_text()
     body = (tmp_path / "b.md").read_text()
-    assert "**Verdict:** MLA model types +1; MLA gates +2, −1; KV-head alias scan +1;" in body
+    assert (
+        "**Verdict:** vLLM gains 1 architecture (OpenVLAForActionPrediction) and loses 1 "
+        "architecture (LlavaForConditionalGeneration); MLA model types +1; MLA gates +2, −1; "
+        "KV-head alias scan +1;"
+    ) in body
     assert "- +kimi_k2\n" in body
     assert "- +num_attention_groups (position 4)\n" in body
     assert "- +OpenVLAForActionPrediction (multimodal)" in body

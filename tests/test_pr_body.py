@@ -3,6 +3,7 @@ range, a layout refactor, re-keyed rows), the size limit, and the parts it is ma
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 import pytest
@@ -26,6 +27,8 @@ from extractors.pr_body import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
     BodyLinks,
+    architecture_changes,
+    fact_items,
     github_length,
     move_line,
     move_patterns,
@@ -115,6 +118,15 @@ def test_long_range_body_is_capped_and_says_so(project, make_repo, monkeypatch):
     assert_snapshot("bump_body_long_range.md", body, shas)
     assert body.index("**Verdict:**") < body.index("## Summary") < body.index("## Details")
     assert "Registry rows +71, −1, ~1" in body  # the verdict line
+    # every added architecture is named in the verdict, though the details are capped at 40
+    verdict_line = next(line for line in body.splitlines() if line.startswith("**Verdict:**"))
+    gained, lost = architecture_changes(plan)
+    assert len(gained) == 71 and lost == ["LlavaForConditionalGeneration"]
+    assert verdict_line.startswith(
+        "**Verdict:** vLLM gains 71 architectures (" + ", ".join(gained) + ") and loses 1 "
+        "architecture (LlavaForConditionalGeneration); MLA model types +1;"
+    )
+    assert "Made69ForCausalLM" in verdict_line
     assert "- and 31 more (31 added; in the full semantic diff)" in body
     assert (
         "> **Truncated:** this body shows at most 40 additions, 40 removals and 40 changes per "
@@ -443,3 +455,56 @@ def test_unknown_prints_as_unknown():
         synthetic_plan(diff, [ImpactChange("llama-7b", "KV heads", "None", "32")])
     )
     assert "| llama-7b | KV heads | unknown | 32 |" in body and "None" not in body
+
+
+def test_readings_lost_come_first_in_the_body(project, make_repo, monkeypatch):
+    plan, body, _ = bump_body(
+        project,
+        make_repo,
+        monkeypatch,
+        "vllm",
+        "https://github.com/vllm-project/vllm",
+        [
+            (vllm.tree_v1(), "v1", "2025-07-01T10:00:00+00:00"),
+            (long_range_tree(), "a year later", "2026-07-24T10:00:00+00:00"),
+        ],
+    )
+    assert "Readings lost" not in body  # nothing given: no section
+    lost = dataclasses.replace(plan, readings_lost=("num_kv_heads of DeepseekV3 configs",))
+    text = render_pr_body(lost, BodyLinks())
+    assert text.startswith("## Readings lost (1)\n\n- num_kv_heads of DeepseekV3 configs\n\n")
+    assert text.index("## Readings lost") < text.index("**Verdict:**")
+
+
+class _ScoredClass(Record):
+    """A class row with a field that arrives in a range and an MRO."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("architecture",)
+
+    architecture: str
+    score_type: str | None = None
+    class_mro: tuple[str, ...] = ()
+    path: str = "m.py"
+
+
+def test_a_uniform_change_is_one_line_with_counts():
+    def row(n: int, score: str | None = None, mro: tuple[str, ...] = ("A",)) -> _ScoredClass:
+        return _ScoredClass(architecture=f"Arch{n:02d}", score_type=score, class_mro=mro)
+
+    new_field = [(row(n), row(n, "bi-encoder" if n < 8 else "cross-encoder")) for n in range(12)]
+    mro_only = [(row(n, "x"), row(n, "x", ("A", "B"))) for n in range(20, 31)]
+    few = [(row(n, "x"), row(n, "y")) for n in range(40, 43)]  # under UNIFORM_MIN: listed
+    delta = FactDiff("classes", "Classes", changed=(*new_field, *mro_only, *few))
+    always, items = fact_items(delta, full=False)
+    assert always == [
+        "11 rows: class_mro +B; no other field changed",
+        "`score_type` new on 12 rows: 8 'bi-encoder', 4 'cross-encoder'",
+    ]
+    assert items["changed"] == [f"~Arch{n}: score_type 'x' -> 'y'" for n in (40, 41, 42)]
+    _, full = fact_items(delta, full=True)
+    assert len(full["changed"]) == 26  # the full diff still lists every row
+    # different MRO gains on many rows: counted per change, not one line per row
+    mixed = [(row(n, "x"), row(n, "x", ("A", "B" if n % 3 else "C"))) for n in range(12)]
+    always, items = fact_items(FactDiff("classes", "Classes", changed=tuple(mixed)), full=False)
+    assert always == ["`class_mro` changes on 12 rows, no other field: 8 +B, 4 +C"]
+    assert items["changed"] == []

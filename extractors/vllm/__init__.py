@@ -387,6 +387,7 @@ MODEL_CLASS_FLAGS = FactKind(
     "what _ModelInfo.from_model_cls computes for each registered architecture's class, "
     "evaluated statically through imports, adapters, decorators and the MRO; empty = unknown "
     "(see the warnings).",
+    page_omit=("class_mro", "resolved_class"),
 )
 INTERFACE_FLAGS = FactKind(
     class_flags.INTERFACE_FACT,
