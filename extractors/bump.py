@@ -181,7 +181,8 @@ def lost_readings(
             except ExtractionError:
                 return None
 
-        return readings_lost(old, new, read_text)
+        notes = engine.removal_notes(new) if engine.removal_notes is not None else {}
+        return readings_lost(old, new, read_text, notes)
 
 
 def apply_bump(paths: ProjectPaths, plan: BumpPlan) -> None:

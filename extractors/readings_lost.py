@@ -4,18 +4,20 @@ A bump compares each fact's records with the previous extraction's. Two kinds of
 suspected misreads, not upstream changes, and the pull request shows them first:
 - a record the previous extraction had whose key (an architecture name, a model_type, an arch
   enum) still appears verbatim in the files that fact reads at the new commit ("dropped");
-- a field whose value turned into unknown, empty or None on a record both extractions have
-  ("turned unknown").
+- a field whose value turned into `unknown` or None on a record both extractions have
+  ("turned unknown"). An empty string or tuple is not enough: fields such as a registry row's
+  section label or its shadowed groups are empty as a real upstream state.
 Pure: it gets both extractions and a reader of the new commit's files."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from extractors.records import EngineFacts, Record
 
-UNKNOWN_VALUES = ("unknown", "")
+UNKNOWN = "unknown"  # what a reader records for a shape it cannot read
+UNKNOWN_VALUES = (UNKNOWN, "")
 
 
 @dataclass(frozen=True)
@@ -38,17 +40,24 @@ def _key_strings(record: Record) -> list[str]:
 
 
 def _lost_value(old: object, new: object) -> bool:
-    if old in (None, (), *UNKNOWN_VALUES) or old is False:
+    if old is None or old == () or old is False or old in UNKNOWN_VALUES:
         return False
-    return new is None or new == () or (isinstance(new, str) and new in UNKNOWN_VALUES)
+    return new is None or new == UNKNOWN
 
 
 def readings_lost(
-    old: EngineFacts | None, new: EngineFacts, read_text: Callable[[str], str | None]
+    old: EngineFacts | None,
+    new: EngineFacts,
+    read_text: Callable[[str], str | None],
+    removal_notes: Mapping[str, str] | None = None,
 ) -> list[LostReading]:
     """The suspected misreads of `new` against `old`, in fact order then key order.
     `read_text(path)` gives a file of the new commit (None when it cannot be read); only the
-    files of facts that lost a record are read."""
+    files of facts that lost a record are read. Not suspected: a record whose architecture the
+    engine's own facts say was removed (`removal_notes`, e.g. vLLM's previously-supported
+    list), and a record re-keyed (another record has the same text keys, e.g. a new rule
+    order)."""
+    notes = removal_notes or {}
     if old is None:
         return []
     new_by_kind = {result.kind.name: result for result in new.facts}
@@ -60,10 +69,15 @@ def readings_lost(
         if newer is None:
             continue
         now = {record.identity(): record for record in newer.records}
+        text_keys = {tuple(_key_strings(record)) for record in newer.records}
         texts: list[tuple[str, str]] | None = None
         for record in sorted(result.records, key=_key):
             current = now.get(record.identity())
             if current is None:
+                if getattr(record, "architecture", None) in notes:
+                    continue  # the engine says it was removed
+                if tuple(_key_strings(record)) in text_keys:
+                    continue  # re-keyed, not lost
                 if texts is None:
                     texts = [
                         (source.path, text)

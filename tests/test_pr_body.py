@@ -472,7 +472,8 @@ def test_readings_lost_come_first_in_the_body(project, make_repo, monkeypatch):
     assert "Readings lost" not in body  # nothing given: no section
     lost = dataclasses.replace(plan, readings_lost=("num_kv_heads of DeepseekV3 configs",))
     text = render_pr_body(lost, BodyLinks())
-    assert text.startswith("## Readings lost (1)\n\n- num_kv_heads of DeepseekV3 configs\n\n")
+    assert text.startswith("## Readings lost (1)\n\n> **1 suspected misread:** ")
+    assert "\n- num_kv_heads of DeepseekV3 configs\n" in text.split("\n## ")[0]
     assert text.index("## Readings lost") < text.index("**Verdict:**")
 
 
