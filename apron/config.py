@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from apron.errors import ApronInputError
+from apron.json_files import parse_json, read_regular_file
 
 TEXT_CONFIG_KEYS = ("text_config", "language_config")
 GGUF_MAGIC = b"GGUF"
@@ -244,15 +245,15 @@ def _adapter_message(path: Path, adapter: Mapping[str, Any] | None) -> str:
     )
 
 
+MAX_CONFIG_BYTES = 16_000_000  # the largest shipped Hugging Face config.json is under 1 MB
+
+
 def _parse_json_file(path: Path) -> Any:
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise ApronInputError(f"cannot read {path}: {err.strerror or err}") from err
+    data = read_regular_file(path, MAX_CONFIG_BYTES, "Hugging Face config.json")
     if data[:4] == GGUF_MAGIC:
         raise ApronInputError(_gguf_message(f"{path} is a GGUF file"))
     try:
-        return json.loads(data.decode("utf-8"))
+        return parse_json(data, str(path))
     except UnicodeDecodeError as err:
         raise ApronInputError(
             f"{path} is not a JSON file (not UTF-8 text); expected a Hugging Face config.json"
@@ -262,6 +263,8 @@ def _parse_json_file(path: Path) -> Any:
             f"{path} is not valid JSON ({err.msg} at line {err.lineno}, column "
             f"{err.colno}); expected a Hugging Face config.json"
         ) from err
+    except ValueError as err:
+        raise ApronInputError(f"{path} is not valid JSON ({err})") from err
 
 
 def _is_adapter(data: Mapping[str, Any]) -> bool:
@@ -273,7 +276,7 @@ def _is_adapter(data: Mapping[str, Any]) -> bool:
 def _from_path(path: Path) -> ModelConfig:
     if path.is_dir():
         config = path / "config.json"
-        if not config.is_file():
+        if not config.exists():  # a FIFO or device there is refused by read_regular_file
             adapter = path / "adapter_config.json"
             if adapter.is_file():
                 try:
@@ -313,7 +316,12 @@ def load_config(source: str | Path | Mapping[str, Any], name: str | None = None)
         return ModelConfig(source, name or "<dict>")
     from apron import hf_cache
 
-    return _from_path(hf_cache.resolve(source))
+    try:
+        return _from_path(hf_cache.resolve(source))
+    except OSError as err:  # an unreadable directory: Path.is_dir/is_file raise PermissionError
+        raise ApronInputError(
+            f"cannot read {err.filename or source}: {err.strerror or err}"
+        ) from err
 
 
 def sample_names() -> tuple[str, ...]:

@@ -10,9 +10,13 @@ named, not read."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 from apron.config import ModelConfig, is_int
+from apron.errors import ApronInputError
+
+MAX_CONTEXT = 2**32  # tokens; the longest published context (10M) is far below
 
 LENGTH_KEYS = (
     "max_position_embeddings",
@@ -69,6 +73,10 @@ def derived_max_len(model: ModelConfig) -> MaxLen:
             "assumes 2,048 unless --max-model-len is given",
         )
     base = int(best)
+    if base <= 0:
+        raise ApronInputError(
+            f"{model.source}: {model.key_of(key)} = {base}; the context must be positive"
+        )
     how = f"{model.key_of(key).split(' ')[0]} = {base:,}"
     groups = _rope(model)
     model_type = model.model_type or ""
@@ -78,12 +86,22 @@ def derived_max_len(model: ModelConfig) -> MaxLen:
             if group["rope_type"] not in UNSCALED_ROPE:
                 value = group.get("factor", factor)
                 factor = value if isinstance(value, int | float) else 1.0
+                if not (isinstance(factor, bool) or 0 < factor < math.inf):
+                    raise ApronInputError(
+                        f"{model.source}: rope scaling factor {factor!r}; it must be a positive, "
+                        "finite number"
+                    )
                 if group["rope_type"] == "yarn" and is_int(
                     group.get("original_max_position_embeddings")
                 ):
                     base = group["original_max_position_embeddings"]
                     how = f"yarn original_max_position_embeddings = {base:,}"
         if factor != 1.0:
+            if base * factor > MAX_CONTEXT:
+                raise ApronInputError(
+                    f"{model.source}: the rope scaling factor {factor:g} makes the context "
+                    f"{base * factor:.3g} tokens; apron reads contexts up to {MAX_CONTEXT:,}"
+                )
             base = int(base * factor)
             how = f"{how} x rope scaling factor {factor:g} = {base:,}"
         if any(g["rope_type"] == "longrope" for g in groups):

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from apron import context as context_rules
 from apron import parallel
+from apron.checks import refuse_impossible
 from apron.config import ModelConfig, load_config
 from apron.constraints import (
     ENGINE_TITLES,
@@ -569,6 +570,7 @@ def plan(
     kv_dtype "auto" is resolved per engine from the checkpoint (its quantization config, or
     hf_quant_config.json in model_dir, default the directory of the config.json read)."""
     model = config if isinstance(config, ModelConfig) else load_config(config)
+    refuse_impossible(model)
     cs = constraints if constraints is not None else load_constraints()
     vllm = cs.get("vllm")
     kv_dtype = canonical_kv_dtype(kv_dtype)

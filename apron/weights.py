@@ -5,20 +5,20 @@ every tensor's dtype, shape and byte range; only that header is read, never the 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from apron.errors import ApronInputError
-from apron.json_files import read_json_object
+from apron.json_files import parse_json, read_json_object
 
 INDEX_NAME = "model.safetensors.index.json"
 SAFETENSORS_SUFFIX = ".safetensors"
 MAX_HEADER_BYTES = 100_000_000  # the safetensors library refuses larger headers
 MAX_INDEX_BYTES = 100_000_000
 HEADER_LENGTH_BYTES = 8
+MAX_ELEMENTS = 2**63 - 1  # elements of one tensor (its byte range is a u64 in safetensors)
 METADATA_KEY = "__metadata__"
 EXPERT_NAME = re.compile(r"(^|\.)experts\.")
 SHARD_NAME = re.compile(r"-(\d+)-of-(\d+)\.safetensors$")
@@ -96,6 +96,11 @@ def _elements(shape: Any, where: str) -> int:
     count = 1
     for dim in shape:
         count *= dim
+        if count > MAX_ELEMENTS:
+            raise ApronInputError(
+                f"{where}: shape {shape!r} holds over {MAX_ELEMENTS:,} elements; "
+                "no safetensors file holds that"
+            )
     return count
 
 
@@ -155,8 +160,8 @@ def read_header(path: Path) -> tuple[TensorEntry, ...]:
     except OSError as err:
         raise ApronInputError(f"cannot read {path}: {err.strerror or err}") from err
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        header = parse_json(raw, f"{path}: the safetensors header")
+    except (UnicodeDecodeError, ValueError) as err:
         raise ApronInputError(f"{path}: the safetensors header is not JSON ({err})") from err
     if not isinstance(header, dict):
         raise ApronInputError(f"{path}: the safetensors header is JSON but not an object")

@@ -1,0 +1,149 @@
+"""Issue 26: configs the engine would refuse, numbers out of range, deep JSON, non-regular files
+and hostile safetensors headers are exit 2 with one message, never exit 0 or 70 or a hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from apron.cli import app
+
+SAMPLE = Path(__file__).resolve().parent.parent / "apron" / "samples" / "llama-3.1-8b.json"
+runner = CliRunner()
+
+
+def base() -> dict:
+    return json.loads(SAMPLE.read_text())
+
+
+def plan_dir(tmp_path: Path, text: str, *args: str):
+    (tmp_path / "config.json").write_text(text)
+    return runner.invoke(app, ["plan", str(tmp_path), *args])
+
+
+def refused(result, *words: str) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert "error:" in result.output
+    for word in words:
+        assert word in result.output.replace("\n", " "), result.output
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        ({"head_dim": -128}, ("head_dim = -128", "must be positive")),
+        ({"num_hidden_layers": -5}, ("num_hidden_layers = -5",)),
+        ({"num_hidden_layers": 100_000_000}, ("at most 100,000",)),
+        ({"num_key_value_heads": 7}, ("num_heads % num_kv_heads == 0",)),
+        ({"num_key_value_heads": 64}, ("num_heads % num_kv_heads == 0",)),
+        ({"max_position_embeddings": -5, "rope_scaling": None}, ("context must be positive",)),
+        ({"rope_scaling": {"rope_type": "yarn", "factor": -4.0}}, ("positive, finite",)),
+        ({"rope_scaling": {"rope_type": "yarn", "factor": 1e308}}, ("contexts up to",)),
+    ],
+)
+def test_values_the_engine_refuses_exit_2(tmp_path, edit, words):
+    refused(plan_dir(tmp_path, json.dumps({**base(), **edit})), *words)
+
+
+@pytest.mark.parametrize("factor", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_a_non_finite_rope_factor_exits_2(tmp_path, factor):
+    config = json.dumps({**base(), "rope_scaling": {"rope_type": "yarn", "factor": 0}})
+    refused(plan_dir(tmp_path, config.replace('"factor": 0', f'"factor": {factor}')), "factor")
+
+
+@pytest.mark.parametrize("digits", [30, 4001, 5000])
+def test_huge_integers_exit_2(tmp_path, digits):
+    config = json.dumps({**base(), "num_attention_heads": 0}).replace(
+        '"num_attention_heads": 0', '"num_attention_heads": ' + "9" * digits
+    )
+    refused(plan_dir(tmp_path, config), "out of range", "2**63-1")
+
+
+@pytest.mark.parametrize("command", ["plan", "plot"])
+def test_deep_nesting_exits_2_in_plan_and_plot(tmp_path, command):
+    (tmp_path / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    result = runner.invoke(app, [command, str(tmp_path / "config.json")])
+    refused(result, "nests 100,000 levels deep")
+
+
+def test_a_fifo_is_refused_without_reading(tmp_path):
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    refused(runner.invoke(app, ["plan", str(fifo)]), "not a regular file")
+
+
+def test_a_symlink_to_dev_zero_is_refused(tmp_path):
+    (tmp_path / "config.json").symlink_to("/dev/zero")
+    refused(runner.invoke(app, ["plan", str(tmp_path)]), "not a regular file")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a mode-000 directory")
+def test_an_unreadable_model_dir_exits_2(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(base()))
+    model.chmod(0)
+    try:
+        refused(runner.invoke(app, ["plan", str(model)]), "cannot read")
+    finally:
+        model.chmod(0o700)
+
+
+def _safetensors(path: Path, header: bytes) -> None:
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+
+
+def test_a_shape_of_ten_to_the_400_exits_2(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(base()))
+    header = b'{"w": {"dtype": "BF16", "shape": [1' + b"0" * 400 + b'], "data_offsets": [0, 2]}}'
+    _safetensors(tmp_path / "model.safetensors", header)
+    refused(runner.invoke(app, ["plan", str(tmp_path)]), "out of range")
+
+
+def test_a_shape_product_past_u64_exits_2(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(base()))
+    dims = ", ".join(["4294967296"] * 400)
+    header = f'{{"w": {{"dtype": "BF16", "shape": [{dims}], "data_offsets": [0, 2]}}}}'
+    _safetensors(tmp_path / "model.safetensors", header.encode())
+    refused(runner.invoke(app, ["plan", str(tmp_path)]), "elements")
+
+
+def test_a_header_of_4000_digit_numbers_is_refused_quickly(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(base()))
+    dims = ", ".join(["7" * 4000] * 400)
+    header = f'{{"w": {{"dtype": "BF16", "shape": [{dims}], "data_offsets": [0, 2]}}}}'
+    _safetensors(tmp_path / "model.safetensors", header.encode())
+    start = time.monotonic()
+    refused(runner.invoke(app, ["plan", str(tmp_path)]), "out of range")
+    assert time.monotonic() - start < 5
+
+
+FIGURE_NEGATIVE = re.compile(r"-\d[\d.]*\s*(B|KiB|MiB|GiB|TiB|tokens|seqs)\b")
+NUMBERS = st.one_of(
+    st.integers(min_value=-(10**25), max_value=10**25),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.none(),
+)
+FIELDS = ("num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size")
+FIELDS += ("num_hidden_layers", "max_position_embeddings")
+
+
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(edits=st.dictionaries(st.sampled_from(FIELDS), NUMBERS, max_size=4), factor=NUMBERS)
+def test_fuzzed_configs_exit_0_or_2_and_print_no_negative_figure(tmp_path, edits, factor):
+    config = {**base(), **edits, "rope_scaling": {"rope_type": "yarn", "factor": factor}}
+    result = plan_dir(tmp_path, json.dumps(config), "--gpu-memory", "80GiB")
+    assert result.exit_code in (0, 2), (result.exit_code, result.output, result.exception)
+    if result.exit_code == 0:  # a figure is a number with a unit; config echoes may be negative
+        assert not FIGURE_NEGATIVE.search(result.output.replace(",", "")), result.output
