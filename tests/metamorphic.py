@@ -18,7 +18,10 @@ import tokenize
 from collections.abc import Callable
 
 import tree_sitter_cpp
+import tree_sitter_python
 from tree_sitter import Language, Parser
+
+PYTHON = Language(tree_sitter_python.language())
 
 # ------------------------------------------------------------------ Python
 
@@ -415,15 +418,26 @@ PYTHON_EDITS: dict[str, Callable[[str], str]] = {
 }
 
 
+def _tree_sitter_parses(text: str) -> bool:
+    return not Parser(PYTHON).parse(text.encode("utf-8")).root_node.has_error
+
+
 def edit_python(text: str, kinds: tuple[str, ...]) -> str:
     """`text` under each edit of `kinds` in order; an edit whose result does not mean what the
-    original means (by Python's AST) is left out for this file."""
+    original means (by Python's AST) is left out for this file, and so is one that
+    tree-sitter-python cannot parse where it parsed the original: its grammar (0.25) rejects a
+    few shapes Python accepts, such as a line break after the comma of `for _, s in` inside a
+    generator or of `dict[str, Any]` in a parameter annotation. The readers give a ParseError
+    for those; that is a parser limit, not a misread."""
     original = _meaning(text)
     if original is None:
         return text
+    parsed = _tree_sitter_parses(text)
     for kind in kinds:
         edited = PYTHON_EDITS[kind](text)
         if edited != text and _meaning(edited) == original:
+            if parsed and not _tree_sitter_parses(edited):
+                continue
             text = edited
     return text
 

@@ -347,7 +347,8 @@ def compact(node: Node) -> str:
     ]
     for start, end in reversed(cut):
         data = data[:start] + b" " + data[end:]
-    return re.sub(r"\s+", " ", data.decode("utf-8")).strip()
+    text = re.sub(r"\s+", " ", data.decode("utf-8")).strip()
+    return re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
 
 
 def walk(node: Node) -> Iterator[Node]:
