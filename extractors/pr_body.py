@@ -25,7 +25,11 @@ if TYPE_CHECKING:
 
 GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
 WORKFLOW_NOTICE_RESERVE = 1_000  # left for a notice the workflow puts on top (failed tests)
-BODY_BUDGET = GITHUB_BODY_LIMIT - WORKFLOW_NOTICE_RESERVE
+HARD_BODY_BUDGET = GITHUB_BODY_LIMIT - WORKFLOW_NOTICE_RESERVE
+# What a reviewer reads: the caps tighten until the body fits (the verdict names every
+# architecture added or removed whatever the cap); everything else is in the full diff.
+READABLE_BODY = 16_384
+BODY_BUDGET = min(READABLE_BODY, HARD_BODY_BUDGET)
 ITEM_CAPS = (40, 25, 10, 3, 0)  # items of each sign per kind, tried in turn until the body fits
 WARNING_CAP = 20
 IMPACT_CAP = 30
