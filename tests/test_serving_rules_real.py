@@ -99,7 +99,7 @@ def test_vllm_hybrid_page_rule():
     default = rows[1]
     assert default.formula == (
         "attn_block_size = kernel_block_alignment_size * cdiv(mamba_page_size, "
-        "kernel_block_alignment_size * attn_page_size_1_token,)"
+        "kernel_block_alignment_size * attn_page_size_1_token)"  # canonical: no trailing comma
     )
     assert default.alignment_floor_is_block_size and default.raises_only
     assert default.pads_mamba_page
