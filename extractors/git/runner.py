@@ -7,8 +7,19 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-# No prompt for credentials, ever: a source that needs them fails with git's own message.
-GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""}
+# No prompt for credentials, ever: a source that needs them fails with git's own message. Only
+# the transports the sources use: a local path or file:// URL, https, and ssh for a URL that
+# asks for it (never ext::, fd:: or plain http).
+GIT_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ASKPASS": "",
+    "SSH_ASKPASS": "",
+    "GIT_ALLOW_PROTOCOL": "file:https:ssh",
+}
+# Every other GIT_* variable of the caller's environment is dropped: GIT_DIR, GIT_WORK_TREE,
+# GIT_CONFIG_*, GIT_EXEC_PATH, GIT_SSH_COMMAND, GIT_PROXY_COMMAND, ... would redirect git to
+# another repository, configuration or program. Tracing is kept (it only writes a log).
+KEPT_GIT_PREFIXES = ("GIT_TRACE",)
 
 
 class GitFailed(Exception):
@@ -23,13 +34,24 @@ class GitFailed(Exception):
 
     @property
     def last_line(self) -> str:
-        """git's last line of stderr (its `fatal:` or `error:` line), or the exit status."""
+        """The line of git's stderr that names the cause: its first `fatal:` or `error:` line
+        (git puts hints after it, e.g. the `safe.directory` command after "detected dubious
+        ownership"), else its last line, else the exit status."""
         lines = [line.strip() for line in self.stderr.strip().splitlines() if line.strip()]
+        causes = [line for line in lines if line.startswith(("fatal:", "error:"))]
+        if causes:
+            return causes[0]
         return lines[-1] if lines else f"exit status {self.returncode}"
 
 
 def git_env(**extra: str) -> dict[str, str]:
-    return {**os.environ, **GIT_ENV, **extra}
+    """The environment git runs in: the caller's, without the variables that redirect git."""
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("GIT_") or name.startswith(KEPT_GIT_PREFIXES)
+    }
+    return {**inherited, **GIT_ENV, **extra}
 
 
 def run_git(
