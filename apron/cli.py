@@ -15,6 +15,7 @@ from rich.markup import escape
 from apron.config import load_config, load_sample, sample_names
 from apron.errors import ApronInputError
 from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, PARAM_DTYPE_BITS, plan
+from apron.version import version_option
 
 app = typer.Typer(
     add_completion=False,
@@ -28,23 +29,7 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 out_console = Console(highlight=False)
 
 
-def print_version(value: bool) -> None:
-    if value:
-        from apron.version import version
-
-        typer.echo(f"apron {version()}")
-        raise typer.Exit()
-
-
-VersionOpt = Annotated[
-    bool,
-    typer.Option(
-        "--version",
-        callback=print_version,
-        is_eager=True,
-        help="Print the version and exit.",
-    ),
-]
+VersionOpt = version_option("apron")
 
 
 @app.callback()

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from apron.version import version_option
 from extractors.errors import ExtractionError, UsageError
 from extractors.pipeline import RunResult, find_project, run
 
@@ -51,23 +52,7 @@ RootOpt = Annotated[
 ]
 
 
-def print_version(value: bool) -> None:
-    if value:
-        from apron.version import version
-
-        typer.echo(f"extract {version()}")
-        raise typer.Exit()
-
-
-VersionOpt = Annotated[
-    bool,
-    typer.Option(
-        "--version",
-        callback=print_version,
-        is_eager=True,
-        help="Print the version and exit.",
-    ),
-]
+VersionOpt = version_option("extract")
 
 
 def fail(err: ExtractionError) -> None:
