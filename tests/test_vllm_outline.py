@@ -468,16 +468,55 @@ def _cache_variant(block: str, memory: str, extra: str = "") -> str:
     )
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
+REPLACED_32 = (
+    "literal",
+    "32",
+    "CacheConfig.DEFAULT_BLOCK_SIZE",
+    "None, replaced in CacheConfig._fill_block_size by DEFAULT_BLOCK_SIZE",
+)
+MEMORY = "CacheConfig.gpu_memory_utilization"
+NOT_A_FIELD = "{} is not a field in vllm/config/cache.py"
+
+
+def _cache_summary(result):
+    """(setting, kind, value, symbol, reason) per row, or (error type, first line)."""
+    if isinstance(result, list):
+        return [(r.setting, r.kind, r.value, r.symbol, r.reason) for r in result]
+    return result[0].__name__, result[1].splitlines()[0]
+
+
+# Each shape with the rows vLLM's CacheConfig means by it (these were libcst's reading too,
+# while a libcst twin of the reader existed).
+CACHE_SHAPES = [
+    (
         CACHE_CONFIG,
+        [("block_size", *REPLACED_32), ("gpu_memory_utilization", "literal", "0.85", MEMORY, "")],
+    ),
+    (
         _cache_variant("    block_size: int = (16)", "    gpu_memory_utilization = 1j"),
+        [
+            ("block_size", "literal", "16", "CacheConfig.block_size", ""),
+            ("gpu_memory_utilization", "opaque", "", MEMORY, "the default 1j is not a literal"),
+        ],
+    ),
+    (
         _cache_variant(
             "    block_size = (pydantic.Field)(default=None)",
             "    gpu_memory_utilization: float = Field(\n        0.9,  # positional\n"
             "        default=compute(),\n    )",
         ),
+        [
+            ("block_size", *REPLACED_32),
+            (
+                "gpu_memory_utilization",
+                "opaque",
+                "",
+                MEMORY,
+                "the default compute() is not a literal",
+            ),
+        ],
+    ),
+    (
         _cache_variant(
             "    block_size: int = Field(default=None)\n    other = block_size = 8",
             "    gpu_memory_utilization: float\n    gpu_memory_utilization = 0.5",
@@ -485,20 +524,41 @@ def _cache_variant(block: str, memory: str, extra: str = "") -> str:
             "        (self).block_size: int = self.ALSO\n"
             "        self.block_size = (CacheConfig).DEFAULT_BLOCK_SIZE\n",
         ),
+        [("block_size", *REPLACED_32), ("gpu_memory_utilization", "literal", "0.5", MEMORY, "")],
+    ),
+    (
         _cache_variant(
             "    block_size: int = None", "    gpu_memory_utilization: float = 0.7"
         ).replace("self.block_size = self.DEFAULT_BLOCK_SIZE", "self.block_size = cls.MISSING"),
+        [
+            (
+                "block_size",
+                "opaque",
+                "",
+                "CacheConfig.block_size",
+                "the default None is not a literal",
+            ),
+            ("gpu_memory_utilization", "literal", "0.7", MEMORY, ""),
+        ],
+    ),
+    (
         "class CacheConfig: block_size = 16\n",  # one-line body: no fields
+        ("AnchorError", NOT_A_FIELD.format("CacheConfig.block_size")),
+    ),
+    (
         CACHE_CONFIG.replace("class CacheConfig", "class OtherConfig"),
+        ("AnchorError", "class CacheConfig is not defined in vllm/config/cache.py"),
+    ),
+    (
         CACHE_CONFIG.replace("    gpu_memory_utilization", "    gpu_fraction"),
-    ],
-)
-def test_cache_defaults_from_tree_sitter_are_libcsts(text):
-    from_tree = outcome(serving_rules.cache_defaults, text, CACHE_PATH)
-    with_cst = outcome(serving_rules._cache_rows_cst, text, CACHE_PATH)
-    if isinstance(with_cst, list):
-        with_cst = sorted(with_cst, key=lambda r: r.setting)
-    assert from_tree == with_cst
+        ("AnchorError", NOT_A_FIELD.format(MEMORY)),
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CACHE_SHAPES)
+def test_cache_defaults_read_these_shapes(text, expected):
+    assert _cache_summary(outcome(serving_rules.cache_defaults, text, CACHE_PATH)) == expected
 
 
 def test_cache_defaults_of_specific_shapes():
@@ -520,10 +580,11 @@ def test_cache_defaults_of_specific_shapes():
     assert rows["block_size"].kind == "opaque"  # libcst's Imaginary, not an Integer
 
 
-def test_cache_defaults_of_a_file_with_syntax_errors_are_libcsts_error():
-    broken = CACHE_CONFIG + "\ndef broken(:\n    pass\n"
-    assert outcome(serving_rules.cache_defaults, broken, CACHE_PATH) == outcome(
-        parse_module, broken, CACHE_PATH
+def test_cache_defaults_of_a_file_with_syntax_errors_is_a_parse_error_naming_the_line():
+    broken = CACHE_CONFIG + "\ndef broken(:\n    pass\n"  # line 21
+    assert _cache_summary(outcome(serving_rules.cache_defaults, broken, CACHE_PATH)) == (
+        "ParseError",
+        "vllm/config/cache.py does not parse as Python (line 21)",
     )
 
 
@@ -569,11 +630,37 @@ HYBRID_SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("text", HYBRID_SHAPES)
-def test_hybrid_page_rules_from_tree_sitter_are_libcsts(text):
+ALL = (("mamba_cache_mode", "equals", "all"),)
+NOT_ALL = (("mamba_cache_mode", "not-equals", "all"),)
+HYBRID_SYMBOL = "Platform._align_hybrid_block_size"
+# (when, shape, raises_only, pads_mamba_page) per row of each of HYBRID_SHAPES, or the error:
+# what vLLM's rule means by each shape (libcst's reading too, while a libcst twin existed).
+HYBRID_READINGS = [
+    [(ALL, "chunk_align_ceil", True, True), (NOT_ALL, "align_ceil", True, True)],
+    [(ALL, "chunk_align_ceil", True, True), (NOT_ALL, "align_ceil", True, True)],
+    [
+        ((), "opaque", True, True),
+        (ALL, "chunk_align_ceil", True, True),
+        (NOT_ALL, "align_ceil", True, True),
+    ],
+    [(ALL, "chunk_align_ceil", True, True)],
+    [(ALL, "chunk_align_ceil", True, False), (NOT_ALL, "align_ceil", True, False)],
+    ("AnchorError", f"{HYBRID_SYMBOL} assigns no attn_block_size in {PLATFORM_PATH}"),
+    ("AnchorError", f"{HYBRID_SYMBOL} is not defined in {PLATFORM_PATH}"),
+    ("AnchorError", f"class Platform is not defined in {PLATFORM_PATH}"),
+]
+
+
+def _hybrid_summary(result):
+    if isinstance(result, list):
+        return [(r.when, r.shape, r.raises_only, r.pads_mamba_page) for r in result]
+    return result[0].__name__, result[1].splitlines()[0]
+
+
+@pytest.mark.parametrize(("text", "expected"), zip(HYBRID_SHAPES, HYBRID_READINGS, strict=True))
+def test_hybrid_page_rules_read_these_shapes(text, expected):
     args = (text, PLATFORM_PATH, serving_rules.PLATFORM_CLASS, serving_rules.HYBRID_METHOD)
-    from_tree = outcome(serving_rules.hybrid_page_rules, *args)
-    assert from_tree == outcome(serving_rules._hybrid_rows_cst, *args)
+    assert _hybrid_summary(outcome(serving_rules.hybrid_page_rules, *args)) == expected
 
 
 def test_hybrid_page_rules_from_tree_sitter_read_these_shapes():
@@ -591,9 +678,10 @@ def test_hybrid_page_rules_from_tree_sitter_read_these_shapes():
     )
 
 
-def test_hybrid_page_rules_of_a_file_with_syntax_errors_are_libcsts_error():
-    broken = PLATFORM_INTERFACE.replace("        page_1 = 100", "        page_1 = (100")
+def test_hybrid_page_rules_of_a_file_with_syntax_errors_is_a_parse_error_naming_the_line():
+    broken = PLATFORM_INTERFACE.replace("        page_1 = 100", "        page_1 = (100")  # line 6
     args = (PLATFORM_PATH, serving_rules.PLATFORM_CLASS, serving_rules.HYBRID_METHOD)
-    assert outcome(serving_rules.hybrid_page_rules, broken, *args) == outcome(
-        parse_module, broken, PLATFORM_PATH
+    assert _hybrid_summary(outcome(serving_rules.hybrid_page_rules, broken, *args)) == (
+        "ParseError",
+        f"{PLATFORM_PATH} does not parse as Python (line 6)",
     )

@@ -96,15 +96,19 @@ def comments(text: str) -> tuple[tuple[int, str], ...]:
     return tuple((start, data[start:end].decode("utf-8")) for start, end in spans)
 
 
-def parse_python(text: str, path: str, *, check_depth: bool = True) -> Node:
-    """The module node; a file with syntax errors, or nested too deeply, is a ParseError.
+def parse_python(
+    text: str, path: str, *, check_depth: bool = True, cost_budget: int | None = None
+) -> Node:
+    """The module node; a file with syntax errors, or nested too deeply (or, with
+    `cost_budget`, costlier than it: limits.check_syntax_tree), is a ParseError naming the file
+    and its first bad line.
 
     `check_depth=False` skips the depth walk (a third of the cost of a parse) for callers that
     only read statements, never expressions: their recursion follows compound statements, and
     a RecursionError there still ends as a ParseError (extract_engine's backstop)."""
     root = parse_tree(text)
-    if check_depth:
-        check_syntax_tree(root, path, "Python")
+    if check_depth or cost_budget is not None:
+        check_syntax_tree(root, path, "Python", cost_budget=cost_budget)
     if root.has_error:
         bad = _first_error(root)
         where = f" (line {bad.start_point[0] + 1})" if bad is not None else ""

@@ -30,7 +30,7 @@ from extractors.errors import ParseError
 from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
 from extractors.parsing.python_cst import KeepBody, parse_module, parse_module_keeping
 from extractors.parsing.python_skeleton import ODD_SPACE, method_skeleton
-from extractors.parsing.python_ts import node_text, parse_tree
+from extractors.parsing.python_ts import node_text, parse_python, parse_tree
 
 # Comments and string literals, left to right: where the line-based skeleton pass could read a
 # triple quote wrongly. (A prefix such as r or f is read as code before the quote; a backslash
@@ -316,18 +316,16 @@ def _inner_docs(definition: Node) -> list[tuple[int, int, bytes]]:
     return sorted(found)
 
 
-def clean_tree(text: str, path: str, skeleton_keep: Callable[[str], bool]) -> Node | None:
+def clean_tree(text: str, path: str, skeleton_keep: Callable[[str], bool]) -> Node:
     """For a tree-sitter reader of class headers and methods: the tree of the skeleton
-    parse_outline would cut the outline from (`skeleton_keep` as there), else of the whole file;
-    None when the whole file has syntax errors (the caller reads it with libcst, for libcst's
-    errors). The whole file over the parse limits is a ParseError, as in parse_outline."""
+    parse_outline would cut the outline from (`skeleton_keep` as there), else of the whole file.
+    The whole file over the parse limits, or with syntax errors, is a ParseError naming its
+    first bad line (python_ts.parse_python)."""
     if not ODD_SPACE.search(text) and not _misread(text):
         root = parse_tree(method_skeleton(text, keep=skeleton_keep, functions=True))
         if not root.has_error and _within_limits(root, path):
             return root
-    root = parse_tree(text)
-    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
-    return None if root.has_error else root
+    return parse_python(text, path, cost_budget=CST_COST_BUDGET)
 
 
 __all__ = ["clean_tree", "parse_outline"]

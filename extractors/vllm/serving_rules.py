@@ -10,7 +10,7 @@ import re
 import libcst as cst
 
 from extractors.errors import AnchorError
-from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
+from extractors.parsing.limits import CST_COST_BUDGET
 from extractors.parsing.python_cst import (
     class_methods,
     compact_code,
@@ -19,7 +19,7 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk_code,
 )
-from extractors.parsing.python_ts import parse_tree
+from extractors.parsing.python_ts import parse_python
 from extractors.vllm import convertor
 from extractors.vllm.cache_defaults_ts import cache_rows
 from extractors.vllm.cst_outline import clean_tree, parse_outline
@@ -102,92 +102,6 @@ def literal_text(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def field_default(value: cst.BaseExpression) -> cst.BaseExpression:
-    """`Field(default=X, ...)` -> X; any other value as it is."""
-    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name | cst.Attribute):
-        name = value.func.value if isinstance(value.func, cst.Name) else value.func.attr.value
-        if name == "Field":
-            for arg in value.args:
-                if arg.keyword is not None and arg.keyword.value == "default":
-                    return arg.value
-    return value
-
-
-def class_fields(cls: cst.ClassDef) -> dict[str, cst.BaseExpression]:
-    """`name: T = value` and `name = value` in the class body; the last one wins."""
-    found: dict[str, cst.BaseExpression] = {}
-    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
-    for statement in body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            if isinstance(small, cst.AnnAssign) and small.value is not None:
-                if isinstance(small.target, cst.Name):
-                    found[small.target.value] = small.value
-            elif isinstance(small, cst.Assign) and len(small.targets) == 1:
-                target = small.targets[0].target
-                if isinstance(target, cst.Name):
-                    found[target.value] = small.value
-    return found
-
-
-def self_assignments(cls: cst.ClassDef, attribute: str) -> list[tuple[str, cst.BaseExpression]]:
-    """(method, value) of every `self.<attribute> = value` in the class's methods."""
-    found = []
-    for name, method in class_methods(cls).items():
-        for node in walk_code(method):
-            if isinstance(node, cst.Assign) and len(node.targets) == 1:
-                target = node.targets[0].target
-                if (
-                    isinstance(target, cst.Attribute)
-                    and isinstance(target.value, cst.Name)
-                    and target.value.value == "self"
-                    and target.attr.value == attribute
-                ):
-                    found.append((name, node.value))
-    return found
-
-
-def _cache_default(module: cst.Module, cls: cst.ClassDef, setting: str, path: str):
-    fields = class_fields(cls)
-    symbol = f"{CACHE_CLASS}.{setting}"
-    if setting not in fields:
-        raise AnchorError(f"{symbol} is not a field in {path}", paths=[path], anchor=symbol)
-    default = field_default(fields[setting])
-    common = {"setting": setting, "role": CACHE_SETTINGS[setting], "candidates": (), "path": path}
-    literal = literal_text(default)
-    if literal is not None:
-        return ServingDefault(
-            kind="literal", value=literal, computed_by="", reason="", symbol=symbol, **common
-        )
-    if isinstance(default, cst.Name) and default.value == "None":
-        for method, value in self_assignments(cls, setting):
-            if (
-                isinstance(value, cst.Attribute)
-                and isinstance(value.value, cst.Name)
-                and value.value.value in ("self", "cls", CACHE_CLASS)
-            ):
-                constant = value.attr.value
-                literal = literal_text(fields.get(constant, cst.Name("None")))
-                if literal is not None:
-                    return ServingDefault(
-                        kind="literal",
-                        value=literal,
-                        computed_by="",
-                        reason=f"None, replaced in {CACHE_CLASS}.{method} by {constant}",
-                        symbol=f"{CACHE_CLASS}.{constant}",
-                        **common,
-                    )
-    return ServingDefault(
-        kind="opaque",
-        value="",
-        computed_by="",
-        reason=f"the default {compact_code(module, default)} is not a literal",
-        symbol=symbol,
-        **common,
-    )
-
-
 def cuda_block_size(text: str, path: str) -> tuple[str, str] | None:
     """(value, symbol) of `cache_config.block_size = N` under a `block_size is None` guard in a
     platform class's method (older vLLM let the CUDA platform fill the default); else None.
@@ -224,33 +138,14 @@ def _assigns_cache_setting(qualname: str, code: bytes) -> bool:
     )
 
 
-def _cache_rows_cst(text: str, path: str) -> list[ServingDefault]:
-    """The rows of cache_defaults as libcst reads them, from the outline of CacheConfig."""
-    module = parse_outline(
-        text,
-        path,
-        _assigns_cache_setting,
-        class_statements=True,
-        class_docs=False,
-        method_docs=False,
-        module_statements=False,
-    )
-    cls = class_named(module, CACHE_CLASS, path)
-    return [_cache_default(module, cls, setting, path) for setting in CACHE_SETTINGS]
-
-
 def cache_defaults(text: str, path: str, cuda_text: str | None = None) -> list[ServingDefault]:
     """The defaults of CacheConfig.block_size and CacheConfig.gpu_memory_utilization; a block
     size left None in CacheConfig is looked up in the CUDA platform (`cuda_text`). Of the
     methods, only CacheConfig's that assign `self.<setting>` are read, so their text names it.
-    Read from tree-sitter's tree (cache_defaults_ts); with libcst when tree-sitter finds errors
-    in the file, so that its errors are libcst's."""
-    root = parse_tree(text)
-    check_syntax_tree(root, path, "Python", cost_budget=CST_COST_BUDGET)
-    if root.has_error:
-        rows = _cache_rows_cst(text, path)
-    else:
-        rows = cache_rows(root, path, CACHE_CLASS, CACHE_SETTINGS, _assigns_cache_setting)
+    Read from tree-sitter's tree (cache_defaults_ts); a file tree-sitter finds errors in is a
+    ParseError naming its first bad line."""
+    root = parse_python(text, path, cost_budget=CST_COST_BUDGET)
+    rows = cache_rows(root, path, CACHE_CLASS, CACHE_SETTINGS, _assigns_cache_setting)
     cuda_path = CUDA_PLATFORM_PATHS[0]
     for i, row in enumerate(rows):
         if row.setting == "block_size" and row.kind == "opaque" and cuda_text is not None:
@@ -866,190 +761,10 @@ def ssm_tp_splits(text: str, path: str) -> list[SsmTpSplit]:
 # ---------------------------------------------------------------- hybrid page size
 
 
-def _assignments(function: cst.FunctionDef, name: str):
-    """(assignment, the if-tests enclosing it with their polarity) for `name = ...`."""
-    found = []
-
-    def visit(body: cst.BaseSuite, tests: tuple[tuple[cst.BaseExpression, bool], ...]) -> None:
-        for statement in statements(body):
-            if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
-                target = statement.targets[0].target
-                if isinstance(target, cst.Name) and target.value == name:
-                    found.append((statement, tests))
-            elif isinstance(statement, cst.If):
-                visit(statement.body, (*tests, (statement.test, True)))
-                orelse = statement.orelse
-                if isinstance(orelse, cst.Else):
-                    visit(orelse.body, (*tests, (statement.test, False)))
-            elif isinstance(statement, cst.With):
-                visit(statement.body, tests)
-
-    visit(function.body, ())
-    return found
-
-
-def _equals_term(test: cst.BaseExpression, positive: bool) -> tuple[str, ...] | None:
-    """`cache_config.mamba_cache_mode == "all"` -> ("mamba_cache_mode", "equals", "all");
-    `cache_config.enable_prefix_caching` -> ("enable_prefix_caching", "truthy")."""
-    if (
-        isinstance(test, cst.Comparison)
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Equal)
-        and isinstance(test.left, cst.Attribute)
-    ):
-        value = string_value(test.comparisons[0].comparator)
-        if value is not None:
-            return (test.left.attr.value, "equals" if positive else "not-equals", value)
-    if isinstance(test, cst.Attribute):
-        return (test.attr.value, "truthy" if positive else "falsy")
-    return None
-
-
-def _product(node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
-        return node.left, node.right
-    return None
-
-
-def _same(module: cst.Module, a: cst.CSTNode, b: cst.CSTNode) -> bool:
-    return compact_code(module, a) == compact_code(module, b)
-
-
-def _hybrid_shape(
-    module: cst.Module, value: cst.BaseExpression, bindings: dict[str, cst.BaseExpression]
-) -> str:
-    """`a * cdiv(m, a * p)` -> align_ceil; `c * cdiv(n, c)` with c = lcm(...) -> chunk_align_ceil."""
-    outer = _product(value)
-    if outer is None or call_name(outer[1]) != "cdiv" or len(outer[1].args) != 2:  # type: ignore[attr-defined]
-        return "opaque"
-    align, ceil = outer[0], outer[1]
-    divisor = ceil.args[1].value  # type: ignore[attr-defined]
-    inner = _product(divisor)
-    if inner is not None and _same(module, inner[0], align):
-        return "align_ceil"
-    if (
-        _same(module, divisor, align)
-        and isinstance(align, cst.Name)
-        and call_name(bindings.get(align.value, cst.Name("x"))) == "lcm"
-    ):
-        return "chunk_align_ceil"
-    return "opaque"
-
-
-def _alignment(
-    value: cst.BaseExpression, bindings: dict[str, cst.BaseExpression], depth: int = 0
-) -> cst.Call | None:
-    """The `max(...)` the block size is aligned to: the multiplier of `a * cdiv(...)`, followed
-    through locals and the arguments of `lcm(...)`; None when there is none."""
-    if depth > 4:
-        return None
-    product = _product(value)
-    node = product[0] if product is not None else value
-    if isinstance(node, cst.Name) and node.value in bindings:
-        node = bindings[node.value]
-    if call_name(node) == "max":
-        return node  # type: ignore[return-value]
-    if call_name(node) == "lcm":
-        for arg in node.args:  # type: ignore[attr-defined]
-            found = _alignment(arg.value, bindings, depth + 1)
-            if found is not None:
-                return found
-    return None
-
-
-def _disjuncts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
-        return _disjuncts(node.left) + _disjuncts(node.right)
-    return [node]
-
-
-def _raises_block_size(module: cst.Module, test: cst.BaseExpression) -> bool:
-    """`x.block_size < attn_block_size`."""
-    return (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Attribute)
-        and test.left.attr.value == "block_size"
-        and isinstance(test.comparisons[0].operator, cst.LessThan)
-        and compact_code(module, test.comparisons[0].comparator) == "attn_block_size"
-    )
-
-
 def hybrid_page_rules(
     text: str, path: str, class_name: str = PLATFORM_CLASS, method_name: str = HYBRID_METHOD
 ) -> list[HybridPageRule]:
     """The branches of the hybrid page rule (Platform._align_hybrid_block_size) that compute
     the attention block size. Read from tree-sitter's tree of the file's skeleton
-    (hybrid_page_ts); with libcst when the file has syntax errors, for libcst's errors."""
-    root = clean_tree(text, path, named(method_name))
-    if root is not None:
-        return hybrid_rows(root, path, class_name, method_name)
-    return _hybrid_rows_cst(text, path, class_name, method_name)
-
-
-def _hybrid_rows_cst(
-    text: str, path: str, class_name: str, method_name: str
-) -> list[HybridPageRule]:
-    """hybrid_page_rules as libcst reads it, from the outline of the one method."""
-    module = parse_outline(
-        text,
-        path,
-        keeping_methods(class_name, method_name),
-        method_docs=False,
-        module_statements=False,
-        skeleton_keep=named(method_name),
-    )
-    cls = class_named(module, class_name, path)
-    method = method_named(cls, method_name, path)
-    symbol = f"{class_name}.{method_name}"
-    bindings = local_bindings(method)
-    found = _assignments(method, "attn_block_size")
-    if not found:
-        raise AnchorError(
-            f"{symbol} assigns no attn_block_size in {path}",
-            paths=[path],
-            anchor=f"{symbol}: attn_block_size",
-        )
-    nodes = list(walk_code(method))  # walked once for both questions
-    raises_only = any(
-        isinstance(node, cst.If)
-        and any(_raises_block_size(module, part) for part in _disjuncts(node.test))
-        for node in nodes
-    )
-    pads = any(
-        isinstance(node, cst.Assign)
-        and isinstance(node.targets[0].target, cst.Attribute)
-        and node.targets[0].target.attr.value == "mamba_page_size_padded"
-        for node in nodes
-    )
-    rows = []
-    for assignment, tests in found:
-        terms = tuple(t for t in (_equals_term(test, pos) for test, pos in tests) if t)
-        alignment = _alignment(assignment.value, bindings)
-        rows.append(
-            HybridPageRule(
-                when=terms,
-                shape=_hybrid_shape(module, assignment.value, bindings),
-                alignment=compact_code(module, alignment) if alignment is not None else "",
-                alignment_floor_is_block_size=alignment is not None
-                and any(
-                    isinstance(a.value, cst.Attribute) and a.value.attr.value == "block_size"
-                    for a in alignment.args  # type: ignore[attr-defined]
-                ),
-                kernel_sizes_from=next(
-                    (
-                        call_name(n)
-                        for n in walk_code(alignment)
-                        if call_name(n).startswith("get_supported_kernel_block_sizes")
-                    ),
-                    "",
-                )
-                if alignment is not None
-                else "",
-                raises_only=raises_only,
-                pads_mamba_page=pads,
-                formula=compact_code(module, assignment),
-                path=path,
-                symbol=symbol,
-            )
-        )
-    return sorted(rows, key=lambda r: r.when)
+    (hybrid_page_ts); a file tree-sitter finds errors in is a ParseError."""
+    return hybrid_rows(clean_tree(text, path, named(method_name)), path, class_name, method_name)
