@@ -398,7 +398,7 @@ class ModelConfig:
             or hf_architectures == "Y2"
         )
         self.a = self.b = hf_architectures in ["NO1"]
-        self.c: bool = hf_architectures in ["NO2"]
+        self.c: bool = hf_architectures in ["C2"]  # an annotated assignment is an assignment
         if other:
             pass
         elif hf_architectures in local_list:
@@ -420,13 +420,14 @@ class ModelConfig:
 '''
 
 
-def test_the_tree_sitter_reading_sees_the_shapes_libcst_saw():
+def test_the_architecture_sets_of_these_shapes():
     rows, warnings = architecture_sets(SHAPES_CONFIG, PATH)
     assert sorted(
         (r.set_name, r.architecture, r.member_returns, r.via, r.condition) for r in rows
     ) == [
         ("ModelConfig.__init__.local_list", "LL1", True, "", None),
         ("ModelConfig.__init__.local_list", "LL2", True, "", None),
+        ("ModelConfig.c", "C2", True, "", None),
         ("ModelConfig.is_y", "Y1", True, "", None),
         ("ModelConfig.is_y", "Y2", True, "", None),
         ("ModelConfig.n", "N1", True, "", None),
@@ -462,9 +463,11 @@ def test_the_tree_sitter_reading_sees_the_shapes_libcst_saw():
     ]
 
 
-def test_a_file_tree_sitter_cannot_parse_is_libcst_s_parse_error():
-    with pytest.raises(ParseError, match=r"line \d+, column \d+"):
-        architecture_sets(SHAPES_CONFIG + "\nx = (\n", PATH)
+def test_a_file_tree_sitter_cannot_parse_is_a_parse_error_naming_its_line():
+    broken = SHAPES_CONFIG + "\nx = (\n"
+    line = len(broken.splitlines())  # the unclosed bracket, on the last line
+    with pytest.raises(ParseError, match=rf"{PATH} does not parse as Python \(line {line}\)"):
+        architecture_sets(broken, PATH)
 
 
 CONFIG_MODULE = """

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-from extractors.errors import ParseError
+from extractors.errors import AnchorError, ParseError
 from extractors.parsing.limits import check_syntax_tree
 
 PYTHON = Language(tree_sitter_python.language())
@@ -200,7 +201,9 @@ def compact_text(code: str) -> str:
 
 
 def string_value(node: Node) -> str | None:
-    """The value of a string literal without interpolation (also implicit concatenation)."""
+    """The value of a string literal without interpolation (also implicit concatenation),
+    brackets around it looked through; None for any other node."""
+    node = unparenthesize(node)
     if node.type == "concatenated_string":
         parts = [string_value(c) for c in node.named_children]
         return "".join(parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
@@ -323,7 +326,11 @@ def if_clauses(statement: Node) -> tuple[list[tuple[Node, Node]], Node | None]:
 
 
 def unparenthesize(node: Node) -> Node:
-    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+    """The expression (or assignment target) inside any brackets around it: `((x))` -> `x`,
+    `(a) = v`'s target (a pattern to tree-sitter) -> `a`; `(a, b)` and `(a,)` are tuples."""
+    while node.type in ("parenthesized_expression", "tuple_pattern"):
+        if node.named_child_count != 1 or any(c.type == "," for c in node.children):
+            break
         node = node.named_children[0]
     return node
 
@@ -367,10 +374,65 @@ def top_level_assignments(root: Node) -> list[tuple[str, Node]]:
     return assignments(root)  # type: ignore[return-value]
 
 
-def _undecorated(node: Node) -> Node:
+# ------------------------------------------------------------------ definitions and classes
+
+
+def undecorated(node: Node) -> Node:
+    """The definition a `decorated_definition` wraps; any other node as it is."""
     if node.type == "decorated_definition":
-        return node.child_by_field_name("definition")
+        return node.child_by_field_name("definition") or node
     return node
+
+
+def defined_name(definition: Node) -> str:
+    """The name of a class or function definition."""
+    return node_text(definition.child_by_field_name("name"))
+
+
+def top_level_classes(root: Node) -> dict[str, Node]:
+    """name -> class_definition of the classes defined directly at module level (decorators
+    looked through); a later definition of a name wins."""
+    found = {}
+    for statement in root.named_children:
+        definition = undecorated(statement)
+        if definition.type == "class_definition" and definition.child_by_field_name("name"):
+            found[defined_name(definition)] = definition
+    return found
+
+
+def class_named(root: Node, name: str, path: str) -> Node:
+    """The top-level class `name`; its absence is an AnchorError naming the file and class."""
+    cls = top_level_classes(root).get(name)
+    if cls is None:
+        raise AnchorError(f"class {name} is not defined in {path}", paths=[path], anchor=name)
+    return cls
+
+
+def class_suite(definition: Node) -> list[Node]:
+    """The statements of a class's indented body; none for a body on the header's line."""
+    body = definition.child_by_field_name("body")
+    if body is None:
+        return []
+    colon = body.prev_sibling
+    if colon is not None and colon.end_point[0] == body.start_point[0]:
+        return []
+    return body.named_children
+
+
+def _methods(cls: Node) -> list[tuple[str, Node]]:
+    body = cls.child_by_field_name("body")
+    found = []
+    for member in body.named_children if body is not None else ():
+        method = undecorated(member)
+        if method.type == "function_definition":
+            found.append((defined_name(method), method))
+    return found
+
+
+def methods_of(cls: Node) -> dict[str, Node]:
+    """name -> the last function definition of that name directly in the class body (at the
+    place of the first), decorators looked through."""
+    return dict(_methods(cls))
 
 
 def class_methods(root: Node, class_name: str) -> list[tuple[str, Node]]:
@@ -378,13 +440,217 @@ def class_methods(root: Node, class_name: str) -> list[tuple[str, Node]]:
     decorators looked through, in source order."""
     found = []
     for statement in root.named_children:
-        definition = _undecorated(statement)
-        if definition.type != "class_definition":
-            continue
-        if node_text(definition.child_by_field_name("name")) != class_name:
-            continue
-        for member in definition.child_by_field_name("body").named_children:
-            method = _undecorated(member)
-            if method.type == "function_definition":
-                found.append((node_text(method.child_by_field_name("name")), method))
+        definition = undecorated(statement)
+        if definition.type == "class_definition" and defined_name(definition) == class_name:
+            found += _methods(definition)
     return found
+
+
+# ------------------------------------------------------------------ statements
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every named node below (and including) `node`, in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack += reversed(current.named_children)
+
+
+def single_assignment(node: Node) -> tuple[Node, Node] | None:
+    """(target, value) of an assignment with one target, `target = value` or annotated
+    `target: T = value` (an annotated assignment is an assignment), given the statement or the
+    assignment; the target's brackets looked through. None for `a = b = v` (two targets), a
+    bare annotation `x: T`, or any other node."""
+    if node.type == "expression_statement":
+        if node.named_child_count != 1:
+            return None
+        node = node.named_children[0]
+    if node.type != "assignment":
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    parent = node.parent
+    if left is None or right is None or right.type == "assignment":
+        return None
+    if parent is not None and parent.type == "assignment":
+        return None  # the inner part of `x = y = v`
+    return unparenthesize(left), right
+
+
+def assigned_name(node: Node) -> tuple[str, Node] | None:
+    """(name, value) of single_assignment when its target is a plain name."""
+    found = single_assignment(node)
+    if found is None or found[0].type != "identifier":
+        return None
+    return node_text(found[0]), found[1]
+
+
+def statements(block: Node | None) -> list[Node]:
+    """The statements of a block, docstrings (any string statement) and `pass` dropped."""
+    found = []
+    for statement in block.named_children if block is not None else ():
+        if statement.type == "pass_statement":
+            continue
+        if statement.type == "expression_statement" and statement.named_child_count == 1:
+            if string_value(statement.named_children[0]) is not None:
+                continue
+        found.append(statement)
+    return found
+
+
+def returned(statement: Node) -> Node | None:
+    """The value of `return value`, else None."""
+    if statement.type != "return_statement" or not statement.named_child_count:
+        return None
+    return statement.named_children[0]
+
+
+# statements that hold other statements (walked for assignments and ifs)
+CONTAINERS = frozenset(
+    {
+        "block",
+        "else_clause",
+        "for_statement",
+        "while_statement",
+        "try_statement",
+        "except_clause",
+        "except_group_clause",
+        "finally_clause",
+        "with_statement",
+        "function_definition",
+        "class_definition",
+        "decorated_definition",
+        "match_statement",
+        "case_clause",
+    }
+)
+
+
+def assignments_and_ifs(node: Node):
+    """("assign", (target, value)) and ("if", the `if` statement or `elif` clause: its condition
+    and consequence) in source order under `node`, not looking into expressions (no statement
+    is inside one)."""
+    for child in node.children:
+        kind = child.type
+        if kind == "expression_statement":
+            assigned = single_assignment(child)
+            if assigned is not None:
+                yield "assign", assigned
+        elif kind in ("if_statement", "elif_clause"):
+            yield "if", child
+            yield from assignments_and_ifs(child)
+        elif kind in CONTAINERS:
+            yield from assignments_and_ifs(child)
+
+
+# ------------------------------------------------------------------ expressions
+
+NAMES = ("identifier", "true", "false", "none")  # True/False/None are names, as to Python's ast
+COLLECTIONS = ("list", "tuple", "set", "expression_list")
+COMPREHENSIONS = ("generator_expression", "list_comprehension")
+
+
+def name_of(node: Node) -> str | None:
+    """`x` -> "x" (True, False and None too), brackets looked through; else None."""
+    inner = unparenthesize(node)
+    return node_text(inner) if inner.type in NAMES else None
+
+
+def call_parts(node: Node) -> tuple[Node, list[Node]] | None:
+    """(callee, argument values) of a call, brackets looked through: a keyword or starred
+    argument gives its value, a generator argument `f(x for x in y)` is the one value."""
+    inner = unparenthesize(node)
+    if inner.type != "call":
+        return None
+    arguments = inner.child_by_field_name("arguments")
+    if arguments is None:
+        return None
+    if arguments.type != "argument_list":
+        return inner.child_by_field_name("function"), [arguments]
+    values = []
+    for argument in arguments.named_children:
+        if argument.type == "keyword_argument":
+            argument = argument.child_by_field_name("value") or argument
+        elif argument.type in ("list_splat", "dictionary_splat") and argument.named_children:
+            argument = argument.named_children[0]
+        values.append(argument)
+    return inner.child_by_field_name("function"), values
+
+
+def arguments(call: Node) -> list[Node]:
+    """The argument values of call_parts; none for any other node."""
+    parts = call_parts(call)
+    return parts[1] if parts is not None else []
+
+
+def callee(node: Node) -> str | None:
+    """The canonical code of what a call calls (`a.b.f`), else None."""
+    parts = call_parts(node)
+    return code_of(parts[0]) if parts is not None else None
+
+
+def keywords(call: Node) -> dict[str, Node]:
+    """keyword -> value node of a call's keyword arguments."""
+    arguments = unparenthesize(call).child_by_field_name("arguments")
+    found = {}
+    for argument in arguments.named_children if arguments is not None else ():
+        if argument.type == "keyword_argument":
+            name, value = (
+                argument.child_by_field_name("name"),
+                argument.child_by_field_name("value"),
+            )
+            if name is not None and value is not None:
+                found[node_text(name)] = value
+    return found
+
+
+def attribute(node: Node) -> tuple[Node, str] | None:
+    """(object, attribute name) of `obj.attr`, brackets looked through."""
+    inner = unparenthesize(node)
+    if inner.type != "attribute":
+        return None
+    return inner.child_by_field_name("object"), node_text(inner.child_by_field_name("attribute"))
+
+
+def comparison(node: Node) -> tuple[list[Node], list[str]] | None:
+    """(operands, operators) of a comparison: `a not in b` -> ([a, b], ["not in"])."""
+    inner = unparenthesize(node)
+    if inner.type != "comparison_operator":
+        return None
+    operators = inner.children_by_field_name("operators")
+    ids = {o.id for o in operators}
+    operands = [c for c in inner.children if c.is_named and c.id not in ids]
+    return operands, [o.type for o in operators]
+
+
+def single_comparison(node: Node) -> tuple[Node, str, Node] | None:
+    """(left, operator, right) of a comparison with one operator."""
+    found = comparison(node)
+    if found is None or len(found[1]) != 1 or len(found[0]) != 2:
+        return None
+    return found[0][0], found[1][0], found[0][1]
+
+
+def boolean(node: Node, operator: str) -> tuple[Node, Node] | None:
+    """(left, right) of `left <operator> right` (`and` / `or`), brackets looked through."""
+    inner = unparenthesize(node)
+    if inner.type != "boolean_operator":
+        return None
+    if node_text(inner.child_by_field_name("operator")) != operator:
+        return None
+    return inner.child_by_field_name("left"), inner.child_by_field_name("right")
+
+
+def negated(node: Node) -> Node | None:
+    """x of `not x`."""
+    inner = unparenthesize(node)
+    return inner.child_by_field_name("argument") if inner.type == "not_operator" else None
+
+
+def conjuncts(node: Node) -> list[Node]:
+    """The operands of a chain of `and`: `a and b and c` -> [a, b, c]."""
+    parts = boolean(node, "and")
+    if parts is not None:
+        return conjuncts(parts[0]) + conjuncts(parts[1])
+    return [node]

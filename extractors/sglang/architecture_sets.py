@@ -19,34 +19,34 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_ts import if_clauses, node_text
-from extractors.records import ExtractionWarning, WarnsInFile
-from extractors.sglang.records import SglangArchitectureSet
-from extractors.sglang.ts_view import (
+from extractors.parsing.python_ts import (
     COLLECTIONS,
     COMPREHENSIONS,
     assignments_and_ifs,
     attribute,
-    bare,
     boolean,
     call_parts,
     callee,
-    class_methods,
-    code,
+    code_of,
     comparison,
     conjuncts,
     defined_name,
-    definition,
-    module_tree,
+    if_clauses,
+    methods_of,
     name_of,
-    named,
     negated,
+    node_text,
+    parse_python,
     returned,
     single_assignment,
     single_comparison,
     statements,
     string_value,
+    undecorated,
+    unparenthesize,
 )
+from extractors.records import ExtractionWarning, WarnsInFile
+from extractors.sglang.records import SglangArchitectureSet
 
 FACT = "architecture_sets"
 CLASS = "ModelConfig"
@@ -106,15 +106,15 @@ class _Reader(WarnsInFile):
                 found = self.members(self.constants[name], {}, name, seen | {name})
                 return None if found is None else found + self.appended.get(name, [])
             return None
-        inner = bare(node)
+        inner = unparenthesize(node)
         if inner.type not in COLLECTIONS:
             return None
         found: list[Member] = []
-        for element in named(inner):
+        for element in inner.named_children:
             if element.type == "list_splat":
-                value = named(element)[0]
+                value = element.named_children[0]
                 inner_members = self.members(value, env, symbol, seen)
-                spread = f"*{code(value)}"
+                spread = f"*{code_of(value)}"
                 if inner_members is None:
                     self.warn(
                         "unresolved-spread",
@@ -132,8 +132,8 @@ class _Reader(WarnsInFile):
             if value is None:
                 self.warn(
                     "non-literal-member",
-                    code(element),
-                    f"{symbol} holds `{code(element)}`, which is not a string literal",
+                    code_of(element),
+                    f"{symbol} holds `{code_of(element)}`, which is not a string literal",
                     symbol,
                 )
                 continue
@@ -148,7 +148,7 @@ class _Reader(WarnsInFile):
             return name in arch_names or "architectures" in name
         if callee(node) in ARCH_CALLS:
             return True
-        return "architectures" in code(node)
+        return "architectures" in code_of(node)
 
     def membership(
         self,
@@ -181,15 +181,18 @@ class _Reader(WarnsInFile):
         if comparison(node) is not None:
             return None
         parts = call_parts(node)
-        if parts is None or code(parts[0]) != "any" or len(parts[1]) != 1:
+        if parts is None or code_of(parts[0]) != "any" or len(parts[1]) != 1:
             return None
-        generator = bare(parts[1][0])
+        generator = unparenthesize(parts[1][0])
         if generator.type not in COMPREHENSIONS:
             return None
         loops = [c for c in generator.named_children if c.type == "for_in_clause"]
-        if len(loops) != 1 or bare(loops[0].child_by_field_name("left")).type != "identifier":
+        if (
+            len(loops) != 1
+            or unparenthesize(loops[0].child_by_field_name("left")).type != "identifier"
+        ):
             return None
-        target = node_text(bare(loops[0].child_by_field_name("left")))
+        target = node_text(unparenthesize(loops[0].child_by_field_name("left")))
         loop_iter = loops[0].child_by_field_name("right")
         element = generator.child_by_field_name("body")
         if self.is_arch(loop_iter, arch_names):
@@ -228,8 +231,8 @@ class _Reader(WarnsInFile):
         left, op, right = compared
         return (
             op == "is not"
-            and code(right) == "None"
-            and (name_of(left) in CONFIG_ROOTS or code(left).endswith(".architectures"))
+            and code_of(right) == "None"
+            and (name_of(left) in CONFIG_ROOTS or code_of(left).endswith(".architectures"))
         )
 
     # -- conditions
@@ -237,25 +240,25 @@ class _Reader(WarnsInFile):
     def config_read(self, node: Node) -> tuple[str, str, str] | None:
         """(config, field, default) for `getattr(cfg, "f", D)`, `_hf_attr(cfg, "f")`, `cfg.f`."""
         parts = call_parts(node)
-        if parts is not None and code(parts[0]) in CONFIG_READERS:
+        if parts is not None and code_of(parts[0]) in CONFIG_READERS:
             args = parts[1]
             if len(args) in (2, 3):
-                root = CONFIG_ROOTS.get(code(args[0]))
+                root = CONFIG_ROOTS.get(code_of(args[0]))
                 key = string_value(args[1])
                 if root and key:
-                    default = code(args[2]) if len(args) == 3 else ""
-                    if code(parts[0]) == "_hf_attr":
+                    default = code_of(args[2]) if len(args) == 3 else ""
+                    if code_of(parts[0]) == "_hf_attr":
                         default = "None"
                     return root, key, default
         read = attribute(node)
         if read is not None:
-            root = CONFIG_ROOTS.get(code(read[0]))
+            root = CONFIG_ROOTS.get(code_of(read[0]))
             if root:
                 return root, read[1], ""
         return None
 
     def condition(self, node: Node, negate: bool = False) -> Condition:
-        text = code(node)
+        text = code_of(node)
         inner = negated(node)
         if inner is not None:
             return self.condition(inner, not negate)
@@ -265,14 +268,14 @@ class _Reader(WarnsInFile):
         parts = call_parts(node)
         if compared is not None:
             left, op, right = compared
-            if code(right) == "None" and op in ("is not", "is"):
+            if code_of(right) == "None" and op in ("is not", "is"):
                 read = self.config_read(left)
                 check = "is not None" if op == "is not" else "is None"
         elif comparison(node) is not None:
             pass
-        elif parts is not None and code(parts[0]) == "hasattr":
+        elif parts is not None and code_of(parts[0]) == "hasattr":
             if len(parts[1]) == 2:
-                root = CONFIG_ROOTS.get(code(parts[1][0]))
+                root = CONFIG_ROOTS.get(code_of(parts[1][0]))
                 key = string_value(parts[1][1])
                 if root and key:
                     read, check = (root, key, ""), "present"
@@ -366,7 +369,7 @@ def _locals(
     names = set(arch_names)
     for target, value in assigned:
         name = name_of(target)
-        if name is not None and bare(target).type == "identifier":
+        if name is not None and unparenthesize(target).type == "identifier":
             env[name] = value
             if reader.is_arch(value, frozenset(names)):
                 names.add(name)
@@ -431,14 +434,14 @@ def _attribute_rows(reader: _Reader, cls: Node) -> list[SglangArchitectureSet]:
     """`self.X = <membership>` in any method, and local lists tested in a method's `if`."""
     rows: list[SglangArchitectureSet] = []
     class_name = defined_name(cls)
-    for method_name, method in class_methods(cls).items():
+    for method_name, method in methods_of(cls).items():
         symbol = f"{class_name}.{method_name}"
         found = list(assignments_and_ifs(method))  # one walk for the assignments and the ifs
         assigns = [a for kind, a in found if kind == "assign"]
         env, arch_names = _locals(assigns, reader, frozenset())
         for target, value in assigns:
             read = attribute(target)
-            if read is not None and code(read[0]) == "self":
+            if read is not None and code_of(read[0]) == "self":
                 members, others = reader.split(value, env, arch_names, symbol)
                 conditions = [reader.condition(o) for o in others]
                 set_name = f"{class_name}.{read[1]}"
@@ -461,7 +464,7 @@ def _attribute_rows(reader: _Reader, cls: Node) -> list[SglangArchitectureSet]:
 def _local_collection(node: Node, env: dict[str, Node]) -> str | None:
     """The local list name in `<arch> in local_list`, else None."""
     compared = single_comparison(node)
-    if compared is None or compared[1] != "in" or bare(compared[2]).type != "identifier":
+    if compared is None or compared[1] != "in" or unparenthesize(compared[2]).type != "identifier":
         return None
     name = name_of(compared[2])
     return name if name in env else None
@@ -473,16 +476,16 @@ def _top_level_assignments(root: Node) -> dict[str, Node]:
     for statement in root.named_children:
         if statement.type != "expression_statement":
             continue
-        inner = named(statement)
+        inner = statement.named_children
         if len(inner) != 1 or inner[0].type != "assignment":
             continue
         value = inner[0].child_by_field_name("right")
         target = inner[0].child_by_field_name("left")
-        if value is None or target is None or bare(target).type != "identifier":
+        if value is None or target is None or unparenthesize(target).type != "identifier":
             continue
         if value.type == "assignment" and inner[0].child_by_field_name("type") is None:
             continue  # `a = b = value`: two targets
-        found[node_text(bare(target))] = value
+        found[node_text(unparenthesize(target))] = value
     return found
 
 
@@ -495,7 +498,7 @@ def _module_appends(reader: _Reader, root: Node) -> None:
             condition = statement.child_by_field_name("condition")
             body = statements(statement.child_by_field_name("consequence"))
         for node in body:
-            inner = named(node) if node.type == "expression_statement" else []
+            inner = node.named_children if node.type == "expression_statement" else []
             parts = call_parts(inner[0]) if len(inner) == 1 else None
             if parts is None or len(parts[1]) != 1:
                 continue
@@ -503,17 +506,21 @@ def _module_appends(reader: _Reader, root: Node) -> None:
             if method is None or method[1] != "append":
                 continue
             name = name_of(method[0])
-            if name is None or bare(method[0]).type != "identifier" or name not in reader.constants:
+            if (
+                name is None
+                or unparenthesize(method[0]).type != "identifier"
+                or name not in reader.constants
+            ):
                 continue
             value = string_value(parts[1][0])
-            if condition is not None and bare(condition).type == "named_expression":
-                condition = bare(condition).child_by_field_name("value")
+            if condition is not None and unparenthesize(condition).type == "named_expression":
+                condition = unparenthesize(condition).child_by_field_name("value")
             if value is None:
-                when = f" when `{code(condition)}`" if condition is not None else ""
+                when = f" when `{code_of(condition)}`" if condition is not None else ""
                 reader.warn(
                     "run-time-member",
                     name,
-                    f"{name} also gets `{code(parts[1][0])}` appended{when}: "
+                    f"{name} also gets `{code_of(parts[1][0])}` appended{when}: "
                     "a value known only at run time",
                     name,
                 )
@@ -528,7 +535,7 @@ def _tests_architectures(fn: Node) -> bool:
     stack = [fn]
     while stack:
         node = stack.pop()
-        if node.type == "comparison_operator" and "architectures" in code(node):
+        if node.type == "comparison_operator" and "architectures" in code_of(node):
             return True
         stack.extend(node.children)
     return False
@@ -538,18 +545,18 @@ def architecture_sets(
     text: str, path: str
 ) -> tuple[list[SglangArchitectureSet], list[ExtractionWarning]]:
     """Every architecture each `is_*` function and ModelConfig attribute of the file tests."""
-    root = module_tree(text, path)
+    root = parse_python(text, path)
     reader = _Reader(path, _top_level_assignments(root), {})
     _module_appends(reader, root)
     rows: list[SglangArchitectureSet] = []
     functions = [
-        (defined_name(definition(s)), s)
+        (defined_name(undecorated(s)), s)
         for s in root.named_children
-        if definition(s).type == "function_definition"
-        and defined_name(definition(s)).startswith(PREDICATE_PREFIX)
+        if undecorated(s).type == "function_definition"
+        and defined_name(undecorated(s)).startswith(PREDICATE_PREFIX)
     ]
     for name, statement in functions:
-        found = _predicate_rows(reader, name, definition(statement))
+        found = _predicate_rows(reader, name, undecorated(statement))
         if not found and _tests_architectures(statement):
             reader.warn(
                 "unread-predicate",
@@ -560,7 +567,7 @@ def architecture_sets(
         rows += found
     classes = {
         defined_name(c): c
-        for c in map(definition, root.named_children)
+        for c in map(undecorated, root.named_children)
         if c.type == "class_definition"
     }
     cls = classes.get(CLASS)

@@ -7,7 +7,7 @@ its architectures, with any extra condition of the branch (`... and getattr(cfg,
 `AttentionArch.MHA` explicitly yields an explicit-MHA row. Pure: file text in, records out.
 
 Read from tree-sitter's tree of the file (the one model_config's other readers share), as the
-libcst reader read it (extractors/sglang/ts_view.py)."""
+libcst reader read it (extractors/parsing/python_ts.py)."""
 
 from __future__ import annotations
 
@@ -18,28 +18,29 @@ from functools import lru_cache
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_ts import if_clauses, node_text
-from extractors.records import ExtractionWarning
-from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangMlaCondition
-from extractors.sglang.ts_view import (
+from extractors.parsing.python_ts import (
     assignments_and_ifs,
     attribute,
-    bare,
     boolean,
     call_parts,
-    class_methods,
-    code,
+    code_of,
     conjuncts,
     defined_name,
-    definition,
-    module_tree,
+    if_clauses,
+    methods_of,
     name_of,
     negated,
+    node_text,
+    parse_python,
     single_assignment,
     single_comparison,
     statements,
     string_value,
+    undecorated,
+    unparenthesize,
 )
+from extractors.records import ExtractionWarning
+from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangMlaCondition
 
 CLASS = "ModelConfig"
 TARGET = "self.attention_arch"
@@ -85,7 +86,7 @@ class _Reader:
         self.warnings: list[ExtractionWarning] = []
 
     def code(self, node: Node) -> str:
-        return code(node)
+        return code_of(node)
 
     def warn(self, code: str, subject: str, message: str) -> None:
         self.warnings.append(
@@ -230,7 +231,7 @@ def _truth_when_absent(check: str, default: Node | None) -> bool | None:
         return False
     if check == "expression" or default is None:
         return None
-    number, name = bare(default), name_of(default)
+    number, name = unparenthesize(default), name_of(default)
     if name is not None and name in _LITERALS:
         value: object = _LITERALS[name]
     elif number.type in ("integer", "float") and not node_text(number).endswith(("j", "J")):
@@ -284,7 +285,7 @@ def find_chain(root: Node, path: str) -> tuple[str, Node]:
     """(`ModelConfig.<method>`, the first if-chain in which a branch assigns attention_arch)."""
     classes = {
         defined_name(c): c
-        for c in map(definition, root.named_children)
+        for c in map(undecorated, root.named_children)
         if c.type == "class_definition"
     }
     cls = classes.get(CLASS)
@@ -295,7 +296,7 @@ def find_chain(root: Node, path: str) -> tuple[str, Node]:
             anchor=f"{CLASS}: {TARGET} if/elif chain",
         )
     reader = _Reader(path, "")
-    for name, method in class_methods(cls).items():
+    for name, method in methods_of(cls).items():
         for candidate in _chain_statements(method.child_by_field_name("body")):
             branches, _ = _branches(candidate)
             if any(reader.assigned_arch(b.body)[0] for b in branches):
@@ -310,7 +311,7 @@ def find_chain(root: Node, path: str) -> tuple[str, Node]:
 @lru_cache(maxsize=8)
 def attention_chain(text: str, path: str) -> ChainFacts:
     """(Memoized: three facts read the same chain.) MLA architectures (with their conditions) and explicit-MHA architectures of the chain."""
-    root = module_tree(text, path)
+    root = parse_python(text, path)
     symbol, chain = find_chain(root, path)
     reader = _Reader(path, symbol)
     branches, else_branch = _branches(chain)

@@ -20,31 +20,27 @@ from tree_sitter import Node
 from extractors.errors import AnchorError
 from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import (
+    CONTAINERS,
     assignments,
+    assignments_and_ifs,
+    attribute,
+    call_parts,
+    code_of,
+    conjuncts,
+    defined_name,
+    name_of,
     node_text,
     parse_once,
     parse_python,
-    string_value,
-)
-from extractors.records import ExtractionWarning, WarnsInFile
-from extractors.sglang.records import SglangHybridConfigClass
-from extractors.sglang.ts_view import (
-    CONTAINERS,
-    assignments_and_ifs,
-    attribute,
-    bare,
-    call_parts,
-    code,
-    conjuncts,
-    defined_name,
-    definition,
-    module_tree,
-    name_of,
-    named,
     returned,
     single_assignment,
     statements,
+    string_value,
+    undecorated,
+    unparenthesize,
 )
+from extractors.records import ExtractionWarning, WarnsInFile
+from extractors.sglang.records import SglangHybridConfigClass
 
 FACT = "hybrid_config_classes"
 UNION = "mambaish_config"
@@ -154,7 +150,7 @@ class _Reader(WarnsInFile):
         self.warnings: list[ExtractionWarning] = []
 
     def code(self, node: Node) -> str:
-        return code(node)
+        return code_of(node)
 
 
 def _named_classes(node: Node) -> list[str] | None:
@@ -165,13 +161,16 @@ def _named_classes(node: Node) -> list[str] | None:
     read = attribute(node)
     if read is not None:
         return [read[1]]
-    inner = bare(node)
+    inner = unparenthesize(node)
     if inner.type == "binary_operator" and node_text(inner.child_by_field_name("operator")) == "|":
         left = _named_classes(inner.child_by_field_name("left"))
         right = _named_classes(inner.child_by_field_name("right"))
         return left + right if left is not None and right is not None else None
     if inner.type in ("tuple", "expression_list"):
-        names = [_named_classes(named(e)[0] if e.type == "list_splat" else e) for e in named(inner)]
+        names = [
+            _named_classes(e.named_children[0] if e.type == "list_splat" else e)
+            for e in inner.named_children
+        ]
         return [n for group in names for n in group] if all(g is not None for g in names) else None  # type: ignore[union-attr]
     return None
 
@@ -203,41 +202,15 @@ def _holds_when(node: Node, reader: _Reader) -> str:
 
 def _conditional_test(node: Node | None) -> Node | None:
     """The test of `a if test else b`, else None."""
-    inner = bare(node) if node is not None else None
+    inner = unparenthesize(node) if node is not None else None
     if inner is None or inner.type != "conditional_expression":
         return None
-    return named(inner)[1]
-
-
-def _code_before(node: Node) -> Node | None:
-    """The sibling before `node` that is not a comment."""
-    before = node.prev_sibling
-    while before is not None and before.type == "comment":
-        before = before.prev_sibling
-    return before
+    return inner.named_children[1]
 
 
 def _statement_code(statement: Node) -> str:
-    """The code of a statement of a block as libcst prints it: a compound statement owns the
-    comment lines above it, from the line after the statement (or block header) before it."""
-    if statement.type not in COMPOUND:
-        return code(statement)
-    before = _code_before(statement)
-    if before is None and statement.parent is not None:
-        before = _code_before(statement.parent)  # the block's first statement: its header
-    if before is None:
-        return code(statement)
-    root = statement
-    while root.parent is not None:
-        root = root.parent
-    start = root.start_byte  # the text of the module node starts at its first token
-    between = (root.text or b"")[before.end_byte - start : statement.start_byte - start]
-    comments = [
-        line.strip().decode("utf-8")
-        for line in between.split(b"\n")[1:]
-        if line.strip().startswith(b"#")
-    ]
-    return " ".join([*comments, code(statement)])
+    """The code of a statement of a block, one canonical line (python_ts.code_of)."""
+    return code_of(statement)
 
 
 def _body_condition(body: list[Node], reader: _Reader, raw: bool = False) -> str:
@@ -295,8 +268,8 @@ def _function_rows(
     for kind, node in assignments_and_ifs(fn):
         if kind == "assign":
             target, value = node
-            if bare(target).type == "identifier":
-                env[node_text(bare(target))] = reader.code(value)
+            if unparenthesize(target).type == "identifier":
+                env[node_text(unparenthesize(target))] = reader.code(value)
             continue
         parts = conjuncts(node.child_by_field_name("condition"))
         checks = [(p, _isinstance(p)) for p in parts]
@@ -356,15 +329,15 @@ def _functions(root: Node, class_name: str | None) -> dict[str, Node]:
     else:
         classes = {
             defined_name(c): c
-            for c in map(definition, root.named_children)
+            for c in map(undecorated, root.named_children)
             if c.type == "class_definition"
         }
         cls = classes.get(class_name)
-        members = named(cls.child_by_field_name("body")) if cls is not None else []
+        members = cls.child_by_field_name("body").named_children if cls is not None else []
     found: dict[str, Node] = {}
     for member in members:
-        if definition(member).type == "function_definition":
-            found[defined_name(definition(member))] = member
+        if undecorated(member).type == "function_definition":
+            found[defined_name(undecorated(member))] = member
     return found
 
 
@@ -401,7 +374,7 @@ def hybrid_config_classes(
 ) -> tuple[list[SglangHybridConfigClass], list[ExtractionWarning]]:
     """Every config class a hybrid-arch function accepts, and the union `mambaish_config`
     (functions of the module, or methods of `class_name` in the older layout)."""
-    root = module_tree(text, path)
+    root = parse_python(text, path)
     reader = _Reader(path)
     functions = _functions(root, class_name)
     if UNION not in functions:
@@ -422,7 +395,8 @@ def hybrid_config_classes(
     }
     classes = related_config_classes(config_texts, tested)
     by_function: dict[str, list[SglangHybridConfigClass]] = {
-        name: _function_rows(reader, name, definition(functions[name]), classes) for name in checked
+        name: _function_rows(reader, name, undecorated(functions[name]), classes)
+        for name in checked
     }
     union: list[SglangHybridConfigClass] = []
     for called in members:

@@ -16,16 +16,19 @@ from tree_sitter import Node
 from extractors.errors import AnchorError
 from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import (
+    arguments,
     call_name,
+    class_named,
     code_of,
     node_text,
     parse_python,
     parse_tree,
     string_value,
+    top_level_classes,
+    undecorated,
     unparenthesize,
 )
 from extractors.vllm.records import AttentionBackendChoice
-from extractors.vllm.ts_nodes import arguments, class_named, top_level_classes, undecorated
 
 FACT = "attention_backends"
 CUDA_PATH = "vllm/platforms/cuda.py"

@@ -9,16 +9,17 @@ from collections.abc import Callable
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_ts import code_of, node_text
-from extractors.vllm.records import ServingDefault
-from extractors.vllm.ts_nodes import (
+from extractors.parsing.python_ts import (
+    assigned_name,
     class_named,
     class_suite,
-    single_assignment,
+    code_of,
+    node_text,
     undecorated,
     unparenthesize,
     walk,
 )
+from extractors.vllm.records import ServingDefault
 
 
 def _fields(cls: Node) -> dict[str, Node]:
@@ -38,7 +39,7 @@ def _fields(cls: Node) -> dict[str, Node]:
             if left is not None and right is not None and unparenthesize(left).type == "identifier":
                 found[node_text(unparenthesize(left))] = right
             continue
-        single = single_assignment(assignment)
+        single = assigned_name(assignment)
         if single is not None:
             found[single[0]] = single[1]
     return found

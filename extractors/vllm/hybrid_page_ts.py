@@ -1,25 +1,26 @@
 """The hybrid page-size rule read from tree-sitter's tree as serving_rules.hybrid_page_rules
 reads it from libcst's: the `attn_block_size = ...` assignments under their if-tests, the
 alignment they multiply by, and whether the method only raises the block size and pads the
-mamba page. Pure: a tree in, records out (ts_nodes says how the trees differ)."""
+mamba page. Pure: a tree in, records out."""
 
 from __future__ import annotations
 
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_ts import code_of, node_text
-from extractors.vllm.records import HybridPageRule
-from extractors.vllm.ts_nodes import (
+from extractors.parsing.python_ts import (
     arguments,
+    assigned_name,
     class_named,
     class_suite,
-    single_assignment,
-    string,
+    code_of,
+    node_text,
+    string_value,
     undecorated,
     unparenthesize,
     walk,
 )
+from extractors.vllm.records import HybridPageRule
 
 Bindings = dict[str, Node]
 
@@ -65,7 +66,7 @@ def local_bindings(function: Node) -> Bindings:
     """serving_rules.local_bindings: `name = value` and `name := value`; the first one wins."""
     found: Bindings = {}
     for node in walk(function):
-        single = single_assignment(node)
+        single = assigned_name(node)
         if single is not None:
             found.setdefault(single[0], single[1])
         elif node.type == "named_expression":
@@ -84,7 +85,7 @@ def _assignments(function: Node, name: str) -> list[tuple[Node, tuple[tuple[Node
         for statement in block.named_children if block is not None else ():
             if statement.type == "expression_statement":
                 for small in statement.named_children:
-                    single = single_assignment(small)
+                    single = assigned_name(small)
                     if single is not None and single[0] == name:
                         found.append((small, tests))
             elif statement.type == "if_statement":
@@ -107,7 +108,7 @@ def _equals_term(test: Node, positive: bool) -> tuple[str, ...] | None:
     if compared is not None and compared[1] == ["=="]:
         left, right = compared[0]
         attribute = _attribute_name(left)
-        value = string(right)
+        value = string_value(right)
         if attribute is not None and value is not None:
             return (attribute, "equals" if positive else "not-equals", value)
     attribute = _attribute_name(test)

@@ -8,19 +8,22 @@ import re
 from tree_sitter import Node
 
 from extractors.errors import AnchorError
-from extractors.parsing.python_ts import code_of, node_text, parse_python, parse_tree
-from extractors.records import ExtractionWarning, warning
-from extractors.vllm.records import MambaSsmDtypeDefault
-from extractors.vllm.ts_nodes import (
+from extractors.parsing.python_ts import (
     arguments,
+    assigned_name,
     class_suite,
+    code_of,
     keywords,
-    single_assignment,
-    string,
+    node_text,
+    parse_python,
+    parse_tree,
+    string_value,
     undecorated,
     unparenthesize,
     walk,
 )
+from extractors.records import ExtractionWarning, warning
+from extractors.vllm.records import MambaSsmDtypeDefault
 
 PATHS = ("vllm/model_executor/models/config.py", "vllm/models/config.py")
 MAP_NAME = "MODELS_CONFIG_MAP"
@@ -152,7 +155,7 @@ def _ts_getattr_read(method: Node) -> tuple[Node, list[Node]] | None:
             continue
         args = arguments(node)
         if len(args) >= 2:
-            field = string(args[1])
+            field = string_value(args[1])
             if field and "mamba_ssm" in field:
                 return node, args
     return None
@@ -160,7 +163,7 @@ def _ts_getattr_read(method: Node) -> tuple[Node, list[Node]] | None:
 
 def _ts_local_assignment(method: Node, name: str) -> Node | None:
     for node in walk(method):
-        found = single_assignment(node)
+        found = assigned_name(node)
         if found is not None and found[0] == name:
             return found[1]
     return None
@@ -172,7 +175,7 @@ def _constants(statements: list[Node]) -> dict[str, Node]:
     found: dict[str, Node] = {}
     for statement in statements:
         if statement.type == "expression_statement" and statement.named_child_count == 1:
-            assigned = single_assignment(statement.named_children[0])
+            assigned = assigned_name(statement.named_children[0])
             if assigned is not None:
                 found[assigned[0]] = assigned[1]
     return found
@@ -214,7 +217,7 @@ def _ts_resolve(
             if read is None:
                 continue
             _, args = read
-            field = string(args[1]) or ""
+            field = string_value(args[1]) or ""
             obj = args[0]
             if unparenthesize(obj).type == "identifier":
                 name = _text(unparenthesize(obj))
@@ -261,12 +264,12 @@ def _default_value(value: Node, cls: Node, class_name: str, module: dict[str, No
     value = unparenthesize(value)
     if value.type == "none":
         return ""
-    literal = string(value)
+    literal = string_value(value)
     if literal is not None:
         return literal
     if value.type == "identifier":
         bound = module.get(_text(value))
-        return string(bound) if bound is not None else None
+        return string_value(bound) if bound is not None else None
     owner = value.child_by_field_name("object") if value.type == "attribute" else None
     attribute = value.child_by_field_name("attribute") if owner is not None else None
     if (
@@ -275,7 +278,7 @@ def _default_value(value: Node, cls: Node, class_name: str, module: dict[str, No
         and _text(unparenthesize(owner)) in ("cls", class_name)
     ):
         bound = _constants(class_suite(cls)).get(_text(attribute))
-        return string(bound) if bound is not None else None
+        return string_value(bound) if bound is not None else None
     return None
 
 
@@ -316,7 +319,7 @@ def _defaults_from_tree(
         if element.type != "pair":
             continue
         key, value = element.child_by_field_name("key"), element.child_by_field_name("value")
-        architecture = string(key) if key is not None else None
+        architecture = string_value(key) if key is not None else None
         if architecture is None or value is None or unparenthesize(value).type != "identifier":
             continue
         hook = _text(unparenthesize(value))
