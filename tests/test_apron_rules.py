@@ -24,8 +24,9 @@ from apron.constraints import (
     load_engine,
 )
 from apron.engines.vllm import resolve_kv_heads
+from extractors.serving import records as serving_records
+from extractors.serving.rule_fields import rule_fields
 from extractors.vllm import records
-from extractors.vllm.rule_fields import rule_fields
 from generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
 from generated.schema import MlaGate as MlaGateRow
 
@@ -157,7 +158,7 @@ STAR_EXCLUDES = (("model_type", "in", "m", "other"), ("new_decoder_architecture"
 
 def override(model_type: str, kind: str, order: int = 0, **given):
     """A generated-schema row built through the extractor record (which renders `rule`)."""
-    record = records.KvHeadOverride(
+    record = serving_records.KvHeadOverride(
         model_type=model_type,
         rule_order=order,
         convertor_class="C",

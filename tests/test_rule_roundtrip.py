@@ -17,8 +17,9 @@ from apron.config import ModelConfig, is_int
 from apron.constraints import load_engine
 from apron.engines.vllm import resolve_kv_heads
 from extractors import rule_terms
+from extractors.serving import kv_heads
+from extractors.serving.rule_fields import rule_fields
 from extractors.vllm import convertor
-from extractors.vllm.rule_fields import rule_fields
 from generated.schema import KvHeadOverride as KvHeadOverrideRow
 
 PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
@@ -317,7 +318,7 @@ def inline_source(fields: dict) -> str:
 @given(star_rules, st.lists(configs, min_size=1, max_size=4), st.sampled_from("mx"))
 def test_star_rule_with_excludes_round_trips(fields, sample_configs, model_type):
     source = inline_source(fields)
-    (extracted,) = convertor.kv_head_overrides_inline(source, "vllm/config.py", "ModelConfig")
+    (extracted,) = kv_heads.kv_head_overrides_inline(source, "vllm/config.py", "ModelConfig")
     assert extracted.model_type == "*"
     assert {k: getattr(extracted, k) for k in fields} == fields
     for key in {t[0] for t in fields["when"]} | {fields["gives_key"]} - {""}:

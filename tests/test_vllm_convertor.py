@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extractors.errors import AnchorError, ParseError
+from extractors.serving import kv_heads
 from extractors.vllm import convertor
 from tests.vllm_miniatures import (
     CONFIG_SINGLE_PATH,
@@ -107,7 +108,7 @@ def test_mla_gate_unrecognised_condition_is_kept_in_words():
 
 
 def test_kv_head_aliases_keep_upstream_order():
-    rows = convertor.kv_head_aliases(CONVERTOR_V2, CONVERTOR_PATH, BASE)
+    rows = kv_heads.kv_head_aliases(CONVERTOR_V2, CONVERTOR_PATH, BASE)
     assert [(r.position, r.key) for r in rows] == [
         (0, "n_head_kv"),
         (1, "num_kv_heads"),
@@ -117,7 +118,7 @@ def test_kv_head_aliases_keep_upstream_order():
 
 
 def test_kv_head_aliases_ignore_a_list_used_for_membership():
-    rows = convertor.kv_head_aliases(MODEL_CONFIG_OLD, CONFIG_SINGLE_PATH, "ModelConfig")
+    rows = kv_heads.kv_head_aliases(MODEL_CONFIG_OLD, CONFIG_SINGLE_PATH, "ModelConfig")
     assert [r.key for r in rows] == ["n_head_kv", "num_kv_heads", "num_key_value_heads"]
 
 
@@ -139,7 +140,7 @@ def test_kv_head_aliases_ignore_a_list_used_for_membership():
     ],
 )
 def test_kv_head_fallback_is_silent_mha(text, path, cls, expected):
-    (row,) = convertor.kv_head_fallback(text, path, cls)
+    (row,) = kv_heads.kv_head_fallback(text, path, cls)
     assert (row.fallback, row.expression) == expected
 
 
@@ -181,7 +182,7 @@ def test_kv_head_override_too_complex_is_opaque_with_location():
 
 
 def test_kv_head_overrides_inline_older_layout_with_scope():
-    rows = convertor.kv_head_overrides_inline(MODEL_CONFIG_OLD, CONFIG_SINGLE_PATH, "ModelConfig")
+    rows = kv_heads.kv_head_overrides_inline(MODEL_CONFIG_OLD, CONFIG_SINGLE_PATH, "ModelConfig")
     assert [(r.model_type, r.rule_order, r.kind, r.rule, r.excludes) for r in rows] == [
         (
             "*",
@@ -315,7 +316,7 @@ def test_rule_words_must_match_the_fields():
 
 
 def test_kv_head_fallback_names_the_config_key():
-    (row,) = convertor.kv_head_fallback(CONVERTOR_V1, CONVERTOR_PATH, BASE)
+    (row,) = kv_heads.kv_head_fallback(CONVERTOR_V1, CONVERTOR_PATH, BASE)
     assert row.fallback_key == "num_attention_heads"
 
 
@@ -352,7 +353,7 @@ def test_alias_list_missing_is_an_error():
         "",
     )
     with pytest.raises(AnchorError, match="no list of config keys"):
-        convertor.kv_head_aliases(text, CONVERTOR_PATH, BASE)
+        kv_heads.kv_head_aliases(text, CONVERTOR_PATH, BASE)
 
 
 def test_convertor_map_missing_is_an_error():

@@ -10,9 +10,10 @@ import pytest
 from extractors.errors import AnchorError, ParseError
 from extractors.parsing import python_cst
 from extractors.parsing.python_cst import class_methods, parse_module, top_level_classes
+from extractors.parsing.python_outline import parse_outline
 from extractors.parsing.python_ts import code_text
+from extractors.serving import kv_heads
 from extractors.vllm import convertor, model_config_defaults, serving_rules
-from extractors.vllm.cst_outline import parse_outline
 from tests.vllm_class_miniatures import MODEL_CONFIG
 from tests.vllm_miniatures import CONVERTOR_V1, MODELS_CONFIG_PATH, MODELS_CONFIG_V1
 from tests.vllm_serving_miniatures import (
@@ -110,7 +111,7 @@ def test_an_outline_that_does_not_parse_falls_back_to_the_kept_bodies(monkeypatc
         calls.append(args[1])
         return real(*args)
 
-    monkeypatch.setattr("extractors.vllm.cst_outline.parse_module_keeping", spy)
+    monkeypatch.setattr("extractors.parsing.python_outline.parse_module_keeping", spy)
     module = parse_outline(text, "m.py", lambda q, _code: q == "C.read")
     assert calls == ["m.py"]
     cls = top_level_classes(module)["C"]
@@ -180,8 +181,8 @@ def test_mamba_hook_filter_keeps_every_spelling_of_a_class_method_call(call):
 
 CONVERTOR_BASE = "ModelArchConfigConvertorBase"
 CONVERTOR_FACTS = (
-    convertor.kv_head_aliases,
-    convertor.kv_head_fallback,
+    kv_heads.kv_head_aliases,
+    kv_heads.kv_head_fallback,
     convertor.kv_head_overrides_by_convertor,
     convertor.mla_model_types,
     convertor.mla_gates,
@@ -217,7 +218,8 @@ REACHING_CONVERTOR = (
 def convertor_both_ways(monkeypatch, function, text):
     with_outline = outcome(function, text, "c.py", CONVERTOR_BASE)
     with monkeypatch.context() as patch:
-        patch.setattr(convertor, "_parsed", lambda text, path: parse_module(text, path))
+        for module in (kv_heads, convertor):  # the shared outline, and convertor's name for it
+            patch.setattr(module, "parsed", lambda text, path: parse_module(text, path))
         whole = outcome(function, text, "c.py", CONVERTOR_BASE)
     return with_outline, whole
 
@@ -230,14 +232,14 @@ def test_convertor_facts_read_the_same_through_the_shared_outline(monkeypatch, f
 
 
 def test_convertor_outline_keeps_the_methods_reached_through_self():
-    assert convertor.read_methods(REACHING_CONVERTOR) >= {
+    assert kv_heads.read_methods(REACHING_CONVERTOR) >= {
         f"{CONVERTOR_BASE}.heads_from_config",
         f"{CONVERTOR_BASE}.has_latent",
         "FalconConvertor.get_total_num_kv_heads",
     }
-    assert f"{CONVERTOR_BASE}.get_vocab_size" not in convertor.read_methods(REACHING_CONVERTOR)
-    assert "Other.heads_from_config" not in convertor.read_methods(REACHING_CONVERTOR)
-    (fallback,) = convertor.kv_head_fallback(REACHING_CONVERTOR, "c.py", CONVERTOR_BASE)
+    assert f"{CONVERTOR_BASE}.get_vocab_size" not in kv_heads.read_methods(REACHING_CONVERTOR)
+    assert "Other.heads_from_config" not in kv_heads.read_methods(REACHING_CONVERTOR)
+    (fallback,) = kv_heads.kv_head_fallback(REACHING_CONVERTOR, "c.py", CONVERTOR_BASE)
     assert fallback.fallback_key == "n_heads_total"
     gates = convertor.mla_gates(REACHING_CONVERTOR, "c.py", CONVERTOR_BASE)
     main = next(g for g in gates if g.scope == "main")
@@ -246,7 +248,7 @@ def test_convertor_outline_keeps_the_methods_reached_through_self():
 
 def test_convertor_outline_misses_a_method_named_through_a_comment_with_a_plain_pattern():
     # What SELF_MEMBER must catch: `self  # ...\n.name` is a reference to `name`.
-    assert "heads_from_config" in convertor.SELF_MEMBER.findall(REACHING_CONVERTOR)
+    assert "heads_from_config" in kv_heads.SELF_MEMBER.findall(REACHING_CONVERTOR)
     assert "heads_from_config" not in re.findall(r"\bself\s*\.\s*(\w+)", REACHING_CONVERTOR)
 
 
@@ -330,7 +332,7 @@ def test_a_skeleton_outline_reads_what_the_whole_file_outline_reads(monkeypatch)
 
 
 def test_a_triple_quote_in_a_one_line_string_turns_the_skeleton_off(monkeypatch):
-    from extractors.vllm import cst_outline
+    from extractors.parsing import python_outline as cst_outline
 
     assert cst_outline._misread(QUOTE_TRAP)
     rules = serving_rules.tp_rules(QUOTE_TRAP, "m.py", None)
@@ -354,7 +356,7 @@ def test_a_triple_quote_in_a_one_line_string_turns_the_skeleton_off(monkeypatch)
     ],
 )
 def test_misread_finds_what_the_skeleton_pass_cannot_read(text, misread):
-    from extractors.vllm import cst_outline
+    from extractors.parsing import python_outline as cst_outline
 
     assert cst_outline._misread(text) is misread
 
@@ -380,8 +382,8 @@ def test_the_convertor_key_is_read_from_its_own_outline_when_the_shared_one_lack
         "default_factory = self.get_total_num_attention_heads", "default_factory = lambda: 0"
     )
     getter = f"{CONVERTOR_BASE}.get_total_num_attention_heads"
-    assert getter in convertor.read_methods(RENAMED_KEY)
-    assert getter not in convertor.read_methods(unreached)
+    assert getter in kv_heads.read_methods(RENAMED_KEY)
+    assert getter not in kv_heads.read_methods(unreached)
     config = MODEL_CONFIG + MODEL_CONFIG_TP_METHODS
     for text in (RENAMED_KEY, unreached):
         keys = {rule.rule: rule.keys for rule in serving_rules.tp_rules(config, "m.py", text)}

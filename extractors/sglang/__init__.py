@@ -9,6 +9,14 @@ from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import DocRegistryFinding
 from extractors.errors import MissingPathError
 from extractors.records import ExtractionWarning, FactKind, Record, SupportScan, warning
+from extractors.serving.records import (
+    KvHeadAlias,
+    KvHeadFallback,
+    KvHeadOverride,
+    ServingDefault,
+    SsmTpSplit,
+    TpRule,
+)
 from extractors.sglang import (
     architecture_sets,
     attention_chain,
@@ -30,14 +38,6 @@ from extractors.sglang.records import (
 )
 from extractors.sglang.registry_rows import models_registry
 from extractors.snapshot import Snapshot
-from extractors.vllm.records import (
-    KvHeadAlias,
-    KvHeadFallback,
-    KvHeadOverride,
-    ServingDefault,
-    SsmTpSplit,
-    TpRule,
-)
 
 MODELS_DIRS = ("python/sglang/srt/models",)
 MODEL_CONFIG_PATHS = ("python/sglang/srt/configs/model_config.py",)

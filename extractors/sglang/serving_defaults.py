@@ -26,7 +26,7 @@ from extractors.parsing.python_ts import (
     unparenthesize,
 )
 from extractors.parsing.ts_query import typed_descendants
-from extractors.vllm.records import ServingDefault
+from extractors.serving.records import ServingDefault
 
 SERVER_ARGS_PATHS = ("python/sglang/srt/server_args.py",)
 SERVER_ARGS_CLASS = "ServerArgs"

@@ -16,10 +16,8 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk,
 )
-from extractors.sglang.model_config_shape import kv_split_text
-from extractors.sglang.slices import Cut, cut_text
-from extractors.vllm.records import SsmTpSplit, TpRule
-from extractors.vllm.serving_rules import (
+from extractors.serving.records import SsmTpSplit, TpRule
+from extractors.serving.tp_rules import (
     caller_keyword_key,
     class_named,
     divides_or_divided,
@@ -30,6 +28,8 @@ from extractors.vllm.serving_rules import (
     ssm_tp_splits_of,
     tp_names_of,
 )
+from extractors.sglang.model_config_shape import kv_split_text
+from extractors.sglang.slices import Cut, cut_text
 
 MODEL_CONFIG_CLASS = "ModelConfig"
 # Newest first: where the per-token KV cell size is computed.

@@ -8,6 +8,15 @@ from dataclasses import dataclass
 from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.doc_findings import DocRegistryFinding
 from extractors.records import FactKind, Record, SupportScan, warning
+from extractors.serving import kv_heads
+from extractors.serving.records import (
+    KvHeadAlias,
+    KvHeadFallback,
+    KvHeadOverride,
+    ServingDefault,
+    SsmTpSplit,
+    TpRule,
+)
 from extractors.snapshot import Snapshot
 from extractors.vllm import (
     attention_backends,
@@ -24,18 +33,12 @@ from extractors.vllm.records import (
     AttnTypeRule,
     HybridPageRule,
     InterfaceFlag,
-    KvHeadAlias,
-    KvHeadFallback,
-    KvHeadOverride,
     MambaSsmDtypeDefault,
     MlaGate,
     MlaModelType,
     ModelClassFlags,
     RegistryNotice,
     RegistryRow,
-    ServingDefault,
-    SsmTpSplit,
-    TpRule,
     VllmDocsRow,
 )
 from extractors.vllm.registry_notices import registry_notices, removal_notes
@@ -98,24 +101,24 @@ def _layout_fact(method: str, extract: Callable[[str, ConvertorLayout], list[Rec
 def _kv_head_overrides(text: str, layout: ConvertorLayout) -> list[Record]:
     if layout.has_convertor_map:
         return convertor.kv_head_overrides_by_convertor(text, layout.path, layout.class_name)
-    return convertor.kv_head_overrides_inline(text, layout.path, layout.class_name)
+    return kv_heads.kv_head_overrides_inline(text, layout.path, layout.class_name)
 
 
 _mla_model_types = _layout_fact(
-    convertor.MLA_METHOD,
+    kv_heads.MLA_METHOD,
     lambda text, lay: convertor.mla_model_types(text, lay.path, lay.class_name),
 )
 _mla_gates = _layout_fact(
-    convertor.MLA_METHOD, lambda text, lay: convertor.mla_gates(text, lay.path, lay.class_name)
+    kv_heads.MLA_METHOD, lambda text, lay: convertor.mla_gates(text, lay.path, lay.class_name)
 )
 _kv_head_aliases = _layout_fact(
-    convertor.KV_METHOD, lambda text, lay: convertor.kv_head_aliases(text, lay.path, lay.class_name)
+    kv_heads.KV_METHOD, lambda text, lay: kv_heads.kv_head_aliases(text, lay.path, lay.class_name)
 )
 _kv_head_fallback = _layout_fact(
-    convertor.KV_METHOD,
-    lambda text, lay: convertor.kv_head_fallback(text, lay.path, lay.class_name),
+    kv_heads.KV_METHOD,
+    lambda text, lay: kv_heads.kv_head_fallback(text, lay.path, lay.class_name),
 )
-_kv_head_overrides_fact = _layout_fact(convertor.KV_METHOD, _kv_head_overrides)
+_kv_head_overrides_fact = _layout_fact(kv_heads.KV_METHOD, _kv_head_overrides)
 
 
 def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:

@@ -19,7 +19,7 @@ from extractors.parsing.python_ts import (
     unparenthesize,
     walk,
 )
-from extractors.vllm.records import ServingDefault
+from extractors.serving.records import ServingDefault
 
 
 def _fields(cls: Node) -> dict[str, Node]:

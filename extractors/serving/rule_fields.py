@@ -28,7 +28,7 @@ from extractors.rule_terms import (
     Term,
     negated,
 )
-from extractors.vllm.records import BASE_SCAN, CONSTANT, KEY_VALUE
+from extractors.serving.records import BASE_SCAN, CONSTANT, KEY_VALUE
 
 KV_METHOD = "get_total_num_kv_heads"
 Value = tuple[str, str, int | None]  # (gives, key, constant) as in KvHeadOverride
