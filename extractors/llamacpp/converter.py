@@ -27,6 +27,7 @@ from extractors.parsing.python_ts import (
     string_value,
     top_level_assignments,
     unparenthesize,
+    walk,
 )
 from extractors.parsing.ts_query import typed_descendants
 from extractors.records import ExtractionWarning, warning
@@ -189,17 +190,9 @@ def _registered_names(
     return tuple(names)
 
 
-def _walk(node: Node) -> Iterator[Node]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.named_children))
-
-
 def _model_arch_refs(node: Node) -> list[str]:
     refs = []
-    for item in _walk(node):
+    for item in walk(node):
         if item.type == "attribute":
             match = _MODEL_ARCH_REF.match(node_text(item))
             if match:

@@ -30,7 +30,13 @@ from extractors.errors import ParseError
 from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
 from extractors.parsing.python_cst import KeepBody, parse_module, parse_module_keeping
 from extractors.parsing.python_skeleton import ODD_SPACE, method_skeleton
-from extractors.parsing.python_ts import node_text, parse_python, parse_tree
+from extractors.parsing.python_ts import (
+    defined_name,
+    node_text,
+    parse_python,
+    parse_tree,
+    undecorated,
+)
 
 # Comments and string literals, left to right: where the line-based skeleton pass could read a
 # triple quote wrongly. (A prefix such as r or f is read as code before the quote; a backslash
@@ -195,25 +201,14 @@ def _line_end(data: bytes, end: int) -> int:
     return at
 
 
-def _definition(statement: Node) -> Node:
-    if statement.type == "decorated_definition":
-        return statement.child_by_field_name("definition") or statement
-    return statement
-
-
-def _name(definition: Node) -> str:
-    name = definition.child_by_field_name("name")
-    return node_text(name) if name is not None else ""
-
-
 def _dropped(root: Node, keep: KeepBody, cut: Cut) -> list[tuple[int, int, bytes]]:
     """(start, end, filler) byte ranges to blank, in order."""
     module_statements = cut.module_statements
     ranges: list[tuple[int, int, bytes]] = []
     for statement in root.named_children:
-        definition = _definition(statement)
+        definition = undecorated(statement)
         if definition.type == "function_definition":
-            if not keep(_name(definition), statement.text or b""):
+            if not keep(defined_name(definition), statement.text or b""):
                 ranges.append((statement.start_byte, statement.end_byte, b""))
             elif not cut.method_docs:
                 ranges += _inner_docs(definition)
@@ -230,13 +225,13 @@ def _dropped_members(cls: Node, keep: KeepBody, cut: Cut) -> list[tuple[int, int
     body = cls.child_by_field_name("body")
     if body is None or body.end_byte <= body.start_byte:
         return []
-    prefix = _name(cls) + "."
+    prefix = defined_name(cls) + "."
     class_statements = cut.class_statements
     dropped, kept_any = [], False
     for member in body.named_children:
-        definition = _definition(member)
+        definition = undecorated(member)
         if definition.type == "function_definition":
-            if keep(prefix + _name(definition), member.text or b""):
+            if keep(prefix + defined_name(definition), member.text or b""):
                 kept_any = True
                 if not cut.method_docs:
                     dropped += _inner_docs(definition)

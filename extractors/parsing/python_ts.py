@@ -385,8 +385,9 @@ def undecorated(node: Node) -> Node:
 
 
 def defined_name(definition: Node) -> str:
-    """The name of a class or function definition."""
-    return node_text(definition.child_by_field_name("name"))
+    """The name of a class or function definition; "" for a node without one."""
+    name = definition.child_by_field_name("name")
+    return node_text(name) if name is not None else ""
 
 
 def top_level_classes(root: Node) -> dict[str, Node]:
@@ -654,3 +655,46 @@ def conjuncts(node: Node) -> list[Node]:
     if parts is not None:
         return conjuncts(parts[0]) + conjuncts(parts[1])
     return [node]
+
+
+def number_literal(node: Node | None) -> str | None:
+    """An int or float literal as Python writes it (`16`, `0.92`), brackets looked through; None
+    for any other node, an imaginary `1j` included."""
+    if node is None:
+        return None
+    node = unparenthesize(node)
+    text = node_text(node)
+    if node.type in ("integer", "float") and not text.endswith(("j", "J")):
+        return text
+    return None
+
+
+# ------------------------------------------------------------------ class fields
+
+
+def class_fields(cls: Node) -> dict[str, Node]:
+    """name -> value of each field of a class body, `name: T = value` and `name = value` alike
+    (an annotated field is a field); the last one of a name wins. A chain `a = b = v` and a
+    body on the header's line give none."""
+    found: dict[str, Node] = {}
+    for statement in class_suite(cls):
+        assigned = assigned_name(statement)
+        if assigned is not None:
+            found[assigned[0]] = assigned[1]
+    return found
+
+
+def field_default(value: Node) -> Node:
+    """A pydantic field's default: `Field(default=X, ...)` (or `pydantic.Field(...)`) -> X; any
+    other value as it is."""
+    call = unparenthesize(value)
+    if call_name(call) != "Field":
+        return value
+    found = keywords(call).get("default")
+    return found if found is not None else value
+
+
+def attribute_name(node: Node) -> str:
+    """`x.name` -> "name" (brackets looked through); "" for anything else."""
+    found = attribute(node)
+    return found[1] if found is not None else ""

@@ -15,14 +15,26 @@ from extractors.parsing.limits import check_syntax_tree
 from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from extractors.parsing.python_ts import (
     PYTHON,
+    arguments,
+    attribute_name,
     call_name,
+    class_fields,
     code_of,
+    defined_name,
+    field_default,
     import_source,
     imported_names,
+    methods_of,
     node_text,
+    number_literal,
     parse_once,
     parse_python,
+    returned,
+    single_assignment,
+    single_comparison,
+    statements,
     string_value,
+    undecorated,
     unparenthesize,
 )
 from extractors.parsing.ts_query import typed_descendants
@@ -54,83 +66,8 @@ def compact(node: Node) -> str:
     return code_of(node)
 
 
-def _named(node: Node) -> list[Node]:
-    return [c for c in node.named_children if c.type != "comment"]
-
-
-def _definition(statement: Node) -> Node:
-    if statement.type == "decorated_definition":
-        return statement.child_by_field_name("definition") or statement
-    return statement
-
-
-def _name(definition: Node) -> str:
-    return node_text(definition.child_by_field_name("name"))
-
-
-def literal_text(node: Node | None) -> str | None:
-    """An int or float literal as Python writes it (`16`, `0.92`), else None."""
-    if node is None:
-        return None
-    node = unparenthesize(node)
-    text = node_text(node)
-    if node.type in ("integer", "float") and not text.endswith(("j", "J")):  # not imaginary
-        return text
-    return None
-
-
 def _is_none(node: Node) -> bool:
     return unparenthesize(node).type == "none"
-
-
-def _comparison(node: Node) -> tuple[Node, str, Node] | None:
-    """(left, operator, right) of a comparison with one operator, else None."""
-    node = unparenthesize(node)
-    if node.type != "comparison_operator":
-        return None
-    operands = _named(node)
-    operators = [c for c in node.children if not c.is_named]
-    if len(operands) != 2 or len(operators) != 1:
-        return None
-    return operands[0], node_text(operators[0]), operands[1]
-
-
-def _attribute_name(node: Node) -> str:
-    """`x.name` -> "name"; "" for anything else."""
-    node = unparenthesize(node)
-    if node.type != "attribute":
-        return ""
-    return node_text(node.child_by_field_name("attribute"))
-
-
-def _single_assignment(node: Node) -> tuple[Node, Node] | None:
-    """(target, value) of `target = value` with one target (not `a = b = v`, not annotated)."""
-    if node.type != "assignment" or node.child_by_field_name("type") is not None:
-        return None
-    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-    if left is None or right is None or right.type == "assignment":
-        return None
-    if node.parent is not None and node.parent.type == "assignment":
-        return None
-    return unparenthesize(left), right
-
-
-def _call_args(node: Node) -> list[Node]:
-    """The argument values of a call, keywords and stars included, in order."""
-    arguments = node.child_by_field_name("arguments")
-    if arguments is None:
-        return []
-    if arguments.type != "argument_list":
-        return [arguments]  # f(x for x in y)
-    values = []
-    for arg in _named(arguments):
-        if arg.type == "keyword_argument":
-            values.append(arg.child_by_field_name("value"))
-        elif arg.type in ("list_splat", "dictionary_splat"):
-            values.append(_named(arg)[0])
-        else:
-            values.append(arg)
-    return values
 
 
 def on_cuda(test: Node, given_none: str = "") -> bool | None:
@@ -152,38 +89,18 @@ def on_cuda(test: Node, given_none: str = "") -> bool | None:
         return False if left is False and right is False else None
     if test.type == "call":
         function = unparenthesize(test.child_by_field_name("function"))
-        if function.type == "identifier" and not _call_args(test):
+        if function.type == "identifier" and not arguments(test):
             return CUDA_PROBES.get(node_text(function))
         return None
-    compared = _comparison(test) if given_none else None
+    compared = single_comparison(test) if given_none else None
     if (
         compared is not None
         and compared[1] == "is not"
-        and _attribute_name(compared[0]) == given_none
+        and attribute_name(compared[0]) == given_none
         and unparenthesize(compared[2]).type == "none"
     ):
         return False
     return None
-
-
-def statements(block: Node | None) -> list[Node]:
-    """The statements of a block, with simple statements unwrapped from their line, docstrings
-    (any string statement), `pass` and comments dropped."""
-    flat: list[Node] = []
-    for statement in _named(block) if block is not None else []:
-        if statement.type == "pass_statement":
-            continue
-        if statement.type == "expression_statement":
-            parts = _named(statement)
-            if len(parts) == 1 and string_value(parts[0]) is not None:
-                continue  # docstring
-        flat.append(statement)
-    return flat
-
-
-def _returned(statement: Node) -> Node | None:
-    values = _named(statement) if statement.type == "return_statement" else []
-    return values[0] if values else None
 
 
 def _dict_value(node: Node | None, key: str) -> Node | None:
@@ -191,7 +108,7 @@ def _dict_value(node: Node | None, key: str) -> Node | None:
         return None
     node = unparenthesize(node)
     if node.type == "dictionary":
-        for element in _named(node):
+        for element in node.named_children:
             if element.type == "pair" and string_value(element.child_by_field_name("key")) == key:
                 return element.child_by_field_name("value")
     return None
@@ -233,7 +150,8 @@ def _server_args(text: str, path: str) -> Node:
     classes = [
         s
         for s in root.named_children
-        if _definition(s).type == "class_definition" and _name(_definition(s)) == SERVER_ARGS_CLASS
+        if undecorated(s).type == "class_definition"
+        and defined_name(undecorated(s)) == SERVER_ARGS_CLASS
     ]
     if not classes:
         raise AnchorError(
@@ -241,64 +159,15 @@ def _server_args(text: str, path: str) -> Node:
             paths=[path],
             anchor=SERVER_ARGS_CLASS,
         )
-    return _definition(classes[-1])
-
-
-def _class_body(cls: Node) -> list[Node]:
-    body = cls.child_by_field_name("body")
-    return _named(body) if body is not None else []
-
-
-def _methods(cls: Node) -> dict[str, Node]:
-    """name -> function_definition of the class's methods; the last of one name wins."""
-    found: dict[str, Node] = {}
-    for member in _class_body(cls):
-        definition = _definition(member)
-        if definition.type == "function_definition":
-            found[_name(definition)] = definition
-    return found
-
-
-def _fields(cls: Node) -> dict[str, Node]:
-    """`name: T = value` and `name = value` in the class body; the last one wins."""
-    found: dict[str, Node] = {}
-    for statement in _class_body(cls):
-        if statement.type != "expression_statement":
-            continue
-        for small in _named(statement):
-            if small.type != "assignment":
-                continue
-            left, right = small.child_by_field_name("left"), small.child_by_field_name("right")
-            if left is None or right is None or unparenthesize(left).type != "identifier":
-                continue
-            if small.child_by_field_name("type") is None and right.type == "assignment":
-                continue  # `a = b = v`: two targets
-            found[node_text(unparenthesize(left))] = right
-    return found
-
-
-def _field_default(value: Node) -> Node:
-    """`Field(default=X, ...)` -> X; any other value as it is."""
-    call = unparenthesize(value)
-    if call.type == "call" and call_name(call) == "Field":
-        function = unparenthesize(call.child_by_field_name("function"))
-        if function.type in ("identifier", "attribute"):
-            arguments = call.child_by_field_name("arguments")
-            for arg in _named(arguments) if arguments is not None else []:
-                if (
-                    arg.type == "keyword_argument"
-                    and node_text(arg.child_by_field_name("name")) == "default"
-                ):
-                    return arg.child_by_field_name("value")
-    return value
+    return undecorated(classes[-1])
 
 
 def _field(cls: Node, setting: str, path: str) -> Node:
-    fields = _fields(cls)
+    fields = class_fields(cls)
     if setting not in fields:
         anchor = f"{SERVER_ARGS_CLASS}.{setting}"
         raise AnchorError(f"{anchor} is not a field in {path}", paths=[path], anchor=anchor)
-    return _field_default(fields[setting])
+    return field_default(fields[setting])
 
 
 def _literal_row(setting: str, role: str, value: str, reason: str, path: str, symbol: str):
@@ -330,19 +199,19 @@ def page_size_source(text: str, path: str) -> ServingDefault | tuple[str, str, s
     cls = _server_args(text, path)
     default = _field(cls, PAGE_SIZE, path)
     symbol = f"{SERVER_ARGS_CLASS}.{PAGE_SIZE}"
-    literal = literal_text(default)
+    literal = number_literal(default)
     if literal is not None:
         return _literal_row(PAGE_SIZE, "block_tokens", literal, "", path, symbol)
-    handler = _methods(cls).get(PAGE_HANDLER)
+    handler = methods_of(cls).get(PAGE_HANDLER)
     handler_symbol = f"{SERVER_ARGS_CLASS}.{PAGE_HANDLER}"
     if handler is None:
         raise AnchorError(
             f"{handler_symbol} is not defined in {path}", paths=[path], anchor=handler_symbol
         )
     for node in _descendants(handler, "assignment"):
-        assigned = _single_assignment(node)
-        if assigned is not None and _attribute_name(assigned[0]) == PAGE_SIZE:
-            value = literal_text(assigned[1])
+        assigned = single_assignment(node)
+        if assigned is not None and attribute_name(assigned[0]) == PAGE_SIZE:
+            value = number_literal(assigned[1])
             if value is not None:
                 reason = f"None, set in {handler_symbol}"
                 return _literal_row(PAGE_SIZE, "block_tokens", value, reason, path, symbol)
@@ -352,7 +221,7 @@ def page_size_source(text: str, path: str) -> ServingDefault | tuple[str, str, s
         for _local, name in imported_names(node):
             imported[name] = source[1] if source is not None else ""
     for node in _descendants(handler, "call"):
-        args = _call_args(node)
+        args = arguments(node)
         if call_name(node) == PASS_RUNNER and len(args) == 2:
             function = unparenthesize(args[1])
             if function.type == "identifier" and node_text(function) in imported:
@@ -377,11 +246,11 @@ def page_size_source(text: str, path: str) -> ServingDefault | tuple[str, str, s
 
 def _is_none_test(test: Node, setting: str) -> bool:
     """`self.<setting> is None`."""
-    compared = _comparison(test)
+    compared = single_comparison(test)
     return (
         compared is not None
         and compared[1] == "is"
-        and _attribute_name(compared[0]) == setting
+        and attribute_name(compared[0]) == setting
         and _is_none(compared[2])
     )
 
@@ -401,26 +270,26 @@ def mem_fraction_default(text: str, path: str) -> ServingDefault:
     cls = _server_args(text, path)
     default = _field(cls, MEM_FRACTION, path)
     symbol = f"{SERVER_ARGS_CLASS}.{MEM_FRACTION}"
-    literal = literal_text(default)
+    literal = number_literal(default)
     if literal is not None:
         return _literal_row(MEM_FRACTION, "memory_fraction", literal, "", path, symbol)
-    for name, method in _methods(cls).items():
+    for name, method in methods_of(cls).items():
         for node in _descendants(method, "if_statement", "elif_clause"):
             if not _is_none_test(node.child_by_field_name("condition"), MEM_FRACTION):
                 continue
             for span in _if_subtree(node):
                 for inner in _descendants(span, "assignment"):
-                    assigned = _single_assignment(inner)
-                    if assigned is None or _attribute_name(assigned[0]) != MEM_FRACTION:
+                    assigned = single_assignment(inner)
+                    if assigned is None or attribute_name(assigned[0]) != MEM_FRACTION:
                         continue
                     value = assigned[1]
                     candidates: tuple[str, ...] = ()
                     choice = unparenthesize(value)
                     if choice.type == "conditional_expression":
-                        _body, condition, orelse = _named(choice)[:3]
-                        if literal_text(orelse) is not None:
+                        _body, condition, orelse = choice.named_children[:3]
+                        if number_literal(orelse) is not None:
                             test = compact(condition).removesuffix(" is not None")
-                            candidates = (f"{test} is None -> {literal_text(orelse)}",)
+                            candidates = (f"{test} is None -> {number_literal(orelse)}",)
                     return ServingDefault(
                         setting=MEM_FRACTION,
                         role="memory_fraction",
@@ -454,37 +323,37 @@ def _literal_sets(root: Node, setting: str) -> list[tuple[str, str]]:
     (`setting = N`, `x.setting = N` or `{"setting": N}`)."""
     found = []
     for statement in root.named_children:
-        definition = _definition(statement)
+        definition = undecorated(statement)
         if definition.type != "function_definition":
             continue
-        function = _name(definition)
+        function = defined_name(definition)
         for node in _descendants(statement, "assignment", "pair"):
             if node.type == "assignment":
-                assigned = _single_assignment(node)
+                assigned = single_assignment(node)
                 if assigned is None:
                     continue
                 target = assigned[0]
                 name = (
                     node_text(target)
                     if target.type == "identifier"
-                    else _attribute_name(target)
+                    else attribute_name(target)
                     if target.type == "attribute"
                     else ""
                 )
-                value = literal_text(assigned[1]) if name == setting else None
+                value = number_literal(assigned[1]) if name == setting else None
             elif (
                 node.parent is not None
                 and node.parent.type == "dictionary"
                 and string_value(node.child_by_field_name("key")) == setting
             ):
                 given = node.child_by_field_name("value")
-                value = literal_text(given)
+                value = number_literal(given)
                 choice = unparenthesize(given)
                 if value is None and choice.type == "conditional_expression":
-                    body, _condition, orelse = _named(choice)[:3]
+                    body, _condition, orelse = choice.named_children[:3]
                     for part in (body, orelse):
-                        if literal_text(part) is not None:
-                            found.append((function, literal_text(part)))
+                        if number_literal(part) is not None:
+                            found.append((function, number_literal(part)))
             else:
                 continue
             if value is not None:
@@ -498,9 +367,10 @@ def page_size_from_pass(text: str, path: str, function: str, handler: str) -> Se
     root = parse_python(text, path)
     definition = next(
         (
-            _definition(s)
+            undecorated(s)
             for s in root.named_children
-            if _definition(s).type == "function_definition" and _name(_definition(s)) == function
+            if undecorated(s).type == "function_definition"
+            and defined_name(undecorated(s)) == function
         ),
         None,
     )
@@ -516,8 +386,8 @@ def page_size_from_pass(text: str, path: str, function: str, handler: str) -> Se
     for statement in statements(definition.child_by_field_name("body")):
         if statement.type == "if_statement":
             inner = statements(statement.child_by_field_name("consequence"))
-            returned = _returned(inner[-1]) if inner else None
-            given = literal_text(_dict_value(returned, PAGE_SIZE))
+            result = returned(inner[-1]) if inner else None
+            given = number_literal(_dict_value(result, PAGE_SIZE))
             condition = statement.child_by_field_name("condition")
             holds = on_cuda(condition, PAGE_SIZE)
             test = compact(condition)
@@ -532,7 +402,7 @@ def page_size_from_pass(text: str, path: str, function: str, handler: str) -> Se
                     why = f"the branch {test}, taken on CUDA, gives no literal page size"
                 break
         elif statement.type == "return_statement":
-            given = literal_text(_dict_value(_returned(statement), PAGE_SIZE))
+            given = number_literal(_dict_value(returned(statement), PAGE_SIZE))
             if given is not None:
                 branches.append(f"otherwise -> {given}")
             value = given

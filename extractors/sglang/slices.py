@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from extractors.parsing.python_ts import node_text, parse_tree
+from extractors.parsing.python_ts import node_text, parse_tree, undecorated
 
 INDENT = b" \t\f"
 
@@ -41,17 +41,10 @@ class Cut:
     needle: bytes = b""
 
 
-def definition(statement: Node) -> Node:
-    """The class or function a (possibly decorated) statement defines, else the statement."""
-    if statement.type == "decorated_definition":
-        return statement.child_by_field_name("definition") or statement
-    return statement
-
-
 def defined_name(statement: Node, kind: str) -> str | None:
     """The name of the `kind` ("class_definition" / "function_definition") `statement`
     defines, decorators looked through; None for any other statement."""
-    found = definition(statement)
+    found = undecorated(statement)
     if found.type != kind:
         return None
     name = found.child_by_field_name("name")
@@ -98,7 +91,7 @@ def _members(body: Node) -> list[Node]:
 
 
 def _write_class(writer: _Writer, statement: Node, name: str, cut: Cut) -> None:
-    found = definition(statement)
+    found = undecorated(statement)
     body = found.child_by_field_name("body")
     if body is None:
         raise _Uncut

@@ -20,9 +20,14 @@ from extractors.parsing.python_ts import (
     call_name,
     class_named,
     code_of,
+    defined_name,
+    if_clauses,
+    methods_of,
     node_text,
+    number_literal,
     parse_python,
     parse_tree,
+    statements,
     string_value,
     top_level_classes,
     undecorated,
@@ -88,47 +93,8 @@ def _backend_method(definition: str) -> bool:
     )
 
 
-def _name(definition: Node) -> str:
-    name = definition.child_by_field_name("name")
-    return node_text(name) if name is not None else ""
-
-
-def class_methods(cls: Node) -> dict[str, Node]:
-    """name -> function_definition of the methods defined directly in a class body."""
-    found = {}
-    body = cls.child_by_field_name("body")
-    for statement in body.named_children if body is not None else ():
-        definition = undecorated(statement)
-        if definition.type == "function_definition":
-            found[_name(definition)] = definition
-    return found
-
-
-def statements(block: Node | None) -> list[Node]:
-    """The statements of a body, comments, `pass` and string-literal statements (docstrings)
-    dropped."""
-    found = []
-    for statement in block.named_children if block is not None else ():
-        if statement.type in ("comment", "pass_statement"):
-            continue
-        if statement.type == "expression_statement" and statement.named_child_count == 1:
-            value = statement.named_children[0]
-            if value.type in ("string", "concatenated_string") and string_value(value) is not None:
-                continue
-        found.append(statement)
-    return found
-
-
 def _body(definition: Node) -> Node | None:
     return definition.child_by_field_name("body")
-
-
-def literal_text(node: Node | None) -> str | None:
-    """An int or float literal as Python writes it (`16`, `0.92`), else None."""
-    if node is None:
-        return None
-    node = unparenthesize(node)
-    return node_text(node) if node.type in ("integer", "float") else None
 
 
 def _branches(body: Node | None, path: tuple[tuple[str, bool], ...]):
@@ -154,23 +120,13 @@ def _branches(body: Node | None, path: tuple[tuple[str, bool], ...]):
 
 def _if_branches(statement: Node, path: tuple[tuple[str, bool], ...]):
     """The branches of an if/elif/else chain: each clause's test holds, the earlier ones fail."""
-    clauses = [(statement.child_by_field_name("condition"), _consequence(statement))]
-    otherwise = None
-    for part in statement.children_by_field_name("alternative"):
-        if part.type == "elif_clause":
-            clauses.append((part.child_by_field_name("condition"), _consequence(part)))
-        else:
-            otherwise = part.child_by_field_name("body")
+    clauses, otherwise = if_clauses(statement)
     for condition, block in clauses:
         test = code_of(condition)
         yield from _branches(block, (*path, (test, True)))
         path = (*path, (test, False))
     if otherwise is not None:
         yield from _branches(otherwise, path)
-
-
-def _consequence(clause: Node) -> Node | None:
-    return clause.child_by_field_name("consequence")
 
 
 def _words(path: tuple[tuple[str, bool], ...]) -> str:
@@ -189,7 +145,7 @@ def priority_branches(text: str, path: str) -> list[Branch]:
         (
             d
             for d in map(undecorated, root.named_children)
-            if d.type == "function_definition" and _name(d) == PRIORITIES
+            if d.type == "function_definition" and defined_name(d) == PRIORITIES
         ),
         None,
     )
@@ -386,7 +342,7 @@ def _mro(modules: _Modules, dotted: str) -> Iterator[_Class]:
 def _sizes(cls: _Class) -> tuple[str, ...] | None:
     """The literal list get_supported_kernel_block_sizes returns, as code ("MultipleOf(16)",
     "64"); None when the method computes it."""
-    body = statements(_body(class_methods(cls.node)[KERNEL_SIZES]))
+    body = statements(_body(methods_of(cls.node)[KERNEL_SIZES]))
     if len(body) != 1 or body[0].type != "return_statement" or not body[0].named_child_count:
         return None
     value = unparenthesize(body[0].named_children[0])
@@ -398,10 +354,10 @@ def _sizes(cls: _Class) -> tuple[str, ...] | None:
             continue
         if item.type == "list_splat":
             item = item.named_children[0]
-        if literal_text(item) is not None:
-            sizes.append(literal_text(item) or "")
+        if number_literal(item) is not None:
+            sizes.append(number_literal(item) or "")
         elif call_name(item) == "MultipleOf" and len(arguments(unparenthesize(item))) == 1:
-            inner = literal_text(arguments(unparenthesize(item))[0])
+            inner = number_literal(arguments(unparenthesize(item))[0])
             if inner is None:
                 return None
             sizes.append(f"MultipleOf({inner})")
@@ -420,7 +376,7 @@ def base_rule_holds(text: str, path: str) -> bool:
     cls = top_level_classes(_tree(text, path)).get(BASE_CLASS)
     if cls is None:
         return False
-    methods = class_methods(cls)
+    methods = methods_of(cls)
     if PREFERRED not in methods or "supports_block_size" not in methods:
         return False
     preferred = code_of(methods[PREFERRED])
@@ -464,15 +420,15 @@ def _override_on_cuda(cls: _Class) -> str:
     """How an own get_preferred_block_size behaves on CUDA: "super" when it ends in
     `return super().get_preferred_block_size(...)` past platform guards false on CUDA, a
     literal when it returns one, else "" (not evaluated)."""
-    for statement in statements(_body(class_methods(cls.node)[PREFERRED])):
+    for statement in statements(_body(methods_of(cls.node)[PREFERRED])):
         if statement.type == "if_statement" and not statement.children_by_field_name("alternative"):
             if _on_cuda(statement.child_by_field_name("condition")) is False:
                 continue
             return ""
         if statement.type == "return_statement" and statement.named_child_count:
             value = statement.named_children[0]
-            if literal_text(value) is not None:
-                return literal_text(value) or ""
+            if number_literal(value) is not None:
+                return number_literal(value) or ""
             function = (
                 unparenthesize(unparenthesize(value).child_by_field_name("function"))
                 if call_name(value)
@@ -496,14 +452,14 @@ def backend_block(modules: _Modules, dotted: str, default: int | None, base_ok: 
     override = ""
     path, symbol = module_path(dotted.rpartition(".")[0]), dotted.rpartition(".")[2]
     for cls in _mro(modules, dotted):
-        methods = class_methods(cls.node)
-        if PREFERRED in methods and not override and _name(cls.node) != BASE_CLASS:
+        methods = methods_of(cls.node)
+        if PREFERRED in methods and not override and defined_name(cls.node) != BASE_CLASS:
             override = _override_on_cuda(cls) or "opaque"
             if override == "opaque":
-                reason = f"{_name(cls.node)}.{PREFERRED} is not evaluated"
+                reason = f"{defined_name(cls.node)}.{PREFERRED} is not evaluated"
                 return (), None, reason, path, symbol
         if KERNEL_SIZES in methods and sizes is None and not sizes_from:
-            sizes_from = f"{_name(cls.node)}.{KERNEL_SIZES}"
+            sizes_from = f"{defined_name(cls.node)}.{KERNEL_SIZES}"
             sizes = _sizes(cls)
     if override.isdigit():
         return sizes or (), int(override), f"{PREFERRED} returns {override}", path, symbol

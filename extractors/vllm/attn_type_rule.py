@@ -17,6 +17,7 @@ from extractors.parsing.python_ts import (
     parse_python,
     string_value,
     unparenthesize,
+    walk,
 )
 from extractors.vllm.records import AttnTypeRule
 
@@ -30,18 +31,10 @@ def _find_method(root: Node, class_name: str, method: str) -> Node | None:
     return next((node for name, node in class_methods(root, class_name) if name == method), None)
 
 
-def _walk(node: Node):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.named_children))
-
-
 def _returns(block: Node) -> list[str]:
     """The string literals `block` returns directly (also through `a if c else b`)."""
     found = []
-    for node in _walk(block):
+    for node in walk(block):
         if node.type == "return_statement" and node.named_child_count:
             value = unparenthesize(node.named_children[0])
             for part in (
@@ -80,7 +73,7 @@ def attn_type_rule(text: str, path: str) -> AttnTypeRule:
         returned = _returns(block)
         if any(n.type == "if_statement" for n in block.named_children):
             pooling_condition = words
-            for node in _walk(block):
+            for node in walk(block):
                 if node.type == "if_statement":
                     test = node.child_by_field_name("condition")
                     if test.type == "comparison_operator" and len(test.named_children) == 2:

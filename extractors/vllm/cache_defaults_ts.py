@@ -10,74 +10,18 @@ from tree_sitter import Node
 
 from extractors.errors import AnchorError
 from extractors.parsing.python_ts import (
-    assigned_name,
+    class_fields,
     class_named,
     class_suite,
     code_of,
+    field_default,
     node_text,
+    number_literal,
     undecorated,
     unparenthesize,
     walk,
 )
 from extractors.serving.records import ServingDefault
-
-
-def _fields(cls: Node) -> dict[str, Node]:
-    """class_fields: `name: T = value` and `name = value` in the class body; the last wins."""
-    found: dict[str, Node] = {}
-    for statement in class_suite(cls):
-        if statement.type != "expression_statement" or statement.named_child_count != 1:
-            continue
-        assignment = statement.named_children[0]
-        if assignment.type != "assignment":
-            continue
-        if assignment.child_by_field_name("type") is not None:  # AnnAssign
-            left, right = (
-                assignment.child_by_field_name("left"),
-                assignment.child_by_field_name("right"),
-            )
-            if left is not None and right is not None and unparenthesize(left).type == "identifier":
-                found[node_text(unparenthesize(left))] = right
-            continue
-        single = assigned_name(assignment)
-        if single is not None:
-            found[single[0]] = single[1]
-    return found
-
-
-def _field_default(value: Node) -> Node:
-    """field_default: `Field(default=X, ...)` -> X; any other value as it is."""
-    call = unparenthesize(value)
-    function = call.child_by_field_name("function") if call.type == "call" else None
-    function = unparenthesize(function) if function is not None else None
-    if function is None:
-        return value
-    if function.type == "identifier":
-        name = node_text(function)
-    elif function.type == "attribute":
-        attribute = function.child_by_field_name("attribute")
-        name = node_text(attribute) if attribute is not None else ""
-    else:
-        return value
-    arguments = call.child_by_field_name("arguments")
-    if name == "Field" and arguments is not None and arguments.type == "argument_list":
-        for argument in arguments.named_children:
-            if argument.type == "keyword_argument":
-                keyword = argument.child_by_field_name("name")
-                if keyword is not None and node_text(keyword) == "default":
-                    return argument.child_by_field_name("value") or value
-    return value
-
-
-def _literal(node: Node | None) -> str | None:
-    """literal_text: an int or float literal as written (libcst's Integer or Float)."""
-    if node is None:
-        return None
-    node = unparenthesize(node)
-    text = node_text(node)
-    if node.type in ("integer", "float") and not text.endswith(("j", "J")):
-        return text  # `1j` is an Imaginary to libcst
-    return None
 
 
 def _methods(cls: Node, class_name: str, keep: Callable[[str, bytes], bool]) -> dict[str, Node]:
@@ -127,21 +71,21 @@ def cache_rows(
 ) -> list[ServingDefault]:
     """The row of each setting (serving_rules._cache_default), in `settings`' order."""
     cls = class_named(root, class_name, path)
-    fields = _fields(cls)
+    fields = class_fields(cls)
     methods = _methods(cls, class_name, keep)
     rows = []
     for setting, role in settings.items():
         symbol = f"{class_name}.{setting}"
         if setting not in fields:
             raise AnchorError(f"{symbol} is not a field in {path}", paths=[path], anchor=symbol)
-        default = _field_default(fields[setting])
+        default = field_default(fields[setting])
         common = {"setting": setting, "role": role, "candidates": (), "path": path}
         rows.append(_row(default, fields, methods, class_name, symbol, common))
     return rows
 
 
 def _row(default, fields, methods, class_name, symbol, common) -> ServingDefault:
-    literal = _literal(default)
+    literal = number_literal(default)
     if literal is not None:
         return ServingDefault(
             kind="literal", value=literal, computed_by="", reason="", symbol=symbol, **common
@@ -158,7 +102,7 @@ def _row(default, fields, methods, class_name, symbol, common) -> ServingDefault
             ):
                 attribute = value.child_by_field_name("attribute")
                 constant = node_text(attribute) if attribute is not None else ""
-                literal = _literal(fields.get(constant))
+                literal = number_literal(fields.get(constant))
                 if literal is not None:
                     return ServingDefault(
                         kind="literal",

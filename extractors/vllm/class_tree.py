@@ -25,6 +25,7 @@ from extractors.parsing.python_skeleton import (
     module_outline,
 )
 from extractors.parsing.python_ts import (
+    defined_name,
     from_import,
     if_clauses,
     import_source,
@@ -465,8 +466,12 @@ class ClassTree:
             full, _ = _definition(root.named_children[0])
             if lean:
                 self._lean[full.id] = (text, lean)
-            if _name_of(full) != _name_of(definition):  # pragma: no cover - a skeleton bug guard
-                raise ParseError(f"{mod.path}: {_name_of(definition)} not read", paths=[mod.path])
+            if defined_name(full) != defined_name(
+                definition
+            ):  # pragma: no cover - a skeleton bug guard
+                raise ParseError(
+                    f"{mod.path}: {defined_name(definition)} not read", paths=[mod.path]
+                )
             self._full_definitions[key] = full
         return self._full_definitions[key]
 
@@ -625,7 +630,7 @@ class ClassTree:
                 method = _method(definition)
             else:  # `def name(): ...` in a lean skeleton: the parameters are read when needed
                 signature = (lean[0][span[0] : span[1]], mod.path, mod.text)
-                method = Method(_name_of(definition), signature=signature)
+                method = Method(defined_name(definition), signature=signature)
             info.methods[method.name] = method
             return
         if statement.type != "expression_statement" or statement.named_child_count != 1:
@@ -795,11 +800,6 @@ def _skeleton_or_whole(text: str, path: str, file_text: str | None = None) -> No
         if file_text is not None and file_text != text:
             parse_python(file_text, path)
         raise
-
-
-def _name_of(definition: Node) -> str:
-    name = definition.child_by_field_name("name")
-    return node_text(name) if name is not None else ""
 
 
 class _External(Exception):

@@ -11,9 +11,12 @@ from extractors.errors import AnchorError
 from extractors.parsing.python_ts import (
     arguments,
     assigned_name,
+    attribute_name,
+    call_name,
     class_named,
     class_suite,
     code_of,
+    comparison,
     node_text,
     string_value,
     undecorated,
@@ -23,43 +26,6 @@ from extractors.parsing.python_ts import (
 from extractors.vllm.records import HybridPageRule
 
 Bindings = dict[str, Node]
-
-
-def _compact(node: Node) -> str:
-    return code_of(node)
-
-
-def _attribute_name(node: Node) -> str | None:
-    """`x.name` (brackets looked through) -> "name"; else None."""
-    node = unparenthesize(node)
-    if node.type != "attribute":
-        return None
-    attribute = node.child_by_field_name("attribute")
-    return node_text(attribute) if attribute is not None else None
-
-
-def call_name(node: Node | None) -> str:
-    """serving_rules.call_name: `f(...)` -> "f", `x.f(...)` -> "f"; else ""."""
-    if node is None:
-        return ""
-    node = unparenthesize(node)
-    function = node.child_by_field_name("function") if node.type == "call" else None
-    if function is None:
-        return ""
-    function = unparenthesize(function)
-    if function.type == "identifier":
-        return node_text(function)
-    return _attribute_name(function) or ""
-
-
-def _comparison(node: Node) -> tuple[list[Node], list[str]] | None:
-    """(operands, operators) of a comparison, brackets looked through; else None."""
-    node = unparenthesize(node)
-    if node.type != "comparison_operator":
-        return None
-    operands = [c for c in node.named_children if c.type != "comment"]
-    operators = [node_text(c) for c in node.children_by_field_name("operators")]
-    return operands, operators
 
 
 def local_bindings(function: Node) -> Bindings:
@@ -104,15 +70,15 @@ def _assignments(function: Node, name: str) -> list[tuple[Node, tuple[tuple[Node
 
 
 def _equals_term(test: Node, positive: bool) -> tuple[str, ...] | None:
-    compared = _comparison(test)
+    compared = comparison(test)
     if compared is not None and compared[1] == ["=="]:
         left, right = compared[0]
-        attribute = _attribute_name(left)
+        attribute = attribute_name(left)
         value = string_value(right)
-        if attribute is not None and value is not None:
+        if attribute and value is not None:
             return (attribute, "equals" if positive else "not-equals", value)
-    attribute = _attribute_name(test)
-    if attribute is not None:
+    attribute = attribute_name(test)
+    if attribute:
         return (attribute, "truthy" if positive else "falsy")
     return None
 
@@ -143,10 +109,10 @@ def _hybrid_shape(value: Node, bindings: Bindings) -> str:
         return "opaque"
     divisor = ceil_args[1]
     inner = _product(divisor)
-    if inner is not None and _compact(inner[0]) == _compact(align):
+    if inner is not None and code_of(inner[0]) == code_of(align):
         return "align_ceil"
     name = _identifier(align)
-    if _compact(divisor) == _compact(align) and name is not None:
+    if code_of(divisor) == code_of(align) and name is not None:
         if call_name(bindings.get(name)) == "lcm":
             return "chunk_align_ceil"
     return "opaque"
@@ -181,12 +147,12 @@ def _disjuncts(node: Node) -> list[Node]:
 
 
 def _raises_block_size(test: Node) -> bool:
-    compared = _comparison(test)
+    compared = comparison(test)
     return (
         compared is not None
-        and _attribute_name(compared[0][0]) == "block_size"
+        and attribute_name(compared[0][0]) == "block_size"
         and compared[1][:1] == ["<"]
-        and _compact(compared[0][1]) == "attn_block_size"
+        and code_of(compared[0][1]) == "attn_block_size"
     )
 
 
@@ -226,7 +192,7 @@ def hybrid_rows(root: Node, path: str, class_name: str, method_name: str) -> lis
         and node.child_by_field_name("condition") is not None
     )
     pads = any(
-        _attribute_name(node.child_by_field_name("left")) == "mamba_page_size_padded"
+        attribute_name(node.child_by_field_name("left")) == "mamba_page_size_padded"
         for node in nodes
         if node.type == "assignment"
         and node.child_by_field_name("type") is None
@@ -243,9 +209,9 @@ def hybrid_rows(root: Node, path: str, class_name: str, method_name: str) -> lis
             HybridPageRule(
                 when=terms,
                 shape=_hybrid_shape(value, bindings),
-                alignment=_compact(alignment) if alignment is not None else "",
+                alignment=code_of(alignment) if alignment is not None else "",
                 alignment_floor_is_block_size=alignment is not None
-                and any(_attribute_name(a) == "block_size" for a in alignment_args),
+                and any(attribute_name(a) == "block_size" for a in alignment_args),
                 kernel_sizes_from=next(
                     (
                         call_name(n)
@@ -259,7 +225,7 @@ def hybrid_rows(root: Node, path: str, class_name: str, method_name: str) -> lis
                 else "",
                 raises_only=raises_only,
                 pads_mamba_page=pads,
-                formula=_compact(assignment),
+                formula=code_of(assignment),
                 path=path,
                 symbol=symbol,
             )
