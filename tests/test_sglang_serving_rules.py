@@ -226,9 +226,10 @@ HANDLER_BODY = (
         ("Field(default=8, help='x')", HANDLER_BODY, ("literal", "8")),
         ("-1", "        self.page_size = (2)\n", ("literal", "2")),
         ("4j", "        self.page_size = 2\n", ("literal", "2")),  # not a number literal
-        # two targets, or an annotation: not the plain assignment the handler is read for
+        # two targets: not the one assignment the handler is read for
         ("None", "        self.page_size = other = 1\n", ("opaque", "")),
-        ("None", "        self.page_size: int = 1\n", ("opaque", "")),
+        # an annotated assignment is an assignment
+        ("None", "        self.page_size: int = 1\n", ("literal", "1")),
     ],
 )
 def test_page_size_written_forms(default, handler, expected):

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from extractors.errors import ParseError
+from extractors.parsing.python_top_level import Outline, top_level_outline
 from extractors.parsing.python_ts import parse_tree
 from extractors.sglang import registry_rows
 from extractors.sglang.registry_rows import scan_module
-from extractors.sglang.top_level import Outline, top_level_outline
 
 PATH = "python/sglang/srt/models/m.py"
 

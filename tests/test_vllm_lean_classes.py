@@ -9,8 +9,8 @@ import pytest
 from extractors.errors import ParseError
 from extractors.parsing.python_skeleton import lean_class_skeleton, method_skeleton, module_outline
 from extractors.parsing.python_ts import parse_python, parse_tree
+from extractors.parsing.signature_text import plain_parameters
 from extractors.vllm.class_tree import ClassTree, Method, _method
-from extractors.vllm.signature_text import plain_parameters
 
 MODEL = '''\
 from vllm.model_executor.models.interfaces import SupportsPP

@@ -1,4 +1,4 @@
-"""Outline parses (cst_outline.parse_outline) and the vLLM facts that read through them: the
+"""Outline parses (python_outline.parse_outline) and the vLLM facts that read through them: the
 same records and the same errors as when the whole file is parsed."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """configs/model_config.py as its libcst readers (the KV-head scan and the per-GPU split) parse
-it: each asks for its own cut of the file (extractors/sglang/slices.py: only the ModelConfig
+it: each asks for its own cut of the file (extractors/parsing/python_slices.py: only the ModelConfig
 methods it looks into, so a reader run alone, as on the two-core runner, parses only those).
 When the file does not cut, they share one shape of it: the bodies neither looks into become
 `...` (names, signatures, class fields and module-level statements stay, so a missing anchor is
@@ -15,8 +15,8 @@ import re
 from functools import lru_cache
 
 from extractors.parsing.python_cst import text_keeping
+from extractors.parsing.python_slices import Cut, cut_text
 from extractors.parsing.python_ts import class_methods, node_text, parse_tree
-from extractors.sglang.slices import Cut, cut_text
 
 CLASS = "ModelConfig"
 SPLIT_METHOD = "get_num_kv_heads"

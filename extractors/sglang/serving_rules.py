@@ -16,6 +16,7 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk,
 )
+from extractors.parsing.python_slices import Cut, cut_text
 from extractors.serving.records import SsmTpSplit, TpRule
 from extractors.serving.tp_rules import (
     caller_keyword_key,
@@ -29,7 +30,6 @@ from extractors.serving.tp_rules import (
     tp_names_of,
 )
 from extractors.sglang.model_config_shape import kv_split_text
-from extractors.sglang.slices import Cut, cut_text
 
 MODEL_CONFIG_CLASS = "ModelConfig"
 # Newest first: where the per-token KV cell size is computed.

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from extractors.errors import ParseError
+from extractors.parsing.outline_imports import TextImport, outside_statements, split_plain_imports
 from extractors.parsing.python_skeleton import (
     lean_class_skeleton,
     method_skeleton,
@@ -35,8 +36,7 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
-from extractors.vllm.outline_imports import TextImport, outside_statements, split_plain_imports
-from extractors.vllm.signature_text import plain_parameters
+from extractors.parsing.signature_text import plain_parameters
 
 ROOT_PACKAGE = "vllm"
 BUILTIN_CLASSES = frozenset({"object", "type", "dict", "list", "tuple", "Exception"})
