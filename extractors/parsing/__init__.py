@@ -1,1 +1,32 @@
-"""Shared parsing helpers: Python (libcst, tree-sitter), C++ (tree-sitter), markdown."""
+"""The reader layer: how every fact reads source. An engine package says where to read and what
+a shape means; it never parses by itself.
+
+Python, tree-sitter (every new reader):
+- python_ts.py: the one view. Parse entry points (`parse_python` is a ParseError naming file and
+  line), blind to comments by construction (each text is parsed with its comments blanked; a
+  comment that is data is read on purpose with `comments`), and each primitive once: strings
+  (`string_value`), brackets (`unparenthesize`), calls (`call_name`, `call_parts`, `arguments`,
+  `keywords`), assignments (`assignments`, `single_assignment`, `assigned_name`: an annotated
+  assignment is an assignment), collections, comparisons and boolean chains, if chains
+  (`if_clauses`), imports (`from_import`), classes (`top_level_classes`, `class_named`,
+  `class_suite`, `methods_of`, `class_methods`, `class_fields`, `field_default`), statements
+  (`statements`, `returned`, `assignments_and_ifs`, `walk`), and `code_of`, the canonical
+  rendering of any field that carries code.
+- python_skeleton.py: a module's text with the method bodies a fact does not read elided, line by
+  line, so tree-sitter parses less.
+- python_top_level.py: a module's text reduced to its top-level bindings (SGLang's registry scan).
+- outline_imports.py, signature_text.py: plain imports and parameter lists read from a module
+  outline's text (vLLM's class tree), with the nodes as the fallback for any other shape.
+- ts_query.py: tree-sitter queries for "every node of these types" walks.
+
+Python, libcst (the single reader of a few older facts; start nothing new on it):
+- python_cst.py: safe parses and the expression describer; python_outline.py and
+  python_slices.py hand libcst only the definitions a reader looks into; cst_children.py walks
+  libcst nodes in lexical order. Its readers: extractors/serving/ (KV-head scan, rule fields,
+  tensor-parallel rules: vLLM and SGLang), vllm/convertor.py and vllm/serving_rules.py (CUDA
+  block size, tp rules), sglang/serving_rules.py.
+
+C++: cpp_ts.py (tree-sitter-cpp with the preprocessor's conditionals). Markdown: markdown.py
+(markdown-it-py). Shared by all: limits.py (size, depth and cost bounds on hostile input),
+workers.py and collections_paced.py (two cores, fewer garbage collections).
+"""
