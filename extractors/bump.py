@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from extractors.base import EngineSpec
 from extractors.diff import EngineDiff, diff_engine, with_removal_notes
 from extractors.errors import (
-    ExtractionError,
     GeneratedError,
     GuardError,
     UnknownCommitError,
@@ -21,6 +20,7 @@ from extractors.pipeline import (
     ProjectPaths,
     current_facts,
     extract_at,
+    readings_lost_at,
     refuse_leftovers,
     render_generated,
     source_for,
@@ -28,7 +28,7 @@ from extractors.pipeline import (
     write_rendered,
 )
 from extractors.pr_body import BodyLinks, render_full_diff, render_pr_body, render_pr_title
-from extractors.readings_lost import LostReading, readings_lost
+from extractors.readings_lost import LostReading
 from extractors.records import EngineFacts
 from extractors.writer import project_lock
 
@@ -159,30 +159,11 @@ def plan_bump(
         shrinks=shrinks,
         accepted_shrink=bool(shrinks),
     )
-    plan.readings_lost = lost_readings(engine, chosen, old_facts, new_facts)
+    plan.readings_lost = readings_lost_at(engine, chosen, old_facts, new_facts)
     plan.rendered = render_generated(paths, new_facts)
     if with_impact and not plan.no_change:
         plan.impact, plan.impact_note = calculator_impact(paths, plan.rendered)
     return plan
-
-
-def lost_readings(
-    engine: EngineSpec, source: str, old: EngineFacts | None, new: EngineFacts
-) -> list[LostReading]:
-    """readings_lost of the new extraction, reading the new commit's files from the cache."""
-    if old is None:
-        return []
-    with GitSource(engine.engine_id, source) as git_source:
-        snapshot = git_source.snapshot(new.commit)
-
-        def read_text(path: str) -> str | None:
-            try:
-                return snapshot.read_text(path)
-            except ExtractionError:
-                return None
-
-        notes = engine.removal_notes(new) if engine.removal_notes is not None else {}
-        return readings_lost(old, new, read_text, notes)
 
 
 def apply_bump(paths: ProjectPaths, plan: BumpPlan) -> None:

@@ -13,6 +13,7 @@ from extractors.pipeline import (
     all_current_facts,
     current_facts,
     extract_at,
+    readings_lost_at,
     render_all,
     render_generated,
     source_for,
@@ -21,6 +22,10 @@ from extractors.records import EngineFacts
 
 CHECK_DIFFERS_EXIT = 1
 CHECK_INCOMPLETE_EXIT = 4  # nothing differs, but some engine could not be checked
+CHECK_READINGS_LOST_EXIT = (
+    5  # it differs, and the new extraction lost readings the files still hold
+)
+LOST_SHOWN = 20  # readings lost listed per engine; the rest counted
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,7 @@ class CheckOutcome:
     status: str  # "ok", "differs", "not checked"
     detail: str
     command: str = ""
+    readings_lost: int = 0  # suspected misreads against the committed extraction (differs only)
 
 
 def differing_files(generated: Path, rendered: dict[str, str], engine: str | None) -> list[str]:
@@ -107,11 +113,20 @@ def check_engine(paths: ProjectPaths, engine_id: str, source: str | None = None)
     rendered = render_generated(paths, facts)
     differ = differing_files(paths.generated, rendered, engine_id)
     if differ:
+        lost = readings_lost_at(engine, chosen, current_facts(paths, engine), facts)
+        lead = (
+            [f"{len(lost)} readings lost (suspected misreads, not upstream changes):"]
+            + [f"  {item.line()}" for item in lost[:LOST_SHOWN]]
+            + ([f"  ... and {len(lost) - LOST_SHOWN} more"] if len(lost) > LOST_SHOWN else [])
+            if lost
+            else []
+        )
         return CheckOutcome(
             engine_id,
             "differs",
-            "differs: " + ", ".join(differ),
+            "\n".join([*lead, "differs: " + ", ".join(differ)]),
             regenerate_command(engine_id, source),
+            readings_lost=len(lost),
         )
     return CheckOutcome(engine_id, "ok", f"identical at {pin.commit}")
 

@@ -287,8 +287,14 @@ def check_command(
     """Re-extract every engine whose source is available and fail if generated/ differs.
 
     Exit codes: 0 all engines checked and identical; 1 something differs (the message gives the
-    command that regenerates); 4 nothing differs but some engine could not be checked."""
-    from extractors.check import CHECK_DIFFERS_EXIT, CHECK_INCOMPLETE_EXIT
+    command that regenerates); 5 it differs and the extraction lost readings the engine's files
+    still hold (suspected misreads, listed first); 4 nothing differs but some engine could not be
+    checked."""
+    from extractors.check import (
+        CHECK_DIFFERS_EXIT,
+        CHECK_INCOMPLETE_EXIT,
+        CHECK_READINGS_LOST_EXIT,
+    )
     from extractors.pipeline import refuse_leftovers, start_writing
     from extractors.writer import project_lock
 
@@ -315,6 +321,8 @@ def check_command(
         if outcome.command:
             line += f"\n  regenerate with: {outcome.command}"
         out_console.print(line, markup=False)
+    if any(o.readings_lost for o in outcomes):
+        raise typer.Exit(CHECK_READINGS_LOST_EXIT)
     if any(o.status == "differs" for o in outcomes):
         raise typer.Exit(CHECK_DIFFERS_EXIT)
     if any(o.status == "not checked" for o in outcomes):

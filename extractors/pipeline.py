@@ -15,6 +15,7 @@ from extractors.export import SCHEMA_NAME, render_json_schema
 from extractors.factcache import FactCache, cached_engine
 from extractors.git import GitSource
 from extractors.pins import Pin, check_source_url, load_pin, pin_path, render_pin
+from extractors.readings_lost import LostReading, readings_lost
 from extractors.records import EngineFacts
 from extractors.render import (
     load_engine_facts,
@@ -289,3 +290,23 @@ def run(
         notices=tuple(notices),
         pin_moved=(pin, moved) if moved and write else None,
     )
+
+
+def readings_lost_at(
+    engine: EngineSpec, source: str, old: EngineFacts | None, new: EngineFacts
+) -> list[LostReading]:
+    """readings_lost of `new` against `old` (bump: the previous pin's extraction; check: the
+    committed one), reading the new commit's files from the cache of `source`."""
+    if old is None:
+        return []
+    with GitSource(engine.engine_id, source) as git_source:
+        snapshot = git_source.snapshot(new.commit)
+
+        def read_text(path: str) -> str | None:
+            try:
+                return snapshot.read_text(path)
+            except ExtractionError:
+                return None
+
+        notes = engine.removal_notes(new) if engine.removal_notes is not None else {}
+        return readings_lost(old, new, read_text, notes)

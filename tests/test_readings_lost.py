@@ -107,3 +107,62 @@ def test_bump_without_lost_readings_exits_0(bump_to, project):
     root = str(project.root)
     result = runner.invoke(app, ["bump", "--engine", "vllm", "--to", shas[1], "--root", root])
     assert result.exit_code == 0, result.output
+
+
+# ------------------------------------------------------------ extract check, against generated/
+
+
+def _dropping(row_name: str):
+    """The vLLM registry reader, changed to drop one row it reads (an extractor regression)."""
+    import importlib
+
+    module = importlib.import_module("extractors.vllm.registry_rows")  # the package's name is
+    # the function
+
+    def read(text: str, path: str):
+        rows, warnings = module.registry_rows(text, path)
+        return [r for r in rows if r.architecture != row_name], warnings
+
+    return read
+
+
+def test_check_lists_a_reading_an_extractor_change_lost_first_and_exits_5(
+    project, make_repo, monkeypatch, tmp_path
+):
+    import extractors.vllm as vllm_package
+
+    repo, shas = make_repo([(tree_v1(), "v1", "2026-03-02T10:00:00+00:00")])
+    write_pin(project, "vllm", URL, shas[0], "2026-03-02")
+    run(VLLM, project, commit=None, source=str(repo))
+    monkeypatch.setattr(vllm_package, "registry_rows", _dropping("DeepseekV3ForCausalLM"))
+    monkeypatch.setenv("APRON_CACHE_DIR", str(tmp_path / "fresh-cache"))  # no cached facts
+    result = runner.invoke(
+        app, ["check", "--engine", "vllm", "--source", str(repo), "--root", str(project.root)]
+    )
+    assert result.exit_code == 5, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == (
+        "vllm: differs: 2 readings lost (suspected misreads, not upstream changes):"
+    )
+    assert lines[1] == (
+        f"  `registry_rows` DeepseekV3ForCausalLM: dropped, no longer read, but its key is "
+        f"still in {REGISTRY_PATH}"
+    )
+    assert lines[2].startswith("  `model_class_flags` DeepseekV3ForCausalLM: dropped")
+    assert lines[3].startswith("differs: ") and "vllm/registry_rows.py" in lines[3]
+
+
+def test_check_of_a_plain_difference_exits_1_without_readings_lost(
+    project, make_repo, monkeypatch, tmp_path
+):
+    repo, shas = make_repo([(tree_v1(), "v1", "2026-03-02T10:00:00+00:00")])
+    write_pin(project, "vllm", URL, shas[0], "2026-03-02")
+    run(VLLM, project, commit=None, source=str(repo))
+    readme = project.generated / "vllm" / "README.md"
+    readme.write_text(readme.read_text() + "\nan edit by hand\n")
+    result = runner.invoke(
+        app, ["check", "--engine", "vllm", "--source", str(repo), "--root", str(project.root)]
+    )
+    assert result.exit_code == 1, result.output
+    assert "readings lost" not in result.output
+    assert "differs: vllm/README.md" in result.output
