@@ -214,3 +214,27 @@ def test_the_real_source_at_the_pin_under_each_edit_gives_the_same_facts(
     edited = EditedSnapshot(original, kinds)
     same_files(rendered(engine, edited), REAL_BASELINES[engine])
     assert edited.edited, f"{kind} edited none of the files {engine}'s facts read"
+
+
+# Older commits the readers were compared on when they were ported (tests/test_vllm_real.py's
+# layouts, tests/test_history_real.py's window, the llama.cpp commits of test_llamacpp_e2e,
+# SGLang's 2025 docs layout): each one's own extraction is the baseline there.
+HISTORICAL = [
+    ("vllm", "7f280d69c98e560427d2cbc9c3c3c13a83510dca"),  # mid-2025: vllm/config.py
+    ("vllm", "55602bb2e695108e35501dfcd5890e7664c31495"),  # 2025-08: vllm/config/__init__.py
+    ("vllm", "eaf81485eda13efc10e1c38f4094978eae04e77f"),  # late 2025: vllm/config/model.py
+    ("vllm", "9aaf83ef502fc37bc647f6e474314d48ba36cd1c"),  # 2026-05-19, the previous pin
+    ("llamacpp", "cce09f0b2b37028caf6f549c976ba16b3e8703d8"),  # 2026-05-12, before conversion/
+    ("sglang", "f2e0048d0688e929803f109bb633b327a9fb3d2c"),  # the 2025 docs layout
+]
+
+
+@pytest.mark.real_mirror
+@pytest.mark.parametrize(("engine", "commit"), HISTORICAL)
+def test_historical_real_source_under_every_edit_gives_the_same_facts(engine, commit, real_sources):
+    if mirror(engine) is None:
+        pytest.skip(f"APRON_MIRROR_{engine.upper()} is not set")
+    original = real_sources(engine).snapshot(commit)
+    edited = EditedSnapshot(original, REAL_KINDS[engine])
+    same_files(rendered(engine, edited), rendered(engine, original))
+    assert edited.edited, f"the edits changed none of the files {engine}'s facts read at {commit}"
