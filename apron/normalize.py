@@ -324,6 +324,35 @@ def words(tree: tuple) -> str:
     return f"({words(tree[1])} {op} {words(tree[2])})"
 
 
+@lru_cache(maxsize=1)
+def kv_head_keys() -> frozenset[str]:
+    """The keys of vLLM's KV-head alias scan (generated/vllm kv_head_aliases)."""
+    from generated.vllm import kv_head_aliases
+
+    return frozenset(str(row.key) for row in kv_head_aliases.ROWS)
+
+
+def _mentions(tree: Any, names: set[str]) -> bool:
+    if not isinstance(tree, tuple) or not tree:
+        return False
+    if tree[0] == "field":
+        return tree[1] in names
+    if tree[0] == "const":
+        return False
+    return any(_mentions(part, names) for part in tree[1:])
+
+
+def _withheld(name: str, derivation: tuple[tuple, tuple] | None) -> bool:
+    """A KV-head key is not filled in from a class default, nor by a derivation that tests the
+    key itself (`num_key_value_heads = num_attention_heads` when it is None): that is the MHA
+    fallback, and where config.json names no KV-head key apron answers unknown (DESIGN: never a
+    plausible default). A derivation from other fields (GPTBigCode's `1 if multi_query else
+    n_head`) fills it."""
+    if name not in kv_head_keys():
+        return False
+    return derivation is None or any(_mentions(part, {name}) for part in derivation)
+
+
 def class_fields(cls: ConfigClass, published: Mapping[str, Any]) -> dict[str, Derived]:
     """What the class sets that config.json does not publish (or publishes as null): its
     defaults, then each derivation whose condition holds, in order."""
@@ -332,7 +361,8 @@ def class_fields(cls: ConfigClass, published: Mapping[str, Any]) -> dict[str, De
     sources: dict[str, str] = {}
     for member in class_chain(cls):
         for name, (_value, known) in member.defaults.items():
-            sources.setdefault(name, f"{where}: class default" if known else "")
+            usable = known and not _withheld(name, None)
+            sources.setdefault(name, f"{where}: class default" if usable else "")
     for member in class_chain(cls):
         for name, condition, expression in member.derivations:
             real = env.real(name)
@@ -343,7 +373,8 @@ def class_fields(cls: ConfigClass, published: Mapping[str, Any]) -> dict[str, De
                 env.set[real] = env.evaluate(expression)
             else:
                 continue
-            sources[real] = f"{where}: {real} = {words(expression)}"
+            usable = not _withheld(real, (condition, expression))
+            sources[real] = f"{where}: {real} = {words(expression)}" if usable else ""
     found: dict[str, Derived] = {}
     for name, source in sources.items():
         if published.get(name) is not None or any(

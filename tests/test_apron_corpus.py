@@ -185,21 +185,9 @@ def test_layer_counts_behind_the_comments():
     assert corpus("qwen3.5-0.8b-base")["text_config"]["layer_types"].count("full_attention") == 6
 
 
-def test_llama_7b_without_kv_head_key_reads_llamaconfigs_derivation():
-    # transformers LlamaConfig.__post_init__: num_key_value_heads None -> num_attention_heads,
-    # so the config vLLM reads has 32 KV heads: 32 layers x 32 x (128 + 128) x 2 B = 524,288
+def test_llama_7b_without_kv_head_key_is_unknown_but_vllm_assumes_mha():
     result, p = figures("llama-7b")
-    assert p.kv_bytes_per_token == 524_288 and p.mechanism == "full_attention"
-    vllm = next(v for v in result.engines if v.engine == "vllm")
-    assert vllm.kv_bytes_per_token == 524_288
-    model = load_config(corpus("llama-7b"))
-    assert "LlamaConfig" in model.read("num_key_value_heads").key
-
-
-def test_no_kv_head_key_and_no_config_class_is_unknown_but_vllm_assumes_mha():
-    config = corpus("llama-7b") | {"model_type": "no_such_model"}
-    result = plan(config, context=CTX)
-    assert result.prediction.kv_bytes_per_token is None
+    assert p.kv_bytes_per_token is None and p.mechanism == "full_attention"
     vllm = next(v for v in result.engines if v.engine == "vllm")
     # vLLM's fallback: num_attention_heads 32 -> 32 x 32 x 256 x 2 = 524,288
     assert vllm.kv_bytes_per_token == 524_288
@@ -273,7 +261,7 @@ def test_without_the_extracted_default_the_state_is_in_the_model_dtype():
 def test_static_reading_is_stated_in_the_answer():
     result, _ = figures("gemma-2-9b")
     assert any("transformers 5.5.3 Gemma2Config" in n for n in result.notes)
-    result, _ = plan(corpus("llama-3.1-8b") | {"model_type": "no_such_model"}, context=CTX), None
+    result = plan(corpus("llama-3.1-8b") | {"model_type": "no_such_model"}, context=CTX)
     assert any("no configuration class for model_type 'no_such_model'" in n for n in result.notes)
 
 

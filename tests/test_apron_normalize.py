@@ -131,11 +131,24 @@ def test_granite_hybrid_mamba_defaults_and_the_auto_head_dim():
 
 
 def test_a_published_null_is_replaced_by_the_derivation():
-    # LlamaConfig.__post_init__: num_key_value_heads None -> num_attention_heads
+    # MistralConfig.__post_init__: head_dim None -> hidden_size // num_attention_heads = 4096 // 32
     model = load_config(
-        {"model_type": "llama", "num_attention_heads": 12, "num_key_value_heads": None}
+        {"model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": None}
     )
-    assert model.get("num_key_value_heads") == 12
+    assert model.get("head_dim") == 128
+
+
+def test_the_mha_fallback_copy_does_not_fill_a_kv_head_key():
+    # LlamaConfig.__post_init__ copies num_attention_heads into a None num_key_value_heads:
+    # that is the MHA fallback, so apron leaves the key absent (or null) and says unknown
+    absent = load_config({"model_type": "llama", "num_attention_heads": 16})
+    null = load_config(
+        {"model_type": "llama", "num_attention_heads": 16, "num_key_value_heads": None}
+    )
+    assert absent.read("num_key_value_heads") is None
+    assert null.read("num_key_value_heads").value is None
+    # GPTBigCode computes it from multi_query (default True): 1 KV head
+    assert load_config({"model_type": "gpt_bigcode"}).get("num_key_value_heads") == 1
 
 
 def test_attribute_map_comes_from_the_class():
@@ -155,7 +168,7 @@ CLASS_CASES = [
     ("gpt_bigcode", {}, ("num_key_value_heads",)),
     ("llama4_text", {"num_hidden_layers": 8}, ("no_rope_layers", "layer_types", "head_dim")),
     ("qwen3", {"hidden_size": 1024, "num_attention_heads": 16}, ("head_dim", "layer_types")),
-    ("llama", {"num_attention_heads": 16}, ("num_key_value_heads", "head_dim")),
+    ("llama", {"num_attention_heads": 16}, ("head_dim",)),  # KV heads: the MHA copy is withheld
     (
         "granitemoehybrid",
         {"hidden_size": 1536, "mamba_n_heads": 48},
