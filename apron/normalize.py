@@ -124,6 +124,15 @@ def class_named(name: str) -> ConfigClass | None:
     return vllm.classes.get(name) or ours.classes.get(name)
 
 
+def _near(name: str, origin: str) -> ConfigClass | None:
+    """The class `name` as a class of `origin` refers to it: from the same source first."""
+    for tables in _sources():
+        found = tables.classes.get(name)
+        if found is not None and found.origin == origin:
+            return found
+    return class_named(name)
+
+
 def class_for(model_type: str | None) -> ConfigClass | None:
     """The class the engine builds a config of `model_type` with: vLLM's registered class, else
     the class transformers' AutoConfig maps it to, else a class declaring that model_type."""
@@ -147,7 +156,7 @@ def class_chain(cls: ConfigClass) -> list[ConfigClass]:
             continue
         seen.add(current.name)
         chain.append(current)
-        todo += [b for b in (class_named(n) for n in current.bases) if b is not None]
+        todo += [b for b in (_near(n, current.origin) for n in current.bases) if b is not None]
     return chain
 
 
@@ -163,7 +172,7 @@ def text_class(
     if top is not None and text_key is not None:
         for member in class_chain(top):
             if text_key in member.sub_configs:
-                return class_named(member.sub_configs[text_key])
+                return _near(member.sub_configs[text_key], member.origin)
     return top
 
 
