@@ -287,9 +287,11 @@ class _Env:
     def _apply(op: str, args: list[Any]) -> Any:
         if op in BINARY:
             left, right = args
-            if op == "*" and isinstance(left, list) and isinstance(right, int):
-                if len(left) * right > MAX_LIST:
-                    return UNKNOWN
+            if op == "*":  # a sequence repeated: bounded like a per-layer list
+                seq, count = (left, right) if isinstance(left, list | str) else (right, left)
+                if isinstance(seq, list | str) and isinstance(count, int):
+                    if len(seq) * count > MAX_LIST:
+                        return UNKNOWN
             return BINARY[op](left, right)
         if op == "is None":
             return args[0] is None

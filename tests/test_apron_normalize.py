@@ -222,3 +222,17 @@ def test_granite_4_h_without_mamba_expand_has_a_state_figure():
     assert model.get("mamba_expand") == 2
     state = layer_state(model, rule_for(model), StateDtypes("bfloat16", "bfloat16", "test"))
     assert state.bytes == (3 * (4096 + 2 * 1 * 128) + 64 * 64 * 128) * 2 == 1_074_688
+
+
+def test_a_hostile_layer_count_builds_no_huge_list():
+    # GraniteMoeHybridConfig: layer_types = ["mamba"] * num_hidden_layers; 10**12 layers is not
+    # built (over apron.normalize.MAX_LIST), the field stays absent
+    model = load_config({"model_type": "granitemoehybrid", "num_hidden_layers": 10**12})
+    assert model.get("layer_types") is None
+    # Qwen3Config: a comprehension over range(num_hidden_layers), bounded the same way
+    assert (
+        load_config({"model_type": "qwen3", "num_hidden_layers": 10**9}).get("layer_types") is None
+    )
+    # a string where a number belongs: the arithmetic fails, nothing is derived from it
+    odd = load_config({"model_type": "granitemoehybrid", "hidden_size": "wide"})
+    assert odd.get("mamba_d_head") is None
