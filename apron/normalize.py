@@ -163,17 +163,18 @@ def class_chain(cls: ConfigClass) -> list[ConfigClass]:
 def text_class(
     model_type: str | None, text_key: str | None, top_model_type: str | None
 ) -> ConfigClass | None:
-    """The class of the text config: by its own model_type, else the top class's sub-config
-    under `text_key`, else the top class."""
-    cls = class_for(model_type) if model_type else None
-    if cls is not None or top_model_type is None:
-        return cls
-    top = class_for(top_model_type)
+    """The class of the text config: the class the top class builds under `text_key` (its
+    sub_configs, or the class its constructor calls), else the class of the text config's own
+    model_type, else the top class."""
+    top = class_for(top_model_type) if top_model_type else None
     if top is not None and text_key is not None:
         for member in class_chain(top):
             if text_key in member.sub_configs:
-                return _near(member.sub_configs[text_key], member.origin)
-    return top
+                built = _near(member.sub_configs[text_key], member.origin)
+                if built is not None:
+                    return built
+    cls = class_for(model_type) if model_type else None
+    return cls if cls is not None else top
 
 
 def attribute_map(cls: ConfigClass | None) -> dict[str, tuple[str, ...]]:

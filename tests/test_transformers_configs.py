@@ -412,3 +412,24 @@ def test_main_writes_and_checks_generated_transformers(project, make_repo, tmp_p
     (folder / "config_classes.py").write_text("edited\n")
     assert cli.main([*args, "--check"]) == 1
     assert "generated/transformers/config_classes.py differs" in capsys.readouterr().out
+
+
+def test_a_sub_config_the_constructor_builds_is_a_sub_config_not_a_derivation():
+    text = """
+class ToyVLConfig(PretrainedConfig):
+    model_type = "toy_vl"
+
+    def __init__(self, text_config=None, vision_config=None, **kwargs):
+        if isinstance(text_config, dict):
+            self.text_config = ToyTextConfig(**text_config)
+        else:
+            self.text_config = text_config or ToyTextConfig()
+        self.vision_config = VisionConfig(**(vision_config or {}))
+        self.vocab_size = self.text_config.vocab_size
+        super().__init__(**kwargs)
+"""
+    (cls,), warnings = read_module(text, "vllm/transformers_utils/configs/toy_vl.py")
+    assert cls.sub_configs == (("text_config", "ToyTextConfig"), ("vision_config", "VisionConfig"))
+    # the value read through the sub-config is not read: unknown, with a warning
+    assert [(d.field, d.expression[0]) for d in cls.derivations] == [("vocab_size", "unknown")]
+    assert [w.code for w in warnings] == ["unread_expression"]

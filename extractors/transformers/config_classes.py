@@ -79,6 +79,7 @@ class _Reader:
     class_name: str
     params: dict[str, Node] = field(default_factory=dict)  # __init__ parameters with defaults
     style: str = "dataclass"  # or "init"
+    built: dict[str, str] = field(default_factory=dict)  # sub-configs __init__ builds
     warnings: list[ExtractionWarning] = field(default_factory=list)
 
     def warn(self, code: str, message: str, node: Node) -> None:
@@ -222,6 +223,11 @@ class _Reader:
         value = unparenthesize(right)
         if self.style == "init" and value.type == "identifier" and node_text(value) == name:
             return []  # `self.x = x`: the parameter's default is the field's default
+        built = _built_config(value)
+        if built is not None:  # `self.text_config = TextConfig(**text_config)`: a sub-config
+            if name not in self.built:
+                self.built[name] = built
+            return []
         expression = self.expression(value, scope)
         if _has_unknown(expression):
             self.warn("unread_expression", f"the value {name} is set to is not read", value)
@@ -249,6 +255,23 @@ class _Reader:
 
 
 _NOT_LITERAL = object()
+
+
+def _built_config(value: Node) -> str | None:
+    """The class of `SomeConfig(...)`, or of `x or SomeConfig(...)`: a sub-config the
+    constructor builds (the name ends in Config); None for any other value."""
+    if (
+        value.type == "boolean_operator"
+        and node_text(value.child_by_field_name("operator")) == "or"
+    ):
+        value = unparenthesize(value.child_by_field_name("right"))
+    if value.type != "call":
+        return None
+    function = value.child_by_field_name("function")
+    if function is None or function.type != "identifier":
+        return None
+    name = node_text(function)
+    return name if name.endswith("Config") and name != "PretrainedConfig" else None
 
 
 def _literal(node: Node) -> Any:
@@ -419,6 +442,8 @@ def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[Extractio
     if post is not None:
         reader.style = "dataclass"
         derivations += reader.block(post.child_by_field_name("body"), ALWAYS, {}, skip)
+    declared = {key for key, _ in sub_configs}
+    sub_configs += [(k, c) for k, c in reader.built.items() if k not in declared]
     record = ConfigClass(
         class_name=name,
         model_type=model_type,
