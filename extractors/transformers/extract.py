@@ -47,7 +47,8 @@ def read_classes(
                     "model_type_twice",
                     cls.model_type,
                     f"model_type {cls.model_type!r} is declared by {by_type[cls.model_type]} "
-                    f"and {cls.class_name}; apron uses the first by path",
+                    f"and {cls.class_name}; apron takes the class REGISTRY maps it to, else the first "
+                    "by path",
                     cls.path,
                     cls.class_name,
                 )

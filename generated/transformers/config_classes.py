@@ -14019,14 +14019,14 @@ REGISTRY: tuple[tuple, ...] = (
 
 # (code, class, message, path): shapes not read (their fields are unknown)
 WARNINGS: tuple[tuple, ...] = (
-    ("model_type_twice", "detr", "model_type 'detr' is declared by DetrConfig and MaskFormerDetrConfig; apron uses the first by path", "src/transformers/models/maskformer/configuration_maskformer.py"),
-    ("model_type_twice", "hifigan", "model_type 'hifigan' is declared by FastSpeech2ConformerHifiGanConfig and SpeechT5HifiGanConfig; apron uses the first by path", "src/transformers/models/speecht5/configuration_speecht5.py"),
-    ("model_type_twice", "qwen2_5_vl", "model_type 'qwen2_5_vl' is declared by Qwen2_5_VLVisionConfig and Qwen2_5_VLConfig; apron uses the first by path", "src/transformers/models/qwen2_5_vl/configuration_qwen2_5_vl.py"),
-    ("model_type_twice", "qwen2_vl", "model_type 'qwen2_vl' is declared by Qwen2VLVisionConfig and Qwen2VLConfig; apron uses the first by path", "src/transformers/models/qwen2_vl/configuration_qwen2_vl.py"),
-    ("model_type_twice", "qwen3_5", "model_type 'qwen3_5' is declared by Qwen3_5VisionConfig and Qwen3_5Config; apron uses the first by path", "src/transformers/models/qwen3_5/configuration_qwen3_5.py"),
-    ("model_type_twice", "qwen3_5_moe", "model_type 'qwen3_5_moe' is declared by Qwen3_5MoeVisionConfig and Qwen3_5MoeConfig; apron uses the first by path", "src/transformers/models/qwen3_5_moe/configuration_qwen3_5_moe.py"),
-    ("model_type_twice", "qwen3_vl", "model_type 'qwen3_vl' is declared by Qwen3VLVisionConfig and Qwen3VLConfig; apron uses the first by path", "src/transformers/models/qwen3_vl/configuration_qwen3_vl.py"),
-    ("model_type_twice", "qwen3_vl_moe", "model_type 'qwen3_vl_moe' is declared by Qwen3VLMoeVisionConfig and Qwen3VLMoeConfig; apron uses the first by path", "src/transformers/models/qwen3_vl_moe/configuration_qwen3_vl_moe.py"),
+    ("model_type_twice", "detr", "model_type 'detr' is declared by DetrConfig and MaskFormerDetrConfig; apron takes the class REGISTRY maps it to, else the first by path", "src/transformers/models/maskformer/configuration_maskformer.py"),
+    ("model_type_twice", "hifigan", "model_type 'hifigan' is declared by FastSpeech2ConformerHifiGanConfig and SpeechT5HifiGanConfig; apron takes the class REGISTRY maps it to, else the first by path", "src/transformers/models/speecht5/configuration_speecht5.py"),
+    ("model_type_twice", "qwen2_5_vl", "model_type 'qwen2_5_vl' is declared by Qwen2_5_VLVisionConfig and Qwen2_5_VLConfig; apron takes the class REGISTRY maps it to, else the first by path", "src/transformers/models/qwen2_5_vl/configuration_qwen2_5_vl.py"),
+    ("model_type_twice", "qwen2_vl", "model_type 'qwen2_vl' is declared by Qwen2VLVisionConfig and Qwen2VLConfig; apron takes the class REGISTRY maps it to, else the first by path", "src/transformers/models/qwen2_vl/configuration_qwen2_vl.py"),
+    ("model_type_twice", "qwen3_5", "model_type 'qwen3_5' is declared by Qwen3_5VisionConfig and Qwen3_5Config; apron takes the class REGISTRY maps it to, else the first by path", "src/transformers/models/qwen3_5/configuration_qwen3_5.py"),
+    ("model_type_twice", "qwen3_5_moe", "model_type 'qwen3_5_moe' is declared by Qwen3_5MoeVisionConfig and Qwen3_5MoeConfig; apron takes the class REGISTRY maps it to, else the first by path", "src/transformers/models/qwen3_5_moe/configuration_qwen3_5_moe.py"),
+    ("model_type_twice", "qwen3_vl", "model_type 'qwen3_vl' is declared by Qwen3VLVisionConfig and Qwen3VLConfig; apron takes the class REGISTRY maps it to, else the first by path", "src/transformers/models/qwen3_vl/configuration_qwen3_vl.py"),
+    ("model_type_twice", "qwen3_vl_moe", "model_type 'qwen3_vl_moe' is declared by Qwen3VLMoeVisionConfig and Qwen3VLMoeConfig; apron takes the class REGISTRY maps it to, else the first by path", "src/transformers/models/qwen3_vl_moe/configuration_qwen3_vl_moe.py"),
     ("unread_default", "AriaTextConfig", "the default of initializer_range is not a literal: interval(min=0.0, max=1.0)(default=0.02)", "src/transformers/models/aria/configuration_aria.py"),
     ("unread_default", "BambaConfig", "the default of time_step_limit is not a literal: (0.0, float(\"inf\"))", "src/transformers/models/bamba/configuration_bamba.py"),
     ("unread_default", "ClapConfig", "the default of logit_scale_init_value is not a literal: 1 / 0.07", "src/transformers/models/clap/configuration_clap.py"),

@@ -1625,10 +1625,10 @@ REGISTRY: tuple[tuple, ...] = (
 
 # (code, class, message, path): shapes not read (their fields are unknown)
 WARNINGS: tuple[tuple, ...] = (
-    ("model_type_twice", "hunyuan_vl", "model_type 'hunyuan_vl' is declared by HunYuanVLVisionConfig and HunYuanVLConfig; apron uses the first by path", "vllm/transformers_utils/configs/hunyuan_vl.py"),
-    ("model_type_twice", "qwen3_5", "model_type 'qwen3_5' is declared by Qwen3_5VisionConfig and Qwen3_5Config; apron uses the first by path", "vllm/transformers_utils/configs/qwen3_5.py"),
-    ("model_type_twice", "qwen3_5_moe", "model_type 'qwen3_5_moe' is declared by Qwen3_5MoeVisionConfig and Qwen3_5MoeConfig; apron uses the first by path", "vllm/transformers_utils/configs/qwen3_5_moe.py"),
-    ("model_type_twice", "umm", "model_type 'umm' is declared by CheersTextConfig and CheersConfig; apron uses the first by path", "vllm/transformers_utils/configs/cheers.py"),
+    ("model_type_twice", "hunyuan_vl", "model_type 'hunyuan_vl' is declared by HunYuanVLVisionConfig and HunYuanVLConfig; apron takes the class REGISTRY maps it to, else the first by path", "vllm/transformers_utils/configs/hunyuan_vl.py"),
+    ("model_type_twice", "qwen3_5", "model_type 'qwen3_5' is declared by Qwen3_5VisionConfig and Qwen3_5Config; apron takes the class REGISTRY maps it to, else the first by path", "vllm/transformers_utils/configs/qwen3_5.py"),
+    ("model_type_twice", "qwen3_5_moe", "model_type 'qwen3_5_moe' is declared by Qwen3_5MoeVisionConfig and Qwen3_5MoeConfig; apron takes the class REGISTRY maps it to, else the first by path", "vllm/transformers_utils/configs/qwen3_5_moe.py"),
+    ("model_type_twice", "umm", "model_type 'umm' is declared by CheersTextConfig and CheersConfig; apron takes the class REGISTRY maps it to, else the first by path", "vllm/transformers_utils/configs/cheers.py"),
     ("unread_default", "NemotronHConfig", "the default of mamba_dt_limit is not a literal: (0.0, float(\"inf\"))", "vllm/transformers_utils/configs/nemotron_h.py"),
     ("unread_default", "RadioConfig", "the default of norm_mean is not a literal: OPENAI_CLIP_MEAN", "vllm/transformers_utils/configs/radio.py"),
     ("unread_default", "RadioConfig", "the default of norm_std is not a literal: OPENAI_CLIP_STD", "vllm/transformers_utils/configs/radio.py"),
