@@ -18,69 +18,9 @@ TEXT_CONFIG_KEYS = ("text_config", "language_config")
 GGUF_MAGIC = b"GGUF"
 SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 
-# transformers' `PretrainedConfig.attribute_map` spellings, per model_type: the canonical name on
-# the left is what engines read (`config.num_hidden_layers`); config.json stores the right-hand
-# key. Only model types whose config class declares the alias are listed (facts about
-# transformers, not about any engine).
-ATTRIBUTE_MAPS: dict[str, dict[str, tuple[str, ...]]] = {
-    "gpt2": {
-        "hidden_size": ("n_embd",),
-        "num_attention_heads": ("n_head",),
-        "num_hidden_layers": ("n_layer",),
-        "max_position_embeddings": ("n_positions",),
-    },
-    "gpt_bigcode": {
-        "hidden_size": ("n_embd",),
-        "num_attention_heads": ("n_head",),
-        "num_hidden_layers": ("n_layer",),
-        "max_position_embeddings": ("n_positions",),
-    },
-    "gptj": {
-        "hidden_size": ("n_embd",),
-        "num_attention_heads": ("n_head",),
-        "num_hidden_layers": ("n_layer",),
-        "max_position_embeddings": ("n_positions",),
-    },
-    "codegen": {
-        "hidden_size": ("n_embd",),
-        "num_attention_heads": ("n_head",),
-        "num_hidden_layers": ("n_layer",),
-        "max_position_embeddings": ("n_positions",),
-    },
-    "mpt": {
-        "hidden_size": ("d_model",),
-        "num_attention_heads": ("n_heads",),
-        "num_hidden_layers": ("n_layers",),
-        "max_position_embeddings": ("max_seq_len",),
-    },
-    "dbrx": {
-        "hidden_size": ("d_model",),
-        "num_attention_heads": ("n_heads",),
-        "num_hidden_layers": ("n_layers",),
-        "max_position_embeddings": ("max_seq_len",),
-    },
-    "bloom": {
-        "hidden_size": ("n_embed",),
-        "num_attention_heads": ("n_head",),
-        "num_hidden_layers": ("n_layer",),
-    },
-    "falcon": {
-        "hidden_size": ("n_embed",),
-        "num_attention_heads": ("n_head",),
-        "num_hidden_layers": ("n_layer",),
-    },
-    "RefinedWeb": {
-        "hidden_size": ("n_embed",),
-        "num_attention_heads": ("n_head",),
-        "num_hidden_layers": ("n_layer",),
-    },
-    "RefinedWebModel": {
-        "hidden_size": ("n_embed",),
-        "num_attention_heads": ("n_head",),
-        "num_hidden_layers": ("n_layer",),
-    },
-    "chatglm": {"num_hidden_layers": ("num_layers",), "max_position_embeddings": ("seq_length",)},
-}
+# transformers' `PretrainedConfig.attribute_map` spellings (attribute read -> config.json key)
+# come from the extracted configuration classes (apron.normalize.attribute_map,
+# generated/transformers/).
 
 
 class FieldRead(NamedTuple):
@@ -119,8 +59,10 @@ class ModelConfig:
             if isinstance(sub, Mapping):
                 self.text_key, self.text = key, sub
                 break
-        mt = self.text_model_type or self.model_type
-        self._aliases = ATTRIBUTE_MAPS.get(mt or "", {})
+        from apron.normalize import attribute_map, text_class
+
+        top = self.model_type
+        self._aliases = attribute_map(text_class(self.text_model_type, self.text_key, top))
         self._derived: dict[str, Any] | None = None
         self._reading = ""
 
@@ -169,7 +111,13 @@ class ModelConfig:
             from apron.normalize import derive
 
             mt = self.text_model_type or self.model_type
-            self._derived, self._reading = derive(mt, self._published_value)
+            self._derived, self._reading = derive(
+                mt,
+                self._published_value,
+                self.text,
+                text_key=self.text_key,
+                top_model_type=self.model_type,
+            )
         return self._derived
 
     @property

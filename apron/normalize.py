@@ -1,15 +1,22 @@
-"""Fields the engine sees that config.json leaves out: transformers' config-class defaults and
-the derived values vLLM's model classes read, computed by a static reading.
+"""Fields the engine sees that config.json leaves out: the defaults and derived fields of the
+configuration class the engine builds the config with, read from the extracted tables in
+generated/transformers/ (transformers' classes at the pinned release, and vLLM's own classes,
+which replace them for the model_types vLLM registers).
 
-transformers' configuration classes are not imported: one configuration module costs about a
-second to import (it pulls in transformers.utils), ten times apron's whole budget. Instead each
-rule below restates what the named class does for one model_type; tests check the rules against
-transformers' classes when transformers is installed. A model_type with no rule gets no derived
-fields, and the plan says so (`reading`)."""
+transformers is not imported (one configuration module costs about a second to import). The
+class's defaults fill what config.json leaves out, then its `__post_init__` / `__init__`
+derivations run in order, evaluated from their expression trees (operators:
+extractors/transformers/config_classes.py EXPRESSION_OPS); a field whose default or derivation
+was not read stays absent. A published field always wins over a derived one.
+
+Left by hand (HAND_RULES) are readings of vLLM's model code, not of a configuration class; each
+names its file. A model_type without a class gets no derived fields, and the plan says so."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 
@@ -25,78 +32,382 @@ Getter = Callable[[str], Any]
 Rule = Callable[[Getter], list[Derived]]
 
 
+class _Unknown:
+    """A value the static reading could not establish."""
+
+    def __repr__(self) -> str:
+        return "unknown"
+
+
+UNKNOWN = _Unknown()
+MAX_LIST = 100_000  # a derived per-layer list longer than this is not built
+
+
+class ConfigClass(NamedTuple):
+    """One configuration class as extracted: where it is, what it declares."""
+
+    name: str
+    model_type: str | None
+    path: str
+    origin: str  # "transformers 5.5.3" or "vLLM <commit>"
+    bases: tuple[str, ...]
+    defaults: dict[str, tuple[Any, bool]]
+    attribute_map: dict[str, str]  # attribute read -> field stored
+    sub_configs: dict[str, str]
+    derivations: tuple[tuple[str, tuple, tuple], ...]
+
+
+# -- the extracted tables -----------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """A generated literal back as the value a config holds (tuples were lists, tagged dicts)."""
+    if isinstance(value, tuple):
+        if len(value) == 2 and value[0] == "dict" and isinstance(value[1], tuple):
+            return {k: _plain(v) for k, v in value[1]}
+        return [_plain(v) for v in value]
+    return value
+
+
+class _Tables(NamedTuple):
+    classes: dict[str, ConfigClass]
+    registry: dict[str, str]
+    by_model_type: dict[str, str]
+
+
+def _tables(module: Any, origin: str) -> _Tables:
+    defaults: dict[str, dict[str, tuple[Any, bool]]] = {}
+    for cls, name, value, known in module.DEFAULTS:
+        defaults.setdefault(cls, {})[name] = (_plain(value) if known else UNKNOWN, known)
+    maps: dict[str, dict[str, str]] = {}
+    for cls, alias, stored in module.ATTRIBUTE_MAP:
+        maps.setdefault(cls, {})[alias] = stored
+    subs: dict[str, dict[str, str]] = {}
+    for cls, key, sub in module.SUB_CONFIGS:
+        subs.setdefault(cls, {})[key] = sub
+    steps: dict[str, list[tuple[int, str, tuple, tuple]]] = {}
+    for cls, step, name, condition, expression in module.DERIVATIONS:
+        steps.setdefault(cls, []).append((step, name, condition, expression))
+    classes: dict[str, ConfigClass] = {}
+    by_model_type: dict[str, str] = {}
+    for name, model_type, path, bases in sorted(module.CLASSES, key=lambda c: c[2]):
+        if name in classes:
+            continue
+        classes[name] = ConfigClass(
+            name,
+            model_type,
+            path,
+            origin,
+            tuple(bases),
+            defaults.get(name, {}),
+            maps.get(name, {}),
+            subs.get(name, {}),
+            tuple((n, c, e) for _, n, c, e in sorted(steps.get(name, []), key=lambda s: s[0])),
+        )
+        if model_type is not None:
+            by_model_type.setdefault(model_type, name)
+    return _Tables(classes, dict(getattr(module, "REGISTRY", ())), by_model_type)
+
+
+@lru_cache(maxsize=1)
+def _sources() -> tuple[_Tables, _Tables]:
+    from generated.transformers import config_classes, vllm_config_classes
+
+    ours = _tables(config_classes, f"transformers {config_classes.RELEASE}")
+    vllm = _tables(vllm_config_classes, f"vLLM {vllm_config_classes.COMMIT[:12]}")
+    return ours, vllm
+
+
+def class_named(name: str) -> ConfigClass | None:
+    """vLLM's class of that name, else transformers'."""
+    ours, vllm = _sources()
+    return vllm.classes.get(name) or ours.classes.get(name)
+
+
+def _near(name: str, origin: str) -> ConfigClass | None:
+    """The class `name` as a class of `origin` refers to it: from the same source first."""
+    for tables in _sources():
+        found = tables.classes.get(name)
+        if found is not None and found.origin == origin:
+            return found
+    return class_named(name)
+
+
+def class_for(model_type: str | None) -> ConfigClass | None:
+    """The class the engine builds a config of `model_type` with: vLLM's registered class, else
+    the class transformers' AutoConfig maps it to, else a class declaring that model_type."""
+    if not model_type:
+        return None
+    ours, vllm = _sources()
+    if model_type in vllm.registry:
+        return class_named(vllm.registry[model_type])
+    if model_type in ours.registry:
+        return ours.classes.get(ours.registry[model_type])
+    name = vllm.by_model_type.get(model_type) or ours.by_model_type.get(model_type)
+    return class_named(name) if name else None
+
+
+def class_chain(cls: ConfigClass) -> list[ConfigClass]:
+    """The class, then its configuration-class bases (depth first, each once)."""
+    chain, todo, seen = [], [cls], set()
+    while todo:
+        current = todo.pop(0)
+        if current.name in seen:
+            continue
+        seen.add(current.name)
+        chain.append(current)
+        todo += [b for b in (_near(n, current.origin) for n in current.bases) if b is not None]
+    return chain
+
+
+def text_class(
+    model_type: str | None, text_key: str | None, top_model_type: str | None
+) -> ConfigClass | None:
+    """The class of the text config: the class the top class builds under `text_key` (its
+    sub_configs, or the class its constructor calls), else the class of the text config's own
+    model_type, else the top class."""
+    top = class_for(top_model_type) if top_model_type else None
+    if top is not None and text_key is not None:
+        for member in class_chain(top):
+            if text_key in member.sub_configs:
+                built = _near(member.sub_configs[text_key], member.origin)
+                if built is not None:
+                    return built
+    cls = class_for(model_type) if model_type else None
+    return cls if cls is not None else top
+
+
+def attribute_map(cls: ConfigClass | None) -> dict[str, tuple[str, ...]]:
+    """attribute read -> (config.json key,), from the class and its bases (apron.config)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for member in reversed(class_chain(cls)) if cls is not None else ():
+        found.update({alias: (stored,) for alias, stored in member.attribute_map.items()})
+    return found
+
+
+# -- evaluating derivations ---------------------------------------------------------------------
+
+BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+class _Env:
+    """The config as the class sees it: published keys over the class defaults, then what the
+    derivations set."""
+
+    def __init__(self, published: Mapping[str, Any], cls: ConfigClass) -> None:
+        chain = class_chain(cls)
+        self.published = published
+        self.aliases: dict[str, str] = {}
+        self.defaults: dict[str, tuple[Any, bool]] = {}
+        for member in reversed(chain):
+            self.aliases.update(member.attribute_map)
+            self.defaults.update(member.defaults)
+        self.set: dict[str, Any] = {}
+
+    def real(self, name: str) -> str:
+        return self.aliases.get(name, name)
+
+    def field(self, name: str) -> Any:
+        real = self.real(name)
+        if real in self.set:
+            return self.set[real]
+        if real in self.published:
+            return self.published[real]
+        for alias, stored in self.aliases.items():
+            if stored == real and alias in self.published:
+                return self.published[alias]
+        if real in self.defaults:
+            return self.defaults[real][0]
+        return UNKNOWN
+
+    def evaluate(self, tree: tuple, item: Any = UNKNOWN) -> Any:
+        op = tree[0]
+        if op == "const":
+            return _plain(tree[1]) if isinstance(tree[1], tuple) else tree[1]
+        if op == "field":
+            return self.field(tree[1])
+        if op == "kwarg":
+            if tree[1] in self.published:
+                return self.published[tree[1]]
+            return self.evaluate(tree[2], item)
+        if op == "item":
+            return item
+        if op == "for":
+            return self._for(tree, item)
+        if op == "list":
+            values = [self.evaluate(t, item) for t in tree[1:]]
+            return UNKNOWN if any(v is UNKNOWN for v in values) else values
+        if op == "if":
+            test = self.evaluate(tree[1], item)
+            if test is UNKNOWN:
+                return UNKNOWN
+            return self.evaluate(tree[2] if test else tree[3], item)
+        if op in ("and", "or"):
+            left = self.evaluate(tree[1], item)
+            if left is UNKNOWN:
+                return UNKNOWN
+            if (op == "and") != bool(left):
+                return left
+            return self.evaluate(tree[2], item)
+        args = [self.evaluate(t, item) for t in tree[1:]]
+        if op == "unknown" or any(a is UNKNOWN for a in args):
+            return UNKNOWN
+        try:
+            return self._apply(op, args)
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError):
+            return UNKNOWN
+
+    def _for(self, tree: tuple, item: Any) -> Any:
+        iterable = tree[1]
+        if iterable[0] == "range":
+            count = self.evaluate(iterable[1], item)
+            if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_LIST:
+                return UNKNOWN
+            values: Any = range(count)
+        else:
+            values = self.evaluate(iterable, item)
+            if not isinstance(values, list):
+                return UNKNOWN
+        out = [self.evaluate(tree[2], v) for v in values]
+        return UNKNOWN if any(v is UNKNOWN for v in out) else out
+
+    @staticmethod
+    def _apply(op: str, args: list[Any]) -> Any:
+        if op in BINARY:
+            left, right = args
+            if op == "*":  # a sequence repeated: bounded like a per-layer list
+                seq, count = (left, right) if isinstance(left, list | str) else (right, left)
+                if isinstance(seq, list | str) and isinstance(count, int):
+                    if len(seq) * count > MAX_LIST:
+                        return UNKNOWN
+            return BINARY[op](left, right)
+        if op == "is None":
+            return args[0] is None
+        if op == "is not None":
+            return args[0] is not None
+        if op == "not":
+            return not args[0]
+        if op == "int":
+            return int(args[0])
+        if op == "bool":
+            return bool(args[0])
+        if op == "len":
+            return len(args[0])
+        return UNKNOWN
+
+
+def words(tree: tuple) -> str:
+    """An expression tree as Python-like text, for the source of a derived field."""
+    op = tree[0]
+    if op == "const":
+        return repr(_plain(tree[1]) if isinstance(tree[1], tuple) else tree[1])
+    if op == "field":
+        return tree[1]
+    if op == "kwarg":
+        return f"config.json {tree[1]} (else {words(tree[2])})"
+    if op == "item":
+        return "i"
+    if op == "for":
+        over = f"range({words(tree[1][1])})" if tree[1][0] == "range" else words(tree[1])
+        return f"[{words(tree[2])} for i in {over}]"
+    if op == "if":
+        return f"{words(tree[2])} if {words(tree[1])} else {words(tree[3])}"
+    if op in ("is None", "is not None"):
+        return f"{words(tree[1])} {op}"
+    if op in ("not", "int", "bool", "len"):
+        return f"{op}({words(tree[1])})"
+    if op == "list":
+        return "[" + ", ".join(words(t) for t in tree[1:]) + "]"
+    if op == "unknown":
+        return f"<not read: {tree[1]}>"
+    return f"({words(tree[1])} {op} {words(tree[2])})"
+
+
+@lru_cache(maxsize=1)
+def kv_head_keys() -> frozenset[str]:
+    """The keys of vLLM's KV-head alias scan (generated/vllm kv_head_aliases)."""
+    from generated.vllm import kv_head_aliases
+
+    return frozenset(str(row.key) for row in kv_head_aliases.ROWS)
+
+
+def _mentions(tree: Any, names: set[str]) -> bool:
+    if not isinstance(tree, tuple) or not tree:
+        return False
+    if tree[0] == "field":
+        return tree[1] in names
+    if tree[0] == "const":
+        return False
+    return any(_mentions(part, names) for part in tree[1:])
+
+
+def _withheld(name: str, derivation: tuple[tuple, tuple] | None) -> bool:
+    """A KV-head key is not filled in from a class default, nor by a derivation that tests the
+    key itself (`num_key_value_heads = num_attention_heads` when it is None): that is the MHA
+    fallback, and where config.json names no KV-head key apron answers unknown (DESIGN: never a
+    plausible default). A derivation from other fields (GPTBigCode's `1 if multi_query else
+    n_head`) fills it."""
+    if name not in kv_head_keys():
+        return False
+    return derivation is None or any(_mentions(part, {name}) for part in derivation)
+
+
+def class_fields(cls: ConfigClass, published: Mapping[str, Any]) -> dict[str, Derived]:
+    """What the class sets that config.json does not publish (or publishes as null): its
+    defaults, then each derivation whose condition holds, in order."""
+    env = _Env(published, cls)
+    where = f"{cls.origin} {cls.name} ({cls.path})"
+    sources: dict[str, str] = {}
+    for member in class_chain(cls):
+        for name, (_value, known) in member.defaults.items():
+            usable = known and not _withheld(name, None)
+            sources.setdefault(name, f"{where}: class default" if usable else "")
+    for member in class_chain(cls):
+        for name, condition, expression in member.derivations:
+            real = env.real(name)
+            test = env.evaluate(condition)
+            if test is UNKNOWN:
+                env.set[real] = UNKNOWN
+            elif test:
+                env.set[real] = env.evaluate(expression)
+            else:
+                continue
+            usable = not _withheld(real, (condition, expression))
+            sources[real] = f"{where}: {real} = {words(expression)}" if usable else ""
+    found: dict[str, Derived] = {}
+    for name, source in sources.items():
+        if published.get(name) is not None or any(
+            published.get(a) is not None for a, s in env.aliases.items() if s == name
+        ):
+            continue
+        value = env.field(name)
+        if value is UNKNOWN or value is None or not source:
+            continue
+        found[name] = Derived(name, value, source)
+        for alias, stored in env.aliases.items():
+            if stored == name and published.get(alias) is None:
+                found[alias] = Derived(alias, value, source)
+    return found
+
+
+# -- readings of vLLM's model code (not of a configuration class) -------------------------------
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _every_nth_global(get: Getter, cls: str, pattern_default: int) -> list[Derived]:
-    """layer_types = sliding except every p-th layer (transformers Gemma2/Gemma3/Cohere2)."""
-    layers = _int(get("num_hidden_layers"))
-    out: list[Derived] = []
-    if get("layer_types") is None and layers is not None:
-        pattern = _int(get("sliding_window_pattern")) or pattern_default
-        where = (
-            f"sliding_window_pattern = {pattern}"
-            if get("sliding_window_pattern") is not None
-            else f"the class default pattern {pattern}"
-        )
-        kinds = [
-            "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)
-        ]
-        out.append(Derived("layer_types", kinds, f"transformers {cls}: from {where}"))
-    return out
-
-
-def _default(get: Getter, name: str, value: Any, cls: str) -> list[Derived]:
-    if get(name) is None:
-        return [Derived(name, value, f"transformers {cls} default")]
-    return []
-
-
-def _gemma2(get: Getter) -> list[Derived]:
-    return [
-        *_every_nth_global(get, "Gemma2Config", 2),
-        *_default(get, "sliding_window", 4096, "Gemma2Config"),
-        *_default(get, "head_dim", 256, "Gemma2Config"),
-        *_default(get, "max_position_embeddings", 8192, "Gemma2Config"),
-    ]
-
-
-def _gemma3(get: Getter) -> list[Derived]:
-    return [
-        *_every_nth_global(get, "Gemma3TextConfig", 6),
-        *_default(get, "sliding_window", 4096, "Gemma3TextConfig"),
-        *_default(get, "head_dim", 256, "Gemma3TextConfig"),
-        *_default(get, "max_position_embeddings", 131072, "Gemma3TextConfig"),
-    ]
-
-
-def _cohere2(get: Getter) -> list[Derived]:
-    return [
-        *_every_nth_global(get, "Cohere2Config", 4),
-        *_default(get, "sliding_window", 4096, "Cohere2Config"),
-    ]
-
-
-def _interval(cls: str) -> Rule:
-    """layer_types from full_attention_interval (Qwen3-Next, Qwen3.5): every n-th layer full."""
-
-    def rule(get: Getter) -> list[Derived]:
-        layers = _int(get("num_hidden_layers"))
-        if get("layer_types") is not None or layers is None:
-            return []
-        interval = _int(get("full_attention_interval")) or 4
-        where = (
-            f"full_attention_interval = {interval}"
-            if get("full_attention_interval") is not None
-            else f"the class default interval {interval}"
-        )
-        kinds = [
-            "linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers)
-        ]
-        return [Derived("layer_types", kinds, f"transformers {cls}: from {where}")]
-
-    return rule
 
 
 def _attn_type_list(get: Getter) -> list[Derived]:
@@ -105,14 +416,13 @@ def _attn_type_list(get: Getter) -> list[Derived]:
     values = get("attn_type_list")
     if get("layer_types") is not None or not isinstance(values, list):
         return []
-    words = {0: "linear_attention", 1: "full_attention"}
-    if not all(_int(v) in words for v in values):
+    kinds = {0: "linear_attention", 1: "full_attention"}
+    if not all(_int(v) in kinds for v in values):
         return []
-    kinds = [words[v] for v in values]
     return [
         Derived(
             "layer_types",
-            kinds,
+            [kinds[v] for v in values],
             "attn_type_list (vLLM minimax_text_01.py: 0 = linear attention, 1 = softmax attention)",
         )
     ]
@@ -126,105 +436,26 @@ def _falcon_h1(get: Getter) -> list[Derived]:
         Derived(
             "layer_types",
             ["attention+mamba"] * layers,
-            "Falcon-H1 runs attention and Mamba2 in parallel in every layer (vLLM falcon_h1.py, "
-            "transformers FalconH1Config layers_block_type 'hybrid')",
-        )
-    ]
-
-
-def _zamba2(get: Getter) -> list[Derived]:
-    hidden, heads = _int(get("hidden_size")), _int(get("num_attention_heads"))
-    out: list[Derived] = []
-    if hidden is not None and get("attention_hidden_size") is None:
-        out.append(
-            Derived(
-                "attention_hidden_size",
-                2 * hidden,
-                "transformers Zamba2Config: 2 x hidden_size",
-            )
-        )
-    for name, value in (
-        ("mamba_d_state", 64),
-        ("mamba_d_conv", 4),
-        ("mamba_expand", 2),
-        ("mamba_ngroups", 1),
-        ("n_mamba_heads", 8),
-    ):
-        out += _default(get, name, value, "Zamba2Config")
-    expand = _int(get("mamba_expand")) or 2
-    mamba_heads = _int(get("n_mamba_heads")) or 8
-    if hidden is not None and get("mamba_headdim") is None:
-        out.append(
-            Derived(
-                "mamba_headdim",
-                expand * hidden // mamba_heads,
-                f"transformers Zamba2Config: mamba_expand x hidden_size / n_mamba_heads = "
-                f"{expand} x {hidden} / {mamba_heads}",
-            )
-        )
-    if hidden is not None and heads and get("attention_head_dim") is None:
-        out.append(
-            Derived(
-                "attention_head_dim",
-                2 * hidden // heads,
-                f"transformers Zamba2Config: 2 x hidden_size / num_attention_heads = "
-                f"2 x {hidden} / {heads}",
-            )
-        )
-    return out
-
-
-def _gpt_bigcode(get: Getter) -> list[Derived]:
-    if get("num_key_value_heads") is not None:
-        return []
-    multi_query = get("multi_query")
-    if multi_query is None:
-        multi_query = True
-        how = "multi_query absent: transformers GPTBigCodeConfig defaults it to true"
-    else:
-        how = f"multi_query = {str(bool(multi_query)).lower()}"
-    heads = _int(get("num_attention_heads")) or _int(get("n_head"))
-    value = 1 if multi_query else heads
-    if value is None:
-        return []
-    return [
-        Derived(
-            "num_key_value_heads",
-            value,
-            f"{how}: vLLM gpt_bigcode.py builds {'1 KV head' if multi_query else 'MHA'}",
+            "Falcon-H1 runs attention and Mamba2 in parallel in every layer (vLLM falcon_h1.py)",
         )
     ]
 
 
 def _llama4(get: Getter) -> list[Derived]:
-    layers = _int(get("num_hidden_layers"))
-    out: list[Derived] = []
+    """vLLM llama4.py: RoPE layers use chunked local attention only when attention_chunk_size
+    is set; transformers' layer_types says chunked for every RoPE layer."""
+    if get("attention_chunk_size") is not None or get("layer_types_published") is not None:
+        return []
     nope = get("no_rope_layers")
-    if layers is None:
-        return out
-    if not nope:
-        interval = _int(get("no_rope_layer_interval")) or 4
-        nope = [int((i + 1) % interval != 0) for i in range(layers)]
-        out.append(
-            Derived(
-                "no_rope_layers",
-                nope,
-                f"transformers Llama4TextConfig: every {interval}th layer has no RoPE "
-                "(no_rope_layers empty or absent)",
-            )
+    if not isinstance(nope, list):
+        return []
+    return [
+        Derived(
+            "layer_types",
+            ["full_attention"] * len(nope),
+            "vLLM llama4.py: attention_chunk_size null, so every layer is full attention",
         )
-    chunk = get("attention_chunk_size")
-    if get("layer_types") is None and chunk is not None and len(nope) == layers:
-        kinds = ["chunked_attention" if flag else "full_attention" for flag in nope]
-        out.append(
-            Derived(
-                "layer_types",
-                kinds,
-                "vLLM llama4.py: RoPE layers use chunked local attention "
-                "(attention_chunk_size), no-RoPE layers full attention",
-            )
-        )
-    return out
+    ]
 
 
 def _mimo_v2(get: Getter) -> list[Derived]:
@@ -233,31 +464,21 @@ def _mimo_v2(get: Getter) -> list[Derived]:
         return []
     if not all(_int(v) in (0, 1) for v in pattern):
         return []
-    kinds = ["sliding_attention" if v == 1 else "full_attention" for v in pattern]
     return [
         Derived(
             "layer_types",
-            kinds,
+            ["sliding_attention" if v == 1 else "full_attention" for v in pattern],
             "hybrid_layer_pattern (vLLM mimo_v2.py: 1 = sliding-window layer with the swa_* "
             "geometry, 0 = full attention)",
         )
     ]
 
 
-RULES: dict[str, Rule] = {
-    "gemma2": _gemma2,
-    "gemma3_text": _gemma3,
-    "gemma3": _gemma3,
-    "cohere2": _cohere2,
-    "qwen3_next": _interval("Qwen3NextConfig"),
-    "qwen3_5_text": _interval("Qwen3_5TextConfig"),
-    "qwen3_5_moe_text": _interval("Qwen3_5MoeTextConfig"),
+HAND_RULES: dict[str, Rule] = {
     "minimax_m1": _attn_type_list,
     "minimax_text_01": _attn_type_list,
     "minimax": _attn_type_list,
     "falcon_h1": _falcon_h1,
-    "zamba2": _zamba2,
-    "gpt_bigcode": _gpt_bigcode,
     "llama4_text": _llama4,
     "llama4": _llama4,
     "mimo_v2_flash": _mimo_v2,
@@ -265,19 +486,47 @@ RULES: dict[str, Rule] = {
 }
 
 
-def derive(model_type: str | None, get: Getter) -> tuple[dict[str, Derived], str]:
-    """Derived fields for one text config, and a sentence saying how the config was read."""
-    rule = RULES.get(model_type or "")
-    if rule is None:
+def derive(
+    model_type: str | None,
+    get: Getter,
+    published: Mapping[str, Any] | None = None,
+    *,
+    text_key: str | None = None,
+    top_model_type: str | None = None,
+) -> tuple[dict[str, Derived], str]:
+    """Derived fields for one text config, and a sentence saying how the config was read.
+
+    `published` is the text config as config.json holds it; `get` reads a published field by
+    its canonical name (aliases looked through)."""
+    published = published if published is not None else {}
+    cls = text_class(model_type, text_key, top_model_type)
+    found = class_fields(cls, published) if cls is not None else {}
+    rule = HAND_RULES.get(model_type or "") or HAND_RULES.get(top_model_type or "")
+    if rule is not None:
+
+        def merged(name: str) -> Any:
+            if name == "layer_types_published":
+                return get("layer_types")
+            value = get(name)
+            return value if value is not None or name not in found else found[name].value
+
+        for extra in rule(merged):
+            found[extra.name] = extra
+    if cls is None and rule is None:
         return {}, (
-            f"config read as published: apron has no static rule for model_type "
-            f"{model_type!r}, so transformers' class defaults for it are not filled in"
+            f"config read as published: no configuration class for model_type {model_type!r} "
+            "in transformers or vLLM, so no class defaults are filled in"
         )
-    found = {d.name: d for d in rule(get)}
-    what = ", ".join(sorted(found)) if found else "nothing to fill in"
+    names = ", ".join(sorted(found)) if found else "nothing"
+    if cls is None:
+        return found, (
+            f"config read as published, with a rule of vLLM's model code for {model_type!r} "
+            f"(no configuration class for it in transformers or vLLM): derived {names}"
+        )
     return found, (
-        f"config read with apron's static reading of the {model_type} configuration class "
-        f"(transformers not imported): derived {what}"
+        f"config read with the defaults and derivations of {cls.origin} {cls.name} "
+        f"({cls.path}), read statically (transformers not imported): {len(found)} fields "
+        "config.json leaves out filled in"
     )
 
 

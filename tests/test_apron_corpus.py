@@ -193,6 +193,26 @@ def test_llama_7b_without_kv_head_key_is_unknown_but_vllm_assumes_mha():
     assert vllm.kv_bytes_per_token == 524_288
 
 
+def test_qwen3_0_6b_without_head_dim_uses_the_class_default():
+    # Qwen3-0.6B's geometry without head_dim: transformers Qwen3Config head_dim default 128
+    # (not 1024 / 16 = 64): 28 layers x 8 KV heads x (128 + 128) x 2 B = 114,688 B/token
+    # (57,344 with head_dim 64)
+    config = {
+        "architectures": ["Qwen3ForCausalLM"],
+        "model_type": "qwen3",
+        "hidden_size": 1024,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 28,
+        "max_position_embeddings": 40960,
+        "torch_dtype": "bfloat16",
+    }
+    result = plan(config, context=CTX)
+    vllm = next(v for v in result.engines if v.engine == "vllm")
+    assert vllm.kv_bytes_per_token == 28 * 8 * (128 + 128) * 2 == 114_688
+    assert result.prediction.kv_bytes_per_token == 114_688
+
+
 def test_minimax_state_with_a_dtype_is_the_linear_attention_formula():
     config = corpus("minimax-m1-40k") | {"torch_dtype": "bfloat16"}
     p = plan(config, context=CTX).prediction
@@ -240,15 +260,17 @@ def test_without_the_extracted_default_the_state_is_in_the_model_dtype():
 
 def test_static_reading_is_stated_in_the_answer():
     result, _ = figures("gemma-2-9b")
-    assert any("static reading of the gemma2 configuration class" in n for n in result.notes)
-    result, _ = figures("llama-3.1-8b")
-    assert any("no static rule for model_type 'llama'" in n for n in result.notes)
+    assert any("transformers 5.5.3 Gemma2Config" in n for n in result.notes)
+    result = plan(corpus("llama-3.1-8b") | {"model_type": "no_such_model"}, context=CTX)
+    assert any("no configuration class for model_type 'no_such_model'" in n for n in result.notes)
 
 
 def test_zamba2_derived_fields_say_where_they_come_from():
     model = load_config(corpus("zamba2-7b"))
     read = model.read("attention_head_dim")
-    assert read.value == 224 and "2 x hidden_size / num_attention_heads" in read.key
+    # Zamba2Config.__post_init__: attention_head_dim = 2 * hidden_size // num_attention_heads
+    # = 2 x 3584 / 32 = 224
+    assert read.value == 224 and "((2 * hidden_size) // num_attention_heads)" in read.key
     assert model.read("n_mamba_heads").value == 8
 
 

@@ -508,6 +508,7 @@ def test_llamacpp_hybrid_flag_is_reported_and_used():
         "head_dim": 128,
         "mamba_d_state": 256,
         "mamba_d_conv": 4,
+        "mamba_n_heads": None,  # null: FalconH1Config's default would fill it
     }
     row = HfArch(
         "FalconH1ForCausalLM",
@@ -803,5 +804,7 @@ def test_mla_gates_evaluate_their_condition_terms(gates, config, expected):
     from apron.engines.vllm import mla_decision
 
     engine = vllm()._replace(facts={**vllm().facts, "mla_gates": gates})
-    decision = mla_decision(ModelConfig({"model_type": "deepseek_v3", **config}, "t"), engine)
+    # deepseek_v4 (vLLM's DeepseekV4Config sets no head_dim; transformers' DeepseekV3Config
+    # derives head_dim = qk_rope_head_dim, which would always satisfy the gate)
+    decision = mla_decision(ModelConfig({"model_type": "deepseek_v4", **config}, "t"), engine)
     assert decision is not None and decision.is_mla is expected

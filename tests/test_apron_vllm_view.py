@@ -76,7 +76,14 @@ def test_hybrid_flag_that_disagrees_with_the_layer_layout_is_a_note():
 def test_vllm_column_uses_vllm_flags_not_another_engines():
     # llama.cpp classes the architecture as hybrid; with vLLM's class not hybrid and no layer
     # layout in the config, vLLM's column is plain attention
-    config = {**BERT, "architectures": ["JambaForCausalLM"], "model_type": "jamba"}
+    # (attn_layer_period / offset null: JambaConfig's defaults 8 / 4 would give a layout)
+    config = {
+        **BERT,
+        "architectures": ["JambaForCausalLM"],
+        "model_type": "jamba",
+        "attn_layer_period": None,
+        "attn_layer_offset": None,
+    }
     swapped = with_flags("JambaForCausalLM", is_hybrid=False)
     view = vllm_view(plan(config, context=512, constraints=swapped))
     assert view.flags == ()

@@ -1,0 +1,483 @@
+"""transformers-style configuration classes, read statically: for each class its model_type,
+field defaults (dataclass-style class fields, or `__init__` parameters stored as `self.x = x`),
+attribute_map, sub_configs and the values `__post_init__` / `__init__` derive, as expression
+trees (see EXPRESSION_OPS). Pure: text in, records and warnings out."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from tree_sitter import Node
+
+from extractors.parsing.python_ts import (
+    assignments,
+    code_of,
+    node_text,
+    parse_python,
+    string_value,
+    unparenthesize,
+)
+from extractors.records import ExtractionWarning, warning
+
+FACT = "config_classes"
+
+# The operators of a derivation's expression tree (a nested tuple whose first item names it):
+#   ("field", name)            the config's value of `name` (self.name, or an __init__ parameter)
+#   ("const", value)           a literal
+#   ("kwarg", name, default)   a key of config.json that is not a field (kwargs.get/pop), else default
+#   ("item",)                  the loop variable of the enclosing ("for", ...)
+#   ("for", iterable, body)    a list comprehension; ("range", n) as iterable counts 0..n-1
+#   ("list", a, ...)           a list display of non-literal items
+#   binary operators "+", "-", "*", "/", "//", "%", comparisons "==", "!=", "<", "<=", ">", ">=",
+#   ("is None", a), ("is not None", a), ("not", a), ("and", a, b), ("or", a, b),
+#   ("if", condition, then, otherwise), ("int", a), ("bool", a), ("len", a),
+#   ("unknown", code)          a shape this reader does not read (with a warning)
+EXPRESSION_OPS = (
+    "field const kwarg item for range list + - * / // % == != < <= > >= "
+    "is None,is not None,not,and,or,if,int,bool,len,unknown"
+)
+BINARY = {"+", "-", "*", "/", "//", "%"}
+COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
+CALLS = {"int", "bool", "len"}
+ALWAYS: tuple = ("const", True)
+
+
+@dataclass(frozen=True)
+class Default:
+    field: str
+    value: Any  # a literal value; None with known=False when the default is not a literal
+    known: bool = True
+    code: str = ""  # the default's code when it is not a literal
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """`field` is set to `expression` when `condition` holds, in this order after the defaults."""
+
+    field: str
+    condition: tuple
+    expression: tuple
+
+
+@dataclass(frozen=True)
+class ConfigClass:
+    class_name: str
+    model_type: str | None
+    path: str
+    bases: tuple[str, ...]
+    defaults: tuple[Default, ...]
+    attribute_map: tuple[tuple[str, str], ...]  # (attribute read, field stored)
+    sub_configs: tuple[tuple[str, str], ...]  # (key, class name)
+    derivations: tuple[Derivation, ...]
+
+
+@dataclass
+class _Reader:
+    path: str
+    class_name: str
+    params: dict[str, Node] = field(default_factory=dict)  # __init__ parameters with defaults
+    style: str = "dataclass"  # or "init"
+    built: dict[str, str] = field(default_factory=dict)  # sub-configs __init__ builds
+    warnings: list[ExtractionWarning] = field(default_factory=list)
+
+    def warn(self, code: str, message: str, node: Node) -> None:
+        self.warnings.append(
+            warning(
+                code, self.class_name, f"{message}: {code_of(node)}", self.path, self.class_name
+            )
+        )
+
+    # -- expressions -----------------------------------------------------------------------------
+    def expression(self, node: Node, scope: dict[str, tuple]) -> tuple:
+        node = unparenthesize(node)
+        literal = _literal(node)
+        if literal is not _NOT_LITERAL:
+            return ("const", literal)
+        kind = node.type
+        if kind == "attribute":
+            obj = node.child_by_field_name("object")
+            if obj is not None and node_text(obj) == "self":
+                return ("field", node_text(node.child_by_field_name("attribute")))
+        elif kind == "identifier":
+            name = node_text(node)
+            if name in scope:
+                return scope[name]
+            if self.style == "init" and name in self.params:
+                return ("field", name)
+        elif kind == "binary_operator":
+            op = node_text(node.child_by_field_name("operator"))
+            if op in BINARY:
+                return (
+                    op,
+                    self.expression(node.child_by_field_name("left"), scope),
+                    self.expression(node.child_by_field_name("right"), scope),
+                )
+        elif kind == "boolean_operator":
+            op = node_text(node.child_by_field_name("operator"))
+            return (
+                op,
+                self.expression(node.child_by_field_name("left"), scope),
+                self.expression(node.child_by_field_name("right"), scope),
+            )
+        elif kind == "not_operator":
+            return ("not", self.expression(node.child_by_field_name("argument"), scope))
+        elif kind == "comparison_operator":
+            return self._comparison(node, scope)
+        elif kind == "conditional_expression":
+            then, condition, otherwise = node.named_children
+            return (
+                "if",
+                self.expression(condition, scope),
+                self.expression(then, scope),
+                self.expression(otherwise, scope),
+            )
+        elif kind == "call":
+            return self._call(node, scope)
+        elif kind == "list":
+            return ("list", *(self.expression(c, scope) for c in node.named_children))
+        elif kind == "list_comprehension":
+            return self._comprehension(node, scope)
+        return ("unknown", code_of(node))
+
+    def _comparison(self, node: Node, scope: dict[str, tuple]) -> tuple:
+        operands = node.named_children
+        operators = [node_text(c) for c in node.children if not c.is_named]
+        if len(operands) != 2:
+            return ("unknown", code_of(node))
+        op = " ".join(operators)
+        left = self.expression(operands[0], scope)
+        if op in ("is", "is not") and node_text(operands[1]) == "None":
+            return ("is None" if op == "is" else "is not None", left)
+        if op in COMPARISONS:
+            return (op, left, self.expression(operands[1], scope))
+        return ("unknown", code_of(node))
+
+    def _call(self, node: Node, scope: dict[str, tuple]) -> tuple:
+        function = node.child_by_field_name("function")
+        arguments = [
+            c for c in node.child_by_field_name("arguments").named_children if c.type != "comment"
+        ]
+        name = node_text(function)
+        if name in CALLS and len(arguments) == 1 and arguments[0].type != "keyword_argument":
+            return (name, self.expression(arguments[0], scope))
+        if name == "range" and len(arguments) == 1:
+            return ("range", self.expression(arguments[0], scope))
+        if name in ("kwargs.get", "kwargs.pop") and 1 <= len(arguments) <= 2:
+            key = string_value(arguments[0])
+            default = self.expression(arguments[1], scope) if len(arguments) == 2 else None
+            if key is not None:
+                return ("kwarg", key, default if default is not None else ("const", None))
+        return ("unknown", code_of(node))
+
+    def _comprehension(self, node: Node, scope: dict[str, tuple]) -> tuple:
+        body = node.child_by_field_name("body")
+        clauses = [c for c in node.named_children if c.id != body.id]
+        if len(clauses) != 1 or clauses[0].type != "for_in_clause":
+            return ("unknown", code_of(node))
+        target = clauses[0].child_by_field_name("left")
+        iterable = clauses[0].child_by_field_name("right")
+        if target is None or target.type != "identifier" or iterable is None:
+            return ("unknown", code_of(node))
+        inner = {**scope, node_text(target): ("item",)}
+        return ("for", self.expression(iterable, scope), self.expression(body, inner))
+
+    # -- statements ------------------------------------------------------------------------------
+    def block(
+        self, block: Node, condition: tuple, scope: dict[str, tuple], skip: frozenset[str]
+    ) -> list[Derivation]:
+        found: list[Derivation] = []
+        scope = dict(scope)
+        for statement in block.named_children:
+            if statement.type == "expression_statement" and statement.named_child_count == 1:
+                inner = statement.named_children[0]
+                if inner.type == "assignment":
+                    found += self._assignment(inner, condition, scope, skip)
+                elif _assigns_self(statement):
+                    self.warn("unread_statement", "an assignment shape not read", statement)
+                    found += _unknown_targets(statement, condition, skip)
+                continue
+            if statement.type == "if_statement":
+                found += self._if(statement, condition, scope, skip)
+                continue
+            if _assigns_self(statement):
+                self.warn("unread_statement", f"a {statement.type} that sets fields", statement)
+                found += _unknown_targets(statement, condition, skip)
+        return found
+
+    def _assignment(
+        self, node: Node, condition: tuple, scope: dict[str, tuple], skip: frozenset[str]
+    ) -> list[Derivation]:
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if left is None or right is None:
+            return []
+        if left.type == "identifier":  # a local: substituted where it is used later
+            scope[node_text(left)] = self.expression(right, scope)
+            return []
+        if left.type != "attribute" or node_text(left.child_by_field_name("object")) != "self":
+            return []
+        name = node_text(left.child_by_field_name("attribute"))
+        if name in skip:
+            return []
+        value = unparenthesize(right)
+        if self.style == "init" and value.type == "identifier" and node_text(value) == name:
+            return []  # `self.x = x`: the parameter's default is the field's default
+        built = _built_config(value)
+        if built is not None:  # `self.text_config = TextConfig(**text_config)`: a sub-config
+            if name not in self.built:
+                self.built[name] = built
+            return []
+        expression = self.expression(value, scope)
+        if _has_unknown(expression):
+            self.warn("unread_expression", f"the value {name} is set to is not read", value)
+        return [Derivation(name, condition, expression)]
+
+    def _if(
+        self, node: Node, condition: tuple, scope: dict[str, tuple], skip: frozenset[str]
+    ) -> list[Derivation]:
+        alternatives = node.children_by_field_name("alternative")
+        found: list[Derivation] = []
+        test = self.expression(node.child_by_field_name("condition"), scope)
+        here = test if condition == ALWAYS else ("and", condition, test)
+        found += self.block(node.child_by_field_name("consequence"), here, scope, skip)
+        if alternatives:
+            negated = ("not", test) if condition == ALWAYS else ("and", condition, ("not", test))
+            for part in alternatives:
+                body = part.child_by_field_name("body") or part.child_by_field_name("consequence")
+                if part.type == "elif_clause":
+                    elif_test = self.expression(part.child_by_field_name("condition"), scope)
+                    found += self.block(body, ("and", negated, elif_test), scope, skip)
+                    negated = ("and", negated, ("not", elif_test))
+                else:
+                    found += self.block(body, negated, scope, skip)
+        return found
+
+
+_NOT_LITERAL = object()
+
+
+def _built_config(value: Node) -> str | None:
+    """The class of `SomeConfig(...)`, or of `x or SomeConfig(...)`: a sub-config the
+    constructor builds (the name ends in Config); None for any other value."""
+    if (
+        value.type == "boolean_operator"
+        and node_text(value.child_by_field_name("operator")) == "or"
+    ):
+        value = unparenthesize(value.child_by_field_name("right"))
+    if value.type != "call":
+        return None
+    function = value.child_by_field_name("function")
+    if function is None or function.type != "identifier":
+        return None
+    name = node_text(function)
+    return name if name.endswith("Config") and name != "PretrainedConfig" else None
+
+
+def _literal(node: Node) -> Any:
+    """The value of a literal (numbers, strings, None, True/False, lists, tuples, dicts of
+    literals); never evaluates code."""
+    if node.type in ("identifier", "attribute", "call", "binary_operator") and node_text(
+        node
+    ) not in (
+        "None",
+        "True",
+        "False",
+    ):
+        return _NOT_LITERAL
+    try:
+        return ast.literal_eval(code_of(node))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NOT_LITERAL
+
+
+def _has_unknown(expression: Any) -> bool:
+    if isinstance(expression, tuple) and expression:
+        if expression[0] == "unknown":
+            return True
+        if expression[0] == "const":
+            return False
+        return any(_has_unknown(part) for part in expression[1:])
+    return False
+
+
+def _assigns_self(node: Node) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "assignment" or current.type == "augmented_assignment":
+            left = current.child_by_field_name("left")
+            if (
+                left is not None
+                and left.type == "attribute"
+                and node_text(left.child_by_field_name("object")) == "self"
+            ):
+                return True
+        stack.extend(current.named_children)
+    return False
+
+
+def _unknown_targets(node: Node, condition: tuple, skip: frozenset[str]) -> list[Derivation]:
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        if current.type in ("assignment", "augmented_assignment"):
+            left = current.child_by_field_name("left")
+            if (
+                left is not None
+                and left.type == "attribute"
+                and node_text(left.child_by_field_name("object")) == "self"
+            ):
+                name = node_text(left.child_by_field_name("attribute"))
+                if name not in skip:
+                    found.append(Derivation(name, condition, ("unknown", code_of(current))))
+        stack.extend(reversed(current.named_children))
+    return found
+
+
+def _string_dict(node: Node | None) -> list[tuple[str, Node]] | None:
+    if node is None or node.type != "dictionary":
+        return None
+    pairs = []
+    for pair in node.named_children:
+        if pair.type != "pair":
+            return None
+        key = string_value(pair.child_by_field_name("key"))
+        if key is None:
+            return None
+        pairs.append((key, unparenthesize(pair.child_by_field_name("value"))))
+    return pairs
+
+
+def _method(body: Node, name: str) -> Node | None:
+    for member in body.named_children:
+        method = (
+            member.child_by_field_name("definition")
+            if member.type == "decorated_definition"
+            else member
+        )
+        if method is not None and method.type == "function_definition":
+            if node_text(method.child_by_field_name("name")) == name:
+                return method
+    return None
+
+
+def _default_of(name: str, value: Node) -> Default:
+    literal = _literal(unparenthesize(value))
+    if literal is _NOT_LITERAL:
+        return Default(name, None, known=False, code=code_of(value))
+    return Default(name, literal)
+
+
+def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[ExtractionWarning]]:
+    """One class_definition node -> its ConfigClass and the warnings of shapes not read."""
+    name = node_text(definition.child_by_field_name("name"))
+    supers = definition.child_by_field_name("superclasses")
+    bases = tuple(
+        node_text(b)
+        for b in (supers.named_children if supers is not None else ())
+        if b.type in ("identifier", "attribute")
+    )
+    body = definition.child_by_field_name("body")
+    reader = _Reader(path, name)
+    model_type = None
+    attribute_map: list[tuple[str, str]] = []
+    sub_configs: list[tuple[str, str]] = []
+    defaults: dict[str, Default] = {}
+    for target, value in assignments(body, include_bare=True):
+        if target == "model_type" and value is not None:
+            model_type = string_value(value)
+            if model_type is None:
+                reader.warn("unread_model_type", "model_type is not a string literal", value)
+        elif target == "attribute_map" and value is not None:
+            pairs = _string_dict(value)
+            if pairs is None:
+                reader.warn("unread_attribute_map", "attribute_map is not a dict of strings", value)
+            else:
+                for alias, real in pairs:
+                    stored = string_value(real)
+                    if stored is None:
+                        reader.warn("unread_attribute_map", f"attribute_map[{alias!r}]", real)
+                    else:
+                        attribute_map.append((alias, stored))
+        elif target == "sub_configs" and value is not None:
+            pairs = _string_dict(value)
+            if pairs is None:
+                reader.warn("unread_sub_configs", "sub_configs is not a dict", value)
+            else:
+                sub_configs += [(key, node_text(cls)) for key, cls in pairs]
+    for statement in body.named_children:  # annotated class fields: the dataclass-style defaults
+        if statement.type != "expression_statement" or statement.named_child_count != 1:
+            continue
+        assignment = statement.named_children[0]
+        if assignment.type != "assignment" or assignment.child_by_field_name("type") is None:
+            continue
+        left = assignment.child_by_field_name("left")
+        right = assignment.child_by_field_name("right")
+        if left is None or left.type != "identifier" or right is None:
+            continue
+        target = node_text(left)
+        if target.startswith("_") or target in ("model_type", "attribute_map", "sub_configs"):
+            continue
+        defaults[target] = _default_of(target, right)
+        if not defaults[target].known:
+            reader.warn("unread_default", f"the default of {target} is not a literal", right)
+    skip = frozenset(key for key, _ in sub_configs)
+    derivations: list[Derivation] = []
+    init = _method(body, "__init__")
+    post = _method(body, "__post_init__")
+    if init is not None:
+        reader.style = "init"
+        for param in init.child_by_field_name("parameters").named_children:
+            if param.type in ("default_parameter", "typed_default_parameter"):
+                pname = node_text(param.child_by_field_name("name"))
+                reader.params[pname] = param.child_by_field_name("value")
+        for pname, value in reader.params.items():
+            if pname in skip:
+                continue
+            defaults[pname] = _default_of(pname, value)
+            if not defaults[pname].known:
+                reader.warn("unread_default", f"the default of {pname} is not a literal", value)
+        derivations += reader.block(init.child_by_field_name("body"), ALWAYS, {}, skip)
+    if post is not None:
+        reader.style = "dataclass"
+        derivations += reader.block(post.child_by_field_name("body"), ALWAYS, {}, skip)
+    declared = {key for key, _ in sub_configs}
+    sub_configs += [(k, c) for k, c in reader.built.items() if k not in declared]
+    record = ConfigClass(
+        class_name=name,
+        model_type=model_type,
+        path=path,
+        bases=bases,
+        defaults=tuple(sorted(defaults.values(), key=lambda d: d.field)),
+        attribute_map=tuple(sorted(attribute_map)),
+        sub_configs=tuple(sorted(sub_configs)),
+        derivations=tuple(derivations),
+    )
+    return record, reader.warnings
+
+
+def is_config_class(definition: Node) -> bool:
+    """A class whose name ends in Config (the configuration classes of a configuration module)."""
+    return node_text(definition.child_by_field_name("name")).endswith("Config")
+
+
+def read_module(text: str, path: str) -> tuple[list[ConfigClass], list[ExtractionWarning]]:
+    """Every top-level configuration class of one configuration_*.py module."""
+    root = parse_python(text, path)
+    classes: list[ConfigClass] = []
+    warnings: list[ExtractionWarning] = []
+    for statement in root.named_children:
+        definition = (
+            statement.child_by_field_name("definition")
+            if statement.type == "decorated_definition"
+            else statement
+        )
+        if definition is None or definition.type != "class_definition":
+            continue
+        if not is_config_class(definition):
+            continue
+        record, found = read_class(definition, path)
+        classes.append(record)
+        warnings += found
+    return classes, warnings

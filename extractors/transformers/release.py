@@ -1,0 +1,150 @@
+"""transformers' pinned release: `pins/transformers.toml` (release, sdist URL, sha256), the sdist
+downloaded once into the user cache directory and checked against the sha256, and the
+configuration modules read out of the archive (never unpacked, never imported)."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import io
+import os
+import re
+import tarfile
+import tomllib
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from platformdirs import user_cache_dir
+
+from extractors.errors import PinError, SourceError
+from extractors.git.cache import CACHE_ENV
+from extractors.snapshot import decode_source, git_blob_sha
+
+PIN_NAME = "transformers.toml"
+# the configuration modules, relative to the sdist's top folder
+CONFIG_GLOB = "src/transformers/models/*/configuration_*.py"
+MAX_SDIST_BYTES = 64 * 1024 * 1024  # the 5.5.3 sdist is 8 MB
+SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
+RELEASE = re.compile(r"^[0-9][0-9A-Za-z.+-]*\Z")
+
+
+@dataclass(frozen=True)
+class ReleasePin:
+    release: str
+    url: str
+    sha256: str
+
+
+def load_release_pin(pins_dir: Path) -> ReleasePin:
+    path = pins_dir / PIN_NAME
+    if not path.is_file():
+        raise PinError(f"no pin file {path}", engine="transformers", paths=[str(path)])
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise PinError(f"pin file {path} is not valid TOML: {err}", engine="transformers") from err
+    problems = []
+    release, url, sha = data.get("release"), data.get("url"), data.get("sha256")
+    if set(data) != {"release", "url", "sha256"}:
+        problems.append("fields must be exactly release, url, sha256")
+    if not isinstance(release, str) or not RELEASE.match(release):
+        problems.append(f"release {release!r} is not a version")
+    if not isinstance(url, str) or not url.startswith("https://") or not url.isprintable():
+        problems.append(f"url {url!r} must be an https:// URL")
+    if not isinstance(sha, str) or not SHA256.match(sha):
+        problems.append(f"sha256 {sha!r} must be 64 lowercase hex digits")
+    if problems:
+        raise PinError(
+            f"pin file {path} is malformed: {'; '.join(problems)}", engine="transformers"
+        )
+    return ReleasePin(release, url, sha)  # type: ignore[arg-type]
+
+
+def cache_path(pin: ReleasePin) -> Path:
+    root = Path(os.environ.get(CACHE_ENV) or user_cache_dir("apron")) / "transformers"
+    return root / f"{pin.sha256}.tar.gz"
+
+
+def _checked(data: bytes, pin: ReleasePin, where: str) -> bytes:
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != pin.sha256:
+        raise SourceError(
+            f"{where} has sha256 {digest}, but pins/{PIN_NAME} names {pin.sha256} "
+            f"(transformers {pin.release})",
+            engine="transformers",
+            source=where,
+        )
+    return data
+
+
+def sdist_bytes(pin: ReleasePin, source: Path | None = None, *, offline: bool = False) -> bytes:
+    """The pinned sdist: from `source` (a local .tar.gz), else the cache, else downloaded from
+    the pin's URL into the cache. Always checked against the pin's sha256."""
+    if source is not None:
+        try:
+            data = source.read_bytes()
+        except OSError as err:
+            raise SourceError(
+                f"cannot read {source}: {err.strerror or err}", engine="transformers"
+            ) from err
+        return _checked(data, pin, str(source))
+    cached = cache_path(pin)
+    if cached.is_file():
+        return _checked(cached.read_bytes(), pin, str(cached))
+    if offline:
+        raise SourceError(
+            f"transformers {pin.release} is not in the cache ({cached}) and downloading is off; "
+            f"give the sdist with --source PATH (e.g. `pip download --no-deps --no-binary :all: "
+            f"transformers=={pin.release}`) or run with network access",
+            engine="transformers",
+        )
+    try:
+        with urllib.request.urlopen(pin.url, timeout=120) as response:  # noqa: S310 (https only)
+            data = response.read(MAX_SDIST_BYTES + 1)
+    except (urllib.error.URLError, OSError) as err:
+        raise SourceError(
+            f"cannot download {pin.url}: {err}; give the sdist with --source PATH",
+            engine="transformers",
+            source=pin.url,
+        ) from err
+    if len(data) > MAX_SDIST_BYTES:
+        raise SourceError(f"{pin.url} is over {MAX_SDIST_BYTES} bytes", engine="transformers")
+    _checked(data, pin, pin.url)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_suffix(".part")
+    partial.write_bytes(data)
+    partial.replace(cached)
+    return data
+
+
+def configuration_modules(data: bytes, where: str) -> dict[str, str]:
+    """path (inside the package, `src/transformers/...`) -> text of every configuration module
+    of the sdist, sorted by path. The archive's top folder is dropped."""
+    found: dict[str, str] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            for member in archive:
+                if not member.isfile():
+                    continue
+                _, _, inner = member.name.partition("/")
+                if not fnmatch.fnmatchcase(inner, CONFIG_GLOB) or inner.count("/") != 4:
+                    continue
+                handle = archive.extractfile(member)
+                if handle is None:
+                    continue
+                found[inner] = decode_source(inner, handle.read())
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise SourceError(
+            f"{where} is not a readable .tar.gz: {err}", engine="transformers"
+        ) from err
+    if not found:
+        raise SourceError(
+            f"{where} holds no {CONFIG_GLOB}", engine="transformers", paths=[CONFIG_GLOB]
+        )
+    return dict(sorted(found.items()))
+
+
+def blob_of(text: str) -> str:
+    return git_blob_sha(text.encode("utf-8"))
