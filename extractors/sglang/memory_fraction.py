@@ -46,6 +46,7 @@ FLIPPED.update({"is not": "is", "in": "not in", "not in": "in"})
 READ_METHODS = (HANDLER, PREFILL_SIZES, VLM, "reserve_for_graph_mb", "reserve_for_deepep_a2a_mb")
 
 Term = tuple[str, ...]
+NOT_ALL = "not all"  # a term ("not all", code, code, ...): at least one of the codes is false
 
 
 def number(node: Node | None) -> Fraction | None:
@@ -146,20 +147,24 @@ def negated(node: Node) -> Term:
         if value is not None:
             return (code_of(left), flipped, number_text(value))
         return (f"{code_of(left)} {flipped} {code_of(right)}",)
-    code = code_of(node)
-    if node.type == "boolean_operator":
-        code = f"({code})"
-    return (f"not {code}",)
+    parts = _conjunct_nodes(node)
+    if len(parts) > 1:  # not (a and b ...): ("not all", a, b, ...)
+        return (NOT_ALL, *(code_of(p) for p in parts))
+    return (f"not {code_of(node)}",)
 
 
-def conjuncts(node: Node) -> list[Term]:
+def _conjunct_nodes(node: Node) -> list[Node]:
     node = unparenthesize(node)
     if node.type == "boolean_operator" and node_text(node.child_by_field_name("operator")) == "and":
         return [
-            *conjuncts(node.child_by_field_name("left")),
-            *conjuncts(node.child_by_field_name("right")),
+            *_conjunct_nodes(node.child_by_field_name("left")),
+            *_conjunct_nodes(node.child_by_field_name("right")),
         ]
-    return [term(node)]
+    return [node]
+
+
+def conjuncts(node: Node) -> list[Term]:
+    return [term(n) for n in _conjunct_nodes(node)]
 
 
 def _statements(block: Node | None) -> list[Node]:
@@ -269,7 +274,8 @@ class _Walk:
         returned = statements[-1] if statements else None
         local = ""
         if returned is not None and returned.type == "return_statement" and returned.named_children:
-            local = code_of(returned.named_children[0])
+            value = unparenthesize(returned.named_children[0])
+            local = node_text(value) if value.type == "identifier" else ""
         target = code_of(call)
         self.block(body, "reserve", f"{SERVER_ARGS}.{name}", when, (local, target))
         return target

@@ -162,7 +162,8 @@ class SglangMemoryStep(Record):
     "round", "constant", "unread" (a shape not read: `value` is "", see `code`). `value` is an
     exact number as text ("1.5", "128"); the step's number is value x the product of `factors`
     (quantities as canonical code), at least `at_least` when given. `when`: terms that must all
-    hold, each (code,) or (quantity, comparison, number)."""
+    hold, each (code,), (quantity, comparison, number), or ("not all", code, code, ...) for the
+    negation of a conjunction (an `else`, or the code after an `if ...: return`)."""
 
     KEY: ClassVar[tuple[str, ...]] = ("part", "order")
 
