@@ -62,19 +62,16 @@ class Model(NamedTuple):
 
 
 class StaticFraction(NamedTuple):
-    """The fraction (None: unknown, see unknown), the arithmetic, the assumptions, the steps used."""
+    """The fraction (None: unknown, see unknown), the arithmetic, and the steps it used."""
 
     fraction: float | None
     lines: tuple[str, ...]
     unknown: tuple[str, ...]
     rows: tuple[Any, ...]
 
-    def used_rows(self) -> tuple[Any, ...]:
-        return self.rows
-
 
 class _Unknown(Exception):
-    pass
+    """A step the evaluation cannot take (its message is the reason); caught in static_fraction."""
 
 
 def _num(text: str) -> Fraction:
@@ -343,7 +340,7 @@ def fraction_for(constraints: Any, model: Any, use_mla: bool, gpu_memory: int, t
     if isinstance(inputs, str):
         return None, f"mem_fraction_static unknown: {inputs}", (), ()
     found = static_fraction(rows, gpu_memory, tp, inputs)
-    cites = tuple(dict.fromkeys(constraints.cite(r) for r in found.used_rows()))
+    cites = tuple(dict.fromkeys(constraints.cite(r) for r in found.rows))
     assumes = ", ".join(ASSUMPTIONS)
     if found.fraction is None:
         return None, f"{'; '.join(found.unknown)} (assuming {assumes})", found.lines, cites
