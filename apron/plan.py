@@ -324,6 +324,15 @@ def _serving_figures(
     used = rules.citations if serving.tp > 1 or serving.gpu_memory is not None else ()
     if serving.gpu_memory is None:
         return share, None, used
+    fraction_lines: tuple[str, ...] = ()
+    if engine_id == "sglang" and serving.memory_fraction is None:
+        from apron import sglang_fraction
+
+        fraction, source, fraction_lines, cites = sglang_fraction.fraction_for(
+            constraints, model, figures.mechanism == mla_latent.NAME, serving.gpu_memory, serving.tp
+        )
+        rules = rules._replace(memory_fraction=fraction, memory_fraction_source=source)
+        used = tuple(dict.fromkeys((*used, *cites)))
     fits = per_gpu.engine_capacity(
         model,
         figures.mechanism,
@@ -334,6 +343,8 @@ def _serving_figures(
         request.context,
         serving.weights.unknown,
     )
+    if fraction_lines:
+        fits = fits._replace(arithmetic=(*fraction_lines, *fits.arithmetic))
     return share, fits, used
 
 

@@ -16,6 +16,7 @@ from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactRes
 from extractors.snapshot import RecordingSnapshot, Snapshot
 
 GLOB_CHARACTERS = "*?["
+SUBTREE = "/**"  # `dir/**` in a fact's reads: every file below `dir` (fetched, not weighed)
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,10 @@ FactFunction = Callable[[Snapshot, Mapping[str, tuple[Record, ...]]], FactOutput
 class FactExtractor:
     """One fact: its kind, its function, the files it may read and the facts it needs.
 
-    `reads` names paths, directories (standing for the files directly inside them) and globs
-    over one directory's files (`src/models/*.cpp`); the runner fetches the union of every
+    `reads` names paths, directories (standing for the files directly inside them), globs
+    over one directory's files (`src/models/*.cpp`) and subtrees (`vllm/models/**`: every file
+    below the directory, at any depth; a prefetch only, for a walk that discovers which of
+    them it reads); the runner fetches the union of every
     selected fact's reads in one batch before the first file is read. `needs` names other facts
     of the same engine; the runner runs those first and passes their records."""
 
@@ -160,10 +163,11 @@ class EngineSpec:
 
 
 def expand_reads(snapshot: Snapshot, reads: Iterable[str]) -> list[str]:
-    """Paths and directories as given, globs replaced by the files they match at the commit."""
+    """Paths, directories and subtrees as given, globs replaced by the files they match at the
+    commit."""
     expanded: list[str] = []
     for pattern in reads:
-        if not any(c in pattern for c in GLOB_CHARACTERS):
+        if pattern.endswith(SUBTREE) or not any(c in pattern for c in GLOB_CHARACTERS):
             expanded.append(pattern)
             continue
         directory, _, name = pattern.rpartition("/")
@@ -218,6 +222,8 @@ def declared_files(snapshot: Snapshot, fact: FactExtractor) -> list[str]:
     """The files a fact declares it reads: its paths, the files of its directories and globs."""
     files: list[str] = []
     for path in expand_reads(snapshot, fact.reads):
+        if path.endswith(SUBTREE):  # fetched in the batch; the files the walk reads are weighed
+            continue
         files += snapshot.list_files(path) or [path]
     return list(dict.fromkeys(files))
 

@@ -345,6 +345,22 @@ class SglangHybridConfigClass(NamedTuple):
     symbol: str
 
 
+class SglangMemoryStep(NamedTuple):
+    """One step of ServerArgs' static memory-fraction heuristic (`_handle_gpu_memory_settings`"""
+
+    part: str
+    order: int
+    target: str
+    op: str
+    value: str
+    factors: tuple[str, ...]
+    at_least: str
+    when: tuple[tuple[str, ...], ...]
+    code: str
+    path: str
+    symbol: str
+
+
 class SglangMlaArchitecture(NamedTuple):
     """An architecture the attention if/elif chain in ModelConfig sets to AttentionArch.MLA."""
 

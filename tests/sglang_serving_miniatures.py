@@ -30,6 +30,97 @@ class ServerArgs:
             self.mem_fraction_static = (
                 round((gpu_mem - reserved) / gpu_mem, 3) if gpu_mem is not None else 0.8
             )
+
+    def _handle_gpu_memory_settings(self, gpu_mem):
+        decode_cuda_graph_config = self.cuda_graph_config.decode
+        prefill_cuda_graph_config = self.cuda_graph_config.prefill
+        if gpu_mem is not None:
+            if gpu_mem < 30 * 1024:
+                if self.chunked_prefill_size is None:
+                    self.chunked_prefill_size = 1024
+                if decode_cuda_graph_config.max_bs is None:
+                    decode_cuda_graph_config.max_bs = 16
+            elif gpu_mem < 100 * 1024:
+                if self.chunked_prefill_size is None:
+                    self.chunked_prefill_size = 4096
+                if decode_cuda_graph_config.max_bs is None:
+                    if self.tp_size < 2:
+                        decode_cuda_graph_config.max_bs = 64
+                    else:
+                        decode_cuda_graph_config.max_bs = 128
+            else:
+                if self.chunked_prefill_size is None:
+                    self.chunked_prefill_size = 8192
+                if decode_cuda_graph_config.max_bs is None:
+                    decode_cuda_graph_config.max_bs = 256
+        else:
+            if self.chunked_prefill_size is None:
+                self.chunked_prefill_size = 2048
+        if prefill_cuda_graph_config.max_bs is None:
+            if not self.use_mla_backend():
+                prefill_cuda_graph_config.max_bs = self.chunked_prefill_size
+            else:
+                prefill_cuda_graph_config.max_bs = 1024
+        if prefill_cuda_graph_config.bs is None:
+            prefill_cuda_graph_config.bs = self._generate_prefill_cuda_graph_batch_sizes(
+                prefill_cuda_graph_config.max_bs
+            )
+        if self.mem_fraction_static is None:
+            if self.post_capture_kv_sizing_planned():
+                reserved_mem = 256
+            else:
+                if self.chunked_prefill_size > 0:
+                    activation_tokens = max(self.chunked_prefill_size, 1024)
+                else:
+                    activation_tokens = max(self.max_prefill_tokens, 1024)
+                reserved_mem = 256
+                reserved_mem += activation_tokens * 2
+                reserved_mem += self.tp_size / 4 * 1024
+                reserved_mem += self.reserve_for_graph_mb()
+                if gpu_mem is not None and gpu_mem > 50 * 1024:
+                    reserved_mem = max(reserved_mem, 12 * 1024)
+                reserved_mem += self.reserve_for_deepep_a2a_mb()
+            self.mem_fraction_static = (
+                round((gpu_mem - reserved_mem) / gpu_mem, 3) if gpu_mem is not None else 0.9
+            )
+            model_config = self.get_model_config()
+            if model_config.is_multimodal and not self.language_only:
+                self.adjust_mem_fraction_for_vlm(model_config)
+
+    def reserve_for_graph_mb(self):
+        decode_cuda_graph_config = self.cuda_graph_config.decode
+        prefill_cuda_graph_config = self.cuda_graph_config.prefill
+        reserved_mem = 0
+        if self.disaggregation_mode != "prefill":
+            reserved_mem += decode_cuda_graph_config.max_bs * 4
+        if self.disaggregation_mode != "decode":
+            if not self.use_mla_backend():
+                reserved_mem += len(prefill_cuda_graph_config.bs) * 16
+            else:
+                reserved_mem += 2 * 1024
+        return reserved_mem
+
+    def reserve_for_deepep_a2a_mb(self):
+        if resolved_view(self).moe_a2a_backend == "deepep":
+            return 3 * 1024
+        return 0
+
+    def _generate_prefill_cuda_graph_batch_sizes(self, max_bs: int):
+        sizes = list(range(8, 65, 8)) + list(range(128, 1024 + 1, 128))
+        sizes += list(range(2048, max_bs + 1, 1024))
+        return [n for n in sizes if n <= max_bs]
+
+    def adjust_mem_fraction_for_vlm(self, model_config):
+        vision = model_config.hf_config.vision_config
+        base_mem_fraction_reduction_ratio = 0.9
+        vit_num_layers = getattr(vision, "num_hidden_layers", 12)
+        vit_hidden_size = getattr(vision, "hidden_size", 768)
+        baseline_vit_layers = 12
+        baseline_vit_hidden_size = 768
+        sensitivity_scale = 0.2
+        dynamic_adjustment_factor = 1.0
+        dynamic_adjustment_factor = max(0.7, min(1.1, dynamic_adjustment_factor))
+        self.mem_fraction_static = self.mem_fraction_static * dynamic_adjustment_factor
 """
 
 OVERRIDES = """

@@ -13,6 +13,7 @@ from extractors.base import (
     EngineSpec,
     FactExtractor,
     FactOutput,
+    declared_files,
     expand_reads,
     extract_engine,
     run_order,
@@ -194,6 +195,14 @@ def test_the_union_of_reads_is_prefetched_once_globs_expanded():
     )
     extract_engine(engine, snapshot, commit_date="x")
     assert snapshot.prefetches == [["a.txt", "src/x.cpp", "b.txt", "docs"]]
+
+
+def test_a_subtree_read_is_prefetched_as_given_and_not_weighed():
+    engine = toy(FactExtractor(kind("a"), reader("a.txt"), reads=("a.txt", "src/**")))
+    snapshot = CountingSnapshot({"a.txt": "1\n", "src/x/y.cpp": ""})
+    extract_engine(engine, snapshot, commit_date="x")
+    assert snapshot.prefetches == [["a.txt", "src/**"]]
+    assert declared_files(snapshot, engine.facts[0]) == ["a.txt"]
 
 
 def test_a_run_answered_by_the_fact_cache_prefetches_nothing(tmp_path):

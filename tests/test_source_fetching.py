@@ -53,6 +53,19 @@ def test_prefetch_of_a_directory_fetches_the_files_directly_in_it(make_repo, tmp
     assert source.fetch_requests == 2
 
 
+def test_prefetch_of_a_subtree_fetches_every_file_below_it_in_one_request(make_repo, tmp_path):
+    deep = {"pkg/models/a/__init__.py": "", "pkg/models/a/nvidia/model.py": "A = 1\n"}
+    repo, shas = make_repo([({**MODELS, **deep, "pkg/other.py": "z\n"}, "m")])
+    source = GitSource("demo", str(repo), cache_dir=tmp_path / "c")
+    snapshot = source.snapshot(shas[0])
+    snapshot.prefetch(["pkg/models/**", "not/there/**", "pkg/other.py/**"])
+    assert source.fetch_requests == 2 and source.fetched_blobs == 62  # 60 + 2 nested, no other.py
+    assert snapshot.read_text("pkg/models/a/nvidia/model.py") == "A = 1\n"
+    assert source.fetch_requests == 2
+    snapshot.read_text("pkg/other.py")  # not below the subtree: its own request
+    assert source.fetch_requests == 3
+
+
 def test_reads_without_prefetch_cost_one_request_each(make_repo, tmp_path, traced):
     repo, shas = make_repo([(MODELS, "models")])
     source = GitSource("demo", str(repo), cache_dir=tmp_path / "c")

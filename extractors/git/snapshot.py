@@ -1,5 +1,6 @@
 """A commit's tree in a cache repository, read as a Snapshot: paths resolved through the
-trees, blobs fetched and read in batches (`prefetch`) or one by one when not yet in the cache."""
+trees, blobs fetched and read in batches (`prefetch`, which takes files, folders and `dir/**`
+subtrees) or one by one when not yet in the cache."""
 
 from __future__ import annotations
 
@@ -176,9 +177,13 @@ class GitSnapshot(Snapshot):
     def prefetch(self, paths: Iterable[str]) -> None:
         """Fetch the blobs of `paths` that the cache lacks, in one request. A path that is a
         directory stands for the files directly inside it (so an engine can name a models
-        directory without listing it: a listing is a question the fact cache would record)."""
+        directory without listing it: a listing is a question the fact cache would record), and
+        `dir/**` for every file below `dir` at any depth (nothing when `dir` is not a folder)."""
         files = []
         for path in paths:
+            if path.endswith("/**"):
+                files += self._files_below(path.removesuffix("/**"))
+                continue
             entry = self._lookup(path)
             if entry is not None and entry[0] == TREE and path.strip("/"):
                 files += self.list_files(path)
@@ -188,6 +193,22 @@ class GitSnapshot(Snapshot):
         if self._allow_fetch:
             self._source.fetch_blobs(shas)
         self._preload(shas)
+
+    def _files_below(self, directory: str) -> list[str]:
+        """The regular files below `directory` at any depth, sorted; [] when it is no folder."""
+        entry = self._lookup(directory)
+        if entry is None or entry[0] != TREE or not directory.strip("/"):
+            return []
+        files: list[str] = []
+        pending = [(directory.strip("/"), entry[1])]
+        while pending:
+            prefix, sha = pending.pop()
+            for name, (mode, child) in self._tree(sha).items():
+                if mode == TREE:
+                    pending.append((f"{prefix}/{name}", child))
+                elif mode in BLOB_MODES and mode != SYMLINK:
+                    files.append(f"{prefix}/{name}")
+        return sorted(files)
 
     def _preload(self, shas: list[str]) -> None:
         """Read the blobs among `shas` that the cache holds in one batched pass, for

@@ -24,6 +24,7 @@ from extractors.sglang import (
     hybrid_configs,
     kv_heads,
     matrix_cells,
+    memory_fraction,
     serving_defaults,
     serving_rules,
 )
@@ -32,6 +33,7 @@ from extractors.sglang.records import (
     SglangDocsRow,
     SglangExplicitMha,
     SglangHybridConfigClass,
+    SglangMemoryStep,
     SglangMlaArchitecture,
     SglangMlaCondition,
     SglangRegistryRow,
@@ -330,6 +332,29 @@ SSM_TP_SPLITS = FactKind(
 )
 
 
+def _memory_fraction_steps(
+    snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]
+) -> FactOutput:
+    path = snapshot.first_existing(
+        serving_defaults.SERVER_ARGS_PATHS, anchor=memory_fraction.HANDLER
+    )
+    steps, warnings = memory_fraction.memory_fraction_steps(snapshot.read_text(path), path)
+    return FactOutput(tuple(steps), tuple(warnings))
+
+
+MEMORY_FRACTION_STEPS = FactKind(
+    memory_fraction.FACT,
+    "Static memory-fraction heuristic",
+    SglangMemoryStep,
+    "the steps of ServerArgs._handle_gpu_memory_settings (and the reserve methods it calls) that "
+    "compute mem_fraction_static when it is not given, in program order: chunked prefill size "
+    "and decode cuda-graph max_bs per GPU-memory band and tp, the prefill cuda-graph sizes, the "
+    "reserved-memory terms (MiB) with their conditions, the floor, the rounding and the VLM "
+    "adjustment's constants.",
+    ordered=True,
+)
+
+
 ENGINE = EngineSpec(
     engine_id="sglang",
     title="SGLang",
@@ -384,5 +409,10 @@ ENGINE = EngineSpec(
             reads=(*MODEL_CONFIG_PATHS, *serving_rules.POOL_PATHS, *serving_rules.LLAMA_PATHS),
         ),
         FactExtractor(SSM_TP_SPLITS, _ssm_tp_splits, reads=serving_rules.MAMBA_PATHS),
+        FactExtractor(
+            MEMORY_FRACTION_STEPS,
+            _memory_fraction_steps,
+            reads=serving_defaults.SERVER_ARGS_PATHS,
+        ),
     ),
 )

@@ -149,3 +149,32 @@ class SglangHybridConfigClass(Record):
     def label(self) -> str:
         cond = f" when {self.condition}" if self.condition else ""
         return f"{self.function}: {self.config_class} ({self.model_type or '?'}){cond}"
+
+
+class SglangMemoryStep(Record):
+    """One step of ServerArgs' static memory-fraction heuristic (`_handle_gpu_memory_settings`
+    and the methods it calls), as data apron evaluates in `order`.
+
+    part: "band" (chunked prefill size / decode cuda-graph max_bs per GPU-memory band and tp),
+    "prefill_max_bs", "prefill_capture" (one range of the prefill capture sizes), "reserve" (a
+    term of reserved_mem, MiB), "fraction", "vlm" (a constant of the VLM adjustment). `op`:
+    "set", "add", "at_least" (max with `value`), "at_most" (min with the product), "range",
+    "round", "constant", "unread" (a shape not read: `value` is "", see `code`). `value` is an
+    exact number as text ("1.5", "128"); the step's number is value x the product of `factors`
+    (quantities as canonical code), at least `at_least` when given. `when`: terms that must all
+    hold, each (code,), (quantity, comparison, number), or ("not all", code, code, ...) for the
+    negation of a conjunction (an `else`, or the code after an `if ...: return`)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("part", "order")
+
+    part: str
+    order: int
+    target: str
+    op: str
+    value: str
+    factors: tuple[str, ...]
+    at_least: str
+    when: tuple[tuple[str, ...], ...]
+    code: str
+    path: str
+    symbol: str

@@ -151,7 +151,7 @@ def _reader(snapshot: Snapshot):
     return read_text
 
 
-CLASS_FLAG_READS = (*REGISTRY_PATHS, *MODEL_DIRS)
+CLASS_FLAG_READS = (*REGISTRY_PATHS, *MODEL_DIRS, *class_flags.WALK_READS)
 
 
 def _model_class_flags(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:

@@ -26,6 +26,11 @@ FROM_METHOD = "from_model_cls"
 EXTRA_FLAG_FUNCTIONS = ("supports_lora", "supports_eagle", "supports_eagle3")
 QUANT_INTERFACE = "SupportsQuant"
 SKIPPED_FIELDS = ("architecture",)
+# Files the class walk reaches beyond the registry and the model folders, fetched with the
+# declared batch (a walk that discovers them fetches one request each): the model packages of
+# the `vllm/models/` layout (`<model>/__init__.py`, `<model>/nvidia/model.py`, ...), whose depth
+# varies, and the module of `support_torch_compile`, the class decorator most model files import.
+WALK_READS = ("vllm/models/**", "vllm/compilation/decorators.py")
 
 
 def module_name(path: str) -> str:

@@ -1,0 +1,520 @@
+"""SGLang's static memory-fraction heuristic as data: the steps of
+`ServerArgs._handle_gpu_memory_settings` that choose the chunked prefill size and the decode
+cuda-graph max_bs per GPU-memory band and tp, the prefill cuda-graph sizes, the reserved-memory
+terms (with the methods they call inlined: `reserve_for_graph_mb`, `reserve_for_deepep_a2a_mb`)
+with their conditions, the floor, the fraction, and the VLM adjustment's constants.
+
+Each assignment becomes one step (`SglangMemoryStep`) with the conditions of the branches it
+sits in; a shape not read is an `unread` step with its code and a warning, never a default.
+Pure: file text in, records out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fractions import Fraction
+
+from tree_sitter import Node
+
+from extractors.errors import AnchorError
+from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
+from extractors.parsing.python_ts import (
+    call_name,
+    class_methods,
+    code_of,
+    if_clauses,
+    node_text,
+    parse_python,
+    unparenthesize,
+)
+from extractors.records import ExtractionWarning, warning
+from extractors.sglang.records import SglangMemoryStep
+
+FACT = "memory_fraction_steps"
+SERVER_ARGS = "ServerArgs"
+HANDLER = "_handle_gpu_memory_settings"
+PREFILL_SIZES = "_generate_prefill_cuda_graph_batch_sizes"
+VLM = "adjust_mem_fraction_for_vlm"
+# The blocks of the handler read, by the setting their `if ... is None` (or `is not None`) tests.
+BLOCKS = (
+    ("gpu_mem is not None", "band"),
+    ("prefill_cuda_graph_config.max_bs is None", "prefill_max_bs"),
+    ("prefill_cuda_graph_config.bs is None", "prefill_max_bs"),
+    ("self.mem_fraction_static is None", "reserve"),
+)
+FLIPPED = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "==", "is": "is not"}
+FLIPPED.update({"is not": "is", "in": "not in", "not in": "in"})
+READ_METHODS = (HANDLER, PREFILL_SIZES, VLM, "reserve_for_graph_mb", "reserve_for_deepep_a2a_mb")
+
+Term = tuple[str, ...]
+NOT_ALL = "not all"  # a term ("not all", code, code, ...): at least one of the codes is false
+
+
+def number(node: Node | None) -> Fraction | None:
+    """The exact value of a numeric literal or of arithmetic over literals, else None."""
+    if node is None:
+        return None
+    node = unparenthesize(node)
+    if node.type == "integer":
+        return Fraction(int(node_text(node).replace("_", ""), 0))
+    if node.type == "float":
+        return Fraction(node_text(node).replace("_", ""))
+    if node.type == "unary_operator" and node_text(node.child_by_field_name("operator")) == "-":
+        inner = number(node.child_by_field_name("argument"))
+        return -inner if inner is not None else None
+    if node.type == "binary_operator":
+        left = number(node.child_by_field_name("left"))
+        right = number(node.child_by_field_name("right"))
+        op = node_text(node.child_by_field_name("operator"))
+        if left is None or right is None:
+            return None
+        if op == "*":
+            return left * right
+        if op == "/" and right:
+            return left / right
+        if op == "+":
+            return left + right
+        if op == "-":
+            return left - right
+    return None
+
+
+def number_text(value: Fraction) -> str:
+    """An exact number as text: an integer, a terminating decimal, or `p/q`."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    scaled = value
+    for digits in range(1, 13):
+        scaled *= 10
+        if scaled.denominator == 1:
+            return f"{float(value):.{digits}f}".rstrip("0")
+    return f"{value.numerator}/{value.denominator}"
+
+
+def product(node: Node) -> tuple[Fraction, tuple[str, ...]] | None:
+    """`coefficient x factors` of a product of literals and quantities, else None."""
+    node = unparenthesize(node)
+    constant = number(node)
+    if constant is not None:
+        return constant, ()
+    if node.type in ("identifier", "attribute", "call", "subscript"):
+        return Fraction(1), (code_of(node),)
+    if node.type == "binary_operator":
+        op = node_text(node.child_by_field_name("operator"))
+        left = product(node.child_by_field_name("left"))
+        if left is None:
+            return None
+        if op == "*":
+            right = product(node.child_by_field_name("right"))
+            return (left[0] * right[0], left[1] + right[1]) if right is not None else None
+        divisor = number(node.child_by_field_name("right"))
+        if op == "/" and divisor:
+            return left[0] / divisor, left[1]
+    return None
+
+
+def _operands(node: Node) -> tuple[Node, str, Node] | None:
+    node = unparenthesize(node)
+    if node.type != "comparison_operator" or node.named_child_count != 2:
+        return None
+    left, right = node.named_children
+    between = (node.text or b"")[
+        left.end_byte - node.start_byte : right.start_byte - node.start_byte
+    ]
+    return left, " ".join(between.decode().split()), right
+
+
+def term(node: Node) -> Term:
+    """(quantity, comparison, number) for a comparison with a numeric side, else (code,)."""
+    found = _operands(node)
+    if found is not None:
+        left, op, right = found
+        value = number(right)
+        if value is not None and op in FLIPPED:
+            return (code_of(left), op, number_text(value))
+    return (code_of(node),)
+
+
+def negated(node: Node) -> Term:
+    """The term that holds when the condition `node` does not."""
+    node = unparenthesize(node)
+    if node.type == "not_operator":
+        return term(node.child_by_field_name("argument"))
+    found = _operands(node)
+    if found is not None and found[1] in FLIPPED:
+        left, op, right = found
+        value = number(right)
+        flipped = FLIPPED[op]
+        if value is not None:
+            return (code_of(left), flipped, number_text(value))
+        return (f"{code_of(left)} {flipped} {code_of(right)}",)
+    parts = _conjunct_nodes(node)
+    if len(parts) > 1:  # not (a and b ...): ("not all", a, b, ...)
+        return (NOT_ALL, *(code_of(p) for p in parts))
+    return (f"not {code_of(node)}",)
+
+
+def _conjunct_nodes(node: Node) -> list[Node]:
+    node = unparenthesize(node)
+    if node.type == "boolean_operator" and node_text(node.child_by_field_name("operator")) == "and":
+        return [
+            *_conjunct_nodes(node.child_by_field_name("left")),
+            *_conjunct_nodes(node.child_by_field_name("right")),
+        ]
+    return [node]
+
+
+def conjuncts(node: Node) -> list[Term]:
+    return [term(n) for n in _conjunct_nodes(node)]
+
+
+def _statements(block: Node | None) -> list[Node]:
+    return [s for s in block.named_children] if block is not None else []
+
+
+def _ends_in_return(block: Node | None) -> bool:
+    body = _statements(block)
+    return bool(body) and body[-1].type == "return_statement"
+
+
+class _Walk:
+    """Turns the statements of the blocks read into steps, in program order."""
+
+    def __init__(self, methods: dict[str, Node], path: str) -> None:
+        self.methods = methods
+        self.path = path
+        self.steps: list[SglangMemoryStep] = []
+        self.warnings: list[ExtractionWarning] = []
+
+    def step(self, part, symbol, target, op, value, factors, when, node, at_least=None):
+        self.steps.append(
+            SglangMemoryStep(
+                part=part,
+                order=len(self.steps) + 1,
+                target=target,
+                op=op,
+                value=number_text(value) if value is not None else "",
+                factors=tuple(factors),
+                at_least=number_text(at_least) if at_least is not None else "",
+                when=tuple(when),
+                code=code_of(node),
+                path=self.path,
+                symbol=symbol,
+            )
+        )
+        if op == "unread":
+            self.warnings.append(
+                warning(
+                    "unread-memory-step",
+                    f"{symbol}: {target}",
+                    f"{node.type} `{code_of(node)[:100]}` is not a shape the memory-fraction "
+                    "reader knows; apron reports a figure that needs it as unknown",
+                    self.path,
+                    symbol,
+                )
+            )
+
+    def block(self, block: Node | None, part: str, symbol: str, when: list[Term], rename) -> None:
+        when = list(when)
+        for statement in _statements(block):
+            if statement.type == "if_statement":
+                clauses, otherwise = if_clauses(statement)
+                before: list[Term] = []
+                for condition, body in clauses:
+                    self.block(body, part, symbol, when + before + conjuncts(condition), rename)
+                    if _ends_in_return(body):
+                        when.append(negated(condition))
+                    before.append(negated(condition))
+                if otherwise is not None:
+                    self.block(otherwise, part, symbol, when + before, rename)
+            elif statement.type == "expression_statement" and statement.named_child_count == 1:
+                self.expression(statement.named_children[0], part, symbol, when, rename)
+            elif statement.type == "return_statement" and rename is not None:
+                value = statement.named_children[0] if statement.named_child_count else None
+                if value is not None and code_of(value) != rename[0]:
+                    self.assign(rename[1], value, part, symbol, when, value)
+            elif statement.type not in ("pass_statement", "return_statement"):
+                self.step(part, symbol, "", "unread", None, (), when, statement)
+
+    def expression(self, node: Node, part: str, symbol: str, when: list[Term], rename) -> None:
+        if node.type in ("assignment", "augmented_assignment"):
+            left = code_of(node.child_by_field_name("left"))
+            if rename is not None and left == rename[0]:
+                left = rename[1]
+            right = node.child_by_field_name("right")
+            op = (
+                node_text(node.child_by_field_name("operator"))
+                if node.type != "assignment"
+                else "="
+            )
+            if op == "+=":
+                self.add(left, right, part, symbol, when, node)
+            elif op == "*=" and left == "self.mem_fraction_static":
+                self.step(part, symbol, left, "unread", None, (), when, node)
+            elif op == "=":
+                self.assign(left, right, part, symbol, when, node)
+            else:
+                self.step(part, symbol, left, "unread", None, (), when, node)
+        elif call_name(node) == VLM and VLM in self.methods:
+            self.vlm(self.methods[VLM], when)
+        elif node.type == "string":
+            return  # a docstring
+        else:
+            self.step(part, symbol, "", "unread", None, (), when, node)
+
+    def _inline(self, call: Node, when: list[Term]) -> str | None:
+        """A `self.m()` call of a method read: its steps under the call's conditions, the
+        method's result named by the call's code."""
+        function = unparenthesize(call).child_by_field_name("function")
+        name = call_name(call)
+        if function is None or code_of(function) != f"self.{name}" or name not in self.methods:
+            return None
+        method = self.methods[name]
+        body = method.child_by_field_name("body")
+        statements = _statements(body)
+        returned = statements[-1] if statements else None
+        local = ""
+        if returned is not None and returned.type == "return_statement" and returned.named_children:
+            value = unparenthesize(returned.named_children[0])
+            local = node_text(value) if value.type == "identifier" else ""
+        target = code_of(call)
+        self.block(body, "reserve", f"{SERVER_ARGS}.{name}", when, (local, target))
+        return target
+
+    def add(self, left, right, part, symbol, when, node) -> None:
+        if unparenthesize(right).type == "call":
+            inlined = self._inline(right, when)
+            if inlined is not None:
+                self.step(part, symbol, left, "add", Fraction(1), (inlined,), when, node)
+                return
+        found = product(right)
+        if found is None:
+            self.step(part, symbol, left, "unread", None, (), when, node)
+        else:
+            self.step(part, symbol, left, "add", found[0], found[1], when, node)
+
+    def assign(self, left, right, part, symbol, when, node) -> None:
+        value = unparenthesize(right)
+        name = call_name(value)
+        arguments = value.child_by_field_name("arguments") if value.type == "call" else None
+        args = [a for a in arguments.named_children] if arguments is not None else []
+        if name in ("max", "min") and len(args) == 2:
+            first, second = args
+            bound = number(second) if number(first) is None else number(first)
+            other = first if number(first) is None else second
+            found = product(other)
+            if bound is not None and found is not None:
+                if found == (Fraction(1), (left,)):
+                    op = "at_least" if name == "max" else "at_most"
+                    self.step(part, symbol, left, op, bound, (), when, node)
+                    return
+                if name == "max":
+                    self.step(part, symbol, left, "set", found[0], found[1], when, node, bound)
+                    return
+            if name == "min" and code_of(first) == left and found is not None:
+                self.step(part, symbol, left, "at_most", found[0], found[1], when, node)
+                return
+        if name == PREFILL_SIZES and len(args) == 1 and PREFILL_SIZES in self.methods:
+            self.step(part, symbol, left, "range", None, (code_of(args[0]),), when, node)
+            return
+        if left == "self.mem_fraction_static" and value.type == "conditional_expression":
+            self.fraction(left, value, part, symbol, when, node)
+            return
+        found = product(value)
+        if found is None:
+            self.step(part, symbol, left, "unread", None, (), when, node)
+        else:
+            self.step(part, symbol, left, "set", found[0], found[1], when, node)
+
+    def fraction(self, left, value, part, symbol, when, node) -> None:
+        """`round((gpu_mem - reserved_mem) / gpu_mem, N) if gpu_mem is not None else F`."""
+        body, condition, otherwise = value.named_children[:3]
+        args = body.child_by_field_name("arguments") if body.type == "call" else None
+        parts = [a for a in args.named_children] if args is not None else []
+        shape = (
+            call_name(body) == "round"
+            and len(parts) == 2
+            and code_of(parts[0]) == "(gpu_mem - reserved_mem) / gpu_mem"
+            and number(parts[1]) is not None
+        )
+        if not shape:
+            self.step("fraction", symbol, left, "unread", None, (), when, node)
+            return
+        self.step(
+            "fraction",
+            symbol,
+            left,
+            "round",
+            number(parts[1]),
+            ("gpu_mem", "reserved_mem"),
+            when + conjuncts(condition),
+            body,
+        )
+        fallback = number(otherwise)
+        op = "set" if fallback is not None else "unread"
+        self.step(
+            "fraction", symbol, left, op, fallback, (), when + [negated(condition)], otherwise
+        )
+
+    def vlm(self, method: Node, when: list[Term]) -> None:
+        """The constants of the VLM adjustment: literal assignments, getattr defaults, clamps."""
+        symbol = f"{SERVER_ARGS}.{VLM}"
+        for node in _assignments_in(method.child_by_field_name("body")):
+            left = code_of(node.child_by_field_name("left"))
+            value = unparenthesize(node.child_by_field_name("right"))
+            constant = number(value)
+            if constant is not None:
+                self.step("vlm", symbol, left, "constant", constant, (), when, node)
+            elif call_name(value) == "getattr":
+                args = value.child_by_field_name("arguments").named_children
+                default = number(args[2]) if len(args) == 3 else None
+                if default is not None:
+                    field = f"{code_of(args[0])}.{code_of(args[1]).strip(chr(34))}"
+                    self.step("vlm", symbol, field, "default", default, (), when, node)
+            elif call_name(value) == "max":
+                for low, high in _clamp(value):
+                    self.step("vlm", symbol, left, "at_least", low, (), when, node)
+                    self.step("vlm", symbol, left, "at_most", high, (), when, node)
+
+
+def _assignments_in(block: Node | None) -> Iterator[Node]:
+    for statement in _statements(block):
+        if statement.type == "expression_statement" and statement.named_child_count == 1:
+            inner = statement.named_children[0]
+            if inner.type == "assignment":
+                yield inner
+
+
+def _clamp(value: Node) -> list[tuple[Fraction, Fraction]]:
+    """`max(low, min(high, x))` -> [(low, high)]."""
+    args = value.child_by_field_name("arguments").named_children
+    if len(args) != 2 or call_name(args[1]) != "min":
+        return []
+    low = number(args[0])
+    inner = args[1].child_by_field_name("arguments").named_children
+    high = number(inner[0]) if len(inner) == 2 else None
+    return [(low, high)] if low is not None and high is not None else []
+
+
+def _capture_ranges(walk: _Walk, method: Node) -> None:
+    """The `range(start, stop, step)` terms of the prefill capture sizes, each as the first and
+    the last size it gives (`max_bs` where the stop is `max_bs + 1`) and its step."""
+    symbol = f"{SERVER_ARGS}.{PREFILL_SIZES}"
+    parameters = method.child_by_field_name("parameters").named_children
+    last = parameters[-1] if parameters else None
+    if last is not None and last.type in ("typed_parameter", "default_parameter"):
+        last = last.named_children[0]
+    bound = node_text(last) if last is not None and last.type == "identifier" else ""
+    ranges = [
+        n
+        for n in _calls(method.child_by_field_name("body"))
+        if call_name(n) == "range" and code_of(n.child_by_field_name("function")) == "range"
+    ]
+    if not ranges:
+        raise AnchorError(
+            f"{symbol} builds no range(...) of capture sizes", paths=[walk.path], anchor=symbol
+        )
+    for node in ranges:
+        args = node.child_by_field_name("arguments").named_children
+        values = [number(a) for a in args]
+        stop_code = code_of(args[1]) if len(args) > 1 else ""
+        if len(args) == 3 and values[0] is not None and values[2] is not None:
+            if values[1] is not None:
+                last = number_text(values[1] - 1)
+            elif stop_code == f"{bound} + 1":
+                last = bound
+            else:
+                last = ""
+            if last:
+                factors = (number_text(values[0]), last, number_text(values[2]))
+                walk.step(
+                    "prefill_capture", symbol, "capture_sizes", "range", None, factors, [], node
+                )
+                continue
+        walk.step("prefill_capture", symbol, "capture_sizes", "unread", None, (), [], node)
+    for node in _descendants(method, "list_comprehension"):
+        for clause in node.named_children:
+            found = _operands(clause.named_children[0]) if clause.type == "if_clause" else None
+            if found is not None and found[1] == "<=" and code_of(found[2]) == bound:
+                walk.step(
+                    "prefill_capture",
+                    symbol,
+                    "capture_sizes",
+                    "at_most",
+                    Fraction(1),
+                    (bound,),
+                    [],
+                    node,
+                )
+
+
+def _descendants(node: Node, kind: str) -> list[Node]:
+    return [n for n in _walk_nodes(node) if n.type == kind]
+
+
+def _walk_nodes(node: Node) -> list[Node]:
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        stack.extend(current.named_children)
+    return sorted(found, key=lambda n: n.start_byte)
+
+
+def _calls(node: Node) -> list[Node]:
+    return _descendants(node, "call")
+
+
+def _keep(method: str) -> bool:
+    header = method.lstrip().split("(", 1)[0]
+    return any(header.endswith(f"def {name}") for name in READ_METHODS) or not (
+        quotes_only_in_docstring(method)
+    )
+
+
+def memory_fraction_steps(
+    text: str, path: str
+) -> tuple[list[SglangMemoryStep], list[ExtractionWarning]]:
+    """The heuristic's steps in program order, and the warnings for shapes not read."""
+    skeleton = method_skeleton(text, keep=_keep)
+    root = parse_python(skeleton, path)
+    if root.has_error:
+        root = parse_python(text, path)
+    methods: dict[str, Node] = {}
+    for name, method in class_methods(root, SERVER_ARGS):
+        methods[name] = method
+    if HANDLER not in methods:
+        raise AnchorError(
+            f"{SERVER_ARGS}.{HANDLER} is not defined in {path}",
+            paths=[path],
+            anchor=f"{SERVER_ARGS}.{HANDLER}",
+        )
+    walk = _Walk(methods, path)
+    symbol = f"{SERVER_ARGS}.{HANDLER}"
+    body = _statements(methods[HANDLER].child_by_field_name("body"))
+    for wanted, part in BLOCKS:
+        found = [
+            s
+            for s in body
+            if s.type == "if_statement" and code_of(s.child_by_field_name("condition")) == wanted
+        ]
+        if not found:
+            raise AnchorError(
+                f"{symbol} has no `if {wanted}:` block",
+                paths=[path],
+                anchor=f"{symbol}: if {wanted}",
+            )
+        walk.block(_wrapped(found[0]), part, symbol, [], None)
+    if PREFILL_SIZES in methods:
+        _capture_ranges(walk, methods[PREFILL_SIZES])
+    return walk.steps, walk.warnings
+
+
+class _OneStatement:
+    """A block of one statement (the `if` read, with its condition)."""
+
+    def __init__(self, statement: Node) -> None:
+        self.named_children = [statement]
+
+
+def _wrapped(statement: Node):
+    return _OneStatement(statement)

@@ -1,0 +1,256 @@
+"""SGLang's static memory-fraction heuristic (ServerArgs._handle_gpu_memory_settings) as data,
+and apron's evaluation of it for --gpu-memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from apron import plan
+from apron.constraints import load_constraints
+from apron.sglang_fraction import ASSUMPTIONS, Model, static_fraction
+from extractors.errors import AnchorError
+from extractors.sglang.memory_fraction import memory_fraction_steps
+from tests.sglang_serving_miniatures import SERVER_ARGS, SERVER_ARGS_PATH
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+LLAMA_31_8B = 16_060_522_496  # metadata.total_size of meta-llama/Llama-3.1-8B's index
+GIB80 = 80 * 2**30
+LLAMA = Model(use_mla=False, is_multimodal=False, vision_config=None, model_path="llama-3.1")
+
+
+def steps(text: str = SERVER_ARGS):
+    return memory_fraction_steps(text, SERVER_ARGS_PATH)
+
+
+def test_bands_give_chunked_prefill_and_decode_max_bs_by_gpu_memory_and_tp():
+    rows, warnings = steps()
+    bands = [(r.target, r.value, r.when[1:]) for r in rows if r.part == "band"]
+    # the miniature: < 30 GiB -> 1024 / 16; < 100 GiB -> 4096 / 64 (tp < 2) or 128; else 8192 / 256
+    assert [(t, v) for t, v, _ in bands] == [
+        ("self.chunked_prefill_size", "1024"),
+        ("decode_cuda_graph_config.max_bs", "16"),
+        ("self.chunked_prefill_size", "4096"),
+        ("decode_cuda_graph_config.max_bs", "64"),
+        ("decode_cuda_graph_config.max_bs", "128"),
+        ("self.chunked_prefill_size", "8192"),
+        ("decode_cuda_graph_config.max_bs", "256"),
+        ("self.chunked_prefill_size", "2048"),
+    ]
+    assert bands[3][2] == (
+        ("gpu_mem", ">=", "30720"),
+        ("gpu_mem", "<", "102400"),
+        ("decode_cuda_graph_config.max_bs is None",),
+        ("self.tp_size", "<", "2"),
+    )
+    assert bands[4][2][-1] == ("self.tp_size", ">=", "2")
+    assert bands[7][2] == (("self.chunked_prefill_size is None",),)  # the `gpu_mem is None` else
+    assert warnings == []
+
+
+def test_reserve_terms_floor_and_fraction_are_structured():
+    rows, _ = steps()
+    reserve = [
+        (r.target, r.op, r.value, r.factors, r.at_least) for r in rows if r.part == "reserve"
+    ]
+    assert ("activation_tokens", "set", "1", ("self.chunked_prefill_size",), "1024") in reserve
+    assert ("reserved_mem", "add", "2", ("activation_tokens",), "") in reserve
+    assert ("reserved_mem", "add", "256", ("self.tp_size",), "") in reserve  # tp / 4 x 1024
+    assert ("reserved_mem", "at_least", "12288", (), "") in reserve
+    graph = [r for r in rows if r.symbol == "ServerArgs.reserve_for_graph_mb" and r.op == "add"]
+    assert [(r.value, r.factors, r.when[-1]) for r in graph] == [
+        ("4", ("decode_cuda_graph_config.max_bs",), ('self.disaggregation_mode != "prefill"',)),
+        ("16", ("len(prefill_cuda_graph_config.bs)",), ("not self.use_mla_backend()",)),
+        ("2048", (), ("self.use_mla_backend()",)),
+    ]
+    floor = next(r for r in rows if r.op == "at_least" and r.target == "reserved_mem")
+    assert floor.when[-1] == ("gpu_mem", ">", "51200")
+    # the code after `if ...: return 3 * 1024` holds only when the `if` did not
+    deepep = [r for r in rows if r.symbol == "ServerArgs.reserve_for_deepep_a2a_mb"]
+    assert [(r.value, r.when[-1]) for r in deepep] == [
+        ("3072", ('resolved_view(self).moe_a2a_backend == "deepep"',)),
+        ("0", ('resolved_view(self).moe_a2a_backend != "deepep"',)),
+    ]
+    fraction = [(r.op, r.value) for r in rows if r.part == "fraction"]
+    assert fraction == [("round", "3"), ("set", "0.9")]
+    capture = [(r.op, r.factors) for r in rows if r.part == "prefill_capture"]
+    assert capture == [
+        ("range", ("8", "64", "8")),
+        ("range", ("128", "1024", "128")),
+        ("range", ("2048", "max_bs", "1024")),
+        ("at_most", ("max_bs",)),
+    ]
+    vlm = {r.target + r.op: r.value for r in rows if r.part == "vlm"}
+    assert vlm["base_mem_fraction_reduction_ratioconstant"] == "0.9"
+    assert vlm["dynamic_adjustment_factorat_least"] == "0.7"
+    assert vlm["dynamic_adjustment_factorat_most"] == "1.1"
+
+
+def test_the_miniature_evaluates_with_its_own_numbers():
+    rows, _ = steps()
+    result = static_fraction(rows, GIB80, 1, LLAMA)
+    # 81,920 MiB: band 2 -> chunked 4096, decode max_bs 64 (tp 1 < 2); prefill max_bs 4096 ->
+    # sizes 8..64 (8) + 128..1024 (8) + 2048, 3072, 4096 (3) = 19
+    # reserved = 256 + 2 x max(4096, 1024) + 1024 / 4 x 1 + (4 x 64 + 16 x 19) + 0
+    #          = 256 + 8192 + 256 + 560 = 9,264 -> floor 12,288 (81,920 > 51,200)
+    # round((81920 - 12288) / 81920, 3) = round(0.85, 3) = 0.85
+    assert result.unknown == ()
+    assert result.fraction == 0.85
+    assert any("12,288" in line for line in result.lines)
+
+
+def test_an_unread_shape_is_a_warning_and_its_figure_unknown():
+    text = SERVER_ARGS.replace(
+        "reserved_mem += activation_tokens * 2", "reserved_mem += activation_tokens ** 2"
+    )
+    rows, warnings = steps(text)
+    assert [w.code for w in warnings] == ["unread-memory-step"]
+    assert "activation_tokens ** 2" in warnings[0].message
+    unread = next(r for r in rows if r.op == "unread")
+    assert unread.target == "reserved_mem" and unread.value == ""
+    result = static_fraction(rows, GIB80, 1, LLAMA)
+    assert result.fraction is None
+    assert "activation_tokens ** 2" in result.unknown[0]
+
+
+def test_a_condition_outside_the_assumptions_makes_it_unknown():
+    text = SERVER_ARGS.replace(
+        'if self.disaggregation_mode != "prefill":', "if self.enable_new_thing:"
+    )
+    result = static_fraction(steps(text)[0], GIB80, 1, LLAMA)
+    assert result.fraction is None
+    assert "`self.enable_new_thing` is not evaluated" in result.unknown[0]
+
+
+def test_missing_handler_is_an_anchor_error():
+    text = SERVER_ARGS.replace("def _handle_gpu_memory_settings", "def _other_settings")
+    with pytest.raises(AnchorError, match="_handle_gpu_memory_settings"):
+        steps(text)
+
+
+def test_missing_block_is_an_anchor_error():
+    text = SERVER_ARGS.replace("if prefill_cuda_graph_config.bs is None:", "if True:")
+    with pytest.raises(AnchorError, match="prefill_cuda_graph_config.bs is None"):
+        steps(text)
+
+
+# ------------------------------------------------------------------ the committed fact at the pin
+
+
+def committed_rows():
+    return load_constraints().get("sglang").rows("memory_fraction_steps")
+
+
+def test_llama_on_80_gib_at_the_pin():
+    """Read from python/sglang/srt/server_args.py at 30cb848d:
+    80 GiB = 81,920 MiB is in the `gpu_mem < 90 * 1024` band: chunked_prefill_size 8192, decode
+    max_bs 256 (tp 1 < 4). Not MLA: prefill max_bs = chunked_prefill_size = 8192; capture sizes
+    range(4, 33, 4) 8 + range(48, 257, 16) 14 + range(288, 513, 32) 8 + range(576, 1025, 64) 8
+    + range(1280, 4097, 256) 12 + range(4608, 8193, 512) 8 = 58.
+    reserved = 512 + 1.5 x max(8192, 2048) + 1 x 1 / 8 x 1024 + reserve_for_graph_mb
+             = 512 + 12,288 + 128 + (256 x 2 decode graph + 58 x 8 prefill graph)
+             = 13,440 + 464 = 13,904 MiB; floor max(13,904, 10 x 1024) = 13,904 (81,920 > 61,440);
+    deepep 0. mem_fraction_static = round((81,920 - 13,904) / 81,920, 3) = round(0.83027, 3)."""
+    result = static_fraction(committed_rows(), GIB80, 1, LLAMA)
+    assert result.unknown == ()
+    assert result.fraction == 0.83
+    assert 0.80 <= result.fraction <= 0.845
+    text = "\n".join(result.lines)
+    assert "58 prefill capture sizes up to 8,192" in text
+    assert "13,904" in text and "10,240" in text
+    assert "mem_fraction_static = round((81,920 - 13,904) / 81,920, 3) = 0.83" in text
+
+
+@pytest.mark.parametrize(
+    ("gib", "tp", "expected"),
+    [
+        # < 20 GiB: chunked 2048, decode max_bs 8; capture sizes up to 2048: 8 + 14 + 8 + 8 + 4
+        # (1280..2048) = 42; 512 + 1.5 x 2048 + 128 + 2 x 8 + 8 x 42 = 4,064 (no floor at
+        # 16,384 MiB); round((16,384 - 4,064) / 16,384, 3) = round(0.75195, 3) = 0.752
+        (16, 1, 0.752),
+        # 141 GiB (< 160 GiB band): 8192 / 512 at tp 8: 512 + 12,288 + 1,024 + 1,024 + 464
+        # = 15,312; round((144,384 - 15,312) / 144,384, 3) = 0.894
+        (141, 8, 0.894),
+    ],
+)
+def test_other_bands_at_the_pin(gib, tp, expected):
+    assert static_fraction(committed_rows(), gib * 2**30, tp, LLAMA).fraction == expected
+
+
+def test_mla_uses_the_mla_graph_reserve():
+    # prefill max_bs 2048 for MLA (not used: MLA reserves 1.5 x 1024 for the prefill graph):
+    # 512 + 12,288 + 128 + 512 + 1,536 = 14,976; round(66,944 / 81,920, 3) = 0.817
+    mla = LLAMA._replace(use_mla=True)
+    assert static_fraction(committed_rows(), GIB80, 1, mla).fraction == 0.817
+
+
+def test_the_vlm_adjustment_at_the_pin():
+    # 0.83 x 0.95 x clamp(1 - 0.1 x (32 x 1280^2 / (24 x 1024^2) - 1), 0.8, 1.05)
+    # ratio = 52,428,800 / 25,165,824 = 2.0833; 1 - 0.10833 = 0.89167; 0.83 x 0.95 x 0.89167
+    vlm = LLAMA._replace(
+        is_multimodal=True, vision_config={"num_hidden_layers": 32, "hidden_size": 1280}
+    )
+    result = static_fraction(committed_rows(), GIB80, 1, vlm)
+    assert result.fraction == pytest.approx(0.83 * 0.95 * (1 - 0.1 * (52_428_800 / 25_165_824 - 1)))
+
+
+def test_apron_plan_shows_the_sglang_fraction_with_its_arithmetic(tmp_path):
+    directory = tmp_path / "llama"
+    directory.mkdir()
+    shutil.copy(CORPUS / "llama-3.1-8b.json", directory / "config.json")
+    index = {"metadata": {"total_size": LLAMA_31_8B}, "weight_map": {}}
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index))
+    result = plan(directory / "config.json", gpu_memory=GIB80, context=8192)
+    sglang = next(v for v in result.engines if v.engine == "sglang")
+    capacity = sglang.capacity
+    assert capacity.memory_fraction == 0.83
+    assert all(a in capacity.memory_fraction_source for a in ASSUMPTIONS)
+    assert "_handle_gpu_memory_settings" in capacity.memory_fraction_source
+    assert capacity.unknown == ()
+    assert any("13,904" in line for line in capacity.arithmetic)
+    assert capacity.budget_bytes is not None and capacity.budget_bytes > 0
+    # --memory-fraction still wins
+    given = plan(directory / "config.json", gpu_memory=GIB80, context=8192, memory_fraction=0.7)
+    assert next(v for v in given.engines if v.engine == "sglang").capacity.memory_fraction == 0.7
+
+
+def test_a_model_in_the_prefill_graph_cascade_sets_is_unknown(tmp_path):
+    config = json.loads((CORPUS / "llama-3.1-8b.json").read_text())
+    config["architectures"] = ["NemotronHForCausalLM"]
+    from apron.config import ModelConfig
+    from apron.sglang_fraction import fraction_for
+
+    sglang = load_constraints().get("sglang")
+    sets = {
+        r.architecture for r in sglang.rows("architecture_sets") if r.set_name == "is_nemotron_h"
+    }
+    assert "NemotronHForCausalLM" in sets
+    fraction, source, _, _ = fraction_for(sglang, ModelConfig(config, "x"), False, GIB80, 1)
+    assert fraction is None and "_apply_cuda_graph_compatibility" in source
+
+
+@pytest.mark.real_mirror
+def test_the_real_server_args_gives_the_committed_steps():
+    mirror = os.environ.get("APRON_MIRROR_SGLANG")
+    if not mirror:
+        pytest.skip("APRON_MIRROR_SGLANG unset")
+    import subprocess
+
+    commit = "30cb848d4b455a288a37cfeb6a45aff34f5634a6"
+    text = subprocess.run(
+        ["git", "-C", mirror, "show", f"{commit}:{SERVER_ARGS_PATH}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows, warnings = memory_fraction_steps(text, SERVER_ARGS_PATH)
+    assert tuple(r.model_dump() for r in rows) == tuple(r._asdict() for r in committed_rows())
+    # the decode-disaggregation branch's `x or y or 1` is not read (and not taken by default)
+    assert sorted(w.subject.rsplit(": ", 1)[1] for w in warnings) == [
+        "draft_tokens",
+        "running_requests",
+    ]
