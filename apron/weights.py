@@ -297,6 +297,23 @@ def _directory_of(model_dir: Path) -> Path:
     return model_dir.parent if model_dir.is_file() else model_dir
 
 
+EMPTY_WEIGHT_MAP = f"{INDEX_NAME} has an empty weight_map"
+
+
+def _from_empty_index(index: _Index) -> CheckpointWeights | None:
+    """An index naming no shard: its metadata.total_size is the figure, else unknown (None);
+    never the 0 B of reading no header."""
+    if index.total_size is None:
+        return None
+    return CheckpointWeights(
+        index.total_size,
+        (),
+        f"{INDEX_NAME} metadata.total_size",
+        (INDEX_NAME,),
+        (f"{EMPTY_WEIGHT_MAP}; its metadata.total_size is used",),
+    )
+
+
 def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
     """The checkpoint's tensor bytes (total and per dtype), or None when neither an index nor
     usable .safetensors files are there (weights_unknown_reason says why).
@@ -308,6 +325,8 @@ def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
     local = _local_files(directory)
     if index_path.is_file():
         index = _read_index(index_path)
+        if not index.shard_files:
+            return _from_empty_index(index)
         missing = [f for f in index.shard_files if f not in local]
         notes: list[str] = []
         if not missing:
@@ -358,6 +377,8 @@ def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
 def weights_unknown_reason(model_dir: Path) -> str:
     """The sentence shown when checkpoint_weights gives None."""
     directory = _directory_of(Path(model_dir))
+    if (directory / INDEX_NAME).is_file() and not _read_index(directory / INDEX_NAME).shard_files:
+        return f"weights unknown: {EMPTY_WEIGHT_MAP} and no metadata.total_size in {directory}"
     local = _local_files(directory) if directory.is_dir() else ()
     incomplete = _incomplete_shards(local)
     if incomplete:

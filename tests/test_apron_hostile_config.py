@@ -147,3 +147,42 @@ def test_fuzzed_configs_exit_0_or_2_and_print_no_negative_figure(tmp_path, edits
     assert result.exit_code in (0, 2), (result.exit_code, result.output, result.exception)
     if result.exit_code == 0:  # a figure is a number with a unit; config echoes may be negative
         assert not FIGURE_NEGATIVE.search(result.output.replace(",", "")), result.output
+
+
+# -- item 6: an index with an empty weight_map -------------------------------------------------
+
+LLAMA_31_8B_TOTAL = 16_060_522_496  # meta-llama/Llama-3.1-8B index metadata.total_size
+
+
+def test_an_empty_weight_map_uses_the_index_total(tmp_path):
+    # vLLM at the pin, as apron applies it: gpu_memory_utilization 0.92, block_size 16
+    # requested = ceil(85,899,345,920 x 0.92) = 79,027,398,247 B
+    # budget = 79,027,398,247 - 16,060,522,496 = 62,966,875,751 B
+    # KV/token = 32 layers x 8 KV heads x (128 + 128) x 2 B = 131,072 B; block = 2,097,152 B
+    # blocks = floor(62,966,875,751 / 2,097,152) = 30,024 -> 30,024 x 16 = 480,384 tokens
+    # (with 0 B weights it would be floor(79,027,398,247 / 2,097,152) = 37,683 -> 602,928)
+    (tmp_path / "config.json").write_text(json.dumps(base()))
+    index = {"metadata": {"total_size": LLAMA_31_8B_TOTAL}, "weight_map": {}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    result = runner.invoke(app, ["plan", str(tmp_path), "--gpu-memory", "80GiB", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["weights"]["total_bytes"] == LLAMA_31_8B_TOTAL
+    assert "metadata.total_size" in data["weights"]["source"]
+    vllm = next(e for e in data["engines"] if e["engine"] == "vllm")
+    assert vllm["capacity"]["kv_tokens"] == 480_384
+    text = runner.invoke(app, ["plan", str(tmp_path)]).output
+    assert "0 B from" not in text and "0 .safetensors files" not in text
+
+
+def test_an_empty_weight_map_without_a_total_is_unknown(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(base()))
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {}}))
+    result = runner.invoke(app, ["plan", str(tmp_path), "--gpu-memory", "80GiB", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["weights"]["total_bytes"] is None
+    assert "empty weight_map" in data["weights"]["unknown"]
+    assert "no metadata.total_size" in data["weights"]["unknown"]
+    vllm = next(e for e in data["engines"] if e["engine"] == "vllm")
+    assert vllm["capacity"]["kv_tokens"] is None

@@ -164,3 +164,15 @@ def test_readme_example_is_what_apron_prints():
     printed = result.output.replace(str(checkpoint), "tests/checkpoints/wizardlm-2-8x22b")
     for line in ("apron plan · PREDICTION" + shown).splitlines():
         assert line in printed.splitlines(), line
+
+
+def test_weights_unknown_is_said_once(tmp_path):
+    # issue 27: the default view printed "weights unknown: weights unknown: no safetensors ..."
+    (tmp_path / "config.json").write_text(
+        (Path(__file__).resolve().parent.parent / "apron/samples/llama-3.1-8b.json").read_text()
+    )
+    result = runner.invoke(app, ["plan", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert text.count("weights unknown") == 1, text
+    assert f"weights unknown: no safetensors index or files in {tmp_path}" in text
