@@ -696,7 +696,7 @@ def plan(
         model.model_type,
         model.text_model_type,
         model.text_key,
-        request,
+        request._replace(tp=tp),  # what was asked; `prediction` stays the whole model's
         apron_heads,
         prediction,
         batch_kv,
