@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from apron import load_config, load_sample, plan
 from apron.cli import app
 from apron.plot import (
-    install_hint,
     PlotUnavailable,
     contexts_up_to,
+    install_hint,
     kv_curves,
     plans_for_plot,
     write_plot,
