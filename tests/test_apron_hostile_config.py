@@ -186,3 +186,43 @@ def test_an_empty_weight_map_without_a_total_is_unknown(tmp_path):
     assert "no metadata.total_size" in data["weights"]["unknown"]
     vllm = next(e for e in data["engines"] if e["engine"] == "vllm")
     assert vllm["capacity"]["kv_tokens"] is None
+
+
+# -- item 7: a config that names no model --------------------------------------------------------
+
+GEMMA_3N = Path(__file__).resolve().parent / "corpus" / "gemma-3n-e4b.json"
+
+
+def test_a_bare_text_config_exits_2_naming_what_is_missing(tmp_path):
+    # the issue's reproduction: Gemma-3n-E4B's text_config alone, without the top level
+    text_config = json.loads(GEMMA_3N.read_text())["text_config"]
+    text_config.pop("model_type")
+    result = plan_dir(tmp_path, json.dumps({"text_config": text_config}))
+    refused(result, "neither model_type nor architectures", "holds only a text_config")
+
+
+def test_no_model_type_and_no_architectures_exits_2(tmp_path):
+    config = {k: v for k, v in base().items() if k not in ("model_type", "architectures")}
+    refused(plan_dir(tmp_path, json.dumps(config)), "neither model_type nor architectures")
+
+
+@pytest.mark.parametrize("keep", ["model_type", "architectures"])
+def test_either_one_names_the_model(tmp_path, keep):
+    drop = {"model_type", "architectures"} - {keep}
+    config = {k: v for k, v in base().items() if k not in drop}
+    result = plan_dir(tmp_path, json.dumps(config))
+    assert result.exit_code == 0, result.output
+
+
+def test_the_whole_gemma_3n_config_plans_at_its_own_context():
+    # max_position_embeddings 32,768 in the text_config: the default context is 32,768 (the bare
+    # text_config gave 1,048,576 in the issue); registered in vLLM under its architecture
+    result = runner.invoke(app, ["plan", str(GEMMA_3N), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert (data["architecture"], data["model_type"]) == (
+        "Gemma3nForConditionalGeneration",
+        "gemma3n",
+    )
+    assert data["request"]["context"] == 32_768
+    assert data["prediction"]["kv_bytes_per_token"] == 40_960
