@@ -5,13 +5,14 @@ every tensor's dtype, shape and byte range; only that header is read, never the 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from apron.errors import ApronInputError
-from apron.json_files import parse_json, read_json_object
+from apron.json_files import open_regular_file, parse_json, read_json_object
 
 INDEX_NAME = "model.safetensors.index.json"
 SAFETENSORS_SUFFIX = ".safetensors"
@@ -138,8 +139,8 @@ def read_header(path: Path) -> tuple[TensorEntry, ...]:
     100 MB, a JSON object, known dtypes, shapes matching byte ranges, ranges contiguous from 0
     and covering exactly the data after the header."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
+        with open_regular_file(path, "safetensors file") as handle:
+            size = os.fstat(handle.fileno()).st_size
             prefix = handle.read(HEADER_LENGTH_BYTES)
             if len(prefix) < HEADER_LENGTH_BYTES:
                 raise ApronInputError(

@@ -226,3 +226,56 @@ def test_the_whole_gemma_3n_config_plans_at_its_own_context():
     )
     assert data["request"]["context"] == 32_768
     assert data["prediction"]["kv_bytes_per_token"] == 40_960
+
+
+# -- adapter_config.json and shards are read with the same limits ------------------------------
+
+
+def test_a_deep_adapter_config_exits_2_as_an_adapter(tmp_path):
+    # no config.json, an adapter_config.json nested 100,000 deep: json.loads raised
+    # RecursionError (exit 70); now the limits apply and the adapter message stands
+    (tmp_path / "adapter_config.json").write_text("[" * 100_000 + "]" * 100_000)
+    refused(runner.invoke(app, ["plan", str(tmp_path)]), "LoRA/PEFT adapter")
+
+
+def test_an_oversized_adapter_config_is_not_read(tmp_path):
+    adapter = tmp_path / "adapter_config.json"
+    with adapter.open("wb") as handle:  # sparse: 2 GB that are never written
+        handle.truncate(2_000_000_000)
+    start = time.monotonic()
+    refused(runner.invoke(app, ["plan", str(tmp_path)]), "LoRA/PEFT adapter")
+    assert time.monotonic() - start < 5
+
+
+def test_the_adapter_hint_still_names_the_base_model(tmp_path):
+    adapter = {"peft_type": "LORA", "base_model_name_or_path": "meta-llama/Llama-3.1-8B"}
+    (tmp_path / "adapter_config.json").write_text(json.dumps(adapter))
+    refused(runner.invoke(app, ["plan", str(tmp_path)]), "'meta-llama/Llama-3.1-8B'")
+
+
+def test_a_fifo_shard_is_refused_without_blocking(tmp_path):
+    import threading
+
+    from apron.errors import ApronInputError
+    from apron.weights import read_header
+
+    fifo = tmp_path / "model.safetensors"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            read_header(fifo)
+            outcome.append(None)
+        except BaseException as err:  # noqa: BLE001 - the outcome is asserted below
+            outcome.append(err)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    thread.join(5)
+    if thread.is_alive():  # blocked in open(): a writer end releases it
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(5)
+        pytest.fail("read_header blocked opening a FIFO")
+    assert isinstance(outcome[0], ApronInputError)
+    assert "not a regular file" in str(outcome[0])
