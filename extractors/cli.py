@@ -203,6 +203,7 @@ def bump_command(
         WriteError,
         check_output_path,
         project_lock,
+        refuse_writes_outside,
         write_file_atomically,
     )
 
@@ -210,6 +211,7 @@ def bump_command(
         engine, source, root = _before(ctx, "bump", engine=engine, source=source, root=root)
         spec = engine_by_id(engine)
         paths = find_project(root)
+        refuse_writes_outside(paths.root, [paths.generated, paths.pins])
         title_path = check_output_path(pr_title, "--pr-title") if pr_title else None
         body_path = check_output_path(pr_body, "--pr-body") if pr_body else None
         diff_path = check_output_path(full_diff, "--full-diff") if full_diff else None
