@@ -375,6 +375,30 @@ def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
     return _from_headers(directory, local, source, [])
 
 
+def from_headers_json(headers: Mapping[str, Any], where: str) -> CheckpointWeights:
+    """The weights of safetensors headers given as JSON ({file name: header}), e.g. read from
+    the Hub by range request: each tensor checked as a local header's is (dtype, shape against
+    data_offsets); the files' sizes are not known, so their coverage is not checked."""
+    entries: list[TensorEntry] = []
+    for name, header in sorted(headers.items()):
+        if not isinstance(header, Mapping):
+            raise ApronInputError(f"{where} {name}: the safetensors header is not an object")
+        for tensor, info in header.items():
+            if tensor != METADATA_KEY:
+                entries.append(_tensor_entry(tensor, info, Path(f"{where} {name}"))[0])
+    names = [e.name for e in entries]
+    files = tuple(sorted(headers))
+    return CheckpointWeights(
+        sum(e.bytes for e in entries),
+        _by_dtype(entries),
+        f"{where}: headers of {_plural(len(files), '.safetensors file')}",
+        files,
+        _expert_note(_expert_count(names)),
+        len(entries),
+        _expert_count(names),
+    )
+
+
 def weights_unknown_reason(model_dir: Path) -> str:
     """The sentence shown when checkpoint_weights gives None."""
     directory = _directory_of(Path(model_dir))
