@@ -120,7 +120,7 @@ def _token() -> str | None:
 
 
 def _hub_error(repo_id: str, revision: str, err: Exception) -> ApronInputError:
-    from huggingface_hub.errors import (
+    from huggingface_hub.utils import (
         GatedRepoError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
@@ -147,7 +147,7 @@ def _from_hub(repo_id: str, revision: str) -> Path:
     """The cache snapshot after config.json and the metadata files beside it are downloaded
     from the Hub (JSON only, never weights)."""
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
+    from huggingface_hub.utils import EntryNotFoundError
 
     cache = cache_dir()
     try:
@@ -179,7 +179,7 @@ def hub_safetensors_headers(directory: Path) -> dict[str, dict] | None:
     if where is None:
         return None
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import NotASafetensorsRepoError
+    from huggingface_hub.utils import NotASafetensorsRepoError
 
     repo_id, revision = where
     try:

@@ -10,8 +10,14 @@ from pathlib import Path
 
 import huggingface_hub
 import pytest
-from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, NotASafetensorsRepoError
-from huggingface_hub.utils import SafetensorsFileMetadata, SafetensorsRepoMetadata, TensorInfo
+from huggingface_hub.utils import (
+    EntryNotFoundError,
+    GatedRepoError,
+    NotASafetensorsRepoError,
+    SafetensorsFileMetadata,
+    SafetensorsRepoMetadata,
+    TensorInfo,
+)
 from typer.testing import CliRunner
 
 from apron import hf_cache
