@@ -59,3 +59,24 @@ def test_an_option_of_extract_itself_before_bump_is_refused(flag, value):
     result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert f"{flag} is an option of `extract` itself, not of `extract bump`" in message(result)
+
+
+SHA = "0231dd5467c61dca76f66269b6298a43772b3519"
+UNREACHABLE = "https://127.0.0.1:9/vllm.git"  # nothing listens on port 9: refused at once
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--engine", "vllm", "--commit", SHA, "--source", UNREACHABLE, "--dry-run"],
+        ["--engine", "vllm", "bump", "--to", SHA, "--source", UNREACHABLE],
+        ["--engine", "vllm", "bump", "--source", UNREACHABLE],  # the source's HEAD: ls-remote
+    ],
+    ids=["extract at a commit", "bump --to", "bump to HEAD"],
+)
+def test_an_unreachable_source_names_both_ways_to_give_one(args):
+    result = runner.invoke(app, [*args, "--root", str(REPO)])
+    assert result.exit_code == 2, result.output
+    assert "offline, give a local clone or mirror with --source PATH or APRON_SOURCE_VLLM=PATH" in (
+        message(result)
+    )
