@@ -14,8 +14,25 @@ MAX_DIMENSION = 2**24
 DIMENSIONS = ("num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size")
 
 
+def refuse_unnamed(model: ModelConfig) -> None:
+    """ApronInputError when the config names no model: neither `model_type` nor `architectures`
+    at its top level. transformers' AutoConfig (which vLLM and SGLang call) picks the config
+    class from `model_type`, and the engines' registries look up `architectures`; with neither,
+    no engine can tell which model this is, so apron does not guess one."""
+    if model.raw.get("model_type") or model.raw.get("architectures"):
+        return
+    present = [k for k in ("text_config", "language_config") if isinstance(model.raw.get(k), dict)]
+    inner = f" (it holds only a {present[0]}: give the whole config.json)" if present else ""
+    raise ApronInputError(
+        f"{model.source} has neither model_type nor architectures{inner}; transformers' "
+        "AutoConfig needs model_type and the engines' registries need architectures to know "
+        "which model this is"
+    )
+
+
 def refuse_impossible(model: ModelConfig) -> None:
     """ApronInputError naming the first value the engine would refuse (or apron cannot bound)."""
+    refuse_unnamed(model)
     layers = model.integer("num_hidden_layers")
     if layers is not None and not 1 <= layers <= MAX_LAYERS:
         raise ApronInputError(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from apron.errors import ApronInputError
-from apron.json_files import parse_json, read_regular_file
+from apron.json_files import parse_json, read_json_object, read_regular_file
 
 TEXT_CONFIG_KEYS = ("text_config", "language_config")
 GGUF_MAGIC = b"GGUF"
@@ -227,9 +227,9 @@ def _from_path(path: Path) -> ModelConfig:
         if not config.exists():  # a FIFO or device there is refused by read_regular_file
             adapter = path / "adapter_config.json"
             if adapter.is_file():
-                try:
-                    content = json.loads(adapter.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
+                try:  # read only for the message's hint, with config.json's limits
+                    content = read_json_object(adapter, MAX_CONFIG_BYTES, "adapter_config.json")
+                except ApronInputError:
                     content = None
                 raise ApronInputError(_adapter_message(path, content))
             if any(path.glob("*.gguf")):

@@ -1,12 +1,18 @@
-"""Model ids (`ORG/NAME[@REV]`) and cache folders read from the local Hugging Face cache.
+"""Model ids (`ORG/NAME[@REV]`) and cache folders read from the local Hugging Face cache, or from
+the Hub when the cache does not hold them.
 
 The cache is found as huggingface_hub finds it, read when apron is called (not when it is
 imported): HF_HUB_CACHE, else HF_HOME/hub, else XDG_CACHE_HOME/huggingface/hub, else
 ~/.cache/huggingface/hub. The file is looked up with huggingface_hub's `try_to_load_from_cache`,
-which follows refs/<branch> to snapshots/<commit>/. apron reads the cache only: it never goes to
-the Hub, so HF_HUB_OFFLINE=1 changes nothing, and it never reads weights beyond safetensors
-headers. The snapshot directory it resolves to is the model directory: the safetensors index
-and hf_quant_config.json are read from there when the cache holds them."""
+which follows refs/<branch> to snapshots/<commit>/. The snapshot directory it resolves to is the
+model directory: the safetensors index and hf_quant_config.json are read from there when the
+cache holds them.
+
+Not in the cache and HF_HUB_OFFLINE not set, the model's metadata is read from the Hub with
+huggingface_hub (HF_TOKEN for a gated or private model): config.json, the safetensors index and
+hf_quant_config.json with `hf_hub_download` into the cache (small JSON files), and, when there
+is no index, the safetensors headers with `HfApi.get_safetensors_metadata` (range requests for
+the headers only). Weights are never downloaded."""
 
 from __future__ import annotations
 
@@ -17,6 +23,11 @@ from pathlib import Path
 from apron.errors import ApronInputError
 
 CONFIG_NAME = "config.json"
+HUB_METADATA = ("model.safetensors.index.json", "hf_quant_config.json")  # read when present
+TRUE_VALUES = {"1", "ON", "YES", "TRUE"}  # huggingface_hub's reading of HF_HUB_OFFLINE
+# snapshot directory -> (repo id, revision) of the models whose metadata this process read from
+# the Hub: only those get their safetensors headers by range request (hub_safetensors_headers)
+_FROM_HUB: dict[Path, tuple[str, str]] = {}
 DEFAULT_REVISION = "main"
 # ORG/NAME, optionally @REV (a branch, a tag or a commit; refs/pr/1 has slashes)
 MODEL_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?")
@@ -87,11 +98,104 @@ def _cached_snapshot(repo_id: str, revision: str) -> Path:
         ) from None
     if isinstance(found, str):
         return Path(found).parent
+    if not hub_offline():
+        return _from_hub(repo_id, revision)
     at = f"at revision {revision}" if revision != DEFAULT_REVISION else "at main"
     raise ApronInputError(
         f"{repo_id} does not exist as a path, and the Hugging Face cache {cache} holds no "
         f"{CONFIG_NAME} for it {at} (the cache comes from HF_HUB_CACHE, else HF_HOME/hub); "
-        f"apron reads only the cache: fetch the metadata first with `hf download {repo_id} "
-        f"{CONFIG_NAME} model.safetensors.index.json` (no weights), or give a config.json or "
-        "a directory holding one"
+        f"with HF_HUB_OFFLINE set apron reads only the cache: fetch the metadata first with "
+        f"`hf download {repo_id} {CONFIG_NAME} model.safetensors.index.json` (no weights), or "
+        "give a config.json or a directory holding one"
     )
+
+
+def hub_offline() -> bool:
+    """HF_HUB_OFFLINE as huggingface_hub reads it, from the environment now."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in TRUE_VALUES
+
+
+def _token() -> str | None:
+    return os.environ.get("HF_TOKEN") or None  # None: huggingface_hub's own login, if any
+
+
+def _hub_error(repo_id: str, revision: str, err: Exception) -> ApronInputError:
+    from huggingface_hub.utils import (
+        GatedRepoError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    if isinstance(err, GatedRepoError):
+        why = "is gated: accept its terms on the Hub and set HF_TOKEN"
+    elif isinstance(err, RepositoryNotFoundError):
+        why = "is not on the Hub (or is private: set HF_TOKEN)"
+    elif isinstance(err, RevisionNotFoundError):
+        why = f"has no revision {revision!r} on the Hub"
+    else:
+        why = (
+            f"could not be read from the Hub ({type(err).__name__}: {err}); offline, set "
+            "HF_HUB_OFFLINE=1 and fetch the metadata into the cache first"
+        )
+    return ApronInputError(
+        f"{repo_id} does not exist as a path, is not in the Hugging Face cache {cache_dir()}, "
+        f"and {why}"
+    )
+
+
+def _from_hub(repo_id: str, revision: str) -> Path:
+    """The cache snapshot after config.json and the metadata files beside it are downloaded
+    from the Hub (JSON only, never weights)."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import EntryNotFoundError
+
+    cache = cache_dir()
+    try:
+        config = hf_hub_download(
+            repo_id, CONFIG_NAME, revision=revision, cache_dir=cache, token=_token()
+        )
+        for name in HUB_METADATA:
+            try:
+                hf_hub_download(repo_id, name, revision=revision, cache_dir=cache, token=_token())
+            except EntryNotFoundError:
+                pass
+    except EntryNotFoundError:
+        raise ApronInputError(
+            f"{repo_id}@{revision} is on the Hub but has no {CONFIG_NAME}; apron plans from a "
+            "Hugging Face config.json"
+        ) from None
+    except Exception as err:  # network, HTTP and auth errors all end as one message (exit 2)
+        raise _hub_error(repo_id, revision, err) from err
+    snapshot = Path(config).parent
+    _FROM_HUB[snapshot] = (repo_id, revision)
+    return snapshot
+
+
+def hub_safetensors_headers(directory: Path) -> dict[str, dict] | None:
+    """{file name: its safetensors header as JSON} read by range request from the Hub, for a
+    model whose metadata this process read from the Hub (else None); ApronInputError when the
+    Hub cannot give them."""
+    where = _FROM_HUB.get(Path(directory))
+    if where is None:
+        return None
+    from huggingface_hub import HfApi
+    from huggingface_hub.utils import NotASafetensorsRepoError
+
+    repo_id, revision = where
+    try:
+        found = HfApi(token=_token()).get_safetensors_metadata(repo_id, revision=revision)
+    except NotASafetensorsRepoError:
+        return None
+    except Exception as err:  # network, HTTP and parse errors all end as one message (exit 2)
+        raise _hub_error(repo_id, revision, err) from err
+    return {
+        name: {
+            tensor: {
+                "dtype": info.dtype,
+                "shape": list(info.shape),
+                "data_offsets": list(info.data_offsets),
+            }
+            for tensor, info in file.tensors.items()
+        }
+        for name, file in sorted(found.files_metadata.items())
+    }

@@ -21,19 +21,27 @@ _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(rb"[\[\]{}]")
 
 
+def open_regular_file(path: Path, what: str):
+    """`path` opened for binary reading, refused (ApronInputError) unless it is a regular file:
+    checked before it is opened, and again on the open descriptor, which is opened non-blocking
+    so a FIFO swapped in between cannot hang the open. OSError propagates."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ApronInputError(f"{path} is not a regular file; expected a {what}")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise ApronInputError(f"{path} is not a regular file; expected a {what}")
+    return handle
+
+
 def read_regular_file(path: Path, max_bytes: int, what: str) -> bytes:
     """The bytes of `path`, which must be a regular file of at most `max_bytes` (a FIFO, a device
     or a symlink to one is refused before it is opened); ApronInputError naming the file."""
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise ApronInputError(f"{path} is not a regular file; expected a {what}")
-        if info.st_size > max_bytes:
-            raise ApronInputError(f"{path} is over {max_bytes:,} B; not a {what}")
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise ApronInputError(f"{path} is not a regular file; expected a {what}")
+        with open_regular_file(path, what) as handle:
+            if os.fstat(handle.fileno()).st_size > max_bytes:
+                raise ApronInputError(f"{path} is over {max_bytes:,} B; not a {what}")
             data = handle.read(max_bytes + 1)
     except OSError as err:
         raise ApronInputError(f"cannot read {path}: {err.strerror or err}") from err

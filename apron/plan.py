@@ -362,6 +362,12 @@ def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
 
     found = weight_files.checkpoint_weights(model_dir)
     if found is None:
+        from apron.hf_cache import hub_safetensors_headers
+
+        headers = hub_safetensors_headers(model_dir)  # only for a model read from the Hub
+        if headers:
+            found = weight_files.from_headers_json(headers, "the Hub")
+    if found is None:
         return Weights(None, (), "", weight_files.weights_unknown_reason(model_dir), ())
     return Weights(
         found.total_bytes,
@@ -707,7 +713,7 @@ def plan(
         model.model_type,
         model.text_model_type,
         model.text_key,
-        request,
+        request._replace(tp=tp),  # what was asked; `prediction` stays the whole model's
         apron_heads,
         prediction,
         batch_kv,

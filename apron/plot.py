@@ -1,7 +1,7 @@
 """`apron plot`: KV bytes against context for each engine, with the naive figure beside it.
 
 The data (`kv_curves`) is pure and needs no plotting library; drawing it (`write_plot`) needs
-matplotlib, the optional extra `plot` (pip install -e '.[plot]')."""
+matplotlib, the optional extra `plot` (`install_hint` says how, as apron was installed)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,15 @@ from typing import NamedTuple
 from apron.errors import ApronInputError
 from apron.results import Plan
 
-INSTALL_HINT = "pip install -e '.[plot]'"
 FORMATS = (".png", ".svg")
 FIRST_CONTEXT = 1024
+
+
+def install_hint() -> str:
+    """`pip install -e '.[plot]'` in a checkout, `pip install 'apron-extract[plot]'` else."""
+    from apron.version import extra_install_hint
+
+    return extra_install_hint("plot")
 
 
 class PlotUnavailable(ApronInputError):
@@ -113,7 +119,7 @@ def write_plot(data: PlotData, out: str | Path) -> Path:
         from matplotlib import pyplot
     except ImportError as err:
         raise PlotUnavailable(
-            f"apron plot needs matplotlib, the optional extra 'plot': {INSTALL_HINT}"
+            f"apron plot needs matplotlib, the optional extra 'plot': {install_hint()}"
         ) from err
     figure, axes = pyplot.subplots(figsize=(8, 5))
     for s in data.series:

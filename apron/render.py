@@ -87,7 +87,8 @@ def _weights(plan: Plan, width: int) -> list[str]:
     if w is None:
         return []
     if w.total_bytes is None:
-        return wrap(f"weights unknown: {w.unknown}", width, "  ", "")
+        reason = w.unknown.removeprefix("weights unknown: ")  # apron.weights says it already
+        return wrap(f"weights unknown: {reason}", width, "  ", "")
     dtypes = ", ".join(f"{d.dtype} {short_bytes(d.bytes)}" for d in w.by_dtype)
     text = f"weights {short_bytes(w.total_bytes)}" + (f" ({dtypes})" if dtypes else "")
     text += f" from {w.source}"

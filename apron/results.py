@@ -26,6 +26,7 @@ class Request(NamedTuple):
     ssm_dtype: str = ""  # --mamba-ssm-cache-dtype as the engine resolves it; "" = model dtype
     ssm_dtype_source: str = ""
     tp: int = 1  # tensor-parallel size: figures computed with tp > 1 are one GPU's share
+    # (Plan.request carries the --tp asked; Plan.prediction is computed at tp 1, the whole model)
     kv_dtype_source: str = ""  # with --kv-dtype auto: how the engine resolved it; "" = given
 
 

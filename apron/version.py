@@ -3,6 +3,7 @@ distribution's metadata; in a checkout without an install, from pyproject.toml i
 
 from __future__ import annotations
 
+import json
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -22,6 +23,29 @@ def version() -> str:
         return str(tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["version"])
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError):
         return "unknown"
+
+
+def editable_install() -> bool:
+    """True when apron runs from a checkout: installed with `pip install -e` (PEP 610's
+    direct_url.json says dir_info.editable) or not installed at all; False for a wheel or an
+    index install."""
+    try:
+        direct_url = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return True
+    try:
+        info = json.loads(direct_url) if direct_url else {}
+    except ValueError:
+        return False
+    dir_info = info.get("dir_info") if isinstance(info, dict) else None
+    return isinstance(dir_info, dict) and dir_info.get("editable") is True
+
+
+def extra_install_hint(extra: str) -> str:
+    """The pip command that adds an optional extra, as this copy of apron was installed."""
+    if editable_install():
+        return f"pip install -e '.[{extra}]'"
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
 def version_option(program: str):

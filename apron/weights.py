@@ -5,13 +5,14 @@ every tensor's dtype, shape and byte range; only that header is read, never the 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from apron.errors import ApronInputError
-from apron.json_files import parse_json, read_json_object
+from apron.json_files import open_regular_file, parse_json, read_json_object
 
 INDEX_NAME = "model.safetensors.index.json"
 SAFETENSORS_SUFFIX = ".safetensors"
@@ -138,8 +139,8 @@ def read_header(path: Path) -> tuple[TensorEntry, ...]:
     100 MB, a JSON object, known dtypes, shapes matching byte ranges, ranges contiguous from 0
     and covering exactly the data after the header."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
+        with open_regular_file(path, "safetensors file") as handle:
+            size = os.fstat(handle.fileno()).st_size
             prefix = handle.read(HEADER_LENGTH_BYTES)
             if len(prefix) < HEADER_LENGTH_BYTES:
                 raise ApronInputError(
@@ -297,6 +298,23 @@ def _directory_of(model_dir: Path) -> Path:
     return model_dir.parent if model_dir.is_file() else model_dir
 
 
+EMPTY_WEIGHT_MAP = f"{INDEX_NAME} has an empty weight_map"
+
+
+def _from_empty_index(index: _Index) -> CheckpointWeights | None:
+    """An index naming no shard: its metadata.total_size is the figure, else unknown (None);
+    never the 0 B of reading no header."""
+    if index.total_size is None:
+        return None
+    return CheckpointWeights(
+        index.total_size,
+        (),
+        f"{INDEX_NAME} metadata.total_size",
+        (INDEX_NAME,),
+        (f"{EMPTY_WEIGHT_MAP}; its metadata.total_size is used",),
+    )
+
+
 def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
     """The checkpoint's tensor bytes (total and per dtype), or None when neither an index nor
     usable .safetensors files are there (weights_unknown_reason says why).
@@ -308,6 +326,8 @@ def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
     local = _local_files(directory)
     if index_path.is_file():
         index = _read_index(index_path)
+        if not index.shard_files:
+            return _from_empty_index(index)
         missing = [f for f in index.shard_files if f not in local]
         notes: list[str] = []
         if not missing:
@@ -355,9 +375,35 @@ def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
     return _from_headers(directory, local, source, [])
 
 
+def from_headers_json(headers: Mapping[str, Any], where: str) -> CheckpointWeights:
+    """The weights of safetensors headers given as JSON ({file name: header}), e.g. read from
+    the Hub by range request: each tensor checked as a local header's is (dtype, shape against
+    data_offsets); the files' sizes are not known, so their coverage is not checked."""
+    entries: list[TensorEntry] = []
+    for name, header in sorted(headers.items()):
+        if not isinstance(header, Mapping):
+            raise ApronInputError(f"{where} {name}: the safetensors header is not an object")
+        for tensor, info in header.items():
+            if tensor != METADATA_KEY:
+                entries.append(_tensor_entry(tensor, info, Path(f"{where} {name}"))[0])
+    names = [e.name for e in entries]
+    files = tuple(sorted(headers))
+    return CheckpointWeights(
+        sum(e.bytes for e in entries),
+        _by_dtype(entries),
+        f"{where}: headers of {_plural(len(files), '.safetensors file')}",
+        files,
+        _expert_note(_expert_count(names)),
+        len(entries),
+        _expert_count(names),
+    )
+
+
 def weights_unknown_reason(model_dir: Path) -> str:
     """The sentence shown when checkpoint_weights gives None."""
     directory = _directory_of(Path(model_dir))
+    if (directory / INDEX_NAME).is_file() and not _read_index(directory / INDEX_NAME).shard_files:
+        return f"weights unknown: {EMPTY_WEIGHT_MAP} and no metadata.total_size in {directory}"
     local = _local_files(directory) if directory.is_dir() else ()
     incomplete = _incomplete_shards(local)
     if incomplete:

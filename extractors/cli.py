@@ -140,7 +140,11 @@ def extract(
 
 @app.command("bump")
 def bump_command(
-    engine: Annotated[str, typer.Option("--engine", "-e", help="Engine id.")],
+    ctx: typer.Context,
+    engine: Annotated[
+        str | None,
+        typer.Option("--engine", "-e", help="Engine id (also accepted before `bump`)."),
+    ] = None,
     to: Annotated[
         str | None,
         typer.Option("--to", help="Commit SHA, branch or tag. Default: the source's HEAD."),
@@ -199,12 +203,15 @@ def bump_command(
         WriteError,
         check_output_path,
         project_lock,
+        refuse_writes_outside,
         write_file_atomically,
     )
 
     try:
+        engine, source, root = _before(ctx, "bump", engine=engine, source=source, root=root)
         spec = engine_by_id(engine)
         paths = find_project(root)
+        refuse_writes_outside(paths.root, [paths.generated, paths.pins])
         title_path = check_output_path(pr_title, "--pr-title") if pr_title else None
         body_path = check_output_path(pr_body, "--pr-body") if pr_body else None
         diff_path = check_output_path(full_diff, "--full-diff") if full_diff else None
@@ -276,6 +283,7 @@ def bump_command(
 
 @app.command("check")
 def check_command(
+    ctx: typer.Context,
     engine: EngineOpt = None,
     source: SourceOpt = None,
     root: RootOpt = None,
@@ -295,10 +303,16 @@ def check_command(
         CHECK_INCOMPLETE_EXIT,
         CHECK_READINGS_LOST_EXIT,
     )
+    from extractors.engines import engine_by_id
     from extractors.pipeline import refuse_leftovers, start_writing
     from extractors.writer import project_lock
 
     try:
+        engine, source, root = _before(
+            ctx, "check", engine=engine, source=source, root=root, required=()
+        )
+        if engine is not None:
+            engine_by_id(engine)  # an unknown id is an error, offline too
         if source is not None and engine is None:
             raise UsageError(
                 "--source names one engine's repository: pass --engine with it "
@@ -374,13 +388,20 @@ def main() -> None:
 
 @app.command("history")
 def history_command(
-    engine: Annotated[
-        str, typer.Option("--engine", "-e", help="vllm, llamacpp, sglang or trtllm.")
-    ],
+    ctx: typer.Context,
     fact: Annotated[str, typer.Option("--fact", "-f", help="Fact kind, e.g. mla_model_types.")],
     since: Annotated[
         str, typer.Option("--since", help="Oldest commit (full SHA; abbreviated if cached).")
     ],
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            "-e",
+            help="vllm, llamacpp, sglang or trtllm (also accepted before `history`).",
+            show_default=False,
+        ),
+    ] = None,
     until: Annotated[
         str | None, typer.Option("--until", help="Newest commit. Default: the pin.")
     ] = None,
@@ -424,6 +445,7 @@ def history_command(
 
     progress = progress_for(sys.stderr)
     try:
+        engine, source, root = _before(ctx, "history", engine=engine, source=source, root=root)
         spec = engine_by_id(engine)
         pin = None
         try:
@@ -597,6 +619,24 @@ def _before_command(ctx: typer.Context, name: str, value):
     if value is None and ctx.parent is not None:
         return ctx.parent.params.get(name)
     return value
+
+
+BEFORE_ONLY = {"commit": "--commit", "dry_run": "--dry-run"}  # options of `extract` itself
+
+
+def _before(ctx: typer.Context, command: str, *, required=("engine",), **values):
+    """The shared options (--engine, --source, --root) of a command, given after it or before it
+    (`extract --engine vllm bump`); an option of `extract` itself given before a command that
+    does not take it, or a required one given nowhere, is a usage error."""
+    parent = ctx.parent.params if ctx.parent is not None else {}
+    for name, flag in BEFORE_ONLY.items():
+        if parent.get(name):
+            raise UsageError(f"{flag} is an option of `extract` itself, not of `extract {command}`")
+    found = tuple(_before_command(ctx, name, value) for name, value in values.items())
+    for name, value in zip(values, found, strict=True):
+        if value is None and name in required:
+            raise UsageError(f"give --{name} (after or before `{command}`)")
+    return found
 
 
 def _print_support(answer, as_json: bool) -> None:

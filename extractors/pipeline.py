@@ -189,6 +189,9 @@ def write_rendered(
 ) -> None:
     """Every rendered file, and the pins after them, land together or none does; a kill at any
     step is recovered on the next start (writer.recover_interrupted_write)."""
+    from extractors.writer import refuse_writes_outside
+
+    refuse_writes_outside(paths.root, [paths.generated, paths.pins])
     changes = generated_changes(paths, rendered)
     changes.update(pins or {})
     with project_lock(paths.root):
@@ -253,6 +256,10 @@ def run(
     write: bool = True,
     cache_dir: Path | None = None,
 ) -> RunResult:
+    if write:  # before the extraction, so a refusal costs no fetch
+        from extractors.writer import refuse_writes_outside
+
+        refuse_writes_outside(paths.root, [paths.generated, paths.pins])
     pin = load_pin(paths.pins, engine.engine_id)
     chosen_source = source_for(engine, pin, source)
     notices: list[str] = []

@@ -316,14 +316,71 @@ def _link(text: str, relative: str, links: BodyLinks) -> str:
     return f"`{text}`"
 
 
+IMPACT_SAMPLES_NAMED = 4  # samples the calculator clause names before "and N more"
+FEATURE_PHRASES = 6  # feature flips the verdict names before "and N more"
+UNRESOLVED = "class unresolved"  # the cell flag of a class the engine's reader could not resolve
+
+
 def _impact_summary(plan: BumpPlan) -> str:
+    """What the calculator's figures do on the samples, in words."""
     if plan.impact is None:
-        return "calculator impact not computed"
+        note = f" ({plan.impact_note})" if plan.impact_note else ""
+        return f"the calculator's figures were not computed{note}"
+    from apron.config import sample_names
+
+    total = len(sample_names())
     if not plan.impact:
-        return "calculator figures unchanged"
-    samples = len({c.sample for c in plan.impact})
+        return f"the calculator's figures are unchanged on the {total} samples"
+    fields: dict[str, list[str]] = {}
+    for change in plan.impact:
+        fields.setdefault(change.sample, []).append(change.field)
+    named = [f"{s}: {', '.join(f)}" for s, f in sorted(fields.items())[:IMPACT_SAMPLES_NAMED]]
+    more = len(fields) - len(named)
+    listed = "; ".join(named) + (f"; and {more} more" if more else "")
     figures = "figure" if len(plan.impact) == 1 else "figures"
-    return f"calculator: {len(plan.impact)} {figures} changed on {samples} sample(s)"
+    return (
+        f"the calculator's figures change on {len(fields)} of the {total} samples "
+        f"({len(plan.impact)} {figures}: {listed})"
+    )
+
+
+def feature_flips(plan: BumpPlan) -> list[str]:
+    """The matrix features (the engine's cell flags: EAGLE-3, PP, hybrid, ...) that flip on
+    architectures registered before and after, as counts: "3 gain EAGLE-3", "1 loses PP"."""
+    cells = plan.engine.matrix_cells
+    if cells is None or plan.old_facts is None:
+        return []
+    old, new = cells(plan.old_facts), cells(plan.new_facts)
+    gains: Counter[str] = Counter()
+    losses: Counter[str] = Counter()
+    for architecture in set(old) & set(new):
+        before, after = set(old[architecture].flags), set(new[architecture].flags)
+        gains.update(after - before)
+        losses.update(before - after)
+    # a status, not a feature: an unresolved class that resolves gains its flags instead
+    resolved, unresolved = losses.pop(UNRESOLVED, 0), gains.pop(UNRESOLVED, 0)
+    flips = [(n, "gains" if n == 1 else "gain", w) for w, n in gains.items()]
+    flips += [(n, "loses" if n == 1 else "lose", w) for w, n in losses.items()]
+    if resolved:
+        flips.append(
+            (resolved, "", "class now resolves" if resolved == 1 else "classes now resolve")
+        )
+    if unresolved:
+        flips.append(
+            (
+                unresolved,
+                "",
+                "class no longer resolves" if unresolved == 1 else "classes no longer resolve",
+            )
+        )
+    flips.sort(key=lambda f: (bool(f[1]), -f[0], f[2], f[1]))  # a class resolving first
+    phrases = [
+        " ".join(part for part in (str(n), verb, word) if part)
+        for n, verb, word in flips[:FEATURE_PHRASES]
+    ]
+    if len(flips) > FEATURE_PHRASES:
+        phrases.append(f"and {len(flips) - FEATURE_PHRASES} more feature changes")
+    return phrases
 
 
 def _architecture_names(records: tuple[Record, ...], name: str) -> set[str]:
@@ -367,6 +424,9 @@ def verdict(plan: BumpPlan) -> str:
     kind gained, lost and changed."""
     words = _architectures_in_words(plan)
     parts = [words] if words else []
+    flips = feature_flips(plan)
+    if flips:
+        parts.append(", ".join(flips))
     for delta in plan.diff.facts:
         if delta.empty or delta.says_nothing_new:
             continue

@@ -72,6 +72,26 @@ def leftovers(root: Path) -> list[Path]:
     return found
 
 
+def refuse_writes_outside(root: Path, folders: Iterator[Path] | list[Path]) -> None:
+    """WriteError when one of `folders` (generated/, pins/) is a symlink or resolves outside
+    the project checkout `root`: extract writes only inside the project, and a committed
+    symlink would otherwise steer a bump's writes elsewhere."""
+    base = root.resolve()
+    for folder in folders:
+        if folder.is_symlink():
+            raise WriteError(
+                f"{folder} is a symlink (to {os.readlink(folder)}); extract writes only inside "
+                "the project: make it a real folder",
+                paths=[str(folder)],
+            )
+        if not folder.resolve().is_relative_to(base):
+            raise WriteError(
+                f"{folder} resolves to {folder.resolve()}, outside the project {base}; extract "
+                "writes only inside the project",
+                paths=[str(folder)],
+            )
+
+
 # ---------------------------------------------------------------- the journal
 
 
@@ -220,6 +240,8 @@ def write_changes_atomically(
     ]
     if not swaps:
         return []
+    for swap in swaps:
+        _check_removable(swap)
     contents = {swap.target: changes[swap.target] for swap in swaps}
     current = swaps[0].target
     swapping = False
@@ -254,12 +276,46 @@ def write_changes_atomically(
         raise WriteError(
             f"cannot write {current}: {err}; nothing was changed", paths=[str(current)]
         ) from err
+    stuck = []
     for swap in swaps:
-        _remove(swap.retired)
+        try:
+            _remove_strictly(swap.retired)
+        except OSError as err:
+            stuck.append(f"{swap.retired} ({err.strerror or err})")
     if journal is not None:
         journal.unlink(missing_ok=True)
         _step_done("journal removed")
+    if stuck:
+        raise WriteError(
+            f"wrote {', '.join(str(s.target) for s in swaps)}, but could not remove the old "
+            f"copy {', '.join(stuck)}: delete it (check and bump refuse to run while it is there)",
+            paths=[s.split(" (")[0] for s in stuck],
+        )
     return [swap.target for swap in swaps]
+
+
+def _check_removable(swap: Swap) -> None:
+    """WriteError before anything is staged when the old version of `swap.target` could be
+    renamed aside but not removed after the swap (a folder in it is not writable), which would
+    leave its `.old` copy behind."""
+    target = swap.target
+    if not swap.had_old or target.is_symlink() or not target.is_dir():
+        return
+    for folder, _dirs, _files in os.walk(target):
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise WriteError(
+                f"cannot write {target}: {folder} is not writable, so the old files in it could "
+                "not be removed after the swap; nothing was changed",
+                paths=[str(target)],
+            )
+
+
+def _remove_strictly(path: Path) -> None:
+    """Remove a file, a symlink or a whole folder; OSError when any of it stays."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _undo(swaps: list[Swap], journal: Path | None, swapping: bool) -> list[Swap]:
@@ -284,9 +340,13 @@ def _undo(swaps: list[Swap], journal: Path | None, swapping: bool) -> list[Swap]
 
 def check_output_path(path: Path, option: str) -> Path:
     """An output file the command may write, checked before anything is written: an existing
-    regular file that can be opened for writing, or a new name in an existing, writable folder.
-    Nothing is created or changed here."""
+    regular file that can be opened for writing, or a new name in an existing, writable folder,
+    never inside a git directory (`.git/`). Nothing is created or changed here."""
     where = path.expanduser()
+    if ".git" in where.parts or ".git" in where.resolve().parts:
+        raise UsageError(
+            f"{option} {path} is inside a .git directory; write the pull-request text elsewhere"
+        )
     if _exists(where):
         if where.is_dir():
             raise UsageError(f"{option} {path} is a directory, not a file")

@@ -77,6 +77,9 @@ def make_repo(tmp_path):
 def isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own git cache; no test touches the user's cache."""
     monkeypatch.setenv("APRON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(
+        "HF_HUB_OFFLINE", "1"
+    )  # no test reaches the Hub (tests that read it mock it)
     for key in list(os.environ):
         if key.startswith("APRON_SOURCE_"):
             monkeypatch.delenv(key)

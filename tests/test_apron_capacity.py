@@ -364,6 +364,7 @@ def test_json_carries_the_schema_version_and_capacity(llama):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["schema_version"] == 2 and data["tp"] == 2
+    assert data["request"]["tp"] == 2  # issue 27: make_request never filled it (it said 1)
     engine = next(e for e in data["engines"] if e["engine"] == "vllm")
     assert engine["capacity"]["kv_tokens"] == 1_083_328
     assert engine["gpu"]["weights_bytes"] == 8_030_261_248

@@ -89,7 +89,9 @@ CASES = [
     # per layer 16 x 256 x 2 = 8,192; 62 x 8,192 = 507,904;
     # 10 x 8,192 x 32,768 + 52 x 8,192 x 1,024 = 2,684,354,560 + 436,207,616 = 3,120,562,176
     ("gemma-3-27b", "sliding_window", 507_904, 3_120_562_176, 0),
-    # num_kv_shared_layers 15: layers 20..34 hold no KV; layers 0..19: full at 4, 9, 14, 19 ->
+    # model_type gemma3n, Gemma3nForConditionalGeneration; geometry from its text_config
+    # (vLLM's hf_text_config). num_kv_shared_layers 15: layers 20..34 hold no KV;
+    # layers 0..19: full at 4, 9, 14, 19 ->
     # 4 full, 16 windowed (512); per layer 2 x 512 x 2 = 2,048; 20 x 2,048 = 40,960;
     # 4 x 2,048 x 32,768 + 16 x 2,048 x 512 = 268,435,456 + 16,777,216 = 285,212,672
     ("gemma-3n-e4b", "sliding_window", 40_960, 285_212_672, 0),

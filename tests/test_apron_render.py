@@ -4,6 +4,8 @@ identifier; --verbose too; `apron plot` data is pure, the drawing an optional ex
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
 import sys
 from pathlib import Path
 
@@ -13,9 +15,9 @@ from typer.testing import CliRunner
 from apron import load_config, load_sample, plan
 from apron.cli import app
 from apron.plot import (
-    INSTALL_HINT,
     PlotUnavailable,
     contexts_up_to,
+    install_hint,
     kv_curves,
     plans_for_plot,
     write_plot,
@@ -126,12 +128,12 @@ def test_plot_data_per_gpu():
 def test_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     data = kv_curves(plans_for_plot(load_sample("llama-3.1-8b"), (1024,)))
-    with pytest.raises(PlotUnavailable, match=r"pip install -e '\.\[plot\]'"):
+    with pytest.raises(PlotUnavailable, match=re.escape(install_hint())):
         write_plot(data, tmp_path / "kv.png")
     result = runner.invoke(
         app, ["plot", "--sample", "llama-3.1-8b", "--out", str(tmp_path / "kv.png")]
     )
-    assert result.exit_code == 2 and INSTALL_HINT in " ".join(result.output.split())
+    assert result.exit_code == 2 and install_hint() in " ".join(result.output.split())
 
 
 def test_plot_refuses_other_formats(tmp_path):
@@ -164,3 +166,51 @@ def test_readme_example_is_what_apron_prints():
     printed = result.output.replace(str(checkpoint), "tests/checkpoints/wizardlm-2-8x22b")
     for line in ("apron plan · PREDICTION" + shown).splitlines():
         assert line in printed.splitlines(), line
+
+
+def test_weights_unknown_is_said_once(tmp_path):
+    # issue 27: the default view printed "weights unknown: weights unknown: no safetensors ..."
+    (tmp_path / "config.json").write_text(
+        (Path(__file__).resolve().parent.parent / "apron/samples/llama-3.1-8b.json").read_text()
+    )
+    result = runner.invoke(app, ["plan", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert text.count("weights unknown") == 1, text
+    assert f"weights unknown: no safetensors index or files in {tmp_path}" in text
+
+
+class _Distribution:
+    def __init__(self, direct_url: dict | None):
+        self.direct_url = direct_url
+
+    def read_text(self, name: str) -> str | None:
+        assert name == "direct_url.json"
+        return None if self.direct_url is None else json.dumps(self.direct_url)
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "hint"),
+    [
+        # pip writes direct_url.json (PEP 610); an editable checkout has dir_info.editable
+        ({"url": "file:///src/apron", "dir_info": {"editable": True}}, "pip install -e '.[plot]'"),
+        ({"url": "file:///tmp/apron_extract-0.1.0-py3-none-any.whl", "archive_info": {}}, None),
+        (None, None),  # installed from an index: no direct_url.json
+    ],
+)
+def test_the_plot_hint_follows_how_apron_was_installed(monkeypatch, direct_url, hint):
+    # issue 27: after a wheel install the hint said pip install -e '.[plot]'
+    from apron import version
+
+    monkeypatch.setattr(version.metadata, "distribution", lambda name: _Distribution(direct_url))
+    assert install_hint() == (hint or "pip install 'apron-extract[plot]'")
+
+
+def test_the_plot_hint_in_a_checkout_without_an_install(monkeypatch):
+    from apron import version
+
+    def missing(name):
+        raise version.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(version.metadata, "distribution", missing)
+    assert install_hint() == "pip install -e '.[plot]'"

@@ -50,11 +50,17 @@ def files(project: ProjectPaths) -> dict[str, bytes]:
         (["--pr-body", "/"], "--pr-body / is a directory, not a file"),
         (["--pr-title", "{root}/fifo"], "/fifo is not a regular file"),
         (["--pr-body", "{root}/generated/body.md"], "is inside generated/ or pins/"),
+        # issue 26: --pr-body .git/config was overwritten after generated/ and the pin moved
+        (["--pr-body", "{root}/.git/config", "--branch", "apron/t1"], "inside a .git directory"),
+        (["--full-diff", "{root}/.git/hooks/post-commit"], "inside a .git directory"),
+        (["--pr-title", "{root}/to-git-config"], "inside a .git directory"),  # a symlink into it
     ],
 )
 def test_bad_arguments_are_refused_before_anything_is_written(pinned, extra, message):
     project, shas = pinned
     os.mkfifo(project.root / "fifo")  # a special file (never /dev/null: old code replaced it)
+    (project.root / "to-git-config").symlink_to(project.root / ".git" / "config")
+    git_config = (project.root / ".git" / "config").read_bytes()
     before = files(project)
     args = ["bump", "--engine", "vllm", "--to", shas[1], "--root", str(project.root)]
     result = runner.invoke(app, args + [a.format(root=project.root) for a in extra])
@@ -62,6 +68,8 @@ def test_bad_arguments_are_refused_before_anything_is_written(pinned, extra, mes
     assert message in result.output
     assert files(project) == before
     assert not (project.root / "no").exists()
+    assert (project.root / ".git" / "config").read_bytes() == git_config
+    assert not (project.root / ".git" / "hooks" / "post-commit").exists()
     assert git(project.root, "rev-parse", "--abbrev-ref", "HEAD") == "main"
 
 

@@ -29,6 +29,7 @@ from extractors.pr_body import (
     BodyLinks,
     architecture_changes,
     fact_items,
+    feature_flips,
     github_length,
     move_line,
     move_patterns,
@@ -39,7 +40,7 @@ from extractors.pr_body import (
     warning_text,
 )
 from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
-from extractors.vllm.records import RegistryRow, VllmDocsRow
+from extractors.vllm.records import ModelClassFlags, RegistryRow, VllmDocsRow
 from tests import llamacpp_miniatures as llama
 from tests import vllm_miniatures as vllm
 from tests.conftest import assert_snapshot, write_pin
@@ -509,3 +510,112 @@ def test_a_uniform_change_is_one_line_with_counts():
     always, items = fact_items(FactDiff("classes", "Classes", changed=tuple(mixed)), full=False)
     assert always == ["`class_mro` changes on 12 rows, no other field: 8 +B, 4 +C"]
     assert items["changed"] == []
+
+
+# ------------------------------------------------------------------ verdict in words (issue 28)
+
+
+def class_flags(name: str, **flags) -> ModelClassFlags:
+    fields: dict = {f: None for f in ModelClassFlags.model_fields}
+    fields.update(is_hybrid=False, is_attention_free=False)  # known: no "unknown:" word
+    fields.update(
+        architecture=name,
+        class_name=name,
+        resolved_class=f"m.{name}",
+        status="resolved",
+        attn_type="decoder",
+        class_mro=(),
+        path="m.py",
+        symbol=name,
+        **flags,
+    )
+    return ModelClassFlags(**fields)
+
+
+def facts_with(commit: str, registry: list[str], flags: list[ModelClassFlags]) -> EngineFacts:
+    kinds = {k.name: k for k in ENGINES["vllm"].fact_kinds}
+    results = (
+        FactResult(kinds["registry_rows"], tuple(registry_row(a) for a in registry), ()),
+        FactResult(kinds["model_class_flags"], tuple(flags), ()),
+    )
+    return EngineFacts("vllm", commit, "2026-02-01", PIN_NEW.url, results, ())
+
+
+def test_the_verdict_counts_the_features_that_flip():
+    # A, B, C gain EAGLE-3; C loses PP; D is new (its flags are no flip); E keeps its flags
+    old = facts_with(
+        "a" * 40,
+        ["A", "B", "C", "E"],
+        [class_flags("A"), class_flags("B"), class_flags("C", supports_pp=True),
+         class_flags("E", supports_lora=True)],
+    )  # fmt: skip
+    new = facts_with(
+        "b" * 40,
+        ["A", "B", "C", "D", "E"],
+        [class_flags("A", supports_eagle3=True), class_flags("B", supports_eagle3=True),
+         class_flags("C", supports_eagle3=True), class_flags("D", supports_eagle3=True),
+         class_flags("E", supports_lora=True)],
+    )  # fmt: skip
+    plan = dataclasses.replace(
+        synthetic_plan(diff_engine(old, new), impact=[]), old_facts=old, new_facts=new
+    )
+    body = render_pr_body(plan)
+    verdict = next(line for line in body.splitlines() if line.startswith("**Verdict:**"))
+    assert verdict.startswith(
+        "**Verdict:** vLLM gains 1 architecture (D) and loses none; 3 gain EAGLE-3, 1 loses PP; "
+    )
+    assert verdict.endswith("the calculator's figures are unchanged on the 8 samples.")
+
+
+def test_feature_phrases_are_capped():
+    names = [f"M{n}" for n in range(8)]
+    old = facts_with("a" * 40, names, [class_flags(n) for n in names])
+    flag_names = ["supports_pp", "supports_lora", "supports_eagle", "supports_eagle3",
+                  "supports_quant", "is_hybrid", "has_inner_state", "supports_multimodal"]  # fmt: skip
+    new = facts_with(
+        "b" * 40,
+        names,
+        [class_flags(n, **{f: True}) for n, f in zip(names, flag_names, strict=True)],
+    )
+    plan = dataclasses.replace(synthetic_plan(diff_engine(old, new)), old_facts=old, new_facts=new)
+    phrases = feature_flips(plan)
+    assert len(phrases) == 7 and phrases[-1] == "and 2 more feature changes"
+    assert all(p.startswith("1 gains ") for p in phrases[:6])
+
+
+@pytest.mark.parametrize(
+    ("impact", "note", "clause"),
+    [
+        (None, "", "the calculator's figures were not computed"),
+        (None, "the calculator did not run (boom)",
+         "the calculator's figures were not computed (the calculator did not run (boom))"),
+        ([], "", "the calculator's figures are unchanged on the 8 samples"),
+        ([ImpactChange("jamba-v0.1", "KV/token", "16384", "32768"),
+          ImpactChange("jamba-v0.1", "state", "1", "2"),
+          ImpactChange("llama-7b", "KV heads", "None", "32")], "",
+         "the calculator's figures change on 2 of the 8 samples "
+         "(3 figures: jamba-v0.1: KV/token, state; llama-7b: KV heads)"),
+    ],
+)  # fmt: skip
+def test_the_calculator_clause_in_words(impact, note, clause):
+    # 8 samples: apron/samples holds 8 configs (apron.config.sample_names)
+    from apron.config import sample_names
+
+    assert len(sample_names()) == 8
+    diff = EngineDiff(
+        facts=(FactDiff("registry_rows", "Registry rows", added=(registry_row("A"),)),)
+    )
+    plan = dataclasses.replace(synthetic_plan(diff, impact), impact_note=note)
+    body = render_pr_body(plan)
+    assert f"; {clause}." in body
+
+
+def test_a_class_that_now_resolves_is_said_so_not_as_a_lost_feature():
+    # the unresolved cell says only "class unresolved"; resolved, A shows PP
+    unresolved = class_flags("A").model_copy(update={"status": "unresolved"})
+    old = facts_with("a" * 40, ["A"], [unresolved])
+    new = facts_with("b" * 40, ["A"], [class_flags("A", supports_pp=True)])
+    plan = dataclasses.replace(synthetic_plan(diff_engine(old, new)), old_facts=old, new_facts=new)
+    assert feature_flips(plan) == ["1 class now resolves", "1 gains PP"]
+    back = dataclasses.replace(plan, old_facts=new, new_facts=old)
+    assert feature_flips(back) == ["1 class no longer resolves", "1 loses PP"]
