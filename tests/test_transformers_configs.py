@@ -404,7 +404,7 @@ def test_main_writes_and_checks_generated_transformers(project, make_repo, tmp_p
         "README.md",
         "__init__.py",
         "config_classes.py",
-        "constraints.json",
+        "config_defaults.json",
         "vllm_config_classes.py",
     ]
     assert f"# commit: {shas[0]} (2026-03-01)" in (folder / "vllm_config_classes.py").read_text()

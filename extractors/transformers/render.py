@@ -1,6 +1,6 @@
 """Config-class tables -> the deterministic files of `generated/transformers/`: one module per
 source (transformers' release, vLLM's own configs), one fact per line, sorted (derivations in
-source order, which is the order they run in), plus a README and constraints.json."""
+source order, which is the order they run in), plus a README and config_defaults.json (not an engine export: its own shape)."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def transformers_module(pin: ReleasePin, tables: ClassTables) -> str:
         f"# sdist: {pin.url}",
         f"# sha256: {pin.sha256}",
         f"# source: {len(tables.sources)} configuration modules "
-        "(src/transformers/models/*/configuration_*.py; blobs in constraints.json)",
+        "(src/transformers/models/*/configuration_*.py; blobs in config_defaults.json)",
         '"""transformers\' configuration classes at the pinned release: defaults, attribute '
         'maps, sub-configs and derived fields."""',
     ]
@@ -201,5 +201,5 @@ def render_files(
         "config_classes.py": transformers_module(pin, ours),
         "vllm_config_classes.py": vllm_module(commit, commit_date, vllm),
         "README.md": readme(pin, ours, commit, vllm),
-        "constraints.json": constraints_json(pin, ours, commit, vllm),
+        "config_defaults.json": constraints_json(pin, ours, commit, vllm),
     }

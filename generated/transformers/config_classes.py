@@ -2,7 +2,7 @@
 # release: transformers 5.5.3
 # sdist: https://files.pythonhosted.org/packages/af/35/cd5b0d1288e65d2c12db4ce84c1ec1074f7ee9bced040de6c9d69e70d620/transformers-5.5.3.tar.gz
 # sha256: 3f60128e840b40d352655903552e1eed4f94ed49369a4d43e1bc067bd32d3f50
-# source: 434 configuration modules (src/transformers/models/*/configuration_*.py; blobs in constraints.json)
+# source: 434 configuration modules (src/transformers/models/*/configuration_*.py; blobs in config_defaults.json)
 """transformers' configuration classes at the pinned release: defaults, attribute maps, sub-configs and derived fields."""
 
 from __future__ import annotations
