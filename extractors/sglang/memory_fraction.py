@@ -26,6 +26,7 @@ from extractors.parsing.python_ts import (
     parse_python,
     unparenthesize,
 )
+from extractors.parsing.python_ts import walk as walk_tree  # `walk` names the step builder here
 from extractors.records import ExtractionWarning, warning
 from extractors.sglang.records import SglangMemoryStep
 
@@ -167,12 +168,8 @@ def conjuncts(node: Node) -> list[Term]:
     return [term(n) for n in _conjunct_nodes(node)]
 
 
-def _statements(block: Node | None) -> list[Node]:
-    return [s for s in block.named_children] if block is not None else []
-
-
 def _ends_in_return(block: Node | None) -> bool:
-    body = _statements(block)
+    body = block.named_children if block is not None else []
     return bool(body) and body[-1].type == "return_statement"
 
 
@@ -215,7 +212,7 @@ class _Walk:
 
     def block(self, block: Node | None, part: str, symbol: str, when: list[Term], rename) -> None:
         when = list(when)
-        for statement in _statements(block):
+        for statement in block.named_children if block is not None else []:
             if statement.type == "if_statement":
                 clauses, otherwise = if_clauses(statement)
                 before: list[Term] = []
@@ -270,7 +267,7 @@ class _Walk:
             return None
         method = self.methods[name]
         body = method.child_by_field_name("body")
-        statements = _statements(body)
+        statements = body.named_children if body is not None else []
         returned = statements[-1] if statements else None
         local = ""
         if returned is not None and returned.type == "return_statement" and returned.named_children:
@@ -377,7 +374,7 @@ class _Walk:
 
 
 def _assignments_in(block: Node | None) -> Iterator[Node]:
-    for statement in _statements(block):
+    for statement in block.named_children if block is not None else []:
         if statement.type == "expression_statement" and statement.named_child_count == 1:
             inner = statement.named_children[0]
             if inner.type == "assignment":
@@ -448,16 +445,7 @@ def _capture_ranges(walk: _Walk, method: Node) -> None:
 
 
 def _descendants(node: Node, kind: str) -> list[Node]:
-    return [n for n in _walk_nodes(node) if n.type == kind]
-
-
-def _walk_nodes(node: Node) -> list[Node]:
-    found, stack = [], [node]
-    while stack:
-        current = stack.pop()
-        found.append(current)
-        stack.extend(current.named_children)
-    return sorted(found, key=lambda n: n.start_byte)
+    return [n for n in walk_tree(node) if n.type == kind]
 
 
 def _calls(node: Node) -> list[Node]:
@@ -490,7 +478,7 @@ def memory_fraction_steps(
         )
     walk = _Walk(methods, path)
     symbol = f"{SERVER_ARGS}.{HANDLER}"
-    body = _statements(methods[HANDLER].child_by_field_name("body"))
+    body = methods[HANDLER].child_by_field_name("body").named_children
     for wanted, part in BLOCKS:
         found = [
             s
