@@ -201,6 +201,36 @@ class MambaSsmDtypeDefault(NamedTuple):
     symbol: str
 
 
+class MambaStateCalculator(NamedTuple):
+    """One MambaStateShapeCalculator / MambaStateDtypeCalculator method: its parameters and the"""
+
+    calculator_class: str
+    method: str
+    kind: str
+    parameters: tuple[str, ...]
+    defaults: tuple[str, ...]
+    states: tuple[tuple[tuple[str, ...], ...], ...]
+    assumes: tuple[str, ...]
+    status: str
+    path: str
+    symbol: str
+
+
+class MambaStateHook(NamedTuple):
+    """A model class's get_mamba_state_shape_from_config / get_mamba_state_dtype_from_config:"""
+
+    model_class: str
+    hook: str
+    calculator: str
+    parameters: tuple[str, ...]
+    arguments: tuple[tuple[str, ...], ...]
+    delegate: str
+    delegate_config: str
+    status: str
+    path: str
+    symbol: str
+
+
 class MlaGate(NamedTuple):
     """A condition a listed model_type must also meet to be MLA (e.g. kv_lora_rank non-null)."""
 

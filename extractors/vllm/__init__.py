@@ -18,6 +18,7 @@ from extractors.vllm import (
     matrix_cells,
     model_config_defaults,
     serving_rules,
+    state_shapes,
 )
 from extractors.vllm.records import (
     AttentionBackendChoice,
@@ -28,6 +29,8 @@ from extractors.vllm.records import (
     KvHeadFallback,
     KvHeadOverride,
     MambaSsmDtypeDefault,
+    MambaStateCalculator,
+    MambaStateHook,
     MlaGate,
     MlaModelType,
     ModelClassFlags,
@@ -314,6 +317,22 @@ HYBRID_PAGE_RULES = FactKind(
     "attention page holds one mamba state, per mamba_cache_mode branch.",
 )
 
+MAMBA_STATE_CALCULATORS = FactKind(
+    state_shapes.CALCULATORS_FACT,
+    "Recurrent state calculators",
+    MambaStateCalculator,
+    "each MambaStateShapeCalculator / MambaStateDtypeCalculator method: its parameters and the "
+    "state tensors it returns (dims, or dtype, as postfix terms over the parameters).",
+)
+MAMBA_STATE_HOOKS = FactKind(
+    state_shapes.HOOKS_FACT,
+    "Recurrent state hooks of model classes",
+    MambaStateHook,
+    "each model class's get_mamba_state_shape_from_config / get_mamba_state_dtype_from_config: "
+    "the calculator method it calls and what it passes (paths from vllm_config), or the class it "
+    "delegates to.",
+)
+
 
 MLA_MODEL_TYPES = FactKind(
     "mla_model_types",
@@ -471,6 +490,19 @@ ENGINE = EngineSpec(
         ),
         FactExtractor(
             SSM_TP_SPLITS, _ssm_tp_splits, reads=serving_rules.MAMBA_PATHS, allow_empty=True
+        ),
+        FactExtractor(
+            MAMBA_STATE_CALCULATORS,
+            state_shapes.calculators_fact,
+            reads=state_shapes.CALCULATOR_PATHS,
+            allow_empty=True,
+        ),
+        FactExtractor(
+            MAMBA_STATE_HOOKS,
+            state_shapes.hooks_fact,
+            reads=(state_shapes.MODELS_DIR,),
+            needs=(state_shapes.CALCULATORS_FACT,),
+            allow_empty=True,
         ),
         FactExtractor(
             HYBRID_PAGE_RULES,
