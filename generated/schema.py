@@ -210,6 +210,7 @@ class MambaStateCalculator(NamedTuple):
     parameters: tuple[str, ...]
     defaults: tuple[str, ...]
     states: tuple[tuple[tuple[str, ...], ...], ...]
+    state_names: tuple[str, ...]
     assumes: tuple[str, ...]
     status: str
     path: str

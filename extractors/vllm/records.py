@@ -596,6 +596,7 @@ class MambaStateCalculator(Record):
     parameters: tuple[str, ...]  # in order, cls left out
     defaults: tuple[str, ...]  # "num_spec=0": the default's terms after "="
     states: tuple[tuple[tuple[str, ...], ...], ...]  # tensor -> dims -> terms; () when unknown
+    state_names: tuple[str, ...]  # the locals the return lists ("conv_state_shape"); () if none
     assumes: tuple[str, ...]  # tests a helper's fall-through return takes as not holding
     status: str  # "read" or "unknown" (the warnings say why)
     path: str

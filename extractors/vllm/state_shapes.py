@@ -423,10 +423,11 @@ def calculators(text: str, path: str) -> tuple[list[MambaStateCalculator], list[
                 states = _tensors(value, definition, cls == DTYPE_CLASS)
                 _check_terms(states, definition)
                 status, assumes = "read", tuple(dict.fromkeys(scope.assumes))
+                names = _returned_names(definition, len(states))
             except Unreadable as err:
                 warnings.append(warning("unreadable_state", symbol, str(err), path, symbol))
                 params = params if "params" in locals() else []
-                defaults, states, status, assumes = (), (), "unknown", ()
+                defaults, states, status, assumes, names = (), (), "unknown", (), ()
             records.append(
                 MambaStateCalculator(
                     calculator_class=cls,
@@ -435,6 +436,7 @@ def calculators(text: str, path: str) -> tuple[list[MambaStateCalculator], list[
                     parameters=tuple(p for p, _ in params),
                     defaults=defaults,
                     states=states,
+                    state_names=names,
                     assumes=assumes,
                     status=status,
                     path=path,
@@ -446,6 +448,19 @@ def calculators(text: str, path: str) -> tuple[list[MambaStateCalculator], list[
             warning("no_calculator", SHAPE_CLASS, f"no {SHAPE_CLASS} methods", path, SHAPE_CLASS)
         )
     return records, warnings
+
+
+def _returned_names(definition: Node, count: int) -> tuple[str, ...]:
+    """The local names the method's last return lists (`return conv_state_shape, ...`), one per
+    state; () when it returns anything else."""
+    body = [s for s in _statements(definition.child_by_field_name("body"))]
+    last = body[-1] if body else None
+    if last is None or last.type != "return_statement" or last.named_child_count != 1:
+        return ()
+    value = unparenthesize(last.named_children[0])
+    items = value.named_children if value.type in ("tuple", "expression_list") else []
+    names = tuple(node_text(i) for i in items if i.type == "identifier")
+    return names if len(names) == count == len(items) else ()
 
 
 def _module_of(path: str) -> str:
