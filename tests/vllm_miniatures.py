@@ -8,6 +8,7 @@ from tests.vllm_class_miniatures import (
     interface_files,
 )
 from tests.vllm_serving_miniatures import MODEL_CONFIG_TP_METHODS, serving_files
+from tests.vllm_state_miniatures import state_files
 
 CONVERTOR_PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
 CONFIG_MODEL_PATH = "vllm/config/model.py"
@@ -346,6 +347,7 @@ def tree_v1() -> dict[str, str]:
         "vllm/config/model.py": MODEL_CONFIG + MODEL_CONFIG_TP_METHODS,
         **interface_files(),
         **serving_files(),
+        **state_files(),
         "vllm/model_executor/models/llama.py": LLAMA,
         "vllm/model_executor/models/deepseek_v2.py": DEEPSEEK_V2,
     }
