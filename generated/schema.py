@@ -148,6 +148,17 @@ class InterfaceFlag(NamedTuple):
     symbol: str
 
 
+class KvDtypeLiteral(NamedTuple):
+    """One entry of a literal vLLM's KV-cache dtype choice reads (extractors.vllm.kv_dtype_rules):"""
+
+    literal: str
+    key: str
+    value: str
+    status: str
+    path: str
+    symbol: str
+
+
 class KvHeadAlias(NamedTuple):
     """One config key get_total_num_kv_heads() scans; the first present key wins."""
 

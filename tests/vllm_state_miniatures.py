@@ -81,3 +81,34 @@ class HasState(Protocol):
 
 def state_files() -> dict[str, str]:
     return {HYBRID_PATH: HYBRID, CONV_PATH: CONV}
+
+
+# kv_dtype_literals: the three literals in the shapes they have at the pin
+FLOAT16_LITERAL = """
+
+_FLOAT16_NOT_SUPPORTED_MODELS = {
+    "tinygemma": "Numerical instability.",
+    "tinyglm": ("Numerical " "instability."),
+}
+"""
+TORCH_UTILS_PATH = "vllm/utils/torch_utils.py"
+TORCH_UTILS = """
+MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP = {
+    "fp8": "fp8_e4m3",
+    "nvfp4": "nvfp4",
+}
+"""
+NORMALIZE_LITERAL = """
+
+
+def _normalize_quantization_config(quant_cfg):
+    quant_algo = quant_cfg.get("quant_algo")
+    if quant_algo is not None:
+        upper = str(quant_algo).upper()
+        if upper in {"FP8", "FP8_PB_WO"}:
+            quant_cfg["quant_method"] = "modelopt"
+        elif upper == "NVFP4":
+            quant_cfg["quant_method"] = "modelopt_fp4"
+        else:
+            raise ValueError(f"Unknown ModelOpt quant algo: {quant_algo}")
+"""

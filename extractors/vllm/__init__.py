@@ -15,6 +15,7 @@ from extractors.vllm import (
     class_flags,
     convertor,
     docs_tables,
+    kv_dtype_rules,
     matrix_cells,
     model_config_defaults,
     serving_rules,
@@ -25,6 +26,7 @@ from extractors.vllm.records import (
     AttnTypeRule,
     HybridPageRule,
     InterfaceFlag,
+    KvDtypeLiteral,
     KvHeadAlias,
     KvHeadFallback,
     KvHeadOverride,
@@ -333,6 +335,14 @@ MAMBA_STATE_HOOKS = FactKind(
     "delegates to.",
 )
 
+KV_DTYPE_LITERALS = FactKind(
+    kv_dtype_rules.FACT,
+    "KV cache dtype literals",
+    KvDtypeLiteral,
+    "the model types _get_and_verify_dtype refuses in float16, the ModelOpt KV algorithm -> cache "
+    "dtype map, and the ModelOpt quant_algo -> quant_method normalisation (others are refused).",
+)
+
 
 MLA_MODEL_TYPES = FactKind(
     "mla_model_types",
@@ -502,6 +512,12 @@ ENGINE = EngineSpec(
             state_shapes.hooks_fact,
             reads=(state_shapes.MODELS_DIR,),
             needs=(state_shapes.CALCULATORS_FACT,),
+            allow_empty=True,
+        ),
+        FactExtractor(
+            KV_DTYPE_LITERALS,
+            kv_dtype_rules.kv_dtype_literals,
+            reads=kv_dtype_rules.READS,
             allow_empty=True,
         ),
         FactExtractor(

@@ -632,3 +632,21 @@ class MambaStateHook(Record):
             f" (hf_config = {self.delegate_config})" if self.delegate_config else ""
         )
         return f"{self.model_class} {self.hook}: {target if self.status == 'read' else 'unknown'}"
+
+
+class KvDtypeLiteral(Record):
+    """One entry of a literal vLLM's KV-cache dtype choice reads (extractors.vllm.kv_dtype_rules):
+    `float16_not_supported` model_type -> reason, `modelopt_kv_cache_dtype` ModelOpt KV algorithm
+    -> cache dtype, `modelopt_quant_method` ModelOpt quant_algo -> the quant_method it sets."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("literal", "key")
+
+    literal: str
+    key: str
+    value: str  # "" when unknown
+    status: str  # "read" or "unknown"
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.literal}: {self.key} -> {self.value if self.status == 'read' else 'unknown'}"
