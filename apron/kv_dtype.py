@@ -63,19 +63,29 @@ def _not_extracted(literal: str) -> KvDtypeChoice:
 # vllm/model_executor/layers/quantization/compressed_tensors validate_kv_cache_scheme
 VLLM_CT_KV_STRATEGIES = frozenset({"tensor", "attn_head"})
 
-# python/sglang/srt: architectures in both overrides.py _DEEPSEEK_FAMILY_ARCHS and
-# configs/model_config.py is_deepseek_dsa, whose KV dtype auto follows the GPU when index_topk is set
-SGLANG_DSA_ARCHS = frozenset(
-    {
-        "DeepseekV3ForCausalLM",
-        "DeepseekV32ForCausalLM",
-        "GlmMoeDsaForCausalLM",
-        "LongcatFlashForCausalLM",
-        "LongcatFlashForCausalLMNextN",
-        "MistralLarge3ForCausalLM",
-        "PixtralForConditionalGeneration",
-    }
-)
+# SGLang's DSA architectures, whose KV dtype auto follows the GPU when index_topk is set: those in
+# both generated/sglang kv_dtype_sets _DEEPSEEK_FAMILY_ARCHS (arg_groups/overrides.py) and
+# architecture_sets is_deepseek_dsa (configs/model_config.py)
+SGLANG_SETS = "kv_dtype_sets"
+SGLANG_FAMILY = "_DEEPSEEK_FAMILY_ARCHS"
+SGLANG_DSA = "is_deepseek_dsa"
+
+
+def sglang_dsa_archs() -> frozenset[str] | None:
+    """The architectures in both sets; None when either is not extracted (or not read whole)."""
+    from apron.constraints import load_constraints
+
+    sglang = load_constraints().get("sglang")
+    if sglang is None:
+        return None
+    family = [r for r in sglang.rows(SGLANG_SETS) if r.set_name == SGLANG_FAMILY]
+    dsa = [
+        r for r in sglang.rows("architecture_sets") if r.set_name == SGLANG_DSA and r.member_returns
+    ]
+    if not family or not dsa or any(r.status != "read" for r in family):
+        return None
+    return frozenset(r.architecture for r in family) & frozenset(r.architecture for r in dsa)
+
 
 VLLM_TORCH_UTILS = "vllm/utils/torch_utils.py resolve_kv_cache_dtype_string"
 VLLM_ATTENTION = "vllm/model_executor/layers/attention/attention.py Attention.__init__"
@@ -490,7 +500,14 @@ def _sglang(config: Mapping[str, Any], model_dir: Path | None, mla: bool) -> KvD
             "extracted",
             ("architectures",),
         )
-    if architectures[:1] and architectures[0] in SGLANG_DSA_ARCHS and config.get("index_topk"):
+    dsa = sglang_dsa_archs()
+    if dsa is None:
+        return KvDtypeChoice(
+            None,
+            f"auto: SGLang's {SGLANG_FAMILY} / {SGLANG_DSA} sets are not among the extracted facts",
+            (),
+        )
+    if architectures[:1] and architectures[0] in dsa and config.get("index_topk"):
         return KvDtypeChoice(
             None,
             f"auto: {architectures[0]} with index_topk (DSA): SGLang picks fp8_e4m3 on SM >= 10 "

@@ -387,6 +387,16 @@ class SglangHybridConfigClass(NamedTuple):
     symbol: str
 
 
+class SglangKvDtypeSet(NamedTuple):
+    """A member of an architecture set SGLang's KV-cache dtype default reads"""
+
+    set_name: str
+    architecture: str
+    status: str
+    path: str
+    symbol: str
+
+
 class SglangMlaArchitecture(NamedTuple):
     """An architecture the attention if/elif chain in ModelConfig sets to AttentionArch.MLA."""
 

@@ -3,8 +3,9 @@
 apron/kv_dtype.py reads vLLM's literals (the ModelOpt KV map, the model types refused in float16,
 the ModelOpt quant_algo normalisation) from generated/vllm kv_dtype_literals; these tests parse
 those places in the mirrors with `ast` (APRON_MIRROR_VLLM, APRON_MIRROR_SGLANG; skipped when unset),
-a second reader beside the extractor's, and check the code paths around them. SGLang's DSA set is
-still kept in apron (see SGLANG_DSA_ARCHS)."""
+a second reader beside the extractor's, and check the code paths around them. SGLang's DSA
+architectures are generated/sglang kv_dtype_sets _DEEPSEEK_FAMILY_ARCHS and architecture_sets
+is_deepseek_dsa."""
 
 from __future__ import annotations
 
@@ -117,5 +118,5 @@ def test_sglang_dsa_architectures():
     family = assigned(overrides, "_DEEPSEEK_FAMILY_ARCHS")
     model_config = ast.parse(source("sglang", "python/sglang/srt/configs/model_config.py"))
     dsa = strings(function(model_config, "is_deepseek_dsa"))
-    assert strings(family) & dsa == kv_dtype.SGLANG_DSA_ARCHS
+    assert strings(family) & dsa == kv_dtype.sglang_dsa_archs()
     assert "index_topk" in dsa

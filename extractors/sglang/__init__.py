@@ -14,6 +14,7 @@ from extractors.sglang import (
     attention_chain,
     docs_tables,
     hybrid_configs,
+    kv_dtype_sets,
     kv_heads,
     matrix_cells,
     serving_defaults,
@@ -260,6 +261,13 @@ DOCS_REGISTRY_FINDINGS = FactKind(
 )
 
 OVERRIDES_PATHS = ("python/sglang/srt/arg_groups/overrides.py",)
+KV_DTYPE_SETS = FactKind(
+    kv_dtype_sets.FACT,
+    "KV cache dtype architecture sets",
+    kv_dtype_sets.SglangKvDtypeSet,
+    "_DEEPSEEK_FAMILY_ARCHS: the architectures whose DeepSeek-family overrides (the DSA KV-cache "
+    "dtype default among them) run.",
+)
 
 
 def _serving_defaults(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -384,5 +392,11 @@ ENGINE = EngineSpec(
             reads=(*MODEL_CONFIG_PATHS, *serving_rules.POOL_PATHS, *serving_rules.LLAMA_PATHS),
         ),
         FactExtractor(SSM_TP_SPLITS, _ssm_tp_splits, reads=serving_rules.MAMBA_PATHS),
+        FactExtractor(
+            KV_DTYPE_SETS,
+            kv_dtype_sets.kv_dtype_sets,
+            reads=kv_dtype_sets.OVERRIDES_PATHS,
+            allow_empty=True,
+        ),
     ),
 )

@@ -149,3 +149,19 @@ class SglangHybridConfigClass(Record):
     def label(self) -> str:
         cond = f" when {self.condition}" if self.condition else ""
         return f"{self.function}: {self.config_class} ({self.model_type or '?'}){cond}"
+
+
+class SglangKvDtypeSet(Record):
+    """A member of an architecture set SGLang's KV-cache dtype default reads
+    (extractors.sglang.kv_dtype_sets)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("set_name", "architecture")
+
+    set_name: str  # "_DEEPSEEK_FAMILY_ARCHS"
+    architecture: str  # "" when the set is unknown
+    status: str  # "read" or "unknown"
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.set_name}: {self.architecture or 'unknown'}"
