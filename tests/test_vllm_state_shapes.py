@@ -96,6 +96,38 @@ CALCULATOR_CASES = [
 ]
 
 
+CALCULATOR_CASES.append(
+    (  # ifs that return, one after another: numbers nest `if` terms, tuples keep the fall-through
+        """
+    @classmethod
+    def two_state_shape(cls, a, b):
+        w = cls._w(a, b)
+        if a == 0:
+            return ((b,),)
+        if b == 0:
+            return ((a,),)
+        return ((a, w),)
+
+    @classmethod
+    def _w(cls, a, b):
+        if a == 1:
+            return b
+        if b == 1:
+            return a
+        return a * b
+""",
+        (
+            (
+                ("a",),
+                ("a", "1", "==", "b", "b", "1", "==", "a", "a", "b", "*", "if", "if"),
+            ),
+        ),
+        (),
+        ("not b == 0", "not a == 0"),
+    )
+)
+
+
 @pytest.mark.parametrize(("body", "states", "names", "assumes"), CALCULATOR_CASES)
 def test_calculator_states_as_terms(body, states, names, assumes):
     rows, warnings = state_shapes.calculators(_calculators(body), PATH)

@@ -277,7 +277,10 @@ def _is_docstring(statement: Node) -> bool:
 
 def _body(block: Node, scope: _Scope) -> Value:
     """What a function body returns: assignments and ifs folded into the returned value."""
-    statements = [s for s in _statements(block) if not _is_docstring(s)]
+    return _block([s for s in _statements(block) if not _is_docstring(s)], scope, block)
+
+
+def _block(statements: list[Node], scope: _Scope, where: Node) -> Value:
     for index, statement in enumerate(statements):
         if statement.type == "return_statement":
             if statement.named_child_count != 1:
@@ -313,25 +316,16 @@ def _body(block: Node, scope: _Scope) -> Value:
                 scope.names[name] = _choose(test, a, b, test_node, scope)
             continue
         raise Unreadable(statement, f"a statement of type {statement.type}")
-    raise Unreadable(block, "a body without a return")
+    raise Unreadable(where, "a body without a return")
 
 
 def _tail(rest: list[Node], otherwise: Node | None, scope: _Scope, statement: Node) -> Value:
+    """What runs when an `if` that returns does not: its else block, or the statements after."""
     if otherwise is not None:
         if rest:
             raise Unreadable(statement, "code after an if/else that returns")
         return _body(otherwise, _fork(scope))
-    if not rest:
-        raise Unreadable(statement, "an if that returns with nothing after it")
-    after = _fork(scope)
-    for node in rest:
-        if node.type == "return_statement" and node.named_child_count == 1:
-            return expression(node.named_children[0], after)
-        if node.type == "expression_statement":
-            _assign(node, after)
-            continue
-        raise Unreadable(node, "code after an if that returns")
-    raise Unreadable(statement, "no return after an if that returns")
+    return _block(rest, _fork(scope), statement)
 
 
 def _fork(scope: _Scope) -> _Scope:
