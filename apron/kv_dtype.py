@@ -31,29 +31,61 @@ CONFIG_DTYPES = {
 # safetensors header dtypes vLLM maps to torch float dtypes (get_safetensors_params_metadata path)
 SAFETENSORS_FLOAT_DTYPES = {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}
 
-# vllm/config/model.py _FLOAT16_NOT_SUPPORTED_MODELS (model types refused in float16)
-VLLM_FLOAT16_NOT_SUPPORTED = frozenset({"gemma2", "gemma3", "gemma3_text", "plamo2", "glm4"})
-# vllm/model_executor/layers/quantization/modelopt-related normalisation in
-# vllm/transformers_utils/model_arch_config_convertor.py _normalize_quantization_config
-VLLM_MODELOPT_FP8_ALGOS = frozenset({"FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO"})
-# vllm/utils/torch_utils.py MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP
-VLLM_MODELOPT_KV_MAP = {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
+# vLLM's literals are read from generated/vllm kv_dtype_literals (extractors/vllm/
+# kv_dtype_rules.py): FLOAT16_REFUSED model_type -> reason (vllm/config/model.py
+# _FLOAT16_NOT_SUPPORTED_MODELS), MODELOPT_KV ModelOpt KV algorithm -> cache dtype
+# (vllm/utils/torch_utils.py MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP), MODELOPT_METHOD ModelOpt
+# quant_algo -> quant_method (model_arch_config_convertor.py _normalize_quantization_config)
+VLLM_LITERALS = "kv_dtype_literals"
+FLOAT16_REFUSED = "float16_not_supported"
+MODELOPT_KV = "modelopt_kv_cache_dtype"
+MODELOPT_METHOD = "modelopt_quant_method"
+
+
+def vllm_literal(literal: str) -> dict[str, str] | None:
+    """key -> value of one extracted vLLM literal; None when the generated facts have none (or
+    an entry the extractor could not read, which would make any answer a guess)."""
+    from apron.constraints import load_constraints
+
+    vllm = load_constraints().get("vllm")
+    rows = [r for r in vllm.rows(VLLM_LITERALS) if r.literal == literal] if vllm else []
+    if not rows or any(r.status != "read" for r in rows):
+        return None
+    return {r.key: r.value for r in rows}
+
+
+def _not_extracted(literal: str) -> KvDtypeChoice:
+    return KvDtypeChoice(
+        None, f"auto: vLLM's {literal} literal is not among the extracted facts", ()
+    )
+
+
 # vllm/model_executor/layers/quantization/compressed_tensors validate_kv_cache_scheme
 VLLM_CT_KV_STRATEGIES = frozenset({"tensor", "attn_head"})
 
-# python/sglang/srt: architectures in both overrides.py _DEEPSEEK_FAMILY_ARCHS and
-# configs/model_config.py is_deepseek_dsa, whose KV dtype auto follows the GPU when index_topk is set
-SGLANG_DSA_ARCHS = frozenset(
-    {
-        "DeepseekV3ForCausalLM",
-        "DeepseekV32ForCausalLM",
-        "GlmMoeDsaForCausalLM",
-        "LongcatFlashForCausalLM",
-        "LongcatFlashForCausalLMNextN",
-        "MistralLarge3ForCausalLM",
-        "PixtralForConditionalGeneration",
-    }
-)
+# SGLang's DSA architectures, whose KV dtype auto follows the GPU when index_topk is set: those in
+# both generated/sglang kv_dtype_sets _DEEPSEEK_FAMILY_ARCHS (arg_groups/overrides.py) and
+# architecture_sets is_deepseek_dsa (configs/model_config.py)
+SGLANG_SETS = "kv_dtype_sets"
+SGLANG_FAMILY = "_DEEPSEEK_FAMILY_ARCHS"
+SGLANG_DSA = "is_deepseek_dsa"
+
+
+def sglang_dsa_archs() -> frozenset[str] | None:
+    """The architectures in both sets; None when either is not extracted (or not read whole)."""
+    from apron.constraints import load_constraints
+
+    sglang = load_constraints().get("sglang")
+    if sglang is None:
+        return None
+    family = [r for r in sglang.rows(SGLANG_SETS) if r.set_name == SGLANG_FAMILY]
+    dsa = [
+        r for r in sglang.rows("architecture_sets") if r.set_name == SGLANG_DSA and r.member_returns
+    ]
+    if not family or not dsa or any(r.status != "read" for r in family):
+        return None
+    return frozenset(r.architecture for r in family) & frozenset(r.architecture for r in dsa)
+
 
 VLLM_TORCH_UTILS = "vllm/utils/torch_utils.py resolve_kv_cache_dtype_string"
 VLLM_ATTENTION = "vllm/model_executor/layers/attention/attention.py Attention.__init__"
@@ -208,7 +240,10 @@ def _vllm_model_dtype(
     model_type = config.get("model_type")
     dtype = config_dtype
     if config_dtype == "fp32":
-        if pooling and model_type not in VLLM_FLOAT16_NOT_SUPPORTED:
+        refused = vllm_literal(FLOAT16_REFUSED) if pooling else {}
+        if refused is None:
+            return _not_extracted(FLOAT16_REFUSED)
+        if pooling and model_type not in refused:
             dtype = "fp16"
             how += ", downcast to float16 (pooling model)"
         else:
@@ -248,7 +283,10 @@ def _vllm_modelopt_kv(quant: Mapping[str, Any]) -> tuple[str | None, str]:
         else:
             return "auto", f"{where} {dict(value)} (not a scheme vLLM maps: falls back to auto)"
     if isinstance(value, str):
-        mapped = VLLM_MODELOPT_KV_MAP.get(value.lower())
+        kv_map = vllm_literal(MODELOPT_KV)
+        if kv_map is None:
+            return None, f"{where} = {value!r}: {MODELOPT_KV} not extracted"
+        mapped = kv_map.get(value.lower())
         if mapped is None:
             return "auto", f"{where} = {value!r} (unknown to vLLM: falls back to auto)"
         return mapped, f"{where} = {value}"
@@ -265,12 +303,11 @@ def _vllm_quant_method(quant: Mapping[str, Any]) -> tuple[str, str]:
     if (producer_name == "modelopt" or legacy) and isinstance(inner, Mapping):
         algo = inner.get("quant_algo")
         if algo is not None:
-            upper = str(algo).upper()
-            if upper in VLLM_MODELOPT_FP8_ALGOS:
-                method = "modelopt"
-            elif upper == "NVFP4":
-                method = "modelopt_fp4"
-            else:
+            methods = vllm_literal(MODELOPT_METHOD)
+            if methods is None:
+                return "", f"vLLM's {MODELOPT_METHOD} literal is not among the extracted facts"
+            method = methods.get(str(algo).upper(), "")
+            if not method:
                 return (
                     "",
                     f"vLLM refuses the ModelOpt quant_algo {algo!r} (Unknown ModelOpt quant algo)",
@@ -329,6 +366,15 @@ def _vllm(
             if resolved == "auto":
                 base = _vllm_model_dtype(config, model_dir, pooling)
                 return base._replace(reason=f"{base.reason}; {quant.key} {what}")
+            if resolved is None and what:
+                return KvDtypeChoice(None, f"auto: {quant.key} {what}", (quant.key,))
+            if resolved is not None:
+                return KvDtypeChoice(
+                    None,
+                    f"auto: {quant.key} {what} -> {resolved} ({VLLM_TORCH_UTILS}), a cache dtype "
+                    "apron does not model",
+                    (quant.key,),
+                )
             if resolved is None:
                 base = _vllm_model_dtype(config, model_dir, pooling)
                 return base._replace(
@@ -454,7 +500,14 @@ def _sglang(config: Mapping[str, Any], model_dir: Path | None, mla: bool) -> KvD
             "extracted",
             ("architectures",),
         )
-    if architectures[:1] and architectures[0] in SGLANG_DSA_ARCHS and config.get("index_topk"):
+    dsa = sglang_dsa_archs()
+    if dsa is None:
+        return KvDtypeChoice(
+            None,
+            f"auto: SGLang's {SGLANG_FAMILY} / {SGLANG_DSA} sets are not among the extracted facts",
+            (),
+        )
+    if architectures[:1] and architectures[0] in dsa and config.get("index_topk"):
         return KvDtypeChoice(
             None,
             f"auto: {architectures[0]} with index_topk (DSA): SGLang picks fp8_e4m3 on SM >= 10 "

@@ -1,152 +1,48 @@
-"""Per-sequence state of one non-attention layer, by the rule vLLM's model class uses at the pin.
+"""Per-sequence state of one non-attention layer, evaluated from vLLM's extracted state facts.
 
-Each model class's get_mamba_state_shape_from_config passes its own config fields to one
-MambaStateShapeCalculator method (vllm/model_executor/layers/mamba/mamba_utils.py); at tensor
-parallel size 1, no speculative tokens and the default SD conv layout the tensors are:
-  mamba1            conv (conv_kernel - 1) x intermediate        ssm intermediate x state_size
-  mamba2            conv (conv_kernel - 1) x (intermediate + 2 x n_groups x state_size)
-                    ssm num_heads x head_dim x state_size
-  gated_delta_net   conv (conv_kernel - 1) x (2 x k_heads x k_dim + v_heads x v_dim)
-                    ssm v_heads x v_dim x k_dim
-  short_conv        conv (conv_L_cache - 1) x conv_dim
-  linear_attention  state num_heads x head_dim x head_dim
-At tensor parallel size tp each GPU holds 1/tp of every tensor's split dimension, as those
-methods divide it (mamba2 first extends n_groups to a multiple of tp when tp does not divide it).
-Conv tensors are kept in the model dtype (--mamba-cache-dtype auto); the ssm tensor of mamba1,
-mamba2 and gated_delta_net in --mamba-ssm-cache-dtype, whose default some architectures set
-(generated/vllm mamba_ssm_dtype_defaults); linear-attention state in the model dtype."""
+generated/vllm mamba_state_hooks says which MambaStateShapeCalculator / MambaStateDtypeCalculator
+method a model class's get_mamba_state_shape_from_config / get_mamba_state_dtype_from_config
+calls and what it passes (paths from vllm_config); mamba_state_calculators says what that method
+returns, tensor by tensor, as postfix terms (extractors/vllm/state_shapes.py). This module binds
+the paths to the config and the request and evaluates the terms; it restates no shape.
+
+The model class is the architecture's class and its MRO (generated/vllm model_class_flags): the
+first class there with a hook is the one vLLM calls. Bound as apron runs: tensor parallel size
+`tp`, no speculative decoding (num_speculative_tokens 0, speculative_config None),
+--mamba-cache-dtype auto, --mamba-ssm-cache-dtype as the request resolves it, the conv layout
+the calculators' fall-through return takes (SD, VLLM_SSM_CONV_STATE_LAYOUT unset; the layout
+orders the dims, not their product)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from apron.config import ModelConfig
 from apron.ssm import DTYPE_BYTES
 
+SHAPE_CLASS = "MambaStateShapeCalculator"
+HOOKS_FACT = "mamba_state_hooks"
+CALCULATORS_FACT = "mamba_state_calculators"
+FLAGS_FACT = "model_class_flags"
+TORCH_DTYPES = "STR_DTYPE_TO_TORCH_DTYPE"  # vllm/utils/torch_utils.py: the name is the dtype
+HF_CONFIG = "model_config.hf_config."
+HF_TEXT_CONFIG = "model_config.hf_text_config."
+TEXT_CONFIG = "model_config.hf_config.text_config."
+MISSING = object()  # a config path the config does not hold
+
 
 class ShapeRule(NamedTuple):
-    """Which calculator a model class calls and the config fields it passes."""
+    """The hooks vLLM calls for a model class and the calculator rows they reach."""
 
-    calculator: str
-    fields: dict[str, str]  # calculator argument -> config field
-    intermediate: str  # how the intermediate width is formed (mamba1/mamba2)
+    calculator: str  # the calculator kind: "mamba2" for mamba2_state_shape
+    model_class: str  # the class whose shape hook is called (after delegation)
+    shape_hook: Any  # MambaStateHook (generated.schema)
+    shape_method: Any  # MambaStateCalculator
+    dtype_hook: Any | None
+    dtype_method: Any | None
+    hf_config: str  # what hf_config stands for: "" or the path a delegation passes
     cite: str
-
-
-def _mamba2(prefix: dict[str, str], intermediate: str, cite: str) -> ShapeRule:
-    return ShapeRule("mamba2", prefix, intermediate, cite)
-
-
-_PREFIXED = {
-    "n_groups": "mamba_n_groups",
-    "num_heads": "mamba_n_heads",
-    "head_dim": "mamba_d_head",
-    "state_size": "mamba_d_state",
-    "conv_kernel": "mamba_d_conv",
-}
-_GDN = ShapeRule(
-    "gated_delta_net",
-    {
-        "num_k_heads": "linear_num_key_heads",
-        "num_v_heads": "linear_num_value_heads",
-        "head_k_dim": "linear_key_head_dim",
-        "head_v_dim": "linear_value_head_dim",
-        "conv_kernel": "linear_conv_kernel_dim",
-    },
-    "",
-    "",
-)
-_LINEAR = ShapeRule(
-    "linear_attention",
-    {"num_heads": "num_attention_heads", "head_dim": "head_dim"},
-    "",
-    "vllm/model_executor/models/minimax_text_01.py",
-)
-
-RULES: dict[str, ShapeRule] = {
-    "jamba": ShapeRule(
-        "mamba1",
-        {"state_size": "mamba_d_state", "conv_kernel": "mamba_d_conv"},
-        "mamba_expand x hidden_size",
-        "vllm/model_executor/models/jamba.py",
-    ),
-    "mamba": ShapeRule(
-        "mamba1",
-        {"state_size": "state_size", "conv_kernel": "conv_kernel"},
-        "intermediate_size",
-        "vllm/model_executor/models/mamba.py",
-    ),
-    "falcon_mamba": ShapeRule(
-        "mamba1",
-        {"state_size": "state_size", "conv_kernel": "conv_kernel"},
-        "intermediate_size",
-        "vllm/model_executor/models/mamba.py",
-    ),
-    "mamba2": _mamba2(
-        {
-            "n_groups": "n_groups",
-            "num_heads": "num_heads",
-            "head_dim": "head_dim",
-            "state_size": "state_size",
-            "conv_kernel": "conv_kernel",
-        },
-        "expand x hidden_size",
-        "vllm/model_executor/models/mamba2.py",
-    ),
-    "nemotron_h": _mamba2(
-        {
-            "n_groups": "n_groups",
-            "num_heads": "mamba_num_heads",
-            "head_dim": "mamba_head_dim",
-            "state_size": "ssm_state_size",
-            "conv_kernel": "conv_kernel",
-        },
-        "mamba_num_heads x mamba_head_dim",
-        "vllm/model_executor/models/nemotron_h.py",
-    ),
-    "zamba2": _mamba2(
-        {
-            "n_groups": "mamba_ngroups",
-            "num_heads": "n_mamba_heads",
-            "head_dim": "mamba_headdim",
-            "state_size": "mamba_d_state",
-            "conv_kernel": "mamba_d_conv",
-        },
-        "mamba_expand x hidden_size",
-        "vllm/model_executor/models/zamba2.py",
-    ),
-    "falcon_h1": _mamba2(
-        _PREFIXED,
-        "mamba_d_ssm, else mamba_expand x hidden_size",
-        "vllm/model_executor/models/falcon_h1.py",
-    ),
-    "bamba": _mamba2(
-        _PREFIXED, "mamba_expand x hidden_size", "vllm/model_executor/models/bamba.py"
-    ),
-    "granitemoehybrid": _mamba2(
-        _PREFIXED,
-        "mamba_expand x hidden_size",
-        "vllm/model_executor/models/granitemoehybrid.py",
-    ),
-    "qwen3_next": _GDN._replace(cite="vllm/model_executor/models/qwen3_next.py"),
-    "qwen3_5_text": _GDN._replace(cite="vllm/model_executor/models/qwen3_5.py"),
-    "qwen3_5_moe_text": _GDN._replace(cite="vllm/model_executor/models/qwen3_5.py"),
-    "minimax_m1": _LINEAR,
-    "minimax_text_01": _LINEAR,
-    "minimax": _LINEAR,
-    "lfm2": ShapeRule(
-        "short_conv",
-        {"conv_dim": "conv_dim", "conv_kernel": "conv_L_cache"},
-        "",
-        "vllm/model_executor/models/lfm2.py",
-    ),
-    "lfm2_moe": ShapeRule(
-        "short_conv",
-        {"conv_dim": "conv_dim", "conv_kernel": "conv_L_cache"},
-        "",
-        "vllm/model_executor/models/lfm2_moe.py",
-    ),
-}
 
 
 class StateDtypes(NamedTuple):
@@ -167,192 +63,349 @@ class TensorState(NamedTuple):
     missing: tuple[str, ...]
 
 
-def rule_for(model: ModelConfig) -> ShapeRule | None:
-    return RULES.get(model.text_model_type or model.model_type or "")
+class _Refused(Exception):
+    """vLLM refuses these values (divide() of a non-multiple) or a term apron cannot evaluate."""
 
 
-def _intermediate(model: ModelConfig, rule: ShapeRule) -> tuple[int | None, str, tuple[str, ...]]:
-    how = rule.intermediate
-    if how == "intermediate_size":
-        value = model.integer("intermediate_size")
-        return value, f"intermediate_size = {value}", () if value else ("intermediate_size",)
-    if how == "mamba_num_heads x mamba_head_dim":
-        heads, dim = model.integer("mamba_num_heads"), model.integer("mamba_head_dim")
-        if heads is None or dim is None:
-            return None, "", tuple(k for k, v in (("mamba_num_heads", heads),) if v is None)
-        return heads * dim, f"mamba_num_heads x mamba_head_dim = {heads} x {dim}", ()
-    if how.startswith("mamba_d_ssm"):
-        ssm = model.integer("mamba_d_ssm")
-        if ssm is not None:
-            return ssm, f"mamba_d_ssm = {ssm}", ()
-    expand_key = "expand" if how.startswith("expand") else "mamba_expand"
-    expand, hidden = model.get(expand_key), model.integer("hidden_size")
-    if not isinstance(expand, int | float) or hidden is None:
-        missing = tuple(k for k, v in ((expand_key, expand), ("hidden_size", hidden)) if v is None)
-        return None, "", missing or (expand_key,)
-    value = int(expand * hidden)
-    return value, f"{expand_key} x hidden_size = {expand} x {hidden}", ()
+def _vllm():
+    from apron.constraints import load_constraints
+
+    return load_constraints().get("vllm")
 
 
-def _bytes_of(dtype: str | None) -> int | None:
-    return DTYPE_BYTES.get(dtype or "")
+def _index(vllm) -> tuple[dict, dict, dict]:
+    hooks = {(r.model_class, r.hook): r for r in vllm.rows(HOOKS_FACT)}
+    methods = {f"{r.calculator_class}.{r.method}": r for r in vllm.rows(CALCULATORS_FACT)}
+    flags = {r.architecture: r for r in vllm.rows(FLAGS_FACT)}
+    return hooks, methods, flags
 
 
-def _split(value: int, tp: int, what: str) -> tuple[int | None, str]:
-    """value / tp as vLLM's divide() takes it (it asserts divisibility), or (None, why not)."""
-    if value % tp:
-        return None, f"{what} = {value:,} is not divisible by tp {tp}: vLLM's divide() refuses it"
-    return value // tp, ""
+def _hook(hooks: Mapping, mro: Sequence[str], kind: str) -> tuple[Any, str]:
+    """The first hook of `kind` along the MRO, delegations followed: (row, hf_config path)."""
+    row = next((hooks[(c, kind)] for c in mro if (c, kind) in hooks), None)
+    config = ""
+    seen = 0
+    while row is not None and row.delegate and seen < 4:
+        config = _rebase(row.delegate_config, config) if row.delegate_config else config
+        row = hooks.get((row.delegate, kind))
+        seen += 1
+    if row is None or row.status != "read" or row.delegate:
+        return None, ""
+    return row, config
 
 
-def _extra_groups(n_groups: int, tp: int) -> int:
-    """MambaStateShapeCalculator.extra_groups_for_head_shards: groups replicated to shard heads."""
-    return 0 if n_groups % tp == 0 else tp - n_groups
+def _rebase(path: str, config: str) -> str:
+    """A delegation's new hf_config path, itself read under the current one."""
+    if config and path.startswith(HF_CONFIG.rstrip(".")):
+        return config + path[len(HF_CONFIG.rstrip(".")) :]
+    return path
+
+
+def rule_for(model: ModelConfig, vllm=None) -> ShapeRule | None:
+    """vLLM's state hooks for this config's architecture, or None (no architecture, no hook,
+    a hook or calculator the extractor could not read)."""
+    vllm = vllm if vllm is not None else _vllm()
+    if vllm is None or model.architecture is None:
+        return None
+    hooks, methods, flags = _index(vllm)
+    flag = flags.get(model.architecture)
+    if flag is None or not flag.class_mro:
+        return None
+    shape, config = _hook(hooks, flag.class_mro, "shape")
+    if shape is None:
+        return None
+    method = methods.get(shape.calculator)
+    if method is None or method.status != "read" or method.calculator_class != SHAPE_CLASS:
+        return None
+    dtype, dtype_config = _hook(hooks, flag.class_mro, "dtype")
+    dtype_method = methods.get(dtype.calculator) if dtype is not None else None
+    if dtype_method is not None and dtype_method.status != "read":
+        dtype_method = None
+    return ShapeRule(
+        method.kind,
+        shape.model_class,
+        shape,
+        method,
+        dtype if dtype_method is not None and dtype_config == config else None,
+        dtype_method if dtype_config == config else None,
+        config,
+        shape.path,
+    )
+
+
+# -- the terms ----------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _divide(a: Any, b: Any) -> Any:
+    """vllm.distributed.divide: asserts a % b == 0, then a // b."""
+    if a % b:
+        raise _Refused(f"{a:,} is not divisible by tp {b}: vLLM's divide() refuses it")
+    return a // b
+
+
+def _kv_cache_dtype(cache_dtype: Any, model_dtype: Any) -> Any:
+    """vllm/utils/torch_utils.py get_kv_cache_torch_dtype: auto -> the model dtype."""
+    return model_dtype if cache_dtype == "auto" else cache_dtype
+
+
+CALLS: dict[str, Callable[..., Any]] = {
+    "divide/2": _divide,
+    "int/1": int,
+    "get_kv_cache_torch_dtype/2": _kv_cache_dtype,
+}
+BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "//": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+    "==": lambda a, b: a == b,
+}
+
+
+def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
+    """The value of postfix `terms`; MISSING when an operand it needs is missing."""
+    stack: list[Any] = []
+    for term in terms:
+        if term in BINARY:
+            b, a = stack.pop(), stack.pop()
+            if a is MISSING or b is MISSING:
+                stack.append(MISSING)
+            elif term != "==" and not (_number(a) and _number(b)):
+                raise _Refused(f"{term} of {a!r} and {b!r}")
+            else:
+                stack.append(BINARY[term](a, b))
+        elif term == "is None":
+            value = stack.pop()
+            stack.append(value is None or value is MISSING)
+        elif term == "not":
+            stack.append(not stack.pop())
+        elif term == "if":
+            otherwise, then, test = stack.pop(), stack.pop(), stack.pop()
+            if test is MISSING:
+                stack.append(MISSING)
+            else:
+                stack.append(then if test else otherwise)
+        elif term == "getattr":
+            default, value = stack.pop(), stack.pop()
+            stack.append(default if value is MISSING else value)
+        elif term == "[]":
+            key, value = stack.pop(), stack.pop()
+            if value == TORCH_DTYPES:
+                stack.append(key)
+            elif isinstance(value, Mapping):
+                stack.append(value.get(key, MISSING))
+            else:
+                stack.append(MISSING)
+        elif term in CALLS:
+            arity = int(term.rsplit("/", 1)[1])
+            args = [stack.pop() for _ in range(arity)][::-1]
+            stack.append(MISSING if MISSING in args else CALLS[term](*args))
+        elif term.isdigit():
+            stack.append(int(term))
+        elif term.startswith('"'):
+            stack.append(term[1:-1])
+        elif term in ("None", "True", "False"):
+            stack.append({"None": None, "True": True, "False": False}[term])
+        elif term.startswith("torch."):
+            stack.append(term.removeprefix("torch."))
+        elif "/" in term:
+            raise _Refused(f"the call {term.rsplit('/', 1)[0]}")
+        else:
+            stack.append(lookup(term))
+    if len(stack) != 1:
+        raise _Refused(f"terms {' '.join(terms)} do not reduce to one value")
+    return stack[0]
+
+
+LEVELS = {"if": 0, "==": 1, "+": 2, "-": 2, "*": 3, "//": 3, "%": 3, "divide/2": 3}
+
+
+def infix(terms: Sequence[str], names: Callable[[str], str] = str) -> str:
+    """The terms as one expression for people: "(conv_kernel - 1) x intermediate_size / tp"."""
+    stack: list[tuple[str, int]] = []  # (text, binding level; 9 for an atom)
+
+    def side(item: tuple[str, int], level: int, right: bool = False) -> str:
+        low = item[1] < level or (right and item[1] == level)
+        return f"({item[0]})" if low else item[0]
+
+    for term in terms:
+        if term in BINARY or term == "divide/2":
+            b, a = stack.pop(), stack.pop()
+            op = {"*": "x", "divide/2": "/"}.get(term, term)
+            level = LEVELS[term]
+            stack.append((f"{side(a, level)} {op} {side(b, level, True)}", level))
+        elif term in ("is None", "not"):
+            value = stack.pop()
+            text = f"{side(value, 2)} is None" if term == "is None" else f"not {side(value, 2)}"
+            stack.append((text, 1))
+        elif term == "if":
+            otherwise, then, test = stack.pop(), stack.pop(), stack.pop()
+            stack.append((f"{side(then, 1)} if {side(test, 1)} else {side(otherwise, 0)}", 0))
+        elif term == "getattr":
+            default, value = stack.pop(), stack.pop()
+            stack.append((f"{value[0]} (else {default[0]})", 9))
+        elif term == "[]":
+            key, value = stack.pop(), stack.pop()
+            stack.append((f"{value[0]}[{key[0]}]", 9))
+        elif "/" in term and term.rsplit("/", 1)[1].isdigit():
+            name, arity = term.rsplit("/", 1)
+            args = [stack.pop()[0] for _ in range(int(arity))][::-1]
+            stack.append((f"{name}({', '.join(args)})", 9))
+        else:
+            stack.append((names(term), 9))
+    return stack[0][0] if len(stack) == 1 else " ".join(terms)
+
+
+def _short(path: str) -> str:
+    for prefix in (TEXT_CONFIG, HF_TEXT_CONFIG, HF_CONFIG):
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return {"parallel_config.tensor_parallel_size": "tp"}.get(path, path)
+
+
+# -- binding ------------------------------------------------------------------------------------
+
+
+def _config_value(model: ModelConfig, path: str, hf_config: str) -> tuple[Any, str]:
+    """(value or MISSING, config key) of a hook path under this config."""
+    if hf_config and path.startswith(HF_CONFIG):
+        path = hf_config + "." + path[len(HF_CONFIG) :]
+    if path.startswith(HF_TEXT_CONFIG):
+        key, view = path[len(HF_TEXT_CONFIG) :], "text"
+    elif path.startswith(TEXT_CONFIG):
+        key, view = path[len(TEXT_CONFIG) :], "text" if model.text_key == "text_config" else ""
+    elif path.startswith(HF_CONFIG):
+        key, view = path[len(HF_CONFIG) :], "top" if model.text_key else "text"
+    else:
+        return MISSING, path
+    if view == "text":
+        read = model.read(key)
+        return (MISSING if read is None else read.value), key
+    if view == "top" and key in model.raw:
+        return model.raw[key], key
+    return MISSING, key
+
+
+def _binder(model: ModelConfig, rule: ShapeRule, dtypes: StateDtypes, tp: int, missing: list):
+    def lookup(path: str) -> Any:
+        fixed = {
+            "parallel_config.tensor_parallel_size": tp,
+            "num_speculative_tokens": 0,
+            "speculative_config": None,
+            "speculative_config.num_speculative_tokens": 0,
+            "model_config.dtype": dtypes.model,
+            "cache_config.mamba_cache_dtype": "auto",
+            "cache_config.mamba_ssm_cache_dtype": dtypes.ssm,
+        }
+        if path in fixed:
+            value = fixed[path]
+            if value is None and path.endswith("dtype"):
+                missing.append("torch_dtype")
+                return MISSING
+            return value
+        value, key = _config_value(model, path, rule.hf_config)
+        if value is MISSING:
+            missing.append(key)
+        return value
+
+    return lookup
+
+
+def _scope(values: Mapping[str, Any]) -> Callable[[str], Any]:
+    """Names inside a calculator: its parameters, and the dtype table it indexes."""
+
+    def lookup(name: str) -> Any:
+        if name in values:
+            return values[name]
+        if name == TORCH_DTYPES:
+            return TORCH_DTYPES
+        raise _Refused(f"the name {name}, not a parameter")
+
+    return lookup
+
+
+def _bind(hook, method, lookup: Callable[[str], Any]) -> dict[str, Any]:
+    """The calculator's parameters bound to what the hook passes, else their defaults."""
+    values: dict[str, Any] = {}
+    given = dict(zip(hook.parameters, hook.arguments, strict=True))
+    defaults = {d.split("=", 1)[0]: d.split("=", 1)[1].split(" ") for d in method.defaults}
+    for name in method.parameters:
+        if name in given:
+            values[name] = evaluate(given[name], lookup)
+        elif name in defaults:
+            values[name] = evaluate(defaults[name], _scope(values))
+        else:
+            raise _Refused(f"{hook.symbol} passes no {name}")
+    return values
+
+
+def _dtypes(rule: ShapeRule, lookup, count: int) -> list[Any]:
+    if rule.dtype_hook is None or rule.dtype_method is None:
+        raise _Refused(f"no dtype hook read for {rule.model_class}")
+    params = _bind(rule.dtype_hook, rule.dtype_method, lookup)
+    found = [evaluate(state[0], _scope(params)) for state in rule.dtype_method.states]
+    if len(found) != count:
+        raise _Refused(
+            f"{rule.dtype_method.symbol} returns {len(found)} dtypes for {count} state tensors"
+        )
+    return found
+
+
+def _bytes_of(dtype: Any) -> int | None:
+    return DTYPE_BYTES.get(dtype) if isinstance(dtype, str) else None
 
 
 def layer_state(
     model: ModelConfig, rule: ShapeRule, dtypes: StateDtypes, tp: int = 1
 ) -> TensorState:
     """Bytes of one layer's state tensors under `rule`, on one GPU of `tp`."""
-    values = {arg: model.integer(key) for arg, key in rule.fields.items()}
-    missing = [rule.fields[arg] for arg, v in values.items() if v is None]
-    lines: list[str] = [f"rule: {rule.cite} -> MambaStateShapeCalculator.{rule.calculator}"]
-    inter = None
-    if rule.calculator in ("mamba1", "mamba2"):
-        inter, how, more = _intermediate(model, rule)
-        missing += list(more)
-        if inter is not None:
-            lines.append(f"intermediate = {how} = {inter:,}")
+    method = rule.shape_method
+    lines = [
+        f"rule: {rule.shape_hook.symbol} ({rule.cite}) -> {SHAPE_CLASS}.{method.method}"
+        + (f", hf_config = {rule.hf_config}" if rule.hf_config else "")
+    ]
+    missing: list[str] = []
+    lookup = _binder(model, rule, dtypes, tp, missing)
+    try:
+        params = _bind(rule.shape_hook, method, lookup)
+        if missing:
+            return _unknown(rule, lines, missing)
+        passed = ", ".join(
+            f"{name} = {infix(terms, _short)}"
+            + (f" = {params[name]:,}" if terms != (str(params[name]),) else "")
+            for name, terms in zip(
+                rule.shape_hook.parameters, rule.shape_hook.arguments, strict=True
+            )
+        )
+        lines.append(f"{method.method}({passed})")
+        shapes = [[evaluate(dim, _scope(params)) for dim in state] for state in method.states]
+        kinds = _dtypes(rule, lookup, len(shapes))
+    except _Refused as err:
+        why = f"{method.kind} state: {err}"
+        return TensorState(rule.calculator, None, tuple(lines), (why,), ())
     if missing:
-        names = tuple(dict.fromkeys(missing))
-        return TensorState(
-            rule.calculator,
-            None,
-            tuple(lines),
-            (f"{rule.calculator} state needs {', '.join(names)}",),
-            names,
-        )
-    v = values
-    f = rule.fields
-    tensors: list[tuple[str, int, str, str]] = []  # (name, elements, dtype role, formula)
-    if rule.calculator == "mamba1":
-        tensors.append(
-            (
-                "conv",
-                (v["conv_kernel"] - 1) * inter,
-                "model",
-                f"({f['conv_kernel']} - 1) x intermediate = ({v['conv_kernel']} - 1) x {inter:,}",
-            )
-        )
-        tensors.append(
-            (
-                "ssm",
-                inter * v["state_size"],
-                "ssm",
-                f"intermediate x {f['state_size']} = {inter:,} x {v['state_size']}",
-            )
-        )
-    elif rule.calculator == "mamba2":
-        conv_dim = inter + 2 * v["n_groups"] * v["state_size"]
-        tensors.append(
-            (
-                "conv",
-                (v["conv_kernel"] - 1) * conv_dim,
-                "model",
-                f"({f['conv_kernel']} - 1) x (intermediate + 2 x {f['n_groups']} x "
-                f"{f['state_size']}) = ({v['conv_kernel']} - 1) x ({inter:,} + 2 x "
-                f"{v['n_groups']} x {v['state_size']})",
-            )
-        )
-        tensors.append(
-            (
-                "ssm",
-                v["num_heads"] * v["head_dim"] * v["state_size"],
-                "ssm",
-                f"{f['num_heads']} x {f['head_dim']} x {f['state_size']} = {v['num_heads']} x "
-                f"{v['head_dim']} x {v['state_size']}",
-            )
-        )
-    elif rule.calculator == "gated_delta_net":
-        conv_dim = 2 * v["head_k_dim"] * v["num_k_heads"] + v["head_v_dim"] * v["num_v_heads"]
-        tensors.append(
-            (
-                "conv",
-                (v["conv_kernel"] - 1) * conv_dim,
-                "model",
-                f"({f['conv_kernel']} - 1) x (2 x {f['num_k_heads']} x {f['head_k_dim']} + "
-                f"{f['num_v_heads']} x {f['head_v_dim']}) = ({v['conv_kernel']} - 1) x (2 x "
-                f"{v['num_k_heads']} x {v['head_k_dim']} + {v['num_v_heads']} x "
-                f"{v['head_v_dim']})",
-            )
-        )
-        tensors.append(
-            (
-                "ssm",
-                v["num_v_heads"] * v["head_v_dim"] * v["head_k_dim"],
-                "ssm",
-                f"{f['num_v_heads']} x {f['head_v_dim']} x {f['head_k_dim']} = "
-                f"{v['num_v_heads']} x {v['head_v_dim']} x {v['head_k_dim']}",
-            )
-        )
-    elif rule.calculator == "short_conv":
-        tensors.append(
-            (
-                "conv",
-                (v["conv_kernel"] - 1) * v["conv_dim"],
-                "model",
-                f"({f['conv_kernel']} - 1) x {f['conv_dim']} = ({v['conv_kernel']} - 1) x "
-                f"{v['conv_dim']}",
-            )
-        )
-    else:
-        tensors.append(
-            (
-                "state",
-                v["num_heads"] * v["head_dim"] * v["head_dim"],
-                "model",
-                f"{f['num_heads']} x {f['head_dim']} x {f['head_dim']} = {v['num_heads']} x "
-                f"{v['head_dim']} x {v['head_dim']}",
-            )
-        )
-    if tp > 1:
-        split = _tensor_splits(rule.calculator, v, inter, tp)
-        shared: list[tuple[str, int, str, str]] = []
-        for name, _elements, role, formula in tensors:
-            dim, rest, what = split[name]
-            share, why = (
-                (dim // tp, "") if rule.calculator == "linear_attention" else _split(dim, tp, what)
-            )
-            if share is None:
-                return TensorState(rule.calculator, None, tuple(lines), (why,), ())
-            shared.append(
-                (
-                    name,
-                    share * rest,
-                    role,
-                    f"({formula}) / tp, split along {what}: {dim:,} / {tp} = {share:,} x {rest:,}",
-                )
-            )
-        tensors = shared
+        return _unknown(rule, lines, missing)
     total = 0
-    for name, elements, role, formula in tensors:
-        dtype = dtypes.model if role == "model" else dtypes.ssm
+    names = method.state_names or tuple(f"state {i + 1}" for i in range(len(shapes)))
+    for name, state, dims, dtype in zip(names, method.states, shapes, kinds, strict=True):
         size = _bytes_of(dtype)
+        elements = 1
+        for d in dims:
+            elements *= d
+        label = name.removesuffix("_shape")
+        formula = " x ".join(_wrapped(infix(d)) for d in state)
+        values = " x ".join(f"{d:,}" for d in dims)
         if size is None:
-            why = (
-                f"{name} state dtype {dtype!r} is not one apron knows"
-                if dtype
-                else (
-                    "the config gives no torch_dtype (or dtype): vLLM then takes the dtype of "
-                    "the safetensors weights, which the config does not state, so the state's "
-                    "bytes per element are unknown"
-                )
-            )
-            return TensorState(
-                rule.calculator, None, tuple(lines), (why,), () if dtype else ("torch_dtype",)
-            )
+            why = f"{label}: dtype {dtype!r} has no size apron knows"
+            return TensorState(rule.calculator, None, tuple(lines), (why,), ())
         lines.append(
-            f"{name} = {formula} = {elements:,} x {size} B ({dtype}) = {elements * size:,} B"
+            f"{label} = {formula} = {values} = {elements:,} x {size} B ({dtype}) = "
+            f"{elements * size:,} B"
         )
         total += elements * size
     where = f" per GPU at tp {tp}" if tp > 1 else ""
@@ -360,31 +413,18 @@ def layer_state(
     return TensorState(rule.calculator, total, tuple(lines), (), ())
 
 
-def _tensor_splits(
-    calculator: str, v: dict[str, int | None], inter: int | None, tp: int
-) -> dict[str, tuple[int, int, str]]:
-    """Per tensor: (the dimension MambaStateShapeCalculator divides by tp, the rest, its name)."""
-    k = (v.get("conv_kernel") or 1) - 1
-    if calculator == "mamba1":
-        assert inter is not None
-        return {
-            "conv": (inter, k, "intermediate"),
-            "ssm": (inter, v["state_size"], "intermediate"),  # type: ignore[dict-item]
-        }
-    if calculator == "mamba2":
-        assert inter is not None
-        groups = v["n_groups"] + _extra_groups(v["n_groups"], tp)  # type: ignore[operator]
-        conv_dim = inter + 2 * groups * v["state_size"]  # type: ignore[operator]
-        return {
-            "conv": (conv_dim, k, f"conv_dim (n_groups extended to {groups})"),
-            "ssm": (v["num_heads"], v["head_dim"] * v["state_size"], "num_heads"),  # type: ignore[dict-item,operator]
-        }
-    if calculator == "gated_delta_net":
-        conv_dim = 2 * v["head_k_dim"] * v["num_k_heads"] + v["head_v_dim"] * v["num_v_heads"]  # type: ignore[operator]
-        return {
-            "conv": (conv_dim, k, "conv_dim"),
-            "ssm": (v["num_v_heads"], v["head_v_dim"] * v["head_k_dim"], "num_v_heads"),  # type: ignore[dict-item,operator]
-        }
-    if calculator == "short_conv":
-        return {"conv": (v["conv_dim"], k, "conv_dim")}  # type: ignore[dict-item]
-    return {"state": (v["num_heads"], v["head_dim"] ** 2, "num_heads (floor)")}  # type: ignore[dict-item,operator]
+def _wrapped(text: str) -> str:
+    return f"({text})" if " " in text else text
+
+
+NO_DTYPE = (
+    "the config gives no torch_dtype (or dtype): vLLM then takes the dtype of the safetensors "
+    "weights, which the config does not state, so the state's bytes per element are unknown"
+)
+
+
+def _unknown(rule: ShapeRule, lines: list[str], missing: list[str]) -> TensorState:
+    names = tuple(dict.fromkeys(missing))
+    fields = tuple(n for n in names if n != "torch_dtype")
+    reasons = (f"{rule.calculator} state needs {', '.join(fields)}",) if fields else (NO_DTYPE,)
+    return TensorState(rule.calculator, None, tuple(lines), reasons, names)

@@ -148,6 +148,17 @@ class InterfaceFlag(NamedTuple):
     symbol: str
 
 
+class KvDtypeLiteral(NamedTuple):
+    """One entry of a literal vLLM's KV-cache dtype choice reads (extractors.vllm.kv_dtype_rules):"""
+
+    literal: str
+    key: str
+    value: str
+    status: str
+    path: str
+    symbol: str
+
+
 class KvHeadAlias(NamedTuple):
     """One config key get_total_num_kv_heads() scans; the first present key wins."""
 
@@ -197,6 +208,37 @@ class MambaSsmDtypeDefault(NamedTuple):
     reads: str
     config_object: str
     default: str
+    path: str
+    symbol: str
+
+
+class MambaStateCalculator(NamedTuple):
+    """One MambaStateShapeCalculator / MambaStateDtypeCalculator method: its parameters and the"""
+
+    calculator_class: str
+    method: str
+    kind: str
+    parameters: tuple[str, ...]
+    defaults: tuple[str, ...]
+    states: tuple[tuple[tuple[str, ...], ...], ...]
+    state_names: tuple[str, ...]
+    assumes: tuple[str, ...]
+    status: str
+    path: str
+    symbol: str
+
+
+class MambaStateHook(NamedTuple):
+    """A model class's get_mamba_state_shape_from_config / get_mamba_state_dtype_from_config:"""
+
+    model_class: str
+    hook: str
+    calculator: str
+    parameters: tuple[str, ...]
+    arguments: tuple[tuple[str, ...], ...]
+    delegate: str
+    delegate_config: str
+    status: str
     path: str
     symbol: str
 
@@ -341,6 +383,16 @@ class SglangHybridConfigClass(NamedTuple):
     model_type: str
     config_read: str
     condition: str | None
+    path: str
+    symbol: str
+
+
+class SglangKvDtypeSet(NamedTuple):
+    """A member of an architecture set SGLang's KV-cache dtype default reads"""
+
+    set_name: str
+    architecture: str
+    status: str
     path: str
     symbol: str
 

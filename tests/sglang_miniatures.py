@@ -1,5 +1,6 @@
 """Hand-written miniatures in the shape of SGLang's files (same paths, same syntax patterns)."""
 
+from tests.sglang_kv_dtype_miniatures import with_deepseek_family
 from tests.sglang_serving_miniatures import serving_files, with_kv_method
 
 MODELS = "python/sglang/srt/models"
@@ -656,7 +657,7 @@ def tree_2025() -> dict[str, str]:
     """Old docs layout (docs/supported_models/*.md), chain in __init__."""
     return {
         **models_tree(),
-        **serving_files(LLAMA),
+        **with_deepseek_family(serving_files(LLAMA)),
         MODEL_CONFIG_PATH: with_kv_method(MODEL_CONFIG_OLD),
         MODEL_RUNNER_PATH: MODEL_RUNNER,
         **CONFIG_MODULES,

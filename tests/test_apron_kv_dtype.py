@@ -401,3 +401,67 @@ def test_cli_accepts_auto_and_shows_where_it_came_from(tmp_path):
     assert "KV dtype fp8 from vLLM auto: hf_quant_config.json" in " ".join(result.output.split())
     bad = CliRunner().invoke(app, ["plan", str(directory), "--kv-dtype", "int3"])
     assert bad.exit_code == 2 and "auto" in bad.output
+
+
+# -- the engine literals come from the generated facts -------------------------------------------
+
+
+def test_vllm_literals_are_the_extracted_facts():
+    from apron import kv_dtype
+
+    # generated/vllm kv_dtype_literals at 0231dd54: vllm/config/model.py
+    # _FLOAT16_NOT_SUPPORTED_MODELS, vllm/utils/torch_utils.py MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP,
+    # _normalize_quantization_config's `quant_algo_upper in {...}` / `== "NVFP4"` clauses
+    assert set(kv_dtype.vllm_literal(kv_dtype.FLOAT16_REFUSED)) == {
+        "gemma2",
+        "gemma3",
+        "gemma3_text",
+        "plamo2",
+        "glm4",
+    }
+    assert kv_dtype.vllm_literal(kv_dtype.MODELOPT_KV) == {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
+    assert kv_dtype.vllm_literal(kv_dtype.MODELOPT_METHOD) == {
+        "FP8": "modelopt",
+        "FP8_PER_CHANNEL_PER_TOKEN": "modelopt",
+        "FP8_PB_WO": "modelopt",
+        "NVFP4": "modelopt_fp4",
+    }
+    # overrides.py _DEEPSEEK_FAMILY_ARCHS (8) and model_config.py is_deepseek_dsa (9) share 7
+    assert kv_dtype.sglang_dsa_archs() == {
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",
+        "GlmMoeDsaForCausalLM",
+        "LongcatFlashForCausalLM",
+        "LongcatFlashForCausalLMNextN",
+        "MistralLarge3ForCausalLM",
+        "PixtralForConditionalGeneration",
+    }
+
+
+def test_a_literal_not_extracted_gives_unknown_never_a_default(monkeypatch):
+    from apron import kv_dtype
+
+    monkeypatch.setattr(kv_dtype, "vllm_literal", lambda literal: None)
+    monkeypatch.setattr(kv_dtype, "sglang_dsa_archs", lambda: None)
+    fp8 = load(DEVSTRAL) | {
+        "quantization_config": {
+            "quant_method": "modelopt",
+            "quant_algo": "FP8",
+            "kv_cache_quant_algo": "FP8",
+        }
+    }
+    vllm = resolve_kv_dtype_auto(fp8, None, "vllm")
+    assert vllm.dtype is None and "modelopt_kv_cache_dtype not extracted" in vllm.reason
+    producer = load(DEVSTRAL) | {
+        "quantization_config": {
+            "producer": {"name": "modelopt"},
+            "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"},
+        }
+    }
+    vllm = resolve_kv_dtype_auto(producer, None, "vllm")
+    assert vllm.dtype is None and "modelopt_quant_method literal is not among" in vllm.reason
+    pooling = load(DEVSTRAL) | {"torch_dtype": "float32"}
+    choice = resolve_kv_dtype_auto(pooling, None, "vllm", pooling=True)
+    assert choice.dtype is None and "float16_not_supported" in choice.reason
+    sglang = resolve_kv_dtype_auto(load(DEVSTRAL), None, "sglang")
+    assert sglang.dtype is None and "_DEEPSEEK_FAMILY_ARCHS" in sglang.reason

@@ -1,9 +1,11 @@
 """apron.kv_dtype's engine facts checked against the real engine sources at the pins.
 
-apron/kv_dtype.py keeps a few small engine literals it read from vLLM and SGLang (a dtype map, two
-model-type and architecture sets, one algorithm set). These tests parse those places in the
-mirrors (APRON_MIRROR_VLLM, APRON_MIRROR_SGLANG; skipped when unset) so a moved pin that changes
-them fails here, naming the place, instead of apron answering from a stale copy."""
+apron/kv_dtype.py reads vLLM's literals (the ModelOpt KV map, the model types refused in float16,
+the ModelOpt quant_algo normalisation) from generated/vllm kv_dtype_literals; these tests parse
+those places in the mirrors with `ast` (APRON_MIRROR_VLLM, APRON_MIRROR_SGLANG; skipped when unset),
+a second reader beside the extractor's, and check the code paths around them. SGLang's DSA
+architectures are generated/sglang kv_dtype_sets _DEEPSEEK_FAMILY_ARCHS and architecture_sets
+is_deepseek_dsa."""
 
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ def strings(node: ast.AST) -> set[str]:
 def test_vllm_modelopt_kv_map_and_fp8_algorithms():
     torch_utils = ast.parse(source("vllm", "vllm/utils/torch_utils.py"))
     assert ast.literal_eval(assigned(torch_utils, "MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP")) == (
-        kv_dtype.VLLM_MODELOPT_KV_MAP
+        kv_dtype.vllm_literal(kv_dtype.MODELOPT_KV)
     )
     resolve = function(torch_utils, "resolve_kv_cache_dtype_string")
     assert "get_kv_cache_quant_algo_string" in {
@@ -68,13 +70,17 @@ def test_vllm_modelopt_kv_map_and_fp8_algorithms():
     convertor = ast.parse(source("vllm", "vllm/transformers_utils/model_arch_config_convertor.py"))
     normalize = function(convertor, "_normalize_quantization_config")
     sets = [ast.literal_eval(n) for n in ast.walk(normalize) if isinstance(n, ast.Set)]
-    assert kv_dtype.VLLM_MODELOPT_FP8_ALGOS in [frozenset(s) for s in sets]
+    methods = kv_dtype.vllm_literal(kv_dtype.MODELOPT_METHOD)
+    assert methods is not None
+    fp8 = frozenset(k for k, v in methods.items() if v == "modelopt")
+    assert fp8 in [frozenset(s) for s in sets]
+    assert {k: v for k, v in methods.items() if v != "modelopt"} == {"NVFP4": "modelopt_fp4"}
 
 
 def test_vllm_float16_refusals_and_the_auto_dtype_rule():
     model = ast.parse(source("vllm", "vllm/config/model.py"))
     refused = ast.literal_eval(assigned(model, "_FLOAT16_NOT_SUPPORTED_MODELS"))
-    assert frozenset(refused) == kv_dtype.VLLM_FLOAT16_NOT_SUPPORTED
+    assert refused == kv_dtype.vllm_literal(kv_dtype.FLOAT16_REFUSED)
     auto = function(model, "_resolve_auto_dtype")
     assert {"is_pooling_model", "supported_dtypes"} <= {
         n.id for n in ast.walk(auto) if isinstance(n, ast.Name)
@@ -112,5 +118,5 @@ def test_sglang_dsa_architectures():
     family = assigned(overrides, "_DEEPSEEK_FAMILY_ARCHS")
     model_config = ast.parse(source("sglang", "python/sglang/srt/configs/model_config.py"))
     dsa = strings(function(model_config, "is_deepseek_dsa"))
-    assert strings(family) & dsa == kv_dtype.SGLANG_DSA_ARCHS
+    assert strings(family) & dsa == kv_dtype.sglang_dsa_archs()
     assert "index_topk" in dsa

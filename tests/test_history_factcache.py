@@ -62,9 +62,11 @@ def test_an_unrelated_change_costs_nothing_and_a_related_one_one_parse(tmp_path)
     registry = tree[REGISTRY_PATH].replace("# a note that is not a section\n", "")
     extract_engine(engine, MemorySnapshot({**tree, REGISTRY_PATH: registry}), commit_date="x")
     # the facts that read the registry run again; docs_registry_findings reads registry_rows
-    # through `done`, whose records did not change (a plain comment went away): it is not run
+    # through `done`, whose records did not change (a plain comment went away): it is not run.
+    # mamba_state_hooks reads the whole models folder, the registry among its files
     assert sorted(calls) == [
         "interface_flags",
+        "mamba_state_hooks",
         "model_class_flags",
         "registry_notices",
         "registry_rows",

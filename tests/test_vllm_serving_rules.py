@@ -193,6 +193,8 @@ def test_state_dims_divided_by_tp():
         ("linear_attention", "num_heads"),
         ("mamba2", "conv_dim"),
         ("mamba2", "num_heads"),
+        # short_conv_state_shape (there for mamba_state_calculators) divides its local `width`
+        ("short_conv", "width"),
     ]
     assert found[("linear_attention", "num_heads")].division == "floor"
     conv = found[("mamba2", "conv_dim")]

@@ -8,6 +8,13 @@ from tests.vllm_class_miniatures import (
     interface_files,
 )
 from tests.vllm_serving_miniatures import MODEL_CONFIG_TP_METHODS, serving_files
+from tests.vllm_state_miniatures import (
+    FLOAT16_LITERAL,
+    NORMALIZE_LITERAL,
+    TORCH_UTILS,
+    TORCH_UTILS_PATH,
+    state_files,
+)
 
 CONVERTOR_PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
 CONFIG_MODEL_PATH = "vllm/config/model.py"
@@ -338,14 +345,16 @@ class DeepseekV3ForCausalLM(nn.Module):
 
 def tree_v1() -> dict[str, str]:
     return {
-        CONVERTOR_PATH: CONVERTOR_V1,
+        CONVERTOR_PATH: CONVERTOR_V1 + NORMALIZE_LITERAL,
         MODELS_CONFIG_PATH: MODELS_CONFIG_V1,
         REGISTRY_PATH: REGISTRY_V1,
         DOCS_PATH: DOCS_V1,
         POOLING_DOCS_PATH: POOLING_DOCS_V1,
-        "vllm/config/model.py": MODEL_CONFIG + MODEL_CONFIG_TP_METHODS,
+        "vllm/config/model.py": MODEL_CONFIG + MODEL_CONFIG_TP_METHODS + FLOAT16_LITERAL,
+        TORCH_UTILS_PATH: TORCH_UTILS,
         **interface_files(),
         **serving_files(),
+        **state_files(),
         "vllm/model_executor/models/llama.py": LLAMA,
         "vllm/model_executor/models/deepseek_v2.py": DEEPSEEK_V2,
     }

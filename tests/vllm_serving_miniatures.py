@@ -69,6 +69,40 @@ class MambaStateShapeCalculator:
     @classmethod
     def extra_groups(cls, ngroups, tp_size):
         return 0 if ngroups % tp_size == 0 else tp_size - ngroups
+
+    @staticmethod
+    def _orient(dim: int, state_len: int) -> tuple[int, int]:
+        if conv_dim_first():
+            return (dim, state_len)
+        return (state_len, dim)
+
+    @classmethod
+    def short_conv_state_shape(cls, tp_world_size: int, intermediate_size: int,
+                               conv_kernel: int = 3):
+        width = intermediate_size
+        if width is None:
+            width = 8
+        conv = cls._orient(divide(width, tp_world_size), conv_kernel - 1)
+        return (conv,)
+
+
+class MambaStateDtypeCalculator:
+    @classmethod
+    def mamba2_state_dtype(cls, model_dtype, mamba_cache_dtype, mamba_ssm_cache_dtype):
+        return cls._both(model_dtype, mamba_cache_dtype, mamba_ssm_cache_dtype)
+
+    @classmethod
+    def _both(cls, model_dtype, mamba_cache_dtype, mamba_ssm_cache_dtype):
+        conv = get_kv_cache_torch_dtype(mamba_cache_dtype, model_dtype)
+        if mamba_ssm_cache_dtype == "auto":
+            temporal = conv
+        else:
+            temporal = STR_DTYPE_TO_TORCH_DTYPE[mamba_ssm_cache_dtype]
+        return (conv, temporal)
+
+    @classmethod
+    def short_conv_state_dtype(cls, model_dtype, mamba_cache_dtype):
+        return (torch.float32,)
 """
 
 PLATFORM_INTERFACE = """

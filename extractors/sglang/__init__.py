@@ -22,6 +22,7 @@ from extractors.sglang import (
     attention_chain,
     docs_tables,
     hybrid_configs,
+    kv_dtype_sets,
     kv_heads,
     matrix_cells,
     memory_fraction,
@@ -262,6 +263,13 @@ DOCS_REGISTRY_FINDINGS = FactKind(
 )
 
 OVERRIDES_PATHS = ("python/sglang/srt/arg_groups/overrides.py",)
+KV_DTYPE_SETS = FactKind(
+    kv_dtype_sets.FACT,
+    "KV cache dtype architecture sets",
+    kv_dtype_sets.SglangKvDtypeSet,
+    "_DEEPSEEK_FAMILY_ARCHS: the architectures whose DeepSeek-family overrides (the DSA KV-cache "
+    "dtype default among them) run.",
+)
 
 
 def _serving_defaults(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -413,6 +421,12 @@ ENGINE = EngineSpec(
             MEMORY_FRACTION_STEPS,
             _memory_fraction_steps,
             reads=serving_defaults.SERVER_ARGS_PATHS,
+        ),
+        FactExtractor(
+            KV_DTYPE_SETS,
+            kv_dtype_sets.kv_dtype_sets,
+            reads=kv_dtype_sets.OVERRIDES_PATHS,
+            allow_empty=True,
         ),
     ),
 )

@@ -178,3 +178,19 @@ class SglangMemoryStep(Record):
     code: str
     path: str
     symbol: str
+
+
+class SglangKvDtypeSet(Record):
+    """A member of an architecture set SGLang's KV-cache dtype default reads
+    (extractors.sglang.kv_dtype_sets)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("set_name", "architecture")
+
+    set_name: str  # "_DEEPSEEK_FAMILY_ARCHS"
+    architecture: str  # "" when the set is unknown
+    status: str  # "read" or "unknown"
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.set_name}: {self.architecture or 'unknown'}"

@@ -24,16 +24,21 @@ from extractors.vllm import (
     class_flags,
     convertor,
     docs_tables,
+    kv_dtype_rules,
     matrix_cells,
     model_config_defaults,
     serving_rules,
+    state_shapes,
 )
 from extractors.vllm.records import (
     AttentionBackendChoice,
     AttnTypeRule,
     HybridPageRule,
     InterfaceFlag,
+    KvDtypeLiteral,
     MambaSsmDtypeDefault,
+    MambaStateCalculator,
+    MambaStateHook,
     MlaGate,
     MlaModelType,
     ModelClassFlags,
@@ -317,6 +322,30 @@ HYBRID_PAGE_RULES = FactKind(
     "attention page holds one mamba state, per mamba_cache_mode branch.",
 )
 
+MAMBA_STATE_CALCULATORS = FactKind(
+    state_shapes.CALCULATORS_FACT,
+    "Recurrent state calculators",
+    MambaStateCalculator,
+    "each MambaStateShapeCalculator / MambaStateDtypeCalculator method: its parameters and the "
+    "state tensors it returns (dims, or dtype, as postfix terms over the parameters).",
+)
+MAMBA_STATE_HOOKS = FactKind(
+    state_shapes.HOOKS_FACT,
+    "Recurrent state hooks of model classes",
+    MambaStateHook,
+    "each model class's get_mamba_state_shape_from_config / get_mamba_state_dtype_from_config: "
+    "the calculator method it calls and what it passes (paths from vllm_config), or the class it "
+    "delegates to.",
+)
+
+KV_DTYPE_LITERALS = FactKind(
+    kv_dtype_rules.FACT,
+    "KV cache dtype literals",
+    KvDtypeLiteral,
+    "the model types _get_and_verify_dtype refuses in float16, the ModelOpt KV algorithm -> cache "
+    "dtype map, and the ModelOpt quant_algo -> quant_method normalisation (others are refused).",
+)
+
 
 MLA_MODEL_TYPES = FactKind(
     "mla_model_types",
@@ -474,6 +503,25 @@ ENGINE = EngineSpec(
         ),
         FactExtractor(
             SSM_TP_SPLITS, _ssm_tp_splits, reads=serving_rules.MAMBA_PATHS, allow_empty=True
+        ),
+        FactExtractor(
+            MAMBA_STATE_CALCULATORS,
+            state_shapes.calculators_fact,
+            reads=state_shapes.CALCULATOR_PATHS,
+            allow_empty=True,
+        ),
+        FactExtractor(
+            MAMBA_STATE_HOOKS,
+            state_shapes.hooks_fact,
+            reads=(state_shapes.MODELS_DIR,),
+            needs=(state_shapes.CALCULATORS_FACT,),
+            allow_empty=True,
+        ),
+        FactExtractor(
+            KV_DTYPE_LITERALS,
+            kv_dtype_rules.kv_dtype_literals,
+            reads=kv_dtype_rules.READS,
+            allow_empty=True,
         ),
         FactExtractor(
             HYBRID_PAGE_RULES,

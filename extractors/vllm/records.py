@@ -277,3 +277,90 @@ class AttentionBackendChoice(Record):
     def label(self) -> str:
         block = self.preferred_block if self.preferred_block is not None else "unknown"
         return f"{'MLA' if self.use_mla else 'attention'} #{self.rank} {self.backend}: {block}"
+
+
+# Operators of the postfix terms of mamba_state_calculators / mamba_state_hooks (extractors.vllm.
+# state_shapes): each pops its operands and pushes one value. A term "name/N" calls the function
+# `name` with the N values below it (vLLM's divide, int, get_kv_cache_torch_dtype, ...).
+TERM_OPS = {
+    "+": 2,
+    "-": 2,
+    "*": 2,
+    "//": 2,
+    "%": 2,
+    "==": 2,
+    "is None": 1,  # the value is None
+    "not": 1,
+    "if": 3,  # test, then, else -> then when test holds, else `else`
+    "[]": 2,  # value, key -> value[key]
+    "getattr": 2,  # path, default -> the path's value when the attribute exists, else default
+}
+
+
+class MambaStateCalculator(Record):
+    """One MambaStateShapeCalculator / MambaStateDtypeCalculator method: its parameters and the
+    state tensors it returns, in order (shape methods: each tensor's dims as postfix terms over
+    the parameters; dtype methods: each tensor's dtype as one term list)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("calculator_class", "method")
+
+    calculator_class: str
+    method: str  # "mamba2_state_shape"
+    kind: str  # the method name without _state_shape / _state_dtype: "mamba2"
+    parameters: tuple[str, ...]  # in order, cls left out
+    defaults: tuple[str, ...]  # "num_spec=0": the default's terms after "="
+    states: tuple[tuple[tuple[str, ...], ...], ...]  # tensor -> dims -> terms; () when unknown
+    state_names: tuple[str, ...]  # the locals the return lists ("conv_state_shape"); () if none
+    assumes: tuple[str, ...]  # tests a helper's fall-through return takes as not holding
+    status: str  # "read" or "unknown" (the warnings say why)
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        if self.status != "read":
+            return f"{self.symbol} (unknown)"
+        shown = ", ".join("(" + ", ".join(" ".join(d) for d in s) + ")" for s in self.states)
+        return f"{self.symbol}({', '.join(self.parameters)}) -> {shown}"
+
+
+class MambaStateHook(Record):
+    """A model class's get_mamba_state_shape_from_config / get_mamba_state_dtype_from_config:
+    the calculator method it calls with the terms it passes per parameter (paths from
+    vllm_config), or the class it delegates to (with hf_config replaced by `delegate_config`)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("model_class", "hook")
+
+    model_class: str  # dotted: vllm.model_executor.models.jamba.JambaForCausalLM
+    hook: str  # "shape" or "dtype"
+    calculator: str  # "MambaStateShapeCalculator.mamba1_state_shape"; "" when delegating
+    parameters: tuple[str, ...]  # the calculator parameters passed, in the calculator's order
+    arguments: tuple[tuple[str, ...], ...]  # the terms passed for each of `parameters`
+    delegate: str  # dotted class whose hook is returned; "" when calling a calculator
+    delegate_config: str  # the path given to vllm_config.with_hf_config; "" when unchanged
+    status: str  # "read" or "unknown"
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        target = self.calculator or f"{self.delegate}" + (
+            f" (hf_config = {self.delegate_config})" if self.delegate_config else ""
+        )
+        return f"{self.model_class} {self.hook}: {target if self.status == 'read' else 'unknown'}"
+
+
+class KvDtypeLiteral(Record):
+    """One entry of a literal vLLM's KV-cache dtype choice reads (extractors.vllm.kv_dtype_rules):
+    `float16_not_supported` model_type -> reason, `modelopt_kv_cache_dtype` ModelOpt KV algorithm
+    -> cache dtype, `modelopt_quant_method` ModelOpt quant_algo -> the quant_method it sets."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("literal", "key")
+
+    literal: str
+    key: str
+    value: str  # "" when unknown
+    status: str  # "read" or "unknown"
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.literal}: {self.key} -> {self.value if self.status == 'read' else 'unknown'}"
