@@ -111,7 +111,7 @@ def _tables(module: Any, origin: str) -> _Tables:
 
 @lru_cache(maxsize=1)
 def _sources() -> tuple[_Tables, _Tables]:
-    from generated.transformers import config_classes, vllm_config_classes
+    from apron.generated.transformers import config_classes, vllm_config_classes
 
     ours = _tables(config_classes, f"transformers {config_classes.RELEASE}")
     vllm = _tables(vllm_config_classes, f"vLLM {vllm_config_classes.COMMIT[:12]}")
@@ -339,7 +339,7 @@ def words(tree: tuple) -> str:
 @lru_cache(maxsize=1)
 def kv_head_keys() -> frozenset[str]:
     """The keys of vLLM's KV-head alias scan (generated/vllm kv_head_aliases)."""
-    from generated.vllm import kv_head_aliases
+    from apron.generated.vllm import kv_head_aliases
 
     return frozenset(str(row.key) for row in kv_head_aliases.ROWS)
 

@@ -37,7 +37,7 @@ class ShapeRule(NamedTuple):
 
     calculator: str  # the calculator kind: "mamba2" for mamba2_state_shape
     model_class: str  # the class whose shape hook is called (after delegation)
-    shape_hook: Any  # MambaStateHook (generated.schema)
+    shape_hook: Any  # MambaStateHook (apron.generated.schema)
     shape_method: Any  # MambaStateCalculator
     dtype_hook: Any | None
     dtype_method: Any | None

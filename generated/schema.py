@@ -149,7 +149,7 @@ class InterfaceFlag(NamedTuple):
 
 
 class KvDtypeLiteral(NamedTuple):
-    """One entry of a literal vLLM's KV-cache dtype choice reads (extractors.vllm.kv_dtype_rules):"""
+    """One entry of a literal vLLM's KV-cache dtype choice reads (apron.extractors.vllm.kv_dtype_rules):"""
 
     literal: str
     key: str

@@ -24,11 +24,11 @@ from apron.constraints import (
     load_engine,
 )
 from apron.engines.vllm import resolve_kv_heads
-from extractors.serving import records as serving_records
-from extractors.serving.rule_fields import rule_fields
-from extractors.vllm import records
-from generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
-from generated.schema import MlaGate as MlaGateRow
+from apron.extractors.serving import records as serving_records
+from apron.extractors.serving.rule_fields import rule_fields
+from apron.extractors.vllm import records
+from apron.generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
+from apron.generated.schema import MlaGate as MlaGateRow
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
 GENERATED = Path(__file__).resolve().parent.parent / "generated"
@@ -57,7 +57,7 @@ def only(**engines: EngineConstraints | None) -> ConstraintSet:
 
 def architecture_facts(engine: str) -> tuple[ArchitectureFact, ...]:
     """What generated/<engine>/__init__.py declares, from the engine package that renders it."""
-    from extractors.engines import ENGINES
+    from apron.extractors.engines import ENGINES
 
     return tuple(
         ArchitectureFact(k.name, k.support.field, k.support.role)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from extractors.cli import app
+from apron.extractors.commands.cli import app
 
 REPO = Path(__file__).resolve().parent.parent
 runner = CliRunner()

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from extractors.bump import READINGS_LOST_EXIT, plan_bump, render_pr_body
-from extractors.cli import app
-from extractors.engines import ENGINES
-from extractors.pipeline import run
+from apron.extractors.commands.bump import READINGS_LOST_EXIT, plan_bump, render_pr_body
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES
+from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import (
     MODELS_CONFIG_PATH,
@@ -116,7 +116,7 @@ def _dropping(row_name: str):
     """The vLLM registry reader, changed to drop one row it reads (an extractor regression)."""
     import importlib
 
-    module = importlib.import_module("extractors.vllm.registry_rows")  # the package's name is
+    module = importlib.import_module("apron.extractors.vllm.registry_rows")  # the package's name is
     # the function
 
     def read(text: str, path: str):
@@ -129,7 +129,7 @@ def _dropping(row_name: str):
 def test_check_lists_a_reading_an_extractor_change_lost_first_and_exits_5(
     project, make_repo, monkeypatch, tmp_path
 ):
-    import extractors.vllm as vllm_package
+    import apron.extractors.vllm as vllm_package
 
     repo, shas = make_repo([(tree_v1(), "v1", "2026-03-02T10:00:00+00:00")])
     write_pin(project, "vllm", URL, shas[0], "2026-03-02")

@@ -16,11 +16,11 @@ from apron import conditions as apron_conditions
 from apron.config import ModelConfig, is_int
 from apron.constraints import load_engine
 from apron.engines.vllm import resolve_kv_heads
-from extractors import rule_terms
-from extractors.serving import kv_heads
-from extractors.serving.rule_fields import rule_fields
-from extractors.vllm import convertor
-from generated.schema import KvHeadOverride as KvHeadOverrideRow
+from apron.extractors import rule_terms
+from apron.extractors.serving import kv_heads
+from apron.extractors.serving.rule_fields import rule_fields
+from apron.extractors.vllm import convertor
+from apron.generated.schema import KvHeadOverride as KvHeadOverrideRow
 
 PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
 BASE = "ModelArchConfigConvertorBase"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.sglang import kv_dtype_sets
-from extractors.snapshot import MemorySnapshot
+from apron.extractors.sglang import kv_dtype_sets
+from apron.extractors.snapshot import MemorySnapshot
 
 PATH = "python/sglang/srt/arg_groups/overrides.py"
 NAME = "_DEEPSEEK_FAMILY_ARCHS"

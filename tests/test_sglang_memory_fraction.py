@@ -12,9 +12,9 @@ import pytest
 
 from apron import plan
 from apron.constraints import load_constraints
+from apron.extractors.errors import AnchorError
+from apron.extractors.sglang.memory_fraction import memory_fraction_steps
 from apron.sglang_fraction import ASSUMPTIONS, Model, static_fraction
-from extractors.errors import AnchorError
-from extractors.sglang.memory_fraction import memory_fraction_steps
 from tests.sglang_serving_miniatures import SERVER_ARGS, SERVER_ARGS_PATH
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

@@ -14,18 +14,18 @@ from pathlib import Path
 import pytest
 
 from apron import normalize
-from extractors.errors import AnchorError, PinError, SourceError
-from extractors.transformers import __main__ as cli
-from extractors.transformers.config_classes import read_module
-from extractors.transformers.extract import transformers_tables, vllm_registry, vllm_tables
-from extractors.transformers.release import (
+from apron.extractors.errors import AnchorError, PinError, SourceError
+from apron.extractors.transformers import __main__ as cli
+from apron.extractors.transformers.config_classes import read_module
+from apron.extractors.transformers.extract import transformers_tables, vllm_registry, vllm_tables
+from apron.extractors.transformers.release import (
     ReleasePin,
     cache_path,
     configuration_modules,
     load_release_pin,
     sdist_bytes,
 )
-from extractors.transformers.render import render_files
+from apron.extractors.transformers.render import render_files
 from tests.conftest import REPO_ROOT, write_pin
 
 TOY = """

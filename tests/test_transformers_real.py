@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from extractors.transformers.__main__ import render_project
+from apron.extractors.transformers.__main__ import render_project
 from tests.conftest import REPO_ROOT, mirror
 
 SDIST = os.environ.get("APRON_TRANSFORMERS_SDIST")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.snapshot import MemorySnapshot
-from extractors.vllm import kv_dtype_rules
+from apron.extractors.snapshot import MemorySnapshot
+from apron.extractors.vllm import kv_dtype_rules
 
 PATH = "vllm/config/model.py"
 

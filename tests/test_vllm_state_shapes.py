@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.snapshot import MemorySnapshot
-from extractors.vllm import state_shapes
-from extractors.vllm.records import MambaStateCalculator
+from apron.extractors.snapshot import MemorySnapshot
+from apron.extractors.vllm import state_shapes
+from apron.extractors.vllm.records import MambaStateCalculator
 
 PATH = "vllm/model_executor/layers/mamba/mamba_utils.py"
 MODEL = "vllm/model_executor/models/m.py"

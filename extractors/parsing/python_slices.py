@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from extractors.parsing.python_ts import node_text, parse_tree, undecorated
+from apron.extractors.parsing.python_ts import node_text, parse_tree, undecorated
 
 INDENT = b" \t\f"
 

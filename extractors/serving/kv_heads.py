@@ -12,8 +12,8 @@ from functools import lru_cache
 
 import libcst as cst
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_cst import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_cst import (
     ExpressionDescriber,
     class_methods,
     statements,
@@ -23,10 +23,10 @@ from extractors.parsing.python_cst import (
     unparenthesized,
     walk_code,
 )
-from extractors.parsing.python_outline import parse_outline
-from extractors.parsing.python_ts import node_text, parse_tree, undecorated
-from extractors.serving.records import KvHeadAlias, KvHeadFallback, KvHeadOverride
-from extractors.serving.rule_fields import (
+from apron.extractors.parsing.python_outline import parse_outline
+from apron.extractors.parsing.python_ts import node_text, parse_tree, undecorated
+from apron.extractors.serving.records import KvHeadAlias, KvHeadFallback, KvHeadOverride
+from apron.extractors.serving.rule_fields import (
     KV_METHOD,
     kv_rule_bodies,
     star_rule,

@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
-from extractors.records import Record
-from extractors.rule_terms import condition_problem, condition_words
+from apron.extractors.records import Record
+from apron.extractors.rule_terms import condition_problem, condition_words
 
 
 class KvHeadAlias(Record):
@@ -70,7 +70,7 @@ class KvHeadOverride(Record):
     kind: str  # one of RULE_KINDS
     when: tuple[
         tuple[str, ...], ...
-    ]  # conditional: terms that must all hold (extractors.rule_terms)
+    ]  # conditional: terms that must all hold (apron.extractors.rule_terms)
     gives: str  # one of RULE_VALUES; "" for derived and opaque rules
     gives_key: str  # the config key (dotted path) read when gives == "key"
     gives_constant: int | None  # the count when gives == "constant"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_cst import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_cst import (
     class_methods,
     compact_code,
     statements,
@@ -17,7 +17,7 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk_code,
 )
-from extractors.serving.records import SsmTpSplit, TpRule
+from apron.extractors.serving.records import SsmTpSplit, TpRule
 
 # The last few functions' bindings, by node (each reader asks for a function's bindings two or
 # three times; libcst nodes are immutable, and the node is held so that its id is not reused).

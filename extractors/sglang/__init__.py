@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import DocRegistryFinding
-from extractors.errors import MissingPathError
-from extractors.records import ExtractionWarning, FactKind, Record, SupportScan, warning
-from extractors.serving.records import (
+from apron.extractors.errors import MissingPathError
+from apron.extractors.records import ExtractionWarning, FactKind, Record, SupportScan, warning
+from apron.extractors.report.doc_findings import DocRegistryFinding
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.serving.records import (
     KvHeadAlias,
     KvHeadFallback,
     KvHeadOverride,
@@ -17,7 +17,7 @@ from extractors.serving.records import (
     SsmTpSplit,
     TpRule,
 )
-from extractors.sglang import (
+from apron.extractors.sglang import (
     architecture_sets,
     attention_chain,
     docs_tables,
@@ -29,7 +29,7 @@ from extractors.sglang import (
     serving_defaults,
     serving_rules,
 )
-from extractors.sglang.records import (
+from apron.extractors.sglang.records import (
     SglangArchitectureSet,
     SglangDocsRow,
     SglangExplicitMha,
@@ -39,8 +39,8 @@ from extractors.sglang.records import (
     SglangMlaCondition,
     SglangRegistryRow,
 )
-from extractors.sglang.registry_rows import models_registry
-from extractors.snapshot import Snapshot
+from apron.extractors.sglang.registry_rows import models_registry
+from apron.extractors.snapshot import Snapshot
 
 MODELS_DIRS = ("python/sglang/srt/models",)
 MODEL_CONFIG_PATHS = ("python/sglang/srt/configs/model_config.py",)

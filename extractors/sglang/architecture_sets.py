@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import (
     COLLECTIONS,
     COMPREHENSIONS,
     assignments_and_ifs,
@@ -45,8 +45,8 @@ from extractors.parsing.python_ts import (
     undecorated,
     unparenthesize,
 )
-from extractors.records import ExtractionWarning, WarnsInFile
-from extractors.sglang.records import SglangArchitectureSet
+from apron.extractors.records import ExtractionWarning, WarnsInFile
+from apron.extractors.sglang.records import SglangArchitectureSet
 
 FACT = "architecture_sets"
 CLASS = "ModelConfig"

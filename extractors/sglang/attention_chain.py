@@ -17,8 +17,8 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import (
     assignments_and_ifs,
     attribute,
     boolean,
@@ -39,8 +39,12 @@ from extractors.parsing.python_ts import (
     undecorated,
     unparenthesize,
 )
-from extractors.records import ExtractionWarning
-from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangMlaCondition
+from apron.extractors.records import ExtractionWarning
+from apron.extractors.sglang.records import (
+    SglangExplicitMha,
+    SglangMlaArchitecture,
+    SglangMlaCondition,
+)
 
 CLASS = "ModelConfig"
 TARGET = "self.attention_arch"

@@ -17,9 +17,9 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
+from apron.extractors.parsing.python_ts import (
     CONTAINERS,
     assignments,
     assignments_and_ifs,
@@ -39,8 +39,8 @@ from extractors.parsing.python_ts import (
     undecorated,
     unparenthesize,
 )
-from extractors.records import ExtractionWarning, WarnsInFile
-from extractors.sglang.records import SglangHybridConfigClass
+from apron.extractors.records import ExtractionWarning, WarnsInFile
+from apron.extractors.sglang.records import SglangHybridConfigClass
 
 FACT = "hybrid_config_classes"
 UNION = "mambaish_config"

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extractors.base import FactOutput
-from extractors.parsing.python_ts import (
+from apron.extractors.parsing.python_ts import (
     call_name,
     code_of,
     parse_python,
@@ -19,9 +18,10 @@ from extractors.parsing.python_ts import (
     top_level_assignments,
     unparenthesize,
 )
-from extractors.records import ExtractionWarning, Record, warning
-from extractors.sglang.records import SglangKvDtypeSet
-from extractors.snapshot import Snapshot
+from apron.extractors.records import ExtractionWarning, Record, warning
+from apron.extractors.runner.base import FactOutput
+from apron.extractors.sglang.records import SglangKvDtypeSet
+from apron.extractors.snapshot import Snapshot
 
 FACT = "kv_dtype_sets"
 OVERRIDES_PATHS = ("python/sglang/srt/arg_groups/overrides.py",)

@@ -15,9 +15,9 @@ from fractions import Fraction
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
+from apron.extractors.parsing.python_ts import (
     call_name,
     class_methods,
     code_of,
@@ -26,9 +26,11 @@ from extractors.parsing.python_ts import (
     parse_python,
     unparenthesize,
 )
-from extractors.parsing.python_ts import walk as walk_tree  # `walk` names the step builder here
-from extractors.records import ExtractionWarning, warning
-from extractors.sglang.records import SglangMemoryStep
+from apron.extractors.parsing.python_ts import (
+    walk as walk_tree,  # `walk` names the step builder here
+)
+from apron.extractors.records import ExtractionWarning, warning
+from apron.extractors.sglang.records import SglangMemoryStep
 
 FACT = "memory_fraction_steps"
 SERVER_ARGS = "ServerArgs"

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from extractors.records import Record
+from apron.extractors.records import Record
 
 
 class SglangRegistryRow(Record):
@@ -182,7 +182,7 @@ class SglangMemoryStep(Record):
 
 class SglangKvDtypeSet(Record):
     """A member of an architecture set SGLang's KV-cache dtype default reads
-    (extractors.sglang.kv_dtype_sets)."""
+    (apron.extractors.sglang.kv_dtype_sets)."""
 
     KEY: ClassVar[tuple[str, ...]] = ("set_name", "architecture")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_cst import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_cst import (
     class_methods,
     compact_code,
     parse_module,
@@ -16,9 +16,9 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk,
 )
-from extractors.parsing.python_slices import Cut, cut_text
-from extractors.serving.records import SsmTpSplit, TpRule
-from extractors.serving.tp_rules import (
+from apron.extractors.parsing.python_slices import Cut, cut_text
+from apron.extractors.serving.records import SsmTpSplit, TpRule
+from apron.extractors.serving.tp_rules import (
     caller_keyword_key,
     class_named,
     divides_or_divided,
@@ -29,7 +29,7 @@ from extractors.serving.tp_rules import (
     ssm_tp_splits_of,
     tp_names_of,
 )
-from extractors.sglang.model_config_shape import kv_split_text
+from apron.extractors.sglang.model_config_shape import kv_split_text
 
 MODEL_CONFIG_CLASS = "ModelConfig"
 # Newest first: where the per-token KV cell size is computed.

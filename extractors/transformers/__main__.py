@@ -1,4 +1,4 @@
-"""`python -m extractors.transformers`: read transformers' configuration classes from the pinned
+"""`python -m apron.extractors.transformers`: read transformers' configuration classes from the pinned
 sdist (pins/transformers.toml) and vLLM's own from the vLLM pin, and write
 generated/transformers/ (all files or none). `--check` compares instead of writing."""
 
@@ -9,24 +9,24 @@ import os
 import sys
 from pathlib import Path
 
-from extractors.errors import ExtractionError
-from extractors.git import GitSource
-from extractors.pins import load_pin
-from extractors.pipeline import SOURCE_ENV, find_project
-from extractors.transformers.extract import (
+from apron.extractors.errors import ExtractionError
+from apron.extractors.git import GitSource
+from apron.extractors.pins import load_pin
+from apron.extractors.runner.pipeline import SOURCE_ENV, find_project
+from apron.extractors.runner.writer import JOURNAL_NAME, project_lock, write_changes_atomically
+from apron.extractors.transformers.extract import (
     VLLM_CONFIGS_DIR,
     VLLM_REGISTRY_PATH,
     transformers_tables,
     vllm_tables,
 )
-from extractors.transformers.release import (
+from apron.extractors.transformers.release import (
     blob_of,
     configuration_modules,
     load_release_pin,
     sdist_bytes,
 )
-from extractors.transformers.render import render_files
-from extractors.writer import JOURNAL_NAME, project_lock, write_changes_atomically
+from apron.extractors.transformers.render import render_files
 
 FOLDER = "transformers"
 
@@ -53,7 +53,9 @@ def render_project(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m extractors.transformers", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m apron.extractors.transformers", description=__doc__
+    )
     parser.add_argument("--root", type=Path, help="the project checkout (default: found upward)")
     parser.add_argument("--source", type=Path, help="a local copy of the pinned sdist (.tar.gz)")
     parser.add_argument("--vllm-source", help="vLLM source: URL or mirror path (default: its pin)")

@@ -11,7 +11,7 @@ from typing import Any
 
 from tree_sitter import Node
 
-from extractors.parsing.python_ts import (
+from apron.extractors.parsing.python_ts import (
     assignments,
     code_of,
     node_text,
@@ -19,7 +19,7 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
-from extractors.records import ExtractionWarning, warning
+from apron.extractors.records import ExtractionWarning, warning
 
 FACT = "config_classes"
 

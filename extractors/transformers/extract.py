@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import parse_python, string_value, top_level_assignments
-from extractors.records import ExtractionWarning, warning
-from extractors.transformers.config_classes import ConfigClass, read_module
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import parse_python, string_value, top_level_assignments
+from apron.extractors.records import ExtractionWarning, warning
+from apron.extractors.transformers.config_classes import ConfigClass, read_module
 
 VLLM_CONFIGS_DIR = "vllm/transformers_utils/configs"
 VLLM_REGISTRY_PATH = "vllm/transformers_utils/config.py"

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from platformdirs import user_cache_dir
 
-from extractors.errors import PinError, SourceError
-from extractors.git.cache import CACHE_ENV
-from extractors.snapshot import decode_source, git_blob_sha
+from apron.extractors.errors import PinError, SourceError
+from apron.extractors.git.cache import CACHE_ENV
+from apron.extractors.snapshot import decode_source, git_blob_sha
 
 PIN_NAME = "transformers.toml"
 # the configuration modules, relative to the sdist's top folder

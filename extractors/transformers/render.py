@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from extractors.transformers.extract import ClassTables
-from extractors.transformers.release import ReleasePin
+from apron.extractors.transformers.extract import ClassTables
+from apron.extractors.transformers.release import ReleasePin
 
-GENERATED_BY = "python -m extractors.transformers"
+GENERATED_BY = "python -m apron.extractors.transformers"
 
 
 def literal(value: Any) -> str:

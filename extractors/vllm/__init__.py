@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import DocRegistryFinding
-from extractors.records import FactKind, Record, SupportScan, warning
-from extractors.serving import kv_heads
-from extractors.serving.records import (
+from apron.extractors.records import FactKind, Record, SupportScan, warning
+from apron.extractors.report.doc_findings import DocRegistryFinding
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.serving import kv_heads
+from apron.extractors.serving.records import (
     KvHeadAlias,
     KvHeadFallback,
     KvHeadOverride,
@@ -17,8 +17,8 @@ from extractors.serving.records import (
     SsmTpSplit,
     TpRule,
 )
-from extractors.snapshot import Snapshot
-from extractors.vllm import (
+from apron.extractors.snapshot import Snapshot
+from apron.extractors.vllm import (
     attention_backends,
     attn_type_rule,
     class_flags,
@@ -30,7 +30,7 @@ from extractors.vllm import (
     serving_rules,
     state_shapes,
 )
-from extractors.vllm.records import (
+from apron.extractors.vllm.records import (
     AttentionBackendChoice,
     AttnTypeRule,
     HybridPageRule,
@@ -46,8 +46,8 @@ from extractors.vllm.records import (
     RegistryRow,
     VllmDocsRow,
 )
-from extractors.vllm.registry_notices import registry_notices, removal_notes
-from extractors.vllm.registry_rows import registry_rows
+from apron.extractors.vllm.registry_notices import registry_notices, removal_notes
+from apron.extractors.vllm.registry_rows import registry_rows
 
 
 @dataclass(frozen=True)

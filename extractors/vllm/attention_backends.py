@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
+from apron.extractors.parsing.python_ts import (
     arguments,
     call_name,
     class_named,
@@ -33,7 +33,7 @@ from extractors.parsing.python_ts import (
     undecorated,
     unparenthesize,
 )
-from extractors.vllm.records import AttentionBackendChoice
+from apron.extractors.vllm.records import AttentionBackendChoice
 
 FACT = "attention_backends"
 CUDA_PATH = "vllm/platforms/cuda.py"

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import (
     class_fields,
     class_named,
     class_suite,
@@ -21,7 +21,7 @@ from extractors.parsing.python_ts import (
     unparenthesize,
     walk,
 )
-from extractors.serving.records import ServingDefault
+from apron.extractors.serving.records import ServingDefault
 
 
 def _methods(cls: Node, class_name: str, keep: Callable[[str, bytes], bool]) -> dict[str, Node]:

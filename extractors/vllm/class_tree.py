@@ -18,14 +18,18 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from extractors.errors import ParseError
-from extractors.parsing.outline_imports import TextImport, outside_statements, split_plain_imports
-from extractors.parsing.python_skeleton import (
+from apron.extractors.errors import ParseError
+from apron.extractors.parsing.outline_imports import (
+    TextImport,
+    outside_statements,
+    split_plain_imports,
+)
+from apron.extractors.parsing.python_skeleton import (
     lean_class_skeleton,
     method_skeleton,
     module_outline,
 )
-from extractors.parsing.python_ts import (
+from apron.extractors.parsing.python_ts import (
     defined_name,
     from_import,
     if_clauses,
@@ -36,7 +40,7 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
-from extractors.parsing.signature_text import plain_parameters
+from apron.extractors.parsing.signature_text import plain_parameters
 
 ROOT_PACKAGE = "vllm"
 BUILTIN_CLASSES = frozenset({"object", "type", "dict", "list", "tuple", "Exception"})

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_cst import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_cst import (
     ExpressionDescriber,
     base_names,
     class_methods,
@@ -20,17 +20,17 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk_code,
 )
-from extractors.rule_terms import EQUALS, negated
-from extractors.serving.kv_heads import MLA_METHOD, class_describer, class_method, parsed
-from extractors.serving.records import KvHeadOverride
-from extractors.serving.rule_fields import (
+from apron.extractors.rule_terms import EQUALS, negated
+from apron.extractors.serving.kv_heads import MLA_METHOD, class_describer, class_method, parsed
+from apron.extractors.serving.records import KvHeadOverride
+from apron.extractors.serving.rule_fields import (
     KV_METHOD,
     condition_of,
     kv_rule_bodies,
     opaque,
     term_of,
 )
-from extractors.vllm.records import MlaGate, MlaModelType
+from apron.extractors.vllm.records import MlaGate, MlaModelType
 
 CONVERTOR_MAP = "MODEL_ARCH_CONFIG_CONVERTORS"
 SCOPE_BY_REF = {"model_type": "main", "model.model_type": "eagle_inner"}

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import (
     arguments,
     assigned_name,
     attribute_name,
@@ -23,7 +23,7 @@ from extractors.parsing.python_ts import (
     unparenthesize,
     walk,
 )
-from extractors.vllm.records import HybridPageRule
+from apron.extractors.vllm.records import HybridPageRule
 
 Bindings = dict[str, Node]
 

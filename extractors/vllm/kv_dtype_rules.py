@@ -19,8 +19,7 @@ from collections.abc import Iterator, Mapping
 
 from tree_sitter import Node
 
-from extractors.base import FactOutput
-from extractors.parsing.python_ts import (
+from apron.extractors.parsing.python_ts import (
     code_of,
     if_clauses,
     node_text,
@@ -29,9 +28,10 @@ from extractors.parsing.python_ts import (
     top_level_assignments,
     unparenthesize,
 )
-from extractors.records import ExtractionWarning, Record, warning
-from extractors.snapshot import Snapshot
-from extractors.vllm.records import KvDtypeLiteral
+from apron.extractors.records import ExtractionWarning, Record, warning
+from apron.extractors.runner.base import FactOutput
+from apron.extractors.snapshot import Snapshot
+from apron.extractors.vllm.records import KvDtypeLiteral
 
 FACT = "kv_dtype_literals"
 MODEL_CONFIG_PATHS = ("vllm/config/model.py", "vllm/config/__init__.py", "vllm/config.py")

@@ -7,8 +7,8 @@ import re
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import (
     arguments,
     assigned_name,
     class_suite,
@@ -22,8 +22,8 @@ from extractors.parsing.python_ts import (
     unparenthesize,
     walk,
 )
-from extractors.records import ExtractionWarning, warning
-from extractors.vllm.records import MambaSsmDtypeDefault
+from apron.extractors.records import ExtractionWarning, warning
+from apron.extractors.vllm.records import MambaSsmDtypeDefault
 
 PATHS = ("vllm/model_executor/models/config.py", "vllm/models/config.py")
 MAP_NAME = "MODELS_CONFIG_MAP"

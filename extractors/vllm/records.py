@@ -6,9 +6,9 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
-from extractors.records import Record
-from extractors.rule_terms import condition_problem, condition_words
-from extractors.serving.records import rendered_field
+from apron.extractors.records import Record
+from apron.extractors.rule_terms import condition_problem, condition_words
+from apron.extractors.serving.records import rendered_field
 
 
 class MlaModelType(Record):
@@ -32,7 +32,7 @@ class MlaGate(Record):
 
     scope: str
     when: str  # words of `condition`, rendered from it ("always", "has f", "not has f")
-    condition: tuple[tuple[str, ...], ...]  # terms (see extractors.rule_terms); () = always
+    condition: tuple[tuple[str, ...], ...]  # terms (see apron.extractors.rule_terms); () = always
     requires_non_null: tuple[str, ...]  # config fields that must be present and not None
     other_conditions: tuple[str, ...]  # anything not of that form, in words; empty when none
     path: str
@@ -279,7 +279,7 @@ class AttentionBackendChoice(Record):
         return f"{'MLA' if self.use_mla else 'attention'} #{self.rank} {self.backend}: {block}"
 
 
-# Operators of the postfix terms of mamba_state_calculators / mamba_state_hooks (extractors.vllm.
+# Operators of the postfix terms of mamba_state_calculators / mamba_state_hooks (apron.extractors.vllm.
 # state_shapes): each pops its operands and pushes one value. A term "name/N" calls the function
 # `name` with the N values below it (vLLM's divide, int, get_kv_cache_torch_dtype, ...).
 TERM_OPS = {
@@ -349,7 +349,7 @@ class MambaStateHook(Record):
 
 
 class KvDtypeLiteral(Record):
-    """One entry of a literal vLLM's KV-cache dtype choice reads (extractors.vllm.kv_dtype_rules):
+    """One entry of a literal vLLM's KV-cache dtype choice reads (apron.extractors.vllm.kv_dtype_rules):
     `float16_not_supported` model_type -> reason, `modelopt_kv_cache_dtype` ModelOpt KV algorithm
     -> cache dtype, `modelopt_quant_method` ModelOpt quant_algo -> the quant_method it sets."""
 

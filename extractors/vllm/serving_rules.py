@@ -9,9 +9,9 @@ import re
 
 import libcst as cst
 
-from extractors.errors import AnchorError
-from extractors.parsing.limits import CST_COST_BUDGET
-from extractors.parsing.python_cst import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.limits import CST_COST_BUDGET
+from apron.extractors.parsing.python_cst import (
     class_methods,
     compact_code,
     statements,
@@ -19,11 +19,11 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk_code,
 )
-from extractors.parsing.python_outline import clean_tree, parse_outline
-from extractors.parsing.python_ts import parse_python
-from extractors.serving import kv_heads
-from extractors.serving.records import ServingDefault, SsmTpSplit, TpRule
-from extractors.serving.tp_rules import (
+from apron.extractors.parsing.python_outline import clean_tree, parse_outline
+from apron.extractors.parsing.python_ts import parse_python
+from apron.extractors.serving import kv_heads
+from apron.extractors.serving.records import ServingDefault, SsmTpSplit, TpRule
+from apron.extractors.serving.tp_rules import (
     KV_METHOD,
     MODEL_CLASS,
     call_name,
@@ -38,9 +38,9 @@ from extractors.serving.tp_rules import (
     ssm_tp_splits_of,
     tp_names_of,
 )
-from extractors.vllm.cache_defaults_ts import cache_rows
-from extractors.vllm.hybrid_page_ts import hybrid_rows
-from extractors.vllm.records import HybridPageRule
+from apron.extractors.vllm.cache_defaults_ts import cache_rows
+from apron.extractors.vllm.hybrid_page_ts import hybrid_rows
+from apron.extractors.vllm.records import HybridPageRule
 
 CACHE_PATHS = ("vllm/config/cache.py", "vllm/config/__init__.py", "vllm/config.py")
 CUDA_PLATFORM_PATHS = ("vllm/platforms/cuda.py",)

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from extractors.base import FactOutput
-from extractors.parsing.python_ts import (
+from apron.extractors.parsing.python_ts import (
     class_methods,
     code_of,
     from_import,
@@ -33,9 +32,10 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
-from extractors.records import ExtractionWarning, Record, warning
-from extractors.snapshot import Snapshot
-from extractors.vllm.records import TERM_OPS, MambaStateCalculator, MambaStateHook
+from apron.extractors.records import ExtractionWarning, Record, warning
+from apron.extractors.runner.base import FactOutput
+from apron.extractors.snapshot import Snapshot
+from apron.extractors.vllm.records import TERM_OPS, MambaStateCalculator, MambaStateHook
 
 CALCULATOR_PATHS = ("vllm/model_executor/layers/mamba/mamba_utils.py",)
 SHAPE_CLASS = "MambaStateShapeCalculator"

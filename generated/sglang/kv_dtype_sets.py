@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import SglangKvDtypeSet
+from apron.generated.schema import SglangKvDtypeSet
 
 FACT = "kv_dtype_sets"
 ORDERED = False

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import SglangMemoryStep
+from apron.generated.schema import SglangMemoryStep
 
 FACT = "memory_fraction_steps"
 ORDERED = True

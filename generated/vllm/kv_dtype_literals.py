@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from generated.schema import KvDtypeLiteral
+from apron.generated.schema import KvDtypeLiteral
 
 FACT = "kv_dtype_literals"
 ORDERED = False

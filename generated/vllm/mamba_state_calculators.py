@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import MambaStateCalculator
+from apron.generated.schema import MambaStateCalculator
 
 FACT = "mamba_state_calculators"
 ORDERED = False

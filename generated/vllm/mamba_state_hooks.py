@@ -296,7 +296,7 @@
 
 from __future__ import annotations
 
-from generated.schema import MambaStateHook
+from apron.generated.schema import MambaStateHook
 
 FACT = "mamba_state_hooks"
 ORDERED = False

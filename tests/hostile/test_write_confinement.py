@@ -10,11 +10,11 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from extractors import writer
-from extractors.cli import app
-from extractors.engines import ENGINES
-from extractors.pipeline import run
-from extractors.writer import WriteError, leftovers, write_changes_atomically
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES
+from apron.extractors.runner import writer
+from apron.extractors.runner.pipeline import run
+from apron.extractors.runner.writer import WriteError, leftovers, write_changes_atomically
 from tests.conftest import write_pin
 from tests.hostile.helpers import UPSTREAM, clean_tree, folder_bytes
 from tests.vllm_miniatures import CONVERTOR_PATH, CONVERTOR_V2, REGISTRY_PATH, REGISTRY_V2
