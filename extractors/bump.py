@@ -5,19 +5,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from extractors.base import EngineSpec
-from extractors.diff import EngineDiff, diff_engine, with_removal_notes
-from extractors.errors import (
+from apron.extractors.base import EngineSpec
+from apron.extractors.diff import EngineDiff, diff_engine, with_removal_notes
+from apron.extractors.errors import (
     ExtractionError,
     GeneratedError,
     GuardError,
     UnknownCommitError,
     UsageError,
 )
-from extractors.git import GitSource
-from extractors.impact import ImpactChange, calculator_impact
-from extractors.pins import ANY_SHA, FULL_SHA, Pin, load_pin, pin_path, render_pin
-from extractors.pipeline import (
+from apron.extractors.git import GitSource
+from apron.extractors.impact import ImpactChange, calculator_impact
+from apron.extractors.pins import ANY_SHA, FULL_SHA, Pin, load_pin, pin_path, render_pin
+from apron.extractors.pipeline import (
     ProjectPaths,
     current_facts,
     extract_at,
@@ -27,10 +27,10 @@ from extractors.pipeline import (
     start_writing,
     write_rendered,
 )
-from extractors.pr_body import BodyLinks, render_full_diff, render_pr_body, render_pr_title
-from extractors.readings_lost import LostReading, readings_lost
-from extractors.records import EngineFacts
-from extractors.writer import project_lock
+from apron.extractors.pr_body import BodyLinks, render_full_diff, render_pr_body, render_pr_title
+from apron.extractors.readings_lost import LostReading, readings_lost
+from apron.extractors.records import EngineFacts
+from apron.extractors.writer import project_lock
 
 __all__ = [
     "BodyLinks",

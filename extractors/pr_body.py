@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from extractors.diff import (
+from apron.extractors.diff import (
     FactDiff,
     Pair,
     changed_fields,
@@ -18,10 +18,10 @@ from extractors.diff import (
     provenance_fields,
     rekeyed_fields,
 )
-from extractors.records import ExtractionWarning, Record
+from apron.extractors.records import ExtractionWarning, Record
 
 if TYPE_CHECKING:
-    from extractors.bump import BumpPlan
+    from apron.extractors.bump import BumpPlan
 
 GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
 WORKFLOW_NOTICE_RESERVE = 1_000  # left for a notice the workflow puts on top (failed tests)

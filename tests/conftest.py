@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-
-from extractors.pipeline import ProjectPaths
+from apron.extractors.pipeline import ProjectPaths
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,6 +12,10 @@ from collections import namedtuple
 from pathlib import Path
 
 import pytest
+from apron.extractors.vllm import records
+from apron.extractors.vllm.rule_fields import rule_fields
+from apron.generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
+from apron.generated.schema import MlaGate as MlaGateRow
 
 import apron.constraints as constraints_module
 from apron import plan
@@ -24,10 +28,6 @@ from apron.constraints import (
     load_engine,
 )
 from apron.engines.vllm import resolve_kv_heads
-from extractors.vllm import records
-from extractors.vllm.rule_fields import rule_fields
-from generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
-from generated.schema import MlaGate as MlaGateRow
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
 GENERATED = Path(__file__).resolve().parent.parent / "generated"
@@ -56,7 +56,7 @@ def only(**engines: EngineConstraints | None) -> ConstraintSet:
 
 def architecture_facts(engine: str) -> tuple[ArchitectureFact, ...]:
     """What generated/<engine>/__init__.py declares, from the engine package that renders it."""
-    from extractors.engines import ENGINES
+    from apron.extractors.engines import ENGINES
 
     return tuple(
         ArchitectureFact(k.name, k.support.field, k.support.role)

@@ -7,8 +7,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
-from extractors.git.cache import CACHE_UPLOAD_PACK, CacheRepo, config_quotable, config_quoted
+from apron.extractors.git.cache import CACHE_UPLOAD_PACK, CacheRepo, config_quotable, config_quoted
 
 
 def read_config(repo: CacheRepo, key: str) -> str:

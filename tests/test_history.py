@@ -10,17 +10,16 @@ from dataclasses import replace
 from typing import ClassVar
 
 import pytest
+from apron.extractors.base import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.cli import app
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import UsageError
+from apron.extractors.factcache import FactCache
+from apron.extractors.git import GitSource
+from apron.extractors.history import pr_number, run_history, table_rows, unsupported_runs
+from apron.extractors.records import FactKind, Record
+from apron.extractors.snapshot import Snapshot
 from typer.testing import CliRunner
-
-from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.cli import app
-from extractors.engines import ENGINES
-from extractors.errors import UsageError
-from extractors.factcache import FactCache
-from extractors.git import GitSource
-from extractors.history import pr_number, run_history, table_rows, unsupported_runs
-from extractors.records import FactKind, Record
-from extractors.snapshot import Snapshot
 
 OLD = "vllm/model_executor/models/registry.py"
 NEW = "vllm/models/registry.py"

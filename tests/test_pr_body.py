@@ -7,11 +7,8 @@ import dataclasses
 from typing import ClassVar
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from extractors.bump import BumpPlan, plan_bump
-from extractors.diff import (
+from apron.extractors.bump import BumpPlan, plan_bump
+from apron.extractors.diff import (
     EngineDiff,
     FactDiff,
     diff_engine,
@@ -19,11 +16,11 @@ from extractors.diff import (
     pair_rekeyed,
     plain_text,
 )
-from extractors.engines import ENGINES
-from extractors.impact import ImpactChange
-from extractors.pins import Pin
-from extractors.pipeline import run
-from extractors.pr_body import (
+from apron.extractors.engines import ENGINES
+from apron.extractors.impact import ImpactChange
+from apron.extractors.pins import Pin
+from apron.extractors.pipeline import run
+from apron.extractors.pr_body import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
     BodyLinks,
@@ -38,8 +35,11 @@ from extractors.pr_body import (
     shown,
     warning_text,
 )
-from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
-from extractors.vllm.records import RegistryRow, VllmDocsRow
+from apron.extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
+from apron.extractors.vllm.records import RegistryRow, VllmDocsRow
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from tests import llamacpp_miniatures as llama
 from tests import vllm_miniatures as vllm
 from tests.conftest import assert_snapshot, write_pin

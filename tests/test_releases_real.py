@@ -10,13 +10,13 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from apron.extractors.engines import ENGINES
+from apron.extractors.factcache import FactCache
+from apron.extractors.git import GitSource
+from apron.extractors.history import release_view, run_history
+from apron.extractors.releases import release_tags
+from apron.extractors.support import answer_support
 
-from extractors.engines import ENGINES
-from extractors.factcache import FactCache
-from extractors.git import GitSource
-from extractors.history import release_view, run_history
-from extractors.releases import release_tags
-from extractors.support import answer_support
 from tests.conftest import mirror
 
 pytestmark = pytest.mark.real_mirror

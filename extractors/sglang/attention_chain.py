@@ -15,13 +15,15 @@ import ast
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tree_sitter import Node
-
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import if_clauses, node_text
-from extractors.records import ExtractionWarning
-from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangMlaCondition
-from extractors.sglang.ts_view import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import if_clauses, node_text
+from apron.extractors.records import ExtractionWarning
+from apron.extractors.sglang.records import (
+    SglangExplicitMha,
+    SglangMlaArchitecture,
+    SglangMlaCondition,
+)
+from apron.extractors.sglang.ts_view import (
     assignments_and_ifs,
     attribute,
     bare,
@@ -40,6 +42,7 @@ from extractors.sglang.ts_view import (
     statements,
     string_value,
 )
+from tree_sitter import Node
 
 CLASS = "ModelConfig"
 TARGET = "self.attention_arch"

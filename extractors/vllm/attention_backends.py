@@ -11,11 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from tree_sitter import Node
-
-from extractors.errors import AnchorError
-from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
+from apron.extractors.parsing.python_ts import (
     call_name,
     code_of,
     node_text,
@@ -24,8 +22,9 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
-from extractors.vllm.records import AttentionBackendChoice
-from extractors.vllm.ts_nodes import arguments, class_named, top_level_classes, undecorated
+from apron.extractors.vllm.records import AttentionBackendChoice
+from apron.extractors.vllm.ts_nodes import arguments, class_named, top_level_classes, undecorated
+from tree_sitter import Node
 
 FACT = "attention_backends"
 CUDA_PATH = "vllm/platforms/cuda.py"

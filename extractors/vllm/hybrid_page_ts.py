@@ -5,12 +5,10 @@ mamba page. Pure: a tree in, records out (ts_nodes says how the trees differ).""
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import code_of, node_text
-from extractors.vllm.records import HybridPageRule
-from extractors.vllm.ts_nodes import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import code_of, node_text
+from apron.extractors.vllm.records import HybridPageRule
+from apron.extractors.vllm.ts_nodes import (
     arguments,
     class_named,
     class_suite,
@@ -20,6 +18,7 @@ from extractors.vllm.ts_nodes import (
     unparenthesize,
     walk,
 )
+from tree_sitter import Node
 
 Bindings = dict[str, Node]
 
