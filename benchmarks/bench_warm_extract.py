@@ -50,9 +50,9 @@ def mirror(engine: str) -> str | None:
 CHILD = r"""
 import json, sys, time
 from pathlib import Path
-from apron.extractors.base import extract_engine
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.engines import ENGINES
-from apron.extractors.factcache import FactCache, cached_engine
+from apron.extractors.runner.factcache import FactCache, cached_engine
 from apron.extractors.git import GitSource
 
 engine_id, url, commit, cache_dir, variant = sys.argv[1:6]

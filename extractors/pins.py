@@ -7,8 +7,9 @@ import tomllib
 from datetime import date as calendar_date
 from pathlib import Path
 
-from apron.extractors.errors import PinError, UsageError
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from apron.extractors.errors import PinError, UsageError
 
 # \Z, not $: `$` also matches before a trailing newline, which would let "<sha>\n" through
 FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from apron.extractors.pipeline import ProjectPaths
+
+from apron.extractors.runner.pipeline import ProjectPaths
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,10 +11,10 @@ import ast
 from pathlib import Path
 
 import pytest
-from apron.extractors.git.runner import run_git
-from apron.extractors.pins import load_pin
 
 from apron import kv_dtype
+from apron.extractors.git.runner import run_git
+from apron.extractors.pins import load_pin
 from tests.conftest import REPO_ROOT, mirror
 
 pytestmark = pytest.mark.real_mirror

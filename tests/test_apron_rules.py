@@ -12,10 +12,6 @@ from collections import namedtuple
 from pathlib import Path
 
 import pytest
-from apron.extractors.vllm import records
-from apron.extractors.vllm.rule_fields import rule_fields
-from apron.generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
-from apron.generated.schema import MlaGate as MlaGateRow
 
 import apron.constraints as constraints_module
 from apron import plan
@@ -28,6 +24,10 @@ from apron.constraints import (
     load_engine,
 )
 from apron.engines.vllm import resolve_kv_heads
+from apron.extractors.vllm import records
+from apron.extractors.vllm.rule_fields import rule_fields
+from apron.generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
+from apron.generated.schema import MlaGate as MlaGateRow
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
 GENERATED = Path(__file__).resolve().parent.parent / "generated"

@@ -7,6 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+
+from apron import plan
+from apron.config import ModelConfig
+from apron.constraints import load_constraints, load_engine
+from apron.engines.sglang import hybrid_swa, kv_heads
 from apron.extractors.sglang.kv_heads import kv_head_fallback, kv_head_overrides
 from apron.generated.schema import (
     KvHeadAlias,
@@ -15,11 +20,6 @@ from apron.generated.schema import (
     SglangArchitectureSet,
     SglangHybridConfigClass,
 )
-
-from apron import plan
-from apron.config import ModelConfig
-from apron.constraints import load_constraints, load_engine
-from apron.engines.sglang import hybrid_swa, kv_heads
 from tests.sglang_miniatures import MODEL_CONFIG, MODEL_CONFIG_PATH
 from tests.test_apron_rules import CHAIN, only, sglang, view
 

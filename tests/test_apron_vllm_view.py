@@ -4,10 +4,9 @@ is_hybrid disagrees with the config's layer layout gets a note."""
 
 from __future__ import annotations
 
-from apron.generated.schema import ModelClassFlags
-
 from apron import plan
 from apron.constraints import load_constraints, load_engine
+from apron.generated.schema import ModelClassFlags
 
 BERT = {
     "architectures": ["BertModel"],

@@ -5,6 +5,7 @@ reads did."""
 from __future__ import annotations
 
 import pytest
+
 from apron.extractors.errors import ParseError
 from apron.extractors.git import BlobNotPresent, GitSource, ObjectReader, ObjectTooLarge
 from apron.extractors.snapshot import RecordingSnapshot

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from apron.extractors.cli import app
-from apron.extractors.engines import ENGINES
-from apron.extractors.pipeline import ProjectPaths, run
 from typer.testing import CliRunner
 
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES
+from apron.extractors.runner.pipeline import ProjectPaths, run
 from tests.conftest import git, write_pin
 from tests.vllm_miniatures import CONVERTOR_PATH, CONVERTOR_V2, tree_v1
 

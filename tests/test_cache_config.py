@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
 from apron.extractors.git.cache import CACHE_UPLOAD_PACK, CacheRepo, config_quotable, config_quoted
 
 

@@ -9,6 +9,7 @@ import subprocess
 
 import libcst as cst
 import pytest
+
 from apron.extractors.parsing import cst_children
 from apron.extractors.parsing.cst_children import children, field_order
 from apron.extractors.parsing.python_cst import walk
@@ -199,6 +200,7 @@ def test_the_visit_method_is_read_as_inspect_reads_it_for_every_node_type():
     import inspect
 
     import libcst
+
     from apron.extractors.parsing.cst_children import _method_source
 
     types = [

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from apron.extractors.check import check_offline
-from apron.extractors.cli import app
-from apron.extractors.engines import ENGINES, all_record_types
-from apron.extractors.export import EXPORT_NAME, SCHEMA_VERSION, render_json_schema
-from apron.extractors.pipeline import run
 from typer.testing import CliRunner
 
 from apron.constraints import engine_directory, load_constraints
+from apron.extractors.commands.check import check_offline
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES, all_record_types
+from apron.extractors.report.export import EXPORT_NAME, SCHEMA_VERSION, render_json_schema
+from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import tree_v1
 

@@ -8,7 +8,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 import pytest
-from apron.extractors.base import (
+
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import FactGraphError
+from apron.extractors.records import FactKind, Record, warning
+from apron.extractors.runner.base import (
     EngineSpec,
     FactExtractor,
     FactOutput,
@@ -17,12 +21,8 @@ from apron.extractors.base import (
     run_order,
     with_needs,
 )
-from apron.extractors.engines import ENGINES
-from apron.extractors.errors import FactGraphError
-from apron.extractors.factcache import FactCache, cached_engine
-from apron.extractors.records import FactKind, Record, warning
+from apron.extractors.runner.factcache import FactCache, cached_engine
 from apron.extractors.snapshot import MemorySnapshot, Snapshot
-
 from tests import llamacpp_miniatures, sglang_miniatures, trtllm_miniatures, vllm_miniatures
 
 

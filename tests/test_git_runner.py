@@ -4,6 +4,7 @@ transports are allowed, and a failure keeps the line that names its cause."""
 from __future__ import annotations
 
 import pytest
+
 from apron.extractors.git.runner import GitFailed, git_env, run_git
 
 

@@ -4,10 +4,10 @@ ellipsis, no line is wider than 80, and every option of `apron plan` is named wh
 from __future__ import annotations
 
 import pytest
-from apron.extractors.cli import app as extract_app
 from typer.testing import CliRunner
 
 from apron.cli import app as apron_app
+from apron.extractors.commands.cli import app as extract_app
 
 runner = CliRunner()
 PLAN_OPTIONS = (

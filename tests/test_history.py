@@ -10,16 +10,17 @@ from dataclasses import replace
 from typing import ClassVar
 
 import pytest
-from apron.extractors.base import EngineSpec, FactExtractor, FactOutput
-from apron.extractors.cli import app
+from typer.testing import CliRunner
+
+from apron.extractors.commands.cli import app
+from apron.extractors.commands.history import pr_number, run_history, table_rows, unsupported_runs
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import UsageError
-from apron.extractors.factcache import FactCache
 from apron.extractors.git import GitSource
-from apron.extractors.history import pr_number, run_history, table_rows, unsupported_runs
 from apron.extractors.records import FactKind, Record
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.runner.factcache import FactCache
 from apron.extractors.snapshot import Snapshot
-from typer.testing import CliRunner
 
 OLD = "vllm/model_executor/models/registry.py"
 NEW = "vllm/models/registry.py"

@@ -6,11 +6,11 @@ below changes the model_type lists of is_deepseek_mla as stated."""
 from __future__ import annotations
 
 import pytest
-from apron.extractors.engines import ENGINES
-from apron.extractors.factcache import FactCache
-from apron.extractors.git import GitSource
-from apron.extractors.history import pr_number, run_history
 
+from apron.extractors.commands.history import pr_number, run_history
+from apron.extractors.engines import ENGINES
+from apron.extractors.git import GitSource
+from apron.extractors.runner.factcache import FactCache
 from tests.conftest import mirror
 
 pytestmark = pytest.mark.real_mirror

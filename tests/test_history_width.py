@@ -4,9 +4,9 @@ $COLUMNS), cells wrapped at spaces and items never split."""
 from __future__ import annotations
 
 import pytest
-from apron.extractors.cli import app
 from typer.testing import CliRunner
 
+from apron.extractors.commands.cli import app
 from tests.test_history import registry_repo  # noqa: F401  (a fixture)
 
 

@@ -9,18 +9,18 @@ import time
 from pathlib import Path
 
 import pytest
-from apron.extractors.engines import ENGINES
-from apron.extractors.factcache import DB_NAME
-from apron.extractors.git import GitSource, cache_root
-from apron.extractors.pipeline import run
 from filelock import FileLock
 
+from apron.extractors.engines import ENGINES
+from apron.extractors.git import GitSource, cache_root
+from apron.extractors.runner.factcache import DB_NAME
+from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import tree_v1
 
 VLLM = ENGINES["vllm"]
 URL = "https://github.com/vllm-project/vllm"
-CLI = "from apron.extractors.cli import main; main()"
+CLI = "from apron.extractors.commands.cli import main; main()"
 
 
 @pytest.fixture

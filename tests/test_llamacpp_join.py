@@ -4,13 +4,13 @@ in both converter layouts (one script; the conversion/ package)."""
 from __future__ import annotations
 
 import pytest
-from apron.extractors.base import extract_engine
+
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import AnchorError, MissingPathError, ParseError
 from apron.extractors.llamacpp import converter
 from apron.extractors.parsing.python_ts import parse_tree
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.snapshot import MemorySnapshot
-
 from tests.llamacpp_miniatures import CONSTANTS, PACKAGE_INIT, SCRIPT, tree_v1, tree_v2
 
 LLAMACPP = ENGINES["llamacpp"]

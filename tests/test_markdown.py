@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.markdown import footnote_notes, parse_document, require_tables
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pytest
-from apron.extractors.base import extract_engine
-from apron.extractors.engines import ENGINES
-from apron.extractors.git import GitSource
-from apron.extractors.pins import load_pin
-from apron.extractors.pipeline import render_all
-from apron.extractors.snapshot import MemorySnapshot, Snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from apron.extractors.engines import ENGINES
+from apron.extractors.git import GitSource
+from apron.extractors.pins import load_pin
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.runner.pipeline import render_all
+from apron.extractors.snapshot import MemorySnapshot, Snapshot
 from tests import llamacpp_miniatures, sglang_miniatures, vllm_miniatures
 from tests.conftest import REPO_ROOT, mirror
 from tests.metamorphic import ALL_KINDS, CPP_EDITS, PYTHON_EDITS, edit_file

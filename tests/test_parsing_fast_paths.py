@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from apron.extractors.errors import ParseError
 from apron.extractors.parsing import workers
 from apron.extractors.parsing.cpp_ts import CPP, CppSource, function_definitions, parse_cpp, walk
@@ -488,6 +489,7 @@ def test_keeping_nothing_reports_a_syntax_error_in_an_elided_body():
 
 def test_the_same_text_is_parsed_once_and_errors_are_not_kept(monkeypatch):
     import libcst
+
     from apron.extractors.parsing import python_cst
 
     calls = []

@@ -7,6 +7,7 @@ import os
 import subprocess
 
 import pytest
+
 from apron.extractors.parsing.python_ts import (
     _plain_from_import,
     from_import,

@@ -7,8 +7,14 @@ import dataclasses
 from typing import ClassVar
 
 import pytest
-from apron.extractors.bump import BumpPlan, plan_bump
-from apron.extractors.diff import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from apron.extractors.commands.bump import BumpPlan, plan_bump
+from apron.extractors.engines import ENGINES
+from apron.extractors.pins import Pin
+from apron.extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
+from apron.extractors.report.diff import (
     EngineDiff,
     FactDiff,
     diff_engine,
@@ -16,11 +22,8 @@ from apron.extractors.diff import (
     pair_rekeyed,
     plain_text,
 )
-from apron.extractors.engines import ENGINES
-from apron.extractors.impact import ImpactChange
-from apron.extractors.pins import Pin
-from apron.extractors.pipeline import run
-from apron.extractors.pr_body import (
+from apron.extractors.report.impact import ImpactChange
+from apron.extractors.report.pr_body import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
     BodyLinks,
@@ -35,11 +38,8 @@ from apron.extractors.pr_body import (
     shown,
     warning_text,
 )
-from apron.extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
+from apron.extractors.runner.pipeline import run
 from apron.extractors.vllm.records import RegistryRow, VllmDocsRow
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from tests import llamacpp_miniatures as llama
 from tests import vllm_miniatures as vllm
 from tests.conftest import assert_snapshot, write_pin

@@ -5,11 +5,11 @@ and no reading lost."""
 from __future__ import annotations
 
 import pytest
-from apron.extractors.bump import plan_bump
-from apron.extractors.engines import ENGINES
-from apron.extractors.pipeline import ProjectPaths, run
-from apron.extractors.pr_body import READABLE_BODY, github_length, render_pr_body
 
+from apron.extractors.commands.bump import plan_bump
+from apron.extractors.engines import ENGINES
+from apron.extractors.report.pr_body import READABLE_BODY, github_length, render_pr_body
+from apron.extractors.runner.pipeline import ProjectPaths, run
 from tests.conftest import mirror, write_pin
 
 pytestmark = pytest.mark.real_mirror

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from apron.extractors.errors import ParseError
 from apron.extractors.parsing.python_skeleton import method_skeleton, module_outline
 from apron.extractors.parsing.python_ts import parse_python, parse_tree

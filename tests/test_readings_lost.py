@@ -4,12 +4,12 @@ turns a value into unknown, says so first in the body and exits with its own cod
 from __future__ import annotations
 
 import pytest
-from apron.extractors.bump import READINGS_LOST_EXIT, plan_bump, render_pr_body
-from apron.extractors.cli import app
-from apron.extractors.engines import ENGINES
-from apron.extractors.pipeline import run
 from typer.testing import CliRunner
 
+from apron.extractors.commands.bump import READINGS_LOST_EXIT, plan_bump, render_pr_body
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES
+from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import (
     MODELS_CONFIG_PATH,

@@ -10,19 +10,17 @@ import json
 import os
 
 import pytest
-from apron.extractors.cli import app
-from apron.extractors.engines import ENGINES
-from apron.extractors.errors import SourceUnreachableError
-from apron.extractors.factcache import FactCache
-from apron.extractors.git import GitSource
-from apron.extractors.history import (
+from typer.testing import CliRunner
+
+from apron.extractors.commands.cli import app
+from apron.extractors.commands.history import (
     last_releases,
     previous_support,
     release_view,
     run_history,
     table_rows,
 )
-from apron.extractors.releases import (
+from apron.extractors.commands.releases import (
     NO_TAGS,
     ReleaseTag,
     containment,
@@ -32,8 +30,10 @@ from apron.extractors.releases import (
     tags_containing,
     version_key,
 )
-from typer.testing import CliRunner
-
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import SourceUnreachableError
+from apron.extractors.git import GitSource
+from apron.extractors.runner.factcache import FactCache
 from tests.conftest import commit_tree, git
 
 REGISTRY = "vllm/model_executor/models/registry.py"

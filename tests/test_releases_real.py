@@ -10,13 +10,13 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from apron.extractors.engines import ENGINES
-from apron.extractors.factcache import FactCache
-from apron.extractors.git import GitSource
-from apron.extractors.history import release_view, run_history
-from apron.extractors.releases import release_tags
-from apron.extractors.support import answer_support
 
+from apron.extractors.commands.history import release_view, run_history
+from apron.extractors.commands.releases import release_tags
+from apron.extractors.commands.support import answer_support
+from apron.extractors.engines import ENGINES
+from apron.extractors.git import GitSource
+from apron.extractors.runner.factcache import FactCache
 from tests.conftest import mirror
 
 pytestmark = pytest.mark.real_mirror

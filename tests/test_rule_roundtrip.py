@@ -9,10 +9,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from apron.extractors import rule_terms
-from apron.extractors.vllm import convertor
-from apron.extractors.vllm.rule_fields import rule_fields
-from apron.generated.schema import KvHeadOverride as KvHeadOverrideRow
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +16,10 @@ from apron import conditions as apron_conditions
 from apron.config import ModelConfig, is_int
 from apron.constraints import load_engine
 from apron.engines.vllm import resolve_kv_heads
+from apron.extractors import rule_terms
+from apron.extractors.vllm import convertor
+from apron.extractors.vllm.rule_fields import rule_fields
+from apron.generated.schema import KvHeadOverride as KvHeadOverrideRow
 
 PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
 BASE = "ModelArchConfigConvertorBase"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
 from apron.extractors.sglang import serving_defaults as sglang_defaults
 from apron.extractors.sglang import serving_rules as sglang_rules
 from apron.extractors.vllm import serving_rules as vllm_rules
-
 from tests.conftest import mirror
 
 VLLM_PIN = "0231dd5467c61dca76f66269b6298a43772b3519"

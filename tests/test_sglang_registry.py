@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from apron.extractors.base import extract_engine
+
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import AnchorError, MissingPathError, ParseError
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.sglang.registry_rows import (
     may_assign_entry,
     models_registry,
@@ -13,7 +14,6 @@ from apron.extractors.sglang.registry_rows import (
     scan_module,
 )
 from apron.extractors.snapshot import MemorySnapshot
-
 from tests.sglang_miniatures import MODELS, NEXTN_IMPL_PATH, full_tree_2026, models_tree
 
 SGLANG = ENGINES["sglang"]

@@ -4,10 +4,11 @@ memory fraction, the KV-head split, the MLA cell size, LlamaAttention's checks, 
 from __future__ import annotations
 
 import pytest
-from apron.extractors.base import extract_engine
+
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import AnchorError, ParseError
 from apron.extractors.parsing.python_ts import parse_tree
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.sglang.serving_defaults import (
     mem_fraction_default,
     on_cuda,
@@ -21,7 +22,6 @@ from apron.extractors.sglang.serving_rules import (
     ssm_tp_splits,
 )
 from apron.extractors.snapshot import MemorySnapshot
-
 from tests.sglang_miniatures import LLAMA, MODEL_CONFIG, MODEL_CONFIG_PATH, full_tree_2026
 from tests.sglang_serving_miniatures import (
     LLAMA_ATTENTION,

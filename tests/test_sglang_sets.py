@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+
 from apron.extractors.errors import AnchorError, ParseError
 from apron.extractors.sglang.architecture_sets import architecture_sets
 from apron.extractors.sglang.hybrid_configs import hybrid_config_classes
 from apron.extractors.sglang.kv_heads import kv_head_aliases, kv_head_fallback, kv_head_overrides
-
 from tests.sglang_miniatures import MODEL_CONFIG, MODEL_CONFIG_OLD, MODEL_CONFIG_PATH
 
 PATH = MODEL_CONFIG_PATH
@@ -285,10 +285,9 @@ def test_hybrid_config_union_missing_is_an_error():
 
 
 def test_set_members_no_module_registers_are_warnings_of_the_sets_fact():
-    from apron.extractors.base import extract_engine
     from apron.extractors.engines import ENGINES
+    from apron.extractors.runner.base import extract_engine
     from apron.extractors.snapshot import MemorySnapshot
-
     from tests.sglang_miniatures import full_tree_2026
 
     facts = extract_engine(

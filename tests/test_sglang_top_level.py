@@ -4,6 +4,7 @@ when in doubt, and that the scan reads the same as from the full text."""
 from __future__ import annotations
 
 import pytest
+
 from apron.extractors.errors import ParseError
 from apron.extractors.parsing.python_ts import parse_tree
 from apron.extractors.sglang import registry_rows

@@ -12,14 +12,14 @@ import zlib
 from pathlib import Path
 
 import pytest
-from apron.extractors.cli import app
-from apron.extractors.engines import ENGINES
-from apron.extractors.errors import AbbreviatedCommitError, SourceUnreachableError, UsageError
-from apron.extractors.factcache import DB_NAME
-from apron.extractors.git import GitSource, cache_root
-from apron.extractors.pipeline import run
 from typer.testing import CliRunner
 
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AbbreviatedCommitError, SourceUnreachableError, UsageError
+from apron.extractors.git import GitSource, cache_root
+from apron.extractors.runner.factcache import DB_NAME
+from apron.extractors.runner.pipeline import run
 from tests.conftest import git, mirror, write_pin
 from tests.vllm_miniatures import tree_v1
 

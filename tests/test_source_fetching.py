@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
 from apron.extractors.errors import MissingPathError, UnknownCommitError
 from apron.extractors.git import GitSource, ObjectPresence
 
@@ -182,8 +183,8 @@ def _engine_trees():
 def test_each_engine_extracts_a_commit_in_at_most_three_requests(
     engine, tree, make_repo, tmp_path, traced
 ):
-    from apron.extractors.base import extract_engine
     from apron.extractors.engines import ENGINES
+    from apron.extractors.runner.base import extract_engine
 
     repo, shas = make_repo([({p: t for p, t in tree.items() if t is not None}, "tree")])
     source = GitSource(engine, str(repo), cache_dir=tmp_path / "c")

@@ -8,10 +8,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from apron.extractors.bump import plan_bump
-from apron.extractors.engines import ENGINES
-from apron.extractors.errors import GeneratedError
-from apron.extractors.pipeline import current_facts, render_generated, run
 
 from apron.constraints import (
     ConstraintsError,
@@ -20,6 +16,10 @@ from apron.constraints import (
     load_engine,
     matches,
 )
+from apron.extractors.commands.bump import plan_bump
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import GeneratedError
+from apron.extractors.runner.pipeline import current_facts, render_generated, run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import tree_v1
 
@@ -134,7 +134,7 @@ def test_extract_names_the_file_of_a_module_that_does_not_load(copy):
 
 
 def current_facts_at(generated: Path, engine: str):
-    from apron.extractors.pipeline import ProjectPaths
+    from apron.extractors.runner.pipeline import ProjectPaths
 
     return current_facts(ProjectPaths(generated.parent), ENGINES[engine])
 

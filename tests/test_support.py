@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from apron.extractors.cli import app
+from typer.testing import CliRunner
+
+from apron.extractors.commands.cli import app
+from apron.extractors.commands.support import answer_support
 from apron.extractors.engines import ENGINES
 from apron.extractors.git import GitSource
 from apron.extractors.llamacpp.records import ArchName, ClassSetMember, HfArchitecture
 from apron.extractors.llamacpp.support import judge
 from apron.extractors.records import EngineFacts, FactResult
-from apron.extractors.support import answer_support
-from typer.testing import CliRunner
-
 from tests.conftest import git, write_pin
 from tests.test_releases import REGISTRY, registry
 

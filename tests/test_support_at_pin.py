@@ -9,8 +9,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from apron.extractors.cli import app
 from typer.testing import CliRunner
+
+from apron.extractors.commands.cli import app
 
 REPO = Path(__file__).resolve().parent.parent
 LLAMACPP_PIN = tomllib.loads((REPO / "pins/llamacpp.toml").read_text())["commit"]

@@ -4,10 +4,10 @@ elided): the same rows and the same module-scope imports as when every file is r
 from __future__ import annotations
 
 import pytest
+
 from apron.extractors.errors import AnchorError, ParseError
 from apron.extractors.parsing.python_ts import parse_tree
 from apron.extractors.vllm import attention_backends
-
 from tests.test_vllm_outline import DECOYS
 from tests.vllm_serving_miniatures import BACKEND_BASE, backend_files
 

@@ -6,13 +6,13 @@ import os
 import subprocess
 
 import pytest
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.vllm.attn_type_rule import attn_type_rule
 from apron.extractors.vllm.class_flags import interface_flags_at, model_class_flags
 from apron.extractors.vllm.class_tree import ClassInfo, Unresolved, c3_mro
 from apron.extractors.vllm.registry_notices import registry_notices
 from apron.extractors.vllm.registry_rows import registry_rows
-
 from tests.vllm_class_miniatures import (
     MODEL_CONFIG,
     NEW_ARCH_INIT_ELIF,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
 from apron.extractors.errors import AnchorError, ParseError
 from apron.extractors.vllm import convertor
-
 from tests.vllm_miniatures import (
     CONFIG_SINGLE_PATH,
     CONVERTOR_PATH,
@@ -255,11 +255,10 @@ def test_two_branches_become_two_ordered_rules():
 
 def test_base_scan_in_an_early_branch_ends_the_rules():
     """`if c1: return super()...` returns the scan at once; the later branch is not tried."""
-    from apron.generated.schema import KvHeadOverride as Row
-
     from apron.config import ModelConfig
     from apron.constraints import load_engine
     from apron.engines.vllm import resolve_kv_heads
+    from apron.generated.schema import KvHeadOverride as Row
 
     rules = _falcon_rules(
         '        if getattr(self.hf_text_config, "a", False):\n'

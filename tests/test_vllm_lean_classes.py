@@ -5,6 +5,7 @@ reads must be what the full skeleton gives."""
 from __future__ import annotations
 
 import pytest
+
 from apron.extractors.errors import ParseError
 from apron.extractors.parsing.python_skeleton import (
     lean_class_skeleton,

@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from apron.extractors.errors import AnchorError, ParseError
 from apron.extractors.parsing import python_cst
 from apron.extractors.parsing.python_cst import class_methods, parse_module, top_level_classes
 from apron.extractors.parsing.python_ts import code_text
 from apron.extractors.vllm import convertor, model_config_defaults, serving_rules
 from apron.extractors.vllm.cst_outline import parse_outline
-
 from tests.vllm_class_miniatures import MODEL_CONFIG
 from tests.vllm_miniatures import CONVERTOR_V1, MODELS_CONFIG_PATH, MODELS_CONFIG_V1
 from tests.vllm_serving_miniatures import (

@@ -5,6 +5,7 @@ outline's tree, in the same order, and a line that only looks like an import is 
 from __future__ import annotations
 
 import pytest
+
 from apron.extractors.errors import ParseError
 from apron.extractors.parsing.python_skeleton import module_outline
 from apron.extractors.parsing.python_ts import from_import, parse_python, parse_tree

@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
+
 from apron.extractors.engines import ENGINES
 from apron.extractors.pins import load_pin
-from apron.extractors.pipeline import ProjectPaths, run
-
+from apron.extractors.runner.pipeline import ProjectPaths, run
 from tests.conftest import REPO_ROOT, mirror
 
 pytestmark = pytest.mark.real_mirror

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
 from apron.extractors.errors import AnchorError, ParseError
 from apron.extractors.vllm.registry_rows import registry_rows, task_group
-
 from tests.vllm_miniatures import REGISTRY_PATH, REGISTRY_V1, REGISTRY_V2
 
 

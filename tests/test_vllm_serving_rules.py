@@ -4,9 +4,10 @@ QKVParallelLinear's KV-head rule, MambaStateShapeCalculator's splits, the hybrid
 from __future__ import annotations
 
 import pytest
-from apron.extractors.base import extract_engine
+
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.snapshot import MemorySnapshot
 from apron.extractors.vllm.serving_rules import (
     cache_defaults,
@@ -15,7 +16,6 @@ from apron.extractors.vllm.serving_rules import (
     ssm_tp_splits,
     tp_rules,
 )
-
 from tests.vllm_class_miniatures import MODEL_CONFIG
 from tests.vllm_miniatures import CONVERTOR_PATH, CONVERTOR_V1, tree_v1
 from tests.vllm_serving_miniatures import (

@@ -9,10 +9,11 @@ import re
 import shutil
 from pathlib import Path
 
-from apron.extractors.errors import CacheCorruptError, CacheError
-from apron.extractors.git.runner import GitFailed, run_git
 from filelock import FileLock, Timeout
 from platformdirs import user_cache_dir
+
+from apron.extractors.errors import CacheCorruptError, CacheError
+from apron.extractors.git.runner import GitFailed, run_git
 
 CACHE_ENV = "APRON_CACHE_DIR"
 LOCK_TIMEOUT_SECONDS = 600

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from apron.extractors.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.llamacpp import (
     class_sets,
     converter,
+    families,
     hf_join,
     matrix_cells,
     sliding_window,
@@ -25,6 +25,7 @@ from apron.extractors.llamacpp.records import (
 )
 from apron.extractors.parsing.cpp_ts import brace_warnings, parse_cpp, parse_cpp_methods
 from apron.extractors.records import FactKind, Record, SupportScan
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.snapshot import Snapshot
 
 ARCH_CPP = "src/llama-arch.cpp"
@@ -224,6 +225,8 @@ ENGINE = EngineSpec(
     title="llama.cpp",
     upstream_url="https://github.com/ggml-org/llama.cpp",
     matrix_cells=matrix_cells.matrix_cells,
+    families=families.llamacpp_families,
+    family_rules=families.LLAMACPP_RULES,
     release_tags=r"b\d+",
     support_facts=("arch_names", "class_set_members"),
     support_judge=support.judge,

@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError, ParseError
 from apron.extractors.llamacpp.records import (
     ArchName,
@@ -34,7 +36,6 @@ from apron.extractors.parsing.cpp_ts import (
     switch_subject,
 )
 from apron.extractors.records import ExtractionWarning, warning
-from tree_sitter import Node
 
 # Every predicate llama.cpp had at the pin. The first two exist since 2025-06-19 (hybrid cache);
 # their absence means a rename, not an older commit. The others arrived later

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError, ParseError
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
@@ -28,7 +30,6 @@ from apron.extractors.parsing.python_ts import (
 )
 from apron.extractors.parsing.ts_query import typed_descendants
 from apron.extractors.records import ExtractionWarning, warning
-from tree_sitter import Node
 
 MMPROJ = "MMPROJ"  # the dummy MODEL_ARCH of vision/audio projectors: registered as ModelType.MMPROJ
 _MODEL_ARCH_REF = re.compile(r"^(?:gguf\.)?MODEL_ARCH\.(\w+)$")

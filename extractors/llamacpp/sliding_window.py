@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tree_sitter import Node
+
 from apron.extractors.llamacpp.records import SlidingWindowRule
 from apron.extractors.parsing.cpp_ts import (
     CppSource,
@@ -35,7 +37,6 @@ from apron.extractors.parsing.cpp_ts import (
     walk,
 )
 from apron.extractors.records import ExtractionWarning, warning
-from tree_sitter import Node
 
 MAPPING_FUNCTION = "llama_model_mapping"
 HPARAMS_METHOD = "load_arch_hparams"

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from html.parser import HTMLParser
 
-from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.limits import check_markdown_size, check_table_width
 from markdown_it import MarkdownIt
 from markdown_it.rules_block.table import escapedSplit
 from markdown_it.rules_core import StateCore, text_join
@@ -23,6 +21,9 @@ from markdown_it.rules_core import inline as core_inline
 from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
+
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.limits import check_markdown_size, check_table_width
 
 # A footnote reference the parser did not resolve stays in the text as `[^label]`.
 DANGLING_REF = re.compile(r"\[\^([^\]\s]+)\]")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 import libcst as cst
+
 from apron.extractors.errors import ParseError
 from apron.extractors.parsing.cst_children import children
 from apron.extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree

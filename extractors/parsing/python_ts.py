@@ -12,9 +12,10 @@ import re
 from functools import lru_cache
 
 import tree_sitter_python
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
+
 from apron.extractors.errors import ParseError
 from apron.extractors.parsing.limits import check_syntax_tree
-from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 PYTHON = Language(tree_sitter_python.language())
 

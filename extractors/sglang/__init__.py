@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from apron.extractors.base import EngineSpec, FactExtractor, FactOutput
-from apron.extractors.doc_findings import DocRegistryFinding
 from apron.extractors.errors import MissingPathError
 from apron.extractors.records import ExtractionWarning, FactKind, Record, SupportScan, warning
+from apron.extractors.report.doc_findings import DocRegistryFinding
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.sglang import (
     architecture_sets,
     attention_chain,
     docs_tables,
+    families,
     hybrid_configs,
     kv_heads,
     matrix_cells,
@@ -335,6 +336,8 @@ ENGINE = EngineSpec(
     title="SGLang",
     upstream_url="https://github.com/sgl-project/sglang",
     matrix_cells=matrix_cells.matrix_cells,
+    families=families.sglang_families,
+    family_rules=families.SGLANG_RULES,
     release_tags=r"v\d+\.\d+\.\d+(\.post\d+)?",
     support_facts=("mla_architectures", "explicit_mha_architectures", "architecture_sets"),
     facts=(

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_ts import if_clauses, node_text
 from apron.extractors.records import ExtractionWarning, WarnsInFile
@@ -45,7 +47,6 @@ from apron.extractors.sglang.ts_view import (
     statements,
     string_value,
 )
-from tree_sitter import Node
 
 FACT = "architecture_sets"
 CLASS = "ModelConfig"

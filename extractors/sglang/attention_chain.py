@@ -15,6 +15,8 @@ import ast
 from dataclasses import dataclass
 from functools import lru_cache
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_ts import if_clauses, node_text
 from apron.extractors.records import ExtractionWarning
@@ -42,7 +44,6 @@ from apron.extractors.sglang.ts_view import (
     statements,
     string_value,
 )
-from tree_sitter import Node
 
 CLASS = "ModelConfig"
 TARGET = "self.attention_arch"

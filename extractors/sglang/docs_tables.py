@@ -11,8 +11,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from apron.extractors.base import FactOutput
-from apron.extractors.doc_findings import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.markdown import Document, Table, footnote_notes, parse_document
+from apron.extractors.records import ExtractionWarning, Record
+from apron.extractors.report.doc_findings import (
     Documented,
     DocumentedFamily,
     Registered,
@@ -20,9 +22,7 @@ from apron.extractors.doc_findings import (
     looks_like_architecture,
     normalized,
 )
-from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.markdown import Document, Table, footnote_notes, parse_document
-from apron.extractors.records import ExtractionWarning, Record
+from apron.extractors.runner.base import FactOutput
 from apron.extractors.sglang.records import SglangDocsRow, SglangRegistryRow
 from apron.extractors.snapshot import Snapshot
 

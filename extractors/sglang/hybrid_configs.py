@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
@@ -43,7 +45,6 @@ from apron.extractors.sglang.ts_view import (
     single_assignment,
     statements,
 )
-from tree_sitter import Node
 
 FACT = "hybrid_config_classes"
 UNION = "mambaish_config"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from apron.extractors.records import Record
 from pydantic import model_validator
+
+from apron.extractors.records import Record
 
 
 class SglangRegistryRow(Record):

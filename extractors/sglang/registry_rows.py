@@ -13,6 +13,8 @@ import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_ts import (
     import_source,
@@ -25,7 +27,6 @@ from apron.extractors.parsing.python_ts import (
 from apron.extractors.records import ExtractionWarning
 from apron.extractors.sglang.records import SglangRegistryRow
 from apron.extractors.sglang.top_level import Outline, top_level_outline
-from tree_sitter import Node
 
 ENTRY = "EntryClass"
 PACKAGE_ROOT = "python"  # python/sglang/... is the import root of `sglang`

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.limits import check_syntax_tree
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
@@ -25,7 +27,6 @@ from apron.extractors.parsing.python_ts import (
 )
 from apron.extractors.parsing.ts_query import typed_descendants
 from apron.extractors.vllm.records import ServingDefault
-from tree_sitter import Node
 
 SERVER_ARGS_PATHS = ("python/sglang/srt/server_args.py",)
 SERVER_ARGS_CLASS = "ServerArgs"

@@ -5,6 +5,7 @@ divide by tp (the serving defaults are in serving_defaults). Pure: file text in,
 from __future__ import annotations
 
 import libcst as cst
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_cst import (
     class_methods,

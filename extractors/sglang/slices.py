@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from apron.extractors.parsing.python_ts import node_text, parse_tree
 from tree_sitter import Node
+
+from apron.extractors.parsing.python_ts import node_text, parse_tree
 
 INDENT = b" \t\f"
 

@@ -6,12 +6,13 @@ same records."""
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from apron.extractors.errors import ParseError
 from apron.extractors.parsing.limits import check_syntax_tree
 from apron.extractors.parsing.python_cst import parse_module
 from apron.extractors.parsing.python_ts import code_of, node_text, parse_tree
 from apron.extractors.parsing.python_ts import string_value as plain_string_value
-from tree_sitter import Node
 
 NAMES = ("identifier", "true", "false", "none")  # libcst reads True/False/None as names
 COLLECTIONS = ("list", "tuple", "set", "expression_list")

@@ -16,6 +16,8 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_ts import (
     import_source,
@@ -26,7 +28,6 @@ from apron.extractors.parsing.python_ts import (
 )
 from apron.extractors.records import ExtractionWarning, warning
 from apron.extractors.trtllm.records import TrtllmRegisteredArchitecture
-from tree_sitter import Node
 
 DECORATOR = "register_auto_model"
 ARCH_INDEX = "MODEL_ARCH_TO_MODULE"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from apron.extractors.base import EngineSpec, FactExtractor, FactOutput
-from apron.extractors.doc_findings import DocRegistryFinding
 from apron.extractors.records import FactKind, Record, SupportScan, warning
+from apron.extractors.report.doc_findings import DocRegistryFinding
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.snapshot import Snapshot
 from apron.extractors.vllm import (
     attention_backends,
@@ -15,6 +15,7 @@ from apron.extractors.vllm import (
     class_flags,
     convertor,
     docs_tables,
+    families,
     matrix_cells,
     model_config_defaults,
     serving_rules,
@@ -417,6 +418,8 @@ ENGINE = EngineSpec(
     title="vLLM",
     upstream_url="https://github.com/vllm-project/vllm",
     matrix_cells=matrix_cells.matrix_cells,
+    families=families.vllm_families,
+    family_rules=families.VLLM_RULES,
     release_tags=r"v\d+\.\d+\.\d+",
     support_facts=("mla_model_types", "model_class_flags", "attn_type_rule", "registry_notices"),
     removal_notes=removal_notes,

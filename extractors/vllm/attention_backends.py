@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
@@ -24,7 +26,6 @@ from apron.extractors.parsing.python_ts import (
 )
 from apron.extractors.vllm.records import AttentionBackendChoice
 from apron.extractors.vllm.ts_nodes import arguments, class_named, top_level_classes, undecorated
-from tree_sitter import Node
 
 FACT = "attention_backends"
 CUDA_PATH = "vllm/platforms/cuda.py"

@@ -7,6 +7,8 @@ order of the branches."""
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_ts import (
     class_methods,
@@ -17,7 +19,6 @@ from apron.extractors.parsing.python_ts import (
     unparenthesize,
 )
 from apron.extractors.vllm.records import AttnTypeRule
-from tree_sitter import Node
 
 FACT = "attn_type_rule"
 CONFIG_PATHS = ("vllm/config/model.py", "vllm/config/__init__.py", "vllm/config.py")

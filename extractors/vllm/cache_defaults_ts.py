@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_ts import code_of, node_text
 from apron.extractors.vllm.records import ServingDefault
@@ -17,7 +19,6 @@ from apron.extractors.vllm.ts_nodes import (
     unparenthesize,
     walk,
 )
-from tree_sitter import Node
 
 
 def _fields(cls: Node) -> dict[str, Node]:

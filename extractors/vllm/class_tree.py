@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tree_sitter import Node
+
 from apron.extractors.errors import ParseError
 from apron.extractors.parsing.python_skeleton import (
     lean_class_skeleton,
@@ -38,7 +40,6 @@ from apron.extractors.vllm.outline_imports import (
     split_plain_imports,
 )
 from apron.extractors.vllm.signature_text import plain_parameters
-from tree_sitter import Node
 
 ROOT_PACKAGE = "vllm"
 BUILTIN_CLASSES = frozenset({"object", "type", "dict", "list", "tuple", "Exception"})

@@ -9,6 +9,7 @@ import re
 from functools import lru_cache
 
 import libcst as cst
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_cst import (
     ExpressionDescriber,

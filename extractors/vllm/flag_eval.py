@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tree_sitter import Node
+
 from apron.extractors.parsing.python_ts import if_clauses, node_text, string_value, unparenthesize
 from apron.extractors.vllm.class_tree import (
     BUILTIN_CLASSES,
@@ -25,7 +27,6 @@ from apron.extractors.vllm.class_tree import (
     external_class,
 )
 from apron.extractors.vllm.flag_replay import POISON, ReadTrie
-from tree_sitter import Node
 
 # Names Python leaves out of a Protocol's members (typing._SPECIAL_NAMES and friends).
 PROTOCOL_EXCLUDED = frozenset(

@@ -5,6 +5,8 @@ mamba page. Pure: a tree in, records out (ts_nodes says how the trees differ).""
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_ts import code_of, node_text
 from apron.extractors.vllm.records import HybridPageRule
@@ -18,7 +20,6 @@ from apron.extractors.vllm.ts_nodes import (
     unparenthesize,
     walk,
 )
-from tree_sitter import Node
 
 Bindings = dict[str, Node]
 

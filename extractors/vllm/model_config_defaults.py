@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_ts import code_of, node_text, parse_python, parse_tree
 from apron.extractors.records import ExtractionWarning, warning
@@ -19,7 +21,6 @@ from apron.extractors.vllm.ts_nodes import (
     unparenthesize,
     walk,
 )
-from tree_sitter import Node
 
 PATHS = ("vllm/model_executor/models/config.py", "vllm/models/config.py")
 MAP_NAME = "MODELS_CONFIG_MAP"

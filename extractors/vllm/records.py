@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from pydantic import model_validator
+
 from apron.extractors.records import Record
 from apron.extractors.rule_terms import condition_problem, condition_words
-from pydantic import model_validator
 
 
 class MlaModelType(Record):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_ts import (
     comments,
@@ -19,7 +21,6 @@ from apron.extractors.parsing.python_ts import (
 )
 from apron.extractors.records import ExtractionWarning, WarnsInFile
 from apron.extractors.vllm.records import RegistryRow
-from tree_sitter import Node
 
 MERGED_DICT = "_VLLM_MODELS"
 SECTION_COMMENT = re.compile(r"^#\s*\[(?P<section>[^\]]+)\]\s*$")

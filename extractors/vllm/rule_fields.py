@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import libcst as cst
+
 from apron.extractors.parsing.python_cst import (
     ExpressionDescriber,
     conjuncts,

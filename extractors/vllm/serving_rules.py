@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import libcst as cst
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
 from apron.extractors.parsing.python_cst import (

@@ -6,10 +6,11 @@ indented statements."""
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_ts import node_text
 from apron.extractors.parsing.python_ts import string_value as ts_string_value
-from tree_sitter import Node
 
 
 def undecorated(node: Node) -> Node:

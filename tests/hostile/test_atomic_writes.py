@@ -14,14 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from apron.extractors import cli, pipeline, render
-from apron.extractors.bump import apply_bump, plan_bump
+
+from apron.extractors.commands import cli
+from apron.extractors.commands.bump import apply_bump, plan_bump
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import AnchorError, UnknownCommitError
 from apron.extractors.pins import load_pin
-from apron.extractors.pipeline import ProjectPaths, run
-from apron.extractors.writer import WriteError
-
+from apron.extractors.report import render
+from apron.extractors.runner import pipeline
+from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.writer import WriteError
 from tests.conftest import write_pin
 from tests.hostile.helpers import UPSTREAM, clean_tree, folder_bytes
 from tests.vllm_miniatures import CONVERTOR_PATH, CONVERTOR_V2, REGISTRY_PATH, REGISTRY_V2

@@ -12,9 +12,9 @@ import socket
 from pathlib import Path
 
 import pytest
-from apron.extractors.errors import ParseError
 
 from apron import constraints
+from apron.extractors.errors import ParseError
 from tests.conftest import REPO_ROOT, commit_tree
 from tests.hostile.helpers import clean_tree, extract_repo
 from tests.hostile.hostile_trees import hostile_tree
@@ -263,7 +263,7 @@ def test_only_the_strict_loader_loads_modules_in_apron():
 def test_the_scan_covers_every_module():
     names = {p.relative_to(REPO_ROOT).as_posix() for p in extractor_modules()}
     assert {
-        "extractors/render.py",
+        "extractors/report/render.py",
         "extractors/git/source.py",
         "extractors/vllm/convertor.py",
         "extractors/parsing/cpp_ts.py",
@@ -466,7 +466,7 @@ def test_header_quotes_a_value_that_could_end_its_comment_line():
     """Defence in depth behind the snapshot's check: the renderer itself never lets a value
     end a `#` line."""
     from apron.extractors.records import EngineFacts, FactResult, SourceFile
-    from apron.extractors.render import render_fact_module
+    from apron.extractors.report.render import render_fact_module
     from apron.extractors.vllm import ENGINE as VLLM_ENGINE
 
     kind = VLLM_ENGINE.facts[0].kind

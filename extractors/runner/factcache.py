@@ -29,12 +29,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from apron.extractors import errors as error_types
-from apron.extractors.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.errors import AnchorError, ExtractionError, MissingPathError, ParseError
 from apron.extractors.records import ExtractionWarning, Record
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.snapshot import Snapshot
-from pydantic import ValidationError
 
 DB_NAME = "facts-v1.sqlite3"
 _QUESTION, _RESULT = 0, 1
@@ -58,7 +59,7 @@ def code_version() -> str:
     """A hash of every module of the `extractors` package and of the parser versions: any code
     change starts a fresh trie (correct, if sometimes more than needed)."""
     digest = hashlib.sha1()
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # extractors/, every subpackage included
     for path in sorted(package.rglob("*.py")):
         digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
     for name in _PARSER_PACKAGES:

@@ -12,9 +12,9 @@ import types
 import typing
 from collections.abc import Sequence
 
-from apron.extractors.families import FAMILIES, FAMILY_RULES, engine_families
-from apron.extractors.markdown import markdown_table, md_cell
 from apron.extractors.records import EngineFacts, FactResult, Record
+from apron.extractors.report.families import FAMILIES, engine_families, has_families
+from apron.extractors.report.markdown import markdown_table, md_cell
 
 GENERATED_BY = "extract"
 PAGE_LIMIT = 100_000  # characters; tests/test_engine_page.py holds every committed page to it
@@ -189,7 +189,7 @@ def _summary(facts: EngineFacts, title: str) -> list[str]:
         ),
     )
     lines.append("")
-    if facts.engine in FAMILY_RULES:
+    if has_families(facts.engine):
         cells = engine_families(facts)
         lines += [
             "Architectures per family (the rules are on `generated/MATRIX.md`; "

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apron.extractors.base import EngineSpec, extract_engine
+from apron.extractors.commands.releases import release_tags, version_key
 from apron.extractors.errors import (
     AnchorError,
     ExtractionError,
@@ -18,10 +18,10 @@ from apron.extractors.errors import (
     UnknownCommitError,
     UsageError,
 )
-from apron.extractors.factcache import FactCache, cached_engine
 from apron.extractors.git import GitSource, ResolvedCommit
 from apron.extractors.records import EngineFacts, FactKind, Record
-from apron.extractors.releases import release_tags, version_key
+from apron.extractors.runner.base import EngineSpec, extract_engine
+from apron.extractors.runner.factcache import FactCache, cached_engine
 
 YES, NO, UNKNOWN = "yes", "no", "unknown"
 # 2 is any error (apron.extractors.errors.ExtractionError.exit_code)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from apron.extractors.errors import UsageError
 from apron.extractors.git.runner import GitFailed, run_git
-from apron.extractors.writer import WriteError
+from apron.extractors.runner.writer import WriteError
 
 BRANCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}\Z")
 

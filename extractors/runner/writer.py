@@ -14,8 +14,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from apron.extractors.errors import ExtractionError, UsageError
 from filelock import FileLock, Timeout
+
+from apron.extractors.errors import ExtractionError, UsageError
 
 # A change maps a target path to its new text (a file) or to {file name: text} (a folder that
 # is replaced whole).

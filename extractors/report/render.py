@@ -8,10 +8,11 @@ import typing
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from apron.extractors.engine_page import GENERATED_BY, render_engine_markdown
+from pydantic import ValidationError
+
+from apron.constraints import engine_directory, load_engine
+from apron.errors import ConstraintsError
 from apron.extractors.errors import GeneratedError
-from apron.extractors.export import EXPORT_NAME, render_engine_json
-from apron.extractors.markdown import markdown_table, md_cell
 from apron.extractors.records import (
     EngineFacts,
     ExtractionWarning,
@@ -20,10 +21,9 @@ from apron.extractors.records import (
     Record,
     SourceFile,
 )
-from pydantic import ValidationError
-
-from apron.constraints import engine_directory, load_engine
-from apron.errors import ConstraintsError
+from apron.extractors.report.engine_page import GENERATED_BY, render_engine_markdown
+from apron.extractors.report.export import EXPORT_NAME, render_engine_json
+from apron.extractors.report.markdown import markdown_table, md_cell
 
 WARNINGS_MODULE = "warnings_found"
 
