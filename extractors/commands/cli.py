@@ -48,7 +48,14 @@ SourceOpt = Annotated[
     ),
 ]
 RootOpt = Annotated[
-    Path | None, typer.Option("--root", help="Project checkout (holds pins/ and generated/).")
+    Path | None,
+    typer.Option(
+        "--project",
+        "--root",
+        help="Project checkout (holds pins/ and generated/). Default: the current folder or a "
+        "parent; outside a checkout, --dry-run, check --offline, support and history read the "
+        "pins and generated/ installed with the package.",
+    ),
 ]
 
 
@@ -130,7 +137,7 @@ def extract(
 
     try:
         spec = engine_by_id(engine)
-        paths = find_project(root)
+        paths = find_project(root, read_only=dry_run)
         result = run(spec, paths, commit=commit, source=source, write=not dry_run)
     except ExtractionError as err:
         fail(err)
@@ -298,12 +305,15 @@ def check_command(
                 "--source names one engine's repository: pass --engine with it "
                 "(without --engine, each engine uses $APRON_SOURCE_<ENGINE> or its pin's URL)"
             )
-        paths = find_project(root)
-        with project_lock(paths.root):
-            for note in start_writing(paths):
-                err_console.print(f"note: {note}", markup=False)
-            refuse_leftovers(paths, "check")
+        paths = find_project(root, read_only=True)
+        if paths.installed:  # the package's own files: nothing to recover, nothing to lock
             outcomes = _check(paths, engine, source, offline)
+        else:
+            with project_lock(paths.root):
+                for note in start_writing(paths):
+                    err_console.print(f"note: {note}", markup=False)
+                refuse_leftovers(paths, "check")
+                outcomes = _check(paths, engine, source, offline)
     except ExtractionError as err:
         fail(err)
         return
@@ -419,7 +429,7 @@ def history_command(
         spec = engine_by_id(engine)
         pin = None
         try:
-            pin = load_pin(find_project(root).pins, spec.engine_id)
+            pin = load_pin(find_project(root, read_only=True).pins, spec.engine_id)
         except ExtractionError:
             if until is None:
                 raise
@@ -552,7 +562,7 @@ def support_command(
         spec = engine_by_id(engine)
         pin = None
         try:
-            paths = find_project(root)
+            paths = find_project(root, read_only=True)
             pin = load_pin(paths.pins, spec.engine_id)
         except ExtractionError:
             if commit is None and release is None:
