@@ -42,8 +42,8 @@ t3 = time.perf_counter()
 print(json.dumps({
     "import": (t1 - t0) * 1e3, "generated": (t2 - t1) * 1e3, "plan": (t3 - t2) * 1e3,
     "engines": rows, "mechanism": plan.prediction.mechanism,
-    "bad_modules": sorted(m for m in sys.modules if m.split(".")[0] in
-                          ("extractors", "libcst", "tree_sitter", "pydantic", "typer", "rich")),
+    "bad_modules": sorted(m for m in sys.modules if m.startswith("apron.extractors") or
+                          m.split(".")[0] in ("libcst", "tree_sitter", "pydantic", "typer", "rich")),
 }))
 """
 

@@ -8,7 +8,10 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEPENDENCIES = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+# the calculator's dependencies and the extractor's extra: .ci/floors pins both
+DEPENDENCIES = PROJECT["dependencies"] + PROJECT["optional-dependencies"]["extract"]
+PARSERS = ("libcst", "tree-sitter", "tree-sitter-python", "tree-sitter-cpp", "markdown-it-py")
 # the first version that works, and what the one below it does
 WORKING_FLOORS = {
     "typer": (0, 16),  # 0.12.0: "Type not yet supported: str | None"; 0.12.5 misparses --sample
@@ -34,3 +37,11 @@ def test_floors_are_versions_that_work():
 def test_every_dependency_has_a_floor():
     assert all(">=" in spec for spec in DEPENDENCIES)
     assert "huggingface-hub" in floors()
+
+
+def test_the_calculator_installs_without_the_parsers():
+    """`pip install apron-extract` is the calculator: the parsers are the [extract] extra, and
+    [test] (the README's install) pulls that extra in."""
+    base = {re.match(r"[A-Za-z0-9_.-]+", spec).group(0).lower() for spec in PROJECT["dependencies"]}
+    assert not base & set(PARSERS)
+    assert "apron-extract[extract]" in PROJECT["optional-dependencies"]["test"]

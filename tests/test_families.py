@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from apron.extractors.engines import ENGINES
+from apron.extractors.llamacpp.families import llamacpp_families
 from apron.extractors.llamacpp.records import HfArchitecture
 from apron.extractors.records import EngineFacts, FactKind, FactResult, Record
 from apron.extractors.report import families
+from apron.extractors.sglang.families import sglang_families
+from apron.extractors.vllm.families import vllm_families
 from apron.extractors.vllm.records import MlaModelType, ModelClassFlags, RegistryRow
 
 REGISTRY = "vllm/model_executor/models/registry.py"
@@ -108,7 +111,7 @@ def members(cells, family):
 
 
 def test_vllm_families_follow_the_class_flags():
-    cells = families.vllm_families(vllm_facts())
+    cells = vllm_families(vllm_facts())
     assert members(cells, "dense") == ["LlamaForCausalLM"]
     assert members(cells, "MLA") == ["DeepseekV3ForCausalLM"]
     assert members(cells, "hybrid attention+SSM") == ["JambaForCausalLM"]
@@ -152,7 +155,7 @@ def test_llamacpp_families_follow_the_class_sets():
             _hf("LlavaForConditionalGeneration", "llama", model_type="mmproj"),
         ],
     )
-    cells = families.llamacpp_families(facts)
+    cells = llamacpp_families(facts)
     assert members(cells, "dense") == ["LlamaForCausalLM"]
     assert members(cells, "hybrid attention+SSM") == ["JambaForCausalLM"]
     assert members(cells, "recurrent") == ["Rwkv7ForCausalLM"]
@@ -162,7 +165,7 @@ def test_llamacpp_families_follow_the_class_sets():
 
 
 def test_sglang_without_architecture_sets_degrades():
-    cells = families.sglang_families(_facts("sglang", registry_rows=[]))
+    cells = sglang_families(_facts("sglang", registry_rows=[]))
     assert cells["sliding window"].no_rule == "architecture_sets not extracted at this commit"
     assert cells["dense"].members == set()
 
@@ -222,7 +225,7 @@ def test_sglang_families_from_architecture_sets_when_present():
     )
     facts = _facts("sglang", registry_rows=[])
     facts = EngineFacts(**{**facts.__dict__, "facts": (*facts.facts, sets)})
-    cells = families.sglang_families(facts)
+    cells = sglang_families(facts)
     assert members(cells, "sliding window") == ["GptOssForCausalLM", "LagunaForCausalLM"]
     assert cells["sliding window"].conditional == {"LagunaForCausalLM"}
     assert "LagunaForCausalLM*" in families._cell_text(cells["sliding window"])
@@ -230,3 +233,25 @@ def test_sglang_families_from_architecture_sets_when_present():
     assert members(cells, "cross-encoder") == ["BertForSequenceClassification"]
     assert members(cells, "encoder-decoder") == ["WhisperForConditionalGeneration"]
     assert cells["sliding window"].traces == {"mc.py is_hybrid_swa_model"}
+
+
+def test_the_family_renderer_names_no_engine():
+    """Engine knowledge lives in each engine's package (its families.py, named on EngineSpec):
+    the generic family modules hold no engine id as a string, and every engine with rules has
+    both the function and the rules in words."""
+    import ast
+    from pathlib import Path
+
+    report = Path(families.__file__).parent
+    for name in ("families.py", "family_cells.py"):
+        tree = ast.parse((report / name).read_text(encoding="utf-8"))
+        strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
+        assert not strings & set(ENGINES), name
+    for engine in ENGINES.values():
+        assert (engine.families is None) == (engine.family_rules == ()), engine.engine_id
+    assert [e.engine_id for e in ENGINES.values() if e.families] == [
+        "vllm",
+        "sglang",
+        "llamacpp",
+        "trtllm",
+    ]

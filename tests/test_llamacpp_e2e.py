@@ -104,7 +104,9 @@ def test_generated_modules_import_without_extractor_code(project, llamacpp_repo)
     write_pin(project, "llamacpp", UPSTREAM, shas[1])
     run(LLAMACPP, project, commit=None, source=str(repo))
     code = (
-        f"import sys; sys.path.insert(0, {str(project.root)!r})\n"
+        # the temp project's generated/ answers for the apron.generated namespace
+        "import sys, apron.generated as g\n"
+        f"g.__path__.insert(0, {str(project.generated)!r})\n"
         "import apron.generated.llamacpp.class_set_members as m, apron.generated.llamacpp.hf_architectures as h\n"
         "hybrid = {r.arch for r in m.ROWS if r.predicate == 'llm_arch_is_hybrid'}\n"
         "assert hybrid == {'LLM_ARCH_JAMBA', 'LLM_ARCH_QWEN3NEXT'}, hybrid\n"

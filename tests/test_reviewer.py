@@ -165,8 +165,9 @@ def test_matrix_cells_and_top_section():
         "registered: text-generation (Decoder-only) [MLA if model_type is "
         "deepseek_v4] (registry.py _TEXT_GENERATION_MODELS)"
     )
-    assert cells[2] == "?"  # no llama.cpp constraints
-    assert cells[3] == "registered: deepseek_v4 [MHA (explicit)] (deepseek_v4.py EntryClass)"
+    # the columns follow the engine registry (extractors/engines.py): vLLM, SGLang, llama.cpp, ...
+    assert cells[2] == "registered: deepseek_v4 [MHA (explicit)] (deepseek_v4.py EntryClass)"
+    assert cells[3] == "?"  # no llama.cpp constraints
     assert cells[4] == (
         "registered*: DeepseekV4ForCausalLM: only supported on Blackwell GPUs "
         "(SM100+) [SWA Yes] (modeling_deepseekv4.py @register_auto_model)"

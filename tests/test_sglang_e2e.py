@@ -78,7 +78,9 @@ def test_rerun_is_byte_identical_and_imports_without_extractors(project, sglang_
     run(SGLANG, project, commit=None, source=str(repo))
     assert generated_bytes(project) == once
     code = (
-        f"import sys; sys.path.insert(0, {str(project.root)!r})\n"
+        # the temp project's generated/ answers for the apron.generated namespace
+        "import sys, apron.generated as g\n"
+        f"g.__path__.insert(0, {str(project.generated)!r})\n"
         "import apron.generated.sglang.mla_architectures as m, apron.generated.sglang.mla_conditions as c\n"
         "import apron.generated.sglang.registry_rows as r\n"
         "assert {x.architecture for x in c.ROWS} == "

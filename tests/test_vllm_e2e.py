@@ -80,7 +80,9 @@ def test_generated_modules_import_without_extractor_code(project, vllm_repo):
     write_pin(project, "vllm", "https://github.com/vllm-project/vllm", shas[0])
     run(VLLM, project, commit=None, source=str(repo))
     code = (
-        f"import sys; sys.path.insert(0, {str(project.root)!r})\n"
+        # the temp project's generated/ answers for the apron.generated namespace
+        "import sys, apron.generated as g\n"
+        f"g.__path__.insert(0, {str(project.generated)!r})\n"
         "import apron.generated.vllm.mla_model_types as m, apron.generated.vllm.registry_rows as r\n"
         "assert {x.model_type for x in m.ROWS} == {'deepseek_v2', 'deepseek_v3'}\n"
         "assert not any(k.startswith(('apron.extractors', 'libcst', 'tree_sitter', 'git')) for k in sys.modules)\n"

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from apron.extractors.llamacpp import (
     class_sets,
     converter,
+    families,
     hf_join,
     matrix_cells,
     sliding_window,
@@ -224,6 +225,8 @@ ENGINE = EngineSpec(
     title="llama.cpp",
     upstream_url="https://github.com/ggml-org/llama.cpp",
     matrix_cells=matrix_cells.matrix_cells,
+    families=families.llamacpp_families,
+    family_rules=families.LLAMACPP_RULES,
     release_tags=r"b\d+",
     support_facts=("arch_names", "class_set_members"),
     support_judge=support.judge,

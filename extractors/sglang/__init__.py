@@ -21,6 +21,7 @@ from apron.extractors.sglang import (
     architecture_sets,
     attention_chain,
     docs_tables,
+    families,
     hybrid_configs,
     kv_dtype_sets,
     kv_heads,
@@ -368,6 +369,8 @@ ENGINE = EngineSpec(
     title="SGLang",
     upstream_url="https://github.com/sgl-project/sglang",
     matrix_cells=matrix_cells.matrix_cells,
+    families=families.sglang_families,
+    family_rules=families.SGLANG_RULES,
     release_tags=r"v\d+\.\d+\.\d+(\.post\d+)?",
     support_facts=("mla_architectures", "explicit_mha_architectures", "architecture_sets"),
     facts=(

@@ -4,13 +4,23 @@ conditional) or explicit MHA from the ModelConfig attention chain."""
 from __future__ import annotations
 
 from apron.extractors.records import EngineFacts
-from apron.extractors.report.families import sglang_architecture_flags
 from apron.extractors.runner.base import MatrixCell
 from apron.extractors.sglang.records import (
     SglangExplicitMha,
     SglangMlaArchitecture,
     SglangRegistryRow,
 )
+
+
+def sglang_architecture_flags(facts: EngineFacts) -> dict[str, tuple[str, ...]]:
+    """Per architecture, the model_config.py sets that name it."""
+    found: dict[str, list[str]] = {}
+    for row in facts.records("architecture_sets"):
+        if row.architecture == "*":
+            continue
+        word = row.set_name if row.member_returns else f"not {row.set_name}"
+        found.setdefault(row.architecture, []).append(word)
+    return {a: tuple(sorted(set(w))) for a, w in found.items()}
 
 
 def matrix_cells(facts: EngineFacts) -> dict[str, MatrixCell]:

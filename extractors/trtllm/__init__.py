@@ -18,7 +18,7 @@ from apron.extractors.report.doc_findings import (
 )
 from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.snapshot import Snapshot
-from apron.extractors.trtllm import docs_tables, matrix_cells
+from apron.extractors.trtllm import docs_tables, families, matrix_cells
 from apron.extractors.trtllm.records import (
     TrtllmFeatureCell,
     TrtllmRegisteredArchitecture,
@@ -199,6 +199,8 @@ ENGINE = EngineSpec(
     title="TensorRT-LLM",
     upstream_url="https://github.com/NVIDIA/TensorRT-LLM",
     matrix_cells=matrix_cells.matrix_cells,
+    families=families.trtllm_families,
+    family_rules=families.TRTLLM_RULES,
     release_tags=r"v\d+\.\d+\.\d+",
     support_facts=("feature_matrix",),
     facts=(

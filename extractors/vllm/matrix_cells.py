@@ -7,9 +7,48 @@ from __future__ import annotations
 import re
 
 from apron.extractors.records import EngineFacts
-from apron.extractors.report.families import vllm_architecture_flags
 from apron.extractors.runner.base import MatrixCell
 from apron.extractors.vllm.records import MlaModelType, RegistryRow
+
+VLLM_FLAG_WORDS = (
+    ("is_hybrid", "hybrid"),
+    ("is_attention_free", "attention-free"),
+    ("has_inner_state", "inner state"),
+    ("supports_multimodal", "multimodal"),
+    ("is_pooling_model", "pooling"),
+    ("supports_transcription", "transcription"),
+    ("supports_pp", "PP"),
+    ("supports_lora", "LoRA"),
+    ("supports_eagle", "EAGLE"),
+    ("supports_eagle3", "EAGLE-3"),
+    ("supports_quant", "SupportsQuant"),
+)
+
+
+def vllm_architecture_flags(facts: EngineFacts) -> dict[str, tuple[str, ...]]:
+    """Per architecture, the vLLM class flags that are set, in words, for the matrix rows."""
+    found: dict[str, tuple[str, ...]] = {}
+    rules = facts.records("attn_type_rule")
+    encoder_only_pooling = set(rules[0].encoder_only_seq_pooling_types) if rules else set()
+    for row in facts.records("model_class_flags"):
+        if row.status != "resolved":
+            found[row.architecture] = ("class unresolved",)
+            continue
+        words = [word for name, word in VLLM_FLAG_WORDS if getattr(row, name) is True]
+        pooling_run = row.is_pooling_model or row.is_text_generation_model is False
+        if row.attn_type and row.attn_type != "decoder":
+            words.insert(0, f"attn_type {row.attn_type}")
+        elif pooling_run and row.default_seq_pooling_type in encoder_only_pooling:
+            words.insert(0, f"encoder-only run ({row.default_seq_pooling_type} pooling)")
+        if row.score_type and row.score_type != "bi-encoder":
+            words.append(row.score_type)
+        unknown = [
+            name for name in ("is_hybrid", "is_attention_free") if getattr(row, name) is None
+        ]
+        if unknown:
+            words.append("unknown: " + ", ".join(unknown))
+        found[row.architecture] = tuple(words)
+    return found
 
 
 def model_type_guess(architecture: str) -> str:

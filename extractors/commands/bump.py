@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from apron.extractors.errors import (
     GeneratedError,
@@ -13,16 +12,15 @@ from apron.extractors.errors import (
 )
 from apron.extractors.git import GitSource
 from apron.extractors.pins import ANY_SHA, FULL_SHA, Pin, load_pin, pin_path, render_pin
-from apron.extractors.records import EngineFacts
+from apron.extractors.report.bump_plan import BumpPlan, Shrink
 from apron.extractors.report.diff import EngineDiff, diff_engine, with_removal_notes
-from apron.extractors.report.impact import ImpactChange, calculator_impact
+from apron.extractors.report.impact import calculator_impact
 from apron.extractors.report.pr_body import (
     BodyLinks,
     render_full_diff,
     render_pr_body,
     render_pr_title,
 )
-from apron.extractors.report.readings_lost import LostReading
 from apron.extractors.runner.base import EngineSpec
 from apron.extractors.runner.pipeline import (
     ProjectPaths,
@@ -52,34 +50,6 @@ NO_CHANGE_EXIT = 3  # documented: nothing changed beyond the header; no pull req
 READINGS_LOST_EXIT = 4  # documented: bumped, but readings were lost; the PR opens as a draft
 SHRINK_LIMIT = 0.5
 REF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}\Z")  # \Z: no trailing newline
-
-
-@dataclass(frozen=True)
-class Shrink:
-    fact: str
-    old_count: int
-    new_count: int
-
-
-@dataclass
-class BumpPlan:
-    engine: EngineSpec
-    old_pin: Pin
-    new_pin: Pin
-    old_facts: EngineFacts | None
-    new_facts: EngineFacts
-    diff: EngineDiff
-    shrinks: list[Shrink]
-    accepted_shrink: bool
-    impact: list[ImpactChange] | None = None
-    impact_note: str = ""
-    rendered: dict[str, str] = field(default_factory=dict)
-    # Suspected misreads (extractors/report/readings_lost.py); the body puts them first.
-    readings_lost: list[LostReading] = field(default_factory=list)
-
-    @property
-    def no_change(self) -> bool:
-        return self.diff.empty
 
 
 def resolve_ref(source: GitSource, ref: str | None) -> str:

@@ -59,7 +59,7 @@ def code_version() -> str:
     """A hash of every module of the `extractors` package and of the parser versions: any code
     change starts a fresh trie (correct, if sometimes more than needed)."""
     digest = hashlib.sha1()
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # extractors/, every subpackage included
     for path in sorted(package.rglob("*.py")):
         digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
     for name in _PARSER_PACKAGES:

@@ -13,7 +13,7 @@ import typing
 from collections.abc import Sequence
 
 from apron.extractors.records import EngineFacts, FactResult, Record
-from apron.extractors.report.families import FAMILIES, FAMILY_RULES, engine_families
+from apron.extractors.report.families import FAMILIES, engine_families, has_families
 from apron.extractors.report.markdown import markdown_table, md_cell
 
 GENERATED_BY = "extract"
@@ -189,7 +189,7 @@ def _summary(facts: EngineFacts, title: str) -> list[str]:
         ),
     )
     lines.append("")
-    if facts.engine in FAMILY_RULES:
+    if has_families(facts.engine):
         cells = engine_families(facts)
         lines += [
             "Architectures per family (the rules are on `generated/MATRIX.md`; "

@@ -6,9 +6,9 @@ from __future__ import annotations
 import posixpath
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from apron.extractors.records import ExtractionWarning, Record
+from apron.extractors.report.bump_plan import BumpPlan
 from apron.extractors.report.diff import (
     FactDiff,
     Pair,
@@ -19,9 +19,6 @@ from apron.extractors.report.diff import (
     provenance_fields,
     rekeyed_fields,
 )
-
-if TYPE_CHECKING:
-    from apron.extractors.commands.bump import BumpPlan
 
 GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
 WORKFLOW_NOTICE_RESERVE = 1_000  # left for a notice the workflow puts on top (failed tests)

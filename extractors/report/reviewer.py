@@ -14,7 +14,7 @@ from apron.extractors.report.markdown import markdown_table
 from apron.extractors.runner.base import MatrixCell
 from apron.extractors.vllm.matrix_cells import main_mla_model_types, model_type_guess
 
-ENGINE_ORDER = ("vllm", "llamacpp", "sglang", "trtllm")  # the matrix's columns
+ENGINE_ORDER = tuple(ENGINES)  # the matrix's columns: the engine registry's order
 
 
 def _title(engine_id: str) -> str:

@@ -7,7 +7,7 @@ import fnmatch
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from apron.extractors.errors import AnchorError, ExtractionError, FactGraphError, ParseError
 from apron.extractors.parsing.collections_paced import fewer_collections
@@ -153,6 +153,10 @@ class EngineSpec:
     # classes); None: a row of the registry fact means yes, the classes are the engine's
     # matrix-cell flags
     support_judge: Callable[[EngineFacts, str], tuple[str, str, str, tuple[str, ...]]] | None = None
+    # the matrix's architecture families (extractors/report/family_cells.py): facts -> family ->
+    # cell, and the rules in words, (family, rule) pairs; None: no family rules
+    families: Callable[[EngineFacts], Mapping[str, Any]] | None = None
+    family_rules: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         run_order(self.facts)  # a bad declaration fails when the engine module is imported

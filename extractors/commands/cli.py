@@ -48,8 +48,17 @@ SourceOpt = Annotated[
     ),
 ]
 RootOpt = Annotated[
-    Path | None, typer.Option("--root", help="Project checkout (holds pins/ and generated/).")
+    Path | None,
+    typer.Option(
+        "--project",
+        metavar="DIR",
+        help="Project checkout (holds pins/ and generated/). Default: this folder or a parent; "
+        "outside a checkout, --dry-run, check --offline, support and history read the pins "
+        "and generated/ installed with the package.",
+    ),
 ]
+# the option's former name, still accepted (scripts and CI use it); not in the help
+RootAliasOpt = Annotated[Path | None, typer.Option("--root", hidden=True)]
 
 
 VersionOpt = version_option("extract")
@@ -115,6 +124,7 @@ def extract(
     commit: CommitOpt = None,
     source: SourceOpt = None,
     root: RootOpt = None,
+    root_alias: RootAliasOpt = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Extract and report; write nothing.")
     ] = False,
@@ -130,7 +140,7 @@ def extract(
 
     try:
         spec = engine_by_id(engine)
-        paths = find_project(root)
+        paths = find_project(root or root_alias, read_only=dry_run)
         result = run(spec, paths, commit=commit, source=source, write=not dry_run)
     except ExtractionError as err:
         fail(err)
@@ -151,6 +161,7 @@ def bump_command(
     ] = None,
     source: SourceOpt = None,
     root: RootOpt = None,
+    root_alias: RootAliasOpt = None,
     pr_title: Annotated[
         Path | None, typer.Option("--pr-title", help="Write the pull-request title here.")
     ] = None,
@@ -210,7 +221,7 @@ def bump_command(
     try:
         engine, source, root = _before(ctx, "bump", engine=engine, source=source, root=root)
         spec = engine_by_id(engine)
-        paths = find_project(root)
+        paths = find_project(root or root_alias)
         refuse_writes_outside(paths.root, [paths.generated, paths.pins])
         title_path = check_output_path(pr_title, "--pr-title") if pr_title else None
         body_path = check_output_path(pr_body, "--pr-body") if pr_body else None
@@ -287,6 +298,7 @@ def check_command(
     engine: EngineOpt = None,
     source: SourceOpt = None,
     root: RootOpt = None,
+    root_alias: RootAliasOpt = None,
     offline: Annotated[
         bool,
         typer.Option("--offline", help="Only re-render the committed modules; no source needed."),
@@ -318,12 +330,15 @@ def check_command(
                 "--source names one engine's repository: pass --engine with it "
                 "(without --engine, each engine uses $APRON_SOURCE_<ENGINE> or its pin's URL)"
             )
-        paths = find_project(root)
-        with project_lock(paths.root):
-            for note in start_writing(paths):
-                err_console.print(f"note: {note}", markup=False)
-            refuse_leftovers(paths, "check")
+        paths = find_project(root or root_alias, read_only=True)
+        if paths.installed:  # the package's own files: nothing to recover, nothing to lock
             outcomes = _check(paths, engine, source, offline)
+        else:
+            with project_lock(paths.root):
+                for note in start_writing(paths):
+                    err_console.print(f"note: {note}", markup=False)
+                refuse_leftovers(paths, "check")
+                outcomes = _check(paths, engine, source, offline)
     except ExtractionError as err:
         fail(err)
         return
@@ -408,6 +423,7 @@ def history_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     source: SourceOpt = None,
     root: RootOpt = None,
+    root_alias: RootAliasOpt = None,
     jobs: Annotated[
         int,
         typer.Option(
@@ -449,7 +465,7 @@ def history_command(
         spec = engine_by_id(engine)
         pin = None
         try:
-            pin = load_pin(find_project(root).pins, spec.engine_id)
+            pin = load_pin(find_project(root or root_alias, read_only=True).pins, spec.engine_id)
         except ExtractionError:
             if until is None:
                 raise
@@ -556,6 +572,7 @@ def support_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
     source: SourceOpt = None,
     root: RootOpt = None,
+    root_alias: RootAliasOpt = None,
 ) -> None:
     """Does the engine at a release tag, a commit or (default) its pin support an architecture?
 
@@ -573,7 +590,7 @@ def support_command(
     engine = _before_command(ctx, "engine", engine)
     commit = _before_command(ctx, "commit", commit)
     source = _before_command(ctx, "source", source)
-    root = _before_command(ctx, "root", root)
+    root = _before_command(ctx, "root", root) or _before_command(ctx, "root_alias", root_alias)
     try:
         if engine is None:
             raise UsageError("give --engine: vllm, llamacpp, sglang or trtllm")
@@ -582,7 +599,7 @@ def support_command(
         spec = engine_by_id(engine)
         pin = None
         try:
-            paths = find_project(root)
+            paths = find_project(root, read_only=True)
             pin = load_pin(paths.pins, spec.engine_id)
         except ExtractionError:
             if commit is None and release is None:

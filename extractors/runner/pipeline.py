@@ -40,6 +40,9 @@ SOURCE_ENV = "APRON_SOURCE_{engine}"
 @dataclass(frozen=True)
 class ProjectPaths:
     root: Path
+    # the pins and generated/ installed inside the package (apron.pins, apron.generated): for
+    # commands that only read them, never written
+    installed: bool = False
 
     @property
     def pins(self) -> Path:
@@ -50,15 +53,37 @@ class ProjectPaths:
         return self.root / "generated"
 
 
-def find_project(start: Path | None = None) -> ProjectPaths:
-    """The checkout holding `pins/` and `generated/`: the given dir or the nearest parent."""
+def installed_project() -> ProjectPaths | None:
+    """The pins and generated/ the package was installed with (a wheel: site-packages/apron/;
+    an editable install: its checkout), or None when they are not there."""
+    from apron.constraints import default_directory
+    from apron.errors import ConstraintsError
+
+    try:
+        generated = default_directory()
+    except ConstraintsError:
+        return None
+    root = generated.parent
+    if not (root / "pins").is_dir():
+        return None
+    return ProjectPaths(root, installed=True)
+
+
+def find_project(start: Path | None = None, *, read_only: bool = False) -> ProjectPaths:
+    """The checkout holding `pins/` and `generated/`: the given dir or the nearest parent.
+    Outside any checkout, a command that only reads them (`read_only`) uses the ones installed
+    with the package."""
     here = (start or Path.cwd()).resolve()
     for candidate in (here, *here.parents):
         if (candidate / "pins").is_dir() and (candidate / "generated").is_dir():
             return ProjectPaths(candidate)
+    if read_only and start is None:
+        installed = installed_project()
+        if installed is not None:
+            return installed
     raise UsageError(
         f"no project checkout (a folder with pins/ and generated/) at or above {here}; "
-        "run from the checkout or pass --root"
+        "run from the checkout or pass --project DIR"
     )
 
 

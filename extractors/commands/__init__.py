@@ -1,0 +1,1 @@
+"""The extract commands: the command line (cli), bump, check, support and history."""
