@@ -13,7 +13,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # folder -> the package name it installs as (setup.py's mapping)
-PACKAGES = {"apron": "apron", "extractors": "apron.extractors"}
+PACKAGES = {"apron": "apron", "extractors": "apron.extractors", "generated": "apron.generated"}
 
 
 def module_files(root: Path = REPO_ROOT) -> dict[str, Path]:

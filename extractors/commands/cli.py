@@ -219,7 +219,9 @@ def bump_command(
     )
 
     try:
-        engine, source, root = _before(ctx, "bump", engine=engine, source=source, root=root)
+        engine, source, root, root_alias = _before(
+            ctx, "bump", engine=engine, source=source, root=root, root_alias=root_alias
+        )
         spec = engine_by_id(engine)
         paths = find_project(root or root_alias)
         refuse_writes_outside(paths.root, [paths.generated, paths.pins])
@@ -461,7 +463,9 @@ def history_command(
 
     progress = progress_for(sys.stderr)
     try:
-        engine, source, root = _before(ctx, "history", engine=engine, source=source, root=root)
+        engine, source, root, root_alias = _before(
+            ctx, "history", engine=engine, source=source, root=root, root_alias=root_alias
+        )
         spec = engine_by_id(engine)
         pin = None
         try:
