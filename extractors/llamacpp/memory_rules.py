@@ -483,8 +483,8 @@ def assignments_in(
         value, unknown = _tokens(event.node, {})
         if unknown:
             warnings.append(warning("unread-formula", event.target, unknown, path, function))
-        index = order.get(event.target, 0)
-        order[event.target] = index + 1
+        index = len(rows)  # source order across the variables: each reads the ones before
+        order[event.target] = order.get(event.target, 0) + 1
         rows.append(
             CacheSizeRule(
                 function=function,

@@ -165,7 +165,8 @@ class MemoryCallback(Record):
 
 class CacheSizeRule(Record):
     """An assignment that sizes a cache or the context: in `function`, `variable` is set to
-    `value` where `condition` holds (reverse-Polish tokens both; source order is `order`)."""
+    `value` where `condition` holds (reverse-Polish tokens both). `order` is the source order
+    among all the function's rows: an assignment reads the values assigned before it."""
 
     KEY: ClassVar[tuple[str, ...]] = ("function", "variable", "order")
 
