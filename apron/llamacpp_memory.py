@@ -14,6 +14,8 @@ from apron.constraints import Citation, EngineConstraints
 from apron.gguf_header import GgufHeader
 from apron.llamacpp_formula import Unknown, evaluate
 
+__all__ = ["Unknown", "cache_type", "figures", "render", "weights_bytes"]
+
 ENGINE = "llamacpp"
 DEFAULT_CONTEXT_TYPE = "LLAMA_CONTEXT_TYPE_DEFAULT"
 ASSUMPTIONS = (
@@ -396,3 +398,36 @@ def _filters(c, arch, env, calls, memory_class) -> dict[str, Callable[[int], boo
             evaluate(row.value, {**env, "il": il}, calls)
         )
     return out
+
+
+def weights_bytes(header: GgufHeader) -> int | None:
+    """The tensor infos' bytes (ggml block sizes from gguf-py); None when a type is unknown.
+    The first shard of a split model holds only its own tensors."""
+    sizes = [t.nbytes for t in header.tensors]
+    return None if any(s is None for s in sizes) else sum(s for s in sizes if s is not None)
+
+
+def render(header: GgufHeader, c: EngineConstraints, got: LlamaCppFigures, n_seq_max: int) -> str:
+    """The llama.cpp column as text: figures, arithmetic, assumptions and citations."""
+    lines = [
+        f"{header.path}: GGUF v{header.version}, architecture {header.architecture!r}",
+        f"llama.cpp {c.commit[:12]} (prediction from its extracted rules)",
+    ]
+    weights = weights_bytes(header)
+    split = header.metadata.get("split.count")
+    lines.append(
+        f"  weights: {weights:,} B in {len(header.tensors)} tensors"
+        + (f" (this shard of {split})" if split else "")
+        if weights is not None
+        else "  weights: unknown (a tensor type gguf-py does not size)"
+    )
+    if got.unknown:
+        lines.append("  KV + state: unknown: " + "; ".join(got.unknown))
+    else:
+        lines.append(f"  memory: {got.memory_class or 'none (create_memory returns nullptr)'}")
+        lines.append(f"  KV cache: {got.kv_bytes:,} B for {n_seq_max} sequence(s)")
+        lines.append(f"  recurrent state: {got.state_bytes:,} B for {n_seq_max} sequence(s)")
+        lines.extend(f"    {a}" for a in got.arithmetic)
+    lines.extend(f"  assumed: {n}" for n in got.notes)
+    lines.extend(f"  cites: {x.engine} {x.commit[:12]} {x.path} {x.symbol}" for x in got.citations)
+    return "\n".join(lines)

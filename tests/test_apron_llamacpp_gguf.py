@@ -20,8 +20,8 @@ from apron.llamacpp_memory import cache_type, figures
 C = load_constraints().get("llamacpp")
 
 
-def write_header(path: Path, arch: str, keys: dict, tensors=()) -> Path:
-    """A header-only GGUF: metadata and tensor infos, no tensor data."""
+def write_header(path: Path, arch: str, keys: dict) -> Path:
+    """A header-only GGUF: metadata, no tensors."""
     writer = gguf.GGUFWriter(str(path), arch)
     for key, value in keys.items():
         full = f"{arch}.{key}"
@@ -29,14 +29,6 @@ def write_header(path: Path, arch: str, keys: dict, tensors=()) -> Path:
             writer.add_array(full, value)
         else:
             writer.add_uint32(full, value)
-    for name, shape, ggml_type in tensors:
-        writer.add_tensor_info(
-            name,
-            shape,
-            gguf.GGML_QUANT_SIZES and __import__("numpy").float16,
-            0,
-            raw_dtype=ggml_type,
-        )
     writer.write_header_to_file(path=path)
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()

@@ -425,7 +425,12 @@ ENGINE = EngineSpec(
         ),
         FactExtractor(HPARAMS_FORMULAS, _hparams_formulas, reads=(HPARAMS_CPP,)),
         FactExtractor(MEMORY_RULES, _memory_rules, reads=(MODEL_CPP, *MEMORY_HEADERS)),
-        FactExtractor(MEMORY_CALLBACKS, _memory_callbacks, reads=(MODEL_CPP, *MEMORY_HEADERS)),
+        FactExtractor(
+            MEMORY_CALLBACKS,
+            _memory_callbacks,
+            reads=(MODEL_CPP, *MEMORY_HEADERS),
+            allow_empty=True,
+        ),
         FactExtractor(CACHE_SIZES, _cache_sizes, reads=(KV_ISWA_CPP, CONTEXT_CPP)),
         FactExtractor(CONTEXT_DEFAULTS, _context_defaults, reads=(COMMON_H,)),
         FactExtractor(GGML_TYPE_SIZES, _ggml_type_sizes, reads=(GGML_C, GGML_COMMON_H, GGML_H)),
@@ -434,6 +439,7 @@ ENGINE = EngineSpec(
             _recurrent_layers,
             reads=(MODEL_CPP, MODELS_H, f"{MODELS_DIR}/*.cpp", ARCH_CPP),
             needs=("arch_names",),
+            allow_empty=True,
         ),
     ),
 )

@@ -568,7 +568,7 @@ def _defines(source: CppSource) -> dict[str, int]:
         name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
         if name is None or value is None:
             continue
-        text = re.sub(r"//.*", "", node_text(value)).strip()
+        text = re.sub(r"//.*|/\*.*?\*/", "", node_text(value)).strip()
         if re.fullmatch(r"\d+", text):
             out.setdefault(node_text(name), int(text))
     return out
@@ -604,6 +604,22 @@ def _typedef_sizes(sources: list[CppSource]) -> dict[str, int | None]:
     # (a host typedef that differs between #if branches is None: the size is not one number)
 
 
+_NAME_TYPES = (
+    "identifier",
+    "type_identifier",
+    "primitive_type",
+    "field_identifier",
+    "number_literal",
+)
+
+
+def _first_name(node: Node) -> str:
+    """The first name (or number) inside a node, comments skipped: `sizeof( block_x )` ->
+    block_x, `[GGML_TYPE_F16]` -> GGML_TYPE_F16."""
+    found = next((n for n in walk(node) if n.type in _NAME_TYPES), None)
+    return node_text(found) if found is not None else ""
+
+
 def _evaluate(node: Node, defines: dict[str, int], sizes: dict[str, int | None]) -> int | None:
     kind = node.type
     if kind == "number_literal":
@@ -616,7 +632,7 @@ def _evaluate(node: Node, defines: dict[str, int], sizes: dict[str, int | None])
         inner = node.child_by_field_name("value") or node.child_by_field_name("type")
         if inner is None:
             return None
-        name = re.sub(r"[()\s]", "", node_text(inner))
+        name = _first_name(inner)
         return PRIMITIVE_SIZES.get(name, sizes.get(name))
     if kind == "binary_expression":
         op = node_text(node.child_by_field_name("operator"))
@@ -649,7 +665,7 @@ def _block_sizes(
         if left is None or left.type != "sizeof_expression":
             continue
         inner = left.child_by_field_name("value") or left.child_by_field_name("type")
-        name = re.sub(r"[()\s]", "", node_text(inner)) if inner is not None else ""
+        name = _first_name(inner) if inner is not None else ""
         out.setdefault(name, _evaluate(cond.child_by_field_name("right"), defines, sizes))
     return out
 
@@ -689,14 +705,14 @@ def ggml_type_sizes(
         value = pair.child_by_field_name("value")
         if designator is None or value is None or value.type != "initializer_list":
             continue
-        key = re.sub(r"[\[\]\s]", "", node_text(designator))
+        key = _first_name(designator)
         fields = {}
         for item in code_children(value):
             if item.type == "initializer_pair":
                 d = item.child_by_field_name("designator")
                 v = item.child_by_field_name("value")
                 if d is not None and v is not None:
-                    fields[node_text(d).lstrip(".")] = v
+                    fields[_first_name(d)] = v
         entries[key] = fields
     rows, warnings = [], []
     for short in CACHE_TYPES:
