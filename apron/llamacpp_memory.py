@@ -17,6 +17,36 @@ from apron.llamacpp_formula import Unknown, evaluate
 __all__ = ["Unknown", "cache_type", "figures", "render", "weights_bytes"]
 
 ENGINE = "llamacpp"
+# the GGUF keys (after "<arch>.") hparams_of reads: a converter write of one of them that apron
+# cannot reproduce makes an HF config's figure unknown (apron/llamacpp_hf.py)
+SIZING_KEYS = frozenset(
+    {
+        "block_count",
+        "embedding_length",
+        "context_length",
+        "attention.head_count",
+        "attention.head_count_kv",
+        "attention.key_length",
+        "attention.value_length",
+        "attention.key_length_swa",
+        "attention.value_length_swa",
+        "attention.key_length_mla",
+        "attention.value_length_mla",
+        "attention.sliding_window",
+        "attention.sliding_window_pattern",
+        "attention.shared_kv_layers",
+        "ssm.conv_kernel",
+        "ssm.inner_size",
+        "ssm.state_size",
+        "ssm.group_count",
+        "wkv.head_size",
+        "token_shift_count",
+        "shortconv.l_cache",
+        "kda.head_dim",
+        "nextn_predict_layers",
+        "full_attention_interval",
+    }
+)
 DEFAULT_CONTEXT_TYPE = "LLAMA_CONTEXT_TYPE_DEFAULT"
 ASSUMPTIONS = (
     "flash attention: llama.cpp's default is auto (decided on the device at load); "
@@ -53,6 +83,9 @@ def hparams_of(header: GgufHeader, c: EngineConstraints, arch: str) -> tuple[dic
     this key -> member table is apron's, not extracted), plus the SWA layer pattern
     (sliding_window fact) and the recurrent layers (recurrent_layers fact)."""
     notes: list[str] = []
+    for required in ("block_count", "embedding_length"):
+        if header.arch_key(required) is None:
+            raise Unknown(f"no {header.architecture}.{required} (llama.cpp's loader requires it)")
     n_layer = int(header.arch_key("block_count") or 0)
     n_embd = int(header.arch_key("embedding_length") or 0)
     n_head = _per_layer(header.arch_key("attention.head_count"), n_layer, 0)
@@ -68,7 +101,7 @@ def hparams_of(header: GgufHeader, c: EngineConstraints, arch: str) -> tuple[dic
         "n_embd": n_embd,
         "n_head_arr": n_head,
         "n_head_kv_arr": n_head_kv,
-        "n_ff_arr": _per_layer(header.arch_key("feed_forward_length"), n_layer, 0),
+        "n_ff_arr": _per_layer(header.arch_key("feed_forward_length"), n_layer, None),
         "n_embd_head_k_full": head_k,
         "n_embd_head_v_full": head_v,
         "n_embd_head_k_swa": int(header.arch_key("attention.key_length_swa") or head_k),
@@ -144,11 +177,18 @@ def _recurrent(header: GgufHeader, c: EngineConstraints, arch: str, hp: dict) ->
         found = header.metadata.get(pattern.replace("%s", header.architecture))
         if found is not None:
             names[key] = int(found)
-    calls = {"n_head_kv": lambda il: hp["n_head_kv_arr"][il], "n_ff": lambda il: hp["n_ff_arr"][il]}
+    calls = {"n_head_kv": lambda il: hp["n_head_kv_arr"][il], "n_ff": lambda il: _n_ff(hp, il)}
     return [
         int(bool(evaluate(rule.value, {**names, **hp, rule.index: il}, calls)))
         for il in range(n_layer)
     ]
+
+
+def _n_ff(hp: dict, il: int) -> int:
+    value = hp["n_ff_arr"][il]
+    if value is None:
+        raise Unknown("feed_forward_length (n_ff), which this architecture's rule reads")
+    return value
 
 
 def _method_calls(c: EngineConstraints, hp: dict) -> dict[str, Callable[..., Any]]:
@@ -173,7 +213,7 @@ def _method_calls(c: EngineConstraints, hp: dict) -> dict[str, Callable[..., Any
 
     for name in branches:
         calls[name] = method(name)
-    calls.setdefault("n_ff", lambda il=0: hp["n_ff_arr"][il])  # llama_hparams::n_ff: the array
+    calls.setdefault("n_ff", lambda il=0: _n_ff(hp, il))  # llama_hparams::n_ff: the array
     return calls
 
 
@@ -303,6 +343,8 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
     attn = "kv" in rule.memory_class or "hybrid" in rule.memory_class
     recr = "recurrent" in rule.memory_class or "hybrid" in rule.memory_class
     filters = _filters(c, arch, env, calls, rule.memory_class)
+    if attn and not any(hp["n_head_kv_arr"]):
+        raise Unknown(f"no {header.architecture}.attention.head_count(_kv): every layer 0 heads")
     if attn:
         types = (args.get("type_k", ""), args.get("type_v", ""))
         tk = k if types[0] == "params.type_k" else types[0]

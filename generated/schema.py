@@ -105,6 +105,19 @@ class ContextDefault(NamedTuple):
     symbol: str
 
 
+class ConverterHparams(NamedTuple):
+    """What one converter class's set_gguf_parameters writes from the HF config: each write is"""
+
+    converter_class: str
+    bases: tuple[str, ...]
+    calls_super: bool
+    defines: bool
+    writes: tuple[tuple[str, ...], ...]
+    block_count_keys: tuple[str, ...]
+    path: str
+    symbol: str
+
+
 class DocRegistryFinding(NamedTuple):
     """An architecture the docs and the code registry disagree on (name, spelling or presence)."""
 
@@ -138,6 +151,16 @@ class GgmlTypeSize(NamedTuple):
     blck_size_code: str
     type_size_code: str
     unknown: str
+    path: str
+    symbol: str
+
+
+class GgufWriterKey(NamedTuple):
+    """A GGUFWriter method of gguf-py (gguf-py/gguf/gguf_writer.py) and the GGUF key it writes"""
+
+    method: str
+    key_constant: str
+    key: str
     path: str
     symbol: str
 

@@ -351,7 +351,17 @@ class ModelBase:
 
 
 class TextModel(ModelBase):
-    pass
+    def __init__(self):
+        self.block_count = self.find_hparam(["num_hidden_layers", "n_layer"])
+
+    def set_gguf_parameters(self):
+        self.gguf_writer.add_block_count(self.block_count)
+        if (n_head := self.find_hparam(["num_attention_heads", "n_head"], optional=True)) is not None:
+            self.gguf_writer.add_head_count(n_head)
+        self.gguf_writer.add_embedding_length(self.hparams["hidden_size"])
+        if (head_dim := self.hparams.get("head_dim")) is not None:
+            self.gguf_writer.add_key_length(head_dim)
+        self.gguf_writer.add_head_count_kv(2 * self.hparams["n_groups"])
 
 
 class MmprojModel(ModelBase):
@@ -470,7 +480,17 @@ class ModelBase:
 
 
 class TextModel(ModelBase):
-    pass
+    def __init__(self):
+        self.block_count = self.find_hparam(["num_hidden_layers", "n_layer"])
+
+    def set_gguf_parameters(self):
+        self.gguf_writer.add_block_count(self.block_count)
+        if (n_head := self.find_hparam(["num_attention_heads", "n_head"], optional=True)) is not None:
+            self.gguf_writer.add_head_count(n_head)
+        self.gguf_writer.add_embedding_length(self.hparams["hidden_size"])
+        if (head_dim := self.hparams.get("head_dim")) is not None:
+            self.gguf_writer.add_key_length(head_dim)
+        self.gguf_writer.add_head_count_kv(2 * self.hparams["n_groups"])
 
 
 class MmprojModel(ModelBase):
@@ -637,7 +657,43 @@ llama_memory_i * llama_model::create_memory(const llama_memory_params & params, 
 }
 """
 
+KEYS_TEXT = """
+
+class Keys:
+    class LLM:
+        BLOCK_COUNT = "{arch}.block_count"
+        EMBEDDING_LENGTH = "{arch}.embedding_length"
+
+    class Attention:
+        HEAD_COUNT = "{arch}.attention.head_count"
+        HEAD_COUNT_KV = "{arch}.attention.head_count_kv"
+        KEY_LENGTH = "{arch}.attention.key_length"
+"""
+
 SIZING_FILES = {
+    "gguf-py/gguf/gguf_writer.py": """\
+class GGUFWriter:
+    def add_block_count(self, length: int) -> None:
+        self.add_uint32(Keys.LLM.BLOCK_COUNT.format(arch=self.arch), length)
+
+    def add_embedding_length(self, length: int) -> None:
+        self.add_uint32(Keys.LLM.EMBEDDING_LENGTH.format(arch=self.arch), length)
+
+    def add_head_count(self, count) -> None:
+        self.add_uint32(Keys.Attention.HEAD_COUNT.format(arch=self.arch), count)
+
+    def add_head_count_kv(self, count) -> None:
+        if isinstance(count, int):
+            self.add_uint32(Keys.Attention.HEAD_COUNT_KV.format(arch=self.arch), count)
+        else:
+            self.add_array(Keys.Attention.HEAD_COUNT_KV.format(arch=self.arch), count)
+
+    def add_key_length(self, length: int) -> None:
+        self.add_uint32(Keys.Attention.KEY_LENGTH.format(arch=self.arch), length)
+
+    def add_uint32(self, key: str, val: int) -> None:
+        self.add_key_value(key, val)
+""",
     "src/llama-hparams.cpp": """\
 uint32_t llama_hparams::n_embd_k_gqa(uint32_t il) const {
     return n_embd_head_k(il) * n_head_kv(il);
@@ -737,7 +793,7 @@ def tree_v1() -> dict[str, str | None]:
         ARCH_CPP: ARCH_CPP_V1 + KV_NAMES_TEXT,
         MODEL_CPP: MODEL_CPP_V1 + CREATE_MEMORY_TEXT,
         **SIZING_FILES,
-        CONSTANTS: CONSTANTS_TEXT,
+        CONSTANTS: CONSTANTS_TEXT + KEYS_TEXT,
         SCRIPT: SCRIPT_TEXT,
     }
 
@@ -750,7 +806,7 @@ def tree_v2() -> dict[str, str | None]:
         MODEL_CPP: MODEL_CPP_V2 + CREATE_MEMORY_TEXT,
         **SIZING_FILES,
         MODELS_H: MODELS_H_TEXT,
-        CONSTANTS: CONSTANTS_TEXT,
+        CONSTANTS: CONSTANTS_TEXT + KEYS_TEXT,
         SCRIPT: SCRIPT_AFTER_SPLIT,
         **MODEL_FILES_V2,
         **PACKAGE_FILES,

@@ -9,6 +9,7 @@ from extractors.base import EngineSpec, FactExtractor, FactOutput
 from extractors.llamacpp import (
     class_sets,
     converter,
+    converter_hparams,
     hf_join,
     matrix_cells,
     memory_rules,
@@ -23,7 +24,9 @@ from extractors.llamacpp.records import (
     ClassSetListed,
     ClassSetMember,
     ContextDefault,
+    ConverterHparams,
     GgmlTypeSize,
+    GgufWriterKey,
     HfArchitecture,
     HparamsFormula,
     MemoryCallback,
@@ -41,6 +44,7 @@ MODEL_CPP = "src/llama-model.cpp"
 MODELS_DIR = "src/models"
 MODELS_H = "src/models/models.h"
 GGUF_CONSTANTS = "gguf-py/gguf/constants.py"
+GGUF_WRITER = "gguf-py/gguf/gguf_writer.py"
 # Converter layouts, newest first: since 2026-05-15 the classes live in the conversion/ package
 # (conversion/__init__.py routes HF architectures to modules); before, in one script.
 CONVERTER_PACKAGE = "conversion"
@@ -289,6 +293,35 @@ def _recurrent_layers(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...
     return FactOutput(tuple(rows), tuple(warnings))
 
 
+def _gguf_writer_keys(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    constants = snapshot.first_existing([GGUF_CONSTANTS], anchor="class Keys")
+    writer = snapshot.first_existing([GGUF_WRITER], anchor="class GGUFWriter")
+    keys = converter_hparams.key_constants(snapshot.read_text(constants), constants)
+    rows = converter_hparams.writer_keys(snapshot.read_text(writer), writer, keys)
+    if not rows:
+        raise snapshot.missing_anchor(
+            "no GGUFWriter.add_* method writes a Keys.* constant", [writer], "GGUFWriter.add_*"
+        )
+    return FactOutput(tuple(rows))
+
+
+def _converter_hparams(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    if snapshot.exists(CONVERTER_PACKAGE_INIT):
+        paths = sorted(p for p in snapshot.list_files(CONVERTER_PACKAGE) if p.endswith(".py"))
+    else:
+        paths = [
+            snapshot.first_existing(
+                [CONVERTER_PACKAGE_INIT, CONVERTER_SCRIPT], anchor="set_gguf_parameters"
+            )
+        ]
+    rows = []
+    for path in paths:
+        rows.extend(converter_hparams.converter_hparams(snapshot.read_text(path), path))
+    # no row: no class writes hparams (the converter's own anchor, its registry, is checked by
+    # hf_architectures); apron then says the mapping is missing
+    return FactOutput(tuple(rows))
+
+
 ARCH_NAMES = FactKind(
     "arch_names",
     "Architecture names",
@@ -392,6 +425,22 @@ RECURRENT_LAYERS = FactKind(
     "(llm_arch_is_recurrent fills the array).",
 )
 
+GGUF_WRITER_KEYS = FactKind(
+    "gguf_writer_keys",
+    "GGUF key per writer method (gguf-py)",
+    GgufWriterKey,
+    "each GGUFWriter.add_* method of gguf-py and the GGUF key it writes ({arch}: the "
+    "architecture), its Keys.* constant resolved in constants.py.",
+)
+CONVERTER_HPARAMS = FactKind(
+    "converter_hparams",
+    "HF config -> GGUF hparams (converter)",
+    ConverterHparams,
+    "what each converter class's set_gguf_parameters writes from the HF config: writer "
+    "method, how the value is read (find_hparam keys, hparams[key], literal, block_count) or "
+    "unread with its code; whether it calls super() first, and its bases.",
+)
+
 ENGINE = EngineSpec(
     engine_id="llamacpp",
     title="llama.cpp",
@@ -440,6 +489,10 @@ ENGINE = EngineSpec(
             reads=(MODEL_CPP, MODELS_H, f"{MODELS_DIR}/*.cpp", ARCH_CPP),
             needs=("arch_names",),
             allow_empty=True,
+        ),
+        FactExtractor(GGUF_WRITER_KEYS, _gguf_writer_keys, reads=(GGUF_CONSTANTS, GGUF_WRITER)),
+        FactExtractor(
+            CONVERTER_HPARAMS, _converter_hparams, reads=CONVERTER_READS, allow_empty=True
         ),
     ),
 )

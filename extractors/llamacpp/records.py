@@ -233,3 +233,38 @@ class RecurrentLayerRule(Record):
     model_class: str
     path: str
     symbol: str
+
+
+class GgufWriterKey(Record):
+    """A GGUFWriter method of gguf-py (gguf-py/gguf/gguf_writer.py) and the GGUF key it writes
+    (its Keys.* constant resolved in gguf-py/gguf/constants.py; "{arch}" is the architecture)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("method",)
+
+    method: str  # add_head_count_kv
+    key_constant: str  # Keys.Attention.HEAD_COUNT_KV
+    key: str  # "{arch}.attention.head_count_kv"; "" when the constant is not found
+    path: str
+    symbol: str
+
+
+class ConverterHparams(Record):
+    """What one converter class's set_gguf_parameters writes from the HF config: each write is
+    (writer method, how, HF keys...): how is "find_hparam" (the first key present), "hparams"
+    (hparams[key]), "get" (hparams.get(key[, integer default]): not written when absent without one), "literal" (an integer),
+    "block_count" (self.block_count: the keys of
+    `block_count_keys`) or
+    "unread" (an argument of another shape, as code in the last element). `calls_super`: it
+    calls super().set_gguf_parameters() first; `bases`: its base classes, for the MRO."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("converter_class", "path")
+    PROVENANCE: ClassVar[tuple[str, ...]] = ("symbol",)
+
+    converter_class: str
+    bases: tuple[str, ...]
+    calls_super: bool
+    defines: bool  # the class defines set_gguf_parameters itself
+    writes: tuple[tuple[str, ...], ...]
+    block_count_keys: tuple[str, ...]  # from `self.block_count = self.find_hparam([...])`
+    path: str
+    symbol: str
