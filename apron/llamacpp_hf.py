@@ -75,7 +75,7 @@ def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufH
                 value = _find(hparams, tuple(args))
             elif how == "hparams":
                 if args[0] not in hparams:  # the converter's KeyError: it cannot convert
-                    unread.append(("", f"{cls.converter_class}.{method}: no {args[0]!r} in config"))
+                    unread.append(("", f"{method} ({cls.converter_class}): no {args[0]!r}"))
                     continue
                 value = hparams[args[0]]
             elif how == "get":
@@ -86,9 +86,8 @@ def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufH
                 value = _find(hparams, tuple(block_keys))
             else:
                 suffix = key.removeprefix(f"{row.gguf_arch}.")
-                if suffix in SIZING_KEYS:
-                    code = args[0] if args else ""
-                    unread.append((suffix, f"{cls.converter_class}.{method}({code})"))
+                if suffix in SIZING_KEYS:  # named, not quoted: the code is in the fact
+                    unread.append((suffix, f"{method} ({cls.converter_class})"))
                 metadata.pop(key, None)
                 continue
             if value is not None:

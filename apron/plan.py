@@ -198,7 +198,10 @@ def _view(
             "load only through a generic fallback (e.g. a Transformers backend), which "
             "apron does not model"
         )
-    own = _llamacpp_view(model, request, engine_id, constraints, decision, registered, notes, cites)
+    tp = serving.tp if serving is not None else request.tp
+    own = _llamacpp_view(
+        model, request, tp, engine_id, constraints, decision, registered, notes, cites
+    )
     if own is not None:
         return own
     if not decision.computes_figures:
@@ -298,6 +301,7 @@ def _view(
 def _llamacpp_view(
     model: ModelConfig,
     request: Request,
+    tp: int,
     engine_id: str,
     constraints: EngineConstraints,
     decision: EngineDecision,
@@ -314,21 +318,26 @@ def _llamacpp_view(
         return None
     figures, extra, extra_cites = found
     unknown = [f"unknown: {u}" for u in figures.unknown]
+    if tp > 1:  # no per-GPU rule: the column says so and does not vote on refusing tp
+        unknown.append("unknown: llama.cpp splits layers across GPUs (--split-mode), not modelled")
     known = not figures.unknown
-    gpu = GpuShare(
-        request.tp,
-        "split" if known and request.tp == 1 else "unknown",
-        None,
-        "",
-        figures.kv_bytes_per_token,
-        figures.kv_bytes_at_context,
-        figures.state_bytes_per_sequence,
-        None,
-        (),
-        (),
-        tuple(figures.unknown)
-        or (("llama.cpp splits layers across GPUs (--split-mode), not modelled",)),
-        figures.arithmetic,
+    gpu = (
+        None
+        if tp > 1
+        else GpuShare(
+            tp,
+            "split" if known else "unknown",
+            None,
+            "",
+            figures.kv_bytes_per_token,
+            figures.kv_bytes_at_context,
+            figures.state_bytes_per_sequence,
+            None,
+            (),
+            (),
+            tuple(figures.unknown),
+            figures.arithmetic,
+        )
     )
     return EngineView(
         engine_id,

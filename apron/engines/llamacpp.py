@@ -135,10 +135,9 @@ def plan_figures(
     if request.context is not None:  # context_length only sizes a context left at 0
         unread = [u for u in unread if u[0] != "context_length"]
     if unread:  # the converter computes a sizing key: apron would size a different file
-        unknown.append(
-            "the converter computes what apron does not reproduce: "
-            + "; ".join(text for _, text in unread)
-        )
+        names = [text for _, text in unread]
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        unknown.append(f"the converter computes {', '.join(names[:3])}{more}")
     elif got.unknown:
         unknown.extend(got.unknown)
     n = max(1, request.batch)
