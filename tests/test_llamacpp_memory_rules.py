@@ -13,6 +13,7 @@ from apron.llamacpp_formula import Unknown, evaluate
 from extractors.errors import ExtractionError
 from extractors.llamacpp import memory_rules as m
 from extractors.llamacpp.cpp_formula import formula
+from extractors.llamacpp.records import HparamsFormula
 from extractors.parsing.cpp_ts import parse_cpp, walk
 
 
@@ -287,3 +288,16 @@ def test_pin_memory_and_types():
     defaults = {r.field: r.value for r in C.rows("context_defaults")}
     assert defaults["cache_type_k"] == "GGML_TYPE_F16" and defaults["n_ubatch"] == "512"
     assert defaults["flash_attn_type"] == "LLAMA_FLASH_ATTN_TYPE_AUTO"
+
+
+def test_a_bump_names_a_formula_in_words():
+    from extractors.llamacpp.cpp_formula import infix
+
+    row = next(r for r in C.rows("hparams_formulas") if r.method == "n_embd_r" and r.branch == 1)
+    record = HparamsFormula(**row._asdict())
+    assert record.label() == (
+        "n_embd_r #1: n_embd * (n_shortconv_l_cache - 1) when n_shortconv_l_cache != 0"
+    )
+    assert infix(("a", "b", "+", "c", "*")) == "(a + b) * c"
+    assert infix(("a", "b", "c", "-", "-")) == "a - (b - c)"
+    assert infix(("x", "y")) == "x y"  # not one expression: the tokens as they are

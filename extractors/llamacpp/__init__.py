@@ -35,7 +35,7 @@ from extractors.llamacpp.records import (
     SlidingWindowRule,
 )
 from extractors.parsing.cpp_ts import brace_warnings, parse_cpp, parse_cpp_methods
-from extractors.records import FactKind, Record, SupportScan
+from extractors.records import FactKind, Record, SupportScan, warning
 from extractors.snapshot import Snapshot
 
 ARCH_CPP = "src/llama-arch.cpp"
@@ -302,7 +302,18 @@ def _gguf_writer_keys(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...
         raise snapshot.missing_anchor(
             "no GGUFWriter.add_* method writes a Keys.* constant", [writer], "GGUFWriter.add_*"
         )
-    return FactOutput(tuple(rows))
+    warnings = [
+        warning(
+            "key-unresolved",
+            r.method,
+            f"{r.key_constant} is not a string constant of class Keys in {constants}",
+            writer,
+            r.symbol,
+        )
+        for r in rows
+        if not r.key
+    ]
+    return FactOutput(tuple(rows), tuple(warnings))
 
 
 def _converter_hparams(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:

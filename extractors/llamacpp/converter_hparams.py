@@ -197,7 +197,7 @@ def key_constants(text: str, path: str) -> dict[str, str]:
             if assign.type != "assignment":
                 continue
             value = assign.child_by_field_name("right")
-            text_value = string_value(value) if value is not None else None
+            text_value = string_value(unparenthesize(value)) if value is not None else None
             if text_value is not None:
                 out[f"{name}.{node_text(assign.child_by_field_name('left'))}"] = text_value
     return out

@@ -88,3 +88,58 @@ def formula(node: Node, locals_: dict[str, tuple[str, ...]] | None = None) -> tu
             raise UnreadableFormula(kind)
         return (*formula(target, bound), f"at:{name_token(node_text(array))}")
     raise UnreadableFormula(kind)
+
+
+_PRECEDENCE = {
+    "||": 1,
+    "&&": 2,
+    "==": 3,
+    "!=": 3,
+    "<": 4,
+    "<=": 4,
+    ">": 4,
+    ">=": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "/": 6,
+    "%": 6,
+}
+
+
+def infix(tokens: tuple[str, ...]) -> str:
+    """Reverse-Polish tokens as C++-like words for a reviewer ("n_embd * (l - 1)"); rendered from
+    the data, never read back. Tokens that do not make one expression are shown as they are."""
+    stack: list[tuple[str, int]] = []  # (text, precedence of its outermost operator)
+    try:
+        for token in tokens:
+            if token in _PRECEDENCE:
+                (b, pb), (a, pa) = stack.pop(), stack.pop()
+                p = _PRECEDENCE[token]
+                left = a if pa >= p else f"({a})"
+                right = b if pb > p else f"({b})"
+                stack.append((f"{left} {token} {right}", p))
+            elif token in ("!", "neg"):
+                a, pa = stack.pop()
+                sign = "!" if token == "!" else "-"
+                stack.append((sign + (a if pa >= 9 else f"({a})"), 8))
+            elif token == "?:":
+                (c, _), (a, _), (cond, _) = stack.pop(), stack.pop(), stack.pop()
+                stack.append((f"({cond} ? {a} : {c})", 9))
+            elif token.startswith("cast:"):
+                a, pa = stack.pop()
+                stack.append((f"({token[5:]}) {a}", 8))
+            elif token.startswith("at:"):
+                index, _ = stack.pop()
+                stack.append((f"{token[3:]}[{index}]", 9))
+            elif token.startswith("call:"):
+                name, _, arity = token[5:].rpartition("/")
+                n = int(arity)
+                args = [t for t, _ in stack[len(stack) - n :]] if n else []
+                del stack[len(stack) - n :]
+                stack.append((f"{name}({', '.join(args)})", 9))
+            else:
+                stack.append((token, 9))
+    except (IndexError, ValueError):
+        return " ".join(tokens)
+    return stack[0][0] if len(stack) == 1 else " ".join(tokens)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from extractors.llamacpp.cpp_formula import infix
 from extractors.records import Record
 
 
@@ -128,6 +129,12 @@ class HparamsFormula(Record):
     path: str
     symbol: str
 
+    def label(self) -> str:
+        """ "n_embd_r #1: n_embd * (n_shortconv_l_cache - 1) when n_shortconv_l_cache != 0"."""
+        value = infix(self.value) if self.value else f"unknown ({self.unknown})"
+        when = f" when {infix(self.condition)}" if self.condition else ""
+        return f"{self.method} #{self.branch}: {value}{when}"
+
 
 class MemoryRule(Record):
     """One memory llama_model::create_memory builds: for the architectures `archs` (a case of
@@ -178,6 +185,12 @@ class CacheSizeRule(Record):
     unknown: str
     path: str
     symbol: str
+
+    def label(self) -> str:
+        """ "size_swa #1 = GGML_PAD(std::min(...), 256)" (the function is in the section)."""
+        value = infix(self.value) if self.value else f"unknown ({self.unknown})"
+        when = f" when {infix(self.condition)}" if self.condition else ""
+        return f"{self.variable} #{self.order} = {value}{when}"
 
 
 class ContextDefault(Record):
@@ -257,8 +270,8 @@ class ConverterHparams(Record):
     "unread" (an argument of another shape, as code in the last element). `calls_super`: it
     calls super().set_gguf_parameters() first; `bases`: its base classes, for the MRO."""
 
-    KEY: ClassVar[tuple[str, ...]] = ("converter_class", "path")
-    PROVENANCE: ClassVar[tuple[str, ...]] = ("symbol",)
+    KEY: ClassVar[tuple[str, ...]] = ("converter_class",)  # unique at the pin, across modules
+    PROVENANCE: ClassVar[tuple[str, ...]] = ("path", "symbol")  # a move between layouts
 
     converter_class: str
     bases: tuple[str, ...]
