@@ -271,6 +271,9 @@ def figures(
         return _figures(header, c, n_ctx, n_seq_max, type_k, type_v)
     except Unknown as err:
         return LlamaCppFigures("", None, None, {}, (), (str(err),), ASSUMPTIONS, ())
+    except (TypeError, ValueError, IndexError) as err:  # a metadata value of another shape
+        why = f"a metadata value llama.cpp's loader would not read ({type(err).__name__}: {err})"
+        return LlamaCppFigures("", None, None, {}, (), (why,), ASSUMPTIONS, ())
 
 
 def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:

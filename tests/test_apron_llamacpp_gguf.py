@@ -240,3 +240,16 @@ def test_not_a_gguf_is_an_input_error(tmp_path):
     path.write_bytes(b"{}")
     with pytest.raises(ApronInputError, match="GGUF"):
         read_header(path)
+
+
+def test_a_value_of_another_shape_is_unknown_not_a_crash(tmp_path):
+    path = tmp_path / "odd.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_uint32("llama.block_count", 2)
+    writer.add_string("llama.embedding_length", "wide")
+    writer.write_header_to_file(path=path)
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    writer.close()
+    got = figures(read_header(path), C, n_ctx=512, n_seq_max=1)
+    assert got.kv_bytes is None and "ValueError" in got.unknown[0]
