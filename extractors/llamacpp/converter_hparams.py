@@ -5,6 +5,8 @@ tree-sitter Python layer; a write whose argument is not a plain key read is "unr
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from extractors.llamacpp.records import ConverterHparams, GgufWriterKey
@@ -54,6 +56,12 @@ def _methods(cls: Node) -> dict[str, Node]:
     return out
 
 
+def _code(node: Node) -> str:
+    """code_of with one blank after every comma (code_of keeps `f(a,b)` and `f(a, b)` apart,
+    and a line break after a comma reads as a blank)."""
+    return re.sub(r",(?=\S)", ", ", code_of(node))
+
+
 def _attribute_chain(node: Node) -> str:
     return "".join(node_text(node).split())
 
@@ -70,7 +78,7 @@ def _source(arg: Node, walrus: dict[str, Node]) -> tuple[str, ...]:
     """(how, keys...) for one argument of a writer call."""
     arg = unparenthesize(arg)
     if arg.type == "identifier" and node_text(arg) in walrus:
-        arg = walrus[node_text(arg)]
+        arg = unparenthesize(walrus[node_text(arg)])
     if arg.type == "named_expression":
         arg = unparenthesize(arg.child_by_field_name("value"))
     if arg.type == "call" and _attribute_chain(arg.child_by_field_name("function")) == (
@@ -101,7 +109,7 @@ def _source(arg: Node, walrus: dict[str, Node]) -> tuple[str, ...]:
         return ("block_count",)
     if arg.type == "integer":
         return ("literal", node_text(arg))
-    return ("unread", code_of(arg))
+    return ("unread", _code(arg))
 
 
 def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
@@ -165,7 +173,7 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
             single = {k: v for k, v in walrus.items() if k not in reassigned}
             source = _source(args[0], single) if len(args) == 1 else ("unread", "")
             if source[0] == "unread" and len(args) == 1:
-                source = ("unread", code_of(args[0]))
+                source = ("unread", _code(args[0]))
             writes.append((method_name, *source))
         rows.append(
             ConverterHparams(
