@@ -3,7 +3,7 @@
 `extract` (diff, bump, check) and apron read `generated/` through `load_engine` alone. Each
 module is executed from its file (our own generated files, never engine source; no `sys.path`
 or `sys.modules` edits, so two directories load side by side in one process) with its
-`from generated.schema import ...` answered by that directory's `schema.py`, and then checked
+`from apron.generated.schema import ...` answered by that directory's `schema.py`, and then checked
 against that schema: every row is a record type of the schema and every field holds a value of
 the type the schema declares. A mismatch is a `ConstraintsError` naming the file and the field,
 never a silent default. An engine's facts are loaded on first use, so a plan pays only for the
@@ -90,10 +90,12 @@ class _FreshLoader(SourceFileLoader):
 
 def _importer(schema: types.ModuleType | None):
     def generated_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
-        if level == 0 and name == "generated.schema" and schema is not None:
+        if level == 0 and name == "apron.generated.schema" and schema is not None:
             return schema
-        if level == 0 and (name == "generated" or name.startswith("generated.")):
-            raise ImportError(f"a generated module may import only generated.schema, not {name}")
+        if level == 0 and (name == "apron.generated" or name.startswith("apron.generated.")):
+            raise ImportError(
+                f"a generated module may import only apron.generated.schema, not {name}"
+            )
         return builtins.__import__(name, globals, locals, fromlist, level)
 
     return generated_import
@@ -369,7 +371,7 @@ class ConstraintSet(NamedTuple):
 
 def default_directory() -> Path:
     """The `generated` package apron was installed with."""
-    spec = importlib.util.find_spec("generated")
+    spec = importlib.util.find_spec("apron.generated")
     if spec is None or not spec.submodule_search_locations:
         raise ConstraintsError("the generated package is not installed next to apron")
     return Path(next(iter(spec.submodule_search_locations)))

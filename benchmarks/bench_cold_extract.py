@@ -36,10 +36,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from extractors.base import extract_engine  # noqa: E402
-from extractors.engines import ENGINES  # noqa: E402
-from extractors.git import LOCAL_UPLOAD_PACK, GitSource  # noqa: E402
-from extractors.pins import load_pin  # noqa: E402
+from apron.extractors.engines import ENGINES  # noqa: E402
+from apron.extractors.git import LOCAL_UPLOAD_PACK, GitSource  # noqa: E402
+from apron.extractors.pins import load_pin  # noqa: E402
+from apron.extractors.runner.base import extract_engine  # noqa: E402
 
 BASELINE_ENGINE = "sglang"
 GOAL_BYTES_VS_CLONE = 100.0

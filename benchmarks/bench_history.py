@@ -30,12 +30,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from extractors.engines import ENGINES  # noqa: E402
-from extractors.factcache import FactCache  # noqa: E402
-from extractors.git import GitSource  # noqa: E402
-from extractors.history import default_jobs, run_history  # noqa: E402
-from extractors.pins import load_pin  # noqa: E402
-from extractors.snapshot import MemorySnapshot  # noqa: E402
+from apron.extractors.commands.history import default_jobs, run_history  # noqa: E402
+from apron.extractors.engines import ENGINES  # noqa: E402
+from apron.extractors.git import GitSource  # noqa: E402
+from apron.extractors.pins import load_pin  # noqa: E402
+from apron.extractors.runner.factcache import FactCache  # noqa: E402
+from apron.extractors.snapshot import MemorySnapshot  # noqa: E402
 
 GOAL_SECONDS = 10.0
 

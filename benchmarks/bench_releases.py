@@ -24,11 +24,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from extractors.engines import ENGINES  # noqa: E402
-from extractors.factcache import FactCache  # noqa: E402
-from extractors.git import GitSource  # noqa: E402
-from extractors.history import release_view, run_history  # noqa: E402
-from extractors.pins import load_pin  # noqa: E402
+from apron.extractors.commands.history import release_view, run_history  # noqa: E402
+from apron.extractors.engines import ENGINES  # noqa: E402
+from apron.extractors.git import GitSource  # noqa: E402
+from apron.extractors.pins import load_pin  # noqa: E402
+from apron.extractors.runner.factcache import FactCache  # noqa: E402
 
 GOAL_SECONDS = 5.0
 SINCE = "009a1133268d040a7c574a7b9c95413b0be369a9"

@@ -28,8 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from extractors.engines import ENGINES  # noqa: E402
-from extractors.pins import load_pin  # noqa: E402
+from apron.extractors.engines import ENGINES  # noqa: E402
+from apron.extractors.pins import load_pin  # noqa: E402
 
 GOAL_SECONDS = 3.0
 GOAL_PARSE_SECONDS = 2.0
@@ -50,10 +50,10 @@ def mirror(engine: str) -> str | None:
 CHILD = r"""
 import json, sys, time
 from pathlib import Path
-from extractors.base import extract_engine
-from extractors.engines import ENGINES
-from extractors.factcache import FactCache, cached_engine
-from extractors.git import GitSource
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.engines import ENGINES
+from apron.extractors.runner.factcache import FactCache, cached_engine
+from apron.extractors.git import GitSource
 
 engine_id, url, commit, cache_dir, variant = sys.argv[1:6]
 engine = ENGINES[engine_id]

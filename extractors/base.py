@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from extractors.errors import AnchorError, ExtractionError, FactGraphError, ParseError
-from extractors.fact_split import Ahead, Finished, steps
-from extractors.parsing.collections_paced import fewer_collections
-from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
-from extractors.snapshot import RecordingSnapshot, Snapshot
+from apron.extractors.errors import AnchorError, ExtractionError, FactGraphError, ParseError
+from apron.extractors.parsing.collections_paced import fewer_collections
+from apron.extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
+from apron.extractors.runner.fact_split import Ahead, Finished, steps
+from apron.extractors.snapshot import RecordingSnapshot, Snapshot
 
 GLOB_CHARACTERS = "*?["
 

@@ -5,19 +5,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from extractors.base import EngineSpec
-from extractors.diff import EngineDiff, diff_engine, with_removal_notes
-from extractors.errors import (
+from apron.extractors.errors import (
     ExtractionError,
     GeneratedError,
     GuardError,
     UnknownCommitError,
     UsageError,
 )
-from extractors.git import GitSource
-from extractors.impact import ImpactChange, calculator_impact
-from extractors.pins import ANY_SHA, FULL_SHA, Pin, load_pin, pin_path, render_pin
-from extractors.pipeline import (
+from apron.extractors.git import GitSource
+from apron.extractors.pins import ANY_SHA, FULL_SHA, Pin, load_pin, pin_path, render_pin
+from apron.extractors.records import EngineFacts
+from apron.extractors.report.diff import EngineDiff, diff_engine, with_removal_notes
+from apron.extractors.report.impact import ImpactChange, calculator_impact
+from apron.extractors.report.pr_body import (
+    BodyLinks,
+    render_full_diff,
+    render_pr_body,
+    render_pr_title,
+)
+from apron.extractors.report.readings_lost import LostReading, readings_lost
+from apron.extractors.runner.base import EngineSpec
+from apron.extractors.runner.pipeline import (
     ProjectPaths,
     current_facts,
     extract_at,
@@ -27,10 +35,7 @@ from extractors.pipeline import (
     start_writing,
     write_rendered,
 )
-from extractors.pr_body import BodyLinks, render_full_diff, render_pr_body, render_pr_title
-from extractors.readings_lost import LostReading, readings_lost
-from extractors.records import EngineFacts
-from extractors.writer import project_lock
+from apron.extractors.runner.writer import project_lock
 
 __all__ = [
     "BodyLinks",
@@ -69,7 +74,7 @@ class BumpPlan:
     impact: list[ImpactChange] | None = None
     impact_note: str = ""
     rendered: dict[str, str] = field(default_factory=dict)
-    # Suspected misreads (extractors/readings_lost.py); the body puts them first.
+    # Suspected misreads (extractors/report/readings_lost.py); the body puts them first.
     readings_lost: list[LostReading] = field(default_factory=list)
 
     @property

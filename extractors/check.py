@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from extractors.engines import ENGINES
-from extractors.errors import ExtractionError, SourceError
-from extractors.pins import Pin, load_pin
-from extractors.pipeline import (
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import ExtractionError, SourceError
+from apron.extractors.pins import Pin, load_pin
+from apron.extractors.records import EngineFacts
+from apron.extractors.runner.pipeline import (
     ProjectPaths,
     all_current_facts,
     current_facts,
@@ -17,7 +18,6 @@ from extractors.pipeline import (
     render_generated,
     source_for,
 )
-from extractors.records import EngineFacts
 
 CHECK_DIFFERS_EXIT = 1
 CHECK_INCOMPLETE_EXIT = 4  # nothing differs, but some engine could not be checked

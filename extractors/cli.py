@@ -10,9 +10,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from apron.extractors.errors import ExtractionError, UsageError
+from apron.extractors.runner.pipeline import RunResult, find_project, run
 from apron.version import version_option
-from extractors.errors import ExtractionError, UsageError
-from extractors.pipeline import RunResult, find_project, run
 
 app = typer.Typer(
     add_completion=False,
@@ -126,7 +126,7 @@ def extract(
     if engine is None:
         err_console.print(ctx.get_help())
         raise typer.Exit(2)
-    from extractors.engines import engine_by_id
+    from apron.extractors.engines import engine_by_id
 
     try:
         spec = engine_by_id(engine)
@@ -182,7 +182,7 @@ def bump_command(
     Exit codes: 0 bumped; 3 nothing changed beyond the header (no files written);
     4 bumped, but readings were lost (suspected misreads, listed first in the body: open the
     pull request as a draft); 2 any error (generated/ and pins/ untouched)."""
-    from extractors.bump import (
+    from apron.extractors.commands.bump import (
         NO_CHANGE_EXIT,
         READINGS_LOST_EXIT,
         BodyLinks,
@@ -192,10 +192,10 @@ def bump_command(
         render_pr_body,
         render_pr_title,
     )
-    from extractors.engines import engine_by_id
-    from extractors.pipeline import refuse_leftovers, start_writing
-    from extractors.project_branch import check_new_branch, commit_on_new_branch
-    from extractors.writer import (
+    from apron.extractors.commands.project_branch import check_new_branch, commit_on_new_branch
+    from apron.extractors.engines import engine_by_id
+    from apron.extractors.runner.pipeline import refuse_leftovers, start_writing
+    from apron.extractors.runner.writer import (
         WriteError,
         check_output_path,
         project_lock,
@@ -288,9 +288,9 @@ def check_command(
 
     Exit codes: 0 all engines checked and identical; 1 something differs (the message gives the
     command that regenerates); 4 nothing differs but some engine could not be checked."""
-    from extractors.check import CHECK_DIFFERS_EXIT, CHECK_INCOMPLETE_EXIT
-    from extractors.pipeline import refuse_leftovers, start_writing
-    from extractors.writer import project_lock
+    from apron.extractors.commands.check import CHECK_DIFFERS_EXIT, CHECK_INCOMPLETE_EXIT
+    from apron.extractors.runner.pipeline import refuse_leftovers, start_writing
+    from apron.extractors.runner.writer import project_lock
 
     try:
         if source is not None and engine is None:
@@ -324,8 +324,8 @@ def check_command(
 
 def _check(paths, engine: str | None, source: str | None, offline: bool):
     """The outcomes of `extract check` (None: the offline check passed)."""
-    from extractors.check import CHECK_DIFFERS_EXIT, check_engine, check_offline
-    from extractors.engines import ENGINES, engine_by_id
+    from apron.extractors.commands.check import CHECK_DIFFERS_EXIT, check_engine, check_offline
+    from apron.extractors.engines import ENGINES, engine_by_id
 
     if offline:
         differ = check_offline(paths)
@@ -361,7 +361,7 @@ def main() -> None:
 
 
 # ---------------------------------------------------------------- extract history
-# The timeline of one fact over an engine's commits; logic in extractors/history.py.
+# The timeline of one fact over an engine's commits; logic in extractors/commands/history.py.
 
 
 @app.command("history")
@@ -399,10 +399,7 @@ def history_command(
 
     from rich.table import Table
 
-    from extractors.engines import engine_by_id
-    from extractors.factcache import FactCache
-    from extractors.git import GitSource
-    from extractors.history import (
+    from apron.extractors.commands.history import (
         default_jobs,
         previous_support,
         release_view,
@@ -410,9 +407,12 @@ def history_command(
         table_rows,
         unsupported_runs,
     )
-    from extractors.pins import load_pin
-    from extractors.pipeline import source_for
-    from extractors.progress import progress_for
+    from apron.extractors.commands.progress import progress_for
+    from apron.extractors.engines import engine_by_id
+    from apron.extractors.git import GitSource
+    from apron.extractors.pins import load_pin
+    from apron.extractors.runner.factcache import FactCache
+    from apron.extractors.runner.pipeline import source_for
 
     progress = progress_for(sys.stderr)
     try:
@@ -501,7 +501,7 @@ def history_command(
 
 
 # ---------------------------------------------------------------- extract support
-# Does an engine at a commit or release support an architecture; logic in extractors/support.py.
+# Does an engine at a commit or release support an architecture; logic in extractors/commands/support.py.
 
 
 @app.command("support")
@@ -533,12 +533,12 @@ def support_command(
     registry fact cannot be read there: the reason names the paths tried); 2 any error
     (unknown tag or commit, source unavailable)."""
 
-    from extractors.engines import engine_by_id
-    from extractors.factcache import FactCache
-    from extractors.git import GitSource
-    from extractors.pins import load_pin
-    from extractors.pipeline import current_facts, source_for
-    from extractors.support import answer_from_generated, answer_support
+    from apron.extractors.commands.support import answer_from_generated, answer_support
+    from apron.extractors.engines import engine_by_id
+    from apron.extractors.git import GitSource
+    from apron.extractors.pins import load_pin
+    from apron.extractors.runner.factcache import FactCache
+    from apron.extractors.runner.pipeline import current_facts, source_for
 
     engine = _before_command(ctx, "engine", engine)
     commit = _before_command(ctx, "commit", commit)

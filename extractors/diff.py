@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from extractors.records import EngineFacts, ExtractionWarning, FactResult, Record, SourceFile
+from apron.extractors.records import EngineFacts, ExtractionWarning, FactResult, Record, SourceFile
 
 Pair = tuple[Record, Record]
 

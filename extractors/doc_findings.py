@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from extractors.records import Record
+from apron.extractors.records import Record
 
 DOCUMENTED_NOT_REGISTERED = "documented-not-registered"
 REGISTERED_NOT_DOCUMENTED = "registered-not-documented"

@@ -12,9 +12,9 @@ import types
 import typing
 from collections.abc import Sequence
 
-from extractors.families import FAMILIES, FAMILY_RULES, engine_families
-from extractors.markdown import markdown_table, md_cell
-from extractors.records import EngineFacts, FactResult, Record
+from apron.extractors.records import EngineFacts, FactResult, Record
+from apron.extractors.report.families import FAMILIES, FAMILY_RULES, engine_families
+from apron.extractors.report.markdown import markdown_table, md_cell
 
 GENERATED_BY = "extract"
 PAGE_LIMIT = 100_000  # characters; tests/test_engine_page.py holds every committed page to it

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from extractors.base import EngineSpec
-from extractors.errors import UsageError
-from extractors.llamacpp import ENGINE as LLAMACPP
-from extractors.sglang import ENGINE as SGLANG
-from extractors.trtllm import ENGINE as TRTLLM
-from extractors.vllm import ENGINE as VLLM
+from apron.extractors.errors import UsageError
+from apron.extractors.llamacpp import ENGINE as LLAMACPP
+from apron.extractors.runner.base import EngineSpec
+from apron.extractors.sglang import ENGINE as SGLANG
+from apron.extractors.trtllm import ENGINE as TRTLLM
+from apron.extractors.vllm import ENGINE as VLLM
 
 # In the order apron reports engines (rendered into generated/__init__.py).
 ENGINES: dict[str, EngineSpec] = {
@@ -36,7 +36,7 @@ def engine_by_id(name: str) -> EngineSpec:
 
 
 def all_record_types() -> list[type]:
-    from extractors.records import ExtractionWarning
+    from apron.extractors.records import ExtractionWarning
 
     types = {ExtractionWarning}
     for engine in ENGINES.values():

@@ -8,7 +8,7 @@ import typing
 from collections.abc import Iterable
 from typing import Any
 
-from extractors.records import EngineFacts, ExtractionWarning, FactResult, Record
+from apron.extractors.records import EngineFacts, ExtractionWarning, FactResult, Record
 
 EXPORT_NAME = "constraints.json"
 SCHEMA_NAME = "schema.json"

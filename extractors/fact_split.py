@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from extractors.errors import ExtractionError
-from extractors.parsing import workers
-from extractors.snapshot import RecordingSnapshot, Snapshot
+from apron.extractors.errors import ExtractionError
+from apron.extractors.parsing import workers
+from apron.extractors.snapshot import RecordingSnapshot, Snapshot
 
 if TYPE_CHECKING:
-    from extractors.base import FactExtractor, FactFunction, FactOutput
-    from extractors.records import Record
+    from apron.extractors.records import Record
+    from apron.extractors.runner.base import FactExtractor, FactFunction, FactOutput
 
 
 @runtime_checkable

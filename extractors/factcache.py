@@ -31,11 +31,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from extractors import errors as error_types
-from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.errors import AnchorError, ExtractionError, MissingPathError, ParseError
-from extractors.records import ExtractionWarning, Record
-from extractors.snapshot import Snapshot
+from apron.extractors import errors as error_types
+from apron.extractors.errors import AnchorError, ExtractionError, MissingPathError, ParseError
+from apron.extractors.records import ExtractionWarning, Record
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.snapshot import Snapshot
 
 DB_NAME = "facts-v1.sqlite3"
 _QUESTION, _RESULT = 0, 1
@@ -320,7 +320,7 @@ class FactCache:
 
     @classmethod
     def at(cls, cache_dir: Path | None = None) -> FactCache:
-        from extractors.git import cache_root
+        from apron.extractors.git import cache_root
 
         directory = cache_dir or cache_root()
         directory.mkdir(parents=True, exist_ok=True)

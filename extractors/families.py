@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from extractors.markdown import markdown_table
-from extractors.records import EngineFacts
+from apron.extractors.records import EngineFacts
+from apron.extractors.report.markdown import markdown_table
 
 FAMILIES = (
     "dense",
@@ -101,7 +101,7 @@ EMBEDDING_DICT = "_EMBEDDING_MODELS"
 
 
 def model_type_guess(architecture: str) -> str:
-    from extractors.vllm.matrix_cells import model_type_guess as guess
+    from apron.extractors.vllm.matrix_cells import model_type_guess as guess
 
     return guess(architecture)
 

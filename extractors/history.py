@@ -8,13 +8,13 @@ the fact's extractor looks at, and extracts the fact at each of them:
    it listed, in every layout it tried) name the files to follow.
 3. List the first-parent commits that touched those files, fetch the blobs they need in one
    batch, and extract at each commit. Results are cached by what the extractor saw
-   (`extractors.factcache`), so a commit whose files did not change costs a few tree lookups.
+   (`apron.extractors.runner.factcache`), so a commit whose files did not change costs a few tree lookups.
    A commit where the extractor reads a file not followed yet widens the set; repeat step 3.
 4. Fold the per-commit results into a timeline per item (the record's KEY fields). A record
    with `present=False` (a predicate that does not exist at that commit) counts as absent.
 5. Optionally (`release_view`), place the source's release tags on the timeline by containment:
    per interval the first and last release that had the item, per change the first release
-   with it (`extractors.releases`).
+   with it (`apron.extractors.commands.releases`).
 
 A commit whose layout the extractor does not support (an AnchorError, ParseError or missing
 path) is listed as "unsupported layout" and the run goes on; an item's presence is unknown
@@ -33,30 +33,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from extractors.base import (
-    EngineSpec,
-    FactExtractor,
-    PrefetchingSnapshot,
-    declared_reads,
-    extract_engine,
-    with_needs,
-)
-from extractors.errors import AnchorError, ExtractionError, SourceUnreachableError, UsageError
-from extractors.factcache import (
-    _ABSENT,
-    FactCache,
-    FactRun,
-    answer_question,
-    cached_engine,
-    decode_error,
-    decode_output,
-    execute_fact,
-    root_key,
-)
-from extractors.git import BlobNotPresent, GitSource, ResolvedCommit
-from extractors.progress import NullProgress, Progress
-from extractors.records import Record
-from extractors.releases import (
+from apron.extractors.commands.progress import NullProgress, Progress
+from apron.extractors.commands.releases import (
     NO_TAGS,
     PreviousSupportCheck,
     ReleaseSpan,
@@ -68,7 +46,29 @@ from extractors.releases import (
     tags_containing,
     version_key,
 )
-from extractors.snapshot import Snapshot
+from apron.extractors.errors import AnchorError, ExtractionError, SourceUnreachableError, UsageError
+from apron.extractors.git import BlobNotPresent, GitSource, ResolvedCommit
+from apron.extractors.records import Record
+from apron.extractors.runner.base import (
+    EngineSpec,
+    FactExtractor,
+    PrefetchingSnapshot,
+    declared_reads,
+    extract_engine,
+    with_needs,
+)
+from apron.extractors.runner.factcache import (
+    _ABSENT,
+    FactCache,
+    FactRun,
+    answer_question,
+    cached_engine,
+    decode_error,
+    decode_output,
+    execute_fact,
+    root_key,
+)
+from apron.extractors.snapshot import Snapshot
 
 PR_NUMBER = re.compile(r"\(#(\d+)\)")
 PROVENANCE_FIELDS = frozenset({"path", "symbol"})

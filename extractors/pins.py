@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from extractors.errors import PinError, UsageError
+from apron.extractors.errors import PinError, UsageError
 
 # \Z, not $: `$` also matches before a trailing newline, which would let "<sha>\n" through
 FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")

@@ -7,23 +7,23 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from extractors.base import EngineSpec, extract_engine
-from extractors.diff import EngineDiff, diff_engine
-from extractors.engines import ENGINES, all_record_types
-from extractors.errors import CacheCorruptError, ExtractionError, GeneratedError, UsageError
-from extractors.export import SCHEMA_NAME, render_json_schema
-from extractors.factcache import FactCache, cached_engine
-from extractors.git import GitSource
-from extractors.pins import Pin, check_source_url, load_pin, pin_path, render_pin
-from extractors.records import EngineFacts
-from extractors.render import (
+from apron.extractors.engines import ENGINES, all_record_types
+from apron.extractors.errors import CacheCorruptError, ExtractionError, GeneratedError, UsageError
+from apron.extractors.git import GitSource
+from apron.extractors.pins import Pin, check_source_url, load_pin, pin_path, render_pin
+from apron.extractors.records import EngineFacts
+from apron.extractors.report.diff import EngineDiff, diff_engine
+from apron.extractors.report.export import SCHEMA_NAME, render_json_schema
+from apron.extractors.report.render import (
     load_engine_facts,
     render_engine_files,
     render_package_init,
     render_schema,
 )
-from extractors.reviewer import render_index, render_matrix
-from extractors.writer import (
+from apron.extractors.report.reviewer import render_index, render_matrix
+from apron.extractors.runner.base import EngineSpec, extract_engine
+from apron.extractors.runner.factcache import FactCache, cached_engine
+from apron.extractors.runner.writer import (
     JOURNAL_NAME,
     Content,
     WriteError,

@@ -8,7 +8,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from extractors.diff import (
+from apron.extractors.records import ExtractionWarning, Record
+from apron.extractors.report.diff import (
     FactDiff,
     Pair,
     changed_fields,
@@ -18,10 +19,9 @@ from extractors.diff import (
     provenance_fields,
     rekeyed_fields,
 )
-from extractors.records import ExtractionWarning, Record
 
 if TYPE_CHECKING:
-    from extractors.bump import BumpPlan
+    from apron.extractors.commands.bump import BumpPlan
 
 GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
 WORKFLOW_NOTICE_RESERVE = 1_000  # left for a notice the workflow puts on top (failed tests)
@@ -384,7 +384,7 @@ def verdict(plan: BumpPlan) -> str:
 def _readings_lost(plan: BumpPlan) -> list[str]:
     """First in the body: what the previous extraction read and the new one does not, although
     the key is still in the files the fact reads, or a value that turned unknown or empty
-    (extractors/readings_lost.py): suspected misreads, not upstream removals."""
+    (extractors/report/readings_lost.py): suspected misreads, not upstream removals."""
     lost = plan.readings_lost
     if not lost:
         return []

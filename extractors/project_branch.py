@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from extractors.errors import UsageError
-from extractors.git.runner import GitFailed, run_git
-from extractors.writer import WriteError
+from apron.extractors.errors import UsageError
+from apron.extractors.git.runner import GitFailed, run_git
+from apron.extractors.runner.writer import WriteError
 
 BRANCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}\Z")
 

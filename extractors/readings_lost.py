@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from extractors.records import EngineFacts, Record
+from apron.extractors.records import EngineFacts, Record
 
 UNKNOWN = "unknown"  # what a reader records for a shape it cannot read
 UNKNOWN_VALUES = (UNKNOWN, "")

@@ -12,11 +12,8 @@ from pydantic import ValidationError
 
 from apron.constraints import engine_directory, load_engine
 from apron.errors import ConstraintsError
-from extractors.engine_page import GENERATED_BY, render_engine_markdown
-from extractors.errors import GeneratedError
-from extractors.export import EXPORT_NAME, render_engine_json
-from extractors.markdown import markdown_table, md_cell
-from extractors.records import (
+from apron.extractors.errors import GeneratedError
+from apron.extractors.records import (
     EngineFacts,
     ExtractionWarning,
     FactKind,
@@ -24,6 +21,9 @@ from extractors.records import (
     Record,
     SourceFile,
 )
+from apron.extractors.report.engine_page import GENERATED_BY, render_engine_markdown
+from apron.extractors.report.export import EXPORT_NAME, render_engine_json
+from apron.extractors.report.markdown import markdown_table, md_cell
 
 WARNINGS_MODULE = "warnings_found"
 
@@ -140,7 +140,7 @@ def render_fact_module(facts: EngineFacts, result: FactResult) -> str:
         "",
         "from __future__ import annotations",
         "",
-        f"from generated.schema import {record_name}",
+        f"from apron.generated.schema import {record_name}",
         "",
     ]
     lines.append(f"FACT = {py_literal(kind.name)}")
@@ -157,7 +157,7 @@ def render_warnings_module(facts: EngineFacts) -> str:
         "",
         "from __future__ import annotations",
         "",
-        "from generated.schema import ExtractionWarning",
+        "from apron.generated.schema import ExtractionWarning",
         "",
     ]
     lines += _rows_literal("ExtractionWarning", facts.warnings)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extractors import families
-from extractors.base import MatrixCell
-from extractors.engines import ENGINES
-from extractors.markdown import markdown_table
-from extractors.records import EngineFacts
-from extractors.vllm.matrix_cells import main_mla_model_types, model_type_guess
+from apron.extractors.engines import ENGINES
+from apron.extractors.records import EngineFacts
+from apron.extractors.report import families
+from apron.extractors.report.markdown import markdown_table
+from apron.extractors.runner.base import MatrixCell
+from apron.extractors.vllm.matrix_cells import main_mla_model_types, model_type_guess
 
 ENGINE_ORDER = ("vllm", "llamacpp", "sglang", "trtllm")  # the matrix's columns
 

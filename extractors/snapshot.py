@@ -6,8 +6,8 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 
-from extractors.errors import AnchorError, MissingPathError, ParseError
-from extractors.records import SourceFile
+from apron.extractors.errors import AnchorError, MissingPathError, ParseError
+from apron.extractors.records import SourceFile
 
 # Six times the largest file any extractor reads (llama.cpp's single-file converter, 650 KB);
 # tree-sitter and the walkers over its tree need about 70 MB and a second per MB of C++.

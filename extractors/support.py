@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extractors.base import EngineSpec, extract_engine
-from extractors.errors import (
+from apron.extractors.commands.releases import release_tags, version_key
+from apron.extractors.errors import (
     AnchorError,
     ExtractionError,
     GuardError,
@@ -18,13 +18,13 @@ from extractors.errors import (
     UnknownCommitError,
     UsageError,
 )
-from extractors.factcache import FactCache, cached_engine
-from extractors.git import GitSource, ResolvedCommit
-from extractors.records import EngineFacts, FactKind, Record
-from extractors.releases import release_tags, version_key
+from apron.extractors.git import GitSource, ResolvedCommit
+from apron.extractors.records import EngineFacts, FactKind, Record
+from apron.extractors.runner.base import EngineSpec, extract_engine
+from apron.extractors.runner.factcache import FactCache, cached_engine
 
 YES, NO, UNKNOWN = "yes", "no", "unknown"
-# 2 is any error (extractors.errors.ExtractionError.exit_code)
+# 2 is any error (apron.extractors.errors.ExtractionError.exit_code)
 EXIT_CODES = {YES: 0, NO: 1, UNKNOWN: 3}
 # a fact that cannot be read at the commit (its file moved, its anchor is gone): unknown, not error
 UNREADABLE = (AnchorError, ParseError, MissingPathError, GuardError)

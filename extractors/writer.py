@@ -16,7 +16,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from extractors.errors import ExtractionError, UsageError
+from apron.extractors.errors import ExtractionError, UsageError
 
 # A change maps a target path to its new text (a file) or to {file name: text} (a folder that
 # is replaced whole).

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from extractors.pipeline import ProjectPaths
+from apron.extractors.runner.pipeline import ProjectPaths
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from apron import kv_dtype
-from extractors.git.runner import run_git
-from extractors.pins import load_pin
+from apron.extractors.git.runner import run_git
+from apron.extractors.pins import load_pin
 from tests.conftest import REPO_ROOT, mirror
 
 pytestmark = pytest.mark.real_mirror

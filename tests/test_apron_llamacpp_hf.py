@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from apron.cli import app
 from apron.config import load_sample
+from apron.extractors.llamacpp import converter_hparams as ch
 from apron.plan import plan
-from extractors.llamacpp import converter_hparams as ch
 from tests.test_apron_llamacpp_gguf import LLAMA_31_8B, write_header
 
 runner = CliRunner()

@@ -24,10 +24,10 @@ from apron.constraints import (
     load_engine,
 )
 from apron.engines.vllm import resolve_kv_heads
-from extractors.vllm import records
-from extractors.vllm.rule_fields import rule_fields
-from generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
-from generated.schema import MlaGate as MlaGateRow
+from apron.extractors.vllm import records
+from apron.extractors.vllm.rule_fields import rule_fields
+from apron.generated.schema import KvHeadAlias, KvHeadOverride, MlaModelType
+from apron.generated.schema import MlaGate as MlaGateRow
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
 GENERATED = Path(__file__).resolve().parent.parent / "generated"
@@ -56,7 +56,7 @@ def only(**engines: EngineConstraints | None) -> ConstraintSet:
 
 def architecture_facts(engine: str) -> tuple[ArchitectureFact, ...]:
     """What generated/<engine>/__init__.py declares, from the engine package that renders it."""
-    from extractors.engines import ENGINES
+    from apron.extractors.engines import ENGINES
 
     return tuple(
         ArchitectureFact(k.name, k.support.field, k.support.role)

@@ -12,8 +12,8 @@ from apron import plan
 from apron.config import ModelConfig
 from apron.constraints import load_constraints, load_engine
 from apron.engines.sglang import hybrid_swa, kv_heads
-from extractors.sglang.kv_heads import kv_head_fallback, kv_head_overrides
-from generated.schema import (
+from apron.extractors.sglang.kv_heads import kv_head_fallback, kv_head_overrides
+from apron.generated.schema import (
     KvHeadAlias,
     KvHeadFallback,
     KvHeadOverride,

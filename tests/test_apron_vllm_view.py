@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from apron import plan
 from apron.constraints import load_constraints, load_engine
-from generated.schema import ModelClassFlags
+from apron.generated.schema import ModelClassFlags
 
 BERT = {
     "architectures": ["BertModel"],

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import ParseError
-from extractors.git import BlobNotPresent, GitSource, ObjectReader, ObjectTooLarge
-from extractors.snapshot import RecordingSnapshot
+from apron.extractors.errors import ParseError
+from apron.extractors.git import BlobNotPresent, GitSource, ObjectReader, ObjectTooLarge
+from apron.extractors.snapshot import RecordingSnapshot
 
 FILES = {f"pkg/m{i}.py": f"ARCH = 'Model{i}'\n" * (i + 1) for i in range(7)}
 BIG = "pkg/m5.py"  # 96 bytes: over a limit of 60, as are m3 (64), m4 and m6; m0-m2 are under
@@ -80,7 +80,7 @@ def test_after_prefetch_reads_make_no_round_trip_and_are_all_recorded(fetched, m
 def test_an_oversize_blob_in_a_batch_is_the_same_error_as_a_single_read(
     make_repo, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr("extractors.git.snapshot.MAX_SOURCE_BYTES", 60)
+    monkeypatch.setattr("apron.extractors.git.snapshot.MAX_SOURCE_BYTES", 60)
     repo, shas = make_repo([(FILES, "files")])
     batched = GitSource("demo", str(repo), cache_dir=tmp_path / "a").snapshot(shas[0])
     batched.prefetch(list(FILES))

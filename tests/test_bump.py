@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from extractors.bump import plan_bump, render_pr_body, render_pr_title
-from extractors.cli import app
-from extractors.engines import ENGINES
-from extractors.pipeline import ProjectPaths, run
+from apron.extractors.commands.bump import plan_bump, render_pr_body, render_pr_title
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES
+from apron.extractors.runner.pipeline import ProjectPaths, run
 from tests.conftest import REPO_ROOT, assert_snapshot, git, write_pin
 from tests.vllm_class_miniatures import MODEL_INFO, REGISTRY_IMPORTS
 from tests.vllm_miniatures import (
@@ -292,7 +292,7 @@ def test_impact_lists_changed_figures(project, make_repo, tmp_path, monkeypatch)
 
 
 def test_impact_compare_lists_every_changed_field():
-    from extractors.impact import ImpactChange, compare
+    from apron.extractors.report.impact import ImpactChange, compare
 
     before = {"a": {"x": "1", "y": "2"}, "gone": {"x": "1"}}
     after = {"a": {"x": "1", "y": "3"}, "new": {"x": "5"}}

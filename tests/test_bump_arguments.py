@@ -8,9 +8,9 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from extractors.cli import app
-from extractors.engines import ENGINES
-from extractors.pipeline import ProjectPaths, run
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES
+from apron.extractors.runner.pipeline import ProjectPaths, run
 from tests.conftest import git, write_pin
 from tests.vllm_miniatures import CONVERTOR_PATH, CONVERTOR_V2, tree_v1
 

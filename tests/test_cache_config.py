@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from extractors.git.cache import CACHE_UPLOAD_PACK, CacheRepo, config_quotable, config_quoted
+from apron.extractors.git.cache import CACHE_UPLOAD_PACK, CacheRepo, config_quotable, config_quoted
 
 
 def read_config(repo: CacheRepo, key: str) -> str:

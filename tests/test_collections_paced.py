@@ -7,12 +7,12 @@ import gc
 
 import pytest
 
-from extractors.base import EngineSpec, FactExtractor, FactOutput, extract_engine
-from extractors.errors import AnchorError
-from extractors.parsing.collections_paced import YOUNG_THRESHOLD, fewer_collections
-from extractors.records import FactKind
-from extractors.sglang.records import SglangDocsRow
-from extractors.snapshot import Snapshot
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.collections_paced import YOUNG_THRESHOLD, fewer_collections
+from apron.extractors.records import FactKind
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput, extract_engine
+from apron.extractors.sglang.records import SglangDocsRow
+from apron.extractors.snapshot import Snapshot
 
 
 class EmptySnapshot(Snapshot):

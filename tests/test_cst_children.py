@@ -10,9 +10,9 @@ import subprocess
 import libcst as cst
 import pytest
 
-from extractors.parsing import cst_children
-from extractors.parsing.cst_children import children, field_order
-from extractors.parsing.python_cst import walk
+from apron.extractors.parsing import cst_children
+from apron.extractors.parsing.cst_children import children, field_order
+from apron.extractors.parsing.python_cst import walk
 
 SHAPES = '''\
 """Module docstring."""
@@ -201,7 +201,7 @@ def test_the_visit_method_is_read_as_inspect_reads_it_for_every_node_type():
 
     import libcst
 
-    from extractors.parsing.cst_children import _method_source
+    from apron.extractors.parsing.cst_children import _method_source
 
     types = [
         t

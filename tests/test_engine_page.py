@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from extractors.engine_page import PAGE_LIMIT, render_engine_markdown
-from extractors.pipeline import ProjectPaths, all_current_facts
+from apron.extractors.report.engine_page import PAGE_LIMIT, render_engine_markdown
+from apron.extractors.runner.pipeline import ProjectPaths, all_current_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = ROOT / "generated"

@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from apron.constraints import engine_directory, load_constraints
-from extractors.check import check_offline
-from extractors.cli import app
-from extractors.engines import ENGINES, all_record_types
-from extractors.export import EXPORT_NAME, SCHEMA_VERSION, render_json_schema
-from extractors.pipeline import run
+from apron.extractors.commands.check import check_offline
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES, all_record_types
+from apron.extractors.report.export import EXPORT_NAME, SCHEMA_VERSION, render_json_schema
+from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import tree_v1
 

@@ -9,7 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from extractors.base import (
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import FactGraphError
+from apron.extractors.records import FactKind, Record, warning
+from apron.extractors.runner.base import (
     EngineSpec,
     FactExtractor,
     FactOutput,
@@ -18,11 +21,8 @@ from extractors.base import (
     run_order,
     with_needs,
 )
-from extractors.engines import ENGINES
-from extractors.errors import FactGraphError
-from extractors.factcache import FactCache, cached_engine
-from extractors.records import FactKind, Record, warning
-from extractors.snapshot import MemorySnapshot, Snapshot
+from apron.extractors.runner.factcache import FactCache, cached_engine
+from apron.extractors.snapshot import MemorySnapshot, Snapshot
 from tests import llamacpp_miniatures, sglang_miniatures, trtllm_miniatures, vllm_miniatures
 
 

@@ -10,12 +10,12 @@ from collections.abc import Mapping
 
 import pytest
 
-from extractors.base import EngineSpec, FactExtractor, FactOutput, extract_engine
-from extractors.errors import AnchorError
-from extractors.factcache import FactCache, cached_engine
-from extractors.parsing import workers
-from extractors.records import FactKind, Record
-from extractors.snapshot import MemorySnapshot, Snapshot
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing import workers
+from apron.extractors.records import FactKind, Record
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput, extract_engine
+from apron.extractors.runner.factcache import FactCache, cached_engine
+from apron.extractors.snapshot import MemorySnapshot, Snapshot
 from tests.test_fact_graph import ENGINE_TREES, Item, _by_name, _snapshot, kind, reader
 
 needs_two_cores = pytest.mark.skipif(
@@ -56,7 +56,7 @@ def toy(*facts: FactExtractor) -> EngineSpec:
 @needs_two_cores
 @pytest.mark.parametrize(("engine_id", "tree"), ENGINE_TREES, ids=[e for e, _ in ENGINE_TREES])
 def test_every_engine_gives_the_same_facts_on_two_cores(engine_id, tree, shared, monkeypatch):
-    from extractors.engines import ENGINES
+    from apron.extractors.engines import ENGINES
 
     engine = ENGINES[engine_id]
     two = extract_engine(engine, _snapshot(engine_id, tree), commit_date="x")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from extractors import families
-from extractors.engines import ENGINES
-from extractors.llamacpp.records import HfArchitecture
-from extractors.records import EngineFacts, FactKind, FactResult, Record
-from extractors.vllm.records import MlaModelType, ModelClassFlags, RegistryRow
+from apron.extractors.engines import ENGINES
+from apron.extractors.llamacpp.records import HfArchitecture
+from apron.extractors.records import EngineFacts, FactKind, FactResult, Record
+from apron.extractors.report import families
+from apron.extractors.vllm.records import MlaModelType, ModelClassFlags, RegistryRow
 
 REGISTRY = "vllm/model_executor/models/registry.py"
 
@@ -168,7 +168,7 @@ def test_sglang_without_architecture_sets_degrades():
 
 
 def test_family_section_marks_absent_engines_and_opens_the_matrix():
-    from extractors.reviewer import render_matrix
+    from apron.extractors.report.reviewer import render_matrix
 
     page = render_matrix({"vllm": vllm_facts()})
     lines = page.splitlines()

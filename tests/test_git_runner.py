@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.git.runner import GitFailed, git_env, run_git
+from apron.extractors.git.runner import GitFailed, git_env, run_git
 
 
 @pytest.mark.parametrize(

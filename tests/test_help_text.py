@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from apron.cli import app as apron_app
-from extractors.cli import app as extract_app
+from apron.extractors.commands.cli import app as extract_app
 
 runner = CliRunner()
 PLAN_OPTIONS = (

@@ -12,15 +12,15 @@ from typing import ClassVar
 import pytest
 from typer.testing import CliRunner
 
-from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.cli import app
-from extractors.engines import ENGINES
-from extractors.errors import UsageError
-from extractors.factcache import FactCache
-from extractors.git import GitSource
-from extractors.history import pr_number, run_history, table_rows, unsupported_runs
-from extractors.records import FactKind, Record
-from extractors.snapshot import Snapshot
+from apron.extractors.commands.cli import app
+from apron.extractors.commands.history import pr_number, run_history, table_rows, unsupported_runs
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import UsageError
+from apron.extractors.git import GitSource
+from apron.extractors.records import FactKind, Record
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.runner.factcache import FactCache
+from apron.extractors.snapshot import Snapshot
 
 OLD = "vllm/model_executor/models/registry.py"
 NEW = "vllm/models/registry.py"

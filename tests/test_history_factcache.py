@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import pytest
 
-from extractors.base import EngineSpec, FactOutput, extract_engine, run_order
-from extractors.engines import ENGINES
-from extractors.errors import AnchorError, MissingPathError
-from extractors.factcache import FactCache, cached_engine, code_version
-from extractors.git import GitSource
-from extractors.records import Record
-from extractors.snapshot import MemorySnapshot, Snapshot
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AnchorError, MissingPathError
+from apron.extractors.git import GitSource
+from apron.extractors.records import Record
+from apron.extractors.runner.base import EngineSpec, FactOutput, extract_engine, run_order
+from apron.extractors.runner.factcache import FactCache, cached_engine, code_version
+from apron.extractors.snapshot import MemorySnapshot, Snapshot
 from tests.vllm_miniatures import CONVERTOR_PATH, REGISTRY_PATH, tree_v1
 
 VLLM = ENGINES["vllm"]

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.engines import ENGINES
-from extractors.factcache import FactCache
-from extractors.git import GitSource
-from extractors.history import pr_number, run_history
+from apron.extractors.commands.history import pr_number, run_history
+from apron.extractors.engines import ENGINES
+from apron.extractors.git import GitSource
+from apron.extractors.runner.factcache import FactCache
 from tests.conftest import mirror
 
 pytestmark = pytest.mark.real_mirror

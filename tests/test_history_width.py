@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from extractors.cli import app
+from apron.extractors.commands.cli import app
 from tests.test_history import registry_repo  # noqa: F401  (a fixture)
 
 

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from extractors.engines import ENGINES
-from extractors.factcache import DB_NAME
-from extractors.git import GitSource, cache_root
-from extractors.pipeline import run
+from apron.extractors.engines import ENGINES
+from apron.extractors.git import GitSource, cache_root
+from apron.extractors.runner.factcache import DB_NAME
+from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import tree_v1
 
 VLLM = ENGINES["vllm"]
 URL = "https://github.com/vllm-project/vllm"
-CLI = "from extractors.cli import main; main()"
+CLI = "from apron.extractors.commands.cli import main; main()"
 
 
 @pytest.fixture

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import AnchorError, ExtractionError, ParseError
-from extractors.llamacpp import class_sets
-from extractors.llamacpp.arch_names import arch_names
-from extractors.parsing.cpp_ts import mask_conditionals, parse_cpp, switch_case_groups, walk
+from apron.extractors.errors import AnchorError, ExtractionError, ParseError
+from apron.extractors.llamacpp import class_sets
+from apron.extractors.llamacpp.arch_names import arch_names
+from apron.extractors.parsing.cpp_ts import mask_conditionals, parse_cpp, switch_case_groups, walk
 from tests.llamacpp_miniatures import (
     ARCH_CPP,
     ARCH_CPP_V1,

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from extractors.engines import ENGINES, engine_by_id
-from extractors.errors import AnchorError, ParseError
-from extractors.pipeline import ProjectPaths, run
+from apron.extractors.engines import ENGINES, engine_by_id
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.runner.pipeline import ProjectPaths, run
 from tests.conftest import REPO_ROOT, mirror, write_pin
 from tests.llamacpp_miniatures import ARCH_CPP, ARCH_CPP_V2, SCRIPT, tree_v1, tree_v2
 
@@ -114,10 +114,10 @@ def test_generated_modules_import_without_extractor_code(project, llamacpp_repo)
     run(LLAMACPP, project, commit=None, source=str(repo))
     code = (
         f"import sys; sys.path.insert(0, {str(project.root)!r})\n"
-        "import generated.llamacpp.class_set_members as m, generated.llamacpp.hf_architectures as h\n"
+        "import apron.generated.llamacpp.class_set_members as m, apron.generated.llamacpp.hf_architectures as h\n"
         "hybrid = {r.arch for r in m.ROWS if r.predicate == 'llm_arch_is_hybrid'}\n"
         "assert hybrid == {'LLM_ARCH_JAMBA', 'LLM_ARCH_QWEN3NEXT'}, hybrid\n"
-        "assert not any(k.startswith(('extractors', 'libcst', 'tree_sitter', 'git')) for k in sys.modules)\n"
+        "assert not any(k.startswith(('apron.extractors', 'libcst', 'tree_sitter', 'git')) for k in sys.modules)\n"
         "print(len(h.ROWS))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

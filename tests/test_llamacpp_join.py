@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.base import extract_engine
-from extractors.engines import ENGINES
-from extractors.errors import AnchorError, MissingPathError, ParseError
-from extractors.llamacpp import converter
-from extractors.parsing.python_ts import parse_tree
-from extractors.snapshot import MemorySnapshot
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AnchorError, MissingPathError, ParseError
+from apron.extractors.llamacpp import converter
+from apron.extractors.parsing.python_ts import parse_tree
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.snapshot import MemorySnapshot
 from tests.llamacpp_miniatures import CONSTANTS, PACKAGE_INIT, SCRIPT, tree_v1, tree_v2
 
 LLAMACPP = ENGINES["llamacpp"]

@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 
 from apron.constraints import load_constraints
+from apron.extractors.errors import ExtractionError
+from apron.extractors.llamacpp import memory_rules as m
+from apron.extractors.llamacpp.cpp_formula import formula
+from apron.extractors.llamacpp.records import HparamsFormula
+from apron.extractors.parsing.cpp_ts import parse_cpp, walk
 from apron.llamacpp_formula import Unknown, evaluate
-from extractors.errors import ExtractionError
-from extractors.llamacpp import memory_rules as m
-from extractors.llamacpp.cpp_formula import formula
-from extractors.llamacpp.records import HparamsFormula
-from extractors.parsing.cpp_ts import parse_cpp, walk
 
 
 def expr(code: str) -> tuple[str, ...]:
@@ -291,7 +291,7 @@ def test_pin_memory_and_types():
 
 
 def test_a_bump_names_a_formula_in_words():
-    from extractors.llamacpp.cpp_formula import infix
+    from apron.extractors.llamacpp.cpp_formula import infix
 
     row = next(r for r in C.rows("hparams_formulas") if r.method == "n_embd_r" and r.branch == 1)
     record = HparamsFormula(**row._asdict())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import AnchorError, ParseError
-from extractors.llamacpp import sliding_window
-from extractors.parsing.cpp_ts import parse_cpp
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.llamacpp import sliding_window
+from apron.extractors.parsing.cpp_ts import parse_cpp
 from tests.llamacpp_miniatures import (
     MODEL_CPP,
     MODEL_CPP_V1,

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from extractors.errors import AnchorError
-from extractors.parsing.markdown import footnote_notes, parse_document, require_tables
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.markdown import footnote_notes, parse_document, require_tables
 
 FENCED = """# Page
 
@@ -118,7 +118,7 @@ Prose with *emphasis*, a [link][ref] and [^1].
     ],
 )
 def test_a_cell_without_inline_markup_is_its_text_as_a_full_parse_gives(monkeypatch, content):
-    from extractors.parsing import markdown
+    from apron.extractors.parsing import markdown
 
     text = f"| h |\n|---|\n| {content} |\n\n[^1]: note\n"
     fast = parse_document(text, "p.md").tables[0].rows[0].cells[0]

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extractors.base import extract_engine
-from extractors.engines import ENGINES
-from extractors.git import GitSource
-from extractors.pins import load_pin
-from extractors.pipeline import render_all
-from extractors.snapshot import MemorySnapshot, Snapshot
+from apron.extractors.engines import ENGINES
+from apron.extractors.git import GitSource
+from apron.extractors.pins import load_pin
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.runner.pipeline import render_all
+from apron.extractors.snapshot import MemorySnapshot, Snapshot
 from tests import llamacpp_miniatures, sglang_miniatures, vllm_miniatures
 from tests.conftest import REPO_ROOT, mirror
 from tests.metamorphic import ALL_KINDS, CPP_EDITS, PYTHON_EDITS, edit_file

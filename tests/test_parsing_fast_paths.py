@@ -7,12 +7,12 @@ import os
 
 import pytest
 
-from extractors.errors import ParseError
-from extractors.parsing import workers
-from extractors.parsing.cpp_ts import CPP, CppSource, function_definitions, parse_cpp, walk
-from extractors.parsing.limits import MAX_SYNTAX_DEPTH, check_syntax_tree
-from extractors.parsing.python_ts import PYTHON, parse_tree
-from extractors.parsing.ts_query import typed_descendants
+from apron.extractors.errors import ParseError
+from apron.extractors.parsing import workers
+from apron.extractors.parsing.cpp_ts import CPP, CppSource, function_definitions, parse_cpp, walk
+from apron.extractors.parsing.limits import MAX_SYNTAX_DEPTH, check_syntax_tree
+from apron.extractors.parsing.python_ts import PYTHON, parse_tree
+from apron.extractors.parsing.ts_query import typed_descendants
 
 
 def full_walk_check(root, path, language, cost_budget=None):
@@ -269,7 +269,7 @@ def helper():
 
 def chain_outcome(text):
     """The chain's MLA and explicit-MHA rows as (architecture, branch, symbol), or the error."""
-    from extractors.sglang import attention_chain as chain
+    from apron.extractors.sglang import attention_chain as chain
 
     chain.attention_chain.cache_clear()
     try:
@@ -357,7 +357,7 @@ def test_a_chain_file_that_does_not_parse_is_libcst_s_parse_error(text):
     ],
 )
 def test_directive_search_agrees_with_reading_every_line(text):
-    from extractors.parsing import cpp_ts
+    from apron.extractors.parsing import cpp_ts
 
     lines = text.split("\n")
     per_line = any(cpp_ts._CONDITIONAL.match(line) for line in lines)
@@ -392,7 +392,7 @@ def module_function():
 
 
 def test_keeping_methods_elides_the_other_method_bodies_only():
-    from extractors.parsing.python_cst import parse_module_keeping, top_level_classes
+    from apron.extractors.parsing.python_cst import parse_module_keeping, top_level_classes
 
     module = parse_module_keeping(
         KEPT_AND_ELIDED,
@@ -411,7 +411,7 @@ def test_keeping_methods_elides_the_other_method_bodies_only():
 
 
 def test_keeping_methods_still_reports_a_syntax_error_in_an_elided_body():
-    from extractors.parsing.python_cst import parse_module_keeping
+    from apron.extractors.parsing.python_cst import parse_module_keeping
 
     broken = "class A:\n    def f(self):\n        return (\n"
     with pytest.raises(ParseError, match="b.py"):
@@ -446,7 +446,7 @@ def unrelated(args):
 
 
 def test_keeping_selects_bodies_by_qualified_name_and_by_text():
-    from extractors.parsing.python_cst import (
+    from apron.extractors.parsing.python_cst import (
         class_methods,
         parse_module_keeping,
         top_level_classes,
@@ -480,7 +480,7 @@ def test_keeping_selects_bodies_by_qualified_name_and_by_text():
 
 
 def test_keeping_nothing_reports_a_syntax_error_in_an_elided_body():
-    from extractors.parsing.python_cst import parse_module_keeping
+    from apron.extractors.parsing.python_cst import parse_module_keeping
 
     broken = "def f():\n    return (\n"
     with pytest.raises(ParseError, match="b.py"):
@@ -490,7 +490,7 @@ def test_keeping_nothing_reports_a_syntax_error_in_an_elided_body():
 def test_the_same_text_is_parsed_once_and_errors_are_not_kept(monkeypatch):
     import libcst
 
-    from extractors.parsing import python_cst
+    from apron.extractors.parsing import python_cst
 
     calls = []
     original = libcst.parse_module
@@ -529,7 +529,7 @@ llm_build_toy::llm_build_toy(const llama_model & model) : llm_graph_context(para
 
 
 def _hparams(source):
-    from extractors.parsing.cpp_ts import function_definitions
+    from apron.extractors.parsing.cpp_ts import function_definitions
 
     return [
         (name, node.start_byte, node.end_byte, str(node))
@@ -539,7 +539,7 @@ def _hparams(source):
 
 
 def test_a_method_parsed_on_its_own_is_the_same_definition_as_in_the_whole_file():
-    from extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
+    from apron.extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
 
     alone = parse_cpp_methods(MODEL_CPP, "src/models/toy.cpp", "load_arch_hparams")
     whole = parse_cpp(MODEL_CPP, "src/models/toy.cpp")
@@ -563,7 +563,7 @@ def test_a_method_parsed_on_its_own_is_the_same_definition_as_in_the_whole_file(
     ids=["starts-in-a-comment", "region-not-one-definition", "name-in-a-literal"],
 )
 def test_a_region_that_is_not_one_clean_definition_parses_the_whole_file(edit, why):
-    from extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
+    from apron.extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
 
     text = edit(MODEL_CPP)
     alone = parse_cpp_methods(text, "src/models/toy.cpp", "load_arch_hparams")
@@ -573,14 +573,14 @@ def test_a_region_that_is_not_one_clean_definition_parses_the_whole_file(edit, w
 
 
 def test_a_file_without_the_method_is_parsed_whole():
-    from extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
+    from apron.extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
 
     text = MODEL_CPP.replace("load_arch_hparams", "load_other")
     assert parse_cpp_methods(text, "x.cpp", "load_arch_hparams") is parse_cpp(text, "x.cpp")
 
 
 def test_braces_outside_the_parsed_method_still_count():
-    from extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
+    from apron.extractors.parsing.cpp_ts import parse_cpp, parse_cpp_methods
 
     text = "{\n" + MODEL_CPP + "// } in a comment\n"
     alone = parse_cpp_methods(text, "x.cpp", "load_arch_hparams")

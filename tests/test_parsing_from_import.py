@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from extractors.parsing.python_ts import (
+from apron.extractors.parsing.python_ts import (
     _plain_from_import,
     from_import,
     import_source,

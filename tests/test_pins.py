@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import PinError, UsageError
-from extractors.pins import check_commit_argument, check_source_url, load_pin, pin_path
+from apron.extractors.errors import PinError, UsageError
+from apron.extractors.pins import check_commit_argument, check_source_url, load_pin, pin_path
 from tests.conftest import REPO_ROOT
 
 GOOD = 'url = "https://github.com/vllm-project/vllm"\ncommit = "%s"\ndate = "2026-05-19"\n' % (

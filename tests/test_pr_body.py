@@ -10,8 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extractors.bump import BumpPlan, plan_bump
-from extractors.diff import (
+from apron.extractors.commands.bump import BumpPlan, plan_bump
+from apron.extractors.engines import ENGINES
+from apron.extractors.pins import Pin
+from apron.extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
+from apron.extractors.report.diff import (
     EngineDiff,
     FactDiff,
     diff_engine,
@@ -19,11 +22,8 @@ from extractors.diff import (
     pair_rekeyed,
     plain_text,
 )
-from extractors.engines import ENGINES
-from extractors.impact import ImpactChange
-from extractors.pins import Pin
-from extractors.pipeline import run
-from extractors.pr_body import (
+from apron.extractors.report.impact import ImpactChange
+from apron.extractors.report.pr_body import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
     BodyLinks,
@@ -38,8 +38,8 @@ from extractors.pr_body import (
     shown,
     warning_text,
 )
-from extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
-from extractors.vllm.records import RegistryRow, VllmDocsRow
+from apron.extractors.runner.pipeline import run
+from apron.extractors.vllm.records import RegistryRow, VllmDocsRow
 from tests import llamacpp_miniatures as llama
 from tests import vllm_miniatures as vllm
 from tests.conftest import assert_snapshot, write_pin

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from extractors.errors import ParseError
-from extractors.parsing.python_skeleton import method_skeleton, module_outline
-from extractors.parsing.python_ts import parse_python, parse_tree
-from extractors.vllm.class_tree import ClassTree, c3_mro
+from apron.extractors.errors import ParseError
+from apron.extractors.parsing.python_skeleton import method_skeleton, module_outline
+from apron.extractors.parsing.python_ts import parse_python, parse_tree
+from apron.extractors.vllm.class_tree import ClassTree, c3_mro
 
 MODEL = '''"""A model file."""
 from vllm.model_executor.models.interfaces import SupportsPP
@@ -245,7 +245,7 @@ def test_a_syntax_error_in_an_elided_class_body_is_the_files_error():
     ],
 )
 def test_line_start_search_matches_a_multiline_caret(text):
-    from extractors.parsing.python_skeleton import FIRST_CODE, HEADER, _dedent_pattern
+    from apron.extractors.parsing.python_skeleton import FIRST_CODE, HEADER, _dedent_pattern
 
     pairs = [
         (HEADER, re.compile(r"^([ \t]*)(?:async[ \t]+)?(class|def)\b", re.M)),
@@ -287,7 +287,7 @@ def test_odd_line_breaks_take_the_line_by_line_pass():
     ],
 )
 def test_quote_scan_within_bounds_agrees_with_scanning_the_slice(text, quote):
-    from extractors.parsing.python_skeleton import _open_quote, _open_quote_in
+    from apron.extractors.parsing.python_skeleton import _open_quote, _open_quote_in
 
     padded = "'''" + text + '"""'
     for start in range(4):
@@ -326,7 +326,7 @@ STRINGY = [
 
 @pytest.mark.parametrize("text", STRINGY)
 def test_the_run_by_run_pass_gives_what_the_line_by_line_pass_gives(text, monkeypatch):
-    from extractors.parsing import python_skeleton as module_skeleton
+    from apron.extractors.parsing import python_skeleton as module_skeleton
 
     fast = (method_skeleton(text), module_outline(text))
     monkeypatch.setattr(module_skeleton, "ODD_SPACE", re.compile(""))  # every chunk line by line

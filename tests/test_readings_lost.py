@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from extractors.bump import READINGS_LOST_EXIT, plan_bump, render_pr_body
-from extractors.cli import app
-from extractors.engines import ENGINES
-from extractors.pipeline import run
+from apron.extractors.commands.bump import READINGS_LOST_EXIT, plan_bump, render_pr_body
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES
+from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import (
     MODELS_CONFIG_PATH,

@@ -12,19 +12,15 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from extractors.cli import app
-from extractors.engines import ENGINES
-from extractors.errors import SourceUnreachableError
-from extractors.factcache import FactCache
-from extractors.git import GitSource
-from extractors.history import (
+from apron.extractors.commands.cli import app
+from apron.extractors.commands.history import (
     last_releases,
     previous_support,
     release_view,
     run_history,
     table_rows,
 )
-from extractors.releases import (
+from apron.extractors.commands.releases import (
     NO_TAGS,
     ReleaseTag,
     containment,
@@ -34,6 +30,10 @@ from extractors.releases import (
     tags_containing,
     version_key,
 )
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import SourceUnreachableError
+from apron.extractors.git import GitSource
+from apron.extractors.runner.factcache import FactCache
 from tests.conftest import commit_tree, git
 
 REGISTRY = "vllm/model_executor/models/registry.py"

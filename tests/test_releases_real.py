@@ -11,12 +11,12 @@ import subprocess
 
 import pytest
 
-from extractors.engines import ENGINES
-from extractors.factcache import FactCache
-from extractors.git import GitSource
-from extractors.history import release_view, run_history
-from extractors.releases import release_tags
-from extractors.support import answer_support
+from apron.extractors.commands.history import release_view, run_history
+from apron.extractors.commands.releases import release_tags
+from apron.extractors.commands.support import answer_support
+from apron.extractors.engines import ENGINES
+from apron.extractors.git import GitSource
+from apron.extractors.runner.factcache import FactCache
 from tests.conftest import mirror
 
 pytestmark = pytest.mark.real_mirror

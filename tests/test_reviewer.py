@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.records import EngineFacts, FactKind, FactResult
-from extractors.reviewer import mla_disagreements, model_type_guess, render_index, render_matrix
-from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangRegistryRow
-from extractors.trtllm.records import TrtllmFeatureCell, TrtllmRegisteredArchitecture
-from extractors.vllm.records import MlaModelType, RegistryRow
+from apron.extractors.records import EngineFacts, FactKind, FactResult
+from apron.extractors.report.reviewer import (
+    mla_disagreements,
+    model_type_guess,
+    render_index,
+    render_matrix,
+)
+from apron.extractors.sglang.records import (
+    SglangExplicitMha,
+    SglangMlaArchitecture,
+    SglangRegistryRow,
+)
+from apron.extractors.trtllm.records import TrtllmFeatureCell, TrtllmRegisteredArchitecture
+from apron.extractors.vllm.records import MlaModelType, RegistryRow
 
 
 def facts(engine, *results):

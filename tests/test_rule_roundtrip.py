@@ -16,10 +16,10 @@ from apron import conditions as apron_conditions
 from apron.config import ModelConfig, is_int
 from apron.constraints import load_engine
 from apron.engines.vllm import resolve_kv_heads
-from extractors import rule_terms
-from extractors.vllm import convertor
-from extractors.vllm.rule_fields import rule_fields
-from generated.schema import KvHeadOverride as KvHeadOverrideRow
+from apron.extractors import rule_terms
+from apron.extractors.vllm import convertor
+from apron.extractors.vllm.rule_fields import rule_fields
+from apron.generated.schema import KvHeadOverride as KvHeadOverrideRow
 
 PATH = "vllm/transformers_utils/model_arch_config_convertor.py"
 BASE = "ModelArchConfigConvertorBase"

@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from extractors.sglang import serving_defaults as sglang_defaults
-from extractors.sglang import serving_rules as sglang_rules
-from extractors.vllm import serving_rules as vllm_rules
+from apron.extractors.sglang import serving_defaults as sglang_defaults
+from apron.extractors.sglang import serving_rules as sglang_rules
+from apron.extractors.vllm import serving_rules as vllm_rules
 from tests.conftest import mirror
 
 VLLM_PIN = "0231dd5467c61dca76f66269b6298a43772b3519"
@@ -165,7 +165,7 @@ def test_sglang_state_splits():
 
 
 def test_vllm_attention_backends():
-    from extractors.vllm import attention_backends as backends
+    from apron.extractors.vllm import attention_backends as backends
 
     def read(path: str) -> str | None:
         root = mirror("vllm")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.base import extract_engine
-from extractors.engines import ENGINES
-from extractors.errors import AnchorError, MissingPathError
-from extractors.sglang.docs_tables import family_keys
-from extractors.snapshot import MemorySnapshot
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AnchorError, MissingPathError
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.sglang.docs_tables import family_keys
+from apron.extractors.snapshot import MemorySnapshot
 from tests.sglang_miniatures import (
     NEW_DOCS,
     NEW_GENERATIVE,

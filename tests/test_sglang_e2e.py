@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from extractors.engines import ENGINES
-from extractors.errors import MissingPathError
-from extractors.pipeline import run
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import MissingPathError
+from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.sglang_miniatures import MODEL_CONFIG_PATH, NEW_DOCS, tree_2025, tree_2026
 
@@ -79,11 +79,11 @@ def test_rerun_is_byte_identical_and_imports_without_extractors(project, sglang_
     assert generated_bytes(project) == once
     code = (
         f"import sys; sys.path.insert(0, {str(project.root)!r})\n"
-        "import generated.sglang.mla_architectures as m, generated.sglang.mla_conditions as c\n"
-        "import generated.sglang.registry_rows as r\n"
+        "import apron.generated.sglang.mla_architectures as m, apron.generated.sglang.mla_conditions as c\n"
+        "import apron.generated.sglang.registry_rows as r\n"
         "assert {x.architecture for x in c.ROWS} == "
         "{'PixtralForConditionalGeneration', 'DeepseekVL2ForCausalLM'}\n"
-        "assert not any(k.startswith(('extractors', 'libcst', 'tree_sitter', 'markdown_it')) "
+        "assert not any(k.startswith(('apron.extractors', 'libcst', 'tree_sitter', 'markdown_it')) "
         "for k in sys.modules)\n"
         "print(len(m.ROWS), len(r.ROWS))\n"
     )

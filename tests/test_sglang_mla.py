@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.base import extract_engine
-from extractors.engines import ENGINES
-from extractors.errors import AnchorError, MissingPathError, ParseError
-from extractors.sglang.attention_chain import attention_chain
-from extractors.snapshot import MemorySnapshot
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AnchorError, MissingPathError, ParseError
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.sglang.attention_chain import attention_chain
+from apron.extractors.snapshot import MemorySnapshot
 from tests.sglang_miniatures import (
     MODEL_CONFIG,
     MODEL_CONFIG_OLD,
@@ -227,7 +227,7 @@ def test_malformed_model_config_is_a_parse_error():
 def test_condition_record_refuses_an_unknown_check():
     from pydantic import ValidationError
 
-    from extractors.sglang.records import SglangMlaCondition
+    from apron.extractors.sglang.records import SglangMlaCondition
 
     (row,) = [c for c in attention_chain(MODEL_CONFIG, PATH).conditions if c.field == "use_mla"]
     with pytest.raises(ValidationError, match="is not one of"):

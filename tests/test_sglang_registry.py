@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.base import extract_engine
-from extractors.engines import ENGINES
-from extractors.errors import AnchorError, MissingPathError, ParseError
-from extractors.sglang.registry_rows import (
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AnchorError, MissingPathError, ParseError
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.sglang.registry_rows import (
     may_assign_entry,
     models_registry,
     registry_rows,
     scan_module,
 )
-from extractors.snapshot import MemorySnapshot
+from apron.extractors.snapshot import MemorySnapshot
 from tests.sglang_miniatures import MODELS, NEXTN_IMPL_PATH, full_tree_2026, models_tree
 
 SGLANG = ENGINES["sglang"]

@@ -5,23 +5,23 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.base import extract_engine
-from extractors.engines import ENGINES
-from extractors.errors import AnchorError, ParseError
-from extractors.parsing.python_ts import parse_tree
-from extractors.sglang.serving_defaults import (
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.parsing.python_ts import parse_tree
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.sglang.serving_defaults import (
     mem_fraction_default,
     on_cuda,
     page_size_from_pass,
     page_size_source,
 )
-from extractors.sglang.serving_rules import (
+from apron.extractors.sglang.serving_rules import (
     attention_head_rules,
     kv_split_rules,
     mla_cell_rule,
     ssm_tp_splits,
 )
-from extractors.snapshot import MemorySnapshot
+from apron.extractors.snapshot import MemorySnapshot
 from tests.sglang_miniatures import LLAMA, MODEL_CONFIG, MODEL_CONFIG_PATH, full_tree_2026
 from tests.sglang_serving_miniatures import (
     LLAMA_ATTENTION,
@@ -299,7 +299,7 @@ UNCUT_METHOD = """
 
 
 def test_server_args_is_read_with_the_unread_method_bodies_elided():
-    from extractors.sglang.serving_defaults import _server_args_tree
+    from apron.extractors.sglang.serving_defaults import _server_args_tree
 
     text = SERVER_ARGS + UNREAD_METHOD
     tree = _server_args_tree(text, SERVER_ARGS_PATH)
@@ -315,7 +315,7 @@ def test_server_args_is_read_with_the_unread_method_bodies_elided():
 
 
 def test_server_args_the_elision_cannot_cut_is_read_whole():
-    from extractors.sglang.serving_defaults import _server_args_tree
+    from apron.extractors.sglang.serving_defaults import _server_args_tree
 
     text = SERVER_ARGS + UNCUT_METHOD
     assert b"self.other = call(" in _server_args_tree(text, SERVER_ARGS_PATH).text

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import AnchorError, ParseError
-from extractors.sglang.architecture_sets import architecture_sets
-from extractors.sglang.hybrid_configs import hybrid_config_classes
-from extractors.sglang.kv_heads import kv_head_aliases, kv_head_fallback, kv_head_overrides
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.sglang.architecture_sets import architecture_sets
+from apron.extractors.sglang.hybrid_configs import hybrid_config_classes
+from apron.extractors.sglang.kv_heads import kv_head_aliases, kv_head_fallback, kv_head_overrides
 from tests.sglang_miniatures import MODEL_CONFIG, MODEL_CONFIG_OLD, MODEL_CONFIG_PATH
 
 PATH = MODEL_CONFIG_PATH
@@ -285,9 +285,9 @@ def test_hybrid_config_union_missing_is_an_error():
 
 
 def test_set_members_no_module_registers_are_warnings_of_the_sets_fact():
-    from extractors.base import extract_engine
-    from extractors.engines import ENGINES
-    from extractors.snapshot import MemorySnapshot
+    from apron.extractors.engines import ENGINES
+    from apron.extractors.runner.base import extract_engine
+    from apron.extractors.snapshot import MemorySnapshot
     from tests.sglang_miniatures import full_tree_2026
 
     facts = extract_engine(
@@ -304,7 +304,7 @@ def test_set_members_no_module_registers_are_warnings_of_the_sets_fact():
 
 
 def test_related_config_classes_are_those_of_all_the_files():
-    from extractors.sglang.hybrid_configs import config_classes, related_config_classes
+    from apron.extractors.sglang.hybrid_configs import config_classes, related_config_classes
 
     texts = {
         "c/a.py": "class AConfig(Base):\n    model_type = 'a'\n",
@@ -326,7 +326,7 @@ def test_related_config_classes_are_those_of_all_the_files():
 
 
 def test_related_config_classes_do_not_parse_files_naming_none():
-    from extractors.sglang.hybrid_configs import related_config_classes
+    from apron.extractors.sglang.hybrid_configs import related_config_classes
 
     texts = {"c/a.py": "class AConfig: pass\n", "c/broken.py": "class (:\n"}
     assert set(related_config_classes(texts, {"AConfig"})) == {"AConfig"}
@@ -490,7 +490,7 @@ class EConfig(PretrainedConfig):
     ],
 )
 def test_config_classes_read_headers_and_class_attributes_with_method_bodies_elided(text):
-    from extractors.sglang.hybrid_configs import ConfigClass, config_classes
+    from apron.extractors.sglang.hybrid_configs import ConfigClass, config_classes
 
     assert config_classes({"c/e.py": text}) == {
         "EConfig": ConfigClass("EConfig", ("PretrainedConfig",), "e")
@@ -498,7 +498,7 @@ def test_config_classes_read_headers_and_class_attributes_with_method_bodies_eli
 
 
 def test_config_module_broken_outside_method_bodies_is_a_parse_error():
-    from extractors.sglang.hybrid_configs import config_classes
+    from apron.extractors.sglang.hybrid_configs import config_classes
 
     with pytest.raises(ParseError):
         config_classes({"c/e.py": CONFIG_MODULE.replace('keys_to_ignore = ["x"]', "keys = [")})
@@ -608,7 +608,7 @@ def test_hybrid_functions_read_the_shapes_the_libcst_reader_read():
 
 
 def test_config_method_with_a_triple_quote_in_a_one_line_string_is_kept_whole():
-    from extractors.sglang.hybrid_configs import ConfigClass, config_classes
+    from apron.extractors.sglang.hybrid_configs import ConfigClass, config_classes
 
     text = 'class EConfig(P):\n    def f(self):\n        q = \'"""\'\n\n    model_type = "e"\n'
     assert config_classes({"c/e.py": text}) == {"EConfig": ConfigClass("EConfig", ("P",), "e")}

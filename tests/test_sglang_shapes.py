@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_cst import text_keeping
-from extractors.sglang import architecture_sets, attention_chain, kv_heads, serving_rules
-from extractors.sglang.model_config_shape import model_config_text
-from extractors.sglang.slices import Cut, cut_text
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_cst import text_keeping
+from apron.extractors.sglang import architecture_sets, attention_chain, kv_heads, serving_rules
+from apron.extractors.sglang.model_config_shape import model_config_text
+from apron.extractors.sglang.slices import Cut, cut_text
 from tests.sglang_miniatures import LLAMA, MODEL_CONFIG, MODEL_CONFIG_OLD, MODEL_CONFIG_PATH
 from tests.sglang_serving_miniatures import (
     LLAMA_ATTENTION,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import ParseError
-from extractors.parsing.python_ts import parse_tree
-from extractors.sglang import registry_rows
-from extractors.sglang.registry_rows import scan_module
-from extractors.sglang.top_level import Outline, top_level_outline
+from apron.extractors.errors import ParseError
+from apron.extractors.parsing.python_ts import parse_tree
+from apron.extractors.sglang import registry_rows
+from apron.extractors.sglang.registry_rows import scan_module
+from apron.extractors.sglang.top_level import Outline, top_level_outline
 
 PATH = "python/sglang/srt/models/m.py"
 

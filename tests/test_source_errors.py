@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from extractors.cli import app
-from extractors.engines import ENGINES
-from extractors.errors import AbbreviatedCommitError, SourceUnreachableError, UsageError
-from extractors.factcache import DB_NAME
-from extractors.git import GitSource, cache_root
-from extractors.pipeline import run
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AbbreviatedCommitError, SourceUnreachableError, UsageError
+from apron.extractors.git import GitSource, cache_root
+from apron.extractors.runner.factcache import DB_NAME
+from apron.extractors.runner.pipeline import run
 from tests.conftest import git, mirror, write_pin
 from tests.vllm_miniatures import tree_v1
 
@@ -292,8 +292,8 @@ def test_bump_to_a_hex_looking_tag_takes_the_tag(project, tagged):
 
 
 def test_a_failed_fetch_keeps_gits_own_words_and_chains_them(project, tmp_path):
-    from extractors.errors import SourceError
-    from extractors.git import GitFailed
+    from apron.extractors.errors import SourceError
+    from apron.extractors.git import GitFailed
 
     write_pin(project, "vllm", URL, "a" * 40)
     with pytest.raises(SourceError) as info:

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from extractors.errors import MissingPathError, UnknownCommitError
-from extractors.git import GitSource, ObjectPresence
+from apron.extractors.errors import MissingPathError, UnknownCommitError
+from apron.extractors.git import GitSource, ObjectPresence
 
 MODELS = {f"pkg/models/m{i:03d}.py": f"ARCH = 'Model{i}'\n" for i in range(60)}
 
@@ -183,8 +183,8 @@ def _engine_trees():
 def test_each_engine_extracts_a_commit_in_at_most_three_requests(
     engine, tree, make_repo, tmp_path, traced
 ):
-    from extractors.base import extract_engine
-    from extractors.engines import ENGINES
+    from apron.extractors.engines import ENGINES
+    from apron.extractors.runner.base import extract_engine
 
     repo, shas = make_repo([({p: t for p, t in tree.items() if t is not None}, "tree")])
     source = GitSource(engine, str(repo), cache_dir=tmp_path / "c")

@@ -16,10 +16,10 @@ from apron.constraints import (
     load_engine,
     matches,
 )
-from extractors.bump import plan_bump
-from extractors.engines import ENGINES
-from extractors.errors import GeneratedError
-from extractors.pipeline import current_facts, render_generated, run
+from apron.extractors.commands.bump import plan_bump
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import GeneratedError
+from apron.extractors.runner.pipeline import current_facts, render_generated, run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import tree_v1
 
@@ -106,10 +106,10 @@ def test_an_architecture_fact_must_name_a_declared_fact_and_role(copy):
 def test_a_module_may_import_only_the_schema(copy):
     edit(
         copy / "vllm" / "mla_gates.py",
-        "from generated.schema import MlaGate",
-        "from generated.schema import MlaGate\nfrom generated.vllm import mla_model_types",
+        "from apron.generated.schema import MlaGate",
+        "from apron.generated.schema import MlaGate\nfrom apron.generated.vllm import mla_model_types",
     )
-    with pytest.raises(ConstraintsError, match="may import only generated.schema"):
+    with pytest.raises(ConstraintsError, match="may import only apron.generated.schema"):
         load_engine("vllm", copy).rows("mla_gates")
 
 
@@ -134,7 +134,7 @@ def test_extract_names_the_file_of_a_module_that_does_not_load(copy):
 
 
 def current_facts_at(generated: Path, engine: str):
-    from extractors.pipeline import ProjectPaths
+    from apron.extractors.runner.pipeline import ProjectPaths
 
     return current_facts(ProjectPaths(generated.parent), ENGINES[engine])
 

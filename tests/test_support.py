@@ -9,13 +9,13 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from extractors.cli import app
-from extractors.engines import ENGINES
-from extractors.git import GitSource
-from extractors.llamacpp.records import ArchName, ClassSetMember, HfArchitecture
-from extractors.llamacpp.support import judge
-from extractors.records import EngineFacts, FactResult
-from extractors.support import answer_support
+from apron.extractors.commands.cli import app
+from apron.extractors.commands.support import answer_support
+from apron.extractors.engines import ENGINES
+from apron.extractors.git import GitSource
+from apron.extractors.llamacpp.records import ArchName, ClassSetMember, HfArchitecture
+from apron.extractors.llamacpp.support import judge
+from apron.extractors.records import EngineFacts, FactResult
 from tests.conftest import git, write_pin
 from tests.test_releases import REGISTRY, registry
 

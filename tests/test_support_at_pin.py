@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from extractors.cli import app
+from apron.extractors.commands.cli import app
 
 REPO = Path(__file__).resolve().parent.parent
 LLAMACPP_PIN = tomllib.loads((REPO / "pins/llamacpp.toml").read_text())["commit"]

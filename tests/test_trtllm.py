@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.base import extract_engine
-from extractors.engines import ENGINES, engine_by_id
-from extractors.errors import AnchorError, MissingPathError
-from extractors.parsing.markdown import parse_document
-from extractors.snapshot import MemorySnapshot
-from extractors.trtllm.docs_tables import architecture_table, feature_matrices
-from extractors.trtllm.registry import arch_index, import_order, registered_architectures
+from apron.extractors.engines import ENGINES, engine_by_id
+from apron.extractors.errors import AnchorError, MissingPathError
+from apron.extractors.parsing.markdown import parse_document
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.snapshot import MemorySnapshot
+from apron.extractors.trtllm.docs_tables import architecture_table, feature_matrices
+from apron.extractors.trtllm.registry import arch_index, import_order, registered_architectures
 from tests.trtllm_miniatures import MODELS, PAGE, PAGE_PATH, tree
 
 TRTLLM = ENGINES["trtllm"]

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from apron import version as version_module
 from apron.cli import app as apron_app
-from extractors.cli import app as extract_app
+from apron.extractors.commands.cli import app as extract_app
 
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT_VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import AnchorError, ParseError
-from extractors.parsing.python_ts import parse_tree
-from extractors.vllm import attention_backends
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.parsing.python_ts import parse_tree
+from apron.extractors.vllm import attention_backends
 from tests.test_vllm_outline import DECOYS
 from tests.vllm_serving_miniatures import BACKEND_BASE, backend_files
 

@@ -7,12 +7,12 @@ import subprocess
 
 import pytest
 
-from extractors.errors import AnchorError
-from extractors.vllm.attn_type_rule import attn_type_rule
-from extractors.vllm.class_flags import interface_flags_at, model_class_flags
-from extractors.vllm.class_tree import ClassInfo, Unresolved, c3_mro
-from extractors.vllm.registry_notices import registry_notices
-from extractors.vllm.registry_rows import registry_rows
+from apron.extractors.errors import AnchorError
+from apron.extractors.vllm.attn_type_rule import attn_type_rule
+from apron.extractors.vllm.class_flags import interface_flags_at, model_class_flags
+from apron.extractors.vllm.class_tree import ClassInfo, Unresolved, c3_mro
+from apron.extractors.vllm.registry_notices import registry_notices
+from apron.extractors.vllm.registry_rows import registry_rows
 from tests.vllm_class_miniatures import (
     MODEL_CONFIG,
     NEW_ARCH_INIT_ELIF,
@@ -260,8 +260,8 @@ def test_compiled_flag_functions_answer_per_class_and_per_function():
     # Each function body is compiled once and run for every class; two functions of one
     # module are read from their own spans (both start at byte 0 there) and must not share
     # their memo.
-    from extractors.vllm.class_tree import ClassTree
-    from extractors.vllm.flag_eval import ClassValue, FlagEvaluator, Unknown
+    from apron.extractors.vllm.class_tree import ClassTree
+    from apron.extractors.vllm.flag_eval import ClassValue, FlagEvaluator, Unknown
 
     text = (
         "class P:\n    flag = True\n\n\nclass Q:\n    flag = False\n\n\n"
@@ -285,8 +285,8 @@ def test_compiled_flag_functions_answer_per_class_and_per_function():
 
 
 def _evaluator_over(files: dict[str, str]):
-    from extractors.vllm.class_tree import ClassTree
-    from extractors.vllm.flag_eval import FlagEvaluator
+    from apron.extractors.vllm.class_tree import ClassTree
+    from apron.extractors.vllm.flag_eval import FlagEvaluator
 
     tree = ClassTree(files.get)
     return tree, FlagEvaluator(tree)
@@ -298,7 +298,7 @@ def _function(tree, module: str, name: str):
 
 
 def test_call_memo_keeps_apart_a_class_and_a_string_of_its_name_and_two_strings():
-    from extractors.vllm.flag_eval import ClassValue
+    from apron.extractors.vllm.flag_eval import ClassValue
 
     text = (
         "class P:\n    flag = True\n    other = 'x'\n\n\n"
@@ -327,7 +327,7 @@ def test_same_global_name_in_two_modules_is_two_classes():
 
 
 def test_unresolved_global_stays_unknown_and_is_not_kept():
-    from extractors.vllm.flag_eval import Unknown
+    from apron.extractors.vllm.flag_eval import Unknown
 
     text = "def read():\n    return Missing.value\n"
     tree, evaluator = _evaluator_over({"vllm/m.py": text})
@@ -338,7 +338,7 @@ def test_unresolved_global_stays_unknown_and_is_not_kept():
 
 
 def test_isinstance_against_two_protocols_checks_each_ones_members():
-    from extractors.vllm.flag_eval import ClassValue
+    from apron.extractors.vllm.flag_eval import ClassValue
 
     text = (
         "from typing import ClassVar, Protocol, runtime_checkable\n\n\n"
@@ -356,7 +356,7 @@ def test_isinstance_against_two_protocols_checks_each_ones_members():
 
 
 def test_single_return_bodies_and_bodies_without_a_return():
-    from extractors.vllm.flag_eval import ClassValue, Unknown
+    from apron.extractors.vllm.flag_eval import ClassValue, Unknown
 
     text = (
         "class P:\n    flag = True\n\n\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import AnchorError, ParseError
-from extractors.vllm import convertor
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.vllm import convertor
 from tests.vllm_miniatures import (
     CONFIG_SINGLE_PATH,
     CONVERTOR_PATH,
@@ -258,7 +258,7 @@ def test_base_scan_in_an_early_branch_ends_the_rules():
     from apron.config import ModelConfig
     from apron.constraints import load_engine
     from apron.engines.vllm import resolve_kv_heads
-    from generated.schema import KvHeadOverride as Row
+    from apron.generated.schema import KvHeadOverride as Row
 
     rules = _falcon_rules(
         '        if getattr(self.hf_text_config, "a", False):\n'

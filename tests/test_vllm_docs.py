@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.base import extract_engine
-from extractors.engines import ENGINES
-from extractors.errors import AnchorError, MissingPathError
-from extractors.parsing.markdown import parse_document
-from extractors.snapshot import MemorySnapshot
-from extractors.vllm.docs_tables import page_rows
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AnchorError, MissingPathError
+from apron.extractors.parsing.markdown import parse_document
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.snapshot import MemorySnapshot
+from apron.extractors.vllm.docs_tables import page_rows
 from tests.vllm_miniatures import REGISTRY_PATH, REGISTRY_V1, tree_v1
 
 VLLM = ENGINES["vllm"]

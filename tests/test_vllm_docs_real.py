@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.base import extract_engine
-from extractors.engines import ENGINES
-from extractors.git import GitSource
-from extractors.pins import load_pin
+from apron.extractors.engines import ENGINES
+from apron.extractors.git import GitSource
+from apron.extractors.pins import load_pin
+from apron.extractors.runner.base import extract_engine
 from tests.conftest import REPO_ROOT, mirror
 
 pytestmark = pytest.mark.real_mirror

@@ -8,10 +8,10 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from extractors.cli import app
-from extractors.engines import ENGINES
-from extractors.errors import AnchorError, MissingPathError
-from extractors.pipeline import run
+from apron.extractors.commands.cli import app
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AnchorError, MissingPathError
+from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_class_miniatures import interface_files
 from tests.vllm_miniatures import (
@@ -81,9 +81,9 @@ def test_generated_modules_import_without_extractor_code(project, vllm_repo):
     run(VLLM, project, commit=None, source=str(repo))
     code = (
         f"import sys; sys.path.insert(0, {str(project.root)!r})\n"
-        "import generated.vllm.mla_model_types as m, generated.vllm.registry_rows as r\n"
+        "import apron.generated.vllm.mla_model_types as m, apron.generated.vllm.registry_rows as r\n"
         "assert {x.model_type for x in m.ROWS} == {'deepseek_v2', 'deepseek_v3'}\n"
-        "assert not any(k.startswith(('extractors', 'libcst', 'tree_sitter', 'git')) for k in sys.modules)\n"
+        "assert not any(k.startswith(('apron.extractors', 'libcst', 'tree_sitter', 'git')) for k in sys.modules)\n"
         "print(len(r.ROWS))\n"
     )
     import subprocess
@@ -280,11 +280,11 @@ def test_cli_malformed_pin(project, vllm_repo):
 
 
 def test_engine_aliases_map_to_engine_ids():
-    from extractors.engines import ALIASES, engine_by_id
+    from apron.extractors.engines import ALIASES, engine_by_id
 
     assert ALIASES["llama.cpp"] == "llamacpp" and ALIASES["tensorrt-llm"] == "trtllm"
     assert engine_by_id("VLLM") is VLLM
 
 
 def test_generated_package_is_importable_in_the_checkout():
-    assert importlib.util.find_spec("generated.vllm.mla_model_types") is not None
+    assert importlib.util.find_spec("apron.generated.vllm.mla_model_types") is not None

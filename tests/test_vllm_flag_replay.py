@@ -4,9 +4,9 @@ read, directly, in a nested call, a method's keywords, or through its identity, 
 
 from __future__ import annotations
 
-from extractors.vllm.class_tree import ClassTree
-from extractors.vllm.flag_eval import ClassValue, FlagEvaluator
-from extractors.vllm.flag_replay import ReadTrie
+from apron.extractors.vllm.class_tree import ClassTree
+from apron.extractors.vllm.flag_eval import ClassValue, FlagEvaluator
+from apron.extractors.vllm.flag_replay import ReadTrie
 
 FUNCTIONS = """\
 from typing import Protocol, runtime_checkable

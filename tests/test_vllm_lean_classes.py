@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import ParseError
-from extractors.parsing.python_skeleton import lean_class_skeleton, method_skeleton, module_outline
-from extractors.parsing.python_ts import parse_python, parse_tree
-from extractors.vllm.class_tree import ClassTree, Method, _method
-from extractors.vllm.signature_text import plain_parameters
+from apron.extractors.errors import ParseError
+from apron.extractors.parsing.python_skeleton import (
+    lean_class_skeleton,
+    method_skeleton,
+    module_outline,
+)
+from apron.extractors.parsing.python_ts import parse_python, parse_tree
+from apron.extractors.vllm.class_tree import ClassTree, Method, _method
+from apron.extractors.vllm.signature_text import plain_parameters
 
 MODEL = '''\
 from vllm.model_executor.models.interfaces import SupportsPP

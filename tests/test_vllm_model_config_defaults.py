@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from extractors.errors import AnchorError, ParseError
-from extractors.vllm.model_config_defaults import mamba_ssm_dtype_defaults
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.vllm.model_config_defaults import mamba_ssm_dtype_defaults
 from tests.vllm_miniatures import MODELS_CONFIG_PATH, MODELS_CONFIG_V1
 
 PIN = "9aaf83ef502fc37bc647f6e474314d48ba36cd1c"

@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from extractors.errors import AnchorError, ParseError
-from extractors.parsing import python_cst
-from extractors.parsing.python_cst import class_methods, parse_module, top_level_classes
-from extractors.parsing.python_ts import code_text
-from extractors.vllm import convertor, model_config_defaults, serving_rules
-from extractors.vllm.cst_outline import parse_outline
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.parsing import python_cst
+from apron.extractors.parsing.python_cst import class_methods, parse_module, top_level_classes
+from apron.extractors.parsing.python_ts import code_text
+from apron.extractors.vllm import convertor, model_config_defaults, serving_rules
+from apron.extractors.vllm.cst_outline import parse_outline
 from tests.vllm_class_miniatures import MODEL_CONFIG
 from tests.vllm_miniatures import CONVERTOR_V1, MODELS_CONFIG_PATH, MODELS_CONFIG_V1
 from tests.vllm_serving_miniatures import (
@@ -110,7 +110,7 @@ def test_an_outline_that_does_not_parse_falls_back_to_the_kept_bodies(monkeypatc
         calls.append(args[1])
         return real(*args)
 
-    monkeypatch.setattr("extractors.vllm.cst_outline.parse_module_keeping", spy)
+    monkeypatch.setattr("apron.extractors.vllm.cst_outline.parse_module_keeping", spy)
     module = parse_outline(text, "m.py", lambda q, _code: q == "C.read")
     assert calls == ["m.py"]
     cls = top_level_classes(module)["C"]
@@ -330,7 +330,7 @@ def test_a_skeleton_outline_reads_what_the_whole_file_outline_reads(monkeypatch)
 
 
 def test_a_triple_quote_in_a_one_line_string_turns_the_skeleton_off(monkeypatch):
-    from extractors.vllm import cst_outline
+    from apron.extractors.vllm import cst_outline
 
     assert cst_outline._misread(QUOTE_TRAP)
     rules = serving_rules.tp_rules(QUOTE_TRAP, "m.py", None)
@@ -354,7 +354,7 @@ def test_a_triple_quote_in_a_one_line_string_turns_the_skeleton_off(monkeypatch)
     ],
 )
 def test_misread_finds_what_the_skeleton_pass_cannot_read(text, misread):
-    from extractors.vllm import cst_outline
+    from apron.extractors.vllm import cst_outline
 
     assert cst_outline._misread(text) is misread
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import ParseError
-from extractors.parsing.python_skeleton import module_outline
-from extractors.parsing.python_ts import from_import, parse_python, parse_tree
-from extractors.vllm import class_tree
-from extractors.vllm.class_tree import ClassTree, Module, _collect_bindings
-from extractors.vllm.outline_imports import outside_statements, split_plain_imports
+from apron.extractors.errors import ParseError
+from apron.extractors.parsing.python_skeleton import module_outline
+from apron.extractors.parsing.python_ts import from_import, parse_python, parse_tree
+from apron.extractors.vllm import class_tree
+from apron.extractors.vllm.class_tree import ClassTree, Module, _collect_bindings
+from apron.extractors.vllm.outline_imports import outside_statements, split_plain_imports
 
 
 def tree_bindings(text: str, path: str = "vllm/pkg/m.py") -> tuple[dict, list[str]]:

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from extractors.engines import ENGINES
-from extractors.pins import load_pin
-from extractors.pipeline import ProjectPaths, run
+from apron.extractors.engines import ENGINES
+from apron.extractors.pins import load_pin
+from apron.extractors.runner.pipeline import ProjectPaths, run
 from tests.conftest import REPO_ROOT, mirror
 
 pytestmark = pytest.mark.real_mirror

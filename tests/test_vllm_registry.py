@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.errors import AnchorError, ParseError
-from extractors.vllm.registry_rows import registry_rows, task_group
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.vllm.registry_rows import registry_rows, task_group
 from tests.vllm_miniatures import REGISTRY_PATH, REGISTRY_V1, REGISTRY_V2
 
 

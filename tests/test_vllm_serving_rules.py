@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.base import extract_engine
-from extractors.engines import ENGINES
-from extractors.errors import AnchorError, ParseError
-from extractors.snapshot import MemorySnapshot
-from extractors.vllm.serving_rules import (
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.snapshot import MemorySnapshot
+from apron.extractors.vllm.serving_rules import (
     cache_defaults,
     hybrid_page_rules,
     kv_divisibility_rule,
@@ -387,8 +387,8 @@ def test_attention_backends_missing_anchor_and_absent_registry():
 def test_backend_base_resolution_reads_module_scope_imports_only():
     # A function-local `from x import Base` must not decide where the class's base comes from:
     # Python looks the base up in the module's namespace (here: the top-level import).
-    from extractors.parsing.python_ts import parse_tree
-    from extractors.vllm.attention_backends import _imports
+    from apron.extractors.parsing.python_ts import parse_tree
+    from apron.extractors.vllm.attention_backends import _imports
 
     text = (
         "from vllm.a import Base\n"

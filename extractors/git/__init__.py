@@ -10,12 +10,12 @@ path at that commit; nothing is checked out. Whether the cache holds an object i
 the pack indexes and loose objects directly, so a presence check never makes git fetch behind
 our back."""
 
-from extractors.git.cache import CACHE_ENV, LOCAL_UPLOAD_PACK, cache_root
-from extractors.git.log import ResolvedCommit
-from extractors.git.objects import ObjectPresence, ObjectReader, ObjectTooLarge
-from extractors.git.runner import GitFailed, run_git
-from extractors.git.snapshot import BlobNotPresent, GitSnapshot
-from extractors.git.source import GitSource, fetch_url
+from apron.extractors.git.cache import CACHE_ENV, LOCAL_UPLOAD_PACK, cache_root
+from apron.extractors.git.log import ResolvedCommit
+from apron.extractors.git.objects import ObjectPresence, ObjectReader, ObjectTooLarge
+from apron.extractors.git.runner import GitFailed, run_git
+from apron.extractors.git.snapshot import BlobNotPresent, GitSnapshot
+from apron.extractors.git.source import GitSource, fetch_url
 
 __all__ = [
     "CACHE_ENV",

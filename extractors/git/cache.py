@@ -12,8 +12,8 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from platformdirs import user_cache_dir
 
-from extractors.errors import CacheCorruptError, CacheError
-from extractors.git.runner import GitFailed, run_git
+from apron.extractors.errors import CacheCorruptError, CacheError
+from apron.extractors.git.runner import GitFailed, run_git
 
 CACHE_ENV = "APRON_CACHE_DIR"
 LOCK_TIMEOUT_SECONDS = 600

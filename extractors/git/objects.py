@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from extractors.git.runner import git_env
+from apron.extractors.git.runner import git_env
 
 BLOB_MODES = frozenset({"100644", "100755", "120000"})
 SYMLINK = "120000"

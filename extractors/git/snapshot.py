@@ -6,13 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from extractors.errors import CacheCorruptError, MissingPathError, ParseError, UnknownCommitError
-from extractors.git.log import ResolvedCommit
-from extractors.git.objects import BLOB_MODES, SYMLINK, TREE, ObjectTooLarge
-from extractors.snapshot import MAX_SOURCE_BYTES, Snapshot, decode_source
+from apron.extractors.errors import (
+    CacheCorruptError,
+    MissingPathError,
+    ParseError,
+    UnknownCommitError,
+)
+from apron.extractors.git.log import ResolvedCommit
+from apron.extractors.git.objects import BLOB_MODES, SYMLINK, TREE, ObjectTooLarge
+from apron.extractors.snapshot import MAX_SOURCE_BYTES, Snapshot, decode_source
 
 if TYPE_CHECKING:
-    from extractors.git.source import GitSource
+    from apron.extractors.git.source import GitSource
 
 
 class BlobNotPresent(Exception):

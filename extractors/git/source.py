@@ -9,25 +9,25 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from extractors.errors import (
+from apron.extractors.commands.progress import NullProgress, Progress
+from apron.extractors.errors import (
     AbbreviatedCommitError,
     CacheCorruptError,
     SourceUnreachableError,
     UnknownCommitError,
 )
-from extractors.git.cache import CacheRepo
-from extractors.git.log import (
+from apron.extractors.git.cache import CacheRepo
+from apron.extractors.git.log import (
     LOG_FORMAT,
     ResolvedCommit,
     ancestry_graph,
     first_parent_changes,
     parse_log,
 )
-from extractors.git.objects import ObjectPresence, ObjectReader
-from extractors.git.runner import GitFailed, git_env, run_git
-from extractors.git.snapshot import GitSnapshot
-from extractors.pins import FULL_SHA, check_commit_argument, check_source_url
-from extractors.progress import NullProgress, Progress
+from apron.extractors.git.objects import ObjectPresence, ObjectReader
+from apron.extractors.git.runner import GitFailed, git_env, run_git
+from apron.extractors.git.snapshot import GitSnapshot
+from apron.extractors.pins import FULL_SHA, check_commit_argument, check_source_url
 
 # Days before --since that a history fetch reaches back, in case committer dates are not monotonic.
 HISTORY_DATE_MARGIN_DAYS = 30

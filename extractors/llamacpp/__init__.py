@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.llamacpp import (
+from apron.extractors.llamacpp import (
     class_sets,
     converter,
     converter_hparams,
@@ -16,8 +15,8 @@ from extractors.llamacpp import (
     sliding_window,
     support,
 )
-from extractors.llamacpp.arch_names import arch_names
-from extractors.llamacpp.records import (
+from apron.extractors.llamacpp.arch_names import arch_names
+from apron.extractors.llamacpp.records import (
     ArchName,
     CacheSizeRule,
     ClassPredicate,
@@ -34,9 +33,10 @@ from extractors.llamacpp.records import (
     RecurrentLayerRule,
     SlidingWindowRule,
 )
-from extractors.parsing.cpp_ts import brace_warnings, parse_cpp, parse_cpp_methods
-from extractors.records import FactKind, Record, SupportScan, warning
-from extractors.snapshot import Snapshot
+from apron.extractors.parsing.cpp_ts import brace_warnings, parse_cpp, parse_cpp_methods
+from apron.extractors.records import FactKind, Record, SupportScan, warning
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.snapshot import Snapshot
 
 ARCH_CPP = "src/llama-arch.cpp"
 ARCH_H = "src/llama-arch.h"

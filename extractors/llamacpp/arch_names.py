@@ -3,8 +3,8 @@ src/llama-arch.cpp, cross-checked with `enum llm_arch` in src/llama-arch.h."""
 
 from __future__ import annotations
 
-from extractors.llamacpp.records import ArchName
-from extractors.parsing.cpp_ts import (
+from apron.extractors.llamacpp.records import ArchName
+from apron.extractors.parsing.cpp_ts import (
     code_children,
     enum_members,
     enumerator_name,
@@ -13,7 +13,7 @@ from extractors.parsing.cpp_ts import (
     string_value,
     variable_initializer,
 )
-from extractors.records import ExtractionWarning, warning
+from apron.extractors.records import ExtractionWarning, warning
 
 NAMES_MAP = "LLM_ARCH_NAMES"
 ARCH_ENUM = "llm_arch"

@@ -13,9 +13,14 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError, ParseError
-from extractors.llamacpp.records import ArchName, ClassPredicate, ClassSetListed, ClassSetMember
-from extractors.parsing.cpp_ts import (
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.llamacpp.records import (
+    ArchName,
+    ClassPredicate,
+    ClassSetListed,
+    ClassSetMember,
+)
+from apron.extractors.parsing.cpp_ts import (
     CppSource,
     bool_value,
     call_name,
@@ -30,7 +35,7 @@ from extractors.parsing.cpp_ts import (
     switch_case_groups,
     switch_subject,
 )
-from extractors.records import ExtractionWarning, warning
+from apron.extractors.records import ExtractionWarning, warning
 
 # Every predicate llama.cpp had at the pin. The first two exist since 2025-06-19 (hybrid cache);
 # their absence means a rename, not an older commit. The others arrived later

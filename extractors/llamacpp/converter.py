@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError, ParseError
-from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
+from apron.extractors.parsing.python_ts import (
     PYTHON,
     assignments,
     code_of,
@@ -28,8 +28,8 @@ from extractors.parsing.python_ts import (
     top_level_assignments,
     unparenthesize,
 )
-from extractors.parsing.ts_query import typed_descendants
-from extractors.records import ExtractionWarning, warning
+from apron.extractors.parsing.ts_query import typed_descendants
+from apron.extractors.records import ExtractionWarning, warning
 
 MMPROJ = "MMPROJ"  # the dummy MODEL_ARCH of vision/audio projectors: registered as ModelType.MMPROJ
 _MODEL_ARCH_REF = re.compile(r"^(?:gguf\.)?MODEL_ARCH\.(\w+)$")

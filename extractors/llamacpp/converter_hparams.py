@@ -9,8 +9,8 @@ import re
 
 from tree_sitter import Node
 
-from extractors.llamacpp.records import ConverterHparams, GgufWriterKey
-from extractors.parsing.python_ts import (
+from apron.extractors.llamacpp.records import ConverterHparams, GgufWriterKey
+from apron.extractors.parsing.python_ts import (
     code_of,
     node_text,
     parse_python,

@@ -15,7 +15,13 @@ import re
 
 from tree_sitter import Node
 
-from extractors.parsing.cpp_ts import call_arguments, call_name, code_children, int_value, node_text
+from apron.extractors.parsing.cpp_ts import (
+    call_arguments,
+    call_name,
+    code_children,
+    int_value,
+    node_text,
+)
 
 BINARY = frozenset({"+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||"})
 _HPARAMS_PREFIX = re.compile(r"^(?:this->|model\.hparams\.|hparams\.)")

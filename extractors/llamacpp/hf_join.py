@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from extractors.llamacpp.converter import ROUTING_MAPS, Registration
-from extractors.llamacpp.records import ArchName, ClassSetMember, HfArchitecture
-from extractors.records import ExtractionWarning, warning
+from apron.extractors.llamacpp.converter import ROUTING_MAPS, Registration
+from apron.extractors.llamacpp.records import ArchName, ClassSetMember, HfArchitecture
+from apron.extractors.records import ExtractionWarning, warning
 
 RESOLVED = "resolved"
 

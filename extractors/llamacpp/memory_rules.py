@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from extractors.llamacpp.cpp_formula import UnreadableFormula, formula, name_token
-from extractors.llamacpp.records import (
+from apron.extractors.llamacpp.cpp_formula import UnreadableFormula, formula, name_token
+from apron.extractors.llamacpp.records import (
     CacheSizeRule,
     ContextDefault,
     GgmlTypeSize,
@@ -22,7 +22,7 @@ from extractors.llamacpp.records import (
     MemoryRule,
     RecurrentLayerRule,
 )
-from extractors.parsing.cpp_ts import (
+from apron.extractors.parsing.cpp_ts import (
     CppSource,
     call_arguments,
     call_name,
@@ -39,7 +39,7 @@ from extractors.parsing.cpp_ts import (
     switch_case_groups,
     walk,
 )
-from extractors.records import ExtractionWarning, warning
+from apron.extractors.records import ExtractionWarning, warning
 
 CREATE_MEMORY = "llama_model::create_memory"
 HPARAMS_METHODS = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from extractors.llamacpp.cpp_formula import infix
-from extractors.records import Record
+from apron.extractors.llamacpp.cpp_formula import infix
+from apron.extractors.records import Record
 
 
 class ArchName(Record):

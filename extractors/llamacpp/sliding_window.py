@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from extractors.llamacpp.records import SlidingWindowRule
-from extractors.parsing.cpp_ts import (
+from apron.extractors.llamacpp.records import SlidingWindowRule
+from apron.extractors.parsing.cpp_ts import (
     CppSource,
     bool_value,
     call_arguments,
@@ -36,7 +36,7 @@ from extractors.parsing.cpp_ts import (
     switch_subject,
     walk,
 )
-from extractors.records import ExtractionWarning, warning
+from apron.extractors.records import ExtractionWarning, warning
 
 MAPPING_FUNCTION = "llama_model_mapping"
 HPARAMS_METHOD = "load_arch_hparams"

@@ -5,8 +5,8 @@ LLM_ARCH_* value is supported when LLM_ARCH_NAMES lists it."""
 
 from __future__ import annotations
 
-from extractors.llamacpp.records import ArchName, ClassSetMember, HfArchitecture
-from extractors.records import EngineFacts
+from apron.extractors.llamacpp.records import ArchName, ClassSetMember, HfArchitecture
+from apron.extractors.records import EngineFacts
 
 HF_FACT, NAMES_FACT = "hf_architectures", "arch_names"
 CLASS_WORDS = {

@@ -16,10 +16,10 @@ from functools import lru_cache
 import tree_sitter_cpp
 from tree_sitter import Language, Node, Parser, Point, Range, Tree
 
-from extractors.errors import AnchorError, ExtractionError, ParseError
-from extractors.parsing.limits import MAX_CONDITION_CHARS, MAX_SYNTAX_DEPTH, check_syntax_tree
-from extractors.parsing.ts_query import typed_descendants
-from extractors.records import ExtractionWarning
+from apron.extractors.errors import AnchorError, ExtractionError, ParseError
+from apron.extractors.parsing.limits import MAX_CONDITION_CHARS, MAX_SYNTAX_DEPTH, check_syntax_tree
+from apron.extractors.parsing.ts_query import typed_descendants
+from apron.extractors.records import ExtractionWarning
 
 CPP = Language(tree_sitter_cpp.language())
 

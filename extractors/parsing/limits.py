@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from extractors.errors import ParseError
+from apron.extractors.errors import ParseError
 
 # tree-sitter levels. libcst's native parser crashes the interpreter (stack overflow) on about
 # 2,000 nested brackets, and the recursive tree walkers would hit Python's recursion limit

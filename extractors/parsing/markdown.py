@@ -22,8 +22,8 @@ from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from extractors.errors import AnchorError
-from extractors.parsing.limits import check_markdown_size, check_table_width
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.limits import check_markdown_size, check_table_width
 
 # A footnote reference the parser did not resolve stays in the text as `[^label]`.
 DANGLING_REF = re.compile(r"\[\^([^\]\s]+)\]")

@@ -8,10 +8,10 @@ from functools import lru_cache
 
 import libcst as cst
 
-from extractors.errors import ParseError
-from extractors.parsing.cst_children import children
-from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
-from extractors.parsing.python_ts import canonical_text, code_text, parse_tree
+from apron.extractors.errors import ParseError
+from apron.extractors.parsing.cst_children import children
+from apron.extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
+from apron.extractors.parsing.python_ts import canonical_text, code_text, parse_tree
 
 
 def parse_module(text: str, path: str) -> cst.Module:

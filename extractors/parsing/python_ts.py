@@ -14,8 +14,8 @@ from functools import lru_cache
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
-from extractors.errors import ParseError
-from extractors.parsing.limits import check_syntax_tree
+from apron.extractors.errors import ParseError
+from apron.extractors.parsing.limits import check_syntax_tree
 
 PYTHON = Language(tree_sitter_python.language())
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import DocRegistryFinding
-from extractors.errors import MissingPathError
-from extractors.records import ExtractionWarning, FactKind, Record, SupportScan, warning
-from extractors.sglang import (
+from apron.extractors.errors import MissingPathError
+from apron.extractors.records import ExtractionWarning, FactKind, Record, SupportScan, warning
+from apron.extractors.report.doc_findings import DocRegistryFinding
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.sglang import (
     architecture_sets,
     attention_chain,
     docs_tables,
@@ -19,7 +19,7 @@ from extractors.sglang import (
     serving_defaults,
     serving_rules,
 )
-from extractors.sglang.records import (
+from apron.extractors.sglang.records import (
     SglangArchitectureSet,
     SglangDocsRow,
     SglangExplicitMha,
@@ -28,9 +28,9 @@ from extractors.sglang.records import (
     SglangMlaCondition,
     SglangRegistryRow,
 )
-from extractors.sglang.registry_rows import models_registry
-from extractors.snapshot import Snapshot
-from extractors.vllm.records import (
+from apron.extractors.sglang.registry_rows import models_registry
+from apron.extractors.snapshot import Snapshot
+from apron.extractors.vllm.records import (
     KvHeadAlias,
     KvHeadFallback,
     KvHeadOverride,

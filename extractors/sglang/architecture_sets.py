@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import if_clauses, node_text
-from extractors.records import ExtractionWarning, WarnsInFile
-from extractors.sglang.records import SglangArchitectureSet
-from extractors.sglang.ts_view import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import if_clauses, node_text
+from apron.extractors.records import ExtractionWarning, WarnsInFile
+from apron.extractors.sglang.records import SglangArchitectureSet
+from apron.extractors.sglang.ts_view import (
     COLLECTIONS,
     COMPREHENSIONS,
     assignments_and_ifs,

@@ -17,11 +17,15 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import if_clauses, node_text
-from extractors.records import ExtractionWarning
-from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangMlaCondition
-from extractors.sglang.ts_view import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import if_clauses, node_text
+from apron.extractors.records import ExtractionWarning
+from apron.extractors.sglang.records import (
+    SglangExplicitMha,
+    SglangMlaArchitecture,
+    SglangMlaCondition,
+)
+from apron.extractors.sglang.ts_view import (
     assignments_and_ifs,
     attribute,
     bare,

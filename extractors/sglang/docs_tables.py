@@ -11,8 +11,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from extractors.base import FactOutput
-from extractors.doc_findings import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.markdown import Document, Table, footnote_notes, parse_document
+from apron.extractors.records import ExtractionWarning, Record
+from apron.extractors.report.doc_findings import (
     Documented,
     DocumentedFamily,
     Registered,
@@ -20,11 +22,9 @@ from extractors.doc_findings import (
     looks_like_architecture,
     normalized,
 )
-from extractors.errors import AnchorError
-from extractors.parsing.markdown import Document, Table, footnote_notes, parse_document
-from extractors.records import ExtractionWarning, Record
-from extractors.sglang.records import SglangDocsRow, SglangRegistryRow
-from extractors.snapshot import Snapshot
+from apron.extractors.runner.base import FactOutput
+from apron.extractors.sglang.records import SglangDocsRow, SglangRegistryRow
+from apron.extractors.snapshot import Snapshot
 
 FAMILY_HEADER = "Model Family"
 SKIPPED_COLUMNS = ("Description",)

@@ -17,18 +17,18 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
+from apron.extractors.parsing.python_ts import (
     assignments,
     node_text,
     parse_once,
     parse_python,
     string_value,
 )
-from extractors.records import ExtractionWarning, WarnsInFile
-from extractors.sglang.records import SglangHybridConfigClass
-from extractors.sglang.ts_view import (
+from apron.extractors.records import ExtractionWarning, WarnsInFile
+from apron.extractors.sglang.records import SglangHybridConfigClass
+from apron.extractors.sglang.ts_view import (
     CONTAINERS,
     assignments_and_ifs,
     attribute,

@@ -4,9 +4,9 @@ vLLM's inline extractor reads it. Pure: file text in, records out."""
 
 from __future__ import annotations
 
-from extractors.records import Record
-from extractors.sglang.model_config_shape import kv_scan_text
-from extractors.vllm import convertor
+from apron.extractors.records import Record
+from apron.extractors.sglang.model_config_shape import kv_scan_text
+from apron.extractors.vllm import convertor
 
 CLASS = "ModelConfig"
 ALIASES = "kv_head_aliases"

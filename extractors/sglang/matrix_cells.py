@@ -3,10 +3,14 @@ conditional) or explicit MHA from the ModelConfig attention chain."""
 
 from __future__ import annotations
 
-from extractors.base import MatrixCell
-from extractors.families import sglang_architecture_flags
-from extractors.records import EngineFacts
-from extractors.sglang.records import SglangExplicitMha, SglangMlaArchitecture, SglangRegistryRow
+from apron.extractors.records import EngineFacts
+from apron.extractors.report.families import sglang_architecture_flags
+from apron.extractors.runner.base import MatrixCell
+from apron.extractors.sglang.records import (
+    SglangExplicitMha,
+    SglangMlaArchitecture,
+    SglangRegistryRow,
+)
 
 
 def matrix_cells(facts: EngineFacts) -> dict[str, MatrixCell]:

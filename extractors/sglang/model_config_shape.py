@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from extractors.parsing.python_cst import text_keeping
-from extractors.parsing.python_ts import class_methods, node_text, parse_tree
-from extractors.sglang.slices import Cut, cut_text
+from apron.extractors.parsing.python_cst import text_keeping
+from apron.extractors.parsing.python_ts import class_methods, node_text, parse_tree
+from apron.extractors.sglang.slices import Cut, cut_text
 
 CLASS = "ModelConfig"
 SPLIT_METHOD = "get_num_kv_heads"

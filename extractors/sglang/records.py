@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from extractors.records import Record
+from apron.extractors.records import Record
 
 
 class SglangRegistryRow(Record):

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import (
     import_source,
     imported_names,
     node_text,
@@ -24,9 +24,9 @@ from extractors.parsing.python_ts import (
     parse_python,
     unparenthesize,
 )
-from extractors.records import ExtractionWarning
-from extractors.sglang.records import SglangRegistryRow
-from extractors.sglang.top_level import Outline, top_level_outline
+from apron.extractors.records import ExtractionWarning
+from apron.extractors.sglang.records import SglangRegistryRow
+from apron.extractors.sglang.top_level import Outline, top_level_outline
 
 ENTRY = "EntryClass"
 PACKAGE_ROOT = "python"  # python/sglang/... is the import root of `sglang`
@@ -109,7 +109,7 @@ def scan_module(text: str, path: str) -> ModuleScan:
     """Classes, aliases, imports and the EntryClass value of one module.
 
     The scan reads no class body and no function, so it parses the module's top-level outline
-    (extractors.sglang.top_level), and the full text only when the outline does not parse
+    (apron.extractors.sglang.top_level), and the full text only when the outline does not parse
     cleanly; its `from` imports are parsed when first used."""
     text = text.lstrip("\ufeff")
     outline = top_level_outline(text)

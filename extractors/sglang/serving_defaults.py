@@ -10,10 +10,10 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.limits import check_syntax_tree
-from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.limits import check_syntax_tree
+from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
+from apron.extractors.parsing.python_ts import (
     PYTHON,
     call_name,
     code_of,
@@ -25,8 +25,8 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
-from extractors.parsing.ts_query import typed_descendants
-from extractors.vllm.records import ServingDefault
+from apron.extractors.parsing.ts_query import typed_descendants
+from apron.extractors.vllm.records import ServingDefault
 
 SERVER_ARGS_PATHS = ("python/sglang/srt/server_args.py",)
 SERVER_ARGS_CLASS = "ServerArgs"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_cst import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_cst import (
     class_methods,
     compact_code,
     parse_module,
@@ -16,10 +16,10 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk,
 )
-from extractors.sglang.model_config_shape import kv_split_text
-from extractors.sglang.slices import Cut, cut_text
-from extractors.vllm.records import SsmTpSplit, TpRule
-from extractors.vllm.serving_rules import (
+from apron.extractors.sglang.model_config_shape import kv_split_text
+from apron.extractors.sglang.slices import Cut, cut_text
+from apron.extractors.vllm.records import SsmTpSplit, TpRule
+from apron.extractors.vllm.serving_rules import (
     caller_keyword_key,
     class_named,
     divides_or_divided,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from extractors.parsing.python_ts import node_text, parse_tree
+from apron.extractors.parsing.python_ts import node_text, parse_tree
 
 INDENT = b" \t\f"
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from extractors.errors import ParseError
-from extractors.parsing.limits import check_syntax_tree
-from extractors.parsing.python_cst import parse_module
-from extractors.parsing.python_ts import code_of, node_text, parse_tree
-from extractors.parsing.python_ts import string_value as plain_string_value
+from apron.extractors.errors import ParseError
+from apron.extractors.parsing.limits import check_syntax_tree
+from apron.extractors.parsing.python_cst import parse_module
+from apron.extractors.parsing.python_ts import code_of, node_text, parse_tree
+from apron.extractors.parsing.python_ts import string_value as plain_string_value
 
 NAMES = ("identifier", "true", "false", "none")  # libcst reads True/False/None as names
 COLLECTIONS = ("list", "tuple", "set", "expression_list")

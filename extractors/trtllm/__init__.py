@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import (
+from apron.extractors.errors import MissingPathError
+from apron.extractors.parsing.markdown import parse_document
+from apron.extractors.records import FactKind, Record, SupportScan
+from apron.extractors.report.doc_findings import (
     OTHER_SPELLING,
     REGISTERED_NOT_DOCUMENTED,
     DocRegistryFinding,
@@ -14,17 +16,15 @@ from extractors.doc_findings import (
     Registered,
     compare,
 )
-from extractors.errors import MissingPathError
-from extractors.parsing.markdown import parse_document
-from extractors.records import FactKind, Record, SupportScan
-from extractors.snapshot import Snapshot
-from extractors.trtllm import docs_tables, matrix_cells
-from extractors.trtllm.records import (
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.snapshot import Snapshot
+from apron.extractors.trtllm import docs_tables, matrix_cells
+from apron.extractors.trtllm.records import (
     TrtllmFeatureCell,
     TrtllmRegisteredArchitecture,
     TrtllmSupportedModel,
 )
-from extractors.trtllm.registry import arch_index, import_order, registered_architectures
+from apron.extractors.trtllm.registry import arch_index, import_order, registered_architectures
 
 MODELS_DIRS = ("tensorrt_llm/_torch/models",)
 MODULE_PREFIX = "modeling_"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from extractors.errors import AnchorError
-from extractors.parsing.markdown import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.markdown import (
     Cell,
     Document,
     Row,
@@ -16,8 +16,8 @@ from extractors.parsing.markdown import (
     footnote_notes,
     normalize_heading,
 )
-from extractors.records import ExtractionWarning, warning
-from extractors.trtllm.records import TrtllmFeatureCell, TrtllmSupportedModel
+from apron.extractors.records import ExtractionWarning, warning
+from apron.extractors.trtllm.records import TrtllmFeatureCell, TrtllmSupportedModel
 
 ARCHITECTURE_HEADING = "Supported Models"
 ARCHITECTURE_HEADER = "Architecture"

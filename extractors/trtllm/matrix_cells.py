@@ -4,9 +4,9 @@ Window Attention column becomes a flag."""
 
 from __future__ import annotations
 
-from extractors.base import MatrixCell
-from extractors.records import EngineFacts
-from extractors.trtllm.records import (
+from apron.extractors.records import EngineFacts
+from apron.extractors.runner.base import MatrixCell
+from apron.extractors.trtllm.records import (
     TrtllmFeatureCell,
     TrtllmRegisteredArchitecture,
     TrtllmSupportedModel,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from extractors.records import Record
+from apron.extractors.records import Record
 
 
 class TrtllmRegisteredArchitecture(Record):

@@ -18,16 +18,16 @@ from collections.abc import Mapping, Sequence
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import (
     import_source,
     node_text,
     parse_python,
     string_value,
     top_level_assignments,
 )
-from extractors.records import ExtractionWarning, warning
-from extractors.trtllm.records import TrtllmRegisteredArchitecture
+from apron.extractors.records import ExtractionWarning, warning
+from apron.extractors.trtllm.records import TrtllmRegisteredArchitecture
 
 DECORATOR = "register_auto_model"
 ARCH_INDEX = "MODEL_ARCH_TO_MODULE"

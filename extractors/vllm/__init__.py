@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from extractors.base import EngineSpec, FactExtractor, FactOutput
-from extractors.doc_findings import DocRegistryFinding
-from extractors.records import FactKind, Record, SupportScan, warning
-from extractors.snapshot import Snapshot
-from extractors.vllm import (
+from apron.extractors.records import FactKind, Record, SupportScan, warning
+from apron.extractors.report.doc_findings import DocRegistryFinding
+from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.snapshot import Snapshot
+from apron.extractors.vllm import (
     attention_backends,
     attn_type_rule,
     class_flags,
@@ -19,7 +19,7 @@ from extractors.vllm import (
     model_config_defaults,
     serving_rules,
 )
-from extractors.vllm.records import (
+from apron.extractors.vllm.records import (
     AttentionBackendChoice,
     AttnTypeRule,
     HybridPageRule,
@@ -38,8 +38,8 @@ from extractors.vllm.records import (
     TpRule,
     VllmDocsRow,
 )
-from extractors.vllm.registry_notices import registry_notices, removal_notes
-from extractors.vllm.registry_rows import registry_rows
+from apron.extractors.vllm.registry_notices import registry_notices, removal_notes
+from apron.extractors.vllm.registry_rows import registry_rows
 
 
 @dataclass(frozen=True)

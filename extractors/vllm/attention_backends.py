@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
+from apron.extractors.parsing.python_ts import (
     call_name,
     code_of,
     node_text,
@@ -24,8 +24,8 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
-from extractors.vllm.records import AttentionBackendChoice
-from extractors.vllm.ts_nodes import arguments, class_named, top_level_classes, undecorated
+from apron.extractors.vllm.records import AttentionBackendChoice
+from apron.extractors.vllm.ts_nodes import arguments, class_named, top_level_classes, undecorated
 
 FACT = "attention_backends"
 CUDA_PATH = "vllm/platforms/cuda.py"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import (
     class_methods,
     if_clauses,
     node_text,
@@ -18,7 +18,7 @@ from extractors.parsing.python_ts import (
     string_value,
     unparenthesize,
 )
-from extractors.vllm.records import AttnTypeRule
+from apron.extractors.vllm.records import AttnTypeRule
 
 FACT = "attn_type_rule"
 CONFIG_PATHS = ("vllm/config/model.py", "vllm/config/__init__.py", "vllm/config.py")

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import code_of, node_text
-from extractors.vllm.records import ServingDefault
-from extractors.vllm.ts_nodes import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import code_of, node_text
+from apron.extractors.vllm.records import ServingDefault
+from apron.extractors.vllm.ts_nodes import (
     class_named,
     class_suite,
     single_assignment,

@@ -11,12 +11,12 @@ from collections.abc import Callable, Sequence
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import class_methods, code_of, node_text, unparenthesize
-from extractors.records import ExtractionWarning, warning
-from extractors.vllm.class_tree import ClassInfo, ClassTree, Unresolved, c3_mro
-from extractors.vllm.flag_eval import ClassValue, FlagEvaluator, Unknown
-from extractors.vllm.records import InterfaceFlag, ModelClassFlags, RegistryRow
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import class_methods, code_of, node_text, unparenthesize
+from apron.extractors.records import ExtractionWarning, warning
+from apron.extractors.vllm.class_tree import ClassInfo, ClassTree, Unresolved, c3_mro
+from apron.extractors.vllm.flag_eval import ClassValue, FlagEvaluator, Unknown
+from apron.extractors.vllm.records import InterfaceFlag, ModelClassFlags, RegistryRow
 
 FACT = "model_class_flags"
 INTERFACE_FACT = "interface_flags"

@@ -10,8 +10,8 @@ from functools import lru_cache
 
 import libcst as cst
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_cst import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_cst import (
     ExpressionDescriber,
     base_names,
     class_methods,
@@ -24,17 +24,17 @@ from extractors.parsing.python_cst import (
     unparenthesized,
     walk_code,
 )
-from extractors.parsing.python_ts import node_text, parse_tree
-from extractors.rule_terms import EQUALS, negated
-from extractors.vllm.cst_outline import parse_outline
-from extractors.vllm.records import (
+from apron.extractors.parsing.python_ts import node_text, parse_tree
+from apron.extractors.rule_terms import EQUALS, negated
+from apron.extractors.vllm.cst_outline import parse_outline
+from apron.extractors.vllm.records import (
     KvHeadAlias,
     KvHeadFallback,
     KvHeadOverride,
     MlaGate,
     MlaModelType,
 )
-from extractors.vllm.rule_fields import (
+from apron.extractors.vllm.rule_fields import (
     KV_METHOD,
     condition_of,
     kv_rule_bodies,

@@ -26,11 +26,11 @@ from typing import NamedTuple
 import libcst as cst
 from tree_sitter import Node
 
-from extractors.errors import ParseError
-from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
-from extractors.parsing.python_cst import KeepBody, parse_module, parse_module_keeping
-from extractors.parsing.python_skeleton import ODD_SPACE, method_skeleton
-from extractors.parsing.python_ts import node_text, parse_tree
+from apron.extractors.errors import ParseError
+from apron.extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
+from apron.extractors.parsing.python_cst import KeepBody, parse_module, parse_module_keeping
+from apron.extractors.parsing.python_skeleton import ODD_SPACE, method_skeleton
+from apron.extractors.parsing.python_ts import node_text, parse_tree
 
 # Comments and string literals, left to right: where the line-based skeleton pass could read a
 # triple quote wrongly. (A prefix such as r or f is read as code before the quote; a backslash

@@ -10,13 +10,13 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
-from extractors.base import FactOutput
-from extractors.doc_findings import Documented, Registered, compare
-from extractors.errors import AnchorError, MissingPathError
-from extractors.parsing.markdown import Document, Row, Table, footnote_notes, parse_document
-from extractors.records import ExtractionWarning, Record
-from extractors.snapshot import Snapshot
-from extractors.vllm.records import RegistryRow, VllmDocsRow
+from apron.extractors.errors import AnchorError, MissingPathError
+from apron.extractors.parsing.markdown import Document, Row, Table, footnote_notes, parse_document
+from apron.extractors.records import ExtractionWarning, Record
+from apron.extractors.report.doc_findings import Documented, Registered, compare
+from apron.extractors.runner.base import FactOutput
+from apron.extractors.snapshot import Snapshot
+from apron.extractors.vllm.records import RegistryRow, VllmDocsRow
 
 # Newest first. Early 2025 (docs/source/models/) wrote the tables as MyST list-tables, which
 # this extractor does not read; that layout fails with an error naming the heading.

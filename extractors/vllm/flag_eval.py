@@ -14,8 +14,8 @@ from typing import Any
 
 from tree_sitter import Node
 
-from extractors.parsing.python_ts import if_clauses, node_text, string_value, unparenthesize
-from extractors.vllm.class_tree import (
+from apron.extractors.parsing.python_ts import if_clauses, node_text, string_value, unparenthesize
+from apron.extractors.vllm.class_tree import (
     BUILTIN_CLASSES,
     NON_LITERAL,
     ClassInfo,
@@ -26,7 +26,7 @@ from extractors.vllm.class_tree import (
     c3_mro,
     external_class,
 )
-from extractors.vllm.flag_replay import POISON, ReadTrie
+from apron.extractors.vllm.flag_replay import POISON, ReadTrie
 
 # Names Python leaves out of a Protocol's members (typing._SPECIAL_NAMES and friends).
 PROTOCOL_EXCLUDED = frozenset(

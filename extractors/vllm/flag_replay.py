@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from extractors.vllm.class_tree import ClassInfo
+from apron.extractors.vllm.class_tree import ClassInfo
 
 POISON = ("poison",)
 # a read: ("get", attribute) | ("dunder", attribute) | ("accepts", attribute, keyword)

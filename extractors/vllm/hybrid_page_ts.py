@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import code_of, node_text
-from extractors.vllm.records import HybridPageRule
-from extractors.vllm.ts_nodes import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import code_of, node_text
+from apron.extractors.vllm.records import HybridPageRule
+from apron.extractors.vllm.ts_nodes import (
     arguments,
     class_named,
     class_suite,

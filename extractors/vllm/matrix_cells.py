@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from extractors.base import MatrixCell
-from extractors.families import vllm_architecture_flags
-from extractors.records import EngineFacts
-from extractors.vllm.records import MlaModelType, RegistryRow
+from apron.extractors.records import EngineFacts
+from apron.extractors.report.families import vllm_architecture_flags
+from apron.extractors.runner.base import MatrixCell
+from apron.extractors.vllm.records import MlaModelType, RegistryRow
 
 
 def model_type_guess(architecture: str) -> str:

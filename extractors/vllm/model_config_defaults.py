@@ -7,11 +7,11 @@ import re
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import code_of, node_text, parse_python, parse_tree
-from extractors.records import ExtractionWarning, warning
-from extractors.vllm.records import MambaSsmDtypeDefault
-from extractors.vllm.ts_nodes import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import code_of, node_text, parse_python, parse_tree
+from apron.extractors.records import ExtractionWarning, warning
+from apron.extractors.vllm.records import MambaSsmDtypeDefault
+from apron.extractors.vllm.ts_nodes import (
     arguments,
     class_suite,
     keywords,

@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
-from extractors.records import Record
-from extractors.rule_terms import condition_problem, condition_words
+from apron.extractors.records import Record
+from apron.extractors.rule_terms import condition_problem, condition_words
 
 
 class MlaModelType(Record):
@@ -32,7 +32,7 @@ class MlaGate(Record):
 
     scope: str
     when: str  # words of `condition`, rendered from it ("always", "has f", "not has f")
-    condition: tuple[tuple[str, ...], ...]  # terms (see extractors.rule_terms); () = always
+    condition: tuple[tuple[str, ...], ...]  # terms (see apron.extractors.rule_terms); () = always
     requires_non_null: tuple[str, ...]  # config fields that must be present and not None
     other_conditions: tuple[str, ...]  # anything not of that form, in words; empty when none
     path: str
@@ -117,7 +117,7 @@ class KvHeadOverride(Record):
     kind: str  # one of RULE_KINDS
     when: tuple[
         tuple[str, ...], ...
-    ]  # conditional: terms that must all hold (extractors.rule_terms)
+    ]  # conditional: terms that must all hold (apron.extractors.rule_terms)
     gives: str  # one of RULE_VALUES; "" for derived and opaque rules
     gives_key: str  # the config key (dotted path) read when gives == "key"
     gives_constant: int | None  # the count when gives == "constant"

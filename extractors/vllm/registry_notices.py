@@ -3,14 +3,14 @@ last version that served it) and `_OOT_SUPPORTED_MODELS` (architecture -> the pl
 
 from __future__ import annotations
 
-from extractors.parsing.python_ts import (
+from apron.extractors.parsing.python_ts import (
     node_text,
     parse_python,
     string_value,
     top_level_assignments,
 )
-from extractors.records import EngineFacts, ExtractionWarning, warning
-from extractors.vllm.records import RegistryNotice
+from apron.extractors.records import EngineFacts, ExtractionWarning, warning
+from apron.extractors.vllm.records import RegistryNotice
 
 FACT = "registry_notices"
 NOTICE_DICTS = {

@@ -10,8 +10,8 @@ import re
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import (
     comments,
     node_text,
     parse_python,
@@ -19,8 +19,8 @@ from extractors.parsing.python_ts import (
     top_level_assignments,
     unparenthesize,
 )
-from extractors.records import ExtractionWarning, WarnsInFile
-from extractors.vllm.records import RegistryRow
+from apron.extractors.records import ExtractionWarning, WarnsInFile
+from apron.extractors.vllm.records import RegistryRow
 
 MERGED_DICT = "_VLLM_MODELS"
 SECTION_COMMENT = re.compile(r"^#\s*\[(?P<section>[^\]]+)\]\s*$")

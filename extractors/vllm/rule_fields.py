@@ -9,7 +9,7 @@ from typing import Any
 
 import libcst as cst
 
-from extractors.parsing.python_cst import (
+from apron.extractors.parsing.python_cst import (
     ExpressionDescriber,
     conjuncts,
     int_value,
@@ -18,7 +18,7 @@ from extractors.parsing.python_cst import (
     string_value,
     walk_code,
 )
-from extractors.rule_terms import (
+from apron.extractors.rule_terms import (
     EQUALS,
     IN,
     NOT_EQUALS,
@@ -28,7 +28,7 @@ from extractors.rule_terms import (
     Term,
     negated,
 )
-from extractors.vllm.records import BASE_SCAN, CONSTANT, KEY_VALUE
+from apron.extractors.vllm.records import BASE_SCAN, CONSTANT, KEY_VALUE
 
 KV_METHOD = "get_total_num_kv_heads"
 Value = tuple[str, str, int | None]  # (gives, key, constant) as in KvHeadOverride

@@ -9,9 +9,9 @@ import re
 
 import libcst as cst
 
-from extractors.errors import AnchorError
-from extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
-from extractors.parsing.python_cst import (
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
+from apron.extractors.parsing.python_cst import (
     class_methods,
     compact_code,
     statements,
@@ -19,12 +19,12 @@ from extractors.parsing.python_cst import (
     top_level_classes,
     walk_code,
 )
-from extractors.parsing.python_ts import parse_tree
-from extractors.vllm import convertor
-from extractors.vllm.cache_defaults_ts import cache_rows
-from extractors.vllm.cst_outline import clean_tree, parse_outline
-from extractors.vllm.hybrid_page_ts import hybrid_rows
-from extractors.vllm.records import HybridPageRule, ServingDefault, SsmTpSplit, TpRule
+from apron.extractors.parsing.python_ts import parse_tree
+from apron.extractors.vllm import convertor
+from apron.extractors.vllm.cache_defaults_ts import cache_rows
+from apron.extractors.vllm.cst_outline import clean_tree, parse_outline
+from apron.extractors.vllm.hybrid_page_ts import hybrid_rows
+from apron.extractors.vllm.records import HybridPageRule, ServingDefault, SsmTpSplit, TpRule
 
 CACHE_PATHS = ("vllm/config/cache.py", "vllm/config/__init__.py", "vllm/config.py")
 CUDA_PLATFORM_PATHS = ("vllm/platforms/cuda.py",)

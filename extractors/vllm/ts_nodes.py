@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from extractors.errors import AnchorError
-from extractors.parsing.python_ts import node_text
-from extractors.parsing.python_ts import string_value as ts_string_value
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_ts import node_text
+from apron.extractors.parsing.python_ts import string_value as ts_string_value
 
 
 def undecorated(node: Node) -> Node:

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from generated.schema import ArchName
+from apron.generated.schema import ArchName
 
 FACT = "arch_names"
 ORDERED = False

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from generated.schema import CacheSizeRule
+from apron.generated.schema import CacheSizeRule
 
 FACT = "cache_sizes"
 ORDERED = False

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from generated.schema import ClassPredicate
+from apron.generated.schema import ClassPredicate
 
 FACT = "class_predicates"
 ORDERED = False

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from generated.schema import ClassSetListed
+from apron.generated.schema import ClassSetListed
 
 FACT = "class_set_listed"
 ORDERED = False

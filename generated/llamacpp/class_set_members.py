@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from generated.schema import ClassSetMember
+from apron.generated.schema import ClassSetMember
 
 FACT = "class_set_members"
 ORDERED = False

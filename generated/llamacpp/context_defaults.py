@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import ContextDefault
+from apron.generated.schema import ContextDefault
 
 FACT = "context_defaults"
 ORDERED = False

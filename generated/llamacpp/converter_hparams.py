@@ -85,7 +85,7 @@
 
 from __future__ import annotations
 
-from generated.schema import ConverterHparams
+from apron.generated.schema import ConverterHparams
 
 FACT = "converter_hparams"
 ORDERED = False

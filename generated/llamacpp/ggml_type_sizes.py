@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from generated.schema import GgmlTypeSize
+from apron.generated.schema import GgmlTypeSize
 
 FACT = "ggml_type_sizes"
 ORDERED = False

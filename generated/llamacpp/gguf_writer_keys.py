@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from generated.schema import GgufWriterKey
+from apron.generated.schema import GgufWriterKey
 
 FACT = "gguf_writer_keys"
 ORDERED = False

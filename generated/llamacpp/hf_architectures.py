@@ -87,7 +87,7 @@
 
 from __future__ import annotations
 
-from generated.schema import HfArchitecture
+from apron.generated.schema import HfArchitecture
 
 FACT = "hf_architectures"
 ORDERED = False

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import HparamsFormula
+from apron.generated.schema import HparamsFormula
 
 FACT = "hparams_formulas"
 ORDERED = False

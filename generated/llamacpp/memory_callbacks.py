@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from generated.schema import MemoryCallback
+from apron.generated.schema import MemoryCallback
 
 FACT = "memory_callbacks"
 ORDERED = False

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from generated.schema import MemoryRule
+from apron.generated.schema import MemoryRule
 
 FACT = "memory_rules"
 ORDERED = False

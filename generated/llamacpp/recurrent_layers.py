@@ -137,7 +137,7 @@
 
 from __future__ import annotations
 
-from generated.schema import RecurrentLayerRule
+from apron.generated.schema import RecurrentLayerRule
 
 FACT = "recurrent_layers"
 ORDERED = False

@@ -137,7 +137,7 @@
 
 from __future__ import annotations
 
-from generated.schema import SlidingWindowRule
+from apron.generated.schema import SlidingWindowRule
 
 FACT = "sliding_window"
 ORDERED = False

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from generated.schema import ExtractionWarning
+from apron.generated.schema import ExtractionWarning
 
 ROWS: tuple[ExtractionWarning, ...] = (
     ExtractionWarning(fact="hf_architectures", code="unresolved", subject="UltravoxModel/text", message="UltravoxModel (text): UltravoxModel.__init__ raises unconditionally: this converter does not convert a text model (its model_arch LLAMA is a placeholder)", path="conversion/ultravox.py", symbol="UltravoxModel"),

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import SglangArchitectureSet
+from apron.generated.schema import SglangArchitectureSet
 
 FACT = "architecture_sets"
 ORDERED = False

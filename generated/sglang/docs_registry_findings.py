@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from generated.schema import DocRegistryFinding
+from apron.generated.schema import DocRegistryFinding
 
 FACT = "docs_registry_findings"
 ORDERED = False

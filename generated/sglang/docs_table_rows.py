@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from generated.schema import SglangDocsRow
+from apron.generated.schema import SglangDocsRow
 
 FACT = "docs_table_rows"
 ORDERED = False

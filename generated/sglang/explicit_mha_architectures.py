@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import SglangExplicitMha
+from apron.generated.schema import SglangExplicitMha
 
 FACT = "explicit_mha_architectures"
 ORDERED = False

@@ -285,7 +285,7 @@
 
 from __future__ import annotations
 
-from generated.schema import SglangHybridConfigClass
+from apron.generated.schema import SglangHybridConfigClass
 
 FACT = "hybrid_config_classes"
 ORDERED = False

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import KvHeadAlias
+from apron.generated.schema import KvHeadAlias
 
 FACT = "kv_head_aliases"
 ORDERED = True

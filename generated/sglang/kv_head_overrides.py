@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import KvHeadOverride
+from apron.generated.schema import KvHeadOverride
 
 FACT = "kv_head_overrides"
 ORDERED = False

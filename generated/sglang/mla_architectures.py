@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import SglangMlaArchitecture
+from apron.generated.schema import SglangMlaArchitecture
 
 FACT = "mla_architectures"
 ORDERED = False

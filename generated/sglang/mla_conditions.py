@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import SglangMlaCondition
+from apron.generated.schema import SglangMlaCondition
 
 FACT = "mla_conditions"
 ORDERED = False

@@ -221,7 +221,7 @@
 
 from __future__ import annotations
 
-from generated.schema import SglangRegistryRow
+from apron.generated.schema import SglangRegistryRow
 
 FACT = "registry_rows"
 ORDERED = False

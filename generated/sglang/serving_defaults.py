@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from generated.schema import ServingDefault
+from apron.generated.schema import ServingDefault
 
 FACT = "serving_defaults"
 ORDERED = False

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from generated.schema import TpRule
+from apron.generated.schema import TpRule
 
 FACT = "tp_rules"
 ORDERED = False

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from generated.schema import ExtractionWarning
+from apron.generated.schema import ExtractionWarning
 
 ROWS: tuple[ExtractionWarning, ...] = (
     ExtractionWarning(fact="architecture_sets", code="run-time-member", subject="multimodal_model_archs", message="multimodal_model_archs also gets `external_mm_model_arch` appended when `envs.SGLANG_EXTERNAL_MM_MODEL_ARCH.get()`: a value known only at run time", path="python/sglang/srt/configs/model_config.py", symbol="multimodal_model_archs"),

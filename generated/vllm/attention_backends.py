@@ -24,7 +24,7 @@
 
 from __future__ import annotations
 
-from generated.schema import AttentionBackendChoice
+from apron.generated.schema import AttentionBackendChoice
 
 FACT = "attention_backends"
 ORDERED = False

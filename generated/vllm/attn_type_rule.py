@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import AttnTypeRule
+from apron.generated.schema import AttnTypeRule
 
 FACT = "attn_type_rule"
 ORDERED = False

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from generated.schema import VllmDocsRow
+from apron.generated.schema import VllmDocsRow
 
 FACT = "docs_table_rows"
 ORDERED = False

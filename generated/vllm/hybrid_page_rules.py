@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import HybridPageRule
+from apron.generated.schema import HybridPageRule
 
 FACT = "hybrid_page_rules"
 ORDERED = False

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from generated.schema import InterfaceFlag
+from apron.generated.schema import InterfaceFlag
 
 FACT = "interface_flags"
 ORDERED = False

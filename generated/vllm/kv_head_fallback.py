@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import KvHeadFallback
+from apron.generated.schema import KvHeadFallback
 
 FACT = "kv_head_fallback"
 ORDERED = False

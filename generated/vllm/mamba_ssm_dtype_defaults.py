@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import MambaSsmDtypeDefault
+from apron.generated.schema import MambaSsmDtypeDefault
 
 FACT = "mamba_ssm_dtype_defaults"
 ORDERED = False

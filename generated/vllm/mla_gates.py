@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import MlaGate
+from apron.generated.schema import MlaGate
 
 FACT = "mla_gates"
 ORDERED = False

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import MlaModelType
+from apron.generated.schema import MlaModelType
 
 FACT = "mla_model_types"
 ORDERED = False

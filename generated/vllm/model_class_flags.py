@@ -287,7 +287,7 @@
 
 from __future__ import annotations
 
-from generated.schema import ModelClassFlags
+from apron.generated.schema import ModelClassFlags
 
 FACT = "model_class_flags"
 ORDERED = False

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import RegistryNotice
+from apron.generated.schema import RegistryNotice
 
 FACT = "registry_notices"
 ORDERED = False

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import RegistryRow
+from apron.generated.schema import RegistryRow
 
 FACT = "registry_rows"
 ORDERED = False

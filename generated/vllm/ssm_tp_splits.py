@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generated.schema import SsmTpSplit
+from apron.generated.schema import SsmTpSplit
 
 FACT = "ssm_tp_splits"
 ORDERED = False

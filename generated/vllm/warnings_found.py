@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from generated.schema import ExtractionWarning
+from apron.generated.schema import ExtractionWarning
 
 ROWS: tuple[ExtractionWarning, ...] = (
     ExtractionWarning(fact="registry_rows", code="shadowed", subject="ColPaliForRetrieval", message="ColPaliForRetrieval is in _EMBEDDING_MODELS (colpali.ColPaliModel) and in _LATE_INTERACTION_MODELS (colpali.ColPaliModel); _VLLM_MODELS keeps _LATE_INTERACTION_MODELS", path="vllm/model_executor/models/registry.py", symbol="_VLLM_MODELS"),

@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from extractors.engines import ENGINES
-from extractors.pipeline import ProjectPaths, RunResult, run
+from apron.extractors.engines import ENGINES
+from apron.extractors.runner.pipeline import ProjectPaths, RunResult, run
 from tests import llamacpp_miniatures, sglang_miniatures, trtllm_miniatures, vllm_miniatures
 from tests.conftest import REPO_ROOT, write_pin
 
@@ -68,7 +68,7 @@ _MEASURED = """
 import os, resource, sys
 sys.argv = ["extract", *sys.argv[2:]]
 try:
-    from extractors.cli import main
+    from apron.extractors.commands.cli import main
     main()
 finally:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

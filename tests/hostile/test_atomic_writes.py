@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from extractors import cli, pipeline, render
-from extractors.bump import apply_bump, plan_bump
-from extractors.engines import ENGINES
-from extractors.errors import AnchorError, UnknownCommitError
-from extractors.pins import load_pin
-from extractors.pipeline import ProjectPaths, run
-from extractors.writer import WriteError
+from apron.extractors.commands import cli
+from apron.extractors.commands.bump import apply_bump, plan_bump
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import AnchorError, UnknownCommitError
+from apron.extractors.pins import load_pin
+from apron.extractors.report import render
+from apron.extractors.runner import pipeline
+from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.writer import WriteError
 from tests.conftest import write_pin
 from tests.hostile.helpers import UPSTREAM, clean_tree, folder_bytes
 from tests.vllm_miniatures import CONVERTOR_PATH, CONVERTOR_V2, REGISTRY_PATH, REGISTRY_V2

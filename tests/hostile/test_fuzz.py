@@ -16,15 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extractors.base import extract_engine
-from extractors.engines import ENGINES
-from extractors.errors import ExtractionError
-from extractors.parsing.cpp_ts import mask_conditionals, parse_cpp
-from extractors.parsing.markdown import parse_document
-from extractors.parsing.python_cst import parse_module
-from extractors.parsing.python_ts import parse_python
-from extractors.render import render_engine_files
-from extractors.snapshot import MemorySnapshot
+from apron.extractors.engines import ENGINES
+from apron.extractors.errors import ExtractionError
+from apron.extractors.parsing.cpp_ts import mask_conditionals, parse_cpp
+from apron.extractors.parsing.markdown import parse_document
+from apron.extractors.parsing.python_cst import parse_module
+from apron.extractors.parsing.python_ts import parse_python
+from apron.extractors.report.render import render_engine_files
+from apron.extractors.runner.base import extract_engine
+from apron.extractors.snapshot import MemorySnapshot
 from tests.hostile.helpers import clean_tree
 from tests.hostile.test_no_execution import generated_module_problems
 

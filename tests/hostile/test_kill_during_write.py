@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from extractors.check import check_offline
-from extractors.engines import ENGINES
-from extractors.pipeline import ProjectPaths, run
-from extractors.writer import leftovers, project_lock, recover_interrupted_write
+from apron.extractors.commands.check import check_offline
+from apron.extractors.engines import ENGINES
+from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.writer import leftovers, project_lock, recover_interrupted_write
 from tests.conftest import REPO_ROOT, write_pin
 from tests.hostile.helpers import UPSTREAM, clean_tree, folder_bytes
 from tests.vllm_miniatures import CONVERTOR_PATH, CONVERTOR_V2, REGISTRY_PATH, REGISTRY_V2
@@ -26,7 +26,7 @@ VLLM = ENGINES["vllm"]
 # APRON_KILL_AT, kills its own process with SIGKILL (no cleanup of any kind runs).
 CHILD = """
 import os, signal, sys
-from extractors import writer
+from apron.extractors.runner import writer
 kill_at = int(os.environ.get("APRON_KILL_AT", "0"))
 count = 0
 def step(what):
@@ -38,7 +38,7 @@ def step(what):
         os.kill(os.getpid(), signal.SIGKILL)
 writer._step_done = step
 sys.argv = ["extract", *sys.argv[1:]]
-from extractors.cli import main
+from apron.extractors.commands.cli import main
 main()
 """
 
@@ -116,9 +116,9 @@ def test_a_kill_at_any_step_is_recovered_to_all_old_or_all_new(project, upgrade,
 WRITER = """
 import sys
 from pathlib import Path
-from extractors.engines import ENGINES
-from extractors.pins import Pin
-from extractors.pipeline import ProjectPaths, extract_at, write_generated
+from apron.extractors.engines import ENGINES
+from apron.extractors.pins import Pin
+from apron.extractors.runner.pipeline import ProjectPaths, extract_at, write_generated
 repo, root, *commits = sys.argv[1:]
 paths = ProjectPaths(Path(root))
 engine = ENGINES["vllm"]
@@ -155,7 +155,7 @@ def test_concurrent_writers_take_turns(project, upgrade):
 def test_check_and_bump_refuse_while_a_leftover_exists(project, upgrade, leftover):
     from typer.testing import CliRunner
 
-    from extractors.cli import app
+    from apron.extractors.commands.cli import app
 
     repo, shas = upgrade
     (project.root / leftover).mkdir()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from apron import constraints
-from extractors.errors import ParseError
+from apron.extractors.errors import ParseError
 from tests.conftest import REPO_ROOT, commit_tree
 from tests.hostile.helpers import clean_tree, extract_repo
 from tests.hostile.hostile_trees import hostile_tree
@@ -228,7 +228,7 @@ def test_no_extractor_module_loads_or_runs_code_outside_the_allowlist():
 
 
 # The strict loader is the one place apron (or anything) executes generated modules: from their
-# files, with `from generated.schema import ...` answered by the directory's own schema.
+# files, with `from apron.generated.schema import ...` answered by the directory's own schema.
 APRON_ALLOWED = {
     ("apron/constraints.py", "<module>"): {
         "import builtins",
@@ -263,7 +263,7 @@ def test_only_the_strict_loader_loads_modules_in_apron():
 def test_the_scan_covers_every_module():
     names = {p.relative_to(REPO_ROOT).as_posix() for p in extractor_modules()}
     assert {
-        "extractors/render.py",
+        "extractors/report/render.py",
         "extractors/git/source.py",
         "extractors/vllm/convertor.py",
         "extractors/parsing/cpp_ts.py",
@@ -334,14 +334,14 @@ def test_scan_lets_ordinary_code_through(snippet):
 
 def generated_module_problems(text: str) -> list[str]:
     """Statements of a generated module that are not plain data: the only allowed ones are a
-    docstring, `from __future__`/`from generated.schema`/`from typing import NamedTuple`,
+    docstring, `from __future__`/`from apron.generated.schema`/`from typing import NamedTuple`,
     assignments of literals and schema NamedTuple calls, and the NamedTuple classes of
     schema.py. Checked with ast.parse: nothing is run."""
     tree = ast.parse(text)
     schema_names = {
         a.asname or a.name
         for node in tree.body
-        if isinstance(node, ast.ImportFrom) and node.module == "generated.schema"
+        if isinstance(node, ast.ImportFrom) and node.module == "apron.generated.schema"
         for a in node.names
     }
 
@@ -364,7 +364,10 @@ def generated_module_problems(text: str) -> list[str]:
     for node in tree.body:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue
-        if isinstance(node, ast.ImportFrom) and node.module in ("__future__", "generated.schema"):
+        if isinstance(node, ast.ImportFrom) and node.module in (
+            "__future__",
+            "apron.generated.schema",
+        ):
             continue
         if (
             isinstance(node, ast.ImportFrom)
@@ -412,7 +415,9 @@ def test_committed_generated_modules_are_plain_data():
 
 def test_data_check_catches_code():
     assert generated_module_problems('"""doc"""\nimport os\n') == ["line 2: import os"]
-    assert generated_module_problems('from generated.schema import R\nROWS = (R(a=open("x")),)\n')
+    assert generated_module_problems(
+        'from apron.generated.schema import R\nROWS = (R(a=open("x")),)\n'
+    )
     assert generated_module_problems('X = 1\nopen("x", "w").write("y")\n')
 
 
@@ -460,9 +465,9 @@ def test_hostile_file_name_never_becomes_code_in_generated(
 def test_header_quotes_a_value_that_could_end_its_comment_line():
     """Defence in depth behind the snapshot's check: the renderer itself never lets a value
     end a `#` line."""
-    from extractors.records import EngineFacts, FactResult, SourceFile
-    from extractors.render import render_fact_module
-    from extractors.vllm import ENGINE as VLLM_ENGINE
+    from apron.extractors.records import EngineFacts, FactResult, SourceFile
+    from apron.extractors.report.render import render_fact_module
+    from apron.extractors.vllm import ENGINE as VLLM_ENGINE
 
     kind = VLLM_ENGINE.facts[0].kind
     hostile = f"a\n{INJECTED}\n\u2028{INJECTED}\r#.py"

@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from extractors.errors import MissingPathError, ParseError
-from extractors.parsing.limits import (
+from apron.extractors.errors import MissingPathError, ParseError
+from apron.extractors.parsing.limits import (
     MAX_MARKDOWN_CHARS,
     MAX_SYNTAX_DEPTH,
     MAX_TABLE_COLUMNS,
 )
-from extractors.snapshot import MAX_SOURCE_BYTES
+from apron.extractors.snapshot import MAX_SOURCE_BYTES
 from tests.conftest import commit_tree, write_pin
 from tests.hostile.helpers import UPSTREAM, clean_tree, extract_repo, folder_bytes, run_cli_measured
 from tests.llamacpp_miniatures import ARCH_CPP, ARCH_H, MODELS_H
