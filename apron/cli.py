@@ -340,6 +340,45 @@ def plot_command(
     typer.echo(f"wrote {written} (contexts up to {maximum:,} tokens)")
 
 
+@app.command("gguf")
+def gguf_command(
+    path: Annotated[str, typer.Argument(help="A local .gguf file (the first shard is enough).")],
+    context: ContextOpt = None,
+    batch: BatchOpt = 1,
+    kv_dtype: Annotated[
+        str | None, typer.Option("--kv-dtype", help="llama.cpp cache type for K and V.")
+    ] = None,
+    cache_type_k: Annotated[str | None, typer.Option("--cache-type-k", "-ctk")] = None,
+    cache_type_v: Annotated[str | None, typer.Option("--cache-type-v", "-ctv")] = None,
+) -> None:
+    """The llama.cpp column for a GGUF file, read header-only: --context is n_ctx, --batch is
+    n_seq_max, cache types as llama.cpp spells them (f16, q8_0, ...)."""
+    from apron.constraints import load_constraints
+    from apron.gguf_header import read_header
+    from apron.llamacpp_memory import Unknown, cache_type, figures, render
+
+    constraints = load_constraints().get("llamacpp")
+    if constraints is None:
+        fail("no generated/llamacpp constraints")
+        return
+    try:
+        header = read_header(path)
+        k, v = cache_type_k or kv_dtype, cache_type_v or kv_dtype
+        types = [cache_type(constraints, t) if t else None for t in (k, v)]
+    except ApronInputError as err:
+        fail(str(err))
+        return
+    except Unknown as err:
+        fail(str(err))
+        return
+    if batch < 1:
+        fail(f"--batch must be at least 1, got {batch}")
+    got = figures(
+        header, constraints, n_ctx=context, n_seq_max=batch, type_k=types[0], type_v=types[1]
+    )
+    typer.echo(render(header, constraints, got, batch))
+
+
 def main() -> None:
     """Console entry point: bad input is one message (exit 2); a bug is one line too (exit 70),
     unless APRON_DEBUG is set, then it is the full traceback."""

@@ -18,6 +18,7 @@ from apron.constraints import (
     load_constraints,
 )
 from apron.engines import ENGINE_RULES
+from apron.engines import llamacpp as llamacpp_rules
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import EngineDecision
 from apron.errors import ApronInputError
@@ -197,6 +198,12 @@ def _view(
             "load only through a generic fallback (e.g. a Transformers backend), which "
             "apron does not model"
         )
+    tp = serving.tp if serving is not None else request.tp
+    own = _llamacpp_view(
+        model, request, tp, engine_id, constraints, decision, registered, notes, cites
+    )
+    if own is not None:
+        return own
     if not decision.computes_figures:
         return EngineView(
             engine_id,
@@ -288,6 +295,75 @@ def _view(
         tuple(dict.fromkeys(cites)),
         gpu,
         fits,
+    )
+
+
+def _llamacpp_view(
+    model: ModelConfig,
+    request: Request,
+    tp: int,
+    engine_id: str,
+    constraints: EngineConstraints,
+    decision: EngineDecision,
+    registered: bool | None,
+    notes: list[str],
+    cites: list,
+) -> EngineView | None:
+    """llama.cpp's column from its own extracted sizing rules (apron.engines.llamacpp), or None
+    when those rules are not in its generated module (then the generic path says why)."""
+    if engine_id != llamacpp_rules.ENGINE or model.architecture is None:
+        return None
+    found = llamacpp_rules.plan_figures(model, constraints, request)
+    if found is None:
+        return None
+    figures, extra, extra_cites = found
+    unknown = [f"unknown: {u}" for u in figures.unknown]
+    if tp > 1:  # no per-GPU rule: the column says so and does not vote on refusing tp
+        unknown.append("unknown: llama.cpp splits layers across GPUs (--split-mode), not modelled")
+    known = not figures.unknown
+    gpu = (
+        None
+        if tp > 1
+        else GpuShare(
+            tp,
+            "split" if known else "unknown",
+            None,
+            "",
+            figures.kv_bytes_per_token,
+            figures.kv_bytes_at_context,
+            figures.state_bytes_per_sequence,
+            None,
+            (),
+            (),
+            tuple(figures.unknown),
+            figures.arithmetic,
+        )
+    )
+    return EngineView(
+        engine_id,
+        ENGINE_TITLES.get(engine_id, engine_id),
+        constraints.commit,
+        "constraints used",
+        registered,
+        decision.flags,
+        figures.mechanism if known else None,
+        figures.kv_bytes_per_token,
+        figures.kv_bytes_at_context,
+        None,
+        figures.state_bytes_per_sequence,
+        False,
+        tuple(
+            dict.fromkeys(
+                [
+                    *notes,
+                    *unknown,
+                    *extra,
+                    "weights: a GGUF's depend on its quantization (apron gguf FILE reads them)",
+                ]
+            )
+        ),
+        tuple(dict.fromkeys([*cites, *extra_cites])),
+        gpu,
     )
 
 

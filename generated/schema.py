@@ -45,6 +45,19 @@ class AttnTypeRule(NamedTuple):
     symbol: str
 
 
+class CacheSizeRule(NamedTuple):
+    """An assignment that sizes a cache or the context: in `function`, `variable` is set to"""
+
+    function: str
+    variable: str
+    order: int
+    condition: tuple[str, ...]
+    value: tuple[str, ...]
+    unknown: str
+    path: str
+    symbol: str
+
+
 class ClassPredicate(NamedTuple):
     """One llm_arch_is_* / llm_arch_supports_* predicate with its shape and polarity."""
 
@@ -82,6 +95,29 @@ class ClassSetMember(NamedTuple):
     symbol: str
 
 
+class ContextDefault(NamedTuple):
+    """A default of `struct common_params` (common/common.h): what llama-server / llama-cli"""
+
+    field: str
+    value: str
+    int_value: int | None
+    path: str
+    symbol: str
+
+
+class ConverterHparams(NamedTuple):
+    """What one converter class's set_gguf_parameters writes from the HF config: each write is"""
+
+    converter_class: str
+    bases: tuple[str, ...]
+    calls_super: bool
+    defines: bool
+    writes: tuple[tuple[str, ...], ...]
+    block_count_keys: tuple[str, ...]
+    path: str
+    symbol: str
+
+
 class DocRegistryFinding(NamedTuple):
     """An architecture the docs and the code registry disagree on (name, spelling or presence)."""
 
@@ -105,6 +141,30 @@ class ExtractionWarning(NamedTuple):
     symbol: str
 
 
+class GgmlTypeSize(NamedTuple):
+    """A ggml type's block: `blck_size` elements take `type_size` bytes (ggml/src/ggml.c"""
+
+    ggml_type: str
+    type_name: str
+    blck_size: int | None
+    type_size: int | None
+    blck_size_code: str
+    type_size_code: str
+    unknown: str
+    path: str
+    symbol: str
+
+
+class GgufWriterKey(NamedTuple):
+    """A GGUFWriter method of gguf-py (gguf-py/gguf/gguf_writer.py) and the GGUF key it writes"""
+
+    method: str
+    key_constant: str
+    key: str
+    path: str
+    symbol: str
+
+
 class HfArchitecture(NamedTuple):
     """An HF architecture the converter registers, joined to its GGUF and llm_arch names."""
 
@@ -118,6 +178,18 @@ class HfArchitecture(NamedTuple):
     runtime_gguf_archs: tuple[str, ...]
     properties: tuple[str, ...]
     resolution: str
+    path: str
+    symbol: str
+
+
+class HparamsFormula(NamedTuple):
+    """One branch of a llama_hparams sizing method (src/llama-hparams.cpp): where `condition`"""
+
+    method: str
+    branch: int
+    condition: tuple[str, ...]
+    value: tuple[str, ...]
+    unknown: str
     path: str
     symbol: str
 
@@ -243,6 +315,32 @@ class MambaStateHook(NamedTuple):
     symbol: str
 
 
+class MemoryCallback(NamedTuple):
+    """A layer filter or reuse callback create_memory sets before it builds a memory: for the"""
+
+    variable: str
+    archs: tuple[str, ...]
+    condition: tuple[str, ...]
+    branch: int
+    when: tuple[str, ...]
+    value: tuple[str, ...]
+    unknown: str
+    path: str
+    symbol: str
+
+
+class MemoryRule(NamedTuple):
+    """One memory llama_model::create_memory builds: for the architectures `archs` (a case of"""
+
+    branch: int
+    archs: tuple[str, ...]
+    condition: tuple[str, ...]
+    memory_class: str
+    arguments: tuple[str, ...]
+    path: str
+    symbol: str
+
+
 class MlaGate(NamedTuple):
     """A condition a listed model_type must also meet to be MLA (e.g. kv_lora_rank non-null)."""
 
@@ -294,6 +392,23 @@ class ModelClassFlags(NamedTuple):
     supports_eagle3: bool | None
     supports_quant: bool | None
     class_mro: tuple[str, ...]
+    path: str
+    symbol: str
+
+
+class RecurrentLayerRule(NamedTuple):
+    """How one architecture's hparams loader marks its recurrent layers: `value` (reverse-Polish,"""
+
+    arch: str
+    gguf_name: str
+    index: str
+    value: tuple[str, ...]
+    fill: str
+    locals_: tuple[str, ...]
+    local_keys: tuple[str, ...]
+    conditional: bool
+    unknown: str
+    model_class: str
     path: str
     symbol: str
 

@@ -351,7 +351,17 @@ class ModelBase:
 
 
 class TextModel(ModelBase):
-    pass
+    def __init__(self):
+        self.block_count = self.find_hparam(["num_hidden_layers", "n_layer"])
+
+    def set_gguf_parameters(self):
+        self.gguf_writer.add_block_count(self.block_count)
+        if (n_head := self.find_hparam(["num_attention_heads", "n_head"], optional=True)) is not None:
+            self.gguf_writer.add_head_count(n_head)
+        self.gguf_writer.add_embedding_length(self.hparams["hidden_size"])
+        if (head_dim := self.hparams.get("head_dim")) is not None:
+            self.gguf_writer.add_key_length(head_dim)
+        self.gguf_writer.add_head_count_kv(2 * self.hparams["n_groups"])
 
 
 class MmprojModel(ModelBase):
@@ -470,7 +480,17 @@ class ModelBase:
 
 
 class TextModel(ModelBase):
-    pass
+    def __init__(self):
+        self.block_count = self.find_hparam(["num_hidden_layers", "n_layer"])
+
+    def set_gguf_parameters(self):
+        self.gguf_writer.add_block_count(self.block_count)
+        if (n_head := self.find_hparam(["num_attention_heads", "n_head"], optional=True)) is not None:
+            self.gguf_writer.add_head_count(n_head)
+        self.gguf_writer.add_embedding_length(self.hparams["hidden_size"])
+        if (head_dim := self.hparams.get("head_dim")) is not None:
+            self.gguf_writer.add_key_length(head_dim)
+        self.gguf_writer.add_head_count_kv(2 * self.hparams["n_groups"])
 
 
 class MmprojModel(ModelBase):
@@ -601,13 +621,179 @@ def main() -> None:
 """
 
 
+# ---------------------------------------------------------------- sizing rules (hand-written)
+
+KV_NAMES_TEXT = """
+static const std::map<llm_kv, const char *> LLM_KV_NAMES = {
+    { LLM_KV_BLOCK_COUNT,             "%s.block_count" },
+    { LLM_KV_FULL_ATTENTION_INTERVAL, "%s.full_attention_interval" },
+};
+"""
+
+CREATE_MEMORY_TEXT = """
+llama_memory_i * llama_model::create_memory(const llama_memory_params & params, const llama_cparams & cparams) const {
+    llama_memory_i * res;
+    switch (arch) {
+        case LLM_ARCH_BERT:
+            { res = nullptr; } break;
+        default:
+            {
+                if (llm_arch_is_recurrent(arch)) {
+                    res = new llama_memory_recurrent(*this, GGML_TYPE_F32, GGML_TYPE_F32, std::max((uint32_t) 1, cparams.n_seq_max));
+                } else if (llm_arch_is_hybrid(arch)) {
+                    llama_memory_hybrid::layer_filter_cb filter_attn = nullptr;
+                    if (arch == LLM_ARCH_JAMBA) {
+                        filter_attn = [&](int32_t il) { return !hparams.is_recurrent(il); };
+                    }
+                    res = new llama_memory_hybrid(*this, params.type_k, GGML_TYPE_F32, std::move(filter_attn));
+                } else if (hparams.swa_type != LLAMA_SWA_TYPE_NONE) {
+                    res = new llama_kv_cache_iswa(*this, params.type_k, params.type_v, cparams.n_ctx_seq);
+                } else {
+                    res = new llama_kv_cache(*this, params.type_k, params.type_v, cparams.n_ctx_seq);
+                }
+            }
+    }
+    return res;
+}
+"""
+
+KEYS_TEXT = """
+
+class Keys:
+    class LLM:
+        BLOCK_COUNT = "{arch}.block_count"
+        EMBEDDING_LENGTH = "{arch}.embedding_length"
+
+    class Attention:
+        HEAD_COUNT = "{arch}.attention.head_count"
+        HEAD_COUNT_KV = "{arch}.attention.head_count_kv"
+        KEY_LENGTH = "{arch}.attention.key_length"
+"""
+
+SIZING_FILES = {
+    "gguf-py/gguf/gguf_writer.py": """\
+class GGUFWriter:
+    def add_block_count(self, length: int) -> None:
+        self.add_uint32(Keys.LLM.BLOCK_COUNT.format(arch=self.arch), length)
+
+    def add_embedding_length(self, length: int) -> None:
+        self.add_uint32(Keys.LLM.EMBEDDING_LENGTH.format(arch=self.arch), length)
+
+    def add_head_count(self, count) -> None:
+        self.add_uint32(Keys.Attention.HEAD_COUNT.format(arch=self.arch), count)
+
+    def add_head_count_kv(self, count) -> None:
+        if isinstance(count, int):
+            self.add_uint32(Keys.Attention.HEAD_COUNT_KV.format(arch=self.arch), count)
+        else:
+            self.add_array(Keys.Attention.HEAD_COUNT_KV.format(arch=self.arch), count)
+
+    def add_key_length(self, length: int) -> None:
+        self.add_uint32(Keys.Attention.KEY_LENGTH.format(arch=self.arch), length)
+
+    def add_uint32(self, key: str, val: int) -> None:
+        self.add_key_value(key, val)
+""",
+    "src/llama-hparams.cpp": """\
+uint32_t llama_hparams::n_embd_k_gqa(uint32_t il) const {
+    return n_embd_head_k(il) * n_head_kv(il);
+}
+
+uint32_t llama_hparams::n_embd_r() const {
+    if (wkv_head_size != 0) {
+        return token_shift_count * n_embd;
+    }
+    return (ssm_d_conv > 0 ? ssm_d_conv - 1 : 0) * ssm_d_inner;
+}
+
+uint32_t llama_hparams::n_layer_kv() const {
+    uint32_t res = 0;
+    for (uint32_t il = 0; il < n_layer; ++il) { res++; }
+    return res;
+}
+""",
+    "src/llama-kv-cache.h": """\
+class llama_kv_cache {
+public:
+    llama_kv_cache(const llama_model & model, ggml_type type_k, ggml_type type_v, uint32_t kv_size);
+};
+""",
+    "src/llama-kv-cache-iswa.h": """\
+class llama_kv_cache_iswa {
+public:
+    llama_kv_cache_iswa(const llama_model & model, ggml_type type_k, ggml_type type_v, uint32_t kv_size);
+};
+""",
+    "src/llama-memory-recurrent.h": """\
+class llama_memory_recurrent {
+public:
+    llama_memory_recurrent(const llama_model & model, ggml_type type_r, ggml_type type_s, uint32_t mem_size);
+};
+""",
+    "src/llama-kv-cache-iswa.cpp": """\
+llama_kv_cache_iswa::llama_kv_cache_iswa(const llama_model & model, uint32_t kv_size, bool swa_full) {
+    const uint32_t size_base = kv_size;
+    uint32_t size_swa = GGML_PAD(std::min(size_base, hparams.n_swa + n_ubatch), 256);
+    if (swa_full) {
+        size_swa = size_base;
+    }
+}
+""",
+    "src/llama-context.cpp": """\
+llama_context::llama_context(const llama_model & model, llama_context_params params) {
+    cparams.n_ctx = params.n_ctx == 0 ? hparams.n_ctx_train : params.n_ctx;
+    cparams.n_batch = std::min(cparams.n_ctx, params.n_batch);
+    cparams.n_ubatch = std::min(cparams.n_batch, params.n_ubatch);
+    cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256);
+    cparams.n_ctx_seq = cparams.n_ctx;
+}
+""",
+    "common/common.h": """\
+struct common_params {
+    int32_t n_ctx = 0;
+    int32_t n_batch = 2048;
+    int32_t n_ubatch = 512;
+    int32_t n_parallel = 1;
+    int32_t n_sequences = 1;
+    ggml_type cache_type_k = GGML_TYPE_F16;
+    ggml_type cache_type_v = GGML_TYPE_F16;
+    enum llama_flash_attn_type flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO;
+    bool kv_unified = false;
+    bool swa_full = false;
+};
+""",
+    "ggml/include/ggml.h": """\
+typedef uint16_t ggml_fp16_t;
+typedef struct { uint16_t bits; } ggml_bf16_t;
+""",
+    "ggml/src/ggml-common.h": """\
+typedef uint16_t ggml_half;
+#define QK8_0 32
+typedef struct {
+    ggml_half d;
+    int8_t qs[QK8_0];
+} block_q8_0;
+static_assert(sizeof(block_q8_0) == sizeof(ggml_half) + QK8_0, "q8_0 block");
+""",
+    "ggml/src/ggml.c": """\
+static const struct ggml_type_traits type_traits[GGML_TYPE_COUNT] = {
+    [GGML_TYPE_F32] = { .type_name = "f32", .blck_size = 1, .type_size = sizeof(float), },
+    [GGML_TYPE_F16] = { .type_name = "f16", .blck_size = 1, .type_size = sizeof(ggml_fp16_t), },
+    [GGML_TYPE_BF16] = { .type_name = "bf16", .blck_size = 1, .type_size = sizeof(ggml_bf16_t), },
+    [GGML_TYPE_Q8_0] = { .type_name = "q8_0", .blck_size = QK8_0, .type_size = sizeof(block_q8_0), },
+};
+""",
+}
+
+
 def tree_v1() -> dict[str, str | None]:
     """Before the refactors: one converter script, one hparams switch; no rs_rollback."""
     return {
         ARCH_H: ARCH_H_V1,
-        ARCH_CPP: ARCH_CPP_V1,
-        MODEL_CPP: MODEL_CPP_V1,
-        CONSTANTS: CONSTANTS_TEXT,
+        ARCH_CPP: ARCH_CPP_V1 + KV_NAMES_TEXT,
+        MODEL_CPP: MODEL_CPP_V1 + CREATE_MEMORY_TEXT,
+        **SIZING_FILES,
+        CONSTANTS: CONSTANTS_TEXT + KEYS_TEXT,
         SCRIPT: SCRIPT_TEXT,
     }
 
@@ -616,10 +802,11 @@ def tree_v2() -> dict[str, str | None]:
     """After: the conversion/ package, per-model loaders, a new predicate."""
     return {
         ARCH_H: ARCH_H_V2,
-        ARCH_CPP: ARCH_CPP_V2,
-        MODEL_CPP: MODEL_CPP_V2,
+        ARCH_CPP: ARCH_CPP_V2 + KV_NAMES_TEXT,
+        MODEL_CPP: MODEL_CPP_V2 + CREATE_MEMORY_TEXT,
+        **SIZING_FILES,
         MODELS_H: MODELS_H_TEXT,
-        CONSTANTS: CONSTANTS_TEXT,
+        CONSTANTS: CONSTANTS_TEXT + KEYS_TEXT,
         SCRIPT: SCRIPT_AFTER_SPLIT,
         **MODEL_FILES_V2,
         **PACKAGE_FILES,

@@ -325,7 +325,9 @@ def test_engines_without_rules_show_unknown_not_a_borrowed_figure(llama):
     result = plan(llama, context=32768, tp=2, gpu_memory=GIB80)
     llamacpp = next(v for v in result.engines if v.engine == "llamacpp")
     trtllm = next(v for v in result.engines if v.engine == "trtllm")
-    assert llamacpp.capacity is None and llamacpp.kv_bytes_per_token is None
+    # llama.cpp's sizing rules are extracted, its tensor-parallel split is not: no per-GPU share
+    assert llamacpp.capacity is None and llamacpp.gpu is None
+    assert any("--split-mode" in n for n in llamacpp.notes)
     assert trtllm.capacity is None and trtllm.commit is None
 
 

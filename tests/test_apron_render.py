@@ -114,7 +114,11 @@ def test_plot_data_per_engine_with_the_naive_figure():
     vllm = next(s for s in data.series if s.label == "vLLM")
     assert vllm.points[0] == (1024, 507_904 * 1024)
     assert vllm.points[1][1] < naive.points[1][1]  # the window caps 52 layers at 8,192
-    assert any("llama.cpp" in note for note in data.notes)
+    # llama.cpp (its extracted rules): SWA cache GGML_PAD(min(n_ctx, 1,024 + n_ubatch 512), 256)
+    # cells: 1,024 at 1,024 (every layer 1,024); at 8,192: 10 x 8,192 + 52 x 1,536 = 161,792
+    # cells x 16 x 128 x 2 (K+V) x 2 B = 1,325,400,064
+    llamacpp = next(s for s in data.series if s.label == "llama.cpp")
+    assert llamacpp.points == ((1024, 507_904 * 1024), (8192, 1_325_400_064))
 
 
 def test_plot_data_per_gpu():

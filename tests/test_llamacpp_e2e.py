@@ -63,6 +63,15 @@ def test_extract_two_commits_writes_deterministic_modules(project, llamacpp_repo
         "class_set_members.py",
         "hf_architectures.py",
         "sliding_window.py",
+        "hparams_formulas.py",
+        "memory_rules.py",
+        "memory_callbacks.py",
+        "cache_sizes.py",
+        "context_defaults.py",
+        "ggml_type_sizes.py",
+        "recurrent_layers.py",
+        "gguf_writer_keys.py",
+        "converter_hparams.py",
     }
     module = files_v1["class_set_members.py"].decode()
     assert f"# commit: {shas[0]} (2026-05-01)" in module

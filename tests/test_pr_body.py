@@ -160,7 +160,8 @@ def test_layout_refactor_body_names_the_real_changes(project, make_repo, monkeyp
     assert "path 'convert_hf_to_gguf.py'" not in body  # no per-row move lines
     assert (
         "Only the header changed (new blob SHAs of the files read; the facts are the same): "
-        "Architecture names." in body
+        "Architecture names, Memory per architecture (create_memory), Layer filters and reuse "
+        "(create_memory), Recurrent layers per architecture." in body
     )
     assert "~Qwen3NextForCausalLM text: properties +llm_arch_supports_rs_rollback; moved " in body
     assert len(body.splitlines()) < 120

@@ -10,6 +10,9 @@ from __future__ import annotations
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
 from apron.engines.base import EngineDecision
+from apron.llamacpp_hf import hf_header
+from apron.llamacpp_memory import figures as llamacpp_figures
+from apron.results import MechanismResult, Request
 
 ENGINE = "llamacpp"
 HF, SWA = "hf_architectures", "sliding_window"
@@ -91,3 +94,71 @@ def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
     return EngineDecision(
         ENGINE, None, None, flags, tuple(notes), tuple(cites), computes_figures=False
     )
+
+
+# apron's KV dtype names -> llama.cpp cache types (ggml type_traits names); fp8 has none
+CACHE_TYPE_OF = {"bf16": "GGML_TYPE_BF16", "fp16": "GGML_TYPE_F16", "fp32": "GGML_TYPE_F32"}
+
+
+def plan_figures(
+    model: ModelConfig, llamacpp: EngineConstraints, request: Request
+) -> tuple[MechanismResult, tuple[str, ...], tuple] | None:
+    """The llama.cpp column's figures for an HF config: its hparams through the converter's
+    extracted HF -> GGUF mapping, sized by llama.cpp's extracted rules with n_ctx = --context
+    and n_seq_max = --batch. None when the rules are not in generated/llamacpp."""
+    if not llamacpp.has("converter_hparams") or not llamacpp.has("memory_rules"):
+        return None
+    rows = matches(model, llamacpp)
+    row = next((r for r in rows if r.model_type == "text" and r.gguf_arch), None)
+    if row is None:
+        return None
+    title = "llama.cpp"
+    cache = CACHE_TYPE_OF.get(request.kv_dtype)
+    header, unread, cites = hf_header(model, llamacpp, row)
+    unknown: list[str] = []
+    if cache is None:
+        unknown.append(f"llama.cpp has no {request.kv_dtype} KV cache type")
+    got = llamacpp_figures(
+        header,
+        llamacpp,
+        n_ctx=request.context,
+        n_seq_max=max(1, request.batch),
+        type_k=cache or "GGML_TYPE_F16",
+        type_v=cache or "GGML_TYPE_F16",
+    )
+    notes = [
+        f"{title} figures: n_ctx = --context, n_seq_max = --batch "
+        "(llama.cpp splits n_ctx across the sequences); per sequence below = total / n_seq_max",
+        *got.notes,
+        *(f"llama.cpp: {a}" for a in got.arithmetic),
+    ]
+    if request.context is not None:  # context_length only sizes a context left at 0
+        unread = [u for u in unread if u[0] != "context_length"]
+    if unread:  # the converter computes a sizing key: apron would size a different file
+        names = [text for _, text in unread]
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        unknown.append(f"the converter computes {', '.join(names[:3])}{more}")
+    elif got.unknown:
+        unknown.extend(got.unknown)
+    n = max(1, request.batch)
+    kv = None if unknown or got.kv_bytes is None else got.kv_bytes // n
+    state = None if unknown or got.state_bytes is None else got.state_bytes // n
+    # every attention layer of a plain or hybrid cache holds all n_ctx_seq cells: bytes per cell
+    per_token = None
+    if kv is not None and got.memory_class in ("llama_kv_cache", "llama_memory_hybrid"):
+        cells = got.kv_cells.get("base")
+        per_token = got.kv_bytes // (cells * n) if cells else None
+    result = MechanismResult(
+        mechanism=got.memory_class or "none",
+        title=f"llama.cpp {got.memory_class or 'no memory'}",
+        kv_bytes_per_token=per_token,
+        kv_bytes_at_context=kv,
+        naive_kv_bytes_at_context=None,
+        naive_ratio=None,
+        state_bytes_per_sequence=state,
+        unknown=tuple(unknown),
+        missing=(),
+        arithmetic=got.arithmetic,
+        notes=tuple(notes),
+    )
+    return result, tuple(notes), (*cites, *got.citations)

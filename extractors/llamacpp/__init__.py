@@ -8,23 +8,34 @@ from collections.abc import Mapping
 from apron.extractors.llamacpp import (
     class_sets,
     converter,
+    converter_hparams,
     families,
     hf_join,
     matrix_cells,
+    memory_rules,
     sliding_window,
     support,
 )
 from apron.extractors.llamacpp.arch_names import arch_names
 from apron.extractors.llamacpp.records import (
     ArchName,
+    CacheSizeRule,
     ClassPredicate,
     ClassSetListed,
     ClassSetMember,
+    ContextDefault,
+    ConverterHparams,
+    GgmlTypeSize,
+    GgufWriterKey,
     HfArchitecture,
+    HparamsFormula,
+    MemoryCallback,
+    MemoryRule,
+    RecurrentLayerRule,
     SlidingWindowRule,
 )
 from apron.extractors.parsing.cpp_ts import brace_warnings, parse_cpp, parse_cpp_methods
-from apron.extractors.records import FactKind, Record, SupportScan
+from apron.extractors.records import FactKind, Record, SupportScan, warning
 from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.snapshot import Snapshot
 
@@ -34,6 +45,7 @@ MODEL_CPP = "src/llama-model.cpp"
 MODELS_DIR = "src/models"
 MODELS_H = "src/models/models.h"
 GGUF_CONSTANTS = "gguf-py/gguf/constants.py"
+GGUF_WRITER = "gguf-py/gguf/gguf_writer.py"
 # Converter layouts, newest first: since 2026-05-15 the classes live in the conversion/ package
 # (conversion/__init__.py routes HF architectures to modules); before, in one script.
 CONVERTER_PACKAGE = "conversion"
@@ -41,6 +53,21 @@ CONVERTER_PACKAGE_INIT = "conversion/__init__.py"
 CONVERTER_SCRIPT = "convert_hf_to_gguf.py"
 REGISTER_ANCHOR = "@ModelBase.register(...) classes"
 
+
+HPARAMS_CPP = "src/llama-hparams.cpp"
+KV_ISWA_CPP = "src/llama-kv-cache-iswa.cpp"
+CONTEXT_CPP = "src/llama-context.cpp"
+COMMON_H = "common/common.h"
+GGML_C = "ggml/src/ggml.c"
+GGML_COMMON_H = "ggml/src/ggml-common.h"
+GGML_H = "ggml/include/ggml.h"
+MEMORY_HEADERS = (
+    "src/llama-kv-cache.h",
+    "src/llama-kv-cache-iswa.h",
+    "src/llama-memory-hybrid.h",
+    "src/llama-memory-hybrid-iswa.h",
+    "src/llama-memory-recurrent.h",
+)
 
 ARCH_READS = (ARCH_CPP, ARCH_H)
 CONVERTER_READS = (CONVERTER_PACKAGE_INIT, f"{CONVERTER_PACKAGE}/*.py", CONVERTER_SCRIPT)
@@ -171,6 +198,142 @@ def _sliding_window(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
     return FactOutput(tuple(rules), (*warnings, *rule_warnings, *braces))
 
 
+def _hparams_formulas(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing([HPARAMS_CPP], anchor="llama_hparams::n_embd_r")
+    rows, warnings = memory_rules.hparams_formulas(snapshot.read_text(path), path)
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _create_memory(snapshot: Snapshot) -> tuple[list, list, list]:
+    path = snapshot.first_existing([MODEL_CPP], anchor=memory_rules.CREATE_MEMORY)
+    text = snapshot.read_text(path)
+    parameters = {}
+    for name in memory_rules.memory_classes(text, path):
+        header = memory_rules.header_of(name)
+        parameters[name] = (
+            memory_rules.constructor_parameters(snapshot.read_text(header), header, name)
+            if snapshot.exists(header)
+            else None
+        )
+    return memory_rules.create_memory_rules(text, path, parameters)
+
+
+def _memory_rules(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    rules, _, warnings = _create_memory(snapshot)
+    return FactOutput(tuple(rules), tuple(warnings))
+
+
+def _memory_callbacks(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    _, callbacks, _ = _create_memory(snapshot)
+    return FactOutput(tuple(callbacks))
+
+
+def _cache_sizes(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    iswa = snapshot.first_existing([KV_ISWA_CPP], anchor=memory_rules.ISWA_CONSTRUCTOR)
+    context = snapshot.first_existing([CONTEXT_CPP], anchor=memory_rules.CONTEXT_CONSTRUCTOR)
+    a, wa = memory_rules.assignments_in(
+        snapshot.read_text(iswa), iswa, memory_rules.ISWA_CONSTRUCTOR, memory_rules.ISWA_VARIABLES
+    )
+    b, wb = memory_rules.assignments_in(
+        snapshot.read_text(context),
+        context,
+        memory_rules.CONTEXT_CONSTRUCTOR,
+        memory_rules.CONTEXT_VARIABLES,
+    )
+    return FactOutput((*a, *b), (*wa, *wb))
+
+
+def _context_defaults(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing([COMMON_H], anchor="struct common_params")
+    rows, warnings = memory_rules.context_defaults(snapshot.read_text(path), path)
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _ggml_type_sizes(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    ggml_c = snapshot.first_existing([GGML_C], anchor="type_traits")
+    common = snapshot.first_existing([GGML_COMMON_H], anchor="block_* static_assert")
+    header = snapshot.first_existing([GGML_H], anchor="typedef ggml_fp16_t")
+    rows, warnings = memory_rules.ggml_type_sizes(
+        snapshot.read_text(ggml_c),
+        ggml_c,
+        snapshot.read_text(common),
+        common,
+        snapshot.read_text(header),
+        header,
+    )
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _recurrent_layers(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    model_cpp = snapshot.first_existing([MODEL_CPP], anchor=sliding_window.MAPPING_FUNCTION)
+    pairs = sliding_window.mapping_classes(snapshot.read_text(model_cpp), model_cpp)
+    if pairs is None:
+        code = sliding_window.switch_layout_code(snapshot.read_text(model_cpp), model_cpp)
+    else:
+        models_h = snapshot.first_existing([MODELS_H], anchor="struct llama_model_*")
+        paths = [p for p in snapshot.list_files(MODELS_DIR) if p.endswith(".cpp")]
+        methods = sliding_window.hparams_methods([(p, snapshot.read_text(p)) for p in paths])
+        bases = sliding_window.struct_bases(snapshot.read_text(models_h), models_h)
+        code, _ = sliding_window.per_model_code(pairs, methods, bases, models_h)
+    keys = memory_rules.kv_names(snapshot.read_text(ARCH_CPP), ARCH_CPP)
+    names = {n.arch: n.gguf_name for n in _names(needed)}
+    rows, warnings = [], []
+    for item in code:
+        row, found = memory_rules.recurrent_layer_rule(
+            item.arch,
+            names.get(item.arch, ""),
+            item.model_class,
+            item.statements,
+            item.source.path,
+            item.symbol,
+            keys,
+        )
+        warnings.extend(found)
+        if row is not None:
+            rows.append(row)
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _gguf_writer_keys(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    constants = snapshot.first_existing([GGUF_CONSTANTS], anchor="class Keys")
+    writer = snapshot.first_existing([GGUF_WRITER], anchor="class GGUFWriter")
+    keys = converter_hparams.key_constants(snapshot.read_text(constants), constants)
+    rows = converter_hparams.writer_keys(snapshot.read_text(writer), writer, keys)
+    if not rows:
+        raise snapshot.missing_anchor(
+            "no GGUFWriter.add_* method writes a Keys.* constant", [writer], "GGUFWriter.add_*"
+        )
+    warnings = [
+        warning(
+            "key-unresolved",
+            r.method,
+            f"{r.key_constant} is not a string constant of class Keys in {constants}",
+            writer,
+            r.symbol,
+        )
+        for r in rows
+        if not r.key
+    ]
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _converter_hparams(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    if snapshot.exists(CONVERTER_PACKAGE_INIT):
+        paths = sorted(p for p in snapshot.list_files(CONVERTER_PACKAGE) if p.endswith(".py"))
+    else:
+        paths = [
+            snapshot.first_existing(
+                [CONVERTER_PACKAGE_INIT, CONVERTER_SCRIPT], anchor="set_gguf_parameters"
+            )
+        ]
+    rows = []
+    for path in paths:
+        rows.extend(converter_hparams.converter_hparams(snapshot.read_text(path), path))
+    # no row: no class writes hparams (the converter's own anchor, its registry, is checked by
+    # hf_architectures); apron then says the mapping is missing
+    return FactOutput(tuple(rows))
+
+
 ARCH_NAMES = FactKind(
     "arch_names",
     "Architecture names",
@@ -220,6 +383,76 @@ SLIDING_WINDOW = FactKind(
     "Architectures not listed never set one (swa_type stays none).",
 )
 
+HPARAMS_FORMULAS = FactKind(
+    "hparams_formulas",
+    "KV and state sizes per layer (llama_hparams)",
+    HparamsFormula,
+    "the branches of llama_hparams' sizing methods (n_embd_k_gqa, n_embd_v_gqa, n_embd_r, "
+    "n_embd_s, has_kv, is_mla, ...): where the condition holds the method returns the value; "
+    "both are reverse-Polish tokens over llama_hparams members.",
+)
+MEMORY_RULES = FactKind(
+    "memory_rules",
+    "Memory per architecture (create_memory)",
+    MemoryRule,
+    "what llama_model::create_memory builds: no memory for the listed architectures, else "
+    "recurrent, hybrid, hybrid-iswa, iswa or plain KV by the condition, with each "
+    "constructor argument (K/V types, r/s types, cache sizes) by parameter name.",
+)
+MEMORY_CALLBACKS = FactKind(
+    "memory_callbacks",
+    "Layer filters and reuse (create_memory)",
+    MemoryCallback,
+    "the per-architecture layer filters (attention / recurrent) and KV reuse callbacks "
+    "create_memory passes: what the lambda returns for layer il, as reverse-Polish tokens.",
+)
+CACHE_SIZES = FactKind(
+    "cache_sizes",
+    "Cache size and context padding",
+    CacheSizeRule,
+    "the SWA cache size of llama_kv_cache_iswa and the padding of n_ctx / n_ctx_seq in "
+    "llama_context: each assignment in order, with its condition, as reverse-Polish tokens.",
+)
+CONTEXT_DEFAULTS = FactKind(
+    "context_defaults",
+    "Context defaults (common_params)",
+    ContextDefault,
+    "the defaults llama-server / llama-cli start from: n_ctx (0 = the training context), "
+    "n_batch, n_ubatch, n_parallel, cache types, flash attention, kv_unified, swa_full.",
+)
+GGML_TYPE_SIZES = FactKind(
+    "ggml_type_sizes",
+    "Bytes per block of the cache types (ggml)",
+    GgmlTypeSize,
+    "ggml's type_traits for the KV cache types: blck_size elements take type_size bytes; "
+    "sizeof(block_x) from ggml-common.h's static_assert on the block.",
+)
+RECURRENT_LAYERS = FactKind(
+    "recurrent_layers",
+    "Recurrent layers per architecture",
+    RecurrentLayerRule,
+    "per architecture whose hparams loader marks recurrent layers: the value given "
+    "recurrent_layer_arr[il] (reverse-Polish in il), the loader's local integers and the GGUF "
+    "keys that override them. Recurrent architectures not listed are recurrent in every layer "
+    "(llm_arch_is_recurrent fills the array).",
+)
+
+GGUF_WRITER_KEYS = FactKind(
+    "gguf_writer_keys",
+    "GGUF key per writer method (gguf-py)",
+    GgufWriterKey,
+    "each GGUFWriter.add_* method of gguf-py and the GGUF key it writes ({arch}: the "
+    "architecture), its Keys.* constant resolved in constants.py.",
+)
+CONVERTER_HPARAMS = FactKind(
+    "converter_hparams",
+    "HF config -> GGUF hparams (converter)",
+    ConverterHparams,
+    "what each converter class's set_gguf_parameters writes from the HF config: writer "
+    "method, how the value is read (find_hparam keys, hparams[key], literal, block_count) or "
+    "unread with its code; whether it calls super() first, and its bases.",
+)
+
 ENGINE = EngineSpec(
     engine_id="llamacpp",
     title="llama.cpp",
@@ -252,6 +485,28 @@ ENGINE = EngineSpec(
             _sliding_window,
             reads=(MODEL_CPP, MODELS_H, f"{MODELS_DIR}/*.cpp", ARCH_CPP),
             needs=("arch_names",),
+        ),
+        FactExtractor(HPARAMS_FORMULAS, _hparams_formulas, reads=(HPARAMS_CPP,)),
+        FactExtractor(MEMORY_RULES, _memory_rules, reads=(MODEL_CPP, *MEMORY_HEADERS)),
+        FactExtractor(
+            MEMORY_CALLBACKS,
+            _memory_callbacks,
+            reads=(MODEL_CPP, *MEMORY_HEADERS),
+            allow_empty=True,
+        ),
+        FactExtractor(CACHE_SIZES, _cache_sizes, reads=(KV_ISWA_CPP, CONTEXT_CPP)),
+        FactExtractor(CONTEXT_DEFAULTS, _context_defaults, reads=(COMMON_H,)),
+        FactExtractor(GGML_TYPE_SIZES, _ggml_type_sizes, reads=(GGML_C, GGML_COMMON_H, GGML_H)),
+        FactExtractor(
+            RECURRENT_LAYERS,
+            _recurrent_layers,
+            reads=(MODEL_CPP, MODELS_H, f"{MODELS_DIR}/*.cpp", ARCH_CPP),
+            needs=("arch_names",),
+            allow_empty=True,
+        ),
+        FactExtractor(GGUF_WRITER_KEYS, _gguf_writer_keys, reads=(GGUF_CONSTANTS, GGUF_WRITER)),
+        FactExtractor(
+            CONVERTER_HPARAMS, _converter_hparams, reads=CONVERTER_READS, allow_empty=True
         ),
     ),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from apron.extractors.llamacpp.cpp_formula import infix
 from apron.extractors.records import Record
 
 
@@ -108,5 +109,175 @@ class SlidingWindowRule(Record):
     window_gguf_required: bool  # the window key is read without `false` (missing key = error)
     other: tuple[str, ...]  # SWA statements not summarised above, as code
     model_class: str  # llama_model_gemma2; "" in the single load_hparams switch layout
+    path: str
+    symbol: str
+
+
+class HparamsFormula(Record):
+    """One branch of a llama_hparams sizing method (src/llama-hparams.cpp): where `condition`
+    holds and no earlier branch returned, the method returns `value`. Both are reverse-Polish
+    tokens (extractors/llamacpp/cpp_formula.py); () condition: unconditional; () value with
+    `unknown` set: a statement this reader could not turn into tokens."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("method", "branch")
+
+    method: str  # n_embd_r
+    branch: int  # source order, from 0
+    condition: tuple[str, ...]
+    value: tuple[str, ...]
+    unknown: str  # "" when read
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        """ "n_embd_r #1: n_embd * (n_shortconv_l_cache - 1) when n_shortconv_l_cache != 0"."""
+        value = infix(self.value) if self.value else f"unknown ({self.unknown})"
+        when = f" when {infix(self.condition)}" if self.condition else ""
+        return f"{self.method} #{self.branch}: {value}{when}"
+
+
+class MemoryRule(Record):
+    """One memory llama_model::create_memory builds: for the architectures `archs` (a case of
+    its switch; () the default case) under `condition` (reverse-Polish, () always), the class
+    it constructs ("" for nullptr: no memory) with its arguments by constructor parameter."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("branch",)
+
+    branch: int  # source order, from 0
+    archs: tuple[str, ...]
+    condition: tuple[str, ...]
+    memory_class: str  # llama_memory_recurrent, llama_kv_cache_iswa, ...; "" = nullptr
+    arguments: tuple[str, ...]  # "parameter=code", in parameter order
+    path: str
+    symbol: str
+
+
+class MemoryCallback(Record):
+    """A layer filter or reuse callback create_memory sets before it builds a memory: for the
+    callback `variable` when `condition` holds (reverse-Polish; it names the architectures),
+    branch `branch` of the lambda returns `value` where `when` holds (`il`: the layer index)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("variable", "archs", "branch")
+
+    variable: str  # filter_attn, filter_recr, filter, reuse
+    archs: tuple[str, ...]  # the LLM_ARCH_* the condition names
+    condition: tuple[str, ...]
+    branch: int
+    when: tuple[str, ...]
+    value: tuple[str, ...]
+    unknown: str
+    path: str
+    symbol: str
+
+
+class CacheSizeRule(Record):
+    """An assignment that sizes a cache or the context: in `function`, `variable` is set to
+    `value` where `condition` holds (reverse-Polish tokens both). `order` is the source order
+    among all the function's rows: an assignment reads the values assigned before it."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("function", "variable", "order")
+
+    function: str  # llama_kv_cache_iswa::llama_kv_cache_iswa
+    variable: str  # size_swa, cparams.n_ctx
+    order: int
+    condition: tuple[str, ...]
+    value: tuple[str, ...]
+    unknown: str
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        """ "size_swa #1 = GGML_PAD(std::min(...), 256)" (the function is in the section)."""
+        value = infix(self.value) if self.value else f"unknown ({self.unknown})"
+        when = f" when {infix(self.condition)}" if self.condition else ""
+        return f"{self.variable} #{self.order} = {value}{when}"
+
+
+class ContextDefault(Record):
+    """A default of `struct common_params` (common/common.h): what llama-server / llama-cli
+    use unless a flag says otherwise."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("field",)
+
+    field: str  # n_ctx
+    value: str  # the initializer as code: "0", "GGML_TYPE_F16", "LLAMA_FLASH_ATTN_TYPE_AUTO"
+    int_value: int | None  # the initializer when it is an integer or bool literal
+    path: str
+    symbol: str
+
+
+class GgmlTypeSize(Record):
+    """A ggml type's block: `blck_size` elements take `type_size` bytes (ggml/src/ggml.c
+    type_traits; `sizeof(block_x)` read from ggml-common.h's static_assert on that block).
+    None with `unknown` set when a size could not be read statically."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("ggml_type",)
+
+    ggml_type: str  # GGML_TYPE_Q8_0
+    type_name: str  # "q8_0": llama.cpp's --cache-type-k/-v spelling
+    blck_size: int | None
+    type_size: int | None
+    blck_size_code: str
+    type_size_code: str
+    unknown: str
+    path: str
+    symbol: str
+
+
+class RecurrentLayerRule(Record):
+    """How one architecture's hparams loader marks its recurrent layers: `value` (reverse-Polish,
+    in the layer index `index`) is assigned to `hparams.recurrent_layer_arr[index]` for every
+    layer, or `fill` is the one value std::fill gives every layer. `locals_` are the loader's
+    local integers with their defaults ("full_attn_interval=4"), `local_keys` the GGUF keys that
+    override them ("full_attn_interval=%s.full_attention_interval")."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("arch",)
+    PROVENANCE: ClassVar[tuple[str, ...]] = ("path", "symbol", "model_class")
+
+    arch: str
+    gguf_name: str
+    index: str
+    value: tuple[str, ...]
+    fill: str  # "true"/"false" for std::fill over the array, "" otherwise
+    locals_: tuple[str, ...]
+    local_keys: tuple[str, ...]
+    conditional: bool  # the assignment sits under an if (not evaluated by apron)
+    unknown: str
+    model_class: str
+    path: str
+    symbol: str
+
+
+class GgufWriterKey(Record):
+    """A GGUFWriter method of gguf-py (gguf-py/gguf/gguf_writer.py) and the GGUF key it writes
+    (its Keys.* constant resolved in gguf-py/gguf/constants.py; "{arch}" is the architecture)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("method",)
+
+    method: str  # add_head_count_kv
+    key_constant: str  # Keys.Attention.HEAD_COUNT_KV
+    key: str  # "{arch}.attention.head_count_kv"; "" when the constant is not found
+    path: str
+    symbol: str
+
+
+class ConverterHparams(Record):
+    """What one converter class's set_gguf_parameters writes from the HF config: each write is
+    (writer method, how, HF keys...): how is "find_hparam" (the first key present), "hparams"
+    (hparams[key]), "get" (hparams.get(key[, integer default]): not written when absent without one), "literal" (an integer),
+    "block_count" (self.block_count: the keys of
+    `block_count_keys`) or
+    "unread" (an argument of another shape, as code in the last element). `calls_super`: it
+    calls super().set_gguf_parameters() first; `bases`: its base classes, for the MRO."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("converter_class",)  # unique at the pin, across modules
+    PROVENANCE: ClassVar[tuple[str, ...]] = ("path", "symbol")  # a move between layouts
+
+    converter_class: str
+    bases: tuple[str, ...]
+    calls_super: bool
+    defines: bool  # the class defines set_gguf_parameters itself
+    writes: tuple[tuple[str, ...], ...]
+    block_count_keys: tuple[str, ...]  # from `self.block_count = self.find_hparam([...])`
     path: str
     symbol: str

@@ -10,4 +10,5 @@ from apron.generated.schema import ExtractionWarning
 
 ROWS: tuple[ExtractionWarning, ...] = (
     ExtractionWarning(fact="hf_architectures", code="unresolved", subject="UltravoxModel/text", message="UltravoxModel (text): UltravoxModel.__init__ raises unconditionally: this converter does not convert a text model (its model_arch LLAMA is a placeholder)", path="conversion/ultravox.py", symbol="UltravoxModel"),
+    ExtractionWarning(fact="hparams_formulas", code="unread-formula", subject="n_layer_kv#0", message="a for_statement this reader does not follow", path="src/llama-hparams.cpp", symbol="llama_hparams::n_layer_kv"),
 )
