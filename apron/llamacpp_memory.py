@@ -83,17 +83,32 @@ def hparams_of(header: GgufHeader, c: EngineConstraints, arch: str) -> tuple[dic
     this key -> member table is apron's, not extracted), plus the SWA layer pattern
     (sliding_window fact) and the recurrent layers (recurrent_layers fact)."""
     notes: list[str] = []
+
+    def count(key: str, default: Any = None) -> Any:
+        """A count or length key as llama.cpp's loader reads it: an unsigned 32-bit integer (or
+        an array of them); any other value is unknown, naming the key, never a figure."""
+        value = header.arch_key(key)
+        if value is None:
+            return default
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item < 2**32:
+                raise Unknown(
+                    f"{header.architecture}.{key} = {value!r}: llama.cpp's loader reads it as an "
+                    "unsigned 32-bit integer"
+                )
+        return value
+
     for required in ("block_count", "embedding_length"):
         if header.arch_key(required) is None:
             raise Unknown(f"no {header.architecture}.{required} (llama.cpp's loader requires it)")
-    n_layer = int(header.arch_key("block_count") or 0)
-    n_embd = int(header.arch_key("embedding_length") or 0)
-    n_head = _per_layer(header.arch_key("attention.head_count"), n_layer, 0)
-    n_head_kv = _per_layer(header.arch_key("attention.head_count_kv"), n_layer, None)
+    n_layer = count("block_count", 0)
+    n_embd = count("embedding_length", 0)
+    n_head = _per_layer(count("attention.head_count"), n_layer, 0)
+    n_head_kv = _per_layer(count("attention.head_count_kv"), n_layer, None)
     n_head_kv = [h if kv is None else kv for h, kv in zip(n_head, n_head_kv, strict=True)]
     head0 = next((h for h in n_head if h), 0)
-    head_k = header.arch_key("attention.key_length")
-    head_v = header.arch_key("attention.value_length")
+    head_k = count("attention.key_length")
+    head_v = count("attention.value_length")
     head_k = int(head_k) if head_k is not None else (n_embd // head0 if head0 else 0)
     head_v = int(head_v) if head_v is not None else head_k
     hp: dict[str, Any] = {
@@ -101,26 +116,26 @@ def hparams_of(header: GgufHeader, c: EngineConstraints, arch: str) -> tuple[dic
         "n_embd": n_embd,
         "n_head_arr": n_head,
         "n_head_kv_arr": n_head_kv,
-        "n_ff_arr": _per_layer(header.arch_key("feed_forward_length"), n_layer, None),
+        "n_ff_arr": _per_layer(count("feed_forward_length"), n_layer, None),
         "n_embd_head_k_full": head_k,
         "n_embd_head_v_full": head_v,
-        "n_embd_head_k_swa": int(header.arch_key("attention.key_length_swa") or head_k),
-        "n_embd_head_v_swa": int(header.arch_key("attention.value_length_swa") or head_v),
-        "n_embd_head_k_mla_impl": int(header.arch_key("attention.key_length_mla") or 0),
-        "n_embd_head_v_mla_impl": int(header.arch_key("attention.value_length_mla") or 0),
-        "ssm_d_conv": int(header.arch_key("ssm.conv_kernel") or 0),
-        "ssm_d_inner": int(header.arch_key("ssm.inner_size") or 0),
-        "ssm_d_state": int(header.arch_key("ssm.state_size") or 0),
-        "ssm_n_group": int(header.arch_key("ssm.group_count") or 0),
-        "wkv_head_size": int(header.arch_key("wkv.head_size") or 0),
-        "token_shift_count": int(header.arch_key("token_shift_count") or 2),
-        "n_shortconv_l_cache": int(header.arch_key("shortconv.l_cache") or 0),
-        "n_embd_head_kda": int(header.arch_key("kda.head_dim") or 0),
-        "n_swa": int(header.arch_key("attention.sliding_window") or 0),
-        "nextn_predict_layers": int(header.arch_key("nextn_predict_layers") or 0),
+        "n_embd_head_k_swa": count("attention.key_length_swa", head_k),
+        "n_embd_head_v_swa": count("attention.value_length_swa", head_v),
+        "n_embd_head_k_mla_impl": count("attention.key_length_mla", 0),
+        "n_embd_head_v_mla_impl": count("attention.value_length_mla", 0),
+        "ssm_d_conv": count("ssm.conv_kernel", 0),
+        "ssm_d_inner": count("ssm.inner_size", 0),
+        "ssm_d_state": count("ssm.state_size", 0),
+        "ssm_n_group": count("ssm.group_count", 0),
+        "wkv_head_size": count("wkv.head_size", 0),
+        "token_shift_count": count("token_shift_count", 2),
+        "n_shortconv_l_cache": count("shortconv.l_cache", 0),
+        "n_embd_head_kda": count("kda.head_dim", 0),
+        "n_swa": count("attention.sliding_window", 0),
+        "nextn_predict_layers": count("nextn_predict_layers", 0),
         "kv_only_nextn": 0,
         "n_layer_kv_from_start": -1,
-        "n_ctx_train": int(header.arch_key("context_length") or 0),
+        "n_ctx_train": count("context_length", 0),
     }
     if header.arch_key("attention.shared_kv_layers") is not None:
         raise Unknown("KV layer sharing (attention.shared_kv_layers): n_layer_kv_from_start")

@@ -134,3 +134,14 @@ def test_cli_gguf_refuses_an_unknown_cache_type(tmp_path):
     result = runner.invoke(app, ["gguf", str(path), "--kv-dtype", "fp8"])
     assert result.exit_code == 2
     assert "cache type 'fp8'" in result.output
+
+
+def test_a_negative_or_fractional_count_is_unknown_naming_the_key():
+    # what the fuzz test found: num_attention_heads -1.0 gave -4,194,304 B. The converter writes
+    # head_count with add_head_count (an unsigned 32-bit GGUF value) and llama.cpp's loader
+    # reads it as one: no figure, the key named (an int -1 is refused before: apron.checks)
+    for value in (-1.0, 2.5):
+        config = load_sample("llama-3.1-8b").raw | {"num_attention_heads": value}
+        view = llamacpp(plan(config, context=8192))
+        assert view.kv_bytes_at_context is None, value
+        assert any("head_count" in n and "unsigned 32-bit" in n for n in view.notes), view.notes
