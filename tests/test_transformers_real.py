@@ -15,9 +15,12 @@ from tests.conftest import REPO_ROOT, mirror
 SDIST = os.environ.get("APRON_TRANSFORMERS_SDIST")
 VLLM = mirror("vllm")
 
-pytestmark = pytest.mark.skipif(
-    not (SDIST and VLLM), reason="APRON_TRANSFORMERS_SDIST and APRON_MIRROR_VLLM not set"
-)
+pytestmark = [
+    pytest.mark.real_mirror,
+    pytest.mark.skipif(
+        not (SDIST and VLLM), reason="APRON_TRANSFORMERS_SDIST and APRON_MIRROR_VLLM not set"
+    ),
+]
 
 
 def test_committed_modules_are_what_the_pinned_sources_give():
