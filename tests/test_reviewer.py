@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from apron.extractors.records import EngineFacts, FactKind, FactResult
@@ -186,3 +188,31 @@ def test_pages_are_deterministic():
     a = render_matrix({"sglang": SGLANG, "vllm": VLLM}) + render_index({"vllm": VLLM})
     b = render_matrix({"vllm": VLLM, "sglang": SGLANG}) + render_index({"vllm": VLLM})
     assert a == b
+
+
+def test_mla_pairs_come_from_the_engine_specs_not_from_names(monkeypatch):
+    from apron.extractors.engines import ENGINES
+    from apron.extractors.report import reviewer
+
+    assert reviewer.mla_pairs({"vllm": VLLM, "sglang": SGLANG}) == [("sglang", "vllm")]
+    # an engine that decides MLA by architecture joins the comparison through its spec alone
+    spec = dataclasses.replace(
+        ENGINES["trtllm"],
+        mla_decided_by="architecture",
+        mla_verdicts=lambda facts: {"MiniCPM3ForCausalLM": "MLA"},
+    )
+    monkeypatch.setitem(ENGINES, "trtllm", spec)
+    facts = {"vllm": VLLM, "sglang": SGLANG, "trtllm": TRTLLM}
+    assert reviewer.mla_pairs(facts) == [("sglang", "vllm"), ("trtllm", "vllm")]
+    assert mla_disagreements(facts, ("trtllm", "vllm")) == [
+        ("MiniCPM3ForCausalLM", "mini_cpm3", "not in the MLA list", "MLA")
+    ]
+    text = render_matrix(facts)
+    assert "### SGLang and vLLM" in text and "### TensorRT-LLM and vLLM" in text
+
+
+def test_an_engine_spec_with_half_an_mla_hook_fails_when_declared():
+    from apron.extractors.runner.base import EngineSpec
+
+    with pytest.raises(ValueError, match="given together"):
+        EngineSpec("x", "X", "https://example.invalid", mla_decided_by="architecture")

@@ -4,6 +4,7 @@ and `report/families.py` renders. Imports no engine."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -52,3 +53,11 @@ def fact_rows(facts: EngineFacts, fact: str) -> tuple:
 def empty_cells(no_rule: Mapping[str, str]) -> dict[str, FamilyCell]:
     """One empty cell per family, with the reason where the engine has no rule for it."""
     return {family: FamilyCell(no_rule=no_rule.get(family, "")) for family in FAMILIES}
+
+
+def model_type_guess(architecture: str) -> str:
+    """`DeepseekV4ForCausalLM` -> `deepseek_v4`: a guess from the name, labelled as such."""
+    stem = re.sub(r"(For[A-Z]\w*|Model|LMHeadModel)$", "", architecture)
+    stem = stem.replace("MoE", "Moe")
+    words = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+", stem)
+    return "_".join(w.lower() for w in words)

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from apron.extractors.engines import ENGINES
 from apron.extractors.records import EngineFacts
 from apron.extractors.report import families
+from apron.extractors.report.family_cells import model_type_guess
 from apron.extractors.report.markdown import markdown_table
 from apron.extractors.runner.base import MatrixCell
-from apron.extractors.vllm.matrix_cells import main_mla_model_types, model_type_guess
 
 ENGINE_ORDER = tuple(ENGINES)  # the matrix's columns: the engine registry's order
 
@@ -49,29 +49,73 @@ def _rows(facts: EngineFacts, fact: str) -> tuple:
     return facts.records(fact)
 
 
-def mla_disagreements(all_facts: Mapping[str, EngineFacts]) -> list[tuple[str, str, str, str]]:
-    """(architecture, model_type guess, vLLM says, SGLang says) where the two differ.
+def mla_pairs(all_facts: Mapping[str, EngineFacts]) -> list[tuple[str, str]]:
+    """(engine deciding MLA by architecture, engine deciding it by model_type) for every pair of
+    extracted engines that decide it those two ways (EngineSpec.mla_decided_by), in the
+    registry's order."""
 
-    vLLM decides by model_type, SGLang by architecture; the join guesses the model_type from the
-    architecture name, and the table says so."""
-    vllm = all_facts.get("vllm")
-    sglang = all_facts.get("sglang")
-    if vllm is None or sglang is None:
+    def deciding(how: str) -> list[str]:
+        return [e for e in ENGINE_ORDER if e in all_facts and ENGINES[e].mla_decided_by == how]
+
+    return [(a, m) for a in deciding("architecture") for m in deciding("model_type")]
+
+
+def mla_disagreements(
+    all_facts: Mapping[str, EngineFacts], pair: tuple[str, str] | None = None
+) -> list[tuple[str, str, str, str]]:
+    """(architecture, model_type guess, what the model_type engine says, what the architecture
+    engine says) where the two of `pair` (default: the first of mla_pairs) differ. The join
+    guesses the model_type from the architecture name, and the table says so."""
+    pairs = [pair] if pair is not None else mla_pairs(all_facts)[:1]
+    if not pairs:
         return []
-    vllm_mla = main_mla_model_types(vllm)
-    sglang_says = {
-        r.architecture: "MLA" + (" (conditional)" if r.conditional else "")
-        for r in _rows(sglang, "mla_architectures")
-    }
-    for row in _rows(sglang, "explicit_mha_architectures"):
-        sglang_says.setdefault(row.architecture, "MHA (explicit)")
+    by_arch, by_type = pairs[0]
+    arch_says = ENGINES[by_arch].mla_verdicts(all_facts[by_arch])  # type: ignore[misc]
+    type_says = ENGINES[by_type].mla_verdicts(all_facts[by_type])  # type: ignore[misc]
     out = []
-    for arch, says in sorted(sglang_says.items()):
+    for arch, says in sorted(arch_says.items()):
         guess = model_type_guess(arch)
-        vllm_word = "MLA" if guess in vllm_mla else "not in the MLA list"
-        if says.startswith("MLA") != (vllm_word == "MLA"):
-            out.append((arch, guess, vllm_word, says))
+        other = type_says.get(guess, "not in the MLA list")
+        if says.startswith("MLA") != other.startswith("MLA"):
+            out.append((arch, guess, other, says))
     return out
+
+
+def _mla_section(all_facts: Mapping[str, EngineFacts]) -> list[str]:
+    """The matrix's MLA disagreements, one part per pair of engines that decide MLA differently."""
+    lines = ["## MLA disagreements", ""]
+    pairs = mla_pairs(all_facts)
+    if not pairs:
+        missing = [
+            _title(e) for e in ENGINE_ORDER if ENGINES[e].mla_decided_by and e not in all_facts
+        ]
+        return [*lines, "Not computed: " + ", ".join(missing) + " constraints are absent."]
+    for by_arch, by_type in pairs:
+        a, m = _title(by_arch), _title(by_type)
+        if len(pairs) > 1:
+            lines += [f"### {a} and {m}", ""]
+        lines += [
+            f"{a} decides MLA by architecture name, {m} by the text config's `model_type`. "
+            "The join guesses the `model_type` from the architecture name. Where the guess "
+            f"names a `model_type` {m} lists, the disagreement is direct; otherwise {m}'s "
+            "answer depends on the checkpoint's (text) `model_type`, which a wrapper or draft "
+            "architecture does not carry in its name.",
+            "",
+        ]
+        found = mla_disagreements(all_facts, (by_arch, by_type))
+        if not found:
+            lines += ["None found.", ""]
+            continue
+        header = ["architecture", "model_type (guess)", m, a]
+        direct = [d for d in found if d[2].startswith("MLA")]
+        by_config = [d for d in found if not d[2].startswith("MLA")]
+        if direct:
+            lines += [f"### Direct (the name matches a {m} MLA model_type)", ""]
+            lines += [*markdown_table(header, direct), ""]
+        if by_config:
+            lines += ["### Depends on the checkpoint's model_type", ""]
+            lines += [*markdown_table(header, by_config), ""]
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def _short(where: str) -> str:
@@ -101,37 +145,7 @@ def render_matrix(all_facts: Mapping[str, EngineFacts]) -> str:
     if missing:
         lines += ["", "No constraints extracted (every cell unknown): " + ", ".join(missing) + "."]
     lines += ["", *families.render_family_section(all_facts)]
-    lines += [
-        "## MLA disagreements",
-        "",
-        "SGLang decides MLA by architecture name, vLLM by the text config's `model_type`. "
-        "The join guesses the `model_type` from the architecture name. Where the guess names "
-        "a `model_type` vLLM lists, the disagreement is direct; otherwise vLLM's answer "
-        "depends on the checkpoint's (text) `model_type`, which a wrapper or draft "
-        "architecture does not carry in its name.",
-        "",
-    ]
-    disagreements = mla_disagreements(all_facts)
-    if disagreements:
-        direct = [d for d in disagreements if d[2] == "MLA"]
-        by_config = [d for d in disagreements if d[2] != "MLA"]
-        if direct:
-            lines += ["### Direct (the name matches a vLLM MLA model_type)", ""]
-            lines += markdown_table(
-                ["architecture", "model_type (guess)", "vLLM", "SGLang"], direct
-            )
-            lines.append("")
-        if by_config:
-            lines += ["### Depends on the checkpoint's model_type", ""]
-            lines += markdown_table(
-                ["architecture", "model_type (guess)", "vLLM", "SGLang"], by_config
-            )
-    else:
-        lines.append(
-            "None found."
-            if "sglang" in all_facts
-            else "Not computed: SGLang constraints are absent."
-        )
+    lines += _mla_section(all_facts)
     lines += [
         "",
         "## Matrix",

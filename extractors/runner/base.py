@@ -157,9 +157,21 @@ class EngineSpec:
     # cell, and the rules in words, (family, rule) pairs; None: no family rules
     families: Callable[[EngineFacts], Mapping[str, Any]] | None = None
     family_rules: tuple[tuple[str, str], ...] = ()
+    # how the engine decides MLA, for the matrix's disagreements (extractors/report/reviewer.py):
+    # by "architecture" or by "model_type", and facts -> {that key: its answer in words, e.g.
+    # "MLA", "MLA (conditional)", "MHA (explicit)"}; None: the engine says nothing about MLA
+    mla_decided_by: str | None = None
+    mla_verdicts: Callable[[EngineFacts], Mapping[str, str]] | None = None
 
     def __post_init__(self) -> None:
         run_order(self.facts)  # a bad declaration fails when the engine module is imported
+        if (self.mla_decided_by is None) != (self.mla_verdicts is None) or (
+            self.mla_decided_by not in (None, "architecture", "model_type")
+        ):
+            raise ValueError(
+                f"{self.engine_id}: mla_decided_by ('architecture' or 'model_type') and "
+                "mla_verdicts are given together"
+            )
 
     @property
     def fact_kinds(self) -> tuple[FactKind, ...]:

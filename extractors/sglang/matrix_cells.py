@@ -48,3 +48,15 @@ def matrix_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
             "registered", row.module, f"{row.path} EntryClass", tuple(flags)
         )
     return cells
+
+
+def mla_verdicts(facts: EngineFacts) -> dict[str, str]:
+    """architecture -> SGLang's MLA answer in words: SGLang decides MLA by architecture name
+    (model_config.py's MLA list, conditional or not, and its explicit MHA list)."""
+    says = {
+        r.architecture: "MLA" + (" (conditional)" if r.conditional else "")
+        for r in facts.records("mla_architectures")
+    }
+    for row in facts.records("explicit_mha_architectures"):
+        says.setdefault(row.architecture, "MHA (explicit)")
+    return says

@@ -4,8 +4,12 @@ function that applies them to vLLM's facts (class flags, registry sections, the 
 from __future__ import annotations
 
 from apron.extractors.records import EngineFacts
-from apron.extractors.report.family_cells import FamilyCell, empty_cells, fact_rows
-from apron.extractors.vllm.matrix_cells import model_type_guess
+from apron.extractors.report.family_cells import (
+    FamilyCell,
+    empty_cells,
+    fact_rows,
+    model_type_guess,
+)
 
 VLLM_RULES = (
     (

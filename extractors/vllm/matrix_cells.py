@@ -4,9 +4,8 @@ model_type that is_deepseek_mla() lists."""
 
 from __future__ import annotations
 
-import re
-
 from apron.extractors.records import EngineFacts
+from apron.extractors.report.family_cells import model_type_guess
 from apron.extractors.runner.base import MatrixCell
 from apron.extractors.vllm.records import MlaModelType, RegistryRow
 
@@ -51,14 +50,6 @@ def vllm_architecture_flags(facts: EngineFacts) -> dict[str, tuple[str, ...]]:
     return found
 
 
-def model_type_guess(architecture: str) -> str:
-    """`DeepseekV4ForCausalLM` -> `deepseek_v4`: a guess from the name, labelled as such."""
-    stem = re.sub(r"(For[A-Z]\w*|Model|LMHeadModel)$", "", architecture)
-    stem = stem.replace("MoE", "Moe")
-    words = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+", stem)
-    return "_".join(w.lower() for w in words)
-
-
 def main_mla_model_types(facts: EngineFacts) -> set[str]:
     """The model types is_deepseek_mla() lists for the main model (not EAGLE inner models)."""
     return {
@@ -85,3 +76,9 @@ def matrix_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
             "registered", detail, f"{row.path} {row.dict_name}", flags
         )
     return cells
+
+
+def mla_verdicts(facts: EngineFacts) -> dict[str, str]:
+    """model_type -> vLLM's MLA answer in words: vLLM decides MLA by the text config's model_type
+    (the main-model list of is_deepseek_mla)."""
+    return {model_type: "MLA" for model_type in main_mla_model_types(facts)}
