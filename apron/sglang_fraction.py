@@ -225,6 +225,8 @@ def static_fraction(
             if row.op == "unread":
                 if not row.target:
                     raise _Unknown(f"`{row.code}` ({row.symbol}) is not read")
+                if not row.code:  # a block the extractor found absent at this commit
+                    raise _Unknown(f"{row.symbol} has no `{row.target}:` block at this commit")
                 env.unread[row.target] = f"`{row.code}` ({row.symbol}) is not read"
                 continue
             if row.part == "vlm":

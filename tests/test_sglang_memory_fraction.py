@@ -132,10 +132,22 @@ def test_missing_handler_is_an_anchor_error():
         steps(text)
 
 
-def test_missing_block_is_an_anchor_error():
+def test_a_missing_block_is_an_unread_step_a_warning_and_an_unknown_fraction():
+    # SGLang before 2026 (f2e0048, 2026-02-07) has no prefill cuda-graph blocks: the extraction
+    # at such a commit must not fail, and no figure may be computed without them
     text = SERVER_ARGS.replace("if prefill_cuda_graph_config.bs is None:", "if True:")
-    with pytest.raises(AnchorError, match="prefill_cuda_graph_config.bs is None"):
-        steps(text)
+    rows, warnings = steps(text)
+    absent = [r for r in rows if r.op == "unread" and not r.code]
+    assert [(r.part, r.target) for r in absent] == [
+        ("prefill_max_bs", "if prefill_cuda_graph_config.bs is None")
+    ]
+    assert [w.code for w in warnings] == ["absent-memory-block"]
+    result = static_fraction(rows, GIB80, 1, LLAMA)
+    assert result.fraction is None
+    assert result.unknown[0] == (
+        "memory fraction: ServerArgs._handle_gpu_memory_settings has no "
+        "`if prefill_cuda_graph_config.bs is None:` block at this commit"
+    )
 
 
 # ------------------------------------------------------------------ the committed fact at the pin

@@ -212,6 +212,36 @@ class _Walk:
                 )
             )
 
+    def absent(self, part: str, symbol: str, condition: str) -> None:
+        """An `if <condition>:` block the reader reads is not in this version of the handler (an
+        older or newer layout): an unread step, so a figure that needs it is unknown, and a
+        warning naming it; never a default, never a failed extraction."""
+        self.steps.append(
+            SglangMemoryStep(
+                part=part,
+                order=len(self.steps) + 1,
+                target=f"if {condition}",
+                op="unread",
+                value="",
+                factors=(),
+                at_least="",
+                when=(),
+                code="",
+                path=self.path,
+                symbol=symbol,
+            )
+        )
+        self.warnings.append(
+            warning(
+                "absent-memory-block",
+                f"{symbol}: if {condition}",
+                f"no `if {condition}:` block in {symbol}; apron reports a figure that needs it "
+                "as unknown",
+                self.path,
+                symbol,
+            )
+        )
+
     def block(self, block: Node | None, part: str, symbol: str, when: list[Term], rename) -> None:
         when = list(when)
         for statement in block.named_children if block is not None else []:
@@ -488,11 +518,8 @@ def memory_fraction_steps(
             if s.type == "if_statement" and code_of(s.child_by_field_name("condition")) == wanted
         ]
         if not found:
-            raise AnchorError(
-                f"{symbol} has no `if {wanted}:` block",
-                paths=[path],
-                anchor=f"{symbol}: if {wanted}",
-            )
+            walk.absent(part, symbol, wanted)
+            continue
         walk.block(_wrapped(found[0]), part, symbol, [], None)
     if PREFILL_SIZES in methods:
         _capture_ranges(walk, methods[PREFILL_SIZES])
