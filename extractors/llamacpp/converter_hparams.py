@@ -9,26 +9,22 @@ import re
 
 from tree_sitter import Node
 
+from apron.extractors.errors import ParseError
 from apron.extractors.llamacpp.records import ConverterHparams, GgufWriterKey
+from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     code_of,
+    methods_of,
     node_text,
     parse_python,
     string_value,
     unparenthesize,
+    walk,
 )
 
 SET_PARAMS = "set_gguf_parameters"
 WRITER_CLASS = "GGUFWriter"
 KEYS_CLASS = "Keys"
-
-
-def _walk(node: Node):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
 
 
 def _classes(root: Node, prefix: str = ""):
@@ -42,18 +38,6 @@ def _classes(root: Node, prefix: str = ""):
             body = definition.child_by_field_name("body")
             if body is not None:
                 yield from _classes(body, name + ".")
-
-
-def _methods(cls: Node) -> dict[str, Node]:
-    out = {}
-    body = cls.child_by_field_name("body")
-    for member in body.named_children if body is not None else ():
-        method = member
-        if member.type == "decorated_definition":
-            method = member.child_by_field_name("definition")
-        if method is not None and method.type == "function_definition":
-            out.setdefault(node_text(method.child_by_field_name("name")), method)
-    return out
 
 
 def _code(node: Node) -> str:
@@ -112,15 +96,30 @@ def _source(arg: Node, walrus: dict[str, Node]) -> tuple[str, ...]:
     return ("unread", _code(arg))
 
 
+# `def set_gguf_parameters(` / `def __init__(` at a definition's start: the methods read here
+_READ_METHOD = re.compile(rf"[ \t]*(?:async[ \t]+)?def[ \t]+({SET_PARAMS}|__init__)\b")
+
+
+def _read_method(definition: str) -> bool:
+    """Kept whole: a method read here, and one with a triple quote that is not its docstring's
+    (the line-based skeleton could take the code after it for a string)."""
+    return _READ_METHOD.match(definition) is not None or not quotes_only_in_docstring(definition)
+
+
 def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
-    root = parse_python(text, path)
+    # the other methods' bodies elided (python_skeleton): they are most of a converter module;
+    # the whole text when that skeleton does not parse (its errors are the file's)
+    try:
+        root = parse_python(method_skeleton(text, keep=_read_method), path)
+    except ParseError:
+        root = parse_python(text, path)
     rows = []
     for name, cls in _classes(root):
-        methods = _methods(cls)
+        methods = methods_of(cls)
         method = methods.get(SET_PARAMS)
         block_keys: tuple[str, ...] = ()
         init = methods.get("__init__")
-        for node in _walk(init) if init is not None else ():
+        for node in walk(init) if init is not None else ():
             if (
                 node.type == "assignment"
                 and _attribute_chain(node.child_by_field_name("left")) == "self.block_count"
@@ -146,7 +145,7 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
         pending: list[Node] = []
         walrus: dict[str, Node] = {}
         reassigned: set[str] = set()
-        for node in _walk(method) if method is not None else ():
+        for node in walk(method) if method is not None else ():
             if node.type == "named_expression":
                 walrus[node_text(node.child_by_field_name("name"))] = node.child_by_field_name(
                     "value"
@@ -218,11 +217,11 @@ def writer_keys(text: str, path: str, constants: dict[str, str]) -> list[GgufWri
     for name, cls in _classes(root):
         if name != WRITER_CLASS:
             continue
-        for method, node in _methods(cls).items():
+        for method, node in methods_of(cls).items():
             if not method.startswith("add_"):
                 continue
             constant = ""
-            for inner in _walk(node):
+            for inner in walk(node):
                 if inner.type == "attribute":
                     chain = _attribute_chain(inner)
                     if chain.startswith(KEYS_CLASS + ".") and chain.count(".") >= 2:

@@ -670,6 +670,22 @@ def _block_sizes(
     return out
 
 
+# `... type_traits[...] = {` at a line's start, and the `};` line that closes it
+_TRAITS_START = re.compile(rf"^[^\n;{{}}]*\b{TYPE_TRAITS}\s*\[[^\n]*=\s*\{{[ \t]*$", re.MULTILINE)
+_TRAITS_END = re.compile(r"^\};[ \t]*$", re.MULTILINE)
+
+
+def _type_traits_region(text: str) -> str:
+    """ggml.c cut to the type_traits initializer, blank lines in place of the rest above it (so
+    lines keep their numbers): the table is 300 of its 7,000 lines. The whole text when the
+    table's first or last line is not where this looks."""
+    start = _TRAITS_START.search(text)
+    end = _TRAITS_END.search(text, start.end()) if start is not None else None
+    if start is None or end is None:
+        return text
+    return "\n" * text.count("\n", 0, start.start()) + text[start.start() : end.end()] + "\n"
+
+
 def ggml_type_sizes(
     ggml_c: str,
     ggml_c_path: str,
@@ -679,7 +695,7 @@ def ggml_type_sizes(
     ggml_h_path: str,
 ) -> tuple[list[GgmlTypeSize], list[ExtractionWarning]]:
     """blck_size and type_size of each CACHE_TYPES entry of ggml.c's type_traits."""
-    source = parse_cpp(ggml_c, ggml_c_path)
+    source = parse_cpp(_type_traits_region(ggml_c), ggml_c_path)
     common = parse_cpp(common_h, common_path)
     header = parse_cpp(ggml_h, ggml_h_path)
     table = None
