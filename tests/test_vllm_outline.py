@@ -659,7 +659,9 @@ def _hybrid_summary(result):
     return result[0].__name__, result[1].splitlines()[0]
 
 
-@pytest.mark.parametrize(("text", "expected"), zip(HYBRID_SHAPES, HYBRID_READINGS, strict=True))
+@pytest.mark.parametrize(
+    ("text", "expected"), list(zip(HYBRID_SHAPES, HYBRID_READINGS, strict=True))
+)
 def test_hybrid_page_rules_read_these_shapes(text, expected):
     args = (text, PLATFORM_PATH, serving_rules.PLATFORM_CLASS, serving_rules.HYBRID_METHOD)
     assert _hybrid_summary(outcome(serving_rules.hybrid_page_rules, *args)) == expected
