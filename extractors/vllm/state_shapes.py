@@ -29,6 +29,7 @@ from apron.extractors.parsing.python_ts import (
     if_clauses,
     node_text,
     parse_python,
+    statements,
     string_value,
     unparenthesize,
 )
@@ -263,25 +264,13 @@ def _inline(definition: Node, positional, keywords, scope: _Scope, node: Node) -
     return _body(definition.child_by_field_name("body"), inner)
 
 
-def _statements(block: Node) -> list[Node]:
-    return [s for s in block.named_children if s.type not in ("comment", "pass_statement")]
-
-
-def _is_docstring(statement: Node) -> bool:
-    return (
-        statement.type == "expression_statement"
-        and statement.named_child_count == 1
-        and statement.named_children[0].type == "string"
-    )
-
-
 def _body(block: Node, scope: _Scope) -> Value:
     """What a function body returns: assignments and ifs folded into the returned value."""
-    return _block([s for s in _statements(block) if not _is_docstring(s)], scope, block)
+    return _block(statements(block), scope, block)
 
 
-def _block(statements: list[Node], scope: _Scope, where: Node) -> Value:
-    for index, statement in enumerate(statements):
+def _block(block_statements: list[Node], scope: _Scope, where: Node) -> Value:
+    for index, statement in enumerate(block_statements):
         if statement.type == "return_statement":
             if statement.named_child_count != 1:
                 raise Unreadable(statement, "a return of this shape")
@@ -295,7 +284,7 @@ def _block(statements: list[Node], scope: _Scope, where: Node) -> Value:
                 raise Unreadable(statement, "an if with elif")
             test_node, consequence = clauses[0]
             test = _scalar(expression(test_node, scope), statement)
-            rest = statements[index + 1 :]
+            rest = block_statements[index + 1 :]
             if _returns(consequence):
                 then = _body(consequence, _fork(scope))
                 after = _tail(rest, otherwise, scope, statement)
@@ -333,19 +322,17 @@ def _fork(scope: _Scope) -> _Scope:
 
 
 def _returns(block: Node) -> bool:
-    return any(s.type == "return_statement" for s in _statements(block))
+    return any(s.type == "return_statement" for s in statements(block))
 
 
 def _run(block: Node, scope: _Scope) -> None:
-    for statement in _statements(block):
+    for statement in statements(block):
         if statement.type != "expression_statement":
             raise Unreadable(statement, f"a {statement.type} inside an if")
         _assign(statement, scope)
 
 
 def _assign(statement: Node, scope: _Scope) -> None:
-    if _is_docstring(statement):
-        return
     inner = statement.named_children[0] if statement.named_child_count == 1 else None
     if inner is None or inner.type != "assignment":
         raise Unreadable(statement, "a statement that is not an assignment")
@@ -447,7 +434,7 @@ def calculators(text: str, path: str) -> tuple[list[MambaStateCalculator], list[
 def _returned_names(definition: Node, count: int) -> tuple[str, ...]:
     """The local names the method's last return lists (`return conv_state_shape, ...`), one per
     state; () when it returns anything else."""
-    body = [s for s in _statements(definition.child_by_field_name("body"))]
+    body = statements(definition.child_by_field_name("body"))
     last = body[-1] if body else None
     if last is None or last.type != "return_statement" or last.named_child_count != 1:
         return ()
@@ -536,13 +523,7 @@ def hooks(
 
 def _declared_only(definition: Node) -> bool:
     """A Protocol's declaration: the body is a docstring and `...` (or `pass`) only."""
-    for statement in definition.child_by_field_name("body").named_children:
-        if statement.type in ("comment", "pass_statement") or _is_docstring(statement):
-            continue
-        if statement.type == "expression_statement" and node_text(statement) == "...":
-            continue
-        return False
-    return True
+    return all(node_text(s) == "..." for s in statements(definition.child_by_field_name("body")))
 
 
 def _hook(definition, params, imports, local, module) -> dict:
@@ -550,10 +531,8 @@ def _hook(definition, params, imports, local, module) -> dict:
     if len(names) != 1:
         raise Unreadable(definition, "a hook that does not take one vllm_config")
     scope = _Scope({}, {}, [], names[0])
-    statements = [
-        s for s in _statements(definition.child_by_field_name("body")) if not _is_docstring(s)
-    ]
-    for statement in statements[:-1]:
+    body = statements(definition.child_by_field_name("body"))
+    for statement in body[:-1]:
         if statement.type != "expression_statement":
             raise Unreadable(statement, f"a {statement.type} in a state hook")
         inner = statement.named_children[0]
@@ -573,7 +552,7 @@ def _hook(definition, params, imports, local, module) -> dict:
                 scope.names[left] = ("with_hf_config:" + config,)
                 continue
         _assign(statement, scope)
-    last = statements[-1] if statements else definition
+    last = body[-1] if body else definition
     if last.type != "return_statement" or last.named_child_count != 1:
         raise Unreadable(last, "a hook that does not end in return <call>")
     call = unparenthesize(last.named_children[0])
