@@ -9,6 +9,7 @@ from apron.extractors.engines import ENGINES
 from apron.extractors.errors import ExtractionError, SourceError
 from apron.extractors.pins import Pin, load_pin
 from apron.extractors.records import EngineFacts
+from apron.extractors.report.readings_lost import LostReading
 from apron.extractors.runner.pipeline import (
     ProjectPaths,
     all_current_facts,
@@ -85,7 +86,8 @@ def check_engine(paths: ProjectPaths, engine_id: str, source: str | None = None)
         pin = load_pin(paths.pins, engine_id)
     except ExtractionError as err:
         return CheckOutcome(engine_id, "not checked", f"no usable pin: {err.message}")
-    mismatch = pin_mismatch(engine_id, pin, current_facts(paths, engine))
+    committed = current_facts(paths, engine)
+    mismatch = pin_mismatch(engine_id, pin, committed)
     if mismatch:
         return CheckOutcome(
             engine_id, "differs", mismatch, regenerate_command(engine_id, source, pin.commit)
@@ -113,22 +115,26 @@ def check_engine(paths: ProjectPaths, engine_id: str, source: str | None = None)
     rendered = render_generated(paths, facts)
     differ = differing_files(paths.generated, rendered, engine_id)
     if differ:
-        lost = readings_lost_at(engine, chosen, current_facts(paths, engine), facts)
-        lead = (
-            [f"{len(lost)} readings lost (suspected misreads, not upstream changes):"]
-            + [f"  {item.line()}" for item in lost[:LOST_SHOWN]]
-            + ([f"  ... and {len(lost) - LOST_SHOWN} more"] if len(lost) > LOST_SHOWN else [])
-            if lost
-            else []
-        )
+        lost = readings_lost_at(engine, chosen, committed, facts)
         return CheckOutcome(
             engine_id,
             "differs",
-            "\n".join([*lead, "differs: " + ", ".join(differ)]),
+            "\n".join([*_lost_lines(lost), "differs: " + ", ".join(differ)]),
             regenerate_command(engine_id, source),
             readings_lost=len(lost),
         )
     return CheckOutcome(engine_id, "ok", f"identical at {pin.commit}")
+
+
+def _lost_lines(lost: list[LostReading]) -> list[str]:
+    """The readings lost, listed first in a `differs` outcome; none when nothing was lost."""
+    if not lost:
+        return []
+    lines = [f"{len(lost)} readings lost (suspected misreads, not upstream changes):"]
+    lines += [f"  {item.line()}" for item in lost[:LOST_SHOWN]]
+    if len(lost) > LOST_SHOWN:
+        lines.append(f"  ... and {len(lost) - LOST_SHOWN} more")
+    return lines
 
 
 def check_offline(paths: ProjectPaths) -> list[str]:
