@@ -467,6 +467,21 @@ class SglangArchitectureSet(NamedTuple):
     symbol: str
 
 
+class SglangArgOverride(NamedTuple):
+    """A value SGLang's override registry (arg_groups/overrides.py) gives a pool-sizing server arg"""
+
+    setting: str
+    value: str
+    architectures: tuple[str, ...]
+    predicate: str
+    guards: tuple[str, ...]
+    applies_by_default: bool
+    function: str
+    order: int
+    path: str
+    symbol: str
+
+
 class SglangDocsRow(NamedTuple):
     """One row of an SGLang supported-models table (2025 .md or 2026 .mdx layout)."""
 
@@ -562,6 +577,21 @@ class SglangRegistryRow(NamedTuple):
     resolved_via: str
     class_path: str
     also_in: tuple[str, ...]
+    path: str
+
+
+class SizingPath(NamedTuple):
+    """One way through a vLLM KV cache sizing method (vllm/v1/kv_cache_interface.py,"""
+
+    symbol: str
+    order: int
+    effect: str
+    target: str
+    conditions: tuple[tuple[str, ...], ...]
+    value: tuple[str, ...]
+    code: str
+    status: str
+    reason: str
     path: str
 
 

@@ -29,6 +29,7 @@ from apron.extractors.vllm import (
     matrix_cells,
     model_config_defaults,
     serving_rules,
+    sizing_rules,
     state_shapes,
 )
 from apron.extractors.vllm.records import (
@@ -45,6 +46,7 @@ from apron.extractors.vllm.records import (
     ModelClassFlags,
     RegistryNotice,
     RegistryRow,
+    SizingPath,
     VllmDocsRow,
 )
 from apron.extractors.vllm.registry_notices import registry_notices, removal_notes
@@ -323,6 +325,16 @@ HYBRID_PAGE_RULES = FactKind(
     "attention page holds one mamba state, per mamba_cache_mode branch.",
 )
 
+KV_SIZING_PATHS = FactKind(
+    sizing_rules.FACT,
+    "KV cache sizing rules",
+    SizingPath,
+    "the ways through the methods that size a request's KV cache (the pages a full-attention, "
+    "sliding-window, chunked-local or Mamba group takes at max_model_len), the in-flight tokens "
+    "a windowed group reserves for, and the scheduler's batch defaults: tests and value as "
+    "postfix terms, in source order.",
+)
+
 MAMBA_STATE_CALCULATORS = FactKind(
     state_shapes.CALCULATORS_FACT,
     "Recurrent state calculators",
@@ -526,6 +538,12 @@ ENGINE = EngineSpec(
             KV_DTYPE_LITERALS,
             kv_dtype_rules.kv_dtype_literals,
             reads=kv_dtype_rules.READS,
+            allow_empty=True,
+        ),
+        FactExtractor(
+            KV_SIZING_PATHS,
+            sizing_rules.kv_sizing_paths,
+            reads=sizing_rules.READS,
             allow_empty=True,
         ),
         FactExtractor(
