@@ -116,12 +116,7 @@ def gpu_share(
         mismatch = _state_split_mismatch(rules, rule.calculator if rule else None)
         if mismatch:
             return _unknown(tp, (mismatch,), weights)
-    rule_text = (
-        f"max(1, heads // {tp})" if rules.kv_heads_split == sr.SPLIT_REPLICATE else f"heads // {tp}"
-    )
-    split = parallel.split_heads(
-        heads, tp, lambda total: sr.kv_heads_per_gpu(rules, total, tp, False) or 0, rule_text
-    )
+    split = heads_per_gpu(heads, tp, rules)
     shared = compute(selection, model, split, request._replace(tp=tp))
     lines.extend(shared.arithmetic)
     if heads.count is not None and heads.count < tp and rules.kv_heads_split == sr.SPLIT_REPLICATE:
@@ -142,6 +137,20 @@ def gpu_share(
         (),
         shared.unknown,
         tuple(lines),
+    )
+
+
+def heads_per_gpu(heads: HeadCount, tp: int, rules) -> HeadCount:
+    """The KV heads one GPU holds under the engine's extracted split rule."""
+    from apron import serving_rules as sr
+
+    if tp == 1:
+        return heads
+    rule_text = (
+        f"max(1, heads // {tp})" if rules.kv_heads_split == sr.SPLIT_REPLICATE else f"heads // {tp}"
+    )
+    return parallel.split_heads(
+        heads, tp, lambda total: sr.kv_heads_per_gpu(rules, total, tp, False) or 0, rule_text
     )
 
 

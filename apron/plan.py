@@ -17,6 +17,7 @@ from apron.constraints import (
     EngineConstraints,
     load_constraints,
 )
+from apron.deployment import Deployment
 from apron.engines import ENGINE_RULES
 from apron.engines import llamacpp as llamacpp_rules
 from apron.engines import vllm as vllm_rules
@@ -273,11 +274,29 @@ def _view(
     if figures.unknown:
         notes.extend(f"unknown: {u}" for u in figures.unknown)
     gpu, fits, serving_cites = (
-        _serving_figures(model, request, engine_id, constraints, selection, heads, figures, serving)
+        _serving_figures(
+            model,
+            request,
+            engine_id,
+            constraints,
+            selection,
+            heads,
+            figures,
+            serving,
+            decision.window_aware,
+        )
         if serving is not None
         else (None, None, ())
     )
     cites.extend(serving_cites)
+    share = gpu if gpu is not None and gpu.status == "split" else None
+    per_sequence = (
+        share.kv_bytes_at_context + share.state_bytes_per_sequence
+        if share is not None
+        and share.kv_bytes_at_context is not None
+        and share.state_bytes_per_sequence is not None
+        else None
+    )
     return EngineView(
         engine_id,
         title,
@@ -295,6 +314,7 @@ def _view(
         tuple(dict.fromkeys(cites)),
         gpu,
         fits,
+        per_sequence * request.batch if per_sequence is not None else None,
     )
 
 
@@ -316,7 +336,7 @@ def _llamacpp_view(
     found = llamacpp_rules.plan_figures(model, constraints, request)
     if found is None:
         return None
-    figures, extra, extra_cites = found
+    figures, extra, extra_cites, total, split = found
     unknown = [f"unknown: {u}" for u in figures.unknown]
     if tp > 1:  # no per-GPU rule: the column says so and does not vote on refusing tp
         unknown.append("unknown: llama.cpp splits layers across GPUs (--split-mode), not modelled")
@@ -364,6 +384,9 @@ def _llamacpp_view(
         ),
         tuple(dict.fromkeys([*cites, *extra_cites])),
         gpu,
+        None,
+        total if tp == 1 else None,
+        split,
     )
 
 
@@ -374,6 +397,7 @@ class Serving(NamedTuple):
     gpu_memory: int | None
     memory_fraction: float | None
     weights: Weights
+    deployment: Deployment = Deployment()
 
 
 def _serving_figures(
@@ -385,6 +409,7 @@ def _serving_figures(
     heads: HeadCount,
     figures: MechanismResult,
     serving: Serving,
+    window_aware: bool | None = None,
 ) -> tuple[GpuShare, Capacity | None, tuple[Citation, ...]]:
     """The engine's per-GPU share at --tp and, with --gpu-memory, what fits (and the serving
     rules it cites)."""
@@ -409,7 +434,56 @@ def _serving_figures(
         )
         rules = rules._replace(memory_fraction=fraction, memory_fraction_source=source)
         used = tuple(dict.fromkeys((*used, *cites)))
-    fits = per_gpu.engine_capacity(
+    fits = _engine_capacity(
+        model, request, engine_id, constraints, figures, share, heads, rules, serving, window_aware
+    )
+    if fraction_lines:
+        fits = fits._replace(arithmetic=(*fraction_lines, *fits.arithmetic))
+    return share, fits, used
+
+
+def _engine_capacity(
+    model: ModelConfig,
+    request: Request,
+    engine_id: str,
+    constraints: EngineConstraints,
+    figures: MechanismResult,
+    share: GpuShare,
+    heads: HeadCount,
+    rules,
+    serving: Serving,
+    window_aware: bool | None,
+) -> Capacity:
+    """What fits on one GPU, by the engine's own pool arithmetic (vLLM's KV cache groups,
+    SGLang's pool configurators); the generic block fit for an engine without its own."""
+    from apron import per_gpu
+
+    deployment = serving.deployment._replace(
+        gpu_memory=serving.gpu_memory,
+        memory_fraction=serving.memory_fraction,
+        batch=request.batch,
+    )
+    split = per_gpu.heads_per_gpu(heads, share.tp, rules)
+    shared = dict(
+        model=model,
+        mechanism=figures.mechanism,
+        share=share,
+        heads=split,
+        request=request._replace(tp=share.tp),
+        rules=rules,
+        deployment=deployment,
+        context=request.context,
+        weights_unknown=serving.weights.unknown,
+    )
+    if engine_id == "vllm":
+        from apron import vllm_capacity
+
+        return vllm_capacity.capacity(vllm=constraints, **shared)
+    if engine_id == "sglang":
+        from apron import sglang_capacity
+
+        return sglang_capacity.capacity(sglang=constraints, window_aware=window_aware, **shared)
+    return per_gpu.engine_capacity(
         model,
         figures.mechanism,
         share,
@@ -419,9 +493,6 @@ def _serving_figures(
         request.context,
         serving.weights.unknown,
     )
-    if fraction_lines:
-        fits = fits._replace(arithmetic=(*fraction_lines, *fits.arithmetic))
-    return share, fits, used
 
 
 def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:

@@ -72,6 +72,9 @@ class ServingRules(NamedTuple):
     # divides them; None when the engine's rows have no such rule
     kv_heads_tp_rule: str | None = None
     backend_blocks: tuple[BackendBlock, ...] = ()
+    # the smallest kernel block size of the first backend of the default non-MLA list: the block
+    # a sliding-window layer takes (vLLM Attention.get_kv_cache_spec); None when not extracted
+    kernel_min_block: int | None = None
 
 
 def _where(row: Any) -> str:
@@ -224,6 +227,7 @@ def serving_rules(engine: EngineConstraints | None, engine_id: str) -> ServingRu
         unknown=tuple(unknown),
         kv_heads_tp_rule=kv_tp_rule,
         backend_blocks=_backends(engine),
+        kernel_min_block=_kernel_min_block(engine),
     )
 
 

@@ -147,10 +147,18 @@ def _kv_cache_dtype(cache_dtype: Any, model_dtype: Any) -> Any:
     return model_dtype if cache_dtype == "auto" else cache_dtype
 
 
+def _cdiv(a: Any, b: Any) -> Any:
+    """vllm.utils.math_utils.cdiv: -(a // -b)."""
+    return -(a // -b)
+
+
 CALLS: dict[str, Callable[..., Any]] = {
     "divide/2": _divide,
     "int/1": int,
     "get_kv_cache_torch_dtype/2": _kv_cache_dtype,
+    "cdiv/2": _cdiv,
+    "min/2": min,
+    "max/2": max,
 }
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "+": lambda a, b: a + b,
@@ -159,7 +167,17 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "//": lambda a, b: a // b,
     "%": lambda a, b: a % b,
     "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "in": lambda a, b: a in b,
+    "not in": lambda a, b: a not in b,
+    "and": lambda a, b: bool(a and b),
+    "or": lambda a, b: bool(a or b),
 }
+NOT_NUMERIC = frozenset({"==", "!=", "in", "not in", "and", "or"})  # any operands
 
 
 def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
@@ -170,7 +188,7 @@ def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
             b, a = stack.pop(), stack.pop()
             if a is MISSING or b is MISSING:
                 stack.append(MISSING)
-            elif term != "==" and not (_number(a) and _number(b)):
+            elif term not in NOT_NUMERIC and not (_number(a) and _number(b)):
                 raise _Refused(f"{term} of {a!r} and {b!r}")
             else:
                 stack.append(BINARY[term](a, b))
@@ -217,7 +235,25 @@ def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
     return stack[0]
 
 
-LEVELS = {"if": 0, "==": 1, "+": 2, "-": 2, "*": 3, "//": 3, "%": 3, "divide/2": 3}
+LEVELS = {
+    "if": 0,
+    "or": 0,
+    "and": 0,
+    "==": 1,
+    "!=": 1,
+    "<": 1,
+    "<=": 1,
+    ">": 1,
+    ">=": 1,
+    "in": 1,
+    "not in": 1,
+    "+": 2,
+    "-": 2,
+    "*": 3,
+    "//": 3,
+    "%": 3,
+    "divide/2": 3,
+}
 
 
 def infix(terms: Sequence[str], names: Callable[[str], str] = str) -> str:

@@ -12,7 +12,7 @@ from apron.constraints import EngineConstraints
 from apron.engines.base import EngineDecision
 from apron.llamacpp_hf import hf_header
 from apron.llamacpp_memory import figures as llamacpp_figures
-from apron.results import MechanismResult, Request
+from apron.results import LlamaCppContext, MechanismResult, Request
 
 ENGINE = "llamacpp"
 HF, SWA = "hf_architectures", "sliding_window"
@@ -102,10 +102,13 @@ CACHE_TYPE_OF = {"bf16": "GGML_TYPE_BF16", "fp16": "GGML_TYPE_F16", "fp32": "GGM
 
 def plan_figures(
     model: ModelConfig, llamacpp: EngineConstraints, request: Request
-) -> tuple[MechanismResult, tuple[str, ...], tuple] | None:
+) -> tuple[MechanismResult, tuple[str, ...], tuple, int | None, LlamaCppContext | None] | None:
     """The llama.cpp column's figures for an HF config: its hparams through the converter's
-    extracted HF -> GGUF mapping, sized by llama.cpp's extracted rules with n_ctx = --context
-    and n_seq_max = --batch. None when the rules are not in generated/llamacpp."""
+    extracted HF -> GGUF mapping, sized by llama.cpp's extracted rules for --batch sequences of
+    --context tokens each: llama.cpp splits n_ctx across n_seq_max sequences, so that is
+    n_ctx = batch x context, n_seq_max = batch. The result's at-context figure is one sequence's
+    share; the batch total and the split come beside it. None when the rules are not in
+    generated/llamacpp."""
     if not llamacpp.has("converter_hparams") or not llamacpp.has("memory_rules"):
         return None
     rows = matches(model, llamacpp)
@@ -118,17 +121,31 @@ def plan_figures(
     unknown: list[str] = []
     if cache is None:
         unknown.append(f"llama.cpp has no {request.kv_dtype} KV cache type")
+    n = max(1, request.batch)
+    n_ctx = request.context * n if request.context is not None else None
     got = llamacpp_figures(
         header,
         llamacpp,
-        n_ctx=request.context,
-        n_seq_max=max(1, request.batch),
+        n_ctx=n_ctx,
+        n_seq_max=n,
         type_k=cache or "GGML_TYPE_F16",
         type_v=cache or "GGML_TYPE_F16",
     )
+    split = None
+    if n_ctx is not None:
+        split = LlamaCppContext(
+            n_ctx=n_ctx,
+            n_seq_max=n,
+            n_ctx_seq=n_ctx // n,
+            kv_unified=False,
+            words=(
+                f"llama.cpp splits n_ctx across sequences: {n:,} x {request.context:,} tokens "
+                f"is -c {n_ctx} -np {n} ({request.context:,} each)"
+            ),
+        )
     notes = [
-        f"{title} figures: n_ctx = --context, n_seq_max = --batch "
-        "(llama.cpp splits n_ctx across the sequences); per sequence below = total / n_seq_max",
+        f"{title} figures: n_ctx = --context x --batch, n_seq_max = --batch (llama.cpp splits "
+        "n_ctx across the sequences); one sequence below = total / n_seq_max",
         *got.notes,
         *(f"llama.cpp: {a}" for a in got.arithmetic),
     ]
@@ -140,9 +157,13 @@ def plan_figures(
         unknown.append(f"the converter computes {', '.join(names[:3])}{more}")
     elif got.unknown:
         unknown.extend(got.unknown)
-    n = max(1, request.batch)
     kv = None if unknown or got.kv_bytes is None else got.kv_bytes // n
     state = None if unknown or got.state_bytes is None else got.state_bytes // n
+    total = (
+        None
+        if unknown or got.kv_bytes is None or got.state_bytes is None
+        else got.kv_bytes + got.state_bytes
+    )
     # every attention layer of a plain or hybrid cache holds all n_ctx_seq cells: bytes per cell
     per_token = None
     if kv is not None and got.memory_class in ("llama_kv_cache", "llama_memory_hybrid"):
@@ -161,4 +182,4 @@ def plan_figures(
         arithmetic=got.arithmetic,
         notes=tuple(notes),
     )
-    return result, tuple(notes), (*cites, *got.citations)
+    return result, tuple(notes), (*cites, *got.citations), total, split

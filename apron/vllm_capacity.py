@@ -1,0 +1,313 @@
+"""What fits on one GPU in vLLM: its KV cache groups for the model's layers, the blocks its budget
+holds, the blocks one request at max_model_len takes, its startup check, and the verdict for the
+batch at the context.
+
+Budget = ceil(GPU memory x gpu_memory_utilization) - weights (vLLM's requested memory minus the
+model; activations, CUDA graphs and non-torch memory are not modelled). The groups, blocks and
+concurrency are vLLM's own arithmetic (apron.vllm_kv_cache, from vllm/v1/core/kv_cache_utils.py);
+what a request takes per group is vLLM's extracted sizing rules (apron.vllm_sizing). Block sizes:
+the first default attention backend's (full attention, chunked-local, Mamba pages), raised for a
+hybrid by the page-size rule; the backend's smallest kernel block for sliding-window layers
+(vLLM Attention.get_kv_cache_spec)."""
+
+from __future__ import annotations
+
+import math
+
+from apron import capacity as fit_rules
+from apron.config import ModelConfig
+from apron.constraints import EngineConstraints
+from apron.deployment import Deployment
+from apron.layer_specs import ATTENTION, CHUNK, STATE, WINDOWED, Layers, layers_of
+from apron.mechanisms import hybrid_ssm, mla_latent
+from apron.results import Capacity, GpuShare, HeadCount, Request, Verdict
+from apron.vllm_kv_cache import (
+    CHUNKED,
+    FULL,
+    MAMBA,
+    SLIDING,
+    Grouping,
+    LayerSpec,
+    NotModelled,
+    blocks_per_request,
+    group_specs,
+    kv_cache_plan,
+)
+from apron.vllm_sizing import Unknown, request_pages, scheduler
+
+HMA_CHUNKED = (
+    "VllmConfig disables the hybrid KV cache manager when attention_chunk_size is set "
+    "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE unset): chunked-local layers are "
+    "allocated as full attention (vllm/config/vllm.py)"
+)
+
+
+def _unknown_capacity(
+    gpu_memory: int, fraction, fraction_source: str, block, block_source: str, unknown, notes
+) -> Capacity:
+    return Capacity(
+        gpu_memory,
+        fraction,
+        fraction_source,
+        block,
+        block_source,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        "",
+        tuple(dict.fromkeys(unknown)),
+        (),
+        tuple(notes),
+    )
+
+
+def _specs(layers: Layers, block: int, sliding_block: int | None) -> tuple[list[LayerSpec], str]:
+    """vLLM's per-layer specs for these layers, or ([], why)."""
+    specs: list[LayerSpec] = []
+    attention = [layer for layer in layers.layers if layer.kind != STATE]
+    state_page = 0
+    if any(layer.kind == STATE for layer in layers.layers) and attention:
+        widths = {layer.per_token_bytes for layer in attention}
+        if len(widths) != 1:
+            return [], "a hybrid whose attention layers differ in size"
+        state_page = block * widths.pop()  # padded to the attention page (hybrid page rule)
+    for layer in layers.layers:
+        if layer.kind == ATTENTION:
+            specs.append(LayerSpec(FULL, block, layer.per_token_bytes * block, 0, layer.geometry))
+        elif layer.kind == WINDOWED:
+            if sliding_block is None:
+                return [], (
+                    "the attention backend's kernel block sizes are not extracted: a sliding-window "
+                    "layer takes the smallest of them"
+                )
+            page = layer.per_token_bytes * sliding_block
+            specs.append(LayerSpec(SLIDING, sliding_block, page, layer.window, layer.geometry))
+        elif layer.kind == CHUNK:
+            page = layer.per_token_bytes * block
+            specs.append(LayerSpec(CHUNKED, block, page, layer.window, layer.geometry))
+        else:
+            page = max(state_page, layer.state_bytes)
+            specs.append(LayerSpec(MAMBA, block, page, 0, layer.geometry))
+    return specs, ""
+
+
+def _largest_context(grouping: Grouping, blocks: int, batch: int, upper: int, pages) -> int:
+    """The largest max_model_len at which `batch` requests fit in `blocks` (0: none)."""
+
+    def fits(length: int) -> bool:
+        return batch * blocks_per_request(grouping, length, pages) <= blocks
+
+    if upper < 1 or not fits(1):
+        return 0
+    low, high, best = 1, upper, 1
+    while low <= high:
+        middle = (low + high) // 2
+        if fits(middle):
+            best, low = middle, middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def capacity(
+    *,
+    model: ModelConfig,
+    mechanism: str,
+    share: GpuShare,
+    heads: HeadCount,
+    request: Request,
+    rules,  # apron.serving_rules.ServingRules
+    vllm: EngineConstraints,
+    deployment: Deployment,
+    context: int | None,
+    weights_unknown: str,
+) -> Capacity:
+    """vLLM's blocks, concurrency and verdict on one GPU, or unknown with what is missing."""
+    from apron.per_gpu import _block_tokens, _hybrid_block
+
+    gpu_memory = deployment.gpu_memory or 0
+    fraction, fraction_source = (
+        (deployment.memory_fraction, "--memory-fraction")
+        if deployment.memory_fraction is not None
+        else (rules.memory_fraction, rules.memory_fraction_source)
+    )
+    unknown: list[str] = []
+    notes = [fit_rules.NOT_MODELLED]
+    block, block_source = _block_tokens(rules, mechanism == mla_latent.NAME, unknown)
+    if deployment.block_size is not None:
+        block, block_source = deployment.block_size, "--block-size"
+    if share.status != "split":
+        unknown.append(
+            "the engine refuses this tp" if share.status == "refused" else "per-GPU figures unknown"
+        )
+    if fraction is None:
+        unknown.append(f"memory fraction: {fraction_source}")
+    if block is None and not any(u.startswith("block size") for u in unknown):
+        unknown.append(f"block size: {block_source}")
+    if share.weights_bytes is None:
+        unknown.append(
+            weights_unknown
+            if weights_unknown.startswith("weights")
+            else f"weights: {weights_unknown}"
+        )
+    if context is None:
+        unknown.append("max_model_len: no context length (give --context)")
+    layers = None
+    if share.status == "split":
+        if share.kv_bytes_per_token is None or share.state_bytes_per_sequence is None:
+            unknown.append("KV or state bytes per GPU unknown: " + "; ".join(share.unknown))
+        else:
+            layers = layers_of(
+                model,
+                mechanism,
+                heads,
+                request,
+                share.kv_bytes_per_token,
+                share.state_bytes_per_sequence,
+            )
+            if layers.unknown:
+                unknown.append(f"layers: {layers.unknown}")
+    if unknown:
+        return _unknown_capacity(
+            gpu_memory, fraction, fraction_source, block, block_source, unknown, notes
+        )
+    assert fraction is not None and block is not None and layers is not None
+    assert share.weights_bytes is not None and context is not None
+    lines: list[str] = []
+    if mechanism == hybrid_ssm.NAME and layers.of(STATE) and layers.of(ATTENTION):
+        found = _hybrid_block(model, share, rules, notes)
+        if found[0] is None:
+            return _unknown_capacity(
+                gpu_memory, fraction, fraction_source, block, block_source, (found[1],), notes
+            )
+        block, _padded, more = found
+        block_source = f"raised by the hybrid page rule from {rules.block_tokens}"
+        lines.extend(more)
+    specs, why = _specs(layers, block, rules.kernel_min_block)
+    if why:
+        return _unknown_capacity(
+            gpu_memory, fraction, fraction_source, block, block_source, (why,), notes
+        )
+    hybrid_allocator = not any(s.kind == CHUNKED for s in specs)
+    if not hybrid_allocator:
+        notes.append(HMA_CHUNKED)
+    try:
+        grouping = group_specs(specs, hybrid_allocator)
+        sched = scheduler(
+            vllm,
+            gpu_memory=gpu_memory,
+            gpu_name=deployment.gpu_name,
+            tp=share.tp,
+            pp=deployment.pp,
+            max_model_len=context,
+            max_num_batched_tokens=deployment.max_num_batched_tokens,
+        )
+        pages = request_pages(vllm, sched.in_flight_tokens)
+        requested = math.ceil(gpu_memory * fraction)
+        if deployment.kv_cache_memory_bytes is not None:
+            available = deployment.kv_cache_memory_bytes
+            lines.append(f"KV cache memory = {available:,} B (--kv-cache-memory-bytes)")
+        else:
+            available = requested - share.weights_bytes
+            lines.append(
+                f"budget = ceil({gpu_memory:,} B x {fraction:g}) - {share.weights_bytes:,} B "
+                f"weights = {available:,} B"
+            )
+        if any(s.kind in (SLIDING, CHUNKED) for s in specs):
+            lines.extend(sched.lines)
+        plan = kv_cache_plan(grouping, max(available, 0), context, pages)
+        verdict = _verdict(
+            plan,
+            grouping,
+            pages,
+            requested,
+            share.weights_bytes,
+            available,
+            context,
+            deployment,
+            request,
+            sched.max_num_seqs,
+        )
+    except (NotModelled, Unknown) as err:
+        return _unknown_capacity(
+            gpu_memory, fraction, fraction_source, block, block_source, (str(err),), notes
+        )
+    lines.extend(plan.lines)
+    state_pages = sum(pages(g.spec, context) for g in grouping.groups if g.spec.kind == MAMBA)
+    kv_pages = plan.blocks_per_request - state_pages
+    return Capacity(
+        gpu_memory,
+        fraction,
+        fraction_source,
+        block,
+        block_source,
+        available,
+        plan.num_blocks,
+        grouping.pool_block_bytes or None,
+        plan.tokens if grouping.groups else None,
+        plan.blocks_per_request,
+        plan.needed_bytes,
+        math.floor(plan.max_concurrency) if grouping.groups and plan.blocks_per_request else None,
+        "weights" if available <= 0 else "state" if state_pages > kv_pages else "kv",
+        () if grouping.groups else ("no KV cache or state: memory sets no limit on sequences",),
+        tuple(lines),
+        tuple(notes),
+        plan.max_concurrency if grouping.groups else None,
+        verdict,
+    )
+
+
+def _verdict(
+    plan, grouping, pages, requested, weights, available, context, deployment, request, max_seqs
+) -> Verdict:
+    batch = deployment.batch
+    budget_notes = ()
+    if weights > requested or available <= 0:
+        return Verdict(
+            False,
+            f"the weights alone ({weights:,} B) do not fit in {requested:,} B "
+            "(GPU memory x gpu_memory_utilization)",
+            False,
+            requested,
+            weights,
+            None,
+            0,
+            0,
+            budget_notes,
+        )
+    if not grouping.groups:
+        return Verdict(
+            True, "fits: no KV cache or state", True, requested, weights, 0, None, None, ()
+        )
+    upper = max(context, request.max_model_len or 0)
+    largest_context = _largest_context(grouping, plan.num_blocks, batch, upper, pages)
+    largest_batch = math.floor(plan.max_concurrency)
+    cache = batch * plan.blocks_per_request * grouping.pool_block_bytes
+    notes = [f"vllm serve's default max_num_seqs here is {max_seqs:,}: more run queued"]
+    if not plan.fits_one_request:
+        return Verdict(
+            False,
+            f"vLLM refuses to start: one request at max_model_len {context:,} needs "
+            f"{plan.needed_bytes:,} B of KV cache, {available:,} B are left "
+            f"(its estimate of the largest max_model_len: {largest_context if batch == 1 else _largest_context(grouping, plan.num_blocks, 1, upper, pages):,})",
+            True,
+            requested,
+            weights,
+            cache,
+            largest_context,
+            0,
+            tuple(notes),
+        )
+    fits = batch * plan.blocks_per_request <= plan.num_blocks
+    reason = (
+        f"fits: {batch:,} x {plan.blocks_per_request:,} blocks <= {plan.num_blocks:,}"
+        if fits
+        else f"does not fit: {batch:,} x {plan.blocks_per_request:,} blocks > {plan.num_blocks:,}"
+    )
+    return Verdict(
+        fits, reason, True, requested, weights, cache, largest_context, largest_batch, tuple(notes)
+    )
