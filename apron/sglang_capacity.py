@@ -282,6 +282,7 @@ def capacity(
     )  # fmt: skip
     state = sum(layer.state_bytes for layer in layers.of(STATE))
     kv = context * sum(layer.per_token_bytes for layer in layers.layers)
+    kv_layers = any(layer.kind != STATE for layer in layers.layers)
     return Capacity(
         gpu_memory,
         fraction,
@@ -289,9 +290,9 @@ def capacity(
         page,
         page_source,
         budget,
-        found.full_tokens // page if page else None,
+        found.full_tokens // page if page and kv_layers else None,
         None,
-        found.full_tokens,
+        found.full_tokens if kv_layers else None,
         None,
         None,
         found.sequences,
@@ -323,9 +324,14 @@ def _verdict(
             best, low = middle, middle + 1
         else:
             high = middle - 1
-    per_token = sum(layer.per_token_bytes for layer in layers.layers)
+    full = sum(layer.per_token_bytes for layer in layers.of(ATTENTION))
+    local = layers.of(WINDOWED, CHUNK)
+    local_bytes = sum(layer.per_token_bytes for layer in local)
+    held = context  # a window-unaware pool holds every token of every layer
+    if found.kind == "hybrid_swa" and local:
+        held = min(context, max(layer.window for layer in local) + page)
     state = sum(layer.state_bytes for layer in layers.of(STATE))
-    cache = batch * (context * per_token + state)
+    cache = batch * (context * full + held * local_bytes + state)
     if found.refused:
         return Verdict(False, found.refused, True, requested, weights, cache, best, 0, ())
     fits = found.sequences >= batch

@@ -248,7 +248,7 @@ def capacity(
         available,
         plan.num_blocks,
         grouping.pool_block_bytes or None,
-        plan.tokens if grouping.groups else None,
+        plan.tokens if any(g.spec.kind != MAMBA for g in grouping.groups) else None,
         plan.blocks_per_request,
         plan.needed_bytes,
         math.floor(plan.max_concurrency) if grouping.groups and plan.blocks_per_request else None,
