@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from apron.config import load_config, load_sample, sample_names
+from apron.deployment import Deployment
 from apron.errors import ApronInputError
 from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, PARAM_DTYPE_BITS, plan
 from apron.version import version_option
@@ -98,6 +99,23 @@ FractionOpt = Annotated[
         "--memory-fraction",
         help="Fraction of GPU memory the engine may use (also vLLM's --gpu-memory-utilization, "
         "SGLang's --mem-fraction-static). Default: each engine's extracted default.",
+        show_default=False,
+    ),
+]
+GpuOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu",
+        help="A GPU by name (H100, A100-80GB, L40S, RTX 4090, ...): its memory as nvidia-smi "
+        "reports it, from apron's cited table (apron/gpus.py).",
+        show_default=False,
+    ),
+]
+RevisionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--revision",
+        help="The Hub revision (branch, tag or commit) of a model id or URL.",
         show_default=False,
     ),
 ]
@@ -223,9 +241,11 @@ def plan_command(
     max_num_seqs: MaxNumSeqsOpt = None,
     tensor_parallel_size: TensorParallelOpt = None,
     gpu_memory_utilization: FractionAliasOpt = None,
+    gpu: GpuOpt = None,
+    revision: RevisionOpt = None,
 ) -> None:
-    """Predict KV-cache bytes per engine for one config; with --tp and --gpu-memory, per GPU
-    and how many tokens and sequences fit."""
+    """Predict KV-cache bytes per engine for one config; with --tp and --gpu-memory (or --gpu),
+    per GPU, how many tokens and sequences fit, and whether --batch at --context does."""
     context = aliased(ctx, "context", context, max_model_len, "--max-model-len")
     kv_dtype = aliased(ctx, "kv_dtype", kv_dtype, kv_cache_dtype, "--kv-cache-dtype")
     batch = aliased(ctx, "batch", batch, max_num_seqs, "--max-num-seqs")
@@ -244,6 +264,8 @@ def plan_command(
         memory_fraction,
         weights,
         (weights_bytes, params, weights_dtype),
+        gpu,
+        revision,
     )
     if json_output:
         from apron.json_model import plan_json
@@ -266,6 +288,8 @@ def _plan(
     memory_fraction,
     weights,
     given=(None, None, None),
+    gpu=None,
+    revision=None,
 ):
     if (config is None) == (sample is None):
         fail(
@@ -276,13 +300,25 @@ def _plan(
         from apron.capacity import parse_memory
 
         memory = parse_memory(gpu_memory) if gpu_memory is not None else None
+        deployment = Deployment()
+        if gpu is not None:
+            from apron.gpus import gpu as gpu_part
+
+            if gpu_memory is not None:
+                raise ApronInputError("give --gpu NAME or --gpu-memory, not both")
+            part = gpu_part(gpu)
+            memory, deployment = part.memory_bytes, deployment._replace(gpu_name=part.name)
+        if revision is not None and sample is not None:
+            raise ApronInputError("--revision goes with a Hub model id or URL, not --sample")
         weights_bytes, params, weights_dtype = given
         if weights is not None and (weights_bytes is not None or params is not None):
             raise ApronInputError(
                 "give --weights DIR or --weights-bytes / --params, not both: the figure given "
                 "replaces the checkpoint's"
             )
-        model = load_sample(sample) if sample is not None else load_config(config)  # type: ignore[arg-type]
+        model = (
+            load_sample(sample) if sample is not None else load_config(config, revision=revision)  # type: ignore[arg-type]
+        )
         return plan(
             model,
             context=context,
@@ -295,6 +331,7 @@ def _plan(
             weights_bytes=parse_weights_bytes(weights_bytes) if weights_bytes is not None else None,
             params=parse_params(params) if params is not None else None,
             weights_dtype=weights_dtype,
+            deployment=deployment,
         )
     except ApronInputError as err:
         fail(str(err))

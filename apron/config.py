@@ -299,9 +299,11 @@ def load_config(
     source: str | Path | Mapping[str, Any],
     name: str | None = None,
     constraints: ConstraintSet | None = None,
+    revision: str | None = None,
 ) -> ModelConfig:
-    """A ModelConfig from a path (file or directory), a model id ORG/NAME[@REV] or a cache folder
-    models--ORG--NAME in the local Hugging Face cache (apron.hf_cache), or a parsed dict."""
+    """A ModelConfig from a path (file or directory), a model id ORG/NAME[@REV] or Hub URL (at
+    `revision`) or a cache folder models--ORG--NAME in the local Hugging Face cache
+    (apron.hf_cache), or a parsed dict."""
     if isinstance(source, Mapping):
         if _is_adapter(source):
             raise ApronInputError(_adapter_message(Path(name or "<dict>"), source))
@@ -309,7 +311,7 @@ def load_config(
     from apron import hf_cache
 
     try:
-        return _from_path(hf_cache.resolve(source), constraints)
+        return _from_path(hf_cache.resolve(source, revision), constraints)
     except OSError as err:  # an unreadable directory: Path.is_dir/is_file raise PermissionError
         raise ApronInputError(
             f"cannot read {err.filename or source}: {err.strerror or err}"

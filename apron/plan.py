@@ -723,6 +723,7 @@ def plan(
     weights_bytes: int | None = None,
     params: int | None = None,
     weights_dtype: str | None = None,
+    deployment: Deployment | None = None,
 ) -> Plan:
     """A labelled prediction for one config, citing the engine commits whose rules it used.
 
@@ -730,7 +731,8 @@ def plan(
     (adds what fits per engine); memory_fraction: overrides every engine's default fraction;
     model_dir: where the checkpoint's safetensors are (default: the config's directory);
     weights_bytes, or params with weights_dtype (PARAM_DTYPE_BITS): the weights figure without
-    a checkpoint (it replaces what model_dir holds).
+    a checkpoint (it replaces what model_dir holds); deployment: the GPU's name and the engine
+    settings beyond these (apron.deployment.Deployment).
     kv_dtype "auto" is resolved per engine from the checkpoint (its quantization config, or
     hf_quant_config.json in model_dir, default the directory of the config.json read)."""
     cs = constraints if constraints is not None else load_constraints()
@@ -754,7 +756,7 @@ def plan(
     weights = given_weights(weights_bytes, params, weights_dtype) or checkpoint_weights(
         model, directory
     )
-    serving = Serving(tp, gpu_memory, memory_fraction, weights)
+    serving = Serving(tp, gpu_memory, memory_fraction, weights, deployment or Deployment())
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
     for engine_id, engine in cs.engines.items():
