@@ -12,8 +12,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from apron import engine_flags
 from apron.config import load_config, load_sample, sample_names
-from apron.deployment import Deployment
+from apron.constraints import load_constraints
+from apron.engine_flags import EngineOptions
 from apron.errors import ApronInputError
 from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, PARAM_DTYPE_BITS, plan
 from apron.version import version_option
@@ -43,12 +45,12 @@ ConfigArg = Annotated[
     typer.Argument(help="A config.json, or a directory holding one.", show_default=False),
 ]
 ContextOpt = Annotated[
-    int | None,
+    str | None,
     typer.Option(
         "--context",
         "-c",
-        help="Context length in tokens (also vLLM's --max-model-len, SGLang's "
-        "--context-length). Default: the model's maximum as vLLM derives it.",
+        help="Tokens per sequence (also vLLM's --max-model-len: 32768, 32k = 32,000, 32K = "
+        "32,768, or auto; SGLang's --context-length). Default: the model's maximum.",
         show_default=False,
     ),
 ]
@@ -64,7 +66,9 @@ DtypeOpt = Annotated[
 ]
 BatchOpt = Annotated[
     int,
-    typer.Option("--batch", "-b", help="Concurrent sequences (also vLLM's --max-num-seqs)."),
+    typer.Option(
+        "--batch", help="Sequences at once (also vLLM's --max-num-seqs, llama.cpp's -np)."
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the plan as JSON (pydantic model).")]
 SampleOpt = Annotated[
@@ -190,10 +194,89 @@ def parse_params(text: str) -> int:
 # The engines' own flag names: hidden, so that the help's option column stays narrow enough to
 # show every name whole; each option's help names its aliases.
 MaxModelLenOpt = Annotated[
-    int | None, typer.Option("--max-model-len", "--context-length", hidden=True)
+    str | None, typer.Option("--max-model-len", "--context-length", hidden=True)
 ]
 KvCacheDtypeOpt = Annotated[str | None, typer.Option("--kv-cache-dtype", hidden=True)]
-MaxNumSeqsOpt = Annotated[int | None, typer.Option("--max-num-seqs", hidden=True)]
+MaxNumSeqsOpt = Annotated[
+    int | None, typer.Option("--max-num-seqs", "--parallel", "-np", hidden=True)
+]
+ENGINE_PANEL = "Engine flags (vLLM / llama.cpp)"
+BlockSizeOpt = Annotated[
+    str | None,
+    typer.Option("--block-size", help="vLLM's KV block size.", rich_help_panel=ENGINE_PANEL),
+]
+KvMemoryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kv-memory",
+        help="(vLLM's --kv-cache-memory-bytes.) The KV cache size itself (1G, 20GiB), instead "
+        "of the memory fraction.",
+        rich_help_panel=ENGINE_PANEL,
+        show_default=False,
+    ),
+]
+PipelineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--pp",
+        help="(vLLM's --pipeline-parallel-size, -pp.) Pipeline stages: vLLM splits the layers "
+        "between them.",
+        rich_help_panel=ENGINE_PANEL,
+        show_default=False,
+    ),
+]
+KvCacheMemoryBytesOpt = Annotated[str | None, typer.Option("--kv-cache-memory-bytes", hidden=True)]
+PipelineAliasOpt = Annotated[
+    str | None, typer.Option("--pipeline-parallel-size", "-pp", hidden=True)
+]
+CacheTypeKOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-k", "-ctk", help="llama.cpp K cache type (f16, q8_0, ...).",
+        rich_help_panel=ENGINE_PANEL, show_default=False,
+    ),
+]  # fmt: skip
+CacheTypeVOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-v", "-ctv", help="llama.cpp V cache type.", rich_help_panel=ENGINE_PANEL,
+        show_default=False,
+    ),
+]  # fmt: skip
+FlashAttnOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--flash-attn", "-fa", help="llama.cpp flash attention: on, off, auto.",
+        rich_help_panel=ENGINE_PANEL, show_default=False,
+    ),
+]  # fmt: skip
+KvUnifiedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--kv-unified", "-kvu", help="llama.cpp: one KV buffer for all sequences.",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]  # fmt: skip
+SwaFullOpt = Annotated[
+    bool,
+    typer.Option(
+        "--swa-full", help="llama.cpp: full-size SWA cache.", rich_help_panel=ENGINE_PANEL
+    ),
+]  # fmt: skip
+NBatchOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--batch-size", "-b", help="llama.cpp's logical batch (n_batch).",
+        rich_help_panel=ENGINE_PANEL, show_default=False,
+    ),
+]  # fmt: skip
+NUbatchOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ubatch-size", "-ub", help="llama.cpp's physical batch (n_ubatch).",
+        rich_help_panel=ENGINE_PANEL, show_default=False,
+    ),
+]  # fmt: skip
 TensorParallelOpt = Annotated[
     int | None, typer.Option("--tensor-parallel-size", "-tp", hidden=True)
 ]
@@ -243,12 +326,55 @@ def plan_command(
     gpu_memory_utilization: FractionAliasOpt = None,
     gpu: GpuOpt = None,
     revision: RevisionOpt = None,
+    block_size: BlockSizeOpt = None,
+    kv_memory: KvMemoryOpt = None,
+    pp: PipelineOpt = None,
+    kv_cache_memory_bytes: KvCacheMemoryBytesOpt = None,
+    pipeline_parallel_size: PipelineAliasOpt = None,
+    cache_type_k: CacheTypeKOpt = None,
+    cache_type_v: CacheTypeVOpt = None,
+    flash_attn: FlashAttnOpt = None,
+    kv_unified: KvUnifiedOpt = False,
+    swa_full: SwaFullOpt = False,
+    batch_size: NBatchOpt = None,
+    ubatch_size: NUbatchOpt = None,
 ) -> None:
     """Predict KV-cache bytes per engine for one config; with --tp and --gpu-memory (or --gpu),
-    per GPU, how many tokens and sequences fit, and whether --batch at --context does."""
+    per GPU, how many tokens and sequences fit, and whether --batch at --context does. A GGUF
+    file gives llama.cpp's figures, as `apron gguf` does."""
+    kv_memory = aliased(
+        ctx, "kv_memory", kv_memory, kv_cache_memory_bytes, "--kv-cache-memory-bytes"
+    )
+    pp = aliased(ctx, "pp", pp, pipeline_parallel_size, "--pipeline-parallel-size")
+    engine = EngineOptions(
+        block_size,
+        kv_memory,
+        pp,
+        cache_type_k,
+        cache_type_v,
+        flash_attn,
+        kv_unified or None,
+        swa_full or None,
+        batch_size,
+        ubatch_size,
+    )
+    if config is not None and sample is None and _is_gguf(config):
+        # plan's meaning: --batch sequences of --context tokens each, which llama.cpp holds in
+        # n_ctx = batch x context split across n_seq_max = batch
+        sequences = max_num_seqs or batch
+        try:
+            each = engine_flags.max_model_len(context, "--context", None) if context else None
+        except ApronInputError as err:
+            fail(str(err))
+            return
+        n_ctx = each * sequences if each is not None else None
+        _gguf(config, n_ctx, sequences, kv_dtype, engine, json_output)
+        return
+    context_option = "--max-model-len" if max_model_len is not None else "--context"
     context = aliased(ctx, "context", context, max_model_len, "--max-model-len")
     kv_dtype = aliased(ctx, "kv_dtype", kv_dtype, kv_cache_dtype, "--kv-cache-dtype")
     batch = aliased(ctx, "batch", batch, max_num_seqs, "--max-num-seqs")
+    engine = engine._replace(context_option=context_option)
     tp = aliased(ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size")
     memory_fraction = aliased(
         ctx, "memory_fraction", memory_fraction, gpu_memory_utilization, "--gpu-memory-utilization"
@@ -266,6 +392,7 @@ def plan_command(
         (weights_bytes, params, weights_dtype),
         gpu,
         revision,
+        engine,
     )
     if json_output:
         from apron.json_model import plan_json
@@ -290,6 +417,7 @@ def _plan(
     given=(None, None, None),
     gpu=None,
     revision=None,
+    engine=None,
 ):
     if (config is None) == (sample is None):
         fail(
@@ -300,7 +428,22 @@ def _plan(
         from apron.capacity import parse_memory
 
         memory = parse_memory(gpu_memory) if gpu_memory is not None else None
-        deployment = Deployment()
+        vllm = load_constraints().get("vllm")
+        length = (
+            engine_flags.max_model_len(
+                str(context), (engine or EngineOptions()).context_option, vllm
+            )
+            if context is not None
+            else None
+        )
+        deployment = (
+            (engine or EngineOptions())
+            .deployment(vllm)
+            ._replace(max_model_len_auto=context is not None and length is None)
+        )
+        if kv_dtype not in KV_DTYPES and kv_dtype != "auto":
+            kv_dtype = engine_flags.kv_cache_dtype(kv_dtype, vllm)
+        context = length
         if gpu is not None:
             from apron.gpus import gpu as gpu_part
 
@@ -377,20 +520,78 @@ def plot_command(
     typer.echo(f"wrote {written} (contexts up to {maximum:,} tokens)")
 
 
+GgufContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ctx-size",
+        "-c",
+        "--context",
+        help="llama.cpp's n_ctx (all sequences together).",
+        show_default=False,
+    ),
+]
+ParallelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--parallel",
+        "-np",
+        "--batch",
+        help="llama.cpp's n_parallel: sequences.",
+        show_default=False,
+    ),
+]
+
+
 @app.command("gguf")
 def gguf_command(
     path: Annotated[str, typer.Argument(help="A local .gguf file (the first shard is enough).")],
-    context: ContextOpt = None,
-    batch: BatchOpt = 1,
+    context: GgufContextOpt = None,
+    parallel: ParallelOpt = None,
     kv_dtype: Annotated[
         str | None, typer.Option("--kv-dtype", help="llama.cpp cache type for K and V.")
     ] = None,
-    cache_type_k: Annotated[str | None, typer.Option("--cache-type-k", "-ctk")] = None,
-    cache_type_v: Annotated[str | None, typer.Option("--cache-type-v", "-ctv")] = None,
+    cache_type_k: CacheTypeKOpt = None,
+    cache_type_v: CacheTypeVOpt = None,
+    flash_attn: FlashAttnOpt = None,
+    kv_unified: KvUnifiedOpt = False,
+    swa_full: SwaFullOpt = False,
+    batch_size: NBatchOpt = None,
+    ubatch_size: NUbatchOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
-    """The llama.cpp column for a GGUF file, read header-only: --context is n_ctx, --batch is
-    n_seq_max, cache types as llama.cpp spells them (f16, q8_0, ...)."""
-    from apron.constraints import load_constraints
+    """The llama.cpp column for a GGUF file, read header-only, with llama.cpp's own flags: -c is
+    n_ctx (split across -np sequences unless -kvu), cache types as llama.cpp spells them (f16,
+    q8_0, ...), -fa, -kvu, --swa-full, -b, -ub."""
+    engine = EngineOptions(
+        cache_type_k=cache_type_k or kv_dtype,
+        cache_type_v=cache_type_v or kv_dtype,
+        flash_attn=flash_attn,
+        kv_unified=kv_unified or None,
+        swa_full=swa_full or None,
+        batch_size=batch_size,
+        ubatch_size=ubatch_size,
+    )
+    _gguf(path, context, parallel, None, engine, json_output)
+
+
+def _is_gguf(source: str) -> bool:
+    """A local file that is a GGUF: named .gguf, or starting with GGUF's magic."""
+    from pathlib import Path
+
+    path = Path(source)
+    if path.suffix.lower() == ".gguf":
+        return True
+    try:
+        if not path.is_file():
+            return False
+        with path.open("rb") as handle:
+            return handle.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
+def _gguf(path, context, parallel, kv_dtype, engine: EngineOptions, json_output: bool) -> None:
+    """llama.cpp's figures for a GGUF file: `context` is n_ctx, `parallel` n_seq_max."""
     from apron.gguf_header import read_header
     from apron.llamacpp_memory import Unknown, cache_type, figures, render
 
@@ -399,21 +600,54 @@ def gguf_command(
         fail("no generated/llamacpp constraints")
         return
     try:
+        if kv_dtype not in (None, "bf16"):
+            raise ApronInputError(
+                f"--kv-dtype {kv_dtype} on a GGUF: give llama.cpp's cache types (-ctk / -ctv)"
+            )
+        n_ctx = engine_flags.positive(str(context), "-c") if context is not None else None
+        n_seq = engine_flags.positive(str(parallel), "-np") if parallel is not None else 1
+        flags = engine.llamacpp()
         header = read_header(path)
-        k, v = cache_type_k or kv_dtype, cache_type_v or kv_dtype
-        types = [cache_type(constraints, t) if t else None for t in (k, v)]
-    except ApronInputError as err:
+        types = [cache_type(constraints, t) if t else None for t in (flags.type_k, flags.type_v)]
+        engine_flags.check_flash_attn(flags, types[1] is not None and _quantized(types[1]))
+    except (ApronInputError, Unknown) as err:
         fail(str(err))
         return
-    except Unknown as err:
-        fail(str(err))
-        return
-    if batch < 1:
-        fail(f"--batch must be at least 1, got {batch}")
     got = figures(
-        header, constraints, n_ctx=context, n_seq_max=batch, type_k=types[0], type_v=types[1]
+        header,
+        constraints,
+        n_ctx=n_ctx,
+        n_seq_max=n_seq,
+        type_k=types[0],
+        type_v=types[1],
+        settings=flags.overrides(),
     )
-    typer.echo(render(header, constraints, got, batch))
+    if json_output:
+        import json
+
+        from apron.json_model import _as_data
+
+        data = {
+            "schema_version": GGUF_SCHEMA_VERSION,
+            "path": str(path),
+            "architecture": header.architecture,
+            "engine": "llamacpp",
+            "commit": constraints.commit,
+            "n_ctx": n_ctx,
+            "n_seq_max": n_seq,
+            "settings": flags._asdict(),
+            "figures": _as_data(got),
+        }
+        typer.echo(json.dumps(data, indent=2, default=str))
+        return
+    typer.echo(render(header, constraints, got, n_seq))
+
+
+GGUF_SCHEMA_VERSION = 1  # `apron gguf --json` layout
+
+
+def _quantized(ggml_type: str) -> bool:
+    return not any(ggml_type.endswith(t) for t in ("F32", "F16", "BF16"))
 
 
 def main() -> None:

@@ -218,9 +218,8 @@ class ModelConfig:
 
 def _gguf_message(what: str) -> str:
     return (
-        f"{what}, not a Hugging Face config.json. apron plans from config.json; for a GGUF "
-        "model ask llama.cpp to fit it: `llama-fit-params --model <file.gguf>` (or "
-        "`llama-server --model <file.gguf> --fit on`)."
+        f"{what}, not a Hugging Face config.json: give the .gguf file itself (`apron plan "
+        "FILE.gguf` or `apron gguf FILE.gguf` gives llama.cpp's figures from its header)"
     )
 
 
@@ -319,7 +318,7 @@ def load_config(
 
 
 def sample_names() -> tuple[str, ...]:
-    return tuple(sorted(p.stem for p in SAMPLES_DIR.glob("*.json")))
+    return tuple(sorted(p.stem for p in SAMPLES_DIR.glob("*.json") if p.stem != "weights"))
 
 
 def load_sample(name: str, constraints: ConstraintSet | None = None) -> ModelConfig:

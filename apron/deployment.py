@@ -7,6 +7,31 @@ from __future__ import annotations
 from typing import NamedTuple
 
 
+class LlamaCppFlags(NamedTuple):
+    """llama.cpp's context flags apron models (None: llama.cpp's default, common_params)."""
+
+    type_k: str | None = None  # -ctk
+    type_v: str | None = None  # -ctv
+    flash_attn: str = "auto"  # -fa on|off|auto
+    kv_unified: bool | None = None  # -kvu / -no-kvu
+    swa_full: bool | None = None  # --swa-full
+    n_batch: int | None = None  # -b: the logical batch; n_ubatch = min(n_batch, n_ubatch)
+    n_ubatch: int | None = None  # -ub: sizes the SWA cache (GGML_PAD(n_swa + n_ubatch, 256))
+
+    def overrides(self) -> dict[str, int]:
+        """The llama_context parameters they set, by the names apron.llamacpp_memory binds."""
+        found: dict[str, int] = {}
+        if self.kv_unified is not None:
+            found["kv_unified"] = int(self.kv_unified)
+        if self.swa_full is not None:
+            found["swa_full"] = int(self.swa_full)
+        if self.n_batch is not None:
+            found["n_batch"] = self.n_batch
+        if self.n_ubatch is not None:
+            found["n_ubatch"] = self.n_ubatch
+        return found
+
+
 class Deployment(NamedTuple):
     """One GPU's settings, as given on the command line (None: the engine decides)."""
 
@@ -19,3 +44,5 @@ class Deployment(NamedTuple):
     max_num_batched_tokens: int | None = None  # vLLM --max-num-batched-tokens
     kv_cache_memory_bytes: int | None = None  # vLLM --kv-cache-memory-bytes: the KV budget itself
     swa_full_tokens_ratio: float | None = None  # SGLang --swa-full-tokens-ratio
+    max_model_len_auto: bool = False  # vLLM --max-model-len auto: fit the length to memory
+    llamacpp: LlamaCppFlags = LlamaCppFlags()  # llama.cpp's context flags

@@ -31,6 +31,7 @@ class Layer(NamedTuple):
     state_bytes: int
     window: int
     geometry: tuple
+    layer: int = 0  # the model layer it belongs to (pipeline stages split by it)
 
 
 class Layers(NamedTuple):
@@ -50,8 +51,8 @@ def _unknown(why: str) -> Layers:
 
 def _attention(widths: LayerWidths) -> list[Layer]:
     return [
-        Layer(ATTENTION, w, 0, 0, (c, widths.dims.k, widths.dims.v))
-        for w, c in zip(widths.widths, widths.counts, strict=True)
+        Layer(ATTENTION, w, 0, 0, (c, widths.dims.k, widths.dims.v), i)
+        for i, (w, c) in enumerate(zip(widths.widths, widths.counts, strict=True))
         if w
     ]
 
@@ -99,7 +100,9 @@ def _windowed(model: ModelConfig, heads: HeadCount, request: Request, title: str
             return _unknown("windowed layers but sliding_window is absent or null")
     swa = sliding_window._swa_geometry(model, request)
     layers = []
-    for kind, width, count in zip(kinds, found.widths, found.counts, strict=True):
+    for index, (kind, width, count) in enumerate(
+        zip(kinds, found.widths, found.counts, strict=True)
+    ):
         if kind in (SHARED, NONE):
             continue
         geometry = (count, found.dims.k, found.dims.v)
@@ -109,11 +112,11 @@ def _windowed(model: ModelConfig, heads: HeadCount, request: Request, title: str
         if not width:
             continue
         if kind == SLIDING:
-            layers.append(Layer(WINDOWED, width, 0, int(window), geometry))
+            layers.append(Layer(WINDOWED, width, 0, int(window), geometry, index))
         elif kind == CHUNKED:
-            layers.append(Layer(CHUNK, width, 0, int(chunk), geometry))
+            layers.append(Layer(CHUNK, width, 0, int(chunk), geometry, index))
         elif kind == FULL:
-            layers.append(Layer(ATTENTION, width, 0, 0, geometry))
+            layers.append(Layer(ATTENTION, width, 0, 0, geometry, index))
         else:
             return _unknown(f"a layer of kind {kind} in a sliding-window model")
     return Layers(tuple(layers), source, "")
@@ -125,21 +128,24 @@ def _mla(model: ModelConfig, request: Request, per_token: int) -> Layers:
     if layers is None or rank is None or rope is None:
         return _unknown("MLA latent needs num_hidden_layers, kv_lora_rank and qk_rope_head_dim")
     latent = (rank + rope) * request.kv_dtype_bytes
-    found = [Layer(ATTENTION, latent, 0, 0, ("mla", rank + rope))] * layers
     rest = per_token - latent * layers
-    if rest:
-        if rest % layers:
-            return _unknown("the indexer cache is not the same on every layer")
-        found += [Layer(ATTENTION, rest // layers, 0, 0, ("indexer", rest // layers))] * layers
+    if rest % layers:
+        return _unknown("the indexer cache is not the same on every layer")
+    found = []
+    for i in range(layers):
+        found.append(Layer(ATTENTION, latent, 0, 0, ("mla", rank + rope), i))
+        if rest:
+            found.append(Layer(ATTENTION, rest // layers, 0, 0, ("indexer", rest // layers), i))
     return Layers(tuple(found), "one latent per layer (and one indexer entry)", "")
 
 
-def _state_layers(model: ModelConfig, state: int, count: int) -> list[Layer] | str:
-    if not count:
+def _state_layers(state: int, indices: list[int]) -> list[Layer] | str:
+    if not indices:
         return "no state layers"
-    if state % count:
+    if state % len(indices):
         return "state layers of different sizes"
-    return [Layer(STATE, 0, state // count, 0, ("state", state // count))] * count
+    each = state // len(indices)
+    return [Layer(STATE, 0, each, 0, ("state", each), i) for i in indices]
 
 
 def _hybrid(model: ModelConfig, heads: HeadCount, request: Request, state: int) -> Layers:
@@ -151,19 +157,21 @@ def _hybrid(model: ModelConfig, heads: HeadCount, request: Request, state: int) 
         return _unknown("windowed layers in a hybrid with state layers are not modelled")
     found = layer_widths(model, heads, request, hybrid_ssm.NAME, hybrid_ssm.TITLE)
     attention_layers = [i for i, k in enumerate(kinds) if k in (FULL, BOTH)]
-    layers: list[Layer] = []
-    if attention_layers:
-        if not isinstance(found, LayerWidths):
-            return _unknown("; ".join(found.unknown))
-        for i in attention_layers:
-            if found.widths[i]:
-                geometry = (found.counts[i], found.dims.k, found.dims.v)
-                layers.append(Layer(ATTENTION, found.widths[i], 0, 0, geometry))
-    stateful = sum(1 for k in kinds if k in (MAMBA, BOTH, LINEAR, CONV))
-    states = _state_layers(model, state, stateful)
+    if attention_layers and not isinstance(found, LayerWidths):
+        return _unknown("; ".join(found.unknown))
+    stateful = [i for i, k in enumerate(kinds) if k in (MAMBA, BOTH, LINEAR, CONV)]
+    states = _state_layers(state, stateful)
     if isinstance(states, str):
         return _unknown(states)
-    return Layers((*layers, *states), structure.source, "")
+    by_layer = {layer.layer: layer for layer in states}
+    layers: list[Layer] = []
+    for i in range(len(kinds)):  # in model order: a Zamba2 layer keeps both
+        if i in attention_layers and found.widths[i]:
+            geometry = (found.counts[i], found.dims.k, found.dims.v)
+            layers.append(Layer(ATTENTION, found.widths[i], 0, 0, geometry, i))
+        if i in by_layer:
+            layers.append(by_layer[i])
+    return Layers(tuple(layers), structure.source, "")
 
 
 def layers_of(
@@ -188,7 +196,7 @@ def layers_of(
         result = _hybrid(model, heads, request, state_bytes_per_sequence)
     elif mechanism == recurrent.NAME:
         count, _key = num_layers(model)
-        states = _state_layers(model, state_bytes_per_sequence, count or 0)
+        states = _state_layers(state_bytes_per_sequence, list(range(count or 0)))
         result = _unknown(states) if isinstance(states, str) else Layers(tuple(states), "", "")
     elif not kv_bytes_per_token and not state_bytes_per_sequence:
         return Layers((), f"{mechanism}: no KV cache and no state", "")

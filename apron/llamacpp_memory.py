@@ -7,7 +7,7 @@ What llama.cpp decides at run time is assumed and said: flash attention `auto` i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
@@ -281,9 +281,12 @@ def figures(
     n_seq_max: int,
     type_k: str | None = None,
     type_v: str | None = None,
+    settings: Mapping[str, int] | None = None,
 ) -> LlamaCppFigures:
+    """The memory llama.cpp allocates for the header; `settings` overrides common_params'
+    kv_unified, swa_full, n_batch and n_ubatch (-kvu, --swa-full, -b, -ub)."""
     try:
-        return _figures(header, c, n_ctx, n_seq_max, type_k, type_v)
+        return _figures(header, c, n_ctx, n_seq_max, type_k, type_v, settings or {})
     except Unknown as err:
         return LlamaCppFigures("", None, None, {}, (), (str(err),), ASSUMPTIONS, ())
     except (TypeError, ValueError, IndexError) as err:  # a metadata value of another shape
@@ -291,7 +294,7 @@ def figures(
         return LlamaCppFigures("", None, None, {}, (), (why,), ASSUMPTIONS, ())
 
 
-def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
+def _figures(header, c, n_ctx, n_seq_max, type_k, type_v, settings) -> LlamaCppFigures:
     cites: list[Citation] = []
     gguf = header.architecture
     arch = next((r.arch for r in c.rows("arch_names") if r.gguf_name == gguf), None)
@@ -314,10 +317,10 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
         "arch": arch,
         "params.ctx_type": DEFAULT_CONTEXT_TYPE,
         "params.n_ctx": n_ctx if n_ctx is not None else int(_default(c, "n_ctx")),
-        "params.n_batch": int(_default(c, "n_batch")),
-        "params.n_ubatch": int(_default(c, "n_ubatch")),
+        "params.n_batch": settings.get("n_batch", int(_default(c, "n_batch"))),
+        "params.n_ubatch": settings.get("n_ubatch", int(_default(c, "n_ubatch"))),
         "cparams.n_seq_max": n_seq_max,
-        "cparams.kv_unified": int(_default(c, "kv_unified")),
+        "cparams.kv_unified": settings.get("kv_unified", int(_default(c, "kv_unified"))),
         "cparams.causal_attn": 1,
         **{a: a for a in ("LLAMA_CONTEXT_TYPE_MTP", "LLAMA_SWA_TYPE_NONE")},
         **{r.arch: r.arch for r in c.rows("arch_names")},
@@ -376,7 +379,7 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
                 "unified": n_unified,
                 "n_seq_max": n_seq_max,
                 "n_ubatch": env["cparams.n_ubatch"],
-                "swa_full": int(_default(c, "swa_full")),
+                "swa_full": settings.get("swa_full", int(_default(c, "swa_full"))),
             }
             for row in _assign(c, "llama_kv_cache_iswa::llama_kv_cache_iswa", iswa_env):
                 cites.append(c.cite(row))

@@ -47,7 +47,13 @@ KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 AUTO_KV_DTYPE = "auto"  # each engine resolves it from the checkpoint (apron.kv_dtype)
 # vLLM's --kv-cache-dtype spellings (vllm/config/cache.py CacheDType) -> KV_DTYPES names: both
 # fp8 formats store 1 byte per element, the only property apron's figures use
-ENGINE_KV_DTYPE_NAMES = {"bfloat16": "bf16", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
+ENGINE_KV_DTYPE_NAMES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+    "fp8_inc": "fp8",
+}
 AUTO_PLACEHOLDER = "bf16"  # computes state figures when no engine resolves auto; KV blanked
 CONTEXT_KEYS = ("max_position_embeddings",)
 
@@ -200,8 +206,10 @@ def _view(
             "apron does not model"
         )
     tp = serving.tp if serving is not None else request.tp
+    flags = serving.deployment.llamacpp if serving is not None else None
+    pp = serving.deployment.pp if serving is not None else 1
     own = _llamacpp_view(
-        model, request, tp, engine_id, constraints, decision, registered, notes, cites
+        model, request, tp, engine_id, constraints, decision, registered, notes, cites, flags, pp
     )
     if own is not None:
         return own
@@ -328,22 +336,25 @@ def _llamacpp_view(
     registered: bool | None,
     notes: list[str],
     cites: list,
+    flags=None,  # apron.deployment.LlamaCppFlags
+    flags_pp: int = 1,
 ) -> EngineView | None:
     """llama.cpp's column from its own extracted sizing rules (apron.engines.llamacpp), or None
     when those rules are not in its generated module (then the generic path says why)."""
     if engine_id != llamacpp_rules.ENGINE or model.architecture is None:
         return None
-    found = llamacpp_rules.plan_figures(model, constraints, request)
+    found = llamacpp_rules.plan_figures(model, constraints, request, flags)
     if found is None:
         return None
     figures, extra, extra_cites, total, split = found
     unknown = [f"unknown: {u}" for u in figures.unknown]
-    if tp > 1:  # no per-GPU rule: the column says so and does not vote on refusing tp
+    pp = flags_pp
+    if tp > 1 or pp > 1:  # no per-GPU rule: the column says so and does not vote on refusing tp
         unknown.append("unknown: llama.cpp splits layers across GPUs (--split-mode), not modelled")
     known = not figures.unknown
     gpu = (
         None
-        if tp > 1
+        if tp > 1 or pp > 1
         else GpuShare(
             tp,
             "split" if known else "unknown",
@@ -385,7 +396,7 @@ def _llamacpp_view(
         tuple(dict.fromkeys([*cites, *extra_cites])),
         gpu,
         None,
-        total if tp == 1 else None,
+        total if tp == 1 and pp == 1 else None,
         split,
     )
 
@@ -495,14 +506,36 @@ def _engine_capacity(
     )
 
 
+SAMPLE_PREFIX = "sample:"
+GIVE_WEIGHTS = "give --params N or --weights-bytes N"
+
+
+def sample_weights(model: ModelConfig) -> Weights | None:
+    """The published checkpoint's weight bytes a sample carries (apron/samples/weights.json)."""
+    if not model.source.startswith(SAMPLE_PREFIX):
+        return None
+    import json
+
+    from apron.config import SAMPLES_DIR
+
+    found = json.loads((SAMPLES_DIR / "weights.json").read_text(encoding="utf-8"))
+    entry = found.get(model.source.removeprefix(SAMPLE_PREFIX))
+    if entry is None:
+        return None
+    return Weights(int(entry["total_size"]), (), f"the sample's {entry['source']}", "", ())
+
+
 def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
     """The checkpoint's weight bytes from the model directory (apron.weights), or unknown."""
     if model_dir is None:
+        found = sample_weights(model)
+        if found is not None:
+            return found
         return Weights(
             None,
             (),
             "",
-            f"{model.source} is not a model directory: no safetensors index or headers to read",
+            f"{model.source} is not a model directory: {GIVE_WEIGHTS} (no safetensors to read)",
             (),
         )
     from apron import weights as weight_files
@@ -541,10 +574,14 @@ PARAM_DTYPE_BITS = {
 
 
 def given_weights(
-    weights_bytes: int | None, params: int | None, weights_dtype: str | None
+    weights_bytes: int | None,
+    params: int | None,
+    weights_dtype: str | None,
+    config_dtype: str | None = None,
 ) -> Weights | None:
     """The weights figure given instead of a checkpoint: --weights-bytes, or --params times the
-    bytes of --weights-dtype; None when neither is given."""
+    bytes of --weights-dtype (default: the config's torch_dtype / dtype); None when neither is
+    given."""
     if weights_bytes is not None and params is not None:
         raise ApronInputError("give --weights-bytes or --params, not both")
     if weights_dtype is not None and params is None:
@@ -557,17 +594,22 @@ def given_weights(
         return None
     if params <= 0:
         raise ApronInputError(f"--params must be more than 0, got {params:,}")
+    from_config = weights_dtype is None and config_dtype in PARAM_DTYPE_BITS
+    if from_config:
+        weights_dtype = config_dtype
     if weights_dtype is None or weights_dtype not in PARAM_DTYPE_BITS:
         given = "none" if weights_dtype is None else repr(weights_dtype)
         raise ApronInputError(
-            f"--params needs --weights-dtype (got {given}): one of {', '.join(PARAM_DTYPE_BITS)}"
+            f"--params needs --weights-dtype (got {given}; the config's torch_dtype is "
+            f"{config_dtype or 'absent'}): one of {', '.join(PARAM_DTYPE_BITS)}"
         )
     bits = PARAM_DTYPE_BITS[weights_dtype]
     total = -(-params * bits // 8)
+    source = f"the config's {weights_dtype}" if from_config else weights_dtype
     return Weights(
         total,
         (),
-        f"--params {params:,} x {bits} bits ({weights_dtype})",
+        f"--params {params:,} x {bits} bits ({source})",
         "",
         (f"weights = ceil({params:,} parameters x {bits} / 8) = {total:,} B",),
     )
@@ -753,9 +795,9 @@ def plan(
             f"--memory-fraction must be more than 0 and at most 1, got {memory_fraction:g}"
         )
     directory = _checkpoint_dir(model, model_dir)
-    weights = given_weights(weights_bytes, params, weights_dtype) or checkpoint_weights(
-        model, directory
-    )
+    weights = given_weights(
+        weights_bytes, params, weights_dtype, model.model_dtype()
+    ) or checkpoint_weights(model, directory)
     serving = Serving(tp, gpu_memory, memory_fraction, weights, deployment or Deployment())
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
@@ -877,4 +919,5 @@ def plan(
         tp,
         gpu_memory,
         weights,
+        pp=serving.deployment.pp,
     )

@@ -177,6 +177,8 @@ def _engines(plan: Plan, width: int) -> list[str]:
         head += ["KV tokens", "seqs", "fits"]
         widths += [9, 5, 4]
     where = f"per GPU at tp {plan.tp}" if plan.tp > 1 else "one GPU (tp 1)"
+    if plan.pp > 1:
+        where += f" x pp {plan.pp} (capacity: the busiest stage)"
     title = f"What each engine would allocate, {where}"
     if capacity:
         title += f", {short_bytes(plan.gpu_memory_bytes)}"
@@ -231,6 +233,14 @@ def _verdicts(plan: Plan, width: int) -> list[str]:
     lines: list[str] = []
     for v in plan.engines:
         verdict = v.capacity.verdict if v.capacity is not None else None
+        if verdict is not None and verdict.context is not None:
+            lines += wrap(
+                f"{v.title}: --max-model-len auto: it fits max_model_len to memory, "
+                f"{verdict.context:,} tokens (the table's seqs and fits are at that length)",
+                width,
+                "  ",
+                "",
+            )
         if verdict is None or verdict.fits is not False or verdict.weights_fit is False:
             continue
         instead = []
@@ -299,7 +309,9 @@ def what_fits_differs(plan: Plan) -> str:
 
 def _fit_words(c: Capacity, what: str) -> str:
     value = c.sequences if what == "sequences" else c.kv_tokens
-    return f"{value:,} {what}" if value is not None else f"{what} unknown"
+    if value is None:
+        return f"{what} unknown"
+    return f"{value:,} {what.removesuffix('s') if value == 1 else what}"
 
 
 def _footer(plan: Plan, width: int, verbose: bool) -> list[str]:

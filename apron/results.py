@@ -119,6 +119,7 @@ class Verdict(NamedTuple):
     largest_context: int | None
     largest_batch: int | None
     notes: tuple[str, ...]
+    context: int | None = None  # the context it is for, when the engine chose another (auto)
 
 
 class Capacity(NamedTuple):
@@ -257,3 +258,4 @@ class Plan(NamedTuple):
     gpu_memory_bytes: int | None = None
     weights: Weights | None = None
     schema_version: int = SCHEMA_VERSION
+    pp: int = 1  # pipeline-parallel stages: capacity is per stage (vLLM)

@@ -225,6 +225,11 @@ def capacity(
         )
     if context is None:
         unknown.append("no context length (give --context)")
+    if deployment.pp > 1:
+        unknown.append(
+            f"pipeline parallel {deployment.pp}: how SGLang sizes its pools per stage is not "
+            "modelled"
+        )
     layers = None
     if not unknown:
         if share.kv_bytes_per_token is None or share.state_bytes_per_sequence is None:

@@ -30,8 +30,11 @@ from apron.vllm_kv_cache import (
     LayerSpec,
     NotModelled,
     blocks_per_request,
+    estimated_max_model_len,
     group_specs,
     kv_cache_plan,
+    pipeline_stages,
+    stage_pools,
 )
 from apron.vllm_sizing import Unknown, request_pages, scheduler
 
@@ -197,41 +200,63 @@ def capacity(
         notes.append(HMA_CHUNKED)
     try:
         grouping = group_specs(specs, hybrid_allocator)
-        sched = scheduler(
-            vllm,
-            gpu_memory=gpu_memory,
-            gpu_name=deployment.gpu_name,
-            tp=share.tp,
-            pp=deployment.pp,
-            max_model_len=context,
-            max_num_batched_tokens=deployment.max_num_batched_tokens,
-        )
-        pages = request_pages(vllm, sched.in_flight_tokens)
+        local = any(s.kind in (SLIDING, CHUNKED) for s in specs)
+        try:
+            sched = scheduler(
+                vllm,
+                gpu_memory=gpu_memory,
+                gpu_name=deployment.gpu_name,
+                tp=share.tp,
+                pp=deployment.pp,
+                max_model_len=context,
+                max_num_batched_tokens=deployment.max_num_batched_tokens,
+            )
+        except Unknown:
+            if local:  # a windowed group's reservation needs the in-flight tokens
+                raise
+            sched = None  # no windowed group: the in-flight tokens size nothing here
+        pages = request_pages(vllm, sched.in_flight_tokens if sched is not None else 0)
         requested = math.ceil(gpu_memory * fraction)
+        weights = share.weights_bytes
+        if deployment.pp > 1:
+            grouping, weights = _pipeline(model, layers, specs, grouping, deployment.pp, weights)
+            notes.append(PP_WEIGHTS)
         if deployment.kv_cache_memory_bytes is not None:
             available = deployment.kv_cache_memory_bytes
             lines.append(f"KV cache memory = {available:,} B (--kv-cache-memory-bytes)")
         else:
-            available = requested - share.weights_bytes
+            available = requested - weights
             lines.append(
-                f"budget = ceil({gpu_memory:,} B x {fraction:g}) - {share.weights_bytes:,} B "
+                f"budget = ceil({gpu_memory:,} B x {fraction:g}) - {weights:,} B "
                 f"weights = {available:,} B"
             )
-        if any(s.kind in (SLIDING, CHUNKED) for s in specs):
+        if local and sched is not None:
             lines.extend(sched.lines)
         plan = kv_cache_plan(grouping, max(available, 0), context, pages)
+        if deployment.max_model_len_auto and grouping.groups and not plan.fits_one_request:
+            fitted = estimated_max_model_len(grouping, max(available, 0), context, pages)
+            if fitted:
+                lines.append(
+                    f"--max-model-len auto: vLLM fits max_model_len to memory, {context:,} -> "
+                    f"{fitted:,} (_auto_fit_max_model_len)"
+                )
+                context = fitted
+                plan = kv_cache_plan(grouping, max(available, 0), context, pages)
+        fitted_context = context if context != request.context else None
         verdict = _verdict(
             plan,
             grouping,
             pages,
             requested,
-            share.weights_bytes,
+            weights,
             available,
             context,
             deployment,
             request,
-            sched.max_num_seqs,
+            sched.max_num_seqs if sched is not None else None,
         )
+        if fitted_context is not None:
+            verdict = verdict._replace(context=fitted_context)
     except (NotModelled, Unknown) as err:
         return _unknown_capacity(
             gpu_memory, fraction, fraction_source, block, block_source, (str(err),), notes
@@ -261,6 +286,34 @@ def capacity(
     )
 
 
+PP_WEIGHTS = (
+    "pipeline parallel: each stage holds weights / pp; the embedding and the LM head, which sit "
+    "on the first and the last stage, are not placed"
+)
+
+
+def _pipeline(model, layers: Layers, specs, grouping: Grouping, pp: int, weights: int):
+    """The grouping as the busiest stage sees it (its pool decides the block count: vLLM takes
+    the smallest count of all workers), and the weights one stage holds."""
+    from apron.mechanisms.base import num_layers
+
+    count, _key = num_layers(model)
+    if count is None or count < pp:
+        raise Unknown(f"pipeline parallel {pp}: the model has {count} layers")
+    stage_of = pipeline_stages(count, pp)
+    stages = [stage_of[layer.layer] for layer in layers.layers]
+    pools = stage_pools(grouping, specs, stages)
+    worst = max(pools)
+    per_stage = [stage_of.count(i) for i in range(pp)]
+    line = (
+        f"pipeline parallel {pp}: {', '.join(map(str, per_stage))} layers per stage "
+        f"(get_pp_indices); a block takes {', '.join(f'{p:,}' for p in pools)} B per stage, "
+        f"the largest ({worst:,} B) decides the blocks"
+    )
+    stage_weights = -(-weights // pp)
+    return grouping._replace(pool_block_bytes=worst, lines=(*grouping.lines, line)), stage_weights
+
+
 def _verdict(
     plan, grouping, pages, requested, weights, available, context, deployment, request, max_seqs
 ) -> Verdict:
@@ -287,7 +340,11 @@ def _verdict(
     largest_context = _largest_context(grouping, plan.num_blocks, batch, upper, pages)
     largest_batch = math.floor(plan.max_concurrency)
     cache = batch * plan.blocks_per_request * grouping.pool_block_bytes
-    notes = [f"vllm serve's default max_num_seqs here is {max_seqs:,}: more run queued"]
+    notes = (
+        [f"vllm serve's default max_num_seqs here is {max_seqs:,}: more run queued"]
+        if max_seqs is not None
+        else []
+    )
     if not plan.fits_one_request:
         return Verdict(
             False,

@@ -45,6 +45,7 @@ class Group(NamedTuple):
     spec: LayerSpec
     layers: int
     real_layers: int
+    members: tuple[int, ...] = ()  # the positions of its layers in the spec list
 
 
 # (spec, max_model_len) -> pages one request takes in that spec's group
@@ -133,7 +134,7 @@ def group_specs(specs: Sequence[LayerSpec], hybrid_allocator: bool = True) -> Gr
             f"every layer has the same spec: one group of {len(specs)} layers, "
             f"page {spec.page_bytes:,} B ({spec.block_tokens} tokens)"
         )
-        group = Group(spec, len(specs), len(specs))
+        group = Group(spec, len(specs), len(specs), tuple(range(len(specs))))
         return Grouping("uniform", (group,), spec.page_bytes * len(specs), tuple(lines))
     if _uniform_type(specs):
         total = sum(s.page_bytes for s in specs)
@@ -142,7 +143,9 @@ def group_specs(specs: Sequence[LayerSpec], hybrid_allocator: bool = True) -> Gr
             f"takes the sum of their pages = {total:,} B (UniformTypeKVCacheSpecs)"
         )
         # the group's pages per request are those of its largest-page layer kind: one kind here
-        group = Group(specs[0]._replace(page_bytes=total), len(specs), len(specs))
+        group = Group(
+            specs[0]._replace(page_bytes=total), len(specs), len(specs), tuple(range(len(specs)))
+        )
         return Grouping("uniform_type", (group,), total, tuple(lines))
     unified = _unify_pages(specs)
     if unified != list(specs):
@@ -150,17 +153,18 @@ def group_specs(specs: Sequence[LayerSpec], hybrid_allocator: bool = True) -> Gr
             f"pages unified to {max(s.page_bytes for s in unified):,} B "
             "(unify_kv_cache_spec_page_size: larger blocks, Mamba pages padded)"
         )
-    same: dict[LayerSpec, int] = {}
-    for spec in unified:
-        same[spec] = same.get(spec, 0) + 1
+    positions: dict[LayerSpec, list[int]] = {}
+    for position, spec in enumerate(unified):
+        positions.setdefault(spec, []).append(position)
+    same = {spec: len(found) for spec, found in positions.items()}
     smallest, largest = min(same.values()), max(same.values())
     size = largest if largest < smallest * 1.5 else smallest
     groups: list[Group] = []
     for spec, count in same.items():
         number = -(-count // size)
         for index in range(number):
-            real = len(range(index, count, number))
-            groups.append(Group(spec, size, real))
+            members = tuple(positions[spec][index::number])
+            groups.append(Group(spec, size, len(members), members))
     page = unified[0].page_bytes
     padding = sum(g.layers - g.real_layers for g in groups)
     kinds = ", ".join(
@@ -253,3 +257,31 @@ def estimated_max_model_len(
         else:
             high = middle - 1
     return best
+
+
+def stage_pools(grouping: Grouping, specs: Sequence[LayerSpec], stages: Sequence[int]) -> list[int]:
+    """The bytes one block id takes on each pipeline stage (`stages[i]` is the stage of
+    specs[i]): vLLM groups the whole model's layers, then projects each group onto a worker's
+    layers (_project_kv_cache_groups_to_worker) and sizes that worker's pool from them."""
+    count = max(stages) + 1 if stages else 0
+    pools = []
+    for stage in range(count):
+        on_stage = [[m for m in g.members if stages[m] == stage] for g in grouping.groups]
+        if grouping.layout == "uniform_type":
+            pools.append(sum(specs[m].page_bytes for m in on_stage[0]))
+        elif grouping.layout == "uniform":
+            pools.append(grouping.groups[0].spec.page_bytes * len(on_stage[0]))
+        else:
+            page = grouping.groups[0].spec.page_bytes
+            pools.append(page * max(len(members) for members in on_stage))
+    return pools
+
+
+def pipeline_stages(num_layers: int, pp: int) -> list[int]:
+    """vLLM's get_pp_indices (vllm/distributed/utils.py, cited): num_layers // pp per stage, the
+    remainder one each to the stages before the last, from the second-to-last back; the stage of
+    each layer, in order."""
+    sizes = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        sizes[-i] += 1
+    return [stage for stage, size in enumerate(sizes) for _ in range(size)]

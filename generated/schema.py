@@ -396,6 +396,16 @@ class ModelClassFlags(NamedTuple):
     symbol: str
 
 
+class OptionLiteral(NamedTuple):
+    """A literal vLLM's command line accepts for a flag apron also takes: a member of a `Literal`"""
+
+    symbol: str
+    key: str
+    value: str
+    order: int
+    path: str
+
+
 class RecurrentLayerRule(NamedTuple):
     """How one architecture's hparams loader marks its recurrent layers: `value` (reverse-Polish,"""
 

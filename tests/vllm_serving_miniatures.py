@@ -9,6 +9,12 @@ LINEAR_PATH = "vllm/model_executor/layers/linear.py"
 CACHE_CONFIG = '''
 from typing import ClassVar
 
+CacheDType = Literal[
+    "auto",  # the model's dtype
+    "bfloat16",
+    "fp8",
+]
+
 
 @config
 class CacheConfig:
@@ -212,8 +218,32 @@ class EngineArgs:
 """
 
 
+ARGPARSE_PATH = "vllm/utils/argparse_utils.py"
+ARGPARSE = """
+def human_readable_int(value):
+    value = value.strip()
+    match = re.fullmatch(r"(\\d+)([kK])", value)
+    if match:
+        decimal_multiplier = {"k": 10**3}
+        binary_multiplier = {
+            "K": 2**10,
+        }
+        number, suffix = match.groups()
+        return int(number) * (decimal_multiplier.get(suffix) or binary_multiplier[suffix])
+    return int(value)
+
+
+def human_readable_int_or_auto(value):
+    value = value.strip()
+    if value == "-1" or value.lower() == "auto":
+        return -1
+    return human_readable_int(value)
+"""
+
+
 def sizing_files() -> dict[str, str]:
     return {
+        ARGPARSE_PATH: ARGPARSE,
         SIZING_INTERFACE_PATH: SIZING_INTERFACE,
         SIZING_CONFIG_PATH: SIZING_CONFIG,
         SIZING_ARGS_PATH: SIZING_ARGS,

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
+from apron.deployment import LlamaCppFlags
 from apron.engines.base import EngineDecision
+from apron.errors import ApronInputError
 from apron.llamacpp_hf import hf_header
+from apron.llamacpp_memory import Unknown, cache_type
 from apron.llamacpp_memory import figures as llamacpp_figures
 from apron.results import LlamaCppContext, MechanismResult, Request
 
@@ -101,7 +104,10 @@ CACHE_TYPE_OF = {"bf16": "GGML_TYPE_BF16", "fp16": "GGML_TYPE_F16", "fp32": "GGM
 
 
 def plan_figures(
-    model: ModelConfig, llamacpp: EngineConstraints, request: Request
+    model: ModelConfig,
+    llamacpp: EngineConstraints,
+    request: Request,
+    flags: LlamaCppFlags | None = None,
 ) -> tuple[MechanismResult, tuple[str, ...], tuple, int | None, LlamaCppContext | None] | None:
     """The llama.cpp column's figures for an HF config: its hparams through the converter's
     extracted HF -> GGUF mapping, sized by llama.cpp's extracted rules for --batch sequences of
@@ -116,11 +122,22 @@ def plan_figures(
     if row is None:
         return None
     title = "llama.cpp"
+    flags = flags or LlamaCppFlags()
     cache = CACHE_TYPE_OF.get(request.kv_dtype)
     header, unread, cites = hf_header(model, llamacpp, row)
     unknown: list[str] = []
-    if cache is None:
+    if cache is None and not (flags.type_k and flags.type_v):
         unknown.append(f"llama.cpp has no {request.kv_dtype} KV cache type")
+    try:
+        type_k = cache_type(llamacpp, flags.type_k) if flags.type_k else cache
+        type_v = cache_type(llamacpp, flags.type_v) if flags.type_v else cache
+    except Unknown as err:
+        raise ApronInputError(str(err)) from None
+    if flags.type_v and flags.flash_attn == "off" and type_v not in CACHE_TYPE_OF.values():
+        raise ApronInputError(
+            f"-ctv {flags.type_v} with -fa off: llama.cpp refuses it (V cache quantization "
+            "requires flash_attn, src/llama-context.cpp)"
+        )
     n = max(1, request.batch)
     n_ctx = request.context * n if request.context is not None else None
     got = llamacpp_figures(
@@ -128,19 +145,26 @@ def plan_figures(
         llamacpp,
         n_ctx=n_ctx,
         n_seq_max=n,
-        type_k=cache or "GGML_TYPE_F16",
-        type_v=cache or "GGML_TYPE_F16",
+        type_k=type_k or "GGML_TYPE_F16",
+        type_v=type_v or "GGML_TYPE_F16",
+        settings=flags.overrides(),
     )
     split = None
+    unified = bool(flags.kv_unified)
     if n_ctx is not None:
+        how = (
+            f"one unified buffer of {n_ctx:,} cells shared by the {n:,} sequences"
+            if unified
+            else f"{request.context:,} each"
+        )
         split = LlamaCppContext(
             n_ctx=n_ctx,
             n_seq_max=n,
-            n_ctx_seq=n_ctx // n,
-            kv_unified=False,
+            n_ctx_seq=n_ctx if unified else n_ctx // n,
+            kv_unified=unified,
             words=(
                 f"llama.cpp splits n_ctx across sequences: {n:,} x {request.context:,} tokens "
-                f"is -c {n_ctx} -np {n} ({request.context:,} each)"
+                f"is -c {n_ctx} -np {n}" + (" -kvu" if unified else "") + f" ({how})"
             ),
         )
     notes = [

@@ -28,6 +28,7 @@ from apron.extractors.vllm import (
     kv_dtype_rules,
     matrix_cells,
     model_config_defaults,
+    option_literals,
     serving_rules,
     sizing_rules,
     state_shapes,
@@ -44,6 +45,7 @@ from apron.extractors.vllm.records import (
     MlaGate,
     MlaModelType,
     ModelClassFlags,
+    OptionLiteral,
     RegistryNotice,
     RegistryRow,
     SizingPath,
@@ -335,6 +337,31 @@ KV_SIZING_PATHS = FactKind(
     "postfix terms, in source order.",
 )
 
+
+def _option_literals(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    rows, warnings = [], []
+    for path, reader in (
+        (option_literals.CACHE_PATH, option_literals.literal_members),
+        (option_literals.ARGPARSE_PATH, option_literals.length_parser),
+    ):
+        if not snapshot.exists(path):
+            warnings.append(warning("absent", path, f"no {path} at this commit", path, path))
+            continue
+        found, warned = reader(snapshot.read_text(path), path)
+        rows += found
+        warnings += warned
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+OPTION_LITERALS = FactKind(
+    "option_literals",
+    "Command-line literals",
+    OptionLiteral,
+    "the values vLLM's command line accepts for flags apron also takes: the members of "
+    "CacheDType (--kv-cache-dtype) and the suffixes and auto spellings of "
+    "human_readable_int_or_auto (--max-model-len).",
+)
+
 MAMBA_STATE_CALCULATORS = FactKind(
     state_shapes.CALCULATORS_FACT,
     "Recurrent state calculators",
@@ -539,6 +566,9 @@ ENGINE = EngineSpec(
             kv_dtype_rules.kv_dtype_literals,
             reads=kv_dtype_rules.READS,
             allow_empty=True,
+        ),
+        FactExtractor(
+            OPTION_LITERALS, _option_literals, reads=option_literals.READS, allow_empty=True
         ),
         FactExtractor(
             KV_SIZING_PATHS,

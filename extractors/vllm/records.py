@@ -404,3 +404,20 @@ class SizingPath(Record):
         )
         target = f" {self.target} =" if self.target else ""
         return f"{self.symbol}: {self.effect}{target} {self.code}{where}"
+
+
+class OptionLiteral(Record):
+    """A literal vLLM's command line accepts for a flag apron also takes: a member of a `Literal`
+    option type (CacheDType: --kv-cache-dtype), or a suffix and its multiplier (or an auto
+    spelling and its value) of the parser of --max-model-len."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("symbol", "key")
+
+    symbol: str  # "CacheDType", "human_readable_int.decimal", "human_readable_int_or_auto.auto"
+    key: str  # the member or suffix as written: "fp8_inc", "k", "auto"
+    value: str  # the multiplier or value ("1000", "-1"); "" for a Literal member
+    order: int
+    path: str
+
+    def label(self) -> str:
+        return f"{self.symbol}: {self.key}" + (f" = {self.value}" if self.value else "")
