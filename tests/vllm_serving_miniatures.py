@@ -9,12 +9,6 @@ LINEAR_PATH = "vllm/model_executor/layers/linear.py"
 CACHE_CONFIG = '''
 from typing import ClassVar
 
-CacheDType = Literal[
-    "auto",  # the model's dtype
-    "bfloat16",
-    "fp8",
-]
-
 
 @config
 class CacheConfig:
@@ -31,6 +25,13 @@ class CacheConfig:
         if self.block_size is None:
             self.block_size = self.DEFAULT_BLOCK_SIZE
         return self
+
+
+CacheDType = Literal[
+    "auto",  # the model's dtype
+    "bfloat16",
+    "fp8",
+]
 '''
 
 # Methods appended to a miniature ModelConfig class body (four-space indent).
