@@ -467,6 +467,18 @@ class SglangArchitectureSet(NamedTuple):
     symbol: str
 
 
+class SglangContextRule(NamedTuple):
+    """One part of SGLang's default context length (`get_context_length` over the text config,"""
+
+    kind: str
+    order: int
+    name: str
+    value: str
+    code: str
+    path: str
+    symbol: str
+
+
 class SglangDocsRow(NamedTuple):
     """One row of an SGLang supported-models table (2025 .md or 2026 .mdx layout)."""
 

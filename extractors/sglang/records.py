@@ -194,3 +194,25 @@ class SglangKvDtypeSet(Record):
 
     def label(self) -> str:
         return f"{self.set_name}: {self.architecture or 'unknown'}"
+
+
+class SglangContextRule(Record):
+    """One part of SGLang's default context length (`get_context_length` over the text config,
+    apron.extractors.sglang.context_length): kind "key" (a config key tried, in `order`),
+    "default" (returned when no key is set), "factor_key" (the rope-scaling key that multiplies
+    the key's value, `value` its default), "factor_one_when_key" / "factor_one_when_rope_type"
+    (the factor is 1 when rope scaling has that key / that rope_type), "scaling_attribute" (the
+    config attribute holding rope scaling), "unread" (a statement not read: `code`)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("kind", "order")
+
+    kind: str
+    order: int
+    name: str
+    value: str
+    code: str
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.kind} {self.order}: {self.name or self.code} {self.value}".strip()

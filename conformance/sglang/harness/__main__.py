@@ -41,8 +41,9 @@ def accepted() -> list[dict]:
 
 
 def accept_for(name: str, figure: str, rules: list[dict]) -> str | None:
-    for rule in rules:
-        if rule["input"] == name and rule["figure"] in (figure, "*"):
+    """The reason of the most specific rule (an input's own before every input's)."""
+    for rule in sorted(rules, key=lambda r: (r["input"] == "*", r["figure"] == "*")):
+        if rule["input"] in (name, "*") and rule["figure"] in (figure, "*"):
             return rule["reason"]
     return None
 
@@ -98,13 +99,17 @@ def main(argv: list[str]) -> int:
         shutil.copyfile(source, out / "inputs" / name)
         with tempfile.TemporaryDirectory() as model_dir:
             shutil.copyfile(source, Path(model_dir) / "config.json")
-            rows = model_figures.measure(model_dir, server_args)
+            try:
+                rows = model_figures.measure(model_dir, server_args)
+            except model_figures.NotMeasurable as why:
+                (out / "inputs" / name).unlink()
+                not_measured[name] = str(why)
+                print(f"{name}: not measured ({why})", file=sys.stderr)
+                continue
             if rows and rows[0][1] != "model_config" and not args.no_fraction:
                 rows += memory_fraction.measure(model_dir)
         for settings, figure, value, refused in rows:
             lines.append(line(name, settings, figure, value, refused, rules))
-        if rows and rows[0][1] == "model_config":
-            not_measured[name] = rows[0][3]
         print(f"{name}: {len(rows)} figures", file=sys.stderr)
     (out / "measurements.jsonl").write_text("\n".join(sorted(lines)) + "\n", encoding="utf-8")
     (out / "facts.json").write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")
@@ -118,6 +123,9 @@ def main(argv: list[str]) -> int:
         "platform": f"{platform.system()} {platform.machine()}, CPU only",
         "environment_variables": sorted(k for k in os.environ if k.startswith("SGLANG_")),
         "not_measured": not_measured,
+        "refused": sorted(
+            {json.loads(x)["input"] for x in lines if '"figure": "model_config"' in x}
+        ),
     }
     (out / "environment.json").write_text(json.dumps(environment, indent=1, sort_keys=True) + "\n")
     print(f"{len(lines)} figures, {len(facts['registry'])} registry architectures -> {out}")

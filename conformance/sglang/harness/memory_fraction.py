@@ -7,34 +7,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.cuda_platform import as_on_cuda
+
 GIB = 2**30
 GPU_GIB = (16, 24, 48, 80, 141, 192)  # one size in each of the heuristic's memory bands
 TPS = (1, 2, 8)
-NOT_THIS_PLATFORM = ("is_cpu", "is_hip", "is_npu", "is_mps", "is_xpu", "is_musa")
 
 
 class _Measured(Exception):
     """Raised after _handle_gpu_memory_settings: the rest of __post_init__ is not needed."""
 
 
-def _as_on_cuda(gpu_mib: int) -> None:
-    """Patch the GPU memory query and the platform answers (module attributes; idempotent)."""
+def _gpu_memory(gpu_mib: int) -> None:
+    """Patch the GPU memory query (MiB, as get_device_memory_capacity answers)."""
     from sglang.srt import server_args
-    from sglang.srt.model_executor import cuda_graph_config
 
     server_args.get_device_memory_capacity = lambda device=None: gpu_mib
-    server_args.is_cuda = lambda: True
-    for name in NOT_THIS_PLATFORM:
-        if hasattr(server_args, name):
-            setattr(server_args, name, lambda: False)
-    cuda_graph_config.default_prefill_backend = lambda: cuda_graph_config.Backend.BREAKABLE
 
 
 def measure_one(model_dir: str, gpu_gib: int, tp: int) -> dict[str, Any]:
     """{mem_fraction_static, prefill_cuda_graph_backend, chunked_prefill_size} or {refused}."""
     from sglang.srt.server_args import ServerArgs
 
-    _as_on_cuda(gpu_gib * 1024)
+    as_on_cuda()
+    _gpu_memory(gpu_gib * 1024)
     seen: dict[str, Any] = {}
     original = ServerArgs._handle_gpu_memory_settings
 

@@ -9,7 +9,16 @@ import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
+from harness.cuda_platform import as_on_cuda
+
 TPS = (1, 2, 8)
+# errors that say the config needs code from its Hub repository (trust_remote_code): not
+# SGLang's verdict on the config, so not a measurement here
+NEEDS_REMOTE_CODE = ("trust_remote_code", "does not recognize this architecture")
+
+
+class NotMeasurable(Exception):
+    """The input cannot be measured in this environment (the message says why)."""
 KV_DTYPES = {"bf16": ("auto", "bfloat16"), "fp8": ("fp8_e4m3", "float8_e4m3fn")}
 
 
@@ -29,7 +38,8 @@ def default_server_args() -> SimpleNamespace:
 def model_config(model_dir: str):
     from sglang.srt.configs.model_config import ModelConfig
 
-    return ModelConfig(model_dir)
+    as_on_cuda()
+    return ModelConfig(model_dir, trust_remote_code=False)  # ServerArgs' default
 
 
 def config_figures(config) -> dict[str, Any]:
@@ -119,6 +129,8 @@ def measure(model_dir: str, server_args: SimpleNamespace) -> list[tuple[dict, st
     try:
         config = model_config(model_dir)
     except Exception as err:  # the engine refuses the config: a measurement too
+        if any(marker in str(err) for marker in NEEDS_REMOTE_CODE):
+            raise NotMeasurable(f"needs its remote code (not in the record): {_short(err)}")
         return [({}, "model_config", None, _short(err))]
     for figure, value in config_figures(config).items():
         rows.append(({}, figure, value, ""))
