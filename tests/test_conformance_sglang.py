@@ -5,7 +5,7 @@ at run time equal generated/sglang."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -29,12 +29,12 @@ class Answer(NamedTuple):
     unknown: str = ""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _constraints():
     return load_constraints()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _view(path: Path, tp: int, kv_dtype: str):
     """apron's SGLang column for one input at tp and KV dtype (None: apron refuses the input)."""
     try:

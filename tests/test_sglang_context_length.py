@@ -38,7 +38,8 @@ def test_reformatting_changes_nothing():
 
 def test_a_statement_of_another_shape_is_unread():
     text = CONTEXT_LENGTH.replace(
-        "    for key in CONTEXT_LENGTH_KEYS:", "    log(config)\n    for key in CONTEXT_LENGTH_KEYS:"
+        "    for key in CONTEXT_LENGTH_KEYS:",
+        "    log(config)\n    for key in CONTEXT_LENGTH_KEYS:",
     )
     unread = [r for r in context_length_rules(text, CONTEXT_PATH) if r.kind == "unread"]
     assert unread[0].code == "log(config)"

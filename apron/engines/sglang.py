@@ -346,9 +346,7 @@ def default_context(model: ModelConfig, sglang: EngineConstraints) -> ContextDef
     )
 
 
-def _rope_factor(
-    model: ModelConfig, by_kind: dict[str, list[Any]]
-) -> tuple[float | None, str]:
+def _rope_factor(model: ModelConfig, by_kind: dict[str, list[Any]]) -> tuple[float | None, str]:
     """The rope-scaling factor get_context_length multiplies by and words for it (None: unknown,
     the words say why)."""
     attribute = by_kind.get("scaling_attribute", [])

@@ -46,7 +46,9 @@ def _row(kind: str, order: int, path: str, *, name="", value="", code="") -> Sgl
 
 def _function(root, name: str):
     for node in root.named_children:
-        target = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+        target = (
+            node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+        )
         if target is not None and target.type == "function_definition":
             if code_of(target.child_by_field_name("name")) == name:
                 return target

@@ -21,9 +21,9 @@ from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     CONTAINERS,
+    arguments,
     assignments,
     assignments_and_ifs,
-    arguments,
     attribute,
     call_parts,
     callee,

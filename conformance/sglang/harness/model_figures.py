@@ -19,6 +19,8 @@ NEEDS_REMOTE_CODE = ("trust_remote_code", "does not recognize this architecture"
 
 class NotMeasurable(Exception):
     """The input cannot be measured in this environment (the message says why)."""
+
+
 KV_DTYPES = {"bf16": ("auto", "bfloat16"), "fp8": ("fp8_e4m3", "float8_e4m3fn")}
 
 
@@ -130,7 +132,9 @@ def measure(model_dir: str, server_args: SimpleNamespace) -> list[tuple[dict, st
         config = model_config(model_dir)
     except Exception as err:  # the engine refuses the config: a measurement too
         if any(marker in str(err) for marker in NEEDS_REMOTE_CODE):
-            raise NotMeasurable(f"needs its remote code (not in the record): {_short(err)}")
+            raise NotMeasurable(
+                f"needs its remote code (not in the record): {_short(err)}"
+            ) from err
         return [({}, "model_config", None, _short(err))]
     for figure, value in config_figures(config).items():
         rows.append(({}, figure, value, ""))
