@@ -574,6 +574,7 @@ class SglangRegistryRow(NamedTuple):
     resolved_via: str
     class_path: str
     also_in: tuple[str, ...]
+    import_error: str
     path: str
 
 

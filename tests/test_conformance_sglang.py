@@ -234,28 +234,18 @@ def test_records_cover_the_pin() -> None:
 
 
 @pytest.mark.parametrize("commit", COMMITS)
-def test_registry_equals_generated_less_the_modules_that_fail_to_import(commit: str) -> None:
-    """SGLang's run-time registry is the static registry less the rows of the model modules
-    that fail to import at that commit (sarashina2_vision at the pin: 244 of 245)."""
+def test_registry_equals_generated(commit: str) -> None:
+    """SGLang's run-time registry is the static registry less the rows generated/sglang marks
+    as registered by a module that does not import (sarashina2_vision at the pin: 244 of 245),
+    and the modules that fail at run time are exactly the marked ones."""
     reported = facts(ENGINE, commit)
-    static = {r.architecture: Path(r.path).stem for r in _rows(commit, "registry_rows")}
-    failing = set(reported["import_failures"])
-    assert set(reported["registry"]) == {a for a, m in static.items() if m not in failing}
-    assert failing <= set(static.values())
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed yet: the registry reader does not resolve a registering module's imports "
-    "against the modules they name, so generated/sglang does not mark sarashina2_vision's row",
-)
-@pytest.mark.parametrize("commit", COMMITS)
-def test_generated_registry_marks_the_modules_that_fail_to_import(commit: str) -> None:
-    reported = facts(ENGINE, commit)
-    marked = {
-        Path(r.path).stem for r in _rows(commit, "registry_rows") if getattr(r, "import_error", "")
-    }
+    rows = _rows(commit, "registry_rows")
+    assert set(reported["registry"]) == {r.architecture for r in rows if not r.import_error}
+    marked = {Path(r.path).stem for r in rows if r.import_error}
     assert marked == set(reported["import_failures"])
+    for row in rows:
+        if row.import_error:
+            assert row.import_error in reported["import_failures"][Path(row.path).stem]
 
 
 def _rows(commit: str, fact: str):

@@ -21,6 +21,7 @@ class SglangRegistryRow(Record):
     resolved_via: str  # "class", "alias X", "import from <module>", chains joined by " -> "
     class_path: str  # file that defines the class
     also_in: tuple[str, ...]  # later modules that register the same architecture (a conflict)
+    import_error: str  # why the module fails to import at this commit, statically ("" when not)
     path: str
 
 
