@@ -564,6 +564,19 @@ class SglangMlaCondition(NamedTuple):
     symbol: str
 
 
+class SglangPrefillGraphRule(NamedTuple):
+    """One step of how ServerArgs settles the prefill cuda-graph backend before it sizes the"""
+
+    backend: str
+    kind: str
+    order: int
+    name: str
+    condition: str
+    target: str
+    path: str
+    symbol: str
+
+
 class SglangRegistryRow(NamedTuple):
     """One architecture SGLang registers: a class named by a models module's `EntryClass`."""
 

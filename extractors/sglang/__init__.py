@@ -28,6 +28,7 @@ from apron.extractors.sglang import (
     kv_heads,
     matrix_cells,
     memory_fraction,
+    prefill_graph,
     serving_defaults,
     serving_rules,
 )
@@ -281,6 +282,14 @@ CONTEXT_LENGTH_RULES = FactKind(
     "rope-scaling factor and when it is 1, and the number returned when no key is set.",
 )
 
+PREFILL_GRAPH_RULES = FactKind(
+    prefill_graph.FACT,
+    "Prefill cuda-graph backend rules",
+    prefill_graph.SglangPrefillGraphRule,
+    "how ServerArgs settles the prefill cuda-graph backend before the memory fraction: the "
+    "switch of _apply_cuda_graph_compatibility and each backend's rules that turn capture off.",
+)
+
 
 def _serving_defaults(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     path = snapshot.first_existing(serving_defaults.SERVER_ARGS_PATHS, anchor="ServerArgs")
@@ -434,6 +443,11 @@ ENGINE = EngineSpec(
         FactExtractor(
             MEMORY_FRACTION_STEPS,
             _memory_fraction_steps,
+            reads=serving_defaults.SERVER_ARGS_PATHS,
+        ),
+        FactExtractor(
+            PREFILL_GRAPH_RULES,
+            prefill_graph.prefill_graph_fact,
             reads=serving_defaults.SERVER_ARGS_PATHS,
         ),
         FactExtractor(

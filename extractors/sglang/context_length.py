@@ -1,8 +1,9 @@
 """SGLang's default context length as data: the keys `get_context_length` tries in order
 (`CONTEXT_LENGTH_KEYS`), the rope-scaling factor it multiplies by and when that factor is 1, and
 the number it returns when no key is set (python/sglang/srt/utils/hf_transformers/common.py at
-the 2026 layout, python/sglang/srt/hf_transformers_utils.py before). A statement of the function
-that is none of these shapes is one "unread" row, and apron's SGLang default is then unknown."""
+the 2026 layout, utils/hf_transformers_utils.py or hf_transformers_utils.py before). A statement
+of the function that is none of these shapes is one "unread" row, and apron's SGLang default
+is then unknown."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from apron.extractors.snapshot import Snapshot
 FACT = "context_length_rules"
 PATHS = (
     "python/sglang/srt/utils/hf_transformers/common.py",
+    "python/sglang/srt/utils/hf_transformers_utils.py",
     "python/sglang/srt/hf_transformers_utils.py",
 )
 FUNCTION = "get_context_length"

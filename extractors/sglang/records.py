@@ -217,3 +217,26 @@ class SglangContextRule(Record):
 
     def label(self) -> str:
         return f"{self.kind} {self.order}: {self.name or self.code} {self.value}".strip()
+
+
+class SglangPrefillGraphRule(Record):
+    """One step of how ServerArgs settles the prefill cuda-graph backend before it sizes the
+    memory fraction (apron.extractors.sglang.prefill_graph): kind "switch" (the default backend
+    `backend` becomes `target` when `condition` holds, `_apply_cuda_graph_compatibility`) or
+    "disable" (a rule of the backend's `_disable_<backend>_..._if_incompatible` list: when
+    `condition` holds the prefill graph is turned off); "unread" for a shape not read (`code`).
+    `condition` is the rule's code, canonical."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("backend", "kind", "order")
+
+    backend: str  # "breakable", "tc_piecewise", "full"
+    kind: str
+    order: int
+    name: str  # the rule's label as SGLang logs it
+    condition: str
+    target: str
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.backend} {self.kind} {self.order}: {self.name or self.condition}"
