@@ -234,6 +234,9 @@ def _view(
         )
         cites.extend(decision.mla.citations)
     cites.extend(heads.citations)
+    if enc_only and decision.encoder_only_kv:
+        notes.append(f"{decision.encoder_only_kv} (vLLM: {enc_only})")
+        enc_only = ""
     selection = select(
         model,
         mla=bool(mla),
@@ -502,6 +505,40 @@ def given_weights(
     )
 
 
+def engine_request(
+    model: ModelConfig,
+    request: Request,
+    engine_id: str,
+    constraints: EngineConstraints | None,
+    context: int | None,
+) -> Request:
+    """The request one engine's column is computed for: with no --context, the engine's own
+    default context where its rules module has a `default_context` hook (else the shared one)."""
+    rules = ENGINE_RULES.get(engine_id)
+    hook = getattr(rules, "default_context", None)
+    if context is not None or hook is None or constraints is None:
+        return request
+    found = hook(model, constraints)
+    if found is None:
+        return request
+    title = ENGINE_TITLES.get(engine_id, engine_id)
+    source = f"default: {found.how}" if found.tokens is not None else f"unknown: {found.how}"
+    if found.tokens is None:
+        source = f"{title}'s default context is {source}"
+    return request._replace(context=found.tokens, context_source=source)
+
+
+def _with_context(view: EngineView, shared: Request, own: Request) -> EngineView:
+    """The view with the context its figures are at, and a note when it is the engine's own."""
+    if own.context == shared.context:
+        return view._replace(context=own.context, context_source=own.context_source)
+    shown = f"{own.context:,} tokens" if own.context is not None else "unknown"
+    note = f"context {shown}: {view.title}'s own {own.context_source}"
+    return view._replace(
+        context=own.context, context_source=own.context_source, notes=(note, *view.notes)
+    )
+
+
 def _full_context_note(why: str, figures: MechanismResult, request: Request) -> str:
     if figures.kv_bytes_per_token is None:
         return why
@@ -741,10 +778,16 @@ def plan(
         )
 
     supported = support(model, cs)
+    requests = {
+        engine_id: engine_request(model, request, engine_id, cs.get(engine_id), context)
+        for engine_id in cs.engines
+    }
     views = tuple(
         _view(
             model,
-            _placeholder(_auto_request(request, choices, engine_id)) if auto else request,
+            _placeholder(_auto_request(requests[engine_id], choices, engine_id))
+            if auto
+            else requests[engine_id],
             engine_id,
             cs.get(engine_id),
             decisions.get(engine_id),
@@ -758,6 +801,7 @@ def plan(
         )
         for engine_id, entry in zip(cs.engines, supported, strict=True)
     )
+    views = tuple(_with_context(view, request, requests[view.engine]) for view in views)
     if auto:
         views = tuple(_auto_view(view, choices.get(view.engine)) for view in views)
     refusal = parallel.tp_refusal(tp, [(v.title, v.gpu) for v in views if v.gpu is not None])

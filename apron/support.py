@@ -139,7 +139,13 @@ def engine_support(
                 notes.append(f"{row.finding or 'finding'}{': ' + note if note else ''}")
                 continue
             entries.append(_entry(engine, scan.fact, row))
-            if scan.role == "registry":
+            import_error = _shown(row, "import_error")
+            if scan.role == "registry" and import_error:
+                notes.append(
+                    f"{arch} is registered by a module that does not import at this commit "
+                    f"({import_error}): {title} skips it at run time"
+                )
+            elif scan.role == "registry":
                 registered = True
     if not registered:
         registry = [f for f in registry_facts if engine.has(f)]

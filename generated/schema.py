@@ -467,6 +467,18 @@ class SglangArchitectureSet(NamedTuple):
     symbol: str
 
 
+class SglangContextRule(NamedTuple):
+    """One part of SGLang's default context length (`get_context_length` over the text config,"""
+
+    kind: str
+    order: int
+    name: str
+    value: str
+    code: str
+    path: str
+    symbol: str
+
+
 class SglangDocsRow(NamedTuple):
     """One row of an SGLang supported-models table (2025 .md or 2026 .mdx layout)."""
 
@@ -552,6 +564,19 @@ class SglangMlaCondition(NamedTuple):
     symbol: str
 
 
+class SglangPrefillGraphRule(NamedTuple):
+    """One step of how ServerArgs settles the prefill cuda-graph backend before it sizes the"""
+
+    backend: str
+    kind: str
+    order: int
+    name: str
+    condition: str
+    target: str
+    path: str
+    symbol: str
+
+
 class SglangRegistryRow(NamedTuple):
     """One architecture SGLang registers: a class named by a models module's `EntryClass`."""
 
@@ -562,6 +587,7 @@ class SglangRegistryRow(NamedTuple):
     resolved_via: str
     class_path: str
     also_in: tuple[str, ...]
+    import_error: str
     path: str
 
 
