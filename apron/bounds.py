@@ -125,6 +125,7 @@ def parse_quantity(
     where: str,
     *,
     example: str,
+    asks: str = "a number and a unit",
     whole: bool = False,
 ) -> int:
     """'80GiB', '8.03B', '16060522496' -> a whole number within `bound`: the number times its
@@ -138,7 +139,7 @@ def parse_quantity(
     if found is None or unit not in units:
         names = ", ".join(u or "none" for u in sorted(units, key=units.__getitem__))
         raise ApronInputError(
-            f"{where} {shown(repr(text))}: give a number and a unit, e.g. {example} "
+            f"{where} {shown(repr(text))}: give {asks}, e.g. {example} "
             f"(units: {names}; case does not matter)"
         )
     try:
@@ -146,7 +147,7 @@ def parse_quantity(
     except InvalidOperation as err:  # pragma: no cover - the pattern admits only plain digits
         raise ApronInputError(f"{where} {shown(repr(text))}: not a number") from err
     if whole and amount != amount.to_integral_value():
-        raise ApronInputError(f"{where} {shown(repr(text))}: give a whole number, e.g. {example}")
+        raise ApronInputError(f"{where} {shown(repr(text))}: give {asks}, e.g. {example}")
     return checked(int(amount), bound, where)
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from apron.errors import ApronInputError
-
 MEMORY_UNITS = {
     "b": 1,
     "kb": 10**3,

@@ -149,7 +149,12 @@ def parse_weights_bytes(text: str) -> int:
     from apron.capacity import MEMORY_UNITS
 
     return bounds.parse_quantity(
-        text, {"": 1, **MEMORY_UNITS}, bounds.BYTES, "--weights-bytes", example="15GiB, 16GB"
+        text,
+        {"": 1, **MEMORY_UNITS},
+        bounds.BYTES,
+        "--weights-bytes",
+        example="16060522496, 15GiB or 16GB",
+        asks="a number of bytes, or a number and a unit",
     )
 
 
@@ -159,7 +164,13 @@ PARAM_UNITS = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 def parse_params(text: str) -> int:
     """'8030261248' / '8.03B' / '70b' / '1.5T' -> a whole parameter count (K, M, B, T decimal)."""
     return bounds.parse_quantity(
-        text, PARAM_UNITS, bounds.PARAMS, "--params", example="8030261248, 8.03B or 70B", whole=True
+        text,
+        PARAM_UNITS,
+        bounds.PARAMS,
+        "--params",
+        example="8030261248, 8.03B or 70B",
+        asks="a whole number of parameters",
+        whole=True,
     )
 
 
@@ -373,8 +384,22 @@ def plot_command(
 @app.command("gguf")
 def gguf_command(
     path: Annotated[str, typer.Argument(help="A local .gguf file (the first shard is enough).")],
-    context: ContextOpt = None,
-    batch: BatchOpt = 1,
+    context: Annotated[
+        str | None,
+        typer.Option(
+            "--context",
+            "-c",
+            metavar="TOKENS",
+            help="llama.cpp's -c (n_ctx); 0 or none: the model's context_length.",
+            show_default=False,
+        ),
+    ] = None,
+    batch: Annotated[
+        str,
+        typer.Option(
+            "--batch", "-b", metavar="N", help="llama.cpp's -np (n_seq_max): concurrent sequences."
+        ),
+    ] = "1",
     kv_dtype: Annotated[
         str | None, typer.Option("--kv-dtype", help="llama.cpp cache type for K and V.")
     ] = None,
@@ -384,7 +409,7 @@ def gguf_command(
     """The llama.cpp column for a GGUF file, read header-only: --context is n_ctx, --batch is
     n_seq_max, cache types as llama.cpp spells them (f16, q8_0, ...)."""
     from apron.constraints import load_constraints
-    from apron.gguf_header import read_header
+    from apron.gguf_header import gguf_limits, read_header
     from apron.llamacpp_memory import Unknown, cache_type, figures, render
 
     constraints = load_constraints().get("llamacpp")
@@ -392,21 +417,40 @@ def gguf_command(
         fail("no generated/llamacpp constraints")
         return
     try:
-        header = read_header(path)
+        n_ctx = llamacpp_option(constraints, "--context", context, low=0)
+        n_seq_max = llamacpp_option(constraints, "--batch", batch, low=1)
+        header = read_header(path, gguf_limits(constraints))
         k, v = cache_type_k or kv_dtype, cache_type_v or kv_dtype
         types = [cache_type(constraints, t) if t else None for t in (k, v)]
-    except ApronInputError as err:
+    except (ApronInputError, Unknown) as err:
         fail(str(err))
         return
-    except Unknown as err:
-        fail(str(err))
-        return
-    if batch < 1:
-        fail(f"--batch must be at least 1, got {batch}")
     got = figures(
-        header, constraints, n_ctx=context, n_seq_max=batch, type_k=types[0], type_v=types[1]
+        header, constraints, n_ctx=n_ctx, n_seq_max=n_seq_max, type_k=types[0], type_v=types[1]
     )
-    typer.echo(render(header, constraints, got, batch))
+    if got.refused:
+        fail(f"{shown(path)}: llama.cpp at {constraints.commit[:12]} refuses it: {got.refused}")
+    typer.echo(printable(render(header, constraints, got, n_seq_max)))
+
+
+# option -> (the limit row that bounds it, what it is in llama.cpp); the C type of the setting the
+# option sets gives the upper bound, LLAMA_MAX_SEQ caps n_seq_max
+LLAMACPP_OPTIONS = {
+    "--context": ("common_params::n_ctx", "-c (common_params.n_ctx)"),
+    "--batch": ("LLAMA_MAX_SEQ", "n_seq_max (llama_context refuses more than LLAMA_MAX_SEQ)"),
+}
+
+
+def llamacpp_option(constraints, option: str, text: str | None, *, low: int) -> int | None:
+    """A llama.cpp option's value within the bound extracted from llama.cpp (generated/llamacpp
+    limits); None when not given."""
+    from apron.llamacpp_memory import limit
+
+    if text is None:
+        return None
+    name, what = LLAMACPP_OPTIONS[option]
+    bound = bounds.Bound(low, limit(constraints, name), f"llama.cpp's {what}: {name}")
+    return bounds.parse_int(text, bound, option)
 
 
 def main() -> None:
