@@ -354,6 +354,12 @@ def plot_command(
     max_model_len: MaxModelLenOpt = None,
     kv_cache_dtype: KvCacheDtypeOpt = None,
     tensor_parallel_size: TensorParallelOpt = None,
+    follow_symlinks: Annotated[
+        bool,
+        typer.Option(
+            "--follow-symlinks", help="Write through --out when it is a symlink (else refused)."
+        ),
+    ] = False,
 ) -> None:
     """Plot KV bytes against context for each engine, with the naive figure beside it."""
     context = aliased(
@@ -363,6 +369,23 @@ def plot_command(
     tp = aliased(
         ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size", count_option(bounds.TP)
     )
+    from apron.output_files import discard
+    from apron.plot import check_out
+
+    try:
+        output = check_out(out, follow_symlinks=follow_symlinks)
+    except ApronInputError as err:
+        fail(str(err))
+        return
+    try:
+        written = _plot(output, config, sample, context, kv_dtype, tp)
+    finally:
+        discard(output)
+    typer.echo(printable(f"wrote {written}"))
+
+
+def _plot(output, config, sample, context, kv_dtype, tp) -> str:
+    """Plan at increasing contexts and draw the plot into the checked output."""
     from apron.plot import contexts_up_to, kv_curves, plans_for_plot, write_plot
 
     first = _plan(config, sample, context, kv_dtype, 1, tp, None, None, None)
@@ -374,11 +397,10 @@ def plot_command(
             kv_dtype=kv_dtype,
             tp=tp,
         )
-        written = write_plot(kv_curves(plans), out)
+        written = write_plot(kv_curves(plans), output)
     except ApronInputError as err:
         fail(str(err))
-        return
-    typer.echo(f"wrote {written} (contexts up to {maximum:,} tokens)")
+    return f"{shown(written)} (contexts up to {maximum:,} tokens)"
 
 
 @app.command("gguf")

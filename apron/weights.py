@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from apron import bounds
 from apron.errors import ApronInputError
 from apron.input_files import file_size, open_input, present
 from apron.json_files import parse_json, read_json_object
@@ -113,7 +114,7 @@ def _tensor_entry(name: str, info: Any, path: Path) -> tuple[TensorEntry, int, i
     dtype = info.get("dtype")
     if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
         raise ApronInputError(
-            f"{where} has dtype {shown(dtype if isinstance(dtype, str) else repr(dtype))}, not a "
+            f"{where} has dtype {shown(repr(dtype))}, not a "
             "safetensors dtype "
             f"({', '.join(sorted(DTYPE_BITS))})"
         )
@@ -219,12 +220,8 @@ def _read_index(path: Path) -> _Index:
             )
     metadata = data.get("metadata")
     total = metadata.get("total_size") if isinstance(metadata, dict) else None
-    if isinstance(total, float) and total.is_integer():
-        total = int(total)
-    if total is not None and (not _is_int(total) or total < 0):
-        raise ApronInputError(
-            f"{shown(path)}: metadata.total_size must be a non-negative integer, got {shown(total)}"
-        )
+    if total is not None:
+        total = bounds.checked(total, TOTAL_SIZE, f"{shown(path)}: metadata.total_size")
     return _Index(total, tuple(sorted(set(weight_map.values()))), tuple(sorted(weight_map)))
 
 
@@ -305,15 +302,24 @@ def _directory_of(model_dir: Path) -> Path:
 
 
 EMPTY_WEIGHT_MAP = f"{INDEX_NAME} has an empty weight_map"
+TOTAL_SIZE = bounds.Bound(0, bounds.INT64_MAX, "a byte count in signed 64 bits, as torch keeps it")
 
 
-def _from_empty_index(index: _Index) -> CheckpointWeights | None:
+def _index_total(index: _Index, where: Path) -> int:  # index.total_size is not None
+    """metadata.total_size as the weights figure: at least 1 B (a checkpoint of 0 B is no
+    checkpoint, as --weights-bytes 0 is refused)."""
+    return bounds.checked(
+        index.total_size, bounds.BYTES, f"{shown(where)}: metadata.total_size (the weights figure)"
+    )
+
+
+def _from_empty_index(index: _Index, where: Path) -> CheckpointWeights | None:
     """An index naming no shard: its metadata.total_size is the figure, else unknown (None);
     never the 0 B of reading no header."""
     if index.total_size is None:
         return None
     return CheckpointWeights(
-        index.total_size,
+        _index_total(index, where),
         (),
         f"{INDEX_NAME} metadata.total_size",
         (INDEX_NAME,),
@@ -333,7 +339,7 @@ def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
     if present(index_path):
         index = _read_index(index_path)
         if not index.shard_files:
-            return _from_empty_index(index)
+            return _from_empty_index(index, index_path)
         missing = [f for f in index.shard_files if f not in local]
         notes: list[str] = []
         if not missing:
@@ -367,7 +373,7 @@ def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
         experts = _expert_count(index.tensor_names)
         notes.extend(_expert_note(experts))
         return CheckpointWeights(
-            index.total_size,
+            _index_total(index, index_path),
             (),
             f"{INDEX_NAME} metadata.total_size",
             (INDEX_NAME,),

@@ -45,7 +45,7 @@ def refused(result, *words: str) -> None:
         ({"num_hidden_layers": 100_000_000}, ("at most 100,000",)),
         ({"num_key_value_heads": 7}, ("num_heads % num_kv_heads == 0",)),
         ({"num_key_value_heads": 64}, ("num_heads % num_kv_heads == 0",)),
-        ({"max_position_embeddings": -5, "rope_scaling": None}, ("context must be positive",)),
+        ({"max_position_embeddings": -5, "rope_scaling": None}, ("max_position_embeddings = -5",)),
         ({"rope_scaling": {"rope_type": "yarn", "factor": -4.0}}, ("positive, finite",)),
         ({"rope_scaling": {"rope_type": "yarn", "factor": 1e308}}, ("contexts up to",)),
     ],

@@ -17,6 +17,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from apron.extractors.errors import ExtractionError, UsageError
+from apron.output_files import output_problem, said
 
 # A change maps a target path to its new text (a file) or to {file name: text} (a folder that
 # is replaced whole).
@@ -341,8 +342,12 @@ def _undo(swaps: list[Swap], journal: Path | None, swapping: bool) -> list[Swap]
 def check_output_path(path: Path, option: str) -> Path:
     """An output file the command may write, checked before anything is written: an existing
     regular file that can be opened for writing, or a new name in an existing, writable folder,
-    never inside a git directory (`.git/`). Nothing is created or changed here."""
+    never inside a git directory (`.git/`), never a symlink (apron.output_files.output_problem:
+    the one check of an output path). Nothing is created or changed here."""
     where = path.expanduser()
+    problem, _ = output_problem(where)
+    if problem:
+        raise UsageError(said(option, path, problem))
     if ".git" in where.parts or ".git" in where.resolve().parts:
         raise UsageError(
             f"{option} {path} is inside a .git directory; write the pull-request text elsewhere"
