@@ -7,14 +7,14 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from apron import bounds
 from apron.config import load_config, load_sample, sample_names
+from apron.console import EscapingConsole
 from apron.errors import ApronInputError
 from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, PARAM_DTYPE_BITS, plan
-from apron.terminal import printable, shown
+from apron.terminal import printable, printable_json, shown
 from apron.version import version_option
 
 app = typer.Typer(
@@ -25,8 +25,8 @@ app = typer.Typer(
     help="Mechanism-aware KV-cache predictions from a Hugging Face config.json, "
     "driven by the generated engine constraints.",
 )
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-out_console = Console(highlight=False)
+err_console = EscapingConsole(stderr=True, highlight=False, soft_wrap=True)
+out_console = EscapingConsole(highlight=False)
 
 
 VersionOpt = version_option("apron")
@@ -285,7 +285,7 @@ def plan_command(
     if json_output:
         from apron.json_model import plan_json
 
-        typer.echo(plan_json(result))
+        typer.echo(printable_json(plan_json(result)))
         return
     from apron.render import render
 

@@ -54,3 +54,21 @@ def printable(message: str) -> str:
     """A whole message with every unprintable character escaped except the line breaks (and
     tabs) apron puts there; no cutting (each input string in it was cut by `shown`)."""
     return _escaped(message, keep="\n\t")
+
+
+def printable_json(text: str) -> str:
+    """JSON text with every unprintable character but its line breaks written as a JSON
+    escape (\\u202e; a pair of surrogates above U+FFFF): still the same JSON value, and safe
+    on a terminal (pydantic writes U+202E and C1 controls raw)."""
+    if text.isprintable():
+        return text
+    out = []
+    for char in text:
+        if char.isprintable() or char == "\n":
+            out.append(char)
+        elif ord(char) > 0xFFFF:
+            high, low = divmod(ord(char) - 0x10000, 0x400)
+            out.append(f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}")
+        else:
+            out.append(f"\\u{ord(char):04x}")
+    return "".join(out)
