@@ -194,7 +194,7 @@ def _view(
     )
     if registered is False:
         notes.append(
-            f"{model.architecture} is not in {title}'s registry at this commit: it could "
+            f"{shown(model.architecture)} is not in {title}'s registry at this commit: it could "
             "load only through a generic fallback (e.g. a Transformers backend), which "
             "apron does not model"
         )
