@@ -13,9 +13,10 @@ whole blocks of its type; a general.alignment that is not a u32 power of two; a 
 data offset is not where the previous one ends. ggml block sizes come from gguf-py's constants.
 
 On top of those, apron's own caps keep memory and time bounded whatever the bytes say: at most
-MAX_HEADER_BYTES of header, MAX_ITEMS keys, tensors and array elements in all, and an array
-longer than MAX_KEPT_ARRAY (a tokenizer's vocabulary) is checked and skipped, kept only as its
-type and length (SkippedArray)."""
+MAX_HEADER_BYTES of header, MAX_KEYS keys, MAX_TENSORS tensors, MAX_ITEMS array elements in
+all; and an array that would take the values kept past MAX_KEPT_ITEMS (a tokenizer's vocabulary,
+its merges and scores) is checked and skipped, kept only as its type and length
+(SkippedArray)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,10 @@ from apron.input_files import CappedReader, open_input
 from apron.terminal import shown
 
 MAX_HEADER_BYTES = 64 * 2**20  # the largest published headers (262k-token vocabularies) are ~10 MB
-MAX_ITEMS = 4 * 2**20  # keys + tensors + array elements; a header holds under 1,000,000
-MAX_KEPT_ARRAY = 65_536  # longer arrays (vocabularies, merges, scores) are skipped, not kept
+MAX_KEYS = 65_536  # key-value pairs; a header holds a few dozen
+MAX_TENSORS = 65_536  # tensor infos; the largest published models hold a few thousand
+MAX_ITEMS = 2**21  # array elements in all; the largest published headers hold ~800,000
+MAX_KEPT_ITEMS = 65_536  # array elements kept as values, in all; arrays past it are skipped
 INT64_MAX = 2**63 - 1
 SIZE_MAX = 2**64 - 1
 READER = "llama.cpp's gguf reader (ggml/src/gguf.cpp)"
@@ -104,7 +107,7 @@ def gguf_limits(llamacpp: EngineConstraints) -> GgufLimits:
 
 
 class SkippedArray(NamedTuple):
-    """An array the reader checked but did not keep (longer than MAX_KEPT_ARRAY)."""
+    """An array the reader checked but did not keep (past MAX_KEPT_ITEMS)."""
 
     item_type: str  # "str", "i32", ...
     length: int
@@ -143,21 +146,32 @@ class _Reader:
     def __init__(self, stream: CappedReader, limits: GgufLimits) -> None:
         self.stream, self.limits = stream, limits
         self.items = 0
+        self.kept = 0
 
     def refuse(self, message: str) -> ApronInputError:
         return ApronInputError(f"{shown(self.stream.path)}: {message}")
 
     def unpack(self, fmt: str) -> Any:
-        return struct.unpack(fmt, self.stream.take(struct.calcsize(fmt)))[0]
+        size = struct.calcsize(fmt)
+        self.stream.need(size)
+        value = struct.unpack_from(fmt, self.stream.buffer, self.stream.position)[0]
+        self.stream.position += size
+        return value
 
     def counted(self, n: int, what: str) -> None:
-        """Count `n` more keys, tensors or array elements against MAX_ITEMS."""
+        """Count `n` more array elements against MAX_ITEMS."""
         self.items += n
         if self.items > MAX_ITEMS:
             raise self.refuse(
-                f"{what} brings the header past {MAX_ITEMS:,} keys, tensors and array "
-                "elements, the most apron reads"
+                f"{what} bring the header past {MAX_ITEMS:,} array elements, the most apron reads"
             )
+
+    def keep(self, n: int) -> bool:
+        """Whether an array of n elements is kept (MAX_KEPT_ITEMS in all), counting it if so."""
+        if self.kept + n > MAX_KEPT_ITEMS:
+            return False
+        self.kept += n
+        return True
 
     def string(self, what: str) -> str:
         return self.raw_string(what).decode("utf-8", errors="replace")
@@ -175,6 +189,28 @@ class _Reader:
                 f"in the file ({READER} refuses it)"
             )
         return self.stream.take(size)
+
+    def skip_strings(self, n: int, what: str) -> None:
+        """Check and pass over n strings without keeping them: each length within
+        GGUF_MAX_STRING_LENGTH and the file, read straight from the buffer."""
+        stream, limit, unpack_from = self.stream, self.limits.max_string, struct.unpack_from
+        buffer, position, end = stream.buffer, stream.position, len(stream.buffer)
+        for _ in range(n):
+            if position + 8 > end:
+                stream.position = position
+                stream.need(8)
+                buffer, position, end = stream.buffer, stream.position, len(stream.buffer)
+            size = unpack_from("<Q", buffer, position)[0]
+            if size > limit or size > stream.size - stream.base - position - 8:
+                stream.position = position
+                self.string(what)  # the same check, for its message
+            position += 8 + size
+            if position > end:
+                stream.position = position - size
+                stream.need(size)
+                stream.position += size
+                buffer, position, end = stream.buffer, stream.position, len(stream.buffer)
+        stream.position = position
 
     def kind(self, what: str) -> GGUFValueType:
         raw = self.unpack("<i")
@@ -205,11 +241,13 @@ class _Reader:
         self.counted(n, f"key {shown(repr(key))}'s {n:,} array elements")
         type_name = f"arr[{TYPE_NAMES[inner]}]"
         if inner == GGUFValueType.STRING:
-            values = [self.string(f"key {shown(repr(key))}") for _ in range(n)]
-            return (values if n <= MAX_KEPT_ARRAY else SkippedArray("str", n)), type_name
+            if not self.keep(n):
+                self.skip_strings(n, f"key {shown(repr(key))}")
+                return SkippedArray("str", n), type_name
+            return [self.string(f"key {shown(repr(key))}") for _ in range(n)], type_name
         fmt = _SCALARS[inner]
         data = self.stream.take(n * struct.calcsize(fmt))
-        if n > MAX_KEPT_ARRAY:
+        if not self.keep(n):
             return SkippedArray(TYPE_NAMES[inner], n), type_name
         items = [item for (item,) in struct.iter_unpack(fmt, data)]
         if inner == GGUFValueType.BOOL:
@@ -241,11 +279,12 @@ def _version(r: _Reader) -> int:
     return version
 
 
-def _count(r: _Reader, what: str) -> int:
+def _count(r: _Reader, what: str, cap: int) -> int:
     n = r.unpack("<q")  # int64_t, as llama.cpp reads it
     if n < 0:
         raise r.refuse(f"the number of {what} is {n:,} ({READER} refuses a negative count)")
-    r.counted(n, f"{n:,} {what}")
+    if n > cap:
+        raise r.refuse(f"the header holds {n:,} {what}; apron reads at most {cap:,}")
     return n
 
 
@@ -370,8 +409,8 @@ def read_header(path: str | Path, limits: GgufLimits) -> GgufHeader:
         if magic != GGUF_MAGIC:
             raise ApronInputError(f"{shown(path)} is not a GGUF file (magic {magic:#x})")
         version = _version(r)
-        n_tensors = _count(r, "tensors")
-        n_kv = _count(r, "key-value pairs")
+        n_tensors = _count(r, "tensors", MAX_TENSORS)
+        n_kv = _count(r, "key-value pairs", MAX_KEYS)
         metadata, types = _metadata(r, n_kv)
         tensors = _tensors(r, n_tensors, metadata.get(ALIGNMENT_KEY, DEFAULT_ALIGNMENT))
     return GgufHeader(str(path), version, metadata, tensors, types)

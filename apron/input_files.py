@@ -111,35 +111,59 @@ def read_input_text(path: str | Path, cap: int, what: str) -> str:
 
 
 class CappedReader:
-    """Reads a stream front to back, at most `cap` bytes in all (a GGUF header is read this
-    way: its file may be many GB, its header may not); each read takes exactly what it asks or
-    says the file ends early."""
+    """Reads a file front to back through a small moving buffer, at most `cap` bytes in all (a
+    GGUF header is read this way: its file may be many GB, its header may not). `need(n)` makes
+    the next n bytes available in `buffer` from `position` (for struct.unpack_from over long
+    runs of small fields; it may move what is buffered, so read both after it); `take(n)`
+    returns them and moves on. Asking past the cap or past the end of the file is
+    ApronInputError naming the file."""
+
+    CHUNK = 1 << 20
 
     def __init__(self, handle: BinaryIO, path: str | Path, cap: int, what: str) -> None:
         self.handle, self.path, self.cap, self.what = handle, path, cap, what
-        self.position = 0
+        self.buffer = bytearray()
+        self.position = 0  # in buffer
+        self.base = 0  # the file offset of buffer[0]
         self.size = file_size(handle)
 
     @property
-    def remaining(self) -> int:
-        """Bytes left in the file after the position (what llama.cpp's gguf_reader checks each
-        count and length against)."""
-        return max(0, self.size - self.position)
+    def offset(self) -> int:
+        """The file offset of the next byte."""
+        return self.base + self.position
 
-    def take(self, n: int) -> bytes:
-        if self.position + n > self.cap:
+    @property
+    def remaining(self) -> int:
+        """Bytes left in the file after the offset (what llama.cpp's gguf_reader checks each
+        count and length against)."""
+        return max(0, self.size - self.offset)
+
+    def need(self, n: int) -> None:
+        if self.position + n <= len(self.buffer):
+            return
+        if self.offset + n > self.cap:
             raise ApronInputError(
                 f"{shown(self.path)}: {self.what} runs past {self.cap:,} B, the most apron "
                 "reads of it"
             )
+        if self.position:  # drop what was read: the buffer holds at most a chunk and n
+            del self.buffer[: self.position]
+            self.base += self.position
+            self.position = 0
+        want = min(max(n - len(self.buffer), self.CHUNK), self.cap - self.base - len(self.buffer))
         try:
-            data = self.handle.read(n)
+            data = self.handle.read(want)
         except OSError as err:
             raise _cannot(self.path, err) from err
-        self.position += len(data)
-        if len(data) != n:
+        self.buffer += data
+        if n > len(self.buffer):
             raise ApronInputError(
-                f"{shown(self.path)}: {self.what} ends early at byte {self.position:,} "
-                "(truncated file?)"
+                f"{shown(self.path)}: {self.what} ends early at byte "
+                f"{self.base + len(self.buffer):,} (truncated file?)"
             )
-        return data
+
+    def take(self, n: int) -> bytes:
+        self.need(n)
+        start = self.position
+        self.position += n
+        return bytes(self.buffer[start : self.position])
