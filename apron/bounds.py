@@ -63,12 +63,14 @@ def _range(bound: Bound) -> str:
 
 
 def what_it_is(value: Any) -> str:
-    """'true', 'a float (128.5)', 'a string ("32")', 'NaN': how a value that is not an integer
-    is named in a message."""
+    """'true', 'a float (128.5)', 'a string ("32")', 'NaN', '-2': how a value is named in a
+    message about its type or range."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return "null"
+    if isinstance(value, int):
+        return f"{value:,}"
     if isinstance(value, float):
         if math.isnan(value):
             return "NaN"

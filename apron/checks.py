@@ -59,15 +59,17 @@ def refuse_unnamed(model: ModelConfig) -> None:
 
 def refuse_non_integers(model: ModelConfig) -> None:
     """ApronInputError for the first count field (COUNT_FIELDS) present with a value that is
-    not an integer: "num_hidden_layers is true, not an integer"; null stays absent."""
-    for name in COUNT_FIELDS:
-        read = model.read(name)
-        if read is None or read.value is None or is_int(read.value):
-            continue
-        raise ApronInputError(
-            f"{model.source}: {shown(read.key)} is {what_it_is(read.value)}, not an integer "
-            f"({CONFIG_CLASSES} declare it int and refuse any other type)"
-        )
+    not an integer: "num_hidden_layers is true, not an integer"; null stays absent. The values
+    config.json states are checked first, then the ones derived from them."""
+    for read_field in (model.published, model.read):
+        for name in COUNT_FIELDS:
+            read = read_field(name)
+            if read is None or read.value is None or is_int(read.value):
+                continue
+            raise ApronInputError(
+                f"{model.source}: {shown(read.key)} is {what_it_is(read.value)}, not an integer "
+                f"({CONFIG_CLASSES} declare it int and refuse any other type)"
+            )
 
 
 def refuse_layer_types_mismatch(model: ModelConfig) -> None:

@@ -128,6 +128,10 @@ class ModelConfig:
                 return FieldRead(name, spelling, value)
         return None
 
+    def published(self, name: str) -> FieldRead | None:
+        """The field as config.json states it (its text config, its spellings), never derived."""
+        return self._published(name)
+
     def _published_value(self, name: str) -> Any:
         read = self._published(name)
         return None if read is None else read.value

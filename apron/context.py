@@ -91,9 +91,11 @@ def derived_max_len(model: ModelConfig) -> MaxLen:
                     how = f"yarn original_max_position_embeddings = {base:,}"
         if factor != 1.0:
             if base * factor > MAX_CONTEXT:
+                product = base * factor
+                said = f"{product:.3g}" if math.isfinite(product) else "over 1e308"
                 raise ApronInputError(
                     f"{model.source}: the rope scaling factor {factor:g} makes the context "
-                    f"{base * factor:.3g} tokens; apron reads contexts up to {MAX_CONTEXT:,} "
+                    f"{said} tokens; apron reads contexts up to {MAX_CONTEXT:,} "
                     f"({bounds.CONTEXT.why})"
                 )
             scaled = int(base * factor)
