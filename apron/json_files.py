@@ -8,6 +8,7 @@ checked where they are read (apron.config, apron.bounds)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,42 +29,49 @@ def _parse_int(text: str) -> int:
     digits = text.lstrip("-")
     if len(digits) > MAX_INT_DIGITS or abs(int(text)) > MAX_INT:
         raise ApronInputError(
-            f"integer {shown(text, 24)} ({len(digits):,} digits) is out of range; apron reads "
-            "integers up to 2**63-1"
+            f"integer {text[:24]}{'...' if len(text) > 24 else ''} ({len(digits):,} digits) is "
+            "out of range; apron reads integers up to 2**63-1"
         )
     return int(text)
 
 
 def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
-    """The deepest nesting of lists and dicts in a parsed value, counted without recursion and
-    no further than limit + 1."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if not isinstance(node, list | dict):
-            continue
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest
-        stack.extend(
-            (child, depth + 1) for child in (node.values() if isinstance(node, dict) else node)
-        )
-    return deepest
+    """The deepest nesting of lists and dicts in a parsed value, counted level by level without
+    recursion (only containers are visited) and no further than limit + 1."""
+    level = [value] if type(value) in (list, dict) else []
+    depth = 0
+    while level and depth <= limit:
+        depth += 1
+        below: list[Any] = []
+        for node in level:
+            children = node.values() if type(node) is dict else node
+            below.extend([c for c in children if type(c) is list or type(c) is dict])
+        level = below
+    return depth
+
+
+# a run of 19 digits: only then can an integer reach 2**63 (19 digits), so only then is each
+# integer parsed through _parse_int (a Python call per integer); else by json's own C parser
+_LONG_DIGITS = re.compile(f"[0-9]{{{MAX_INT_DIGITS}}}")
 
 
 def parse_json(data: bytes, where: str) -> Any:
     """JSON from `data` within the item, depth and number limits; ApronInputError prefixed by
     `where`. UnicodeDecodeError and json.JSONDecodeError propagate for the caller's message."""
-    items = data.count(b",") + data.count(b":")
+    return parse_json_text(data.decode("utf-8"), where)
+
+
+def parse_json_text(text: str, where: str) -> Any:
+    """`parse_json` of decoded text (a caller that drops its bytes first holds one copy less)."""
+    items = text.count(",") + text.count(":")
     if items > MAX_JSON_ITEMS:
         raise ApronInputError(
             f"{where} holds over {MAX_JSON_ITEMS:,} JSON values ({items:,} commas and colons); "
             f"apron reads at most {MAX_JSON_ITEMS:,}"
         )
-    text = data.decode("utf-8")
+    checked_ints = _parse_int if _LONG_DIGITS.search(text) else None
     try:
-        value = json.loads(text, parse_int=_parse_int)
+        value = json.loads(text, parse_int=checked_ints)
     except ApronInputError as err:
         raise ApronInputError(f"{where}: {err}") from err
     except RecursionError as err:

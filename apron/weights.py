@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from apron import bounds
 from apron.errors import ApronInputError
 from apron.input_files import file_size, open_input, present
-from apron.json_files import parse_json, read_json_object
+from apron.json_files import parse_json_text, read_json_object
 from apron.terminal import shown
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -164,7 +164,10 @@ def read_header(path: Path) -> tuple[TensorEntry, ...]:
     except OSError as err:
         raise ApronInputError(f"cannot read {shown(path)}: {err.strerror or err}") from err
     try:
-        header = parse_json(raw, f"{shown(path)}: the safetensors header")
+        text = raw.decode("utf-8")
+        del raw  # one copy of a header of up to 100 MB at a time
+        header = parse_json_text(text, f"{shown(path)}: the safetensors header")
+        del text
     except (UnicodeDecodeError, ValueError) as err:
         raise ApronInputError(
             f"{shown(path)}: the safetensors header is not JSON ({shown(str(err))})"
