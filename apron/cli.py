@@ -222,6 +222,11 @@ def fraction_option(text: str, option: str) -> float:
     )
 
 
+def os_error(err: OSError) -> str:
+    """The one line for an OSError on a path the user gave."""
+    return f"cannot read {shown(str(err.filename or ''))}: {err.strerror or err}"
+
+
 def fail(message: str) -> None:
     err_console.print(
         f"[bold red]error:[/] {escape(printable(message))}", markup=True, highlight=False
@@ -336,6 +341,9 @@ def _plan(
     except ApronInputError as err:
         fail(str(err))
         raise AssertionError("unreachable") from err
+    except OSError as err:  # a path from the command line the system refuses (too long, a loop)
+        fail(os_error(err))
+        raise AssertionError("unreachable") from err
 
 
 DEFAULT_PLOT_CONTEXT = 131072
@@ -446,6 +454,9 @@ def gguf_command(
         types = [cache_type(constraints, t) if t else None for t in (k, v)]
     except (ApronInputError, Unknown) as err:
         fail(str(err))
+        return
+    except OSError as err:
+        fail(os_error(err))
         return
     got = figures(
         header, constraints, n_ctx=n_ctx, n_seq_max=n_seq_max, type_k=types[0], type_v=types[1]

@@ -31,6 +31,7 @@ PER_LAYER_KEYS = frozenset(
 )
 PER_LAYER_ARRAY_TYPES = frozenset({"arr[i32]", "arr[u32]", "arr[bool]"})
 LOADER = "llama.cpp's model loader (src/llama-model-loader.cpp)"
+UINT32_MAX = 2**32 - 1  # llama_hparams' sizing methods return uint32_t (src/llama-hparams.h)
 
 
 def limit(c: EngineConstraints, name: str) -> int:
@@ -287,7 +288,14 @@ def _method_calls(c: EngineConstraints, hp: dict) -> dict[str, Callable[..., Any
                     continue
                 if row.unknown:
                     raise Unknown(f"llama_hparams::{name}: {row.unknown}")
-                return evaluate(row.value, env, calls)
+                value = evaluate(row.value, env, calls)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    if not 0 <= value <= UINT32_MAX:
+                        raise Unknown(
+                            f"llama_hparams::{name}({il}) = {value:,}: past uint32_t, the type "
+                            "it returns (llama.cpp's value would wrap)"
+                        )
+                return value
             raise Unknown(f"llama_hparams::{name} returns nothing for layer {il}")
 
         return run
@@ -313,7 +321,7 @@ def cache_type(c: EngineConstraints, name: str) -> str:
         if row.type_name == name.lower() or row.ggml_type == name.upper():
             return row.ggml_type
     known = ", ".join(r.type_name for r in c.rows("ggml_type_sizes"))
-    raise Unknown(f"cache type {name!r} is not one of llama.cpp's ({known})")
+    raise Unknown(f"cache type {shown(repr(name))} is not one of llama.cpp's ({known})")
 
 
 def _default(c: EngineConstraints, field: str) -> Any:

@@ -46,19 +46,22 @@ def _refuse(option: str, path: str | Path, why: str) -> ApronInputError:
 def output_problem(path: str | Path, *, follow_symlinks: bool = False) -> tuple[str, Path]:
     """(why `path` cannot be an output, or "", and the file that would be written): the checks
     that need no write (a symlink not asked to be followed, a directory, a FIFO or device, a
-    missing folder); shared with `extract bump`'s outputs."""
-    given = Path(path)
-    if not str(path):
+    missing folder, a name the system refuses); shared with `extract bump`'s outputs."""
+    try:
+        return _problem(Path(path), str(path), follow_symlinks)
+    except (OSError, ValueError) as err:  # a name too long, a NUL byte
+        return f"cannot be checked: {getattr(err, 'strerror', None) or err}", Path(path)
+
+
+def _problem(given: Path, text: str, follow_symlinks: bool) -> tuple[str, Path]:
+    if not text:
         return "an empty path", given
     target = given
     if given.is_symlink():
         if not follow_symlinks:
             return "is a symlink; apron does not write through a symlink unless asked", given
         target = Path(os.path.realpath(given))
-    try:
-        mode = os.stat(target).st_mode if os.path.lexists(target) else None
-    except OSError as err:
-        return f"cannot be checked: {err.strerror or err}", target
+    mode = os.stat(target).st_mode if os.path.lexists(target) else None
     if mode is not None and stat.S_ISDIR(mode):
         return "is a directory, not a file", target
     if mode is not None and not stat.S_ISREG(mode):

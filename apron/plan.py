@@ -78,7 +78,7 @@ def canonical_kv_dtype(kv_dtype: str) -> str:
     name = ENGINE_KV_DTYPE_NAMES.get(kv_dtype, kv_dtype)
     if name not in KV_DTYPES and name != AUTO_KV_DTYPE:
         raise ApronInputError(
-            f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE} "
+            f"unknown KV dtype {shown(repr(kv_dtype))}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE} "
             f"(or vLLM's {', '.join(ENGINE_KV_DTYPE_NAMES)})"
         )
     return name
@@ -94,7 +94,7 @@ def make_request(
     """Validate the options; a context of None means vLLM's derived maximum (when it has one)."""
     kv_dtype = canonical_kv_dtype(kv_dtype)
     if kv_dtype not in KV_DTYPES:  # auto is resolved per engine before a request is made
-        raise ApronInputError(f"KV dtype {kv_dtype!r} needs an engine to resolve it")
+        raise ApronInputError(f"KV dtype {shown(repr(kv_dtype))} needs an engine to resolve it")
     if context is not None:
         context = bounds.checked(context, bounds.CONTEXT, "--context")
     batch = bounds.checked(batch, bounds.BATCH, "--batch")

@@ -22,6 +22,7 @@ MAX_HEADER_BYTES = 100_000_000  # the safetensors library refuses larger headers
 MAX_INDEX_BYTES = 100_000_000
 HEADER_LENGTH_BYTES = 8
 MAX_ELEMENTS = 2**63 - 1  # elements of one tensor (its byte range is a u64 in safetensors)
+MAX_SHARDS = 4_096  # .safetensors files read for one checkpoint; the largest published hold ~200
 METADATA_KEY = "__metadata__"
 EXPERT_NAME = re.compile(r"(^|\.)experts\.")
 SHARD_NAME = re.compile(r"-(\d+)-of-(\d+)\.safetensors$")
@@ -253,6 +254,11 @@ def _by_dtype(entries: list[TensorEntry]) -> tuple[DtypeBytes, ...]:
 def _from_headers(
     directory: Path, files: tuple[str, ...], source: str, notes: list[str]
 ) -> CheckpointWeights:
+    if len(files) > MAX_SHARDS:
+        raise ApronInputError(
+            f"{shown(directory)}: the checkpoint has {len(files):,} .safetensors files; apron "
+            f"reads the headers of at most {MAX_SHARDS:,}"
+        )
     entries: list[TensorEntry] = []
     for name in files:
         entries.extend(read_header(directory / name))

@@ -63,7 +63,7 @@ def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
     properties = tuple(row.properties or ())
     flags = tuple(FLAG_OF[p] for p in properties if p in FLAG_OF)
     notes = [
-        f"converts {shown(model.architecture)} to GGUF architecture {gguf!r} "
+        f"converts {shown(model.architecture)} to GGUF architecture {shown(repr(gguf))} "
         f"({row.llm_arch or 'no LLM_ARCH_* match'})"
     ]
     resolution = row.resolution

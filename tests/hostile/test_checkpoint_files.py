@@ -134,6 +134,22 @@ def test_a_sparse_3_gb_config_is_refused_before_reading(model):
     assert run.peak_rss_mb < 300, run.peak_rss_mb
 
 
+def test_a_name_the_system_refuses_is_one_line(model):
+    long = "a" * 5000
+    refused(apron("plan", model / long), "cannot read")
+    refused(apron("plan", "--sample", "llama-3.1-8b", "--weights", model / long), "cannot read")
+    refused(apron("gguf", model / long), "cannot read")
+
+
+def test_thousands_of_shards_are_refused_before_reading_them(model):
+    from apron.weights import MAX_SHARDS
+
+    header = {"w": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]}}
+    for i in range(MAX_SHARDS + 1):
+        safetensors(model / f"x{i}.safetensors", header, b"\0\0")
+    refused(apron("plan", model), f"{MAX_SHARDS + 1:,} .safetensors files; apron reads")
+
+
 # -- the Hugging Face cache ---------------------------------------------------------------------
 
 COMMIT = "0e9e39f249a16976918f6564b8830bc894c89659"

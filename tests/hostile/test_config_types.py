@@ -126,3 +126,12 @@ def test_a_huge_factor_is_refused_in_floats_without_overflow(tmp_path):
     config = {**llama(), "rope_scaling": {"rope_type": "dynamic", "factor": 1e308}}
     line = refused(apron("plan", write(tmp_path, config)), "the context over 1e308 tokens")
     assert "inf" not in line and "apron reads contexts up to 2,147,483,647" in line
+
+
+def test_a_lone_surrogate_in_a_string_is_written_as_an_escape(tmp_path):
+    # "\ud800" is valid JSON but no Unicode text: --json wrote it through pydantic (exit 70)
+    text = json.dumps({**llama(), "architectures": ["@"]}).replace('"@"', '"\\ud800"')
+    data = json.loads(answered(apron("plan", write(tmp_path, text), "-c", "8192", "--json")))
+    assert data["architecture"] == "\ud800"
+    out = answered(apron("plan", write(tmp_path, text), "-c", "8192"))
+    assert "\\ud800" in out

@@ -348,3 +348,12 @@ def test_a_header_at_the_caps_costs_seconds_and_megabytes(tmp_path, kept):
     assert f"KV cache: {LLAMA_KV_8192:,} B" in run.stdout
     assert run.peak_rss_mb < 300, run.peak_rss_mb
     assert run.seconds < 20, run.seconds
+
+
+def test_a_sizing_method_past_uint32_is_unknown_not_a_figure(tmp_path):
+    # n_embd_k_gqa = key_length x head_count_kv = 2**20 x 2**16 = 2**36: llama_hparams returns
+    # uint32_t, so llama.cpp's own value would wrap; apron gives no figure
+    pairs = llama_pairs(**{"attention.head_count": 2**16, "attention.head_count_kv": 2**16})
+    pairs.append(kv("llama.attention.key_length", scalar(U32, 2**20)))
+    out = answered(apron("gguf", gguf(tmp_path, header(pairs)), "-c", "256"))
+    assert "KV + state: unknown: llama_hparams::n_embd_k_gqa(0) = 68,719,476,736" in out

@@ -52,6 +52,8 @@ INT64 = "9,223,372,036,854,775,807"
         (["--max-num-seqs", "0"], "--max-num-seqs = 0; it must be 1.."),
         (["-tp", "99999999999"], "--tensor-parallel-size = 99,999,999,999"),
         (["--context", "\x1b[2J"], "'\\x1b[2J'"),
+        (["--kv-dtype", "\x1b" + "x" * 100_000], "... (100,006 characters)"),
+        (["--weights-dtype", "y" * 100_000, "--params", "8B"], "... (100,002 characters)"),
     ],
 )
 def test_option_values_are_refused_in_one_line(args, words):

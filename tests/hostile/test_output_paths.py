@@ -29,6 +29,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
         ("{tmp}/link.png", "is a symlink; apron does not write through a symlink unless asked"),
         ("{tmp}/kv.jpg", "give a .png or .svg file name"),
         ("{tmp}/\x1b[2J.png", "\\x1b[2J.png"),
+        ("{tmp}/" + "a" * 300 + ".png", "cannot be checked: File name too long"),
     ],
 )
 def test_bad_outputs_are_refused_before_any_work(tmp_path, out, words):

@@ -39,7 +39,9 @@ FUZZ = settings(
         HealthCheck.function_scoped_fixture,
     ],
 )
-SECONDS = 5.0  # one input, in this process
+SECONDS = (
+    5.0  # CPU seconds of one input, in this process (wall time varies with the machine's load)
+)
 PEAK_MB = 256  # Python allocations of one input (tracemalloc)
 SAMPLES = Path(__file__).resolve().parents[2] / "apron" / "samples"
 LLAMA = json.loads((SAMPLES / "llama-3.1-8b.json").read_text())
@@ -75,11 +77,11 @@ def run(*args):
     """`apron ARGS` with its time and peak allocation measured; the outcome is checked: exit 0
     or exit 2 with one line, within SECONDS and PEAK_MB."""
     tracemalloc.start()
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         result = apron(*args)
     finally:
-        seconds = time.perf_counter() - started
+        seconds = time.process_time() - started
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
     assert result.exit_code in (0, 2), (result.exit_code, result.output, result.exception)
@@ -97,6 +99,9 @@ def checked_plan(result) -> None:
         return
     data = json.loads(result.stdout)
     for where, value in _figures(data):
+        if where.endswith("budget_bytes"):  # memory x fraction - weights: negative when the
+            assert isinstance(value, int) and abs(value) < MAX_FIGURE, (where, value)  # weights
+            continue  # alone pass it ("nothing fits")
         if where.endswith(("bytes", "bytes_per_token", "tokens", "sequences", "blocks")):
             assert isinstance(value, int) and 0 <= value < MAX_FIGURE, (where, value)
     per_token = data["prediction"]["kv_bytes_per_token"]
