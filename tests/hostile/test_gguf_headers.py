@@ -347,7 +347,7 @@ def test_a_header_at_the_caps_costs_seconds_and_megabytes(tmp_path, kept):
     assert run.exit_code == 0, run.stderr
     assert f"KV cache: {LLAMA_KV_8192:,} B" in run.stdout
     assert run.peak_rss_mb < 300, run.peak_rss_mb
-    assert run.seconds < 20, run.seconds
+    assert run.cpu_seconds < 15, run.cpu_seconds
 
 
 def test_a_sizing_method_past_uint32_is_unknown_not_a_figure(tmp_path):
