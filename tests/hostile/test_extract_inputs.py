@@ -103,3 +103,14 @@ def test_a_cache_dir_apron_cannot_use(project, tmp_path, how):
 
 def test_a_usable_cache_dir_is_created(tmp_path):
     assert usable_cache_dir(tmp_path / "a" / "b").is_dir()
+
+
+@pytest.mark.parametrize("how", ["fifo", "3 GB"])
+def test_a_write_journal_that_is_no_journal_is_one_message(project, how):
+    journal = project / ".extract-journal.json"
+    journal.write_text("{}")
+    spoil(journal, how)
+    done = extract("check", "--offline", "--project", str(project))
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "the write journal" in done.stderr and "unreadable" in done.stderr
+    assert "Traceback" not in done.stderr
