@@ -174,9 +174,11 @@ class _Reader:
         return True
 
     def string(self, what: str) -> str:
+        """A GGUF string, decoded as llama.cpp keeps it (bytes; undecodable ones replaced)."""
         return self.raw_string(what).decode("utf-8", errors="replace")
 
     def raw_string(self, what: str) -> bytes:
+        """A GGUF string's bytes: a u64 length within GGUF_MAX_STRING_LENGTH and the file."""
         size = self.unpack("<Q")
         if size > self.limits.max_string:
             raise self.refuse(
@@ -246,9 +248,10 @@ class _Reader:
                 return SkippedArray("str", n), type_name
             return [self.string(f"key {shown(repr(key))}") for _ in range(n)], type_name
         fmt = _SCALARS[inner]
-        data = self.stream.take(n * struct.calcsize(fmt))
         if not self.keep(n):
+            self.stream.skip(n * struct.calcsize(fmt))
             return SkippedArray(TYPE_NAMES[inner], n), type_name
+        data = self.stream.take(n * struct.calcsize(fmt))
         items = [item for (item,) in struct.iter_unpack(fmt, data)]
         if inner == GGUFValueType.BOOL:
             items = [item != 0 for item in items]

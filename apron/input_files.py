@@ -162,6 +162,14 @@ class CappedReader:
                 f"{self.base + len(self.buffer):,} (truncated file?)"
             )
 
+    def skip(self, n: int) -> None:
+        """Move past n bytes, a chunk at a time (nothing kept, nothing copied)."""
+        while n > 0:
+            step = min(n, self.CHUNK)
+            self.need(step)
+            self.position += step
+            n -= step
+
     def take(self, n: int) -> bytes:
         self.need(n)
         start = self.position

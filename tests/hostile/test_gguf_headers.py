@@ -328,6 +328,16 @@ def test_a_long_vocabulary_is_checked_and_skipped(tmp_path):
     assert read.metadata["tokenizer.ggml.bos_token_id"] == 1
 
 
+def test_a_long_numeric_array_is_skipped_without_a_copy(tmp_path):
+    n = 3 * 2**20  # over CappedReader's chunk, so the skip crosses chunks
+    pairs = [*llama_pairs(), kv("tokenizer.ggml.token_type", array(U8, [1] * (n // 4))),
+             kv("big", array(I32, [7] * (n // 4))), kv("after", scalar(U32, 5))]  # fmt: skip
+    read = read_header(gguf(tmp_path, header(pairs)), LIMITS)
+    assert read.metadata["big"] == SkippedArray("i32", n // 4)
+    assert read.metadata["tokenizer.ggml.token_type"] == SkippedArray("u8", n // 4)
+    assert read.metadata["after"] == 5
+
+
 def _most_strings(kept: int) -> bytes:
     """A header at apron's caps: arrays of short strings, `kept` of them small enough to keep,
     then one of every element left (MAX_ITEMS in all), and MAX_KEYS keys."""
