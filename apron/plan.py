@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from apron import bounds, parallel
 from apron import context as context_rules
-from apron import parallel
 from apron.checks import refuse_impossible
 from apron.config import ModelConfig, load_config
 from apron.constraints import (
@@ -41,6 +41,7 @@ from apron.results import (
 )
 from apron.select import Selection, compute, select
 from apron.support import support
+from apron.terminal import shown
 
 KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 AUTO_KV_DTYPE = "auto"  # each engine resolves it from the checkpoint (apron.kv_dtype)
@@ -77,7 +78,7 @@ def canonical_kv_dtype(kv_dtype: str) -> str:
     name = ENGINE_KV_DTYPE_NAMES.get(kv_dtype, kv_dtype)
     if name not in KV_DTYPES and name != AUTO_KV_DTYPE:
         raise ApronInputError(
-            f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE} "
+            f"unknown KV dtype {shown(repr(kv_dtype))}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE} "
             f"(or vLLM's {', '.join(ENGINE_KV_DTYPE_NAMES)})"
         )
     return name
@@ -93,11 +94,10 @@ def make_request(
     """Validate the options; a context of None means vLLM's derived maximum (when it has one)."""
     kv_dtype = canonical_kv_dtype(kv_dtype)
     if kv_dtype not in KV_DTYPES:  # auto is resolved per engine before a request is made
-        raise ApronInputError(f"KV dtype {kv_dtype!r} needs an engine to resolve it")
-    if context is not None and context <= 0:
-        raise ApronInputError(f"context must be a positive number of tokens, got {context}")
-    if batch <= 0:
-        raise ApronInputError(f"batch must be at least 1, got {batch}")
+        raise ApronInputError(f"KV dtype {shown(repr(kv_dtype))} needs an engine to resolve it")
+    if context is not None:
+        context = bounds.checked(context, bounds.CONTEXT, "--context")
+    batch = bounds.checked(batch, bounds.BATCH, "--batch")
     maximum, warnings = context_rules.check(model, context)
     source = "--context"
     if context is None:
@@ -194,7 +194,7 @@ def _view(
     )
     if registered is False:
         notes.append(
-            f"{model.architecture} is not in {title}'s registry at this commit: it could "
+            f"{shown(model.architecture)} is not in {title}'s registry at this commit: it could "
             "load only through a generic fallback (e.g. a Transformers backend), which "
             "apron does not model"
         )
@@ -482,20 +482,18 @@ def given_weights(
     if weights_dtype is not None and params is None:
         raise ApronInputError("--weights-dtype goes with --params (the parameter count)")
     if weights_bytes is not None:
-        if weights_bytes <= 0:
-            raise ApronInputError(f"--weights-bytes must be more than 0, got {weights_bytes:,}")
+        weights_bytes = bounds.checked(weights_bytes, bounds.BYTES, "--weights-bytes")
         return Weights(weights_bytes, (), "--weights-bytes", "", ())
     if params is None:
         return None
-    if params <= 0:
-        raise ApronInputError(f"--params must be more than 0, got {params:,}")
+    params = bounds.checked(params, bounds.PARAMS, "--params")
     if weights_dtype is None or weights_dtype not in PARAM_DTYPE_BITS:
-        given = "none" if weights_dtype is None else repr(weights_dtype)
+        given = "none" if weights_dtype is None else shown(repr(weights_dtype))
         raise ApronInputError(
             f"--params needs --weights-dtype (got {given}): one of {', '.join(PARAM_DTYPE_BITS)}"
         )
     bits = PARAM_DTYPE_BITS[weights_dtype]
-    total = -(-params * bits // 8)
+    total = bounds.checked(-(-params * bits // 8), bounds.BYTES, f"--params x {weights_dtype}")
     return Weights(
         total,
         (),
@@ -708,13 +706,17 @@ def plan(
     kv_dtype = canonical_kv_dtype(kv_dtype)
     auto = kv_dtype == AUTO_KV_DTYPE
     request = make_request(model, context, AUTO_PLACEHOLDER if auto else kv_dtype, batch, vllm)
-    if tp <= 0:
-        raise ApronInputError(f"--tp must be at least 1, got {tp}")
-    if gpu_memory is not None and gpu_memory <= 0:
-        raise ApronInputError(f"--gpu-memory must be more than 0 bytes, got {gpu_memory}")
-    if memory_fraction is not None and not 0 < memory_fraction <= 1:
+    tp = bounds.checked(tp, bounds.TP, "--tp")
+    if gpu_memory is not None:
+        gpu_memory = bounds.checked(gpu_memory, bounds.BYTES, "--gpu-memory")
+    if memory_fraction is not None and not (
+        isinstance(memory_fraction, int | float)
+        and not isinstance(memory_fraction, bool)
+        and 0 < memory_fraction <= 1
+    ):
         raise ApronInputError(
-            f"--memory-fraction must be more than 0 and at most 1, got {memory_fraction:g}"
+            f"--memory-fraction {shown(memory_fraction)}: must be more than 0 and at most 1 "
+            "(vLLM's gpu_memory_utilization: Field(gt=0, le=1))"
         )
     directory = _checkpoint_dir(model, model_dir)
     weights = given_weights(weights_bytes, params, weights_dtype) or checkpoint_weights(

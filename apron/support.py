@@ -13,6 +13,7 @@ from typing import Any
 from apron.config import ModelConfig
 from apron.constraints import ENGINE_TITLES, ArchitectureFact, ConstraintSet, EngineConstraints
 from apron.results import EngineSupport, SupportEntry
+from apron.terminal import shown
 
 CONSTRAINT_FIELDS = (
     "notes",
@@ -154,7 +155,7 @@ def engine_support(
             notes.append(f"generated/{engine_id} has no registry fact")
         else:
             status = "not registered"
-            notes.append(f"{arch} is not in {title}'s {', '.join(registry)} at this commit")
+            notes.append(f"{shown(arch)} is not in {title}'s {', '.join(registry)} at this commit")
     else:
         status = "registered"
     entries.sort(

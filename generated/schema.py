@@ -272,6 +272,17 @@ class KvHeadOverride(NamedTuple):
     symbol: str
 
 
+class Limit(NamedTuple):
+    """A bound llama.cpp holds a loaded file or a setting to: a `#define` (LLAMA_MAX_SEQ,"""
+
+    name: str
+    value: int | None
+    code: str
+    unknown: str
+    path: str
+    symbol: str
+
+
 class MambaSsmDtypeDefault(NamedTuple):
     """An architecture whose vLLM config hook sets --mamba-ssm-cache-dtype when it is 'auto'."""
 

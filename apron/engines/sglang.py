@@ -21,6 +21,7 @@ from apron.engines import vllm as vllm_rules
 from apron.engines.base import ContextDefault, EngineDecision
 from apron.layers import layout
 from apron.results import HeadCount, MlaDecision
+from apron.terminal import shown
 
 ENGINE = "sglang"
 MLA, CONDITIONS, EXPLICIT_MHA = "mla_architectures", "mla_conditions", "explicit_mha_architectures"
@@ -271,7 +272,7 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     elif sglang.has(HYBRID_CLASSES) and _has_state_layers(model):
         notes.append(
             f"the config has state layers, but no config class of SGLang's {STATE_POOL_UNION} "
-            f"has model_type {model.model_type or '?'}: SGLang would size no state pool for it "
+            f"has model_type {shown(model.model_type or '?')}: SGLang would size no state pool for it "
             "(classes registered at run time excepted); no figures"
         )
         computes = False
