@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
-from decimal import Decimal
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from apron import engine_flags
+from apron import bounds, engine_flags
 from apron.config import load_config, load_sample, sample_names
+from apron.console import EscapingConsole
 from apron.constraints import load_constraints
 from apron.engine_flags import EngineOptions
 from apron.errors import ApronInputError
 from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, PARAM_DTYPE_BITS, plan
+from apron.terminal import printable, printable_json, shown
 from apron.version import version_option
 
 app = typer.Typer(
@@ -28,8 +27,8 @@ app = typer.Typer(
     help="Mechanism-aware KV-cache predictions from a Hugging Face config.json, "
     "driven by the generated engine constraints.",
 )
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-out_console = Console(highlight=False)
+err_console = EscapingConsole(stderr=True, highlight=False, soft_wrap=True)
+out_console = EscapingConsole(highlight=False)
 
 
 VersionOpt = version_option("apron")
@@ -49,6 +48,7 @@ ContextOpt = Annotated[
     typer.Option(
         "--context",
         "-c",
+        metavar="TOKENS",
         help="Tokens per sequence (also vLLM's --max-model-len: 32768, 32k = 32,000, 32K = "
         "32,768, or auto; SGLang's --context-length). Default: the model's maximum.",
         show_default=False,
@@ -65,9 +65,11 @@ DtypeOpt = Annotated[
     ),
 ]
 BatchOpt = Annotated[
-    int,
+    str,
     typer.Option(
-        "--batch", help="Sequences at once (also vLLM's --max-num-seqs, llama.cpp's -np)."
+        "--batch",
+        metavar="N",
+        help="Sequences at once (also vLLM's --max-num-seqs, llama.cpp's -np).",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the plan as JSON (pydantic model).")]
@@ -82,9 +84,10 @@ SampleOpt = Annotated[
 
 
 TpOpt = Annotated[
-    int,
+    str,
     typer.Option(
         "--tp",
+        metavar="N",
         help="Tensor-parallel size (also --tensor-parallel-size and -tp, as in vLLM and "
         "SGLang): engine figures become one GPU's share.",
     ),
@@ -98,9 +101,10 @@ GpuMemoryOpt = Annotated[
     ),
 ]
 FractionOpt = Annotated[
-    float | None,
+    str | None,
     typer.Option(
         "--memory-fraction",
+        metavar="FRACTION",
         help="Fraction of GPU memory the engine may use (also vLLM's --gpu-memory-utilization, "
         "SGLang's --mem-fraction-static). Default: each engine's extracted default.",
         show_default=False,
@@ -159,36 +163,36 @@ WeightsDtypeOpt = Annotated[
         show_default=False,
     ),
 ]
-_COUNT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmbt]?)\s*", re.IGNORECASE)
-COUNT_UNITS = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 
 
 def parse_weights_bytes(text: str) -> int:
     """'16060522496' -> that many bytes; '15GiB' / '16GB' as --gpu-memory reads them."""
-    if text.strip().isdigit():
-        return int(text)
-    from apron.capacity import parse_memory
+    from apron.capacity import MEMORY_UNITS
 
-    try:
-        return parse_memory(text)
-    except ApronInputError:
-        raise ApronInputError(
-            f"--weights-bytes {text!r}: give a number of bytes, or a number and a unit "
-            "(15GiB, 16GB)"
-        ) from None
+    return bounds.parse_quantity(
+        text,
+        {"": 1, **MEMORY_UNITS},
+        bounds.BYTES,
+        "--weights-bytes",
+        example="16060522496, 15GiB or 16GB",
+        asks="a number of bytes, or a number and a unit",
+    )
+
+
+PARAM_UNITS = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 
 
 def parse_params(text: str) -> int:
     """'8030261248' / '8.03B' / '70b' / '1.5T' -> a whole parameter count (K, M, B, T decimal)."""
-    found = _COUNT.fullmatch(text)
-    count = (
-        Decimal(found.group(1)) * COUNT_UNITS[found.group(2).lower()] if found else Decimal("0.5")
+    return bounds.parse_quantity(
+        text,
+        PARAM_UNITS,
+        bounds.PARAMS,
+        "--params",
+        example="8030261248, 8.03B or 70B",
+        asks="a whole number of parameters",
+        whole=True,
     )
-    if count != count.to_integral_value():
-        raise ApronInputError(
-            f"--params {text!r}: give a whole number of parameters, e.g. 8030261248, 8.03B or 70B"
-        )
-    return int(count)
 
 
 # The engines' own flag names: hidden, so that the help's option column stays narrow enough to
@@ -198,7 +202,7 @@ MaxModelLenOpt = Annotated[
 ]
 KvCacheDtypeOpt = Annotated[str | None, typer.Option("--kv-cache-dtype", hidden=True)]
 MaxNumSeqsOpt = Annotated[
-    int | None, typer.Option("--max-num-seqs", "--parallel", "-np", hidden=True)
+    str | None, typer.Option("--max-num-seqs", "--parallel", "-np", hidden=True)
 ]
 ENGINE_PANEL = "Engine flags (vLLM / llama.cpp)"
 BlockSizeOpt = Annotated[
@@ -278,27 +282,64 @@ NUbatchOpt = Annotated[
     ),
 ]  # fmt: skip
 TensorParallelOpt = Annotated[
-    int | None, typer.Option("--tensor-parallel-size", "-tp", hidden=True)
+    str | None, typer.Option("--tensor-parallel-size", "-tp", hidden=True)
 ]
 FractionAliasOpt = Annotated[
-    float | None,
+    str | None,
     typer.Option("--gpu-memory-utilization", "--mem-fraction-static", hidden=True),
 ]
 
 
-def aliased(ctx: typer.Context, name: str, value, alias_value, alias: str):
-    """The option's value, or its engine-named alias's; both given and different is an error."""
+def aliased(ctx: typer.Context, name: str, value, alias_value, alias: str, parse=None):
+    """The option's value, or its engine-named alias's, each parsed by `parse` when given (so
+    "8192" and "08192" agree); both given and different is an error."""
+    option = f"--{name.replace('_', '-')}"
+    try:
+        if parse is not None:
+            value = parse(value, option) if value is not None else None
+            alias_value = parse(alias_value, alias) if alias_value is not None else None
+    except ApronInputError as err:
+        fail(str(err))
     if alias_value is None:
         return value
     source = ctx.get_parameter_source(name)  # by name: typer may carry its own click
     given = source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
     if given and value != alias_value:
-        fail(f"--{name.replace('_', '-')} {value} and {alias} {alias_value} disagree; give one")
+        fail(f"{option} {shown(value)} and {alias} {shown(alias_value)} disagree; give one")
     return alias_value
 
 
+def count_option(bound: bounds.Bound):
+    """A parser for a whole-number option within `bound` (for `aliased`)."""
+    return lambda text, option: bounds.parse_int(text, bound, option)
+
+
+def length_option(text: str, option: str):
+    """A context length as vLLM's --max-model-len reads it (32k, 32K, auto), within the
+    engines' bound; engine_flags.AUTO_LENGTH for auto (for `aliased`)."""
+    found = engine_flags.max_model_len(text, option, load_constraints().get("vllm"))
+    if found is None:
+        return engine_flags.AUTO_LENGTH
+    return bounds.checked(found, bounds.CONTEXT, option)
+
+
+def fraction_option(text: str, option: str) -> float:
+    """--memory-fraction and its aliases: (0, 1], vLLM's CacheConfig.gpu_memory_utilization
+    bound (Field(gt=0, le=1))."""
+    return bounds.parse_fraction(
+        text, option, why="vLLM's gpu_memory_utilization: Field(gt=0, le=1)"
+    )
+
+
+def os_error(err: OSError) -> str:
+    """The one line for an OSError on a path the user gave."""
+    return f"cannot read {shown(str(err.filename or ''))}: {err.strerror or err}"
+
+
 def fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
+    err_console.print(
+        f"[bold red]error:[/] {escape(printable(message))}", markup=True, highlight=False
+    )
     raise typer.Exit(ApronInputError.exit_code)
 
 
@@ -308,10 +349,10 @@ def plan_command(
     config: ConfigArg = None,
     context: ContextOpt = None,
     kv_dtype: DtypeOpt = "bf16",
-    batch: BatchOpt = 1,
+    batch: BatchOpt = "1",
     json_output: JsonOpt = False,
     sample: SampleOpt = None,
-    tp: TpOpt = 1,
+    tp: TpOpt = "1",
     gpu_memory: GpuMemoryOpt = None,
     memory_fraction: FractionOpt = None,
     verbose: VerboseOpt = False,
@@ -358,26 +399,27 @@ def plan_command(
         batch_size,
         ubatch_size,
     )
+    batch = aliased(ctx, "batch", batch, max_num_seqs, "--max-num-seqs", count_option(bounds.BATCH))
+    context = aliased(ctx, "context", context, max_model_len, "--max-model-len", length_option)
     if config is not None and sample is None and _is_gguf(config):
         # plan's meaning: --batch sequences of --context tokens each, which llama.cpp holds in
         # n_ctx = batch x context split across n_seq_max = batch
-        sequences = max_num_seqs or batch
-        try:
-            each = engine_flags.max_model_len(context, "--context", None) if context else None
-        except ApronInputError as err:
-            fail(str(err))
-            return
-        n_ctx = each * sequences if each is not None else None
-        _gguf(config, n_ctx, sequences, kv_dtype, engine, json_output)
+        if context == engine_flags.AUTO_LENGTH:
+            fail("--context auto is vLLM's fit to memory; for a GGUF give a number of tokens")
+        n_ctx = context * batch if context is not None else None
+        _gguf(config, n_ctx, batch, kv_dtype, engine, json_output)
         return
-    context_option = "--max-model-len" if max_model_len is not None else "--context"
-    context = aliased(ctx, "context", context, max_model_len, "--max-model-len")
     kv_dtype = aliased(ctx, "kv_dtype", kv_dtype, kv_cache_dtype, "--kv-cache-dtype")
-    batch = aliased(ctx, "batch", batch, max_num_seqs, "--max-num-seqs")
-    engine = engine._replace(context_option=context_option)
-    tp = aliased(ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size")
+    tp = aliased(
+        ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size", count_option(bounds.TP)
+    )
     memory_fraction = aliased(
-        ctx, "memory_fraction", memory_fraction, gpu_memory_utilization, "--gpu-memory-utilization"
+        ctx,
+        "memory_fraction",
+        memory_fraction,
+        gpu_memory_utilization,
+        "--gpu-memory-utilization",
+        fraction_option,
     )
     result = _plan(
         config,
@@ -397,7 +439,7 @@ def plan_command(
     if json_output:
         from apron.json_model import plan_json
 
-        typer.echo(plan_json(result))
+        typer.echo(printable_json(plan_json(result)))
         return
     from apron.render import render
 
@@ -429,21 +471,11 @@ def _plan(
 
         memory = parse_memory(gpu_memory) if gpu_memory is not None else None
         vllm = load_constraints().get("vllm")
-        length = (
-            engine_flags.max_model_len(
-                str(context), (engine or EngineOptions()).context_option, vllm
-            )
-            if context is not None
-            else None
-        )
-        deployment = (
-            (engine or EngineOptions())
-            .deployment(vllm)
-            ._replace(max_model_len_auto=context is not None and length is None)
-        )
+        auto = context == engine_flags.AUTO_LENGTH  # vLLM's --max-model-len auto
+        deployment = (engine or EngineOptions()).deployment(vllm)._replace(max_model_len_auto=auto)
         if kv_dtype not in KV_DTYPES and kv_dtype != "auto":
             kv_dtype = engine_flags.kv_cache_dtype(kv_dtype, vllm)
-        context = length
+        context = None if auto else context
         if gpu is not None:
             from apron.gpus import gpu as gpu_part
 
@@ -479,6 +511,9 @@ def _plan(
     except ApronInputError as err:
         fail(str(err))
         raise AssertionError("unreachable") from err
+    except OSError as err:  # a path from the command line the system refuses (too long, a loop)
+        fail(os_error(err))
+        raise AssertionError("unreachable") from err
 
 
 DEFAULT_PLOT_CONTEXT = 131072
@@ -493,15 +528,42 @@ def plot_command(
     context: ContextOpt = None,
     kv_dtype: DtypeOpt = "bf16",
     sample: SampleOpt = None,
-    tp: TpOpt = 1,
+    tp: TpOpt = "1",
     max_model_len: MaxModelLenOpt = None,
     kv_cache_dtype: KvCacheDtypeOpt = None,
     tensor_parallel_size: TensorParallelOpt = None,
+    follow_symlinks: Annotated[
+        bool,
+        typer.Option(
+            "--follow-symlinks", help="Write through --out when it is a symlink (else refused)."
+        ),
+    ] = False,
 ) -> None:
     """Plot KV bytes against context for each engine, with the naive figure beside it."""
-    context = aliased(ctx, "context", context, max_model_len, "--max-model-len")
+    context = aliased(
+        ctx, "context", context, max_model_len, "--max-model-len", count_option(bounds.CONTEXT)
+    )
     kv_dtype = aliased(ctx, "kv_dtype", kv_dtype, kv_cache_dtype, "--kv-cache-dtype")
-    tp = aliased(ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size")
+    tp = aliased(
+        ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size", count_option(bounds.TP)
+    )
+    from apron.output_files import discard
+    from apron.plot import check_out
+
+    try:
+        output = check_out(out, follow_symlinks=follow_symlinks)
+    except ApronInputError as err:
+        fail(str(err))
+        return
+    try:
+        written = _plot(output, config, sample, context, kv_dtype, tp)
+    finally:
+        discard(output)
+    typer.echo(printable(f"wrote {written}"))
+
+
+def _plot(output, config, sample, context, kv_dtype, tp) -> str:
+    """Plan at increasing contexts and draw the plot into the checked output."""
     from apron.plot import contexts_up_to, kv_curves, plans_for_plot, write_plot
 
     first = _plan(config, sample, context, kv_dtype, 1, tp, None, None, None)
@@ -513,11 +575,10 @@ def plot_command(
             kv_dtype=kv_dtype,
             tp=tp,
         )
-        written = write_plot(kv_curves(plans), out)
+        written = write_plot(kv_curves(plans), output)
     except ApronInputError as err:
         fail(str(err))
-        return
-    typer.echo(f"wrote {written} (contexts up to {maximum:,} tokens)")
+    return f"{shown(written)} (contexts up to {maximum:,} tokens)"
 
 
 GgufContextOpt = Annotated[
@@ -560,8 +621,8 @@ def gguf_command(
     json_output: JsonOpt = False,
 ) -> None:
     """The llama.cpp column for a GGUF file, read header-only, with llama.cpp's own flags: -c is
-    n_ctx (split across -np sequences unless -kvu), cache types as llama.cpp spells them (f16,
-    q8_0, ...), -fa, -kvu, --swa-full, -b, -ub."""
+    n_ctx (0 or none: the model's context_length; split across -np sequences unless -kvu), cache
+    types as llama.cpp spells them (f16, q8_0, ...), -fa, -kvu, --swa-full, -b, -ub."""
     engine = EngineOptions(
         cache_type_k=cache_type_k or kv_dtype,
         cache_type_v=cache_type_v or kv_dtype,
@@ -591,8 +652,9 @@ def _is_gguf(source: str) -> bool:
 
 
 def _gguf(path, context, parallel, kv_dtype, engine: EngineOptions, json_output: bool) -> None:
-    """llama.cpp's figures for a GGUF file: `context` is n_ctx, `parallel` n_seq_max."""
-    from apron.gguf_header import read_header
+    """llama.cpp's figures for a GGUF file: `context` is n_ctx, `parallel` n_seq_max (text, or
+    a number from `apron plan`)."""
+    from apron.gguf_header import gguf_limits, read_header
     from apron.llamacpp_memory import Unknown, cache_type, figures, render
 
     constraints = load_constraints().get("llamacpp")
@@ -602,16 +664,24 @@ def _gguf(path, context, parallel, kv_dtype, engine: EngineOptions, json_output:
     try:
         if kv_dtype not in (None, "bf16"):
             raise ApronInputError(
-                f"--kv-dtype {kv_dtype} on a GGUF: give llama.cpp's cache types (-ctk / -ctv)"
+                f"--kv-dtype {shown(kv_dtype)} on a GGUF: give llama.cpp's cache types (-ctk / "
+                "-ctv)"
             )
-        n_ctx = engine_flags.positive(str(context), "-c") if context is not None else None
-        n_seq = engine_flags.positive(str(parallel), "-np") if parallel is not None else 1
+        text = None if context is None else str(context)
+        n_ctx = llamacpp_option(constraints, "--context", text, low=0)
+        n_seq = llamacpp_option(
+            constraints, "--batch", None if parallel is None else str(parallel), low=1
+        )
+        n_seq = 1 if n_seq is None else n_seq
         flags = engine.llamacpp()
-        header = read_header(path)
+        header = read_header(path, gguf_limits(constraints))
         types = [cache_type(constraints, t) if t else None for t in (flags.type_k, flags.type_v)]
         engine_flags.check_flash_attn(flags, types[1] is not None and _quantized(types[1]))
     except (ApronInputError, Unknown) as err:
         fail(str(err))
+        return
+    except OSError as err:
+        fail(os_error(err))
         return
     got = figures(
         header,
@@ -622,6 +692,8 @@ def _gguf(path, context, parallel, kv_dtype, engine: EngineOptions, json_output:
         type_v=types[1],
         settings=flags.overrides(),
     )
+    if got.refused:
+        fail(f"{shown(path)}: llama.cpp at {constraints.commit[:12]} refuses it: {got.refused}")
     if json_output:
         import json
 
@@ -638,9 +710,9 @@ def _gguf(path, context, parallel, kv_dtype, engine: EngineOptions, json_output:
             "settings": flags._asdict(),
             "figures": _as_data(got),
         }
-        typer.echo(json.dumps(data, indent=2, default=str))
+        typer.echo(printable_json(json.dumps(data, indent=2, default=str)))
         return
-    typer.echo(render(header, constraints, got, n_seq))
+    typer.echo(printable(render(header, constraints, got, n_seq)))
 
 
 GGUF_SCHEMA_VERSION = 1  # `apron gguf --json` layout
@@ -648,6 +720,26 @@ GGUF_SCHEMA_VERSION = 1  # `apron gguf --json` layout
 
 def _quantized(ggml_type: str) -> bool:
     return not any(ggml_type.endswith(t) for t in ("F32", "F16", "BF16"))
+
+
+# option -> (the limit row that bounds it, what it is in llama.cpp); the C type of the setting the
+# option sets gives the upper bound, LLAMA_MAX_SEQ caps n_seq_max
+LLAMACPP_OPTIONS = {
+    "--context": ("common_params::n_ctx", "-c (common_params.n_ctx)"),
+    "--batch": ("LLAMA_MAX_SEQ", "n_seq_max (llama_context refuses more than LLAMA_MAX_SEQ)"),
+}
+
+
+def llamacpp_option(constraints, option: str, text: str | None, *, low: int) -> int | None:
+    """A llama.cpp option's value within the bound extracted from llama.cpp (generated/llamacpp
+    limits); None when not given."""
+    from apron.llamacpp_memory import limit
+
+    if text is None:
+        return None
+    name, what = LLAMACPP_OPTIONS[option]
+    bound = bounds.Bound(low, limit(constraints, name), f"llama.cpp's {what}: {name}")
+    return bounds.parse_int(text, bound, option)
 
 
 def main() -> None:
@@ -659,7 +751,10 @@ def main() -> None:
         if os.environ.get("APRON_DEBUG"):
             raise
         err_console.print(
-            f"internal error: {type(err).__name__}: {err} (set APRON_DEBUG=1 for a traceback)",
+            printable(
+                f"internal error: {type(err).__name__}: {shown(str(err))} "
+                "(set APRON_DEBUG=1 for a traceback)"
+            ),
             markup=False,
         )
         sys.exit(70)

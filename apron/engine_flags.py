@@ -35,7 +35,8 @@ NOT_MODELLED_DTYPES = {
     "fp8_ds_mla": "DeepSeek's 656-byte packed MLA layout",
     "nvfp4": "packed fp4 values with fp8 block scales per head",
 }
-FLASH_ATTN = ("on", "off", "auto")  # llama.cpp -fa [on|off|auto] (common/arg.cpp)
+FLASH_ATTN = ("on", "off", "auto")
+AUTO_LENGTH = "auto"  # --max-model-len auto: vLLM fits max_model_len to memory  # llama.cpp -fa [on|off|auto] (common/arg.cpp)
 
 
 def _rows(vllm: EngineConstraints | None, symbol: str) -> list:
@@ -76,9 +77,7 @@ def max_model_len(text: str, option: str, vllm: EngineConstraints | None) -> int
             f"{option} {text!r}: give a number of tokens (32768), one with vLLM's suffixes "
             f"({shown}: 32k is 32,000, 32K is 32,768), or auto"
         )
-    if count <= 0:
-        raise ApronInputError(f"{option} {text!r}: must be at least 1 token (or auto)")
-    return count
+    return count  # the caller checks it against its bound
 
 
 def byte_count(text: str, option: str, vllm: EngineConstraints | None) -> int:
@@ -90,7 +89,7 @@ def byte_count(text: str, option: str, vllm: EngineConstraints | None) -> int:
 
         return parse_memory(value)
     count = max_model_len(value, option, vllm)
-    if count is None:
+    if count is None or count < 1:
         raise ApronInputError(f"{option} {text!r}: give a number of bytes (1G, 20GiB)")
     return count
 
@@ -154,7 +153,6 @@ class EngineOptions(NamedTuple):
     swa_full: bool | None = None
     batch_size: str | None = None
     ubatch_size: str | None = None
-    context_option: str = "--context"  # how the context was spelled, for messages
 
     def llamacpp(self) -> LlamaCppFlags:
         return LlamaCppFlags(

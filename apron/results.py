@@ -147,6 +147,9 @@ class Capacity(NamedTuple):
     notes: tuple[str, ...]
     max_concurrency: float | None = None  # requests at the context the pool holds (vLLM's figure)
     verdict: Verdict | None = None  # whether --batch at --context fits, and what would
+    # how the engine lays the pool out: vLLM "uniform", "uniform_type", "groups"; SGLang
+    # "default", "hybrid_swa", "mamba" (its configurator); "" unknown
+    layout: str = ""
 
 
 class DtypeWeights(NamedTuple):
@@ -202,6 +205,8 @@ class EngineView(NamedTuple):
     # (kv_bytes_at_context is one sequence's)
     bytes_for_batch: int | None = None
     llamacpp_context: LlamaCppContext | None = None  # llama.cpp's split of n_ctx (its column)
+    context: int | None = None  # the context this engine's figures are at
+    context_source: str = ""  # where it came from (--context, or the engine's own default)
 
 
 class SupportEntry(NamedTuple):

@@ -307,6 +307,7 @@ def capacity(
         tuple(notes),
         None,
         verdict,
+        found.kind,
     )
 
 

@@ -283,6 +283,7 @@ def capacity(
         tuple(notes),
         plan.max_concurrency if grouping.groups else None,
         verdict,
+        grouping.layout,
     )
 
 

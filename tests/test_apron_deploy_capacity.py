@@ -137,10 +137,15 @@ def test_gemma3_sglang_is_window_unaware_and_its_fraction_can_be_given():
     assert c.verdict.largest_batch == 1
 
 
-def test_gemma3_sglang_default_fraction_stays_unknown_with_the_reason(gemma3):
+def test_gemma3_sglang_at_its_default_fraction(gemma3):
     c = engine(gemma3, "sglang").capacity
-    assert c.verdict is None
-    assert any("_apply_cuda_graph_compatibility" in u for u in c.unknown)
+    # mem_fraction_static round((81,920 - 13,904) / 81,920, 3) = 0.83 (the prefill cuda graph
+    # settled by the extracted prefill_graph_rules); budget ceil(85,899,345,920 x 0.83) - 54e9;
+    # every one of the 62 layers at full context, 507,904 B per token
+    assert c.memory_fraction == 0.83
+    assert c.budget_bytes == 71_296_457_114 - 54_000_000_000 == 17_296_457_114
+    assert c.kv_tokens == 17_296_457_114 // 507_904 == 34_054
+    assert (c.sequences, c.verdict.fits, c.verdict.largest_context) == (1, True, 34_054)
 
 
 # ------------------------------------------------------------------ the repros of the issue
@@ -345,3 +350,48 @@ def test_one_request_that_does_not_fit_is_vllms_refusal_with_its_estimate():
     # vLLM: "4.0 GiB KV cache is needed ... the estimated maximum model length is 8192"
     assert got.fits_one_request is False and got.needed_bytes == 4 * GIB
     assert estimated_max_model_len(grouping, GIB, 32_768, _pages(16_384)) == 8_192
+
+
+# ------------------------------------------------------------------ SGLang's own answers
+
+
+def _sglang_pool_cases():
+    from tests.conformance_records import commit_dirs, measurements
+
+    figures = {"pool_configurator", "swa_full_tokens_ratio"}
+    return [
+        m
+        for commit in (p.name for p in commit_dirs("sglang"))
+        for m in measurements("sglang", commit)
+        # the configurator follows the model, not tp: the tp 1 records (at tp 8 apron, like
+        # vLLM, refuses some of these models; SGLang still names a configurator)
+        if m.figure in figures and not m.accept_unknown and not m.refused and m.settings["tp"] == 1
+    ]
+
+
+CONFIGURATORS = {
+    "default": "DefaultPoolConfigurator",
+    "mamba": "DefaultPoolConfigurator",  # SGLang's state pool sits beside its default pool
+    "hybrid_swa": "HybridSWAPoolConfigurator",
+}
+
+
+@pytest.mark.parametrize("m", _sglang_pool_cases(), ids=lambda m: m.label)
+def test_sglang_pools_are_the_configurator_sglang_picks(m):
+    # SGLang's own answers at its pin (conformance/sglang): the configurator
+    # create_memory_pool_configurator picks, and the SWA ratio it sizes with
+    result = plan(
+        m.input,
+        tp=m.settings["tp"],
+        kv_dtype=m.settings["kv_dtype"],
+        gpu_memory=GIB80,
+        memory_fraction=0.9,
+        weights_bytes=GIB,
+        context=4096,
+    )
+    c = engine(result, "sglang").capacity
+    if m.figure == "pool_configurator":
+        assert c.layout, c.unknown
+        assert CONFIGURATORS[c.layout] == m.value
+    else:
+        assert any(f"swa_full_tokens_ratio {m.value}" in n for n in c.notes)
