@@ -5,16 +5,18 @@
 from generated/vllm `option_literals`; a value an engine accepts that apron does not model is
 refused saying so, never ignored.
 
-The one small place these option checks live until the shared number check (#35) takes them."""
+Numbers are checked by apron.bounds, the one number check, with each option's engine bound."""
 
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
 
+from apron import bounds
 from apron.constraints import EngineConstraints
 from apron.deployment import Deployment, LlamaCppFlags
 from apron.errors import ApronInputError
+from apron.terminal import shown
 
 LITERALS = "option_literals"
 CACHE_DTYPE = "CacheDType"
@@ -64,7 +66,7 @@ def max_model_len(text: str, option: str, vllm: EngineConstraints | None) -> int
             count = int(float(number) * decimal[suffix])
         elif "." in number:
             raise ApronInputError(
-                f"{option} {text!r}: decimals are not allowed with binary suffixes like "
+                f"{option} {shown(repr(text))}: decimals are not allowed with binary suffixes like "
                 f"{suffix} (vLLM's human_readable_int); did you mean {number}{suffix.lower()}?"
             )
         else:
@@ -72,10 +74,10 @@ def max_model_len(text: str, option: str, vllm: EngineConstraints | None) -> int
     elif re.fullmatch(r"-?\d+", value):
         count = int(value)
     else:
-        shown = ", ".join(sorted(decimal) + sorted(binary)) or "none extracted"
+        suffix_list = ", ".join(sorted(decimal) + sorted(binary)) or "none extracted"
         raise ApronInputError(
-            f"{option} {text!r}: give a number of tokens (32768), one with vLLM's suffixes "
-            f"({shown}: 32k is 32,000, 32K is 32,768), or auto"
+            f"{option} {shown(repr(text))}: give a number of tokens (32768), one with vLLM's "
+            f"suffixes ({suffix_list}: 32k is 32,000, 32K is 32,768), or auto"
         )
     return count  # the caller checks it against its bound
 
@@ -89,9 +91,9 @@ def byte_count(text: str, option: str, vllm: EngineConstraints | None) -> int:
 
         return parse_memory(value)
     count = max_model_len(value, option, vllm)
-    if count is None or count < 1:
-        raise ApronInputError(f"{option} {text!r}: give a number of bytes (1G, 20GiB)")
-    return count
+    if count is None:
+        raise ApronInputError(f"{option} {shown(repr(text))}: give a number of bytes (1G, 20GiB)")
+    return bounds.checked(count, bounds.BYTES, option)
 
 
 def kv_cache_dtype(text: str, vllm: EngineConstraints | None) -> str:
@@ -103,7 +105,7 @@ def kv_cache_dtype(text: str, vllm: EngineConstraints | None) -> str:
     members = [r.key for r in _rows(vllm, CACHE_DTYPE)]
     if members and value not in members:
         raise ApronInputError(
-            f"unknown KV dtype {text!r}: not one of vLLM's CacheDType values "
+            f"unknown KV dtype {shown(repr(text))}: not one of vLLM's CacheDType values "
             f"({', '.join(members)}) nor apron's bf16, fp16, fp8, fp32"
         )
     if value in CACHE_DTYPES:
@@ -115,18 +117,15 @@ def kv_cache_dtype(text: str, vllm: EngineConstraints | None) -> str:
     )
 
 
-def positive(text: str, option: str) -> int:
-    """A whole number of at least 1."""
-    value = text.strip()
-    if not re.fullmatch(r"\d{1,19}", value) or int(value) < 1:
-        raise ApronInputError(f"{option} {text!r}: give a whole number, at least 1")
-    return int(value)
+def positive(text: str, option: str, bound=None) -> int:
+    """A whole number within `bound` (the engines' bound for the option; apron.bounds)."""
+    return bounds.parse_int(text, bound or bounds.BATCH, option)
 
 
 def flash_attn(text: str) -> str:
     value = text.strip().lower()
     if value not in FLASH_ATTN:
-        raise ApronInputError(f"-fa {text!r}: llama.cpp takes on, off or auto")
+        raise ApronInputError(f"-fa {shown(repr(text))}: llama.cpp takes on, off or auto")
     return value
 
 
@@ -135,7 +134,7 @@ def check_flash_attn(flags: LlamaCppFlags, quantized_v: bool) -> None:
     "V cache quantization requires flash_attn", src/llama-context.cpp; cited)."""
     if quantized_v and flags.flash_attn == "off":
         raise ApronInputError(
-            f"-ctv {flags.type_v} with -fa off: llama.cpp refuses it (V cache quantization "
+            f"-ctv {shown(flags.type_v)} with -fa off: llama.cpp refuses it (V cache quantization "
             "requires flash_attn)"
         )
 
@@ -161,8 +160,12 @@ class EngineOptions(NamedTuple):
             flash_attn=flash_attn(self.flash_attn) if self.flash_attn is not None else "auto",
             kv_unified=self.kv_unified,
             swa_full=self.swa_full,
-            n_batch=positive(self.batch_size, "-b") if self.batch_size is not None else None,
-            n_ubatch=positive(self.ubatch_size, "-ub") if self.ubatch_size is not None else None,
+            n_batch=positive(self.batch_size, "-b", bounds.LLAMACPP_BATCH)
+            if self.batch_size is not None
+            else None,
+            n_ubatch=positive(self.ubatch_size, "-ub", bounds.LLAMACPP_BATCH)
+            if self.ubatch_size is not None
+            else None,
         )
 
     def deployment(self, vllm: EngineConstraints | None = None) -> Deployment:
@@ -171,10 +174,10 @@ class EngineOptions(NamedTuple):
         if self.kv_cache_memory_bytes is not None:
             memory = byte_count(self.kv_cache_memory_bytes, "--kv-cache-memory-bytes", vllm)
         return Deployment(
-            pp=positive(self.pipeline_parallel_size, "--pipeline-parallel-size")
+            pp=positive(self.pipeline_parallel_size, "--pipeline-parallel-size", bounds.PIPELINE)
             if self.pipeline_parallel_size is not None
             else 1,
-            block_size=positive(self.block_size, "--block-size")
+            block_size=positive(self.block_size, "--block-size", bounds.BLOCK_SIZE)
             if self.block_size is not None
             else None,
             kv_cache_memory_bytes=memory,

@@ -13,6 +13,7 @@ import re
 from typing import NamedTuple
 
 from apron.errors import ApronInputError
+from apron.terminal import shown
 
 MIB = 2**20
 MODAL = "https://thundergolfer.com/blog/nvidia-gpu-memory-capacity (NVML totals)"
@@ -99,11 +100,11 @@ def gpu(name: str) -> Gpu:
             return part
     if key in AMBIGUOUS:
         raise ApronInputError(
-            f"--gpu {name!r} names more than one part: {' or '.join(AMBIGUOUS[key])}"
+            f"--gpu {shown(repr(name))} names more than one part: {' or '.join(AMBIGUOUS[key])}"
         )
     names = ", ".join(part.short for part in GPUS)
     raise ApronInputError(
-        f"--gpu {name!r} is not in apron's GPU table ({names}); give --gpu-memory with the "
+        f"--gpu {shown(repr(name))} is not in apron's GPU table ({names}); give --gpu-memory with the "
         "memory nvidia-smi reports instead (e.g. 81559MiB)"
     )
 
