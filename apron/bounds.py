@@ -110,6 +110,14 @@ def checked(value: Any, bound: Bound, where: str) -> int:
     return value
 
 
+def check_length(text: str, where: str) -> str:
+    """`text` stripped, refused when longer than any number apron reads (before it is parsed)."""
+    stripped = text.strip()
+    if len(stripped) > MAX_OPTION_CHARS:
+        raise _too_long(stripped, where)
+    return stripped
+
+
 def _too_long(text: str, where: str) -> ApronInputError:
     return ApronInputError(
         f"{where} {shown(text, MAX_OPTION_CHARS)} is not a number apron reads "

@@ -52,14 +52,18 @@ def max_model_len(text: str, option: str, vllm: EngineConstraints | None) -> int
     32,000, `32K` -> 32,768, `25.6k` -> 25,600; decimals only with a decimal suffix. The
     suffixes and auto spellings are vLLM's own (extracted); the pattern and the decimal rule are
     its code's (vllm/utils/argparse_utils.py, cited)."""
-    value = text.strip()
+    value = bounds.check_length(text, option)
     autos = {r.key.lower() for r in _rows(vllm, AUTO)} or {"-1", "auto"}
     if value.lower() in autos:
         return None
     decimal = {r.key: int(r.value) for r in _rows(vllm, DECIMAL)}
     binary = {r.key: int(r.value) for r in _rows(vllm, BINARY)}
     suffixes = "".join(sorted({*decimal, *binary}))
-    found = re.fullmatch(rf"(\d+(?:\.\d+)?)([{re.escape(suffixes)}])", value) if suffixes else None
+    found = (
+        re.fullmatch(rf"([0-9]+(?:\.[0-9]+)?)([{re.escape(suffixes)}])", value, re.ASCII)
+        if suffixes
+        else None
+    )
     if found:
         number, suffix = found.groups()
         if suffix in decimal:
@@ -71,7 +75,7 @@ def max_model_len(text: str, option: str, vllm: EngineConstraints | None) -> int
             )
         else:
             count = int(number) * binary[suffix]
-    elif re.fullmatch(r"-?\d+", value):
+    elif re.fullmatch(r"-?[0-9]+", value, re.ASCII):
         count = int(value)
     else:
         suffix_list = ", ".join(sorted(decimal) + sorted(binary)) or "none extracted"
@@ -86,7 +90,7 @@ def byte_count(text: str, option: str, vllm: EngineConstraints | None) -> int:
     """Bytes as vLLM's human_readable_int reads them (1G = 2**30, 1g = 10**9), or with apron's
     units (20GiB, 20GB)."""
     value = text.strip()
-    if re.fullmatch(r"\d+(?:\.\d+)?[a-zA-Z]{2,3}", value):
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?[a-zA-Z]{2,3}", value, re.ASCII):
         from apron.capacity import parse_memory
 
         return parse_memory(value)
