@@ -54,6 +54,68 @@ def _state_split_mismatch(rules, calculator: str | None) -> str:
     return ""
 
 
+def _weights(weights_total: int | None, tp: int) -> tuple[int | None, list[str]]:
+    if weights_total is None:
+        return None, []
+    weights, line = parallel.weights_per_gpu(weights_total, tp)
+    return weights, [line, parallel.REPLICATED_TENSORS_NOTE] if tp > 1 else [line]
+
+
+def _mla_share(
+    model: ModelConfig,
+    tp: int,
+    rules,  # apron.serving_rules.ServingRules
+    heads: HeadCount,
+    figures: MechanismResult,
+    weights_total: int | None,
+) -> GpuShare:
+    """An MLA model's share: the latent is one KV head, replicated on every GPU (the engine's
+    extracted mla_kv_heads_per_gpu rule; vLLM ModelConfig.get_num_kv_heads returns 1 for MLA at
+    every tp), so each GPU holds the whole latent cache; a tp the engine refuses is refused."""
+    from apron import serving_rules as sr
+
+    weights, lines = _weights(weights_total, tp)
+    if tp > 1:
+        config = model.raw if model.text_key is None else model.text
+        checks = {"total_kv_heads": heads.count, "is_mla": True}
+        refused = sr.tp_check(rules, config, tp, **checks)
+        if refused:
+            valid = sr.valid_tp_sizes(config, rules, **checks)
+            return GpuShare(
+                tp, "refused", None, "", None, None, None, weights, refused, valid, (), ()
+            )
+    if not rules.mla_latent_replicated:
+        if tp == 1:
+            whole = parallel.whole_model_share(heads, figures, weights_total)
+            return whole._replace(kv_heads_per_gpu=None, kv_heads_how="")
+        return _unknown(tp, _reasons(rules, "mla_latent_replicated"), weights)
+    per_gpu = sr.kv_heads_per_gpu(rules, heads.count or 0, tp, True)
+    how = f"MLA latent: the engine's MLA KV-head rule gives {per_gpu} per GPU at every tp"
+    if tp == 1:
+        pass
+    elif figures.kv_bytes_per_token is None:
+        lines.append("MLA latent: replicated on every GPU; its bytes per token are unknown")
+    else:
+        lines.append(
+            "MLA latent: replicated on every GPU (the engine's MLA KV-head rule gives 1 per GPU), "
+            f"so each GPU holds the whole {figures.kv_bytes_per_token:,} B/token"
+        )
+    return GpuShare(
+        tp,
+        "split",
+        per_gpu,
+        how,
+        figures.kv_bytes_per_token,
+        figures.kv_bytes_at_context,
+        figures.state_bytes_per_sequence,
+        weights,
+        (),
+        (),
+        figures.unknown,
+        tuple(lines),
+    )
+
+
 def gpu_share(
     model: ModelConfig,
     request: Request,
@@ -65,41 +127,19 @@ def gpu_share(
     weights_total: int | None,
 ) -> GpuShare:
     """The engine's figures for one GPU: weights / tp, KV heads by its rule, state by its split."""
+    if figures.mechanism == mla_latent.NAME:
+        return _mla_share(model, tp, rules, heads, figures, weights_total)
     if tp == 1:
         return parallel.whole_model_share(heads, figures, weights_total)
-    weights, weight_line = (None, "")
-    if weights_total is not None:
-        weights, weight_line = parallel.weights_per_gpu(weights_total, tp)
-    lines = [weight_line, parallel.REPLICATED_TENSORS_NOTE] if weight_line else []
+    weights, lines = _weights(weights_total, tp)
     from apron import serving_rules as sr
 
     config = model.raw if model.text_key is None else model.text
-    checks = {"total_kv_heads": heads.count, "is_mla": figures.mechanism == mla_latent.NAME}
+    checks = {"total_kv_heads": heads.count, "is_mla": False}
     refused = sr.tp_check(rules, config, tp, **checks)
     if refused:
         valid = sr.valid_tp_sizes(config, rules, **checks)
         return GpuShare(tp, "refused", None, "", None, None, None, weights, refused, valid, (), ())
-    if figures.mechanism == mla_latent.NAME:
-        if not rules.mla_latent_replicated:
-            return _unknown(tp, _reasons(rules, "mla_latent_replicated"), weights)
-        lines.append(
-            "MLA latent: replicated on every GPU (the engine's MLA KV-head rule gives 1 per GPU), "
-            f"so each GPU holds the whole {figures.kv_bytes_per_token:,} B/token"
-        )
-        return GpuShare(
-            tp,
-            "split",
-            None,
-            "MLA latent, replicated",
-            figures.kv_bytes_per_token,
-            figures.kv_bytes_at_context,
-            figures.state_bytes_per_sequence,
-            weights,
-            (),
-            (),
-            figures.unknown,
-            tuple(lines),
-        )
     if figures.kv_bytes_per_token == 0 and figures.state_bytes_per_sequence == 0:
         lines.append(f"no KV cache and no state ({figures.mechanism}): nothing to split")
         return GpuShare(tp, "split", None, "", 0, 0, 0, weights, (), (), (), tuple(lines))

@@ -297,6 +297,39 @@ def test_mla_at_tp8_replicates_the_latent_and_splits_the_weights(tmp_path):
     assert big.block_tokens == 16 and big.block_tokens_source.startswith("FLASH_ATTN_MLA")
 
 
+@pytest.mark.parametrize("tp", [1, 2, 8])
+def test_mla_holds_one_kv_head_per_gpu_at_every_tp(tp):
+    # vLLM ModelConfig.get_num_kv_heads returns 1 for MLA at every tp (the extracted
+    # mla_kv_heads_per_gpu rule; measured: conformance/vllm); the latent stays whole on each GPU:
+    # DeepSeek-V3 61 x (512 + 64) x 2 B = 70,272 B/token, not the 128 KV heads of the config
+    view = vllm(plan(CORPUS / "deepseek-v3.json", context=32768, tp=tp))
+    assert (view.gpu.status, view.gpu.kv_heads_per_gpu, view.gpu.kv_bytes_per_token) == (
+        "split",
+        1,
+        70_272,
+    )
+
+
+@pytest.mark.parametrize("tp", [2, 8])
+def test_mla_with_unknown_bytes_splits_without_a_crash(tp):
+    # DeepSeek-V4 (compress_ratios): the per-token bytes are unknown; at tp > 1 the share says
+    # so (it crashed formatting None before), with 1 KV head per GPU
+    config = json.loads((CORPUS / "deepseek-v3.json").read_text())
+    config.update(
+        model_type="deepseek_v4",
+        compress_ratios=[1, 4],
+        head_dim=512,
+        architectures=["DeepseekV4ForCausalLM"],
+    )
+    view = vllm(plan(config, context=32768, tp=tp))
+    assert (view.gpu.status, view.gpu.kv_heads_per_gpu, view.gpu.kv_bytes_per_token) == (
+        "split",
+        1,
+        None,
+    )
+    assert "compress_ratios" in view.gpu.unknown[0]
+
+
 def test_hybrid_state_is_split_per_the_engine_and_capacity_names_the_missing_rule():
     # Jamba-v0.1 at tp 2: 4 attention layers x (8 / 2) KV heads x 256 x 2 B = 8,192 B/token
     # mamba1 per GPU: intermediate 2 x 4,096 / 2 = 4,096;
