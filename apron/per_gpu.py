@@ -159,9 +159,16 @@ def gpu_share(
     rule_text = (
         f"max(1, heads // {tp})" if rules.kv_heads_split == sr.SPLIT_REPLICATE else f"heads // {tp}"
     )
-    split = parallel.split_heads(
-        heads, tp, lambda total: sr.kv_heads_per_gpu(rules, total, tp, False) or 0, rule_text
-    )
+    per_gpu = lambda total: sr.kv_heads_per_gpu(rules, total, tp, False) or 0  # noqa: E731
+    split = parallel.split_heads(heads, tp, per_gpu, rule_text)
+    by_kind = _kind_heads(model, heads)
+    if by_kind and heads.count is not None:
+        # layers of each kind split their own heads; the count stays the config's (what vLLM's
+        # ModelConfig.get_num_kv_heads answers)
+        kinds_split = parallel.split_heads(
+            heads._replace(per_layer=by_kind), tp, per_gpu, rule_text
+        )
+        split = kinds_split._replace(count=split.count, how=f"{split.how}; {kinds_split.how}")
     shared = compute(selection, model, split, request._replace(tp=tp))
     lines.extend(shared.arithmetic)
     if heads.count is not None and heads.count < tp and rules.kv_heads_split == sr.SPLIT_REPLICATE:
@@ -183,6 +190,20 @@ def gpu_share(
         shared.unknown,
         tuple(lines),
     )
+
+
+def _kind_heads(model: ModelConfig, heads: HeadCount) -> tuple[int, ...]:
+    """Per-layer KV heads when windowed and full layers have their own geometry (apron.layers
+    kind_geometry), for a config whose heads are one count; () otherwise."""
+    from apron.layers import kind_geometry, kind_heads
+
+    geometry = kind_geometry(model)
+    structure = layout(model)
+    if heads.per_layer or not isinstance(geometry, dict) or structure is None:
+        return ()
+    if structure.unknown:
+        return ()
+    return kind_heads(geometry, structure.kinds)
 
 
 def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):

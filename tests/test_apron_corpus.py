@@ -103,6 +103,13 @@ CASES = [
     # 9 x 2,560 + 39 x 5,120 = 23,040 + 199,680 = 222,720 per token;
     # 23,040 x 32,768 + 199,680 x min(32,768, 128) = 754,974,720 + 25,559,040 = 780,533,760
     ("mimo-v2-flash", "sliding_window", 222_720, 780_533_760, 0),
+    # Gemma 4 (vLLM gemma4.py): 50 windowed layers x 16 KV heads x (256 + 256) x 2 B = 819,200;
+    # 10 full layers take num_global_key_value_heads 4 (attention_k_eq_v) and global_head_dim
+    # 512: 10 x 4 x (512 + 512) x 2 B = 81,920 -> 901,120 B/token;
+    # at 32,768: 81,920 x 32,768 + 819,200 x 1,024 = 3,523,215,360
+    ("gemma-4-31b", "sliding_window", 901_120, 3_523_215_360, 0),
+    # Kimi-Linear: MLA layers among KDA layers is not an implemented mechanism: unknown
+    ("kimi-linear-48b-a3b", "mla_latent", None, None, None),
     # no_rope_layers [1, 1, 1, 0] x 12: 12 full (NoPE), 36 chunked local (8,192);
     # per layer 8 x 256 x 2 = 4,096; 48 x 4,096 = 196,608;
     # 12 x 4,096 x 32,768 + 36 x 4,096 x 8,192 = 1,610,612,736 + 1,207,959,552 = 2,818,572,288
