@@ -156,6 +156,9 @@ CALLS: dict[str, Callable[..., Any]] = {
     "divide/2": _divide,
     "int/1": int,
     "get_kv_cache_torch_dtype/2": _kv_cache_dtype,
+    "max/2": max,
+    "min/2": min,
+    "len/1": lambda value: len(value) if isinstance(value, list | tuple | str) else MISSING,
 }
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "+": lambda a, b: a + b,
@@ -164,7 +167,13 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "//": lambda a, b: a // b,
     "%": lambda a, b: a % b,
     "==": lambda a, b: a == b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "and": lambda a, b: bool(a and b),
 }
+NOT_NUMERIC = frozenset({"==", "and"})  # operators that take any operands
 
 
 def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
@@ -175,7 +184,7 @@ def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
             b, a = stack.pop(), stack.pop()
             if a is MISSING or b is MISSING:
                 stack.append(MISSING)
-            elif term != "==" and not (_number(a) and _number(b)):
+            elif term not in NOT_NUMERIC and not (_number(a) and _number(b)):
                 raise _Refused(f"{term} of {a!r} and {b!r}")
             else:
                 stack.append(BINARY[term](a, b))
@@ -199,6 +208,8 @@ def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
                 stack.append(key)
             elif isinstance(value, Mapping):
                 stack.append(value.get(key, MISSING))
+            elif isinstance(value, list | tuple | str) and _number(key) and 0 <= key < len(value):
+                stack.append(value[key])
             else:
                 stack.append(MISSING)
         elif term in CALLS:
@@ -222,7 +233,21 @@ def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
     return stack[0]
 
 
-LEVELS = {"if": 0, "==": 1, "+": 2, "-": 2, "*": 3, "//": 3, "%": 3, "divide/2": 3}
+LEVELS = {
+    "if": 0,
+    "and": 1,
+    "==": 1,
+    "<": 1,
+    "<=": 1,
+    ">": 1,
+    ">=": 1,
+    "+": 2,
+    "-": 2,
+    "*": 3,
+    "//": 3,
+    "%": 3,
+    "divide/2": 3,
+}
 
 
 def infix(terms: Sequence[str], names: Callable[[str], str] = str) -> str:
