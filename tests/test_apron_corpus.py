@@ -141,8 +141,11 @@ CASES = [
     # Zamba2: attention_head_dim 2 x 3,584 / 32 = 224 (hidden / heads would be 112);
     # 13 hybrid layers x 32 x (224 + 224) x 2 = 372,736; Mamba2 on all 81 layers with
     # Zamba2Config defaults n_mamba_heads 8, mamba_d_state 64, mamba_d_conv 4, mamba_expand 2:
-    # conv 3 x (7,168 + 2 x 2 x 64) = 22,272, ssm 8 x 64 x 64 = 32,768; 55,040 x 2 = 110,080 x 81
-    ("zamba2-7b", "hybrid_ssm", 372_736, 12_213_813_248, 8_916_480),
+    # conv 3 x (7,168 + 2 x 2 x 64) = 22,272; ssm 8 heads x head_dim x 64, where head_dim is
+    # what the layer vLLM builds takes (zamba2.py MambaMixer2: intermediate_size // n_mamba_heads
+    # = 7,168 // 8 = 896), not the hook's mamba_headdim 64: 8 x 896 x 64 = 458,752;
+    # (22,272 + 458,752) x 2 = 962,048 x 81 = 77,925,888 (vLLM's own spec: conformance/vllm)
+    ("zamba2-7b", "hybrid_ssm", 372_736, 12_213_813_248, 77_925_888),
     # Falcon-H1 parallel hybrid: KV on all 44 layers 44 x 2 x 256 x 2 = 45,056; no dtype
     ("falcon-h1-7b", "hybrid_ssm", 45_056, 1_476_395_008, None),
     # LFM2: 8 full-attention layers x 8 x 128 x 2 = 16,384; short-conv state needs the dtype
