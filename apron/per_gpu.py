@@ -142,7 +142,11 @@ def gpu_share(
         return GpuShare(tp, "refused", None, "", None, None, None, weights, refused, valid, (), ())
     if figures.kv_bytes_per_token == 0 and figures.state_bytes_per_sequence == 0:
         lines.append(f"no KV cache and no state ({figures.mechanism}): nothing to split")
-        return GpuShare(tp, "split", None, "", 0, 0, 0, weights, (), (), (), tuple(lines))
+        share, how = None, ""
+        if heads.count is not None and rules.kv_heads_split is not None:
+            share = sr.kv_heads_per_gpu(rules, heads.count, tp, False)
+            how = f"{heads.count} KV heads at tp {tp} (the layers keep no cache): {share}"
+        return GpuShare(tp, "split", share, how, 0, 0, 0, weights, (), (), (), tuple(lines))
     if figures.mechanism not in SPLITTABLE:
         return _unknown(
             tp, (f"per-GPU split of a {figures.mechanism} cache is not implemented",), weights
@@ -206,6 +210,36 @@ def _kind_heads(model: ModelConfig, heads: HeadCount) -> tuple[int, ...]:
     return kind_heads(geometry, structure.kinds)
 
 
+# vLLM's default enables prefix caching (CacheConfig.enable_prefix_caching = True); for a model
+# with mamba state MambaModelConfig.verify_and_update_config (vllm/model_executor/models/
+# config.py) then sets mamba_cache_mode "all" when the class supports mamba prefix caching, else
+# "align", and MambaSpec.max_memory_usage_bytes (vllm/v1/kv_cache_interface.py) counts 2 state
+# pages per sequence under "align". Restated by hand; the class flag is extracted.
+ALIGN_STATE_PAGES = 2
+
+
+def _mamba_cache_mode(model: ModelConfig) -> tuple[str | None, str]:
+    """vLLM's default mamba_cache_mode for this architecture, and why (None: unknown)."""
+    from apron.constraints import load_constraints
+
+    vllm = load_constraints().get("vllm")
+    arch = model.architecture
+    flags = {r.architecture: r for r in vllm.rows("model_class_flags")} if vllm else {}
+    row = flags.get(arch or "")
+    if row is None or row.supports_mamba_prefix_caching is None:
+        return None, f"vLLM's mamba_cache_mode for {arch} is unknown (no class flags for it)"
+    if row.supports_mamba_prefix_caching:
+        return "all", (
+            f"vLLM's default prefix caching sets mamba_cache_mode 'all' for {arch} (it supports "
+            "mamba prefix caching): its chunk-aligned block and per-block state pages are not "
+            "modelled"
+        )
+    return "align", (
+        f"mamba_cache_mode 'align' (vLLM's default prefix caching; {arch} does not support "
+        "mamba prefix caching)"
+    )
+
+
 def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):
     """(attention block tokens, state bytes per sequence padded to the page, lines) under the
     engine's hybrid page-size rule, or (None, why, ())."""
@@ -223,6 +257,9 @@ def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):
     structure = layout(model)
     if structure is None or structure.unknown:
         return None, "hybrid page size: the per-layer layout is unknown"
+    mode, mode_how = _mamba_cache_mode(model)
+    if mode != "align":
+        return None, f"hybrid page size: {mode_how}"
     attention = sum(1 for k in structure.kinds if k in ATTENTION_KINDS)
     states = sum(1 for k in structure.kinds if k in STATE_KINDS)
     if not attention or not states or share.kv_bytes_per_token is None:
@@ -236,11 +273,13 @@ def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):
     if page.raises_only:
         block = max(block, rules.block_tokens)
     attn_page = block * per_token_layer
-    padded = states * max(attn_page, state_page) if page.pads_mamba_page else states * state_page
+    one = max(attn_page, state_page) if page.pads_mamba_page else state_page
+    padded = ALIGN_STATE_PAGES * states * one
     lines = (
         f"hybrid block = {align} x ceil({state_page:,} B state page / ({align} x "
         f"{per_token_layer:,} B per token per layer)) = {block} tokens ({page.formula})",
-        f"state per sequence = {states} state layers x {max(attn_page, state_page):,} B page "
+        f"{mode_how}: {ALIGN_STATE_PAGES} state pages per state layer per sequence",
+        f"state per sequence = {ALIGN_STATE_PAGES} x {states} state layers x {one:,} B page "
         f"(padded to the attention page) = {padded:,} B",
     )
     notes.append(
