@@ -4,10 +4,12 @@ then sized by llama.cpp's rules at the pin; the converter read as (snippet, expe
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from apron.cli import app
 from apron.config import load_sample
+from apron.errors import ApronInputError
 from apron.extractors.llamacpp import converter_hparams as ch
 from apron.plan import plan
 from tests.test_apron_llamacpp_gguf import LLAMA_31_8B, write_header
@@ -140,8 +142,13 @@ def test_a_negative_or_fractional_count_is_unknown_naming_the_key():
     # what the fuzz test found: num_attention_heads -1.0 gave -4,194,304 B. The converter writes
     # head_count with add_head_count (an unsigned 32-bit GGUF value) and llama.cpp's loader
     # reads it as one: no figure, the key named (an int -1 is refused before: apron.checks)
-    for value in (-1.0, 2.5):
+    for value in (-1.0,):
         config = load_sample("llama-3.1-8b").raw | {"num_attention_heads": value}
         view = llamacpp(plan(config, context=8192))
         assert view.kv_bytes_at_context is None, value
         assert any("head_count" in n and "unsigned 32-bit" in n for n in view.notes), view.notes
+    # 2.5 heads: transformers' LlamaConfig refuses the config (4,096 % 2.5 != 0), so no engine
+    # loads it and apron refuses it, naming the check (apron.checks.refuse_invalid)
+    config = load_sample("llama-3.1-8b").raw | {"num_attention_heads": 2.5}
+    with pytest.raises(ApronInputError, match="LlamaConfig.validate_architecture"):
+        plan(config, context=8192)
