@@ -33,13 +33,15 @@ def refuse_unnamed(model: ModelConfig) -> None:
 def refuse_invalid(model: ModelConfig) -> None:
     """ApronInputError when the configuration class the engines build the config with refuses
     it (its extracted validate_* checks, apron.normalize.refusal): vLLM cannot load it."""
-    from apron.normalize import refusal, text_class
-
-    classes = [text_class(model.text_model_type, model.text_key, model.model_type)]
+    constraints = getattr(model, "constraints", None)
+    classes = constraints.config_classes() if constraints is not None else None
+    if classes is None:
+        return
+    chosen = [classes.text_class(model.text_model_type, model.text_key, model.model_type)]
     if model.text_key is not None:
-        classes.append(text_class(model.model_type, None, model.model_type))
-    for cls, published in zip(classes, (model.text, model.raw), strict=False):
-        why = refusal(cls, published) if cls is not None else None
+        chosen.append(classes.text_class(model.model_type, None, model.model_type))
+    for cls, published in zip(chosen, (model.text, model.raw), strict=False):
+        why = classes.refusal(cls, published) if cls is not None else None
         if why:
             raise ApronInputError(f"{model.source}: the config is refused: {why}")
 

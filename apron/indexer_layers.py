@@ -24,15 +24,12 @@ def _rule(vllm) -> Any | None:
     return rows[0] if len(rows) == 1 else None
 
 
-def indexer_layers(model: ModelConfig, layers: int, vllm=None) -> IndexerLayers:
-    """The layers 0..layers-1 on which the rule's skip test is false."""
+def indexer_layers(model: ModelConfig, layers: int) -> IndexerLayers:
+    """The layers 0..layers-1 on which the rule's skip test is false (the rule from the
+    constraint set the config is read with)."""
     from apron.state_shapes import MISSING, _Refused, evaluate, infix
 
-    if vllm is None:
-        from apron.constraints import load_constraints
-
-        vllm = load_constraints().get("vllm")
-    rule = _rule(vllm)
+    rule = _rule(model.constraints.get("vllm"))
     if rule is None:
         return IndexerLayers(
             None, "vLLM's indexer layer rule (indexer_layer_rules) is not extracted"

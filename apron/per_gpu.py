@@ -220,9 +220,7 @@ ALIGN_STATE_PAGES = 2
 
 def _mamba_cache_mode(model: ModelConfig) -> tuple[str | None, str]:
     """vLLM's default mamba_cache_mode for this architecture, and why (None: unknown)."""
-    from apron.constraints import load_constraints
-
-    vllm = load_constraints().get("vllm")
+    vllm = model.constraints.get("vllm")
     arch = model.architecture
     flags = {r.architecture: r for r in vllm.rows("model_class_flags")} if vllm else {}
     row = flags.get(arch or "")
