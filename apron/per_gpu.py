@@ -33,6 +33,23 @@ STATE_SPLITS = {
 }
 
 
+def _mixer_refusal(model: ModelConfig, rule, tp: int) -> str:
+    """vLLM's Mamba2 mixer asserts `n_groups % tp == 0 or n_groups == 1` when it is built
+    (vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2.__init__, read by hand): a tp
+    it fails is refused at startup. "" when the rule does not apply or holds."""
+    if rule is None or rule.calculator != "mamba2" or tp == 1:
+        return ""
+    from apron.state_shapes import MISSING, hook_argument
+
+    groups = hook_argument(model, rule, "n_groups")
+    if groups is MISSING or not isinstance(groups, int) or groups == 1 or groups % tp == 0:
+        return ""
+    return (
+        f"vLLM's MambaMixer2 asserts n_groups % tp == 0 or n_groups == 1 "
+        f"(vllm/model_executor/layers/mamba/mamba_mixer2.py): n_groups {groups} at tp {tp}"
+    )
+
+
 def _state_split_mismatch(rules, calculator: str | None) -> str:
     """Why the engine's extracted state split does not back apron's per-GPU state ("" if it does)."""
     if calculator is None:
@@ -160,6 +177,17 @@ def gpu_share(
         mismatch = _state_split_mismatch(rules, rule.calculator if rule else None)
         if mismatch:
             return _unknown(tp, (mismatch,), weights)
+        vllm_rules = any(c.engine == "vllm" for c in rules.citations)
+        refused = _mixer_refusal(model, rule, tp) if vllm_rules else ""
+        if refused:
+            valid = tuple(
+                t
+                for t in sr.valid_tp_sizes(config, rules, **checks)
+                if not _mixer_refusal(model, rule, t)
+            )
+            return GpuShare(
+                tp, "refused", None, "", None, None, None, weights, (refused,), valid, (), ()
+            )
     rule_text = (
         f"max(1, heads // {tp})" if rules.kv_heads_split == sr.SPLIT_REPLICATE else f"heads // {tp}"
     )

@@ -425,6 +425,21 @@ def _layer_hook(rule: ShapeRule, lookup, lines: list[str]):
     return hook._replace(arguments=tuple(arguments))
 
 
+def hook_argument(model: ModelConfig, rule: ShapeRule, name: str) -> Any:
+    """The value the shape hook passes for one calculator parameter on this config (the layer's
+    where LAYER_ARGUMENTS says the layer decides), or MISSING."""
+    lines: list[str] = []
+    missing: list[str] = []
+    lookup = _binder(model, rule, StateDtypes(None, None, ""), 1, missing)
+    try:
+        hook = _layer_hook(rule, lookup, lines)
+        if name not in hook.parameters:
+            return MISSING
+        return evaluate(hook.arguments[hook.parameters.index(name)], lookup)
+    except _Refused:
+        return MISSING
+
+
 def layer_state(
     model: ModelConfig, rule: ShapeRule, dtypes: StateDtypes, tp: int = 1
 ) -> TensorState:

@@ -534,3 +534,12 @@ def test_hybrid_committed_index_at_tp2():
     assert g.state_bytes_per_sequence == 30 * 1_073_152
     assert (c.block_tokens, c.blocks, c.kv_tokens) == (1_056, 5_593, 5_906_208)
     assert (c.sequence_bytes, c.sequences, c.limit) == (410_910_720, 147, "kv")
+
+
+def test_a_tp_the_mamba2_mixer_refuses_is_refused():
+    # Zamba2-7B: mamba_ngroups 2; vLLM's MambaMixer2 asserts n_groups % tp == 0 or
+    # n_groups == 1 (mamba_mixer2.py), so tp 4 and 8 do not start (vLLM measured the refusal at
+    # tp 8: conformance/vllm); tp 2 splits
+    assert vllm(plan(CORPUS / "zamba2-7b.json", context=4096, tp=2)).gpu.status == "split"
+    with pytest.raises(ApronInputError, match=r"n_groups 2 at tp 8; tp sizes every check accepts"):
+        plan(CORPUS / "zamba2-7b.json", context=4096, tp=8)

@@ -159,9 +159,7 @@ OPEN_DISAGREEMENTS = {
     "qwen3.5-0.8b-base.json[kv_dtype=bfloat16,tp=8]:kv_bytes_per_token": "vLLM refuses tp 8: "
     "the vision encoder's 12 heads are not divisible by 8 (vllm/distributed/utils.py divide); "
     "apron does not model the multimodal encoder",
-    "zamba2-7b.json[kv_dtype=bfloat16,tp=8]:kv_bytes_per_token": "vLLM refuses tp 8: "
-    "MambaMixer2 asserts n_groups % tp == 0 or n_groups == 1 (mamba_mixer2.py); apron's tp "
-    "checks do not read the mixer's assertion",
+    "qwen3.5-0.8b-base.json[tp=8]:kv_heads_per_gpu": "the same refusal at tp 8",
     "llama-4-scout-17b-16e.json[]:model_config": "transformers refuses the config: @strict "
     "checks field types (attn_temperature_tuning: bool, the file has 4); apron reads "
     "validate_* checks, not field types",

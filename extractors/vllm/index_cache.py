@@ -213,7 +213,10 @@ def _assigns(statement: Node, name: str) -> bool:
 
 def indexer_layer_rules(snapshot: Snapshot, done) -> FactOutput:
     """The rule of each attention class of deepseek_v2.py that builds an indexer."""
-    path = snapshot.first_existing(PATHS, anchor="hasattr(config")
+    path = next((p for p in PATHS if snapshot.exists(p)), None)
+    if path is None:  # a commit without DeepSeek-V2's model file: no sparse-attention model
+        message = f"no {' or '.join(PATHS)} at this commit"
+        return FactOutput((), (warning("absent", "indexer", message, PATHS[0], "self.indexer"),))
     text = snapshot.read_text(path)
     try:
         rules = indexer_rules(text, path)

@@ -284,8 +284,17 @@ def measure(config_path: Path) -> Figures:
                 vllm_config, specs = _build_with_fallback(fresh, tp, out)
             except AssertionError as error:
                 if _divisibility(error):
+                    # vLLM does not start at this tp: its ModelConfig answer for the tp is
+                    # replaced by the refusal
+                    message = str(_located(error))
+                    out.rows = [
+                        r
+                        for r in out.rows
+                        if not (r["figure"] == "kv_heads_per_gpu" and r["settings"] == {"tp": tp})
+                    ]
+                    out.refuse("kv_heads_per_gpu", message, {"tp": tp})
                     settings = {"tp": tp, "kv_dtype": kv_dtype_name(fresh)}
-                    out.refuse("kv_bytes_per_token", str(_located(error)), settings)
+                    out.refuse("kv_bytes_per_token", message, settings)
                 else:
                     out.skip(f"model at tp {tp}", _located(error))
                 continue
