@@ -42,6 +42,8 @@ class Deployment(NamedTuple):
     pp: int = 1  # pipeline-parallel stages: layers are split between them
     block_size: int | None = None  # vLLM --block-size
     max_num_batched_tokens: int | None = None  # vLLM --max-num-batched-tokens
+    async_scheduling: bool | None = None  # vLLM --(no-)async-scheduling (None: its default, on)
+    prefix_caching: bool | None = None  # vLLM --enable-prefix-caching (None: vllm serve's default)
     kv_cache_memory_bytes: int | None = None  # vLLM --kv-cache-memory-bytes: the KV budget itself
     swa_full_tokens_ratio: float | None = None  # SGLang --swa-full-tokens-ratio
     max_model_len_auto: bool = False  # vLLM --max-model-len auto: fit the length to memory

@@ -12,7 +12,19 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from apron.config import ModelConfig, is_int
-from apron.layers import BOTH, CHUNKED, CONV, FULL, LINEAR, MAMBA, NONE, SHARED, SLIDING, layout
+from apron.layers import (
+    BOTH,
+    CHUNKED,
+    CONV,
+    FULL,
+    LINEAR,
+    MAMBA,
+    NONE,
+    SHARED,
+    SLIDING,
+    kind_geometry,
+    layout,
+)
 from apron.mechanisms import full_attention, hybrid_ssm, mla_latent, recurrent, sliding_window
 from apron.mechanisms.base import LayerWidths, layer_widths, num_layers
 from apron.results import HeadCount, Request
@@ -72,8 +84,6 @@ def _windowed(model: ModelConfig, heads: HeadCount, request: Request, title: str
     found = layer_widths(model, heads, request, sliding_window.NAME, title)
     if not isinstance(found, LayerWidths):
         return _unknown("; ".join(found.unknown))
-    if model.get("global_head_dim") is not None or model.get("num_global_key_value_heads"):
-        return _unknown("global and windowed layers of different head geometry")
     if model.get("use_sliding_window") is False:
         return Layers(tuple(_attention(found)), "use_sliding_window is false", "")
     structure = layout(model)
@@ -98,7 +108,12 @@ def _windowed(model: ModelConfig, heads: HeadCount, request: Request, title: str
         kinds, source = structure.kinds, structure.source
         if SLIDING in kinds and window is None:
             return _unknown("windowed layers but sliding_window is absent or null")
-    swa = sliding_window._swa_geometry(model, request)
+    per_kind = kind_geometry(model)  # as sliding_window.compute reads it
+    if isinstance(per_kind, str):
+        return _unknown(per_kind)
+    if per_kind is not None and not set(kinds) <= {*per_kind, SHARED, NONE}:
+        return _unknown("per-kind head geometry for a layer kind it does not name")
+    per_layer = heads.per_layer if len(heads.per_layer) == len(kinds) else None
     layers = []
     for index, (kind, width, count) in enumerate(
         zip(kinds, found.widths, found.counts, strict=True)
@@ -106,9 +121,11 @@ def _windowed(model: ModelConfig, heads: HeadCount, request: Request, title: str
         if kind in (SHARED, NONE):
             continue
         geometry = (count, found.dims.k, found.dims.v)
-        if swa is not None:
-            width = swa[0] if kind == SLIDING else swa[2]
-            geometry = (kind == SLIDING, width)
+        if per_kind is not None:
+            own = per_kind[kind]
+            count = per_layer[index] if per_layer else own.kv_heads
+            width = count * (own.k + own.v) * request.kv_dtype_bytes
+            geometry = (count, own.k, own.v)
         if not width:
             continue
         if kind == SLIDING:

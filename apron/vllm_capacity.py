@@ -39,9 +39,9 @@ from apron.vllm_kv_cache import (
 from apron.vllm_sizing import Unknown, request_pages, scheduler
 
 HMA_CHUNKED = (
-    "VllmConfig disables the hybrid KV cache manager when attention_chunk_size is set "
-    "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE unset): chunked-local layers are "
-    "allocated as full attention (vllm/config/vllm.py)"
+    "chunked-local layers keep their own groups: VllmConfig turns the hybrid KV cache manager "
+    "off for attention_chunk_size only when VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE "
+    "is 0, and it defaults to 1 (vllm/config/vllm.py, vllm/envs.py; cited, not extracted)"
 )
 
 
@@ -181,8 +181,13 @@ def capacity(
     assert fraction is not None and block is not None and layers is not None
     assert share.weights_bytes is not None and context is not None
     lines: list[str] = []
+    mode = mamba_cache_mode(model, deployment.prefix_caching)
+    if layers.of(STATE) and mode[0] not in ("none", "align"):
+        return _unknown_capacity(
+            gpu_memory, fraction, fraction_source, block, block_source, (mode[1],), notes
+        )
     if mechanism == hybrid_ssm.NAME and layers.of(STATE) and layers.of(ATTENTION):
-        found = _hybrid_block(model, share, rules, notes)
+        found = _hybrid_block(model, share, rules, notes, mode)
         if found[0] is None:
             return _unknown_capacity(
                 gpu_memory, fraction, fraction_source, block, block_source, (found[1],), notes
@@ -195,8 +200,8 @@ def capacity(
         return _unknown_capacity(
             gpu_memory, fraction, fraction_source, block, block_source, (why,), notes
         )
-    hybrid_allocator = not any(s.kind == CHUNKED for s in specs)
-    if not hybrid_allocator:
+    hybrid_allocator = True  # on a GPU, without a KV connector or EAGLE with chunked layers
+    if any(s.kind == CHUNKED for s in specs):
         notes.append(HMA_CHUNKED)
     try:
         grouping = group_specs(specs, hybrid_allocator)
@@ -210,12 +215,14 @@ def capacity(
                 pp=deployment.pp,
                 max_model_len=context,
                 max_num_batched_tokens=deployment.max_num_batched_tokens,
+                async_scheduling=deployment.async_scheduling,
             )
         except Unknown:
             if local:  # a windowed group's reservation needs the in-flight tokens
                 raise
             sched = None  # no windowed group: the in-flight tokens size nothing here
-        pages = request_pages(vllm, sched.in_flight_tokens if sched is not None else 0)
+        in_flight = sched.in_flight_tokens if sched is not None else 0
+        pages = request_pages(vllm, in_flight, mode[0] or "none")
         requested = math.ceil(gpu_memory * fraction)
         weights = share.weights_bytes
         if deployment.pp > 1:
@@ -285,6 +292,26 @@ def capacity(
         verdict,
         grouping.layout,
     )
+
+
+def mamba_cache_mode(model: ModelConfig, prefix_caching: bool | None) -> tuple[str | None, str]:
+    """vLLM's mamba_cache_mode and why. `vllm serve` leaves prefix caching off for a hybrid or
+    attention-free model (EngineArgs._set_default_chunked_prefill_and_prefix_caching_args:
+    is_prefix_caching_supported and not is_hybrid; attention-free models do not support it), so
+    the mode stays "none": one state page per sequence. With --enable-prefix-caching,
+    MambaModelConfig.verify_and_update_config makes it "all" for a class that supports mamba
+    prefix caching, else "align" (vllm/engine/arg_utils.py, vllm/model_executor/models/
+    config.py; cited)."""
+    if not prefix_caching:
+        why = (
+            "--enable-prefix-caching not given"
+            if prefix_caching is False
+            else "vllm serve's default: prefix caching off for a hybrid or attention-free model"
+        )
+        return "none", f"mamba_cache_mode 'none' ({why})"
+    from apron.per_gpu import _mamba_cache_mode
+
+    return _mamba_cache_mode(model)
 
 
 PP_WEIGHTS = (

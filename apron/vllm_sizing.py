@@ -4,8 +4,7 @@ windowed group reserves for, and the pages one request at max_model_len takes in
 
 Bound as apron runs: a CUDA device (not a TPU or CPU), `vllm serve` (UsageContext
 OPENAI_API_SERVER), asynchronous scheduling on (what VllmConfig chooses for a generation model
-when nothing disables it), no speculative decoding, decode context parallel 1, mamba_cache_mode
-"none" (prefix caching off for hybrids, vLLM's default). Where the Model Runner V2 choice changes
+when nothing disables it), no speculative decoding, decode context parallel 1. Where the Model Runner V2 choice changes
 a value (pipeline parallel > 1), the value is unknown."""
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ GIB_BYTES = 1 << 30  # vllm/utils/mem_constants.py GiB_bytes
 UNDECIDED = "self.use_v2_model_runner"  # decided at startup from the model and the features
 SPEC_BINDINGS = {
     "self.num_speculative_blocks": 0,
-    "vllm_config.cache_config.mamba_cache_mode": "none",
     "vllm_config.parallel_config.decode_context_parallel_size": 1,
     "dcp_world_size": 1,
 }
@@ -163,6 +161,7 @@ def scheduler(
     max_model_len: int,
     max_num_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
+    async_scheduling: bool | None = None,
 ) -> Scheduler:
     """The batch defaults of `vllm serve` on this GPU and the in-flight tokens they give."""
     bindings: dict[str, Any] = {
@@ -195,7 +194,10 @@ def scheduler(
             + "; EngineArgs._set_default_max_num_seqs_and_batched_tokens_args caps it)"
         )
     engine = {
-        "self.scheduler_config.async_scheduling": True,
+        # VllmConfig turns async scheduling on for a generation model when nothing disables it
+        "self.scheduler_config.async_scheduling": True
+        if async_scheduling is None
+        else async_scheduling,
         "self.parallel_config.pipeline_parallel_size": pp,
         "self.scheduler_config.max_num_batched_tokens": max_num_batched_tokens,
     }
@@ -205,7 +207,8 @@ def scheduler(
     in_flight, row = returned(vllm, IN_FLIGHT, engine)
     cites.append(vllm.cite(row))
     lines.append(
-        f"in-flight tokens = {batches} concurrent batches (async scheduling, pp {pp}) x "
+        f"in-flight tokens = {batches} concurrent batches (async scheduling "
+        f"{'on' if engine['self.scheduler_config.async_scheduling'] else 'off'}, pp {pp}) x "
         f"{max_num_batched_tokens:,} = {in_flight:,} ({IN_FLIGHT})"
     )
     return Scheduler(
@@ -213,7 +216,7 @@ def scheduler(
     )
 
 
-def request_pages(vllm: EngineConstraints, in_flight_tokens: int):
+def request_pages(vllm: EngineConstraints, in_flight_tokens: int, mamba_cache_mode: str = "none"):
     """A vllm_kv_cache.RequestPages from the extracted methods: pages of one spec's group that a
     request at max_model_len takes (bytes methods divided by the page, as vLLM's
     get_max_concurrency_for_kv_cache_config does with cdiv)."""
@@ -235,6 +238,7 @@ def request_pages(vllm: EngineConstraints, in_flight_tokens: int):
             "max_model_len": max_model_len,
             "vllm_config.model_config.max_model_len": max_model_len,
             "max_in_flight_tokens": in_flight_tokens,
+            "vllm_config.cache_config.mamba_cache_mode": mamba_cache_mode,
         }
         value, _row = returned(vllm, symbol, bindings)
         if spec.kind in RETURNS_BYTES:

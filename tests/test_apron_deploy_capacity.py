@@ -214,7 +214,7 @@ def test_a_difference_smaller_than_a_block_is_not_engines_differ():
 # ------------------------------------------------------------------ other mechanisms
 
 
-def test_llama4_chunked_local_layers_are_full_attention_in_vllm():
+def test_llama4_chunked_local_layers_keep_their_groups_in_vllm():
     result = plan(
         CORPUS / "llama-4-scout-17b-16e.json",
         context=32768,
@@ -222,16 +222,18 @@ def test_llama4_chunked_local_layers_are_full_attention_in_vllm():
         weights_bytes=20 * GIB,
     )
     v = engine(result, "vllm")
-    # attention_chunk_size set: vLLM turns its hybrid KV cache manager off and allocates every
-    # one of the 48 layers at full context: 48 x 8 x 256 x 2 = 196,608 B per token
-    assert v.kv_bytes_at_context == 196_608 * 32_768
     c = v.capacity
+    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1 at the pin: the hybrid
+    # KV cache manager stays on. 36 chunked (8,192) and 12 full layers of 8 x 128 x 2 x 2 B =
+    # 4,096 B per token: groups of 12 layers, 4 groups, a block 12 x 16 x 4,096 B of the pool
+    assert c.block_bytes == 12 * 16 * 4_096
     budget = REQUESTED_80 - 20 * GIB
-    # one group of 48 layers (a chunked layer promoted to full keeps its chunk: a uniform-type
-    # group whose block takes the sum of its pages, 48 x 16 x 4,096 B)
-    assert c.block_bytes == 48 * 16 * 4_096
     assert c.blocks == budget // c.block_bytes
-    assert c.sequences == c.blocks // 2_048 == 8
+    # a chunked group admits chunk + in-flight tokens (2 batches of 8,192 with async
+    # scheduling): min(8,192 + 16,384, 32,768) / 16 = 1,536 blocks; the full group 2,048
+    assert c.blocks_per_sequence == 3 * 1_536 + 2_048
+    assert c.sequences == c.blocks // c.blocks_per_sequence == 10
+    assert any("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE" in n for n in c.notes)
 
 
 def test_mla_and_its_indexer_take_one_group_with_their_pages_summed():

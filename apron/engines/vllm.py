@@ -491,7 +491,6 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
             "prediction stays unknown"
         )
     flags, no_kv, class_notes, cites = _class_decision(model, vllm)
-    window_aware, window_why = _chunked_local(model)
     return EngineDecision(
         ENGINE,
         engine_heads,
@@ -502,21 +501,4 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
         computes_figures=True,
         own_flags=vllm.has(CLASS_FLAGS),
         no_kv_cache=no_kv,
-        window_aware=window_aware,
-        window_why=window_why,
-    )
-
-
-def _chunked_local(model: ModelConfig) -> tuple[bool | None, str]:
-    """vLLM's VllmConfig turns the hybrid KV cache manager off when the model sets
-    attention_chunk_size (ModelConfig reads it from the text config; unless
-    VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is set), and without it
-    _promote_local_kv_cache_specs allocates the chunked-local layers as full attention
-    (vllm/config/vllm.py, vllm/v1/core/kv_cache_utils.py; cited, not extracted)."""
-    chunk = model.get("attention_chunk_size")
-    if chunk is None:
-        return None, ""
-    return False, (
-        f"attention_chunk_size = {chunk}: vLLM disables its hybrid KV cache manager for "
-        "chunked-local attention, so every layer is allocated at full context"
     )
