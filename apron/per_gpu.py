@@ -3,6 +3,8 @@ rules (apron.serving_rules) and the mechanism figures; a rule the engine lacks g
 
 from __future__ import annotations
 
+import math
+
 from apron import capacity as fit_rules
 from apron import parallel
 from apron.config import ModelConfig
@@ -263,9 +265,10 @@ def _kind_heads(model: ModelConfig, heads: HeadCount) -> tuple[int, ...]:
     return kind_heads(geometry, structure.kinds)
 
 
-# vLLM's default enables prefix caching (CacheConfig.enable_prefix_caching = True); for a model
-# with mamba state MambaModelConfig.verify_and_update_config (vllm/model_executor/models/
-# config.py) then sets mamba_cache_mode "all" when the class supports mamba prefix caching, else
+# With prefix caching on (CacheConfig.enable_prefix_caching defaults to True; `vllm serve` turns
+# it off for a hybrid unless --enable-prefix-caching, see vllm_capacity.mamba_cache_mode), for a
+# model with mamba state MambaModelConfig.verify_and_update_config (vllm/model_executor/models/
+# config.py) sets mamba_cache_mode "all" when the class supports mamba prefix caching, else
 # "align", and MambaSpec.max_memory_usage_bytes (vllm/v1/kv_cache_interface.py) counts 2 state
 # pages per sequence under "align". Restated by hand; the class flag is extracted.
 ALIGN_STATE_PAGES = 2
@@ -281,14 +284,26 @@ def _mamba_cache_mode(model: ModelConfig) -> tuple[str | None, str]:
         return None, f"vLLM's mamba_cache_mode for {arch} is unknown (no class flags for it)"
     if row.supports_mamba_prefix_caching:
         return "all", (
-            f"vLLM's default prefix caching sets mamba_cache_mode 'all' for {arch} (it supports "
-            "mamba prefix caching): its chunk-aligned block and per-block state pages are not "
-            "modelled"
+            f"prefix caching sets mamba_cache_mode 'all' for {arch} (it supports mamba prefix "
+            "caching)"
         )
     return "align", (
-        f"mamba_cache_mode 'align' (vLLM's default prefix caching; {arch} does not support "
-        "mamba prefix caching)"
+        f"mamba_cache_mode 'align' (prefix caching; {arch} does not support mamba prefix caching)"
     )
+
+
+def mamba_chunk_size(model: ModelConfig) -> tuple[int | None, str]:
+    """vLLM's ModelConfig.get_mamba_chunk_size: mamba_chunk_size, else chunk_size, else 2,048
+    (Mamba1 has no chunk) (vllm/config/model.py; cited, not extracted). None: a value that is
+    not a positive integer."""
+    for key in ("mamba_chunk_size", "chunk_size"):
+        if model.get(key) is None:
+            continue
+        value = model.integer(key)
+        if value is None or value <= 0:
+            return None, f"{key} is not a positive integer"
+        return value, f"({key})"
+    return 2048, "(no mamba_chunk_size or chunk_size: vLLM's 2,048)"
 
 
 def _hybrid_block(
@@ -302,10 +317,11 @@ def _hybrid_block(
     engine's hybrid page-size rule, or (None, why, ()). `mode` is vLLM's mamba_cache_mode and
     why (default: _mamba_cache_mode's); "none" and "align" align the block alike, "align" keeps
     two state pages per sequence, "none" one."""
-    page = rules.hybrid_page_rule
+    mode, mode_how = mode if mode is not None else _mamba_cache_mode(model)
+    page = rules.hybrid_page_rule_all if mode == "all" else rules.hybrid_page_rule
     if page is None:
         return None, "hybrid page size: the engine's page-size unification rule is not extracted"
-    if page.shape != "align_ceil":
+    if page.shape != ("chunk_align_ceil" if mode == "all" else "align_ceil"):
         return None, f"hybrid page size: rule shape {page.shape!r} is not implemented"
     if page.kernel_min_block is None:
         return None, (
@@ -316,8 +332,7 @@ def _hybrid_block(
     structure = layout(model)
     if structure is None or structure.unknown:
         return None, "hybrid page size: the per-layer layout is unknown"
-    mode, mode_how = mode if mode is not None else _mamba_cache_mode(model)
-    if mode not in ("align", "none"):
+    if mode not in ("align", "none", "all"):
         return None, f"hybrid page size: {mode_how}"
     pages = ALIGN_STATE_PAGES if mode == "align" else 1
     attention = sum(1 for k in structure.kinds if k in ATTENTION_KINDS)
@@ -329,18 +344,36 @@ def _hybrid_block(
     per_token_layer = share.kv_bytes_per_token // attention
     state_page = (share.state_bytes_per_sequence or 0) // states
     align = max(page.kernel_min_block, rules.block_tokens)
-    block = align * -(-state_page // (align * per_token_layer))
+    if mode == "all":
+        base, base_how = mamba_chunk_size(model)
+        if base is None:
+            return None, f"hybrid page size: {base_how}"
+        chunk = math.lcm(base, align)
+        tokens_per_state = -(-state_page // per_token_layer)
+        block = chunk * -(-tokens_per_state // chunk)
+        how = (
+            f"hybrid block = {chunk} x ceil(ceil({state_page:,} B state page / "
+            f"{per_token_layer:,} B per token per layer) / {chunk}) = {block} tokens, the chunk "
+            f"lcm({base} {base_how}, {align}) ({page.formula})"
+        )
+        per_sequence = "1 state page per state layer per block of the request"
+    else:
+        block = align * -(-state_page // (align * per_token_layer))
+        how = (
+            f"hybrid block = {align} x ceil({state_page:,} B state page / ({align} x "
+            f"{per_token_layer:,} B per token per layer)) = {block} tokens ({page.formula})"
+        )
+        per_sequence = f"{pages} state page{'s' if pages > 1 else ''} per state layer per sequence"
     if page.raises_only:
         block = max(block, rules.block_tokens)
     attn_page = block * per_token_layer
     one = max(attn_page, state_page) if page.pads_mamba_page else state_page
     padded = pages * states * one
     lines = (
-        f"hybrid block = {align} x ceil({state_page:,} B state page / ({align} x "
-        f"{per_token_layer:,} B per token per layer)) = {block} tokens ({page.formula})",
-        f"{mode_how}: {pages} state page{'s' if pages > 1 else ''} per state layer per sequence",
-        f"state per sequence = {pages} x {states} state layers x {one:,} B page "
-        f"(padded to the attention page) = {padded:,} B",
+        how,
+        f"{mode_how}: {per_sequence}",
+        f"state per {'block of a request' if mode == 'all' else 'sequence'} = {pages} x "
+        f"{states} state layers x {one:,} B page (padded to the attention page) = {padded:,} B",
     )
     notes.append(
         "vLLM groups the layers of each kind into KV cache groups of equal size; padding "

@@ -182,7 +182,7 @@ def capacity(
     assert share.weights_bytes is not None and context is not None
     lines: list[str] = []
     mode = mamba_cache_mode(model, deployment.prefix_caching)
-    if layers.of(STATE) and mode[0] not in ("none", "align"):
+    if layers.of(STATE) and mode[0] not in ("none", "align", "all"):
         return _unknown_capacity(
             gpu_memory, fraction, fraction_source, block, block_source, (mode[1],), notes
         )
