@@ -194,6 +194,30 @@ class HparamsFormula(NamedTuple):
     symbol: str
 
 
+class HparamsStep(NamedTuple):
+    """One step of llama.cpp's hparams loading, in source order within `function` (the member"""
+
+    function: str
+    archs: tuple[str, ...]
+    order: int
+    kind: str
+    target: str
+    target_type: str
+    key: str
+    key_form: str
+    required: bool
+    found: str
+    value: tuple[str, ...]
+    arguments: tuple[tuple[str, ...], ...]
+    index: tuple[str, ...]
+    loop: int
+    condition: tuple[str, ...]
+    unknown: str
+    code: str
+    path: str
+    symbol: str
+
+
 class HybridPageRule(NamedTuple):
     """How a hybrid model's attention block size is raised so its page holds one mamba state."""
 

@@ -281,3 +281,59 @@ class ConverterHparams(Record):
     block_count_keys: tuple[str, ...]  # from `self.block_count = self.find_hparam([...])`
     path: str
     symbol: str
+
+
+class HparamsStep(Record):
+    """One step of llama.cpp's hparams loading, in source order within `function` (the member
+    defaults of struct llama_hparams, the base loader, an architecture's load_arch_hparams, a
+    llama_hparams helper), where `condition` holds (reverse-Polish; `$x` names a local):
+
+    - key: read the GGUF key `key` ("%s" = the architecture) into `target` when present
+      (`key_form`: scalar, scalar_or_array, per_layer with `value` the count, array,
+      array_length); a `required` key that is absent refuses the file; `found` is the local
+      (or `$foundN`) that holds whether it was present
+    - assign: `target` (at `index` for an array) = `value`; fill: every element = `value`
+    - loop: `target` from `value` while below `arguments[0]`, running the steps whose `loop`
+      is this step's order
+    - call: run `target` (a helper or load_arch_hparams) with `arguments`; param: a
+      parameter of the function with its default `value`
+    - assert (GGML_ASSERT of `value`) and throw: llama.cpp refuses the file; return
+    - unread: a statement this reader does not read that writes `target` (why: `unknown`)"""
+
+    KEY: ClassVar[tuple[str, ...]] = ("function", "order")
+
+    function: str  # llama_model_gemma3::load_arch_hparams, llama_hparams (member defaults)
+    archs: tuple[str, ...]  # the LLM_ARCH_* whose loader this is; () for shared code
+    order: int
+    kind: str
+    target: str
+    target_type: str  # the declared type of the target: uint32_t, std::array<...>, float
+    key: str
+    key_form: str
+    required: bool
+    found: str
+    value: tuple[str, ...]
+    arguments: tuple[tuple[str, ...], ...]
+    index: tuple[str, ...]
+    loop: int  # the order of the enclosing loop step, -1 outside loops
+    condition: tuple[str, ...]
+    unknown: str
+    code: str
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        """ "llama_model_exaone4::load_arch_hparams #3: n_swa = 4096 when n_layer == 64"."""
+        when = f" when {infix(self.condition)}" if self.condition else ""
+        if self.kind == "key":
+            what = f"{self.target} <- {self.key}{' (required)' if self.required else ''}"
+        elif self.kind in ("assign", "fill", "param"):
+            at = f"[{infix(self.index)}]" if self.index else ""
+            what = f"{self.target}{at} = {infix(self.value) if self.value else '?'}"
+        elif self.kind == "call":
+            what = f"{self.target}({', '.join(infix(a) for a in self.arguments)})"
+        elif self.kind == "assert":
+            what = f"GGML_ASSERT({infix(self.value) if self.value else self.unknown})"
+        else:
+            what = f"{self.kind} {self.target} {self.unknown}".strip()
+        return f"{self.function} #{self.order}: {what}{when}"
