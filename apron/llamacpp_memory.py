@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
 from apron.gguf_header import GgufHeader
-from apron.llamacpp_formula import Unknown, evaluate
+from apron.llamacpp_formula import Symbol, Unknown, evaluate
+from apron.llamacpp_hparams import Refused, load_hparams
 
 __all__ = ["Unknown", "cache_type", "figures", "render", "weights_bytes"]
 
@@ -67,136 +68,29 @@ class LlamaCppFigures(NamedTuple):
     unknown: tuple[str, ...]
     notes: tuple[str, ...]
     citations: tuple[Citation, ...]
+    refused: str = ""  # llama.cpp refuses to load the file: its reason (also in `unknown`)
+    n_ctx: int | None = None  # the context llama.cpp sizes (cparams.n_ctx after padding)
 
 
-def _per_layer(value: Any, n_layer: int, default: Any) -> list:
-    if value is None:
-        value = default
-    if isinstance(value, list):
-        return [int(v) for v in value] + [0] * (n_layer - len(value))
-    return [value] * n_layer
-
-
-def hparams_of(header: GgufHeader, c: EngineConstraints, arch: str) -> tuple[dict, list[str]]:
-    """llama_hparams members from the GGUF keys llama_model::load_hparams reads (the generic
-    keys: block count, embedding length, head counts, key/value lengths, ssm.*, wkv, shortconv;
-    this key -> member table is apron's, not extracted), plus the SWA layer pattern
-    (sliding_window fact) and the recurrent layers (recurrent_layers fact)."""
-    notes: list[str] = []
-
-    def count(key: str, default: Any = None) -> Any:
-        """A count or length key as llama.cpp's loader reads it: an unsigned 32-bit integer (or
-        an array of them); any other value is unknown, naming the key, never a figure."""
-        value = header.arch_key(key)
-        if value is None:
-            return default
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item < 2**32:
-                raise Unknown(
-                    f"{header.architecture}.{key} = {value!r}: llama.cpp's loader reads it as an "
-                    "unsigned 32-bit integer"
-                )
-        return value
-
-    for required in ("block_count", "embedding_length"):
-        if header.arch_key(required) is None:
-            raise Unknown(f"no {header.architecture}.{required} (llama.cpp's loader requires it)")
-    n_layer = count("block_count", 0)
-    n_embd = count("embedding_length", 0)
-    n_head = _per_layer(count("attention.head_count"), n_layer, 0)
-    n_head_kv = _per_layer(count("attention.head_count_kv"), n_layer, None)
-    n_head_kv = [h if kv is None else kv for h, kv in zip(n_head, n_head_kv, strict=True)]
-    head0 = next((h for h in n_head if h), 0)
-    head_k = count("attention.key_length")
-    head_v = count("attention.value_length")
-    head_k = int(head_k) if head_k is not None else (n_embd // head0 if head0 else 0)
-    head_v = int(head_v) if head_v is not None else head_k
-    hp: dict[str, Any] = {
-        "n_layer": n_layer,
-        "n_embd": n_embd,
-        "n_head_arr": n_head,
-        "n_head_kv_arr": n_head_kv,
-        "n_ff_arr": _per_layer(count("feed_forward_length"), n_layer, None),
-        "n_embd_head_k_full": head_k,
-        "n_embd_head_v_full": head_v,
-        "n_embd_head_k_swa": count("attention.key_length_swa", head_k),
-        "n_embd_head_v_swa": count("attention.value_length_swa", head_v),
-        "n_embd_head_k_mla_impl": count("attention.key_length_mla", 0),
-        "n_embd_head_v_mla_impl": count("attention.value_length_mla", 0),
-        "ssm_d_conv": count("ssm.conv_kernel", 0),
-        "ssm_d_inner": count("ssm.inner_size", 0),
-        "ssm_d_state": count("ssm.state_size", 0),
-        "ssm_n_group": count("ssm.group_count", 0),
-        "wkv_head_size": count("wkv.head_size", 0),
-        "token_shift_count": count("token_shift_count", 2),
-        "n_shortconv_l_cache": count("shortconv.l_cache", 0),
-        "n_embd_head_kda": count("kda.head_dim", 0),
-        "n_swa": count("attention.sliding_window", 0),
-        "nextn_predict_layers": count("nextn_predict_layers", 0),
-        "kv_only_nextn": 0,
-        "n_layer_kv_from_start": -1,
-        "n_ctx_train": count("context_length", 0),
+def hparams_of(
+    header: GgufHeader,
+    c: EngineConstraints,
+    arch: str,
+    assume_written: Callable[[str], bool] | None = None,
+) -> tuple[dict, dict[str, Callable[..., Any]], list[str]]:
+    """llama_hparams as llama.cpp's loader reads the header (apron/llamacpp_hparams.py replays
+    the extracted steps), and llama_hparams' sizing methods as calls over them."""
+    hp: dict[str, Any] = {}
+    calls = _method_calls(c, hp)
+    predicates = {
+        p: any(r.arch == arch and r.predicate == p for r in c.rows("class_set_members"))
+        for p in ("llm_arch_is_recurrent", "llm_arch_is_hybrid")
     }
-    if header.arch_key("attention.shared_kv_layers") is not None:
-        raise Unknown("KV layer sharing (attention.shared_kv_layers): n_layer_kv_from_start")
-    hp["swa_type"], hp["swa_layers"] = _swa(header, c, arch, hp, notes)
-    hp["recurrent_layer_arr"] = _recurrent(header, c, arch, hp)
-    return hp, notes
-
-
-def _swa(header: GgufHeader, c: EngineConstraints, arch: str, hp: dict, notes: list[str]):
-    n_layer = hp["n_layer"]
-    rule = next((r for r in c.rows("sliding_window") if r.arch == arch), None)
-    none = ("LLAMA_SWA_TYPE_NONE", [0] * n_layer)
-    if rule is None or not hp["n_swa"]:
-        return none
-    if rule.pattern != "period" or rule.period_default is None:
-        raise Unknown(f"the SWA layer pattern of {arch} ({rule.pattern})")
-    period = rule.period_default
-    if rule.pattern_gguf_key:
-        override = header.metadata.get(rule.pattern_gguf_key.replace("%s", header.architecture))
-        if isinstance(override, int):
-            period = override
-        elif override is not None:
-            raise Unknown(f"{rule.pattern_gguf_key} as a per-layer array")
-    # llama_hparams::set_swa_pattern (src/llama-hparams.cpp)
-    if rule.dense_first:
-        layers = [int(period == 0 or il % period != 0) for il in range(n_layer)]
-    else:
-        layers = [int(period == 0 or il % period < period - 1) for il in range(n_layer)]
-    swa_type = "LLAMA_SWA_TYPE_" + (rule.swa_types[0].upper() if rule.swa_types else "STANDARD")
-    if rule.conditional:
-        notes.append("sliding window conditional in the loader: " + "; ".join(rule.conditions))
-    return swa_type, layers
-
-
-def _recurrent(header: GgufHeader, c: EngineConstraints, arch: str, hp: dict) -> list[int]:
-    n_layer = hp["n_layer"]
-    recurrent = any(
-        r.arch == arch and r.predicate == "llm_arch_is_recurrent"
-        for r in c.rows("class_set_members")
-    )
-    rule = next((r for r in c.rows("recurrent_layers") if r.arch == arch), None)
-    if rule is None:
-        return [int(recurrent)] * n_layer  # llama_model::load_hparams' std::fill
-    if rule.fill:
-        return [int(rule.fill == "true")] * n_layer
-    if rule.unknown or rule.conditional:
-        raise Unknown(f"recurrent layers of {arch}: {rule.unknown or 'conditional assignment'}")
-    names: dict[str, Any] = {}
-    for item in rule.locals_:
-        key, _, value = item.partition("=")
-        names[key] = int(value)
-    for item in rule.local_keys:
-        key, _, pattern = item.partition("=")
-        found = header.metadata.get(pattern.replace("%s", header.architecture))
-        if found is not None:
-            names[key] = int(found)
-    calls = {"n_head_kv": lambda il: hp["n_head_kv_arr"][il], "n_ff": lambda il: _n_ff(hp, il)}
-    return [
-        int(bool(evaluate(rule.value, {**names, **hp, rule.index: il}, calls)))
-        for il in range(n_layer)
-    ]
+    for p in predicates:
+        calls[p] = lambda _a, p=p: int(predicates[p])
+    calls["ml.get_arch"] = lambda: Symbol(arch)
+    notes = load_hparams(header, c, arch, hp, calls, assume_written)
+    return hp, calls, notes
 
 
 def _n_ff(hp: dict, il: int) -> int:
@@ -281,9 +175,19 @@ def figures(
     n_seq_max: int,
     type_k: str | None = None,
     type_v: str | None = None,
+    swa_full: bool | None = None,
+    kv_unified: bool | None = None,
+    assume_written: Callable[[str], bool] | None = None,
 ) -> LlamaCppFigures:
+    """What llama.cpp allocates for the header at these settings (None: common_params'
+    default). `assume_written` (the HF path) names required keys the converter writes though
+    the header apron built lacks them."""
+    settings = {"swa_full": swa_full, "kv_unified": kv_unified}
     try:
-        return _figures(header, c, n_ctx, n_seq_max, type_k, type_v)
+        return _figures(header, c, n_ctx, n_seq_max, type_k, type_v, settings, assume_written)
+    except Refused as err:
+        why = f"llama.cpp refuses to load it: {err}"
+        return LlamaCppFigures("", None, None, {}, (), (why,), ASSUMPTIONS, (), str(err))
     except Unknown as err:
         return LlamaCppFigures("", None, None, {}, (), (str(err),), ASSUMPTIONS, ())
     except (TypeError, ValueError, IndexError) as err:  # a metadata value of another shape
@@ -291,21 +195,16 @@ def figures(
         return LlamaCppFigures("", None, None, {}, (), (why,), ASSUMPTIONS, ())
 
 
-def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
+def _figures(
+    header, c, n_ctx, n_seq_max, type_k, type_v, settings, assume_written
+) -> LlamaCppFigures:
     cites: list[Citation] = []
     gguf = header.architecture
     arch = next((r.arch for r in c.rows("arch_names") if r.gguf_name == gguf), None)
     if arch is None:
         raise Unknown(f"GGUF architecture {gguf!r} is not in llama.cpp's LLM_ARCH_NAMES")
-    hp, notes = hparams_of(header, c, arch)
+    hp, calls, notes = hparams_of(header, c, arch, assume_written)
     notes = [*notes, *ASSUMPTIONS]
-    calls = _method_calls(c, hp)
-    predicates = {
-        p: any(r.arch == arch and r.predicate == p for r in c.rows("class_set_members"))
-        for p in ("llm_arch_is_recurrent", "llm_arch_is_hybrid")
-    }
-    for p in predicates:
-        calls[p] = lambda _a, p=p: int(predicates[p])
     k = type_k or str(_default(c, "cache_type_k"))
     v = type_v or str(_default(c, "cache_type_v"))
     k, v = cache_type(c, k), cache_type(c, v)
@@ -317,7 +216,11 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
         "params.n_batch": int(_default(c, "n_batch")),
         "params.n_ubatch": int(_default(c, "n_ubatch")),
         "cparams.n_seq_max": n_seq_max,
-        "cparams.kv_unified": int(_default(c, "kv_unified")),
+        "cparams.kv_unified": int(
+            settings["kv_unified"]
+            if settings["kv_unified"] is not None
+            else _default(c, "kv_unified")
+        ),
         "cparams.causal_attn": 1,
         **{a: a for a in ("LLAMA_CONTEXT_TYPE_MTP", "LLAMA_SWA_TYPE_NONE")},
         **{r.arch: r.arch for r in c.rows("arch_names")},
@@ -347,6 +250,7 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
             (),
             tuple(notes),
             tuple(cites),
+            n_ctx=env["cparams.n_ctx"],
         )
     args = dict(a.split("=", 1) for a in rule.arguments)
     arithmetic: list[str] = []
@@ -376,7 +280,11 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
                 "unified": n_unified,
                 "n_seq_max": n_seq_max,
                 "n_ubatch": env["cparams.n_ubatch"],
-                "swa_full": int(_default(c, "swa_full")),
+                "swa_full": int(
+                    settings["swa_full"]
+                    if settings["swa_full"] is not None
+                    else _default(c, "swa_full")
+                ),
             }
             for row in _assign(c, "llama_kv_cache_iswa::llama_kv_cache_iswa", iswa_env):
                 cites.append(c.cite(row))
@@ -433,6 +341,7 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
         (),
         tuple(notes),
         tuple(dict.fromkeys(cites)),
+        n_ctx=env["cparams.n_ctx"],
     )
 
 
@@ -481,10 +390,13 @@ def render(header: GgufHeader, c: EngineConstraints, got: LlamaCppFigures, n_seq
         if weights is not None
         else "  weights: unknown (a tensor type gguf-py does not size)"
     )
-    if got.unknown:
+    if got.refused:
+        lines.append(f"  refused: llama.cpp does not load this file: {got.refused}")
+    elif got.unknown:
         lines.append("  KV + state: unknown: " + "; ".join(got.unknown))
     else:
         lines.append(f"  memory: {got.memory_class or 'none (create_memory returns nullptr)'}")
+        lines.append(f"  context: n_ctx {got.n_ctx:,}" if got.n_ctx is not None else "  context: ?")
         lines.append(f"  KV cache: {got.kv_bytes:,} B for {n_seq_max} sequence(s)")
         lines.append(f"  recurrent state: {got.state_bytes:,} B for {n_seq_max} sequence(s)")
         lines.extend(f"    {a}" for a in got.arithmetic)

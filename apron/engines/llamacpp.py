@@ -118,23 +118,36 @@ def plan_figures(
     unknown: list[str] = []
     if cache is None:
         unknown.append(f"llama.cpp has no {request.kv_dtype} KV cache type")
+    # llama.cpp's own default context: n_ctx 0 = the context_length the converter writes
+    n_ctx = request.context if request.context_source == "--context" else None
     got = llamacpp_figures(
         header,
         llamacpp,
-        n_ctx=request.context,
+        n_ctx=n_ctx,
         n_seq_max=max(1, request.batch),
         type_k=cache or "GGML_TYPE_F16",
         type_v=cache or "GGML_TYPE_F16",
+        # a required key the header lacks: a write apron does not reproduce (or none: then
+        # llama.cpp refuses the file); its value is unknown wherever a figure needs it
+        assume_written=lambda key: True,
+    )
+    context_note = (
+        f"n_ctx = --context ({request.context:,})"
+        if n_ctx is not None
+        else "n_ctx = llama.cpp's default 0: the context_length the converter writes"
+        + (f" ({got.n_ctx:,} after padding)" if got.n_ctx else "")
     )
     notes = [
-        f"{title} figures: n_ctx = --context, n_seq_max = --batch "
+        f"{title} figures: {context_note}, n_seq_max = --batch "
         "(llama.cpp splits n_ctx across the sequences); per sequence below = total / n_seq_max",
         *got.notes,
         *(f"llama.cpp: {a}" for a in got.arithmetic),
     ]
-    if request.context is not None:  # context_length only sizes a context left at 0
+    if n_ctx is not None:  # context_length only sizes a context left at 0
         unread = [u for u in unread if u[0] != "context_length"]
-    if unread:  # the converter computes a sizing key: apron would size a different file
+    if got.refused:  # a required key the converter does not write, an assert that fires
+        unknown.append(f"llama.cpp refuses the GGUF the converter writes: {got.refused}")
+    elif unread:  # the converter computes a sizing key: apron would size a different file
         names = [text for _, text in unread]
         more = f" and {len(names) - 3} more" if len(names) > 3 else ""
         unknown.append(f"the converter computes {', '.join(names[:3])}{more}")
