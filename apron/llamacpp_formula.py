@@ -62,19 +62,66 @@ BUILTIN_CALLS: dict[str, Callable[..., Any]] = {
 }
 
 
+class Converter(NamedTuple):
+    """What the converter's own tokens read (extractors/llamacpp/py_formula.py): the HF config
+    as the converter sees it, and its class's attributes by name."""
+
+    hparams: Mapping[str, Any]
+    attribute: Callable[[str], Any]
+
+
+_PY_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "//": lambda a, b: a // b if b else UNDEFINED,
+    "/f": lambda a, b: a / b if b else UNDEFINED,
+    "**": lambda a, b: a**b,
+    "in": lambda a, b: int(a in b),
+}
+PY_CALLS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "int": int,
+    "bool": lambda v: int(bool(v)),
+    "sum": sum,
+    "min": min,
+    "max": max,
+}
+
+
 def evaluate(
     tokens: Sequence[str],
     names: Mapping[str, Any],
     calls: Mapping[str, Callable[..., Any]] | None = None,
+    converter: Converter | None = None,
 ) -> Any:
-    table = {**BUILTIN_CALLS, **(calls or {})}
+    table = {**BUILTIN_CALLS, **(calls or {}), **(PY_CALLS if converter is not None else {})}
     stack: list[Any] = []
-    for token in tokens:
+    tokens = tuple(tokens)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
         if token.lstrip("-").isdigit():
             stack.append(int(token))
+        elif converter is not None and _converter_token(token, stack, converter):
+            pass
+        elif converter is not None and token.startswith("map:"):
+            variable, _, size = token[4:].rpartition("/")
+            body = tokens[i : i + int(size)]
+            i += int(size)
+            sequence = _defined(stack.pop())
+            if not isinstance(sequence, list | tuple):
+                raise Unknown(f"a comprehension over {sequence!r}")
+            stack.append(
+                [evaluate(body, {**names, variable: item}, calls, converter) for item in sequence]
+            )
         elif token in _BINARY:
             b, a = stack.pop(), stack.pop()
             stack.append(_binary(token, a, b))
+        elif token in _PY_BINARY and converter is not None:
+            b, a = _defined(stack.pop()), _defined(stack.pop())
+            stack.append(_PY_BINARY[token](a, b))
+        elif token in ("or", "and") and converter is not None:  # Python's: the deciding value
+            b, a = stack.pop(), stack.pop()
+            stack.append((a if _defined(a) else b) if token == "or" else (b if _defined(a) else a))
         elif token == "!":
             stack.append(int(not _defined(stack.pop())))
         elif token == "neg":
@@ -112,6 +159,44 @@ def evaluate(
     return _defined(stack[0])
 
 
+def _converter_token(token: str, stack: list[Any], converter: Converter) -> bool:
+    """Push the value of one of the converter's own tokens; False for any other token."""
+    kind, _, rest = token.partition(":")
+    hparams = converter.hparams
+    if token == "None":
+        stack.append(None)
+    elif kind == "str":
+        stack.append(rest)
+    elif kind == "sym":
+        stack.append(Symbol(rest))
+    elif kind == "hp":
+        if rest not in hparams:
+            raise Unknown(f"the converter reads hparams[{rest!r}], which this config lacks")
+        stack.append(_known(hparams[rest]))
+    elif kind == "hpget":
+        key, _, arity = rest.rpartition("/")
+        default = stack.pop() if arity == "2" else None
+        stack.append(_known(hparams.get(key, default)))
+    elif kind in ("find", "findopt"):
+        keys = rest.split("|")
+        found = next((k for k in keys if k in hparams), None)
+        if found is None and kind == "find":
+            raise Unknown(f"the converter's find_hparam finds none of {keys}")
+        stack.append(_known(hparams[found]) if found is not None else None)
+    elif kind == "has":
+        stack.append(int(rest in hparams))
+    elif kind == "self":
+        stack.append(_known(converter.attribute(rest)))
+    elif kind == "tuple":
+        n = int(rest)
+        items = stack[len(stack) - n :] if n else []
+        del stack[len(stack) - n :]
+        stack.append(list(items))
+    else:
+        return False
+    return True
+
+
 def _known(value: Any) -> Any:
     if isinstance(value, Unread):
         raise Unknown(value.reason)
@@ -130,6 +215,8 @@ def _binary(op: str, a: Any, b: Any) -> Any:
     if op == "&&" and a is not UNDEFINED and not a:
         return 0
     a, b = _defined(a), _defined(b)
+    if (a is None or b is None) and op in ("==", "!="):
+        return int((a == b) == (op == "=="))
     if isinstance(a, str) or isinstance(b, str):
         if op not in ("==", "!=") or not (isinstance(a, str) and isinstance(b, str)):
             raise Unknown(f"{a} {op} {b}: an enum constant compared with a number")

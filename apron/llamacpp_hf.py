@@ -11,6 +11,7 @@ from typing import Any
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.gguf_header import GgufHeader
+from apron.llamacpp_formula import Converter, Symbol, Unknown, Unread, evaluate
 from apron.llamacpp_memory import SIZING_KEYS
 
 
@@ -44,13 +45,63 @@ def _find(hparams: Any, keys: tuple[str, ...]) -> Any:
     return None
 
 
+class _Scope:
+    """The converter's view of one config: its hparams after the chain's `self.hparams[...] =`
+    assignments, and the attributes its __init__ methods set (nearest class first)."""
+
+    def __init__(self, model: ModelConfig, chain: list, row: Any, block_keys: tuple) -> None:
+        self.hparams: dict[str, Any] = dict(model.text if model.text_key else model.raw)
+        self.chain, self.row, self.block_keys = chain, row, block_keys
+        self.model = model
+        self.converter = Converter(self.hparams, self.attribute)
+        for cls in chain:  # the nearest class's code runs first, before super()
+            for key, how, *rest in cls.hparams_sets:
+                what = f"self.hparams[{key!r}] ({cls.converter_class})"
+                if how == "unread":
+                    code = rest[-1] if rest else ""
+                    self.hparams[key] = Unread(f"{what} is set by code apron does not read: {code}")
+                    continue
+                try:
+                    tokens, condition = _split(how, rest)
+                    if not condition or evaluate(condition, {}, None, self.converter):
+                        self.hparams[key] = evaluate(tokens, {}, None, self.converter)
+                except Unknown as err:
+                    self.hparams[key] = Unread(f"{what}: {err}")
+
+    def attribute(self, name: str) -> Any:
+        if name == "model_arch":
+            return Symbol(self.row.model_arch)
+        if name == "hf_arch":
+            return self.model.architecture
+        if name == "block_count":
+            return _find(self.hparams, tuple(self.block_keys))
+        for cls in self.chain:
+            for item in cls.attributes:
+                if item[0] == name:
+                    if len(item) == 1:
+                        raise Unknown(f"self.{name} is set by code apron does not read")
+                    return evaluate(item[1:], {}, None, self.converter)
+        raise Unknown(f"self.{name}, which no converter class here sets in code apron reads")
+
+
+def _split(how: str, rest: list) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(value tokens, condition tokens) of an "expr" or "expr_when" write."""
+    if how == "expr":
+        return tuple(rest), ()
+    n = int(rest[0])
+    return tuple(rest[1 + n :]), tuple(rest[1 : 1 + n])
+
+
 def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufHeader, list, list]:
     """(header, unread sizing writes, citations) for the converter class of an hf_architectures
-    row; an unread sizing write is one of SIZING_KEYS whose value apron cannot reproduce."""
+    row; an unread sizing write is one of SIZING_KEYS whose value apron cannot reproduce: an
+    argument of a shape not read, or the converter's expression reading what this config or
+    the reader lacks."""
     chain = _chain(c, row.converter_class.rsplit(".", 1)[-1], row.path)
     keys = {r.method: r.key for r in c.rows("gguf_writer_keys")}
-    hparams = model.text if model.text_key else model.raw
     block_keys = next((r.block_count_keys for r in chain if r.block_count_keys), ())
+    scope = _Scope(model, chain, row, block_keys)
+    hparams = scope.hparams
     metadata: dict[str, Any] = {"general.architecture": row.gguf_arch}
     unread: list[tuple[str, str]] = []  # (GGUF key suffix, the write)
     cites: list[Citation] = []
@@ -70,6 +121,7 @@ def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufH
             if not key:
                 continue
             key = key.replace("{arch}", row.gguf_arch)
+            suffix = key.removeprefix(f"{row.gguf_arch}.")
             value = None
             if how == "find_hparam":
                 value = _find(hparams, tuple(args))
@@ -84,12 +136,34 @@ def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufH
                 value = int(args[0])
             elif how == "block_count":
                 value = _find(hparams, tuple(block_keys))
+            elif how in ("expr", "expr_when"):
+                tokens, condition = _split(how, args)
+                try:
+                    if condition and not evaluate(condition, {}, None, scope.converter):
+                        continue  # the converter does not write it for this config
+                    value = evaluate(tokens, {}, None, scope.converter)
+                except Unknown as err:
+                    if suffix in SIZING_KEYS:
+                        unread.append((suffix, f"{method} ({cls.converter_class}): {err}"))
+                    metadata.pop(key, None)
+                    continue
             else:
-                suffix = key.removeprefix(f"{row.gguf_arch}.")
                 if suffix in SIZING_KEYS:  # named, not quoted: the code is in the fact
                     unread.append((suffix, f"{method} ({cls.converter_class})"))
                 metadata.pop(key, None)
                 continue
+            if isinstance(value, Unread):
+                if suffix in SIZING_KEYS:
+                    unread.append((suffix, f"{method} ({cls.converter_class}): {value.reason}"))
+                metadata.pop(key, None)
+                continue
             if value is not None:
-                metadata[key] = value
+                metadata[key] = _gguf_value(value)
     return GgufHeader(model.source, 3, metadata, ()), unread, cites
+
+
+def _gguf_value(value: Any) -> Any:
+    """What gguf-py writes for a Python value: a bool list stays bools, a float stays."""
+    if isinstance(value, tuple):
+        return list(value)
+    return value

@@ -114,6 +114,8 @@ class ConverterHparams(NamedTuple):
     defines: bool
     writes: tuple[tuple[str, ...], ...]
     block_count_keys: tuple[str, ...]
+    attributes: tuple[tuple[str, ...], ...]
+    hparams_sets: tuple[tuple[str, ...], ...]
     path: str
     symbol: str
 

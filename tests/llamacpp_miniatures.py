@@ -197,6 +197,16 @@ MODEL_CPP_V2 = """\
 #include "llama-model.h"
 #include "models/models.h"
 
+void llama_model_base::load_hparams(llama_model_loader & ml) {
+    ml.get_key(LLM_KV_CONTEXT_LENGTH, hparams.n_ctx_train);
+    ml.get_key(LLM_KV_BLOCK_COUNT, hparams.n_layer);
+    std::fill(hparams.swa_layers.begin(), hparams.swa_layers.end(), 0);
+    GGML_ASSERT(hparams.n_layer <= LLAMA_MAX_LAYERS);
+
+    // per-arch hparams
+    load_arch_hparams(ml);
+}
+
 static llama_model * llama_model_mapping(llm_arch arch, const llama_model_params & params) {
     switch (arch) {
         case LLM_ARCH_LLAMA:
@@ -694,7 +704,30 @@ class GGUFWriter:
     def add_uint32(self, key: str, val: int) -> None:
         self.add_key_value(key, val)
 """,
+    "src/llama-hparams.h": """\
+#pragma once
+
+#define LLAMA_MAX_LAYERS 512
+
+struct llama_hparams {
+    uint32_t n_ctx_train;
+    uint32_t n_layer;
+    int32_t n_layer_kv_from_start = -1;
+    uint32_t n_swa = 0;
+    llama_swa_type swa_type = LLAMA_SWA_TYPE_NONE;
+    std::array<uint32_t, LLAMA_MAX_LAYERS> swa_layers;
+    float f_norm_rms_eps;
+
+    void set_swa_pattern(uint32_t n_pattern, bool dense_first = false);
+};
+""",
     "src/llama-hparams.cpp": """\
+void llama_hparams::set_swa_pattern(uint32_t n_pattern, bool dense_first) {
+    for (uint32_t il = 0; il < n_layer; ++il) {
+        swa_layers[il] = n_pattern == 0 || (dense_first ? il % n_pattern != 0 : il % n_pattern < (n_pattern - 1));
+    }
+}
+
 uint32_t llama_hparams::n_embd_k_gqa(uint32_t il) const {
     return n_embd_head_k(il) * n_head_kv(il);
 }

@@ -97,7 +97,8 @@ def test_converter_writes_table():
         ("add_key_length", "get", "head_dim", "128"),
         ("add_feed_forward_length", "literal", "0"),
         ("add_head_count_kv", "unread", "n_kv"),  # assigned twice: not one key read
-        ("add_value_length", "unread", "2 * d_model"),
+        # the converter's own expression, the local d_model read through
+        ("add_value_length", "expr", "2", "hp:hidden_size", "*"),
     )
     mine = rows["MyModel"]
     assert (mine.bases, mine.calls_super, mine.writes) == (("TextModel",), True, ())

@@ -10,6 +10,8 @@ import re
 from tree_sitter import Node
 
 from apron.extractors.errors import ParseError
+from apron.extractors.llamacpp import py_formula
+from apron.extractors.llamacpp.cpp_formula import UnreadableFormula
 from apron.extractors.llamacpp.records import ConverterHparams, GgufWriterKey
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
@@ -93,7 +95,10 @@ def _source(arg: Node, walrus: dict[str, Node]) -> tuple[str, ...]:
         return ("block_count",)
     if arg.type == "integer":
         return ("literal", node_text(arg))
-    return ("unread", _code(arg))
+    try:
+        return ("expr", *py_formula.formula(arg, walrus))
+    except UnreadableFormula:
+        return ("unread", _code(arg))
 
 
 # `def set_gguf_parameters(` / `def __init__(` at a definition's start: the methods read here
@@ -132,7 +137,7 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
                 ):
                     args = right.child_by_field_name("arguments").named_children
                     block_keys = (_string_list(args[0]) or ()) if args else ()
-        if method is None and not block_keys:
+        if method is None and not block_keys and not _assigns_self(init):
             continue
         superclasses = cls.child_by_field_name("superclasses")
         bases = tuple(
@@ -158,22 +163,46 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
                     if local in walrus or node.type == "augmented_assignment":
                         reassigned.add(local)
                     walrus[local] = right
+                elif left is not None and left.type == "subscript":  # x[i] = ...: x changes
+                    reassigned.add(_attribute_chain(left.child_by_field_name("value")))
+                elif left is not None and left.type in ("pattern_list", "tuple_pattern"):
+                    reassigned.update(node_text(n) for n in left.named_children)
+            elif node.type == "for_statement":  # the loop variable takes many values
+                target = node.child_by_field_name("left")
+                if target is not None:
+                    reassigned.update(node_text(n) for n in walk(target) if n.type == "identifier")
             if node.type != "call":
                 continue
             function = _attribute_chain(node.child_by_field_name("function"))
+            owner, _, verb = function.rpartition(".")
+            if verb in ("append", "extend", "insert", "pop", "update", "clear") and owner:
+                reassigned.add(owner)  # a local list or dict changed in place
             if function == f"super().{SET_PARAMS}":
                 calls_super = True
             elif function.startswith("self.gguf_writer.add_"):
                 pending.append(node)
+        single = {k: v for k, v in walrus.items() if k not in reassigned}
         for node in pending:
             function = _attribute_chain(node.child_by_field_name("function"))
             args = node.child_by_field_name("arguments").named_children
             method_name = function.rsplit(".", 1)[1]
-            single = {k: v for k, v in walrus.items() if k not in reassigned}
             source = _source(args[0], single) if len(args) == 1 else ("unread", "")
             if source[0] == "unread" and len(args) == 1:
                 source = ("unread", _code(args[0]))
+            when = _conditions(node, method, single)
+            if source[0] not in ("unread", "expr") and _only_not_none(node, method):
+                pass  # `if (x := find/get) is not None:` is what find/get without a value means
+            elif when is None:
+                source = ("unread", _code(args[0]) if len(args) == 1 else "")
+            elif when and source[0] != "unread":
+                value = _plain_tokens(source)
+                source = (
+                    ("expr_when", str(len(when)), *when, *value)
+                    if value
+                    else ("unread", _code(args[0]))
+                )
             writes.append((method_name, *source))
+        attributes, hparams_sets = _state(init, method, single)
         rows.append(
             ConverterHparams(
                 converter_class=name,
@@ -182,11 +211,146 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
                 defines=method is not None,
                 writes=tuple(writes),
                 block_count_keys=block_keys,
+                attributes=attributes,
+                hparams_sets=hparams_sets,
                 path=path,
                 symbol=f"{name}.{SET_PARAMS}",
             )
         )
     return rows
+
+
+def _if_ancestors(node: Node, stop: Node) -> list[tuple[Node, bool]]:
+    """The `if` statements around `node` below `stop`: (if node, in its else branch)."""
+    found = []
+    child, current = node, node.parent
+    while current is not None and current != stop:
+        if current.type == "if_statement":
+            alternative = [c for c in current.children if c.type in ("else_clause", "elif_clause")]
+            in_else = any(c.start_byte <= child.start_byte < c.end_byte for c in alternative)
+            found.append((current, in_else))
+        elif current.type in (
+            "for_statement",
+            "while_statement",
+            "try_statement",
+            "with_statement",
+        ):
+            found.append((current, False))
+        child, current = current, current.parent
+    return list(reversed(found))
+
+
+def _plain_tokens(source: tuple[str, ...]) -> tuple[str, ...]:
+    """A plain read as expression tokens (a write that needs a condition beside it)."""
+    how, *args = source
+    if how == "expr":
+        return tuple(args)
+    if how == "find_hparam":
+        return (f"find:{'|'.join(args)}",)
+    if how == "hparams":
+        return (f"hp:{args[0]}",)
+    if how == "get":
+        return (*args[1:], f"hpget:{args[0]}/{len(args)}")
+    if how == "literal":
+        return (args[0],)
+    return ()
+
+
+def _conditions(node: Node, method: Node | None, bound: dict) -> tuple[str, ...] | None:
+    """The write's enclosing if-conditions as one token list (() when unconditional); None
+    when one is not readable (a loop, an elif chain, a condition of another shape)."""
+    if method is None:
+        return ()
+    tokens: list[str] = []
+    for count, (statement, in_else) in enumerate(_if_ancestors(node, method)):
+        if statement.type != "if_statement":
+            return None
+        if in_else and any(c.type == "elif_clause" for c in statement.children):
+            return None
+        try:
+            test = py_formula.formula(statement.child_by_field_name("condition"), bound)
+        except UnreadableFormula:
+            return None
+        tokens.extend(test)
+        if in_else:
+            tokens.append("!")
+        if count:
+            tokens.append("&&")
+    return tuple(tokens)
+
+
+def _only_not_none(node: Node, method: Node | None) -> bool:
+    """The write sits only under `if (x := ...) is not None:` tests (a find/get that writes
+    nothing when the key is absent, which the plain forms already mean)."""
+    for statement, in_else in _if_ancestors(node, method) if method is not None else ():
+        condition = (
+            statement.child_by_field_name("condition") if statement.type == "if_statement" else None
+        )
+        text = _attribute_chain(condition) if condition is not None else ""
+        if in_else or not text.endswith("isnotNone"):
+            return False
+    return True
+
+
+def _assigns_self(init: Node | None) -> bool:
+    return init is not None and any(
+        n.type == "assignment"
+        and _attribute_chain(n.child_by_field_name("left")).startswith("self.")
+        for n in walk(init)
+    )
+
+
+def _state(
+    init: Node | None, method: Node | None, bound: dict
+) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+    """(attributes, hparams_sets): each `self.NAME = expr` of __init__ read once, as
+    (NAME, *tokens) (no tokens where the value, or where it sits, is not read), and each
+    `self.hparams["KEY"] = expr` of __init__ or set_gguf_parameters as (KEY, how, ...) with how
+    "expr", "expr_when" or "unread", as in `writes`."""
+    attributes: dict[str, tuple[str, ...]] = {}
+    sets: dict[str, tuple[str, ...]] = {}
+    for scope in (init, method):
+        if scope is None:
+            continue
+        local = dict(bound) if scope is method else {}
+        for node in walk(scope):
+            if node.type != "assignment":
+                continue
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if left is None or right is None:
+                continue
+            chain = _attribute_chain(left)
+            plain = not _if_ancestors(node, scope)
+            if left.type == "identifier" and scope is init:
+                local[node_text(left)] = right
+            try:
+                tokens = py_formula.formula(right, local) if plain else ()
+            except UnreadableFormula:
+                tokens = ()
+            if left.type == "subscript" and _attribute_chain(left.child_by_field_name("value")) in (
+                "self.hparams",
+                "hparams",
+            ):
+                key = string_value(left.child_by_field_name("subscript"))
+                when = _conditions(node, scope, local)
+                try:
+                    value = py_formula.formula(right, local)
+                except UnreadableFormula:
+                    value = ()
+                if key is not None:
+                    if key in sets or when is None or not value:
+                        sets[key] = ("unread", _code(node))
+                    elif when:
+                        sets[key] = ("expr_when", str(len(when)), *when, *value)
+                    else:
+                        sets[key] = ("expr", *value)
+            elif scope is init and chain.startswith("self.") and chain.count(".") == 1:
+                name = chain[5:]
+                attributes[name] = () if name in attributes else tokens
+    return (
+        tuple((k, *v) for k, v in sorted(attributes.items())),
+        tuple((k, *v) for k, v in sorted(sets.items())),
+    )
 
 
 def key_constants(text: str, path: str) -> dict[str, str]:

@@ -384,7 +384,7 @@ class StepReader:
 
     def declaration(self, node: Node, conditions: tuple) -> None:
         type_node = node.child_by_field_name("type")
-        type_ = re.sub(r"\s+", " ", node_text(type_node)) if type_node is not None else ""
+        type_ = compact(type_node) if type_node is not None else ""
         for declarator in node.children_by_field_name("declarator"):
             if declarator.type != "init_declarator":
                 name = declarator_name(declarator) or node_text(declarator)
@@ -538,13 +538,11 @@ class StepReader:
         if subject_tokens is None:
             self._poison(node, conditions, "a switch on a value this reader does not read")
             return
-        labels_seen: list[tuple[str, ...]] = []
+        every_label = sorted(
+            (*subject_tokens, *self._plain(label), "==") for g in groups for label in g.labels
+        )
         for group in groups:
-            tests = []
-            for label in group.labels:
-                label_tokens = self._plain(label)
-                tests.append((*subject_tokens, *label_tokens, "=="))
-                labels_seen.append(tests[-1])
+            tests = sorted((*subject_tokens, *self._plain(label), "==") for label in group.labels)
             statements = list(group.statements)
             if statements and statements[-1].type == "break_statement":
                 statements = statements[:-1]
@@ -552,9 +550,9 @@ class StepReader:
                 if any(_writes_member(s) or _members_written(s, self) for s in statements):
                     self._poison(node, conditions, "a switch case that falls through")
                     return
-            if group.has_default:
-                test = _conjunction([(*o, "!") for o in labels_seen]) if labels_seen else ("1",)
-            else:
+            if group.has_default:  # no label of the switch matches
+                test = _conjunction([(*o, "!") for o in every_label]) if every_label else ("1",)
+            else:  # the order of `case` labels means nothing
                 test = tests[0]
                 for other in tests[1:]:
                     test = (*test, *other, "||")
@@ -661,7 +659,7 @@ def member_defaults(text: str, path: str) -> tuple[list[HparamsStep], dict[str, 
         if item.type != "field_declaration":
             continue
         type_node = item.child_by_field_name("type")
-        type_ = re.sub(r"\s+", " ", node_text(type_node)) if type_node is not None else ""
+        type_ = compact(type_node) if type_node is not None else ""
         type_ = re.sub(r"^(enum|struct) ", "", type_)
         value = item.child_by_field_name("default_value")
         for declarator in item.children_by_field_name("declarator"):
@@ -735,7 +733,7 @@ def helper_parameters(
             out.append(
                 (
                     node_text(declarator),
-                    node_text(type_node) if type_node is not None else "",
+                    compact(type_node) if type_node is not None else "",
                     formula(default) if default is not None else (),
                 )
             )

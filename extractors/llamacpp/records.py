@@ -264,10 +264,12 @@ class GgufWriterKey(Record):
 class ConverterHparams(Record):
     """What one converter class's set_gguf_parameters writes from the HF config: each write is
     (writer method, how, HF keys...): how is "find_hparam" (the first key present), "hparams"
-    (hparams[key]), "get" (hparams.get(key[, integer default]): not written when absent without one), "literal" (an integer),
-    "block_count" (self.block_count: the keys of
-    `block_count_keys`) or
-    "unread" (an argument of another shape, as code in the last element). `calls_super`: it
+    (hparams[key]), "get" (hparams.get(key[, integer default]): not written when absent
+    without one), "literal" (an integer), "block_count" (self.block_count: the keys of
+    `block_count_keys`), "expr" (the converter's own expression, reverse-Polish tokens of
+    extractors/llamacpp/py_formula.py), "expr_when" (N, then N condition tokens, then the
+    value's: written where the condition holds) or "unread" (an argument of another shape, or
+    under a condition not read, as code in the last element). `calls_super`: it
     calls super().set_gguf_parameters() first; `bases`: its base classes, for the MRO."""
 
     KEY: ClassVar[tuple[str, ...]] = ("converter_class",)  # unique at the pin, across modules
@@ -279,6 +281,10 @@ class ConverterHparams(Record):
     defines: bool  # the class defines set_gguf_parameters itself
     writes: tuple[tuple[str, ...], ...]
     block_count_keys: tuple[str, ...]  # from `self.block_count = self.find_hparam([...])`
+    # (NAME, *tokens): `self.NAME = expr` in __init__, read once (no tokens: not read)
+    attributes: tuple[tuple[str, ...], ...]
+    # (KEY, how, ...): `self.hparams["KEY"] = expr` (how: expr, expr_when, unread, as a write)
+    hparams_sets: tuple[tuple[str, ...], ...]
     path: str
     symbol: str
 
