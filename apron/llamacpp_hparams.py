@@ -259,7 +259,10 @@ class Loader:
                         raise Refused(
                             f"key {full} has wrong array length; expected {n}, got {len(value)}"
                         )
-                    items = [_check(full, v, element) for v in value]
+                    # get_arr takes a BOOL array into integers (llama-model-loader.cpp)
+                    items = [
+                        _check(full, int(v) if isinstance(v, bool) else v, element) for v in value
+                    ]
                 else:
                     items = [_check(full, value, element)] * n
                 array = self.hp.get(row.target) if not row.target.startswith("$") else None

@@ -14,6 +14,7 @@ from apron.constraints import Citation, EngineConstraints
 from apron.gguf_header import GgufHeader
 from apron.llamacpp_formula import Symbol, Unknown, evaluate
 from apron.llamacpp_hparams import Refused, load_hparams
+from apron.llamacpp_tensors import check_tensors
 
 __all__ = ["Unknown", "cache_type", "figures", "render", "weights_bytes"]
 
@@ -204,6 +205,7 @@ def _figures(
     if arch is None:
         raise Unknown(f"GGUF architecture {gguf!r} is not in llama.cpp's LLM_ARCH_NAMES")
     hp, calls, notes = hparams_of(header, c, arch, assume_written)
+    check_tensors(header, c, arch, hp, calls)
     notes = [*notes, *ASSUMPTIONS]
     k = type_k or str(_default(c, "cache_type_k"))
     v = type_v or str(_default(c, "cache_type_v"))

@@ -624,6 +624,25 @@ class SsmTpSplit(NamedTuple):
     symbol: str
 
 
+class TensorShape(NamedTuple):
+    """A tensor an architecture's load_arch_tensors creates: its GGUF name (`name` % layer,"""
+
+    function: str
+    archs: tuple[str, ...]
+    order: int
+    tensor: str
+    name: str
+    suffix: str
+    block: tuple[str, ...]
+    dims: tuple[tuple[str, ...], ...]
+    flags: str
+    required: bool
+    condition: tuple[str, ...]
+    unknown: str
+    path: str
+    symbol: str
+
+
 class TpRule(NamedTuple):
     """A tensor-parallel rule: how KV heads are split across GPUs, or what tp must divide."""
 

@@ -264,7 +264,32 @@ void llama_model_llama::load_arch_hparams(llama_model_loader & ml) {
     ml.get_key(LLM_KV_ATTENTION_LAYERNORM_RMS_EPS, hparams.f_norm_rms_eps);
 }
 
+void llama_model_llama::load_arch_tensors(llama_model_loader &) {
+    LLAMA_LOAD_LOCALS;
+
+    tok_embd = create_tensor(tn(LLM_TENSOR_TOKEN_EMBD, "weight"), {n_embd, n_vocab}, 0);
+    for (int i = 0; i < n_layer; ++i) {
+        auto & layer = layers[i];
+        if (hparams.n_head_kv(i) > 0) {
+            layer.wk = create_tensor(tn(LLM_TENSOR_ATTN_K, "weight", i), {n_embd, n_embd_k_gqa}, 0);
+        }
+    }
+}
+
 template struct llama_model_llama::graph<false>;
+""",
+    "src/llama-model.h": """\
+#pragma once
+
+#define LLAMA_LOAD_LOCALS \\
+    const int     n_layer        = hparams.n_layer;          GGML_UNUSED(n_layer); \\
+    const int64_t n_embd         = hparams.n_embd;           GGML_UNUSED(n_embd); \\
+    const int64_t n_embd_k_gqa   = hparams.n_embd_k_gqa();   GGML_UNUSED(n_embd_k_gqa); \\
+    const int64_t n_vocab        = vocab.n_tokens();         GGML_UNUSED(n_vocab);
+
+struct llama_model_base {
+    void load_hparams(llama_model_loader & ml);
+};
 """,
     "src/models/gemma2.cpp": """\
 #include "models.h"
@@ -637,6 +662,11 @@ KV_NAMES_TEXT = """
 static const std::map<llm_kv, const char *> LLM_KV_NAMES = {
     { LLM_KV_BLOCK_COUNT,             "%s.block_count" },
     { LLM_KV_FULL_ATTENTION_INTERVAL, "%s.full_attention_interval" },
+};
+
+static const std::map<llm_tensor, const char *> LLM_TENSOR_NAMES = {
+    { LLM_TENSOR_TOKEN_EMBD, "token_embd" },
+    { LLM_TENSOR_ATTN_K,     "blk.%d.attn_k" },
 };
 """
 

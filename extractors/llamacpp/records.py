@@ -343,3 +343,27 @@ class HparamsStep(Record):
         else:
             what = f"{self.kind} {self.target} {self.unknown}".strip()
         return f"{self.function} #{self.order}: {what}{when}"
+
+
+class TensorShape(Record):
+    """A tensor an architecture's load_arch_tensors creates: its GGUF name (`name` % layer,
+    then "." + `suffix`), the dimensions it expects (ne0, ne1, ...; reverse-Polish tokens over
+    llama_hparams, `$i` the layer), whether the file must hold it, under which condition.
+    llama.cpp refuses a file whose tensor has another shape (check_tensor_dims)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("function", "order")
+
+    function: str  # llama_model_mamba2::load_arch_tensors
+    archs: tuple[str, ...]
+    order: int
+    tensor: str  # LLM_TENSOR_SSM_IN
+    name: str  # "blk.%d.ssm_in"
+    suffix: str  # "weight", "bias", ""
+    block: tuple[str, ...]  # the block number: ("$i",) in a loop over n_layer, ("0",), ()
+    dims: tuple[tuple[str, ...], ...]
+    flags: str  # the flags argument as code
+    required: bool  # no TENSOR_NOT_REQUIRED / TENSOR_SKIP among the flags
+    condition: tuple[str, ...]
+    unknown: str
+    path: str
+    symbol: str
