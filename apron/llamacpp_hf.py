@@ -73,14 +73,17 @@ class _Scope:
             return Symbol(self.row.model_arch)
         if name == "hf_arch":
             return self.model.architecture
-        if name == "block_count":
-            return _find(self.hparams, tuple(self.block_keys))
         for cls in self.chain:
             for item in cls.attributes:
                 if item[0] == name:
                     if len(item) == 1:
-                        raise Unknown(f"self.{name} is set by code apron does not read")
+                        raise Unknown(
+                            f"self.{name} is set by code apron does not read "
+                            f"({cls.converter_class}.__init__)"
+                        )
                     return evaluate(item[1:], {}, None, self.converter)
+        if name == "block_count":
+            return _find(self.hparams, tuple(self.block_keys))
         raise Unknown(f"self.{name}, which no converter class here sets in code apron reads")
 
 
@@ -97,7 +100,9 @@ def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufH
     row; an unread sizing write is one of SIZING_KEYS whose value apron cannot reproduce: an
     argument of a shape not read, or the converter's expression reading what this config or
     the reader lacks."""
-    chain = _chain(c, row.converter_class.rsplit(".", 1)[-1], row.path)
+    by_name = {r.converter_class: r for r in c.rows("converter_hparams")}
+    chain = [by_name[name] for name in getattr(row, "converter_mro", ()) if name in by_name]
+    chain = chain or _chain(c, row.converter_class.rsplit(".", 1)[-1], row.path)
     keys = {r.method: r.key for r in c.rows("gguf_writer_keys")}
     block_keys = next((r.block_count_keys for r in chain if r.block_count_keys), ())
     scope = _Scope(model, chain, row, block_keys)
@@ -135,7 +140,11 @@ def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufH
             elif how == "literal":
                 value = int(args[0])
             elif how == "block_count":
-                value = _find(hparams, tuple(block_keys))
+                try:
+                    value = scope.attribute("block_count")
+                except Unknown as err:
+                    unread.append(("block_count", f"{method} ({cls.converter_class}): {err}"))
+                    continue
             elif how in ("expr", "expr_when"):
                 tokens, condition = _split(how, args)
                 try:

@@ -175,6 +175,7 @@ class HfArchitecture(NamedTuple):
     converter_class: str
     model_arch: str
     model_arch_from: str
+    converter_mro: tuple[str, ...]
     gguf_arch: str
     llm_arch: str
     runtime_gguf_archs: tuple[str, ...]

@@ -137,8 +137,7 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
                 ):
                     args = right.child_by_field_name("arguments").named_children
                     block_keys = (_string_list(args[0]) or ()) if args else ()
-        if method is None and not block_keys and not _assigns_self(init):
-            continue
+        # every class is a row, writing or not: a chain needs each class's bases
         superclasses = cls.child_by_field_name("superclasses")
         bases = tuple(
             _attribute_chain(b)
@@ -314,6 +313,11 @@ def _state(
             continue
         local = dict(bound) if scope is method else {}
         for node in walk(scope):
+            if node.type == "augmented_assignment":  # `self.x += ...`: x is not one expression
+                chain = _attribute_chain(node.child_by_field_name("left"))
+                if scope is init and chain.startswith("self.") and chain.count(".") == 1:
+                    attributes[chain[5:]] = ()
+                continue
             if node.type != "assignment":
                 continue
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")

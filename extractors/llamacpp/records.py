@@ -80,6 +80,7 @@ class HfArchitecture(Record):
     converter_class: str  # LlamaModel; nested classes as Outer.Inner
     model_arch: str  # the gguf.MODEL_ARCH member, e.g. LLAMA; "" when unresolved
     model_arch_from: str  # the class whose body sets model_arch (itself or a base class)
+    converter_mro: tuple[str, ...]  # the converter classes in Python's method resolution order
     gguf_arch: str  # MODEL_ARCH_NAMES[model_arch], e.g. "llama"
     llm_arch: str  # the LLM_ARCH_* whose LLM_ARCH_NAMES entry is gguf_arch
     runtime_gguf_archs: tuple[str, ...]  # GGUF names the converter may switch to at runtime

@@ -119,6 +119,7 @@ SPECS: tuple[Spec, ...] = (
             "layer_types": _layers("SSF", 6),
             "global_head_dim": 64,
             "num_global_key_value_heads": 1,
+            "attention_k_eq_v": True,
             "hidden_size_per_layer_input": 32,
             "vocab_size_per_layer_input": VOCAB,
             "num_kv_shared_layers": 2,
@@ -355,6 +356,7 @@ SPECS: tuple[Spec, ...] = (
             "mamba_expand": 2,
             "mamba_chunk_size": 16,
             "num_local_experts": 0,
+            "num_experts_per_tok": 0,
             "shared_intermediate_size": 128,
         },
     ),
@@ -461,8 +463,14 @@ SPECS: tuple[Spec, ...] = (
     Spec("starcoder2", "starcoder2", "Starcoder2ForCausalLM", {"sliding_window": None}),
     Spec("granite", "granite", "GraniteForCausalLM"),
     Spec("smollm3", "smollm3", "SmolLM3ForCausalLM", {"no_rope_layer_interval": 4}),
-    Spec("phi2", "phi", "PhiForCausalLM"),
-    Spec("olmoe", "olmoe", "OlmoeForCausalLM", {"num_experts": 4, "num_experts_per_tok": 2}),
+    Spec("glm4", "glm4", "Glm4ForCausalLM"),
+    Spec("phi2", "phi", "PhiForCausalLM", {"intermediate_size": 512}),  # the converter writes 4 x
+    Spec(
+        "olmoe",
+        "olmoe",
+        "OlmoeForCausalLM",
+        {"num_experts": 4, "num_experts_per_tok": 2, "num_key_value_heads": 4},
+    ),
     Spec("bert", "bert", "BertModel", {"num_hidden_layers": 2}),
 )
 
@@ -503,6 +511,7 @@ def make_tokenizer(folder: Path) -> Path:
         model_type="bpe",
         character_coverage=1.0,
         byte_fallback=True,
+        user_defined_symbols=["<|endoftext|>"],  # Phi-3's vocabulary loader looks it up
         bos_id=1,
         eos_id=2,
         unk_id=3,
@@ -514,7 +523,7 @@ def make_tokenizer(folder: Path) -> Path:
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=400,
-        special_tokens=["<pad>", "<s>", "</s>", "<unk>"],
+        special_tokens=["<pad>", "<s>", "</s>", "<unk>", "<|endoftext|>"],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     bpe.train([str(corpus)], trainer)
