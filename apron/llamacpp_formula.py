@@ -26,11 +26,15 @@ class Symbol(str):
     """An enum constant (LLAMA_SWA_TYPE_STANDARD, LLM_ARCH_LLAMA): compared by name only."""
 
 
-class _Undefined:
-    """x / 0 or x % 0: fine where a short circuit never evaluates it, Unknown where it is used."""
+class _Undefined(NamedTuple):
+    """A value C++ or Python would not compute here (x / 0, a config key the converter reads and
+    this config lacks, code the reader does not read): fine where a short circuit or `?:` never
+    uses it, Unknown (naming why) where it is used."""
+
+    reason: str
 
 
-UNDEFINED = _Undefined()
+UNDEFINED = _Undefined("a division by zero")
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -71,6 +75,11 @@ class Converter(NamedTuple):
 
 
 _PY_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "item": lambda a, b: (
+        a[b]
+        if isinstance(a, list | tuple | str) and -len(a) <= b < len(a)
+        else _Undefined(f"[{b}] of {a!r}")
+    ),
     "//": lambda a, b: a // b if b else UNDEFINED,
     "/f": lambda a, b: a / b if b else UNDEFINED,
     "**": lambda a, b: a**b,
@@ -83,6 +92,9 @@ PY_CALLS: dict[str, Callable[..., Any]] = {
     "sum": sum,
     "min": min,
     "max": max,
+    "all": lambda v: int(all(v)),
+    "any": lambda v: int(any(v)),
+    "range": lambda *a: list(range(*a)),
 }
 
 
@@ -92,6 +104,17 @@ def evaluate(
     calls: Mapping[str, Callable[..., Any]] | None = None,
     converter: Converter | None = None,
 ) -> Any:
+    """The formula's value; Unknown (naming why) when it needs what apron does not have."""
+    return _defined(_evaluate(tokens, names, calls, converter))
+
+
+def _evaluate(
+    tokens: Sequence[str],
+    names: Mapping[str, Any],
+    calls: Mapping[str, Callable[..., Any]] | None,
+    converter: Converter | None,
+) -> Any:
+    """The value, or an _Undefined one (a comprehension's element may be)."""
     table = {**BUILTIN_CALLS, **(calls or {}), **(PY_CALLS if converter is not None else {})}
     stack: list[Any] = []
     tokens = tuple(tokens)
@@ -107,28 +130,36 @@ def evaluate(
             variable, _, size = token[4:].rpartition("/")
             body = tokens[i : i + int(size)]
             i += int(size)
-            sequence = _defined(stack.pop())
-            if not isinstance(sequence, list | tuple):
-                raise Unknown(f"a comprehension over {sequence!r}")
-            stack.append(
-                [evaluate(body, {**names, variable: item}, calls, converter) for item in sequence]
-            )
+            sequence = stack.pop()
+            if isinstance(sequence, _Undefined):
+                stack.append(sequence)
+            elif not isinstance(sequence, list | tuple):
+                stack.append(_Undefined(f"a comprehension over {sequence!r}"))
+            else:
+                stack.append(
+                    [_evaluate(body, {**names, variable: v}, calls, converter) for v in sequence]
+                )
         elif token in _BINARY:
             b, a = stack.pop(), stack.pop()
             stack.append(_binary(token, a, b))
         elif token in _PY_BINARY and converter is not None:
-            b, a = _defined(stack.pop()), _defined(stack.pop())
-            stack.append(_PY_BINARY[token](a, b))
+            b, a = stack.pop(), stack.pop()
+            stack.append(_first_undefined(a, b) or _safe(token, _PY_BINARY[token], a, b))
         elif token in ("or", "and") and converter is not None:  # Python's: the deciding value
             b, a = stack.pop(), stack.pop()
-            stack.append((a if _defined(a) else b) if token == "or" else (b if _defined(a) else a))
+            if isinstance(a, _Undefined):
+                stack.append(a)
+            else:
+                stack.append((a if a else b) if token == "or" else (b if a else a))
         elif token == "!":
-            stack.append(int(not _defined(stack.pop())))
+            a = stack.pop()
+            stack.append(a if isinstance(a, _Undefined) else _not(a, converter))
         elif token == "neg":
-            stack.append(-_defined(stack.pop()))
+            a = stack.pop()
+            stack.append(a if isinstance(a, _Undefined) else -a)
         elif token == "?:":
             other, then, cond = stack.pop(), stack.pop(), stack.pop()
-            stack.append(then if _defined(cond) else other)
+            stack.append(cond if isinstance(cond, _Undefined) else (then if cond else other))
         elif token.startswith("cast:"):
             pass  # integer casts of non-negative values change nothing here
         elif token.startswith("at:"):
@@ -147,7 +178,8 @@ def evaluate(
             del stack[len(stack) - n :]
             if name not in table:
                 raise Unknown(f"call {name}()")
-            stack.append(table[name](*(_defined(a) for a in args)))
+            undefined = _first_undefined(*args)
+            stack.append(undefined or _safe(name, table[name], *args))
         elif token in names:
             stack.append(_known(names[token]))
         elif _CONSTANT.match(token):
@@ -156,45 +188,57 @@ def evaluate(
             raise Unknown(token)
     if len(stack) != 1:
         raise Unknown(f"malformed formula {' '.join(tokens)}")
-    return _defined(stack[0])
+    value = stack[0]
+    if isinstance(value, list):  # a list holding an undefined element is undefined
+        value = _first_undefined(*value) or value
+    return value
 
 
 def _converter_token(token: str, stack: list[Any], converter: Converter) -> bool:
     """Push the value of one of the converter's own tokens; False for any other token."""
     kind, _, rest = token.partition(":")
     hparams = converter.hparams
-    if token == "None":
+    if token in ("True", "False"):
+        stack.append(token == "True")
+    elif kind == "undef":
+        stack.append(_Undefined(f"code the reader does not read ({rest})"))
+    elif token == "None":
         stack.append(None)
     elif kind == "str":
         stack.append(rest)
     elif kind == "sym":
         stack.append(Symbol(rest))
     elif kind == "hp":
-        if rest not in hparams:
-            raise Unknown(f"the converter reads hparams[{rest!r}], which this config lacks")
-        stack.append(_known(hparams[rest]))
+        missing = f"the converter reads hparams[{rest!r}], which this config lacks"
+        stack.append(_lazy(hparams[rest]) if rest in hparams else _Undefined(missing))
     elif kind == "hpget":
         key, _, arity = rest.rpartition("/")
         default = stack.pop() if arity == "2" else None
-        stack.append(_known(hparams.get(key, default)))
+        stack.append(_lazy(hparams.get(key, default)))
     elif kind in ("find", "findopt"):
         keys = rest.split("|")
         found = next((k for k in keys if k in hparams), None)
         if found is None and kind == "find":
-            raise Unknown(f"the converter's find_hparam finds none of {keys}")
-        stack.append(_known(hparams[found]) if found is not None else None)
+            stack.append(_Undefined(f"the converter's find_hparam finds none of {keys}"))
+        else:
+            stack.append(_lazy(hparams[found]) if found is not None else None)
     elif kind == "has":
         stack.append(int(rest in hparams))
     elif kind == "self":
         stack.append(_known(converter.attribute(rest)))
-    elif kind == "tuple":
-        n = int(rest)
+    elif token.startswith("tuple/"):
+        n = int(token[6:])
         items = stack[len(stack) - n :] if n else []
         del stack[len(stack) - n :]
         stack.append(list(items))
     else:
         return False
     return True
+
+
+def _lazy(value: Any) -> Any:
+    """An Unread value as an undefined one: Unknown only where it is used."""
+    return _Undefined(value.reason) if isinstance(value, Unread) else value
 
 
 def _known(value: Any) -> Any:
@@ -204,17 +248,36 @@ def _known(value: Any) -> Any:
 
 
 def _defined(value: Any) -> Any:
-    if value is UNDEFINED:
-        raise Unknown("a division by zero")
+    if isinstance(value, _Undefined):
+        raise Unknown(value.reason)
     return value
 
 
+def _safe(name: str, function: Callable[..., Any], *args: Any) -> Any:
+    """A Python operation the converter makes; one that fails there (len of an int, in a
+    branch not taken) is undefined here."""
+    try:
+        return function(*args)
+    except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as err:
+        return _Undefined(f"{name} fails: {err}")
+
+
+def _first_undefined(*values: Any) -> _Undefined | None:
+    return next((v for v in values if isinstance(v, _Undefined)), None)
+
+
+def _not(value: Any, converter: Converter | None) -> Any:
+    return (not value) if converter is not None else int(not value)
+
+
 def _binary(op: str, a: Any, b: Any) -> Any:
-    if op == "||" and a is not UNDEFINED and a:
+    if op == "||" and not isinstance(a, _Undefined) and a:
         return 1
-    if op == "&&" and a is not UNDEFINED and not a:
+    if op == "&&" and not isinstance(a, _Undefined) and not a:
         return 0
-    a, b = _defined(a), _defined(b)
+    undefined = _first_undefined(a, b)
+    if undefined is not None:
+        return undefined
     if (a is None or b is None) and op in ("==", "!="):
         return int((a == b) == (op == "=="))
     if isinstance(a, str) or isinstance(b, str):

@@ -47,44 +47,59 @@ def _find(hparams: Any, keys: tuple[str, ...]) -> Any:
 
 class _Scope:
     """The converter's view of one config: its hparams after the chain's `self.hparams[...] =`
-    assignments, and the attributes its __init__ methods set (nearest class first)."""
+    assignments, and its attributes: the class-body defaults and the __init__ assignments of
+    the chain, base class first (each __init__ calls super().__init__ first)."""
 
     def __init__(self, model: ModelConfig, chain: list, row: Any, block_keys: tuple) -> None:
         self.hparams: dict[str, Any] = dict(model.text if model.text_key else model.raw)
         self.chain, self.row, self.block_keys = chain, row, block_keys
         self.model = model
+        self.attrs: dict[str, Any] = {}
         self.converter = Converter(self.hparams, self.attribute)
         for cls in chain:  # the nearest class's code runs first, before super()
             for key, how, *rest in cls.hparams_sets:
                 what = f"self.hparams[{key!r}] ({cls.converter_class})"
-                if how == "unread":
-                    code = rest[-1] if rest else ""
-                    self.hparams[key] = Unread(f"{what} is set by code apron does not read: {code}")
+                value = self._value(how, rest, what)
+                if value is not _SKIP:
+                    self.hparams[key] = value
+        if block_keys:  # TextModel.__init__: self.block_count = self.find_hparam([...])
+            self.attrs["block_count"] = _find(self.hparams, tuple(block_keys))
+        for cls in reversed(chain):
+            for name, op, how, *rest in cls.attributes:
+                what = f"self.{name} ({cls.converter_class})"
+                value = self._value(how, rest, what)
+                if value is _SKIP:
                     continue
-                try:
-                    tokens, condition = _split(how, rest)
-                    if not condition or evaluate(condition, {}, None, self.converter):
-                        self.hparams[key] = evaluate(tokens, {}, None, self.converter)
-                except Unknown as err:
-                    self.hparams[key] = Unread(f"{what}: {err}")
+                if op == "+=":
+                    old = self.attrs.get(name)
+                    if isinstance(old, Unread) or isinstance(value, Unread) or old is None:
+                        value = Unread(f"{what} += on a value apron does not have")
+                    else:
+                        value = old + value
+                self.attrs[name] = value
+
+    def _value(self, how: str, rest: list, what: str) -> Any:
+        if how == "unread":
+            return Unread(f"{what} is set by code apron does not read: {rest[-1] if rest else ''}")
+        try:
+            tokens, condition = _split(how, rest)
+            if condition and not evaluate(condition, {}, None, self.converter):
+                return _SKIP
+            return evaluate(tokens, {}, None, self.converter)
+        except Unknown as err:
+            return Unread(f"{what}: {err}")
 
     def attribute(self, name: str) -> Any:
+        if name in self.attrs:
+            return self.attrs[name]
         if name == "model_arch":
             return Symbol(self.row.model_arch)
         if name == "hf_arch":
             return self.model.architecture
-        for cls in self.chain:
-            for item in cls.attributes:
-                if item[0] == name:
-                    if len(item) == 1:
-                        raise Unknown(
-                            f"self.{name} is set by code apron does not read "
-                            f"({cls.converter_class}.__init__)"
-                        )
-                    return evaluate(item[1:], {}, None, self.converter)
-        if name == "block_count":
-            return _find(self.hparams, tuple(self.block_keys))
         raise Unknown(f"self.{name}, which no converter class here sets in code apron reads")
+
+
+_SKIP = object()  # an assignment whose condition does not hold: nothing changes
 
 
 def _split(how: str, rest: list) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -95,11 +110,14 @@ def _split(how: str, rest: list) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(rest[1 + n :]), tuple(rest[1 : 1 + n])
 
 
-def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufHeader, list, list]:
+def hf_header(
+    model: ModelConfig, c: EngineConstraints, row: Any
+) -> tuple[GgufHeader, list, list, set[str]]:
     """(header, unread sizing writes, citations) for the converter class of an hf_architectures
-    row; an unread sizing write is one of SIZING_KEYS whose value apron cannot reproduce: an
-    argument of a shape not read, or the converter's expression reading what this config or
-    the reader lacks."""
+    row, and the GGUF keys some extracted write of the chain targets (written or, for this
+    config, not); an unread sizing write is one of SIZING_KEYS whose value apron cannot
+    reproduce: an argument of a shape not read, or the converter's expression reading what this
+    config or the reader lacks."""
     by_name = {r.converter_class: r for r in c.rows("converter_hparams")}
     chain = [by_name[name] for name in getattr(row, "converter_mro", ()) if name in by_name]
     chain = chain or _chain(c, row.converter_class.rsplit(".", 1)[-1], row.path)
@@ -109,6 +127,7 @@ def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufH
     hparams = scope.hparams
     metadata: dict[str, Any] = {"general.architecture": row.gguf_arch}
     unread: list[tuple[str, str]] = []  # (GGUF key suffix, the write)
+    considered: set[str] = set()
     cites: list[Citation] = []
     # the base's writes first (super().set_gguf_parameters() is called before the class's own);
     # a class that does not define the method inherits it
@@ -126,6 +145,7 @@ def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufH
             if not key:
                 continue
             key = key.replace("{arch}", row.gguf_arch)
+            considered.add(key)
             suffix = key.removeprefix(f"{row.gguf_arch}.")
             value = None
             if how == "find_hparam":
@@ -143,8 +163,9 @@ def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufH
                 try:
                     value = scope.attribute("block_count")
                 except Unknown as err:
-                    unread.append(("block_count", f"{method} ({cls.converter_class}): {err}"))
-                    continue
+                    value = Unread(str(err))
+                if value is None:
+                    value = Unread(f"self.block_count: none of {list(block_keys)} in the config")
             elif how in ("expr", "expr_when"):
                 tokens, condition = _split(how, args)
                 try:
@@ -152,23 +173,21 @@ def hf_header(model: ModelConfig, c: EngineConstraints, row: Any) -> tuple[GgufH
                         continue  # the converter does not write it for this config
                     value = evaluate(tokens, {}, None, scope.converter)
                 except Unknown as err:
-                    if suffix in SIZING_KEYS:
-                        unread.append((suffix, f"{method} ({cls.converter_class}): {err}"))
-                    metadata.pop(key, None)
-                    continue
+                    value = Unread(str(err))
             else:
-                if suffix in SIZING_KEYS:  # named, not quoted: the code is in the fact
-                    unread.append((suffix, f"{method} ({cls.converter_class})"))
-                metadata.pop(key, None)
-                continue
+                value = Unread(
+                    f"its argument is code apron does not read: {args[-1] if args else ''}"
+                )
             if isinstance(value, Unread):
+                # written, its value unknown: unknown wherever llama.cpp's loader uses it
+                what = f"{method} ({cls.converter_class}): {value.reason}"
+                metadata[key] = Unread(f"the converter computes {what}")
                 if suffix in SIZING_KEYS:
-                    unread.append((suffix, f"{method} ({cls.converter_class}): {value.reason}"))
-                metadata.pop(key, None)
+                    unread.append((suffix, what))
                 continue
             if value is not None:
                 metadata[key] = _gguf_value(value)
-    return GgufHeader(model.source, 3, metadata, ()), unread, cites
+    return GgufHeader(model.source, 3, metadata, ()), unread, cites, considered
 
 
 def _gguf_value(value: Any) -> Any:

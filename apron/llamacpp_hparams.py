@@ -93,6 +93,8 @@ class Loader:
 
     def layers(self) -> int:
         n_layer = self.hp.get("n_layer")
+        if isinstance(n_layer, Unread):
+            raise Unknown(f"n_layer: {n_layer.reason}")
         if not isinstance(n_layer, int):
             raise Unknown("n_layer (block_count) before a per-layer array is filled")
         return max(n_layer, 1)
@@ -291,8 +293,8 @@ class Loader:
                 value = _check(full, value, element)
         if found and row.target:
             self.store(row.target, value, scope)
-        if row.found:
-            self.store(row.found, int(found), scope)
+        if row.found:  # a write apron does not reproduce may also be absent
+            self.store(row.found, value if isinstance(value, Unread) else int(found), scope)
 
 
 def load_hparams(

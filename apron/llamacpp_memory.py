@@ -181,8 +181,8 @@ def figures(
     assume_written: Callable[[str], bool] | None = None,
 ) -> LlamaCppFigures:
     """What llama.cpp allocates for the header at these settings (None: common_params'
-    default). `assume_written` (the HF path) names required keys the converter writes though
-    the header apron built lacks them."""
+    default). `assume_written` (the HF path, whose header apron built from the config) names
+    required keys the converter writes though that header lacks them."""
     settings = {"swa_full": swa_full, "kv_unified": kv_unified}
     try:
         return _figures(header, c, n_ctx, n_seq_max, type_k, type_v, settings, assume_written)
@@ -205,7 +205,7 @@ def _figures(
     if arch is None:
         raise Unknown(f"GGUF architecture {gguf!r} is not in llama.cpp's LLM_ARCH_NAMES")
     hp, calls, notes = hparams_of(header, c, arch, assume_written)
-    check_tensors(header, c, arch, hp, calls)
+    check_tensors(header, c, arch, hp, calls, from_config=assume_written is not None)
     notes = [*notes, *ASSUMPTIONS]
     k = type_k or str(_default(c, "cache_type_k"))
     v = type_v or str(_default(c, "cache_type_v"))

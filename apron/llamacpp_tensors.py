@@ -3,7 +3,8 @@ architecture's load_arch_tensors (generated/llamacpp tensor_shapes): a tensor of
 whose shape differs from the one llama.cpp computes is refused as llama_model_loader's
 check_tensor_dims refuses it; without tensor infos (a header apron built from an HF config), a
 required tensor llama.cpp would size with a dimension 0 is refused too, since no checkpoint
-holds one. A shape or condition apron cannot evaluate is left out, never guessed."""
+holds one (a GGUF file without tensor infos is not checked). A shape or condition apron cannot
+evaluate is left out, never guessed."""
 
 from __future__ import annotations
 
@@ -27,8 +28,10 @@ def check_tensors(
     arch: str,
     hp: dict[str, Any],
     calls: dict[str, Callable[..., Any]],
+    from_config: bool = False,
 ) -> None:
-    """Raise Refused when llama.cpp would refuse the header's tensors (see the module doc)."""
+    """Raise Refused when llama.cpp would refuse the header's tensors (see the module doc);
+    `from_config`: the header is the one apron built from an HF config (no tensor infos)."""
     if not c.has("tensor_shapes"):
         return
     shapes = {t.name: t.shape for t in header.tensors}
@@ -64,7 +67,7 @@ def check_tensors(
                         f"{', '.join(map(str, dims))}, got {', '.join(map(str, got))} "
                         f"({row.symbol})"
                     )
-            elif row.required and not row.condition and 0 in dims:
+            elif from_config and row.required and not row.condition and 0 in dims:
                 raise Refused(
                     f"{row.symbol} sizes the tensor '{name}' as ({', '.join(map(str, dims))}): a "
                     "dimension 0, which no checkpoint's tensor has (check_tensor_dims refuses it)"

@@ -114,7 +114,7 @@ def plan_figures(
         return None
     title = "llama.cpp"
     cache = CACHE_TYPE_OF.get(request.kv_dtype)
-    header, unread, cites = hf_header(model, llamacpp, row)
+    header, unread, cites, considered = hf_header(model, llamacpp, row)
     unknown: list[str] = []
     if cache is None:
         unknown.append(f"llama.cpp has no {request.kv_dtype} KV cache type")
@@ -127,9 +127,10 @@ def plan_figures(
         n_seq_max=max(1, request.batch),
         type_k=cache or "GGML_TYPE_F16",
         type_v=cache or "GGML_TYPE_F16",
-        # a required key the header lacks: a write apron does not reproduce (or none: then
-        # llama.cpp refuses the file); its value is unknown wherever a figure needs it
-        assume_written=lambda key: True,
+        # a required key no extracted write targets: the converter may write it in code not
+        # extracted (a helper method), so it is taken as written, its value unknown wherever a
+        # figure needs it; one an extracted write skips for this config is absent (refused)
+        assume_written=lambda key: key not in considered,
     )
     context_note = (
         f"n_ctx = --context ({request.context:,})"
@@ -145,14 +146,19 @@ def plan_figures(
     ]
     if n_ctx is not None:  # context_length only sizes a context left at 0
         unread = [u for u in unread if u[0] != "context_length"]
-    if got.refused:  # a required key the converter does not write, an assert that fires
+    stops = [text for suffix, text in unread if not suffix]  # the converter's KeyError
+    if stops:
+        unknown.append(f"the converter stops: {'; '.join(stops)}")
+    elif got.refused:  # an assert that fires, a tensor llama.cpp sizes with a dimension 0
         unknown.append(f"llama.cpp refuses the GGUF the converter writes: {got.refused}")
-    elif unread:  # the converter computes a sizing key: apron would size a different file
-        names = [text for _, text in unread]
-        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-        unknown.append(f"the converter computes {', '.join(names[:3])}{more}")
-    elif got.unknown:
+    elif got.unknown:  # what apron does not reproduce, where llama.cpp's loader uses it
         unknown.extend(got.unknown)
+    notes.extend(
+        f"the converter computes {text}: apron does not reproduce it (unknown only where "
+        "llama.cpp uses it)"
+        for suffix, text in unread
+        if suffix
+    )
     n = max(1, request.batch)
     kv = None if unknown or got.kv_bytes is None else got.kv_bytes // n
     state = None if unknown or got.state_bytes is None else got.state_bytes // n

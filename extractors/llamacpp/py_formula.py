@@ -8,10 +8,13 @@ reverse-Polish tokens of the language cpp_formula.py documents, which apron eval
   "findopt:K1|K2" with optional=True (None when none); "has:KEY" `"KEY" in self.hparams`
 - "self:NAME" an attribute the converter class set (its __init__ assignments are read too;
   self.model_arch is the class's MODEL_ARCH member); "sym:NAME" `gguf.MODEL_ARCH.NAME`
-- "str:TEXT" a string, "None", "//" floor division, "**" power, "or" / "and" Python's
+- "str:TEXT" a string, "None", "True", "False", "//" floor division, "**" power, "or" / "and" Python's
   value-returning boolean operators, "in" membership in a tuple or list ("tuple/N" builds one)
 - "map:$VAR/N": `[BODY for VAR in SEQ]`: SEQ is on the stack, the next N tokens are BODY
-- "call:len/1", "call:int/1", "call:min/N", "call:max/N", "call:sum/1"
+- "call:len/1", "call:int/1", "call:min/N", "call:max/N", "call:sum/1", "call:all/1",
+  "call:any/1" (a generator expression reads as its list), "call:range/N"; "item" `x[i]`
+- "undef:WHY": code this reader does not read, where py_body keeps going (a branch not taken
+  never uses it; apron says unknown, naming it, where it is used)
 
 A local read once (`d_conv = self.find_hparam([...], optional=True) or 4`) is replaced by its
 tokens. A shape outside these raises UnreadableFormula naming the node type."""
@@ -19,6 +22,7 @@ tokens. A shape outside these raises UnreadableFormula naming the node type."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from tree_sitter import Node
 
@@ -35,7 +39,7 @@ _BINARY = {
     "**": "**",
 }
 _COMPARE = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!=", "in": "in"}
-_CALLS = {"len", "int", "min", "max", "sum", "bool"}
+_CALLS = {"len", "int", "min", "max", "sum", "bool", "all", "any", "range"}
 HPARAMS = ("self.hparams", "hparams")
 
 
@@ -61,7 +65,7 @@ def formula(
     node = unparenthesize(node)
     kind = node.type
 
-    def inner(n: Node, extra: Mapping[str, Node] | None = None) -> tuple[str, ...]:
+    def inner(n: Node, extra: Mapping[str, Any] | None = None) -> tuple[str, ...]:
         return formula(n, {**bound, **(extra or {})}, depth + 1)
 
     if kind == "named_expression":  # (x := value): the value
@@ -69,7 +73,7 @@ def formula(
     if kind == "integer":
         return (str(int(node_text(node).replace("_", ""), 0)),)
     if kind in ("true", "false"):
-        return ("1" if kind == "true" else "0",)
+        return ("True" if kind == "true" else "False",)
     if kind == "none":
         return ("None",)
     if kind == "string":
@@ -82,7 +86,11 @@ def formula(
         if name in bound:
             value = bound[name]
             if value is None:
-                return (f"${name}",)  # a comprehension's variable
+                raise UnreadableFormula(
+                    f"the local {name}, assigned in code this reader does not read"
+                )
+            if isinstance(value, tuple):
+                return value  # a local already read as tokens (py_body), a comprehension's variable
             return inner(value)
         raise UnreadableFormula(f"the local {name}")
     if kind == "attribute":
@@ -99,6 +107,8 @@ def formula(
             text = string_value(key)
             if text is not None:
                 return (f"hp:{text}",)
+        if value is not None and key is not None and key.type != "slice":
+            return (*inner(value), *inner(key), "item")
         raise UnreadableFormula("a subscript")
     if kind == "binary_operator":
         op = node_text(node.child_by_field_name("operator"))
@@ -152,7 +162,7 @@ def formula(
     if kind in ("tuple", "list"):
         items = [t for c in node.named_children for t in inner(c)]
         return (*items, f"tuple/{len(node.named_children)}")
-    if kind == "list_comprehension":
+    if kind in ("list_comprehension", "generator_expression"):
         body = node.child_by_field_name("body")
         clauses = [c for c in node.named_children if c != body]
         if len(clauses) != 1 or clauses[0].type != "for_in_clause":
@@ -162,11 +172,16 @@ def formula(
         if variable is None or variable.type != "identifier" or sequence is None:
             raise UnreadableFormula("a comprehension over a pattern")
         name = node_text(variable)
-        tokens = inner(body, {name: None})  # type: ignore[dict-item]
+        tokens = inner(body, {name: (f"${name}",)})
         return (*inner(sequence), f"map:${name}/{len(tokens)}", *tokens)
     if kind == "call":
         function = node.child_by_field_name("function")
-        arguments = [a for a in node.child_by_field_name("arguments").named_children]
+        argument_node = node.child_by_field_name("arguments")
+        arguments = (
+            [argument_node]  # f(x for x in xs): the generator is the one argument
+            if argument_node.type == "generator_expression"
+            else list(argument_node.named_children)
+        )
         chain = _chain(function) if function is not None else ""
         if chain == "self.find_hparam" and arguments:
             keys = _keys(arguments[0])

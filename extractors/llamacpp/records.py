@@ -282,9 +282,11 @@ class ConverterHparams(Record):
     defines: bool  # the class defines set_gguf_parameters itself
     writes: tuple[tuple[str, ...], ...]
     block_count_keys: tuple[str, ...]  # from `self.block_count = self.find_hparam([...])`
-    # (NAME, *tokens): `self.NAME = expr` in __init__, read once (no tokens: not read)
+    # (NAME, op, how, ...): class-body defaults, then `self.NAME = / += expr` in __init__, in
+    # order (op "=" or "+="; how as a write's: expr, expr_when, unread)
     attributes: tuple[tuple[str, ...], ...]
-    # (KEY, how, ...): `self.hparams["KEY"] = expr` (how: expr, expr_when, unread, as a write)
+    # (KEY, how, ...): `self.hparams["KEY"] = expr` in __init__ then set_gguf_parameters, in
+    # order (how: expr, expr_when, unread, as a write)
     hparams_sets: tuple[tuple[str, ...], ...]
     path: str
     symbol: str

@@ -417,7 +417,7 @@ SPECS: tuple[Spec, ...] = (
         "lfm2",
         "Lfm2ForCausalLM",
         {
-            "layer_types": _layers("CCAC", 4),
+            "layer_types": _layers("CCFC", 4),
             "full_attn_idxs": [2],
             "conv_L_cache": 3,
             "block_auto_adjust_ff_dim": False,
@@ -464,14 +464,15 @@ SPECS: tuple[Spec, ...] = (
     Spec("granite", "granite", "GraniteForCausalLM"),
     Spec("smollm3", "smollm3", "SmolLM3ForCausalLM", {"no_rope_layer_interval": 4}),
     Spec("glm4", "glm4", "Glm4ForCausalLM"),
-    Spec("phi2", "phi", "PhiForCausalLM", {"intermediate_size": 512}),  # the converter writes 4 x
+    # phi2 without GQA, its feed-forward the 4 x n_embd the converter writes
+    Spec("phi2", "phi", "PhiForCausalLM", {"intermediate_size": 512, "num_key_value_heads": 4}),
     Spec(
         "olmoe",
         "olmoe",
         "OlmoeForCausalLM",
         {"num_experts": 4, "num_experts_per_tok": 2, "num_key_value_heads": 4},
     ),
-    Spec("bert", "bert", "BertModel", {"num_hidden_layers": 2}),
+    Spec("bert", "bert", "BertModel", {"num_hidden_layers": 2, "num_key_value_heads": 4}),
 )
 
 
