@@ -7,6 +7,7 @@ What llama.cpp decides at run time is assumed and said: flash attention `auto` i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -91,6 +92,9 @@ def hparams_of(
         calls[p] = lambda _a, p=p: int(predicates[p])
     calls["ml.get_arch"] = lambda: Symbol(arch)
     notes = load_hparams(header, c, arch, hp, calls, assume_written)
+    # loaded: hp no longer changes, so each method's answer per layer is computed once
+    for name in [n for n in calls if n in {r.method for r in c.rows("hparams_formulas")}]:
+        calls[name] = functools.lru_cache(maxsize=None)(calls[name])
     return hp, calls, notes
 
 

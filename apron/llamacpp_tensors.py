@@ -50,6 +50,9 @@ def check_tensors(
         else:
             blocks = [int(row.block[0])] if row.block else [None]
         for block in blocks:
+            name = _name(row, block)
+            if header.tensors and name not in shapes:
+                continue  # only the file's tensors are compared (a missing one: not checked)
             names = {**hp, loop: block} if loop else hp
             try:
                 if row.condition and not evaluate(row.condition, names, table):
@@ -57,7 +60,6 @@ def check_tensors(
                 dims = [evaluate(d, names, table) for d in row.dims]
             except Unknown:
                 continue
-            name = _name(row, block)
             if header.tensors:
                 got = shapes.get(name)
                 expected = tuple(dims) + (1,) * (4 - len(dims))
