@@ -72,6 +72,7 @@ class Converter(NamedTuple):
 
     hparams: Mapping[str, Any]
     attribute: Callable[[str], Any]
+    find_override: str = ""  # a converter class that overrides find_hparam: misses are unknown
 
 
 _PY_BINARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -218,7 +219,12 @@ def _converter_token(token: str, stack: list[Any], converter: Converter) -> bool
     elif kind in ("find", "findopt"):
         keys = rest.split("|")
         found = next((k for k in keys if k in hparams), None)
-        if found is None and kind == "find":
+        if found is None and converter.find_override:
+            why = (
+                f"{converter.find_override}.find_hparam, which apron does not read, looks {keys} up"
+            )
+            stack.append(_Undefined(why))
+        elif found is None and kind == "find":
             stack.append(_Undefined(f"the converter's find_hparam finds none of {keys}"))
         else:
             stack.append(_lazy(hparams[found]) if found is not None else None)

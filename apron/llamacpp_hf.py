@@ -55,7 +55,10 @@ class _Scope:
         self.chain, self.row, self.block_keys = chain, row, block_keys
         self.model = model
         self.attrs: dict[str, Any] = {}
-        self.converter = Converter(self.hparams, self.attribute)
+        self.find_override = next(
+            (c.converter_class for c in chain if getattr(c, "defines_find_hparam", False)), ""
+        )
+        self.converter = Converter(self.hparams, self.attribute, self.find_override)
         for cls in chain:  # the nearest class's code runs first, before super()
             for key, how, *rest in cls.hparams_sets:
                 what = f"self.hparams[{key!r}] ({cls.converter_class})"
@@ -132,11 +135,20 @@ def hf_header(
     # the base's writes first (super().set_gguf_parameters() is called before the class's own);
     # a class that does not define the method inherits it
     ordered = []
-    for cls in chain:
-        if cls.defines:
-            ordered.insert(0, cls)
-            if not cls.calls_super:
-                break
+    names = [cls.converter_class for cls in chain]
+    i = 0
+    while i < len(chain):
+        cls = chain[i]
+        i += 1
+        if not cls.defines:
+            continue
+        ordered.insert(0, cls)
+        # Base.set_gguf_parameters(self) runs Base's, whose super() goes on along self's MRO
+        base = getattr(cls, "calls_base", "")
+        if base and base in names[i:]:
+            i = names.index(base, i)
+        elif not cls.calls_super:
+            break
     for cls in ordered:
         cites.append(c.cite(cls))
         for write in cls.writes:
@@ -150,6 +162,8 @@ def hf_header(
             value = None
             if how == "find_hparam":
                 value = _find(hparams, tuple(args))
+                if value is None and scope.find_override:  # it may find a key apron does not
+                    value = Unread(f"{scope.find_override}.find_hparam, not read, looks {args} up")
             elif how == "hparams":
                 if args[0] not in hparams:  # the converter's KeyError: it cannot convert
                     unread.append(("", f"{method} ({cls.converter_class}): no {args[0]!r}"))

@@ -111,7 +111,9 @@ class ConverterHparams(NamedTuple):
     converter_class: str
     bases: tuple[str, ...]
     calls_super: bool
+    calls_base: str
     defines: bool
+    defines_find_hparam: bool
     writes: tuple[tuple[str, ...], ...]
     block_count_keys: tuple[str, ...]
     attributes: tuple[tuple[str, ...], ...]

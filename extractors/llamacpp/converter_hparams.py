@@ -114,12 +114,15 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
             (*_class_attributes(cls), *(_assignment(a) for a in init_reading.attributes))
         )
         calls_super = reading.calls_super
+        calls_base = reading.calls_base
         rows.append(
             ConverterHparams(
                 converter_class=name,
                 bases=bases,
                 calls_super=calls_super,
+                calls_base=calls_base,
                 defines=method is not None,
+                defines_find_hparam="find_hparam" in methods,
                 writes=tuple(writes),
                 block_count_keys=block_keys,
                 attributes=attributes,

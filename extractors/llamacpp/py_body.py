@@ -6,13 +6,20 @@ condition each runs under, the GGUFWriter calls, the `self.hparams["KEY"] = ...`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
 from apron.extractors.llamacpp import py_formula
 from apron.extractors.llamacpp.cpp_formula import UnreadableFormula
-from apron.extractors.parsing.python_ts import node_text, string_value, unparenthesize, walk
+from apron.extractors.parsing.python_ts import (
+    code_of,
+    node_text,
+    string_value,
+    unparenthesize,
+    walk,
+)
 
 Tokens = tuple[str, ...]
 SUPER_CALL = "super().set_gguf_parameters"
@@ -53,6 +60,7 @@ class BodyReading:
     hparams_sets: list[Assignment] = field(default_factory=list)
     attributes: list[Assignment] = field(default_factory=list)
     calls_super: bool = False
+    calls_base: str = ""  # `Base.set_gguf_parameters(self)`: the base class called by name
 
 
 class _Body:
@@ -141,6 +149,10 @@ class _Body:
             function = _chain(expr.child_by_field_name("function"))
             if function == SUPER_CALL:
                 self.out.calls_super = True
+            elif function.endswith(".set_gguf_parameters") and not function.startswith("self."):
+                arguments = expr.child_by_field_name("arguments").named_children
+                if arguments and node_text(arguments[0]) == "self":
+                    self.out.calls_base = function.rpartition(".")[0]
             elif function.startswith(WRITER):
                 self.out.writes.append(Write(expr, condition, dict(self.values)))
             elif function.endswith((".append", ".extend", ".insert", ".pop", ".update", ".clear")):
@@ -151,7 +163,7 @@ class _Body:
     def target(
         self, left: Node, op: str, condition: Tokens | None, value: Tokens | None, node: Node
     ) -> None:
-        code = " ".join(node_text(node).split())
+        code = re.sub(r",(?=\S)", ", ", code_of(node))  # canonical: layout and quotes aside
         if (
             left.type == "subscript"
             and _chain(left.child_by_field_name("value")) in py_formula.HPARAMS

@@ -27,7 +27,7 @@ from typing import Any
 from tree_sitter import Node
 
 from apron.extractors.llamacpp.cpp_formula import UnreadableFormula
-from apron.extractors.parsing.python_ts import node_text, string_value, unparenthesize
+from apron.extractors.parsing.python_ts import code_of, node_text, string_value, unparenthesize
 
 _BINARY = {
     "+": "+",
@@ -99,7 +99,7 @@ def formula(
             return (f"self:{chain[5:]}",)
         if chain.startswith("gguf.MODEL_ARCH.") and chain.count(".") == 2:
             return (f"sym:{chain.rsplit('.', 1)[1]}",)
-        raise UnreadableFormula(f"the attribute {chain}")
+        raise UnreadableFormula(f"the attribute {code_of(node)}")
     if kind == "subscript":
         value = node.child_by_field_name("value")
         key = node.child_by_field_name("subscript")
@@ -200,5 +200,5 @@ def formula(
                 return (*default, f"hpget:{key}/{len(arguments)}")
         if chain in _CALLS and all(a.type != "keyword_argument" for a in arguments):
             return (*(t for a in arguments for t in inner(a)), f"call:{chain}/{len(arguments)}")
-        raise UnreadableFormula(f"a call of {chain or '?'}")
+        raise UnreadableFormula(f"a call of {code_of(function) if function is not None else '?'}")
     raise UnreadableFormula(kind)

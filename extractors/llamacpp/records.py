@@ -279,7 +279,9 @@ class ConverterHparams(Record):
     converter_class: str
     bases: tuple[str, ...]
     calls_super: bool
+    calls_base: str  # `Base.set_gguf_parameters(self)`: the class it calls by name, or ""
     defines: bool  # the class defines set_gguf_parameters itself
+    defines_find_hparam: bool  # it overrides find_hparam (the lookup the writes' keys go through)
     writes: tuple[tuple[str, ...], ...]
     block_count_keys: tuple[str, ...]  # from `self.block_count = self.find_hparam([...])`
     # (NAME, op, how, ...): class-body defaults, then `self.NAME = / += expr` in __init__, in

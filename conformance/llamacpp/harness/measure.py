@@ -40,8 +40,11 @@ EXTRA_SETTINGS = (
 # figures apron may leave unknown, by input, with the reason's text: a converter step the
 # extracted facts do not cover (apron says so instead of sizing another file)
 ACCEPTED_UNKNOWNS = {
-    # FalconH1Model.find_hparam also tries mamba_-prefixed keys: an override not extracted
-    "falcon-h1.json": "find_hparam finds none of",
+    # FalconH1Model and GraniteHybridModel override find_hparam (it also tries mamba_-prefixed
+    # keys) and take their layer lists from methods: code the extracted facts do not cover, so
+    # the reason names the class
+    "falcon-h1.json": "FalconH1Model",
+    "granite-hybrid.json": "GraniteHybridModel",
 }
 DEFAULT_SETTINGS = {
     "n_ctx": 0,
@@ -135,8 +138,9 @@ def probe(binary: Path, gguf: Path, settings: dict) -> dict:
     values = {**DEFAULT_SETTINGS, **settings}
     done = run([str(binary), str(gguf), *(f"{k}={v}" for k, v in values.items())])
     if done.returncode:
-        tail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        return {"refused": f"aborted: {tail}", "stage": "abort"}
+        lines = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
+        tail = next((line for line in lines if "GGML_ASSERT" in line or "error" in line), lines[-1])
+        return {"refused": f"aborted: {tail.strip()}", "stage": "abort"}
     return json.loads(done.stdout)
 
 

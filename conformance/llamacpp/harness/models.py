@@ -122,7 +122,9 @@ SPECS: tuple[Spec, ...] = (
             "attention_k_eq_v": True,
             "hidden_size_per_layer_input": 32,
             "vocab_size_per_layer_input": VOCAB,
-            "num_kv_shared_layers": 2,
+            # the layers before the shared ones end [sliding, full], as the published models'
+            # do: llama.cpp's reuse callback takes the last of each kind (n - 2, n - 1)
+            "num_kv_shared_layers": 3,
         },
         note="full-attention layers with their own head size and KV heads; KV sharing",
         tokenizer="llama-bpe",
