@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from apron.config import ModelConfig, is_int
+from apron.terminal import shown
 
 FULL, SLIDING, CHUNKED, MAMBA, BOTH, LINEAR, CONV, NONE, SHARED = (
     "full_attention",
@@ -117,7 +118,7 @@ def _words(values: object, source: str, layers: int | None) -> LayerLayout:
             return LayerLayout(
                 (),
                 source,
-                (f"{source}[{index}] = {value!r} is a layer type apron does not know",),
+                (f"{source}[{index}] = {shown(repr(value))} is a layer type apron does not know",),
                 (),
             )
         kinds.append(kind)
@@ -162,13 +163,18 @@ def _stated_layout(model: ModelConfig) -> LayerLayout | None:
             return LayerLayout((), source, (f"{source} needs {', '.join(missing)}",), missing)
         if not (is_int(period) and is_int(offset)) or period <= 0:
             return LayerLayout(
-                (), source, (f"{source} = {period!r}/{offset!r} are not usable integers",), ()
+                (),
+                source,
+                (
+                    f"{source} = {shown(repr(period))}/{shown(repr(offset))} are not usable integers",
+                ),
+                (),
             )
         kinds = tuple(FULL if i % period == offset else MAMBA for i in range(layers))
         return LayerLayout(kinds, f"{source} = {period}/{offset}", (), ())
     pattern = model.get("sliding_window_pattern")
     if pattern is not None:
-        source = f"sliding_window_pattern = {pattern!r}"
+        source = f"sliding_window_pattern = {shown(repr(pattern))}"
         if not is_int(pattern) or pattern <= 0:
             return LayerLayout((), source, (f"{source} is not a positive integer",), ())
         if layers is None:
@@ -179,7 +185,7 @@ def _stated_layout(model: ModelConfig) -> LayerLayout | None:
         return LayerLayout(kinds, f"{source} (every {pattern}th layer global)", (), ())
     if model.get("use_sliding_window") is True and model.present("max_window_layers"):
         first = model.get("max_window_layers")
-        source = f"use_sliding_window + max_window_layers = {first!r}"
+        source = f"use_sliding_window + max_window_layers = {shown(repr(first))}"
         if not is_int(first) or layers is None:
             return LayerLayout(
                 (),

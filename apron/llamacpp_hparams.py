@@ -13,8 +13,20 @@ from typing import Any
 from apron.constraints import EngineConstraints
 from apron.gguf_header import GgufHeader
 from apron.llamacpp_formula import Symbol, Unknown, Unread, evaluate
+from apron.terminal import shown
 
 DEFAULTS = "llama_hparams"  # the function name of the member-default steps
+LOADER = "llama.cpp's model loader (src/llama-model-loader.cpp)"
+# the GGUF type llama_model_loader's typed get_key reads into a member of this C type (GKV<T>);
+# any other type is refused; get_arr takes an int32, uint32 or bool array into an integer one
+GGUF_TYPES = {
+    "uint32_t": "u32",
+    "int32_t": "i32",
+    "bool": "bool",
+    "float": "f32",
+    "std::string": "str",
+}
+INTEGER_ARRAYS = frozenset({"arr[i32]", "arr[u32]", "arr[bool]"})
 ARCH_LOADER = "load_arch_hparams"
 _RANGES = {"uint32_t": (0, 2**32), "int32_t": (-(2**31), 2**31), "uint64_t": (0, 2**64)}
 _WORDS = {"uint32_t": "an unsigned 32-bit integer", "int32_t": "a signed 32-bit integer"}
@@ -29,6 +41,24 @@ def _element_type(target_type: str) -> str:
     if target_type.startswith("std::array<"):
         return target_type[len("std::array<") :].split(",")[0].strip()
     return target_type
+
+
+def _check_type(full_key: str, kind: str | None, type_: str, per_layer: bool) -> None:
+    """Refused as llama.cpp's loader refuses a key of another GGUF type (a header read from a
+    file knows each key's type; one apron built from a config does not: None)."""
+    if kind is None:
+        return
+    if per_layer and kind.startswith("arr["):
+        if type_ in ("uint32_t", "int32_t") and kind not in INTEGER_ARRAYS:
+            raise Refused(
+                f"{shown(full_key)} is not a string/float32/uint32/int32 array ({LOADER})"
+            )
+        return
+    expected = GGUF_TYPES.get(type_)
+    if expected is not None and kind != expected:
+        raise Refused(
+            f"key {shown(full_key)} has wrong type {kind} but expected type {expected} ({LOADER})"
+        )
 
 
 def _check(full_key: str, value: Any, type_: str) -> Any:
@@ -97,6 +127,13 @@ class Loader:
             raise Unknown(f"n_layer: {n_layer.reason}")
         if not isinstance(n_layer, int):
             raise Unknown("n_layer (block_count) before a per-layer array is filled")
+        max_layers = self.hp.get("LLAMA_MAX_LAYERS")
+        if isinstance(max_layers, int) and n_layer > max_layers:
+            raise Refused(
+                f"{shown(self.header.architecture)}.block_count = {n_layer:,}: over "
+                f"LLAMA_MAX_LAYERS {max_layers}, the size of llama_hparams' per-layer arrays "
+                f"({LOADER} throws n > N_MAX reading them)"
+            )
         return max(n_layer, 1)
 
     # ------------------------------------------------------------ running
@@ -247,19 +284,23 @@ class Loader:
         element = _element_type(row.target_type)
         if not found and row.required:
             if not self.assume_written(full):
-                raise Refused(f"key not found in model: {full} ({row.symbol})")
+                raise Refused(f"key not found in model: {shown(full)} ({row.symbol})")
             found, value = (
                 True,
                 Unread(f"{full}: the converter writes it; apron does not reproduce that write"),
             )
         if found and not isinstance(value, Unread):
             form = row.key_form
+            kind = None if self.header.types is None else self.header.types.get(full)
+            if not (form == "scalar_or_array" and isinstance(value, list)):  # ignored, below
+                _check_type(full, kind, element, form == "per_layer")
             if form == "per_layer":
                 n = self.eval(row.value, scope) if row.value else self.layers()
                 if isinstance(value, list):
                     if len(value) != n:
                         raise Refused(
-                            f"key {full} has wrong array length; expected {n}, got {len(value)}"
+                            f"key {shown(full)} has wrong array length; expected {n:,}, got "
+                            f"{len(value):,} ({LOADER})"
                         )
                     # get_arr takes a BOOL array into integers (llama-model-loader.cpp)
                     items = [
@@ -275,7 +316,7 @@ class Loader:
                 value = array
             elif form == "scalar_or_array" and isinstance(value, list):
                 if row.required:
-                    raise Refused(f"expected scalar, found array for key: {full}")
+                    raise Refused(f"expected scalar, found array for key: {shown(full)} ({LOADER})")
                 found = False
             elif form == "array_length":
                 if not isinstance(value, list):

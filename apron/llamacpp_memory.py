@@ -12,12 +12,30 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
+from apron.errors import ConstraintsError
 from apron.gguf_header import GgufHeader
 from apron.llamacpp_formula import Symbol, Unknown, evaluate
-from apron.llamacpp_hparams import Refused, load_hparams
+from apron.llamacpp_hparams import LOADER, Refused, load_hparams
 from apron.llamacpp_tensors import check_tensors
+from apron.terminal import shown
 
-__all__ = ["Unknown", "cache_type", "figures", "render", "weights_bytes"]
+__all__ = ["Refused", "Unknown", "cache_type", "figures", "limit", "render", "weights_bytes"]
+
+UINT32_MAX = 2**32 - 1  # llama_hparams' sizing methods return uint32_t (src/llama-hparams.h)
+
+
+def limit(c: EngineConstraints, name: str) -> int:
+    """One of llama.cpp's extracted limits (generated/llamacpp limits) by name; ConstraintsError
+    when it is not extracted or not read as a number (never a default)."""
+    row = next((r for r in c.rows("limits") if r.name == name), None)
+    if row is None or row.value is None:
+        why = "not extracted" if row is None else row.unknown
+        raise ConstraintsError(
+            f"generated/llamacpp limits: {name} is {why}; re-extract llama.cpp "
+            "(extract --engine llamacpp)"
+        )
+    return row.value
+
 
 ENGINE = "llamacpp"
 # the GGUF keys (after "<arch>.") hparams_of reads: a converter write of one of them that apron
@@ -91,7 +109,16 @@ def hparams_of(
     for p in predicates:
         calls[p] = lambda _a, p=p: int(predicates[p])
     calls["ml.get_arch"] = lambda: Symbol(arch)
+    hp["LLAMA_MAX_LAYERS"] = limit(c, "LLAMA_MAX_LAYERS")
     notes = load_hparams(header, c, arch, hp, calls, assume_written)
+    heads, kv_heads = hp.get("n_head_arr"), hp.get("n_head_kv_arr")
+    if isinstance(heads, list) and isinstance(kv_heads, list):
+        for il, (h, kv) in enumerate(zip(heads, kv_heads, strict=False)):
+            if isinstance(h, int) and isinstance(kv, int) and kv and h % kv:
+                raise Refused(
+                    f"layer {il}: head_count {h:,} is not a multiple of head_count_kv {kv:,} "
+                    "(ggml's attention asserts it: ggml_can_mul_mat, ggml/src/ggml.c)"
+                )
     # loaded: hp no longer changes, so each method's answer per layer is computed once
     for name in [n for n in calls if n in {r.method for r in c.rows("hparams_formulas")}]:
         calls[name] = functools.lru_cache(maxsize=None)(calls[name])
@@ -120,7 +147,14 @@ def _method_calls(c: EngineConstraints, hp: dict) -> dict[str, Callable[..., Any
                     continue
                 if row.unknown:
                     raise Unknown(f"llama_hparams::{name}: {row.unknown}")
-                return evaluate(row.value, env, calls)
+                value = evaluate(row.value, env, calls)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    if not 0 <= value <= UINT32_MAX:
+                        raise Unknown(
+                            f"llama_hparams::{name}({il}) = {value:,}: past uint32_t, the type "
+                            "it returns (llama.cpp's value would wrap)"
+                        )
+                return value
             raise Unknown(f"llama_hparams::{name} returns nothing for layer {il}")
 
         return run
@@ -146,7 +180,7 @@ def cache_type(c: EngineConstraints, name: str) -> str:
         if row.type_name == name.lower() or row.ggml_type == name.upper():
             return row.ggml_type
     known = ", ".join(r.type_name for r in c.rows("ggml_type_sizes"))
-    raise Unknown(f"cache type {name!r} is not one of llama.cpp's ({known})")
+    raise Unknown(f"cache type {shown(repr(name))} is not one of llama.cpp's ({known})")
 
 
 def _default(c: EngineConstraints, field: str) -> Any:
@@ -191,7 +225,7 @@ def figures(
     try:
         return _figures(header, c, n_ctx, n_seq_max, type_k, type_v, settings, assume_written)
     except Refused as err:
-        why = f"llama.cpp refuses to load it: {err}"
+        why = f"llama.cpp refuses this: {err}"
         return LlamaCppFigures("", None, None, {}, (), (why,), ASSUMPTIONS, (), str(err))
     except Unknown as err:
         return LlamaCppFigures("", None, None, {}, (), (str(err),), ASSUMPTIONS, ())
@@ -205,9 +239,17 @@ def _figures(
 ) -> LlamaCppFigures:
     cites: list[Citation] = []
     gguf = header.architecture
+    kind = None if header.types is None else header.types.get("general.architecture")
+    if kind is not None and kind != "str":
+        raise Refused(
+            f"key general.architecture has wrong type {kind} but expected type str ({LOADER})"
+        )
     arch = next((r.arch for r in c.rows("arch_names") if r.gguf_name == gguf), None)
     if arch is None:
-        raise Unknown(f"GGUF architecture {gguf!r} is not in llama.cpp's LLM_ARCH_NAMES")
+        raise Refused(
+            f"unknown model architecture: {shown(repr(gguf))} (not in llama.cpp's "
+            "LLM_ARCH_NAMES; its loader throws)"
+        )
     hp, calls, notes = hparams_of(header, c, arch, assume_written)
     check_tensors(header, c, arch, hp, calls, from_config=assume_written is not None)
     notes = [*notes, *ASSUMPTIONS]
@@ -231,8 +273,22 @@ def _figures(
         **{a: a for a in ("LLAMA_CONTEXT_TYPE_MTP", "LLAMA_SWA_TYPE_NONE")},
         **{r.arch: r.arch for r in c.rows("arch_names")},
     }
+    max_seq = limit(c, "LLAMA_MAX_SEQ")
+    if not 1 <= n_seq_max <= max_seq:
+        raise Refused(
+            f"n_seq_max must be <= {max_seq} (LLAMA_MAX_SEQ; llama_context refuses {n_seq_max:,})"
+        )
     for row in _assign(c, "llama_context::llama_context", env):
         cites.append(c.cite(row))
+    widest = limit(c, "llama_context_params::n_ctx")
+    if env["cparams.n_ctx"] > widest:
+        raise Refused(
+            f"n_ctx {env['params.n_ctx'] or hp['n_ctx_train']:,} padded to 256 is "
+            f"{env['cparams.n_ctx']:,}, past the uint32_t n_ctx llama.cpp holds it in: it wraps "
+            "to 0 and llama_context throws n_ctx_seq == 0"
+        )
+    if env["cparams.n_ctx_seq"] == 0:
+        raise Refused("n_ctx_seq == 0 (llama_context throws: no context for a sequence)")
     # create_memory: the first branch whose case and condition hold
     rule = None
     for row in sorted(c.rows("memory_rules"), key=lambda r: r.branch):
@@ -385,14 +441,15 @@ def weights_bytes(header: GgufHeader) -> int | None:
 def render(header: GgufHeader, c: EngineConstraints, got: LlamaCppFigures, n_seq_max: int) -> str:
     """The llama.cpp column as text: figures, arithmetic, assumptions and citations."""
     lines = [
-        f"{header.path}: GGUF v{header.version}, architecture {header.architecture!r}",
+        f"{shown(header.path)}: GGUF v{header.version}, architecture "
+        f"{shown(repr(header.architecture))}",
         f"llama.cpp {c.commit[:12]} (prediction from its extracted rules)",
     ]
     weights = weights_bytes(header)
     split = header.metadata.get("split.count")
     lines.append(
         f"  weights: {weights:,} B in {len(header.tensors)} tensors"
-        + (f" (this shard of {split})" if split else "")
+        + (f" (this shard of {shown(split)})" if split else "")
         if weights is not None
         else "  weights: unknown (a tensor type gguf-py does not size)"
     )

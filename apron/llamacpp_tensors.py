@@ -36,7 +36,8 @@ def check_tensors(
         return
     shapes = {t.name: t.shape for t in header.tensors}
     tokens = header.metadata.get("tokenizer.ggml.tokens")
-    vocab = {"vocab.n_tokens": lambda: len(tokens) if isinstance(tokens, list) else _no_vocab()}
+    n_tokens = len(tokens) if isinstance(tokens, list) else getattr(tokens, "length", None)
+    vocab = {"vocab.n_tokens": lambda: n_tokens if isinstance(n_tokens, int) else _no_vocab()}
     table = {**calls, **vocab}
     n_layer = hp.get("n_layer")
     for row in c.rows("tensor_shapes"):

@@ -21,6 +21,8 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from apron.terminal import shown
+
 
 class Derived(NamedTuple):
     """One field the engine reads that config.json does not hold, and where its value comes from."""
@@ -546,13 +548,13 @@ def derive(
             found[extra.name] = extra
     if cls is None and rule is None:
         return {}, (
-            f"config read as published: no configuration class for model_type {model_type!r} "
+            f"config read as published: no configuration class for model_type {shown(repr(model_type))} "
             "in transformers or vLLM, so no class defaults are filled in"
         )
     names = ", ".join(sorted(found)) if found else "nothing"
     if cls is None:
         return found, (
-            f"config read as published, with a rule of vLLM's model code for {model_type!r} "
+            f"config read as published, with a rule of vLLM's model code for {shown(repr(model_type))} "
             f"(no configuration class for it in transformers or vLLM): derived {names}"
         )
     return found, (

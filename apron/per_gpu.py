@@ -109,13 +109,12 @@ def gpu_share(
         )
     if figures.kv_bytes_per_token and rules.kv_heads_split is None:
         return _unknown(tp, _reasons(rules, "kv_heads_split"), weights)
+    mismatch = ""
     if figures.state_bytes_per_sequence:
         from apron.state_shapes import rule_for
 
         rule = rule_for(model)
         mismatch = _state_split_mismatch(rules, rule.calculator if rule else None)
-        if mismatch:
-            return _unknown(tp, (mismatch,), weights)
     rule_text = (
         f"max(1, heads // {tp})" if rules.kv_heads_split == sr.SPLIT_REPLICATE else f"heads // {tp}"
     )
@@ -128,6 +127,21 @@ def gpu_share(
         lines.append(
             f"{heads.count} KV heads < tp {tp}: each GPU holds one replica of a KV head "
             f"({tp // max(heads.count, 1)} GPUs share each head)"
+        )
+    if mismatch:  # the KV heads split by their own rule; only the state's share is unknown
+        return GpuShare(
+            tp,
+            "unknown",
+            split.count,
+            split.how,
+            shared.kv_bytes_per_token,
+            shared.kv_bytes_at_context,
+            None,
+            weights,
+            (),
+            (),
+            (mismatch,),
+            tuple(lines),
         )
     return GpuShare(
         tp,

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from apron.config import ModelConfig
 from apron.ssm import DTYPE_BYTES
+from apron.terminal import shown
 
 SHAPE_CLASS = "MambaStateShapeCalculator"
 HOOKS_FACT = "mamba_state_hooks"
@@ -171,7 +172,7 @@ def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
             if a is MISSING or b is MISSING:
                 stack.append(MISSING)
             elif term != "==" and not (_number(a) and _number(b)):
-                raise _Refused(f"{term} of {a!r} and {b!r}")
+                raise _Refused(f"{term} of {shown(repr(a))} and {shown(repr(b))}")
             else:
                 stack.append(BINARY[term](a, b))
         elif term == "is None":
@@ -396,7 +397,7 @@ def layer_state(
         formula = " x ".join(_wrapped(infix(d)) for d in state)
         values = " x ".join(f"{d:,}" for d in dims)
         if size is None:
-            why = f"{label}: dtype {dtype!r} has no size apron knows"
+            why = f"{label}: dtype {shown(repr(dtype))} has no size apron knows"
             return TensorState(rule.calculator, None, tuple(lines), (why,), ())
         lines.append(
             f"{label} = {formula} = {values} = {elements:,} x {size} B ({dtype}) = "

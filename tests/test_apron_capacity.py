@@ -348,7 +348,7 @@ def test_weights_unknown_is_said(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--tp", "0"], "--tp must be at least 1"),
+        (["--tp", "0"], "--tp = 0; it must be 1..2,147,483,647"),
         (["--gpu-memory", "80"], "give a number and a unit"),
         (["--gpu-memory", "80GiB", "--memory-fraction", "1.5"], "at most 1"),
     ],

@@ -16,12 +16,13 @@ from typer.testing import CliRunner
 
 from apron.cli import app
 from apron.constraints import load_constraints
-from apron.gguf_header import read_header
+from apron.gguf_header import gguf_limits, read_header
 from apron.llamacpp_memory import cache_type, figures
 from apron.plan import plan
 from tests.conformance_records import Measurement, commit_dirs, facts, measurements
 
 C = load_constraints().get("llamacpp")
+LIMITS = gguf_limits(C) if C is not None else None
 RECORDS = [m for d in commit_dirs("llamacpp") for m in measurements("llamacpp", d.name)]
 AT_PIN = [m for m in RECORDS if C is not None and m.commit == C.commit]
 
@@ -38,7 +39,7 @@ class Answer(NamedTuple):
 def gguf_answer(path: Path, settings_json: str) -> Answer:
     s = json.loads(settings_json)
     got = figures(
-        read_header(path),
+        read_header(path, LIMITS),
         C,
         n_ctx=s["context"],
         n_seq_max=s["n_seq"],

@@ -11,13 +11,14 @@ import pytest
 from apron.config import load_config
 from apron.constraints import load_constraints
 from apron.extractors.llamacpp import converter_hparams as ch
-from apron.gguf_header import read_header
+from apron.gguf_header import gguf_limits, read_header
 from apron.llamacpp_formula import Converter, evaluate
 from apron.llamacpp_memory import figures
 from apron.plan import plan
 from tests.test_apron_llamacpp_gguf import MAMBA_CODESTRAL
 
 C = load_constraints().get("llamacpp")
+LIMITS = gguf_limits(C) if C is not None else None
 
 
 def writes(body: str, init: str = "") -> dict[str, tuple[str, ...]]:
@@ -200,7 +201,7 @@ def test_a_mamba2_gguf_is_refused_as_llamacpp_refuses_it(tmp_path):
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
     writer.close()
-    got = figures(read_header(path), C, n_ctx=4096, n_seq_max=1)
+    got = figures(read_header(path, LIMITS), C, n_ctx=4096, n_seq_max=1)
     # llama.cpp's mamba2 loader sizes it 2 x d_inner + 2 x n_group x d_state + n_head(), and
     # n_head() is 0 (no head_count): 18,432
     assert got.refused == (

@@ -74,6 +74,7 @@ def test_extract_two_commits_writes_deterministic_modules(project, llamacpp_repo
         "converter_hparams.py",
         "hparams_steps.py",
         "tensor_shapes.py",
+        "limits.py",
     }
     module = files_v1["class_set_members.py"].decode()
     assert f"# commit: {shas[0]} (2026-05-01)" in module

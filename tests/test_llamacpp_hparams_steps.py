@@ -11,11 +11,12 @@ from apron.constraints import load_constraints
 from apron.extractors.llamacpp.hparams_steps import read_function
 from apron.extractors.llamacpp.records import HparamsStep
 from apron.extractors.parsing.cpp_ts import function_definitions, parse_cpp
-from apron.gguf_header import read_header
+from apron.gguf_header import gguf_limits, read_header
 from apron.llamacpp_memory import figures
 from tests.test_apron_llamacpp_gguf import write_header
 
 C = load_constraints().get("llamacpp")
+LIMITS = gguf_limits(C) if C is not None else None
 KEYS = {
     "LLM_KV_ATTENTION_SLIDING_WINDOW": "%s.attention.sliding_window",
     "LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN": "%s.attention.sliding_window_pattern",
@@ -117,7 +118,7 @@ EXAONE4 = {
 
 def test_exaone4_windows_only_at_64_layers(tmp_path):
     header = read_header(
-        write_header(tmp_path / "e.gguf", "exaone4", {**EXAONE4, "block_count": 64})
+        write_header(tmp_path / "e.gguf", "exaone4", {**EXAONE4, "block_count": 64}), LIMITS
     )
     got = figures(header, C, n_ctx=8192, n_seq_max=1)
     assert got.memory_class == "llama_kv_cache_iswa"
@@ -128,7 +129,7 @@ def test_exaone4_windows_only_at_64_layers(tmp_path):
 
 def test_exaone4_with_another_layer_count_has_no_window(tmp_path):
     header = read_header(
-        write_header(tmp_path / "e.gguf", "exaone4", {**EXAONE4, "block_count": 30})
+        write_header(tmp_path / "e.gguf", "exaone4", {**EXAONE4, "block_count": 30}), LIMITS
     )
     got = figures(header, C, n_ctx=8192, n_seq_max=1)
     # swa_type stays LLAMA_SWA_TYPE_NONE though the file has a window: a plain cache
@@ -151,7 +152,7 @@ LLAMA4 = {
 
 
 def test_llama4_chunks_with_the_loaders_window(tmp_path):
-    header = read_header(write_header(tmp_path / "l.gguf", "llama4", LLAMA4))
+    header = read_header(write_header(tmp_path / "l.gguf", "llama4", LLAMA4), LIMITS)
     got = figures(header, C, n_ctx=16384, n_seq_max=1)
     # no sliding_window key: LLAMA_SWA_TYPE_CHUNKED with n_swa = 8192, set_swa_pattern(4):
     # 36 chunked layers of GGML_PAD(min(16384, 8192 + 512), 256) = 8704 cells, 12 of 16384
@@ -162,7 +163,7 @@ def test_llama4_chunks_with_the_loaders_window(tmp_path):
 
 def test_llama4_window_0_in_the_file_is_plain(tmp_path):
     keys = {**LLAMA4, "attention.sliding_window": 0}
-    header = read_header(write_header(tmp_path / "l.gguf", "llama4", keys))
+    header = read_header(write_header(tmp_path / "l.gguf", "llama4", keys), LIMITS)
     got = figures(header, C, n_ctx=16384, n_seq_max=1)
     assert got.memory_class == "llama_kv_cache"
     assert got.kv_bytes == 48 * 16384 * 4096 == 3_221_225_472
@@ -170,7 +171,7 @@ def test_llama4_window_0_in_the_file_is_plain(tmp_path):
 
 def test_llama4_window_in_the_file_is_overridden(tmp_path):
     keys = {**LLAMA4, "attention.sliding_window": 1024}
-    header = read_header(write_header(tmp_path / "l.gguf", "llama4", keys))
+    header = read_header(write_header(tmp_path / "l.gguf", "llama4", keys), LIMITS)
     got = figures(header, C, n_ctx=16384, n_seq_max=1)
     # found and not 0: the else branch sets n_swa = 8192 after the read
     assert got.kv_cells["swa"] == 8704
@@ -190,7 +191,10 @@ def test_the_window_pattern_key_is_read_by_its_gguf_string(tmp_path):
         "attention.layer_norm_rms_epsilon": 1e-6,
     }
     got = figures(
-        read_header(write_header(tmp_path / "g.gguf", "gemma3", keys)), C, n_ctx=32768, n_seq_max=1
+        read_header(write_header(tmp_path / "g.gguf", "gemma3", keys), LIMITS),
+        C,
+        n_ctx=32768,
+        n_seq_max=1,
     )
     # gemma3.attention.sliding_window_pattern 2 replaces the default 6: 31 SWA, 31 full
     assert got.kv_bytes == 31 * (32768 + 1536) * 16 * 128 * 2 * 2 == 8_711_569_408
@@ -210,7 +214,10 @@ def test_gemma3n_keeps_20_kv_layers_whatever_the_file_says(tmp_path):
         "attention.layer_norm_rms_epsilon": 1e-6,
     }
     got = figures(
-        read_header(write_header(tmp_path / "g.gguf", "gemma3n", keys)), C, n_ctx=4096, n_seq_max=1
+        read_header(write_header(tmp_path / "g.gguf", "gemma3n", keys), LIMITS),
+        C,
+        n_ctx=4096,
+        n_seq_max=1,
     )
     # n_layer_kv_from_start = 20 (the loader's literal): layers 0..19 hold KV, of them il % 5 < 4
     # are SWA (16, GGML_PAD(min(4096, 512 + 512), 256) = 1024 cells) and 4 full (4096 cells);
@@ -237,7 +244,10 @@ def test_qwen35_recurrent_layers_stop_at_n_main(tmp_path):
         "attention.layer_norm_rms_epsilon": 1e-6,
     }
     got = figures(
-        read_header(write_header(tmp_path / "q.gguf", "qwen35", keys)), C, n_ctx=8192, n_seq_max=1
+        read_header(write_header(tmp_path / "q.gguf", "qwen35", keys), LIMITS),
+        C,
+        n_ctx=8192,
+        n_seq_max=1,
     )
     # n_main = 25 - 1 = 24: layers i < 24 with (i + 1) % 4 != 0 are recurrent (18); the MTP
     # layer 24 is not, and create_memory's filter keeps it out of the KV cache: 6 KV layers
@@ -250,7 +260,10 @@ def test_qwen35_recurrent_layers_stop_at_n_main(tmp_path):
 def test_a_required_key_missing_is_refused(tmp_path):
     keys = {k: v for k, v in LLAMA4.items() if k != "interleave_moe_layer_step"}
     got = figures(
-        read_header(write_header(tmp_path / "l.gguf", "llama4", keys)), C, n_ctx=512, n_seq_max=1
+        read_header(write_header(tmp_path / "l.gguf", "llama4", keys), LIMITS),
+        C,
+        n_ctx=512,
+        n_seq_max=1,
     )
     assert got.kv_bytes is None
     assert got.refused.startswith("key not found in model: llama4.interleave_moe_layer_step")

@@ -17,6 +17,7 @@ from apron.mechanisms.base import (
 )
 from apron.mechanisms.full_attention import flavour
 from apron.results import HeadCount, MechanismResult, Request
+from apron.terminal import shown
 
 NAME = "sliding_window"
 TITLE = "sliding-window attention"
@@ -106,7 +107,7 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
             ("sliding_window",),
         )
     if window is not None and (not is_int(window) or window <= 0):
-        return partial(f"{window_key} = {window!r} is not a positive integer")
+        return partial(f"{window_key} = {shown(repr(window))} is not a positive integer")
     max_ctx = model.integer("max_position_embeddings")
     if not has_chunked and max_ctx is not None and window >= max_ctx:
         return inert(

@@ -641,7 +641,11 @@ def member_defaults(text: str, path: str) -> tuple[list[HparamsStep], dict[str, 
             define.child_by_field_name("name"),
             define.child_by_field_name("value"),
         )
-        number = re.fullmatch(r"\s*(\d+)[uUlL]*\s*", node_text(value_node)) if value_node else None
+        number = (
+            re.fullmatch(r"\s*(\d+)[uUlL]*\s*(//.*|/\*.*\*/)?\s*", node_text(value_node))
+            if value_node
+            else None
+        )
         if name_node is None or number is None:
             continue
         steps.append(

@@ -10,7 +10,6 @@ import io
 import os
 import re
 import tarfile
-import tomllib
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -19,7 +18,8 @@ from pathlib import Path
 from platformdirs import user_cache_dir
 
 from apron.extractors.errors import PinError, SourceError
-from apron.extractors.git.cache import CACHE_ENV
+from apron.extractors.git.cache import CACHE_ENV, usable_cache_dir
+from apron.extractors.pins import read_pin_toml
 from apron.extractors.snapshot import decode_source, git_blob_sha
 
 PIN_NAME = "transformers.toml"
@@ -39,12 +39,7 @@ class ReleasePin:
 
 def load_release_pin(pins_dir: Path) -> ReleasePin:
     path = pins_dir / PIN_NAME
-    if not path.is_file():
-        raise PinError(f"no pin file {path}", engine="transformers", paths=[str(path)])
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise PinError(f"pin file {path} is not valid TOML: {err}", engine="transformers") from err
+    data = read_pin_toml(path, "transformers")
     problems = []
     release, url, sha = data.get("release"), data.get("url"), data.get("sha256")
     if set(data) != {"release", "url", "sha256"}:
@@ -112,7 +107,7 @@ def sdist_bytes(pin: ReleasePin, source: Path | None = None, *, offline: bool = 
     if len(data) > MAX_SDIST_BYTES:
         raise SourceError(f"{pin.url} is over {MAX_SDIST_BYTES} bytes", engine="transformers")
     _checked(data, pin, pin.url)
-    cached.parent.mkdir(parents=True, exist_ok=True)
+    usable_cache_dir(cached.parent)
     partial = cached.with_suffix(".part")
     partial.write_bytes(data)
     partial.replace(cached)
