@@ -178,6 +178,9 @@ def test_llamacpp_default_context_is_the_converters_context_length():
     view = next(v for v in plan(model).engines if v.engine == "llamacpp")
     # no --context: llama.cpp's n_ctx 0 = context_length 3000, padded to 3072 cells
     assert view.kv_bytes_at_context == 2 * 3072 * 2 * 32 * 2 * 2 == 1_572_864
+    assert view.context == 3000 and "the context_length 3,000 the converter writes" in (
+        view.context_source
+    )
     assert any("llama.cpp's default 0" in n for n in view.notes)
 
 

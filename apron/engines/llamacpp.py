@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
-from apron.engines.base import EngineDecision
+from apron.engines.base import ContextDefault, EngineDecision
+from apron.llamacpp_formula import Unread
 from apron.llamacpp_hf import hf_header
 from apron.llamacpp_memory import figures as llamacpp_figures
 from apron.results import MechanismResult, Request
@@ -182,3 +183,30 @@ def plan_figures(
         notes=tuple(notes),
     )
     return result, tuple(notes), (*cites, *got.citations)
+
+
+def default_context(model: ModelConfig, llamacpp: EngineConstraints) -> ContextDefault | None:
+    """llama.cpp's context when none is given: n_ctx 0 (common_params) is the GGUF's
+    context_length, here the one the converter writes for this config (llama_context pads it
+    to 256 cells); None when the converter's writes are not extracted."""
+    if not llamacpp.has("converter_hparams") or model.architecture is None:
+        return None
+    row = next(
+        (r for r in matches(model, llamacpp) if r.model_type == "text" and r.gguf_arch), None
+    )
+    if row is None:
+        return None
+    header, _, cites, _ = hf_header(model, llamacpp, row)
+    value = header.metadata.get(f"{row.gguf_arch}.context_length")
+    if isinstance(value, Unread):
+        return ContextDefault(
+            None, f"llama.cpp's n_ctx 0 is the GGUF's context_length: {value.reason}", tuple(cites)
+        )
+    if not isinstance(value, int) or isinstance(value, bool):
+        return ContextDefault(
+            None,
+            "llama.cpp's n_ctx 0 is the GGUF's context_length, which the converter does not write here",
+            tuple(cites),
+        )
+    how = f"llama.cpp's n_ctx 0: the context_length {value:,} the converter writes"
+    return ContextDefault(value, how, tuple(cites))
