@@ -1,6 +1,7 @@
 """The llama.cpp column's KV-cache and recurrent-state bytes for a GGUF header, by the rules
-extracted from llama.cpp (generated/llamacpp: memory_rules, hparams_formulas, cache_sizes,
-context_defaults, ggml_type_sizes, recurrent_layers, sliding_window, class_set_members).
+extracted from llama.cpp (generated/llamacpp: hparams_steps replayed for the hparams,
+tensor_shapes, memory_rules, memory_callbacks, hparams_formulas, cache_sizes, context_defaults,
+ggml_type_sizes, limits, class_set_members).
 
 What llama.cpp decides at run time is assumed and said: flash attention `auto` is taken as on
 (no transposed V), every layer's cache is counted wherever it is offloaded, n_rs_seq is 0."""

@@ -1,9 +1,8 @@
-"""llama.cpp's extracted classes applied to a config: converter support and the architecture
-class flags (recurrent, hybrid, diffusion, ...), plus its sliding-window rule.
-
-Reads generated/llamacpp facts `hf_architectures` (HF architecture -> GGUF architecture and the
-class-set predicates that return true for it) and `sliding_window` by field name. llama.cpp's KV
-sizing beyond these classes is not extracted, so this view carries flags, not byte figures."""
+"""llama.cpp's column for an HF config: converter support and the architecture class flags
+(recurrent, hybrid, diffusion, ...) from `hf_architectures` and `class_set_members`, the
+sliding-window rule in words from `sliding_window`, and the byte figures of the GGUF the
+converter would write (apron/llamacpp_hf.py) sized by llama.cpp's own rules
+(apron/llamacpp_memory.py), at llama.cpp's own default context when none is given."""
 
 from __future__ import annotations
 
