@@ -289,4 +289,4 @@ def _binary(op: str, a: Any, b: Any) -> Any:
     if isinstance(a, str) or isinstance(b, str):
         if op not in ("==", "!=") or not (isinstance(a, str) and isinstance(b, str)):
             raise Unknown(f"{a} {op} {b}: an enum constant compared with a number")
-    return _BINARY[op](a, b)
+    return _safe(op, _BINARY[op], a, b)  # None + 1 in the converter's code: undefined

@@ -292,7 +292,9 @@ class Loader:
         if found and not isinstance(value, Unread):
             form = row.key_form
             kind = None if self.header.types is None else self.header.types.get(full)
-            if not (form == "scalar_or_array" and isinstance(value, list)):  # ignored, below
+            if form in ("scalar", "per_layer") or (
+                form == "scalar_or_array" and not isinstance(value, list)  # an array: ignored
+            ):
                 _check_type(full, kind, element, form == "per_layer")
             if form == "per_layer":
                 n = self.eval(row.value, scope) if row.value else self.layers()

@@ -660,8 +660,12 @@ def main() -> None:
 
 KV_NAMES_TEXT = """
 static const std::map<llm_kv, const char *> LLM_KV_NAMES = {
-    { LLM_KV_BLOCK_COUNT,             "%s.block_count" },
-    { LLM_KV_FULL_ATTENTION_INTERVAL, "%s.full_attention_interval" },
+    { LLM_KV_CONTEXT_LENGTH,                   "%s.context_length" },
+    { LLM_KV_BLOCK_COUNT,                      "%s.block_count" },
+    { LLM_KV_FULL_ATTENTION_INTERVAL,          "%s.full_attention_interval" },
+    { LLM_KV_ATTENTION_LAYERNORM_RMS_EPS,      "%s.attention.layer_norm_rms_epsilon" },
+    { LLM_KV_ATTENTION_SLIDING_WINDOW,         "%s.attention.sliding_window" },
+    { LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN, "%s.attention.sliding_window_pattern" },
 };
 
 static const std::map<llm_tensor, const char *> LLM_TENSOR_NAMES = {

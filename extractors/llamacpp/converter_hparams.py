@@ -96,7 +96,7 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
                 ):
                     args = right.child_by_field_name("arguments").named_children
                     block_keys = (_string_list(args[0]) or ()) if args else ()
-        # every class is a row, writing or not: a chain needs each class's bases
+        # every converter class is a row, writing or not: a chain needs each class's bases
         superclasses = cls.child_by_field_name("superclasses")
         bases = tuple(
             _attribute_chain(b)
@@ -115,6 +115,8 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
         )
         calls_super = reading.calls_super
         calls_base = reading.calls_base
+        if not (bases or method is not None or init is not None or attributes):
+            continue  # neither a converter class nor a mixin of one: nothing a chain reads
         rows.append(
             ConverterHparams(
                 converter_class=name,

@@ -387,7 +387,7 @@ class StepReader:
         type_ = compact(type_node) if type_node is not None else ""
         for declarator in node.children_by_field_name("declarator"):
             if declarator.type != "init_declarator":
-                name = declarator_name(declarator) or node_text(declarator)
+                name = _local_name(declarator)
                 self._declare(name, type_)
                 self._add(
                     "assign",
@@ -398,7 +398,7 @@ class StepReader:
                     code=compact(node),
                 )
                 continue
-            name = declarator_name(declarator.child_by_field_name("declarator")) or ""
+            name = _local_name(declarator.child_by_field_name("declarator"))
             value = declarator.child_by_field_name("value")
             self._declare(name, type_)
             if value is None or value.type in ("argument_list", "initializer_list"):
@@ -561,6 +561,17 @@ class StepReader:
 
     def _plain_strict(self, node: Node) -> tuple[str, ...]:
         return formula(node, self.f.locals_)
+
+
+def _local_name(declarator: Node | None) -> str:
+    """The name a local's declarator declares (through `*`, `&` and `const`)."""
+    if declarator is None:
+        return ""
+    name = declarator_name(declarator)
+    if name:
+        return name
+    found = next((n for n in nodes_of_type(declarator, "identifier")), None)
+    return node_text(found) if found is not None else ""
 
 
 def _ends_flow(node: Node) -> bool:
