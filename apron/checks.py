@@ -57,6 +57,22 @@ def refuse_unnamed(model: ModelConfig) -> None:
     )
 
 
+def refuse_invalid(model: ModelConfig) -> None:
+    """ApronInputError when the configuration class the engines build the config with refuses
+    it (its extracted validate_* checks, apron.normalize.refusal): vLLM cannot load it."""
+    constraints = getattr(model, "constraints", None)
+    classes = constraints.config_classes() if constraints is not None else None
+    if classes is None:
+        return
+    chosen = [classes.text_class(model.text_model_type, model.text_key, model.model_type)]
+    if model.text_key is not None:
+        chosen.append(classes.text_class(model.model_type, None, model.model_type))
+    for cls, published in zip(chosen, (model.text, model.raw), strict=False):
+        why = classes.refusal(cls, published) if cls is not None else None
+        if why:
+            raise ApronInputError(f"{model.source}: the config is refused: {why}")
+
+
 def refuse_non_integers(model: ModelConfig) -> None:
     """ApronInputError for the first count field (COUNT_FIELDS) present with a value that is
     not an integer: "num_hidden_layers is true, not an integer"; null stays absent. The values
@@ -91,6 +107,7 @@ def refuse_impossible(model: ModelConfig) -> None:
     """ApronInputError naming the first value the engine would refuse (or apron cannot bound)."""
     refuse_unnamed(model)
     refuse_non_integers(model)
+    refuse_invalid(model)
     layers = model.integer("num_hidden_layers")
     if layers is not None and not 1 <= layers <= MAX_LAYERS:
         raise ApronInputError(

@@ -31,6 +31,7 @@ LENGTH_KEYS = (
     "seq_len",
 )
 UNSCALED_ROPE = ("su", "longrope", "llama3")
+NO_LENGTH_KEY_DEFAULT = 2048  # by hand from vllm/config/model.py (_get_and_verify_max_len)
 
 
 class MaxLen(NamedTuple):
@@ -68,11 +69,12 @@ def derived_max_len(model: ModelConfig) -> MaxLen:
     if is_int(model_max) and model_max:
         best, key = model_max, "model_max_length"
     if key is None:
-        return MaxLen(
-            None,
+        how = (
             "no length key in the config (" + ", ".join(LENGTH_KEYS[:4]) + ", ...): vLLM "
-            "assumes 2,048 unless --max-model-len is given",
+            f"assumes {NO_LENGTH_KEY_DEFAULT:,} unless --max-model-len is given "
+            "(vllm/config/model.py _get_and_verify_max_len default_max_len)"
         )
+        return MaxLen(NO_LENGTH_KEY_DEFAULT, how, NO_LENGTH_KEY_DEFAULT, how)
     base = _context(model, best, model.key_of(key).split(" ")[0])
     how = f"{model.key_of(key).split(' ')[0]} = {base:,}"
     groups = _rope(model)

@@ -391,7 +391,8 @@ def _serving_figures(
 ) -> tuple[GpuShare, Capacity | None, tuple[Citation, ...]]:
     """The engine's per-GPU share at --tp and, with --gpu-memory, what fits (and the serving
     rules it cites)."""
-    if serving.tp == 1 and serving.gpu_memory is None:  # no serving rule is needed
+    mla = figures.mechanism == mla_latent.NAME  # the MLA KV-head rule holds at tp 1 too
+    if serving.tp == 1 and serving.gpu_memory is None and not mla:  # no serving rule is needed
         return parallel.whole_model_share(heads, figures, serving.weights.total_bytes), None, ()
     from apron import per_gpu
     from apron.serving_rules import serving_rules
@@ -400,7 +401,7 @@ def _serving_figures(
     share = per_gpu.gpu_share(
         model, request, serving.tp, rules, selection, heads, figures, serving.weights.total_bytes
     )
-    used = rules.citations if serving.tp > 1 or serving.gpu_memory is not None else ()
+    used = rules.citations if serving.tp > 1 or serving.gpu_memory is not None or mla else ()
     if serving.gpu_memory is None:
         return share, None, used
     fraction_lines: tuple[str, ...] = ()

@@ -238,6 +238,17 @@ class HybridPageRule(NamedTuple):
     symbol: str
 
 
+class IndexerLayerRule(NamedTuple):
+    """Which layers of a sparse-attention (DSA) MLA model build an indexer, and so an indexer"""
+
+    model_class: str
+    gate_key: str
+    skip: tuple[str, ...]
+    builds_when: str
+    path: str
+    symbol: str
+
+
 class InterfaceFlag(NamedTuple):
     """A class-level flag an interface class sets (`IsHybrid.is_hybrid: ClassVar[Literal[True]]"""
 
