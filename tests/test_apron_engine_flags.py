@@ -184,6 +184,7 @@ def test_b_is_llamas_logical_batch_not_sequences(gguf_file, tmp_path):
             "attention.key_length": 256,
             "attention.value_length": 256,
             "attention.sliding_window": 1024,
+            "attention.layer_norm_rms_epsilon": 1e-6,  # llama.cpp's loader requires it
             "context_length": 131072,
         },
     )
@@ -225,6 +226,26 @@ def test_plan_llamacpp_flags_reach_its_column():
     assert view.llamacpp_context.kv_unified is True
     assert view.llamacpp_context.n_ctx_seq == 32768
     assert "-kvu" in view.llamacpp_context.words
+
+
+def test_plan_without_context_gives_every_sequence_llamas_default_context():
+    # no --context: llama.cpp's own default, n_ctx 0 = the context_length the converter writes
+    # (131,072 for Llama 3.1). One sequence is -c 0; four sequences of it are -c 524288 -np 4.
+    # Either way one sequence holds 131,072 tokens x 131,072 B (32 layers x 8 KV heads x 128
+    # x 2 (K, V) x 2 B f16)
+    views = [
+        next(
+            v for v in plan(load_sample("llama-3.1-8b"), batch=n).engines if v.engine == "llamacpp"
+        )
+        for n in (1, 4)
+    ]
+    one, four = views
+    assert one.context == four.context == 131072
+    assert (one.llamacpp_context.n_ctx, one.llamacpp_context.n_seq_max) == (131072, 1)
+    assert "-c 0 -np 1" in one.llamacpp_context.words
+    assert (four.llamacpp_context.n_ctx, four.llamacpp_context.n_seq_max) == (524288, 4)
+    assert four.llamacpp_context.n_ctx_seq == 131072
+    assert one.kv_bytes_at_context == four.kv_bytes_at_context == 131072 * 131072
 
 
 # ------------------------------------------------------------------ the first run
