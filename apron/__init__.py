@@ -32,11 +32,32 @@ The public API is the names in `__all__`:
 
 from __future__ import annotations
 
-from apron.config import ModelConfig, load_config, load_sample, sample_names
-from apron.constraints import ConstraintSet, EngineConstraints, load_constraints
-from apron.errors import ApronInputError, ConstraintsError
-from apron.plan import KV_DTYPES, plan
-from apron.results import Plan
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from apron.config import ModelConfig, load_config, load_sample, sample_names
+    from apron.constraints import ConstraintSet, EngineConstraints, load_constraints
+    from apron.errors import ApronInputError, ConstraintsError
+    from apron.planner import KV_DTYPES, plan
+    from apron.results import Plan
+
+# each public name -> the module that defines it, imported at first use (PEP 562), so that
+# `import apron` (and an `extract` run, which imports this package too) costs no calculator
+_PUBLIC_AT = {
+    "KV_DTYPES": "apron.planner",
+    "ApronInputError": "apron.errors",
+    "ConstraintSet": "apron.constraints",
+    "ConstraintsError": "apron.errors",
+    "EngineConstraints": "apron.constraints",
+    "ModelConfig": "apron.config",
+    "Plan": "apron.results",
+    "load_config": "apron.config",
+    "load_constraints": "apron.constraints",
+    "load_sample": "apron.config",
+    "plan": "apron.planner",
+    "sample_names": "apron.config",
+}
 
 __all__ = [
     "KV_DTYPES",
@@ -52,3 +73,17 @@ __all__ = [
     "plan",
     "sample_names",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A public name, imported from its module on first use and kept on the package."""
+    module = _PUBLIC_AT.get(name)
+    if module is None:
+        raise AttributeError(f"module 'apron' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -15,7 +15,7 @@ from apron.console import EscapingConsole
 from apron.constraints import load_constraints
 from apron.engine_flags import EngineOptions
 from apron.errors import ApronInputError
-from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, PARAM_DTYPE_BITS, plan
+from apron.planner import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, PARAM_DTYPE_BITS, plan
 from apron.terminal import printable, printable_json, shown
 from apron.version import version_option
 

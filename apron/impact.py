@@ -10,7 +10,7 @@ from pathlib import Path
 from apron.config import load_sample, sample_names
 from apron.constraints import load_constraints
 from apron.errors import ApronInputError
-from apron.plan import plan
+from apron.planner import plan
 
 IMPACT_CONTEXT = 32768
 IMPACT_TP = 8  # the per-GPU figures a bump compares too (tensor-parallel rules)

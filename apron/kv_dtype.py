@@ -23,7 +23,7 @@ from apron.terminal import shown
 HF_QUANT_CONFIG = "hf_quant_config.json"
 MAX_QUANT_CONFIG_BYTES = 10_000_000
 
-# torch dtype spellings in config.json -> apron.plan.KV_DTYPES names
+# torch dtype spellings in config.json -> apron.planner.KV_DTYPES names
 CONFIG_DTYPES = {
     "bfloat16": "bf16",
     "float16": "fp16",
@@ -97,7 +97,7 @@ class KvDtypeChoice(NamedTuple):
 
     dtype: (
         str | None
-    )  # "bf16" / "fp16" / "fp8" / "fp32" (apron.plan.KV_DTYPES names), None = unknown
+    )  # "bf16" / "fp16" / "fp8" / "fp32" (apron.planner.KV_DTYPES names), None = unknown
     reason: str
     source_keys: tuple[str, ...]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from apron.config import load_sample
-from apron.plan import plan
+from apron.planner import plan
 from apron.render import summary_lines, what_fits_differs
 from apron.results import Capacity, Verdict
 from apron.vllm_kv_cache import (

@@ -18,7 +18,7 @@ from apron.cli import app
 from apron.constraints import load_constraints
 from apron.gguf_header import gguf_limits, read_header
 from apron.llamacpp_memory import cache_type, figures
-from apron.plan import plan
+from apron.planner import plan
 from tests.conformance_records import Measurement, commit_dirs, facts, measurements
 
 C = load_constraints().get("llamacpp")

@@ -14,7 +14,7 @@ from apron.extractors.llamacpp import converter_hparams as ch
 from apron.gguf_header import gguf_limits, read_header
 from apron.llamacpp_formula import Converter, evaluate
 from apron.llamacpp_memory import figures
-from apron.plan import plan
+from apron.planner import plan
 from tests.test_apron_llamacpp_gguf import MAMBA_CODESTRAL
 
 C = load_constraints().get("llamacpp")
