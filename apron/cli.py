@@ -388,16 +388,16 @@ def plan_command(
     )
     pp = aliased(ctx, "pp", pp, pipeline_parallel_size, "--pipeline-parallel-size")
     engine = EngineOptions(
-        block_size,
-        kv_memory,
-        pp,
-        cache_type_k,
-        cache_type_v,
-        flash_attn,
-        kv_unified or None,
-        swa_full or None,
-        batch_size,
-        ubatch_size,
+        block_size=block_size,
+        kv_cache_memory_bytes=kv_memory,
+        pipeline_parallel_size=pp,
+        cache_type_k=cache_type_k,
+        cache_type_v=cache_type_v,
+        flash_attn=flash_attn,
+        kv_unified=kv_unified or None,
+        swa_full=swa_full or None,
+        batch_size=batch_size,
+        ubatch_size=ubatch_size,
     )
     batch = aliased(ctx, "batch", batch, max_num_seqs, "--max-num-seqs", count_option(bounds.BATCH))
     context = aliased(ctx, "context", context, max_model_len, "--max-model-len", length_option)

@@ -201,7 +201,12 @@ def hf_header(
                 continue
             if value is not None:
                 metadata[key] = _gguf_value(value)
-    return GgufHeader(model.source, 3, metadata, ()), unread, cites, considered
+    return (
+        GgufHeader(path=model.source, version=3, metadata=metadata, tensors=()),
+        unread,
+        cites,
+        considered,
+    )
 
 
 def _gguf_value(value: Any) -> Any:

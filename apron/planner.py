@@ -116,16 +116,16 @@ def make_request(
         )
     ssm_dtype, ssm_source = ssm_cache_dtype(model, vllm)
     return Request(
-        context,
-        source,
-        kv_dtype,
-        KV_DTYPES[kv_dtype],
-        batch,
-        maximum.tokens,
-        maximum.how,
-        warnings,
-        ssm_dtype,
-        ssm_source,
+        context=context,
+        context_source=source,
+        kv_dtype=kv_dtype,
+        kv_dtype_bytes=KV_DTYPES[kv_dtype],
+        batch=batch,
+        max_model_len=maximum.tokens,
+        max_model_len_source=maximum.how,
+        context_warnings=warnings,
+        ssm_dtype=ssm_dtype,
+        ssm_dtype_source=ssm_source,
     )
 
 
@@ -174,23 +174,23 @@ def _view(
     title = ENGINE_TITLES.get(engine_id, engine_id)
     if constraints is None or decision is None:
         return EngineView(
-            engine_id,
-            title,
-            None,
-            "constraints absent",
-            None,
-            (),
-            None,
-            None,
-            None,
-            None,
-            None,
-            False,
-            (
+            engine=engine_id,
+            title=title,
+            commit=None,
+            status="constraints absent",
+            registered=None,
+            flags=(),
+            mechanism=None,
+            kv_bytes_per_token=None,
+            kv_bytes_at_context=None,
+            naive_kv_bytes_at_context=None,
+            state_bytes_per_sequence=None,
+            differs_from_prediction=False,
+            notes=(
                 f"no generated/{engine_id}/ module: apron has none of {title}'s rules, "
                 "so it cannot say what it would allocate",
             ),
-            (),
+            citations=(),
         )
     notes = list(decision.notes)
     cites = list(decision.citations)
@@ -215,23 +215,23 @@ def _view(
         return own
     if not decision.computes_figures:
         return EngineView(
-            engine_id,
-            title,
-            constraints.commit,
-            "constraints used",
-            registered,
-            decision.flags,
-            None,
-            None,
-            None,
-            None,
-            None,
-            False,
-            (
+            engine=engine_id,
+            title=title,
+            commit=constraints.commit,
+            status="constraints used",
+            registered=registered,
+            flags=decision.flags,
+            mechanism=None,
+            kv_bytes_per_token=None,
+            kv_bytes_at_context=None,
+            naive_kv_bytes_at_context=None,
+            state_bytes_per_sequence=None,
+            differs_from_prediction=False,
+            notes=(
                 *notes,
                 f"byte figures: {title}'s KV sizing rules are not among the extracted constraints",
             ),
-            tuple(cites),
+            citations=tuple(cites),
         )
     heads = decision.kv_heads or apron_heads
     if decision.own_flags:
@@ -309,23 +309,23 @@ def _view(
         else None
     )
     return EngineView(
-        engine_id,
-        title,
-        constraints.commit,
-        "constraints used",
-        registered,
-        decision.flags,
-        figures.mechanism,
-        figures.kv_bytes_per_token,
-        figures.kv_bytes_at_context,
-        figures.naive_kv_bytes_at_context,
-        figures.state_bytes_per_sequence,
-        _figures_differ(figures, prediction),
-        tuple(dict.fromkeys(notes)),
-        tuple(dict.fromkeys(cites)),
-        gpu,
-        fits,
-        per_sequence * request.batch if per_sequence is not None else None,
+        engine=engine_id,
+        title=title,
+        commit=constraints.commit,
+        status="constraints used",
+        registered=registered,
+        flags=decision.flags,
+        mechanism=figures.mechanism,
+        kv_bytes_per_token=figures.kv_bytes_per_token,
+        kv_bytes_at_context=figures.kv_bytes_at_context,
+        naive_kv_bytes_at_context=figures.naive_kv_bytes_at_context,
+        state_bytes_per_sequence=figures.state_bytes_per_sequence,
+        differs_from_prediction=_figures_differ(figures, prediction),
+        notes=tuple(dict.fromkeys(notes)),
+        citations=tuple(dict.fromkeys(cites)),
+        gpu=gpu,
+        capacity=fits,
+        bytes_for_batch=per_sequence * request.batch if per_sequence is not None else None,
     )
 
 
@@ -359,34 +359,34 @@ def _llamacpp_view(
         None
         if tp > 1 or pp > 1
         else GpuShare(
-            tp,
-            "split" if known else "unknown",
-            None,
-            "",
-            figures.kv_bytes_per_token,
-            figures.kv_bytes_at_context,
-            figures.state_bytes_per_sequence,
-            None,
-            (),
-            (),
-            tuple(figures.unknown),
-            figures.arithmetic,
+            tp=tp,
+            status="split" if known else "unknown",
+            kv_heads_per_gpu=None,
+            kv_heads_how="",
+            kv_bytes_per_token=figures.kv_bytes_per_token,
+            kv_bytes_at_context=figures.kv_bytes_at_context,
+            state_bytes_per_sequence=figures.state_bytes_per_sequence,
+            weights_bytes=None,
+            refused=(),
+            valid_tp=(),
+            unknown=tuple(figures.unknown),
+            arithmetic=figures.arithmetic,
         )
     )
     return EngineView(
-        engine_id,
-        ENGINE_TITLES.get(engine_id, engine_id),
-        constraints.commit,
-        "constraints used",
-        registered,
-        decision.flags,
-        figures.mechanism if known else None,
-        figures.kv_bytes_per_token,
-        figures.kv_bytes_at_context,
-        None,
-        figures.state_bytes_per_sequence,
-        False,
-        tuple(
+        engine=engine_id,
+        title=ENGINE_TITLES.get(engine_id, engine_id),
+        commit=constraints.commit,
+        status="constraints used",
+        registered=registered,
+        flags=decision.flags,
+        mechanism=figures.mechanism if known else None,
+        kv_bytes_per_token=figures.kv_bytes_per_token,
+        kv_bytes_at_context=figures.kv_bytes_at_context,
+        naive_kv_bytes_at_context=None,
+        state_bytes_per_sequence=figures.state_bytes_per_sequence,
+        differs_from_prediction=False,
+        notes=tuple(
             dict.fromkeys(
                 [
                     *notes,
@@ -396,11 +396,11 @@ def _llamacpp_view(
                 ]
             )
         ),
-        tuple(dict.fromkeys([*cites, *extra_cites])),
-        gpu,
-        None,
-        total if tp == 1 and pp == 1 else None,
-        split,
+        citations=tuple(dict.fromkeys([*cites, *extra_cites])),
+        gpu=gpu,
+        capacity=None,
+        bytes_for_batch=total if tp == 1 and pp == 1 else None,
+        llamacpp_context=split,
     )
 
 
@@ -526,7 +526,13 @@ def sample_weights(model: ModelConfig) -> Weights | None:
     entry = found.get(model.source.removeprefix(SAMPLE_PREFIX))
     if entry is None:
         return None
-    return Weights(int(entry["total_size"]), (), f"the sample's {entry['source']}", "", ())
+    return Weights(
+        total_bytes=int(entry["total_size"]),
+        by_dtype=(),
+        source=f"the sample's {entry['source']}",
+        unknown="",
+        notes=(),
+    )
 
 
 def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
@@ -536,11 +542,11 @@ def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
         if found is not None:
             return found
         return Weights(
-            None,
-            (),
-            "",
-            f"{model.source} is not a model directory: {GIVE_WEIGHTS} (no safetensors to read)",
-            (),
+            total_bytes=None,
+            by_dtype=(),
+            source="",
+            unknown=f"{model.source} is not a model directory: {GIVE_WEIGHTS} (no safetensors to read)",
+            notes=(),
         )
     from apron import weights as weight_files
 
@@ -552,13 +558,19 @@ def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
         if headers:
             found = weight_files.from_headers_json(headers, "the Hub")
     if found is None:
-        return Weights(None, (), "", weight_files.weights_unknown_reason(model_dir), ())
+        return Weights(
+            total_bytes=None,
+            by_dtype=(),
+            source="",
+            unknown=weight_files.weights_unknown_reason(model_dir),
+            notes=(),
+        )
     return Weights(
-        found.total_bytes,
-        tuple(DtypeWeights(d.dtype, d.bytes, d.tensors) for d in found.by_dtype),
-        found.source,
-        "",
-        tuple(found.notes),
+        total_bytes=found.total_bytes,
+        by_dtype=tuple(DtypeWeights(d.dtype, d.bytes, d.tensors) for d in found.by_dtype),
+        source=found.source,
+        unknown="",
+        notes=tuple(found.notes),
     )
 
 
@@ -592,7 +604,9 @@ def given_weights(
         raise ApronInputError("--weights-dtype goes with --params (the parameter count)")
     if weights_bytes is not None:
         weights_bytes = bounds.checked(weights_bytes, bounds.BYTES, "--weights-bytes")
-        return Weights(weights_bytes, (), "--weights-bytes", "", ())
+        return Weights(
+            total_bytes=weights_bytes, by_dtype=(), source="--weights-bytes", unknown="", notes=()
+        )
     if params is None:
         return None
     params = bounds.checked(params, bounds.PARAMS, "--params")
@@ -609,11 +623,11 @@ def given_weights(
     total = bounds.checked(-(-params * bits // 8), bounds.BYTES, f"--params x {weights_dtype}")
     source = f"the config's {weights_dtype}" if from_config else weights_dtype
     return Weights(
-        total,
-        (),
-        f"--params {params:,} x {bits} bits ({source})",
-        "",
-        (f"weights = ceil({params:,} parameters x {bits} / 8) = {total:,} B",),
+        total_bytes=total,
+        by_dtype=(),
+        source=f"--params {params:,} x {bits} bits ({source})",
+        unknown="",
+        notes=(f"weights = ceil({params:,} parameters x {bits} / 8) = {total:,} B",),
     )
 
 
@@ -838,7 +852,13 @@ def plan(
     weights = given_weights(
         weights_bytes, params, weights_dtype, model.model_dtype()
     ) or checkpoint_weights(model, directory)
-    serving = Serving(tp, gpu_memory, memory_fraction, weights, deployment or Deployment())
+    serving = Serving(
+        tp=tp,
+        gpu_memory=gpu_memory,
+        memory_fraction=memory_fraction,
+        weights=weights,
+        deployment=deployment or Deployment(),
+    )
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
     for engine_id, engine in cs.engines.items():
@@ -848,12 +868,14 @@ def plan(
                 decisions[engine_id] = rules.decide(model, engine)
             except Exception as err:  # generated rows of a shape this apron does not know
                 decisions[engine_id] = EngineDecision(
-                    engine_id,
-                    None,
-                    None,
-                    (),
-                    (f"could not interpret generated/{engine_id} ({type(err).__name__}: {err})",),
-                    (),
+                    engine=engine_id,
+                    kv_heads=None,
+                    mla=None,
+                    flags=(),
+                    notes=(
+                        f"could not interpret generated/{engine_id} ({type(err).__name__}: {err})",
+                    ),
+                    citations=(),
                     computes_figures=False,
                 )
     choices = auto_kv_dtypes(model, cs, decisions, directory) if auto else {}
@@ -938,33 +960,33 @@ def plan(
     total = batch_kv + batch_state if batch_kv is not None and batch_state is not None else None
     stamps = tuple(
         EngineStamp(
-            engine_id,
-            ENGINE_TITLES.get(engine_id, engine_id),
-            engine.commit if engine else None,
-            engine.commit_date if engine else None,
-            engine is not None,
+            engine=engine_id,
+            title=ENGINE_TITLES.get(engine_id, engine_id),
+            commit=engine.commit if engine else None,
+            commit_date=engine.commit_date if engine else None,
+            present=engine is not None,
         )
         for engine_id, engine in cs.engines.items()
     )
     return Plan(
-        PREDICTION,
-        model.source,
-        model.architecture,
-        model.model_type,
-        model.text_model_type,
-        model.text_key,
-        request._replace(tp=tp),  # what was asked; `prediction` stays the whole model's
-        apron_heads,
-        prediction,
-        batch_kv,
-        batch_state,
-        total,
-        views,
-        supported,
-        stamps,
-        tuple(notes),
-        tp,
-        gpu_memory,
-        weights,
+        label=PREDICTION,
+        source=model.source,
+        architecture=model.architecture,
+        model_type=model.model_type,
+        text_model_type=model.text_model_type,
+        text_config_key=model.text_key,
+        request=request._replace(tp=tp),  # what was asked; `prediction` stays the whole model's
+        kv_heads=apron_heads,
+        prediction=prediction,
+        kv_bytes_for_batch=batch_kv,
+        state_bytes_for_batch=batch_state,
+        total_bytes_for_batch=total,
+        engines=views,
+        support=supported,
+        constraints=stamps,
+        notes=tuple(notes),
+        tp=tp,
+        gpu_memory_bytes=gpu_memory,
+        weights=weights,
         pp=serving.deployment.pp,
     )

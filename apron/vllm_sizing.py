@@ -212,7 +212,12 @@ def scheduler(
         f"{max_num_batched_tokens:,} = {in_flight:,} ({IN_FLIGHT})"
     )
     return Scheduler(
-        max_num_batched_tokens, max_num_seqs, batches, in_flight, tuple(lines), tuple(cites)
+        max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs,
+        concurrent_batches=batches,
+        in_flight_tokens=in_flight,
+        lines=tuple(lines),
+        citations=tuple(cites),
     )
 
 

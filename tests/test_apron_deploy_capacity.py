@@ -189,9 +189,36 @@ def test_weights_that_do_not_fit_are_said_first():
 
 
 def _capacity(tokens: int, sequences: int, block: int, fits: bool = True) -> Capacity:
-    verdict = Verdict(fits, "", True, 1, 1, 1, None, None, ())
+    verdict = Verdict(
+        fits=fits,
+        reason="",
+        weights_fit=True,
+        budget_bytes=1,
+        weights_bytes=1,
+        cache_bytes=1,
+        largest_context=None,
+        largest_batch=None,
+        notes=(),
+    )
     return Capacity(
-        GIB80, 0.9, "", block, "", 1, 1, 1, tokens, 1, 1, sequences, "kv", (), (), (), None, verdict
+        gpu_memory_bytes=GIB80,
+        memory_fraction=0.9,
+        memory_fraction_source="",
+        block_tokens=block,
+        block_tokens_source="",
+        budget_bytes=1,
+        blocks=1,
+        block_bytes=1,
+        kv_tokens=tokens,
+        blocks_per_sequence=1,
+        sequence_bytes=1,
+        sequences=sequences,
+        limit="kv",
+        unknown=(),
+        arithmetic=(),
+        notes=(),
+        max_concurrency=None,
+        verdict=verdict,
     )
 
 
@@ -277,7 +304,13 @@ def test_attention_free_recurrent_state_is_one_page_per_sequence_per_layer():
 
 def _attention(kind: str, window: int = 0, heads: int = 8, head: int = 128, block: int = 16):
     per_token = heads * 2 * head * 2
-    return LayerSpec(kind, block, per_token * block, window, (heads, head))
+    return LayerSpec(
+        kind=kind,
+        block_tokens=block,
+        page_bytes=per_token * block,
+        window=window,
+        geometry=(heads, head),
+    )
 
 
 def _pages(in_flight: int):
@@ -336,7 +369,13 @@ def test_groups_blocks_and_concurrency_match_vllms_own(
 
 def test_a_hybrid_with_padded_state_pages_matches_vllms_own():
     attention = _attention(FULL, block=1_056)
-    state = LayerSpec(MAMBA, 1_056, 1_056 * 8 * 256 * 2, 0, ("mamba", 2_000_000))
+    state = LayerSpec(
+        kind=MAMBA,
+        block_tokens=1_056,
+        page_bytes=1_056 * 8 * 256 * 2,
+        window=0,
+        geometry=("mamba", 2_000_000),
+    )
     specs = [attention if i % 8 == 4 else state for i in range(32)]
     grouping = group_specs(specs)
     assert [g.real_layers for g in grouping.groups] == [4] * 8

@@ -38,27 +38,27 @@ def matches(model: ModelConfig, llamacpp: EngineConstraints) -> list:
 def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
     if not llamacpp.has(HF):
         return EngineDecision(
-            ENGINE,
-            None,
-            None,
-            (),
-            ("no hf_architectures fact in generated/llamacpp",),
-            (),
+            engine=ENGINE,
+            kv_heads=None,
+            mla=None,
+            flags=(),
+            notes=("no hf_architectures fact in generated/llamacpp",),
+            citations=(),
             computes_figures=False,
         )
     rows = matches(model, llamacpp)
     text_rows = [r for r in rows if r.model_type == "text"] or rows
     if not text_rows:
         return EngineDecision(
-            ENGINE,
-            None,
-            None,
-            (),
-            (
+            engine=ENGINE,
+            kv_heads=None,
+            mla=None,
+            flags=(),
+            notes=(
                 f"the llama.cpp converter registers no {shown(repr(model.architecture))}: it cannot convert this "
                 "checkpoint to GGUF at this commit",
             ),
-            (),
+            citations=(),
             computes_figures=False,
         )
     row = text_rows[0]
@@ -96,7 +96,13 @@ def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
             notes.append(", ".join(bits))
             cites.append(llamacpp.cite(rule))
     return EngineDecision(
-        ENGINE, None, None, flags, tuple(notes), tuple(cites), computes_figures=False
+        engine=ENGINE,
+        kv_heads=None,
+        mla=None,
+        flags=flags,
+        notes=tuple(notes),
+        citations=tuple(cites),
+        computes_figures=False,
     )
 
 

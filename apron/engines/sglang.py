@@ -294,12 +294,12 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     if member_of:
         notes.append(f"member of SGLang's architecture sets: {', '.join(member_of)}")
     return EngineDecision(
-        ENGINE,
-        heads,
-        mla,
-        (),
-        tuple(notes),
-        tuple(cites),
+        engine=ENGINE,
+        kv_heads=heads,
+        mla=mla,
+        flags=(),
+        notes=tuple(notes),
+        citations=tuple(cites),
         computes_figures=computes,
         window_aware=swa,
         window_why=window_why,

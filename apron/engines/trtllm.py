@@ -60,11 +60,11 @@ def decide(model: ModelConfig, trtllm: EngineConstraints) -> EngineDecision:
     if not cells and trtllm.has(MATRIX):
         notes.append(f"no feature-matrix row for {shown(arch)}")
     return EngineDecision(
-        ENGINE,
-        None,
-        None,
-        (),
-        tuple(dict.fromkeys(notes)),
-        tuple(cites[:4]),
+        engine=ENGINE,
+        kv_heads=None,
+        mla=None,
+        flags=(),
+        notes=tuple(dict.fromkeys(notes)),
+        citations=tuple(cites[:4]),
         computes_figures=False,
     )

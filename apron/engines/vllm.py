@@ -25,7 +25,9 @@ CLASS_FLAGS, ATTN_RULE = "model_class_flags", "attn_type_rule"
 def _unknown(
     reason: str, missing: tuple[str, ...] = (), cites: tuple[Citation, ...] = ()
 ) -> HeadCount:
-    return HeadCount(None, (), "", (reason,), missing, cites)
+    return HeadCount(
+        count=None, per_layer=(), how="", unknown=(reason,), missing=missing, citations=cites
+    )
 
 
 class _Outcome:
@@ -46,7 +48,11 @@ def _value(
 ) -> _Outcome:
     """What a rule value gives: a constant, the base alias scan, or a config key's value."""
     if what == "constant" and is_int(constant):
-        return _Outcome(HeadCount(constant, (), how, (), (), (cite,)))  # type: ignore[arg-type]
+        return _Outcome(
+            HeadCount(
+                count=constant, per_layer=(), how=how, unknown=(), missing=(), citations=(cite,)
+            )
+        )  # type: ignore[arg-type]
     if what == "base scan":
         return _Outcome(scan=True)
     if what == "key" and key:
@@ -60,7 +66,14 @@ def _value(
                 )
             )
         return _Outcome(
-            HeadCount(read.value, (), f"{how}: {read.key} = {read.value}", (), (), (cite,))
+            HeadCount(
+                count=read.value,
+                per_layer=(),
+                how=f"{how}: {read.key} = {read.value}",
+                unknown=(),
+                missing=(),
+                citations=(cite,),
+            )
         )
     return _Outcome(_unknown(f"{how}: value {shown(repr(what))} is not interpreted", (), (cite,)))
 
@@ -125,7 +138,16 @@ def _block_configs(model: ModelConfig, how: str, cite: Citation) -> _Outcome:
         f"{how}: per block num_attention_heads // attention.n_heads_in_group "
         f"({heads} // n), 0 for no_op / replace_with_linear blocks"
     )
-    return _Outcome(HeadCount(None, tuple(per_layer), text, (), (), (cite,)))
+    return _Outcome(
+        HeadCount(
+            count=None,
+            per_layer=tuple(per_layer),
+            how=text,
+            unknown=(),
+            missing=(),
+            citations=(cite,),
+        )
+    )
 
 
 def _reads(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
@@ -133,7 +155,14 @@ def _reads(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcom
     read = model.read(source) if source else None
     if read is not None and is_int(read.value):
         return _Outcome(
-            HeadCount(read.value, (), f"{how}: {source} = {read.value}", (), (), (cite,))
+            HeadCount(
+                count=read.value,
+                per_layer=(),
+                how=f"{how}: {source} = {read.value}",
+                unknown=(),
+                missing=(),
+                citations=(cite,),
+            )
         )
     if read is not None and read.value is not None:
         return _Outcome(
@@ -229,7 +258,9 @@ def resolve_kv_heads(
                 f"{key} = {read.value} (vLLM alias scan: key {position + 1} of {len(keys)}: "
                 f"{', '.join(keys)})"
             )
-            heads = HeadCount(read.value, (), how, (), (), (cite,))
+            heads = HeadCount(
+                count=read.value, per_layer=(), how=how, unknown=(), missing=(), citations=(cite,)
+            )
             return heads, heads
         bad = _unknown(
             f"{key} is present but {shown(repr(read.value))}; vLLM's scan stops at the first "
@@ -261,7 +292,12 @@ def resolve_kv_heads(
         )
     else:
         engine = HeadCount(
-            value, (), f"no KV-head key: vLLM silently assumes MHA, {name} = {value}", (), (), cites
+            count=value,
+            per_layer=(),
+            how=f"no KV-head key: vLLM silently assumes MHA, {name} = {value}",
+            unknown=(),
+            missing=(),
+            citations=cites,
         )
     if value is None:
         prediction = _unknown(
@@ -492,12 +528,12 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
         )
     flags, no_kv, class_notes, cites = _class_decision(model, vllm)
     return EngineDecision(
-        ENGINE,
-        engine_heads,
-        mla_decision(model, vllm),
-        flags,
-        (*notes, *class_notes),
-        cites,
+        engine=ENGINE,
+        kv_heads=engine_heads,
+        mla=mla_decision(model, vllm),
+        flags=flags,
+        notes=(*notes, *class_notes),
+        citations=cites,
         computes_figures=True,
         own_flags=vllm.has(CLASS_FLAGS),
         no_kv_cache=no_kv,
