@@ -654,8 +654,8 @@ def _is_gguf(source: str) -> bool:
 def _gguf(path, context, parallel, kv_dtype, engine: EngineOptions, json_output: bool) -> None:
     """llama.cpp's figures for a GGUF file: `context` is n_ctx, `parallel` n_seq_max (text, or
     a number from `apron plan`)."""
-    from apron.gguf_header import gguf_limits, read_header
-    from apron.llamacpp_memory import Unknown, cache_type, figures, render
+    from apron.engines.llamacpp.gguf_header import gguf_limits, read_header
+    from apron.engines.llamacpp.memory import Unknown, cache_type, figures, render
 
     constraints = load_constraints().get("llamacpp")
     if constraints is None:
@@ -733,7 +733,7 @@ LLAMACPP_OPTIONS = {
 def llamacpp_option(constraints, option: str, text: str | None, *, low: int) -> int | None:
     """A llama.cpp option's value within the bound extracted from llama.cpp (generated/llamacpp
     limits); None when not given."""
-    from apron.llamacpp_memory import limit
+    from apron.engines.llamacpp.memory import limit
 
     if text is None:
         return None

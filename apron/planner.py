@@ -491,11 +491,11 @@ def _engine_capacity(
         weights_unknown=serving.weights.unknown,
     )
     if engine_id == "vllm":
-        from apron import vllm_capacity
+        from apron.engines.vllm import capacity as vllm_capacity
 
         return vllm_capacity.capacity(vllm=constraints, **shared)
     if engine_id == "sglang":
-        from apron import sglang_capacity
+        from apron.engines.sglang import capacity as sglang_capacity
 
         return sglang_capacity.capacity(sglang=constraints, window_aware=window_aware, **shared)
     return per_gpu.engine_capacity(

@@ -13,10 +13,7 @@ from pathlib import Path
 import pytest
 
 from apron.config import load_sample
-from apron.planner import plan
-from apron.render import summary_lines, what_fits_differs
-from apron.results import Capacity, Verdict
-from apron.vllm_kv_cache import (
+from apron.engines.vllm.kv_cache import (
     CHUNKED,
     FULL,
     MAMBA,
@@ -25,6 +22,9 @@ from apron.vllm_kv_cache import (
     group_specs,
     kv_cache_plan,
 )
+from apron.planner import plan
+from apron.render import summary_lines, what_fits_differs
+from apron.results import Capacity, Verdict
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 GIB = 2**30
@@ -384,7 +384,7 @@ def test_a_hybrid_with_padded_state_pages_matches_vllms_own():
 
 
 def test_one_request_that_does_not_fit_is_vllms_refusal_with_its_estimate():
-    from apron.vllm_kv_cache import estimated_max_model_len
+    from apron.engines.vllm.kv_cache import estimated_max_model_len
 
     grouping = group_specs([_attention(FULL)] * 32)
     got = kv_cache_plan(grouping, GIB, 32_768, _pages(16_384))

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from apron.cli import app
 from apron.constraints import load_constraints
-from apron.gguf_header import gguf_limits, read_header
-from apron.llamacpp_memory import cache_type, figures
+from apron.engines.llamacpp.gguf_header import gguf_limits, read_header
+from apron.engines.llamacpp.memory import cache_type, figures
 from apron.planner import plan
 from tests.conformance_records import Measurement, commit_dirs, facts, measurements
 

@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
+from apron.engines.llamacpp.gguf_header import GgufHeader
+from apron.engines.llamacpp.hparams import LOADER, Refused, load_hparams
+from apron.engines.llamacpp.tensors import check_tensors
 from apron.errors import ConstraintsError
-from apron.gguf_header import GgufHeader
 from apron.llamacpp_formula import Symbol, Unknown, evaluate
-from apron.llamacpp_hparams import LOADER, Refused, load_hparams
-from apron.llamacpp_tensors import check_tensors
 from apron.terminal import shown
 
 __all__ = ["Refused", "Unknown", "cache_type", "figures", "limit", "render", "weights_bytes"]
@@ -40,7 +40,7 @@ def limit(c: EngineConstraints, name: str) -> int:
 
 ENGINE = "llamacpp"
 # the GGUF keys (after "<arch>.") hparams_of reads: a converter write of one of them that apron
-# cannot reproduce makes an HF config's figure unknown (apron/llamacpp_hf.py)
+# cannot reproduce makes an HF config's figure unknown (apron/engines/llamacpp/hf.py)
 SIZING_KEYS = frozenset(
     {
         "block_count",
@@ -99,7 +99,7 @@ def hparams_of(
     arch: str,
     assume_written: Callable[[str], bool] | None = None,
 ) -> tuple[dict, dict[str, Callable[..., Any]], list[str]]:
-    """llama_hparams as llama.cpp's loader reads the header (apron/llamacpp_hparams.py replays
+    """llama_hparams as llama.cpp's loader reads the header (apron/engines/llamacpp/hparams.py replays
     the extracted steps), and llama_hparams' sizing methods as calls over them."""
     hp: dict[str, Any] = {}
     calls = _method_calls(c, hp)

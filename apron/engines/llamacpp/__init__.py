@@ -1,8 +1,8 @@
 """llama.cpp's column for an HF config: converter support and the architecture class flags
 (recurrent, hybrid, diffusion, ...) from `hf_architectures` and `class_set_members`, the
 sliding-window rule in words from `sliding_window`, and the byte figures of the GGUF the
-converter would write (apron/llamacpp_hf.py) sized by llama.cpp's own rules
-(apron/llamacpp_memory.py), at llama.cpp's own default context when none is given."""
+converter would write (apron/engines/llamacpp/hf.py) sized by llama.cpp's own rules
+(apron/engines/llamacpp/memory.py), at llama.cpp's own default context when none is given."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
 from apron.deployment import LlamaCppFlags
 from apron.engines.base import ContextDefault, EngineDecision
+from apron.engines.llamacpp.hf import hf_header
+from apron.engines.llamacpp.memory import Unknown, cache_type
+from apron.engines.llamacpp.memory import figures as llamacpp_figures
 from apron.errors import ApronInputError
 from apron.llamacpp_formula import Unread
-from apron.llamacpp_hf import hf_header
-from apron.llamacpp_memory import Unknown, cache_type
-from apron.llamacpp_memory import figures as llamacpp_figures
 from apron.results import LlamaCppContext, MechanismResult, Request
 from apron.terminal import shown
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
+from apron.engines.vllm.kv_cache import CHUNKED, FULL, MAMBA, SLIDING, LayerSpec
 from apron.state_shapes import MISSING, _Refused, evaluate
-from apron.vllm_kv_cache import CHUNKED, FULL, MAMBA, SLIDING, LayerSpec
 
 FACT = "kv_sizing_paths"
 SERVER = "UsageContext.OPENAI_API_SERVER"

@@ -4,8 +4,8 @@ batch at the context.
 
 Budget = ceil(GPU memory x gpu_memory_utilization) - weights (vLLM's requested memory minus the
 model; activations, CUDA graphs and non-torch memory are not modelled). The groups, blocks and
-concurrency are vLLM's own arithmetic (apron.vllm_kv_cache, from vllm/v1/core/kv_cache_utils.py);
-what a request takes per group is vLLM's extracted sizing rules (apron.vllm_sizing). Block sizes:
+concurrency are vLLM's own arithmetic (apron.engines.vllm.kv_cache, from vllm/v1/core/kv_cache_utils.py);
+what a request takes per group is vLLM's extracted sizing rules (apron.engines.vllm.sizing). Block sizes:
 the first default attention backend's (full attention, chunked-local, Mamba pages), raised for a
 hybrid by the page-size rule; the backend's smallest kernel block for sliding-window layers
 (vLLM Attention.get_kv_cache_spec)."""
@@ -18,10 +18,7 @@ from apron import capacity as fit_rules
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
 from apron.deployment import Deployment
-from apron.layer_specs import ATTENTION, CHUNK, STATE, WINDOWED, Layers, layers_of
-from apron.mechanisms import hybrid_ssm, mla_latent
-from apron.results import Capacity, GpuShare, HeadCount, Request, Verdict
-from apron.vllm_kv_cache import (
+from apron.engines.vllm.kv_cache import (
     CHUNKED,
     FULL,
     MAMBA,
@@ -36,7 +33,10 @@ from apron.vllm_kv_cache import (
     pipeline_stages,
     stage_pools,
 )
-from apron.vllm_sizing import Unknown, request_pages, scheduler
+from apron.engines.vllm.sizing import Unknown, request_pages, scheduler
+from apron.layer_specs import ATTENTION, CHUNK, STATE, WINDOWED, Layers, layers_of
+from apron.mechanisms import hybrid_ssm, mla_latent
+from apron.results import Capacity, GpuShare, HeadCount, Request, Verdict
 
 HMA_CHUNKED = (
     "chunked-local layers keep their own groups: VllmConfig turns the hybrid KV cache manager "
