@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron import bounds, parallel
 from apron import context as context_rules
@@ -12,28 +12,24 @@ from apron.checks import refuse_impossible
 from apron.config import ModelConfig, load_config
 from apron.constraints import (
     ENGINE_TITLES,
-    Citation,
     ConstraintSet,
     EngineConstraints,
     load_constraints,
 )
 from apron.deployment import Deployment
-from apron.engines import ENGINE_RULES
-from apron.engines import llamacpp as llamacpp_rules
+from apron.engines import ENGINE_RULES, REFERENCE_ENGINE
 from apron.engines import vllm as vllm_rules
-from apron.engines.base import EngineDecision
+from apron.engines.base import Column, EngineDecision
 from apron.errors import ApronInputError
 from apron.kv_dtype import KvDtypeChoice, resolve_kv_dtype_auto
 from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_window
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
     PREDICTION,
-    Capacity,
     DtypeWeights,
     EngineStamp,
     EngineSupport,
     EngineView,
-    GpuShare,
     HeadCount,
     MechanismResult,
     Plan,
@@ -41,6 +37,7 @@ from apron.results import (
     Weights,
 )
 from apron.select import Selection, compute, select
+from apron.serving import Serving, serving_figures
 from apron.support import support
 from apron.terminal import shown
 
@@ -205,11 +202,18 @@ def _view(
             "load only through a generic fallback (e.g. a Transformers backend), which "
             "apron does not model"
         )
-    tp = serving.tp if serving is not None else request.tp
-    flags = serving.deployment.llamacpp if serving is not None else None
-    pp = serving.deployment.pp if serving is not None else 1
-    own = _llamacpp_view(
-        model, request, tp, engine_id, constraints, decision, registered, notes, cites, flags, pp
+    own = ENGINE_RULES[engine_id].own_view(
+        Column(
+            model=model,
+            request=request,
+            constraints=constraints,
+            decision=decision,
+            registered=registered,
+            notes=tuple(notes),
+            citations=tuple(cites),
+            deployment=serving.deployment if serving is not None else Deployment(),
+            tp=serving.tp if serving is not None else request.tp,
+        )
     )
     if own is not None:
         return own
@@ -285,7 +289,7 @@ def _view(
     if figures.unknown:
         notes.extend(f"unknown: {u}" for u in figures.unknown)
     gpu, fits, serving_cites = (
-        _serving_figures(
+        serving_figures(
             model,
             request,
             engine_id,
@@ -326,187 +330,6 @@ def _view(
         gpu=gpu,
         capacity=fits,
         bytes_for_batch=per_sequence * request.batch if per_sequence is not None else None,
-    )
-
-
-def _llamacpp_view(
-    model: ModelConfig,
-    request: Request,
-    tp: int,
-    engine_id: str,
-    constraints: EngineConstraints,
-    decision: EngineDecision,
-    registered: bool | None,
-    notes: list[str],
-    cites: list,
-    flags=None,  # apron.deployment.LlamaCppFlags
-    flags_pp: int = 1,
-) -> EngineView | None:
-    """llama.cpp's column from its own extracted sizing rules (apron.engines.llamacpp), or None
-    when those rules are not in its generated module (then the generic path says why)."""
-    if engine_id != llamacpp_rules.ENGINE or model.architecture is None:
-        return None
-    found = llamacpp_rules.plan_figures(model, constraints, request, flags)
-    if found is None:
-        return None
-    figures, extra, extra_cites, total, split = found
-    unknown = [f"unknown: {u}" for u in figures.unknown]
-    pp = flags_pp
-    if tp > 1 or pp > 1:  # no per-GPU rule: the column says so and does not vote on refusing tp
-        unknown.append("unknown: llama.cpp splits layers across GPUs (--split-mode), not modelled")
-    known = not figures.unknown
-    gpu = (
-        None
-        if tp > 1 or pp > 1
-        else GpuShare(
-            tp=tp,
-            status="split" if known else "unknown",
-            kv_heads_per_gpu=None,
-            kv_heads_how="",
-            kv_bytes_per_token=figures.kv_bytes_per_token,
-            kv_bytes_at_context=figures.kv_bytes_at_context,
-            state_bytes_per_sequence=figures.state_bytes_per_sequence,
-            weights_bytes=None,
-            refused=(),
-            valid_tp=(),
-            unknown=tuple(figures.unknown),
-            arithmetic=figures.arithmetic,
-        )
-    )
-    return EngineView(
-        engine=engine_id,
-        title=ENGINE_TITLES.get(engine_id, engine_id),
-        commit=constraints.commit,
-        status="constraints used",
-        registered=registered,
-        flags=decision.flags,
-        mechanism=figures.mechanism if known else None,
-        kv_bytes_per_token=figures.kv_bytes_per_token,
-        kv_bytes_at_context=figures.kv_bytes_at_context,
-        naive_kv_bytes_at_context=None,
-        state_bytes_per_sequence=figures.state_bytes_per_sequence,
-        differs_from_prediction=False,
-        notes=tuple(
-            dict.fromkeys(
-                [
-                    *notes,
-                    *unknown,
-                    *extra,
-                    "weights: a GGUF's depend on its quantization (apron gguf FILE reads them)",
-                ]
-            )
-        ),
-        citations=tuple(dict.fromkeys([*cites, *extra_cites])),
-        gpu=gpu,
-        capacity=None,
-        bytes_for_batch=total if tp == 1 and pp == 1 else None,
-        llamacpp_context=split,
-    )
-
-
-class Serving(NamedTuple):
-    """What the per-GPU and capacity figures need beyond the request."""
-
-    tp: int
-    gpu_memory: int | None
-    memory_fraction: float | None
-    weights: Weights
-    deployment: Deployment = Deployment()
-
-
-def _serving_figures(
-    model: ModelConfig,
-    request: Request,
-    engine_id: str,
-    constraints: EngineConstraints,
-    selection: Selection,
-    heads: HeadCount,
-    figures: MechanismResult,
-    serving: Serving,
-    window_aware: bool | None = None,
-) -> tuple[GpuShare, Capacity | None, tuple[Citation, ...]]:
-    """The engine's per-GPU share at --tp and, with --gpu-memory, what fits (and the serving
-    rules it cites)."""
-    mla = figures.mechanism == mla_latent.NAME  # the MLA KV-head rule holds at tp 1 too
-    if serving.tp == 1 and serving.gpu_memory is None and not mla:  # no serving rule is needed
-        return parallel.whole_model_share(heads, figures, serving.weights.total_bytes), None, ()
-    from apron import per_gpu
-    from apron.serving_rules import serving_rules
-
-    rules = serving_rules(constraints, engine_id)
-    share = per_gpu.gpu_share(
-        model, request, serving.tp, rules, selection, heads, figures, serving.weights.total_bytes
-    )
-    used = rules.citations if serving.tp > 1 or serving.gpu_memory is not None or mla else ()
-    if serving.gpu_memory is None:
-        return share, None, used
-    fraction_lines: tuple[str, ...] = ()
-    if engine_id == "sglang" and serving.memory_fraction is None:
-        from apron import sglang_fraction
-
-        fraction, source, fraction_lines, cites = sglang_fraction.fraction_for(
-            constraints, model, figures.mechanism == mla_latent.NAME, serving.gpu_memory, serving.tp
-        )
-        rules = rules._replace(memory_fraction=fraction, memory_fraction_source=source)
-        used = tuple(dict.fromkeys((*used, *cites)))
-    fits = _engine_capacity(
-        model, request, engine_id, constraints, figures, share, heads, rules, serving, window_aware
-    )
-    if fraction_lines:
-        fits = fits._replace(arithmetic=(*fraction_lines, *fits.arithmetic))
-    return share, fits, used
-
-
-def _engine_capacity(
-    model: ModelConfig,
-    request: Request,
-    engine_id: str,
-    constraints: EngineConstraints,
-    figures: MechanismResult,
-    share: GpuShare,
-    heads: HeadCount,
-    rules,
-    serving: Serving,
-    window_aware: bool | None,
-) -> Capacity:
-    """What fits on one GPU, by the engine's own pool arithmetic (vLLM's KV cache groups,
-    SGLang's pool configurators); the generic block fit for an engine without its own."""
-    from apron import per_gpu
-
-    deployment = serving.deployment._replace(
-        gpu_memory=serving.gpu_memory,
-        memory_fraction=serving.memory_fraction,
-        batch=request.batch,
-    )
-    split = per_gpu.heads_per_gpu(model, heads, share.tp, rules)
-    shared = dict(
-        model=model,
-        mechanism=figures.mechanism,
-        share=share,
-        heads=split,
-        request=request._replace(tp=share.tp),
-        rules=rules,
-        deployment=deployment,
-        context=request.context,
-        weights_unknown=serving.weights.unknown,
-    )
-    if engine_id == "vllm":
-        from apron.engines.vllm import capacity as vllm_capacity
-
-        return vllm_capacity.capacity(vllm=constraints, **shared)
-    if engine_id == "sglang":
-        from apron.engines.sglang import capacity as sglang_capacity
-
-        return sglang_capacity.capacity(sglang=constraints, window_aware=window_aware, **shared)
-    return per_gpu.engine_capacity(
-        model,
-        figures.mechanism,
-        share,
-        rules,
-        serving.gpu_memory,
-        serving.memory_fraction,
-        request.context,
-        serving.weights.unknown,
     )
 
 
@@ -639,12 +462,11 @@ def engine_request(
     context: int | None,
 ) -> Request:
     """The request one engine's column is computed for: with no --context, the engine's own
-    default context where its rules module has a `default_context` hook (else the shared one)."""
+    default context where its package has one (EngineRules.default_context; else the shared one)."""
     rules = ENGINE_RULES.get(engine_id)
-    hook = getattr(rules, "default_context", None)
-    if context is not None or hook is None or constraints is None:
+    if context is not None or rules is None or constraints is None:
         return request
-    found = hook(model, constraints)
+    found = rules.default_context(model, constraints)
     if found is None:
         return request
     title = ENGINE_TITLES.get(engine_id, engine_id)
@@ -682,15 +504,6 @@ def _checkpoint_dir(model: ModelConfig, model_dir: str | Path | None) -> Path | 
     return path.parent if path.is_file() else None
 
 
-def _vllm_pooling(model: ModelConfig, vllm: EngineConstraints | None) -> bool:
-    row = vllm_rules.class_flags(model, vllm) if vllm is not None else None
-    return bool(
-        row is not None
-        and row.status == "resolved"
-        and (row.is_pooling_model is True or row.is_text_generation_model is False)
-    )
-
-
 def auto_kv_dtypes(
     model: ModelConfig,
     cs: ConstraintSet,
@@ -702,7 +515,8 @@ def auto_kv_dtypes(
     for engine_id in cs.engines:
         decision = decisions.get(engine_id)
         mla = bool(decision is not None and decision.mla is not None and decision.mla.is_mla)
-        pooling = engine_id == "vllm" and _vllm_pooling(model, cs.get("vllm"))
+        rules, engine = ENGINE_RULES.get(engine_id), cs.get(engine_id)
+        pooling = bool(rules is not None and engine is not None and rules.pooling(model, engine))
         choices[engine_id] = resolve_kv_dtype_auto(
             model.raw, model_dir, engine_id, rules=cs.get(engine_id), mla=mla, pooling=pooling
         )
@@ -716,7 +530,7 @@ def _auto_request(
     follows vLLM, else the first engine that resolves it); kv_dtype_bytes 0 when unknown."""
     if engine_id is None:
         known = [(e, c) for e, c in choices.items() if c.dtype is not None]
-        known.sort(key=lambda item: item[0] != "vllm")
+        known.sort(key=lambda item: item[0] != REFERENCE_ENGINE)
         if not known:
             reasons = "; ".join(
                 f"{ENGINE_TITLES.get(e, e)}: {c.reason}" for e, c in choices.items()
@@ -832,7 +646,7 @@ def plan(
         config.bound(cs) if isinstance(config, ModelConfig) else load_config(config, constraints=cs)
     )
     refuse_impossible(model)
-    vllm = cs.get("vllm")
+    vllm = cs.get(REFERENCE_ENGINE)
     kv_dtype = canonical_kv_dtype(kv_dtype)
     auto = kv_dtype == AUTO_KV_DTYPE
     request = make_request(model, context, AUTO_PLACEHOLDER if auto else kv_dtype, batch, vllm)

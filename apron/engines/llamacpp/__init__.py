@@ -7,15 +7,16 @@ converter would write (apron/engines/llamacpp/hf.py) sized by llama.cpp's own ru
 from __future__ import annotations
 
 from apron.config import ModelConfig
-from apron.constraints import EngineConstraints
+from apron.constraints import ENGINE_TITLES, EngineConstraints
 from apron.deployment import LlamaCppFlags
+from apron.engines import base
 from apron.engines.base import ContextDefault, EngineDecision
 from apron.engines.llamacpp.hf import hf_header
 from apron.engines.llamacpp.memory import Unknown, cache_type
 from apron.engines.llamacpp.memory import figures as llamacpp_figures
 from apron.errors import ApronInputError
 from apron.llamacpp_formula import Unread
-from apron.results import LlamaCppContext, MechanismResult, Request
+from apron.results import EngineView, GpuShare, LlamaCppContext, MechanismResult, Request
 from apron.terminal import shown
 
 ENGINE = "llamacpp"
@@ -276,3 +277,80 @@ def default_context(model: ModelConfig, llamacpp: EngineConstraints) -> ContextD
         )
     how = f"llama.cpp's n_ctx 0: the context_length {value:,} the converter writes"
     return ContextDefault(value, how, tuple(cites))
+
+
+# the planner's protocol (apron.engines.base.EngineRules)
+memory_fraction = base.no_memory_fraction
+fit_capacity = base.block_capacity
+pooling = base.not_pooling
+
+
+def own_view(column: base.Column) -> EngineView | None:
+    """llama.cpp's column from its own extracted sizing rules (apron.engines.llamacpp), or None
+    when those rules are not in its generated module (then the generic path says why)."""
+    model, request, constraints, decision = (
+        column.model,
+        column.request,
+        column.constraints,
+        column.decision,
+    )
+    notes, cites, registered, tp = column.notes, column.citations, column.registered, column.tp
+    engine_id = ENGINE
+    if model.architecture is None:
+        return None
+    found = plan_figures(model, constraints, request, column.deployment.llamacpp)
+    if found is None:
+        return None
+    figures, extra, extra_cites, total, split = found
+    unknown = [f"unknown: {u}" for u in figures.unknown]
+    pp = column.deployment.pp
+    if tp > 1 or pp > 1:  # no per-GPU rule: the column says so and does not vote on refusing tp
+        unknown.append("unknown: llama.cpp splits layers across GPUs (--split-mode), not modelled")
+    known = not figures.unknown
+    gpu = (
+        None
+        if tp > 1 or pp > 1
+        else GpuShare(
+            tp=tp,
+            status="split" if known else "unknown",
+            kv_heads_per_gpu=None,
+            kv_heads_how="",
+            kv_bytes_per_token=figures.kv_bytes_per_token,
+            kv_bytes_at_context=figures.kv_bytes_at_context,
+            state_bytes_per_sequence=figures.state_bytes_per_sequence,
+            weights_bytes=None,
+            refused=(),
+            valid_tp=(),
+            unknown=tuple(figures.unknown),
+            arithmetic=figures.arithmetic,
+        )
+    )
+    return EngineView(
+        engine=engine_id,
+        title=ENGINE_TITLES.get(engine_id, engine_id),
+        commit=constraints.commit,
+        status="constraints used",
+        registered=registered,
+        flags=decision.flags,
+        mechanism=figures.mechanism if known else None,
+        kv_bytes_per_token=figures.kv_bytes_per_token,
+        kv_bytes_at_context=figures.kv_bytes_at_context,
+        naive_kv_bytes_at_context=None,
+        state_bytes_per_sequence=figures.state_bytes_per_sequence,
+        differs_from_prediction=False,
+        notes=tuple(
+            dict.fromkeys(
+                [
+                    *notes,
+                    *unknown,
+                    *extra,
+                    "weights: a GGUF's depend on its quantization (apron gguf FILE reads them)",
+                ]
+            )
+        ),
+        citations=tuple(dict.fromkeys([*cites, *extra_cites])),
+        gpu=gpu,
+        capacity=None,
+        bytes_for_batch=total if tp == 1 and pp == 1 else None,
+        llamacpp_context=split,
+    )

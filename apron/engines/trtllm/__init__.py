@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
+from apron.engines import base
 from apron.engines.base import EngineDecision
 from apron.terminal import shown
 
@@ -68,3 +69,11 @@ def decide(model: ModelConfig, trtllm: EngineConstraints) -> EngineDecision:
         citations=tuple(cites[:4]),
         computes_figures=False,
     )
+
+
+# the planner's protocol (apron.engines.base.EngineRules): no sizing rules of its own
+default_context = base.no_default_context
+own_view = base.no_own_view
+memory_fraction = base.no_memory_fraction
+fit_capacity = base.block_capacity
+pooling = base.not_pooling

@@ -11,9 +11,10 @@ from __future__ import annotations
 from apron.conditions import evaluate
 from apron.config import ModelConfig, is_int
 from apron.constraints import Citation, EngineConstraints
+from apron.engines import base
 from apron.engines.base import EngineDecision
 from apron.layers import layout
-from apron.results import HeadCount, MlaDecision
+from apron.results import Capacity, HeadCount, MlaDecision
 from apron.terminal import shown
 
 ENGINE = "vllm"
@@ -537,4 +538,38 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
         computes_figures=True,
         own_flags=vllm.has(CLASS_FLAGS),
         no_kv_cache=no_kv,
+    )
+
+
+# the planner's protocol (apron.engines.base.EngineRules)
+default_context = base.no_default_context
+own_view = base.no_own_view
+memory_fraction = base.no_memory_fraction
+
+
+def fit_capacity(fit: base.CapacityInputs) -> Capacity:
+    """What fits on one GPU by vLLM's KV cache groups (apron.engines.vllm.capacity)."""
+    from apron.engines.vllm import capacity as pool
+
+    return pool.capacity(
+        vllm=fit.constraints,
+        model=fit.model,
+        mechanism=fit.mechanism,
+        share=fit.share,
+        heads=fit.heads,
+        request=fit.request,
+        rules=fit.rules,
+        deployment=fit.deployment,
+        context=fit.context,
+        weights_unknown=fit.weights_unknown,
+    )
+
+
+def pooling(model: ModelConfig, vllm: EngineConstraints) -> bool:
+    """Whether vLLM runs the architecture as a pooling model (its class flags)."""
+    row = class_flags(model, vllm)
+    return bool(
+        row is not None
+        and row.status == "resolved"
+        and (row.is_pooling_model is True or row.is_text_generation_model is False)
     )
