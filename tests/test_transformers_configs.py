@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import io
+import subprocess
 import tarfile
 import types
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from apron import normalize
 from apron.extractors.errors import AnchorError, PinError, SourceError
 from apron.extractors.transformers import __main__ as cli
+from apron.extractors.transformers import release
 from apron.extractors.transformers.config_classes import read_module
 from apron.extractors.transformers.extract import transformers_tables, vllm_registry, vllm_tables
 from apron.extractors.transformers.release import (
@@ -139,7 +141,9 @@ MINI = {
 
 
 def pin_for(data: bytes) -> ReleasePin:
-    return ReleasePin("9.9.9", "https://example.invalid/t.tar.gz", hashlib.sha256(data).hexdigest())
+    return ReleasePin(
+        package="transformers", version="9.9.9", sha256=hashlib.sha256(data).hexdigest()
+    )
 
 
 # -- the reader -----------------------------------------------------------------------------------
@@ -265,7 +269,7 @@ def test_sdist_from_source_is_checked_against_the_pin(tmp_path):
     path = tmp_path / "t.tar.gz"
     path.write_bytes(data)
     assert sdist_bytes(pin_for(data), path) == data
-    wrong = ReleasePin("9.9.9", "https://example.invalid/t.tar.gz", "0" * 64)
+    wrong = ReleasePin(package="transformers", version="9.9.9", sha256="0" * 64)
     with pytest.raises(SourceError, match="has sha256"):
         sdist_bytes(wrong, path)
 
@@ -280,19 +284,67 @@ def test_offline_without_a_cached_copy_says_how_to_give_the_sdist(tmp_path):
     assert sdist_bytes(pin_for(data), offline=True) == data
 
 
-def test_release_pin_is_validated(tmp_path):
-    (tmp_path / "transformers.toml").write_text('release = "9.9.9"\nurl = "http://x"\n')
-    with pytest.raises(PinError, match="https://"):
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('release = "9.9.9"\nurl = "http://x"\n', "exactly package, version, sha256"),
+        (
+            'package = "transformers"\nversion = "9.9.9"\nsha256 = "%s"\nurl = "https://x"\n'
+            % ("a" * 64),
+            "exactly package, version, sha256",  # no index address lives in the pin
+        ),
+        ('package = "-x"\nversion = "9.9.9"\nsha256 = "%s"\n' % ("a" * 64), "package '-x'"),
+        ('package = "t"\nversion = "nine"\nsha256 = "%s"\n' % ("a" * 64), "version 'nine'"),
+        ('package = "t"\nversion = "9.9.9"\nsha256 = "ABC"\n', "64 lowercase hex"),
+    ],
+)
+def test_release_pin_is_validated(tmp_path, text, message):
+    (tmp_path / "transformers.toml").write_text(text)
+    with pytest.raises(PinError, match=message):
         load_release_pin(tmp_path)
+
+
+def test_the_sdist_is_asked_of_pip_by_name_and_version(tmp_path, monkeypatch):
+    data = sdist(MINI)
+    calls = []
+
+    def fake_run(argv, **kwargs):
+        calls.append(argv)
+        folder = Path(argv[argv.index("--dest") + 1])
+        (folder / "transformers-9.9.9.tar.gz").write_bytes(data)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(release.subprocess, "run", fake_run)
+    assert sdist_bytes(pin_for(data)) == data
+    assert calls[0][3:] == ["download", "--no-deps", "--no-binary", ":all:", "--dest"] + [
+        calls[0][8],
+        "transformers==9.9.9",
+    ]
+    assert cache_path(pin_for(data)).read_bytes() == data  # the second call reads the cache
+    assert sdist_bytes(pin_for(data)) == data and len(calls) == 1
+
+
+def test_a_failing_pip_download_is_one_message(monkeypatch):
+    data = sdist(MINI)
+
+    def fake_run(argv, **kwargs):
+        return subprocess.CompletedProcess(argv, 1, "", "ERROR: No matching distribution found\n")
+
+    monkeypatch.setattr(release.subprocess, "run", fake_run)
+    with pytest.raises(SourceError, match="No matching distribution found.*--source PATH"):
+        sdist_bytes(pin_for(data))
 
 
 def test_the_committed_pin_names_the_release_the_vllm_pin_accepts():
     pin = load_release_pin(REPO_ROOT / "pins")
     # vLLM's requirements/common.txt at its pin: transformers >= 5.5.3
-    assert tuple(int(p) for p in pin.release.split(".")) >= (5, 5, 3)
-    assert pin.url.endswith(f"transformers-{pin.release}.tar.gz")
+    assert pin.package == "transformers"
+    assert tuple(int(p) for p in pin.version.split(".")) >= (5, 5, 3)
     header = (REPO_ROOT / "generated/transformers/config_classes.py").read_text()
-    assert f"# sha256: {pin.sha256}" in header and f'RELEASE = "{pin.release}"' in header
+    assert f"# sha256: {pin.sha256}" in header and f'RELEASE = "{pin.version}"' in header
+    # no index address in the repository: pip resolves the file from the user's index
+    assert "https://" not in (REPO_ROOT / "pins/transformers.toml").read_text()
+    assert "pythonhosted" not in header
 
 
 # -- rendering and apron reading it back -----------------------------------------------------------
@@ -381,7 +433,7 @@ def test_main_writes_and_checks_generated_transformers(project, make_repo, tmp_p
     source.write_bytes(data)
     pin = pin_for(data)
     (project.pins / "transformers.toml").write_text(
-        f'release = "{pin.release}"\nurl = "{pin.url}"\nsha256 = "{pin.sha256}"\n'
+        f'package = "{pin.package}"\nversion = "{pin.version}"\nsha256 = "{pin.sha256}"\n'
     )
     repo, shas = make_repo(
         [

@@ -37,7 +37,7 @@ def render_project(
     pins = root / "pins"
     pin = load_release_pin(pins)
     data = sdist_bytes(pin, source, offline=offline)
-    modules = configuration_modules(data, str(source or pin.url))
+    modules = configuration_modules(data, str(source or pin.requirement))
     ours = transformers_tables(modules, {p: blob_of(t) for p, t in modules.items()})
     vllm_pin = load_pin(pins, "vllm")
     chosen = vllm_source or os.environ.get(SOURCE_ENV.format(engine="VLLM")) or vllm_pin.url

@@ -1,6 +1,7 @@
-"""transformers' pinned release: `pins/transformers.toml` (release, sdist URL, sha256), the sdist
-downloaded once into the user cache directory and checked against the sha256, and the
-configuration modules read out of the archive (never unpacked, never imported)."""
+"""transformers' pinned release: `pins/transformers.toml` (package, version, sha256 of the sdist),
+the sdist fetched once by pip from whatever index the user has into the user cache directory and
+checked against the sha256, and the configuration modules read out of the archive (never
+unpacked, never imported)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import hashlib
 import io
 import os
 import re
+import subprocess
+import sys
 import tarfile
+import tempfile
 import tomllib
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,13 +30,23 @@ CONFIG_GLOB = "src/transformers/models/*/configuration_*.py"
 MAX_SDIST_BYTES = 64 * 1024 * 1024  # the 5.5.3 sdist is 8 MB
 SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 RELEASE = re.compile(r"^[0-9][0-9A-Za-z.+-]*\Z")
+PACKAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+PIN_FIELDS = {"package", "version", "sha256"}
+PIP_TIMEOUT = 600  # seconds for `pip download` of one sdist
 
 
 @dataclass(frozen=True)
 class ReleasePin:
-    release: str
-    url: str
+    """A release sdist named the way pip asks for it; no index address (pip's own config picks
+    the index)."""
+
+    package: str
+    version: str
     sha256: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
 
 
 def load_release_pin(pins_dir: Path) -> ReleasePin:
@@ -46,20 +58,20 @@ def load_release_pin(pins_dir: Path) -> ReleasePin:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise PinError(f"pin file {path} is not valid TOML: {err}", engine="transformers") from err
     problems = []
-    release, url, sha = data.get("release"), data.get("url"), data.get("sha256")
-    if set(data) != {"release", "url", "sha256"}:
-        problems.append("fields must be exactly release, url, sha256")
-    if not isinstance(release, str) or not RELEASE.match(release):
-        problems.append(f"release {release!r} is not a version")
-    if not isinstance(url, str) or not url.startswith("https://") or not url.isprintable():
-        problems.append(f"url {url!r} must be an https:// URL")
+    package, version, sha = data.get("package"), data.get("version"), data.get("sha256")
+    if set(data) != PIN_FIELDS:
+        problems.append("fields must be exactly package, version, sha256")
+    if not isinstance(package, str) or not PACKAGE.match(package):
+        problems.append(f"package {package!r} is not a package name")
+    if not isinstance(version, str) or not RELEASE.match(version):
+        problems.append(f"version {version!r} is not a version")
     if not isinstance(sha, str) or not SHA256.match(sha):
         problems.append(f"sha256 {sha!r} must be 64 lowercase hex digits")
     if problems:
         raise PinError(
             f"pin file {path} is malformed: {'; '.join(problems)}", engine="transformers"
         )
-    return ReleasePin(release, url, sha)  # type: ignore[arg-type]
+    return ReleasePin(package=package, version=version, sha256=sha)  # type: ignore[arg-type]
 
 
 def cache_path(pin: ReleasePin) -> Path:
@@ -72,7 +84,7 @@ def _checked(data: bytes, pin: ReleasePin, where: str) -> bytes:
     if digest != pin.sha256:
         raise SourceError(
             f"{where} has sha256 {digest}, but pins/{PIN_NAME} names {pin.sha256} "
-            f"(transformers {pin.release})",
+            f"({pin.requirement})",
             engine="transformers",
             source=where,
         )
@@ -95,28 +107,58 @@ def sdist_bytes(pin: ReleasePin, source: Path | None = None, *, offline: bool = 
         return _checked(cached.read_bytes(), pin, str(cached))
     if offline:
         raise SourceError(
-            f"transformers {pin.release} is not in the cache ({cached}) and downloading is off; "
+            f"{pin.requirement} is not in the cache ({cached}) and downloading is off; "
             f"give the sdist with --source PATH (e.g. `pip download --no-deps --no-binary :all: "
-            f"transformers=={pin.release}`) or run with network access",
+            f"{pin.requirement}`) or run with network access",
             engine="transformers",
         )
-    try:
-        with urllib.request.urlopen(pin.url, timeout=120) as response:  # noqa: S310 (https only)
-            data = response.read(MAX_SDIST_BYTES + 1)
-    except (urllib.error.URLError, OSError) as err:
-        raise SourceError(
-            f"cannot download {pin.url}: {err}; give the sdist with --source PATH",
-            engine="transformers",
-            source=pin.url,
-        ) from err
-    if len(data) > MAX_SDIST_BYTES:
-        raise SourceError(f"{pin.url} is over {MAX_SDIST_BYTES} bytes", engine="transformers")
-    _checked(data, pin, pin.url)
+    data = _checked(pip_download(pin), pin, f"the sdist pip downloaded for {pin.requirement}")
     cached.parent.mkdir(parents=True, exist_ok=True)
     partial = cached.with_suffix(".part")
     partial.write_bytes(data)
     partial.replace(cached)
     return data
+
+
+def pip_download(pin: ReleasePin) -> bytes:
+    """The sdist of `pin`, fetched by pip (`pip download --no-deps --no-binary :all:`) from the
+    index the user's pip is configured with."""
+    with tempfile.TemporaryDirectory(prefix="apron-sdist-") as folder:
+        argv = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--dest",
+            folder,
+            pin.requirement,
+        ]
+        try:
+            done = subprocess.run(  # noqa: S603 (fixed argv, a validated requirement)
+                argv, capture_output=True, text=True, timeout=PIP_TIMEOUT, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise SourceError(
+                f"pip download {pin.requirement} failed: {err}; give the sdist with --source PATH",
+                engine="transformers",
+            ) from err
+        found = sorted(Path(folder).glob("*.tar.gz"))
+        if done.returncode != 0 or len(found) != 1:
+            why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no sdist saved"]
+            raise SourceError(
+                f"pip download {pin.requirement} failed ({why[0]}); give the sdist with "
+                "--source PATH",
+                engine="transformers",
+            )
+        if found[0].stat().st_size > MAX_SDIST_BYTES:
+            raise SourceError(
+                f"the sdist of {pin.requirement} is over {MAX_SDIST_BYTES} bytes",
+                engine="transformers",
+            )
+        return found[0].read_bytes()
 
 
 def configuration_modules(data: bytes, where: str) -> dict[str, str]:
