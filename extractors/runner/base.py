@@ -162,9 +162,18 @@ class EngineSpec:
     # "MLA", "MLA (conditional)", "MHA (explicit)"}; None: the engine says nothing about MLA
     mla_decided_by: str | None = None
     mla_verdicts: Callable[[EngineFacts], Mapping[str, str]] | None = None
+    # the facts whose rows apron evaluates for its figures (an MLA list, the KV-head scan, state
+    # calculators, block sizes, memory rules): a bump lists their changes first, item by item
+    calculator_facts: tuple[str, ...] = ()
+    # facts -> the registered architectures that are drafts or speculative heads (an MTP module,
+    # an EAGLE head), counted apart from the models people serve; None: the engine says none
+    draft_architectures: Callable[[EngineFacts], set[str]] | None = None
 
     def __post_init__(self) -> None:
         run_order(self.facts)  # a bad declaration fails when the engine module is imported
+        unknown = [n for n in self.calculator_facts if n not in {f.kind.name for f in self.facts}]
+        if unknown:
+            raise ValueError(f"{self.engine_id}: calculator_facts names unknown facts {unknown}")
         if (self.mla_decided_by is None) != (self.mla_verdicts is None) or (
             self.mla_decided_by not in (None, "architecture", "model_type")
         ):
