@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from apron.errors import ApronInputError
 from apron.json_files import parse_json, read_json_object, read_regular_file
+
+if TYPE_CHECKING:
+    from apron.constraints import ConstraintSet
 
 TEXT_CONFIG_KEYS = ("text_config", "language_config")
 GGUF_MAGIC = b"GGUF"
@@ -47,9 +50,23 @@ def is_int(value: Any) -> bool:
 class ModelConfig:
     """A normalized view of one config.json."""
 
-    __slots__ = ("raw", "text", "text_key", "source", "_aliases", "_derived", "_reading")
+    __slots__ = (
+        "raw",
+        "text",
+        "text_key",
+        "source",
+        "constraints",
+        "_aliases",
+        "_derived",
+        "_reading",
+    )
 
-    def __init__(self, raw: Mapping[str, Any], source: str) -> None:
+    def __init__(
+        self, raw: Mapping[str, Any], source: str, constraints: ConstraintSet | None = None
+    ) -> None:
+        """`constraints`: the rules the config is read with (its configuration classes) and that
+        every figure computed from it evaluates; default: the generated/ apron was installed
+        with."""
         self.raw = raw
         self.source = source
         self.text_key: str | None = None
@@ -59,10 +76,19 @@ class ModelConfig:
             if isinstance(sub, Mapping):
                 self.text_key, self.text = key, sub
                 break
-        from apron.normalize import attribute_map, text_class
+        if constraints is None:
+            from apron.constraints import load_constraints
 
-        top = self.model_type
-        self._aliases = attribute_map(text_class(self.text_model_type, self.text_key, top))
+            constraints = load_constraints()
+        self.constraints = constraints
+        classes = constraints.config_classes()
+        self._aliases = (
+            classes.attribute_map(
+                classes.text_class(self.text_model_type, self.text_key, self.model_type)
+            )
+            if classes is not None
+            else {}
+        )
         self._derived: dict[str, Any] | None = None
         self._reading = ""
 
@@ -108,10 +134,18 @@ class ModelConfig:
     def derived(self) -> dict[str, Any]:
         """Fields the engine sees that config.json lacks (apron.normalize), by name -> Derived."""
         if self._derived is None:
-            from apron.normalize import derive
-
+            classes = self.constraints.config_classes()
             mt = self.text_model_type or self.model_type
-            self._derived, self._reading = derive(
+            if classes is None:
+                self._derived, self._reading = (
+                    {},
+                    (
+                        "config read as published: the constraint set has no configuration classes "
+                        "(generated/transformers/), so no class defaults are filled in"
+                    ),
+                )
+                return self._derived
+            self._derived, self._reading = classes.derive(
                 mt,
                 self._published_value,
                 self.text,
@@ -139,6 +173,12 @@ class ModelConfig:
         if derived is not None:
             return FieldRead(name, f"{name} (derived: {derived.source})", derived.value)
         return published
+
+    def bound(self, constraints: ConstraintSet) -> ModelConfig:
+        """This config read with another constraint set (itself when it already is)."""
+        if constraints is self.constraints:
+            return self
+        return ModelConfig(self.raw, self.source, constraints)
 
     def present(self, name: str) -> bool:
         return self.read(name) is not None
@@ -221,7 +261,7 @@ def _is_adapter(data: Mapping[str, Any]) -> bool:
     )
 
 
-def _from_path(path: Path) -> ModelConfig:
+def _from_path(path: Path, constraints: ConstraintSet | None = None) -> ModelConfig:
     if path.is_dir():
         config = path / "config.json"
         if not config.exists():  # a FIFO or device there is refused by read_regular_file
@@ -252,20 +292,24 @@ def _from_path(path: Path) -> ModelConfig:
         )
     if _is_adapter(data):
         raise ApronInputError(_adapter_message(path, data))
-    return ModelConfig(data, str(path))
+    return ModelConfig(data, str(path), constraints)
 
 
-def load_config(source: str | Path | Mapping[str, Any], name: str | None = None) -> ModelConfig:
+def load_config(
+    source: str | Path | Mapping[str, Any],
+    name: str | None = None,
+    constraints: ConstraintSet | None = None,
+) -> ModelConfig:
     """A ModelConfig from a path (file or directory), a model id ORG/NAME[@REV] or a cache folder
     models--ORG--NAME in the local Hugging Face cache (apron.hf_cache), or a parsed dict."""
     if isinstance(source, Mapping):
         if _is_adapter(source):
             raise ApronInputError(_adapter_message(Path(name or "<dict>"), source))
-        return ModelConfig(source, name or "<dict>")
+        return ModelConfig(source, name or "<dict>", constraints)
     from apron import hf_cache
 
     try:
-        return _from_path(hf_cache.resolve(source))
+        return _from_path(hf_cache.resolve(source), constraints)
     except OSError as err:  # an unreadable directory: Path.is_dir/is_file raise PermissionError
         raise ApronInputError(
             f"cannot read {err.filename or source}: {err.strerror or err}"
@@ -276,9 +320,9 @@ def sample_names() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in SAMPLES_DIR.glob("*.json")))
 
 
-def load_sample(name: str) -> ModelConfig:
+def load_sample(name: str, constraints: ConstraintSet | None = None) -> ModelConfig:
     path = SAMPLES_DIR / f"{name}.json"
     if not path.is_file():
         raise ApronInputError(f"no sample named {name!r}; samples: {', '.join(sample_names())}")
-    config = _from_path(path)
-    return ModelConfig(config.raw, f"sample:{name}")
+    config = _from_path(path, constraints)
+    return ModelConfig(config.raw, f"sample:{name}", config.constraints)

@@ -356,17 +356,58 @@ def engine_directory(engine: EngineConstraints) -> EngineDirectory:
 # ---------------------------------------------------------------- every engine
 
 
+class ConfigClassTables:
+    """generated/transformers/ (the configuration classes of transformers' release and of vLLM),
+    loaded on first use: the modules are large and many plans never read them."""
+
+    MODULES = ("config_classes", "vllm_config_classes")
+
+    def __init__(self, folder: Path, *, fresh: bool) -> None:
+        self.folder = folder
+        self.fresh = fresh
+        self._modules: tuple[types.ModuleType, ...] | None = None
+        self._classes: dict[frozenset[str], Any] = {}
+
+    def modules(self) -> tuple[types.ModuleType, ...]:
+        if self._modules is None:
+            self._modules = tuple(
+                _execute(self.folder / f"{name}.py", None, fresh=self.fresh)
+                for name in self.MODULES
+            )
+        return self._modules
+
+    def classes(self, kv_head_keys: frozenset[str]):  # -> apron.normalize.ConfigClasses
+        """The tables with these KV-head keys withheld from defaults, built once per key set."""
+        if kv_head_keys not in self._classes:
+            from apron.normalize import ConfigClasses
+
+            self._classes[kv_head_keys] = ConfigClasses.from_modules(*self.modules(), kv_head_keys)
+        return self._classes[kv_head_keys]
+
+
 class ConstraintSet(NamedTuple):
-    """The engines apron consulted: id -> constraints, or None when that engine has none."""
+    """The rules apron consults: engine id -> constraints (None when that engine has none), and
+    the configuration classes configs are read with. Everything apron evaluates comes from the
+    set the caller gives; no module loads generated/ on its own."""
 
     engines: Mapping[str, EngineConstraints | None]
+    config_tables: ConfigClassTables | None = None
 
     def get(self, engine: str) -> EngineConstraints | None:
         return self.engines.get(engine)
 
     def replace(self, engine: str, constraints: EngineConstraints | None) -> ConstraintSet:
         """A copy with one engine swapped (tests use it to show the rows drive the answer)."""
-        return ConstraintSet({**self.engines, engine: constraints})
+        return self._replace(engines={**self.engines, engine: constraints})
+
+    def config_classes(self):  # -> apron.normalize.ConfigClasses | None
+        """The configuration classes (transformers' and vLLM's) with vLLM's KV-head alias keys,
+        or None when this set has no generated/transformers/ tables."""
+        if self.config_tables is None:
+            return None
+        vllm = self.get("vllm")
+        keys = frozenset(str(r.key) for r in vllm.rows("kv_head_aliases")) if vllm else frozenset()
+        return self.config_tables.classes(keys)
 
 
 def default_directory() -> Path:
@@ -432,12 +473,23 @@ def load_constraints(directory: Path | None = None) -> ConstraintSet:
     """Every engine's constraints in `directory` (default: the `generated` package, loaded once
     per process; an explicit directory is read afresh)."""
     if directory is not None:
-        return ConstraintSet({e: load_engine(e, directory) for e in engine_titles(directory)})
+        return ConstraintSet(
+            {e: load_engine(e, directory) for e in engine_titles(directory)},
+            _config_tables(directory, fresh=True),
+        )
     cached = _CACHE.get("default")
     if cached is None:
-        cached = ConstraintSet({engine: load_engine(engine) for engine in ENGINES})
+        cached = ConstraintSet(
+            {engine: load_engine(engine) for engine in ENGINES},
+            _config_tables(default_directory(), fresh=False),
+        )
         _CACHE["default"] = cached
     return cached
+
+
+def _config_tables(directory: Path, *, fresh: bool) -> ConfigClassTables | None:
+    folder = directory.resolve() / "transformers"
+    return ConfigClassTables(folder, fresh=fresh) if (folder / "__init__.py").is_file() else None
 
 
 def reset_cache() -> None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from apron.constraints import EngineConstraints
 from apron.json_files import read_json_object
 
 HF_QUANT_CONFIG = "hf_quant_config.json"
@@ -42,12 +43,9 @@ MODELOPT_KV = "modelopt_kv_cache_dtype"
 MODELOPT_METHOD = "modelopt_quant_method"
 
 
-def vllm_literal(literal: str) -> dict[str, str] | None:
+def vllm_literal(vllm: EngineConstraints | None, literal: str) -> dict[str, str] | None:
     """key -> value of one extracted vLLM literal; None when the generated facts have none (or
     an entry the extractor could not read, which would make any answer a guess)."""
-    from apron.constraints import load_constraints
-
-    vllm = load_constraints().get("vllm")
     rows = [r for r in vllm.rows(VLLM_LITERALS) if r.literal == literal] if vllm else []
     if not rows or any(r.status != "read" for r in rows):
         return None
@@ -71,11 +69,8 @@ SGLANG_FAMILY = "_DEEPSEEK_FAMILY_ARCHS"
 SGLANG_DSA = "is_deepseek_dsa"
 
 
-def sglang_dsa_archs() -> frozenset[str] | None:
+def sglang_dsa_archs(sglang: EngineConstraints | None) -> frozenset[str] | None:
     """The architectures in both sets; None when either is not extracted (or not read whole)."""
-    from apron.constraints import load_constraints
-
-    sglang = load_constraints().get("sglang")
     if sglang is None:
         return None
     family = [r for r in sglang.rows(SGLANG_SETS) if r.set_name == SGLANG_FAMILY]
@@ -183,7 +178,7 @@ def _weight_dtypes(model_dir: Path | None) -> tuple[str, ...]:
 
 
 def _vllm_model_dtype(
-    config: Mapping[str, Any], model_dir: Path | None, pooling: bool
+    vllm: EngineConstraints | None, config: Mapping[str, Any], model_dir: Path | None, pooling: bool
 ) -> KvDtypeChoice:
     value, key = _config_dtype_value(config)
     how = ""
@@ -240,7 +235,7 @@ def _vllm_model_dtype(
     model_type = config.get("model_type")
     dtype = config_dtype
     if config_dtype == "fp32":
-        refused = vllm_literal(FLOAT16_REFUSED) if pooling else {}
+        refused = vllm_literal(vllm, FLOAT16_REFUSED) if pooling else {}
         if refused is None:
             return _not_extracted(FLOAT16_REFUSED)
         if pooling and model_type not in refused:
@@ -254,7 +249,9 @@ def _vllm_model_dtype(
     )
 
 
-def _vllm_modelopt_kv(quant: Mapping[str, Any]) -> tuple[str | None, str]:
+def _vllm_modelopt_kv(
+    vllm: EngineConstraints | None, quant: Mapping[str, Any]
+) -> tuple[str | None, str]:
     """(vLLM cache dtype string or None, what was read): get_kv_cache_quant_algo_string."""
     inner = quant.get("quantization", quant)
     if not isinstance(inner, Mapping):
@@ -283,7 +280,7 @@ def _vllm_modelopt_kv(quant: Mapping[str, Any]) -> tuple[str | None, str]:
         else:
             return "auto", f"{where} {dict(value)} (not a scheme vLLM maps: falls back to auto)"
     if isinstance(value, str):
-        kv_map = vllm_literal(MODELOPT_KV)
+        kv_map = vllm_literal(vllm, MODELOPT_KV)
         if kv_map is None:
             return None, f"{where} = {value!r}: {MODELOPT_KV} not extracted"
         mapped = kv_map.get(value.lower())
@@ -293,7 +290,7 @@ def _vllm_modelopt_kv(quant: Mapping[str, Any]) -> tuple[str | None, str]:
     return None, ""
 
 
-def _vllm_quant_method(quant: Mapping[str, Any]) -> tuple[str, str]:
+def _vllm_quant_method(vllm: EngineConstraints | None, quant: Mapping[str, Any]) -> tuple[str, str]:
     """(normalised quant_method, refusal) as _normalize_quantization_config sets it."""
     producer = quant.get("producer")
     producer_name = producer.get("name") if isinstance(producer, Mapping) else None
@@ -303,7 +300,7 @@ def _vllm_quant_method(quant: Mapping[str, Any]) -> tuple[str, str]:
     if (producer_name == "modelopt" or legacy) and isinstance(inner, Mapping):
         algo = inner.get("quant_algo")
         if algo is not None:
-            methods = vllm_literal(MODELOPT_METHOD)
+            methods = vllm_literal(vllm, MODELOPT_METHOD)
             if methods is None:
                 return "", f"vLLM's {MODELOPT_METHOD} literal is not among the extracted facts"
             method = methods.get(str(algo).upper(), "")
@@ -332,7 +329,11 @@ def _vllm_compressed_tensors(scheme: Mapping[str, Any]) -> str:
 
 
 def _vllm(
-    config: Mapping[str, Any], model_dir: Path | None, mla: bool, pooling: bool
+    vllm: EngineConstraints | None,
+    config: Mapping[str, Any],
+    model_dir: Path | None,
+    mla: bool,
+    pooling: bool,
 ) -> KvDtypeChoice:
     architectures = _architectures(config)
     if "DeepseekV4ForCausalLM" in architectures or (mla and "index_topk" in config):
@@ -345,11 +346,11 @@ def _vllm(
         )
     quant = _quant_config(config, model_dir, file_before_compression=True)
     if quant.body is not None:
-        method, refusal = _vllm_quant_method(quant.body)
+        method, refusal = _vllm_quant_method(vllm, quant.body)
         if refusal:
             return KvDtypeChoice(None, f"auto: {refusal}", (quant.key,))
         if method.startswith("modelopt") and quant.key != "compression_config":
-            resolved, what = _vllm_modelopt_kv(quant.body)
+            resolved, what = _vllm_modelopt_kv(vllm, quant.body)
             if resolved == "fp8_e4m3":
                 return KvDtypeChoice(
                     "fp8",
@@ -364,7 +365,7 @@ def _vllm(
                     (quant.key,),
                 )
             if resolved == "auto":
-                base = _vllm_model_dtype(config, model_dir, pooling)
+                base = _vllm_model_dtype(vllm, config, model_dir, pooling)
                 return base._replace(reason=f"{base.reason}; {quant.key} {what}")
             if resolved is None and what:
                 return KvDtypeChoice(None, f"auto: {quant.key} {what}", (quant.key,))
@@ -376,7 +377,7 @@ def _vllm(
                     (quant.key,),
                 )
             if resolved is None:
-                base = _vllm_model_dtype(config, model_dir, pooling)
+                base = _vllm_model_dtype(vllm, config, model_dir, pooling)
                 return base._replace(
                     reason=f"{base.reason}; {quant.key} ({method}) sets no kv_cache_scheme or "
                     "kv_cache_quant_algo"
@@ -384,7 +385,7 @@ def _vllm(
         scheme = quant.body.get("kv_cache_scheme")
         if method == "compressed-tensors" and scheme is not None:
             if mla:
-                base = _vllm_model_dtype(config, model_dir, pooling)
+                base = _vllm_model_dtype(vllm, config, model_dir, pooling)
                 return base._replace(
                     reason=f"{base.reason}; {quant.key}.kv_cache_scheme is set but MLA layers "
                     f"do not read it ({VLLM_MLA})"
@@ -407,7 +408,7 @@ def _vllm(
                 f"auto: {quant.key}.kv_cache_scheme {shown} -> fp8 ({VLLM_ATTENTION})",
                 (quant.key + ".kv_cache_scheme",),
             )
-    return _vllm_model_dtype(config, model_dir, pooling)
+    return _vllm_model_dtype(vllm, config, model_dir, pooling)
 
 
 def _sglang_dtype_of(value: Any, model_type: Any) -> tuple[str | None, str]:
@@ -490,7 +491,9 @@ def _sglang_kv_quant_algo(quant: Mapping[str, Any], key: str) -> tuple[Any, str]
     return None, ""
 
 
-def _sglang(config: Mapping[str, Any], model_dir: Path | None, mla: bool) -> KvDtypeChoice:
+def _sglang(
+    sglang: EngineConstraints | None, config: Mapping[str, Any], model_dir: Path | None, mla: bool
+) -> KvDtypeChoice:
     architectures = _architectures(config)
     if "DeepseekV4ForCausalLM" in architectures:
         return KvDtypeChoice(
@@ -500,7 +503,7 @@ def _sglang(config: Mapping[str, Any], model_dir: Path | None, mla: bool) -> KvD
             "extracted",
             ("architectures",),
         )
-    dsa = sglang_dsa_archs()
+    dsa = sglang_dsa_archs(sglang)
     if dsa is None:
         return KvDtypeChoice(
             None,
@@ -539,17 +542,18 @@ def resolve_kv_dtype_auto(
     model_dir: Path | None,
     engine: str,
     *,
+    rules: EngineConstraints | None,
     mla: bool = False,
     pooling: bool = False,
 ) -> KvDtypeChoice:
     """The KV cache dtype `engine` uses for `--kv-cache-dtype auto` with this checkpoint.
 
-    `mla`: the engine allocates this model as MLA (vLLM's MLAAttention ignores a compressed-tensors
+    `rules`: that engine's constraints (its extracted literals and sets); `mla`: the engine allocates this model as MLA (vLLM's MLAAttention ignores a compressed-tensors
     kv_cache_scheme); `pooling`: vLLM runs it as a pooling model (float32 then becomes float16)."""
     if engine == "vllm":
-        return _vllm(config, model_dir, mla, pooling)
+        return _vllm(rules, config, model_dir, mla, pooling)
     if engine == "sglang":
-        return _sglang(config, model_dir, mla)
+        return _sglang(rules, config, model_dir, mla)
     return KvDtypeChoice(
         None, f"auto: how {engine} resolves its KV cache dtype is not among the extracted rules", ()
     )

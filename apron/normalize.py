@@ -9,6 +9,9 @@ derivations run in order, evaluated from their expression trees (operators:
 extractors/transformers/config_classes.py EXPRESSION_OPS); a field whose default or derivation
 was not read stays absent. A published field always wins over a derived one.
 
+The tables come from the constraint set the caller gives (ConstraintSet.config_classes()): no
+generated module is imported here.
+
 Left by hand (HAND_RULES) are readings of vLLM's model code, not of a configuration class; each
 names its file. A model_type without a class gets no derived fields, and the plan says so."""
 
@@ -16,7 +19,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 
@@ -109,80 +111,110 @@ def _tables(module: Any, origin: str) -> _Tables:
     return _Tables(classes, dict(getattr(module, "REGISTRY", ())), by_model_type)
 
 
-@lru_cache(maxsize=1)
-def _sources() -> tuple[_Tables, _Tables]:
-    from apron.generated.transformers import config_classes, vllm_config_classes
+class ConfigClasses:
+    """The configuration classes an engine builds configs with, from one constraint set:
+    transformers' tables and vLLM's (which replace them for the model_types vLLM registers), and
+    vLLM's KV-head alias keys, which are never filled in from a default (`_withheld`)."""
 
-    ours = _tables(config_classes, f"transformers {config_classes.RELEASE}")
-    vllm = _tables(vllm_config_classes, f"vLLM {vllm_config_classes.COMMIT[:12]}")
-    return ours, vllm
+    def __init__(self, transformers: _Tables, vllm: _Tables, kv_head_keys: frozenset[str]) -> None:
+        self.transformers = transformers
+        self.vllm = vllm
+        self.kv_head_keys = kv_head_keys
 
+    @classmethod
+    def from_modules(
+        cls, transformers_module: Any, vllm_module: Any, kv_head_keys: frozenset[str]
+    ) -> ConfigClasses:
+        """From the two generated modules (generated/transformers/config_classes.py and
+        vllm_config_classes.py, as apron.constraints loads them)."""
+        return cls(
+            _tables(transformers_module, f"transformers {transformers_module.RELEASE}"),
+            _tables(vllm_module, f"vLLM {vllm_module.COMMIT[:12]}"),
+            kv_head_keys,
+        )
 
-def class_named(name: str) -> ConfigClass | None:
-    """vLLM's class of that name, else transformers'."""
-    ours, vllm = _sources()
-    return vllm.classes.get(name) or ours.classes.get(name)
+    def class_named(self, name: str) -> ConfigClass | None:
+        """vLLM's class of that name, else transformers'."""
+        return self.vllm.classes.get(name) or self.transformers.classes.get(name)
 
+    def _near(self, name: str, origin: str) -> ConfigClass | None:
+        """The class `name` as a class of `origin` refers to it: from the same source first."""
+        for tables in (self.transformers, self.vllm):
+            found = tables.classes.get(name)
+            if found is not None and found.origin == origin:
+                return found
+        return self.class_named(name)
 
-def _near(name: str, origin: str) -> ConfigClass | None:
-    """The class `name` as a class of `origin` refers to it: from the same source first."""
-    for tables in _sources():
-        found = tables.classes.get(name)
-        if found is not None and found.origin == origin:
-            return found
-    return class_named(name)
+    def class_for(self, model_type: str | None) -> ConfigClass | None:
+        """The class the engine builds a config of `model_type` with: vLLM's registered class,
+        else the class transformers' AutoConfig maps it to, else a class declaring that
+        model_type."""
+        if not model_type:
+            return None
+        if model_type in self.vllm.registry:
+            return self.class_named(self.vllm.registry[model_type])
+        if model_type in self.transformers.registry:
+            return self.transformers.classes.get(self.transformers.registry[model_type])
+        name = self.vllm.by_model_type.get(model_type) or self.transformers.by_model_type.get(
+            model_type
+        )
+        return self.class_named(name) if name else None
 
+    def class_chain(self, cls: ConfigClass) -> list[ConfigClass]:
+        """The class, then its configuration-class bases (depth first, each once)."""
+        chain, todo, seen = [], [cls], set()
+        while todo:
+            current = todo.pop(0)
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            chain.append(current)
+            todo += [
+                b for b in (self._near(n, current.origin) for n in current.bases) if b is not None
+            ]
+        return chain
 
-def class_for(model_type: str | None) -> ConfigClass | None:
-    """The class the engine builds a config of `model_type` with: vLLM's registered class, else
-    the class transformers' AutoConfig maps it to, else a class declaring that model_type."""
-    if not model_type:
-        return None
-    ours, vllm = _sources()
-    if model_type in vllm.registry:
-        return class_named(vllm.registry[model_type])
-    if model_type in ours.registry:
-        return ours.classes.get(ours.registry[model_type])
-    name = vllm.by_model_type.get(model_type) or ours.by_model_type.get(model_type)
-    return class_named(name) if name else None
+    def text_class(
+        self, model_type: str | None, text_key: str | None, top_model_type: str | None
+    ) -> ConfigClass | None:
+        """The class of the text config: the class the top class builds under `text_key` (its
+        sub_configs, or the class its constructor calls), else the class of the text config's
+        own model_type, else the top class."""
+        top = self.class_for(top_model_type) if top_model_type else None
+        if top is not None and text_key is not None:
+            for member in self.class_chain(top):
+                if text_key in member.sub_configs:
+                    built = self._near(member.sub_configs[text_key], member.origin)
+                    if built is not None:
+                        return built
+        cls = self.class_for(model_type) if model_type else None
+        return cls if cls is not None else top
 
+    def attribute_map(self, cls: ConfigClass | None) -> dict[str, tuple[str, ...]]:
+        """attribute read -> (config.json key,), from the class and its bases (apron.config)."""
+        found: dict[str, tuple[str, ...]] = {}
+        for member in reversed(self.class_chain(cls)) if cls is not None else ():
+            found.update({alias: (stored,) for alias, stored in member.attribute_map.items()})
+        return found
 
-def class_chain(cls: ConfigClass) -> list[ConfigClass]:
-    """The class, then its configuration-class bases (depth first, each once)."""
-    chain, todo, seen = [], [cls], set()
-    while todo:
-        current = todo.pop(0)
-        if current.name in seen:
-            continue
-        seen.add(current.name)
-        chain.append(current)
-        todo += [b for b in (_near(n, current.origin) for n in current.bases) if b is not None]
-    return chain
+    def class_fields(self, cls: ConfigClass, published: Mapping[str, Any]) -> dict[str, Derived]:
+        """What the class sets that config.json does not publish (or publishes as null): its
+        defaults, then each derivation whose condition holds, in order."""
+        return class_fields(self, cls, published)
 
-
-def text_class(
-    model_type: str | None, text_key: str | None, top_model_type: str | None
-) -> ConfigClass | None:
-    """The class of the text config: the class the top class builds under `text_key` (its
-    sub_configs, or the class its constructor calls), else the class of the text config's own
-    model_type, else the top class."""
-    top = class_for(top_model_type) if top_model_type else None
-    if top is not None and text_key is not None:
-        for member in class_chain(top):
-            if text_key in member.sub_configs:
-                built = _near(member.sub_configs[text_key], member.origin)
-                if built is not None:
-                    return built
-    cls = class_for(model_type) if model_type else None
-    return cls if cls is not None else top
-
-
-def attribute_map(cls: ConfigClass | None) -> dict[str, tuple[str, ...]]:
-    """attribute read -> (config.json key,), from the class and its bases (apron.config)."""
-    found: dict[str, tuple[str, ...]] = {}
-    for member in reversed(class_chain(cls)) if cls is not None else ():
-        found.update({alias: (stored,) for alias, stored in member.attribute_map.items()})
-    return found
+    def derive(
+        self,
+        model_type: str | None,
+        get: Getter,
+        published: Mapping[str, Any] | None = None,
+        *,
+        text_key: str | None = None,
+        top_model_type: str | None = None,
+    ) -> tuple[dict[str, Derived], str]:
+        """Derived fields for one text config, and how it was read (module function derive)."""
+        return derive(
+            self, model_type, get, published, text_key=text_key, top_model_type=top_model_type
+        )
 
 
 # -- evaluating derivations ---------------------------------------------------------------------
@@ -207,8 +239,10 @@ class _Env:
     """The config as the class sees it: published keys over the class defaults, then what the
     derivations set."""
 
-    def __init__(self, published: Mapping[str, Any], cls: ConfigClass) -> None:
-        chain = class_chain(cls)
+    def __init__(
+        self, published: Mapping[str, Any], cls: ConfigClass, classes: ConfigClasses
+    ) -> None:
+        chain = classes.class_chain(cls)
         self.published = published
         self.aliases: dict[str, str] = {}
         self.defaults: dict[str, tuple[Any, bool]] = {}
@@ -336,14 +370,6 @@ def words(tree: tuple) -> str:
     return f"({words(tree[1])} {op} {words(tree[2])})"
 
 
-@lru_cache(maxsize=1)
-def kv_head_keys() -> frozenset[str]:
-    """The keys of vLLM's KV-head alias scan (generated/vllm kv_head_aliases)."""
-    from apron.generated.vllm import kv_head_aliases
-
-    return frozenset(str(row.key) for row in kv_head_aliases.ROWS)
-
-
 def _mentions(tree: Any, names: set[str]) -> bool:
     if not isinstance(tree, tuple) or not tree:
         return False
@@ -354,28 +380,33 @@ def _mentions(tree: Any, names: set[str]) -> bool:
     return any(_mentions(part, names) for part in tree[1:])
 
 
-def _withheld(name: str, derivation: tuple[tuple, tuple] | None) -> bool:
+def _withheld(
+    name: str, derivation: tuple[tuple, tuple] | None, kv_head_keys: frozenset[str]
+) -> bool:
     """A KV-head key is not filled in from a class default, nor by a derivation that tests the
     key itself (`num_key_value_heads = num_attention_heads` when it is None): that is the MHA
     fallback, and where config.json names no KV-head key apron answers unknown (DESIGN: never a
     plausible default). A derivation from other fields (GPTBigCode's `1 if multi_query else
     n_head`) fills it."""
-    if name not in kv_head_keys():
+    if name not in kv_head_keys:
         return False
     return derivation is None or any(_mentions(part, {name}) for part in derivation)
 
 
-def class_fields(cls: ConfigClass, published: Mapping[str, Any]) -> dict[str, Derived]:
+def class_fields(
+    classes: ConfigClasses, cls: ConfigClass, published: Mapping[str, Any]
+) -> dict[str, Derived]:
     """What the class sets that config.json does not publish (or publishes as null): its
     defaults, then each derivation whose condition holds, in order."""
-    env = _Env(published, cls)
+    env = _Env(published, cls, classes)
+    keys = classes.kv_head_keys
     where = f"{cls.origin} {cls.name} ({cls.path})"
     sources: dict[str, str] = {}
-    for member in class_chain(cls):
+    for member in classes.class_chain(cls):
         for name, (_value, known) in member.defaults.items():
-            usable = known and not _withheld(name, None)
+            usable = known and not _withheld(name, None, keys)
             sources.setdefault(name, f"{where}: class default" if usable else "")
-    for member in class_chain(cls):
+    for member in classes.class_chain(cls):
         for name, condition, expression in member.derivations:
             real = env.real(name)
             test = env.evaluate(condition)
@@ -385,7 +416,7 @@ def class_fields(cls: ConfigClass, published: Mapping[str, Any]) -> dict[str, De
                 env.set[real] = env.evaluate(expression)
             else:
                 continue
-            usable = not _withheld(real, (condition, expression))
+            usable = not _withheld(real, (condition, expression), keys)
             sources[real] = f"{where}: {real} = {words(expression)}" if usable else ""
     found: dict[str, Derived] = {}
     for name, source in sources.items():
@@ -487,6 +518,7 @@ HAND_RULES: dict[str, Rule] = {
 
 
 def derive(
+    classes: ConfigClasses,
     model_type: str | None,
     get: Getter,
     published: Mapping[str, Any] | None = None,
@@ -499,8 +531,8 @@ def derive(
     `published` is the text config as config.json holds it; `get` reads a published field by
     its canonical name (aliases looked through)."""
     published = published if published is not None else {}
-    cls = text_class(model_type, text_key, top_model_type)
-    found = class_fields(cls, published) if cls is not None else {}
+    cls = classes.text_class(model_type, text_key, top_model_type)
+    found = class_fields(classes, cls, published) if cls is not None else {}
     rule = HAND_RULES.get(model_type or "") or HAND_RULES.get(top_model_type or "")
     if rule is not None:
 

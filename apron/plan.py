@@ -541,7 +541,7 @@ def auto_kv_dtypes(
         mla = bool(decision is not None and decision.mla is not None and decision.mla.is_mla)
         pooling = engine_id == "vllm" and _vllm_pooling(model, cs.get("vllm"))
         choices[engine_id] = resolve_kv_dtype_auto(
-            model.raw, model_dir, engine_id, mla=mla, pooling=pooling
+            model.raw, model_dir, engine_id, rules=cs.get(engine_id), mla=mla, pooling=pooling
         )
     return choices
 
@@ -662,9 +662,11 @@ def plan(
     a checkpoint (it replaces what model_dir holds).
     kv_dtype "auto" is resolved per engine from the checkpoint (its quantization config, or
     hf_quant_config.json in model_dir, default the directory of the config.json read)."""
-    model = config if isinstance(config, ModelConfig) else load_config(config)
-    refuse_impossible(model)
     cs = constraints if constraints is not None else load_constraints()
+    model = (
+        config.bound(cs) if isinstance(config, ModelConfig) else load_config(config, constraints=cs)
+    )
+    refuse_impossible(model)
     vllm = cs.get("vllm")
     kv_dtype = canonical_kv_dtype(kv_dtype)
     auto = kv_dtype == AUTO_KV_DTYPE

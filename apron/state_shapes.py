@@ -67,12 +67,6 @@ class _Refused(Exception):
     """vLLM refuses these values (divide() of a non-multiple) or a term apron cannot evaluate."""
 
 
-def _vllm():
-    from apron.constraints import load_constraints
-
-    return load_constraints().get("vllm")
-
-
 def _index(vllm) -> tuple[dict, dict, dict]:
     hooks = {(r.model_class, r.hook): r for r in vllm.rows(HOOKS_FACT)}
     methods = {f"{r.calculator_class}.{r.method}": r for r in vllm.rows(CALCULATORS_FACT)}
@@ -101,10 +95,11 @@ def _rebase(path: str, config: str) -> str:
     return path
 
 
-def rule_for(model: ModelConfig, vllm=None) -> ShapeRule | None:
-    """vLLM's state hooks for this config's architecture, or None (no architecture, no hook,
-    a hook or calculator the extractor could not read)."""
-    vllm = vllm if vllm is not None else _vllm()
+def rule_for(model: ModelConfig) -> ShapeRule | None:
+    """vLLM's state hooks for this config's architecture, from the constraint set the config is
+    read with, or None (no architecture, no hook, a hook or calculator the extractor could not
+    read)."""
+    vllm = model.constraints.get("vllm")
     if vllm is None or model.architecture is None:
         return None
     hooks, methods, flags = _index(vllm)

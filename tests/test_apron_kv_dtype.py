@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from apron import plan
 from apron.cli import app
+from apron.constraints import load_constraints
 from apron.errors import ApronInputError
 from apron.kv_dtype import KvDtypeChoice, resolve_kv_dtype_auto
 
@@ -40,6 +41,13 @@ LLM_COMPRESSOR_FP8_KV = {
     "dynamic": False,
     "symmetric": True,
 }
+
+
+def auto(config, model_dir, engine, **flags) -> KvDtypeChoice:
+    """resolve_kv_dtype_auto with the engine's committed constraints."""
+    return resolve_kv_dtype_auto(
+        config, model_dir, engine, rules=load_constraints().get(engine), **flags
+    )
 
 
 def load(path: Path) -> dict:
@@ -63,7 +71,7 @@ def checkpoint_dir(tmp_path: Path, config: dict, *quant_files: Path) -> Path:
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_a_bf16_checkpoint_keeps_a_bf16_cache(engine):
     # Devstral-Small-2507: torch_dtype bfloat16, no quantization -> the model dtype
-    choice = resolve_kv_dtype_auto(load(DEVSTRAL), DEVSTRAL.parent, engine)
+    choice = auto(load(DEVSTRAL), DEVSTRAL.parent, engine)
     assert choice.dtype == "bf16"
     assert choice.source_keys == ("torch_dtype",)
     where = VLLM_DTYPE if engine == "vllm" else SGLANG_DTYPE
@@ -83,7 +91,7 @@ def test_a_bf16_checkpoint_keeps_a_bf16_cache(engine):
 def test_an_fp16_checkpoint_keeps_an_fp16_cache(config, key, engine):
     # llama-7b says torch_dtype float16; the Qwen3.5 REAP export says dtype float16 (the newer
     # transformers spelling): both engines keep float16 (neither downcasts a 16-bit dtype)
-    choice = resolve_kv_dtype_auto(load(config), None, engine)
+    choice = auto(load(config), None, engine)
     assert (choice.dtype, choice.source_keys) == ("fp16", (key,))
     assert f"the config's {key} = float16" in choice.reason
 
@@ -93,15 +101,15 @@ def test_a_float32_checkpoint_differs_between_the_engines():
     # dtype (bfloat16 on compute capability >= 8.0) or float16 for a pooling model; SGLang's
     # _get_and_verify_dtype downcasts to float16, bfloat16 for gemma model types
     config = load(DEVSTRAL) | {"torch_dtype": "float32"}
-    vllm = resolve_kv_dtype_auto(config, None, "vllm")
+    vllm = auto(config, None, "vllm")
     assert vllm.dtype == "bf16"
     assert "float32, downcast to bfloat16 (a GPU with bfloat16" in vllm.reason
-    assert resolve_kv_dtype_auto(config, None, "vllm", pooling=True).dtype == "fp16"
-    assert resolve_kv_dtype_auto(config, None, "sglang").dtype == "fp16"
+    assert auto(config, None, "vllm", pooling=True).dtype == "fp16"
+    assert auto(config, None, "sglang").dtype == "fp16"
     gemma = load(CORPUS / "gemma-2-9b.json") | {"torch_dtype": "float32"}
-    assert resolve_kv_dtype_auto(gemma, None, "sglang").dtype == "bf16"
+    assert auto(gemma, None, "sglang").dtype == "bf16"
     # gemma2 refuses float16 in vLLM (_FLOAT16_NOT_SUPPORTED_MODELS): even as pooling, bfloat16
-    assert resolve_kv_dtype_auto(gemma, None, "vllm", pooling=True).dtype == "bf16"
+    assert auto(gemma, None, "vllm", pooling=True).dtype == "bf16"
 
 
 def test_no_dtype_in_the_config_vllm_reads_the_weights(tmp_path):
@@ -109,20 +117,18 @@ def test_no_dtype_in_the_config_vllm_reads_the_weights(tmp_path):
     # safetensors weights; SGLang assumes float32 and downcasts to float16
     config = load(CORPUS / "gpt-oss-20b.json")
     assert "torch_dtype" not in config and "dtype" not in config
-    unknown = resolve_kv_dtype_auto(config, None, "vllm")
+    unknown = auto(config, None, "vllm")
     assert unknown.dtype is None
     assert unknown.reason.endswith("and no checkpoint directory was given")
-    assert resolve_kv_dtype_auto(config, tmp_path, "vllm").reason.endswith(
-        f"and there are none in {tmp_path}"
-    )
+    assert auto(config, tmp_path, "vllm").reason.endswith(f"and there are none in {tmp_path}")
     header = json.dumps({"w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}}).encode()
     (tmp_path / "model.safetensors").write_bytes(
         struct.pack("<Q", len(header)) + header + b"\0" * 4
     )
-    from_headers = resolve_kv_dtype_auto(config, tmp_path, "vllm")
+    from_headers = auto(config, tmp_path, "vllm")
     assert from_headers.dtype == "bf16"
     assert from_headers.source_keys == ("safetensors headers",)
-    assert resolve_kv_dtype_auto(config, None, "sglang").dtype == "fp16"
+    assert auto(config, None, "sglang").dtype == "fp16"
 
 
 def test_sglang_reads_the_text_config_dtype():
@@ -131,11 +137,11 @@ def test_sglang_reads_the_text_config_dtype():
     # bfloat16, and inherited bfloat16 -> bfloat16, so either way bf16. For a non-gemma text
     # config the two readings differ (float16 or bfloat16): unknown.
     gemma3 = load(CORPUS / "gemma-3-27b.json")
-    choice = resolve_kv_dtype_auto(gemma3, None, "sglang")
+    choice = auto(gemma3, None, "sglang")
     assert choice.dtype == "bf16"
     assert "text_config has no dtype (top level bfloat16)" in choice.reason
     other = gemma3 | {"text_config": gemma3["text_config"] | {"model_type": "llama"}}
-    unknown = resolve_kv_dtype_auto(other, None, "sglang")
+    unknown = auto(other, None, "sglang")
     assert unknown.dtype is None
     assert "none (float32), downcast to float16 or bfloat16, depending on" in unknown.reason
 
@@ -143,7 +149,7 @@ def test_sglang_reads_the_text_config_dtype():
 def test_a_dtype_apron_does_not_know_is_unknown():
     config = load(DEVSTRAL) | {"torch_dtype": "float8_e4m3fn"}
     for engine in ("vllm", "sglang"):
-        choice = resolve_kv_dtype_auto(config, None, engine)
+        choice = auto(config, None, engine)
         assert choice.dtype is None
         assert "torch_dtype = 'float8_e4m3fn' is not a dtype apron knows" in choice.reason
 
@@ -162,7 +168,7 @@ def test_modelopt_fp8_kv_in_hf_quant_config_json_is_fp8_in_both(tmp_path, engine
     directory = checkpoint_dir(
         tmp_path, load(DEVSTRAL), CHECKPOINTS / "modelopt-0.19-fp8-example/hf_quant_config.json"
     )
-    choice = resolve_kv_dtype_auto(load(DEVSTRAL), directory, engine)
+    choice = auto(load(DEVSTRAL), directory, engine)
     assert choice.dtype == "fp8"
     assert choice.source_keys == ("hf_quant_config.json",)
     assert (
@@ -177,7 +183,7 @@ def test_modelopt_nvfp4_without_kv_quantization_keeps_the_model_dtype(tmp_path, 
     directory = checkpoint_dir(
         tmp_path, load(DEVSTRAL), CHECKPOINTS / "deepseek-r1-fp4/hf_quant_config.json"
     )
-    choice = resolve_kv_dtype_auto(load(DEVSTRAL), directory, engine)
+    choice = auto(load(DEVSTRAL), directory, engine)
     assert choice.dtype == "bf16"
     expected = (
         "hf_quant_config.json (modelopt_fp4) sets no kv_cache_scheme or kv_cache_quant_algo"
@@ -196,8 +202,8 @@ def test_quantization_config_in_config_json_wins_over_hf_quant_config_json(tmp_p
     directory = checkpoint_dir(
         tmp_path, config, CHECKPOINTS / "modelopt-0.19-fp8-example/hf_quant_config.json"
     )
-    assert resolve_kv_dtype_auto(config, directory, "vllm", mla=True).dtype == "bf16"
-    sglang = resolve_kv_dtype_auto(config, directory, "sglang", mla=True)
+    assert auto(config, directory, "vllm", mla=True).dtype == "bf16"
+    sglang = auto(config, directory, "sglang", mla=True)
     assert sglang.dtype == "bf16"
     assert sglang.reason.endswith(
         "quantization_config.kv_cache_quant_algo (quant_method fp8) = None is not FP8"
@@ -213,15 +219,12 @@ def test_modelopt_flat_kv_cache_scheme_needs_dynamic_false_in_vllm_only():
     without = load(DEVSTRAL) | {
         "quantization_config": quant | {"kv_cache_scheme": {"type": "float", "num_bits": 8}}
     }
-    assert resolve_kv_dtype_auto(without, None, "vllm").dtype == "bf16"
-    assert (
-        "not a scheme vLLM maps: falls back to auto"
-        in resolve_kv_dtype_auto(without, None, "vllm").reason
-    )
-    assert resolve_kv_dtype_auto(without, None, "sglang").dtype == "fp8"
+    assert auto(without, None, "vllm").dtype == "bf16"
+    assert "not a scheme vLLM maps: falls back to auto" in auto(without, None, "vllm").reason
+    assert auto(without, None, "sglang").dtype == "fp8"
     static = {"type": "float", "num_bits": 8, "dynamic": False}
     with_false = load(DEVSTRAL) | {"quantization_config": quant | {"kv_cache_scheme": static}}
-    assert resolve_kv_dtype_auto(with_false, None, "vllm").dtype == "fp8"
+    assert auto(with_false, None, "vllm").dtype == "fp8"
 
 
 def test_modelopt_nvfp4_kv_is_unknown_in_vllm_and_bf16_in_sglang():
@@ -235,9 +238,9 @@ def test_modelopt_nvfp4_kv_is_unknown_in_vllm_and_bf16_in_sglang():
             "kv_cache_quant_algo": "NVFP4",
         }
     }
-    vllm = resolve_kv_dtype_auto(config, None, "vllm")
+    vllm = auto(config, None, "vllm")
     assert vllm.dtype is None and "-> nvfp4" in vllm.reason and "not modelled" in vllm.reason
-    assert resolve_kv_dtype_auto(config, None, "sglang").dtype == "bf16"
+    assert auto(config, None, "sglang").dtype == "bf16"
 
 
 def test_an_unknown_modelopt_algorithm_is_refused_by_vllm():
@@ -247,7 +250,7 @@ def test_an_unknown_modelopt_algorithm_is_refused_by_vllm():
             "quantization": {"quant_algo": "W4A8"},
         }
     }
-    choice = resolve_kv_dtype_auto(config, None, "vllm")
+    choice = auto(config, None, "vllm")
     assert choice == KvDtypeChoice(
         None,
         "auto: vLLM refuses the ModelOpt quant_algo 'W4A8' (Unknown ModelOpt quant algo)",
@@ -268,18 +271,18 @@ def test_compressed_tensors_fp8_kv_is_fp8_in_vllm_and_not_in_sglang():
             "kv_cache_scheme": LLM_COMPRESSOR_FP8_KV,
         }
     }
-    vllm = resolve_kv_dtype_auto(config, None, "vllm")
+    vllm = auto(config, None, "vllm")
     assert vllm == KvDtypeChoice(
         "fp8",
         "auto: quantization_config.kv_cache_scheme {'num_bits': 8, 'type': 'float', 'strategy': "
         "'tensor'} -> fp8 (vllm/model_executor/layers/attention/attention.py Attention.__init__)",
         ("quantization_config.kv_cache_scheme",),
     )
-    sglang = resolve_kv_dtype_auto(config, None, "sglang")
+    sglang = auto(config, None, "sglang")
     assert sglang.dtype == "bf16"
     assert "compressed-tensors config has no kv_cache_quant_algo" in sglang.reason
     # MLAAttention.__init__ has no kv_cache_scheme branch: an MLA model keeps its dtype
-    mla = resolve_kv_dtype_auto(config, None, "vllm", mla=True)
+    mla = auto(config, None, "vllm", mla=True)
     assert mla.dtype == "bf16" and "MLA layers do not read it" in mla.reason
 
 
@@ -290,7 +293,7 @@ def test_compressed_tensors_kv_scheme_vllm_refuses_is_unknown():
     config = load(DEVSTRAL) | {
         "quantization_config": {"quant_method": "compressed_tensors", "kv_cache_scheme": scheme}
     }
-    choice = resolve_kv_dtype_auto(config, None, "vllm")
+    choice = auto(config, None, "vllm")
     assert choice.dtype is None
     assert (
         "vLLM refuses the compressed-tensors kv_cache_scheme at startup: num_bits=8, type=int"
@@ -305,7 +308,7 @@ def test_compression_config_is_read_when_there_is_no_quantization_config():
             "kv_cache_scheme": LLM_COMPRESSOR_FP8_KV,
         }
     }
-    assert resolve_kv_dtype_auto(config, None, "vllm").dtype == "fp8"
+    assert auto(config, None, "vllm").dtype == "fp8"
 
 
 def test_a_dsa_checkpoint_depends_on_the_gpu_in_both():
@@ -313,16 +316,16 @@ def test_a_dsa_checkpoint_depends_on_the_gpu_in_both():
     # MLA backends choose the KV format (fp8_ds_mla on FLASHINFER_MLA_SPARSE_SM120); SGLang's
     # _dsa_kv_cache_dtype_default takes fp8_e4m3 on SM >= 10 and bfloat16 below
     config = load(CHECKPOINTS / "glm-5-w4a16-awq/config.json")
-    vllm = resolve_kv_dtype_auto(config, None, "vllm", mla=True)
+    vllm = auto(config, None, "vllm", mla=True)
     assert vllm.dtype is None and "depends on the GPU" in vllm.reason
-    sglang = resolve_kv_dtype_auto(config, None, "sglang", mla=True)
+    sglang = auto(config, None, "sglang", mla=True)
     assert sglang.dtype is None
     assert sglang.reason.startswith("auto: GlmMoeDsaForCausalLM with index_topk (DSA)")
 
 
 @pytest.mark.parametrize("engine", ["llamacpp", "trtllm"])
 def test_engines_without_an_extracted_rule_are_unknown(engine):
-    choice = resolve_kv_dtype_auto(load(DEVSTRAL), None, engine)
+    choice = auto(load(DEVSTRAL), None, engine)
     assert choice == KvDtypeChoice(
         None,
         f"auto: how {engine} resolves its KV cache dtype is not among the extracted rules",
@@ -337,7 +340,7 @@ def test_engines_without_an_extracted_rule_are_unknown(engine):
 def test_a_malformed_hf_quant_config_json_is_refused(tmp_path, content, message):
     (tmp_path / "hf_quant_config.json").write_bytes(content)
     with pytest.raises(ApronInputError) as err:
-        resolve_kv_dtype_auto(load(DEVSTRAL), tmp_path, "vllm")
+        auto(load(DEVSTRAL), tmp_path, "vllm")
     assert str(tmp_path / "hf_quant_config.json") in str(err.value) and message in str(err.value)
 
 
@@ -412,22 +415,25 @@ def test_vllm_literals_are_the_extracted_facts():
     # generated/vllm kv_dtype_literals at 0231dd54: vllm/config/model.py
     # _FLOAT16_NOT_SUPPORTED_MODELS, vllm/utils/torch_utils.py MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP,
     # _normalize_quantization_config's `quant_algo_upper in {...}` / `== "NVFP4"` clauses
-    assert set(kv_dtype.vllm_literal(kv_dtype.FLOAT16_REFUSED)) == {
+    assert set(kv_dtype.vllm_literal(load_constraints().get("vllm"), kv_dtype.FLOAT16_REFUSED)) == {
         "gemma2",
         "gemma3",
         "gemma3_text",
         "plamo2",
         "glm4",
     }
-    assert kv_dtype.vllm_literal(kv_dtype.MODELOPT_KV) == {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"}
-    assert kv_dtype.vllm_literal(kv_dtype.MODELOPT_METHOD) == {
+    assert kv_dtype.vllm_literal(load_constraints().get("vllm"), kv_dtype.MODELOPT_KV) == {
+        "fp8": "fp8_e4m3",
+        "nvfp4": "nvfp4",
+    }
+    assert kv_dtype.vllm_literal(load_constraints().get("vllm"), kv_dtype.MODELOPT_METHOD) == {
         "FP8": "modelopt",
         "FP8_PER_CHANNEL_PER_TOKEN": "modelopt",
         "FP8_PB_WO": "modelopt",
         "NVFP4": "modelopt_fp4",
     }
     # overrides.py _DEEPSEEK_FAMILY_ARCHS (8) and model_config.py is_deepseek_dsa (9) share 7
-    assert kv_dtype.sglang_dsa_archs() == {
+    assert kv_dtype.sglang_dsa_archs(load_constraints().get("sglang")) == {
         "DeepseekV3ForCausalLM",
         "DeepseekV32ForCausalLM",
         "GlmMoeDsaForCausalLM",
@@ -438,11 +444,18 @@ def test_vllm_literals_are_the_extracted_facts():
     }
 
 
-def test_a_literal_not_extracted_gives_unknown_never_a_default(monkeypatch):
-    from apron import kv_dtype
+def test_a_literal_not_extracted_gives_unknown_never_a_default():
+    # the constraint set passed in decides: without the literals' rows, no default is assumed
+    engines = load_constraints().engines
+    vllm_rules = engines["vllm"]._replace(facts={**engines["vllm"].facts, "kv_dtype_literals": ()})
+    sglang_rules = engines["sglang"]._replace(
+        facts={**engines["sglang"].facts, "kv_dtype_sets": ()}
+    )
+    rules = {"vllm": vllm_rules, "sglang": sglang_rules}
 
-    monkeypatch.setattr(kv_dtype, "vllm_literal", lambda literal: None)
-    monkeypatch.setattr(kv_dtype, "sglang_dsa_archs", lambda: None)
+    def auto(config, model_dir, engine, **flags) -> KvDtypeChoice:
+        return resolve_kv_dtype_auto(config, model_dir, engine, rules=rules[engine], **flags)
+
     fp8 = load(DEVSTRAL) | {
         "quantization_config": {
             "quant_method": "modelopt",
@@ -450,7 +463,7 @@ def test_a_literal_not_extracted_gives_unknown_never_a_default(monkeypatch):
             "kv_cache_quant_algo": "FP8",
         }
     }
-    vllm = resolve_kv_dtype_auto(fp8, None, "vllm")
+    vllm = auto(fp8, None, "vllm")
     assert vllm.dtype is None and "modelopt_kv_cache_dtype not extracted" in vllm.reason
     producer = load(DEVSTRAL) | {
         "quantization_config": {
@@ -458,10 +471,10 @@ def test_a_literal_not_extracted_gives_unknown_never_a_default(monkeypatch):
             "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"},
         }
     }
-    vllm = resolve_kv_dtype_auto(producer, None, "vllm")
+    vllm = auto(producer, None, "vllm")
     assert vllm.dtype is None and "modelopt_quant_method literal is not among" in vllm.reason
     pooling = load(DEVSTRAL) | {"torch_dtype": "float32"}
-    choice = resolve_kv_dtype_auto(pooling, None, "vllm", pooling=True)
+    choice = auto(pooling, None, "vllm", pooling=True)
     assert choice.dtype is None and "float16_not_supported" in choice.reason
-    sglang = resolve_kv_dtype_auto(load(DEVSTRAL), None, "sglang")
+    sglang = auto(load(DEVSTRAL), None, "sglang")
     assert sglang.dtype is None and "_DEEPSEEK_FAMILY_ARCHS" in sglang.reason

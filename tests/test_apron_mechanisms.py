@@ -13,7 +13,7 @@ import pytest
 
 from apron import plan
 from apron.config import ModelConfig
-from apron.constraints import ENGINES, ConstraintSet, load_engine
+from apron.constraints import ENGINES, load_constraints, load_engine
 from apron.layers import layout
 
 SAMPLES = Path(__file__).resolve().parent.parent / "apron" / "samples"
@@ -195,7 +195,9 @@ def test_mla_shaped_but_unlisted_model_type_is_full_attention_for_vllm():
         assert result.prediction.mechanism == "mla_latent" and vllm.differs_from_prediction
 
     # with vLLM's rules alone, no engine says MLA: the prediction is full attention, and says why
-    vllm_only = ConstraintSet({e: (load_engine(e) if e == "vllm" else None) for e in ENGINES})
+    vllm_only = load_constraints()._replace(
+        engines={e: (load_engine(e) if e == "vllm" else None) for e in ENGINES}
+    )
     alone = plan(config, context=32768, constraints=vllm_only)
     assert alone.prediction.mechanism == "full_attention"
     assert alone.prediction.kv_bytes_per_token == 4_997_120
@@ -462,8 +464,10 @@ def test_mamba1_uses_vllm_constant_zero_override():
     result = plan(config, context=10)
     assert result.kv_heads.count == 0 and "constant 0" in result.kv_heads.how
     p = result.prediction
-    # conv = 3 x 1,536 = 4,608; ssm = 1,536 x 16 = 24,576; (4,608 + 24,576) x 4 B = 116,736
-    assert p.state_bytes_per_sequence == 24 * (3 * 1536 + 1536 * 16) * 4 == 2_801_664
+    # MambaForCausalLM's vLLM rule (mamba1_state_shape): conv = 3 x 1,536 = 4,608; ssm = 1,536 x
+    # 16 = 24,576; in the model dtype, which vLLM downcasts from float32 to bfloat16 (2 B):
+    # (4,608 + 24,576) x 2 B = 58,368 B per layer
+    assert p.state_bytes_per_sequence == 24 * (3 * 1536 + 1536 * 16) * 2 == 1_400_832
 
 
 def test_recurrent_without_state_fields_is_unknown():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from apron.config import load_config
+from apron.constraints import load_constraints
 from apron.layers import CHUNKED, FULL, LINEAR, SHARED, SLIDING, layout
 from apron.normalize import HAND_RULES, derive
 
@@ -100,7 +101,8 @@ def test_kv_sharing_marks_the_last_layers():
 
 
 def test_unknown_model_type_is_read_as_published_with_a_note():
-    derived, note = derive("no_such_model", lambda name: None)
+    classes = load_constraints().config_classes()
+    derived, note = derive(classes, "no_such_model", lambda name: None)
     assert derived == {} and "no configuration class for model_type 'no_such_model'" in note
 
 

@@ -52,7 +52,7 @@ def with_vllm_fact(fact: str, rows: tuple) -> ConstraintSet:
 
 def only(**engines: EngineConstraints | None) -> ConstraintSet:
     base = {name: None for name in constraints_module.ENGINES}
-    return ConstraintSet({**base, **engines})
+    return load_constraints()._replace(engines={**base, **engines})
 
 
 def architecture_facts(engine: str) -> tuple[ArchitectureFact, ...]:

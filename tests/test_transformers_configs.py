@@ -386,7 +386,7 @@ def loaded(text: str, path: Path) -> types.ModuleType:
 
 
 @pytest.fixture
-def mini_tables(monkeypatch, tmp_path):
+def mini_tables(tmp_path) -> normalize.ConfigClasses:
     files = rendered()
     ours = normalize._tables(
         loaded(files["config_classes.py"], tmp_path / "ours.py"), "transformers 9.9.9"
@@ -394,14 +394,15 @@ def mini_tables(monkeypatch, tmp_path):
     vllm = normalize._tables(
         loaded(files["vllm_config_classes.py"], tmp_path / "theirs.py"), "vLLM dddd"
     )
-    monkeypatch.setattr(normalize, "_sources", lambda: (ours, vllm))
+    # vLLM's KV-head alias keys, whose MHA fallback copy is never filled in
+    return normalize.ConfigClasses(ours, vllm, frozenset({"num_key_value_heads"}))
 
 
 def test_apron_evaluates_the_rendered_derivations(mini_tables):
-    cls = normalize.class_named("ToyConfig")
+    cls = mini_tables.class_named("ToyConfig")
     assert cls is not None and cls.origin == "vLLM dddd"  # vLLM's class replaces transformers'
-    ours = normalize._sources()[0].classes["ToyConfig"]
-    found = normalize.class_fields(ours, {"num_hidden_layers": 4, "full_attention_interval": 2})
+    ours = mini_tables.transformers.classes["ToyConfig"]
+    found = mini_tables.class_fields(ours, {"num_hidden_layers": 4, "full_attention_interval": 2})
     # interval 2 from config.json: layers 2 and 4 full
     assert found["layer_types"].value == [
         "linear_attention",
@@ -417,13 +418,13 @@ def test_apron_evaluates_the_rendered_derivations(mini_tables):
 
 
 def test_apron_reads_vllms_init_class_and_the_text_sub_config(mini_tables):
-    vllm_toy = normalize.class_for("toy")
+    vllm_toy = mini_tables.class_for("toy")
     # vLLM's ToyConfig: head_dim None -> hidden_size // num_attention_heads = 2048 // 16 = 128
-    found = normalize.class_fields(vllm_toy, {"hidden_size": 2048, "num_attention_heads": 16})
+    found = mini_tables.class_fields(vllm_toy, {"hidden_size": 2048, "num_attention_heads": 16})
     assert found["head_dim"].value == 128
     # a toy_vl config whose text_config has no model_type: ToyVLConfig.sub_configs names ToyConfig,
     # the class of its own module (transformers'), not vLLM's class of the same name
-    text = normalize.text_class(None, "text_config", "toy_vl")
+    text = mini_tables.text_class(None, "text_config", "toy_vl")
     assert text is not None and (text.name, text.origin) == ("ToyConfig", "transformers 9.9.9")
 
 

@@ -1,6 +1,8 @@
 """Attention-free recurrent models (Mamba, Mamba2): no KV cache, a fixed state per sequence.
 
-state per sequence = num_hidden_layers x per-layer state (apron.ssm), multiplied by the batch."""
+state per sequence = num_hidden_layers x per-layer state, multiplied by the batch. The per-layer
+state is what the model class's vLLM state rule gives (apron.state_shapes, from the constraint set
+the config is read with); without one, the generic Mamba field reading (apron.ssm) at tp 1."""
 
 from __future__ import annotations
 
@@ -29,7 +31,9 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
         )
     if layers is None:
         return unknown_result(NAME, TITLE, (f"{layers_key} is absent",), (layers_key,), state=None)
-    if request.tp > 1:
+    from apron.state_shapes import rule_for
+
+    if request.tp > 1 or rule_for(model) is not None:  # the model class's vLLM rule decides
         return _split_state(model, request, layers)
     state = layer_state(model, recurrent=True)
     lines = [
@@ -64,7 +68,8 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
 
 
 def _split_state(model: ModelConfig, request: Request, layers: int) -> MechanismResult:
-    """One GPU's state at tp > 1, by the model class's vLLM state rule (or unknown without one)."""
+    """One GPU's state at the request's tp by the model class's vLLM state rule (unknown without
+    one at tp > 1, where how the state splits is the rule's)."""
     from apron.mechanisms.hybrid_ssm import state_dtypes
     from apron.state_shapes import layer_state as rule_state
     from apron.state_shapes import rule_for
