@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from apron.extractors.records import ExtractionWarning, Record
 from apron.extractors.report.bump_plan import BumpPlan
+from apron.extractors.report.conformance import SHOWN_DIFFERENCES
 from apron.extractors.report.diff import (
     FactDiff,
     Pair,
@@ -19,6 +20,8 @@ from apron.extractors.report.diff import (
     provenance_fields,
     rekeyed_fields,
 )
+from apron.extractors.report.impact import impact_phrases, rule_changes
+from apron.impact import IMPACT_CONTEXT, IMPACT_GPU_WORDS, IMPACT_TPS, IMPACT_WEIGHTS
 
 GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
 WORKFLOW_NOTICE_RESERVE = 1_000  # left for a notice the workflow puts on top (failed tests)
@@ -28,7 +31,8 @@ HARD_BODY_BUDGET = GITHUB_BODY_LIMIT - WORKFLOW_NOTICE_RESERVE
 READABLE_BODY = 16_384
 BODY_BUDGET = min(READABLE_BODY, HARD_BODY_BUDGET)
 WARNING_CAP = 20
-IMPACT_CAP = 30
+IMPACT_CAP = 12  # rows of the impact table in the body (fewer when the body is long)
+IMPACT_PHRASE_CAP = 20  # what-moved phrases of the impact section in the body
 LINE_CAP = 400  # characters of one listed item
 MOVE_PATTERN_LIMIT = 3  # more distinct moves than this in one kind are summarised as a glob
 SOURCE_LIST_CAP = 8
@@ -334,32 +338,47 @@ def _link(text: str, relative: str, links: BodyLinks) -> str:
     return f"`{text}`"
 
 
-IMPACT_SAMPLES_NAMED = 4  # samples the calculator clause names before "and N more"
 FEATURE_PHRASES = 6  # feature flips the verdict names before "and N more"
 UNRESOLVED = "class unresolved"  # the cell flag of a class the engine's reader could not resolve
 
 
-def _impact_summary(plan: BumpPlan) -> str:
-    """What the calculator's figures do on the samples, in words."""
-    if plan.impact is None:
-        note = f" ({plan.impact_note})" if plan.impact_note else ""
-        return f"the calculator's figures were not computed{note}"
-    from apron.config import sample_names
+IMPACT_PHRASES = 6  # what-moved phrases the verdict names before "and N more"
 
-    total = len(sample_names())
-    if not plan.impact:
-        return f"the calculator's figures are unchanged on the {total} samples"
-    fields: dict[str, list[str]] = {}
-    for change in plan.impact:
-        fields.setdefault(change.sample, []).append(change.field)
-    named = [f"{s}: {', '.join(f)}" for s, f in sorted(fields.items())[:IMPACT_SAMPLES_NAMED]]
-    more = len(fields) - len(named)
-    listed = "; ".join(named) + (f"; and {more} more" if more else "")
-    figures = "figure" if len(plan.impact) == 1 else "figures"
-    return (
-        f"the calculator's figures change on {len(fields)} of the {total} samples "
-        f"({len(plan.impact)} {figures}: {listed})"
+
+def _phrases(plan: BumpPlan) -> list[str]:
+    impact = plan.impact
+    assert impact is not None and impact.changes is not None
+    rules = rule_changes(plan.diff, plan.engine.calculator_facts)
+    return impact_phrases(
+        impact.changes, impact.figures, plan.readings_lost, plan.engine.title, rules
     )
+
+
+def _impact_summary(plan: BumpPlan) -> str:
+    """What the calculator's figures do on the impact samples, in words: what moved, for which
+    models, and why; then how apron compares with the engine's own measurements there."""
+    impact = plan.impact
+    if impact is None or impact.changes is None:
+        note = f" ({impact.note})" if impact is not None and impact.note else ""
+        return f"the calculator's figures were not computed{note}"
+    from apron.impact import impact_samples
+
+    total = len(impact_samples())
+    if not impact.changes:
+        words = f"the calculator's figures are unchanged on the {total} impact samples"
+    else:
+        phrases = _phrases(plan)
+        shown_phrases = phrases[:IMPACT_PHRASES]
+        more = len(phrases) - len(shown_phrases)
+        samples = len({c.sample for c in impact.changes})
+        words = (
+            f"the calculator's figures move on {samples} of the {total} impact samples: "
+            + "; ".join(shown_phrases)
+            + (f"; and {more} more (under Calculator impact)" if more else "")
+        )
+    if impact.conformance is not None:
+        words += "; " + impact.conformance.words(plan.engine.title)
+    return words
 
 
 def feature_flips(plan: BumpPlan) -> list[str]:
@@ -742,19 +761,47 @@ def _warnings(plan: BumpPlan, cap: int | None) -> list[str]:
     return lines + [""]
 
 
-def _impact(plan: BumpPlan, cap: int | None) -> list[str]:
+def _impact(plan: BumpPlan, cap: int | None, phrase_cap: int | None = None) -> list[str]:
+    """The impact section: what moved in words (at most `phrase_cap` phrases), then a table of
+    at most `cap` rows; None: everything."""
     lines = ["## Calculator impact", ""]
-    if plan.impact is None:
-        return lines + [f"Not computed: {plan.impact_note or 'no calculator available'}.", ""]
-    if not plan.impact:
-        return lines + ["No figure or verdict of `apron plan` changed on the sample configs.", ""]
-    rows = plan.impact if cap is None else plan.impact[:cap]
-    lines += ["| sample | field | before | after |", "| --- | --- | --- | --- |"]
+    impact = plan.impact
+    if impact is None or impact.changes is None:
+        note = impact.note if impact is not None and impact.note else "no calculator available"
+        return lines + [f"Not computed: {note}.", ""]
     lines += [
-        _clip(f"| {c.sample} | {c.field} | {shown(c.before)} | {shown(c.after)} |") for c in rows
+        f"Every shipped and impact sample (apron/samples/, apron/samples/impact/) planned at "
+        f"{IMPACT_CONTEXT:,} tokens, tp 1 and tp {max(IMPACT_TPS)}, with {IMPACT_WEIGHTS // 2**30} "
+        f"GiB of weights on a {IMPACT_GPU_WORDS} GPU, with the constraints before and after.",
+        "",
     ]
-    if len(plan.impact) > len(rows):
-        lines.append(f"\nand {len(plan.impact) - len(rows)} more rows (in the full semantic diff)")
+    if impact.conformance is not None:
+        words = impact.conformance.words(plan.engine.title)
+        lines += [words[:1].upper() + words[1:] + "."]
+        lines += [f"- {_clip(d)}" for d in impact.conformance.differences[:SHOWN_DIFFERENCES]]
+        lines.append("")
+    if not impact.changes:
+        return lines + ["No figure of `apron plan` changed on the impact samples.", ""]
+    phrases = _phrases(plan)
+    listed = phrases if phrase_cap is None else phrases[:phrase_cap]
+    lines += [f"- {phrase}" for phrase in listed]
+    if len(phrases) > len(listed):
+        lines.append(f"- and {len(phrases) - len(listed)} more (in the full semantic diff)")
+    lines.append("")
+    rows = impact.changes if cap is None else impact.changes[:cap]
+    if not rows:
+        return lines + [
+            f"{len(impact.changes)} figures changed (table in the full semantic diff).",
+            "",
+        ]
+    lines += ["| sample | figure | before | after | why |", "| --- | --- | --- | --- | --- |"]
+    for c in rows:
+        why = c.reason if cap is None else _clip(c.reason, 100)
+        lines.append(f"| {c.sample} | {c.field} | {shown(c.before)} | {shown(c.after)} | {why} |")
+    if len(impact.changes) > len(rows):
+        lines.append(
+            f"\nand {len(impact.changes) - len(rows)} more rows (in the full semantic diff)"
+        )
     return lines + [""]
 
 
@@ -809,30 +856,35 @@ def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = 
         tail = _warnings(plan, WARNING_CAP) + _impact(plan, IMPACT_CAP)
         return _fit(_join(head + middle + tail + _footer(plan)), limit)
     summary = _summary(plan)
-    impact = _impact(plan, IMPACT_CAP)
-    tail = _warnings(plan, WARNING_CAP)
     deltas = ordered_deltas(plan)
     items = {d.fact: fact_items(d, full=False) for d in deltas}
     groups = [(d.fact, g) for d in deltas for g in items[d.fact][1]]
     rules = set(plan.engine.calculator_facts)
+    knobs = {"warnings": WARNING_CAP, "rows": IMPACT_CAP, "phrases": IMPACT_PHRASE_CAP}
 
     def body(caps: Caps) -> tuple[str, int]:
         details, left_out = _details(plan, caps, items)
         notice = _truncation_notice(left_out, links)
-        return _join(head + notice + impact + summary + details + tail + _footer(plan)), left_out
+        impact = _impact(plan, knobs["rows"], knobs["phrases"])
+        tail = _warnings(plan, knobs["warnings"])
+        text = _join(head + notice + impact + summary + details + tail + _footer(plan))
+        return text, left_out
 
     def fits(caps: Caps) -> bool:
         return github_length(body(caps)[0]) <= limit
 
     caps: Caps = {}
-    if not fits(caps):
-        for cut in (lambda key: key[0] not in rules, lambda key: True):  # large kinds first
-            cut_groups = [key for key in groups if cut(key)]
-            uniform = _largest_fitting_cap(items, cut_groups, caps, fits)
-            caps = {**caps, **{key: uniform for key in cut_groups}}
-            caps = _fill(items, cut_groups, caps, fits)
-            if fits(caps):
-                break
+    large = [key for key in groups if key[0] not in rules]
+    if not fits(caps):  # what matters least goes first: the large kinds' items
+        caps = {key: _largest_fitting_cap(items, large, {}, fits) for key in large}
+        caps = _fill(items, large, caps, fits)
+    for knob in ("warnings", "rows", "phrases"):  # then warnings, impact rows, impact phrases
+        while not fits(caps) and knobs[knob] > 0:
+            knobs[knob] -= 1
+    if not fits(caps):  # last, the rules the calculator reads
+        rule_groups = [key for key in groups if key[0] in rules]
+        uniform = _largest_fitting_cap(items, rule_groups, caps, fits)
+        caps = _fill(items, rule_groups, {**caps, **{k: uniform for k in rule_groups}}, fits)
     text, _ = body(caps)
     return _fit(text, limit)
 

@@ -37,6 +37,16 @@ class LostReading:
     detail: str  # what was read before, in words
     what: str = ""  # what is no longer read, in words ("the default block size of FLASH_ATTN")
     where: str = ""  # "path line N" where the key or the symbol still is in code
+    texts: tuple[str, ...] = ()  # the text fields of the record now (a reason it gives)
+
+    @property
+    def short(self) -> str:
+        """What is no longer read, without its context in brackets."""
+        return self.what.split(" (")[0]
+
+    def names(self, name: str) -> bool:
+        """Whether the record's key names `name` (an architecture), whole or as a dotted part."""
+        return any(name == part for v in self.key.split() for part in v.split("."))
 
     def line(self, engine: str = "") -> str:
         """One sentence a reviewer reads without knowing the extractor: "vLLM's default block
@@ -124,7 +134,7 @@ def readings_lost(
                             kind="dropped",
                             key=_key(record),
                             detail=f"was {record.label()}",
-                            what=f"{result.kind.title}: {record.label()}",
+                            what=f"{result.kind.title}: {record.label().strip()}",
                             where=where,
                         )
                     )
@@ -139,12 +149,26 @@ def readings_lost(
                             fact=result.kind.name,
                             kind="turned unknown",
                             key=_key(record),
-                            detail=f"it was {_shown(record, name)}, now unknown",
+                            detail=(
+                                "it was read, now it is not"
+                                if name == "status"
+                                else f"it was {_shown(record, name)}, now unknown"
+                            ),
                             what=record.reading(name),
                             where=_symbol_place(current, code),
+                            texts=_texts(current),
                         )
                     )
     return found
+
+
+def _texts(record: Record) -> tuple[str, ...]:
+    """The longer text fields of a record (a reason, a code excerpt), provenance left out."""
+    return tuple(
+        value
+        for name, value in record.model_dump().items()
+        if name not in record.PROVENANCE and isinstance(value, str) and len(value) >= 12
+    )
 
 
 def _shown(record: Record, name: str) -> str:
