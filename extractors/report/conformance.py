@@ -67,9 +67,12 @@ class ConformanceOutcome:
         )
         if self.accepted_unknown:
             text += f", {self.accepted_unknown} unknown where the record accepts it"
-        text += f", {differ} differ" if differ else ", none differs"
+        text += (
+            f", {differ} {'differs' if differ == 1 else 'differ'}" if differ else ", none differs"
+        )
         if self.not_compared:
-            text += f" ({self.not_compared} recorded figures apron does not print)"
+            noun = "figure" if self.not_compared == 1 else "figures"
+            text += f" ({self.not_compared} recorded {noun} apron does not print)"
         return text
 
 

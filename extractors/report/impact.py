@@ -171,27 +171,26 @@ def rule_changes(diff, calculator_facts) -> list[tuple[str, str, object]]:
 def change_cause(
     change: ImpactChange, names: set[str], lost: list, rules: list, engine: str = ""
 ) -> str:
-    """Why a figure moved: the readings the bump lost that apron's reason quotes; else the items
-    of the rules the calculator reads that name the sample's architecture or model_type ("MLA
-    model types -deepseek_v3"); else the lost readings that name it ("vLLM's default block size
-    of FLASH_ATTN is no longer read"); else, for a figure that became unknown, apron's reason."""
+    """Why a figure moved: the readings the bump lost that apron's reason quotes, else those that
+    name the sample's architecture ("vLLM's default block size of FLASH_ATTN is no longer
+    read"); else the items of the rules the calculator reads that name its architecture or
+    model_type ("MLA model types -deepseek_v3"); else, for a figure that became unknown, apron's
+    own reason."""
     quoted = [r for r in lost if any(text in change.reason for text in r.texts)]
-    if not quoted:
-        named_rules = [
-            f"{title} {sign}{r.label()}" for title, sign, r in rules if names & _names(r)
-        ]
-        if named_rules:
-            return "; ".join(dict.fromkeys(named_rules))
     readings = quoted or [r for r in lost if any(r.names(n) for n in names)]
-    if not readings:  # apron's own words, where it says why it has no figure
-        return change.reason[:REASON_CAP] if change.after == "unknown" else ""
-    shorts = list(dict.fromkeys(r.short for r in readings))
-    if engine:
-        shorts = [
-            f"{engine}'s {s.removeprefix('the ')}" if s.startswith("the ") else s for s in shorts
-        ]
-    verb = "is" if len(shorts) == 1 else "are"
-    return " and ".join(shorts) + f" {verb} no longer read"
+    if readings:
+        shorts = list(dict.fromkeys(r.short for r in readings))
+        if engine:
+            shorts = [
+                f"{engine}'s {s.removeprefix('the ')}" if s.startswith("the ") else s
+                for s in shorts
+            ]
+        verb = "is" if len(shorts) == 1 else "are"
+        return " and ".join(shorts) + f" {verb} no longer read"
+    named_rules = [f"{title} {sign}{r.label()}" for title, sign, r in rules if names & _names(r)]
+    if named_rules:
+        return " and ".join(dict.fromkeys(named_rules))
+    return change.reason[:REASON_CAP] if change.after == "unknown" else ""
 
 
 def impact_phrases(

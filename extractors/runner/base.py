@@ -171,9 +171,6 @@ class EngineSpec:
 
     def __post_init__(self) -> None:
         run_order(self.facts)  # a bad declaration fails when the engine module is imported
-        unknown = [n for n in self.calculator_facts if n not in {f.kind.name for f in self.facts}]
-        if unknown:
-            raise ValueError(f"{self.engine_id}: calculator_facts names unknown facts {unknown}")
         if (self.mla_decided_by is None) != (self.mla_verdicts is None) or (
             self.mla_decided_by not in (None, "architecture", "model_type")
         ):
