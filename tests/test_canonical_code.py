@@ -48,6 +48,8 @@ from apron.extractors.parsing.python_ts import canonical_text, code_text, parse_
         ),
         (["(gpu_mem - reserved_mem) / gpu_mem"], "(gpu_mem - reserved_mem) / gpu_mem"),
         (['f"{x!r}"'], 'f"{x!r}"'),
+        # libcst's text of a node without the brackets that held its line breaks
+        (["proj_size\n    + 2\n    * proj_k_size", "(proj_size + (2 * proj_k_size))"], None),
     ],
 )
 def test_python_layouts_of_one_expression_give_one_text(layouts, canonical):

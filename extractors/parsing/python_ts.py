@@ -163,9 +163,15 @@ def code_of(node: Node) -> str:
 
 
 def canonical_text(code: str) -> str:
-    """code_of for code given as text (what libcst renders of a node): parsed with
-    tree-sitter; text that does not parse on its own is only compacted."""
-    root = _parser().parse(code.strip().encode("utf-8")).root_node
+    """code_of for code given as text (what libcst renders of a node, perhaps without the
+    brackets that held its line breaks): parsed with tree-sitter, an expression over several
+    lines first inside brackets of its own; text that does not parse is only compacted."""
+    text = code.strip()
+    if "\n" in text:
+        bracketed = _parser().parse(f"(\n{text}\n)".encode()).root_node
+        if not bracketed.has_error and bracketed.named_child_count == 1:
+            return code_of(bracketed)
+    root = _parser().parse(text.encode("utf-8")).root_node
     if root.has_error:
         return compact_text(code)
     return code_of(root)

@@ -876,7 +876,8 @@ def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = 
     caps: Caps = {}
     large = [key for key in groups if key[0] not in rules]
     if not fits(caps):  # what matters least goes first: the large kinds' items
-        caps = {key: _largest_fitting_cap(items, large, {}, fits) for key in large}
+        uniform = _largest_fitting_cap(items, large, {}, fits)
+        caps = {key: uniform for key in large}
         caps = _fill(items, large, caps, fits)
     for knob in ("warnings", "rows", "phrases"):  # then warnings, impact rows, impact phrases
         while not fits(caps) and knobs[knob] > 0:
