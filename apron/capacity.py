@@ -13,10 +13,7 @@ the engine's own figure is lower by what its profiling run measures."""
 from __future__ import annotations
 
 import math
-import re
 from typing import NamedTuple
-
-from apron.errors import ApronInputError
 
 MEMORY_UNITS = {
     "b": 1,
@@ -29,7 +26,6 @@ MEMORY_UNITS = {
     "gib": 2**30,
     "tib": 2**40,
 }
-_MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*$")
 NOT_MODELLED = (
     "activations (the profiled forward pass), CUDA graphs, the sampler and non-torch memory "
     "(NCCL, allocator) are not modelled: the engine subtracts what its profiling run measures, "
@@ -37,26 +33,14 @@ NOT_MODELLED = (
 )
 
 
-def parse_memory(text: str) -> int:
-    """'80GiB' -> 85,899,345,920 bytes; 'GB'/'MB' are decimal, 'GiB'/'MiB' binary; a unit is required."""
-    found = _MEMORY.match(text)
-    if found is None or found.group(2).lower() not in MEMORY_UNITS:
-        raise ApronInputError(
-            f"--gpu-memory {text!r}: give a number and a unit, e.g. 80GiB, 80GB or 81920MiB "
-            f"(units: {', '.join(sorted(MEMORY_UNITS, key=MEMORY_UNITS.__getitem__))}; "
-            "case does not matter)"
-        )
-    value = float(found.group(1)) * MEMORY_UNITS[found.group(2).lower()]
-    if value <= 0:
-        raise ApronInputError(f"--gpu-memory {text!r}: must be more than 0 bytes")
-    return int(value)
+def parse_memory(text: str, option: str = "--gpu-memory") -> int:
+    """'80GiB' -> 85,899,345,920 bytes; 'GB'/'MB' are decimal, 'GiB'/'MiB' binary; a unit is
+    required (apron.bounds reads the number exactly and bounds it)."""
+    from apron import bounds
 
-
-def parse_fraction(value: float, option: str = "--memory-fraction") -> float:
-    """A memory fraction in (0, 1]."""
-    if not 0 < value <= 1:
-        raise ApronInputError(f"{option} {value:g}: must be more than 0 and at most 1")
-    return value
+    return bounds.parse_quantity(
+        text, MEMORY_UNITS, bounds.BYTES, option, example="80GiB, 80GB or 81920MiB"
+    )
 
 
 class Fit(NamedTuple):

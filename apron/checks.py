@@ -6,12 +6,39 @@ asserts num_heads % num_kv_heads == 0."""
 
 from __future__ import annotations
 
-from apron.config import ModelConfig
+from apron.bounds import what_it_is
+from apron.config import ModelConfig, is_int
+from apron.context import LENGTH_KEYS
 from apron.errors import ApronInputError
+from apron.terminal import shown
 
 MAX_LAYERS = 100_000
 MAX_DIMENSION = 2**24
 DIMENSIONS = ("num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size")
+# The counts apron computes from. transformers' configuration classes (pins/transformers.toml,
+# 5.5.3) declare them `int` (or `int | None`) and their strict dataclass validation refuses any
+# other type (StrictDataclassFieldValidationError: "expected int, got bool"), so no engine
+# starts from a config where one is true, "32", 128.5, NaN or 1e308.
+COUNT_FIELDS = (
+    "num_hidden_layers",
+    *DIMENSIONS,
+    "v_head_dim",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "kv_lora_rank",
+    "index_head_dim",
+    "swa_head_dim",
+    "swa_v_head_dim",
+    "swa_num_key_value_heads",
+    "num_nextn_predict_layers",
+    "num_kv_shared_layers",
+    "decoder_layers",
+    "decoder_attention_heads",
+    "d_model",
+    "max_source_positions",
+    *LENGTH_KEYS,
+)
+CONFIG_CLASSES = "transformers' configuration classes"
 
 
 def refuse_unnamed(model: ModelConfig) -> None:
@@ -30,9 +57,57 @@ def refuse_unnamed(model: ModelConfig) -> None:
     )
 
 
+def refuse_invalid(model: ModelConfig) -> None:
+    """ApronInputError when the configuration class the engines build the config with refuses
+    it (its extracted validate_* checks, apron.normalize.refusal): vLLM cannot load it."""
+    constraints = getattr(model, "constraints", None)
+    classes = constraints.config_classes() if constraints is not None else None
+    if classes is None:
+        return
+    chosen = [classes.text_class(model.text_model_type, model.text_key, model.model_type)]
+    if model.text_key is not None:
+        chosen.append(classes.text_class(model.model_type, None, model.model_type))
+    for cls, published in zip(chosen, (model.text, model.raw), strict=False):
+        why = classes.refusal(cls, published) if cls is not None else None
+        if why:
+            raise ApronInputError(f"{model.source}: the config is refused: {why}")
+
+
+def refuse_non_integers(model: ModelConfig) -> None:
+    """ApronInputError for the first count field (COUNT_FIELDS) present with a value that is
+    not an integer: "num_hidden_layers is true, not an integer"; null stays absent. The values
+    config.json states are checked first, then the ones derived from them."""
+    for read_field in (model.published, model.read):
+        for name in COUNT_FIELDS:
+            read = read_field(name)
+            if read is None or read.value is None or is_int(read.value):
+                continue
+            raise ApronInputError(
+                f"{model.source}: {shown(read.key)} is {what_it_is(read.value)}, not an integer "
+                f"({CONFIG_CLASSES} declare it int and refuse any other type)"
+            )
+
+
+def refuse_layer_types_mismatch(model: ModelConfig) -> None:
+    """ApronInputError when `layer_types` is a list whose length is not num_hidden_layers:
+    transformers' PreTrainedConfig.validate_layer_type refuses such a config."""
+    read = model.read("layer_types")
+    layers = model.integer("num_hidden_layers")
+    if read is None or not isinstance(read.value, list) or layers is None:
+        return
+    if len(read.value) != layers:
+        raise ApronInputError(
+            f"{model.source}: {shown(read.key)} has {len(read.value):,} entries but "
+            f"num_hidden_layers is {layers:,} (transformers' validate_layer_type refuses it: "
+            "`num_hidden_layers` must be equal to the number of layer types)"
+        )
+
+
 def refuse_impossible(model: ModelConfig) -> None:
     """ApronInputError naming the first value the engine would refuse (or apron cannot bound)."""
     refuse_unnamed(model)
+    refuse_non_integers(model)
+    refuse_invalid(model)
     layers = model.integer("num_hidden_layers")
     if layers is not None and not 1 <= layers <= MAX_LAYERS:
         raise ApronInputError(
@@ -54,3 +129,4 @@ def refuse_impossible(model: ModelConfig) -> None:
             f"num_key_value_heads {kv_heads}; vLLM's attention layer asserts "
             "num_heads % num_kv_heads == 0"
         )
+    refuse_layer_types_mismatch(model)

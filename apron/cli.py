@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
-from decimal import Decimal
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from apron import bounds
 from apron.config import load_config, load_sample, sample_names
+from apron.console import EscapingConsole
 from apron.errors import ApronInputError
 from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, PARAM_DTYPE_BITS, plan
+from apron.terminal import printable, printable_json, shown
 from apron.version import version_option
 
 app = typer.Typer(
@@ -25,8 +25,8 @@ app = typer.Typer(
     help="Mechanism-aware KV-cache predictions from a Hugging Face config.json, "
     "driven by the generated engine constraints.",
 )
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-out_console = Console(highlight=False)
+err_console = EscapingConsole(stderr=True, highlight=False, soft_wrap=True)
+out_console = EscapingConsole(highlight=False)
 
 
 VersionOpt = version_option("apron")
@@ -42,10 +42,11 @@ ConfigArg = Annotated[
     typer.Argument(help="A config.json, or a directory holding one.", show_default=False),
 ]
 ContextOpt = Annotated[
-    int | None,
+    str | None,
     typer.Option(
         "--context",
         "-c",
+        metavar="TOKENS",
         help="Context length in tokens (also vLLM's --max-model-len, SGLang's "
         "--context-length). Default: the model's maximum as vLLM derives it.",
         show_default=False,
@@ -62,8 +63,10 @@ DtypeOpt = Annotated[
     ),
 ]
 BatchOpt = Annotated[
-    int,
-    typer.Option("--batch", "-b", help="Concurrent sequences (also vLLM's --max-num-seqs)."),
+    str,
+    typer.Option(
+        "--batch", "-b", metavar="N", help="Concurrent sequences (also vLLM's --max-num-seqs)."
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the plan as JSON (pydantic model).")]
 SampleOpt = Annotated[
@@ -77,9 +80,10 @@ SampleOpt = Annotated[
 
 
 TpOpt = Annotated[
-    int,
+    str,
     typer.Option(
         "--tp",
+        metavar="N",
         help="Tensor-parallel size (also --tensor-parallel-size and -tp, as in vLLM and "
         "SGLang): engine figures become one GPU's share.",
     ),
@@ -93,9 +97,10 @@ GpuMemoryOpt = Annotated[
     ),
 ]
 FractionOpt = Annotated[
-    float | None,
+    str | None,
     typer.Option(
         "--memory-fraction",
+        metavar="FRACTION",
         help="Fraction of GPU memory the engine may use (also vLLM's --gpu-memory-utilization, "
         "SGLang's --mem-fraction-static). Default: each engine's extracted default.",
         show_default=False,
@@ -137,67 +142,95 @@ WeightsDtypeOpt = Annotated[
         show_default=False,
     ),
 ]
-_COUNT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmbt]?)\s*", re.IGNORECASE)
-COUNT_UNITS = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 
 
 def parse_weights_bytes(text: str) -> int:
     """'16060522496' -> that many bytes; '15GiB' / '16GB' as --gpu-memory reads them."""
-    if text.strip().isdigit():
-        return int(text)
-    from apron.capacity import parse_memory
+    from apron.capacity import MEMORY_UNITS
 
-    try:
-        return parse_memory(text)
-    except ApronInputError:
-        raise ApronInputError(
-            f"--weights-bytes {text!r}: give a number of bytes, or a number and a unit "
-            "(15GiB, 16GB)"
-        ) from None
+    return bounds.parse_quantity(
+        text,
+        {"": 1, **MEMORY_UNITS},
+        bounds.BYTES,
+        "--weights-bytes",
+        example="16060522496, 15GiB or 16GB",
+        asks="a number of bytes, or a number and a unit",
+    )
+
+
+PARAM_UNITS = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 
 
 def parse_params(text: str) -> int:
     """'8030261248' / '8.03B' / '70b' / '1.5T' -> a whole parameter count (K, M, B, T decimal)."""
-    found = _COUNT.fullmatch(text)
-    count = (
-        Decimal(found.group(1)) * COUNT_UNITS[found.group(2).lower()] if found else Decimal("0.5")
+    return bounds.parse_quantity(
+        text,
+        PARAM_UNITS,
+        bounds.PARAMS,
+        "--params",
+        example="8030261248, 8.03B or 70B",
+        asks="a whole number of parameters",
+        whole=True,
     )
-    if count != count.to_integral_value():
-        raise ApronInputError(
-            f"--params {text!r}: give a whole number of parameters, e.g. 8030261248, 8.03B or 70B"
-        )
-    return int(count)
 
 
 # The engines' own flag names: hidden, so that the help's option column stays narrow enough to
 # show every name whole; each option's help names its aliases.
 MaxModelLenOpt = Annotated[
-    int | None, typer.Option("--max-model-len", "--context-length", hidden=True)
+    str | None, typer.Option("--max-model-len", "--context-length", hidden=True)
 ]
 KvCacheDtypeOpt = Annotated[str | None, typer.Option("--kv-cache-dtype", hidden=True)]
-MaxNumSeqsOpt = Annotated[int | None, typer.Option("--max-num-seqs", hidden=True)]
+MaxNumSeqsOpt = Annotated[str | None, typer.Option("--max-num-seqs", hidden=True)]
 TensorParallelOpt = Annotated[
-    int | None, typer.Option("--tensor-parallel-size", "-tp", hidden=True)
+    str | None, typer.Option("--tensor-parallel-size", "-tp", hidden=True)
 ]
 FractionAliasOpt = Annotated[
-    float | None,
+    str | None,
     typer.Option("--gpu-memory-utilization", "--mem-fraction-static", hidden=True),
 ]
 
 
-def aliased(ctx: typer.Context, name: str, value, alias_value, alias: str):
-    """The option's value, or its engine-named alias's; both given and different is an error."""
+def aliased(ctx: typer.Context, name: str, value, alias_value, alias: str, parse=None):
+    """The option's value, or its engine-named alias's, each parsed by `parse` when given (so
+    "8192" and "08192" agree); both given and different is an error."""
+    option = f"--{name.replace('_', '-')}"
+    try:
+        if parse is not None:
+            value = parse(value, option) if value is not None else None
+            alias_value = parse(alias_value, alias) if alias_value is not None else None
+    except ApronInputError as err:
+        fail(str(err))
     if alias_value is None:
         return value
     source = ctx.get_parameter_source(name)  # by name: typer may carry its own click
     given = source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
     if given and value != alias_value:
-        fail(f"--{name.replace('_', '-')} {value} and {alias} {alias_value} disagree; give one")
+        fail(f"{option} {shown(value)} and {alias} {shown(alias_value)} disagree; give one")
     return alias_value
 
 
+def count_option(bound: bounds.Bound):
+    """A parser for a whole-number option within `bound` (for `aliased`)."""
+    return lambda text, option: bounds.parse_int(text, bound, option)
+
+
+def fraction_option(text: str, option: str) -> float:
+    """--memory-fraction and its aliases: (0, 1], vLLM's CacheConfig.gpu_memory_utilization
+    bound (Field(gt=0, le=1))."""
+    return bounds.parse_fraction(
+        text, option, why="vLLM's gpu_memory_utilization: Field(gt=0, le=1)"
+    )
+
+
+def os_error(err: OSError) -> str:
+    """The one line for an OSError on a path the user gave."""
+    return f"cannot read {shown(str(err.filename or ''))}: {err.strerror or err}"
+
+
 def fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
+    err_console.print(
+        f"[bold red]error:[/] {escape(printable(message))}", markup=True, highlight=False
+    )
     raise typer.Exit(ApronInputError.exit_code)
 
 
@@ -207,10 +240,10 @@ def plan_command(
     config: ConfigArg = None,
     context: ContextOpt = None,
     kv_dtype: DtypeOpt = "bf16",
-    batch: BatchOpt = 1,
+    batch: BatchOpt = "1",
     json_output: JsonOpt = False,
     sample: SampleOpt = None,
-    tp: TpOpt = 1,
+    tp: TpOpt = "1",
     gpu_memory: GpuMemoryOpt = None,
     memory_fraction: FractionOpt = None,
     verbose: VerboseOpt = False,
@@ -226,12 +259,21 @@ def plan_command(
 ) -> None:
     """Predict KV-cache bytes per engine for one config; with --tp and --gpu-memory, per GPU
     and how many tokens and sequences fit."""
-    context = aliased(ctx, "context", context, max_model_len, "--max-model-len")
+    context = aliased(
+        ctx, "context", context, max_model_len, "--max-model-len", count_option(bounds.CONTEXT)
+    )
     kv_dtype = aliased(ctx, "kv_dtype", kv_dtype, kv_cache_dtype, "--kv-cache-dtype")
-    batch = aliased(ctx, "batch", batch, max_num_seqs, "--max-num-seqs")
-    tp = aliased(ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size")
+    batch = aliased(ctx, "batch", batch, max_num_seqs, "--max-num-seqs", count_option(bounds.BATCH))
+    tp = aliased(
+        ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size", count_option(bounds.TP)
+    )
     memory_fraction = aliased(
-        ctx, "memory_fraction", memory_fraction, gpu_memory_utilization, "--gpu-memory-utilization"
+        ctx,
+        "memory_fraction",
+        memory_fraction,
+        gpu_memory_utilization,
+        "--gpu-memory-utilization",
+        fraction_option,
     )
     result = _plan(
         config,
@@ -248,7 +290,7 @@ def plan_command(
     if json_output:
         from apron.json_model import plan_json
 
-        typer.echo(plan_json(result))
+        typer.echo(printable_json(plan_json(result)))
         return
     from apron.render import render
 
@@ -299,6 +341,9 @@ def _plan(
     except ApronInputError as err:
         fail(str(err))
         raise AssertionError("unreachable") from err
+    except OSError as err:  # a path from the command line the system refuses (too long, a loop)
+        fail(os_error(err))
+        raise AssertionError("unreachable") from err
 
 
 DEFAULT_PLOT_CONTEXT = 131072
@@ -313,15 +358,42 @@ def plot_command(
     context: ContextOpt = None,
     kv_dtype: DtypeOpt = "bf16",
     sample: SampleOpt = None,
-    tp: TpOpt = 1,
+    tp: TpOpt = "1",
     max_model_len: MaxModelLenOpt = None,
     kv_cache_dtype: KvCacheDtypeOpt = None,
     tensor_parallel_size: TensorParallelOpt = None,
+    follow_symlinks: Annotated[
+        bool,
+        typer.Option(
+            "--follow-symlinks", help="Write through --out when it is a symlink (else refused)."
+        ),
+    ] = False,
 ) -> None:
     """Plot KV bytes against context for each engine, with the naive figure beside it."""
-    context = aliased(ctx, "context", context, max_model_len, "--max-model-len")
+    context = aliased(
+        ctx, "context", context, max_model_len, "--max-model-len", count_option(bounds.CONTEXT)
+    )
     kv_dtype = aliased(ctx, "kv_dtype", kv_dtype, kv_cache_dtype, "--kv-cache-dtype")
-    tp = aliased(ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size")
+    tp = aliased(
+        ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size", count_option(bounds.TP)
+    )
+    from apron.output_files import discard
+    from apron.plot import check_out
+
+    try:
+        output = check_out(out, follow_symlinks=follow_symlinks)
+    except ApronInputError as err:
+        fail(str(err))
+        return
+    try:
+        written = _plot(output, config, sample, context, kv_dtype, tp)
+    finally:
+        discard(output)
+    typer.echo(printable(f"wrote {written}"))
+
+
+def _plot(output, config, sample, context, kv_dtype, tp) -> str:
+    """Plan at increasing contexts and draw the plot into the checked output."""
     from apron.plot import contexts_up_to, kv_curves, plans_for_plot, write_plot
 
     first = _plan(config, sample, context, kv_dtype, 1, tp, None, None, None)
@@ -333,18 +405,31 @@ def plot_command(
             kv_dtype=kv_dtype,
             tp=tp,
         )
-        written = write_plot(kv_curves(plans), out)
+        written = write_plot(kv_curves(plans), output)
     except ApronInputError as err:
         fail(str(err))
-        return
-    typer.echo(f"wrote {written} (contexts up to {maximum:,} tokens)")
+    return f"{shown(written)} (contexts up to {maximum:,} tokens)"
 
 
 @app.command("gguf")
 def gguf_command(
     path: Annotated[str, typer.Argument(help="A local .gguf file (the first shard is enough).")],
-    context: ContextOpt = None,
-    batch: BatchOpt = 1,
+    context: Annotated[
+        str | None,
+        typer.Option(
+            "--context",
+            "-c",
+            metavar="TOKENS",
+            help="llama.cpp's -c (n_ctx); 0 or none: the model's context_length.",
+            show_default=False,
+        ),
+    ] = None,
+    batch: Annotated[
+        str,
+        typer.Option(
+            "--batch", "-b", metavar="N", help="llama.cpp's -np (n_seq_max): concurrent sequences."
+        ),
+    ] = "1",
     kv_dtype: Annotated[
         str | None, typer.Option("--kv-dtype", help="llama.cpp cache type for K and V.")
     ] = None,
@@ -354,7 +439,7 @@ def gguf_command(
     """The llama.cpp column for a GGUF file, read header-only: --context is n_ctx, --batch is
     n_seq_max, cache types as llama.cpp spells them (f16, q8_0, ...)."""
     from apron.constraints import load_constraints
-    from apron.gguf_header import read_header
+    from apron.gguf_header import gguf_limits, read_header
     from apron.llamacpp_memory import Unknown, cache_type, figures, render
 
     constraints = load_constraints().get("llamacpp")
@@ -362,21 +447,43 @@ def gguf_command(
         fail("no generated/llamacpp constraints")
         return
     try:
-        header = read_header(path)
+        n_ctx = llamacpp_option(constraints, "--context", context, low=0)
+        n_seq_max = llamacpp_option(constraints, "--batch", batch, low=1)
+        header = read_header(path, gguf_limits(constraints))
         k, v = cache_type_k or kv_dtype, cache_type_v or kv_dtype
         types = [cache_type(constraints, t) if t else None for t in (k, v)]
-    except ApronInputError as err:
+    except (ApronInputError, Unknown) as err:
         fail(str(err))
         return
-    except Unknown as err:
-        fail(str(err))
+    except OSError as err:
+        fail(os_error(err))
         return
-    if batch < 1:
-        fail(f"--batch must be at least 1, got {batch}")
     got = figures(
-        header, constraints, n_ctx=context, n_seq_max=batch, type_k=types[0], type_v=types[1]
+        header, constraints, n_ctx=n_ctx, n_seq_max=n_seq_max, type_k=types[0], type_v=types[1]
     )
-    typer.echo(render(header, constraints, got, batch))
+    if got.refused:
+        fail(f"{shown(path)}: llama.cpp at {constraints.commit[:12]} refuses it: {got.refused}")
+    typer.echo(printable(render(header, constraints, got, n_seq_max)))
+
+
+# option -> (the limit row that bounds it, what it is in llama.cpp); the C type of the setting the
+# option sets gives the upper bound, LLAMA_MAX_SEQ caps n_seq_max
+LLAMACPP_OPTIONS = {
+    "--context": ("common_params::n_ctx", "-c (common_params.n_ctx)"),
+    "--batch": ("LLAMA_MAX_SEQ", "n_seq_max (llama_context refuses more than LLAMA_MAX_SEQ)"),
+}
+
+
+def llamacpp_option(constraints, option: str, text: str | None, *, low: int) -> int | None:
+    """A llama.cpp option's value within the bound extracted from llama.cpp (generated/llamacpp
+    limits); None when not given."""
+    from apron.llamacpp_memory import limit
+
+    if text is None:
+        return None
+    name, what = LLAMACPP_OPTIONS[option]
+    bound = bounds.Bound(low, limit(constraints, name), f"llama.cpp's {what}: {name}")
+    return bounds.parse_int(text, bound, option)
 
 
 def main() -> None:
@@ -388,7 +495,10 @@ def main() -> None:
         if os.environ.get("APRON_DEBUG"):
             raise
         err_console.print(
-            f"internal error: {type(err).__name__}: {err} (set APRON_DEBUG=1 for a traceback)",
+            printable(
+                f"internal error: {type(err).__name__}: {shown(str(err))} "
+                "(set APRON_DEBUG=1 for a traceback)"
+            ),
             markup=False,
         )
         sys.exit(70)

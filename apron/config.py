@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from apron.errors import ApronInputError
-from apron.json_files import parse_json, read_json_object, read_regular_file
+from apron.input_files import present, read_input
+from apron.json_files import parse_json, read_json_object
+from apron.terminal import shown
 
 if TYPE_CHECKING:
     from apron.constraints import ConstraintSet
@@ -126,6 +128,10 @@ class ModelConfig:
                 return FieldRead(name, spelling, value)
         return None
 
+    def published(self, name: str) -> FieldRead | None:
+        """The field as config.json states it (its text config, its spellings), never derived."""
+        return self._published(name)
+
     def _published_value(self, name: str) -> Any:
         read = self._published(name)
         return None if read is None else read.value
@@ -226,9 +232,9 @@ def _gguf_message(what: str) -> str:
 
 def _adapter_message(path: Path, adapter: Mapping[str, Any] | None) -> str:
     base = adapter.get("base_model_name_or_path") if isinstance(adapter, Mapping) else None
-    hint = f" (its base model is {base!r})" if isinstance(base, str) and base else ""
+    hint = f" (its base model is {shown(repr(base))})" if isinstance(base, str) and base else ""
     return (
-        f"{path} holds a LoRA/PEFT adapter (adapter_config.json), not a model config. "
+        f"{shown(path)} holds a LoRA/PEFT adapter (adapter_config.json), not a model config. "
         f"Give apron the base model's config.json instead{hint}."
     )
 
@@ -237,22 +243,22 @@ MAX_CONFIG_BYTES = 16_000_000  # the largest shipped Hugging Face config.json is
 
 
 def _parse_json_file(path: Path) -> Any:
-    data = read_regular_file(path, MAX_CONFIG_BYTES, "Hugging Face config.json")
+    data = read_input(path, MAX_CONFIG_BYTES, "a Hugging Face config.json")
     if data[:4] == GGUF_MAGIC:
-        raise ApronInputError(_gguf_message(f"{path} is a GGUF file"))
+        raise ApronInputError(_gguf_message(f"{shown(path)} is a GGUF file"))
     try:
         return parse_json(data, str(path))
     except UnicodeDecodeError as err:
         raise ApronInputError(
-            f"{path} is not a JSON file (not UTF-8 text); expected a Hugging Face config.json"
+            f"{shown(path)} is not a JSON file (not UTF-8 text); expected a Hugging Face config.json"
         ) from err
     except json.JSONDecodeError as err:
         raise ApronInputError(
-            f"{path} is not valid JSON ({err.msg} at line {err.lineno}, column "
+            f"{shown(path)} is not valid JSON ({err.msg} at line {err.lineno}, column "
             f"{err.colno}); expected a Hugging Face config.json"
         ) from err
     except ValueError as err:
-        raise ApronInputError(f"{path} is not valid JSON ({err})") from err
+        raise ApronInputError(f"{shown(path)} is not valid JSON ({shown(str(err))})") from err
 
 
 def _is_adapter(data: Mapping[str, Any]) -> bool:
@@ -264,31 +270,33 @@ def _is_adapter(data: Mapping[str, Any]) -> bool:
 def _from_path(path: Path, constraints: ConstraintSet | None = None) -> ModelConfig:
     if path.is_dir():
         config = path / "config.json"
-        if not config.exists():  # a FIFO or device there is refused by read_regular_file
+        if not present(config):  # a FIFO or device there is refused by read_input
             adapter = path / "adapter_config.json"
-            if adapter.is_file():
+            if present(adapter):
                 try:  # read only for the message's hint, with config.json's limits
-                    content = read_json_object(adapter, MAX_CONFIG_BYTES, "adapter_config.json")
+                    content = read_json_object(adapter, MAX_CONFIG_BYTES, "an adapter_config.json")
                 except ApronInputError:
                     content = None
                 raise ApronInputError(_adapter_message(path, content))
             if any(path.glob("*.gguf")):
-                raise ApronInputError(_gguf_message(f"{path} holds GGUF files and no config.json"))
+                raise ApronInputError(
+                    _gguf_message(f"{shown(path)} holds GGUF files and no config.json")
+                )
             raise ApronInputError(
-                f"{path} is a directory without a config.json; give the model's "
+                f"{shown(path)} is a directory without a config.json; give the model's "
                 "config.json or the directory that holds it"
             )
         path = config
     elif not path.exists():
         raise ApronInputError(
-            f"{path} does not exist; give a config.json, a directory holding one, "
+            f"{shown(path)} does not exist; give a config.json, a directory holding one, "
             "or --sample <name>"
         )
     data = _parse_json_file(path)
     if not isinstance(data, dict):
         kind = type(data).__name__ if data is not None else "null"
         raise ApronInputError(
-            f"{path} is JSON but not an object (found {kind}); a config.json is one JSON object"
+            f"{shown(path)} is JSON but not an object (found {kind}); a config.json is one JSON object"
         )
     if _is_adapter(data):
         raise ApronInputError(_adapter_message(path, data))
@@ -312,7 +320,7 @@ def load_config(
         return _from_path(hf_cache.resolve(source), constraints)
     except OSError as err:  # an unreadable directory: Path.is_dir/is_file raise PermissionError
         raise ApronInputError(
-            f"cannot read {err.filename or source}: {err.strerror or err}"
+            f"cannot read {shown(str(err.filename or source))}: {err.strerror or err}"
         ) from err
 
 
@@ -323,6 +331,8 @@ def sample_names() -> tuple[str, ...]:
 def load_sample(name: str, constraints: ConstraintSet | None = None) -> ModelConfig:
     path = SAMPLES_DIR / f"{name}.json"
     if not path.is_file():
-        raise ApronInputError(f"no sample named {name!r}; samples: {', '.join(sample_names())}")
+        raise ApronInputError(
+            f"no sample named {shown(repr(name))}; samples: {', '.join(sample_names())}"
+        )
     config = _from_path(path, constraints)
     return ModelConfig(config.raw, f"sample:{name}", config.constraints)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from apron import bounds
 from apron.config import ModelConfig, is_int
 from apron.errors import ApronInputError
 
-MAX_CONTEXT = 2**32  # tokens; the longest published context (10M) is far below
+MAX_CONTEXT = bounds.CONTEXT.high  # tokens; the longest published context (10M) is far below
 
 LENGTH_KEYS = (
     "max_position_embeddings",
@@ -30,6 +31,7 @@ LENGTH_KEYS = (
     "seq_len",
 )
 UNSCALED_ROPE = ("su", "longrope", "llama3")
+NO_LENGTH_KEY_DEFAULT = 2048  # by hand from vllm/config/model.py (_get_and_verify_max_len)
 
 
 class MaxLen(NamedTuple):
@@ -67,16 +69,13 @@ def derived_max_len(model: ModelConfig) -> MaxLen:
     if is_int(model_max) and model_max:
         best, key = model_max, "model_max_length"
     if key is None:
-        return MaxLen(
-            None,
+        how = (
             "no length key in the config (" + ", ".join(LENGTH_KEYS[:4]) + ", ...): vLLM "
-            "assumes 2,048 unless --max-model-len is given",
+            f"assumes {NO_LENGTH_KEY_DEFAULT:,} unless --max-model-len is given "
+            "(vllm/config/model.py _get_and_verify_max_len default_max_len)"
         )
-    base = int(best)
-    if base <= 0:
-        raise ApronInputError(
-            f"{model.source}: {model.key_of(key)} = {base}; the context must be positive"
-        )
+        return MaxLen(NO_LENGTH_KEY_DEFAULT, how, NO_LENGTH_KEY_DEFAULT, how)
+    base = _context(model, best, model.key_of(key).split(" ")[0])
     how = f"{model.key_of(key).split(' ')[0]} = {base:,}"
     groups = _rope(model)
     model_type = model.model_type or ""
@@ -84,29 +83,35 @@ def derived_max_len(model: ModelConfig) -> MaxLen:
         factor: float = 1.0
         for group in groups:
             if group["rope_type"] not in UNSCALED_ROPE:
-                value = group.get("factor", factor)
-                factor = value if isinstance(value, int | float) else 1.0
-                if not (isinstance(factor, bool) or 0 < factor < math.inf):
-                    raise ApronInputError(
-                        f"{model.source}: rope scaling factor {factor!r}; it must be a positive, "
-                        "finite number"
+                factor = _factor(model, group.get("factor", factor))
+                if group["rope_type"] == "yarn" and "original_max_position_embeddings" in group:
+                    base = _context(
+                        model,
+                        group["original_max_position_embeddings"],
+                        "yarn original_max_position_embeddings",
                     )
-                if group["rope_type"] == "yarn" and is_int(
-                    group.get("original_max_position_embeddings")
-                ):
-                    base = group["original_max_position_embeddings"]
                     how = f"yarn original_max_position_embeddings = {base:,}"
         if factor != 1.0:
             if base * factor > MAX_CONTEXT:
+                product = base * factor
+                said = f"{product:.3g}" if math.isfinite(product) else "over 1e308"
                 raise ApronInputError(
                     f"{model.source}: the rope scaling factor {factor:g} makes the context "
-                    f"{base * factor:.3g} tokens; apron reads contexts up to {MAX_CONTEXT:,}"
+                    f"{said} tokens; apron reads contexts up to {MAX_CONTEXT:,} "
+                    f"({bounds.CONTEXT.why})"
                 )
-            base = int(base * factor)
+            scaled = int(base * factor)
+            if scaled < 1:
+                raise ApronInputError(
+                    f"{model.source}: the rope scaling factor {factor:g} makes the context "
+                    f"{base:,} x {factor:g} = {scaled} tokens; the context must be positive"
+                )
+            base = scaled
             how = f"{how} x rope scaling factor {factor:g} = {base:,}"
         if any(g["rope_type"] == "longrope" for g in groups):
             original = model.get("original_max_position_embeddings")
-            if is_int(original):
+            if original is not None:
+                original = _context(model, original, "original_max_position_embeddings")
                 return MaxLen(
                     base,
                     how,
@@ -114,6 +119,24 @@ def derived_max_len(model: ModelConfig) -> MaxLen:
                     f"longrope: vLLM defaults to original_max_position_embeddings = {original:,}",
                 )
     return MaxLen(base, how, base, how)
+
+
+def _context(model: ModelConfig, value: object, key: str) -> int:
+    """A length the context is read from: an integer within apron.bounds.CONTEXT."""
+    return bounds.checked(value, bounds.CONTEXT, f"{model.source}: {key}")
+
+
+def _factor(model: ModelConfig, value: object) -> float:
+    """A rope scaling factor: a positive, finite number; null is 1.0, as vLLM falls back to it
+    (_get_and_verify_max_len). A bool or a string is refused, not read as 0 or 1."""
+    if value is None:
+        return 1.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ApronInputError(
+            f"{model.source}: rope scaling factor is {bounds.what_it_is(value)}; it must be a "
+            "positive, finite number (vLLM multiplies the context by it)"
+        )
+    return value
 
 
 def check(model: ModelConfig, context: int | None) -> tuple[MaxLen, tuple[str, ...]]:

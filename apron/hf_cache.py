@@ -21,6 +21,8 @@ import re
 from pathlib import Path
 
 from apron.errors import ApronInputError
+from apron.input_files import present, read_input_text
+from apron.terminal import shown
 
 CONFIG_NAME = "config.json"
 HUB_METADATA = ("model.safetensors.index.json", "hf_quant_config.json")  # read when present
@@ -32,6 +34,8 @@ DEFAULT_REVISION = "main"
 # ORG/NAME, optionally @REV (a branch, a tag or a commit; refs/pr/1 has slashes)
 MODEL_ID = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?")
 REPO_FOLDER = re.compile(r"models--(?P<org>[^-][\w.-]*?)--(?P<name>.+)")
+MAX_REF_BYTES = 1024  # a ref holds one commit hash (40 hex digits)
+REF = "a Hugging Face cache ref (refs/<branch>: one commit hash)"
 
 
 def cache_dir() -> Path:
@@ -62,23 +66,54 @@ def resolve(source: str | Path) -> Path:
     found = MODEL_ID.fullmatch(str(source))
     if found is None:
         return path
-    return _cached_snapshot(found.group("repo"), found.group("revision") or DEFAULT_REVISION)
+    revision = found.group("revision") or DEFAULT_REVISION
+    if ".." in revision.split("/") or revision.startswith("/"):
+        raise ApronInputError(
+            f"{shown(source)}: revision {shown(repr(revision))} climbs out of the cache's refs/ "
+            "(a branch, a tag or a commit has no '..' part)"
+        )
+    return _cached_snapshot(found.group("repo"), revision)
+
+
+def read_ref(folder: Path, revision: str) -> str | None:
+    """The commit `folder`/refs/`revision` names, read through apron.input_files (a regular
+    file of at most MAX_REF_BYTES), or None when there is no such ref."""
+    ref = folder / "refs" / revision
+    if not present(ref):
+        return None
+    return read_input_text(ref, MAX_REF_BYTES, REF).strip()
+
+
+def _snapshot_named(folder: Path, commit: str) -> Path | None:
+    """snapshots/<commit> when `commit` is the name of an entry there; a ref that names a path
+    (../../elsewhere) is never followed out of snapshots/, as huggingface_hub's
+    try_to_load_from_cache takes only a name listed in snapshots/."""
+    snapshots = folder / "snapshots"
+    if commit not in os.listdir(snapshots):
+        return None
+    snapshot = snapshots / commit
+    return snapshot if snapshot.is_dir() else None
 
 
 def _repo_folder_snapshot(folder: Path) -> Path:
-    ref = folder / "refs" / DEFAULT_REVISION
-    if ref.is_file():
-        commit = ref.read_text(encoding="utf-8", errors="replace").strip()
-        snapshot = folder / "snapshots" / commit
-        if snapshot.is_dir():
+    commit = read_ref(folder, DEFAULT_REVISION)
+    if commit is not None:
+        snapshot = _snapshot_named(folder, commit)
+        if snapshot is not None:
             return snapshot
+        raise ApronInputError(
+            f"{shown(folder)}: refs/{DEFAULT_REVISION} names {shown(repr(commit))}, which is not "
+            "a snapshot in its snapshots/ folder (huggingface_hub's cache lookup takes only a "
+            "name listed there); give one snapshots/<commit> directory"
+        )
     snapshots = sorted(p for p in (folder / "snapshots").iterdir() if p.is_dir())
     if len(snapshots) == 1:
         return snapshots[0]
-    names = ", ".join(p.name for p in snapshots) or "none"
+    names = ", ".join(shown(p.name) for p in snapshots[:10]) or "none"
+    more = f" and {len(snapshots) - 10} more" if len(snapshots) > 10 else ""
     raise ApronInputError(
-        f"{folder} is a Hugging Face cache folder without refs/{DEFAULT_REVISION} and with "
-        f"{len(snapshots)} snapshots ({names}); give one snapshots/<commit> directory"
+        f"{shown(folder)} is a Hugging Face cache folder without refs/{DEFAULT_REVISION} and with "
+        f"{len(snapshots)} snapshots ({names}{more}); give one snapshots/<commit> directory"
     )
 
 
@@ -87,6 +122,9 @@ def _cached_snapshot(repo_id: str, revision: str) -> Path:
     from huggingface_hub.utils import HFValidationError
 
     cache = cache_dir()
+    folder = cache / f"models--{repo_id.replace('/', '--')}"
+    if folder.is_dir():  # huggingface_hub reads the ref whole: read it first, within the cap
+        read_ref(folder, revision)
     try:
         found = try_to_load_from_cache(
             repo_id, CONFIG_NAME, cache_dir=cache, revision=revision, repo_type="model"

@@ -1,53 +1,28 @@
-"""Reading JSON input (config.json, an index, a quantization config, a safetensors header) with
-limits: regular files only, a byte limit, a nesting depth limit, and numbers checked as they are
-parsed (integers at most MAX_INT_DIGITS digits and below 2**63 in magnitude). NaN and
-Infinity parse (Mamba configs hold `Infinity`); the fields apron computes from are checked finite."""
+"""JSON input (config.json, an index, a quantization config, a safetensors header) parsed with
+limits: read through apron.input_files (regular files, a byte cap), at most MAX_JSON_ITEMS
+values and MAX_JSON_DEPTH levels of nesting (so memory stays bounded whatever the bytes are), and
+integers checked as they are parsed (at most MAX_INT_DIGITS digits, below 2**63 in magnitude).
+NaN and Infinity parse (Mamba configs hold `Infinity`); the fields apron computes from are
+checked where they are read (apron.config, apron.bounds)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
 from apron.errors import ApronInputError
+from apron.input_files import read_input
+from apron.terminal import shown
 
 MAX_JSON_DEPTH = 64  # Hugging Face configs nest 3-4 levels; a header 2
+# values (counted as commas and colons, which bounds them from above): a safetensors header takes
+# about 9 per tensor, so 2,000,000 is over 200,000 tensors in one file; the largest published
+# headers hold a few thousand
+MAX_JSON_ITEMS = 2_000_000
 MAX_INT_DIGITS = 19  # a signed 64-bit integer has at most 19 digits
 MAX_INT = 2**63 - 1
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKETS = re.compile(rb"[\[\]{}]")
-
-
-def open_regular_file(path: Path, what: str):
-    """`path` opened for binary reading, refused (ApronInputError) unless it is a regular file:
-    checked before it is opened, and again on the open descriptor, which is opened non-blocking
-    so a FIFO swapped in between cannot hang the open. OSError propagates."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        raise ApronInputError(f"{path} is not a regular file; expected a {what}")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    handle = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-        handle.close()
-        raise ApronInputError(f"{path} is not a regular file; expected a {what}")
-    return handle
-
-
-def read_regular_file(path: Path, max_bytes: int, what: str) -> bytes:
-    """The bytes of `path`, which must be a regular file of at most `max_bytes` (a FIFO, a device
-    or a symlink to one is refused before it is opened); ApronInputError naming the file."""
-    try:
-        with open_regular_file(path, what) as handle:
-            if os.fstat(handle.fileno()).st_size > max_bytes:
-                raise ApronInputError(f"{path} is over {max_bytes:,} B; not a {what}")
-            data = handle.read(max_bytes + 1)
-    except OSError as err:
-        raise ApronInputError(f"cannot read {path}: {err.strerror or err}") from err
-    if len(data) > max_bytes:
-        raise ApronInputError(f"{path} is over {max_bytes:,} B; not a {what}")
-    return data
 
 
 def _parse_int(text: str) -> int:
@@ -55,51 +30,72 @@ def _parse_int(text: str) -> int:
     if len(digits) > MAX_INT_DIGITS or abs(int(text)) > MAX_INT:
         raise ApronInputError(
             f"integer {text[:24]}{'...' if len(text) > 24 else ''} ({len(digits):,} digits) is "
-            f"out of range; apron reads integers up to 2**63-1"
+            "out of range; apron reads integers up to 2**63-1"
         )
     return int(text)
 
 
-def json_depth(data: bytes) -> int:
-    """The deepest nesting of arrays and objects in `data` (brackets inside strings ignored)."""
-    depth = deepest = 0
-    for match in _BRACKETS.finditer(_STRING.sub(b'""', data)):
-        if match.group() in (b"[", b"{"):
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
+def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """The deepest nesting of lists and dicts in a parsed value, counted level by level without
+    recursion (only containers are visited) and no further than limit + 1."""
+    level = [value] if type(value) in (list, dict) else []
+    depth = 0
+    while level and depth <= limit:
+        depth += 1
+        below: list[Any] = []
+        for node in level:
+            children = node.values() if type(node) is dict else node
+            below.extend([c for c in children if type(c) is list or type(c) is dict])
+        level = below
+    return depth
+
+
+# a run of 19 digits: only then can an integer reach 2**63 (19 digits), so only then is each
+# integer parsed through _parse_int (a Python call per integer); else by json's own C parser
+_LONG_DIGITS = re.compile(f"[0-9]{{{MAX_INT_DIGITS}}}")
 
 
 def parse_json(data: bytes, where: str) -> Any:
-    """JSON from `data` with the depth and number limits; ApronInputError prefixed by `where`.
-    UnicodeDecodeError and json.JSONDecodeError propagate for the caller's own message."""
-    text = data.decode("utf-8")
-    depth = json_depth(data)
-    if depth > MAX_JSON_DEPTH:
+    """JSON from `data` within the item, depth and number limits; ApronInputError prefixed by
+    `where`. UnicodeDecodeError and json.JSONDecodeError propagate for the caller's message."""
+    return parse_json_text(data.decode("utf-8"), where)
+
+
+def parse_json_text(text: str, where: str) -> Any:
+    """`parse_json` of decoded text (a caller that drops its bytes first holds one copy less)."""
+    items = text.count(",") + text.count(":")
+    if items > MAX_JSON_ITEMS:
         raise ApronInputError(
-            f"{where} nests {depth:,} levels deep; apron reads JSON up to {MAX_JSON_DEPTH} levels"
+            f"{where} holds over {MAX_JSON_ITEMS:,} JSON values ({items:,} commas and colons); "
+            f"apron reads at most {MAX_JSON_ITEMS:,}"
         )
+    checked_ints = _parse_int if _LONG_DIGITS.search(text) else None
     try:
-        return json.loads(
-            text,
-            parse_int=_parse_int,
-        )
+        value = json.loads(text, parse_int=checked_ints)
     except ApronInputError as err:
         raise ApronInputError(f"{where}: {err}") from err
     except RecursionError as err:
-        raise ApronInputError(f"{where} nests too deep to read") from err
+        raise ApronInputError(
+            f"{where} nests deeper than {MAX_JSON_DEPTH} levels; apron reads JSON up to "
+            f"{MAX_JSON_DEPTH} levels"
+        ) from err
+    depth = json_depth(value)
+    if depth > MAX_JSON_DEPTH:
+        raise ApronInputError(
+            f"{where} nests deeper than {MAX_JSON_DEPTH} levels; apron reads JSON up to "
+            f"{MAX_JSON_DEPTH} levels"
+        )
+    return value
 
 
-def read_json_object(path: Path, max_bytes: int, what: str) -> dict[str, Any]:
-    """The JSON object in `path`; ApronInputError naming the file when it is over `max_bytes`
-    (said as "not a `what`"), not a regular file, unreadable, not JSON or not an object."""
-    raw = read_regular_file(path, max_bytes, what)
+def read_json_object(path: Path, cap: int, what: str) -> dict[str, Any]:
+    """The JSON object in `path` (a regular file of at most `cap` bytes, apron.input_files);
+    ApronInputError naming the file when it cannot be read, is not JSON or not an object."""
+    raw = read_input(path, cap, what)
     try:
-        data = parse_json(raw, str(path))
+        data = parse_json(raw, shown(path))
     except (UnicodeDecodeError, ValueError) as err:
-        raise ApronInputError(f"{path} is not valid JSON ({err})") from err
+        raise ApronInputError(f"{shown(path)} is not valid JSON ({shown(str(err))})") from err
     if not isinstance(data, dict):
-        raise ApronInputError(f"{path} is JSON but not an object")
+        raise ApronInputError(f"{shown(path)} is JSON but not an object")
     return data

@@ -5,11 +5,13 @@ to import than the whole calculator, so the computation itself stays on NamedTup
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
+from pydantic_core import PydanticSerializationError
 
 from apron.results import Plan
 
@@ -62,7 +64,14 @@ def plan_model(plan: Plan) -> BaseModel:
 
 
 def plan_json(plan: Plan, indent: int | None = 2) -> str:
-    return plan_model(plan).model_dump_json(indent=indent)
+    """The plan as JSON. A string that is not Unicode text (a lone surrogate a config's JSON
+    escaped as \\ud800) cannot be written as UTF-8: then every non-ASCII character is written
+    as a JSON escape instead (the same JSON value)."""
+    model = plan_model(plan)
+    try:
+        return model.model_dump_json(indent=indent)
+    except PydanticSerializationError:
+        return json.dumps(model.model_dump(), indent=indent, ensure_ascii=True)
 
 
 def plan_json_schema() -> dict[str, Any]:

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from apron.constraints import EngineConstraints
+from apron.input_files import present
 from apron.json_files import read_json_object
+from apron.terminal import shown
 
 HF_QUANT_CONFIG = "hf_quant_config.json"
 MAX_QUANT_CONFIG_BYTES = 10_000_000
@@ -110,9 +112,9 @@ class _QuantConfig(NamedTuple):
 
 def _read_hf_quant_config(model_dir: Path) -> Mapping[str, Any] | None:
     path = model_dir / HF_QUANT_CONFIG
-    if not path.is_file():
+    if not present(path):  # a FIFO or a broken link there is refused by the reader, not absent
         return None
-    return read_json_object(path, MAX_QUANT_CONFIG_BYTES, "quantization config")
+    return read_json_object(path, MAX_QUANT_CONFIG_BYTES, "a quantization config")
 
 
 def _model_dir(model_dir: Path | None) -> Path | None:
@@ -228,7 +230,9 @@ def _vllm_model_dtype(
         mapped = CONFIG_DTYPES.get(value.lower())
         if mapped is None:
             return KvDtypeChoice(
-                None, f"auto: the config's {key} = {value!r} is not a dtype apron knows", (key,)
+                None,
+                f"auto: the config's {key} = {shown(repr(value))} is not a dtype apron knows",
+                (key,),
             )
         config_dtype = mapped
         how = f"the config's {key} = {value}"
@@ -282,10 +286,10 @@ def _vllm_modelopt_kv(
     if isinstance(value, str):
         kv_map = vllm_literal(vllm, MODELOPT_KV)
         if kv_map is None:
-            return None, f"{where} = {value!r}: {MODELOPT_KV} not extracted"
+            return None, f"{where} = {shown(repr(value))}: {MODELOPT_KV} not extracted"
         mapped = kv_map.get(value.lower())
         if mapped is None:
-            return "auto", f"{where} = {value!r} (unknown to vLLM: falls back to auto)"
+            return "auto", f"{where} = {shown(repr(value))} (unknown to vLLM: falls back to auto)"
         return mapped, f"{where} = {value}"
     return None, ""
 
@@ -307,10 +311,10 @@ def _vllm_quant_method(vllm: EngineConstraints | None, quant: Mapping[str, Any])
             if not method:
                 return (
                     "",
-                    f"vLLM refuses the ModelOpt quant_algo {algo!r} (Unknown ModelOpt quant algo)",
+                    f"vLLM refuses the ModelOpt quant_algo {shown(repr(algo))} (Unknown ModelOpt quant algo)",
                 )
     if not isinstance(method, str):
-        return "", f"quant_method {method!r} is not a string"
+        return "", f"quant_method {shown(repr(method))} is not a string"
     return method.lower().replace("compressed_tensors", "compressed-tensors"), ""
 
 
@@ -322,7 +326,7 @@ def _vllm_compressed_tensors(scheme: Mapping[str, Any]) -> str:
             "type=float is supported)"
         )
     if scheme.get("strategy") not in VLLM_CT_KV_STRATEGIES:
-        return f"strategy {scheme.get('strategy')!r} (only tensor or attn_head)"
+        return f"strategy {shown(repr(scheme.get('strategy')))} (only tensor or attn_head)"
     if not scheme.get("symmetric"):
         return "symmetric is not true (only symmetric scales)"
     return ""
@@ -393,7 +397,7 @@ def _vllm(
             refusal = (
                 _vllm_compressed_tensors(scheme)
                 if isinstance(scheme, Mapping)
-                else (f"{scheme!r} is not an object")
+                else (f"{shown(repr(scheme))} is not an object")
             )
             if refusal:
                 return KvDtypeChoice(
@@ -402,10 +406,10 @@ def _vllm(
                     f"{refusal} (CompressedTensorsKVCacheMethod.validate_kv_cache_scheme)",
                     (quant.key + ".kv_cache_scheme",),
                 )
-            shown = {k: scheme[k] for k in ("num_bits", "type", "strategy") if k in scheme}
+            fields = {k: scheme[k] for k in ("num_bits", "type", "strategy") if k in scheme}
             return KvDtypeChoice(
                 "fp8",
-                f"auto: {quant.key}.kv_cache_scheme {shown} -> fp8 ({VLLM_ATTENTION})",
+                f"auto: {quant.key}.kv_cache_scheme {shown(fields)} -> fp8 ({VLLM_ATTENTION})",
                 (quant.key + ".kv_cache_scheme",),
             )
     return _vllm_model_dtype(vllm, config, model_dir, pooling)
@@ -415,7 +419,7 @@ def _sglang_dtype_of(value: Any, model_type: Any) -> tuple[str | None, str]:
     """SGLang's _get_and_verify_dtype for --dtype auto: (dtype, how), dtype None if unknown."""
     mapped = CONFIG_DTYPES.get(value) if isinstance(value, str) else None
     if value is not None and mapped is None:
-        return None, f"{value!r} is not a dtype apron knows"
+        return None, f"{shown(repr(value))} is not a dtype apron knows"
     if mapped is not None and mapped != "fp32":
         return mapped, f"{value}"
     gemma = isinstance(model_type, str) and model_type.startswith("gemma")
@@ -448,7 +452,7 @@ def _sglang_model_dtype(config: Mapping[str, Any]) -> KvDtypeChoice:
             return KvDtypeChoice(
                 None,
                 "auto: SGLang reads the dtype of hf_text_config; text_config has none and the "
-                f"top level says {top!r}: {own_how} or {inherited_how}, depending on whether "
+                f"top level says {shown(repr(top))}: {own_how} or {inherited_how}, depending on whether "
                 f"transformers hands it down ({SGLANG_DTYPE})",
                 ("text_config.dtype", "dtype", "torch_dtype"),
             )
@@ -461,8 +465,8 @@ def _sglang_model_dtype(config: Mapping[str, Any]) -> KvDtypeChoice:
     dtype, how = _sglang_dtype_of(value, model_type)
     if dtype is None:
         return KvDtypeChoice(None, f"auto: the config's {key} = {how}", (key,))
-    shown = f"the config's {key} = {how}" if value is not None else f"no dtype in the config: {how}"
-    return KvDtypeChoice(dtype, f"auto: the model dtype {dtype}: {shown} ({SGLANG_DTYPE})", (key,))
+    said = f"the config's {key} = {how}" if value is not None else f"no dtype in the config: {how}"
+    return KvDtypeChoice(dtype, f"auto: the model dtype {dtype}: {said} ({SGLANG_DTYPE})", (key,))
 
 
 def _sglang_kv_quant_algo(quant: Mapping[str, Any], key: str) -> tuple[Any, str]:
@@ -527,7 +531,7 @@ def _sglang(
             )
         if what:
             base = _sglang_model_dtype(config)
-            return base._replace(reason=f"{base.reason}; {what} = {algo!r} is not FP8")
+            return base._replace(reason=f"{base.reason}; {what} = {shown(repr(algo))} is not FP8")
         if quant.body.get("kv_cache_scheme") is not None:
             base = _sglang_model_dtype(config)
             return base._replace(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from apron.config import ModelConfig, is_int
+from apron.terminal import shown
 
 FULL, SLIDING, CHUNKED, MAMBA, BOTH, LINEAR, CONV, NONE, SHARED = (
     "full_attention",
@@ -117,7 +118,7 @@ def _words(values: object, source: str, layers: int | None) -> LayerLayout:
             return LayerLayout(
                 (),
                 source,
-                (f"{source}[{index}] = {value!r} is a layer type apron does not know",),
+                (f"{source}[{index}] = {shown(repr(value))} is a layer type apron does not know",),
                 (),
             )
         kinds.append(kind)
@@ -162,13 +163,18 @@ def _stated_layout(model: ModelConfig) -> LayerLayout | None:
             return LayerLayout((), source, (f"{source} needs {', '.join(missing)}",), missing)
         if not (is_int(period) and is_int(offset)) or period <= 0:
             return LayerLayout(
-                (), source, (f"{source} = {period!r}/{offset!r} are not usable integers",), ()
+                (),
+                source,
+                (
+                    f"{source} = {shown(repr(period))}/{shown(repr(offset))} are not usable integers",
+                ),
+                (),
             )
         kinds = tuple(FULL if i % period == offset else MAMBA for i in range(layers))
         return LayerLayout(kinds, f"{source} = {period}/{offset}", (), ())
     pattern = model.get("sliding_window_pattern")
     if pattern is not None:
-        source = f"sliding_window_pattern = {pattern!r}"
+        source = f"sliding_window_pattern = {shown(repr(pattern))}"
         if not is_int(pattern) or pattern <= 0:
             return LayerLayout((), source, (f"{source} is not a positive integer",), ())
         if layers is None:
@@ -179,7 +185,7 @@ def _stated_layout(model: ModelConfig) -> LayerLayout | None:
         return LayerLayout(kinds, f"{source} (every {pattern}th layer global)", (), ())
     if model.get("use_sliding_window") is True and model.present("max_window_layers"):
         first = model.get("max_window_layers")
-        source = f"use_sliding_window + max_window_layers = {first!r}"
+        source = f"use_sliding_window + max_window_layers = {shown(repr(first))}"
         if not is_int(first) or layers is None:
             return LayerLayout(
                 (),
@@ -190,3 +196,91 @@ def _stated_layout(model: ModelConfig) -> LayerLayout | None:
         kinds = tuple(SLIDING if i >= first else FULL for i in range(layers))
         return LayerLayout(kinds, f"{source} (layers {first}.. windowed)", (), ())
     return None
+
+
+class KindGeometry(NamedTuple):
+    """One layer kind's KV heads (whole model) and K/V head sizes, and where they came from."""
+
+    kv_heads: int
+    k: int
+    v: int
+    how: str
+
+
+def kind_geometry(model: ModelConfig) -> dict[str, KindGeometry] | str | None:
+    """The KV geometry of windowed and full layers when the config gives them their own heads
+    or head sizes, as the engine builds each layer (None: one geometry for every layer; a str:
+    the fields such a config needs, missing). Read from the engine's model code by hand:
+    - MiMo-V2 (vLLM mimo_v2.py MiMoV2DecoderLayer.__init__): windowed layers take
+      swa_num_key_value_heads, swa_head_dim and swa_v_head_dim (default swa_head_dim); full
+      layers num_key_value_heads, head_dim and v_head_dim (default head_dim).
+    - Gemma 4 (vLLM gemma4.py Gemma4DecoderLayer.__init__): full layers take global_head_dim
+      (default head_dim) for K and V, and num_global_key_value_heads (default
+      num_key_value_heads) only when attention_k_eq_v; windowed layers num_key_value_heads and
+      head_dim. K and V are both cached (k_eq_v only loads K's weights into V's slot)."""
+    if model.present("swa_num_key_value_heads"):
+        return _paired(
+            model,
+            (SLIDING, "swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim"),
+            (FULL, "num_key_value_heads", "head_dim", "v_head_dim"),
+        )
+    if model.present("global_head_dim") or model.present("num_global_key_value_heads"):
+        heads, head = model.integer("num_key_value_heads"), model.integer("head_dim")
+        k_eq_v = model.get("attention_k_eq_v") is True
+        global_heads_key = (
+            "num_global_key_value_heads"
+            if k_eq_v and model.present("num_global_key_value_heads")
+            else "num_key_value_heads"
+        )
+        global_head_key = "global_head_dim" if model.present("global_head_dim") else "head_dim"
+        global_heads, global_head = (
+            model.integer(global_heads_key),
+            model.integer(global_head_key),
+        )
+        missing = [
+            k
+            for k, v in (
+                ("num_key_value_heads", heads),
+                ("head_dim", head),
+                (global_heads_key, global_heads),
+                (global_head_key, global_head),
+            )
+            if v is None
+        ]
+        if missing:
+            return f"per-kind head geometry needs {', '.join(dict.fromkeys(missing))}"
+        return {
+            SLIDING: KindGeometry(
+                heads, head, head, f"num_key_value_heads {heads}, head_dim {head} (K and V)"
+            ),
+            FULL: KindGeometry(
+                global_heads,
+                global_head,
+                global_head,
+                f"{global_heads_key} {global_heads}"
+                + (" (attention_k_eq_v)" if global_heads_key != "num_key_value_heads" else "")
+                + f", {global_head_key} {global_head} (K and V)",
+            ),
+        }
+    return None
+
+
+def _paired(model: ModelConfig, *kinds: tuple[str, str, str, str]):
+    found: dict[str, KindGeometry] = {}
+    missing: list[str] = []
+    for kind, heads_key, k_key, v_key in kinds:
+        heads, k = model.integer(heads_key), model.integer(k_key)
+        v = k if model.get(v_key) is None else model.integer(v_key)  # getattr(.., None) or k
+        missing += [key for key, x in ((heads_key, heads), (k_key, k), (v_key, v)) if x is None]
+        if heads is not None and k is not None and v is not None:
+            found[kind] = KindGeometry(
+                heads, k, v, f"{heads_key} {heads}, {k_key} {k}, {v_key} {v}"
+            )
+    if missing:
+        return f"per-kind head geometry needs {', '.join(dict.fromkeys(missing))}"
+    return found
+
+
+def kind_heads(geometry: dict[str, KindGeometry], kinds: tuple[str, ...]) -> tuple[int, ...]:
+    """KV heads of every layer by its kind (0 for a layer that caches nothing of its own)."""
+    return tuple(geometry[k].kv_heads if k in geometry else 0 for k in kinds)

@@ -11,10 +11,41 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
+from apron.errors import ConstraintsError
 from apron.gguf_header import GgufHeader
 from apron.llamacpp_formula import Unknown, evaluate
+from apron.terminal import shown
 
-__all__ = ["Unknown", "cache_type", "figures", "render", "weights_bytes"]
+__all__ = ["Refused", "Unknown", "cache_type", "figures", "limit", "render", "weights_bytes"]
+
+
+class Refused(Unknown):
+    """What llama.cpp itself refuses (its loader throws, or a ggml assert stops it): the figure
+    is unknown, and `apron gguf` exits 2 with the reason."""
+
+
+# the keys llama_model::load_hparams reads with get_key_or_arr: a u32, or an array of i32 / u32 /
+# bool with one entry per layer (at most LLAMA_MAX_LAYERS); every other count key is a u32
+PER_LAYER_KEYS = frozenset(
+    {"feed_forward_length", "attention.head_count", "attention.head_count_kv"}
+)
+PER_LAYER_ARRAY_TYPES = frozenset({"arr[i32]", "arr[u32]", "arr[bool]"})
+LOADER = "llama.cpp's model loader (src/llama-model-loader.cpp)"
+UINT32_MAX = 2**32 - 1  # llama_hparams' sizing methods return uint32_t (src/llama-hparams.h)
+
+
+def limit(c: EngineConstraints, name: str) -> int:
+    """One of llama.cpp's extracted limits (generated/llamacpp limits) by name; ConstraintsError
+    when it is not extracted or not read as a number (never a default)."""
+    row = next((r for r in c.rows("limits") if r.name == name), None)
+    if row is None or row.value is None:
+        why = "not extracted" if row is None else row.unknown
+        raise ConstraintsError(
+            f"generated/llamacpp limits: {name} is {why}; re-extract llama.cpp "
+            "(extract --engine llamacpp)"
+        )
+    return row.value
+
 
 ENGINE = "llamacpp"
 # the GGUF keys (after "<arch>.") hparams_of reads: a converter write of one of them that apron
@@ -67,6 +98,7 @@ class LlamaCppFigures(NamedTuple):
     unknown: tuple[str, ...]
     notes: tuple[str, ...]
     citations: tuple[Citation, ...]
+    refused: str = ""  # what llama.cpp itself refuses about this input (then unknown says it too)
 
 
 def _per_layer(value: Any, n_layer: int, default: Any) -> list:
@@ -85,27 +117,62 @@ def hparams_of(header: GgufHeader, c: EngineConstraints, arch: str) -> tuple[dic
     notes: list[str] = []
 
     def count(key: str, default: Any = None) -> Any:
-        """A count or length key as llama.cpp's loader reads it: an unsigned 32-bit integer (or
-        an array of them); any other value is unknown, naming the key, never a figure."""
+        """A count or length key as llama.cpp's loader reads it: an unsigned 32-bit integer (or,
+        for the per-layer keys, an array of one per layer); a GGUF type the loader refuses is
+        Refused, any other value unknown, naming the key, never a figure."""
         value = header.arch_key(key)
         if value is None:
             return default
+        name = f"{shown(header.architecture)}.{key}"
+        kind = header.arch_key_type(key)
+        if key in PER_LAYER_KEYS and isinstance(value, list) and kind is not None:
+            if kind not in PER_LAYER_ARRAY_TYPES:
+                raise Refused(f"{name} is not a string/float32/uint32/int32 array ({LOADER})")
+        elif kind is not None and kind != "u32":
+            raise Refused(f"key {name} has wrong type {kind} but expected type u32 ({LOADER})")
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item < 2**32:
                 raise Unknown(
-                    f"{header.architecture}.{key} = {value!r}: llama.cpp's loader reads it as an "
-                    "unsigned 32-bit integer"
+                    f"{name} = {shown(value)}: llama.cpp's loader reads it as an unsigned 32-bit "
+                    "integer"
                 )
         return value
 
-    for required in ("block_count", "embedding_length"):
-        if header.arch_key(required) is None:
+    for required in ("context_length", "embedding_length", "block_count"):
+        if header.arch_key(required) is not None:
+            continue
+        if header.types is not None:  # a GGUF file: the loader throws
+            raise Refused(
+                f"key not found in model: {shown(header.architecture)}.{required} ({LOADER})"
+            )
+        if required != "context_length":  # an HF config's converter writes did not give it
             raise Unknown(f"no {header.architecture}.{required} (llama.cpp's loader requires it)")
     n_layer = count("block_count", 0)
     n_embd = count("embedding_length", 0)
-    n_head = _per_layer(count("attention.head_count"), n_layer, 0)
-    n_head_kv = _per_layer(count("attention.head_count_kv"), n_layer, None)
+    max_layers = limit(c, "LLAMA_MAX_LAYERS")
+    if n_layer > max_layers:
+        raise Refused(
+            f"{shown(header.architecture)}.block_count = {n_layer:,}: over LLAMA_MAX_LAYERS "
+            f"{max_layers}, the size of llama_hparams' per-layer arrays ({LOADER} throws "
+            "n > N_MAX reading them)"
+        )
+    per_layer = {key: count(key) for key in sorted(PER_LAYER_KEYS)}
+    for key, value in per_layer.items():
+        if isinstance(value, list) and len(value) != n_layer:
+            raise Refused(
+                f"key {shown(header.architecture)}.{key} has wrong array length; expected "
+                f"{n_layer:,}, got {len(value):,} ({LOADER})"
+            )
+    n_head = _per_layer(per_layer["attention.head_count"], n_layer, 0)
+    n_head_kv = _per_layer(per_layer["attention.head_count_kv"], n_layer, None)
     n_head_kv = [h if kv is None else kv for h, kv in zip(n_head, n_head_kv, strict=True)]
+    for il, (heads, kv_heads) in enumerate(zip(n_head, n_head_kv, strict=True)):
+        if kv_heads and heads % kv_heads:
+            raise Refused(
+                f"layer {il}: head_count {heads:,} is not a multiple of head_count_kv "
+                f"{kv_heads:,} (ggml's attention asserts it: ggml_can_mul_mat, "
+                "ggml/src/ggml.c)"
+            )
     head0 = next((h for h in n_head if h), 0)
     head_k = count("attention.key_length")
     head_v = count("attention.value_length")
@@ -116,7 +183,7 @@ def hparams_of(header: GgufHeader, c: EngineConstraints, arch: str) -> tuple[dic
         "n_embd": n_embd,
         "n_head_arr": n_head,
         "n_head_kv_arr": n_head_kv,
-        "n_ff_arr": _per_layer(count("feed_forward_length"), n_layer, None),
+        "n_ff_arr": _per_layer(per_layer["feed_forward_length"], n_layer, None),
         "n_embd_head_k_full": head_k,
         "n_embd_head_v_full": head_v,
         "n_embd_head_k_swa": count("attention.key_length_swa", head_k),
@@ -221,7 +288,14 @@ def _method_calls(c: EngineConstraints, hp: dict) -> dict[str, Callable[..., Any
                     continue
                 if row.unknown:
                     raise Unknown(f"llama_hparams::{name}: {row.unknown}")
-                return evaluate(row.value, env, calls)
+                value = evaluate(row.value, env, calls)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    if not 0 <= value <= UINT32_MAX:
+                        raise Unknown(
+                            f"llama_hparams::{name}({il}) = {value:,}: past uint32_t, the type "
+                            "it returns (llama.cpp's value would wrap)"
+                        )
+                return value
             raise Unknown(f"llama_hparams::{name} returns nothing for layer {il}")
 
         return run
@@ -247,7 +321,7 @@ def cache_type(c: EngineConstraints, name: str) -> str:
         if row.type_name == name.lower() or row.ggml_type == name.upper():
             return row.ggml_type
     known = ", ".join(r.type_name for r in c.rows("ggml_type_sizes"))
-    raise Unknown(f"cache type {name!r} is not one of llama.cpp's ({known})")
+    raise Unknown(f"cache type {shown(repr(name))} is not one of llama.cpp's ({known})")
 
 
 def _default(c: EngineConstraints, field: str) -> Any:
@@ -284,6 +358,9 @@ def figures(
 ) -> LlamaCppFigures:
     try:
         return _figures(header, c, n_ctx, n_seq_max, type_k, type_v)
+    except Refused as err:
+        why = f"llama.cpp refuses this: {err}"
+        return LlamaCppFigures("", None, None, {}, (), (why,), ASSUMPTIONS, (), str(err))
     except Unknown as err:
         return LlamaCppFigures("", None, None, {}, (), (str(err),), ASSUMPTIONS, ())
     except (TypeError, ValueError, IndexError) as err:  # a metadata value of another shape
@@ -294,9 +371,17 @@ def figures(
 def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
     cites: list[Citation] = []
     gguf = header.architecture
+    kind = None if header.types is None else header.types.get("general.architecture")
+    if kind is not None and kind != "str":
+        raise Refused(
+            f"key general.architecture has wrong type {kind} but expected type str ({LOADER})"
+        )
     arch = next((r.arch for r in c.rows("arch_names") if r.gguf_name == gguf), None)
     if arch is None:
-        raise Unknown(f"GGUF architecture {gguf!r} is not in llama.cpp's LLM_ARCH_NAMES")
+        raise Refused(
+            f"unknown model architecture: {shown(repr(gguf))} (not in llama.cpp's "
+            "LLM_ARCH_NAMES; its loader throws)"
+        )
     hp, notes = hparams_of(header, c, arch)
     notes = [*notes, *ASSUMPTIONS]
     calls = _method_calls(c, hp)
@@ -322,8 +407,22 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
         **{a: a for a in ("LLAMA_CONTEXT_TYPE_MTP", "LLAMA_SWA_TYPE_NONE")},
         **{r.arch: r.arch for r in c.rows("arch_names")},
     }
+    max_seq = limit(c, "LLAMA_MAX_SEQ")
+    if not 1 <= n_seq_max <= max_seq:
+        raise Refused(
+            f"n_seq_max must be <= {max_seq} (LLAMA_MAX_SEQ; llama_context refuses {n_seq_max:,})"
+        )
     for row in _assign(c, "llama_context::llama_context", env):
         cites.append(c.cite(row))
+    widest = limit(c, "llama_context_params::n_ctx")
+    if env["cparams.n_ctx"] > widest:
+        raise Refused(
+            f"n_ctx {env['params.n_ctx'] or hp['n_ctx_train']:,} padded to 256 is "
+            f"{env['cparams.n_ctx']:,}, past the uint32_t n_ctx llama.cpp holds it in: it wraps "
+            "to 0 and llama_context throws n_ctx_seq == 0"
+        )
+    if env["cparams.n_ctx_seq"] == 0:
+        raise Refused("n_ctx_seq == 0 (llama_context throws: no context for a sequence)")
     # create_memory: the first branch whose case and condition hold
     rule = None
     for row in sorted(c.rows("memory_rules"), key=lambda r: r.branch):
@@ -470,14 +569,15 @@ def weights_bytes(header: GgufHeader) -> int | None:
 def render(header: GgufHeader, c: EngineConstraints, got: LlamaCppFigures, n_seq_max: int) -> str:
     """The llama.cpp column as text: figures, arithmetic, assumptions and citations."""
     lines = [
-        f"{header.path}: GGUF v{header.version}, architecture {header.architecture!r}",
+        f"{shown(header.path)}: GGUF v{header.version}, architecture "
+        f"{shown(repr(header.architecture))}",
         f"llama.cpp {c.commit[:12]} (prediction from its extracted rules)",
     ]
     weights = weights_bytes(header)
     split = header.metadata.get("split.count")
     lines.append(
         f"  weights: {weights:,} B in {len(header.tensors)} tensors"
-        + (f" (this shard of {split})" if split else "")
+        + (f" (this shard of {shown(split)})" if split else "")
         if weights is not None
         else "  weights: unknown (a tensor type gguf-py does not size)"
     )

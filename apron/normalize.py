@@ -21,6 +21,8 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from apron.terminal import shown
+
 
 class Derived(NamedTuple):
     """One field the engine reads that config.json does not hold, and where its value comes from."""
@@ -57,6 +59,7 @@ class ConfigClass(NamedTuple):
     attribute_map: dict[str, str]  # attribute read -> field stored
     sub_configs: dict[str, str]
     derivations: tuple[tuple[str, tuple, tuple], ...]
+    validators: tuple[tuple[str, tuple, str, str], ...] = ()  # (method, condition, error, message)
 
 
 # -- the extracted tables -----------------------------------------------------------------------
@@ -90,6 +93,9 @@ def _tables(module: Any, origin: str) -> _Tables:
     steps: dict[str, list[tuple[int, str, tuple, tuple]]] = {}
     for cls, step, name, condition, expression in module.DERIVATIONS:
         steps.setdefault(cls, []).append((step, name, condition, expression))
+    checks: dict[str, list[tuple[int, str, tuple, str, str]]] = {}
+    for cls, method, step, condition, error, message in getattr(module, "VALIDATORS", ()):
+        checks.setdefault(cls, []).append((step, method, condition, error, message))
     classes: dict[str, ConfigClass] = {}
     by_model_type: dict[str, str] = {}
     for name, model_type, path, bases in sorted(module.CLASSES, key=lambda c: c[2]):
@@ -105,6 +111,7 @@ def _tables(module: Any, origin: str) -> _Tables:
             maps.get(name, {}),
             subs.get(name, {}),
             tuple((n, c, e) for _, n, c, e in sorted(steps.get(name, []), key=lambda s: s[0])),
+            tuple(v[1:] for v in sorted(checks.get(name, []), key=lambda v: v[0])),
         )
         if model_type is not None:
             by_model_type.setdefault(model_type, name)
@@ -196,6 +203,10 @@ class ConfigClasses:
         for member in reversed(self.class_chain(cls)) if cls is not None else ():
             found.update({alias: (stored,) for alias, stored in member.attribute_map.items()})
         return found
+
+    def refusal(self, cls: ConfigClass, published: Mapping[str, Any]) -> str | None:
+        """Why the class refuses this config (its validate_* checks), or None."""
+        return refusal(self, cls, published)
 
     def class_fields(self, cls: ConfigClass, published: Mapping[str, Any]) -> dict[str, Derived]:
         """What the class sets that config.json does not publish (or publishes as null): its
@@ -393,11 +404,11 @@ def _withheld(
     return derivation is None or any(_mentions(part, {name}) for part in derivation)
 
 
-def class_fields(
+def _built(
     classes: ConfigClasses, cls: ConfigClass, published: Mapping[str, Any]
-) -> dict[str, Derived]:
-    """What the class sets that config.json does not publish (or publishes as null): its
-    defaults, then each derivation whose condition holds, in order."""
+) -> tuple[_Env, dict[str, str]]:
+    """The config as the class builds it (defaults, then each derivation whose condition holds,
+    in order), and where each field it sets came from ("" when apron does not use it)."""
     env = _Env(published, cls, classes)
     keys = classes.kv_head_keys
     where = f"{cls.origin} {cls.name} ({cls.path})"
@@ -418,6 +429,33 @@ def class_fields(
                 continue
             usable = not _withheld(real, (condition, expression), keys)
             sources[real] = f"{where}: {real} = {words(expression)}" if usable else ""
+    return env, sources
+
+
+def refusal(classes: ConfigClasses, cls: ConfigClass, published: Mapping[str, Any]) -> str | None:
+    """Why the class refuses this config (the first validate_* check whose condition holds on
+    the config as the class builds it), or None; a check apron cannot evaluate is not applied."""
+    env, _ = _built(classes, cls, published)
+    for member in classes.class_chain(cls):
+        for method, condition, error, message in member.validators:
+            try:
+                holds = env.evaluate(condition)
+            except (ArithmeticError, TypeError, ValueError):
+                continue
+            if holds is not UNKNOWN and holds:
+                return (
+                    f"{member.origin} {member.name}.{method} ({member.path}) raises {error} when "
+                    f"{words(condition)}: {message}"
+                )
+    return None
+
+
+def class_fields(
+    classes: ConfigClasses, cls: ConfigClass, published: Mapping[str, Any]
+) -> dict[str, Derived]:
+    """What the class sets that config.json does not publish (or publishes as null): its
+    defaults, then each derivation whose condition holds, in order."""
+    env, sources = _built(classes, cls, published)
     found: dict[str, Derived] = {}
     for name, source in sources.items():
         if published.get(name) is not None or any(
@@ -546,13 +584,13 @@ def derive(
             found[extra.name] = extra
     if cls is None and rule is None:
         return {}, (
-            f"config read as published: no configuration class for model_type {model_type!r} "
+            f"config read as published: no configuration class for model_type {shown(repr(model_type))} "
             "in transformers or vLLM, so no class defaults are filled in"
         )
     names = ", ".join(sorted(found)) if found else "nothing"
     if cls is None:
         return found, (
-            f"config read as published, with a rule of vLLM's model code for {model_type!r} "
+            f"config read as published, with a rule of vLLM's model code for {shown(repr(model_type))} "
             f"(no configuration class for it in transformers or vLLM): derived {names}"
         )
     return found, (

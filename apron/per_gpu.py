@@ -33,6 +33,23 @@ STATE_SPLITS = {
 }
 
 
+def _mixer_refusal(model: ModelConfig, rule, tp: int) -> str:
+    """vLLM's Mamba2 mixer asserts `n_groups % tp == 0 or n_groups == 1` when it is built
+    (vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2.__init__, read by hand): a tp
+    it fails is refused at startup. "" when the rule does not apply or holds."""
+    if rule is None or rule.calculator != "mamba2" or tp == 1:
+        return ""
+    from apron.state_shapes import MISSING, hook_argument
+
+    groups = hook_argument(model, rule, "n_groups")
+    if groups is MISSING or not isinstance(groups, int) or groups == 1 or groups % tp == 0:
+        return ""
+    return (
+        f"vLLM's MambaMixer2 asserts n_groups % tp == 0 or n_groups == 1 "
+        f"(vllm/model_executor/layers/mamba/mamba_mixer2.py): n_groups {groups} at tp {tp}"
+    )
+
+
 def _state_split_mismatch(rules, calculator: str | None) -> str:
     """Why the engine's extracted state split does not back apron's per-GPU state ("" if it does)."""
     if calculator is None:
@@ -54,6 +71,68 @@ def _state_split_mismatch(rules, calculator: str | None) -> str:
     return ""
 
 
+def _weights(weights_total: int | None, tp: int) -> tuple[int | None, list[str]]:
+    if weights_total is None:
+        return None, []
+    weights, line = parallel.weights_per_gpu(weights_total, tp)
+    return weights, [line, parallel.REPLICATED_TENSORS_NOTE] if tp > 1 else [line]
+
+
+def _mla_share(
+    model: ModelConfig,
+    tp: int,
+    rules,  # apron.serving_rules.ServingRules
+    heads: HeadCount,
+    figures: MechanismResult,
+    weights_total: int | None,
+) -> GpuShare:
+    """An MLA model's share: the latent is one KV head, replicated on every GPU (the engine's
+    extracted mla_kv_heads_per_gpu rule; vLLM ModelConfig.get_num_kv_heads returns 1 for MLA at
+    every tp), so each GPU holds the whole latent cache; a tp the engine refuses is refused."""
+    from apron import serving_rules as sr
+
+    weights, lines = _weights(weights_total, tp)
+    if tp > 1:
+        config = model.raw if model.text_key is None else model.text
+        checks = {"total_kv_heads": heads.count, "is_mla": True}
+        refused = sr.tp_check(rules, config, tp, **checks)
+        if refused:
+            valid = sr.valid_tp_sizes(config, rules, **checks)
+            return GpuShare(
+                tp, "refused", None, "", None, None, None, weights, refused, valid, (), ()
+            )
+    if not rules.mla_latent_replicated:
+        if tp == 1:
+            whole = parallel.whole_model_share(heads, figures, weights_total)
+            return whole._replace(kv_heads_per_gpu=None, kv_heads_how="")
+        return _unknown(tp, _reasons(rules, "mla_latent_replicated"), weights)
+    per_gpu = sr.kv_heads_per_gpu(rules, heads.count or 0, tp, True)
+    how = f"MLA latent: the engine's MLA KV-head rule gives {per_gpu} per GPU at every tp"
+    if tp == 1:
+        pass
+    elif figures.kv_bytes_per_token is None:
+        lines.append("MLA latent: replicated on every GPU; its bytes per token are unknown")
+    else:
+        lines.append(
+            "MLA latent: replicated on every GPU (the engine's MLA KV-head rule gives 1 per GPU), "
+            f"so each GPU holds the whole {figures.kv_bytes_per_token:,} B/token"
+        )
+    return GpuShare(
+        tp,
+        "split",
+        per_gpu,
+        how,
+        figures.kv_bytes_per_token,
+        figures.kv_bytes_at_context,
+        figures.state_bytes_per_sequence,
+        weights,
+        (),
+        (),
+        figures.unknown,
+        tuple(lines),
+    )
+
+
 def gpu_share(
     model: ModelConfig,
     request: Request,
@@ -65,69 +144,83 @@ def gpu_share(
     weights_total: int | None,
 ) -> GpuShare:
     """The engine's figures for one GPU: weights / tp, KV heads by its rule, state by its split."""
+    if figures.mechanism == mla_latent.NAME:
+        return _mla_share(model, tp, rules, heads, figures, weights_total)
     if tp == 1:
         return parallel.whole_model_share(heads, figures, weights_total)
-    weights, weight_line = (None, "")
-    if weights_total is not None:
-        weights, weight_line = parallel.weights_per_gpu(weights_total, tp)
-    lines = [weight_line, parallel.REPLICATED_TENSORS_NOTE] if weight_line else []
+    weights, lines = _weights(weights_total, tp)
     from apron import serving_rules as sr
 
     config = model.raw if model.text_key is None else model.text
-    checks = {"total_kv_heads": heads.count, "is_mla": figures.mechanism == mla_latent.NAME}
+    checks = {"total_kv_heads": heads.count, "is_mla": False}
     refused = sr.tp_check(rules, config, tp, **checks)
     if refused:
         valid = sr.valid_tp_sizes(config, rules, **checks)
         return GpuShare(tp, "refused", None, "", None, None, None, weights, refused, valid, (), ())
-    if figures.mechanism == mla_latent.NAME:
-        if not rules.mla_latent_replicated:
-            return _unknown(tp, _reasons(rules, "mla_latent_replicated"), weights)
-        lines.append(
-            "MLA latent: replicated on every GPU (the engine's MLA KV-head rule gives 1 per GPU), "
-            f"so each GPU holds the whole {figures.kv_bytes_per_token:,} B/token"
-        )
-        return GpuShare(
-            tp,
-            "split",
-            None,
-            "MLA latent, replicated",
-            figures.kv_bytes_per_token,
-            figures.kv_bytes_at_context,
-            figures.state_bytes_per_sequence,
-            weights,
-            (),
-            (),
-            figures.unknown,
-            tuple(lines),
-        )
     if figures.kv_bytes_per_token == 0 and figures.state_bytes_per_sequence == 0:
         lines.append(f"no KV cache and no state ({figures.mechanism}): nothing to split")
-        return GpuShare(tp, "split", None, "", 0, 0, 0, weights, (), (), (), tuple(lines))
+        share, how = None, ""
+        if heads.count is not None and rules.kv_heads_split is not None:
+            share = sr.kv_heads_per_gpu(rules, heads.count, tp, False)
+            how = f"{heads.count} KV heads at tp {tp} (the layers keep no cache): {share}"
+        return GpuShare(tp, "split", share, how, 0, 0, 0, weights, (), (), (), tuple(lines))
     if figures.mechanism not in SPLITTABLE:
         return _unknown(
             tp, (f"per-GPU split of a {figures.mechanism} cache is not implemented",), weights
         )
     if figures.kv_bytes_per_token and rules.kv_heads_split is None:
         return _unknown(tp, _reasons(rules, "kv_heads_split"), weights)
+    mismatch = ""
     if figures.state_bytes_per_sequence:
         from apron.state_shapes import rule_for
 
         rule = rule_for(model)
         mismatch = _state_split_mismatch(rules, rule.calculator if rule else None)
-        if mismatch:
-            return _unknown(tp, (mismatch,), weights)
+        vllm_rules = any(c.engine == "vllm" for c in rules.citations)
+        refused = _mixer_refusal(model, rule, tp) if vllm_rules else ""
+        if refused:
+            valid = tuple(
+                t
+                for t in sr.valid_tp_sizes(config, rules, **checks)
+                if not _mixer_refusal(model, rule, t)
+            )
+            return GpuShare(
+                tp, "refused", None, "", None, None, None, weights, (refused,), valid, (), ()
+            )
     rule_text = (
         f"max(1, heads // {tp})" if rules.kv_heads_split == sr.SPLIT_REPLICATE else f"heads // {tp}"
     )
-    split = parallel.split_heads(
-        heads, tp, lambda total: sr.kv_heads_per_gpu(rules, total, tp, False) or 0, rule_text
-    )
+    per_gpu = lambda total: sr.kv_heads_per_gpu(rules, total, tp, False) or 0  # noqa: E731
+    split = parallel.split_heads(heads, tp, per_gpu, rule_text)
+    by_kind = _kind_heads(model, heads)
+    if by_kind and heads.count is not None:
+        # layers of each kind split their own heads; the count stays the config's (what vLLM's
+        # ModelConfig.get_num_kv_heads answers)
+        kinds_split = parallel.split_heads(
+            heads._replace(per_layer=by_kind), tp, per_gpu, rule_text
+        )
+        split = kinds_split._replace(count=split.count, how=f"{split.how}; {kinds_split.how}")
     shared = compute(selection, model, split, request._replace(tp=tp))
     lines.extend(shared.arithmetic)
     if heads.count is not None and heads.count < tp and rules.kv_heads_split == sr.SPLIT_REPLICATE:
         lines.append(
             f"{heads.count} KV heads < tp {tp}: each GPU holds one replica of a KV head "
             f"({tp // max(heads.count, 1)} GPUs share each head)"
+        )
+    if mismatch:  # the KV heads split by their own rule; only the state's share is unknown
+        return GpuShare(
+            tp,
+            "unknown",
+            split.count,
+            split.how,
+            shared.kv_bytes_per_token,
+            shared.kv_bytes_at_context,
+            None,
+            weights,
+            (),
+            (),
+            (mismatch,),
+            tuple(lines),
         )
     return GpuShare(
         tp,
@@ -142,6 +235,48 @@ def gpu_share(
         (),
         shared.unknown,
         tuple(lines),
+    )
+
+
+def _kind_heads(model: ModelConfig, heads: HeadCount) -> tuple[int, ...]:
+    """Per-layer KV heads when windowed and full layers have their own geometry (apron.layers
+    kind_geometry), for a config whose heads are one count; () otherwise."""
+    from apron.layers import kind_geometry, kind_heads
+
+    geometry = kind_geometry(model)
+    structure = layout(model)
+    if heads.per_layer or not isinstance(geometry, dict) or structure is None:
+        return ()
+    if structure.unknown:
+        return ()
+    return kind_heads(geometry, structure.kinds)
+
+
+# vLLM's default enables prefix caching (CacheConfig.enable_prefix_caching = True); for a model
+# with mamba state MambaModelConfig.verify_and_update_config (vllm/model_executor/models/
+# config.py) then sets mamba_cache_mode "all" when the class supports mamba prefix caching, else
+# "align", and MambaSpec.max_memory_usage_bytes (vllm/v1/kv_cache_interface.py) counts 2 state
+# pages per sequence under "align". Restated by hand; the class flag is extracted.
+ALIGN_STATE_PAGES = 2
+
+
+def _mamba_cache_mode(model: ModelConfig) -> tuple[str | None, str]:
+    """vLLM's default mamba_cache_mode for this architecture, and why (None: unknown)."""
+    vllm = model.constraints.get("vllm")
+    arch = model.architecture
+    flags = {r.architecture: r for r in vllm.rows("model_class_flags")} if vllm else {}
+    row = flags.get(arch or "")
+    if row is None or row.supports_mamba_prefix_caching is None:
+        return None, f"vLLM's mamba_cache_mode for {arch} is unknown (no class flags for it)"
+    if row.supports_mamba_prefix_caching:
+        return "all", (
+            f"vLLM's default prefix caching sets mamba_cache_mode 'all' for {arch} (it supports "
+            "mamba prefix caching): its chunk-aligned block and per-block state pages are not "
+            "modelled"
+        )
+    return "align", (
+        f"mamba_cache_mode 'align' (vLLM's default prefix caching; {arch} does not support "
+        "mamba prefix caching)"
     )
 
 
@@ -162,6 +297,9 @@ def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):
     structure = layout(model)
     if structure is None or structure.unknown:
         return None, "hybrid page size: the per-layer layout is unknown"
+    mode, mode_how = _mamba_cache_mode(model)
+    if mode != "align":
+        return None, f"hybrid page size: {mode_how}"
     attention = sum(1 for k in structure.kinds if k in ATTENTION_KINDS)
     states = sum(1 for k in structure.kinds if k in STATE_KINDS)
     if not attention or not states or share.kv_bytes_per_token is None:
@@ -175,11 +313,13 @@ def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):
     if page.raises_only:
         block = max(block, rules.block_tokens)
     attn_page = block * per_token_layer
-    padded = states * max(attn_page, state_page) if page.pads_mamba_page else states * state_page
+    one = max(attn_page, state_page) if page.pads_mamba_page else state_page
+    padded = ALIGN_STATE_PAGES * states * one
     lines = (
         f"hybrid block = {align} x ceil({state_page:,} B state page / ({align} x "
         f"{per_token_layer:,} B per token per layer)) = {block} tokens ({page.formula})",
-        f"state per sequence = {states} state layers x {max(attn_page, state_page):,} B page "
+        f"{mode_how}: {ALIGN_STATE_PAGES} state pages per state layer per sequence",
+        f"state per sequence = {ALIGN_STATE_PAGES} x {states} state layers x {one:,} B page "
         f"(padded to the attention page) = {padded:,} B",
     )
     notes.append(

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from apron import bounds, parallel
 from apron import context as context_rules
-from apron import parallel
 from apron.checks import refuse_impossible
 from apron.config import ModelConfig, load_config
 from apron.constraints import (
@@ -41,6 +41,7 @@ from apron.results import (
 )
 from apron.select import Selection, compute, select
 from apron.support import support
+from apron.terminal import shown
 
 KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 AUTO_KV_DTYPE = "auto"  # each engine resolves it from the checkpoint (apron.kv_dtype)
@@ -77,7 +78,7 @@ def canonical_kv_dtype(kv_dtype: str) -> str:
     name = ENGINE_KV_DTYPE_NAMES.get(kv_dtype, kv_dtype)
     if name not in KV_DTYPES and name != AUTO_KV_DTYPE:
         raise ApronInputError(
-            f"unknown KV dtype {kv_dtype!r}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE} "
+            f"unknown KV dtype {shown(repr(kv_dtype))}; use one of {', '.join(KV_DTYPES)}, {AUTO_KV_DTYPE} "
             f"(or vLLM's {', '.join(ENGINE_KV_DTYPE_NAMES)})"
         )
     return name
@@ -93,11 +94,10 @@ def make_request(
     """Validate the options; a context of None means vLLM's derived maximum (when it has one)."""
     kv_dtype = canonical_kv_dtype(kv_dtype)
     if kv_dtype not in KV_DTYPES:  # auto is resolved per engine before a request is made
-        raise ApronInputError(f"KV dtype {kv_dtype!r} needs an engine to resolve it")
-    if context is not None and context <= 0:
-        raise ApronInputError(f"context must be a positive number of tokens, got {context}")
-    if batch <= 0:
-        raise ApronInputError(f"batch must be at least 1, got {batch}")
+        raise ApronInputError(f"KV dtype {shown(repr(kv_dtype))} needs an engine to resolve it")
+    if context is not None:
+        context = bounds.checked(context, bounds.CONTEXT, "--context")
+    batch = bounds.checked(batch, bounds.BATCH, "--batch")
     maximum, warnings = context_rules.check(model, context)
     source = "--context"
     if context is None:
@@ -194,7 +194,7 @@ def _view(
     )
     if registered is False:
         notes.append(
-            f"{model.architecture} is not in {title}'s registry at this commit: it could "
+            f"{shown(model.architecture)} is not in {title}'s registry at this commit: it could "
             "load only through a generic fallback (e.g. a Transformers backend), which "
             "apron does not model"
         )
@@ -234,6 +234,9 @@ def _view(
         )
         cites.extend(decision.mla.citations)
     cites.extend(heads.citations)
+    if enc_only and decision.encoder_only_kv:
+        notes.append(f"{decision.encoder_only_kv} (vLLM: {enc_only})")
+        enc_only = ""
     selection = select(
         model,
         mla=bool(mla),
@@ -388,7 +391,8 @@ def _serving_figures(
 ) -> tuple[GpuShare, Capacity | None, tuple[Citation, ...]]:
     """The engine's per-GPU share at --tp and, with --gpu-memory, what fits (and the serving
     rules it cites)."""
-    if serving.tp == 1 and serving.gpu_memory is None:  # no serving rule is needed
+    mla = figures.mechanism == mla_latent.NAME  # the MLA KV-head rule holds at tp 1 too
+    if serving.tp == 1 and serving.gpu_memory is None and not mla:  # no serving rule is needed
         return parallel.whole_model_share(heads, figures, serving.weights.total_bytes), None, ()
     from apron import per_gpu
     from apron.serving_rules import serving_rules
@@ -397,7 +401,7 @@ def _serving_figures(
     share = per_gpu.gpu_share(
         model, request, serving.tp, rules, selection, heads, figures, serving.weights.total_bytes
     )
-    used = rules.citations if serving.tp > 1 or serving.gpu_memory is not None else ()
+    used = rules.citations if serving.tp > 1 or serving.gpu_memory is not None or mla else ()
     if serving.gpu_memory is None:
         return share, None, used
     fraction_lines: tuple[str, ...] = ()
@@ -479,26 +483,58 @@ def given_weights(
     if weights_dtype is not None and params is None:
         raise ApronInputError("--weights-dtype goes with --params (the parameter count)")
     if weights_bytes is not None:
-        if weights_bytes <= 0:
-            raise ApronInputError(f"--weights-bytes must be more than 0, got {weights_bytes:,}")
+        weights_bytes = bounds.checked(weights_bytes, bounds.BYTES, "--weights-bytes")
         return Weights(weights_bytes, (), "--weights-bytes", "", ())
     if params is None:
         return None
-    if params <= 0:
-        raise ApronInputError(f"--params must be more than 0, got {params:,}")
+    params = bounds.checked(params, bounds.PARAMS, "--params")
     if weights_dtype is None or weights_dtype not in PARAM_DTYPE_BITS:
-        given = "none" if weights_dtype is None else repr(weights_dtype)
+        given = "none" if weights_dtype is None else shown(repr(weights_dtype))
         raise ApronInputError(
             f"--params needs --weights-dtype (got {given}): one of {', '.join(PARAM_DTYPE_BITS)}"
         )
     bits = PARAM_DTYPE_BITS[weights_dtype]
-    total = -(-params * bits // 8)
+    total = bounds.checked(-(-params * bits // 8), bounds.BYTES, f"--params x {weights_dtype}")
     return Weights(
         total,
         (),
         f"--params {params:,} x {bits} bits ({weights_dtype})",
         "",
         (f"weights = ceil({params:,} parameters x {bits} / 8) = {total:,} B",),
+    )
+
+
+def engine_request(
+    model: ModelConfig,
+    request: Request,
+    engine_id: str,
+    constraints: EngineConstraints | None,
+    context: int | None,
+) -> Request:
+    """The request one engine's column is computed for: with no --context, the engine's own
+    default context where its rules module has a `default_context` hook (else the shared one)."""
+    rules = ENGINE_RULES.get(engine_id)
+    hook = getattr(rules, "default_context", None)
+    if context is not None or hook is None or constraints is None:
+        return request
+    found = hook(model, constraints)
+    if found is None:
+        return request
+    title = ENGINE_TITLES.get(engine_id, engine_id)
+    source = f"default: {found.how}" if found.tokens is not None else f"unknown: {found.how}"
+    if found.tokens is None:
+        source = f"{title}'s default context is {source}"
+    return request._replace(context=found.tokens, context_source=source)
+
+
+def _with_context(view: EngineView, shared: Request, own: Request) -> EngineView:
+    """The view with the context its figures are at, and a note when it is the engine's own."""
+    if own.context == shared.context:
+        return view._replace(context=own.context, context_source=own.context_source)
+    shown = f"{own.context:,} tokens" if own.context is not None else "unknown"
+    note = f"context {shown}: {view.title}'s own {own.context_source}"
+    return view._replace(
+        context=own.context, context_source=own.context_source, notes=(note, *view.notes)
     )
 
 
@@ -671,13 +707,17 @@ def plan(
     kv_dtype = canonical_kv_dtype(kv_dtype)
     auto = kv_dtype == AUTO_KV_DTYPE
     request = make_request(model, context, AUTO_PLACEHOLDER if auto else kv_dtype, batch, vllm)
-    if tp <= 0:
-        raise ApronInputError(f"--tp must be at least 1, got {tp}")
-    if gpu_memory is not None and gpu_memory <= 0:
-        raise ApronInputError(f"--gpu-memory must be more than 0 bytes, got {gpu_memory}")
-    if memory_fraction is not None and not 0 < memory_fraction <= 1:
+    tp = bounds.checked(tp, bounds.TP, "--tp")
+    if gpu_memory is not None:
+        gpu_memory = bounds.checked(gpu_memory, bounds.BYTES, "--gpu-memory")
+    if memory_fraction is not None and not (
+        isinstance(memory_fraction, int | float)
+        and not isinstance(memory_fraction, bool)
+        and 0 < memory_fraction <= 1
+    ):
         raise ApronInputError(
-            f"--memory-fraction must be more than 0 and at most 1, got {memory_fraction:g}"
+            f"--memory-fraction {shown(memory_fraction)}: must be more than 0 and at most 1 "
+            "(vLLM's gpu_memory_utilization: Field(gt=0, le=1))"
         )
     directory = _checkpoint_dir(model, model_dir)
     weights = given_weights(weights_bytes, params, weights_dtype) or checkpoint_weights(
@@ -741,10 +781,16 @@ def plan(
         )
 
     supported = support(model, cs)
+    requests = {
+        engine_id: engine_request(model, request, engine_id, cs.get(engine_id), context)
+        for engine_id in cs.engines
+    }
     views = tuple(
         _view(
             model,
-            _placeholder(_auto_request(request, choices, engine_id)) if auto else request,
+            _placeholder(_auto_request(requests[engine_id], choices, engine_id))
+            if auto
+            else requests[engine_id],
             engine_id,
             cs.get(engine_id),
             decisions.get(engine_id),
@@ -758,6 +804,7 @@ def plan(
         )
         for engine_id, entry in zip(cs.engines, supported, strict=True)
     )
+    views = tuple(_with_context(view, request, requests[view.engine]) for view in views)
     if auto:
         views = tuple(_auto_view(view, choices.get(view.engine)) for view in views)
     refusal = parallel.tp_refusal(tp, [(v.title, v.gpu) for v in views if v.gpu is not None])

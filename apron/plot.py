@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from apron.errors import ApronInputError
+from apron.output_files import OutputFile, check_output, discard, write_output
 from apron.results import Plan
+from apron.terminal import shown
 
 FORMATS = (".png", ".svg")
 FIRST_CONTEXT = 1024
@@ -93,7 +95,8 @@ def kv_curves(plans: Sequence[Plan]) -> PlotData:
         notes.append("naive figure = the window/hybrid-aware figure for this config")
     where = f"per GPU at tp {first.tp}" if first.tp > 1 else "one GPU"
     return PlotData(
-        f"{first.architecture or first.source}: KV cache ({first.request.kv_dtype}), {where}",
+        f"{shown(first.architecture or first.source, 80)}: KV cache ({first.request.kv_dtype}), "
+        f"{where}",
         "KV bytes of one sequence",
         tuple(series),
         tuple(notes),
@@ -107,17 +110,23 @@ def plans_for_plot(config, contexts: Sequence[int], **options) -> tuple[Plan, ..
     return tuple(plan(config, context=c, **options) for c in contexts)
 
 
-def write_plot(data: PlotData, out: str | Path) -> Path:
-    """Draw `data` to a PNG or SVG file; PlotUnavailable when matplotlib is not installed."""
-    path = Path(out)
-    if path.suffix.lower() not in FORMATS:
-        raise ApronInputError(f"--out {out}: give a .png or .svg file name")
+def check_out(out: str | Path, *, follow_symlinks: bool = False) -> OutputFile:
+    """--out checked before any planning: a .png or .svg name apron can write (apron.output_files)."""
+    if Path(out).suffix.lower() not in FORMATS:
+        raise ApronInputError(f"--out {shown(out)}: give a .png or .svg file name")
+    return check_output(out, "--out", follow_symlinks=follow_symlinks)
+
+
+def write_plot(data: PlotData, out: OutputFile) -> Path:
+    """Draw `data` to the checked PNG or SVG output; PlotUnavailable when matplotlib is not
+    installed (the output's temp file is then removed)."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         from matplotlib import pyplot
     except ImportError as err:
+        discard(out)
         raise PlotUnavailable(
             f"apron plot needs matplotlib, the optional extra 'plot': {install_hint()}"
         ) from err
@@ -136,6 +145,9 @@ def write_plot(data: PlotData, out: str | Path) -> Path:
     axes.legend(fontsize=8)
     figure.text(0.01, 0.01, "prediction from config fields and extracted engine rules", fontsize=7)
     figure.tight_layout()
-    figure.savefig(path)
-    pyplot.close(figure)
-    return path
+    try:
+        return write_output(
+            out, lambda handle: figure.savefig(handle, format=out.path.suffix.lower()[1:])
+        )
+    finally:
+        pyplot.close(figure)

@@ -8,6 +8,7 @@ import textwrap
 from rich.console import Console
 
 from apron.results import Capacity, EngineView, GpuShare, Plan
+from apron.terminal import shown
 
 UNKNOWN = "unknown"
 WIDTH = 80
@@ -43,10 +44,14 @@ def short_bytes(value: int | None, decimals: int | None = None) -> str:
     return f"{size:.{decimals}f} {unit}"
 
 
+MAX_TEXT = 4_000  # characters of one note or line shown; past that, cut with its length said
+
+
 def wrap(text: str, width: int, indent: str = "", first: str | None = None) -> list[str]:
-    """Lines of at most `width` columns, broken at spaces only (never inside a word)."""
+    """Lines of at most `width` columns, broken at spaces only (never inside a word); a text
+    over MAX_TEXT characters (one carrying a huge input string) is cut first."""
     return textwrap.wrap(
-        text,
+        shown(text, MAX_TEXT),
         width=width,
         initial_indent=indent if first is None else first,
         subsequent_indent=indent,
@@ -358,8 +363,20 @@ def verbose_lines(plan: Plan, width: int = WIDTH) -> list[str]:
     return lines
 
 
+def displayed(plan: Plan) -> Plan:
+    """The plan with its input strings (source path, architecture, model types) escaped and cut
+    for a terminal (apron.terminal.shown); --json carries them whole."""
+    return plan._replace(
+        source=shown(plan.source),
+        architecture=None if plan.architecture is None else shown(plan.architecture),
+        model_type=None if plan.model_type is None else shown(plan.model_type),
+        text_model_type=None if plan.text_model_type is None else shown(plan.text_model_type),
+    )
+
+
 def render(plan: Plan, console: Console, verbose: bool = False) -> None:
     """Print the default view (or the verbose one) at most 80 columns wide."""
+    plan = displayed(plan)
     width = min(WIDTH, console.width) if console.width else WIDTH
     lines = verbose_lines(plan, width) if verbose else summary_lines(plan, width)
     for line in lines:

@@ -163,6 +163,8 @@ class EngineView(NamedTuple):
     citations: tuple[Citation, ...]
     gpu: GpuShare | None = None  # per-GPU figures at --tp (None: no figures to split)
     capacity: Capacity | None = None  # what fits, when --gpu-memory is given
+    context: int | None = None  # the context this engine's figures are at
+    context_source: str = ""  # where it came from (--context, or the engine's own default)
 
 
 class SupportEntry(NamedTuple):

@@ -22,6 +22,7 @@ from apron.mechanisms import (
 from apron.mechanisms import encoder_only as encoder_only_mechanism
 from apron.results import HeadCount, MechanismResult, Request
 from apron.ssm import has_state_fields
+from apron.terminal import shown
 
 
 class Selection(NamedTuple):
@@ -76,7 +77,7 @@ def select(
             unsupported,
             "RWKV recurrent state",
             (
-                f"model_type {model.model_type}: vLLM at this commit registers no RWKV "
+                f"model_type {shown(model.model_type)}: vLLM at this commit registers no RWKV "
                 "architecture, so there is no engine rule for its recurrent state "
                 "(llama.cpp classes RWKV as recurrent)"
             ),

@@ -29,10 +29,8 @@ HOLDS_BY_DEFAULT = {
     # SGLANG_ENABLE_POST_CAPTURE_KV_SIZING unset (EnvBool(False)): the method's first test
     "self.post_capture_kv_sizing_planned()": False,
     "not self.post_capture_kv_sizing_planned()": True,
-    # cuda_graph_config defaults: decode "full", prefill "breakable" on CUDA
+    # cuda_graph_config defaults: decode "full"; the prefill backend is Model.prefill_backend
     "decode_cuda_graph_config.backend != Backend.DISABLED": True,
-    "prefill_cuda_graph_config.backend != Backend.DISABLED": True,
-    "prefill_cuda_graph_config.backend == Backend.BREAKABLE": True,
     "self._resolved().enable_dp_attention": False,
     'resolved_view(self).moe_a2a_backend == "deepep"': False,  # moe_a2a_backend "none"
     "not self.language_only": True,
@@ -53,12 +51,14 @@ PREFILL_SIZES = "ServerArgs._generate_prefill_cuda_graph_batch_sizes"
 
 class Model(NamedTuple):
     """What the heuristic asks of the model: the MLA backend, multimodality and the vision
-    tower's size (for the VLM adjustment), and the model path (a Llama-2 cap)."""
+    tower's size (for the VLM adjustment), the model path (a Llama-2 cap), and the prefill
+    cuda-graph backend ServerArgs settled on before it (apron.sglang_prefill_graph)."""
 
     use_mla: bool
     is_multimodal: bool
     vision_config: Mapping[str, Any] | None
     model_path: str
+    prefill_backend: str = "breakable"
 
 
 class StaticFraction(NamedTuple):
@@ -117,6 +117,11 @@ class _Env:
             other = code.replace(op, flipped, 1)
             if op in code and code.count(op) == 1 and other in HOLDS_BY_DEFAULT:
                 return not HOLDS_BY_DEFAULT[other]
+        if code.startswith("prefill_cuda_graph_config.backend "):
+            _, op, backend = code.split(" ", 2)
+            name = backend.removeprefix("Backend.").lower()
+            if op in ("==", "!=") and backend.startswith("Backend."):
+                return (self.model.prefill_backend == name) == (op == "==")
         if code in ("self.use_mla_backend()", "not self.use_mla_backend()"):
             return self.model.use_mla == (not code.startswith("not "))
         if code == "model_config.is_multimodal":
@@ -170,7 +175,7 @@ def _vlm(constants: dict[str, Fraction], vision: Mapping[str, Any] | None, lines
     complexity = layers x hidden^2 of the vision tower against the baseline ViT's."""
     if vision is None:
         lines.append("VLM adjustment: no vision_config, no change")
-        return Fraction(1)
+        return 1.0
     needed = (
         "base_mem_fraction_reduction_ratio",
         "vision_config.num_hidden_layers",
@@ -184,19 +189,20 @@ def _vlm(constants: dict[str, Fraction], vision: Mapping[str, Any] | None, lines
     missing = [n for n in needed if n not in constants]
     if missing:
         raise _Unknown(f"VLM adjustment: {', '.join(missing)} not extracted")
-    layers = Fraction(vision.get("num_hidden_layers", constants["vision_config.num_hidden_layers"]))
-    hidden = Fraction(vision.get("hidden_size", constants["vision_config.hidden_size"]))
-    baseline = constants["baseline_vit_layers"] * constants["baseline_vit_hidden_size"] ** 2
-    ratio = layers * hidden**2 / baseline if baseline else Fraction(1)
-    dynamic = 1 - constants["sensitivity_scale"] * (ratio - 1)
+    # in Python floats, in SGLang's order, so the product rounds as the engine's does
+    layers = int(vision.get("num_hidden_layers", constants["vision_config.num_hidden_layers"]))
+    hidden = int(vision.get("hidden_size", constants["vision_config.hidden_size"]))
+    baseline = int(constants["baseline_vit_layers"] * constants["baseline_vit_hidden_size"] ** 2)
+    ratio = layers * hidden**2 / baseline if baseline > 0 else 1.0
+    dynamic = 1.0 - float(constants["sensitivity_scale"]) * (ratio - 1.0)
     dynamic = max(
-        constants["dynamic_adjustment_factor>="],
-        min(constants["dynamic_adjustment_factor<="], dynamic),
+        float(constants["dynamic_adjustment_factor>="]),
+        min(float(constants["dynamic_adjustment_factor<="]), dynamic),
     )
-    factor = constants["base_mem_fraction_reduction_ratio"] * dynamic
+    factor = float(constants["base_mem_fraction_reduction_ratio"]) * dynamic
     lines.append(
         f"VLM adjustment: x {_show(constants['base_mem_fraction_reduction_ratio'])} x "
-        f"clamp(1 - {_show(constants['sensitivity_scale'])} x ({_show(ratio)} - 1)) = "
+        f"clamp(1 - {_show(constants['sensitivity_scale'])} x ({ratio:.4g} - 1)) = "
         f"x {float(factor):.4f} (vision tower {int(layers)} layers x {int(hidden)} hidden)"
     )
     return factor
@@ -253,7 +259,7 @@ def static_fraction(
                 continue
             _apply(env, row, value, capture, terms, lines)
         if vlm:
-            fraction = float(Fraction(str(fraction)) * _vlm(vlm, model.vision_config, lines))
+            fraction = float(fraction) * _vlm(vlm, model.vision_config, lines)
     except _Unknown as err:
         return StaticFraction(None, tuple(lines), (f"memory fraction: {err}",), tuple(used))
     if fraction is None:
@@ -307,31 +313,28 @@ def _apply(env: _Env, row, value, capture, terms: dict[str, list[str]], lines: l
         )
 
 
-# SGLang architecture sets for which _apply_cuda_graph_compatibility may change the prefill
-# cuda-graph backend (auto-disable rules not extracted): the prefill-graph reserve is unknown.
-PREFILL_GRAPH_CASCADE_SETS = ("is_multimodal_model", "is_nemotron_h")
-
-
 def model_for(constraints: Any, model: Any, use_mla: bool) -> Model | str:
-    """The heuristic's model inputs from SGLang's architecture sets, or why they are unknown."""
-    architecture = model.architecture or ""
-    in_sets = {
-        r.set_name
-        for r in constraints.rows("architecture_sets")
-        if r.architecture == architecture and r.member_returns and r.condition is None
-    }
-    cascade = [s for s in PREFILL_GRAPH_CASCADE_SETS if s in in_sets]
-    if cascade:
-        return (
-            f"{architecture} is in SGLang's {', '.join(cascade)}: the prefill cuda-graph "
-            "backend then depends on ServerArgs._apply_cuda_graph_compatibility, not extracted"
-        )
+    """The heuristic's model inputs from SGLang's extracted rules, or why they are unknown."""
+    from apron import sglang_prefill_graph
+
+    multimodal = sglang_prefill_graph.is_multimodal(constraints, model)
+    if isinstance(multimodal, str):
+        return multimodal
+    backend = sglang_prefill_graph.prefill_backend(constraints, model, use_mla, multimodal)
+    if backend.backend is None:
+        return backend.why
     vision = model.raw.get("vision_config")
+    if multimodal and vision is None and model.text_key is not None:
+        return (
+            "SGLang's VLM adjustment reads hf_config.vision_config: config.json has none, and the "
+            "one transformers' composite configuration class fills in is not read here"
+        )
     return Model(
         use_mla=use_mla,
-        is_multimodal="is_multimodal_model" in in_sets,
+        is_multimodal=multimodal,
         vision_config=vision if isinstance(vision, Mapping) else None,
         model_path=model.source,
+        prefill_backend=backend.backend,
     )
 
 

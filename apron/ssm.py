@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from apron.config import ModelConfig
+from apron.terminal import shown
 
 DTYPE_BYTES = {
     "bfloat16": 2,
@@ -135,7 +136,7 @@ def layer_state(model: ModelConfig, recurrent: bool) -> LayerState:
     size = DTYPE_BYTES.get(dtype or "")
     if size is None:
         why = (
-            f"state dtype {dtype!r} is not one apron knows"
+            f"state dtype {shown(repr(dtype))} is not one apron knows"
             if dtype
             else "the config gives no torch_dtype, so the state's bytes per element are unknown"
         )

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from apron.config import ModelConfig
 from apron.ssm import DTYPE_BYTES
+from apron.terminal import shown
 
 SHAPE_CLASS = "MambaStateShapeCalculator"
 HOOKS_FACT = "mamba_state_hooks"
@@ -151,6 +152,9 @@ CALLS: dict[str, Callable[..., Any]] = {
     "divide/2": _divide,
     "int/1": int,
     "get_kv_cache_torch_dtype/2": _kv_cache_dtype,
+    "max/2": max,
+    "min/2": min,
+    "len/1": lambda value: len(value) if isinstance(value, list | tuple | str) else MISSING,
 }
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "+": lambda a, b: a + b,
@@ -159,7 +163,13 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "//": lambda a, b: a // b,
     "%": lambda a, b: a % b,
     "==": lambda a, b: a == b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "and": lambda a, b: bool(a and b),
 }
+NOT_NUMERIC = frozenset({"==", "and"})  # operators that take any operands
 
 
 def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
@@ -170,8 +180,8 @@ def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
             b, a = stack.pop(), stack.pop()
             if a is MISSING or b is MISSING:
                 stack.append(MISSING)
-            elif term != "==" and not (_number(a) and _number(b)):
-                raise _Refused(f"{term} of {a!r} and {b!r}")
+            elif term not in NOT_NUMERIC and not (_number(a) and _number(b)):
+                raise _Refused(f"{term} of {shown(repr(a))} and {shown(repr(b))}")
             else:
                 stack.append(BINARY[term](a, b))
         elif term == "is None":
@@ -194,6 +204,8 @@ def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
                 stack.append(key)
             elif isinstance(value, Mapping):
                 stack.append(value.get(key, MISSING))
+            elif isinstance(value, list | tuple | str) and _number(key) and 0 <= key < len(value):
+                stack.append(value[key])
             else:
                 stack.append(MISSING)
         elif term in CALLS:
@@ -217,7 +229,21 @@ def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
     return stack[0]
 
 
-LEVELS = {"if": 0, "==": 1, "+": 2, "-": 2, "*": 3, "//": 3, "%": 3, "divide/2": 3}
+LEVELS = {
+    "if": 0,
+    "and": 1,
+    "==": 1,
+    "<": 1,
+    "<=": 1,
+    ">": 1,
+    ">=": 1,
+    "+": 2,
+    "-": 2,
+    "*": 3,
+    "//": 3,
+    "%": 3,
+    "divide/2": 3,
+}
 
 
 def infix(terms: Sequence[str], names: Callable[[str], str] = str) -> str:
@@ -355,6 +381,66 @@ def _bytes_of(dtype: Any) -> int | None:
     return DTYPE_BYTES.get(dtype) if isinstance(dtype, str) else None
 
 
+# Where a model's hook and the layer it builds pass the calculator different values, the layer
+# decides: its get_kv_cache_spec is what allocates. Read by hand from vLLM's model code:
+# vllm/model_executor/models/zamba2.py Zamba2MambaDecoderLayer builds MambaMixer2 with
+# head_dim = intermediate_size // n_mamba_heads (intermediate_size = mamba_expand x hidden_size),
+# while Zamba2ForCausalLM.get_mamba_state_shape_from_config passes mamba_headdim.
+LAYER_ARGUMENTS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
+    "vllm.model_executor.models.zamba2.Zamba2ForCausalLM": (
+        "vllm/model_executor/models/zamba2.py Zamba2MambaDecoderLayer (MambaMixer2)",
+        {
+            "head_dim": (
+                "model_config.hf_config.mamba_expand",
+                "model_config.hf_config.hidden_size",
+                "*",
+                "model_config.hf_config.n_mamba_heads",
+                "//",
+            )
+        },
+    ),
+}
+
+
+def _layer_hook(rule: ShapeRule, lookup, lines: list[str]):
+    """The hook with the arguments the allocating layer is built with, where they differ."""
+    hook = rule.shape_hook
+    layer = LAYER_ARGUMENTS.get(rule.model_class)
+    if layer is None:
+        return hook
+    where, passed = layer
+    arguments = list(hook.arguments)
+    for name, terms in passed.items():
+        if name not in hook.parameters:
+            raise _Refused(f"{where} passes {name}, which {hook.symbol} does not")
+        index = hook.parameters.index(name)
+        hooked, built = evaluate(arguments[index], lookup), evaluate(terms, lookup)
+        if hooked is MISSING or built is MISSING or hooked == built:
+            continue
+        lines.append(
+            f"{name}: the hook passes {infix(arguments[index], _short)} = {hooked:,}, but the "
+            f"layer vLLM builds ({where}) takes {infix(terms, _short)} = {built:,}: the layer "
+            "allocates, so apron uses it"
+        )
+        arguments[index] = terms
+    return hook._replace(arguments=tuple(arguments))
+
+
+def hook_argument(model: ModelConfig, rule: ShapeRule, name: str) -> Any:
+    """The value the shape hook passes for one calculator parameter on this config (the layer's
+    where LAYER_ARGUMENTS says the layer decides), or MISSING."""
+    lines: list[str] = []
+    missing: list[str] = []
+    lookup = _binder(model, rule, StateDtypes(None, None, ""), 1, missing)
+    try:
+        hook = _layer_hook(rule, lookup, lines)
+        if name not in hook.parameters:
+            return MISSING
+        return evaluate(hook.arguments[hook.parameters.index(name)], lookup)
+    except _Refused:
+        return MISSING
+
+
 def layer_state(
     model: ModelConfig, rule: ShapeRule, dtypes: StateDtypes, tp: int = 1
 ) -> TensorState:
@@ -367,6 +453,7 @@ def layer_state(
     missing: list[str] = []
     lookup = _binder(model, rule, dtypes, tp, missing)
     try:
+        rule = rule._replace(shape_hook=_layer_hook(rule, lookup, lines))
         params = _bind(rule.shape_hook, method, lookup)
         if missing:
             return _unknown(rule, lines, missing)
@@ -396,7 +483,7 @@ def layer_state(
         formula = " x ".join(_wrapped(infix(d)) for d in state)
         values = " x ".join(f"{d:,}" for d in dims)
         if size is None:
-            why = f"{label}: dtype {dtype!r} has no size apron knows"
+            why = f"{label}: dtype {shown(repr(dtype))} has no size apron knows"
             return TensorState(rule.calculator, None, tuple(lines), (why,), ())
         lines.append(
             f"{label} = {formula} = {values} = {elements:,} x {size} B ({dtype}) = "

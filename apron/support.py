@@ -13,6 +13,7 @@ from typing import Any
 from apron.config import ModelConfig
 from apron.constraints import ENGINE_TITLES, ArchitectureFact, ConstraintSet, EngineConstraints
 from apron.results import EngineSupport, SupportEntry
+from apron.terminal import shown
 
 CONSTRAINT_FIELDS = (
     "notes",
@@ -139,7 +140,13 @@ def engine_support(
                 notes.append(f"{row.finding or 'finding'}{': ' + note if note else ''}")
                 continue
             entries.append(_entry(engine, scan.fact, row))
-            if scan.role == "registry":
+            import_error = _shown(row, "import_error")
+            if scan.role == "registry" and import_error:
+                notes.append(
+                    f"{arch} is registered by a module that does not import at this commit "
+                    f"({import_error}): {title} skips it at run time"
+                )
+            elif scan.role == "registry":
                 registered = True
     if not registered:
         registry = [f for f in registry_facts if engine.has(f)]
@@ -148,7 +155,7 @@ def engine_support(
             notes.append(f"generated/{engine_id} has no registry fact")
         else:
             status = "not registered"
-            notes.append(f"{arch} is not in {title}'s {', '.join(registry)} at this commit")
+            notes.append(f"{shown(arch)} is not in {title}'s {', '.join(registry)} at this commit")
     else:
         status = "registered"
     entries.sort(

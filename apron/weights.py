@@ -5,14 +5,16 @@ every tensor's dtype, shape and byte range; only that header is read, never the 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from apron import bounds
 from apron.errors import ApronInputError
-from apron.json_files import open_regular_file, parse_json, read_json_object
+from apron.input_files import file_size, open_input, present
+from apron.json_files import parse_json_text, read_json_object
+from apron.terminal import shown
 
 INDEX_NAME = "model.safetensors.index.json"
 SAFETENSORS_SUFFIX = ".safetensors"
@@ -20,6 +22,7 @@ MAX_HEADER_BYTES = 100_000_000  # the safetensors library refuses larger headers
 MAX_INDEX_BYTES = 100_000_000
 HEADER_LENGTH_BYTES = 8
 MAX_ELEMENTS = 2**63 - 1  # elements of one tensor (its byte range is a u64 in safetensors)
+MAX_SHARDS = 4_096  # .safetensors files read for one checkpoint; the largest published hold ~200
 METADATA_KEY = "__metadata__"
 EXPERT_NAME = re.compile(r"(^|\.)experts\.")
 SHARD_NAME = re.compile(r"-(\d+)-of-(\d+)\.safetensors$")
@@ -92,32 +95,33 @@ def _is_int(value: Any) -> bool:
 def _elements(shape: Any, where: str) -> int:
     if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
         raise ApronInputError(
-            f"{where}: shape must be a list of non-negative integers, got {shape!r}"
+            f"{where}: shape must be a list of non-negative integers, got {shown(shape)}"
         )
     count = 1
     for dim in shape:
         count *= dim
         if count > MAX_ELEMENTS:
             raise ApronInputError(
-                f"{where}: shape {shape!r} holds over {MAX_ELEMENTS:,} elements; "
+                f"{where}: shape {shown(shape)} holds over {MAX_ELEMENTS:,} elements; "
                 "no safetensors file holds that"
             )
     return count
 
 
 def _tensor_entry(name: str, info: Any, path: Path) -> tuple[TensorEntry, int, int]:
-    where = f"{path}: tensor {name!r}"
+    where = f"{shown(path)}: tensor {shown(repr(name))}"
     if not isinstance(info, Mapping):
         raise ApronInputError(f"{where} is not an object with dtype, shape and data_offsets")
     dtype = info.get("dtype")
     if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
         raise ApronInputError(
-            f"{where} has dtype {dtype!r}, not a safetensors dtype "
+            f"{where} has dtype {shown(repr(dtype))}, not a "
+            "safetensors dtype "
             f"({', '.join(sorted(DTYPE_BITS))})"
         )
     offsets = info.get("data_offsets")
     if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets):
-        raise ApronInputError(f"{where}: data_offsets must be [begin, end], got {offsets!r}")
+        raise ApronInputError(f"{where}: data_offsets must be [begin, end], got {shown(offsets)}")
     begin, end = offsets
     if begin < 0 or end < begin:
         raise ApronInputError(
@@ -126,7 +130,7 @@ def _tensor_entry(name: str, info: Any, path: Path) -> tuple[TensorEntry, int, i
     bits = _elements(info.get("shape"), where) * DTYPE_BITS[dtype]
     if bits % 8 or bits // 8 != end - begin:
         raise ApronInputError(
-            f"{where}: shape {info.get('shape')!r} of {dtype} takes {bits / 8:g} B but "
+            f"{where}: shape {shown(info.get('shape'))} of {dtype} takes {bits / 8:g} B but "
             f"data_offsets [{begin}, {end}] span {end - begin} B"
         )
     return TensorEntry(name, dtype, end - begin), begin, end
@@ -139,33 +143,38 @@ def read_header(path: Path) -> tuple[TensorEntry, ...]:
     100 MB, a JSON object, known dtypes, shapes matching byte ranges, ranges contiguous from 0
     and covering exactly the data after the header."""
     try:
-        with open_regular_file(path, "safetensors file") as handle:
-            size = os.fstat(handle.fileno()).st_size
+        with open_input(path, "a .safetensors file") as handle:
+            size = file_size(handle)
             prefix = handle.read(HEADER_LENGTH_BYTES)
             if len(prefix) < HEADER_LENGTH_BYTES:
                 raise ApronInputError(
-                    f"{path} is {size} B, too short for a safetensors file (8-byte header length)"
+                    f"{shown(path)} is {size} B, too short for a safetensors file (8-byte header length)"
                 )
             length = int.from_bytes(prefix, "little")
             if length > MAX_HEADER_BYTES:
                 raise ApronInputError(
-                    f"{path}: header length {length:,} B is over the 100 MB safetensors limit; "
+                    f"{shown(path)}: header length {length:,} B is over the 100 MB safetensors limit; "
                     "not a safetensors file"
                 )
             if length > size - HEADER_LENGTH_BYTES:
                 raise ApronInputError(
-                    f"{path}: header length {length:,} B is larger than the file "
+                    f"{shown(path)}: header length {length:,} B is larger than the file "
                     f"({size:,} B); truncated or not a safetensors file"
                 )
             raw = handle.read(length)
     except OSError as err:
-        raise ApronInputError(f"cannot read {path}: {err.strerror or err}") from err
+        raise ApronInputError(f"cannot read {shown(path)}: {err.strerror or err}") from err
     try:
-        header = parse_json(raw, f"{path}: the safetensors header")
+        text = raw.decode("utf-8")
+        del raw  # one copy of a header of up to 100 MB at a time
+        header = parse_json_text(text, f"{shown(path)}: the safetensors header")
+        del text
     except (UnicodeDecodeError, ValueError) as err:
-        raise ApronInputError(f"{path}: the safetensors header is not JSON ({err})") from err
+        raise ApronInputError(
+            f"{shown(path)}: the safetensors header is not JSON ({shown(str(err))})"
+        ) from err
     if not isinstance(header, dict):
-        raise ApronInputError(f"{path}: the safetensors header is JSON but not an object")
+        raise ApronInputError(f"{shown(path)}: the safetensors header is JSON but not an object")
     spans: list[tuple[int, int, TensorEntry]] = []
     for name, info in header.items():
         if name == METADATA_KEY:
@@ -178,19 +187,19 @@ def read_header(path: Path) -> tuple[TensorEntry, ...]:
     for begin, end, entry in spans:
         if begin < position:
             raise ApronInputError(
-                f"{path}: tensor {entry.name!r} data_offsets [{begin}, {end}] overlap "
-                f"{previous!r}, which ends at {position}"
+                f"{shown(path)}: tensor {shown(repr(entry.name))} data_offsets [{begin}, {end}] overlap "
+                f"{shown(repr(previous))}, which ends at {position}"
             )
         if begin > position:
             raise ApronInputError(
-                f"{path}: bytes {position}..{begin} are not covered by any tensor "
-                f"(before {entry.name!r}); the safetensors library refuses such a file"
+                f"{shown(path)}: bytes {position}..{begin} are not covered by any tensor "
+                f"(before {shown(repr(entry.name))}); the safetensors library refuses such a file"
             )
         position, previous = end, entry.name
     data_bytes = size - HEADER_LENGTH_BYTES - length
     if position != data_bytes:
         raise ApronInputError(
-            f"{path}: tensors end at byte {position:,} of the data but the file holds "
+            f"{shown(path)}: tensors end at byte {position:,} of the data but the file holds "
             f"{data_bytes:,} B after the header ("
             + ("truncated" if position > data_bytes else "trailing bytes")
             + ")"
@@ -199,26 +208,24 @@ def read_header(path: Path) -> tuple[TensorEntry, ...]:
 
 
 def _read_index(path: Path) -> _Index:
-    data = read_json_object(path, MAX_INDEX_BYTES, "safetensors index")
+    data = read_json_object(path, MAX_INDEX_BYTES, "a safetensors index")
     weight_map = data.get("weight_map")
     if not isinstance(weight_map, dict) or not all(
         isinstance(v, str) and v for v in weight_map.values()
     ):
-        raise ApronInputError(f"{path}: weight_map must be an object of tensor name -> file name")
+        raise ApronInputError(
+            f"{shown(path)}: weight_map must be an object of tensor name -> file name"
+        )
     for file_name in sorted(set(weight_map.values())):  # each shard once, not per tensor
         if Path(file_name).name != file_name or not file_name.endswith(SAFETENSORS_SUFFIX):
             raise ApronInputError(
-                f"{path}: weight_map names {file_name!r}, not a .safetensors file in the "
+                f"{shown(path)}: weight_map names {shown(repr(file_name))}, not a .safetensors file in the "
                 "same directory"
             )
     metadata = data.get("metadata")
     total = metadata.get("total_size") if isinstance(metadata, dict) else None
-    if isinstance(total, float) and total.is_integer():
-        total = int(total)
-    if total is not None and (not _is_int(total) or total < 0):
-        raise ApronInputError(
-            f"{path}: metadata.total_size must be a non-negative integer, got {total!r}"
-        )
+    if total is not None:
+        total = bounds.checked(total, TOTAL_SIZE, f"{shown(path)}: metadata.total_size")
     return _Index(total, tuple(sorted(set(weight_map.values()))), tuple(sorted(weight_map)))
 
 
@@ -247,6 +254,11 @@ def _by_dtype(entries: list[TensorEntry]) -> tuple[DtypeBytes, ...]:
 def _from_headers(
     directory: Path, files: tuple[str, ...], source: str, notes: list[str]
 ) -> CheckpointWeights:
+    if len(files) > MAX_SHARDS:
+        raise ApronInputError(
+            f"{shown(directory)}: the checkpoint has {len(files):,} .safetensors files; apron "
+            f"reads the headers of at most {MAX_SHARDS:,}"
+        )
     entries: list[TensorEntry] = []
     for name in files:
         entries.extend(read_header(directory / name))
@@ -272,7 +284,7 @@ def _plural(count: int, word: str) -> str:
 
 
 def _local_files(directory: Path) -> tuple[str, ...]:
-    return tuple(sorted(p.name for p in directory.glob("*" + SAFETENSORS_SUFFIX) if p.is_file()))
+    return tuple(sorted(p.name for p in directory.glob("*" + SAFETENSORS_SUFFIX)))
 
 
 def _incomplete_shards(files: tuple[str, ...]) -> str:
@@ -299,15 +311,24 @@ def _directory_of(model_dir: Path) -> Path:
 
 
 EMPTY_WEIGHT_MAP = f"{INDEX_NAME} has an empty weight_map"
+TOTAL_SIZE = bounds.Bound(0, bounds.INT64_MAX, "a byte count in signed 64 bits, as torch keeps it")
 
 
-def _from_empty_index(index: _Index) -> CheckpointWeights | None:
+def _index_total(index: _Index, where: Path) -> int:  # index.total_size is not None
+    """metadata.total_size as the weights figure: at least 1 B (a checkpoint of 0 B is no
+    checkpoint, as --weights-bytes 0 is refused)."""
+    return bounds.checked(
+        index.total_size, bounds.BYTES, f"{shown(where)}: metadata.total_size (the weights figure)"
+    )
+
+
+def _from_empty_index(index: _Index, where: Path) -> CheckpointWeights | None:
     """An index naming no shard: its metadata.total_size is the figure, else unknown (None);
     never the 0 B of reading no header."""
     if index.total_size is None:
         return None
     return CheckpointWeights(
-        index.total_size,
+        _index_total(index, where),
         (),
         f"{INDEX_NAME} metadata.total_size",
         (INDEX_NAME,),
@@ -324,10 +345,10 @@ def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
     directory = _directory_of(Path(model_dir))
     index_path = directory / INDEX_NAME
     local = _local_files(directory)
-    if index_path.is_file():
+    if present(index_path):
         index = _read_index(index_path)
         if not index.shard_files:
-            return _from_empty_index(index)
+            return _from_empty_index(index, index_path)
         missing = [f for f in index.shard_files if f not in local]
         notes: list[str] = []
         if not missing:
@@ -361,7 +382,7 @@ def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
         experts = _expert_count(index.tensor_names)
         notes.extend(_expert_note(experts))
         return CheckpointWeights(
-            index.total_size,
+            _index_total(index, index_path),
             (),
             f"{INDEX_NAME} metadata.total_size",
             (INDEX_NAME,),
@@ -402,7 +423,7 @@ def from_headers_json(headers: Mapping[str, Any], where: str) -> CheckpointWeigh
 def weights_unknown_reason(model_dir: Path) -> str:
     """The sentence shown when checkpoint_weights gives None."""
     directory = _directory_of(Path(model_dir))
-    if (directory / INDEX_NAME).is_file() and not _read_index(directory / INDEX_NAME).shard_files:
+    if present(directory / INDEX_NAME) and not _read_index(directory / INDEX_NAME).shard_files:
         return f"weights unknown: {EMPTY_WEIGHT_MAP} and no metadata.total_size in {directory}"
     local = _local_files(directory) if directory.is_dir() else ()
     incomplete = _incomplete_shards(local)

@@ -9,12 +9,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from apron.errors import ApronInputError
 from apron.extractors.errors import PinError, UsageError
+from apron.input_files import present, read_input_text
+from apron.terminal import shown
 
 # \Z, not $: `$` also matches before a trailing newline, which would let "<sha>\n" through
 FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")
 ANY_SHA = re.compile(r"^[0-9a-f]{4,40}\Z")
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
+MAX_PIN_BYTES = 65_536  # a pin is three short lines
 
 
 def check_commit_argument(commit: str) -> str:
@@ -89,14 +93,26 @@ def pin_path(pins_dir: Path, engine_id: str) -> Path:
     return path
 
 
+def read_pin_toml(path: Path, engine_id: str) -> dict:
+    """The TOML table of a pin file, read through apron.input_files (a regular file of at most
+    MAX_PIN_BYTES: a FIFO, a directory or a 3 GB file is refused before it is read); PinError
+    naming the file otherwise."""
+    if not present(path):
+        raise PinError(f"no pin file {shown(path)}", engine=engine_id, paths=[str(path)])
+    try:
+        text = read_input_text(path, MAX_PIN_BYTES, "a pin file (url, commit, date)")
+        return tomllib.loads(text)
+    except ApronInputError as err:
+        raise PinError(str(err), engine=engine_id, paths=[str(path)]) from err
+    except tomllib.TOMLDecodeError as err:
+        raise PinError(
+            f"pin file {shown(path)} is not valid TOML: {shown(str(err))}", engine=engine_id
+        ) from err
+
+
 def load_pin(pins_dir: Path, engine_id: str) -> Pin:
     path = pin_path(pins_dir, engine_id)
-    if not path.exists():
-        raise PinError(f"no pin file {path}", engine=engine_id, paths=[str(path)])
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise PinError(f"pin file {path} is not valid TOML: {err}", engine=engine_id) from err
+    data = read_pin_toml(path, engine_id)
     try:
         return Pin.model_validate(data)
     except ValidationError as err:

@@ -209,6 +209,17 @@ class HybridPageRule(NamedTuple):
     symbol: str
 
 
+class IndexerLayerRule(NamedTuple):
+    """Which layers of a sparse-attention (DSA) MLA model build an indexer, and so an indexer"""
+
+    model_class: str
+    gate_key: str
+    skip: tuple[str, ...]
+    builds_when: str
+    path: str
+    symbol: str
+
+
 class InterfaceFlag(NamedTuple):
     """A class-level flag an interface class sets (`IsHybrid.is_hybrid: ClassVar[Literal[True]]"""
 
@@ -268,6 +279,17 @@ class KvHeadOverride(NamedTuple):
     reason: str
     excludes: tuple[tuple[str, ...], ...]
     rule: str
+    path: str
+    symbol: str
+
+
+class Limit(NamedTuple):
+    """A bound llama.cpp holds a loaded file or a setting to: a `#define` (LLAMA_MAX_SEQ,"""
+
+    name: str
+    value: int | None
+    code: str
+    unknown: str
     path: str
     symbol: str
 
@@ -467,6 +489,18 @@ class SglangArchitectureSet(NamedTuple):
     symbol: str
 
 
+class SglangContextRule(NamedTuple):
+    """One part of SGLang's default context length (`get_context_length` over the text config,"""
+
+    kind: str
+    order: int
+    name: str
+    value: str
+    code: str
+    path: str
+    symbol: str
+
+
 class SglangDocsRow(NamedTuple):
     """One row of an SGLang supported-models table (2025 .md or 2026 .mdx layout)."""
 
@@ -552,6 +586,19 @@ class SglangMlaCondition(NamedTuple):
     symbol: str
 
 
+class SglangPrefillGraphRule(NamedTuple):
+    """One step of how ServerArgs settles the prefill cuda-graph backend before it sizes the"""
+
+    backend: str
+    kind: str
+    order: int
+    name: str
+    condition: str
+    target: str
+    path: str
+    symbol: str
+
+
 class SglangRegistryRow(NamedTuple):
     """One architecture SGLang registers: a class named by a models module's `EntryClass`."""
 
@@ -562,6 +609,7 @@ class SglangRegistryRow(NamedTuple):
     resolved_via: str
     class_path: str
     also_in: tuple[str, ...]
+    import_error: str
     path: str
 
 

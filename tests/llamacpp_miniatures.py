@@ -763,8 +763,46 @@ struct common_params {
 };
 """,
     "ggml/include/ggml.h": """\
+#define GGML_MAX_DIMS           4
+#ifndef GGML_MAX_NAME
+#   define GGML_MAX_NAME        64
+#endif
 typedef uint16_t ggml_fp16_t;
 typedef struct { uint16_t bits; } ggml_bf16_t;
+""",
+    "ggml/include/gguf.h": """\
+#define GGUF_MAGIC   "GGUF"
+#define GGUF_VERSION 3
+#define GGUF_DEFAULT_ALIGNMENT 32
+""",
+    "ggml/src/gguf.cpp": """\
+#define GGUF_MAX_STRING_LENGTH  (1024*1024*1024)
+#define GGUF_MAX_ARRAY_ELEMENTS (1024*1024*1024)
+
+struct gguf_reader {
+    bool read(std::string & dst) const;
+};
+""",
+    "src/llama-cparams.h": """\
+#pragma once
+
+#define LLAMA_MAX_SEQ 256
+
+struct llama_cparams {
+    uint32_t n_ctx;           // context size used during inference
+    uint32_t n_seq_max;
+};
+""",
+    "src/llama-hparams.h": """\
+#define LLAMA_MAX_LAYERS  512
+#define LLAMA_MAX_EXPERTS 512 // a comment after the value
+""",
+    "include/llama.h": """\
+    struct llama_context_params {
+        uint32_t n_ctx;             // text context, 0 = from model
+        uint32_t n_batch;
+        uint32_t n_seq_max;         // max number of sequences
+    };
 """,
     "ggml/src/ggml-common.h": """\
 typedef uint16_t ggml_half;

@@ -636,6 +636,40 @@ title: Reward models
 """
 
 
+CONTEXT_OLD_PATH = "python/sglang/srt/hf_transformers_utils.py"
+CONTEXT_PATH = "python/sglang/srt/utils/hf_transformers/common.py"
+CONTEXT_LENGTH = """
+import logging
+
+# keys tried for the context length, first one set wins
+CONTEXT_LENGTH_KEYS = [
+    "max_sequence_length",
+    "seq_length",
+    "max_seq_len",
+    "model_max_length",
+    "max_position_embeddings",
+]
+
+
+def get_context_length(config):
+    text_config = config
+    rope_scaling = getattr(text_config, "rope_scaling", None)
+    if rope_scaling:
+        rope_scaling_factor = rope_scaling.get("factor", 1)
+        if "original_max_position_embeddings" in rope_scaling:
+            rope_scaling_factor = 1
+        if rope_scaling.get("rope_type", None) == "llama3":
+            rope_scaling_factor = 1
+    else:
+        rope_scaling_factor = 1
+    for key in CONTEXT_LENGTH_KEYS:
+        val = getattr(text_config, key, None)
+        if val is not None:
+            return int(rope_scaling_factor * val)
+    return 2048
+"""
+
+
 def models_tree() -> dict[str, str]:
     return {
         f"{MODELS}/__init__.py": "",
@@ -660,6 +694,7 @@ def tree_2025() -> dict[str, str]:
         **with_deepseek_family(serving_files(LLAMA)),
         MODEL_CONFIG_PATH: with_kv_method(MODEL_CONFIG_OLD),
         MODEL_RUNNER_PATH: MODEL_RUNNER,
+        CONTEXT_OLD_PATH: CONTEXT_LENGTH,
         **CONFIG_MODULES,
         f"{OLD_DOCS}/generative_models.md": OLD_GENERATIVE,
         f"{OLD_DOCS}/multimodal_language_models.md": OLD_MULTIMODAL,
@@ -671,6 +706,8 @@ def tree_2026() -> dict[str, str | None]:
     return {
         MODEL_CONFIG_PATH: with_kv_method(MODEL_CONFIG),
         HYBRID_ARCH_PATH: HYBRID_ARCH,
+        CONTEXT_OLD_PATH: None,
+        CONTEXT_PATH: CONTEXT_LENGTH,
         f"{OLD_DOCS}/generative_models.md": None,
         f"{OLD_DOCS}/multimodal_language_models.md": None,
         f"{NEW_DOCS}/generative_models.mdx": NEW_GENERATIVE,

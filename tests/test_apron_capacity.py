@@ -297,6 +297,39 @@ def test_mla_at_tp8_replicates_the_latent_and_splits_the_weights(tmp_path):
     assert big.block_tokens == 16 and big.block_tokens_source.startswith("FLASH_ATTN_MLA")
 
 
+@pytest.mark.parametrize("tp", [1, 2, 8])
+def test_mla_holds_one_kv_head_per_gpu_at_every_tp(tp):
+    # vLLM ModelConfig.get_num_kv_heads returns 1 for MLA at every tp (the extracted
+    # mla_kv_heads_per_gpu rule; measured: conformance/vllm); the latent stays whole on each GPU:
+    # DeepSeek-V3 61 x (512 + 64) x 2 B = 70,272 B/token, not the 128 KV heads of the config
+    view = vllm(plan(CORPUS / "deepseek-v3.json", context=32768, tp=tp))
+    assert (view.gpu.status, view.gpu.kv_heads_per_gpu, view.gpu.kv_bytes_per_token) == (
+        "split",
+        1,
+        70_272,
+    )
+
+
+@pytest.mark.parametrize("tp", [2, 8])
+def test_mla_with_unknown_bytes_splits_without_a_crash(tp):
+    # DeepSeek-V4 (compress_ratios): the per-token bytes are unknown; at tp > 1 the share says
+    # so (it crashed formatting None before), with 1 KV head per GPU
+    config = json.loads((CORPUS / "deepseek-v3.json").read_text())
+    config.update(
+        model_type="deepseek_v4",
+        compress_ratios=[1, 4],
+        head_dim=512,
+        architectures=["DeepseekV4ForCausalLM"],
+    )
+    view = vllm(plan(config, context=32768, tp=tp))
+    assert (view.gpu.status, view.gpu.kv_heads_per_gpu, view.gpu.kv_bytes_per_token) == (
+        "split",
+        1,
+        None,
+    )
+    assert "compress_ratios" in view.gpu.unknown[0]
+
+
 def test_hybrid_state_is_split_per_the_engine_and_capacity_names_the_missing_rule():
     # Jamba-v0.1 at tp 2: 4 attention layers x (8 / 2) KV heads x 256 x 2 B = 8,192 B/token
     # mamba1 per GPU: intermediate 2 x 4,096 / 2 = 4,096;
@@ -348,7 +381,7 @@ def test_weights_unknown_is_said(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--tp", "0"], "--tp must be at least 1"),
+        (["--tp", "0"], "--tp = 0; it must be 1..2,147,483,647"),
         (["--gpu-memory", "80"], "give a number and a unit"),
         (["--gpu-memory", "80GiB", "--memory-fraction", "1.5"], "at most 1"),
     ],
@@ -437,14 +470,10 @@ def test_state_split_must_match_the_engine(dims, expected):
     assert (found == "") if not expected else (expected in found)
 
 
-def test_hybrid_page_rule_when_the_kernel_block_size_is_known():
-    # Jamba-v0.1 at tp 1 with the align_ceil rule and a smallest kernel block of 16:
-    # attention page per token per layer 8 x 256 x 2 = 4,096 B; mamba page 311,296 B/layer
-    # block = 16 x ceil(311,296 / (16 x 4,096)) = 16 x 5 = 80 tokens (attention page 327,680 B)
-    # state = 28 layers x 327,680 B (padded to the attention page) = 9,175,040 B
-    # budget ceil(10 GiB x 0.92) = 9,878,424,781; block bytes 80 x 16,384 = 1,310,720
-    # blocks 7,536 -> 602,880 tokens; per sequence ceil(32,768 / 80) = 410 blocks
-    # = 537,395,200 + 9,175,040 = 546,570,240 B -> 18 sequences
+def test_hybrid_capacity_with_mamba_prefix_caching_is_unknown_naming_the_mode():
+    # Jamba-v0.1 supports mamba prefix caching, so vLLM's default prefix caching sets
+    # mamba_cache_mode 'all': vLLM aligns the block to the mamba chunk (it measured 2,048
+    # tokens, conformance/vllm), not the align_ceil block of 80 the 'none'/'align' branch gives
     from apron.constraints import load_constraints
     from apron.per_gpu import engine_capacity, gpu_share
     from apron.select import Selection
@@ -461,8 +490,8 @@ def test_hybrid_page_rule_when_the_kernel_block_size_is_known():
         model, result.request, 1, rules, Selection(None, ""), result.kv_heads, figures, 0
     )
     c = engine_capacity(model, view.mechanism, share, rules, 10 * 2**30, None, 32768, "")
-    assert (c.block_tokens, c.blocks, c.kv_tokens) == (80, 7_536, 602_880)
-    assert (c.sequence_bytes, c.sequences, c.limit) == (546_570_240, 18, "kv")
+    assert c.sequences is None
+    assert "mamba_cache_mode 'all'" in c.unknown[0]
 
 
 def test_hybrid_capacity_is_unknown_without_the_kernel_block_size():
@@ -490,13 +519,27 @@ def test_hybrid_committed_index_at_tp2():
     # GDN per GPU: conv (4 - 1) x 8,192 / 2 x 2 B (float16) = 24,576; ssm 32 / 2 x 128 x 128
     # x 4 B (mamba_ssm_dtype float32) = 1,048,576 -> 1,073,152 B per layer.
     # vLLM align_ceil, kernel block 16: block = 16 x ceil(1,073,152 / (16 x 1,024)) = 1,056;
-    # page 1,056 x 1,024 = 1,081,344 B; state 30 x 1,081,344 = 32,440,320 B per sequence.
+    # page 1,056 x 1,024 = 1,081,344 B.
     # budget 79,027,398,247 - 18,543,997,568 = 60,483,400,679; block bytes 10,813,440;
     # blocks 5,593; per sequence ceil(32,768 / 1,056) = 32 blocks + state = 378,470,400 B
-    # (35 pages: vLLM's 10-layer groups, 1 attention + 3 GDN) -> 159 sequences
+    # The class does not support mamba prefix caching, so vLLM's default prefix caching sets
+    # mamba_cache_mode 'align': 2 state pages per GDN layer per sequence
+    # (MambaSpec.max_memory_usage_bytes): state 2 x 30 x 1,081,344 = 64,880,640 B;
+    # per sequence 32 blocks + 6 state pages (vLLM's 10-layer groups, 1 attention + 3 GDN,
+    # 2 pages each) = 38 x 10,813,440 = 410,910,720 B -> floor(60,483,400,679 / 410,910,720)
+    # = 147 sequences (measured by vLLM itself for Qwen3.5 at tp 1: conformance/vllm)
     result = plan(CHECKPOINTS / "qwen3.5-18b-reap-a3b", context=32768, tp=2, gpu_memory=GIB80)
     g, c = vllm(result).gpu, vllm(result).capacity
     assert (g.weights_bytes, g.kv_bytes_per_token) == (18_543_997_568, 10_240)
     assert g.state_bytes_per_sequence == 30 * 1_073_152
     assert (c.block_tokens, c.blocks, c.kv_tokens) == (1_056, 5_593, 5_906_208)
-    assert (c.sequence_bytes, c.sequences, c.limit) == (378_470_400, 159, "kv")
+    assert (c.sequence_bytes, c.sequences, c.limit) == (410_910_720, 147, "kv")
+
+
+def test_a_tp_the_mamba2_mixer_refuses_is_refused():
+    # Zamba2-7B: mamba_ngroups 2; vLLM's MambaMixer2 asserts n_groups % tp == 0 or
+    # n_groups == 1 (mamba_mixer2.py), so tp 4 and 8 do not start (vLLM measured the refusal at
+    # tp 8: conformance/vllm); tp 2 splits
+    assert vllm(plan(CORPUS / "zamba2-7b.json", context=4096, tp=2)).gpu.status == "split"
+    with pytest.raises(ApronInputError, match=r"n_groups 2 at tp 8; tp sizes every check accepts"):
+        plan(CORPUS / "zamba2-7b.json", context=4096, tp=8)

@@ -103,6 +103,13 @@ CASES = [
     # 9 x 2,560 + 39 x 5,120 = 23,040 + 199,680 = 222,720 per token;
     # 23,040 x 32,768 + 199,680 x min(32,768, 128) = 754,974,720 + 25,559,040 = 780,533,760
     ("mimo-v2-flash", "sliding_window", 222_720, 780_533_760, 0),
+    # Gemma 4 (vLLM gemma4.py): 50 windowed layers x 16 KV heads x (256 + 256) x 2 B = 819,200;
+    # 10 full layers take num_global_key_value_heads 4 (attention_k_eq_v) and global_head_dim
+    # 512: 10 x 4 x (512 + 512) x 2 B = 81,920 -> 901,120 B/token;
+    # at 32,768: 81,920 x 32,768 + 819,200 x 1,024 = 3,523,215,360
+    ("gemma-4-31b", "sliding_window", 901_120, 3_523_215_360, 0),
+    # Kimi-Linear: MLA layers among KDA layers is not an implemented mechanism: unknown
+    ("kimi-linear-48b-a3b", "mla_latent", None, None, None),
     # no_rope_layers [1, 1, 1, 0] x 12: 12 full (NoPE), 36 chunked local (8,192);
     # per layer 8 x 256 x 2 = 4,096; 48 x 4,096 = 196,608;
     # 12 x 4,096 x 32,768 + 36 x 4,096 x 8,192 = 1,610,612,736 + 1,207,959,552 = 2,818,572,288
@@ -134,8 +141,11 @@ CASES = [
     # Zamba2: attention_head_dim 2 x 3,584 / 32 = 224 (hidden / heads would be 112);
     # 13 hybrid layers x 32 x (224 + 224) x 2 = 372,736; Mamba2 on all 81 layers with
     # Zamba2Config defaults n_mamba_heads 8, mamba_d_state 64, mamba_d_conv 4, mamba_expand 2:
-    # conv 3 x (7,168 + 2 x 2 x 64) = 22,272, ssm 8 x 64 x 64 = 32,768; 55,040 x 2 = 110,080 x 81
-    ("zamba2-7b", "hybrid_ssm", 372_736, 12_213_813_248, 8_916_480),
+    # conv 3 x (7,168 + 2 x 2 x 64) = 22,272; ssm 8 heads x head_dim x 64, where head_dim is
+    # what the layer vLLM builds takes (zamba2.py MambaMixer2: intermediate_size // n_mamba_heads
+    # = 7,168 // 8 = 896), not the hook's mamba_headdim 64: 8 x 896 x 64 = 458,752;
+    # (22,272 + 458,752) x 2 = 962,048 x 81 = 77,925,888 (vLLM's own spec: conformance/vllm)
+    ("zamba2-7b", "hybrid_ssm", 372_736, 12_213_813_248, 77_925_888),
     # Falcon-H1 parallel hybrid: KV on all 44 layers 44 x 2 x 256 x 2 = 45,056; no dtype
     ("falcon-h1-7b", "hybrid_ssm", 45_056, 1_476_395_008, None),
     # LFM2: 8 full-attention layers x 8 x 128 x 2 = 16,384; short-conv state needs the dtype

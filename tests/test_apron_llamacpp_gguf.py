@@ -14,10 +14,11 @@ import gguf
 import pytest
 
 from apron.constraints import load_constraints
-from apron.gguf_header import read_header
+from apron.gguf_header import gguf_limits, read_header
 from apron.llamacpp_memory import cache_type, figures
 
 C = load_constraints().get("llamacpp")
+LIMITS = gguf_limits(C)
 
 
 def write_header(path: Path, arch: str, keys: dict) -> Path:
@@ -47,7 +48,7 @@ LLAMA_31_8B = {  # meta-llama/Llama-3.1-8B config.json as its GGUF writes it
 
 
 def test_llama_31_8b_kv_at_8192(tmp_path):
-    header = read_header(write_header(tmp_path / "llama.gguf", "llama", LLAMA_31_8B))
+    header = read_header(write_header(tmp_path / "llama.gguf", "llama", LLAMA_31_8B), LIMITS)
     got = figures(header, C, n_ctx=8192, n_seq_max=1)
     assert got.unknown == ()
     assert got.memory_class == "llama_kv_cache"
@@ -57,14 +58,14 @@ def test_llama_31_8b_kv_at_8192(tmp_path):
 
 
 def test_llama_context_is_padded_to_256(tmp_path):
-    header = read_header(write_header(tmp_path / "llama.gguf", "llama", LLAMA_31_8B))
+    header = read_header(write_header(tmp_path / "llama.gguf", "llama", LLAMA_31_8B), LIMITS)
     got = figures(header, C, n_ctx=8000, n_seq_max=1)
     # GGML_PAD(8000, 256) = 8192: the same cells as --context 8192
     assert got.kv_bytes == 1_073_741_824
 
 
 def test_llama_q8_0_cache(tmp_path):
-    header = read_header(write_header(tmp_path / "llama.gguf", "llama", LLAMA_31_8B))
+    header = read_header(write_header(tmp_path / "llama.gguf", "llama", LLAMA_31_8B), LIMITS)
     q8 = cache_type(C, "q8_0")
     got = figures(header, C, n_ctx=8192, n_seq_max=1, type_k=q8, type_v=q8)
     # q8_0: 32 elements per 34-byte block (sizeof(block_q8_0) = 2 + 32)
@@ -84,7 +85,7 @@ MAMBA_CODESTRAL = {  # mistralai/Mamba-Codestral-7B-v0.1 (mamba2)
 
 
 def test_mamba2_state_no_kv(tmp_path):
-    header = read_header(write_header(tmp_path / "m.gguf", "mamba2", MAMBA_CODESTRAL))
+    header = read_header(write_header(tmp_path / "m.gguf", "mamba2", MAMBA_CODESTRAL), LIMITS)
     got = figures(header, C, n_ctx=4096, n_seq_max=1)
     assert got.unknown == ()
     assert got.memory_class == "llama_memory_recurrent"
@@ -94,7 +95,7 @@ def test_mamba2_state_no_kv(tmp_path):
 
 
 def test_mamba2_state_per_sequence(tmp_path):
-    header = read_header(write_header(tmp_path / "m.gguf", "mamba2", MAMBA_CODESTRAL))
+    header = read_header(write_header(tmp_path / "m.gguf", "mamba2", MAMBA_CODESTRAL), LIMITS)
     got = figures(header, C, n_ctx=4096, n_seq_max=4)
     # mem_size = max(1, n_seq_max) = 4 cells
     assert got.state_bytes == 4 * 276_299_776
@@ -113,7 +114,7 @@ GEMMA3_27B = {  # google/gemma-3-27b-it text config
 
 
 def test_gemma3_swa_layers_hold_the_swa_cache(tmp_path):
-    header = read_header(write_header(tmp_path / "g.gguf", "gemma3", GEMMA3_27B))
+    header = read_header(write_header(tmp_path / "g.gguf", "gemma3", GEMMA3_27B), LIMITS)
     got = figures(header, C, n_ctx=32768, n_seq_max=1)
     assert got.unknown == ()
     assert got.memory_class == "llama_kv_cache_iswa"
@@ -138,7 +139,7 @@ JAMBA = {  # ai21labs/Jamba-v0.1: attention every 8th layer from 4 (attn_layer_o
 
 
 def test_jamba_hybrid(tmp_path):
-    header = read_header(write_header(tmp_path / "j.gguf", "jamba", JAMBA))
+    header = read_header(write_header(tmp_path / "j.gguf", "jamba", JAMBA), LIMITS)
     got = figures(header, C, n_ctx=8192, n_seq_max=1)
     assert got.unknown == ()
     assert got.memory_class == "llama_memory_hybrid"
@@ -165,7 +166,7 @@ QWEN3_NEXT = {  # Qwen/Qwen3-Next-80B-A3B: full attention every 4th layer
 
 
 def test_qwen3_next_hybrid(tmp_path):
-    header = read_header(write_header(tmp_path / "q.gguf", "qwen3next", QWEN3_NEXT))
+    header = read_header(write_header(tmp_path / "q.gguf", "qwen3next", QWEN3_NEXT), LIMITS)
     got = figures(header, C, n_ctx=8192, n_seq_max=1)
     assert got.unknown == ()
     assert got.memory_class == "llama_memory_hybrid"
@@ -186,7 +187,7 @@ LFM2_1_2B = {  # LiquidAI/LFM2-1.2B: attention in layers 2, 5, 8, 10, 12, 14
 
 
 def test_lfm2_hybrid(tmp_path):
-    header = read_header(write_header(tmp_path / "l.gguf", "lfm2", LFM2_1_2B))
+    header = read_header(write_header(tmp_path / "l.gguf", "lfm2", LFM2_1_2B), LIMITS)
     got = figures(header, C, n_ctx=8192, n_seq_max=1)
     assert got.unknown == ()
     assert got.memory_class == "llama_memory_hybrid"
@@ -197,14 +198,19 @@ def test_lfm2_hybrid(tmp_path):
 
 
 def test_bert_has_no_memory(tmp_path):
-    keys = {"block_count": 12, "embedding_length": 768, "attention.head_count": 12}
-    header = read_header(write_header(tmp_path / "b.gguf", "bert", keys))
+    keys = {
+        "block_count": 12,
+        "embedding_length": 768,
+        "attention.head_count": 12,
+        "context_length": 512,
+    }
+    header = read_header(write_header(tmp_path / "b.gguf", "bert", keys), LIMITS)
     got = figures(header, C, n_ctx=512, n_seq_max=1)
     assert (got.memory_class, got.kv_bytes, got.state_bytes) == ("", 0, 0)
 
 
 def test_unknown_cache_type_is_unknown(tmp_path):
-    header = read_header(write_header(tmp_path / "llama.gguf", "llama", LLAMA_31_8B))
+    header = read_header(write_header(tmp_path / "llama.gguf", "llama", LLAMA_31_8B), LIMITS)
     got = figures(header, C, n_ctx=8192, n_seq_max=1, type_k="GGML_TYPE_Q4_K")
     assert got.kv_bytes is None
     assert "GGML_TYPE_Q4_K" in got.unknown[0]
@@ -225,7 +231,7 @@ def test_header_reader_reads_tensor_infos_not_data(tmp_path):
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
     writer.close()
-    header = read_header(path)
+    header = read_header(path, LIMITS)
     (tensor,) = header.tensors
     assert tensor.ggml_type == "Q4_K"
     # Q4_K: 256 elements per 144-byte block
@@ -239,21 +245,25 @@ def test_not_a_gguf_is_an_input_error(tmp_path):
     path = tmp_path / "x.gguf"
     path.write_bytes(b"{}")
     with pytest.raises(ApronInputError, match="GGUF"):
-        read_header(path)
+        read_header(path, LIMITS)
 
 
-def test_a_value_of_another_shape_is_unknown_not_a_crash(tmp_path):
+def test_a_value_of_another_type_is_refused_as_llama_cpp_refuses_it(tmp_path):
+    # llama_model_loader::get_key<uint32_t> throws "key ... has wrong type str but expected
+    # type u32": the figure is unknown, and refused says why
     path = tmp_path / "odd.gguf"
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_uint32("llama.block_count", 2)
+    writer.add_uint32("llama.context_length", 512)
     writer.add_string("llama.embedding_length", "wide")
     writer.write_header_to_file(path=path)
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
     writer.close()
-    got = figures(read_header(path), C, n_ctx=512, n_seq_max=1)
+    got = figures(read_header(path, LIMITS), C, n_ctx=512, n_seq_max=1)
     assert got.kv_bytes is None
-    assert got.unknown == (
-        "llama.embedding_length = 'wide': llama.cpp's loader reads it as an unsigned 32-bit "
-        "integer",
+    assert got.refused == (
+        "key llama.embedding_length has wrong type str but expected type u32 (llama.cpp's model "
+        "loader (src/llama-model-loader.cpp))"
     )
+    assert got.unknown == (f"llama.cpp refuses this: {got.refused}",)

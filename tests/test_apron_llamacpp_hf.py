@@ -4,10 +4,12 @@ then sized by llama.cpp's rules at the pin; the converter read as (snippet, expe
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from apron.cli import app
 from apron.config import load_sample
+from apron.errors import ApronInputError
 from apron.extractors.llamacpp import converter_hparams as ch
 from apron.plan import plan
 from tests.test_apron_llamacpp_gguf import LLAMA_31_8B, write_header
@@ -136,12 +138,11 @@ def test_cli_gguf_refuses_an_unknown_cache_type(tmp_path):
     assert "cache type 'fp8'" in result.output
 
 
-def test_a_negative_or_fractional_count_is_unknown_naming_the_key():
-    # what the fuzz test found: num_attention_heads -1.0 gave -4,194,304 B. The converter writes
-    # head_count with add_head_count (an unsigned 32-bit GGUF value) and llama.cpp's loader
-    # reads it as one: no figure, the key named (an int -1 is refused before: apron.checks)
-    for value in (-1.0, 2.5):
+def test_a_negative_or_fractional_count_is_refused_before_any_column():
+    # what the fuzz test found: num_attention_heads -1.0 gave -4,194,304 B in this column. A
+    # count that is not an integer is now refused for the whole plan, as transformers' strict
+    # configuration classes refuse it (issue 35); an int -1 is refused too (apron.checks)
+    for value in (-1.0, 2.5, -1):
         config = load_sample("llama-3.1-8b").raw | {"num_attention_heads": value}
-        view = llamacpp(plan(config, context=8192))
-        assert view.kv_bytes_at_context is None, value
-        assert any("head_count" in n and "unsigned 32-bit" in n for n in view.notes), view.notes
+        with pytest.raises(ApronInputError, match="num_attention_heads"):
+            plan(config, context=8192)

@@ -16,6 +16,7 @@ from apron import load_config, load_sample, plan
 from apron.cli import app
 from apron.plot import (
     PlotUnavailable,
+    check_out,
     contexts_up_to,
     install_hint,
     kv_curves,
@@ -133,7 +134,8 @@ def test_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     data = kv_curves(plans_for_plot(load_sample("llama-3.1-8b"), (1024,)))
     with pytest.raises(PlotUnavailable, match=re.escape(install_hint())):
-        write_plot(data, tmp_path / "kv.png")
+        write_plot(data, check_out(tmp_path / "kv.png"))
+    assert list(tmp_path.iterdir()) == []  # the checked output's temp file is gone
     result = runner.invoke(
         app, ["plot", "--sample", "llama-3.1-8b", "--out", str(tmp_path / "kv.png")]
     )
@@ -142,8 +144,9 @@ def test_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
 
 def test_plot_refuses_other_formats(tmp_path):
     data = kv_curves(plans_for_plot(load_sample("llama-3.1-8b"), (1024,)))
+    assert data.series
     with pytest.raises(Exception, match="give a .png or .svg"):
-        write_plot(data, tmp_path / "kv.jpg")
+        check_out(tmp_path / "kv.jpg")
 
 
 @pytest.mark.skipif(not HAS_MATPLOTLIB, reason="matplotlib (the plot extra) is not installed")

@@ -219,3 +219,14 @@ def test_an_encoder_decoder_architecture_in_sglangs_set_gets_no_figure():
     sgl = view(result, "sglang")
     assert sgl.kv_bytes_per_token is None
     assert any("encoder-decoder (is_encoder_decoder_model)" in n for n in sgl.notes)
+
+
+def test_lfm2_gets_sglangs_state_pool_through_its_registered_model_type():
+    """SGLang's Lfm2Config inherits model_type and registers under "lfm2": the generated class
+    row carries it, so an LFM2 config gets SGLang's Mamba-style state pool (it had none)."""
+    from apron.engines import sglang as sglang_rules
+
+    config = json.loads(Path("tests/corpus/lfm2-2.6b.json").read_text())
+    config["architectures"] = ["Lfm2ForCausalLM"]
+    pool = sglang_rules.state_pool_class(ModelConfig(config, "x"), load_constraints().get("sglang"))
+    assert pool is not None and pool[0].startswith("Lfm2Config (model_type lfm2")

@@ -107,3 +107,19 @@ def test_terms_evaluate_and_read_as_infix():
     choice = ("x", "is None", "y", "x", "if")
     assert evaluate(choice, {"x": None, "y": 7}.__getitem__) == 7
     assert infix(choice) == "y if x is None else x"
+
+
+def test_zamba2_the_layer_that_allocates_decides_and_apron_says_so():
+    # vLLM's Zamba2 hook passes head_dim = mamba_headdim = 64, but zamba2.py builds MambaMixer2
+    # with intermediate_size // n_mamba_heads = 2 x 3,584 // 8 = 896; the layer's spec
+    # allocates (vLLM measured 77,925,888 B per sequence at tp 1: conformance/vllm):
+    # conv 3 x (7,168 + 2 x 2 x 64) = 22,272 + ssm 8 x 896 x 64 = 458,752 -> x 2 B x 81 layers
+    from pathlib import Path
+
+    from apron import plan
+
+    corpus = Path(__file__).resolve().parent / "corpus"
+    result = plan(corpus / "zamba2-7b.json", context=4096)
+    assert result.prediction.state_bytes_per_sequence == (22_272 + 458_752) * 2 * 81
+    said = [line for line in result.prediction.arithmetic if "the layer allocates" in line]
+    assert said and "mamba_headdim = 64" in said[0] and "= 896" in said[0]

@@ -48,12 +48,12 @@ def files(project: ProjectPaths) -> dict[str, bytes]:
         (["--pr-title", "/proc/version"], "--pr-title /proc/version is in a kernel file system"),
         (["--pr-body", "{root}/no/dir/b.md"], "/no/dir/b.md: the folder "),
         (["--pr-body", "/"], "--pr-body / is a directory, not a file"),
-        (["--pr-title", "{root}/fifo"], "/fifo is not a regular file"),
+        (["--pr-title", "{root}/fifo"], "/fifo is not a regular file (a FIFO"),
         (["--pr-body", "{root}/generated/body.md"], "is inside generated/ or pins/"),
         # issue 26: --pr-body .git/config was overwritten after generated/ and the pin moved
         (["--pr-body", "{root}/.git/config", "--branch", "apron/t1"], "inside a .git directory"),
         (["--full-diff", "{root}/.git/hooks/post-commit"], "inside a .git directory"),
-        (["--pr-title", "{root}/to-git-config"], "inside a .git directory"),  # a symlink into it
+        (["--pr-title", "{root}/to-git-config"], "is a symlink; apron does not write through"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_is_written(pinned, extra, message):

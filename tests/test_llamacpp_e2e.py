@@ -72,6 +72,7 @@ def test_extract_two_commits_writes_deterministic_modules(project, llamacpp_repo
         "recurrent_layers.py",
         "gguf_writer_keys.py",
         "converter_hparams.py",
+        "limits.py",
     }
     module = files_v1["class_set_members.py"].decode()
     assert f"# commit: {shas[0]} (2026-05-01)" in module

@@ -71,6 +71,7 @@ SGLANG = facts(
                 resolved_via="local class",
                 class_path="x",
                 also_in=(),
+                import_error="",
                 path=f"python/sglang/srt/models/{m}.py",
             )
             for a, m in [

@@ -230,19 +230,94 @@ def test_apron_plan_shows_the_sglang_fraction_with_its_arithmetic(tmp_path):
     assert next(v for v in given.engines if v.engine == "sglang").capacity.memory_fraction == 0.7
 
 
-def test_a_model_in_the_prefill_graph_cascade_sets_is_unknown(tmp_path):
-    config = json.loads((CORPUS / "llama-3.1-8b.json").read_text())
-    config["architectures"] = ["NemotronHForCausalLM"]
+def _model(architecture: str, **extra):
     from apron.config import ModelConfig
+
+    config = json.loads((CORPUS / "llama-3.1-8b.json").read_text())
+    config["architectures"] = [architecture]
+    return ModelConfig({**config, **extra}, "x")
+
+
+def test_nemotron_h_has_no_prefill_graph_reserve():
+    """_disable_breakable_cudagraph_if_incompatible turns prefill capture off for Nemotron-H, so
+    at 80 GiB, tp 1: reserved = 512 + 1.5 x 8,192 + 1/8 x 1,024 + 2 x 256 = 13,440 MiB and the
+    fraction is round(68,480 / 81,920, 3) = 0.836, what SGLang's ServerArgs gives (a llama with
+    the prefill graph gets 0.83)."""
     from apron.sglang_fraction import fraction_for
 
     sglang = load_constraints().get("sglang")
+    fraction, source, _, _ = fraction_for(sglang, _model("NemotronHForCausalLM"), False, GIB80, 1)
+    assert fraction == 0.836
+    assert fraction_for(sglang, _model("LlamaForCausalLM"), False, GIB80, 1)[0] == 0.83
+
+
+@pytest.mark.parametrize(
+    ("architecture", "extra", "backend", "why"),
+    [
+        ("DeepseekV4ForCausalLM", {}, "disabled", "DeepSeek-V4"),
+        ("NemotronHForCausalLM", {}, "disabled", "NemotronH"),
+        ("LlamaForCausalLM", {}, "breakable", "CUDA default"),
+        # multimodal through its text sub-config, though not in is_multimodal_model
+        (
+            "KimiK3ForConditionalGeneration",
+            {"text_config": {"model_type": "llama"}},
+            "disabled",
+            "multimodal model",
+        ),
+        (
+            "InklingForConditionalGeneration",
+            {},
+            "full",
+            "_apply_inkling_prefill_cuda_graph_default",
+        ),
+    ],
+)
+def test_the_prefill_backend_follows_the_extracted_rules(architecture, extra, backend, why):
+    from apron import sglang_prefill_graph
+
+    sglang = load_constraints().get("sglang")
+    model = _model(architecture, **extra)
+    multimodal = sglang_prefill_graph.is_multimodal(sglang, model)
+    found = sglang_prefill_graph.prefill_backend(sglang, model, False, multimodal)
+    assert (found.backend, why in found.why) == (backend, True)
+
+
+def test_kimi_k3_counts_as_multimodal_through_its_text_sub_config():
+    from apron import sglang_prefill_graph
+
+    sglang = load_constraints().get("sglang")
     sets = {
-        r.architecture for r in sglang.rows("architecture_sets") if r.set_name == "is_nemotron_h"
+        r.architecture
+        for r in sglang.rows("architecture_sets")
+        if r.set_name == "is_multimodal_model"
     }
-    assert "NemotronHForCausalLM" in sets
-    fraction, source, _, _ = fraction_for(sglang, ModelConfig(config, "x"), False, GIB80, 1)
-    assert fraction is None and "_apply_cuda_graph_compatibility" in source
+    assert "KimiK3ForConditionalGeneration" not in sets
+    with_sub = _model("KimiK3ForConditionalGeneration", text_config={"model_type": "llama"})
+    assert sglang_prefill_graph.is_multimodal(sglang, with_sub) is True
+    assert (
+        sglang_prefill_graph.is_multimodal(sglang, _model("KimiK3ForConditionalGeneration"))
+        is False
+    )
+
+
+def test_an_unknown_rule_condition_makes_the_backend_unknown():
+    from apron import sglang_prefill_graph
+
+    sglang = load_constraints().get("sglang")
+    rows = [
+        r._replace(condition="self.enable_new_thing") if r.name.startswith("NemotronH") else r
+        for r in sglang.rows("prefill_graph_rules")
+    ]
+
+    class Edited:
+        def rows(self, fact):
+            return rows if fact == "prefill_graph_rules" else sglang.rows(fact)
+
+        def has(self, fact):
+            return True
+
+    found = sglang_prefill_graph.prefill_backend(Edited(), _model("LlamaForCausalLM"), False, False)
+    assert found.backend is None and "self.enable_new_thing" in found.why
 
 
 @pytest.mark.real_mirror

@@ -615,3 +615,20 @@ def test_config_method_with_a_triple_quote_in_a_one_line_string_is_kept_whole():
 
     text = 'class EConfig(P):\n    def f(self):\n        q = \'"""\'\n\n    model_type = "e"\n'
     assert config_classes({"c/e.py": text}) == {"EConfig": ConfigClass("EConfig", ("P",), "e")}
+
+
+def test_a_config_class_registered_with_transformers_takes_that_model_type():
+    """SGLang's Lfm2Config inherits its model_type from transformers' class and registers itself
+    under "lfm2" (CONFIG_MAPPING._extra_content), which is how a config.json reaches it."""
+    from tests.sglang_miniatures import CONFIG_MODULES, HYBRID_ARCH, HYBRID_ARCH_PATH
+
+    modules = dict(CONFIG_MODULES)
+    path = next(p for p, t in modules.items() if "class Lfm2Config" in t)
+    modules[path] += (
+        "\n\n# registered under the model_type transformers already maps\n"
+        'CONFIG_MAPPING._extra_content["lfm2"] = Lfm2Config\n'
+    )
+    rows, warnings = hybrid_config_classes(HYBRID_ARCH, HYBRID_ARCH_PATH, modules, {}, None)
+    lfm2 = {r.function: r.model_type for r in rows if r.config_class == "Lfm2Config"}
+    assert lfm2 == {"mamba2_config": "lfm2", "mambaish_config": "lfm2"}
+    assert ("inherited-model-type", "Lfm2Config") not in {(w.code, w.subject) for w in warnings}

@@ -340,6 +340,26 @@ from torch import nn
 class DeepseekV3ForCausalLM(nn.Module):
     def compute_logits(self, hidden_states):
         return hidden_states
+
+
+class SparseLatentAttention(nn.Module):
+    def __init__(self, config, prefix: str = ""):
+        super().__init__()
+        self.sparse = hasattr(config, "index_topk")
+        skip_here = False
+        mtp = False
+        if self.sparse:
+            every: int = getattr(config, "index_topk_freq", 1)
+            pattern = getattr(config, "index_topk_pattern", None)
+            offset = getattr(config, "index_skip_topk_offset", 2)
+            layer_id = extract_layer_index(prefix)
+            if pattern is None:
+                skip_here = max(layer_id - offset + 1, 0) % every != 0
+            elif 0 <= layer_id < len(pattern):
+                skip_here = pattern[layer_id] == "S"
+            mtp = layer_id >= config.num_hidden_layers
+        if self.sparse and (not skip_here or mtp):
+            self.indexer = nn.Identity()
 """
 
 

@@ -19,7 +19,9 @@ class EngineDecision(NamedTuple):
     layout decides); False means every layer is allocated at full context, for `window_why`.
     own_flags: the flags are the engine's own classification of the architecture; its view uses
     them instead of every engine's flags.
-    no_kv_cache: why the engine allocates no KV cache for this config ("" when it does)."""
+    no_kv_cache: why the engine allocates no KV cache for this config ("" when it does).
+    encoder_only_kv: why the engine sizes its ordinary KV pool even for an encoder-only model
+    ("" when it follows the encoder-only decision)."""
 
     engine: str
     kv_heads: HeadCount | None
@@ -32,3 +34,14 @@ class EngineDecision(NamedTuple):
     window_why: str = ""
     own_flags: bool = False
     no_kv_cache: str = ""
+    encoder_only_kv: str = ""
+
+
+class ContextDefault(NamedTuple):
+    """An engine's own default context for a config (its `default_context(model, constraints)`
+    hook, used when --context is not given): tokens (None: unknown, see how), how it is derived,
+    and where the rule is."""
+
+    tokens: int | None
+    how: str
+    citations: tuple[Citation, ...] = ()

@@ -13,6 +13,7 @@ from apron.engines.base import EngineDecision
 from apron.llamacpp_hf import hf_header
 from apron.llamacpp_memory import figures as llamacpp_figures
 from apron.results import MechanismResult, Request
+from apron.terminal import shown
 
 ENGINE = "llamacpp"
 HF, SWA = "hf_architectures", "sliding_window"
@@ -51,7 +52,7 @@ def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
             None,
             (),
             (
-                f"the llama.cpp converter registers no {model.architecture!r}: it cannot convert this "
+                f"the llama.cpp converter registers no {shown(repr(model.architecture))}: it cannot convert this "
                 "checkpoint to GGUF at this commit",
             ),
             (),
@@ -62,7 +63,7 @@ def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
     properties = tuple(row.properties or ())
     flags = tuple(FLAG_OF[p] for p in properties if p in FLAG_OF)
     notes = [
-        f"converts {model.architecture} to GGUF architecture {gguf!r} "
+        f"converts {shown(model.architecture)} to GGUF architecture {shown(repr(gguf))} "
         f"({row.llm_arch or 'no LLM_ARCH_* match'})"
     ]
     resolution = row.resolution

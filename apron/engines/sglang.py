@@ -18,9 +18,10 @@ from typing import Any
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.engines import vllm as vllm_rules
-from apron.engines.base import EngineDecision
+from apron.engines.base import ContextDefault, EngineDecision
 from apron.layers import layout
 from apron.results import HeadCount, MlaDecision
+from apron.terminal import shown
 
 ENGINE = "sglang"
 MLA, CONDITIONS, EXPLICIT_MHA = "mla_architectures", "mla_conditions", "explicit_mha_architectures"
@@ -29,6 +30,14 @@ STATE_POOL_UNION = "mambaish_config"
 HYBRID_SWA_SETS = ("is_hybrid_swa_model", "is_hybrid_model")
 ENCODER_DECODER_SET = "is_encoder_decoder_model"
 WINDOW_FIELDS = ("sliding_window", "layer_types", "sliding_window_pattern")
+SERVER_ARGS_PATH = "python/sglang/srt/server_args.py"
+MODEL_CONFIG_PATH = "python/sglang/srt/configs/model_config.py"
+# SGLang's ModelRunner sizes its ordinary KV pool for every model: an encoder-only (BERT-type)
+# embedder too, unless --prefill-only-disable-kv-cache (default False) is given
+ENCODER_ONLY_KV = (
+    "SGLang sizes its ordinary KV pool for encoder-only models too "
+    "(--prefill-only-disable-kv-cache is off by default)"
+)
 
 
 _CHECK_WORDS = {
@@ -263,7 +272,7 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     elif sglang.has(HYBRID_CLASSES) and _has_state_layers(model):
         notes.append(
             f"the config has state layers, but no config class of SGLang's {STATE_POOL_UNION} "
-            f"has model_type {model.model_type or '?'}: SGLang would size no state pool for it "
+            f"has model_type {shown(model.model_type or '?')}: SGLang would size no state pool for it "
             "(classes registered at run time excepted); no figures"
         )
         computes = False
@@ -273,6 +282,13 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
             f"SGLang runs {encoder_decoder} as encoder-decoder ({ENCODER_DECODER_SET}): "
             "cross-attention over the encoder output is not an implemented mechanism; no figures"
         )
+        computes = False
+    if not model.architectures:
+        notes.append(
+            "the config lists no architectures: SGLang's ModelConfig reads "
+            "hf_config.architectures[0] and refuses it; no figures"
+        )
+        cites.append(Citation(ENGINE, sglang.commit, MODEL_CONFIG_PATH, "ModelConfig.__init__"))
         computes = False
     member_of = _memberships(model, sglang)
     if member_of:
@@ -287,4 +303,72 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
         computes_figures=computes,
         window_aware=swa,
         window_why=window_why,
+        encoder_only_kv=ENCODER_ONLY_KV,
+    )
+
+
+CONTEXT_RULES = "context_length_rules"
+
+
+def default_context(model: ModelConfig, sglang: EngineConstraints) -> ContextDefault | None:
+    """SGLang's context length when none is given: get_context_length over the text config
+    (generated/sglang/context_length_rules.py); None when the rule is not extracted."""
+    rows = sglang.rows(CONTEXT_RULES) if sglang.has(CONTEXT_RULES) else ()
+    if not rows:
+        return None
+    cites = tuple(dict.fromkeys(sglang.cite(r) for r in rows))
+    unread = [r.code for r in rows if r.kind == "unread"]
+    if unread:
+        return ContextDefault(None, f"SGLang's get_context_length: `{unread[0]}` not read", cites)
+    by_kind: dict[str, list[Any]] = {}
+    for row in sorted(rows, key=lambda r: r.order):
+        by_kind.setdefault(row.kind, []).append(row)
+    factor, factor_how = _rope_factor(model, by_kind)
+    if factor is None:
+        return ContextDefault(None, factor_how, cites)
+    for row in by_kind.get("key", ()):
+        value = model.get(row.name)
+        if value is None:
+            continue
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return ContextDefault(None, f"SGLang reads {row.name} = {value!r}, not a number", cites)
+        tokens = int(factor * value)
+        return ContextDefault(
+            tokens, f"SGLang's get_context_length: {row.name} = {value:,}{factor_how}", cites
+        )
+    default = by_kind.get("default")
+    if not default:
+        return ContextDefault(None, "SGLang's get_context_length has no extracted default", cites)
+    tried = ", ".join(r.name for r in by_kind.get("key", ()))
+    return ContextDefault(
+        int(default[0].value),
+        f"SGLang's get_context_length: none of {tried} is set, so {int(default[0].value):,}",
+        cites,
+    )
+
+
+def _rope_factor(model: ModelConfig, by_kind: dict[str, list[Any]]) -> tuple[float | None, str]:
+    """The rope-scaling factor get_context_length multiplies by and words for it (None: unknown,
+    the words say why)."""
+    attribute = by_kind.get("scaling_attribute", [])
+    scaling = model.get(attribute[0].name) if attribute else None
+    factor_rows = by_kind.get("factor_key", [])
+    if not isinstance(scaling, dict) or not scaling or not factor_rows:
+        return 1, ""
+    key, default = factor_rows[0].name, factor_rows[0].value
+    factor = scaling.get(key, float(default) if default else 1)
+    for row in by_kind.get("factor_one_when_key", ()):
+        if row.name in scaling:
+            return 1, f" (rope scaling has {row.name}: factor 1)"
+    for row in by_kind.get("factor_one_when_rope_type", ()):
+        if scaling.get("rope_type") == row.value:
+            return 1, f" (rope_type {row.value}: factor 1)"
+    if factor == 1:
+        return 1, ""
+    # SGLang reads the attribute from transformers' configuration object, whose rope-parameter
+    # standardization (per layer type for some models) decides what it holds: not extracted
+    return None, (
+        f"SGLang's get_context_length multiplies by {attribute[0].name}[{key!r}] of transformers' "
+        f"configuration object; config.json gives {key} {factor!r}, but how transformers "
+        "standardizes rope parameters for this model is not extracted"
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
 from apron.engines.base import EngineDecision
+from apron.terminal import shown
 
 ENGINE = "trtllm"
 MATRIX, SUPPORTED = "feature_matrix", "supported_models"
@@ -57,7 +58,7 @@ def decide(model: ModelConfig, trtllm: EngineConstraints) -> EngineDecision:
             notes.extend(_notes(row.architecture_notes, row.model_notes, row.example_notes))
             cites.append(trtllm.cite(row, str(row.section or "supported models")))
     if not cells and trtllm.has(MATRIX):
-        notes.append(f"no feature-matrix row for {arch}")
+        notes.append(f"no feature-matrix row for {shown(arch)}")
     return EngineDecision(
         ENGINE,
         None,

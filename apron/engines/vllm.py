@@ -14,6 +14,7 @@ from apron.constraints import Citation, EngineConstraints
 from apron.engines.base import EngineDecision
 from apron.layers import layout
 from apron.results import HeadCount, MlaDecision
+from apron.terminal import shown
 
 ENGINE = "vllm"
 ALIASES, FALLBACK, OVERRIDES = "kv_head_aliases", "kv_head_fallback", "kv_head_overrides"
@@ -54,12 +55,14 @@ def _value(
             return _Outcome(_unknown(f"{how}: {key} is absent from the config", (key,), (cite,)))
         if not is_int(read.value):
             return _Outcome(
-                _unknown(f"{how}: {read.key} is {read.value!r}, not an integer", (), (cite,))
+                _unknown(
+                    f"{how}: {read.key} is {shown(repr(read.value))}, not an integer", (), (cite,)
+                )
             )
         return _Outcome(
             HeadCount(read.value, (), f"{how}: {read.key} = {read.value}", (), (), (cite,))
         )
-    return _Outcome(_unknown(f"{how}: value {what!r} is not interpreted", (), (cite,)))
+    return _Outcome(_unknown(f"{how}: value {shown(repr(what))} is not interpreted", (), (cite,)))
 
 
 def _gives(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
@@ -112,7 +115,7 @@ def _block_configs(model: ModelConfig, how: str, cite: Citation) -> _Outcome:
         if not is_int(group) or group <= 0:
             return _Outcome(
                 _unknown(
-                    f"{how}: block_configs[{index}].attention.n_heads_in_group is {group!r}",
+                    f"{how}: block_configs[{index}].attention.n_heads_in_group is {shown(repr(group))}",
                     (f"block_configs[{index}].attention.n_heads_in_group",),
                     (cite,),
                 )
@@ -133,7 +136,9 @@ def _reads(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcom
             HeadCount(read.value, (), f"{how}: {source} = {read.value}", (), (), (cite,))
         )
     if read is not None and read.value is not None:
-        return _Outcome(_unknown(f"{how}: {source} is {read.value!r}, not an integer", (), (cite,)))
+        return _Outcome(
+            _unknown(f"{how}: {source} is {shown(repr(read.value))}, not an integer", (), (cite,))
+        )
     if not row.otherwise:
         return _Outcome(_unknown(f"{how}: {source} is absent or null", (source,), (cite,)))
     return _otherwise(model, row, how, cite)
@@ -227,7 +232,7 @@ def resolve_kv_heads(
             heads = HeadCount(read.value, (), how, (), (), (cite,))
             return heads, heads
         bad = _unknown(
-            f"{key} is present but {read.value!r}; vLLM's scan stops at the first "
+            f"{key} is present but {shown(repr(read.value))}; vLLM's scan stops at the first "
             f"present key and would take that value",
             (),
             (cite,),
@@ -343,7 +348,7 @@ def mla_decision(model: ModelConfig, vllm: EngineConstraints | None) -> MlaDecis
         return MlaDecision(
             ENGINE,
             False,
-            f"EAGLE module over {inner!r}, not in vLLM's EAGLE MLA list",
+            f"EAGLE module over {shown(repr(inner))}, not in vLLM's EAGLE MLA list",
             tuple(vllm.cite(r) for r in list(eagle.values())[:1]),
         )
     any_row = next(iter(main.values()), None)

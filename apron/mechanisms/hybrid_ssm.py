@@ -19,6 +19,7 @@ from apron.mechanisms.base import (
 )
 from apron.results import HeadCount, MechanismResult, Request
 from apron.ssm import layer_state
+from apron.terminal import shown
 
 RULE_KINDS = {
     MAMBA: ("mamba1", "mamba2"),
@@ -84,7 +85,7 @@ def _state(
         elif kind in (MAMBA, BOTH) and request.tp > 1:
             reasons.append(
                 f"state per GPU at tp {request.tp}: no vLLM state rule for model_type "
-                f"{model.text_model_type or model.model_type!r}, so how it splits is unknown"
+                f"{shown(repr(model.text_model_type or model.model_type))}, so how it splits is unknown"
             )
             return None
         elif kind in (MAMBA, BOTH):
@@ -98,7 +99,7 @@ def _state(
                 missing.extend(generic.missing)
                 return None
             notes.append(
-                f"no vLLM state rule for model_type {model.text_model_type or model.model_type!r}:"
+                f"no vLLM state rule for model_type {shown(repr(model.text_model_type or model.model_type))}:"
                 " the generic Mamba field reading was used"
             )
             lines.append(
@@ -109,7 +110,7 @@ def _state(
         else:
             reasons.append(
                 f"{count} layers of kind {kind}: apron has no vLLM state rule for model_type "
-                f"{model.text_model_type or model.model_type!r}"
+                f"{shown(repr(model.text_model_type or model.model_type))}"
             )
             return None
     notes.append(

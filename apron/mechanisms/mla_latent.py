@@ -87,10 +87,21 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
             f"{INDEX_QUANT_BLOCK} x 4 = {index_dim} + {index_dim // INDEX_QUANT_BLOCK * 4} = "
             f"{index_bytes} B (uint8: fp8 values + fp32 scales, whatever the KV dtype)"
         )
+        from apron.indexer_layers import indexer_layers
+
+        indexed = indexer_layers(model, layers)
+        if indexed.count is None:
+            return unknown_result(
+                NAME,
+                f"{TITLE} + sparse-attention indexer",
+                (f"indexer layers: {indexed.how}",),
+                state=0,
+            )
+        lines.append(indexed.how)
         latent = per_token
-        per_token = latent + layers * index_bytes
+        per_token = latent + indexed.count * index_bytes
         lines.append(
-            f"per token = latent {n(latent)} B + {layers} x {index_bytes} B indexer = "
+            f"per token = latent {n(latent)} B + {indexed.count} x {index_bytes} B indexer = "
             f"{n(per_token)} B"
         )
     at_context = None

@@ -10,6 +10,7 @@ from apron.config import ModelConfig
 from apron.mechanisms.base import n, num_layers, result, unknown_result
 from apron.results import HeadCount, MechanismResult, Request
 from apron.ssm import has_state_fields, layer_state
+from apron.terminal import shown
 
 NAME = "recurrent"
 TITLE = "attention-free recurrent state"
@@ -81,7 +82,7 @@ def _split_state(model: ModelConfig, request: Request, layers: int) -> Mechanism
             TITLE,
             (
                 f"state per GPU at tp {request.tp}: no vLLM state rule for model_type "
-                f"{model.model_type!r}, so how it splits is unknown",
+                f"{shown(repr(model.model_type))}, so how it splits is unknown",
             ),
             state=None,
         )

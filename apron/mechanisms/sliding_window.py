@@ -8,7 +8,7 @@ A sliding_window at or above the model's maximum context never binds: the window
 from __future__ import annotations
 
 from apron.config import ModelConfig, is_int
-from apron.layers import CHUNKED, FULL, NONE, SHARED, SLIDING, layout
+from apron.layers import CHUNKED, FULL, NONE, SHARED, SLIDING, kind_geometry, kind_heads, layout
 from apron.mechanisms.base import (
     LayerWidths,
     layer_widths,
@@ -17,6 +17,7 @@ from apron.mechanisms.base import (
 )
 from apron.mechanisms.full_attention import flavour
 from apron.results import HeadCount, MechanismResult, Request
+from apron.terminal import shown
 
 NAME = "sliding_window"
 TITLE = "sliding-window attention"
@@ -73,14 +74,6 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
             notes=(why,),
         )
 
-    if (
-        model.get("global_head_dim") is not None
-        or model.get("num_global_key_value_heads") is not None
-    ):
-        return partial(
-            "global and windowed layers have different head geometry "
-            "(global_head_dim / num_global_key_value_heads): not an implemented mechanism"
-        )
     if model.get("use_sliding_window") is False:
         return inert(
             "use_sliding_window is false: the window is switched off, every layer keeps every token"
@@ -106,7 +99,7 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
             ("sliding_window",),
         )
     if window is not None and (not is_int(window) or window <= 0):
-        return partial(f"{window_key} = {window!r} is not a positive integer")
+        return partial(f"{window_key} = {shown(repr(window))} is not a positive integer")
     max_ctx = model.integer("max_position_embeddings")
     if not has_chunked and max_ctx is not None and window >= max_ctx:
         return inert(
@@ -124,11 +117,23 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
         return partial("; ".join(structure.unknown), structure.missing)
     else:
         kinds, source = structure.kinds, structure.source
-    geometry = _swa_geometry(model, request)
+    geometry = kind_geometry(model)
+    if isinstance(geometry, str):
+        return partial(geometry)
     if geometry is not None:
-        swa_width, swa_text, full_width, full_text = geometry
-        widths = tuple(swa_width if k == SLIDING else full_width for k in kinds)
-        lines[:] = [f"windowed layers: {swa_text}; full layers: {full_text}"]
+        if not set(kinds) <= {*geometry, SHARED, NONE}:
+            return partial("per-kind head geometry for a layer kind it does not name")
+        per_layer = heads.per_layer if len(heads.per_layer) == layers else None
+        counts = per_layer or kind_heads(geometry, kinds)
+        widths = tuple(
+            c * (geometry[k].k + geometry[k].v) * b if k in geometry and k != SHARED else 0
+            for c, k in zip(counts, kinds, strict=True)
+        )
+        lines[:] = [
+            _kind_line(name, geometry[kind], counts, kinds, kind, b)
+            for name, kind in (("windowed", SLIDING), ("full", FULL))
+            if kind in kinds
+        ]
     else:
         widths = tuple(0 if k in (SHARED, NONE) else w for w, k in zip(widths, kinds, strict=True))
     if SHARED in kinds:
@@ -200,26 +205,9 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
     )
 
 
-def _swa_geometry(model: ModelConfig, request: Request) -> tuple[int, str, int, str] | None:
-    """MiMo-V2-Flash: windowed layers have their own KV heads and head dims (swa_*)."""
-    swa_heads = model.integer("swa_num_key_value_heads")
-    if swa_heads is None:
-        return None
-    b = request.kv_dtype_bytes
-    swa_k = model.integer("swa_head_dim")
-    swa_v = model.integer("swa_v_head_dim") or swa_k
-    full_heads = model.integer("num_key_value_heads")
-    full_k = model.integer("head_dim")
-    full_v = model.integer("v_head_dim") or full_k
-    if None in (swa_k, swa_v, full_heads, full_k, full_v):
-        return None
-    swa = swa_heads * (swa_k + swa_v) * b
-    full = full_heads * (full_k + full_v) * b
+def _kind_line(name: str, geometry, counts, kinds, kind: str, dtype_bytes: int) -> str:
+    here = sorted({c for c, k in zip(counts, kinds, strict=True) if k == kind})
     return (
-        swa,
-        f"swa_num_key_value_heads {swa_heads} x (swa_head_dim {swa_k} + swa_v_head_dim {swa_v})"
-        f" x {b} B = {n(swa)} B",
-        full,
-        f"num_key_value_heads {full_heads} x (head_dim {full_k} + v_head_dim {full_v}) x {b} B"
-        f" = {n(full)} B",
+        f"{name} layers: {geometry.how}; {', '.join(str(c) for c in here)} KV heads here x "
+        f"({geometry.k} + {geometry.v}) x {dtype_bytes} B"
     )

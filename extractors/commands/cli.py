@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 
+from apron.console import EscapingConsole
 from apron.extractors.errors import ExtractionError, UsageError
 from apron.extractors.runner.pipeline import RunResult, find_project, run
+from apron.terminal import printable
 from apron.version import version_option
 
 app = typer.Typer(
@@ -21,8 +23,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Extract serving-engine constraints at pinned commits into generated/.",
 )
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-out_console = Console(highlight=False, soft_wrap=True)
+err_console = EscapingConsole(stderr=True, highlight=False, soft_wrap=True)
+out_console = EscapingConsole(highlight=False, soft_wrap=True)
 
 EngineOpt = Annotated[
     str | None,
@@ -65,7 +67,7 @@ VersionOpt = version_option("extract")
 
 
 def fail(err: ExtractionError) -> None:
-    err_console.print(f"[bold red]error:[/] {err}", markup=True)
+    err_console.print(f"[bold red]error:[/] {escape(printable(str(err)))}", markup=True)
     raise typer.Exit(err.exit_code)
 
 
@@ -515,8 +517,9 @@ def history_command(
     # the terminal's width; a pipe or a file 80 columns, or $COLUMNS (rich's Console default):
     # dates, SHAs and PR numbers are never cut; the item wraps instead, and where no table fits,
     # each row is a block of lines
-    console = Console(highlight=False, soft_wrap=True)  # soft wrap: the lines after it
-    rows = table_rows(history, releases)
+    console = EscapingConsole(highlight=False, soft_wrap=True)  # soft wrap: the lines after it
+    # cells pass apron.terminal.printable too: no raw control character reaches the terminal
+    rows = [tuple(printable(cell) for cell in row) for row in table_rows(history, releases)]
     fitted = fit_rows(columns, rows, console.width)
     if fitted is None:
         console.print(title, markup=False)

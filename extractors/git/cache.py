@@ -14,6 +14,7 @@ from platformdirs import user_cache_dir
 
 from apron.extractors.errors import CacheCorruptError, CacheError
 from apron.extractors.git.runner import GitFailed, run_git
+from apron.terminal import shown
 
 CACHE_ENV = "APRON_CACHE_DIR"
 LOCK_TIMEOUT_SECONDS = 600
@@ -42,6 +43,24 @@ def config_quoted(value: str) -> str:
 
 def cache_root() -> Path:
     return Path(os.environ.get(CACHE_ENV) or user_cache_dir("apron")) / "git"
+
+
+def usable_cache_dir(directory: Path) -> Path:
+    """`directory`, created when missing; CacheError (exit 2) naming it and APRON_CACHE_DIR when
+    it is a file or a FIFO, cannot be created, or cannot be written."""
+    where = f"the cache directory {shown(directory)}"
+    hint = f"set {CACHE_ENV} to a folder apron can write"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as err:
+        raise CacheError(f"{where} is not a directory; {hint}") from err
+    except OSError as err:
+        raise CacheError(f"{where} cannot be created ({err.strerror or err}); {hint}") from err
+    if not directory.is_dir():
+        raise CacheError(f"{where} is not a directory; {hint}")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise CacheError(f"{where} is not writable; {hint}")
+    return directory
 
 
 class CacheRepo:
@@ -104,7 +123,7 @@ class CacheRepo:
         )
 
     def _create(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        usable_cache_dir(self.path.parent)
         run_git("init", "--quiet", "--bare", str(self.path))
         settings = [
             ("core.repositoryformatversion", "1"),
@@ -170,6 +189,7 @@ class CacheRepo:
 
     def locked(self):
         """The cache's lock, acquired; `with` releases it."""
+        usable_cache_dir(self.path.parent)
         try:
             return self._lock.acquire(timeout=LOCK_TIMEOUT_SECONDS)
         except Timeout as err:

@@ -11,6 +11,7 @@ from apron.extractors.llamacpp import (
     converter_hparams,
     families,
     hf_join,
+    limits,
     matrix_cells,
     memory_rules,
     sliding_window,
@@ -29,6 +30,7 @@ from apron.extractors.llamacpp.records import (
     GgufWriterKey,
     HfArchitecture,
     HparamsFormula,
+    Limit,
     MemoryCallback,
     MemoryRule,
     RecurrentLayerRule,
@@ -249,6 +251,26 @@ def _context_defaults(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...
     return FactOutput(tuple(rows), tuple(warnings))
 
 
+def _limits(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    texts = {
+        path: snapshot.read_text(snapshot.first_existing([path], anchor=anchor))
+        for path, anchor in _limit_anchors().items()
+    }
+    rows, warnings = limits.limits(texts)
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _limit_anchors() -> dict[str, str]:
+    """Each file the limits fact reads -> the first name it looks for there (for the error when
+    the file is missing)."""
+    anchors: dict[str, str] = {}
+    for name, path in limits.DEFINES.items():
+        anchors.setdefault(path, name)
+    for (struct, field), path in limits.FIELDS.items():
+        anchors.setdefault(path, f"{struct}::{field}")
+    return dict(sorted(anchors.items()))
+
+
 def _ggml_type_sizes(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     ggml_c = snapshot.first_existing([GGML_C], anchor="type_traits")
     common = snapshot.first_existing([GGML_COMMON_H], anchor="block_* static_assert")
@@ -420,6 +442,15 @@ CONTEXT_DEFAULTS = FactKind(
     "the defaults llama-server / llama-cli start from: n_ctx (0 = the training context), "
     "n_batch, n_ubatch, n_parallel, cache types, flash attention, kv_unified, swa_full.",
 )
+LIMITS = FactKind(
+    "limits",
+    "Limits on what llama.cpp loads and is asked",
+    Limit,
+    "the #defines llama.cpp checks a GGUF file and a context against (LLAMA_MAX_SEQ, "
+    "LLAMA_MAX_LAYERS, GGML_MAX_DIMS, GGML_MAX_NAME, GGUF_VERSION, GGUF_MAX_STRING_LENGTH, "
+    "GGUF_MAX_ARRAY_ELEMENTS) and the largest value of the C type of each setting apron takes "
+    "as an option (common_params::n_ctx, llama_context_params::n_seq_max, ...).",
+)
 GGML_TYPE_SIZES = FactKind(
     "ggml_type_sizes",
     "Bytes per block of the cache types (ggml)",
@@ -509,6 +540,7 @@ ENGINE = EngineSpec(
         ),
         FactExtractor(CACHE_SIZES, _cache_sizes, reads=(KV_ISWA_CPP, CONTEXT_CPP)),
         FactExtractor(CONTEXT_DEFAULTS, _context_defaults, reads=(COMMON_H,)),
+        FactExtractor(LIMITS, _limits, reads=limits.PATHS),
         FactExtractor(GGML_TYPE_SIZES, _ggml_type_sizes, reads=(GGML_C, GGML_COMMON_H, GGML_H)),
         FactExtractor(
             RECURRENT_LAYERS,

@@ -650,6 +650,15 @@ def _evaluate(node: Node, defines: dict[str, int], sizes: dict[str, int | None])
     return None
 
 
+def constant_expression(code: str) -> int | None:
+    """The value of an integer constant expression written as C (a `#define`'s value such as
+    `(1024*1024*1024)`): literals, parentheses and + - * /; None for anything else."""
+    source = parse_cpp(f"static const long long value = {code};\n", "<constant>")
+    declarator = next(iter(nodes_of_type(source.root, "init_declarator")), None)
+    node = declarator.child_by_field_name("value") if declarator is not None else None
+    return _evaluate(node, {}, {}) if node is not None and not source.first_error_line() else None
+
+
 def _block_sizes(
     common: CppSource, defines: dict[str, int], sizes: dict[str, int | None]
 ) -> dict[str, int | None]:

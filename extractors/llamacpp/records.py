@@ -304,3 +304,18 @@ class ConverterHparams(Record):
     block_count_keys: tuple[str, ...]  # from `self.block_count = self.find_hparam([...])`
     path: str
     symbol: str
+
+
+class Limit(Record):
+    """A bound llama.cpp holds a loaded file or a setting to: a `#define` (LLAMA_MAX_SEQ,
+    GGML_MAX_DIMS, GGUF_VERSION, ...), or the largest value of an integer field's C type
+    (common_params::n_ctx is an int32_t: -c takes at most 2**31-1)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("name",)
+
+    name: str  # LLAMA_MAX_SEQ, common_params::n_ctx
+    value: int | None  # 256, 2147483647; None when the code is not a constant apron reads
+    code: str  # the define's value or the field's type as written: "(1024*1024*1024)", "int32_t"
+    unknown: str  # why value is None, else ""
+    path: str
+    symbol: str

@@ -321,10 +321,9 @@ class FactCache:
     @classmethod
     def at(cls, cache_dir: Path | None = None) -> FactCache:
         from apron.extractors.git import cache_root
+        from apron.extractors.git.cache import usable_cache_dir
 
-        directory = cache_dir or cache_root()
-        directory.mkdir(parents=True, exist_ok=True)
-        return cls(directory / DB_NAME)
+        return cls(usable_cache_dir(cache_dir or cache_root()) / DB_NAME)
 
     def _connect(self) -> sqlite3.Connection | None:
         """The database; a damaged file is deleted and started afresh (it is only a cache),

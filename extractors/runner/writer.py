@@ -16,7 +16,10 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from apron.errors import ApronInputError
 from apron.extractors.errors import ExtractionError, UsageError
+from apron.input_files import read_input_text
+from apron.output_files import output_problem, said
 
 # A change maps a target path to its new text (a file) or to {file name: text} (a folder that
 # is replaced whole).
@@ -130,8 +133,15 @@ def _write_journal(journal: Path, state: str, swaps: list[Swap]) -> None:
     _step_done(f"journal {state}")
 
 
+MAX_JOURNAL_BYTES = 1_000_000  # a journal names a few dozen files
+
+
 def _read_journal(journal: Path) -> tuple[str, list[Swap]]:
-    data = json.loads(journal.read_text(encoding="utf-8"))
+    try:  # through the one reader: a FIFO or a huge file is refused, never waited on
+        text = read_input_text(journal, MAX_JOURNAL_BYTES, "the write journal")
+    except ApronInputError as err:
+        raise ValueError(str(err)) from err
+    data = json.loads(text)
     base = journal.parent
     swaps = []
     for entry in data["swaps"]:
@@ -182,7 +192,7 @@ def recover_interrupted_write(root: Path) -> str | None:
     saying which, or None when there was nothing to recover. Call it with the project lock."""
     journal = root / JOURNAL_NAME
     journal.with_name(journal.name + ".tmp").unlink(missing_ok=True)
-    if not journal.exists():
+    if not _exists(journal):
         return None
     try:
         state, swaps = _read_journal(journal)
@@ -341,8 +351,12 @@ def _undo(swaps: list[Swap], journal: Path | None, swapping: bool) -> list[Swap]
 def check_output_path(path: Path, option: str) -> Path:
     """An output file the command may write, checked before anything is written: an existing
     regular file that can be opened for writing, or a new name in an existing, writable folder,
-    never inside a git directory (`.git/`). Nothing is created or changed here."""
+    never inside a git directory (`.git/`), never a symlink (apron.output_files.output_problem:
+    the one check of an output path). Nothing is created or changed here."""
     where = path.expanduser()
+    problem, _ = output_problem(where)
+    if problem:
+        raise UsageError(said(option, path, problem))
     if ".git" in where.parts or ".git" in where.resolve().parts:
         raise UsageError(
             f"{option} {path} is inside a .git directory; write the pull-request text elsewhere"

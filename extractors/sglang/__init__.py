@@ -20,6 +20,7 @@ from apron.extractors.serving.records import (
 from apron.extractors.sglang import (
     architecture_sets,
     attention_chain,
+    context_length,
     docs_tables,
     families,
     hybrid_configs,
@@ -27,6 +28,7 @@ from apron.extractors.sglang import (
     kv_heads,
     matrix_cells,
     memory_fraction,
+    prefill_graph,
     serving_defaults,
     serving_rules,
 )
@@ -272,6 +274,22 @@ KV_DTYPE_SETS = FactKind(
     "dtype default among them) run.",
 )
 
+CONTEXT_LENGTH_RULES = FactKind(
+    context_length.FACT,
+    "Default context length",
+    context_length.SglangContextRule,
+    "get_context_length over the text config: the keys tried in order (CONTEXT_LENGTH_KEYS), the "
+    "rope-scaling factor and when it is 1, and the number returned when no key is set.",
+)
+
+PREFILL_GRAPH_RULES = FactKind(
+    prefill_graph.FACT,
+    "Prefill cuda-graph backend rules",
+    prefill_graph.SglangPrefillGraphRule,
+    "how ServerArgs settles the prefill cuda-graph backend before the memory fraction: the "
+    "switch of _apply_cuda_graph_compatibility and each backend's rules that turn capture off.",
+)
+
 
 def _serving_defaults(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
     path = snapshot.first_existing(serving_defaults.SERVER_ARGS_PATHS, anchor="ServerArgs")
@@ -441,6 +459,16 @@ ENGINE = EngineSpec(
             MEMORY_FRACTION_STEPS,
             _memory_fraction_steps,
             reads=serving_defaults.SERVER_ARGS_PATHS,
+        ),
+        FactExtractor(
+            PREFILL_GRAPH_RULES,
+            prefill_graph.prefill_graph_fact,
+            reads=serving_defaults.SERVER_ARGS_PATHS,
+        ),
+        FactExtractor(
+            CONTEXT_LENGTH_RULES,
+            context_length.context_length_fact,
+            reads=context_length.PATHS,
         ),
         FactExtractor(
             KV_DTYPE_SETS,

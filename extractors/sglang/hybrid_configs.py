@@ -21,10 +21,12 @@ from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     CONTAINERS,
+    arguments,
     assignments,
     assignments_and_ifs,
     attribute,
     call_parts,
+    callee,
     code_of,
     conjuncts,
     defined_name,
@@ -115,7 +117,37 @@ def _file_classes(text: str, path: str) -> tuple[ConfigClass, ...]:
             if key == "model_type" and value is not None:
                 model_type = string_value(value) or ""
         found.append(ConfigClass(name, bases, model_type))
-    return tuple(found)
+    registered = _registered_model_types(root)
+    return tuple(
+        ConfigClass(c.name, c.bases, c.model_type or registered.get(c.name, "")) for c in found
+    )
+
+
+REGISTRY_TABLE = "_extra_content"  # transformers' CONFIG_MAPPING: model_type -> config class
+
+
+def _registered_model_types(root: Node) -> dict[str, str]:
+    """config class -> the model_type the module registers it under with transformers at import
+    (`CONFIG_MAPPING._extra_content["lfm2"] = Lfm2Config`, or `AutoConfig.register("x", C)`):
+    the model_type a config.json names to get that class, whatever the class inherits."""
+    found: dict[str, str] = {}
+    for node in root.named_children:
+        assigned = single_assignment(node)
+        if assigned is not None and assigned[0].type == "subscript":
+            table = attribute(assigned[0].child_by_field_name("value"))
+            key = assigned[0].child_by_field_name("subscript")
+            cls = name_of(assigned[1])
+            if table is not None and table[1] == REGISTRY_TABLE and key is not None and cls:
+                model_type = string_value(key)
+                if model_type:
+                    found.setdefault(cls, model_type)
+            continue
+        call = node.named_children[0] if node.type == "expression_statement" else None
+        if call is not None and call.type == "call" and callee(call) == "AutoConfig.register":
+            args = arguments(call)
+            if len(args) >= 2 and string_value(args[0]) and name_of(args[1]):
+                found.setdefault(str(name_of(args[1])), str(string_value(args[0])))
+    return found
 
 
 def related_config_classes(texts: Mapping[str, str], names: set[str]) -> dict[str, ConfigClass]:

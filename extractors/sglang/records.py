@@ -21,6 +21,7 @@ class SglangRegistryRow(Record):
     resolved_via: str  # "class", "alias X", "import from <module>", chains joined by " -> "
     class_path: str  # file that defines the class
     also_in: tuple[str, ...]  # later modules that register the same architecture (a conflict)
+    import_error: str  # why the module fails to import at this commit, statically ("" when not)
     path: str
 
 
@@ -194,3 +195,48 @@ class SglangKvDtypeSet(Record):
 
     def label(self) -> str:
         return f"{self.set_name}: {self.architecture or 'unknown'}"
+
+
+class SglangContextRule(Record):
+    """One part of SGLang's default context length (`get_context_length` over the text config,
+    apron.extractors.sglang.context_length): kind "key" (a config key tried, in `order`),
+    "default" (returned when no key is set), "factor_key" (the rope-scaling key that multiplies
+    the key's value, `value` its default), "factor_one_when_key" / "factor_one_when_rope_type"
+    (the factor is 1 when rope scaling has that key / that rope_type), "scaling_attribute" (the
+    config attribute holding rope scaling), "unread" (a statement not read: `code`)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("kind", "order")
+
+    kind: str
+    order: int
+    name: str
+    value: str
+    code: str
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.kind} {self.order}: {self.name or self.code} {self.value}".strip()
+
+
+class SglangPrefillGraphRule(Record):
+    """One step of how ServerArgs settles the prefill cuda-graph backend before it sizes the
+    memory fraction (apron.extractors.sglang.prefill_graph): kind "switch" (the default backend
+    `backend` becomes `target` when `condition` holds, `_apply_cuda_graph_compatibility`) or
+    "disable" (a rule of the backend's `_disable_<backend>_..._if_incompatible` list: when
+    `condition` holds the prefill graph is turned off); "unread" for a shape not read (`code`).
+    `condition` is the rule's code, canonical."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("backend", "kind", "order")
+
+    backend: str  # "breakable", "tc_piecewise", "full"
+    kind: str
+    order: int
+    name: str  # the rule's label as SGLang logs it
+    condition: str
+    target: str
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.backend} {self.kind} {self.order}: {self.name or self.condition}"

@@ -26,6 +26,7 @@ from apron.extractors.parsing.python_ts import (
     unparenthesize,
 )
 from apron.extractors.records import ExtractionWarning
+from apron.extractors.sglang.module_imports import import_errors
 from apron.extractors.sglang.records import SglangRegistryRow
 
 ENTRY = "EntryClass"
@@ -238,6 +239,17 @@ def models_registry(
     scanned = [path for path, text in texts.items() if may_assign_entry(text)]
     scans = {path: scan_module(texts[path], path) for path in scanned}
     others: dict[str, ModuleScan | None] = {}
+    read_texts: dict[str, str | None] = {}
+
+    def read_any(path: str) -> str | None:
+        if path in texts:
+            return texts[path]
+        if path not in read_texts:
+            read_texts[path] = read(path)
+        return read_texts[path]
+
+    def errors_of(path: str) -> tuple[str, ...]:
+        return import_errors(texts[path], path, read_any)
 
     def load(path: str) -> ModuleScan | None:
         if path in scans:
@@ -247,15 +259,20 @@ def models_registry(
             others[path] = scan_module(text, path) if text is not None else None
         return others[path]
 
-    return registry_rows(scans, load, modules=sorted(texts))
+    return registry_rows(scans, load, modules=sorted(texts), errors_of=errors_of)
 
 
 def registry_rows(
-    scans: Mapping[str, ModuleScan], load: Loader, *, modules: Sequence[str] | None = None
+    scans: Mapping[str, ModuleScan],
+    load: Loader,
+    *,
+    modules: Sequence[str] | None = None,
+    errors_of: Callable[[str], tuple[str, ...]] | None = None,
 ) -> tuple[list[SglangRegistryRow], list[ExtractionWarning]]:
     """One row per registered architecture, modules in the order SGLang imports them (sorted).
     `modules` names every module looked at, for the error when none registers anything (default:
-    those in `scans`)."""
+    those in `scans`); `errors_of` gives a registering module's static import errors (a row of
+    a module that does not import is kept and marked, SGLang skips it at run time)."""
     rows: dict[str, SglangRegistryRow] = {}
     warnings: list[ExtractionWarning] = []
 
@@ -275,6 +292,15 @@ def registry_rows(
                 path,
             )
         names, problems = entry_names(scan)
+        failing = "; ".join(errors_of(path)) if errors_of is not None and names else ""
+        if failing:
+            warn(
+                "module-does-not-import",
+                module,
+                f"{module} does not import at this commit ({failing}): SGLang's registry "
+                "skips it, so its architectures are not served",
+                path,
+            )
         for problem in problems:
             warn(
                 "unparsed-entry",
@@ -301,6 +327,7 @@ def registry_rows(
                 resolved_via=" -> ".join(found.via),
                 class_path=found.class_path,
                 also_in=(),
+                import_error=failing,
                 path=path,
             )
             previous = rows.get(row.architecture)

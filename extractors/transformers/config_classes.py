@@ -62,6 +62,17 @@ class Derivation:
 
 
 @dataclass(frozen=True)
+class Validator:
+    """`method` (a strict-dataclass `validate_*` method) raises `error` when `condition` holds;
+    `message` is the raise's message as code."""
+
+    method: str
+    condition: tuple
+    error: str
+    message: str
+
+
+@dataclass(frozen=True)
 class ConfigClass:
     class_name: str
     model_type: str | None
@@ -71,6 +82,7 @@ class ConfigClass:
     attribute_map: tuple[tuple[str, str], ...]  # (attribute read, field stored)
     sub_configs: tuple[tuple[str, str], ...]  # (key, class name)
     derivations: tuple[Derivation, ...]
+    validators: tuple[Validator, ...] = ()
 
 
 @dataclass
@@ -442,6 +454,7 @@ def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[Extractio
     if post is not None:
         reader.style = "dataclass"
         derivations += reader.block(post.child_by_field_name("body"), ALWAYS, {}, skip)
+    validators = _validators(body, reader)
     declared = {key for key, _ in sub_configs}
     sub_configs += [(k, c) for k, c in reader.built.items() if k not in declared]
     record = ConfigClass(
@@ -453,8 +466,57 @@ def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[Extractio
         attribute_map=tuple(sorted(attribute_map)),
         sub_configs=tuple(sorted(sub_configs)),
         derivations=tuple(derivations),
+        validators=validators,
     )
     return record, reader.warnings
+
+
+def _validators(body: Node, reader: _Reader) -> tuple[Validator, ...]:
+    """Each `validate_*` method's `if <condition>: raise <Error>(<message>)` statements (the
+    checks huggingface_hub's @strict runs when the config is built). A statement of another
+    shape in such a method is a warning: the class may refuse configs apron does not."""
+    found: list[Validator] = []
+    reader.style = "dataclass"
+    for statement in body.named_children:
+        definition = statement
+        if statement.type == "decorated_definition":
+            definition = statement.child_by_field_name("definition")
+        if definition is None or definition.type != "function_definition":
+            continue
+        method = node_text(definition.child_by_field_name("name"))
+        if not method.startswith("validate_"):
+            continue
+        for part in definition.child_by_field_name("body").named_children:
+            if part.type == "expression_statement" and part.named_child_count == 1:
+                if part.named_children[0].type == "string":
+                    continue  # the docstring
+            raised = _raise_under_if(part)
+            if raised is None:
+                reader.warn("unread_validator", f"a statement of {method} not read", part)
+                continue
+            test, error, message = raised
+            condition = reader.expression(test, {})
+            if _has_unknown(condition):
+                reader.warn("unread_validator", f"the condition of {method} is not read", test)
+                continue
+            found.append(Validator(method, condition, error, message))
+    return tuple(found)
+
+
+def _raise_under_if(statement: Node) -> tuple[Node, str, str] | None:
+    """(condition, error class, message code) of `if c: raise E(message)` with no else."""
+    if statement.type != "if_statement" or statement.children_by_field_name("alternative"):
+        return None
+    block = statement.child_by_field_name("consequence").named_children
+    if len(block) != 1 or block[0].type != "raise_statement" or not block[0].named_children:
+        return None
+    raised = block[0].named_children[0]
+    if raised.type != "call":
+        return None
+    arguments = raised.child_by_field_name("arguments").named_children
+    message = code_of(arguments[0]) if arguments else ""
+    error = node_text(raised.child_by_field_name("function"))
+    return statement.child_by_field_name("condition"), error, message
 
 
 def is_config_class(definition: Node) -> bool:

@@ -14,14 +14,14 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from platformdirs import user_cache_dir
 
 from apron.extractors.errors import PinError, SourceError
-from apron.extractors.git.cache import CACHE_ENV
+from apron.extractors.git.cache import CACHE_ENV, usable_cache_dir
+from apron.extractors.pins import read_pin_toml
 from apron.extractors.snapshot import decode_source, git_blob_sha
 
 PIN_NAME = "transformers.toml"
@@ -51,12 +51,7 @@ class ReleasePin:
 
 def load_release_pin(pins_dir: Path) -> ReleasePin:
     path = pins_dir / PIN_NAME
-    if not path.is_file():
-        raise PinError(f"no pin file {path}", engine="transformers", paths=[str(path)])
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise PinError(f"pin file {path} is not valid TOML: {err}", engine="transformers") from err
+    data = read_pin_toml(path, "transformers")
     problems = []
     package, version, sha = data.get("package"), data.get("version"), data.get("sha256")
     if set(data) != PIN_FIELDS:
@@ -113,7 +108,7 @@ def sdist_bytes(pin: ReleasePin, source: Path | None = None, *, offline: bool = 
             engine="transformers",
         )
     data = _checked(pip_download(pin), pin, f"the sdist pip downloaded for {pin.requirement}")
-    cached.parent.mkdir(parents=True, exist_ok=True)
+    usable_cache_dir(cached.parent)
     partial = cached.with_suffix(".part")
     partial.write_bytes(data)
     partial.replace(cached)

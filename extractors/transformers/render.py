@@ -85,6 +85,17 @@ def module_lines(tables: ClassTables, constant: str) -> list[str]:
             for step, d in enumerate(c.derivations)
         ],
     )
+    lines.append("")
+    lines += _table(
+        "VALIDATORS",
+        "(class, method, step, condition, error, message): the class refuses a config when a "
+        "condition holds (huggingface_hub @strict runs each validate_* method when it is built)",
+        [
+            (c.class_name, v.method, step, v.condition, v.error, v.message)
+            for c in classes
+            for step, v in enumerate(c.validators)
+        ],
+    )
     if tables.registry:
         lines.append("")
         lines += _table(

@@ -25,6 +25,7 @@ from apron.extractors.vllm import (
     convertor,
     docs_tables,
     families,
+    index_cache,
     kv_dtype_rules,
     matrix_cells,
     model_config_defaults,
@@ -35,6 +36,7 @@ from apron.extractors.vllm.records import (
     AttentionBackendChoice,
     AttnTypeRule,
     HybridPageRule,
+    IndexerLayerRule,
     InterfaceFlag,
     KvDtypeLiteral,
     MambaSsmDtypeDefault,
@@ -319,6 +321,13 @@ SSM_TP_SPLITS = FactKind(
     SsmTpSplit,
     "the dimensions each MambaStateShapeCalculator method divides by the tensor-parallel size.",
 )
+INDEXER_LAYER_RULES = FactKind(
+    index_cache.FACT,
+    "Sparse-attention indexer layers",
+    IndexerLayerRule,
+    "which layers of a DSA (sparse-attention) MLA model build an indexer and its cache: the "
+    "config key that makes the model sparse and the IndexCache rule that skips a layer.",
+)
 HYBRID_PAGE_RULES = FactKind(
     "hybrid_page_rules",
     "Hybrid page-size unification",
@@ -548,6 +557,12 @@ ENGINE = EngineSpec(
             KV_DTYPE_LITERALS,
             kv_dtype_rules.kv_dtype_literals,
             reads=kv_dtype_rules.READS,
+            allow_empty=True,
+        ),
+        FactExtractor(
+            INDEXER_LAYER_RULES,
+            index_cache.indexer_layer_rules,
+            reads=index_cache.PATHS,
             allow_empty=True,
         ),
         FactExtractor(

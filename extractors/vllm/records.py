@@ -297,6 +297,11 @@ TERM_OPS = {
     "//": 2,
     "%": 2,
     "==": 2,
+    "<": 2,
+    "<=": 2,
+    ">": 2,
+    ">=": 2,
+    "and": 2,
     "is None": 1,  # the value is None
     "not": 1,
     "if": 3,  # test, then, else -> then when test holds, else `else`
@@ -396,3 +401,22 @@ class KvDtypeLiteral(Record):
 
     def label(self) -> str:
         return f"{self.literal}: {self.key} -> {self.value if self.status == 'read' else 'unknown'}"
+
+
+class IndexerLayerRule(Record):
+    """Which layers of a sparse-attention (DSA) MLA model build an indexer, and so an indexer
+    cache: the model's attention class gates the indexer on a config key (`hasattr`), and skips
+    it on a layer where `skip` holds (the IndexCache rule). `skip` is postfix terms (TERM_OPS)
+    over `layer_id` and `config.<key>` paths (a `getattr` term carries the default)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("model_class",)
+
+    model_class: str  # the attention class: DeepseekV2MLAAttention
+    gate_key: str  # the config key whose presence makes the model sparse: index_topk
+    skip: tuple[str, ...]  # a layer builds no indexer when these terms are true
+    builds_when: str  # the condition building the indexer, for people
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.model_class}: skip when {' '.join(self.skip)}"

@@ -197,16 +197,31 @@ def expression(node: Node, scope: _Scope) -> Value:
     raise Unreadable(node, f"an expression of type {kind}")
 
 
+_ORDER = ("<", "<=", ">", ">=")
+
+
 def _comparison(node: Node, scope: _Scope) -> tuple[str, ...]:
+    """`a == b`, `a != b` (== then not), `a is None`, `a is not None`, and orderings, chained
+    ones (`0 <= i < n`) as their pairs joined by `and`."""
     parts = [c for c in node.children]
-    if len(parts) == 3 and node_text(parts[1]) == "==":
-        left = _scalar(expression(parts[0], scope), node)
-        return (*left, *_scalar(expression(parts[2], scope), node), "==")
     if len(parts) == 3 and node_text(parts[1]) == "is" and parts[2].type == "none":
         return (*_scalar(expression(parts[0], scope), node), "is None")
     if len(parts) == 3 and node_text(parts[1]) == "is not" and parts[2].type == "none":
         return (*_scalar(expression(parts[0], scope), node), "is None", "not")
-    raise Unreadable(node, "a comparison of this shape")
+    operands, operators = parts[0::2], [node_text(p) for p in parts[1::2]]
+    if len(operands) != len(operators) + 1 or not all(
+        o in ("==", "!=", *_ORDER) for o in operators
+    ):
+        raise Unreadable(node, "a comparison of this shape")
+    values = [_scalar(expression(o, scope), node) for o in operands]
+    out: list[str] = []
+    for index, operator in enumerate(operators):
+        pair = [*values[index], *values[index + 1]]
+        pair += ["==", "not"] if operator == "!=" else [operator]
+        out.extend(pair)
+        if index:
+            out.append("and")
+    return tuple(out)
 
 
 def _choose(test: tuple[str, ...], then: Value, otherwise: Value, node: Node, scope: _Scope):

@@ -1560,6 +1560,10 @@ DERIVATIONS: tuple[tuple, ...] = (
     ("UltravoxConfig", 2, "audio_config", ("is None", ("field", "audio_model_id")), ("unknown", "transformers.CONFIG_MAPPING[audio_config.get(\"model_type\", \"whisper\")](**audio_config)")),
 )
 
+# (class, method, step, condition, error, message): the class refuses a config when a condition holds (huggingface_hub @strict runs each validate_* method when it is built)
+VALIDATORS: tuple[tuple, ...] = (
+)
+
 # (model_type, class): the class the config of each model_type is built with
 REGISTRY: tuple[tuple, ...] = (
     ("RefinedWeb", "RWConfig"),
