@@ -1,7 +1,7 @@
-"""transformers' pinned release: `pins/transformers.toml` (package, version, sha256 of the sdist),
-the sdist fetched once by pip from whatever index the user has into the user cache directory and
-checked against the sha256, and the configuration modules read out of the archive (never
-unpacked, never imported)."""
+"""transformers' pinned release: `pins/transformers.toml` (package, version, sha256 of the sdist;
+no index address), the sdist the user's pip fetched from the user's index, given once with
+--source and kept in the user cache directory, checked against the sha256, and the configuration
+modules read out of the archive (never unpacked, never imported, never built)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,7 @@ import hashlib
 import io
 import os
 import re
-import subprocess
-import sys
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +29,6 @@ SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 RELEASE = re.compile(r"^[0-9][0-9A-Za-z.+-]*\Z")
 PACKAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 PIN_FIELDS = {"package", "version", "sha256"}
-PIP_TIMEOUT = 600  # seconds for `pip download` of one sdist
 
 
 @dataclass(frozen=True)
@@ -86,9 +82,11 @@ def _checked(data: bytes, pin: ReleasePin, where: str) -> bytes:
     return data
 
 
-def sdist_bytes(pin: ReleasePin, source: Path | None = None, *, offline: bool = False) -> bytes:
-    """The pinned sdist: from `source` (a local .tar.gz), else the cache, else downloaded from
-    the pin's URL into the cache. Always checked against the pin's sha256."""
+def sdist_bytes(pin: ReleasePin, source: Path | None = None) -> bytes:
+    """The pinned sdist: from `source` (a local .tar.gz, then kept in the cache), else the
+    cache; always checked against the pin's sha256. apron downloads nothing and runs no
+    installer: the user's pip fetches the file from the user's index."""
+    cached = cache_path(pin)
     if source is not None:
         try:
             data = source.read_bytes()
@@ -96,64 +94,21 @@ def sdist_bytes(pin: ReleasePin, source: Path | None = None, *, offline: bool = 
             raise SourceError(
                 f"cannot read {source}: {err.strerror or err}", engine="transformers"
             ) from err
-        return _checked(data, pin, str(source))
-    cached = cache_path(pin)
+        _checked(data, pin, str(source))
+        if not cached.is_file():
+            usable_cache_dir(cached.parent)
+            partial = cached.with_suffix(".part")
+            partial.write_bytes(data)
+            partial.replace(cached)
+        return data
     if cached.is_file():
         return _checked(cached.read_bytes(), pin, str(cached))
-    if offline:
-        raise SourceError(
-            f"{pin.requirement} is not in the cache ({cached}) and downloading is off; "
-            f"give the sdist with --source PATH (e.g. `pip download --no-deps --no-binary :all: "
-            f"{pin.requirement}`) or run with network access",
-            engine="transformers",
-        )
-    data = _checked(pip_download(pin), pin, f"the sdist pip downloaded for {pin.requirement}")
-    usable_cache_dir(cached.parent)
-    partial = cached.with_suffix(".part")
-    partial.write_bytes(data)
-    partial.replace(cached)
-    return data
-
-
-def pip_download(pin: ReleasePin) -> bytes:
-    """The sdist of `pin`, fetched by pip (`pip download --no-deps --no-binary :all:`) from the
-    index the user's pip is configured with."""
-    with tempfile.TemporaryDirectory(prefix="apron-sdist-") as folder:
-        argv = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "--dest",
-            folder,
-            pin.requirement,
-        ]
-        try:
-            done = subprocess.run(  # noqa: S603 (fixed argv, a validated requirement)
-                argv, capture_output=True, text=True, timeout=PIP_TIMEOUT, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as err:
-            raise SourceError(
-                f"pip download {pin.requirement} failed: {err}; give the sdist with --source PATH",
-                engine="transformers",
-            ) from err
-        found = sorted(Path(folder).glob("*.tar.gz"))
-        if done.returncode != 0 or len(found) != 1:
-            why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no sdist saved"]
-            raise SourceError(
-                f"pip download {pin.requirement} failed ({why[0]}); give the sdist with "
-                "--source PATH",
-                engine="transformers",
-            )
-        if found[0].stat().st_size > MAX_SDIST_BYTES:
-            raise SourceError(
-                f"the sdist of {pin.requirement} is over {MAX_SDIST_BYTES} bytes",
-                engine="transformers",
-            )
-        return found[0].read_bytes()
+    raise SourceError(
+        f"the {pin.requirement} sdist is not in the cache ({cached}): fetch it from your index "
+        f"with pip (`pip download --no-deps --no-binary :all: {pin.requirement}`) and give it "
+        "with --source PATH",
+        engine="transformers",
+    )
 
 
 def configuration_modules(data: bytes, where: str) -> dict[str, str]:
