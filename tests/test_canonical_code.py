@@ -131,3 +131,14 @@ def _walk(node):
     yield node
     for child in node.children:
         yield from _walk(child)
+
+
+def test_brackets_nested_deep_are_each_judged_once():
+    """Two hundred pairs around one sum: every pair groups nothing but the outermost, whose
+    place (`* c`) needs it; each pair is judged once (judged one by one, the inner pairs'
+    judgements re-asked the outer ones' and the work doubled per level)."""
+    nested = "(" * 200 + "a + b" + ")" * 200
+    assert code_text(f"x = {nested} * c\n").split() == ["x", "=", "(a", "+", "b)", "*", "c"]
+    tree = parse_cpp(f"int f() {{ return {nested} * c; }}", "a.cpp")
+    kept = [n.text.decode() for n in _walk(tree.root) if n.type == "parenthesized_expression"]
+    assert [" ".join(k.split()) for k in kept] == ["(a + b)"]

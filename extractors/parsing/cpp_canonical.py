@@ -52,8 +52,12 @@ NO_SPACE_BEFORE = (")", "]", "}", ",", ";", ":", ".", "->")
 
 
 def canonical_cpp(node: Node) -> str:
-    """`node` as one canonical line of C++ (see the module docstring)."""
-    return _render(node, 0)
+    """`node` as one canonical line of C++ (see the module docstring). An expression nested past
+    Python's recursion limit (the depth check refuses such files first) is only compacted."""
+    try:
+        return _render(node, 0)
+    except RecursionError:
+        return " ".join(_leaf(node).split())
 
 
 def level(node: Node) -> int:
@@ -77,7 +81,7 @@ STATEMENT_ENDS = ("expression_statement", "compound_statement", "declaration", "
 KEEP_PARENT = ("sizeof_expression", "decltype", "alignof_expression", "offsetof_expression")
 
 
-def context_need(node: Node) -> int:
+def context_need(node: Node, judge: BracketJudge | None = None) -> int:
     """The binding level the place of `node` in its parent takes without brackets; never below
     an assignment's (a comma expression keeps its brackets everywhere)."""
     parent = node.parent
@@ -85,7 +89,8 @@ def context_need(node: Node) -> int:
         return CONDITIONAL
     kind = parent.type
     if kind == "parenthesized_expression":
-        return context_need(parent) if redundant_brackets(parent) else CONDITIONAL
+        judge = judge or BracketJudge()
+        return judge.need(parent) if judge.redundant(parent) else CONDITIONAL
     if kind == "binary_expression":
         own = level(parent)
         return own if parent.child_by_field_name("left") == node else own + 1
@@ -101,29 +106,53 @@ def context_need(node: Node) -> int:
     return CONDITIONAL
 
 
-def redundant_brackets(node: Node) -> bool:
-    """True when the brackets of a parenthesized expression group nothing: the content binds at
-    least as tightly as its place takes (`(x)`, `(a * b) + c`, `f((n))`, `return (x);`), and
-    they are not `sizeof`'s or `decltype`'s own, not inside template arguments, and no `<` is
-    inside or just before them (which the parser could then take for a template bracket)."""
-    inner = [c for c in node.named_children if c.type not in SKIPPED]
-    if node.type != "parenthesized_expression" or len(inner) != 1:
-        return False
-    parent = node.parent
-    if parent is not None and (
-        parent.type in KEEP_PARENT
-        or (parent.type == "binary_expression" and _operator(parent) in LESS_OPERATORS)
-    ):
-        return False
-    content = inner[0]
-    if b"<" in (content.text or b""):
-        return False
-    ancestor = parent
-    while ancestor is not None and ancestor.type not in STATEMENT_ENDS:
-        if ancestor.type in ("template_argument_list", "template_parameter_list"):
+class BracketJudge:
+    """Which pairs of brackets of one tree group nothing, each judged once: judged in document
+    order (an outer pair first), every pair finds the answers for the pairs around it made."""
+
+    def __init__(self) -> None:
+        self._redundant: dict[int, bool] = {}
+        self._need: dict[int, int] = {}
+
+    def need(self, node: Node) -> int:
+        if node.id not in self._need:
+            self._need[node.id] = context_need(node, self)
+        return self._need[node.id]
+
+    def redundant(self, node: Node) -> bool:
+        """True when the brackets of a parenthesized expression group nothing: the content
+        binds at least as tightly as its place takes (`(x)`, `(a * b) + c`, `f((n))`, `return
+        (x);`), and they are not `sizeof`'s or `decltype`'s own, not inside template arguments,
+        and no `<` is inside or just before them (which the parser could then take for a
+        template bracket)."""
+        if node.id not in self._redundant:
+            self._redundant[node.id] = self._judge(node)
+        return self._redundant[node.id]
+
+    def _judge(self, node: Node) -> bool:
+        inner = [c for c in node.named_children if c.type not in SKIPPED]
+        if node.type != "parenthesized_expression" or len(inner) != 1:
             return False
-        ancestor = ancestor.parent
-    return level(content) >= context_need(node)
+        parent = node.parent
+        if parent is not None and (
+            parent.type in KEEP_PARENT
+            or (parent.type == "binary_expression" and _operator(parent) in LESS_OPERATORS)
+        ):
+            return False
+        content = inner[0]
+        if b"<" in (content.text or b""):
+            return False
+        ancestor = parent
+        while ancestor is not None and ancestor.type not in STATEMENT_ENDS:
+            if ancestor.type in ("template_argument_list", "template_parameter_list"):
+                return False
+            ancestor = ancestor.parent
+        return level(content) >= self.need(node)
+
+
+def redundant_brackets(node: Node) -> bool:
+    """BracketJudge.redundant for one pair (the parse judges a tree's pairs with one judge)."""
+    return BracketJudge().redundant(node)
 
 
 def _leaf(node: Node) -> str:

@@ -17,8 +17,13 @@ import tree_sitter_cpp
 from tree_sitter import Language, Node, Parser, Point, Range, Tree
 
 from apron.extractors.errors import AnchorError, ExtractionError, ParseError
-from apron.extractors.parsing.cpp_canonical import canonical_cpp, redundant_brackets
-from apron.extractors.parsing.limits import MAX_CONDITION_CHARS, MAX_SYNTAX_DEPTH, check_syntax_tree
+from apron.extractors.parsing.cpp_canonical import BracketJudge, canonical_cpp
+from apron.extractors.parsing.limits import (
+    MAX_CONDITION_CHARS,
+    MAX_SYNTAX_DEPTH,
+    check_syntax_tree,
+    too_deep,
+)
 from apron.extractors.parsing.ts_query import typed_descendants
 from apron.extractors.records import ExtractionWarning
 
@@ -247,12 +252,17 @@ def _without_redundant_brackets(parser: Parser, data: bytes) -> Tree:
     (cpp_canonical.redundant_brackets) blanked, so that no reader sees `(x)` for `x`: form is
     not meaning. Byte offsets and lines stay those of the file."""
     tree = parser.parse(data)
-    if b"(" not in data:
-        return tree
+    if b"(" not in data or too_deep(tree.root_node):
+        return tree  # a tree too deep to read keeps its brackets for the depth check to refuse
+    judge = BracketJudge()
+    pairs = sorted(
+        typed_descendants(CPP, tree.root_node, ("parenthesized_expression",)),
+        key=lambda n: (n.start_byte, -n.end_byte),
+    )  # outer pairs first
     spans = [
         span
-        for node in typed_descendants(CPP, tree.root_node, ("parenthesized_expression",))
-        if redundant_brackets(node)
+        for node in pairs
+        if judge.redundant(node)
         for span in ((node.start_byte, node.start_byte + 1), (node.end_byte - 1, node.end_byte))
     ]
     if not spans:

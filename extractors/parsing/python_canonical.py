@@ -53,8 +53,13 @@ PRIMARY = ("call", "attribute", "subscript")
 
 
 def canonical_code(node: Node) -> str:
-    """`node` as one canonical line of Python (see the module docstring)."""
-    return _render(node, 0)
+    """`node` as one canonical line of Python (see the module docstring). An expression nested
+    past Python's recursion limit (the depth check refuses such files first) is only
+    compacted."""
+    try:
+        return _render(node, 0)
+    except RecursionError:
+        return " ".join(_leaf(node).split())
 
 
 def level(node: Node) -> int:
@@ -116,14 +121,15 @@ ENCLOSING = (
 )
 
 
-def context_need(node: Node) -> int:
+def context_need(node: Node, judge: BracketJudge | None = None) -> int:
     """The binding level the place of `node` in its parent takes without brackets."""
     parent = node.parent
     if parent is None:
         return 0
     kind = parent.type
     if kind == "parenthesized_expression":  # `((a + b)) * c`: the outer pair's place decides
-        return context_need(parent) if redundant_brackets(parent) else 0
+        judge = judge or BracketJudge()
+        return judge.need(parent) if judge.redundant(parent) else 0
     if kind in ("binary_operator", "boolean_operator"):
         own = level(parent)
         is_left = parent.child_by_field_name("left") == node
@@ -155,37 +161,74 @@ def context_need(node: Node) -> int:
     return 0
 
 
-def redundant_brackets(node: Node) -> bool:
-    """True when the brackets of a parenthesized expression group nothing and can be dropped
-    without changing the program: the content binds at least as tightly as its place takes
-    (`(x)`, `(a * b) + c`, `f((a + b))`), it is not `yield` or `:=`, not a number before `.`,
-    not inside an f-string, and a line break inside stays inside other brackets."""
-    inner = [c for c in node.named_children if c.type not in SKIPPED]
-    if node.type != "parenthesized_expression" or len(inner) != 1:
-        return False
-    content = inner[0]
-    if level(content) < max(context_need(node), 0):
-        return False
-    parent = node.parent
-    if (
-        content.type in ("integer", "float")
-        and parent is not None
-        and parent.type == "attribute"
-        and parent.child_by_field_name("object") == node
-    ):
-        return False
-    ancestor = parent
-    enclosed = False
-    while ancestor is not None:
-        if ancestor.type in ("interpolation", "string"):
+class BracketJudge:
+    """Which pairs of brackets of one tree group nothing, each pair judged once: judged in
+    document order (an outer pair before the pairs inside it), every pair finds the answers for
+    the pairs around it already made, so the work is linear and nothing recurses."""
+
+    def __init__(self) -> None:
+        self._redundant: dict[int, bool] = {}
+        self._need: dict[int, int] = {}
+        self._inside: dict[int, tuple[bool, bool]] = {}  # pair -> (in a string, enclosed)
+
+    def need(self, node: Node) -> int:
+        if node.id not in self._need:
+            self._need[node.id] = context_need(node, self)
+        return self._need[node.id]
+
+    def redundant(self, node: Node) -> bool:
+        """True when the brackets of a parenthesized expression group nothing and can be
+        dropped without changing the program: the content binds at least as tightly as its
+        place takes (`(x)`, `(a * b) + c`, `f((a + b))`), it is not `yield` or `:=`, not a
+        number before `.`, not inside an f-string, and a line break inside stays inside other
+        brackets."""
+        if node.id not in self._redundant:
+            self._redundant[node.id] = self._judge(node)
+        return self._redundant[node.id]
+
+    def _judge(self, node: Node) -> bool:
+        inner = [c for c in node.named_children if c.type not in SKIPPED]
+        if node.type != "parenthesized_expression" or len(inner) != 1:
             return False
-        if not enclosed and (
-            ancestor.type in ENCLOSING
-            or (ancestor.type == "parenthesized_expression" and not redundant_brackets(ancestor))
+        content = inner[0]
+        if level(content) < max(self.need(node), 0):
+            return False
+        parent = node.parent
+        if (
+            content.type in ("integer", "float")
+            and parent is not None
+            and parent.type == "attribute"
+            and parent.child_by_field_name("object") == node
         ):
-            enclosed = True
-        ancestor = ancestor.parent
-    return enclosed or node.start_point[0] == node.end_point[0]
+            return False
+        in_string, enclosed = self._surroundings(node)
+        if in_string:
+            return False
+        return enclosed or node.start_point[0] == node.end_point[0]
+
+    def _surroundings(self, node: Node) -> tuple[bool, bool]:
+        """(inside an f-string, inside brackets that stay) for a pair, from its ancestors up to
+        the nearest pair already judged."""
+        in_string = enclosed = False
+        ancestor = node.parent
+        while ancestor is not None:
+            if ancestor.type == "parenthesized_expression" and ancestor.id in self._inside:
+                outer_string, outer_enclosed = self._inside[ancestor.id]
+                in_string = in_string or outer_string
+                enclosed = enclosed or outer_enclosed or not self.redundant(ancestor)
+                break
+            if ancestor.type in ("interpolation", "string"):
+                in_string = True
+            if ancestor.type in ENCLOSING:
+                enclosed = True
+            ancestor = ancestor.parent
+        self._inside[node.id] = (in_string, enclosed)
+        return in_string, enclosed
+
+
+def redundant_brackets(node: Node) -> bool:
+    """BracketJudge.redundant for one pair (the parse judges a tree's pairs with one judge)."""
+    return BracketJudge().redundant(node)
 
 
 # ------------------------------------------------------------------ rendering

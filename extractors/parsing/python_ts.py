@@ -18,8 +18,8 @@ import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from apron.extractors.errors import AnchorError, ParseError
-from apron.extractors.parsing.limits import check_syntax_tree
-from apron.extractors.parsing.python_canonical import canonical_code, redundant_brackets
+from apron.extractors.parsing.limits import check_syntax_tree, too_deep
+from apron.extractors.parsing.python_canonical import BracketJudge, canonical_code
 
 PYTHON = Language(tree_sitter_python.language())
 
@@ -68,8 +68,12 @@ def _form_spans(root: Node) -> list[tuple[int, int]]:
     brackets that groups nothing (python_canonical.redundant_brackets)."""
     captures = QueryCursor(_form_query()).captures(root)
     spans = [(n.start_byte, n.end_byte) for n in captures.get("comment", [])]
-    for node in captures.get("brackets", []):
-        if redundant_brackets(node):
+    if too_deep(root):
+        return sorted(spans)  # too deep to read: its brackets stay for the depth check to refuse
+    judge = BracketJudge()
+    pairs = sorted(captures.get("brackets", []), key=lambda n: (n.start_byte, -n.end_byte))
+    for node in pairs:  # outer pairs first
+        if judge.redundant(node):
             spans += [(node.start_byte, node.start_byte + 1), (node.end_byte - 1, node.end_byte)]
     return sorted(spans)
 

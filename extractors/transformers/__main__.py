@@ -31,9 +31,7 @@ from apron.extractors.transformers.render import render_files
 FOLDER = "transformers"
 
 
-def render_project(
-    root: Path, source: Path | None, vllm_source: str | None
-) -> dict[str, str]:
+def render_project(root: Path, source: Path | None, vllm_source: str | None) -> dict[str, str]:
     pins = root / "pins"
     pin = load_release_pin(pins)
     data = sdist_bytes(pin, source)
