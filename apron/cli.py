@@ -435,9 +435,17 @@ def gguf_command(
     ] = None,
     cache_type_k: Annotated[str | None, typer.Option("--cache-type-k", "-ctk")] = None,
     cache_type_v: Annotated[str | None, typer.Option("--cache-type-v", "-ctv")] = None,
+    swa_full: Annotated[
+        bool, typer.Option("--swa-full", help="A full-size SWA cache (llama.cpp's --swa-full).")
+    ] = False,
+    kv_unified: Annotated[
+        bool,
+        typer.Option("--kv-unified", help="One KV buffer for all sequences (--kv-unified)."),
+    ] = False,
 ) -> None:
-    """The llama.cpp column for a GGUF file, read header-only: --context is n_ctx, --batch is
-    n_seq_max, cache types as llama.cpp spells them (f16, q8_0, ...)."""
+    """The llama.cpp column for a GGUF file, read header-only: --context is n_ctx (default:
+    llama.cpp's 0, the GGUF's context_length), --batch is n_seq_max, cache types as llama.cpp
+    spells them (f16, q8_0, ...)."""
     from apron.constraints import load_constraints
     from apron.gguf_header import gguf_limits, read_header
     from apron.llamacpp_memory import Unknown, cache_type, figures, render
@@ -459,7 +467,14 @@ def gguf_command(
         fail(os_error(err))
         return
     got = figures(
-        header, constraints, n_ctx=n_ctx, n_seq_max=n_seq_max, type_k=types[0], type_v=types[1]
+        header,
+        constraints,
+        n_ctx=n_ctx,
+        n_seq_max=n_seq_max,
+        type_k=types[0],
+        type_v=types[1],
+        swa_full=swa_full or None,
+        kv_unified=kv_unified or None,
     )
     if got.refused:
         fail(f"{shown(path)}: llama.cpp at {constraints.commit[:12]} refuses it: {got.refused}")

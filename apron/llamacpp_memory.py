@@ -1,36 +1,27 @@
 """The llama.cpp column's KV-cache and recurrent-state bytes for a GGUF header, by the rules
-extracted from llama.cpp (generated/llamacpp: memory_rules, hparams_formulas, cache_sizes,
-context_defaults, ggml_type_sizes, recurrent_layers, sliding_window, class_set_members).
+extracted from llama.cpp (generated/llamacpp: hparams_steps replayed for the hparams,
+tensor_shapes, memory_rules, memory_callbacks, hparams_formulas, cache_sizes, context_defaults,
+ggml_type_sizes, limits, class_set_members).
 
 What llama.cpp decides at run time is assumed and said: flash attention `auto` is taken as on
 (no transposed V), every layer's cache is counted wherever it is offloaded, n_rs_seq is 0."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
 from apron.errors import ConstraintsError
 from apron.gguf_header import GgufHeader
-from apron.llamacpp_formula import Unknown, evaluate
+from apron.llamacpp_formula import Symbol, Unknown, evaluate
+from apron.llamacpp_hparams import LOADER, Refused, load_hparams
+from apron.llamacpp_tensors import check_tensors
 from apron.terminal import shown
 
 __all__ = ["Refused", "Unknown", "cache_type", "figures", "limit", "render", "weights_bytes"]
 
-
-class Refused(Unknown):
-    """What llama.cpp itself refuses (its loader throws, or a ggml assert stops it): the figure
-    is unknown, and `apron gguf` exits 2 with the reason."""
-
-
-# the keys llama_model::load_hparams reads with get_key_or_arr: a u32, or an array of i32 / u32 /
-# bool with one entry per layer (at most LLAMA_MAX_LAYERS); every other count key is a u32
-PER_LAYER_KEYS = frozenset(
-    {"feed_forward_length", "attention.head_count", "attention.head_count_kv"}
-)
-PER_LAYER_ARRAY_TYPES = frozenset({"arr[i32]", "arr[u32]", "arr[bool]"})
-LOADER = "llama.cpp's model loader (src/llama-model-loader.cpp)"
 UINT32_MAX = 2**32 - 1  # llama_hparams' sizing methods return uint32_t (src/llama-hparams.h)
 
 
@@ -98,172 +89,41 @@ class LlamaCppFigures(NamedTuple):
     unknown: tuple[str, ...]
     notes: tuple[str, ...]
     citations: tuple[Citation, ...]
-    refused: str = ""  # what llama.cpp itself refuses about this input (then unknown says it too)
+    refused: str = ""  # llama.cpp refuses to load the file: its reason (also in `unknown`)
+    n_ctx: int | None = None  # the context llama.cpp sizes (cparams.n_ctx after padding)
 
 
-def _per_layer(value: Any, n_layer: int, default: Any) -> list:
-    if value is None:
-        value = default
-    if isinstance(value, list):
-        return [int(v) for v in value] + [0] * (n_layer - len(value))
-    return [value] * n_layer
-
-
-def hparams_of(header: GgufHeader, c: EngineConstraints, arch: str) -> tuple[dict, list[str]]:
-    """llama_hparams members from the GGUF keys llama_model::load_hparams reads (the generic
-    keys: block count, embedding length, head counts, key/value lengths, ssm.*, wkv, shortconv;
-    this key -> member table is apron's, not extracted), plus the SWA layer pattern
-    (sliding_window fact) and the recurrent layers (recurrent_layers fact)."""
-    notes: list[str] = []
-
-    def count(key: str, default: Any = None) -> Any:
-        """A count or length key as llama.cpp's loader reads it: an unsigned 32-bit integer (or,
-        for the per-layer keys, an array of one per layer); a GGUF type the loader refuses is
-        Refused, any other value unknown, naming the key, never a figure."""
-        value = header.arch_key(key)
-        if value is None:
-            return default
-        name = f"{shown(header.architecture)}.{key}"
-        kind = header.arch_key_type(key)
-        if key in PER_LAYER_KEYS and isinstance(value, list) and kind is not None:
-            if kind not in PER_LAYER_ARRAY_TYPES:
-                raise Refused(f"{name} is not a string/float32/uint32/int32 array ({LOADER})")
-        elif kind is not None and kind != "u32":
-            raise Refused(f"key {name} has wrong type {kind} but expected type u32 ({LOADER})")
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item < 2**32:
-                raise Unknown(
-                    f"{name} = {shown(value)}: llama.cpp's loader reads it as an unsigned 32-bit "
-                    "integer"
-                )
-        return value
-
-    for required in ("context_length", "embedding_length", "block_count"):
-        if header.arch_key(required) is not None:
-            continue
-        if header.types is not None:  # a GGUF file: the loader throws
-            raise Refused(
-                f"key not found in model: {shown(header.architecture)}.{required} ({LOADER})"
-            )
-        if required != "context_length":  # an HF config's converter writes did not give it
-            raise Unknown(f"no {header.architecture}.{required} (llama.cpp's loader requires it)")
-    n_layer = count("block_count", 0)
-    n_embd = count("embedding_length", 0)
-    max_layers = limit(c, "LLAMA_MAX_LAYERS")
-    if n_layer > max_layers:
-        raise Refused(
-            f"{shown(header.architecture)}.block_count = {n_layer:,}: over LLAMA_MAX_LAYERS "
-            f"{max_layers}, the size of llama_hparams' per-layer arrays ({LOADER} throws "
-            "n > N_MAX reading them)"
-        )
-    per_layer = {key: count(key) for key in sorted(PER_LAYER_KEYS)}
-    for key, value in per_layer.items():
-        if isinstance(value, list) and len(value) != n_layer:
-            raise Refused(
-                f"key {shown(header.architecture)}.{key} has wrong array length; expected "
-                f"{n_layer:,}, got {len(value):,} ({LOADER})"
-            )
-    n_head = _per_layer(per_layer["attention.head_count"], n_layer, 0)
-    n_head_kv = _per_layer(per_layer["attention.head_count_kv"], n_layer, None)
-    n_head_kv = [h if kv is None else kv for h, kv in zip(n_head, n_head_kv, strict=True)]
-    for il, (heads, kv_heads) in enumerate(zip(n_head, n_head_kv, strict=True)):
-        if kv_heads and heads % kv_heads:
-            raise Refused(
-                f"layer {il}: head_count {heads:,} is not a multiple of head_count_kv "
-                f"{kv_heads:,} (ggml's attention asserts it: ggml_can_mul_mat, "
-                "ggml/src/ggml.c)"
-            )
-    head0 = next((h for h in n_head if h), 0)
-    head_k = count("attention.key_length")
-    head_v = count("attention.value_length")
-    head_k = int(head_k) if head_k is not None else (n_embd // head0 if head0 else 0)
-    head_v = int(head_v) if head_v is not None else head_k
-    hp: dict[str, Any] = {
-        "n_layer": n_layer,
-        "n_embd": n_embd,
-        "n_head_arr": n_head,
-        "n_head_kv_arr": n_head_kv,
-        "n_ff_arr": _per_layer(per_layer["feed_forward_length"], n_layer, None),
-        "n_embd_head_k_full": head_k,
-        "n_embd_head_v_full": head_v,
-        "n_embd_head_k_swa": count("attention.key_length_swa", head_k),
-        "n_embd_head_v_swa": count("attention.value_length_swa", head_v),
-        "n_embd_head_k_mla_impl": count("attention.key_length_mla", 0),
-        "n_embd_head_v_mla_impl": count("attention.value_length_mla", 0),
-        "ssm_d_conv": count("ssm.conv_kernel", 0),
-        "ssm_d_inner": count("ssm.inner_size", 0),
-        "ssm_d_state": count("ssm.state_size", 0),
-        "ssm_n_group": count("ssm.group_count", 0),
-        "wkv_head_size": count("wkv.head_size", 0),
-        "token_shift_count": count("token_shift_count", 2),
-        "n_shortconv_l_cache": count("shortconv.l_cache", 0),
-        "n_embd_head_kda": count("kda.head_dim", 0),
-        "n_swa": count("attention.sliding_window", 0),
-        "nextn_predict_layers": count("nextn_predict_layers", 0),
-        "kv_only_nextn": 0,
-        "n_layer_kv_from_start": -1,
-        "n_ctx_train": count("context_length", 0),
+def hparams_of(
+    header: GgufHeader,
+    c: EngineConstraints,
+    arch: str,
+    assume_written: Callable[[str], bool] | None = None,
+) -> tuple[dict, dict[str, Callable[..., Any]], list[str]]:
+    """llama_hparams as llama.cpp's loader reads the header (apron/llamacpp_hparams.py replays
+    the extracted steps), and llama_hparams' sizing methods as calls over them."""
+    hp: dict[str, Any] = {}
+    calls = _method_calls(c, hp)
+    predicates = {
+        p: any(r.arch == arch and r.predicate == p for r in c.rows("class_set_members"))
+        for p in ("llm_arch_is_recurrent", "llm_arch_is_hybrid")
     }
-    if header.arch_key("attention.shared_kv_layers") is not None:
-        raise Unknown("KV layer sharing (attention.shared_kv_layers): n_layer_kv_from_start")
-    hp["swa_type"], hp["swa_layers"] = _swa(header, c, arch, hp, notes)
-    hp["recurrent_layer_arr"] = _recurrent(header, c, arch, hp)
-    return hp, notes
-
-
-def _swa(header: GgufHeader, c: EngineConstraints, arch: str, hp: dict, notes: list[str]):
-    n_layer = hp["n_layer"]
-    rule = next((r for r in c.rows("sliding_window") if r.arch == arch), None)
-    none = ("LLAMA_SWA_TYPE_NONE", [0] * n_layer)
-    if rule is None or not hp["n_swa"]:
-        return none
-    if rule.pattern != "period" or rule.period_default is None:
-        raise Unknown(f"the SWA layer pattern of {arch} ({rule.pattern})")
-    period = rule.period_default
-    if rule.pattern_gguf_key:
-        override = header.metadata.get(rule.pattern_gguf_key.replace("%s", header.architecture))
-        if isinstance(override, int):
-            period = override
-        elif override is not None:
-            raise Unknown(f"{rule.pattern_gguf_key} as a per-layer array")
-    # llama_hparams::set_swa_pattern (src/llama-hparams.cpp)
-    if rule.dense_first:
-        layers = [int(period == 0 or il % period != 0) for il in range(n_layer)]
-    else:
-        layers = [int(period == 0 or il % period < period - 1) for il in range(n_layer)]
-    swa_type = "LLAMA_SWA_TYPE_" + (rule.swa_types[0].upper() if rule.swa_types else "STANDARD")
-    if rule.conditional:
-        notes.append("sliding window conditional in the loader: " + "; ".join(rule.conditions))
-    return swa_type, layers
-
-
-def _recurrent(header: GgufHeader, c: EngineConstraints, arch: str, hp: dict) -> list[int]:
-    n_layer = hp["n_layer"]
-    recurrent = any(
-        r.arch == arch and r.predicate == "llm_arch_is_recurrent"
-        for r in c.rows("class_set_members")
-    )
-    rule = next((r for r in c.rows("recurrent_layers") if r.arch == arch), None)
-    if rule is None:
-        return [int(recurrent)] * n_layer  # llama_model::load_hparams' std::fill
-    if rule.fill:
-        return [int(rule.fill == "true")] * n_layer
-    if rule.unknown or rule.conditional:
-        raise Unknown(f"recurrent layers of {arch}: {rule.unknown or 'conditional assignment'}")
-    names: dict[str, Any] = {}
-    for item in rule.locals_:
-        key, _, value = item.partition("=")
-        names[key] = int(value)
-    for item in rule.local_keys:
-        key, _, pattern = item.partition("=")
-        found = header.metadata.get(pattern.replace("%s", header.architecture))
-        if found is not None:
-            names[key] = int(found)
-    calls = {"n_head_kv": lambda il: hp["n_head_kv_arr"][il], "n_ff": lambda il: _n_ff(hp, il)}
-    return [
-        int(bool(evaluate(rule.value, {**names, **hp, rule.index: il}, calls)))
-        for il in range(n_layer)
-    ]
+    for p in predicates:
+        calls[p] = lambda _a, p=p: int(predicates[p])
+    calls["ml.get_arch"] = lambda: Symbol(arch)
+    hp["LLAMA_MAX_LAYERS"] = limit(c, "LLAMA_MAX_LAYERS")
+    notes = load_hparams(header, c, arch, hp, calls, assume_written)
+    heads, kv_heads = hp.get("n_head_arr"), hp.get("n_head_kv_arr")
+    if isinstance(heads, list) and isinstance(kv_heads, list):
+        for il, (h, kv) in enumerate(zip(heads, kv_heads, strict=False)):
+            if isinstance(h, int) and isinstance(kv, int) and kv and h % kv:
+                raise Refused(
+                    f"layer {il}: head_count {h:,} is not a multiple of head_count_kv {kv:,} "
+                    "(ggml's attention asserts it: ggml_can_mul_mat, ggml/src/ggml.c)"
+                )
+    # loaded: hp no longer changes, so each method's answer per layer is computed once
+    for name in [n for n in calls if n in {r.method for r in c.rows("hparams_formulas")}]:
+        calls[name] = functools.lru_cache(maxsize=None)(calls[name])
+    return hp, calls, notes
 
 
 def _n_ff(hp: dict, il: int) -> int:
@@ -355,9 +215,16 @@ def figures(
     n_seq_max: int,
     type_k: str | None = None,
     type_v: str | None = None,
+    swa_full: bool | None = None,
+    kv_unified: bool | None = None,
+    assume_written: Callable[[str], bool] | None = None,
 ) -> LlamaCppFigures:
+    """What llama.cpp allocates for the header at these settings (None: common_params'
+    default). `assume_written` (the HF path, whose header apron built from the config) names
+    required keys the converter writes though that header lacks them."""
+    settings = {"swa_full": swa_full, "kv_unified": kv_unified}
     try:
-        return _figures(header, c, n_ctx, n_seq_max, type_k, type_v)
+        return _figures(header, c, n_ctx, n_seq_max, type_k, type_v, settings, assume_written)
     except Refused as err:
         why = f"llama.cpp refuses this: {err}"
         return LlamaCppFigures("", None, None, {}, (), (why,), ASSUMPTIONS, (), str(err))
@@ -368,7 +235,9 @@ def figures(
         return LlamaCppFigures("", None, None, {}, (), (why,), ASSUMPTIONS, ())
 
 
-def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
+def _figures(
+    header, c, n_ctx, n_seq_max, type_k, type_v, settings, assume_written
+) -> LlamaCppFigures:
     cites: list[Citation] = []
     gguf = header.architecture
     kind = None if header.types is None else header.types.get("general.architecture")
@@ -382,15 +251,9 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
             f"unknown model architecture: {shown(repr(gguf))} (not in llama.cpp's "
             "LLM_ARCH_NAMES; its loader throws)"
         )
-    hp, notes = hparams_of(header, c, arch)
+    hp, calls, notes = hparams_of(header, c, arch, assume_written)
+    check_tensors(header, c, arch, hp, calls, from_config=assume_written is not None)
     notes = [*notes, *ASSUMPTIONS]
-    calls = _method_calls(c, hp)
-    predicates = {
-        p: any(r.arch == arch and r.predicate == p for r in c.rows("class_set_members"))
-        for p in ("llm_arch_is_recurrent", "llm_arch_is_hybrid")
-    }
-    for p in predicates:
-        calls[p] = lambda _a, p=p: int(predicates[p])
     k = type_k or str(_default(c, "cache_type_k"))
     v = type_v or str(_default(c, "cache_type_v"))
     k, v = cache_type(c, k), cache_type(c, v)
@@ -402,7 +265,11 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
         "params.n_batch": int(_default(c, "n_batch")),
         "params.n_ubatch": int(_default(c, "n_ubatch")),
         "cparams.n_seq_max": n_seq_max,
-        "cparams.kv_unified": int(_default(c, "kv_unified")),
+        "cparams.kv_unified": int(
+            settings["kv_unified"]
+            if settings["kv_unified"] is not None
+            else _default(c, "kv_unified")
+        ),
         "cparams.causal_attn": 1,
         **{a: a for a in ("LLAMA_CONTEXT_TYPE_MTP", "LLAMA_SWA_TYPE_NONE")},
         **{r.arch: r.arch for r in c.rows("arch_names")},
@@ -446,6 +313,7 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
             (),
             tuple(notes),
             tuple(cites),
+            n_ctx=env["cparams.n_ctx"],
         )
     args = dict(a.split("=", 1) for a in rule.arguments)
     arithmetic: list[str] = []
@@ -475,7 +343,11 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
                 "unified": n_unified,
                 "n_seq_max": n_seq_max,
                 "n_ubatch": env["cparams.n_ubatch"],
-                "swa_full": int(_default(c, "swa_full")),
+                "swa_full": int(
+                    settings["swa_full"]
+                    if settings["swa_full"] is not None
+                    else _default(c, "swa_full")
+                ),
             }
             for row in _assign(c, "llama_kv_cache_iswa::llama_kv_cache_iswa", iswa_env):
                 cites.append(c.cite(row))
@@ -532,6 +404,7 @@ def _figures(header, c, n_ctx, n_seq_max, type_k, type_v) -> LlamaCppFigures:
         (),
         tuple(notes),
         tuple(dict.fromkeys(cites)),
+        n_ctx=env["cparams.n_ctx"],
     )
 
 
@@ -581,10 +454,13 @@ def render(header: GgufHeader, c: EngineConstraints, got: LlamaCppFigures, n_seq
         if weights is not None
         else "  weights: unknown (a tensor type gguf-py does not size)"
     )
-    if got.unknown:
+    if got.refused:
+        lines.append(f"  refused: llama.cpp does not load this file: {got.refused}")
+    elif got.unknown:
         lines.append("  KV + state: unknown: " + "; ".join(got.unknown))
     else:
         lines.append(f"  memory: {got.memory_class or 'none (create_memory returns nullptr)'}")
+        lines.append(f"  context: n_ctx {got.n_ctx:,}" if got.n_ctx is not None else "  context: ?")
         lines.append(f"  KV cache: {got.kv_bytes:,} B for {n_seq_max} sequence(s)")
         lines.append(f"  recurrent state: {got.state_bytes:,} B for {n_seq_max} sequence(s)")
         lines.extend(f"    {a}" for a in got.arithmetic)

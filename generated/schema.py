@@ -111,9 +111,13 @@ class ConverterHparams(NamedTuple):
     converter_class: str
     bases: tuple[str, ...]
     calls_super: bool
+    calls_base: str
     defines: bool
+    defines_find_hparam: bool
     writes: tuple[tuple[str, ...], ...]
     block_count_keys: tuple[str, ...]
+    attributes: tuple[tuple[str, ...], ...]
+    hparams_sets: tuple[tuple[str, ...], ...]
     path: str
     symbol: str
 
@@ -173,6 +177,7 @@ class HfArchitecture(NamedTuple):
     converter_class: str
     model_arch: str
     model_arch_from: str
+    converter_mro: tuple[str, ...]
     gguf_arch: str
     llm_arch: str
     runtime_gguf_archs: tuple[str, ...]
@@ -190,6 +195,30 @@ class HparamsFormula(NamedTuple):
     condition: tuple[str, ...]
     value: tuple[str, ...]
     unknown: str
+    path: str
+    symbol: str
+
+
+class HparamsStep(NamedTuple):
+    """One step of llama.cpp's hparams loading, in source order within `function` (the member"""
+
+    function: str
+    archs: tuple[str, ...]
+    order: int
+    kind: str
+    target: str
+    target_type: str
+    key: str
+    key_form: str
+    required: bool
+    found: str
+    value: tuple[str, ...]
+    arguments: tuple[tuple[str, ...], ...]
+    index: tuple[str, ...]
+    loop: int
+    condition: tuple[str, ...]
+    unknown: str
+    code: str
     path: str
     symbol: str
 
@@ -642,6 +671,25 @@ class SsmTpSplit(NamedTuple):
     dividend_code: str
     division: str
     adjustments: tuple[str, ...]
+    path: str
+    symbol: str
+
+
+class TensorShape(NamedTuple):
+    """A tensor an architecture's load_arch_tensors creates: its GGUF name (`name` % layer,"""
+
+    function: str
+    archs: tuple[str, ...]
+    order: int
+    tensor: str
+    name: str
+    suffix: str
+    block: tuple[str, ...]
+    dims: tuple[tuple[str, ...], ...]
+    flags: str
+    required: bool
+    condition: tuple[str, ...]
+    unknown: str
     path: str
     symbol: str
 

@@ -197,6 +197,16 @@ MODEL_CPP_V2 = """\
 #include "llama-model.h"
 #include "models/models.h"
 
+void llama_model_base::load_hparams(llama_model_loader & ml) {
+    ml.get_key(LLM_KV_CONTEXT_LENGTH, hparams.n_ctx_train);
+    ml.get_key(LLM_KV_BLOCK_COUNT, hparams.n_layer);
+    std::fill(hparams.swa_layers.begin(), hparams.swa_layers.end(), 0);
+    GGML_ASSERT(hparams.n_layer <= LLAMA_MAX_LAYERS);
+
+    // per-arch hparams
+    load_arch_hparams(ml);
+}
+
 static llama_model * llama_model_mapping(llm_arch arch, const llama_model_params & params) {
     switch (arch) {
         case LLM_ARCH_LLAMA:
@@ -254,7 +264,32 @@ void llama_model_llama::load_arch_hparams(llama_model_loader & ml) {
     ml.get_key(LLM_KV_ATTENTION_LAYERNORM_RMS_EPS, hparams.f_norm_rms_eps);
 }
 
+void llama_model_llama::load_arch_tensors(llama_model_loader &) {
+    LLAMA_LOAD_LOCALS;
+
+    tok_embd = create_tensor(tn(LLM_TENSOR_TOKEN_EMBD, "weight"), {n_embd, n_vocab}, 0);
+    for (int i = 0; i < n_layer; ++i) {
+        auto & layer = layers[i];
+        if (hparams.n_head_kv(i) > 0) {
+            layer.wk = create_tensor(tn(LLM_TENSOR_ATTN_K, "weight", i), {n_embd, n_embd_k_gqa}, 0);
+        }
+    }
+}
+
 template struct llama_model_llama::graph<false>;
+""",
+    "src/llama-model.h": """\
+#pragma once
+
+#define LLAMA_LOAD_LOCALS \\
+    const int     n_layer        = hparams.n_layer;          GGML_UNUSED(n_layer); \\
+    const int64_t n_embd         = hparams.n_embd;           GGML_UNUSED(n_embd); \\
+    const int64_t n_embd_k_gqa   = hparams.n_embd_k_gqa();   GGML_UNUSED(n_embd_k_gqa); \\
+    const int64_t n_vocab        = vocab.n_tokens();         GGML_UNUSED(n_vocab);
+
+struct llama_model_base {
+    void load_hparams(llama_model_loader & ml);
+};
 """,
     "src/models/gemma2.cpp": """\
 #include "models.h"
@@ -625,8 +660,17 @@ def main() -> None:
 
 KV_NAMES_TEXT = """
 static const std::map<llm_kv, const char *> LLM_KV_NAMES = {
-    { LLM_KV_BLOCK_COUNT,             "%s.block_count" },
-    { LLM_KV_FULL_ATTENTION_INTERVAL, "%s.full_attention_interval" },
+    { LLM_KV_CONTEXT_LENGTH,                   "%s.context_length" },
+    { LLM_KV_BLOCK_COUNT,                      "%s.block_count" },
+    { LLM_KV_FULL_ATTENTION_INTERVAL,          "%s.full_attention_interval" },
+    { LLM_KV_ATTENTION_LAYERNORM_RMS_EPS,      "%s.attention.layer_norm_rms_epsilon" },
+    { LLM_KV_ATTENTION_SLIDING_WINDOW,         "%s.attention.sliding_window" },
+    { LLM_KV_ATTENTION_SLIDING_WINDOW_PATTERN, "%s.attention.sliding_window_pattern" },
+};
+
+static const std::map<llm_tensor, const char *> LLM_TENSOR_NAMES = {
+    { LLM_TENSOR_TOKEN_EMBD, "token_embd" },
+    { LLM_TENSOR_ATTN_K,     "blk.%d.attn_k" },
 };
 """
 
@@ -694,7 +738,31 @@ class GGUFWriter:
     def add_uint32(self, key: str, val: int) -> None:
         self.add_key_value(key, val)
 """,
+    "src/llama-hparams.h": """\
+#pragma once
+
+#define LLAMA_MAX_LAYERS  512
+#define LLAMA_MAX_EXPERTS 512 // a comment after the value
+
+struct llama_hparams {
+    uint32_t n_ctx_train;
+    uint32_t n_layer;
+    int32_t n_layer_kv_from_start = -1;
+    uint32_t n_swa = 0;
+    llama_swa_type swa_type = LLAMA_SWA_TYPE_NONE;
+    std::array<uint32_t, LLAMA_MAX_LAYERS> swa_layers;
+    float f_norm_rms_eps;
+
+    void set_swa_pattern(uint32_t n_pattern, bool dense_first = false);
+};
+""",
     "src/llama-hparams.cpp": """\
+void llama_hparams::set_swa_pattern(uint32_t n_pattern, bool dense_first) {
+    for (uint32_t il = 0; il < n_layer; ++il) {
+        swa_layers[il] = n_pattern == 0 || (dense_first ? il % n_pattern != 0 : il % n_pattern < (n_pattern - 1));
+    }
+}
+
 uint32_t llama_hparams::n_embd_k_gqa(uint32_t il) const {
     return n_embd_head_k(il) * n_head_kv(il);
 }
@@ -792,10 +860,6 @@ struct llama_cparams {
     uint32_t n_ctx;           // context size used during inference
     uint32_t n_seq_max;
 };
-""",
-    "src/llama-hparams.h": """\
-#define LLAMA_MAX_LAYERS  512
-#define LLAMA_MAX_EXPERTS 512 // a comment after the value
 """,
     "include/llama.h": """\
     struct llama_context_params {

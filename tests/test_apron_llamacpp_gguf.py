@@ -28,6 +28,8 @@ def write_header(path: Path, arch: str, keys: dict) -> Path:
         full = f"{arch}.{key}"
         if isinstance(value, list):
             writer.add_array(full, value)
+        elif isinstance(value, float):
+            writer.add_float32(full, value)
         else:
             writer.add_uint32(full, value)
     writer.write_header_to_file(path=path)
@@ -44,6 +46,7 @@ LLAMA_31_8B = {  # meta-llama/Llama-3.1-8B config.json as its GGUF writes it
     "attention.head_count": 32,
     "attention.head_count_kv": 8,
     "context_length": 131072,
+    "attention.layer_norm_rms_epsilon": 1e-5,  # llama.cpp requires it (load_arch_hparams)
 }
 
 
@@ -81,6 +84,7 @@ MAMBA_CODESTRAL = {  # mistralai/Mamba-Codestral-7B-v0.1 (mamba2)
     "ssm.group_count": 8,
     "ssm.time_step_rank": 128,
     "context_length": 1048576,
+    "attention.layer_norm_rms_epsilon": 1e-5,
 }
 
 
@@ -110,6 +114,7 @@ GEMMA3_27B = {  # google/gemma-3-27b-it text config
     "attention.value_length": 128,
     "attention.sliding_window": 1024,
     "context_length": 131072,
+    "attention.layer_norm_rms_epsilon": 1e-5,
 }
 
 
@@ -135,6 +140,7 @@ JAMBA = {  # ai21labs/Jamba-v0.1: attention every 8th layer from 4 (attn_layer_o
     "ssm.state_size": 16,
     "ssm.time_step_rank": 256,
     "context_length": 262144,
+    "attention.layer_norm_rms_epsilon": 1e-5,
 }
 
 
@@ -162,6 +168,7 @@ QWEN3_NEXT = {  # Qwen/Qwen3-Next-80B-A3B: full attention every 4th layer
     "ssm.group_count": 16,  # linear_num_key_heads
     "ssm.time_step_rank": 32,
     "context_length": 262144,
+    "attention.layer_norm_rms_epsilon": 1e-5,
 }
 
 
@@ -183,6 +190,7 @@ LFM2_1_2B = {  # LiquidAI/LFM2-1.2B: attention in layers 2, 5, 8, 10, 12, 14
     "attention.head_count_kv": [8 if il in (2, 5, 8, 10, 12, 14) else 0 for il in range(16)],
     "shortconv.l_cache": 3,
     "context_length": 128000,
+    "attention.layer_norm_rms_epsilon": 1e-5,
 }
 
 
@@ -203,6 +211,7 @@ def test_bert_has_no_memory(tmp_path):
         "embedding_length": 768,
         "attention.head_count": 12,
         "context_length": 512,
+        "attention.layer_norm_epsilon": 1e-12,
     }
     header = read_header(write_header(tmp_path / "b.gguf", "bert", keys), LIMITS)
     got = figures(header, C, n_ctx=512, n_seq_max=1)

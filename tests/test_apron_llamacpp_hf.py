@@ -50,10 +50,35 @@ def test_gemma3_27b_swa_from_its_hf_config():
 
 
 def test_a_computed_sizing_key_is_unknown_naming_the_write():
-    view = llamacpp(plan(load_sample("jamba-v0.1"), context=8192))
-    # JambaModel writes head_count_kv as a per-layer list comprehension: not reproduced
+    view = llamacpp(plan(load_sample("mpt-7b"), context=8192))
+    # MPTModel writes head_count_kv from attn_config.get(...), a call the reader does not read:
+    # the KV heads llama.cpp sizes with are unknown, and the column names that write
     assert view.kv_bytes_at_context is None and view.mechanism is None
-    assert any("add_head_count_kv (JambaModel)" in n for n in view.notes)
+    assert any("add_head_count_kv (MPTModel)" in n for n in view.notes)
+
+
+def test_a_computed_write_llamacpp_does_not_read_leaves_the_figure():
+    """EXAONE 4 with 30 layers: the converter's pattern write is computed, but the loader reads
+    the pattern only at 64 layers, so the figure stands (llama.cpp measured it so)."""
+    config = {
+        "architectures": ["Exaone4ForCausalLM"],
+        "model_type": "exaone4",
+        "num_hidden_layers": 30,
+        "hidden_size": 2048,
+        "intermediate_size": 4096,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 64,
+        "max_position_embeddings": 65536,
+        "sliding_window": 4096,
+        "sliding_window_pattern": "LLLG",
+        "rms_norm_eps": 1e-5,
+        "vocab_size": 102400,
+    }
+    view = llamacpp(plan(config, context=8192))
+    # no window below 64 layers: 30 layers x 8192 cells x 8 KV heads x 64 x (K + V) x 2 B
+    assert view.mechanism == "llama_kv_cache"
+    assert view.kv_bytes_at_context == 30 * 8192 * 8 * 64 * 2 * 2 == 503_316_480
 
 
 def test_fp8_has_no_llamacpp_cache_type():
@@ -98,8 +123,19 @@ def test_converter_writes_table():
         ("add_embedding_length", "hparams", "hidden_size"),  # through the local d_model
         ("add_key_length", "get", "head_dim", "128"),
         ("add_feed_forward_length", "literal", "0"),
-        ("add_head_count_kv", "unread", "n_kv"),  # assigned twice: not one key read
-        ("add_value_length", "unread", "2 * d_model"),
+        # assigned, then reassigned under `if n_kv is None`: the branches folded into ?:
+        (
+            "add_head_count_kv",
+            "expr",
+            "hpget:num_kv_heads/1",
+            "None",
+            "==",
+            "1",
+            "hpget:num_kv_heads/1",
+            "?:",
+        ),
+        # the converter's own expression, the local d_model read through
+        ("add_value_length", "expr", "2", "hp:hidden_size", "*"),
     )
     mine = rows["MyModel"]
     assert (mine.bases, mine.calls_super, mine.writes) == (("TextModel",), True, ())

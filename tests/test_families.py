@@ -134,6 +134,7 @@ def _hf(architecture, gguf, properties=(), model_type="text"):
         converter_class="X",
         model_arch=gguf.upper(),
         model_arch_from="X",
+        converter_mro=("X",),
         gguf_arch=gguf,
         llm_arch=f"LLM_ARCH_{gguf.upper()}",
         runtime_gguf_archs=(),

@@ -72,6 +72,8 @@ def test_extract_two_commits_writes_deterministic_modules(project, llamacpp_repo
         "recurrent_layers.py",
         "gguf_writer_keys.py",
         "converter_hparams.py",
+        "hparams_steps.py",
+        "tensor_shapes.py",
         "limits.py",
     }
     module = files_v1["class_set_members.py"].decode()

@@ -173,7 +173,9 @@ def test_layout_refactor_body_names_the_real_changes(project, make_repo, monkeyp
         "(create_memory), Recurrent layers per architecture." in body
     )
     assert "~Qwen3NextForCausalLM text: properties +llm_arch_supports_rs_rollback; moved " in body
-    assert len(body.splitlines()) < 120
+    # the hparams loader moves too (one switch -> one load_arch_hparams per class): its steps
+    # are listed as the statements they are, 40 of them, in a folded <details>
+    assert len(body.splitlines()) < 160
 
 
 def rekeyed_old_tree() -> dict[str, str | None]:

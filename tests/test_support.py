@@ -126,6 +126,7 @@ def _hf(model_type: str, resolution: str = "resolved") -> HfArchitecture:
         converter_class="FooModel",
         model_arch="FOO" if resolution == "resolved" else "",
         model_arch_from="FooModel",
+        converter_mro=("FooModel",),
         gguf_arch="foo",
         llm_arch="LLM_ARCH_FOO",
         runtime_gguf_archs=(),

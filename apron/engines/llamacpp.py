@@ -1,15 +1,15 @@
-"""llama.cpp's extracted classes applied to a config: converter support and the architecture
-class flags (recurrent, hybrid, diffusion, ...), plus its sliding-window rule.
-
-Reads generated/llamacpp facts `hf_architectures` (HF architecture -> GGUF architecture and the
-class-set predicates that return true for it) and `sliding_window` by field name. llama.cpp's KV
-sizing beyond these classes is not extracted, so this view carries flags, not byte figures."""
+"""llama.cpp's column for an HF config: converter support and the architecture class flags
+(recurrent, hybrid, diffusion, ...) from `hf_architectures` and `class_set_members`, the
+sliding-window rule in words from `sliding_window`, and the byte figures of the GGUF the
+converter would write (apron/llamacpp_hf.py) sized by llama.cpp's own rules
+(apron/llamacpp_memory.py), at llama.cpp's own default context when none is given."""
 
 from __future__ import annotations
 
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
-from apron.engines.base import EngineDecision
+from apron.engines.base import ContextDefault, EngineDecision
+from apron.llamacpp_formula import Unread
 from apron.llamacpp_hf import hf_header
 from apron.llamacpp_memory import figures as llamacpp_figures
 from apron.results import MechanismResult, Request
@@ -115,32 +115,51 @@ def plan_figures(
         return None
     title = "llama.cpp"
     cache = CACHE_TYPE_OF.get(request.kv_dtype)
-    header, unread, cites = hf_header(model, llamacpp, row)
+    header, unread, cites, considered = hf_header(model, llamacpp, row)
     unknown: list[str] = []
     if cache is None:
         unknown.append(f"llama.cpp has no {request.kv_dtype} KV cache type")
+    # llama.cpp's own default context: n_ctx 0 = the context_length the converter writes
+    n_ctx = request.context if request.context_source == "--context" else None
     got = llamacpp_figures(
         header,
         llamacpp,
-        n_ctx=request.context,
+        n_ctx=n_ctx,
         n_seq_max=max(1, request.batch),
         type_k=cache or "GGML_TYPE_F16",
         type_v=cache or "GGML_TYPE_F16",
+        # a required key no extracted write targets: the converter may write it in code not
+        # extracted (a helper method), so it is taken as written, its value unknown wherever a
+        # figure needs it; one an extracted write skips for this config is absent (refused)
+        assume_written=lambda key: key not in considered,
+    )
+    context_note = (
+        f"n_ctx = --context ({request.context:,})"
+        if n_ctx is not None
+        else "n_ctx = llama.cpp's default 0: the context_length the converter writes"
+        + (f" ({got.n_ctx:,} after padding)" if got.n_ctx else "")
     )
     notes = [
-        f"{title} figures: n_ctx = --context, n_seq_max = --batch "
+        f"{title} figures: {context_note}, n_seq_max = --batch "
         "(llama.cpp splits n_ctx across the sequences); per sequence below = total / n_seq_max",
         *got.notes,
         *(f"llama.cpp: {a}" for a in got.arithmetic),
     ]
-    if request.context is not None:  # context_length only sizes a context left at 0
+    if n_ctx is not None:  # context_length only sizes a context left at 0
         unread = [u for u in unread if u[0] != "context_length"]
-    if unread:  # the converter computes a sizing key: apron would size a different file
-        names = [text for _, text in unread]
-        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-        unknown.append(f"the converter computes {', '.join(names[:3])}{more}")
-    elif got.unknown:
+    stops = [text for suffix, text in unread if not suffix]  # the converter's KeyError
+    if stops:
+        unknown.append(f"the converter stops: {'; '.join(stops)}")
+    elif got.refused:  # an assert that fires, a tensor llama.cpp sizes with a dimension 0
+        unknown.append(f"llama.cpp refuses the GGUF the converter writes: {got.refused}")
+    elif got.unknown:  # what apron does not reproduce, where llama.cpp's loader uses it
         unknown.extend(got.unknown)
+    notes.extend(
+        f"the converter computes {text}: apron does not reproduce it (unknown only where "
+        "llama.cpp uses it)"
+        for suffix, text in unread
+        if suffix
+    )
     n = max(1, request.batch)
     kv = None if unknown or got.kv_bytes is None else got.kv_bytes // n
     state = None if unknown or got.state_bytes is None else got.state_bytes // n
@@ -163,3 +182,30 @@ def plan_figures(
         notes=tuple(notes),
     )
     return result, tuple(notes), (*cites, *got.citations)
+
+
+def default_context(model: ModelConfig, llamacpp: EngineConstraints) -> ContextDefault | None:
+    """llama.cpp's context when none is given: n_ctx 0 (common_params) is the GGUF's
+    context_length, here the one the converter writes for this config (llama_context pads it
+    to 256 cells); None when the converter's writes are not extracted."""
+    if not llamacpp.has("converter_hparams") or model.architecture is None:
+        return None
+    row = next(
+        (r for r in matches(model, llamacpp) if r.model_type == "text" and r.gguf_arch), None
+    )
+    if row is None:
+        return None
+    header, _, cites, _ = hf_header(model, llamacpp, row)
+    value = header.metadata.get(f"{row.gguf_arch}.context_length")
+    if isinstance(value, Unread):
+        return ContextDefault(
+            None, f"llama.cpp's n_ctx 0 is the GGUF's context_length: {value.reason}", tuple(cites)
+        )
+    if not isinstance(value, int) or isinstance(value, bool):
+        return ContextDefault(
+            None,
+            "llama.cpp's n_ctx 0 is the GGUF's context_length, which the converter does not write here",
+            tuple(cites),
+        )
+    how = f"llama.cpp's n_ctx 0: the context_length {value:,} the converter writes"
+    return ContextDefault(value, how, tuple(cites))

@@ -11,11 +11,13 @@ from apron.extractors.llamacpp import (
     converter_hparams,
     families,
     hf_join,
+    hparams_steps,
     limits,
     matrix_cells,
     memory_rules,
     sliding_window,
     support,
+    tensor_shapes,
 )
 from apron.extractors.llamacpp.arch_names import arch_names
 from apron.extractors.llamacpp.records import (
@@ -30,11 +32,13 @@ from apron.extractors.llamacpp.records import (
     GgufWriterKey,
     HfArchitecture,
     HparamsFormula,
+    HparamsStep,
     Limit,
     MemoryCallback,
     MemoryRule,
     RecurrentLayerRule,
     SlidingWindowRule,
+    TensorShape,
 )
 from apron.extractors.parsing.cpp_ts import brace_warnings, parse_cpp, parse_cpp_methods
 from apron.extractors.records import FactKind, Record, SupportScan, warning
@@ -46,6 +50,7 @@ ARCH_H = "src/llama-arch.h"
 MODEL_CPP = "src/llama-model.cpp"
 MODELS_DIR = "src/models"
 MODELS_H = "src/models/models.h"
+MODEL_H = "src/llama-model.h"
 GGUF_CONSTANTS = "gguf-py/gguf/constants.py"
 GGUF_WRITER = "gguf-py/gguf/gguf_writer.py"
 # Converter layouts, newest first: since 2026-05-15 the classes live in the conversion/ package
@@ -57,6 +62,7 @@ REGISTER_ANCHOR = "@ModelBase.register(...) classes"
 
 
 HPARAMS_CPP = "src/llama-hparams.cpp"
+HPARAMS_H = "src/llama-hparams.h"
 KV_ISWA_CPP = "src/llama-kv-cache-iswa.cpp"
 CONTEXT_CPP = "src/llama-context.cpp"
 COMMON_H = "common/common.h"
@@ -198,6 +204,86 @@ def _sliding_window(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
             ]
         )
     return FactOutput(tuple(rules), (*warnings, *rule_warnings, *braces))
+
+
+def _hparams_steps(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    """The member defaults, the base loader, each architecture's load_arch_hparams and the
+    llama_hparams helpers they call, as steps (extractors/llamacpp/hparams_steps.py)."""
+    header = snapshot.first_existing([HPARAMS_H], anchor=f"struct {hparams_steps.HPARAMS_STRUCT}")
+    defaults, member_types = hparams_steps.member_defaults(snapshot.read_text(header), header)
+    keys = memory_rules.kv_names(snapshot.read_text(ARCH_CPP), ARCH_CPP)
+    model_cpp = snapshot.first_existing([MODEL_CPP], anchor=" or ".join(hparams_steps.BASE_LOADERS))
+    model_source = parse_cpp(snapshot.read_text(model_cpp), model_cpp)
+    rows: list[HparamsStep] = list(defaults)
+    warnings: list = []
+
+    def add(source, node, function, archs, parameters=()) -> None:
+        steps, found = hparams_steps.read_function(
+            source, node, function, archs, keys, member_types, parameters
+        )
+        rows.extend(steps)
+        warnings.extend(found)
+
+    name, node = hparams_steps.base_loader(model_source)
+    add(model_source, node, name, ())
+    helpers_path = snapshot.first_existing([HPARAMS_CPP], anchor="llama_hparams::set_swa_pattern")
+    helpers_source = parse_cpp(snapshot.read_text(helpers_path), helpers_path)
+    for method, definition in sorted(hparams_steps.helper_definitions(helpers_source).items()):
+        parameters = hparams_steps.helper_parameters(snapshot.read_text(header), header, method)
+        add(helpers_source, definition, f"{hparams_steps.HPARAMS_STRUCT}::{method}", (), parameters)
+    pairs = sliding_window.mapping_classes(snapshot.read_text(model_cpp), model_cpp)
+    if pairs is not None:
+        models_h = snapshot.first_existing([MODELS_H], anchor="struct llama_model_*")
+        paths = [p for p in snapshot.list_files(MODELS_DIR) if p.endswith(".cpp")]
+        methods = sliding_window.hparams_methods([(p, snapshot.read_text(p)) for p in paths])
+        bases = sliding_window.struct_bases(snapshot.read_text(models_h), models_h)
+        archs_of: dict[str, list[str]] = {owner: [] for owner in methods}
+        for arch, model_class in pairs:
+            owner, seen = model_class, set()
+            while owner not in methods and owner in bases and owner not in seen:
+                seen.add(owner)
+                owner = bases[owner]
+            if owner in methods:
+                archs_of[owner].append(arch)
+        for owner, (source, definition) in sorted(methods.items()):
+            function = f"{owner}::{sliding_window.HPARAMS_METHOD}"
+            add(source, definition, function, tuple(sorted(set(archs_of[owner]))))
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _tensor_shapes(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    """Each architecture's load_arch_tensors: the tensors it creates and their shapes."""
+    model_cpp = snapshot.first_existing([MODEL_CPP], anchor=sliding_window.MAPPING_FUNCTION)
+    pairs = sliding_window.mapping_classes(snapshot.read_text(model_cpp), model_cpp)
+    if pairs is None:  # the older single-switch layout: tensors were not per class
+        return FactOutput(())
+    paths = [p for p in snapshot.list_files(MODELS_DIR) if p.endswith(".cpp")]
+    methods = tensor_shapes.tensor_methods([(p, snapshot.read_text(p)) for p in paths])
+    if not methods:  # tensors still loaded by one llama_model::load_tensors switch
+        return FactOutput(())
+    names = tensor_shapes.tensor_names(snapshot.read_text(ARCH_CPP), ARCH_CPP)
+    model_h = snapshot.first_existing([MODEL_H], anchor=tensor_shapes.LOCALS_MACRO)
+    macro = tensor_shapes.load_locals(snapshot.read_text(model_h), model_h)
+    models_h = snapshot.first_existing([MODELS_H], anchor="struct llama_model_*")
+    bases = sliding_window.struct_bases(snapshot.read_text(models_h), models_h)
+    archs_of: dict[str, list[str]] = {owner: [] for owner in methods}
+    for arch, model_class in pairs:
+        owner, seen = model_class, set()
+        while owner not in methods and owner in bases and owner not in seen:
+            seen.add(owner)
+            owner = bases[owner]
+        if owner in methods:
+            archs_of[owner].append(arch)
+    rows: list = []
+    warnings: list = []
+    for owner, (source, definition) in sorted(methods.items()):
+        function = f"{owner}::{tensor_shapes.TENSORS_METHOD}"
+        found, notes = tensor_shapes.read_tensors(
+            source, definition, function, tuple(sorted(set(archs_of[owner]))), names, macro
+        )
+        rows.extend(found)
+        warnings.extend(notes)
+    return FactOutput(tuple(rows), tuple(warnings))
 
 
 def _hparams_formulas(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -405,6 +491,25 @@ SLIDING_WINDOW = FactKind(
     "Architectures not listed never set one (swa_type stays none).",
 )
 
+HPARAMS_STEPS = FactKind(
+    "hparams_steps",
+    "Hparams loading steps (llama_hparams)",
+    HparamsStep,
+    "the member defaults of struct llama_hparams, the base loader, each architecture's "
+    "load_arch_hparams and the helpers they call, one step per statement that can change a "
+    "member: GGUF key reads (key, required, found), assignments, loops, fills, calls, asserts, "
+    "throws, with the condition they run under (reverse-Polish; $x is a local).",
+)
+
+TENSOR_SHAPES = FactKind(
+    "tensor_shapes",
+    "Tensor shapes per architecture (load_arch_tensors)",
+    TensorShape,
+    "every create_tensor of each architecture's load_arch_tensors: the GGUF tensor name, the "
+    "dimensions it expects (reverse-Polish over llama_hparams and LLAMA_LOAD_LOCALS), whether "
+    "the file must hold it, and the condition it is under; llama.cpp refuses another shape.",
+)
+
 HPARAMS_FORMULAS = FactKind(
     "hparams_formulas",
     "KV and state sizes per layer (llama_hparams)",
@@ -531,6 +636,17 @@ ENGINE = EngineSpec(
             needs=("arch_names",),
         ),
         FactExtractor(HPARAMS_FORMULAS, _hparams_formulas, reads=(HPARAMS_CPP,)),
+        FactExtractor(
+            HPARAMS_STEPS,
+            _hparams_steps,
+            reads=(HPARAMS_H, HPARAMS_CPP, ARCH_CPP, MODEL_CPP, MODELS_H, f"{MODELS_DIR}/*.cpp"),
+        ),
+        FactExtractor(
+            TENSOR_SHAPES,
+            _tensor_shapes,
+            reads=(ARCH_CPP, MODEL_CPP, MODEL_H, MODELS_H, f"{MODELS_DIR}/*.cpp"),
+            allow_empty=True,
+        ),
         FactExtractor(MEMORY_RULES, _memory_rules, reads=(MODEL_CPP, *MEMORY_HEADERS)),
         FactExtractor(
             MEMORY_CALLBACKS,

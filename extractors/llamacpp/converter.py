@@ -363,6 +363,7 @@ class Registration:
     path: str
     module: str
     order: int
+    mro: tuple[str, ...] = ()  # the converter classes in Python's method resolution order
 
 
 class ConverterIndex:
@@ -523,6 +524,7 @@ def registrations(index: ConverterIndex) -> list[Registration]:
                     path=cls.path,
                     module=cls.module,
                     order=cls.order,
+                    mro=tuple(c.qualname for c in index.mro(cls)),
                 )
             )
     return found

@@ -10,6 +10,8 @@ import re
 from tree_sitter import Node
 
 from apron.extractors.errors import ParseError
+from apron.extractors.llamacpp import py_body, py_formula
+from apron.extractors.llamacpp.cpp_formula import UnreadableFormula
 from apron.extractors.llamacpp.records import ConverterHparams, GgufWriterKey
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
@@ -58,44 +60,6 @@ def _string_list(node: Node) -> tuple[str, ...] | None:
     return tuple(values) if all(v is not None for v in values) else None  # type: ignore[return-value]
 
 
-def _source(arg: Node, walrus: dict[str, Node]) -> tuple[str, ...]:
-    """(how, keys...) for one argument of a writer call."""
-    arg = unparenthesize(arg)
-    if arg.type == "identifier" and node_text(arg) in walrus:
-        arg = unparenthesize(walrus[node_text(arg)])
-    if arg.type == "named_expression":
-        arg = unparenthesize(arg.child_by_field_name("value"))
-    if arg.type == "call" and _attribute_chain(arg.child_by_field_name("function")) == (
-        "self.find_hparam"
-    ):
-        args = [a for a in arg.child_by_field_name("arguments").named_children]
-        keys = _string_list(args[0]) if args else None
-        if keys is not None:
-            return ("find_hparam", *keys)
-    if arg.type == "subscript":
-        value = _attribute_chain(arg.child_by_field_name("value"))
-        key = arg.child_by_field_name("subscript")
-        if value in ("self.hparams", "hparams") and key is not None:
-            text = string_value(key)
-            if text is not None:
-                return ("hparams", text)
-    if arg.type == "call":
-        function = _attribute_chain(arg.child_by_field_name("function"))
-        call_args = arg.child_by_field_name("arguments").named_children
-        if function in ("self.hparams.get", "hparams.get") and len(call_args) in (1, 2):
-            text = string_value(call_args[0])
-            default = call_args[1] if len(call_args) == 2 else None
-            if text is not None and default is None:
-                return ("get", text)
-            if text is not None and default is not None and default.type == "integer":
-                return ("get", text, node_text(default))
-    if _attribute_chain(arg) == "self.block_count":
-        return ("block_count",)
-    if arg.type == "integer":
-        return ("literal", node_text(arg))
-    return ("unread", _code(arg))
-
-
 # `def set_gguf_parameters(` / `def __init__(` at a definition's start: the methods read here
 _READ_METHOD = re.compile(rf"[ \t]*(?:async[ \t]+)?def[ \t]+({SET_PARAMS}|__init__)\b")
 
@@ -132,61 +96,123 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
                 ):
                     args = right.child_by_field_name("arguments").named_children
                     block_keys = (_string_list(args[0]) or ()) if args else ()
-        if method is None and not block_keys:
-            continue
+        # every converter class is a row, writing or not: a chain needs each class's bases
         superclasses = cls.child_by_field_name("superclasses")
         bases = tuple(
             _attribute_chain(b)
             for b in (superclasses.named_children if superclasses is not None else ())
             if b.type in ("identifier", "attribute")
         )
-        writes: list[tuple[str, ...]] = []
-        calls_super = False
-        pending: list[Node] = []
-        walrus: dict[str, Node] = {}
-        reassigned: set[str] = set()
-        for node in walk(method) if method is not None else ():
-            if node.type == "named_expression":
-                walrus[node_text(node.child_by_field_name("name"))] = node.child_by_field_name(
-                    "value"
-                )
-            elif node.type in ("assignment", "augmented_assignment"):
-                # a local `d_model = self.find_hparam([...])`, when it is its only assignment
-                left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-                if left is not None and left.type == "identifier" and right is not None:
-                    local = node_text(left)
-                    if local in walrus or node.type == "augmented_assignment":
-                        reassigned.add(local)
-                    walrus[local] = right
-            if node.type != "call":
-                continue
-            function = _attribute_chain(node.child_by_field_name("function"))
-            if function == f"super().{SET_PARAMS}":
-                calls_super = True
-            elif function.startswith("self.gguf_writer.add_"):
-                pending.append(node)
-        for node in pending:
-            function = _attribute_chain(node.child_by_field_name("function"))
-            args = node.child_by_field_name("arguments").named_children
-            method_name = function.rsplit(".", 1)[1]
-            single = {k: v for k, v in walrus.items() if k not in reassigned}
-            source = _source(args[0], single) if len(args) == 1 else ("unread", "")
-            if source[0] == "unread" and len(args) == 1:
-                source = ("unread", _code(args[0]))
-            writes.append((method_name, *source))
+        reading = py_body.read_body(method)
+        writes = [_write(w) for w in reading.writes]
+        init_reading = py_body.read_body(init)
+        hparams_sets = tuple(
+            _assignment(a, with_op=False)
+            for a in (*init_reading.hparams_sets, *reading.hparams_sets)
+        )
+        attributes = tuple(
+            (*_class_attributes(cls), *(_assignment(a) for a in init_reading.attributes))
+        )
+        calls_super = reading.calls_super
+        calls_base = reading.calls_base
+        if not (bases or method is not None or init is not None or attributes):
+            continue  # neither a converter class nor a mixin of one: nothing a chain reads
         rows.append(
             ConverterHparams(
                 converter_class=name,
                 bases=bases,
                 calls_super=calls_super,
+                calls_base=calls_base,
                 defines=method is not None,
+                defines_find_hparam="find_hparam" in methods,
                 writes=tuple(writes),
                 block_count_keys=block_keys,
+                attributes=attributes,
+                hparams_sets=hparams_sets,
                 path=path,
                 symbol=f"{name}.{SET_PARAMS}",
             )
         )
     return rows
+
+
+def _plain(tokens: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The plain forms a write's tokens may be: (how, keys...), or None."""
+    if len(tokens) == 1:
+        token = tokens[0]
+        kind, _, rest = token.partition(":")
+        if kind == "hp":
+            return ("hparams", rest)
+        if kind in ("find", "findopt"):
+            return ("find_hparam", *rest.split("|"))
+        if kind == "hpget" and rest.endswith("/1"):
+            return ("get", rest[:-2])
+        if token == "self:block_count":
+            return ("block_count",)
+        if token.lstrip("-").isdigit():
+            return ("literal", token)
+    if len(tokens) == 2 and tokens[0].isdigit() and tokens[1].startswith("hpget:"):
+        if tokens[1].endswith("/2"):
+            return ("get", tokens[1][6:-2], tokens[0])
+    return None
+
+
+def _write(write: py_body.Write) -> tuple[str, ...]:
+    """(writer method, how, ...) of one GGUFWriter call (see ConverterHparams)."""
+    function = _attribute_chain(write.call.child_by_field_name("function"))
+    method = function.rsplit(".", 1)[1]
+    args = write.call.child_by_field_name("arguments").named_children
+    if len(args) != 1:
+        return (method, "unread", _code(write.call.child_by_field_name("arguments")))
+    condition = write.condition
+    if condition is None:  # in a loop or a with/try block
+        return (method, "unread", _code(args[0]))
+    try:
+        tokens = py_formula.formula(args[0], write.values)
+    except UnreadableFormula:
+        if not condition:
+            return (method, "unread", _code(args[0]))
+        tokens = (f"undef:{_code(args[0])[:60]}",)  # unknown where the condition holds
+    plain = _plain(tokens)
+    optional = len(tokens) == 1 and tokens[0].startswith(("findopt:", "hpget:"))
+    if plain is not None and (not condition or (optional and condition == (*tokens, "None", "!="))):
+        return (method, *plain)  # `if (x := find/get) is not None:` is what find/get mean
+    if not condition:
+        return (method, "expr", *tokens)
+    return (method, "expr_when", str(len(condition)), *condition, *tokens)
+
+
+def _assignment(a: py_body.Assignment, with_op: bool = True) -> tuple[str, ...]:
+    """(NAME, [op,] how, ...): how "expr", "expr_when" or "unread" (its code)."""
+    head = (a.name, a.op) if with_op else (a.name,)
+    if a.condition is None or a.value is None or (not with_op and a.op != "="):
+        return (*head, "unread", a.code)
+    if not a.condition:
+        return (*head, "expr", *a.value)
+    return (*head, "expr_when", str(len(a.condition)), *a.condition, *a.value)
+
+
+def _class_attributes(cls: Node) -> list[tuple[str, ...]]:
+    """`NAME = value` / `NAME: T = value` in the class body: defaults of self.NAME."""
+    body = cls.child_by_field_name("body")
+    out = []
+    for statement in body.named_children if body is not None else ():
+        if statement.type != "expression_statement" or not statement.named_children:
+            continue
+        assign = statement.named_children[0]
+        left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+        if (
+            assign.type != "assignment"
+            or left is None
+            or right is None
+            or left.type != "identifier"
+        ):
+            continue
+        try:
+            out.append((node_text(left), "=", "expr", *py_formula.formula(right)))
+        except UnreadableFormula:
+            continue  # model_arch = gguf.MODEL_ARCH.X and the like: read elsewhere
+    return out
 
 
 def key_constants(text: str, path: str) -> dict[str, str]:

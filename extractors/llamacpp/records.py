@@ -80,6 +80,7 @@ class HfArchitecture(Record):
     converter_class: str  # LlamaModel; nested classes as Outer.Inner
     model_arch: str  # the gguf.MODEL_ARCH member, e.g. LLAMA; "" when unresolved
     model_arch_from: str  # the class whose body sets model_arch (itself or a base class)
+    converter_mro: tuple[str, ...]  # the converter classes in Python's method resolution order
     gguf_arch: str  # MODEL_ARCH_NAMES[model_arch], e.g. "llama"
     llm_arch: str  # the LLM_ARCH_* whose LLM_ARCH_NAMES entry is gguf_arch
     runtime_gguf_archs: tuple[str, ...]  # GGUF names the converter may switch to at runtime
@@ -287,10 +288,12 @@ class GgufWriterKey(Record):
 class ConverterHparams(Record):
     """What one converter class's set_gguf_parameters writes from the HF config: each write is
     (writer method, how, HF keys...): how is "find_hparam" (the first key present), "hparams"
-    (hparams[key]), "get" (hparams.get(key[, integer default]): not written when absent without one), "literal" (an integer),
-    "block_count" (self.block_count: the keys of
-    `block_count_keys`) or
-    "unread" (an argument of another shape, as code in the last element). `calls_super`: it
+    (hparams[key]), "get" (hparams.get(key[, integer default]): not written when absent
+    without one), "literal" (an integer), "block_count" (self.block_count: the keys of
+    `block_count_keys`), "expr" (the converter's own expression, reverse-Polish tokens of
+    extractors/llamacpp/py_formula.py), "expr_when" (N, then N condition tokens, then the
+    value's: written where the condition holds) or "unread" (an argument of another shape, or
+    under a condition not read, as code in the last element). `calls_super`: it
     calls super().set_gguf_parameters() first; `bases`: its base classes, for the MRO."""
 
     KEY: ClassVar[tuple[str, ...]] = ("converter_class",)  # unique at the pin, across modules
@@ -299,9 +302,97 @@ class ConverterHparams(Record):
     converter_class: str
     bases: tuple[str, ...]
     calls_super: bool
+    calls_base: str  # `Base.set_gguf_parameters(self)`: the class it calls by name, or ""
     defines: bool  # the class defines set_gguf_parameters itself
+    defines_find_hparam: bool  # it overrides find_hparam (the lookup the writes' keys go through)
     writes: tuple[tuple[str, ...], ...]
     block_count_keys: tuple[str, ...]  # from `self.block_count = self.find_hparam([...])`
+    # (NAME, op, how, ...): class-body defaults, then `self.NAME = / += expr` in __init__, in
+    # order (op "=" or "+="; how as a write's: expr, expr_when, unread)
+    attributes: tuple[tuple[str, ...], ...]
+    # (KEY, how, ...): `self.hparams["KEY"] = expr` in __init__ then set_gguf_parameters, in
+    # order (how: expr, expr_when, unread, as a write)
+    hparams_sets: tuple[tuple[str, ...], ...]
+    path: str
+    symbol: str
+
+
+class HparamsStep(Record):
+    """One step of llama.cpp's hparams loading, in source order within `function` (the member
+    defaults of struct llama_hparams, the base loader, an architecture's load_arch_hparams, a
+    llama_hparams helper), where `condition` holds (reverse-Polish; `$x` names a local):
+
+    - key: read the GGUF key `key` ("%s" = the architecture) into `target` when present
+      (`key_form`: scalar, scalar_or_array, per_layer with `value` the count, array,
+      array_length); a `required` key that is absent refuses the file; `found` is the local
+      (or `$foundN`) that holds whether it was present
+    - assign: `target` (at `index` for an array) = `value`; fill: every element = `value`
+    - loop: `target` from `value` while below `arguments[0]`, running the steps whose `loop`
+      is this step's order
+    - call: run `target` (a helper or load_arch_hparams) with `arguments`; param: a
+      parameter of the function with its default `value`
+    - assert (GGML_ASSERT of `value`) and throw: llama.cpp refuses the file; return
+    - unread: a statement this reader does not read that writes `target` (why: `unknown`)"""
+
+    KEY: ClassVar[tuple[str, ...]] = ("function", "order")
+
+    function: str  # llama_model_gemma3::load_arch_hparams, llama_hparams (member defaults)
+    archs: tuple[str, ...]  # the LLM_ARCH_* whose loader this is; () for shared code
+    order: int
+    kind: str
+    target: str
+    target_type: str  # the declared type of the target: uint32_t, std::array<...>, float
+    key: str
+    key_form: str
+    required: bool
+    found: str
+    value: tuple[str, ...]
+    arguments: tuple[tuple[str, ...], ...]
+    index: tuple[str, ...]
+    loop: int  # the order of the enclosing loop step, -1 outside loops
+    condition: tuple[str, ...]
+    unknown: str
+    code: str
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        """ "llama_model_exaone4::load_arch_hparams #3: n_swa = 4096 when n_layer == 64"."""
+        when = f" when {infix(self.condition)}" if self.condition else ""
+        if self.kind == "key":
+            what = f"{self.target} <- {self.key}{' (required)' if self.required else ''}"
+        elif self.kind in ("assign", "fill", "param"):
+            at = f"[{infix(self.index)}]" if self.index else ""
+            what = f"{self.target}{at} = {infix(self.value) if self.value else '?'}"
+        elif self.kind == "call":
+            what = f"{self.target}({', '.join(infix(a) for a in self.arguments)})"
+        elif self.kind == "assert":
+            what = f"GGML_ASSERT({infix(self.value) if self.value else self.unknown})"
+        else:
+            what = f"{self.kind} {self.target} {self.unknown}".strip()
+        return f"{self.function} #{self.order}: {what}{when}"
+
+
+class TensorShape(Record):
+    """A tensor an architecture's load_arch_tensors creates: its GGUF name (`name` % layer,
+    then "." + `suffix`), the dimensions it expects (ne0, ne1, ...; reverse-Polish tokens over
+    llama_hparams, `$i` the layer), whether the file must hold it, under which condition.
+    llama.cpp refuses a file whose tensor has another shape (check_tensor_dims)."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("function", "order")
+
+    function: str  # llama_model_mamba2::load_arch_tensors
+    archs: tuple[str, ...]
+    order: int
+    tensor: str  # LLM_TENSOR_SSM_IN
+    name: str  # "blk.%d.ssm_in"
+    suffix: str  # "weight", "bias", ""
+    block: tuple[str, ...]  # the block number: ("$i",) in a loop over n_layer, ("0",), ()
+    dims: tuple[tuple[str, ...], ...]
+    flags: str  # the flags argument as code
+    required: bool  # no TENSOR_NOT_REQUIRED / TENSOR_SKIP among the flags
+    condition: tuple[str, ...]
+    unknown: str
     path: str
     symbol: str
 

@@ -8,7 +8,7 @@ ENGINE = "llamacpp"
 COMMIT = "0253fb21f595246f54c192fe8332f34173be251b"
 COMMIT_DATE = "2026-05-16"
 UPSTREAM_URL = "https://github.com/ggml-org/llama.cpp"
-FACTS = ("arch_names", "class_predicates", "class_set_listed", "class_set_members", "hf_architectures", "sliding_window", "hparams_formulas", "memory_rules", "memory_callbacks", "cache_sizes", "context_defaults", "limits", "ggml_type_sizes", "recurrent_layers", "gguf_writer_keys", "converter_hparams")
+FACTS = ("arch_names", "class_predicates", "class_set_listed", "class_set_members", "hf_architectures", "sliding_window", "hparams_formulas", "hparams_steps", "tensor_shapes", "memory_rules", "memory_callbacks", "cache_sizes", "context_defaults", "limits", "ggml_type_sizes", "recurrent_layers", "gguf_writer_keys", "converter_hparams")
 # facts apron scans for a config's architecture: (fact, field naming it, role)
 ARCHITECTURE_FACTS: tuple[tuple[str, str, str], ...] = (
     ("hf_architectures", "architecture", "registry"),

@@ -80,9 +80,11 @@ LLAMA_31_8B = {
 
 
 def llama_pairs(arch: str | bytes = "llama", **changes: int) -> list[bytes]:
-    """general.architecture and LLAMA_31_8B's keys as u32 (a change of None drops a key)."""
+    """general.architecture and LLAMA_31_8B's keys as u32 (a change of None drops a key), and
+    the RMS epsilon llama.cpp's llama loader requires (an f32)."""
     name = arch.decode(errors="replace") if isinstance(arch, bytes) else arch
     values = {**LLAMA_31_8B, **changes}
     pairs = [kv("general.architecture", text(arch))]
     pairs += [kv(f"{name}.{k}", scalar(U32, v)) for k, v in values.items() if v is not None]
+    pairs += [kv(f"{name}.attention.layer_norm_rms_epsilon", scalar(F32, 1e-5))]
     return pairs

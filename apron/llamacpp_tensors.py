@@ -1,0 +1,81 @@
+"""Whether llama.cpp's loader accepts a file's tensors, by the shapes extracted from each
+architecture's load_arch_tensors (generated/llamacpp tensor_shapes): a tensor of the header
+whose shape differs from the one llama.cpp computes is refused as llama_model_loader's
+check_tensor_dims refuses it; without tensor infos (a header apron built from an HF config), a
+required tensor llama.cpp would size with a dimension 0 is refused too, since no checkpoint
+holds one (a GGUF file without tensor infos is not checked). A shape or condition apron cannot
+evaluate is left out, never guessed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from apron.constraints import EngineConstraints
+from apron.gguf_header import GgufHeader
+from apron.llamacpp_formula import Unknown, evaluate
+from apron.llamacpp_hparams import Refused
+
+
+def _name(row: Any, block: int | None) -> str:
+    name = row.name % block if "%d" in row.name and block is not None else row.name
+    return f"{name}.{row.suffix}" if row.suffix else name
+
+
+def check_tensors(
+    header: GgufHeader,
+    c: EngineConstraints,
+    arch: str,
+    hp: dict[str, Any],
+    calls: dict[str, Callable[..., Any]],
+    from_config: bool = False,
+) -> None:
+    """Raise Refused when llama.cpp would refuse the header's tensors (see the module doc);
+    `from_config`: the header is the one apron built from an HF config (no tensor infos)."""
+    if not c.has("tensor_shapes"):
+        return
+    shapes = {t.name: t.shape for t in header.tensors}
+    tokens = header.metadata.get("tokenizer.ggml.tokens")
+    n_tokens = len(tokens) if isinstance(tokens, list) else getattr(tokens, "length", None)
+    vocab = {"vocab.n_tokens": lambda: n_tokens if isinstance(n_tokens, int) else _no_vocab()}
+    table = {**calls, **vocab}
+    n_layer = hp.get("n_layer")
+    for row in c.rows("tensor_shapes"):
+        if arch not in row.archs or row.unknown:
+            continue
+        loop = row.block[0] if row.block and row.block[0].startswith("$") else ""
+        if loop:
+            if not isinstance(n_layer, int):
+                continue
+            blocks: list[int | None] = list(range(n_layer))
+        else:
+            blocks = [int(row.block[0])] if row.block else [None]
+        for block in blocks:
+            name = _name(row, block)
+            if header.tensors and name not in shapes:
+                continue  # only the file's tensors are compared (a missing one: not checked)
+            names = {**hp, loop: block} if loop else hp
+            try:
+                if row.condition and not evaluate(row.condition, names, table):
+                    continue
+                dims = [evaluate(d, names, table) for d in row.dims]
+            except Unknown:
+                continue
+            if header.tensors:
+                got = shapes.get(name)
+                expected = tuple(dims) + (1,) * (4 - len(dims))
+                if got is not None and tuple(got) + (1,) * (4 - len(got)) != expected:
+                    raise Refused(
+                        f"check_tensor_dims: tensor '{name}' has wrong shape; expected "
+                        f"{', '.join(map(str, dims))}, got {', '.join(map(str, got))} "
+                        f"({row.symbol})"
+                    )
+            elif from_config and row.required and not row.condition and 0 in dims:
+                raise Refused(
+                    f"{row.symbol} sizes the tensor '{name}' as ({', '.join(map(str, dims))}): a "
+                    "dimension 0, which no checkpoint's tensor has (check_tensor_dims refuses it)"
+                )
+
+
+def _no_vocab() -> int:
+    raise Unknown("the vocabulary size (no tokenizer.ggml.tokens in the header)")
