@@ -611,6 +611,9 @@ ENGINE = EngineSpec(
         "recurrent_layers",
         "gguf_writer_keys",
         "converter_hparams",
+        "hparams_steps",
+        "tensor_shapes",
+        "limits",
     ),
     facts=(
         FactExtractor(ARCH_NAMES, _arch_names, reads=ARCH_READS),

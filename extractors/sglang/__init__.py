@@ -407,6 +407,8 @@ ENGINE = EngineSpec(
         "ssm_tp_splits",
         "memory_fraction_steps",
         "kv_dtype_sets",
+        "context_length_rules",
+        "prefill_graph_rules",
     ),
     facts=(
         FactExtractor(REGISTRY_ROWS, _registry_rows, reads=MODELS_READS),

@@ -486,6 +486,7 @@ ENGINE = EngineSpec(
         "mamba_state_hooks",
         "kv_dtype_literals",
         "hybrid_page_rules",
+        "indexer_layer_rules",
     ),
     draft_architectures=draft_architectures,
     facts=(
