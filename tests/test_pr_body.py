@@ -27,6 +27,7 @@ from apron.extractors.report.impact import CalculatorImpact, ImpactChange
 from apron.extractors.report.pr_body import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
+    HARD_BODY_BUDGET,
     BodyLinks,
     architecture_changes,
     fact_items,
@@ -826,3 +827,32 @@ def test_the_rules_the_calculator_reads_are_listed_whole_and_never_one_more():
     assert 0 < shown_rows < 600 and f"- and {left} more ({left} added;" in body
     # one more row would not have fitted
     assert github_length(body) + len(f"- +{rows[shown_rows].label()}\n") > BODY_BUDGET - 40
+
+
+def test_rules_too_long_for_one_page_grow_the_body_and_are_never_cut():
+    # b1c1fe35 -> 9aaf83ef's shape: ten months of the rules the calculator reads (here 900
+    # KV-head aliases) and a verdict naming hundreds of architectures do not fit in one page
+    from apron.extractors.serving.records import KvHeadAlias
+
+    kinds = {k.name: k for k in ENGINES["vllm"].fact_kinds}
+    aliases = tuple(
+        KvHeadAlias(position=n, key=f"num_kv_groups_{n:04d}", path="c.py", symbol="f")
+        for n in range(900)
+    )
+    rows = tuple(registry_row(f"Model{n:03d}ForCausalLM") for n in range(600))
+    diff = EngineDiff(
+        facts=(
+            FactDiff("kv_head_aliases", kinds["kv_head_aliases"].title, added=aliases),
+            FactDiff("registry_rows", "Registry rows", added=rows, new_count=600),
+        )
+    )
+    body = render_pr_body(synthetic_plan(diff, CalculatorImpact([])))
+    assert BODY_BUDGET < github_length(body) <= HARD_BODY_BUDGET
+    assert all(f"- +num_kv_groups_{n:04d} (position {n + 1})\n" in body for n in range(900))
+    assert "> **Longer than one page:** with the verdict, the changes of the rules the " in body
+    assert "every change of the rules the calculator reads and the first items" in body
+    # past GitHub's own limit even the rules are cut, and the notice says so
+    short = render_pr_body(synthetic_plan(diff, CalculatorImpact([])), hard_limit=20_000)
+    assert github_length(short) <= 20_000
+    assert "the first items of every kind, even of the rules the calculator reads" in short
+    assert "- and 1 more" not in short

@@ -844,12 +844,18 @@ def _sources_in_full(plan: BumpPlan) -> list[str]:
     return lines + [""]
 
 
-def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = BODY_BUDGET) -> str:
+def render_pr_body(
+    plan: BumpPlan,
+    links: BodyLinks = BodyLinks(),
+    limit: int = BODY_BUDGET,
+    hard_limit: int = HARD_BODY_BUDGET,
+) -> str:
     """The pull-request body, at most `limit` characters. Every change of the rules the
     calculator reads is listed; the large kinds (registry rows, docs tables, class flags) are
     cut first: the largest per-kind cap that fits, then one more item at a time while there is
-    room, so "and 1 more" is never written where that item would fit. What is left out is
-    counted and pointed to."""
+    room, so "and 1 more" is never written where that item would fit. When the rules alone do
+    not fit in `limit`, the body grows past it up to `hard_limit` (GitHub's own limit) and says
+    so at the top; only past that are they cut. What is left out is counted and pointed to."""
     head = _head(plan, links)
     if plan.diff.first_extraction:
         middle = _first_extraction_counts(plan)
@@ -862,16 +868,25 @@ def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = 
     rules = set(plan.engine.calculator_facts)
     knobs = {"warnings": WARNING_CAP, "rows": IMPACT_CAP, "phrases": IMPACT_PHRASE_CAP}
 
+    page = {"limit": limit, "grown": False}
+
     def body(caps: Caps) -> tuple[str, int]:
         details, left_out = _details(plan, caps, items)
-        notice = _truncation_notice(left_out, links)
+        rules_whole = all(
+            caps.get(key, _group_size(items, key)) >= _group_size(items, key)
+            for key in groups
+            if key[0] in rules
+        )
+        notice = _truncation_notice(left_out, links, rules_whole=rules_whole)
+        if page["grown"]:
+            notice = _longer_notice(limit) + notice
         impact = _impact(plan, knobs["rows"], knobs["phrases"])
         tail = _warnings(plan, knobs["warnings"])
         text = _join(head + notice + impact + summary + details + tail + _footer(plan))
         return text, left_out
 
     def fits(caps: Caps) -> bool:
-        return github_length(body(caps)[0]) <= limit
+        return github_length(body(caps)[0]) <= page["limit"]
 
     caps: Caps = {}
     large = [key for key in groups if key[0] not in rules]
@@ -882,12 +897,23 @@ def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = 
     for knob in ("warnings", "rows", "phrases"):  # then warnings, impact rows, impact phrases
         while not fits(caps) and knobs[knob] > 0:
             knobs[knob] -= 1
-    if not fits(caps):  # last, the rules the calculator reads
-        rule_groups = [key for key in groups if key[0] in rules]
+    rule_groups = [key for key in groups if key[0] in rules]
+    if not fits(caps) and rule_groups and hard_limit > limit:  # not cut for the page: it grows
+        page.update(limit=hard_limit, grown=True)
+    if not fits(caps):  # last, past GitHub's own limit, the rules the calculator reads
         uniform = _largest_fitting_cap(items, rule_groups, caps, fits)
         caps = _fill(items, rule_groups, {**caps, **{k: uniform for k in rule_groups}}, fits)
     text, _ = body(caps)
-    return _fit(text, limit)
+    return _fit(text, page["limit"])
+
+
+def _longer_notice(limit: int) -> list[str]:
+    return [
+        f"> **Longer than one page:** with the verdict, the changes of the rules the calculator "
+        f"reads do not fit in {limit:,} characters; the body runs past them so that every one "
+        f"is listed.",
+        "",
+    ]
 
 
 def _group_size(items: Items, key: tuple[str, str]) -> int:
@@ -917,7 +943,7 @@ def _fill(items: Items, keys: list[tuple[str, str]], caps: Caps, fits) -> Caps:
     return caps
 
 
-def _truncation_notice(left_out: int, links: BodyLinks) -> list[str]:
+def _truncation_notice(left_out: int, links: BodyLinks, *, rules_whole: bool = True) -> list[str]:
     note = _full_diff_note(links)
     if not left_out:
         return note
@@ -926,11 +952,12 @@ def _truncation_notice(left_out: int, links: BodyLinks) -> list[str]:
         if links.full_diff_url
         else (f" (`{links.full_diff_path}`)" if links.full_diff_path else "")
     )
-    return [
-        f"> **Truncated:** this body lists every change of the rules the calculator reads and "
-        f"the first items of the larger kinds; {left_out} more are in {where}.",
-        "",
-    ]
+    listed = (
+        "every change of the rules the calculator reads and the first items of the larger kinds"
+        if rules_whole
+        else "the first items of every kind, even of the rules the calculator reads"
+    )
+    return [f"> **Truncated:** this body lists {listed}; {left_out} more are in {where}.", ""]
 
 
 def _fit(body: str, limit: int) -> str:
