@@ -104,6 +104,8 @@ def test_cpp_layouts_of_one_expression_give_one_text(layouts, canonical):
         ("y = ((a + b)) * c\n", "y =  (a + b)  * c\n"),
         ("z = f((a\n + b))\n", "z = f( a\n + b )\n"),  # the call's brackets hold the line break
         ("w = (a\n + b)\n", "w = (a\n + b)\n"),  # these brackets hold it: kept
+        # the outer pair stays (`* d` needs it) and holds the inner pair's line break
+        ("t = (a + (b\n * c)) * d\n", "t = (a +  b\n * c ) * d\n"),
         ('v = f"{(x)}"\n', 'v = f"{(x)}"\n'),  # inside an f-string: left alone
         ("u = (1).real\n", "u = (1).real\n"),
         ("r = (yield)\n", "r = (yield)\n"),

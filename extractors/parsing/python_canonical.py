@@ -208,14 +208,14 @@ class BracketJudge:
 
     def _surroundings(self, node: Node) -> tuple[bool, bool]:
         """(inside an f-string, inside brackets that stay) for a pair, from its ancestors up to
-        the nearest pair already judged."""
+        the nearest pair around it (whose own surroundings are found once)."""
         in_string = enclosed = False
         ancestor = node.parent
         while ancestor is not None:
-            if ancestor.type == "parenthesized_expression" and ancestor.id in self._inside:
-                outer_string, outer_enclosed = self._inside[ancestor.id]
-                in_string = in_string or outer_string
-                enclosed = enclosed or outer_enclosed or not self.redundant(ancestor)
+            if ancestor.type == "parenthesized_expression":  # the nearest pair around decides
+                outer = self._inside.get(ancestor.id) or self._surroundings(ancestor)
+                in_string = in_string or outer[0]
+                enclosed = enclosed or outer[1] or not self.redundant(ancestor)
                 break
             if ancestor.type in ("interpolation", "string"):
                 in_string = True
