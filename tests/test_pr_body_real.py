@@ -1,9 +1,9 @@
 """The bump body for a real three-month vLLM range (APRON_MIRROR_VLLM; skipped when unset):
-at most 16,384 characters, every added architecture named (the drafts apart), every change of
-the rules the calculator reads listed (the new KV-head alias `num_attention_groups`, the MLA
-model type and gates), `score_type`'s arrival one line, and no reading lost. And the range from
-b1c1fe35, where upstream commented out MLPSpeculatorPreTrainedModel's row: a removal, not a
-reading lost."""
+every added architecture named (the drafts apart), every change of the rules the calculator
+reads listed, none cut (the new KV-head alias `num_attention_groups`, the MLA model type and
+gates), the body past one page to hold them and saying so, `score_type`'s arrival one line, and
+no reading lost. And the range from b1c1fe35, where upstream commented out
+MLPSpeculatorPreTrainedModel's row: a removal, not a reading lost."""
 
 from __future__ import annotations
 
@@ -14,7 +14,12 @@ import pytest
 
 from apron.extractors.commands.bump import plan_bump
 from apron.extractors.engines import ENGINES
-from apron.extractors.report.pr_body import READABLE_BODY, github_length, render_pr_body
+from apron.extractors.report.pr_body import (
+    HARD_BODY_BUDGET,
+    READABLE_BODY,
+    github_length,
+    render_pr_body,
+)
 from apron.extractors.runner.pipeline import ProjectPaths, run
 from tests.conftest import REPO_ROOT, mirror, write_pin
 
@@ -24,7 +29,18 @@ OLD = "6290470843c131681e3e1318ae71070a34f33225"  # 2026-03-01
 NEW = "9aaf83ef502fc37bc647f6e474314d48ba36cd1c"  # 2026-05-19
 
 
-def test_the_march_to_may_2026_body_reads_in_one_page(tmp_path):
+def cut_rules(body: str) -> list[str]:
+    """The kinds the calculator reads whose <details> block says "and N more"."""
+    blocks = body.split("<summary>")[1:]
+    return [
+        b.split("</summary>")[0]
+        for b in blocks
+        if "(read by the calculator)" in b.split("</summary>")[0]
+        and "\n- and " in b.split("</details>")[0]
+    ]
+
+
+def test_the_march_to_may_2026_body_lists_every_rule_the_calculator_reads(tmp_path):
     source = mirror("vllm")
     if source is None:
         pytest.skip("APRON_MIRROR_VLLM is not set")
@@ -37,7 +53,11 @@ def test_the_march_to_may_2026_body_reads_in_one_page(tmp_path):
         ENGINES["vllm"], project, to=NEW, source=source, allow_shrink=True, with_impact=False
     )
     body = render_pr_body(plan)
-    assert github_length(body) <= READABLE_BODY == 16_384
+    # every change of the rules the calculator reads does not fit in one page with the verdict:
+    # the body grows past it, says so, and cuts none of them
+    assert READABLE_BODY == 16_384 < github_length(body) <= HARD_BODY_BUDGET
+    assert "> **Longer than one page:**" in body
+    assert cut_rules(body) == []
     verdict = body.split("vLLM gains 44 architectures (")[1]
     served = verdict.split(") and 15 drafts or speculative heads (")[0].split(", ")
     drafts = verdict.split(") and 15 drafts or speculative heads (")[1].split("), loses none")[0]
@@ -70,6 +90,9 @@ def test_a_row_commented_out_upstream_is_a_removal_not_a_reading_lost(tmp_path):
     assert plan.readings_lost == []
     removed = [d for d in plan.diff.facts if d.fact == "registry_rows"][0].removed
     assert "MLPSpeculatorPreTrainedModel" in {r.architecture for r in removed}
+    body = render_pr_body(plan)  # ten months: the rules whole, the body past one page
+    assert "> **Longer than one page:**" in body and cut_rules(body) == []
+    assert github_length(body) <= HARD_BODY_BUDGET
 
 
 PIN = "0231dd5467c61dca76f66269b6298a43772b3519"  # the vLLM pin, 2026-07-24
@@ -103,4 +126,5 @@ def test_the_august_2026_bump_says_what_the_calculator_loses_and_why(tmp_path):
         "longer read" in verdict
     )
     assert "renames 1 (ExaoneMoEForCausalLM -> ExaoneMoeForCausalLM)" in verdict
-    assert github_length(body) <= READABLE_BODY
+    assert github_length(body) <= READABLE_BODY  # one page: every rule fits with the verdict
+    assert cut_rules(body) == []
