@@ -30,7 +30,6 @@ def whole_model_share(
     """The share of the only GPU at tp 1: the engine's figures and all the weights."""
     lines = () if weights_total is None else (weights_per_gpu(weights_total, 1)[1],)
     return GpuShare(
-        tp=1,
         status="split",
         kv_heads_per_gpu=heads.count,
         kv_heads_how=heads.how,

@@ -18,7 +18,6 @@ SPLITTABLE = (full_attention.NAME, hybrid_ssm.NAME, recurrent.NAME, "sliding_win
 
 def _unknown(tp: int, reasons: tuple[str, ...], weights: int | None, lines=()) -> GpuShare:
     return GpuShare(
-        tp=tp,
         status="unknown",
         kv_heads_per_gpu=None,
         kv_heads_how="",
@@ -114,7 +113,6 @@ def _mla_share(
         if refused:
             valid = sr.valid_tp_sizes(config, rules, **checks)
             return GpuShare(
-                tp=tp,
                 status="refused",
                 kv_heads_per_gpu=None,
                 kv_heads_how="",
@@ -144,7 +142,6 @@ def _mla_share(
             f"so each GPU holds the whole {figures.kv_bytes_per_token:,} B/token"
         )
     return GpuShare(
-        tp=tp,
         status="split",
         kv_heads_per_gpu=per_gpu,
         kv_heads_how=how,
@@ -183,7 +180,6 @@ def gpu_share(
     if refused:
         valid = sr.valid_tp_sizes(config, rules, **checks)
         return GpuShare(
-            tp=tp,
             status="refused",
             kv_heads_per_gpu=None,
             kv_heads_how="",
@@ -203,7 +199,6 @@ def gpu_share(
             share = sr.kv_heads_per_gpu(rules, heads.count, tp, False)
             how = f"{heads.count} KV heads at tp {tp} (the layers keep no cache): {share}"
         return GpuShare(
-            tp=tp,
             status="split",
             kv_heads_per_gpu=share,
             kv_heads_how=how,
@@ -237,7 +232,6 @@ def gpu_share(
                 if not _mixer_refusal(model, rule, t)
             )
             return GpuShare(
-                tp=tp,
                 status="refused",
                 kv_heads_per_gpu=None,
                 kv_heads_how="",
@@ -260,7 +254,6 @@ def gpu_share(
         )
     if mismatch:  # the KV heads split by their own rule; only the state's share is unknown
         return GpuShare(
-            tp=tp,
             status="unknown",
             kv_heads_per_gpu=split.count,
             kv_heads_how=split.how,
@@ -274,7 +267,6 @@ def gpu_share(
             arithmetic=tuple(lines),
         )
     return GpuShare(
-        tp=tp,
         status="split",
         kv_heads_per_gpu=split.count,
         kv_heads_how=split.how,

@@ -212,7 +212,6 @@ def _view(
             notes=tuple(notes),
             citations=tuple(cites),
             deployment=serving.deployment if serving is not None else Deployment(),
-            tp=serving.tp if serving is not None else request.tp,
         )
     )
     if own is not None:
@@ -268,7 +267,7 @@ def _view(
     figures = (
         no_kv_cache.compute(decision.no_kv_cache)
         if decision.no_kv_cache
-        else compute(selection, model, heads, request)
+        else compute(selection, model, heads, whole_model(request))
     )
     if full_context:
         notes.append(_full_context_note(decision.window_why, figures, request))
@@ -279,7 +278,7 @@ def _view(
             f"whether {title} treats this config as MLA is unknown; shown as full attention"
         )
     if mla is False and is_mla_shaped(model) and figures.mechanism != mla_latent.NAME:
-        latent = mla_latent.compute(model, heads, request)
+        latent = mla_latent.compute(model, heads, whole_model(request))
         if latent.kv_bytes_per_token and figures.kv_bytes_per_token:
             notes.append(
                 f"MLA-shaped config allocated as full attention: "
@@ -553,6 +552,12 @@ def _auto_request(
     )
 
 
+def whole_model(request: Request) -> Request:
+    """The request the whole model's figures are computed for (tp 1); per-GPU shares at
+    request.tp come from the capacity step (apron.serving)."""
+    return request._replace(tp=1)
+
+
 def _placeholder(request: Request) -> Request:
     if request.kv_dtype_bytes:
         return request
@@ -650,7 +655,7 @@ def plan(
     kv_dtype = canonical_kv_dtype(kv_dtype)
     auto = kv_dtype == AUTO_KV_DTYPE
     request = make_request(model, context, AUTO_PLACEHOLDER if auto else kv_dtype, batch, vllm)
-    tp = bounds.checked(tp, bounds.TP, "--tp")
+    request = request._replace(tp=bounds.checked(tp, bounds.TP, "--tp"))  # the one --tp
     if gpu_memory is not None:
         gpu_memory = bounds.checked(gpu_memory, bounds.BYTES, "--gpu-memory")
     if memory_fraction is not None and not (
@@ -667,7 +672,6 @@ def plan(
         weights_bytes, params, weights_dtype, model.model_dtype()
     ) or checkpoint_weights(model, directory)
     serving = Serving(
-        tp=tp,
         gpu_memory=gpu_memory,
         memory_fraction=memory_fraction,
         weights=weights,
@@ -708,7 +712,7 @@ def plan(
         encoder_decoder_section=enc_dec,
         encoder_only=enc_only,
     )
-    prediction = compute(selection, model, apron_heads, _placeholder(request))
+    prediction = compute(selection, model, apron_heads, whole_model(_placeholder(request)))
     if auto and not request.kv_dtype_bytes:
         prediction = _blank_kv_prediction(prediction, f"KV dtype {request.kv_dtype_source}")
     notes: list[str] = [model.reading, *request.context_warnings]
@@ -758,7 +762,9 @@ def plan(
     views = tuple(_with_context(view, request, requests[view.engine]) for view in views)
     if auto:
         views = tuple(_auto_view(view, choices.get(view.engine)) for view in views)
-    refusal = parallel.tp_refusal(tp, [(v.title, v.gpu) for v in views if v.gpu is not None])
+    refusal = parallel.tp_refusal(
+        request.tp, [(v.title, v.gpu) for v in views if v.gpu is not None]
+    )
     if refusal:
         raise ApronInputError(refusal)
     batch_kv = (
@@ -789,7 +795,7 @@ def plan(
         model_type=model.model_type,
         text_model_type=model.text_model_type,
         text_config_key=model.text_key,
-        request=request._replace(tp=tp),  # what was asked; `prediction` stays the whole model's
+        request=request,  # what was asked, --tp too; `prediction` stays the whole model's
         kv_heads=apron_heads,
         prediction=prediction,
         kv_bytes_for_batch=batch_kv,
@@ -799,7 +805,6 @@ def plan(
         support=supported,
         constraints=stamps,
         notes=tuple(notes),
-        tp=tp,
         gpu_memory_bytes=gpu_memory,
         weights=weights,
         pp=serving.deployment.pp,

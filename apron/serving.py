@@ -19,7 +19,6 @@ from apron.select import Selection
 class Serving(NamedTuple):
     """What the per-GPU and capacity figures need beyond the request."""
 
-    tp: int
     gpu_memory: int | None
     memory_fraction: float | None
     weights: Weights
@@ -40,22 +39,22 @@ def serving_figures(
     """The engine's per-GPU share at --tp and, with --gpu-memory, what fits (and the serving
     rules it cites)."""
     mla = figures.mechanism == mla_latent.NAME  # the MLA KV-head rule holds at tp 1 too
-    if serving.tp == 1 and serving.gpu_memory is None and not mla:  # no serving rule is needed
+    if request.tp == 1 and serving.gpu_memory is None and not mla:  # no serving rule is needed
         return parallel.whole_model_share(heads, figures, serving.weights.total_bytes), None, ()
     from apron import per_gpu
     from apron.serving_rules import serving_rules
 
     rules = serving_rules(constraints, engine_id)
     share = per_gpu.gpu_share(
-        model, request, serving.tp, rules, selection, heads, figures, serving.weights.total_bytes
+        model, request, request.tp, rules, selection, heads, figures, serving.weights.total_bytes
     )
-    used = rules.citations if serving.tp > 1 or serving.gpu_memory is not None or mla else ()
+    used = rules.citations if request.tp > 1 or serving.gpu_memory is not None or mla else ()
     if serving.gpu_memory is None:
         return share, None, used
     fraction_lines: tuple[str, ...] = ()
     own = (
         ENGINE_RULES[engine_id].memory_fraction(
-            constraints, model, figures.mechanism == mla_latent.NAME, serving.gpu_memory, serving.tp
+            constraints, model, figures.mechanism == mla_latent.NAME, serving.gpu_memory, request.tp
         )
         if serving.memory_fraction is None
         else None
@@ -93,7 +92,7 @@ def _engine_capacity(
         memory_fraction=serving.memory_fraction,
         batch=request.batch,
     )
-    split = per_gpu.heads_per_gpu(model, heads, share.tp, rules)
+    split = per_gpu.heads_per_gpu(model, heads, request.tp, rules)
     return ENGINE_RULES[engine_id].fit_capacity(
         CapacityInputs(
             constraints=constraints,
@@ -101,7 +100,7 @@ def _engine_capacity(
             mechanism=figures.mechanism,
             share=share,
             heads=split,
-            request=request._replace(tp=share.tp),
+            request=request,
             rules=rules,
             deployment=deployment,
             context=request.context,

@@ -219,7 +219,6 @@ def test_kv_heads_must_divide_or_be_divided_by_tp():
 
 def share(status: str, refused: tuple[str, ...] = ()) -> GpuShare:
     return GpuShare(
-        tp=8,
         status=status,
         kv_heads_per_gpu=None,
         kv_heads_how="",
@@ -411,7 +410,7 @@ def test_json_carries_the_schema_version_and_capacity(llama):
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["schema_version"] == 3 and data["tp"] == 2
+    assert data["schema_version"] == 4 and data["tp"] == 2
     assert data["request"]["tp"] == 2  # issue 27: make_request never filled it (it said 1)
     engine = next(e for e in data["engines"] if e["engine"] == "vllm")
     assert engine["capacity"]["kv_tokens"] == 1_083_328

@@ -104,7 +104,6 @@ class Column(NamedTuple):
     notes: tuple[str, ...]
     citations: tuple[Citation, ...]
     deployment: Deployment
-    tp: int
 
 
 class CapacityInputs(NamedTuple):

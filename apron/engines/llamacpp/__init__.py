@@ -294,7 +294,8 @@ def own_view(column: base.Column) -> EngineView | None:
         column.constraints,
         column.decision,
     )
-    notes, cites, registered, tp = column.notes, column.citations, column.registered, column.tp
+    notes, cites, registered = column.notes, column.citations, column.registered
+    tp = request.tp
     engine_id = ENGINE
     if model.architecture is None:
         return None
@@ -311,7 +312,6 @@ def own_view(column: base.Column) -> EngineView | None:
         None
         if tp > 1 or pp > 1
         else GpuShare(
-            tp=tp,
             status="split" if known else "unknown",
             kv_heads_per_gpu=None,
             kv_heads_how="",

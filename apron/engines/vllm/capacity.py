@@ -243,7 +243,7 @@ def capacity(
                 vllm,
                 gpu_memory=gpu_memory,
                 gpu_name=deployment.gpu_name,
-                tp=share.tp,
+                tp=request.tp,
                 pp=deployment.pp,
                 max_model_len=context,
                 max_num_batched_tokens=deployment.max_num_batched_tokens,
