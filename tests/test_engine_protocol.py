@@ -10,7 +10,15 @@ from pathlib import Path
 from apron.engines import ENGINE_RULES, REFERENCE_ENGINE, base
 
 PLANNER = Path(__file__).resolve().parent.parent / "apron" / "planner.py"
-MEMBERS = ("decide", "default_context", "own_view", "memory_fraction", "fit_capacity", "pooling")
+MEMBERS = (
+    "decide",
+    "default_context",
+    "own_view",
+    "memory_fraction",
+    "fit_capacity",
+    "pooling",
+    "auto_kv_dtype",
+)
 
 
 def test_the_protocol_lists_the_members_the_planner_calls():

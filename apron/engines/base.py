@@ -3,11 +3,14 @@ records, and the shared defaults an engine assigns for what it has nothing of it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.deployment import Deployment
+from apron.kv_dtype import KvDtypeChoice
 from apron.results import Capacity, EngineView, GpuShare, HeadCount, MlaDecision, Request
 
 
@@ -92,6 +95,16 @@ class EngineRules(Protocol):
     def pooling(self, model: ModelConfig, constraints: EngineConstraints) -> bool:
         """Whether it runs the config as a pooling (embedding) model: its KV dtype auto differs."""
 
+    def auto_kv_dtype(
+        self,
+        constraints: EngineConstraints | None,
+        config: Mapping[str, Any],
+        model_dir: Path | None,
+        mla: bool,
+        pooling: bool,
+    ) -> KvDtypeChoice | None:
+        """What `--kv-dtype auto` resolves to for this checkpoint; None: not extracted."""
+
 
 class Column(NamedTuple):
     """What an engine's own column is computed from (EngineRules.own_view)."""
@@ -153,6 +166,17 @@ def block_capacity(fit: CapacityInputs) -> Capacity:
         fit.context,
         fit.weights_unknown,
     )
+
+
+def no_auto_kv_dtype(
+    constraints: EngineConstraints | None,
+    config: Mapping[str, Any],
+    model_dir: Path | None,
+    mla: bool,
+    pooling: bool,
+) -> None:
+    """The shared default: how the engine resolves `auto` is not among the extracted rules."""
+    return None
 
 
 def not_pooling(model: ModelConfig, constraints: EngineConstraints) -> bool:

@@ -354,3 +354,6 @@ def own_view(column: base.Column) -> EngineView | None:
         bytes_for_batch=total if tp == 1 and pp == 1 else None,
         llamacpp_context=split,
     )
+
+
+auto_kv_dtype = base.no_auto_kv_dtype

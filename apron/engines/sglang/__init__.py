@@ -20,6 +20,7 @@ from apron.constraints import Citation, EngineConstraints
 from apron.engines import base
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import ContextDefault, EngineDecision
+from apron.engines.sglang.kv_dtype import auto_kv_dtype as auto_kv_dtype  # the protocol member
 from apron.layers import layout
 from apron.results import Capacity, HeadCount, MlaDecision
 from apron.terminal import shown
@@ -376,6 +377,7 @@ def _rope_factor(model: ModelConfig, by_kind: dict[str, list[Any]]) -> tuple[flo
 
 
 # the planner's protocol (apron.engines.base.EngineRules)
+
 own_view = base.no_own_view
 pooling = base.not_pooling
 

@@ -13,6 +13,7 @@ from apron.config import ModelConfig, is_int
 from apron.constraints import Citation, EngineConstraints
 from apron.engines import base
 from apron.engines.base import EngineDecision
+from apron.engines.vllm.kv_dtype import auto_kv_dtype as auto_kv_dtype  # the protocol member
 from apron.layers import layout
 from apron.results import Capacity, HeadCount, MlaDecision
 from apron.terminal import shown
@@ -542,6 +543,7 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
 
 
 # the planner's protocol (apron.engines.base.EngineRules)
+
 default_context = base.no_default_context
 own_view = base.no_own_view
 memory_fraction = base.no_memory_fraction
