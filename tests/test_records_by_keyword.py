@@ -130,3 +130,36 @@ def test_the_scan_finds_a_positional_construction(tmp_path):
 
 def test_no_record_with_more_than_four_fields_is_built_positionally():
     assert positional_constructions() == []
+
+
+def rewrite_by_keyword(path: Path, records: dict) -> int:
+    """Rewrite the positional arguments of large-record constructions in one file as keywords
+    (field=value, in field order); the count of arguments named. A starred argument is left."""
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    scope = names_in_scope(tree, module_name(path))
+    starts = [0]
+    for line in text.encode("utf-8").splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    inserts = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        record = constructed_record(node, scope, records)
+        if record is None or any(isinstance(arg, ast.Starred) for arg in node.args):
+            continue
+        for arg, field in zip(node.args, records[record], strict=False):
+            inserts.append((starts[arg.lineno - 1] + arg.col_offset, f"{field}=".encode()))
+    data = text.encode("utf-8")
+    for offset, name in sorted(inserts, reverse=True):
+        data = data[:offset] + name + data[offset:]
+    if inserts:
+        path.write_bytes(data)
+    return len(inserts)
+
+
+if __name__ == "__main__":  # python tests/test_records_by_keyword.py: fix them, then ruff format
+    large = large_records()
+    for file in [*calculator_files(), *sorted((REPO / "tests").rglob("*.py"))]:
+        if count := rewrite_by_keyword(file, large):
+            print(f"{file.relative_to(REPO)}: {count} arguments named")
