@@ -129,7 +129,8 @@ def test_the_scan_finds_a_positional_construction(tmp_path):
 
 
 def test_no_record_with_more_than_four_fields_is_built_positionally():
-    assert positional_constructions() == []
+    found = positional_constructions()
+    assert found == [], "name them: .venv/bin/python tests/test_records_by_keyword.py"
 
 
 def rewrite_by_keyword(path: Path, records: dict) -> int:
