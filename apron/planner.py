@@ -26,7 +26,6 @@ from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_wi
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
     PREDICTION,
-    DtypeWeights,
     EngineStamp,
     EngineSupport,
     EngineView,
@@ -34,12 +33,12 @@ from apron.results import (
     MechanismResult,
     Plan,
     Request,
-    Weights,
 )
 from apron.select import Selection, compute, select
 from apron.serving import Serving, serving_figures
 from apron.support import support
 from apron.terminal import shown
+from apron.weights_figure import checkpoint_dir, checkpoint_weights, given_weights
 
 KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 AUTO_KV_DTYPE = "auto"  # each engine resolves it from the checkpoint (apron.kv_dtype)
@@ -54,27 +53,6 @@ ENGINE_KV_DTYPE_NAMES = {
 }
 AUTO_PLACEHOLDER = "bf16"  # computes state figures when no engine resolves auto; KV blanked
 CONTEXT_KEYS = ("max_position_embeddings",)
-
-
-def ssm_cache_dtype(model: ModelConfig, vllm: EngineConstraints | None) -> tuple[str, str]:
-    """--mamba-ssm-cache-dtype as vLLM resolves it for this architecture when left 'auto':
-    (dtype or "" for the model dtype, where it came from)."""
-    if vllm is None or model.architecture is None:
-        return "", ""
-    for row in vllm.rows("mamba_ssm_dtype_defaults"):
-        if row.architecture != model.architecture:
-            continue
-        where = f"vLLM {row.symbol}"
-        obj = row.config_object
-        field_name = row.reads
-        value = model.top(field_name) if obj == "hf_config" else model.get(field_name)
-        if isinstance(value, str) and value:
-            return value, f"the config's {field_name} = {value} ({where} reads {obj})"
-        default = row.default
-        if default:
-            return default, f"{where}: {field_name} absent, default {default}"
-        return "", f"{where}: {field_name} absent, so auto (the model dtype)"
-    return "", ""
 
 
 def canonical_kv_dtype(kv_dtype: str) -> str:
@@ -111,7 +89,7 @@ def make_request(
             if context is not None
             else f"none: no --context and {maximum.how}"
         )
-    ssm_dtype, ssm_source = ssm_cache_dtype(model, vllm)
+    ssm_dtype, ssm_source = vllm_rules.ssm_cache_dtype(model, vllm)
     return Request(
         context=context,
         context_source=source,
@@ -124,25 +102,6 @@ def make_request(
         ssm_dtype=ssm_dtype,
         ssm_dtype_source=ssm_source,
     )
-
-
-def _encoder_decoder_section(model: ModelConfig, vllm: EngineConstraints | None) -> str:
-    architecture = model.architecture
-    if vllm is None or architecture is None:
-        return ""
-    for row in vllm.rows("registry_rows"):
-        if row.architecture == architecture and "encoder-decoder" in str(row.section).lower():
-            return f"vLLM's registry files {architecture} under [Encoder-decoder]"
-    return ""
-
-
-def _encoder_only(model: ModelConfig, vllm: EngineConstraints | None) -> str:
-    """Why vLLM runs this architecture with encoder-only attention, or "": its class flags and
-    its ModelConfig.attn_type rule, both extracted, decide (apron/engines/vllm.attention_kind)."""
-    if vllm is None or model.architecture is None:
-        return ""
-    kind = vllm_rules.attention_kind(model, vllm)
-    return kind.why if kind is not None and kind.value == "encoder_only" else ""
 
 
 def _figures_differ(a: MechanismResult, b: MechanismResult) -> bool:
@@ -332,127 +291,6 @@ def _view(
     )
 
 
-SAMPLE_PREFIX = "sample:"
-GIVE_WEIGHTS = "give --params N or --weights-bytes N"
-
-
-def sample_weights(model: ModelConfig) -> Weights | None:
-    """The published checkpoint's weight bytes a sample carries (apron/samples/weights.json)."""
-    if not model.source.startswith(SAMPLE_PREFIX):
-        return None
-    import json
-
-    from apron.config import SAMPLES_DIR
-
-    found = json.loads((SAMPLES_DIR / "weights.json").read_text(encoding="utf-8"))
-    entry = found.get(model.source.removeprefix(SAMPLE_PREFIX))
-    if entry is None:
-        return None
-    return Weights(
-        total_bytes=int(entry["total_size"]),
-        by_dtype=(),
-        source=f"the sample's {entry['source']}",
-        unknown="",
-        notes=(),
-    )
-
-
-def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
-    """The checkpoint's weight bytes from the model directory (apron.weights), or unknown."""
-    if model_dir is None:
-        found = sample_weights(model)
-        if found is not None:
-            return found
-        return Weights(
-            total_bytes=None,
-            by_dtype=(),
-            source="",
-            unknown=f"{model.source} is not a model directory: {GIVE_WEIGHTS} (no safetensors to read)",
-            notes=(),
-        )
-    from apron import weights as weight_files
-
-    found = weight_files.checkpoint_weights(model_dir)
-    if found is None:
-        from apron.hf_cache import hub_safetensors_headers
-
-        headers = hub_safetensors_headers(model_dir)  # only for a model read from the Hub
-        if headers:
-            found = weight_files.from_headers_json(headers, "the Hub")
-    if found is None:
-        return Weights(
-            total_bytes=None,
-            by_dtype=(),
-            source="",
-            unknown=weight_files.weights_unknown_reason(model_dir),
-            notes=(),
-        )
-    return Weights(
-        total_bytes=found.total_bytes,
-        by_dtype=tuple(DtypeWeights(d.dtype, d.bytes, d.tensors) for d in found.by_dtype),
-        source=found.source,
-        unknown="",
-        notes=tuple(found.notes),
-    )
-
-
-# bits per parameter of the --weights-dtype names: a parameter count times this is the weights
-PARAM_DTYPE_BITS = {
-    "fp32": 32,
-    "float32": 32,
-    "bf16": 16,
-    "bfloat16": 16,
-    "fp16": 16,
-    "float16": 16,
-    "fp8": 8,
-    "int8": 8,
-    "fp4": 4,
-    "int4": 4,
-}
-
-
-def given_weights(
-    weights_bytes: int | None,
-    params: int | None,
-    weights_dtype: str | None,
-    config_dtype: str | None = None,
-) -> Weights | None:
-    """The weights figure given instead of a checkpoint: --weights-bytes, or --params times the
-    bytes of --weights-dtype (default: the config's torch_dtype / dtype); None when neither is
-    given."""
-    if weights_bytes is not None and params is not None:
-        raise ApronInputError("give --weights-bytes or --params, not both")
-    if weights_dtype is not None and params is None:
-        raise ApronInputError("--weights-dtype goes with --params (the parameter count)")
-    if weights_bytes is not None:
-        weights_bytes = bounds.checked(weights_bytes, bounds.BYTES, "--weights-bytes")
-        return Weights(
-            total_bytes=weights_bytes, by_dtype=(), source="--weights-bytes", unknown="", notes=()
-        )
-    if params is None:
-        return None
-    params = bounds.checked(params, bounds.PARAMS, "--params")
-    from_config = weights_dtype is None and config_dtype in PARAM_DTYPE_BITS
-    if from_config:
-        weights_dtype = config_dtype
-    if weights_dtype is None or weights_dtype not in PARAM_DTYPE_BITS:
-        given = "none" if weights_dtype is None else shown(repr(weights_dtype))
-        raise ApronInputError(
-            f"--params needs --weights-dtype (got {given}; the config's torch_dtype is "
-            f"{config_dtype or 'absent'}): one of {', '.join(PARAM_DTYPE_BITS)}"
-        )
-    bits = PARAM_DTYPE_BITS[weights_dtype]
-    total = bounds.checked(-(-params * bits // 8), bounds.BYTES, f"--params x {weights_dtype}")
-    source = f"the config's {weights_dtype}" if from_config else weights_dtype
-    return Weights(
-        total_bytes=total,
-        by_dtype=(),
-        source=f"--params {params:,} x {bits} bits ({source})",
-        unknown="",
-        notes=(f"weights = ceil({params:,} parameters x {bits} / 8) = {total:,} B",),
-    )
-
-
 def engine_request(
     model: ModelConfig,
     request: Request,
@@ -493,14 +331,6 @@ def _full_context_note(why: str, figures: MechanismResult, request: Request) -> 
     if figures.kv_bytes_at_context is not None and request.context is not None:
         text += f", {figures.kv_bytes_at_context:,} B at {request.context:,} tokens"
     return text
-
-
-def _checkpoint_dir(model: ModelConfig, model_dir: str | Path | None) -> Path | None:
-    """The directory holding the checkpoint: given, else the one of the config.json read."""
-    if model_dir is not None:
-        return Path(model_dir)
-    path = Path(model.source)
-    return path.parent if path.is_file() else None
 
 
 def auto_kv_dtypes(
@@ -667,7 +497,7 @@ def plan(
             f"--memory-fraction {shown(memory_fraction)}: must be more than 0 and at most 1 "
             "(vLLM's gpu_memory_utilization: Field(gt=0, le=1))"
         )
-    directory = _checkpoint_dir(model, model_dir)
+    directory = checkpoint_dir(model, model_dir)
     weights = given_weights(
         weights_bytes, params, weights_dtype, model.model_dtype()
     ) or checkpoint_weights(model, directory)
@@ -702,8 +532,8 @@ def plan(
     flags = frozenset(f for d in decisions.values() for f in d.flags)
     mla_votes = [d.mla for d in decisions.values() if d.mla is not None]
     apron_mla = any(m.is_mla for m in mla_votes)
-    enc_dec = _encoder_decoder_section(model, vllm)
-    enc_only = _encoder_only(model, vllm)
+    enc_dec = vllm_rules.encoder_decoder_section(model, vllm)
+    enc_only = vllm_rules.encoder_only_why(model, vllm)
     selection = select(
         model,
         mla=apron_mla,

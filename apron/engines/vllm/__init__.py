@@ -542,6 +542,47 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
     )
 
 
+# what apron's own prediction reads of vLLM's rules (apron.engines.REFERENCE_ENGINE)
+def ssm_cache_dtype(model: ModelConfig, vllm: EngineConstraints | None) -> tuple[str, str]:
+    """--mamba-ssm-cache-dtype as vLLM resolves it for this architecture when left 'auto':
+    (dtype or "" for the model dtype, where it came from)."""
+    if vllm is None or model.architecture is None:
+        return "", ""
+    for row in vllm.rows("mamba_ssm_dtype_defaults"):
+        if row.architecture != model.architecture:
+            continue
+        where = f"vLLM {row.symbol}"
+        obj = row.config_object
+        field_name = row.reads
+        value = model.top(field_name) if obj == "hf_config" else model.get(field_name)
+        if isinstance(value, str) and value:
+            return value, f"the config's {field_name} = {value} ({where} reads {obj})"
+        default = row.default
+        if default:
+            return default, f"{where}: {field_name} absent, default {default}"
+        return "", f"{where}: {field_name} absent, so auto (the model dtype)"
+    return "", ""
+
+
+def encoder_decoder_section(model: ModelConfig, vllm: EngineConstraints | None) -> str:
+    architecture = model.architecture
+    if vllm is None or architecture is None:
+        return ""
+    for row in vllm.rows("registry_rows"):
+        if row.architecture == architecture and "encoder-decoder" in str(row.section).lower():
+            return f"vLLM's registry files {architecture} under [Encoder-decoder]"
+    return ""
+
+
+def encoder_only_why(model: ModelConfig, vllm: EngineConstraints | None) -> str:
+    """Why vLLM runs this architecture with encoder-only attention, or "": its class flags and
+    its ModelConfig.attn_type rule, both extracted, decide (attention_kind)."""
+    if vllm is None or model.architecture is None:
+        return ""
+    kind = attention_kind(model, vllm)
+    return kind.why if kind is not None and kind.value == "encoder_only" else ""
+
+
 # the planner's protocol (apron.engines.base.EngineRules)
 
 default_context = base.no_default_context
