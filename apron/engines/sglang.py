@@ -307,6 +307,35 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     )
 
 
+DSA_SET = "is_deepseek_dsa"
+KV_CONFIGURATOR_PATH = "python/sglang/srt/mem_cache/kv_cache_configurator.py"
+FP8_KV_DTYPES = frozenset({"fp8", "fp8_e4m3", "fp8_e5m2"})
+
+
+def kv_dtype_unknown(model: ModelConfig, sglang: EngineConstraints, kv_dtype: str) -> str:
+    """Why SGLang's KV cell at this KV dtype depends on what it decides on the GPU at run time
+    ("" when it does not): a DSA model (is_deepseek_dsa) with an fp8 cache stores its latent as
+    calculate_mla_kv_cache_dim says for the DSA backend it picks, trtllm the plain latent, the
+    others fp8 blocks with per-block scales and a bf16 rope part."""
+    if kv_dtype not in FP8_KV_DTYPES:
+        return ""
+    decision = mla_decision(model, sglang)
+    if decision is None or decision.is_mla is not True or _in_set(model, sglang, DSA_SET) is None:
+        return ""
+    rows = [r for r in sglang.rows(SETS) if r.set_name == DSA_SET]
+    member = next(r for r in rows if r.architecture in set(model.architectures))
+    holds, words = _set_condition(model, member)
+    if holds is False:
+        return ""
+    return (
+        f"{kv_dtype}: {member.architecture} is in SGLang's {DSA_SET}"
+        + (f" ({words})" if words else "")
+        + ", and its DSA latent cell at fp8 depends on the DSA backend SGLang picks from the GPU "
+        f"at run time ({KV_CONFIGURATOR_PATH} calculate_mla_kv_cache_dim: trtllm keeps the plain "
+        "latent, the other backends store fp8 blocks with per-block scales and a bf16 rope part)"
+    )
+
+
 CONTEXT_RULES = "context_length_rules"
 
 
