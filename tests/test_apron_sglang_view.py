@@ -251,3 +251,19 @@ def test_a_dsa_model_with_a_bf16_cache_keeps_the_latent_figure():
     the indexer's cache as SGLang measured it: 78,324 B/token)."""
     sgl = view(plan(str(DEEPSEEK_V32), kv_dtype="bf16"), "sglang")
     assert sgl.kv_bytes_per_token == 78_324
+
+
+def test_a_config_class_without_num_attention_heads_gets_no_sglang_figure():
+    """SGLang's ModelConfig reads hf_text_config.num_attention_heads by plain attribute access;
+    Mamba2Config declares no such field (transformers' class), so SGLang refuses the config
+    (AttributeError, conformance/sglang) while vLLM serves it."""
+    result = plan(sample("mamba-codestral-7b"))
+    sgl = view(result, "sglang")
+    assert (sgl.kv_bytes_per_token, sgl.state_bytes_per_sequence) == (None, None)
+    assert any("num_attention_heads" in n and "Mamba2Config" in n for n in sgl.notes)
+    assert view(result, "vllm").state_bytes_per_sequence is not None
+
+
+def test_a_published_num_attention_heads_keeps_the_sglang_figure():
+    config = {**sample("mamba-codestral-7b"), "num_attention_heads": 128}
+    assert view(plan(config), "sglang").state_bytes_per_sequence is not None

@@ -165,8 +165,6 @@ def _cases() -> list[Measurement]:
 KNOWN = {
     ("llama-4-scout-17b-16e.json", "model_config", ""): "transformers 5.12.1's Llama4TextConfig "
     "refuses attn_temperature_tuning 4 (a bool field); apron does not read the validators",
-    ("mamba-codestral-7b.json", "model_config", ""): "SGLang's ModelConfig reads "
-    "num_attention_heads, which Mamba2Config lacks; apron gives the state figures",
 }
 
 

@@ -240,6 +240,34 @@ def _has_window(model: ModelConfig) -> bool:
     return any(model.get(name) is not None for name in WINDOW_FIELDS)
 
 
+# ModelConfig._derive_model_shapes reads these of hf_text_config by plain attribute access
+# (self.hf_text_config.num_attention_heads): a config without them is refused (AttributeError)
+REQUIRED_ATTRIBUTES = ("num_attention_heads", "hidden_size")
+
+
+def missing_attribute(model: ModelConfig) -> str:
+    """Why SGLang's ModelConfig cannot read an attribute it needs of this config ("" when it
+    can): config.json does not publish it (nor a spelling of it) and the configuration class
+    declares no such field."""
+    classes = model.constraints.config_classes()
+    if classes is None:
+        return ""
+    cls = classes.text_class(model.text_model_type, model.text_key, model.model_type)
+    if cls is None:
+        return ""
+    chain = classes.class_chain(cls)
+    declared = {name for member in chain for name in member.defaults}
+    declared |= set(classes.attribute_map(cls))
+    for name in REQUIRED_ATTRIBUTES:
+        if model.published(name) is None and name not in declared:
+            return (
+                f"SGLang's ModelConfig reads hf_text_config.{name}, which config.json does not "
+                f"publish and {cls.origin} {cls.name} ({cls.path}) does not declare: SGLang "
+                "refuses the config (AttributeError); no figures"
+            )
+    return ""
+
+
 def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     mla = mla_decision(model, sglang)
     heads = kv_heads(model, sglang)
@@ -289,6 +317,11 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
             "hf_config.architectures[0] and refuses it; no figures"
         )
         cites.append(Citation(ENGINE, sglang.commit, MODEL_CONFIG_PATH, "ModelConfig.__init__"))
+        computes = False
+    missing = missing_attribute(model)
+    if missing:
+        notes.append(missing)
+        cites.append(Citation(ENGINE, sglang.commit, MODEL_CONFIG_PATH, "_derive_model_shapes"))
         computes = False
     member_of = _memberships(model, sglang)
     if member_of:
