@@ -112,3 +112,27 @@ def test_an_unresolved_class_says_its_flags_are_unknown():
     view = vllm_view(plan(config, context=512, constraints=swapped))
     assert any("not statically resolved" in n for n in view.notes)
     assert view.flags == ()
+
+
+QWEN35_08B = (
+    "conformance/vllm/0231dd5467c61dca76f66269b6298a43772b3519/inputs/qwen3.5-0.8b-base.json"
+)
+
+
+def test_vllm_refuses_a_tp_its_vision_encoder_heads_do_not_divide():
+    """Qwen3.5-0.8B's vision encoder has 12 heads; vLLM's vision attention divides them by tp
+    (dist_utils.divide asserts), so tp 8 is refused at startup (conformance/vllm records it)."""
+    from pathlib import Path
+
+    import pytest
+
+    from apron.errors import ApronInputError
+
+    path = str(Path(__file__).resolve().parent.parent / QWEN35_08B)
+    # no other engine accepts tp 8 (SGLang's split of this hybrid model is not extracted), so the
+    # plan is refused, naming vLLM's check and the sizes it accepts
+    with pytest.raises(ApronInputError) as refused:
+        plan(path, tp=8)
+    assert "vision_config.num_heads = 12 is not divisible by tp 8" in str(refused.value)
+    assert "tp sizes every check accepts: 1, 2, 4" in str(refused.value)
+    assert vllm_view(plan(path, tp=2)).gpu.status == "split"

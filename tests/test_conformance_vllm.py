@@ -156,10 +156,6 @@ RECORDS = _records()
 # Figures where apron and vLLM still disagree, each with why (conformance/vllm/README.md). The
 # test asserts they still disagree, so that fixing one makes this list shorter.
 OPEN_DISAGREEMENTS = {
-    "qwen3.5-0.8b-base.json[kv_dtype=bfloat16,tp=8]:kv_bytes_per_token": "vLLM refuses tp 8: "
-    "the vision encoder's 12 heads are not divisible by 8 (vllm/distributed/utils.py divide); "
-    "apron does not model the multimodal encoder",
-    "qwen3.5-0.8b-base.json[tp=8]:kv_heads_per_gpu": "the same refusal at tp 8",
     "llama-4-scout-17b-16e.json[]:model_config": "transformers refuses the config: @strict "
     "checks field types (attn_temperature_tuning: bool, the file has 4); apron reads "
     "validate_* checks, not field types",
