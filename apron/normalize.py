@@ -60,6 +60,8 @@ class ConfigClass(NamedTuple):
     sub_configs: dict[str, str]
     derivations: tuple[tuple[str, tuple, tuple], ...]
     validators: tuple[tuple[str, tuple, str, str], ...] = ()  # (method, condition, error, message)
+    strict: bool = False  # huggingface_hub @strict: field values are checked against field_types
+    field_types: dict[str, tuple] | None = None  # field -> annotation tree (FIELD_TYPE_OPS)
 
 
 # -- the extracted tables -----------------------------------------------------------------------
@@ -96,6 +98,10 @@ def _tables(module: Any, origin: str) -> _Tables:
     checks: dict[str, list[tuple[int, str, tuple, str, str]]] = {}
     for cls, method, step, condition, error, message in getattr(module, "VALIDATORS", ()):
         checks.setdefault(cls, []).append((step, method, condition, error, message))
+    types: dict[str, dict[str, tuple]] = {}
+    for cls, name, tree in getattr(module, "FIELD_TYPES", ()):
+        types.setdefault(cls, {})[name] = tree
+    strict = {row[0] for row in getattr(module, "STRICT_CLASSES", ())}
     classes: dict[str, ConfigClass] = {}
     by_model_type: dict[str, str] = {}
     for name, model_type, path, bases in sorted(module.CLASSES, key=lambda c: c[2]):
@@ -112,6 +118,8 @@ def _tables(module: Any, origin: str) -> _Tables:
             subs.get(name, {}),
             tuple((n, c, e) for _, n, c, e in sorted(steps.get(name, []), key=lambda s: s[0])),
             tuple(v[1:] for v in sorted(checks.get(name, []), key=lambda v: v[0])),
+            name in strict,
+            types.get(name, {}),
         )
         if model_type is not None:
             by_model_type.setdefault(model_type, name)
@@ -432,9 +440,71 @@ def _built(
     return env, sources
 
 
+SIMPLE_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def type_error(name: str, value: Any, tree: tuple) -> str:
+    """What huggingface_hub's strict type_validator says of `value` for a field annotated
+    `tree` ("" when it accepts it). Only simple types (int, float, bool, str), None and their
+    unions are checked; a container or any other class is not (apron does not model it)."""
+    kind = tree[0]
+    if kind == "none":
+        return "" if value is None else f"Field '{name}' expected None, got {type(value).__name__}"
+    if kind == "union":
+        errors = [type_error(name, value, member) for member in tree[1:]]
+        if any(not e for e in errors):
+            return ""
+        return f"Field '{name}' with value {value!r} doesn't match any type: {'; '.join(errors)}"
+    expected = SIMPLE_TYPES.get(tree[1]) if kind == "type" else None
+    if expected is None:
+        return ""
+    if (expected is int and isinstance(value, bool)) or not isinstance(value, expected):
+        return (
+            f"Field '{name}' expected {expected.__name__}, got {type(value).__name__} "
+            f"(value: {value!r})"
+        )
+    return ""
+
+
+def _checked_types(classes: ConfigClasses, cls: ConfigClass) -> dict[str, tuple]:
+    """The field annotations @strict checks for this class: those of its nearest @strict class
+    (itself or a base) and that class's bases, the most derived annotation winning."""
+    chain = classes.class_chain(cls)
+    start = next((i for i, member in enumerate(chain) if member.strict), None)
+    found: dict[str, tuple] = {}
+    for member in reversed(chain[start:] if start is not None else ()):
+        found.update(member.field_types or {})
+    return found
+
+
+def type_refusal(
+    classes: ConfigClasses, cls: ConfigClass, published: Mapping[str, Any]
+) -> str | None:
+    """Why @strict refuses a value config.json gives a field of this class (the first, by
+    key), or None."""
+    types = _checked_types(classes, cls)
+    if not types:
+        return None
+    aliases = classes.attribute_map(cls)
+    for key in sorted(published):
+        field_name = key if key in types else (aliases.get(key) or ("",))[0]
+        tree = types.get(field_name)
+        error = type_error(field_name, published[key], tree) if tree is not None else ""
+        if error:
+            return (
+                f"{cls.origin} {cls.name} ({cls.path}) is @strict (huggingface_hub), whose field "
+                f"validation raises StrictDataclassFieldValidationError: {error}"
+            )
+    return None
+
+
 def refusal(classes: ConfigClasses, cls: ConfigClass, published: Mapping[str, Any]) -> str | None:
-    """Why the class refuses this config (the first validate_* check whose condition holds on
-    the config as the class builds it), or None; a check apron cannot evaluate is not applied."""
+    """Why the class refuses this config (a field value its @strict type check refuses, else
+    the first validate_* check whose condition holds on the config as the class builds it), or
+    None; a check apron cannot evaluate is not applied."""
+    typed = type_refusal(classes, cls, published)
+    if typed:
+        return typed
     env, _ = _built(classes, cls, published)
     for member in classes.class_chain(cls):
         for method, condition, error, message in member.validators:

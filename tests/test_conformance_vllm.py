@@ -156,9 +156,6 @@ RECORDS = _records()
 # Figures where apron and vLLM still disagree, each with why (conformance/vllm/README.md). The
 # test asserts they still disagree, so that fixing one makes this list shorter.
 OPEN_DISAGREEMENTS = {
-    "llama-4-scout-17b-16e.json[]:model_config": "transformers refuses the config: @strict "
-    "checks field types (attn_temperature_tuning: bool, the file has 4); apron reads "
-    "validate_* checks, not field types",
     "nemotron-h-8b-base-8k.json[]:model_config": "transformers' NemotronHConfig maps "
     "hybrid_override_pattern through a dict without '-' (KeyError); apron reads the pattern "
     "with '-' as an MLP layer",

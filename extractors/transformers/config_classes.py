@@ -83,6 +83,8 @@ class ConfigClass:
     sub_configs: tuple[tuple[str, str], ...]  # (key, class name)
     derivations: tuple[Derivation, ...]
     validators: tuple[Validator, ...] = ()
+    strict: bool = False  # decorated with huggingface_hub's @strict: field types are checked
+    field_types: tuple[tuple[str, tuple], ...] = ()  # (field, annotation tree; FIELD_TYPE_OPS)
 
 
 @dataclass
@@ -268,6 +270,77 @@ class _Reader:
 
 _NOT_LITERAL = object()
 
+# The annotation tree of a dataclass field (a nested tuple whose first item names it):
+#   ("type", name)                 a class by name (int, float, bool, str, or any other)
+#   ("none",)                      None
+#   ("union", a, b, ...)           `a | b`, Optional[a], Union[a, b]: members sorted, no repeats
+#   ("generic", name, a, ...)      a subscripted class: list[str], dict[str, int], Literal[...]
+#   ("ellipsis",)                  the `...` of tuple[float, ...]
+#   ("unknown", code)              a shape this reader does not read (a string forward reference)
+FIELD_TYPE_OPS = "type none union generic ellipsis unknown"
+
+
+def annotation(node: Node) -> tuple:
+    """A field's annotation as a tree (FIELD_TYPE_OPS); the same tree however it is spelled."""
+    node = unparenthesize(node)
+    if node.type == "type" and node.named_child_count == 1:
+        return annotation(node.named_children[0])
+    text = node_text(node)
+    if node.type == "none" or text == "None":
+        return ("none",)
+    if node.type == "ellipsis":
+        return ("ellipsis",)
+    if node.type in ("identifier", "attribute"):
+        return ("type", text)
+    if node.type == "union_type":
+        return _union(*(annotation(c) for c in node.named_children))
+    if node.type == "binary_operator" and node_text(node.child_by_field_name("operator")) == "|":
+        return _union(
+            annotation(node.child_by_field_name("left")),
+            annotation(node.child_by_field_name("right")),
+        )
+    if node.type in ("subscript", "generic_type"):
+        if node.type == "subscript":
+            head = node.child_by_field_name("value")
+            args = node.children_by_field_name("subscript")
+        else:
+            head = node.named_children[0]
+            params = node.named_children[1] if node.named_child_count > 1 else None
+            args = params.named_children if params is not None else []
+        name = node_text(head).rsplit(".", 1)[-1]
+        if len(args) == 1 and args[0].type == "tuple":
+            args = args[0].named_children
+        members = [annotation(a) for a in args]
+        if name == "Optional" and len(members) == 1:
+            return _union(members[0], ("none",))
+        if name == "Union" and members:
+            return _union(*members)
+        return ("generic", name, *members)
+    return ("unknown", code_of(node))
+
+
+def _union(*members: tuple) -> tuple:
+    flat: set[tuple] = set()
+    for member in members:
+        flat.update(member[1:] if member[0] == "union" else (member,))
+    return ("union", *sorted(flat, key=repr))
+
+
+def _is_strict(definition: Node) -> bool:
+    """Whether the class is decorated with huggingface_hub's `@strict` (or `@strict(...)`)."""
+    parent = definition.parent
+    if parent is None or parent.type != "decorated_definition":
+        return False
+    for decorator in parent.named_children:
+        if decorator.type != "decorator" or not decorator.named_children:
+            continue
+        target = unparenthesize(decorator.named_children[0])
+        if target.type == "call":
+            target = target.child_by_field_name("function")
+        if target is not None and node_text(target).rsplit(".", 1)[-1] == "strict":
+            return True
+    return False
+
 
 def _built_config(value: Node) -> str | None:
     """The class of `SomeConfig(...)`, or of `x or SomeConfig(...)`: a sub-config the
@@ -396,6 +469,7 @@ def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[Extractio
     attribute_map: list[tuple[str, str]] = []
     sub_configs: list[tuple[str, str]] = []
     defaults: dict[str, Default] = {}
+    field_types: dict[str, tuple] = {}
     for target, value in assignments(body, include_bare=True):
         if target == "model_type" and value is not None:
             model_type = string_value(value)
@@ -426,10 +500,13 @@ def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[Extractio
             continue
         left = assignment.child_by_field_name("left")
         right = assignment.child_by_field_name("right")
-        if left is None or left.type != "identifier" or right is None:
+        if left is None or left.type != "identifier":
             continue
         target = node_text(left)
         if target.startswith("_") or target in ("model_type", "attribute_map", "sub_configs"):
+            continue
+        field_types[target] = annotation(assignment.child_by_field_name("type"))
+        if right is None:
             continue
         defaults[target] = _default_of(target, right)
         if not defaults[target].known:
@@ -467,6 +544,8 @@ def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[Extractio
         sub_configs=tuple(sorted(sub_configs)),
         derivations=tuple(derivations),
         validators=validators,
+        strict=_is_strict(definition),
+        field_types=tuple(sorted(field_types.items())),
     )
     return record, reader.warnings
 
