@@ -254,6 +254,18 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+class ClassRaises(Exception):
+    """Building the config runs a derivation that raises (a dict lookup of a key it lacks)."""
+
+
 class _Env:
     """The config as the class sees it: published keys over the class defaults, then what the
     derivations set."""
@@ -269,6 +281,7 @@ class _Env:
             self.aliases.update(member.attribute_map)
             self.defaults.update(member.defaults)
         self.set: dict[str, Any] = {}
+        self.raised = ""  # what building the config raised ("" when it built)
 
     def real(self, name: str) -> str:
         return self.aliases.get(name, name)
@@ -296,6 +309,14 @@ class _Env:
             if tree[1] in self.published:
                 return self.published[tree[1]]
             return self.evaluate(tree[2], item)
+        if op == "has kwarg":
+            return tree[1] in self.published
+        if op == "[]":
+            container, key = self.evaluate(tree[1], item), self.evaluate(tree[2], item)
+            if tree[1][0] != "const":  # a field's dict may be filled by code not read here
+                ok = isinstance(container, dict) and _hashable(key) and key in container
+                return container[key] if ok else UNKNOWN
+            return self._lookup(container, key)
         if op == "item":
             return item
         if op == "for":
@@ -323,6 +344,20 @@ class _Env:
         except (TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError):
             return UNKNOWN
 
+    @staticmethod
+    def _lookup(container: Any, key: Any) -> Any:
+        """container[key] of a dict the class writes out; a key it lacks raises (ClassRaises),
+        as the class does."""
+        if container is UNKNOWN or key is UNKNOWN or not isinstance(container, dict):
+            return UNKNOWN
+        try:
+            return container[key]
+        except KeyError:
+            keys = ", ".join(map(repr, container))
+            raise ClassRaises(f"KeyError: {shown(repr(key))} (it maps {keys})") from None
+        except TypeError:  # an unhashable key: the class raises TypeError
+            raise ClassRaises(f"TypeError: unhashable {type(key).__name__}") from None
+
     def _for(self, tree: tuple, item: Any) -> Any:
         iterable = tree[1]
         if iterable[0] == "range":
@@ -332,6 +367,8 @@ class _Env:
             values: Any = range(count)
         else:
             values = self.evaluate(iterable, item)
+            if isinstance(values, str) and len(values) <= MAX_LIST:
+                values = list(values)  # a string is iterated by character
             if not isinstance(values, list):
                 return UNKNOWN
         out = [self.evaluate(tree[2], v) for v in values]
@@ -386,6 +423,10 @@ def words(tree: tuple) -> str:
         return "[" + ", ".join(words(t) for t in tree[1:]) + "]"
     if op == "unknown":
         return f"<not read: {tree[1]}>"
+    if op == "has kwarg":
+        return f"config.json has {tree[1]}"
+    if op == "[]":
+        return f"{words(tree[1])}[{words(tree[2])}]"
     return f"({words(tree[1])} {op} {words(tree[2])})"
 
 
@@ -421,6 +462,7 @@ def _built(
     keys = classes.kv_head_keys
     where = f"{cls.origin} {cls.name} ({cls.path})"
     sources: dict[str, str] = {}
+    env.raised = ""
     for member in classes.class_chain(cls):
         for name, (_value, known) in member.defaults.items():
             usable = known and not _withheld(name, None, keys)
@@ -428,13 +470,20 @@ def _built(
     for member in classes.class_chain(cls):
         for name, condition, expression in member.derivations:
             real = env.real(name)
-            test = env.evaluate(condition)
-            if test is UNKNOWN:
-                env.set[real] = UNKNOWN
-            elif test:
-                env.set[real] = env.evaluate(expression)
-            else:
-                continue
+            try:
+                test = env.evaluate(condition)
+                if test is UNKNOWN:
+                    env.set[real] = UNKNOWN
+                elif test:
+                    env.set[real] = env.evaluate(expression)
+                else:
+                    continue
+            except ClassRaises as raised:
+                env.raised = (
+                    f"{member.origin} {member.name} ({member.path}) raises {raised} when it sets "
+                    f"{real} = {words(expression)}"
+                )
+                return env, sources
             usable = not _withheld(real, (condition, expression), keys)
             sources[real] = f"{where}: {real} = {words(expression)}" if usable else ""
     return env, sources
@@ -477,11 +526,32 @@ def _checked_types(classes: ConfigClasses, cls: ConfigClass) -> dict[str, tuple]
     return found
 
 
+TYPE_WORDS = {"int": "an integer", "float": "a float", "bool": "a boolean", "str": "a string"}
+
+
+def type_words(tree: tuple, *, article: bool = False) -> str:
+    """An annotation tree as Python-like text ("int | None"), or with `article` as words
+    ("an integer or null")."""
+    kind = tree[0]
+    if kind == "none":
+        return "null" if article else "None"
+    if kind == "union":
+        members = sorted(tree[1:], key=lambda t: t[0] == "none")  # None last, as it is written
+        return (" or " if article else " | ").join(type_words(t, article=article) for t in members)
+    if kind == "type":
+        return TYPE_WORDS.get(tree[1], tree[1]) if article else tree[1]
+    if kind == "generic":
+        return f"{tree[1]}[{', '.join(type_words(t) for t in tree[2:])}]"
+    return "..." if kind == "ellipsis" else str(tree[-1])
+
+
 def type_refusal(
     classes: ConfigClasses, cls: ConfigClass, published: Mapping[str, Any]
 ) -> str | None:
     """Why @strict refuses a value config.json gives a field of this class (the first, by
-    key), or None."""
+    key), or None: "num_hidden_layers is true, not an integer (...)"."""
+    from apron.bounds import what_it_is
+
     types = _checked_types(classes, cls)
     if not types:
         return None
@@ -492,8 +562,10 @@ def type_refusal(
         error = type_error(field_name, published[key], tree) if tree is not None else ""
         if error:
             return (
-                f"{cls.origin} {cls.name} ({cls.path}) is @strict (huggingface_hub), whose field "
-                f"validation raises StrictDataclassFieldValidationError: {error}"
+                f"{shown(key)} is {what_it_is(published[key])}, not {type_words(tree, article=True)}"
+                f" (transformers' configuration classes declare it {type_words(tree)} and refuse "
+                f"any other type: {cls.origin} {cls.name} ({cls.path}) is @strict, so "
+                f"huggingface_hub raises StrictDataclassFieldValidationError: {error})"
             )
     return None
 
@@ -506,6 +578,8 @@ def refusal(classes: ConfigClasses, cls: ConfigClass, published: Mapping[str, An
     if typed:
         return typed
     env, _ = _built(classes, cls, published)
+    if env.raised:
+        return env.raised
     for member in classes.class_chain(cls):
         for method, condition, error, message in member.validators:
             try:

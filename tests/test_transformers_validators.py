@@ -142,3 +142,54 @@ def test_llama4_scout_as_published_is_refused_naming_the_field_and_type():
     )
     with pytest.raises(ApronInputError, match=r"attn_temperature_tuning.*expected bool, got int"):
         plan(str(path))
+
+
+NEMOTRON_H = (
+    Path(__file__).resolve().parent.parent
+    / "conformance/vllm/0231dd5467c61dca76f66269b6298a43772b3519/inputs/nemotron-h-8b-base-8k.json"
+)
+
+# a miniature of a class that maps a pattern string through a helper (not transformers' text)
+PATTERN = '''
+@strict
+class PatternConfig(PreTrainedConfig):
+    model_type = "pattern"
+    kinds: list[str] | None = None
+
+    def __post_init__(self, **kwargs):
+        if "kind_pattern" in kwargs:
+            pattern = kwargs.pop("kind_pattern")
+            self.kinds = self._to_list(pattern)
+
+    @staticmethod
+    def _to_list(pattern: str) -> list:
+        """Docstring."""
+        mapping = {"M": "mamba", "*": "attention"}
+        return [mapping[char] for char in pattern]
+'''
+
+
+def test_a_helper_method_is_read_inline_and_a_lookup_is_an_expression():
+    (cls,), _ = read_module(PATTERN, "p.py")
+    (derivation,) = cls.derivations
+    assert derivation.condition == ("has kwarg", "kind_pattern")
+    assert derivation.expression == (
+        "for",
+        ("kwarg", "kind_pattern", ("const", None)),
+        ("[]", ("const", {"M": "mamba", "*": "attention"}), ("item",)),
+    )
+
+
+def test_nemotron_h_with_a_pattern_character_the_class_does_not_map_is_refused():
+    """transformers' NemotronHConfig maps hybrid_override_pattern through {M, E, *}; the
+    published 8B config has '-' (MLP) layers, so building it raises KeyError '-', as vLLM
+    measured (conformance/vllm: KeyError: '-'). SGLang builds nemotron_h with its own
+    NemotronHConfig, which maps '-', and serves it: only the vLLM column refuses."""
+    result = plan(str(NEMOTRON_H))
+    vllm, sglang = (next(v for v in result.engines if v.engine == e) for e in ("vllm", "sglang"))
+    assert vllm.kv_bytes_per_token is None
+    assert any(
+        n.startswith("vLLM cannot load the config") and "raises KeyError: '-'" in n
+        for n in vllm.notes
+    )
+    assert sglang.kv_bytes_per_token is not None

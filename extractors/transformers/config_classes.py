@@ -33,10 +33,14 @@ FACT = "config_classes"
 #   binary operators "+", "-", "*", "/", "//", "%", comparisons "==", "!=", "<", "<=", ">", ">=",
 #   ("is None", a), ("is not None", a), ("not", a), ("and", a, b), ("or", a, b),
 #   ("if", condition, then, otherwise), ("int", a), ("bool", a), ("len", a),
+#   ("has kwarg", name)        whether config.json has the key `name` (`"name" in kwargs`)
+#   ("[]", container, key)     container[key]; a key a dict does not hold raises KeyError
 #   ("unknown", code)          a shape this reader does not read (with a warning)
+# A call of one of the class's own methods whose body is local assignments and one `return` is
+# read as that return expression, its parameters bound to the call's arguments.
 EXPRESSION_OPS = (
     "field const kwarg item for range list + - * / // % == != < <= > >= "
-    "is None,is not None,not,and,or,if,int,bool,len,unknown"
+    "is None,is not None,not,and,or,if,int,bool,len,has kwarg,[],unknown"
 )
 BINARY = {"+", "-", "*", "/", "//", "%"}
 COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
@@ -94,6 +98,8 @@ class _Reader:
     params: dict[str, Node] = field(default_factory=dict)  # __init__ parameters with defaults
     style: str = "dataclass"  # or "init"
     built: dict[str, str] = field(default_factory=dict)  # sub-configs __init__ builds
+    methods: dict[str, Node] = field(default_factory=dict)  # the class's own methods, by name
+    inlining: frozenset[str] = frozenset()  # methods being read inline (no recursion)
     warnings: list[ExtractionWarning] = field(default_factory=list)
 
     def warn(self, code: str, message: str, node: Node) -> None:
@@ -153,6 +159,14 @@ class _Reader:
             return ("list", *(self.expression(c, scope) for c in node.named_children))
         elif kind == "list_comprehension":
             return self._comprehension(node, scope)
+        elif kind == "subscript":
+            keys = node.children_by_field_name("subscript")
+            if len(keys) == 1 and keys[0].type != "slice":
+                return (
+                    "[]",
+                    self.expression(node.child_by_field_name("value"), scope),
+                    self.expression(keys[0], scope),
+                )
         return ("unknown", code_of(node))
 
     def _comparison(self, node: Node, scope: dict[str, tuple]) -> tuple:
@@ -161,6 +175,11 @@ class _Reader:
         if len(operands) != 2:
             return ("unknown", code_of(node))
         op = " ".join(operators)
+        if op in ("in", "not in") and node_text(operands[1]) == "kwargs":
+            key = string_value(operands[0])
+            if key is not None:
+                has = ("has kwarg", key)
+                return has if op == "in" else ("not", has)
         left = self.expression(operands[0], scope)
         if op in ("is", "is not") and node_text(operands[1]) == "None":
             return ("is None" if op == "is" else "is not None", left)
@@ -183,7 +202,54 @@ class _Reader:
             default = self.expression(arguments[1], scope) if len(arguments) == 2 else None
             if key is not None:
                 return ("kwarg", key, default if default is not None else ("const", None))
+        if function.type == "attribute" and node_text(function.child_by_field_name("object")) in (
+            "self",
+            self.class_name,
+        ):
+            inlined = self._inline(
+                node_text(function.child_by_field_name("attribute")), arguments, scope
+            )
+            if inlined is not None:
+                return inlined
         return ("unknown", code_of(node))
+
+    def _inline(self, name: str, arguments: list[Node], scope: dict[str, tuple]) -> tuple | None:
+        """The return expression of the class's own method `name` with its parameters bound to
+        the arguments; None when the method is not one of local assignments and one `return`."""
+        method = self.methods.get(name)
+        if method is None or name in self.inlining or name.startswith("__"):
+            return None
+        params = [
+            p
+            for p in method.child_by_field_name("parameters").named_children
+            if p.type in ("identifier", "typed_parameter")
+        ]
+        names = [node_text(p if p.type == "identifier" else p.named_children[0]) for p in params]
+        if names[:1] == ["self"] and not _is_static(method):
+            names = names[1:]
+        if len(names) != len(arguments) or any(a.type == "keyword_argument" for a in arguments):
+            return None
+        local = {n: self.expression(a, scope) for n, a in zip(names, arguments, strict=True)}
+        body = [
+            c
+            for c in method.child_by_field_name("body").named_children
+            if not (c.type == "expression_statement" and c.named_children[0].type == "string")
+        ]
+        if not body or body[-1].type != "return_statement" or not body[-1].named_children:
+            return None
+        self.inlining = self.inlining | {name}
+        try:
+            for statement in body[:-1]:
+                inner = statement.named_children[0] if statement.named_child_count == 1 else None
+                if statement.type != "expression_statement" or inner is None:
+                    return None
+                left = inner.child_by_field_name("left") if inner.type == "assignment" else None
+                if left is None or left.type != "identifier":
+                    return None
+                local[node_text(left)] = self.expression(inner.child_by_field_name("right"), local)
+            return self.expression(body[-1].named_children[0], local)
+        finally:
+            self.inlining = self.inlining - {name}
 
     def _comprehension(self, node: Node, scope: dict[str, tuple]) -> tuple:
         body = node.child_by_field_name("body")
@@ -434,6 +500,31 @@ def _string_dict(node: Node | None) -> list[tuple[str, Node]] | None:
     return pairs
 
 
+def _is_static(method: Node) -> bool:
+    parent = method.parent
+    return (
+        parent is not None
+        and parent.type == "decorated_definition"
+        and any(
+            d.type == "decorator" and node_text(d).strip() == "@staticmethod"
+            for d in parent.named_children
+        )
+    )
+
+
+def _methods(body: Node) -> dict[str, Node]:
+    found: dict[str, Node] = {}
+    for member in body.named_children:
+        method = (
+            member.child_by_field_name("definition")
+            if member.type == "decorated_definition"
+            else member
+        )
+        if method is not None and method.type == "function_definition":
+            found.setdefault(node_text(method.child_by_field_name("name")), method)
+    return found
+
+
 def _method(body: Node, name: str) -> Node | None:
     for member in body.named_children:
         method = (
@@ -465,6 +556,7 @@ def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[Extractio
     )
     body = definition.child_by_field_name("body")
     reader = _Reader(path, name)
+    reader.methods = _methods(body)
     model_type = None
     attribute_map: list[tuple[str, str]] = []
     sub_configs: list[tuple[str, str]] = []
