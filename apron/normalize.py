@@ -557,6 +557,10 @@ def type_refusal(
         return None
     aliases = classes.attribute_map(cls)
     for key in sorted(published):
+        if published[key] is None:
+            # null reads as absent here, as everywhere in apron (huggingface_hub would check
+            # None against the annotation too; not modelled)
+            continue
         field_name = key if key in types else (aliases.get(key) or ("",))[0]
         tree = types.get(field_name)
         error = type_error(field_name, published[key], tree) if tree is not None else ""
