@@ -418,6 +418,23 @@ ENGINE = EngineSpec(
     family_rules=families.SGLANG_RULES,
     release_tags=r"v\d+\.\d+\.\d+(\.post\d+)?",
     support_facts=("mla_architectures", "explicit_mha_architectures", "architecture_sets"),
+    calculator_facts=(
+        "mla_architectures",
+        "mla_conditions",
+        "explicit_mha_architectures",
+        "architecture_sets",
+        "hybrid_config_classes",
+        "kv_head_aliases",
+        "kv_head_fallback",
+        "kv_head_overrides",
+        "serving_defaults",
+        "tp_rules",
+        "ssm_tp_splits",
+        "memory_fraction_steps",
+        "kv_dtype_sets",
+        "context_length_rules",
+        "prefill_graph_rules",
+    ),
     facts=(
         FactExtractor(REGISTRY_ROWS, _registry_rows, reads=MODELS_READS),
         FactExtractor(
