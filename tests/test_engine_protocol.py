@@ -17,6 +17,7 @@ MEMBERS = (
     "memory_fraction",
     "fit_capacity",
     "pooling",
+    "kv_dtype_unknown",
     "auto_kv_dtype",
 )
 

@@ -95,6 +95,12 @@ class EngineRules(Protocol):
     def pooling(self, model: ModelConfig, constraints: EngineConstraints) -> bool:
         """Whether it runs the config as a pooling (embedding) model: its KV dtype auto differs."""
 
+    def kv_dtype_unknown(
+        self, model: ModelConfig, constraints: EngineConstraints, kv_dtype: str
+    ) -> str:
+        """Why its KV cell at this KV dtype depends on what it decides on the GPU at run time
+        ("" when it does not): its KV figures are then unknown."""
+
     def auto_kv_dtype(
         self,
         constraints: EngineConstraints | None,
@@ -177,6 +183,11 @@ def no_auto_kv_dtype(
 ) -> None:
     """The shared default: how the engine resolves `auto` is not among the extracted rules."""
     return None
+
+
+def kv_dtype_known(model: ModelConfig, constraints: EngineConstraints, kv_dtype: str) -> str:
+    """The shared default: the KV cell does not depend on a run-time decision."""
+    return ""
 
 
 def not_pooling(model: ModelConfig, constraints: EngineConstraints) -> bool:

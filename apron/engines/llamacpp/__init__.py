@@ -283,6 +283,7 @@ def default_context(model: ModelConfig, llamacpp: EngineConstraints) -> ContextD
 memory_fraction = base.no_memory_fraction
 fit_capacity = base.block_capacity
 pooling = base.not_pooling
+kv_dtype_unknown = base.kv_dtype_known
 
 
 def own_view(column: base.Column) -> EngineView | None:

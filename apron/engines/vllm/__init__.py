@@ -519,6 +519,9 @@ def _class_decision(
     return tuple(flags), no_kv, tuple(notes), kind.citations
 
 
+REFUSES_CONFIG = "vLLM cannot load the config: the configuration class refuses it"
+
+
 def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
     """vLLM's decisions for this config at its pin."""
     _prediction, engine_heads = resolve_kv_heads(model, vllm)
@@ -529,6 +532,11 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
             "prediction stays unknown"
         )
     flags, no_kv, class_notes, cites = _class_decision(model, vllm)
+    from apron.checks import class_refusal
+
+    refused = class_refusal(model)
+    if refused:  # the plan goes on for the engines that build the config with their own class
+        notes.insert(0, f"{REFUSES_CONFIG}: {refused}; no figures")
     return EngineDecision(
         engine=ENGINE,
         kv_heads=engine_heads,
@@ -536,7 +544,7 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
         flags=flags,
         notes=(*notes, *class_notes),
         citations=cites,
-        computes_figures=True,
+        computes_figures=not refused,
         own_flags=vllm.has(CLASS_FLAGS),
         no_kv_cache=no_kv,
     )
@@ -588,6 +596,7 @@ def encoder_only_why(model: ModelConfig, vllm: EngineConstraints | None) -> str:
 default_context = base.no_default_context
 own_view = base.no_own_view
 memory_fraction = base.no_memory_fraction
+kv_dtype_unknown = base.kv_dtype_known
 
 
 def fit_capacity(fit: base.CapacityInputs) -> Capacity:
