@@ -1,6 +1,7 @@
 """What `--kv-cache-dtype auto` resolves to, per engine, from the checkpoint's config and quant config:
-the checkpoint reading every engine shares, and the dispatch to each engine's own rule
-(apron/engines/<engine>/kv_dtype.py, EngineRules.auto_kv_dtype).
+the checkpoint reading every engine shares; each engine's own rule is its
+apron/engines/<engine>/kv_dtype.py (EngineRules.auto_kv_dtype, dispatched by
+apron.engines.resolve_kv_dtype_auto).
 
 vLLM (pin 0231dd54): `resolve_kv_cache_dtype_string` (vllm/utils/torch_utils.py) maps a ModelOpt
 `kv_cache_scheme` / `kv_cache_quant_algo` to fp8_e4m3 or nvfp4; else `Attention.__init__`
@@ -17,7 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from apron.constraints import EngineConstraints
 from apron.input_files import present
 from apron.json_files import read_json_object
 
@@ -121,31 +121,3 @@ def weight_dtypes(model_dir: Path | None) -> tuple[str, ...]:
     if weights is None:
         return ()
     return tuple(d.dtype for d in weights.by_dtype)
-
-
-def resolve_kv_dtype_auto(
-    config: Mapping[str, Any],
-    model_dir: Path | None,
-    engine: str,
-    *,
-    rules: EngineConstraints | None,
-    mla: bool = False,
-    pooling: bool = False,
-) -> KvDtypeChoice:
-    """The KV cache dtype `engine` uses for `--kv-cache-dtype auto` with this checkpoint.
-
-    `rules`: that engine's constraints (its extracted literals and sets); `mla`: the engine allocates this model as MLA (vLLM's MLAAttention ignores a compressed-tensors
-    kv_cache_scheme); `pooling`: vLLM runs it as a pooling model (float32 then becomes float16)."""
-    from apron.engines import ENGINE_RULES
-
-    rules_of = ENGINE_RULES.get(engine)
-    found = (
-        rules_of.auto_kv_dtype(rules, config, model_dir, mla, pooling)
-        if rules_of is not None
-        else None
-    )
-    if found is not None:
-        return found
-    return KvDtypeChoice(
-        None, f"auto: how {engine} resolves its KV cache dtype is not among the extracted rules", ()
-    )

@@ -17,11 +17,11 @@ from apron.constraints import (
     load_constraints,
 )
 from apron.deployment import Deployment
-from apron.engines import ENGINE_RULES, REFERENCE_ENGINE
+from apron.engines import ENGINE_RULES, REFERENCE_ENGINE, resolve_kv_dtype_auto
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import Column, EngineDecision
 from apron.errors import ApronInputError
-from apron.kv_dtype import KvDtypeChoice, resolve_kv_dtype_auto
+from apron.kv_dtype import KvDtypeChoice
 from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_window
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
