@@ -32,7 +32,6 @@ The public API is the names in `__all__`:
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -41,23 +40,6 @@ if TYPE_CHECKING:
     from apron.errors import ApronInputError, ConstraintsError
     from apron.planner import KV_DTYPES, plan
     from apron.results import Plan
-
-# each public name -> the module that defines it, imported at first use (PEP 562), so that
-# `import apron` (and an `extract` run, which imports this package too) costs no calculator
-_PUBLIC_AT = {
-    "KV_DTYPES": "apron.planner",
-    "ApronInputError": "apron.errors",
-    "ConstraintSet": "apron.constraints",
-    "ConstraintsError": "apron.errors",
-    "EngineConstraints": "apron.constraints",
-    "ModelConfig": "apron.config",
-    "Plan": "apron.results",
-    "load_config": "apron.config",
-    "load_constraints": "apron.constraints",
-    "load_sample": "apron.config",
-    "plan": "apron.planner",
-    "sample_names": "apron.config",
-}
 
 __all__ = [
     "KV_DTYPES",
@@ -76,11 +58,22 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """A public name, imported from its module on first use and kept on the package."""
-    module = _PUBLIC_AT.get(name)
-    if module is None:
+    """A public name, imported from its module at first use and kept on the package (PEP 562),
+    so that `import apron` (and an `extract` run, which imports this package too) costs no
+    calculator; the imports are written out so static tools follow them."""
+    if name in ("KV_DTYPES", "plan"):
+        from apron import planner as module
+    elif name in ("ModelConfig", "load_config", "load_sample", "sample_names"):
+        from apron import config as module
+    elif name in ("ConstraintSet", "EngineConstraints", "load_constraints"):
+        from apron import constraints as module
+    elif name in ("ApronInputError", "ConstraintsError"):
+        from apron import errors as module
+    elif name == "Plan":
+        from apron import results as module
+    else:
         raise AttributeError(f"module 'apron' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(module, name)
     globals()[name] = value
     return value
 
