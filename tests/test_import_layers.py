@@ -7,6 +7,7 @@ cannot be read, changed or tested one without the other."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,10 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
+@functools.cache
 def import_graph(root: Path = REPO_ROOT) -> dict[str, set[str]]:
+    """Module -> the known modules it imports; parsed once per root and process (11 MB of
+    generated/ take seconds to parse), so treat the result as read-only."""
     files = module_files(root)
     known = set(files)
     return {name: imported_modules(name, path, known) for name, path in files.items()}
