@@ -16,14 +16,15 @@ from tests.conftest import REPO_ROOT
 # "output": path, ...}. For each it forks; the grandchild takes the request's environment,
 # sends its stdout and stderr to `output`, does the job and leaves with os._exit (no cleanup
 # of the server's state, which it shares by fork). The server answers with the grandchild's
-# exit code, negative for a signal, as os.waitstatus_to_exitcode gives it.
+# exit code, negative for a signal, as os.waitstatus_to_exitcode gives it ("timeout" when the
+# request's timeout passed: the grandchild is killed).
 # Jobs: "extract" runs the extract command line with `args`; its writer's step hook counts the
 # steps into APRON_STEP_LOG and at step APRON_KILL_AT kills its own process with SIGKILL.
 # "writers" forks `orders` concurrent writers of generated/ (each writes the facts it is given
 # `rounds` times, in its order), extracted once in the server at the request's commits, and
 # answers with their exit codes.
 SERVER = r"""
-import json, os, signal, sys, traceback
+import json, os, signal, sys, time, traceback
 from pathlib import Path
 from apron.extractors.runner import writer
 from apron.extractors.commands.cli import main
@@ -34,9 +35,8 @@ from apron.extractors.runner.pipeline import ProjectPaths, extract_at, write_gen
 def become(request):
     os.environ.clear()
     os.environ.update(request["env"])
-    out = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(out, 1)
-    os.dup2(out, 2)
+    for fd, path in ((1, request["output"]), (2, request.get("errors") or request["output"])):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644), fd)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
 
@@ -78,13 +78,23 @@ def fork(request, job):
         in_grandchild(job)
     return pid
 
-def exit_code(pid):
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+def exit_code(pid, timeout=None):
+    if timeout is None:
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return "timeout"
 
 for line in sys.stdin:
     request = json.loads(line)
     if request["job"] == "extract":
-        answer = exit_code(fork(request, lambda: extract(request)))
+        answer = exit_code(fork(request, lambda: extract(request)), request.get("timeout"))
     else:
         url = request["url"]
         paths = ProjectPaths(Path(request["root"]))
@@ -113,7 +123,8 @@ class ForkServer:
     """The running server: `extract(args, env, output)` and `writers(...)` return exit codes."""
 
     def __init__(self) -> None:
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        # HF_HUB_OFFLINE as every test has it (conftest): huggingface_hub reads it at import
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1"}
         self.process = subprocess.Popen(
             [sys.executable, "-c", SERVER],
             env=env,
@@ -130,9 +141,31 @@ class ForkServer:
         assert answer, f"the fork server died (exit {self.process.poll()})"
         return json.loads(answer)
 
-    def extract(self, args: list[str], env: dict[str, str], output: Path) -> int:
-        """Run `extract ARGS` in a fresh fork with `env`; its output goes to `output`."""
-        return self.ask({"job": "extract", "args": args, "env": env, "output": str(output)})
+    def extract(
+        self,
+        args: list[str],
+        env: dict[str, str],
+        output: Path,
+        *,
+        errors: Path | None = None,
+        timeout: float | None = None,
+    ) -> int:
+        """Run `extract ARGS` in a fresh fork with `env`; its stdout goes to `output`, its stderr
+        to `errors` (or `output`). TimeoutError when it runs longer than `timeout` seconds (it
+        is killed)."""
+        code = self.ask(
+            {
+                "job": "extract",
+                "args": args,
+                "env": env,
+                "output": str(output),
+                "errors": str(errors or output),
+                "timeout": timeout,
+            }
+        )
+        if code == "timeout":
+            raise TimeoutError(f"extract {' '.join(args)} ran longer than {timeout} s")
+        return code
 
     def writers(
         self,
