@@ -36,10 +36,16 @@ class Answer(NamedTuple):
 
 
 @cache
+def header(path: Path):
+    """One GGUF file's header, read once for all the settings its records measure."""
+    return read_header(path, LIMITS)
+
+
+@cache
 def gguf_answer(path: Path, settings_json: str) -> Answer:
     s = json.loads(settings_json)
     got = figures(
-        read_header(path, LIMITS),
+        header(path),
         C,
         n_ctx=s["context"],
         n_seq_max=s["n_seq"],
