@@ -15,6 +15,11 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.parsing.python_classes import (
+    InconsistentHierarchy,
+    base_names,
+    c3_linearization,
+)
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     PYTHON,
@@ -247,12 +252,7 @@ def _read_class(
     warnings: list[ExtractionWarning],
 ) -> None:
     qualname = prefix + _name(node)
-    superclasses = node.child_by_field_name("superclasses")
-    bases = tuple(
-        node_text(b).replace(" ", "")
-        for b in (superclasses.named_children if superclasses is not None else ())
-        if b.type in ("identifier", "attribute")
-    )
+    bases = tuple(base_names(node))
     counter[0] += 1
     cls = ConverterClass(
         qualname=qualname,
@@ -412,35 +412,23 @@ class ConverterIndex:
                 found.append(resolved)
         return found
 
-    def mro(self, cls: ConverterClass, seen: frozenset[str] = frozenset()) -> list[ConverterClass]:
+    def mro(self, cls: ConverterClass) -> list[ConverterClass]:
         """C3 linearization over the bases that resolve to converter classes (a plain
         depth-first order if C3 fails); external bases are skipped."""
         key = (cls.module, cls.qualname)
-        if key in self._mro:
-            return self._mro[key]
-        if f"{cls.module}:{cls.qualname}" in seen:
-            return [cls]
-        seen = seen | {f"{cls.module}:{cls.qualname}"}
-        bases = self.bases(cls)
-        sequences = [list(self.mro(b, seen)) for b in bases] + [list(bases)]
-        result = [cls]
-        while True:
-            sequences = [s for s in sequences if s]
-            if not sequences:
-                break
-            for sequence in sequences:
-                head = sequence[0]
-                if not any(head in s[1:] for s in sequences):
-                    break
-            else:
-                result = _depth_first(self, cls)
-                break
-            result.append(head)
-            for s in sequences:
-                if s[0] is head:
-                    del s[0]
-        self._mro[key] = result
-        return result
+        if key not in self._mro:
+            try:
+                found = c3_linearization(
+                    cls,
+                    self.bases,
+                    key=lambda c: (c.module, c.qualname),
+                    known=lambda c: self._mro.get((c.module, c.qualname)),
+                    keep=lambda c, mro: self._mro.setdefault((c.module, c.qualname), list(mro)),
+                )
+                self._mro[key] = list(found)
+            except InconsistentHierarchy:
+                self._mro[key] = _depth_first(self, cls)
+        return self._mro[key]
 
     def model_arch(self, cls: ConverterClass) -> tuple[str | None, ConverterClass | None, str]:
         """(MODEL_ARCH member, the class that sets it, problem) following the MRO."""

@@ -13,6 +13,7 @@ from apron.extractors.errors import ParseError
 from apron.extractors.llamacpp import py_body, py_formula
 from apron.extractors.llamacpp.cpp_formula import UnreadableFormula
 from apron.extractors.llamacpp.records import ConverterHparams, GgufWriterKey
+from apron.extractors.parsing.python_classes import base_names
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     code_of,
@@ -97,12 +98,7 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
                     args = right.child_by_field_name("arguments").named_children
                     block_keys = (_string_list(args[0]) or ()) if args else ()
         # every converter class is a row, writing or not: a chain needs each class's bases
-        superclasses = cls.child_by_field_name("superclasses")
-        bases = tuple(
-            _attribute_chain(b)
-            for b in (superclasses.named_children if superclasses is not None else ())
-            if b.type in ("identifier", "attribute")
-        )
+        bases = tuple(base_names(cls))
         reading = py_body.read_body(method)
         writes = [_write(w) for w in reading.writes]
         init_reading = py_body.read_body(init)

@@ -18,6 +18,7 @@ from functools import lru_cache
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_classes import base_names
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     CONTAINERS,
@@ -105,12 +106,7 @@ def _file_classes(text: str, path: str) -> tuple[ConfigClass, ...]:
         if cls is None or cls.type != "class_definition":
             continue
         name = node_text(cls.child_by_field_name("name"))
-        supers = cls.child_by_field_name("superclasses")
-        bases = tuple(
-            node_text(b).rsplit(".", 1)[-1]
-            for b in (supers.named_children if supers is not None else [])
-            if b.type in ("identifier", "attribute")
-        )
+        bases = tuple(name.rsplit(".", 1)[-1] for name in base_names(cls))
         body = cls.child_by_field_name("body")
         model_type = ""
         for key, value in assignments(body) if body is not None else []:

@@ -14,6 +14,11 @@ from collections.abc import Callable, Iterator
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_classes import (
+    InconsistentHierarchy,
+    c3_linearization,
+    class_bases,
+)
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     arguments,
@@ -269,13 +274,6 @@ def _imports(root: Node) -> dict[str, str]:
     return found
 
 
-class _Class:
-    __slots__ = ("node", "path", "imports")
-
-    def __init__(self, node: Node, path: str, imports: dict[str, str]) -> None:
-        self.node, self.path, self.imports = node, path, imports
-
-
 class _Modules:
     """Each module a backend walk reaches, parsed once per extraction (backends share bases)."""
 
@@ -299,44 +297,42 @@ class _Modules:
         return self.imported[path]
 
 
-def _bases(cls: Node) -> list[str]:
-    """The positional bases of a class as code (keywords such as `metaclass=` left out)."""
-    superclasses = cls.child_by_field_name("superclasses")
+class _Class:
+    __slots__ = ("dotted", "node", "path", "imports")
+
+    def __init__(self, dotted: str, node: Node, path: str, imports: dict[str, str]) -> None:
+        self.dotted, self.node, self.path, self.imports = dotted, node, path, imports
+
+
+def _class_at(modules: _Modules, dotted: str) -> _Class | None:
+    """The class a dotted path names, when its module is in the tree and defines it."""
+    module_name, _, class_name = dotted.rpartition(".")
+    path = module_path(module_name)
+    root = modules.module(path)
+    node = top_level_classes(root).get(class_name) if root is not None else None
+    return _Class(dotted, node, path, modules.imports(path)) if node is not None else None
+
+
+def _bases_in_tree(modules: _Modules, cls: _Class) -> list[_Class]:
+    """The bases of a class that are classes of the tree, followed through imports; a base
+    from outside it (torch, abc) has nothing the walk reads."""
+    module_name = cls.dotted.rpartition(".")[0]
     found = []
-    for argument in superclasses.named_children if superclasses is not None else ():
-        if argument.type in ("comment", "keyword_argument", "dictionary_splat"):
-            continue
-        if argument.type == "list_splat":
-            argument = argument.named_children[0]
-        found.append(code_of(argument))
+    for name in map(code_of, class_bases(cls.node)):
+        source = cls.imports.get(name, module_name)
+        base = _class_at(modules, f"{source}.{name}")
+        if base is not None:
+            found.append(base)
     return found
 
 
-def _mro(modules: _Modules, dotted: str) -> Iterator[_Class]:
-    """The class at `dotted` and its bases (first base first), followed through imports."""
-    seen = set()
-    todo = [dotted]
-    while todo and len(seen) < 12:
-        current = todo.pop(0)
-        if current in seen:
-            continue
-        seen.add(current)
-        module_name, _, class_name = current.rpartition(".")
-        path = module_path(module_name)
-        root = modules.module(path)
-        if root is None:
-            continue
-        classes = top_level_classes(root)
-        node = classes.get(class_name)
-        if node is None:
-            continue
-        found = _Class(node, path, modules.imports(path))
-        yield found
-        for name in _bases(node):
-            if name in found.imports:
-                todo.append(f"{found.imports[name]}.{name}")
-            elif name in classes:
-                todo.append(f"{module_name}.{name}")
+def _mro(modules: _Modules, dotted: str) -> tuple[_Class, ...]:
+    """The class at `dotted` and the classes of its MRO that are in the tree, in Python's C3
+    order; InconsistentHierarchy when Python would refuse the class."""
+    start = _class_at(modules, dotted)
+    if start is None:
+        return ()
+    return c3_linearization(start, lambda c: _bases_in_tree(modules, c), key=lambda c: c.dotted)
 
 
 def _sizes(cls: _Class) -> tuple[str, ...] | None:
@@ -451,7 +447,11 @@ def backend_block(modules: _Modules, dotted: str, default: int | None, base_ok: 
     sizes_from = ""
     override = ""
     path, symbol = module_path(dotted.rpartition(".")[0]), dotted.rpartition(".")[2]
-    for cls in _mro(modules, dotted):
+    try:
+        mro = _mro(modules, dotted)
+    except InconsistentHierarchy as err:
+        return (), None, str(err), path, symbol
+    for cls in mro:
         methods = methods_of(cls.node)
         if PREFERRED in methods and not override and defined_name(cls.node) != BASE_CLASS:
             override = _override_on_cuda(cls) or "opaque"
