@@ -20,6 +20,7 @@ from apron.extractors.parsing.python_classes import (
     base_names,
     c3_linearization,
 )
+from apron.extractors.parsing.python_imports import absolute_module
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     PYTHON,
@@ -316,7 +317,6 @@ def read_module(
     text: str,
     path: str,
     module_name: str,
-    package: str,
     counter: list[int],
     warnings: list[ExtractionWarning],
 ) -> ConverterModule:
@@ -325,7 +325,7 @@ def read_module(
     module = ConverterModule(name=module_name, path=path)
     for statement in root.named_children:
         if statement.type == "import_from_statement":
-            _read_import(module, statement, package)
+            _read_import(module, statement)
     for definition, decorators in _definitions(root):
         if definition.type == "class_definition":
             _read_class(module, definition, decorators, "", counter, warnings)
@@ -333,15 +333,13 @@ def read_module(
     return module
 
 
-def _read_import(module: ConverterModule, statement: Node, package: str) -> None:
+def _read_import(module: ConverterModule, statement: Node) -> None:
     source = import_source(statement)
     if source is None:
         return
     level, dotted = source
-    if level:
-        target = f"{package}.{dotted}" if dotted else package
-    else:
-        target = dotted
+    is_package = module.path.endswith("__init__.py")
+    target = absolute_module(module.name, is_package, level, dotted)
     for local, imported in imported_names(statement):
         module.imports[local] = (target, imported)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_imports import imported_path_stem
 from apron.extractors.parsing.python_top_level import Outline, top_level_outline
 from apron.extractors.parsing.python_ts import (
     import_source,
@@ -68,18 +69,6 @@ class ModuleScan:
                     if statement.type == "import_from_statement":
                         _read_import(self, statement)
         return self.read_imports
-
-
-def _module_file(importer: str, module: str, level: int) -> str:
-    """`from .x import A` in python/sglang/srt/models/y.py -> python/sglang/srt/models/x.py
-    (the caller tries `<stem>.py` and `<stem>/__init__.py`; this returns the stem)."""
-    if level:
-        base = posixpath.dirname(importer)
-        for _ in range(level - 1):
-            base = posixpath.dirname(base)
-    else:
-        base = PACKAGE_ROOT
-    return posixpath.join(base, *module.split(".")) if module else base
 
 
 def _statements(root: Node):
@@ -212,7 +201,7 @@ def resolve(name: str, scan: ModuleScan, load: Loader) -> Resolved | None:
             continue
         if name in scan.imports:
             level, module, imported = scan.imports[name]
-            stem = _module_file(scan.path, module, level)
+            stem = imported_path_stem(scan.path, level, module, PACKAGE_ROOT)
             target_scan = load(stem + ".py") or load(stem + "/__init__.py")
             if target_scan is None:
                 return None

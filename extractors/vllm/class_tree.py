@@ -29,6 +29,7 @@ from apron.extractors.parsing.python_classes import (
     c3_linearization,
     class_bases,
 )
+from apron.extractors.parsing.python_imports import absolute_module
 from apron.extractors.parsing.python_skeleton import (
     lean_class_skeleton,
     method_skeleton,
@@ -227,17 +228,6 @@ class Module:
 def module_candidates(module: str) -> tuple[str, ...]:
     base = module.replace(".", "/")
     return (f"{base}.py", f"{base}/__init__.py")
-
-
-def absolute_module(current: str, is_package: bool, level: int, dotted: str) -> str:
-    """`from ..a import b` inside `current` -> the absolute dotted module name."""
-    if level == 0:
-        return dotted
-    parts = current.split(".")
-    package = parts if is_package else parts[:-1]
-    if level > 1:
-        package = package[: len(package) - (level - 1)]
-    return ".".join([*package, dotted] if dotted else package)
 
 
 def _definition(statement: Node) -> tuple[Node, list[Node]]:
