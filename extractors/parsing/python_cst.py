@@ -9,6 +9,7 @@ from functools import lru_cache
 import libcst as cst
 
 from apron.extractors.errors import ParseError
+from apron.extractors.parsing.config_reads import CONFIG_ROOTS
 from apron.extractors.parsing.cst_children import children
 from apron.extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
 from apron.extractors.parsing.python_ts import canonical_text, code_text, parse_tree
@@ -261,16 +262,6 @@ def statements(body: cst.BaseSuite) -> list[cst.CSTNode]:
         else:
             flat.append(item)
     return flat
-
-
-CONFIG_ROOTS = (
-    "self.hf_text_config",
-    "self.hf_config",
-    "hf_text_config",
-    "hf_config",
-    "self.text_config",
-    "text_config",
-)
 
 
 class ExpressionDescriber:

@@ -9,6 +9,7 @@ from typing import Any
 
 import libcst as cst
 
+from apron.extractors.parsing.config_reads import truth_when_absent
 from apron.extractors.parsing.python_cst import (
     ExpressionDescriber,
     conjuncts,
@@ -43,13 +44,9 @@ def resolved(node: cst.BaseExpression, d: ExpressionDescriber) -> cst.BaseExpres
     return node
 
 
-def _reads_false_when_absent(default: cst.BaseExpression | None) -> bool:
+def _reads_false_when_absent(default: cst.BaseExpression | None, d: ExpressionDescriber) -> bool:
     """A getattr default under which an absent key reads as false (or no default at all)."""
-    if default is None:
-        return True
-    if isinstance(default, cst.Name):
-        return default.value in ("False", "None")
-    return int_value(default) == 0 or string_value(default) == ""
+    return default is None or truth_when_absent("truthy", d.code(default)) is False
 
 
 def _compared(node: cst.BaseExpression, d: ExpressionDescriber) -> Term | None:
@@ -97,7 +94,7 @@ def term_of(node: cst.BaseExpression, d: ExpressionDescriber) -> Term | None:
         return (f"{base}.{key}" if base else key, PRESENT)
     ref = d.config_ref(node)
     if ref:
-        return (ref, TRUTHY) if _reads_false_when_absent(d.getattr_default(node)) else None
+        return (ref, TRUTHY) if _reads_false_when_absent(d.getattr_default(node), d) else None
     if isinstance(node, cst.Attribute) and d.code(node.value) == "self":
         return (node.attr.value, TRUTHY)  # a ModelConfig property, read like a config flag
     return None
