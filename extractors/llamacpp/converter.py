@@ -26,6 +26,7 @@ from apron.extractors.parsing.python_ts import (
     PYTHON,
     assignments,
     code_of,
+    defined_name,
     import_source,
     imported_names,
     node_text,
@@ -108,7 +109,7 @@ def gguf_arch_names(text: str, path: str) -> tuple[dict[str, str], list[Extracti
 
 def _enum_members(root: Node) -> list[str] | None:
     for statement in root.named_children:
-        if statement.type == "class_definition" and _name(statement) == ENUM_CLASS:
+        if statement.type == "class_definition" and defined_name(statement) == ENUM_CLASS:
             body = statement.child_by_field_name("body")
             return (
                 [name for name, _ in assignments(body, include_bare=True)]
@@ -145,11 +146,6 @@ class ConverterModule:
     classes: dict[str, ConverterClass] = field(default_factory=dict)
     imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local -> (module, name)
     assignments: dict[str, Node] = field(default_factory=dict)
-
-
-def _name(node: Node) -> str:
-    name = node.child_by_field_name("name")
-    return node_text(name) if name is not None else ""
 
 
 def _definitions(block: Node) -> Iterator[tuple[Node, list[Node]]]:
@@ -252,7 +248,7 @@ def _read_class(
     counter: list[int],
     warnings: list[ExtractionWarning],
 ) -> None:
-    qualname = prefix + _name(node)
+    qualname = prefix + defined_name(node)
     bases = tuple(base_names(node))
     counter[0] += 1
     cls = ConverterClass(
@@ -278,7 +274,7 @@ def _read_class(
                 _read_class(module, definition, inner_decorators, qualname + ".", counter, warnings)
             elif definition.type == "function_definition":
                 _scan_method(definition, runtime, delegates)
-                if _name(definition) == "__init__" and _raises_unconditionally(definition):
+                if defined_name(definition) == "__init__" and _raises_unconditionally(definition):
                     cls.init_raises = True
     cls.runtime_archs = tuple(dict.fromkeys(runtime))
     cls.delegates = tuple(dict.fromkeys(delegates))

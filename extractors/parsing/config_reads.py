@@ -8,6 +8,7 @@ vLLM's and SGLang's ModelConfig read the Hugging Face config as `self.hf_text_co
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -15,6 +16,7 @@ from tree_sitter import Node
 from apron.extractors.parsing.python_ts import (
     call_parts,
     code_of,
+    node_text,
     string_value,
     unparenthesize,
 )
@@ -50,22 +52,36 @@ def config_root(node: Node | None) -> str | None:
     return CONFIG_ROOTS.get(code_of(node)) if node is not None else None
 
 
-def config_read(node: Node, *, readers: tuple[str, ...] = ("getattr",)) -> ConfigRead | None:
+def config_read(
+    node: Node,
+    *,
+    readers: tuple[str, ...] = ("getattr",),
+    env: Mapping[str, Node] | None = None,
+) -> ConfigRead | None:
     """The config field a node reads: a config root itself, `.f` of a read, `["f"]` of a read,
     or a call of one of `readers` (FIELD_READERS: `getattr(read, "f"[, D])`); the default is
-    that of the outermost call. None for anything else."""
+    that of the outermost call. A plain name in `env` (a local's assigned value) is read as its
+    value. None for anything else."""
+    return _read(node, readers, env or {}, frozenset())
+
+
+def _read(node: Node, readers, env, seen: frozenset[str]) -> ConfigRead | None:
     node = unparenthesize(node)
+    if node.type == "identifier":
+        name = node_text(node)
+        if name in env and name not in seen:
+            return _read(env[name], readers, env, seen | {name})
     root = config_root(node)
     if root is not None:
         return ConfigRead(config=root, field="", default=None)
     if node.type == "attribute":
-        below = config_read(node.child_by_field_name("object"), readers=readers)
+        below = _read(node.child_by_field_name("object"), readers, env, seen)
         name = code_of(node.child_by_field_name("attribute"))
         return _below(below, name, None) if below is not None else None
     if node.type == "subscript":
         subscripts = node.children_by_field_name("subscript")
         key = string_value(subscripts[0]) if len(subscripts) == 1 else None
-        below = config_read(node.child_by_field_name("value"), readers=readers)
+        below = _read(node.child_by_field_name("value"), readers, env, seen)
         return _below(below, key, None) if below is not None and key is not None else None
     parts = call_parts(node)
     if parts is None or code_of(parts[0]) not in readers:
@@ -73,7 +89,7 @@ def config_read(node: Node, *, readers: tuple[str, ...] = ("getattr",)) -> Confi
     args = parts[1]
     if len(args) not in (2, 3) or _has_keywords(node):
         return None
-    below = config_read(args[0], readers=readers)
+    below = _read(args[0], readers, env, seen)
     key = string_value(args[1])
     if below is None or key is None:
         return None

@@ -230,7 +230,7 @@ class _Reader(WarnsInFile):
 
     # -- conditions
 
-    def config_read(self, node: Node) -> tuple[str, str, str] | None:
+    def field_read(self, node: Node) -> tuple[str, str, str] | None:
         """(config, field, default) for `getattr(cfg, "f", D)`, `_hf_attr(cfg, "f")`, `cfg.f`."""
         read = config_read(node, readers=CONFIG_READERS)
         if read is None or not read.field or "." in read.field:
@@ -249,7 +249,7 @@ class _Reader(WarnsInFile):
         if compared is not None:
             left, op, right = compared
             if code_of(right) == "None" and op in ("is not", "is"):
-                read = self.config_read(left)
+                read = self.field_read(left)
                 check = "is not None" if op == "is not" else "is None"
         elif comparison(node) is not None:
             pass
@@ -260,7 +260,7 @@ class _Reader(WarnsInFile):
                 if root and key:
                     read, check = (root, key, ""), "present"
         else:
-            read = self.config_read(node)
+            read = self.field_read(node)
         if read is None:
             return Condition(f"not ({text})" if negate else text)
         if negate:

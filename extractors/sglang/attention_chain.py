@@ -148,10 +148,10 @@ class _Reader:
         compared = single_comparison(inner)
         parts = call_parts(inner)
         if negated(inner) is not None:
-            read = self.config_read(negated(inner))  # type: ignore[arg-type]
+            read = self.field_read(negated(inner))  # type: ignore[arg-type]
             check = "falsy" if read else check
         elif compared is not None and compared[1] == "is not" and self.code(compared[2]) == "None":
-            read = self.config_read(compared[0])
+            read = self.field_read(compared[0])
             check = "is not None" if read else check
         elif parts is not None and self.code(parts[0]) == "hasattr" and len(parts[1]) == 2:
             root = config_root(parts[1][0])
@@ -159,7 +159,7 @@ class _Reader:
             if root and key:
                 read, check = ConfigRead(config=root, field=key, default=None), "present"
         else:
-            read = self.config_read(inner)
+            read = self.field_read(inner)
             check = "truthy" if read else check
         if check == "expression":
             self.warn(
@@ -181,7 +181,7 @@ class _Reader:
             symbol=self.symbol,
         )
 
-    def config_read(self, node: Node) -> ConfigRead | None:
+    def field_read(self, node: Node) -> ConfigRead | None:
         """`getattr(self.hf_text_config, "f", D)` / `self.hf_config.f`: one field of a config
         root (default None when read without one)."""
         read = config_read(node)
