@@ -18,10 +18,12 @@ from apron.extractors.parsing.python_describe import string_sequence
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     code_of,
+    defined_name,
     methods_of,
     node_text,
     parse_python,
     string_value,
+    undecorated,
     unparenthesize,
     walk,
 )
@@ -33,11 +35,9 @@ KEYS_CLASS = "Keys"
 
 def _classes(root: Node, prefix: str = ""):
     for statement in root.named_children:
-        definition = statement
-        if statement.type == "decorated_definition":
-            definition = statement.child_by_field_name("definition")
-        if definition is not None and definition.type == "class_definition":
-            name = prefix + node_text(definition.child_by_field_name("name"))
+        definition = undecorated(statement)
+        if definition.type == "class_definition":
+            name = prefix + defined_name(definition)
             yield name, definition
             body = definition.child_by_field_name("body")
             if body is not None:

@@ -7,7 +7,13 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from apron.extractors.parsing.python_ts import if_clauses, node_text, unparenthesize
+from apron.extractors.parsing.python_ts import (
+    if_clauses,
+    node_text,
+    statements,
+    unparenthesize,
+    walk,
+)
 
 
 @dataclass(frozen=True)
@@ -93,3 +99,15 @@ def unary(node: Node, operator: str) -> Node | None:
     if node_text(inner.child_by_field_name("operator")) != operator:
         return None
     return inner.child_by_field_name("argument")
+
+
+def body_statements(definition: Node | None) -> list[Node]:
+    """statements() of the body of a function, class, loop or clause (docstrings and `pass`
+    left out); none for a node without a body."""
+    return statements(definition.child_by_field_name("body")) if definition is not None else []
+
+
+def names_in(node: Node) -> list[str]:
+    """Every plain name below (and including) `node`, in source order, attribute and keyword
+    names too (`a.b(c=d)` -> a, b, c, d)."""
+    return [node_text(n) for n in walk(node) if n.type == "identifier"]

@@ -13,7 +13,7 @@ from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_describe import ExpressionDescriber, string_sequence
-from apron.extractors.parsing.python_forms import if_branch
+from apron.extractors.parsing.python_forms import body_statements, if_branch
 from apron.extractors.parsing.python_ts import (
     arguments,
     assigned_name,
@@ -71,15 +71,11 @@ def class_describer(root: Node, class_name: str) -> ExpressionDescriber:
     return ExpressionDescriber(methods=methods_of(cls) if cls is not None else {})
 
 
-def body_of(function: Node) -> list[Node]:
-    return statements(function.child_by_field_name("body"))
-
-
 def _alias_list(method: Node) -> Node | None:
     """The string list the scan iterates: a local list used as a `for` iterable or passed to a
     call (`getattr_iter(config, attributes, ...)`), not one used in a membership test."""
     lists: dict[str, Node] = {}
-    for node in body_of(method):
+    for node in body_statements(method):
         assigned = assigned_name(node)
         if assigned is not None and string_sequence(assigned[1]) is not None:
             lists[assigned[0]] = assigned[1]
@@ -119,7 +115,7 @@ def kv_head_fallback(text: str, path: str, class_name: str) -> list[KvHeadFallba
     for node in walk(method):
         if node.type == "call":
             fallback = keywords(node).get("default_factory", fallback)
-    body = body_of(method)
+    body = body_statements(method)
     for node in body:
         assigned = assigned_name(node)
         if assigned is not None:
@@ -157,7 +153,7 @@ def kv_head_fallback(text: str, path: str, class_name: str) -> list[KvHeadFallba
 def _method_return_key(describer: ExpressionDescriber, name: str) -> str:
     """The config key a one-line method returns (`return getattr(cfg, "k", 0)`); "" otherwise."""
     method = describer.methods.get(name)
-    body = body_of(method) if method is not None else []
+    body = body_statements(method) if method is not None else []
     value = returned(body[0]) if len(body) == 1 else None
     return (describer.config_ref(value) or "") if value is not None else ""
 
@@ -184,7 +180,7 @@ def kv_head_overrides_inline(text: str, path: str, class_name: str) -> list[KvHe
     alias_list = _alias_list(method)
     rows: list[KvHeadOverride] = []
     order = 0
-    for node in body_of(method):
+    for node in body_statements(method):
         assigned = assigned_name(node)
         if assigned is not None and alias_list is not None and assigned[1].id == alias_list.id:
             break

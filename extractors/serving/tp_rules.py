@@ -8,7 +8,14 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.python_forms import binary, if_branch, parameters, unary
+from apron.extractors.parsing.python_forms import (
+    binary,
+    body_statements,
+    if_branch,
+    names_in,
+    parameters,
+    unary,
+)
 from apron.extractors.parsing.python_ts import (
     arguments,
     attribute,
@@ -147,17 +154,13 @@ def _is_self_flag(node: Node) -> str:
     return ""
 
 
-def _body(function: Node) -> list[Node]:
-    return statements(function.child_by_field_name("body"))
-
-
 def kv_head_rules(method: Node, path: str) -> list[TpRule]:
     """The MLA early return and the final split of ModelConfig.get_num_kv_heads."""
     symbol = f"{MODEL_CLASS}.{KV_METHOD}"
     tp_names = tp_names_of(method)
     bindings = local_bindings(method)
     rules: list[TpRule] = []
-    body = _body(method)
+    body = body_statements(method)
     for statement in body:
         branch = if_branch(statement)
         if branch is not None and branch.alone:
@@ -338,17 +341,13 @@ def divisions(function: Node, tp_names: set[str]):
             yield divided[0], "floor"
 
 
-def _names_in(node: Node) -> list[str]:
-    return [node_text(n) for n in walk(node) if n.type == "identifier"]
-
-
 def _mentions_tp(node: Node, tp_names: set[str], bindings: dict[str, Node]) -> bool:
     """Does `node` (or a local it names, one level deep) use a tp name?"""
-    for name in _names_in(node):
+    for name in names_in(node):
         if name in tp_names:
             return True
         bound = bindings.get(name)
-        if bound is not None and any(n in tp_names for n in _names_in(bound)):
+        if bound is not None and any(n in tp_names for n in names_in(bound)):
             return True
     return False
 
@@ -402,7 +401,7 @@ def _state_divisions(method: Node, tp_names: set[str]):
                     shaped.append(found[1])
                 else:
                     assigned.setdefault(name, []).append(found[1])
-    read = {name for node in shaped for name in _names_in(node)}
+    read = {name for node in shaped for name in names_in(node)}
     sources = shaped + [v for name in sorted(read) for v in assigned.get(name, [])]
     seen: set[tuple[int, str]] = set()
     for source in sources:

@@ -19,6 +19,7 @@ from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.config_reads import config_read, config_root, truth_when_absent
+from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_ts import (
     COLLECTIONS,
     COMPREHENSIONS,
@@ -368,7 +369,7 @@ def _branch_rows(
 
 
 def _predicate_rows(reader: _Reader, name: str, fn: Node) -> list[SglangArchitectureSet]:
-    body = statements(fn.child_by_field_name("body"))
+    body = body_statements(fn)
     assigned = [a for a in map(single_assignment, body) if a is not None]
     env, arch_names = _locals(assigned, reader, frozenset())
     rows: list[SglangArchitectureSet] = []

@@ -99,13 +99,10 @@ def _file_classes(text: str, path: str) -> tuple[ConfigClass, ...]:
         if root.has_error:
             parse_python(text, path, check_depth=False)  # raises its ParseError
     found = []
-    for node in root.named_children:
-        cls = (
-            node.child_by_field_name("definition") if node.type == "decorated_definition" else node
-        )
-        if cls is None or cls.type != "class_definition":
+    for cls in map(undecorated, root.named_children):
+        if cls.type != "class_definition":
             continue
-        name = node_text(cls.child_by_field_name("name"))
+        name = defined_name(cls)
         bases = tuple(name.rsplit(".", 1)[-1] for name in base_names(cls))
         body = cls.child_by_field_name("body")
         model_type = ""

@@ -21,6 +21,7 @@ from apron.extractors.parsing.python_ts import (
     node_text,
     parse_once,
     parse_python,
+    undecorated,
 )
 
 PACKAGE = "sglang"
@@ -68,8 +69,7 @@ def bound_names(text: str, path: str) -> frozenset[str]:
         if node.type in BLOCKS:
             statements.extend(_inner(node))
     for node in statements:
-        if node.type == "decorated_definition":
-            node = node.child_by_field_name("definition") or node
+        node = undecorated(node)
         if node.type in ("class_definition", "function_definition"):
             name = node.child_by_field_name("name")
             if name is not None:

@@ -24,6 +24,7 @@ from apron.extractors.parsing.python_ts import (
     node_text,
     parse_once,
     parse_python,
+    undecorated,
     unparenthesize,
 )
 from apron.extractors.records import ExtractionWarning
@@ -111,9 +112,7 @@ def scan_module(text: str, path: str) -> ModuleScan:
     if not outline.imports:
         scan.read_imports = {}
     for statement, at_top in _statements(root):
-        node = statement
-        if node.type == "decorated_definition":
-            node = node.child_by_field_name("definition") or node
+        node = undecorated(statement)
         if node.type == "class_definition":
             name = node.child_by_field_name("name")
             if name is not None:

@@ -7,14 +7,13 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.python_forms import if_branch
+from apron.extractors.parsing.python_forms import if_branch, names_in
 from apron.extractors.parsing.python_ts import (
     attribute,
     class_named,
     code_of,
     defined_name,
     methods_of,
-    node_text,
     parse_python,
     single_assignment,
     statements,
@@ -83,9 +82,7 @@ def mla_cell_rule(text: str, path: str) -> TpRule:
             )
             if cell is None:
                 continue
-            reads_tp = any(
-                n.type == "identifier" and node_text(n) in tp_names for n in walk(cell[1])
-            )
+            reads_tp = any(name in tp_names for name in names_in(cell[1]))
             return TpRule(
                 rule="mla_kv_heads_per_gpu",
                 shape="opaque" if reads_tp else "replicated",

@@ -10,7 +10,7 @@ from tree_sitter import Node
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_classes import base_names
 from apron.extractors.parsing.python_describe import ExpressionDescriber, string_sequence
-from apron.extractors.parsing.python_forms import if_branch
+from apron.extractors.parsing.python_forms import body_statements, if_branch
 from apron.extractors.parsing.python_ts import (
     code_of,
     conjuncts,
@@ -28,7 +28,6 @@ from apron.extractors.parsing.python_ts import (
 from apron.extractors.rule_terms import EQUALS, negated
 from apron.extractors.serving.kv_heads import (
     MLA_METHOD,
-    body_of,
     class_describer,
     class_method,
     parsed,
@@ -262,7 +261,9 @@ def kv_head_overrides_by_convertor(text: str, path: str, base_class: str) -> lis
             continue
         method = methods_of(classes[owner])[KV_METHOD]
         symbol = f"{owner}.{KV_METHOD}"
-        bodies = kv_rule_bodies(body_of(method), class_describer(root, owner), f"{path}::{symbol}")
+        bodies = kv_rule_bodies(
+            body_statements(method), class_describer(root, owner), f"{path}::{symbol}"
+        )
         rows += [
             KvHeadOverride(
                 model_type=model_type,

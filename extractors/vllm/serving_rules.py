@@ -10,7 +10,7 @@ import re
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.python_forms import binary, if_branch
+from apron.extractors.parsing.python_forms import binary, body_statements, if_branch
 from apron.extractors.parsing.python_skeleton import clean_tree
 from apron.extractors.parsing.python_ts import (
     arguments,
@@ -162,7 +162,7 @@ def _getattr_key(cls: Node | None, method: str) -> str:
     found = methods_of(cls).get(method) if cls is not None else None
     if found is None:
         return ""
-    body = statements(found.child_by_field_name("body"))
+    body = body_statements(found)
     value = returned(body[0]) if len(body) == 1 else None
     args = arguments(value) if value is not None else []
     if call_name(value) == "getattr" and len(args) >= 2:
@@ -175,7 +175,7 @@ def divisibility_rules(method: Node, path: str, convertor_text: str | None) -> l
     symbol = f"{MODEL_CLASS}.{VERIFY_METHOD}"
     tp_names = tp_names_of(method)
     bindings = local_bindings(method)
-    for statement in statements(method.child_by_field_name("body")):
+    for statement in body_statements(method):
         branch = if_branch(statement)
         if branch is None:
             continue
