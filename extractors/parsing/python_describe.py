@@ -10,6 +10,7 @@ import ast
 from tree_sitter import Node
 
 from apron.extractors.parsing.config_reads import config_read
+from apron.extractors.parsing.python_forms import unary
 from apron.extractors.parsing.python_ts import (
     arguments,
     attribute,
@@ -37,10 +38,9 @@ def int_value(node: Node | None) -> int | None:
     text = node_text(inner)
     if inner.type == "integer" and not text.endswith(("j", "J")):
         return int(ast.literal_eval(text))  # a literal only: never evaluates code
-    if inner.type == "unary_operator" and node_text(inner.child_by_field_name("operator")) == "-":
-        value = int_value(inner.child_by_field_name("argument"))
-        return -value if value is not None else None
-    return None
+    negative = unary(inner, "-")
+    value = int_value(negative) if negative is not None else None
+    return -value if value is not None else None
 
 
 def string_sequence(node: Node | None) -> list[str] | None:

@@ -19,6 +19,7 @@ from apron.extractors.parsing.python_classes import (
     c3_linearization,
     class_bases,
 )
+from apron.extractors.parsing.python_imports import absolute_module, module_of_path
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     arguments,
@@ -26,6 +27,7 @@ from apron.extractors.parsing.python_ts import (
     class_named,
     code_of,
     defined_name,
+    from_import,
     if_clauses,
     methods_of,
     node_text,
@@ -252,25 +254,18 @@ def _block_of(clause: Node) -> Node | None:
     return next((c for c in clause.named_children if c.type == "block"), None)
 
 
-def _imports(root: Node) -> dict[str, str]:
-    """Imported name -> the module it comes from (absolute `from a.b import X` at module scope)."""
+def _imports(root: Node, module: str, is_package: bool) -> dict[str, str]:
+    """Local name -> the dotted path of what it imports, for the `from` imports at module scope
+    (`from .base import AttentionBackend as Base` in `a.b.x` -> Base: a.b.base.AttentionBackend)."""
     found = {}
     for statement in _module_scope_statements(root):
-        if statement.type == "future_import_statement":
-            source = "__future__"
-        elif statement.type == "import_from_statement":
-            module = statement.child_by_field_name("module_name")
-            if module is None or module.type != "dotted_name":
-                continue  # relative
-            if any(c.type == "wildcard_import" for c in statement.children):
-                continue
-            source = code_of(module)
-        else:
-            continue
-        for name in statement.children_by_field_name("name"):
-            if name.type == "aliased_import":
-                name = name.child_by_field_name("name")
-            found[code_of(name)] = source
+        parts = from_import(statement) if statement.type == "import_from_statement" else None
+        if parts is None or parts[3]:
+            continue  # no module, or `import *`
+        level, dotted, names, _ = parts
+        source = absolute_module(module, is_package, level, dotted)
+        for local, imported in names:
+            found[local] = f"{source}.{imported}"
     return found
 
 
@@ -290,7 +285,7 @@ class _Modules:
             if text is not None:
                 root = _tree(text, path)
                 self.parsed[path] = root
-                self.imported[path] = _imports(root)
+                self.imported[path] = _imports(root, *module_of_path(path))
         return self.parsed[path]
 
     def imports(self, path: str) -> dict[str, str]:
@@ -319,8 +314,7 @@ def _bases_in_tree(modules: _Modules, cls: _Class) -> list[_Class]:
     module_name = cls.dotted.rpartition(".")[0]
     found = []
     for name in map(code_of, class_bases(cls.node)):
-        source = cls.imports.get(name, module_name)
-        base = _class_at(modules, f"{source}.{name}")
+        base = _class_at(modules, cls.imports.get(name, f"{module_name}.{name}"))
         if base is not None:
             found.append(base)
     return found
