@@ -40,6 +40,7 @@ from apron.extractors.parsing.python_ts import (
     statements,
     string_value,
     undecorated,
+    walk,
 )
 from apron.extractors.records import ExtractionWarning
 from apron.extractors.sglang.records import (
@@ -188,23 +189,19 @@ class _Reader:
         return read if read is not None and read.field and "." not in read.field else None
 
     def mla_reads(self, body: Node | None) -> tuple[str, ...]:
+        """The latent-attention fields a branch reads of a config, and the MLA helpers of
+        `self` it names."""
         found: set[str] = set()
-        stack = [body] if body is not None else []
-        while stack:
-            node = stack.pop()
-            stack.extend(node.children)
-            read = attribute(node) if node.type == "attribute" else None
-            if read is not None:
-                if read[1] in MLA_FIELDS and config_root(read[0]):
-                    found.add(read[1])
-                elif read[1] in MLA_HELPERS and self.code(read[0]) == "self":
-                    found.add(read[1] + "()")
+        for node in walk(body) if body is not None else ():
+            if node.type not in ("attribute", "call"):
                 continue
-            parts = call_parts(node) if node.type == "call" else None
-            if parts is not None and self.code(parts[0]) == "getattr" and len(parts[1]) >= 2:
-                key = string_value(parts[1][1])
-                if key in MLA_FIELDS and config_root(parts[1][0]):
-                    found.add(key)  # type: ignore[arg-type]
+            read = self.field_read(node)
+            if read is not None and read.field in MLA_FIELDS:
+                found.add(read.field)
+                continue
+            named = attribute(node)
+            if named is not None and named[1] in MLA_HELPERS and self.code(named[0]) == "self":
+                found.add(named[1] + "()")
         return tuple(sorted(found))
 
 
