@@ -11,7 +11,8 @@ Python, tree-sitter (every new reader):
   (`if_clauses`), imports (`from_import`), classes (`top_level_classes`, `class_named`,
   `class_suite`, `methods_of`, `class_methods`, `class_fields`, `field_default`), statements
   (`statements`, `returned`, `assignments_and_ifs`, `walk`), and `code_of`, the canonical
-  rendering of any field that carries code.
+  rendering of any field that carries code (python_canonical.py: the one unparser, and which
+  brackets group nothing, which the parse blanks like comments).
 - python_classes.py: class bases (`class_bases`, `base_names`) and the one C3 linearization
   (`c3_linearization`); python_imports.py: import resolution (`absolute_module`,
   `imported_module`, `imported_path_stem`); config_reads.py: reads of a model config's fields
@@ -29,7 +30,8 @@ Python, tree-sitter (every new reader):
 Python has no second reader: libcst is gone (the KV-head scan and its overrides, the MLA gates,
 the tensor-parallel rules and vLLM's CUDA block size read tree-sitter's tree like every fact).
 
-C++: cpp_ts.py (tree-sitter-cpp with the preprocessor's conditionals). Markdown: markdown.py
+C++: cpp_ts.py (tree-sitter-cpp with the preprocessor's conditionals, redundant brackets blanked)
+and cpp_canonical.py (code fields token by token with one spacing rule). Markdown: markdown.py
 (markdown-it-py). Shared by all: limits.py (size, depth and cost bounds on hostile input),
 workers.py and collections_paced.py (two cores, fewer garbage collections).
 """

@@ -278,6 +278,14 @@ class AttentionBackendChoice(Record):
         block = self.preferred_block if self.preferred_block is not None else "unknown"
         return f"{'MLA' if self.use_mla else 'attention'} #{self.rank} {self.backend}: {block}"
 
+    def reading(self, name: str) -> str:
+        what = {
+            "preferred_block": "the default block size",
+            "kernel_block_sizes": "the kernel block sizes",
+        }.get(name, f"`{name}`")
+        kind = "MLA backend" if self.use_mla else "attention backend"
+        return f"{what} of {self.backend} ({kind} #{self.rank} where {self.branch})"
+
 
 # Operators of the postfix terms of mamba_state_calculators / mamba_state_hooks (apron.extractors.vllm.
 # state_shapes): each pops its operands and pushes one value. A term "name/N" calls the function
@@ -293,7 +301,10 @@ TERM_OPS = {
     "<=": 2,
     ">": 2,
     ">=": 2,
+    "in": 2,  # item, container
+    "not in": 2,
     "and": 2,
+    "or": 2,
     "is None": 1,  # the value is None
     "not": 1,
     "if": 3,  # test, then, else -> then when test holds, else `else`
@@ -324,8 +335,19 @@ class MambaStateCalculator(Record):
     def label(self) -> str:
         if self.status != "read":
             return f"{self.symbol} (unknown)"
-        shown = ", ".join("(" + ", ".join(" ".join(d) for d in s) + ")" for s in self.states)
-        return f"{self.symbol}({', '.join(self.parameters)}) -> {shown}"
+        return f"{self.symbol}({', '.join(self.parameters)}) -> {', '.join(self.tensors())}"
+
+    def tensors(self) -> tuple[str, ...]:
+        """Each state tensor's dims in infix: "(conv_kernel - 1, intermediate_size / tp)"."""
+        from apron.state_shapes import infix
+
+        return tuple("(" + ", ".join(infix(d) for d in state) + ")" for state in self.states)
+
+    def shown(self, name: str) -> str | tuple[str, ...] | None:
+        return self.tensors() if name == "states" else None
+
+    def reading(self, name: str) -> str:
+        return f"the state {self.symbol} computes"
 
 
 class MambaStateHook(Record):
@@ -352,6 +374,19 @@ class MambaStateHook(Record):
         )
         return f"{self.model_class} {self.hook}: {target if self.status == 'read' else 'unknown'}"
 
+    def shown(self, name: str) -> tuple[str, ...] | None:
+        if name != "arguments":
+            return None
+        from apron.state_shapes import infix
+
+        return tuple(
+            f"{p}={infix(a)}" for p, a in zip(self.parameters, self.arguments, strict=False)
+        )
+
+    def reading(self, name: str) -> str:
+        short = self.model_class.rpartition(".")[2]
+        return f"the recurrent state {self.hook} of {short} (its {self.symbol.rpartition('.')[2]})"
+
 
 class KvDtypeLiteral(Record):
     """One entry of a literal vLLM's KV-cache dtype choice reads (apron.extractors.vllm.kv_dtype_rules):
@@ -369,6 +404,54 @@ class KvDtypeLiteral(Record):
 
     def label(self) -> str:
         return f"{self.literal}: {self.key} -> {self.value if self.status == 'read' else 'unknown'}"
+
+
+class SizingPath(Record):
+    """One way through a vLLM KV cache sizing method (vllm/v1/kv_cache_interface.py,
+    vllm/config/vllm.py, vllm/engine/arg_utils.py): the tests that lead to a `return` (or, in
+    get_batch_defaults, to the assignment of a default, or to a `raise`) and the value, as
+    postfix terms over the method's parameters and `self` paths. In source order: the first
+    return whose tests hold is what the method gives; the last assignment whose tests hold is the
+    default it sets."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("symbol", "order")
+
+    symbol: str  # "SlidingWindowSpec.max_admission_blocks_per_request"
+    order: int  # the path's place in source order
+    effect: str  # "return", "assign" or "raise"; "" when the method is unknown
+    target: str  # what an assignment sets: "default_max_num_batched_tokens[UsageContext.X]"
+    conditions: tuple[tuple[str, ...], ...]  # the tests that all hold on this path, as terms
+    value: tuple[str, ...]  # what it returns or assigns, as terms; () for a raise
+    code: str  # the value's code on one line, for people
+    status: str  # "read" or "unknown" (the reason says why)
+    reason: str
+    path: str
+
+    def label(self) -> str:
+        if self.status != "read":
+            return f"{self.symbol} (unknown: {self.reason})"
+        where = (
+            f" when {' and '.join(' '.join(c) for c in self.conditions)}" if self.conditions else ""
+        )
+        target = f" {self.target} =" if self.target else ""
+        return f"{self.symbol}: {self.effect}{target} {self.code}{where}"
+
+
+class OptionLiteral(Record):
+    """A literal vLLM's command line accepts for a flag apron also takes: a member of a `Literal`
+    option type (CacheDType: --kv-cache-dtype), or a suffix and its multiplier (or an auto
+    spelling and its value) of the parser of --max-model-len."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("symbol", "key")
+
+    symbol: str  # "CacheDType", "human_readable_int.decimal", "human_readable_int_or_auto.auto"
+    key: str  # the member or suffix as written: "fp8_inc", "k", "auto"
+    value: str  # the multiplier or value ("1000", "-1"); "" for a Literal member
+    order: int
+    path: str
+
+    def label(self) -> str:
+        return f"{self.symbol}: {self.key}" + (f" = {self.value}" if self.value else "")
 
 
 class IndexerLayerRule(Record):
