@@ -52,7 +52,7 @@ def test_parameters_with_their_defaults():
     ("code", "operator", "expected"),
     [
         ("a // tp", "//", ("a", "tp")),
-        ("(a % (b))", "%", ("a", "(b)")),
+        ("(a % (b))", "%", ("a", "b")),  # brackets that group nothing are not in the tree
         ("a // tp", "%", None),
         ("-(-x // tp)", "//", None),
     ],
@@ -63,7 +63,8 @@ def test_binary(code, operator, expected):
 
 
 def test_unary_and_int_value():
-    assert node_text(unary(_expression("(-(x))"), "-")) == "(x)"
+    assert node_text(unary(_expression("(-(x))"), "-")) == "x"
+    assert node_text(unary(_expression("-(x + 1)"), "-")) == "(x + 1)"
     assert unary(_expression("~x"), "-") is None
     assert [int_value(_expression(c)) for c in ("16", "-(1_000)", "0x10", "2j", "1.5")] == [
         16,
