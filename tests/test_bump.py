@@ -293,7 +293,10 @@ def test_impact_lists_changed_figures(project, make_repo, tmp_path, monkeypatch)
         "(4,997,120 B)," in impact
     )
     assert "mechanism mla_latent -> full_attention" in impact
-    assert impact.count(": MLA model types -deepseek_v3\n") == 3
+    # one line for vLLM's column (its capacity on 80 GiB included), one for the prediction
+    assert impact.count(": MLA model types -deepseek_v3\n") == 2
+    assert "KV tokens on 80 GiB 794,496 -> 11,168" in impact
+    assert "sequences of 32,768 on 80 GiB 24 -> 0" in impact
     assert "| deepseek-v3 | vLLM mechanism | mla_latent | full_attention |" in impact
     assert "| deepseek-v3 | apron mechanism | mla_latent | full_attention |" in impact
     assert "llama-3.1-8b" not in impact  # unaffected samples are not listed

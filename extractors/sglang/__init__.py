@@ -434,6 +434,7 @@ ENGINE = EngineSpec(
         "kv_dtype_sets",
         "context_length_rules",
         "prefill_graph_rules",
+        "arg_overrides",
     ),
     facts=(
         FactExtractor(REGISTRY_ROWS, _registry_rows, reads=MODELS_READS),

@@ -96,6 +96,20 @@ def module_lines(tables: ClassTables, constant: str) -> list[str]:
             for step, v in enumerate(c.validators)
         ],
     )
+    lines.append("")
+    lines += _table(
+        "STRICT_CLASSES",
+        "(class,): decorated with huggingface_hub's @strict, which checks each dataclass field's "
+        "value against its annotation when the config is built",
+        [(c.class_name,) for c in classes if c.strict],
+    )
+    lines.append("")
+    lines += _table(
+        "FIELD_TYPES",
+        "(class, field, annotation): each annotated dataclass field "
+        "(trees: extractors/transformers/config_classes.py FIELD_TYPE_OPS)",
+        [(c.class_name, f, t) for c in classes for f, t in c.field_types],
+    )
     if tables.registry:
         lines.append("")
         lines += _table(

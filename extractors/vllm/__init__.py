@@ -526,6 +526,8 @@ ENGINE = EngineSpec(
         "kv_dtype_literals",
         "hybrid_page_rules",
         "indexer_layer_rules",
+        "kv_sizing_paths",
+        "option_literals",
     ),
     draft_architectures=draft_architectures,
     facts=(

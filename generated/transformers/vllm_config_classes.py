@@ -1564,6 +1564,60 @@ DERIVATIONS: tuple[tuple, ...] = (
 VALIDATORS: tuple[tuple, ...] = (
 )
 
+# (class,): decorated with huggingface_hub's @strict, which checks each dataclass field's value against its annotation when the config is built
+STRICT_CLASSES: tuple[tuple, ...] = (
+    ("DeepseekVLV2TextConfig",),
+)
+
+# (class, field, annotation): each annotated dataclass field (trees: extractors/transformers/config_classes.py FIELD_TYPE_OPS)
+FIELD_TYPES: tuple[tuple, ...] = (
+    ("ArcticLoRAConfig", "lora_alpha", ("type", "float")),
+    ("ArcticLoRAConfig", "lora_r", ("type", "int")),
+    ("ArcticLoRAConfig", "shard_base_weights", ("type", "bool")),
+    ("ArcticQuantizationConfig", "group_size", ("type", "int")),
+    ("ArcticQuantizationConfig", "mantissa_bits", ("type", "int")),
+    ("ArcticQuantizationConfig", "q_bits", ("type", "int")),
+    ("ArcticQuantizationConfig", "rounding", ("type", "str")),
+    ("DeepseekVLV2Config", "candidate_resolutions", ("generic", "tuple", ("generic", "tuple", ("type", "int"), ("type", "int")))),
+    ("DeepseekVLV2Config", "global_view_pos", ("type", "str")),
+    ("DeepseekVLV2Config", "tile_tag", ("type", "str")),
+    ("DeepseekVLV2TextConfig", "kv_lora_rank", ("union", ("none",), ("type", "int"))),
+    ("ExtractorConfig", "clip_duration_s", ("type", "int")),
+    ("ExtractorConfig", "clip_min_duration_s", ("type", "float")),
+    ("ExtractorConfig", "feature_size", ("type", "int")),
+    ("ExtractorConfig", "hop_length", ("type", "int")),
+    ("ExtractorConfig", "n_fft", ("type", "int")),
+    ("ExtractorConfig", "padding_value", ("type", "float")),
+    ("ExtractorConfig", "preemphasis", ("type", "float")),
+    ("ExtractorConfig", "sampling_rate", ("type", "int")),
+    ("ExtractorConfig", "subsampling_conv_kernel_size", ("type", "int")),
+    ("ExtractorConfig", "subsampling_conv_stride", ("type", "int")),
+    ("ExtractorConfig", "subsampling_factor", ("type", "int")),
+    ("ExtractorConfig", "win_length", ("type", "int")),
+    ("MlpProjectorConfig", "depth", ("type", "int")),
+    ("MlpProjectorConfig", "downsample_ratio", ("type", "int")),
+    ("MlpProjectorConfig", "input_dim", ("type", "int")),
+    ("MlpProjectorConfig", "mlp_ratio", ("type", "int")),
+    ("MlpProjectorConfig", "n_embed", ("type", "int")),
+    ("MlpProjectorConfig", "projector_type", ("type", "str")),
+    ("MlpProjectorConfig", "token_pooling", ("type", "bool")),
+    ("VisionEncoderConfig", "class_token", ("type", "bool")),
+    ("VisionEncoderConfig", "deterministic", ("type", "bool")),
+    ("VisionEncoderConfig", "global_pool", ("type", "str")),
+    ("VisionEncoderConfig", "heads", ("type", "int")),
+    ("VisionEncoderConfig", "ignore_head", ("type", "bool")),
+    ("VisionEncoderConfig", "image_size", ("type", "int")),
+    ("VisionEncoderConfig", "layers", ("type", "int")),
+    ("VisionEncoderConfig", "mlp_ratio", ("type", "int")),
+    ("VisionEncoderConfig", "model_name", ("type", "str")),
+    ("VisionEncoderConfig", "num_classes", ("type", "int")),
+    ("VisionEncoderConfig", "num_recomputing_layers", ("type", "int")),
+    ("VisionEncoderConfig", "patch_size", ("type", "int")),
+    ("VisionEncoderConfig", "use_checkpoint", ("type", "bool")),
+    ("VisionEncoderConfig", "weight_init", ("type", "str")),
+    ("VisionEncoderConfig", "width", ("type", "int")),
+)
+
 # (model_type, class): the class the config of each model_type is built with
 REGISTRY: tuple[tuple, ...] = (
     ("RefinedWeb", "RWConfig"),
