@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from apron.constraints import EngineConstraints
+from apron.expressions import Unknown, evaluate
 from apron.gguf_header import GgufHeader
-from apron.llamacpp_formula import Unknown, evaluate
 from apron.llamacpp_hparams import Refused
 
 
@@ -43,20 +43,20 @@ def check_tensors(
     for row in c.rows("tensor_shapes"):
         if arch not in row.archs or row.unknown:
             continue
-        loop = row.block[0] if row.block and row.block[0].startswith("$") else ""
+        loop = row.block if isinstance(row.block, str) and row.block.startswith("$") else ""
         if loop:
             if not isinstance(n_layer, int):
                 continue
             blocks: list[int | None] = list(range(n_layer))
         else:
-            blocks = [int(row.block[0])] if row.block else [None]
+            blocks = [row.block] if type(row.block) is int else [None]
         for block in blocks:
             name = _name(row, block)
             if header.tensors and name not in shapes:
                 continue  # only the file's tensors are compared (a missing one: not checked)
             names = {**hp, loop: block} if loop else hp
             try:
-                if row.condition and not evaluate(row.condition, names, table):
+                if row.condition != () and not evaluate(row.condition, names, table):
                     continue
                 dims = [evaluate(d, names, table) for d in row.dims]
             except Unknown:
@@ -70,7 +70,7 @@ def check_tensors(
                         f"{', '.join(map(str, dims))}, got {', '.join(map(str, got))} "
                         f"({row.symbol})"
                     )
-            elif from_config and row.required and not row.condition and 0 in dims:
+            elif from_config and row.required and row.condition == () and 0 in dims:
                 raise Refused(
                     f"{row.symbol} sizes the tensor '{name}' as ({', '.join(map(str, dims))}): a "
                     "dimension 0, which no checkpoint's tensor has (check_tensor_dims refuses it)"

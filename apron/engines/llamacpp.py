@@ -9,7 +9,7 @@ from __future__ import annotations
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
 from apron.engines.base import ContextDefault, EngineDecision
-from apron.llamacpp_formula import Unread
+from apron.expressions import Unread
 from apron.llamacpp_hf import hf_header
 from apron.llamacpp_memory import figures as llamacpp_figures
 from apron.results import MechanismResult, Request
