@@ -174,17 +174,12 @@ _PY: dict[str, Callable[[Any, Any], Any]] = {
 # ---------------------------------------------------------------- evaluation
 
 
-class Scope(NamedTuple):
-    """What one evaluation reads: names, the caller's calls, and the converter (or None)."""
-
-    names: Mapping[str, Any]
-    calls: Mapping[str, Callable[..., Any]]
-    converter: Converter | None
-
-
-Compiled = Callable[[Scope], Any]
+# A compiled expression is a function of (names, calls, converter): the names it reads, the
+# caller's call table, and the converter its reads resolve against (None outside the converter).
+Compiled = Callable[[Mapping[str, Any], Mapping[str, Callable[..., Any]], "Converter | None"], Any]
 _COMPILED: dict[int, tuple[Any, Compiled]] = {}  # id -> (the expression, kept alive; its function)
 _CACHE_LIMIT = 100_000
+_NO_CALLS: Mapping[str, Callable[..., Any]] = {}
 
 
 def evaluate(
@@ -194,14 +189,19 @@ def evaluate(
     converter: Converter | None = None,
 ) -> Any:
     """The expression's value; Unknown (naming why) when it needs what apron does not have."""
-    value = compiled(expression)(Scope(names, calls or {}, converter))
+    entry = _COMPILED.get(id(expression))
+    function = entry[1] if entry is not None and entry[0] is expression else compiled(expression)
+    value = function(names, calls or _NO_CALLS, converter)
+    if type(value) is int:
+        return value
     if isinstance(value, list):  # a list holding an undefined element is undefined
         value = _first_undefined(*value) or value
     return _defined(value)
 
 
 def compiled(expression: Any) -> Compiled:
-    """The expression as a function of a Scope, built once per expression object."""
+    """The expression as a function of (names, calls, converter), built once per expression
+    object (generated modules keep theirs alive, so the id stays theirs)."""
     entry = _COMPILED.get(id(expression))
     if entry is not None and entry[0] is expression:
         return entry[1]
@@ -216,7 +216,7 @@ def _compile(e: Any) -> Compiled:
     if isinstance(e, str):
         return _name(e)
     if e is None or isinstance(e, bool | int | float):
-        return lambda scope: e
+        return lambda n, c, v: e
     if not isinstance(e, tuple) or not e or e[0] not in NODES:
         return _fails(f"malformed expression {e!r}")
     node = e[0]
@@ -234,7 +234,7 @@ def _compile(e: Any) -> Compiled:
 
 
 def _fails(why: str) -> Compiled:
-    def run(scope: Scope) -> Any:
+    def run(n, c, v) -> Any:
         raise Unknown(why)
 
     return run
@@ -243,10 +243,12 @@ def _fails(why: str) -> Compiled:
 def _name(name: str) -> Compiled:
     constant = Symbol(name) if _CONSTANT.match(name) else None
 
-    def run(scope: Scope) -> Any:
-        names = scope.names
-        if name in names:
-            return _known(names[name])
+    def run(n, c, v) -> Any:
+        if name in n:
+            value = n[name]
+            if type(value) is Unread:
+                raise Unknown(value.reason)
+            return value
         if constant is not None:
             return constant
         raise Unknown(name)
@@ -257,8 +259,10 @@ def _name(name: str) -> Compiled:
 def _cpp_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
     function = _CPP[op]
 
-    def run(scope: Scope) -> Any:
-        a, b = left(scope), right(scope)
+    def run(n, c, v) -> Any:
+        a, b = left(n, c, v), right(n, c, v)
+        if type(a) is int and type(b) is int:  # the common case: what the checks below allow
+            return function(a, b)
         if op == "||" and not isinstance(a, _Undefined) and a:
             return 1
         if op == "&&" and not isinstance(a, _Undefined) and not a:
@@ -279,9 +283,9 @@ def _cpp_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
 def _py_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
     function = _PY[op]
 
-    def run(scope: Scope) -> Any:
-        a, b = left(scope), right(scope)
-        if scope.converter is None:
+    def run(n, c, v) -> Any:
+        a, b = left(n, c, v), right(n, c, v)
+        if v is None:
             raise Unknown(op)
         return _first_undefined(a, b) or _safe(op, function, a, b)
 
@@ -291,9 +295,9 @@ def _py_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
 def _boolean(e: tuple) -> Compiled:
     op, left, right = e[0], _compile(e[1]), _compile(e[2])
 
-    def run(scope: Scope) -> Any:  # Python's: the deciding value
-        a, b = left(scope), right(scope)
-        if scope.converter is None:
+    def run(n, c, v) -> Any:  # Python's: the deciding value
+        a, b = left(n, c, v), right(n, c, v)
+        if v is None:
             raise Unknown(op)
         if isinstance(a, _Undefined):
             return a
@@ -305,8 +309,8 @@ def _boolean(e: tuple) -> Compiled:
 def _unary(e: tuple) -> Compiled:
     op, argument = e[0], _compile(e[1])
 
-    def run(scope: Scope) -> Any:
-        a = argument(scope)
+    def run(n, c, v) -> Any:
+        a = argument(n, c, v)
         if isinstance(a, _Undefined):
             return a
         if op == "neg":
@@ -319,8 +323,8 @@ def _unary(e: tuple) -> Compiled:
 def _choice(e: tuple) -> Compiled:
     test, then, other = (_compile(part) for part in e[1:])
 
-    def run(scope: Scope) -> Any:
-        cond, a, b = test(scope), then(scope), other(scope)
+    def run(n, c, v) -> Any:
+        cond, a, b = test(n, c, v), then(n, c, v), other(n, c, v)
         return cond if isinstance(cond, _Undefined) else (a if cond else b)
 
     return run
@@ -333,11 +337,11 @@ def _cast(e: tuple) -> Compiled:
 def _at(e: tuple) -> Compiled:
     array, index_of = e[1], _compile(e[2])
 
-    def run(scope: Scope) -> Any:
-        position = index_of(scope)
-        if array not in scope.names:
+    def run(n, c, v) -> Any:
+        position = index_of(n, c, v)
+        if array not in n:
             raise Unknown(f"per-layer array {array}")
-        values = _known(scope.names[array])
+        values = _known(n[array])
         index = _defined(position)
         if not isinstance(values, list) or not 0 <= index < len(values):
             raise Unknown(f"{array}[{index}]")
@@ -349,17 +353,20 @@ def _at(e: tuple) -> Compiled:
 def _call(e: tuple) -> Compiled:
     name, arguments = e[1], tuple(_compile(a) for a in e[2:])
 
-    def run(scope: Scope) -> Any:
-        args = [a(scope) for a in arguments]
-        if scope.converter is not None and name in PY_CALLS:
+    def run(n, c, v) -> Any:
+        args = [a(n, c, v) for a in arguments]
+        if v is not None and name in PY_CALLS:
             function = PY_CALLS[name]
-        elif name in scope.calls:
-            function = scope.calls[name]
+        elif name in c:
+            function = c[name]
         elif name in BUILTIN_CALLS:
             function = BUILTIN_CALLS[name]
         else:
             raise Unknown(f"call {name}()")
-        return _first_undefined(*args) or _safe(name, function, *args)
+        for arg in args:
+            if type(arg) is _Undefined:
+                return arg
+        return _safe(name, function, *args)
 
     return run
 
@@ -367,35 +374,35 @@ def _call(e: tuple) -> Compiled:
 def _map(e: tuple) -> Compiled:
     variable, sequence_of, body = e[1], _compile(e[2]), _compile(e[3])
 
-    def element(scope: Scope, value: Any) -> Any:
-        result = body(Scope({**scope.names, variable: value}, scope.calls, scope.converter))
+    def element(n, c, v, value: Any) -> Any:
+        result = body({**n, variable: value}, c, v)
         if isinstance(result, list):
             result = _first_undefined(*result) or result
         return result
 
-    def run(scope: Scope) -> Any:
-        sequence = sequence_of(scope)
-        if scope.converter is None:
+    def run(n, c, v) -> Any:
+        sequence = sequence_of(n, c, v)
+        if v is None:
             raise Unknown(f"a comprehension over {variable}")
         if isinstance(sequence, _Undefined):
             return sequence
         if not isinstance(sequence, list | tuple):
             return _Undefined(f"a comprehension over {sequence!r}")
-        return [element(scope, v) for v in sequence]
+        return [element(n, c, v, item) for item in sequence]
 
     return run
 
 
 def _list(e: tuple) -> Compiled:
     items = tuple(_compile(i) for i in e[1:])
-    return lambda scope: [item(scope) for item in items]
+    return lambda n, c, v: [item(n, c, v) for item in items]
 
 
 def _constant(e: tuple) -> Compiled:
     value: Any = e[1] if e[0] == "str" else Symbol(e[1])
     if e[0] == "undef":
         value = _Undefined(f"code the reader does not read ({e[1]})")
-    return lambda scope: value
+    return lambda n, c, v: value
 
 
 _BUILDERS: dict[str, Callable[[tuple], Compiled]] = {
@@ -422,9 +429,8 @@ def _read(e: tuple) -> Compiled:
     kind, texts = e[0], e[1:]
     default_of = _compile(e[2]) if kind == "hpget" and len(e) == 3 else None
 
-    def run(scope: Scope) -> Any:
-        default = default_of(scope) if default_of is not None else None
-        converter = scope.converter
+    def run(n, c, converter) -> Any:
+        default = default_of(n, c, converter) if default_of is not None else None
         if converter is None:
             raise Unknown(f"{kind}:{'|'.join(texts)}")
         hparams = converter.hparams

@@ -16,6 +16,20 @@ from apron.expressions import Unknown, evaluate
 from apron.gguf_header import GgufHeader
 from apron.llamacpp_hparams import Refused
 
+_BY_ARCH: dict[int, tuple[tuple, dict[str, list]]] = {}  # id(rows) -> (rows, arch -> its rows)
+
+
+def _rows_of(rows: tuple, arch: str) -> list:
+    """The rows of one architecture, in order (indexed once per rows tuple)."""
+    entry = _BY_ARCH.get(id(rows))
+    if entry is None or entry[0] is not rows:
+        index: dict[str, list] = {}
+        for row in rows:
+            for name in dict.fromkeys(row.archs):
+                index.setdefault(name, []).append(row)
+        entry = _BY_ARCH[id(rows)] = (rows, index)
+    return entry[1].get(arch, [])
+
 
 def _name(row: Any, block: int | None) -> str:
     name = row.name % block if "%d" in row.name and block is not None else row.name
@@ -40,8 +54,9 @@ def check_tensors(
     vocab = {"vocab.n_tokens": lambda: n_tokens if isinstance(n_tokens, int) else _no_vocab()}
     table = {**calls, **vocab}
     n_layer = hp.get("n_layer")
-    for row in c.rows("tensor_shapes"):
-        if arch not in row.archs or row.unknown:
+    per_layer = dict(hp)  # hp and the loop's layer (set per block below)
+    for row in _rows_of(c.rows("tensor_shapes"), arch):
+        if row.unknown:
             continue
         loop = row.block if isinstance(row.block, str) and row.block.startswith("$") else ""
         if loop:
@@ -54,7 +69,10 @@ def check_tensors(
             name = _name(row, block)
             if header.tensors and name not in shapes:
                 continue  # only the file's tensors are compared (a missing one: not checked)
-            names = {**hp, loop: block} if loop else hp
+            names = hp
+            if loop:
+                per_layer[loop] = block
+                names = per_layer
             try:
                 if row.condition != () and not evaluate(row.condition, names, table):
                     continue
