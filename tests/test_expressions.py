@@ -104,3 +104,37 @@ def test_conjunction_and_names():
     assert build.conjunction([]) == ()
     assert list(build.names_in(both)) == ["a", "b", "il"]
     assert ex.evaluate(both, {"a": 1, "b": 0, "il": 2}) == 1
+
+
+def test_every_generated_llamacpp_expression_is_well_formed():
+    """The loader checks an Expression field's shape only; every node is checked here."""
+    from apron.constraints import load_constraints
+    from apron.extractors.llamacpp.records import ConverterHparams, HparamsStep, TensorShape
+
+    llamacpp = load_constraints().get("llamacpp")
+    assert llamacpp is not None
+    seen = 0
+    for fact, fields in (
+        ("hparams_steps", ("value", "index", "condition")),
+        ("tensor_shapes", ("block", "condition")),
+        ("hparams_formulas", ("value", "condition")),
+        ("cache_sizes", ("value", "condition")),
+        ("memory_callbacks", ("value", "condition", "when")),
+    ):
+        for row in llamacpp.rows(fact):
+            for name in fields:
+                assert ex.expression_problem(getattr(row, name)) == "", (fact, row)
+                seen += 1
+    for row in llamacpp.rows("tensor_shapes"):
+        assert all(ex.expression_problem(d) == "" for d in row.dims)
+    for row in llamacpp.rows("hparams_steps"):
+        assert all(ex.expression_problem(a) == "" for a in row.arguments)
+    for row in llamacpp.rows("converter_hparams"):
+        for entry in (*row.writes, *row.attributes, *row.hparams_sets):
+            assert all(ex.expression_problem(part) == "" for part in entry)
+    assert seen > 5_000
+    # and the records accept them back (the bump's reading of the previous generation)
+    row = llamacpp.rows("hparams_steps")[0]
+    assert HparamsStep(**row._asdict()).value == row.value
+    assert TensorShape(**llamacpp.rows("tensor_shapes")[0]._asdict())
+    assert ConverterHparams(**llamacpp.rows("converter_hparams")[0]._asdict())
