@@ -50,6 +50,20 @@ TP = Bound(
     "vLLM's tensor_parallel_size is at least 1 (ParallelConfig); torch.distributed counts ranks "
     "in 32-bit integers",
 )
+BLOCK_SIZE = Bound(
+    1,
+    INT32_MAX,
+    "vLLM's CacheConfig.block_size is a positive int (Field(gt=0)) held in int32 block tables",
+)
+PIPELINE = Bound(
+    1,
+    INT32_MAX,
+    "vLLM's pipeline_parallel_size is at least 1 (ParallelConfig); torch.distributed counts "
+    "ranks in 32-bit integers",
+)
+LLAMACPP_BATCH = Bound(
+    1, INT32_MAX, "llama.cpp reads -b / -ub into common_params.n_batch / n_ubatch, int32_t"
+)
 BYTES = Bound(1, INT64_MAX, "apron counts bytes in signed 64-bit integers, as torch does")
 PARAMS = Bound(1, INT64_MAX, "apron counts parameters in signed 64-bit integers, as torch does")
 
@@ -94,6 +108,14 @@ def checked(value: Any, bound: Bound, where: str) -> int:
     if not bound.low <= value <= bound.high:
         raise ApronInputError(f"{where} = {value:,}; it must be {_range(bound)} ({bound.why})")
     return value
+
+
+def check_length(text: str, where: str) -> str:
+    """`text` stripped, refused when longer than any number apron reads (before it is parsed)."""
+    stripped = text.strip()
+    if len(stripped) > MAX_OPTION_CHARS:
+        raise _too_long(stripped, where)
+    return stripped
 
 
 def _too_long(text: str, where: str) -> ApronInputError:

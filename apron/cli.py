@@ -9,9 +9,11 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from apron import bounds
+from apron import bounds, engine_flags
 from apron.config import load_config, load_sample, sample_names
 from apron.console import EscapingConsole
+from apron.constraints import load_constraints
+from apron.engine_flags import EngineOptions
 from apron.errors import ApronInputError
 from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, PARAM_DTYPE_BITS, plan
 from apron.terminal import printable, printable_json, shown
@@ -47,8 +49,8 @@ ContextOpt = Annotated[
         "--context",
         "-c",
         metavar="TOKENS",
-        help="Context length in tokens (also vLLM's --max-model-len, SGLang's "
-        "--context-length). Default: the model's maximum as vLLM derives it.",
+        help="Tokens per sequence (also vLLM's --max-model-len: 32768, 32k = 32,000, 32K = "
+        "32,768, or auto; SGLang's --context-length). Default: the model's maximum.",
         show_default=False,
     ),
 ]
@@ -65,7 +67,9 @@ DtypeOpt = Annotated[
 BatchOpt = Annotated[
     str,
     typer.Option(
-        "--batch", "-b", metavar="N", help="Concurrent sequences (also vLLM's --max-num-seqs)."
+        "--batch",
+        metavar="N",
+        help="Sequences at once (also vLLM's --max-num-seqs, llama.cpp's -np).",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the plan as JSON (pydantic model).")]
@@ -103,6 +107,23 @@ FractionOpt = Annotated[
         metavar="FRACTION",
         help="Fraction of GPU memory the engine may use (also vLLM's --gpu-memory-utilization, "
         "SGLang's --mem-fraction-static). Default: each engine's extracted default.",
+        show_default=False,
+    ),
+]
+GpuOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu",
+        help="A GPU by name (H100, A100-80GB, L40S, RTX 4090, ...): its memory as nvidia-smi "
+        "reports it, from apron's cited table (apron/gpus.py).",
+        show_default=False,
+    ),
+]
+RevisionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--revision",
+        help="The Hub revision (branch, tag or commit) of a model id or URL.",
         show_default=False,
     ),
 ]
@@ -180,7 +201,86 @@ MaxModelLenOpt = Annotated[
     str | None, typer.Option("--max-model-len", "--context-length", hidden=True)
 ]
 KvCacheDtypeOpt = Annotated[str | None, typer.Option("--kv-cache-dtype", hidden=True)]
-MaxNumSeqsOpt = Annotated[str | None, typer.Option("--max-num-seqs", hidden=True)]
+MaxNumSeqsOpt = Annotated[
+    str | None, typer.Option("--max-num-seqs", "--parallel", "-np", hidden=True)
+]
+ENGINE_PANEL = "Engine flags (vLLM / llama.cpp)"
+BlockSizeOpt = Annotated[
+    str | None,
+    typer.Option("--block-size", help="vLLM's KV block size.", rich_help_panel=ENGINE_PANEL),
+]
+KvMemoryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kv-memory",
+        help="(vLLM's --kv-cache-memory-bytes.) The KV cache size itself (1G, 20GiB), instead "
+        "of the memory fraction.",
+        rich_help_panel=ENGINE_PANEL,
+        show_default=False,
+    ),
+]
+PipelineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--pp",
+        help="(vLLM's --pipeline-parallel-size, -pp.) Pipeline stages: vLLM splits the layers "
+        "between them.",
+        rich_help_panel=ENGINE_PANEL,
+        show_default=False,
+    ),
+]
+KvCacheMemoryBytesOpt = Annotated[str | None, typer.Option("--kv-cache-memory-bytes", hidden=True)]
+PipelineAliasOpt = Annotated[
+    str | None, typer.Option("--pipeline-parallel-size", "-pp", hidden=True)
+]
+CacheTypeKOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-k", "-ctk", help="llama.cpp K cache type (f16, q8_0, ...).",
+        rich_help_panel=ENGINE_PANEL, show_default=False,
+    ),
+]  # fmt: skip
+CacheTypeVOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-v", "-ctv", help="llama.cpp V cache type.", rich_help_panel=ENGINE_PANEL,
+        show_default=False,
+    ),
+]  # fmt: skip
+FlashAttnOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--flash-attn", "-fa", help="llama.cpp flash attention: on, off, auto.",
+        rich_help_panel=ENGINE_PANEL, show_default=False,
+    ),
+]  # fmt: skip
+KvUnifiedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--kv-unified", "-kvu", help="llama.cpp: one KV buffer for all sequences.",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]  # fmt: skip
+SwaFullOpt = Annotated[
+    bool,
+    typer.Option(
+        "--swa-full", help="llama.cpp: full-size SWA cache.", rich_help_panel=ENGINE_PANEL
+    ),
+]  # fmt: skip
+NBatchOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--batch-size", "-b", help="llama.cpp's logical batch (n_batch).",
+        rich_help_panel=ENGINE_PANEL, show_default=False,
+    ),
+]  # fmt: skip
+NUbatchOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ubatch-size", "-ub", help="llama.cpp's physical batch (n_ubatch).",
+        rich_help_panel=ENGINE_PANEL, show_default=False,
+    ),
+]  # fmt: skip
 TensorParallelOpt = Annotated[
     str | None, typer.Option("--tensor-parallel-size", "-tp", hidden=True)
 ]
@@ -212,6 +312,15 @@ def aliased(ctx: typer.Context, name: str, value, alias_value, alias: str, parse
 def count_option(bound: bounds.Bound):
     """A parser for a whole-number option within `bound` (for `aliased`)."""
     return lambda text, option: bounds.parse_int(text, bound, option)
+
+
+def length_option(text: str, option: str):
+    """A context length as vLLM's --max-model-len reads it (32k, 32K, auto), within the
+    engines' bound; engine_flags.AUTO_LENGTH for auto (for `aliased`)."""
+    found = engine_flags.max_model_len(text, option, load_constraints().get("vllm"))
+    if found is None:
+        return engine_flags.AUTO_LENGTH
+    return bounds.checked(found, bounds.CONTEXT, option)
 
 
 def fraction_option(text: str, option: str) -> float:
@@ -256,14 +365,51 @@ def plan_command(
     max_num_seqs: MaxNumSeqsOpt = None,
     tensor_parallel_size: TensorParallelOpt = None,
     gpu_memory_utilization: FractionAliasOpt = None,
+    gpu: GpuOpt = None,
+    revision: RevisionOpt = None,
+    block_size: BlockSizeOpt = None,
+    kv_memory: KvMemoryOpt = None,
+    pp: PipelineOpt = None,
+    kv_cache_memory_bytes: KvCacheMemoryBytesOpt = None,
+    pipeline_parallel_size: PipelineAliasOpt = None,
+    cache_type_k: CacheTypeKOpt = None,
+    cache_type_v: CacheTypeVOpt = None,
+    flash_attn: FlashAttnOpt = None,
+    kv_unified: KvUnifiedOpt = False,
+    swa_full: SwaFullOpt = False,
+    batch_size: NBatchOpt = None,
+    ubatch_size: NUbatchOpt = None,
 ) -> None:
-    """Predict KV-cache bytes per engine for one config; with --tp and --gpu-memory, per GPU
-    and how many tokens and sequences fit."""
-    context = aliased(
-        ctx, "context", context, max_model_len, "--max-model-len", count_option(bounds.CONTEXT)
+    """Predict KV-cache bytes per engine for one config; with --tp and --gpu-memory (or --gpu),
+    per GPU, how many tokens and sequences fit, and whether --batch at --context does. A GGUF
+    file gives llama.cpp's figures, as `apron gguf` does."""
+    kv_memory = aliased(
+        ctx, "kv_memory", kv_memory, kv_cache_memory_bytes, "--kv-cache-memory-bytes"
     )
-    kv_dtype = aliased(ctx, "kv_dtype", kv_dtype, kv_cache_dtype, "--kv-cache-dtype")
+    pp = aliased(ctx, "pp", pp, pipeline_parallel_size, "--pipeline-parallel-size")
+    engine = EngineOptions(
+        block_size,
+        kv_memory,
+        pp,
+        cache_type_k,
+        cache_type_v,
+        flash_attn,
+        kv_unified or None,
+        swa_full or None,
+        batch_size,
+        ubatch_size,
+    )
     batch = aliased(ctx, "batch", batch, max_num_seqs, "--max-num-seqs", count_option(bounds.BATCH))
+    context = aliased(ctx, "context", context, max_model_len, "--max-model-len", length_option)
+    if config is not None and sample is None and _is_gguf(config):
+        # plan's meaning: --batch sequences of --context tokens each, which llama.cpp holds in
+        # n_ctx = batch x context split across n_seq_max = batch
+        if context == engine_flags.AUTO_LENGTH:
+            fail("--context auto is vLLM's fit to memory; for a GGUF give a number of tokens")
+        n_ctx = context * batch if context is not None else None
+        _gguf(config, n_ctx, batch, kv_dtype, engine, json_output)
+        return
+    kv_dtype = aliased(ctx, "kv_dtype", kv_dtype, kv_cache_dtype, "--kv-cache-dtype")
     tp = aliased(
         ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size", count_option(bounds.TP)
     )
@@ -286,6 +432,9 @@ def plan_command(
         memory_fraction,
         weights,
         (weights_bytes, params, weights_dtype),
+        gpu,
+        revision,
+        engine,
     )
     if json_output:
         from apron.json_model import plan_json
@@ -308,6 +457,9 @@ def _plan(
     memory_fraction,
     weights,
     given=(None, None, None),
+    gpu=None,
+    revision=None,
+    engine=None,
 ):
     if (config is None) == (sample is None):
         fail(
@@ -318,13 +470,30 @@ def _plan(
         from apron.capacity import parse_memory
 
         memory = parse_memory(gpu_memory) if gpu_memory is not None else None
+        vllm = load_constraints().get("vllm")
+        auto = context == engine_flags.AUTO_LENGTH  # vLLM's --max-model-len auto
+        deployment = (engine or EngineOptions()).deployment(vllm)._replace(max_model_len_auto=auto)
+        if kv_dtype not in KV_DTYPES and kv_dtype != "auto":
+            kv_dtype = engine_flags.kv_cache_dtype(kv_dtype, vllm)
+        context = None if auto else context
+        if gpu is not None:
+            from apron.gpus import gpu as gpu_part
+
+            if gpu_memory is not None:
+                raise ApronInputError("give --gpu NAME or --gpu-memory, not both")
+            part = gpu_part(gpu)
+            memory, deployment = part.memory_bytes, deployment._replace(gpu_name=part.name)
+        if revision is not None and sample is not None:
+            raise ApronInputError("--revision goes with a Hub model id or URL, not --sample")
         weights_bytes, params, weights_dtype = given
         if weights is not None and (weights_bytes is not None or params is not None):
             raise ApronInputError(
                 "give --weights DIR or --weights-bytes / --params, not both: the figure given "
                 "replaces the checkpoint's"
             )
-        model = load_sample(sample) if sample is not None else load_config(config)  # type: ignore[arg-type]
+        model = (
+            load_sample(sample) if sample is not None else load_config(config, revision=revision)  # type: ignore[arg-type]
+        )
         return plan(
             model,
             context=context,
@@ -337,6 +506,7 @@ def _plan(
             weights_bytes=parse_weights_bytes(weights_bytes) if weights_bytes is not None else None,
             params=parse_params(params) if params is not None else None,
             weights_dtype=weights_dtype,
+            deployment=deployment,
         )
     except ApronInputError as err:
         fail(str(err))
@@ -411,42 +581,79 @@ def _plot(output, config, sample, context, kv_dtype, tp) -> str:
     return f"{shown(written)} (contexts up to {maximum:,} tokens)"
 
 
+GgufContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ctx-size",
+        "-c",
+        "--context",
+        help="llama.cpp's n_ctx (all sequences together).",
+        show_default=False,
+    ),
+]
+ParallelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--parallel",
+        "-np",
+        "--batch",
+        help="llama.cpp's n_parallel: sequences.",
+        show_default=False,
+    ),
+]
+
+
 @app.command("gguf")
 def gguf_command(
     path: Annotated[str, typer.Argument(help="A local .gguf file (the first shard is enough).")],
-    context: Annotated[
-        str | None,
-        typer.Option(
-            "--context",
-            "-c",
-            metavar="TOKENS",
-            help="llama.cpp's -c (n_ctx); 0 or none: the model's context_length.",
-            show_default=False,
-        ),
-    ] = None,
-    batch: Annotated[
-        str,
-        typer.Option(
-            "--batch", "-b", metavar="N", help="llama.cpp's -np (n_seq_max): concurrent sequences."
-        ),
-    ] = "1",
+    context: GgufContextOpt = None,
+    parallel: ParallelOpt = None,
     kv_dtype: Annotated[
         str | None, typer.Option("--kv-dtype", help="llama.cpp cache type for K and V.")
     ] = None,
-    cache_type_k: Annotated[str | None, typer.Option("--cache-type-k", "-ctk")] = None,
-    cache_type_v: Annotated[str | None, typer.Option("--cache-type-v", "-ctv")] = None,
-    swa_full: Annotated[
-        bool, typer.Option("--swa-full", help="A full-size SWA cache (llama.cpp's --swa-full).")
-    ] = False,
-    kv_unified: Annotated[
-        bool,
-        typer.Option("--kv-unified", help="One KV buffer for all sequences (--kv-unified)."),
-    ] = False,
+    cache_type_k: CacheTypeKOpt = None,
+    cache_type_v: CacheTypeVOpt = None,
+    flash_attn: FlashAttnOpt = None,
+    kv_unified: KvUnifiedOpt = False,
+    swa_full: SwaFullOpt = False,
+    batch_size: NBatchOpt = None,
+    ubatch_size: NUbatchOpt = None,
+    json_output: JsonOpt = False,
 ) -> None:
-    """The llama.cpp column for a GGUF file, read header-only: --context is n_ctx (default:
-    llama.cpp's 0, the GGUF's context_length), --batch is n_seq_max, cache types as llama.cpp
-    spells them (f16, q8_0, ...)."""
-    from apron.constraints import load_constraints
+    """The llama.cpp column for a GGUF file, read header-only, with llama.cpp's own flags: -c is
+    n_ctx (0 or none: the model's context_length; split across -np sequences unless -kvu), cache
+    types as llama.cpp spells them (f16, q8_0, ...), -fa, -kvu, --swa-full, -b, -ub."""
+    engine = EngineOptions(
+        cache_type_k=cache_type_k or kv_dtype,
+        cache_type_v=cache_type_v or kv_dtype,
+        flash_attn=flash_attn,
+        kv_unified=kv_unified or None,
+        swa_full=swa_full or None,
+        batch_size=batch_size,
+        ubatch_size=ubatch_size,
+    )
+    _gguf(path, context, parallel, None, engine, json_output)
+
+
+def _is_gguf(source: str) -> bool:
+    """A local file that is a GGUF: named .gguf, or starting with GGUF's magic."""
+    from pathlib import Path
+
+    path = Path(source)
+    if path.suffix.lower() == ".gguf":
+        return True
+    try:
+        if not path.is_file():
+            return False
+        with path.open("rb") as handle:
+            return handle.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
+def _gguf(path, context, parallel, kv_dtype, engine: EngineOptions, json_output: bool) -> None:
+    """llama.cpp's figures for a GGUF file: `context` is n_ctx, `parallel` n_seq_max (text, or
+    a number from `apron plan`)."""
     from apron.gguf_header import gguf_limits, read_header
     from apron.llamacpp_memory import Unknown, cache_type, figures, render
 
@@ -455,11 +662,21 @@ def gguf_command(
         fail("no generated/llamacpp constraints")
         return
     try:
-        n_ctx = llamacpp_option(constraints, "--context", context, low=0)
-        n_seq_max = llamacpp_option(constraints, "--batch", batch, low=1)
+        if kv_dtype not in (None, "bf16"):
+            raise ApronInputError(
+                f"--kv-dtype {shown(kv_dtype)} on a GGUF: give llama.cpp's cache types (-ctk / "
+                "-ctv)"
+            )
+        text = None if context is None else str(context)
+        n_ctx = llamacpp_option(constraints, "--context", text, low=0)
+        n_seq = llamacpp_option(
+            constraints, "--batch", None if parallel is None else str(parallel), low=1
+        )
+        n_seq = 1 if n_seq is None else n_seq
+        flags = engine.llamacpp()
         header = read_header(path, gguf_limits(constraints))
-        k, v = cache_type_k or kv_dtype, cache_type_v or kv_dtype
-        types = [cache_type(constraints, t) if t else None for t in (k, v)]
+        types = [cache_type(constraints, t) if t else None for t in (flags.type_k, flags.type_v)]
+        engine_flags.check_flash_attn(flags, types[1] is not None and _quantized(types[1]))
     except (ApronInputError, Unknown) as err:
         fail(str(err))
         return
@@ -470,15 +687,39 @@ def gguf_command(
         header,
         constraints,
         n_ctx=n_ctx,
-        n_seq_max=n_seq_max,
+        n_seq_max=n_seq,
         type_k=types[0],
         type_v=types[1],
-        swa_full=swa_full or None,
-        kv_unified=kv_unified or None,
+        settings=flags.overrides(),
     )
     if got.refused:
         fail(f"{shown(path)}: llama.cpp at {constraints.commit[:12]} refuses it: {got.refused}")
-    typer.echo(printable(render(header, constraints, got, n_seq_max)))
+    if json_output:
+        import json
+
+        from apron.json_model import _as_data
+
+        data = {
+            "schema_version": GGUF_SCHEMA_VERSION,
+            "path": str(path),
+            "architecture": header.architecture,
+            "engine": "llamacpp",
+            "commit": constraints.commit,
+            "n_ctx": n_ctx,
+            "n_seq_max": n_seq,
+            "settings": flags._asdict(),
+            "figures": _as_data(got),
+        }
+        typer.echo(printable_json(json.dumps(data, indent=2, default=str)))
+        return
+    typer.echo(printable(render(header, constraints, got, n_seq)))
+
+
+GGUF_SCHEMA_VERSION = 1  # `apron gguf --json` layout
+
+
+def _quantized(ggml_type: str) -> bool:
+    return not any(ggml_type.endswith(t) for t in ("F32", "F16", "BF16"))
 
 
 # option -> (the limit row that bounds it, what it is in llama.cpp); the C type of the setting the

@@ -224,9 +224,8 @@ class ModelConfig:
 
 def _gguf_message(what: str) -> str:
     return (
-        f"{what}, not a Hugging Face config.json. apron plans from config.json; for a GGUF "
-        "model ask llama.cpp to fit it: `llama-fit-params --model <file.gguf>` (or "
-        "`llama-server --model <file.gguf> --fit on`)."
+        f"{what}, not a Hugging Face config.json: give the .gguf file itself (`apron plan "
+        "FILE.gguf` or `apron gguf FILE.gguf` gives llama.cpp's figures from its header)"
     )
 
 
@@ -307,9 +306,11 @@ def load_config(
     source: str | Path | Mapping[str, Any],
     name: str | None = None,
     constraints: ConstraintSet | None = None,
+    revision: str | None = None,
 ) -> ModelConfig:
-    """A ModelConfig from a path (file or directory), a model id ORG/NAME[@REV] or a cache folder
-    models--ORG--NAME in the local Hugging Face cache (apron.hf_cache), or a parsed dict."""
+    """A ModelConfig from a path (file or directory), a model id ORG/NAME[@REV] or Hub URL (at
+    `revision`) or a cache folder models--ORG--NAME in the local Hugging Face cache
+    (apron.hf_cache), or a parsed dict."""
     if isinstance(source, Mapping):
         if _is_adapter(source):
             raise ApronInputError(_adapter_message(Path(name or "<dict>"), source))
@@ -317,7 +318,7 @@ def load_config(
     from apron import hf_cache
 
     try:
-        return _from_path(hf_cache.resolve(source), constraints)
+        return _from_path(hf_cache.resolve(source, revision), constraints)
     except OSError as err:  # an unreadable directory: Path.is_dir/is_file raise PermissionError
         raise ApronInputError(
             f"cannot read {shown(str(err.filename or source))}: {err.strerror or err}"
@@ -325,7 +326,7 @@ def load_config(
 
 
 def sample_names() -> tuple[str, ...]:
-    return tuple(sorted(p.stem for p in SAMPLES_DIR.glob("*.json")))
+    return tuple(sorted(p.stem for p in SAMPLES_DIR.glob("*.json") if p.stem != "weights"))
 
 
 def load_sample(name: str, constraints: ConstraintSet | None = None) -> ModelConfig:

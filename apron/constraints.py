@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import builtins
 import functools
+import hashlib
 import importlib.util
 import itertools
 import re
 import types
 import typing
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
@@ -101,20 +103,41 @@ def _importer(schema: types.ModuleType | None):
     return generated_import
 
 
+# Loaded modules, shared within a process by what they are: the file's path, its bytes' digest
+# and the schema module it imports. Loading the same generated/ again, as every ConstraintSet
+# does, costs a lookup; a rewritten file (or one under another schema) loads anew. Sharing is
+# safe because a generated module holds only immutable data (str, int, bool, None, tuples and
+# the schema's NamedTuples), which checked_rows verifies.
+_LOADED: dict[tuple[str, bytes, int | None], types.ModuleType] = {}
+_LOADED_KEPT = 1024  # a generated/ holds about 150 modules
+_ROWS: weakref.WeakKeyDictionary[types.ModuleType, tuple] = weakref.WeakKeyDictionary()
+
+
 def _execute(path: Path, schema: types.ModuleType | None, *, fresh: bool) -> types.ModuleType:
-    """Run one generated file as a private module (not in sys.modules)."""
+    """Run one generated file as a private module (not in sys.modules), once per content."""
     if not path.is_file():
         raise ConstraintsError(f"{path} is missing")
+    source = path.read_bytes()
+    key = (str(path), hashlib.blake2b(source, digest_size=16).digest(), id(schema))
+    known = _LOADED.get(key)
+    if known is not None and (schema is None or vars(known).get("__schema__") is schema):
+        return known
     name = f"_apron_generated_{next(_names)}_{path.stem}"
     loader = (_FreshLoader if fresh else SourceFileLoader)(name, str(path))
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
     module.__dict__["__builtins__"] = {**builtins.__dict__, "__import__": _importer(schema)}
+    # a fresh load compiles the bytes it read; an installed one may use the file's bytecode
+    code = compile(source, str(path), "exec", dont_inherit=True) if fresh else None
     try:
-        loader.exec_module(module)
+        exec(code or loader.get_code(name), module.__dict__)  # noqa: S102 - as exec_module does
     except Exception as err:
         raise ConstraintsError(f"{path} does not load: {type(err).__name__}: {err}") from err
+    module.__dict__["__schema__"] = schema
+    if len(_LOADED) >= _LOADED_KEPT:
+        del _LOADED[next(iter(_LOADED))]
+    _LOADED[key] = module
     return module
 
 
@@ -206,7 +229,14 @@ def _str_tuple(value: Any) -> bool:
 
 def checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType) -> tuple:
     """The module's ROWS, each an instance of the one schema record type the module imports,
-    each field of the type the schema declares."""
+    each field of the type the schema declares (checked once per loaded module)."""
+    if module in _ROWS:
+        return _ROWS[module]
+    _ROWS[module] = rows = _checked_rows(module, path, schema)
+    return rows
+
+
+def _checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType) -> tuple:
     types_in_schema = _record_types(schema)
     imported = [v for v in vars(module).values() if v in types_in_schema.values()]
     if len(imported) != 1:

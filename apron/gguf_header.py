@@ -20,17 +20,19 @@ its merges and scores) is checked and skipped, kept only as its type and length
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
-
-from gguf import GGML_QUANT_SIZES, GGUF_MAGIC, GGMLQuantizationType, GGUFValueType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from apron.constraints import EngineConstraints
 from apron.errors import ApronInputError, ConstraintsError
 from apron.input_files import CappedReader, open_input
 from apron.terminal import shown
+
+if TYPE_CHECKING:
+    from gguf import GGUFValueType
 
 MAX_HEADER_BYTES = 64 * 2**20  # the largest published headers (262k-token vocabularies) are ~10 MB
 MAX_KEYS = 65_536  # key-value pairs; a header holds a few dozen
@@ -41,34 +43,44 @@ INT64_MAX = 2**63 - 1
 SIZE_MAX = 2**64 - 1
 READER = "llama.cpp's gguf reader (ggml/src/gguf.cpp)"
 
+
+@functools.cache
+def _gguf_py():
+    """gguf-py, imported at the first header read: it imports numpy (about 150 ms), which a plan
+    from a config.json never needs."""
+    import gguf
+
+    return gguf
+
+
 _SCALARS = {
-    GGUFValueType.UINT8: "<B",
-    GGUFValueType.INT8: "<b",
-    GGUFValueType.UINT16: "<H",
-    GGUFValueType.INT16: "<h",
-    GGUFValueType.UINT32: "<I",
-    GGUFValueType.INT32: "<i",
-    GGUFValueType.FLOAT32: "<f",
-    GGUFValueType.BOOL: "<b",  # llama.cpp reads an int8 and takes != 0
-    GGUFValueType.UINT64: "<Q",
-    GGUFValueType.INT64: "<q",
-    GGUFValueType.FLOAT64: "<d",
+    "UINT8": "<B",
+    "INT8": "<b",
+    "UINT16": "<H",
+    "INT16": "<h",
+    "UINT32": "<I",
+    "INT32": "<i",
+    "FLOAT32": "<f",
+    "BOOL": "<b",  # llama.cpp reads an int8 and takes != 0
+    "UINT64": "<Q",
+    "INT64": "<q",
+    "FLOAT64": "<d",
 }
 # llama.cpp's names of the GGUF types (GGUF_TYPE_NAME), as its messages say them
 TYPE_NAMES = {
-    GGUFValueType.UINT8: "u8",
-    GGUFValueType.INT8: "i8",
-    GGUFValueType.UINT16: "u16",
-    GGUFValueType.INT16: "i16",
-    GGUFValueType.UINT32: "u32",
-    GGUFValueType.INT32: "i32",
-    GGUFValueType.FLOAT32: "f32",
-    GGUFValueType.BOOL: "bool",
-    GGUFValueType.STRING: "str",
-    GGUFValueType.ARRAY: "arr",
-    GGUFValueType.UINT64: "u64",
-    GGUFValueType.INT64: "i64",
-    GGUFValueType.FLOAT64: "f64",
+    "UINT8": "u8",
+    "INT8": "i8",
+    "UINT16": "u16",
+    "INT16": "i16",
+    "UINT32": "u32",
+    "INT32": "i32",
+    "FLOAT32": "f32",
+    "BOOL": "bool",
+    "STRING": "str",
+    "ARRAY": "arr",
+    "UINT64": "u64",
+    "INT64": "i64",
+    "FLOAT64": "f64",
 }
 ALIGNMENT_KEY = "general.alignment"
 DEFAULT_ALIGNMENT = 32  # GGUF_DEFAULT_ALIGNMENT (ggml/include/gguf.h)
@@ -217,14 +229,14 @@ class _Reader:
     def kind(self, what: str) -> GGUFValueType:
         raw = self.unpack("<i")
         try:
-            return GGUFValueType(raw)
+            return _gguf_py().GGUFValueType(raw)
         except ValueError:
             raise self.refuse(f"{what} has invalid GGUF type {raw}") from None
 
     def array(self, key: str) -> tuple[Any, str]:
         inner = self.kind(f"key {shown(repr(key))}")
         n = self.unpack("<Q")
-        if inner == GGUFValueType.ARRAY:
+        if inner.name == "ARRAY":
             raise self.refuse(
                 f"key {shown(repr(key))} is an array of arrays ({READER} refuses it: invalid GGUF "
                 "type 9 inside an array)"
@@ -234,37 +246,37 @@ class _Reader:
                 f"key {shown(repr(key))}: {n:,} array elements exceed GGUF_MAX_ARRAY_ELEMENTS "
                 f"{self.limits.max_array:,} ({READER} refuses it)"
             )
-        least = n * (8 if inner == GGUFValueType.STRING else struct.calcsize(_SCALARS[inner]))
+        least = n * (8 if inner.name == "STRING" else struct.calcsize(_SCALARS[inner.name]))
         if least > self.stream.remaining:
             raise self.refuse(
                 f"key {shown(repr(key))}: {n:,} array elements need {least:,} B but "
                 f"{self.stream.remaining:,} B are left in the file ({READER} refuses it)"
             )
         self.counted(n, f"key {shown(repr(key))}'s {n:,} array elements")
-        type_name = f"arr[{TYPE_NAMES[inner]}]"
-        if inner == GGUFValueType.STRING:
+        type_name = f"arr[{TYPE_NAMES[inner.name]}]"
+        if inner.name == "STRING":
             if not self.keep(n):
                 self.skip_strings(n, f"key {shown(repr(key))}")
                 return SkippedArray("str", n), type_name
             return [self.string(f"key {shown(repr(key))}") for _ in range(n)], type_name
-        fmt = _SCALARS[inner]
+        fmt = _SCALARS[inner.name]
         if not self.keep(n):
             self.stream.skip(n * struct.calcsize(fmt))
-            return SkippedArray(TYPE_NAMES[inner], n), type_name
+            return SkippedArray(TYPE_NAMES[inner.name], n), type_name
         data = self.stream.take(n * struct.calcsize(fmt))
         items = [item for (item,) in struct.iter_unpack(fmt, data)]
-        if inner == GGUFValueType.BOOL:
+        if inner.name == "BOOL":
             items = [item != 0 for item in items]
         return items, type_name
 
     def value(self, key: str) -> tuple[Any, str]:
         kind = self.kind(f"key {shown(repr(key))}")
-        if kind == GGUFValueType.ARRAY:
+        if kind.name == "ARRAY":
             return self.array(key)
-        if kind == GGUFValueType.STRING:
+        if kind.name == "STRING":
             return self.string(f"key {shown(repr(key))}"), "str"
-        item = self.unpack(_SCALARS[kind])
-        return (item != 0 if kind == GGUFValueType.BOOL else item), TYPE_NAMES[kind]
+        item = self.unpack(_SCALARS[kind.name])
+        return (item != 0 if kind.name == "BOOL" else item), TYPE_NAMES[kind.name]
 
 
 def _version(r: _Reader) -> int:
@@ -349,10 +361,10 @@ def _tensor_bytes(r: _Reader, name: str, shape: tuple[int, ...], raw_type: int):
     if raw_type < 0:
         raise r.refuse(f"tensor {shown(repr(name))} has invalid ggml type {raw_type}")
     try:
-        member = GGMLQuantizationType(raw_type)
+        member = _gguf_py().GGMLQuantizationType(raw_type)
     except ValueError:
         return f"type{raw_type}", None
-    block, size = GGML_QUANT_SIZES.get(member, (0, 0))
+    block, size = _gguf_py().GGML_QUANT_SIZES.get(member, (0, 0))
     if not block:
         return member.name, None
     first = shape[0] if shape else 1
@@ -409,7 +421,7 @@ def read_header(path: str | Path, limits: GgufLimits) -> GgufHeader:
         stream = CappedReader(handle, path, MAX_HEADER_BYTES, "the GGUF header")
         r = _Reader(stream, limits)
         magic = r.unpack("<I")
-        if magic != GGUF_MAGIC:
+        if magic != _gguf_py().GGUF_MAGIC:
             raise ApronInputError(f"{shown(path)} is not a GGUF file (magic {magic:#x})")
         version = _version(r)
         n_tensors = _count(r, "tensors", MAX_TENSORS)

@@ -54,25 +54,51 @@ def is_model_id(text: str) -> bool:
     return MODEL_ID.fullmatch(text) is not None
 
 
-def resolve(source: str | Path) -> Path:
+# https://huggingface.co/ORG/NAME, optionally /tree/REV, /blob/REV/FILE or /resolve/REV/FILE
+MODEL_URL = re.compile(
+    r"https?://(?:www\.)?(?:huggingface\.co|hf\.co)/(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)"
+    r"(?:/(?:tree|blob|resolve)/(?P<revision>[\w.-]+)(?:/[^?#]*)?)?/?(?:[?#].*)?"
+)
+
+
+def model_reference(text: str) -> tuple[str, str | None] | None:
+    """(repo id, revision or None) of a model id ORG/NAME[@REV] or a Hub model URL; None for
+    anything else."""
+    found = MODEL_URL.fullmatch(text) or MODEL_ID.fullmatch(text)
+    if found is None:
+        return None
+    return found.group("repo"), found.group("revision")
+
+
+def resolve(source: str | Path, revision: str | None = None) -> Path:
     """The path apron reads for `source`: itself when it exists (a cache repo folder
     models--ORG--NAME becomes its snapshot at refs/main), else the cache snapshot of the model
-    id ORG/NAME[@REV]; a path that is neither is returned as given (load_config says so)."""
+    id ORG/NAME[@REV] or Hub URL at `revision` (--revision; it must agree with one the id or URL
+    names); a path that is neither is returned as given (load_config says so)."""
     path = Path(source)
     if path.is_dir() and REPO_FOLDER.fullmatch(path.name) and (path / "snapshots").is_dir():
         return _repo_folder_snapshot(path)
     if path.exists():
         return path
-    found = MODEL_ID.fullmatch(str(source))
+    found = model_reference(str(source))
     if found is None:
+        if revision is not None:
+            raise ApronInputError(
+                f"--revision {revision} goes with a Hub model id or URL, and {source} is neither"
+            )
         return path
-    revision = found.group("revision") or DEFAULT_REVISION
+    repo, named = found
+    if revision is not None and named is not None and named != revision:
+        raise ApronInputError(
+            f"{shown(source)} names revision {shown(named)}, --revision {shown(revision)}; give one"
+        )
+    revision = revision or named or DEFAULT_REVISION
     if ".." in revision.split("/") or revision.startswith("/"):
         raise ApronInputError(
             f"{shown(source)}: revision {shown(repr(revision))} climbs out of the cache's refs/ "
             "(a branch, a tag or a commit has no '..' part)"
         )
-    return _cached_snapshot(found.group("repo"), revision)
+    return _cached_snapshot(repo, revision)
 
 
 def read_ref(folder: Path, revision: str) -> str | None:
@@ -181,11 +207,23 @@ def _hub_error(repo_id: str, revision: str, err: Exception) -> ApronInputError:
     )
 
 
+def _network_error(repo_id: str, revision: str, err: Exception) -> ApronInputError:
+    """The Hub could not be reached (huggingface_hub's LocalEntryNotFoundError: no connection,
+    and the file is not in the cache)."""
+    return ApronInputError(
+        f"{repo_id}@{revision}: the Hugging Face Hub could not be reached (a network failure: "
+        f"{type(err).__name__}), and the cache {cache_dir()} does not hold its {CONFIG_NAME}; "
+        "connect and retry, or work offline: set HF_HUB_OFFLINE=1 (apron then reads only the "
+        f"cache, without waiting for the network) after `hf download {repo_id} {CONFIG_NAME} "
+        "model.safetensors.index.json` on a machine that is online, or give a config.json"
+    )
+
+
 def _from_hub(repo_id: str, revision: str) -> Path:
     """The cache snapshot after config.json and the metadata files beside it are downloaded
     from the Hub (JSON only, never weights)."""
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.utils import EntryNotFoundError
+    from huggingface_hub.utils import EntryNotFoundError, LocalEntryNotFoundError
 
     cache = cache_dir()
     try:
@@ -195,9 +233,13 @@ def _from_hub(repo_id: str, revision: str) -> Path:
         for name in HUB_METADATA:
             try:
                 hf_hub_download(repo_id, name, revision=revision, cache_dir=cache, token=_token())
-            except EntryNotFoundError:
+            except LocalEntryNotFoundError:
+                raise
+            except EntryNotFoundError:  # the Hub said the file is not there
                 pass
-    except EntryNotFoundError:
+    except LocalEntryNotFoundError as err:  # no answer from the Hub: not "the file is missing"
+        raise _network_error(repo_id, revision, err) from None
+    except EntryNotFoundError:  # the Hub answered 404 for config.json
         raise ApronInputError(
             f"{repo_id}@{revision} is on the Hub but has no {CONFIG_NAME}; apron plans from a "
             "Hugging Face config.json"

@@ -9,7 +9,7 @@ What llama.cpp decides at run time is assumed and said: flash attention `auto` i
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
@@ -215,16 +215,22 @@ def figures(
     n_seq_max: int,
     type_k: str | None = None,
     type_v: str | None = None,
+    settings: Mapping[str, int] | None = None,
     swa_full: bool | None = None,
     kv_unified: bool | None = None,
     assume_written: Callable[[str], bool] | None = None,
 ) -> LlamaCppFigures:
-    """What llama.cpp allocates for the header at these settings (None: common_params'
-    default). `assume_written` (the HF path, whose header apron built from the config) names
-    required keys the converter writes though that header lacks them."""
-    settings = {"swa_full": swa_full, "kv_unified": kv_unified}
+    """What llama.cpp allocates for the header at these settings; `settings` overrides
+    common_params' kv_unified, swa_full, n_batch and n_ubatch (-kvu, --swa-full, -b, -ub), as do
+    `swa_full` and `kv_unified` (None: common_params' default). `assume_written` (the HF path,
+    whose header apron built from the config) names required keys the converter writes though
+    that header lacks them."""
+    given = dict(settings or {})
+    for name, value in (("swa_full", swa_full), ("kv_unified", kv_unified)):
+        if value is not None:
+            given[name] = int(value)
     try:
-        return _figures(header, c, n_ctx, n_seq_max, type_k, type_v, settings, assume_written)
+        return _figures(header, c, n_ctx, n_seq_max, type_k, type_v, given, assume_written)
     except Refused as err:
         why = f"llama.cpp refuses this: {err}"
         return LlamaCppFigures("", None, None, {}, (), (why,), ASSUMPTIONS, (), str(err))
@@ -262,14 +268,10 @@ def _figures(
         "arch": arch,
         "params.ctx_type": DEFAULT_CONTEXT_TYPE,
         "params.n_ctx": n_ctx if n_ctx is not None else int(_default(c, "n_ctx")),
-        "params.n_batch": int(_default(c, "n_batch")),
-        "params.n_ubatch": int(_default(c, "n_ubatch")),
+        "params.n_batch": settings.get("n_batch", int(_default(c, "n_batch"))),
+        "params.n_ubatch": settings.get("n_ubatch", int(_default(c, "n_ubatch"))),
         "cparams.n_seq_max": n_seq_max,
-        "cparams.kv_unified": int(
-            settings["kv_unified"]
-            if settings["kv_unified"] is not None
-            else _default(c, "kv_unified")
-        ),
+        "cparams.kv_unified": settings.get("kv_unified", int(_default(c, "kv_unified"))),
         "cparams.causal_attn": 1,
         **{a: a for a in ("LLAMA_CONTEXT_TYPE_MTP", "LLAMA_SWA_TYPE_NONE")},
         **{r.arch: r.arch for r in c.rows("arch_names")},
@@ -343,11 +345,7 @@ def _figures(
                 "unified": n_unified,
                 "n_seq_max": n_seq_max,
                 "n_ubatch": env["cparams.n_ubatch"],
-                "swa_full": int(
-                    settings["swa_full"]
-                    if settings["swa_full"] is not None
-                    else _default(c, "swa_full")
-                ),
+                "swa_full": settings.get("swa_full", int(_default(c, "swa_full"))),
             }
             for row in _assign(c, "llama_kv_cache_iswa::llama_kv_cache_iswa", iswa_env):
                 cites.append(c.cite(row))

@@ -3,6 +3,8 @@ rules (apron.serving_rules) and the mechanism figures; a rule the engine lacks g
 
 from __future__ import annotations
 
+import math
+
 from apron import capacity as fit_rules
 from apron import parallel
 from apron.config import ModelConfig
@@ -187,19 +189,7 @@ def gpu_share(
             return GpuShare(
                 tp, "refused", None, "", None, None, None, weights, (refused,), valid, (), ()
             )
-    rule_text = (
-        f"max(1, heads // {tp})" if rules.kv_heads_split == sr.SPLIT_REPLICATE else f"heads // {tp}"
-    )
-    per_gpu = lambda total: sr.kv_heads_per_gpu(rules, total, tp, False) or 0  # noqa: E731
-    split = parallel.split_heads(heads, tp, per_gpu, rule_text)
-    by_kind = _kind_heads(model, heads)
-    if by_kind and heads.count is not None:
-        # layers of each kind split their own heads; the count stays the config's (what vLLM's
-        # ModelConfig.get_num_kv_heads answers)
-        kinds_split = parallel.split_heads(
-            heads._replace(per_layer=by_kind), tp, per_gpu, rule_text
-        )
-        split = kinds_split._replace(count=split.count, how=f"{split.how}; {kinds_split.how}")
+    split = heads_per_gpu(model, heads, tp, rules)
     shared = compute(selection, model, split, request._replace(tp=tp))
     lines.extend(shared.arithmetic)
     if heads.count is not None and heads.count < tp and rules.kv_heads_split == sr.SPLIT_REPLICATE:
@@ -238,6 +228,29 @@ def gpu_share(
     )
 
 
+def heads_per_gpu(model: ModelConfig, heads: HeadCount, tp: int, rules) -> HeadCount:
+    """The KV heads one GPU holds under the engine's extracted split rule (each layer kind its
+    own heads where windowed and full layers differ)."""
+    from apron import serving_rules as sr
+
+    if tp == 1:
+        return heads
+    rule_text = (
+        f"max(1, heads // {tp})" if rules.kv_heads_split == sr.SPLIT_REPLICATE else f"heads // {tp}"
+    )
+    per_gpu = lambda total: sr.kv_heads_per_gpu(rules, total, tp, False) or 0  # noqa: E731
+    split = parallel.split_heads(heads, tp, per_gpu, rule_text)
+    by_kind = _kind_heads(model, heads)
+    if by_kind and heads.count is not None:
+        # layers of each kind split their own heads; the count stays the config's (what vLLM's
+        # ModelConfig.get_num_kv_heads answers)
+        kinds_split = parallel.split_heads(
+            heads._replace(per_layer=by_kind), tp, per_gpu, rule_text
+        )
+        split = kinds_split._replace(count=split.count, how=f"{split.how}; {kinds_split.how}")
+    return split
+
+
 def _kind_heads(model: ModelConfig, heads: HeadCount) -> tuple[int, ...]:
     """Per-layer KV heads when windowed and full layers have their own geometry (apron.layers
     kind_geometry), for a config whose heads are one count; () otherwise."""
@@ -252,9 +265,10 @@ def _kind_heads(model: ModelConfig, heads: HeadCount) -> tuple[int, ...]:
     return kind_heads(geometry, structure.kinds)
 
 
-# vLLM's default enables prefix caching (CacheConfig.enable_prefix_caching = True); for a model
-# with mamba state MambaModelConfig.verify_and_update_config (vllm/model_executor/models/
-# config.py) then sets mamba_cache_mode "all" when the class supports mamba prefix caching, else
+# With prefix caching on (CacheConfig.enable_prefix_caching defaults to True; `vllm serve` turns
+# it off for a hybrid unless --enable-prefix-caching, see vllm_capacity.mamba_cache_mode), for a
+# model with mamba state MambaModelConfig.verify_and_update_config (vllm/model_executor/models/
+# config.py) sets mamba_cache_mode "all" when the class supports mamba prefix caching, else
 # "align", and MambaSpec.max_memory_usage_bytes (vllm/v1/kv_cache_interface.py) counts 2 state
 # pages per sequence under "align". Restated by hand; the class flag is extracted.
 ALIGN_STATE_PAGES = 2
@@ -270,23 +284,44 @@ def _mamba_cache_mode(model: ModelConfig) -> tuple[str | None, str]:
         return None, f"vLLM's mamba_cache_mode for {arch} is unknown (no class flags for it)"
     if row.supports_mamba_prefix_caching:
         return "all", (
-            f"vLLM's default prefix caching sets mamba_cache_mode 'all' for {arch} (it supports "
-            "mamba prefix caching): its chunk-aligned block and per-block state pages are not "
-            "modelled"
+            f"prefix caching sets mamba_cache_mode 'all' for {arch} (it supports mamba prefix "
+            "caching)"
         )
     return "align", (
-        f"mamba_cache_mode 'align' (vLLM's default prefix caching; {arch} does not support "
-        "mamba prefix caching)"
+        f"mamba_cache_mode 'align' (prefix caching; {arch} does not support mamba prefix caching)"
     )
 
 
-def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):
+def mamba_chunk_size(model: ModelConfig) -> tuple[int | None, str]:
+    """vLLM's ModelConfig.get_mamba_chunk_size: mamba_chunk_size, else chunk_size, else 2,048
+    (Mamba1 has no chunk) (vllm/config/model.py; cited, not extracted). None: a value that is
+    not a positive integer."""
+    for key in ("mamba_chunk_size", "chunk_size"):
+        if model.get(key) is None:
+            continue
+        value = model.integer(key)
+        if value is None or value <= 0:
+            return None, f"{key} is not a positive integer"
+        return value, f"({key})"
+    return 2048, "(no mamba_chunk_size or chunk_size: vLLM's 2,048)"
+
+
+def _hybrid_block(
+    model: ModelConfig,
+    share: GpuShare,
+    rules,
+    notes: list[str],
+    mode: tuple[str | None, str] | None = None,
+):
     """(attention block tokens, state bytes per sequence padded to the page, lines) under the
-    engine's hybrid page-size rule, or (None, why, ())."""
-    page = rules.hybrid_page_rule
+    engine's hybrid page-size rule, or (None, why, ()). `mode` is vLLM's mamba_cache_mode and
+    why (default: _mamba_cache_mode's); "none" and "align" align the block alike, "align" keeps
+    two state pages per sequence, "none" one."""
+    mode, mode_how = mode if mode is not None else _mamba_cache_mode(model)
+    page = rules.hybrid_page_rule_all if mode == "all" else rules.hybrid_page_rule
     if page is None:
         return None, "hybrid page size: the engine's page-size unification rule is not extracted"
-    if page.shape != "align_ceil":
+    if page.shape != ("chunk_align_ceil" if mode == "all" else "align_ceil"):
         return None, f"hybrid page size: rule shape {page.shape!r} is not implemented"
     if page.kernel_min_block is None:
         return None, (
@@ -297,9 +332,9 @@ def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):
     structure = layout(model)
     if structure is None or structure.unknown:
         return None, "hybrid page size: the per-layer layout is unknown"
-    mode, mode_how = _mamba_cache_mode(model)
-    if mode != "align":
+    if mode not in ("align", "none", "all"):
         return None, f"hybrid page size: {mode_how}"
+    pages = ALIGN_STATE_PAGES if mode == "align" else 1
     attention = sum(1 for k in structure.kinds if k in ATTENTION_KINDS)
     states = sum(1 for k in structure.kinds if k in STATE_KINDS)
     if not attention or not states or share.kv_bytes_per_token is None:
@@ -309,18 +344,36 @@ def _hybrid_block(model: ModelConfig, share: GpuShare, rules, notes: list[str]):
     per_token_layer = share.kv_bytes_per_token // attention
     state_page = (share.state_bytes_per_sequence or 0) // states
     align = max(page.kernel_min_block, rules.block_tokens)
-    block = align * -(-state_page // (align * per_token_layer))
+    if mode == "all":
+        base, base_how = mamba_chunk_size(model)
+        if base is None:
+            return None, f"hybrid page size: {base_how}"
+        chunk = math.lcm(base, align)
+        tokens_per_state = -(-state_page // per_token_layer)
+        block = chunk * -(-tokens_per_state // chunk)
+        how = (
+            f"hybrid block = {chunk} x ceil(ceil({state_page:,} B state page / "
+            f"{per_token_layer:,} B per token per layer) / {chunk}) = {block} tokens, the chunk "
+            f"lcm({base} {base_how}, {align}) ({page.formula})"
+        )
+        per_sequence = "1 state page per state layer per block of the request"
+    else:
+        block = align * -(-state_page // (align * per_token_layer))
+        how = (
+            f"hybrid block = {align} x ceil({state_page:,} B state page / ({align} x "
+            f"{per_token_layer:,} B per token per layer)) = {block} tokens ({page.formula})"
+        )
+        per_sequence = f"{pages} state page{'s' if pages > 1 else ''} per state layer per sequence"
     if page.raises_only:
         block = max(block, rules.block_tokens)
     attn_page = block * per_token_layer
     one = max(attn_page, state_page) if page.pads_mamba_page else state_page
-    padded = ALIGN_STATE_PAGES * states * one
+    padded = pages * states * one
     lines = (
-        f"hybrid block = {align} x ceil({state_page:,} B state page / ({align} x "
-        f"{per_token_layer:,} B per token per layer)) = {block} tokens ({page.formula})",
-        f"{mode_how}: {ALIGN_STATE_PAGES} state pages per state layer per sequence",
-        f"state per sequence = {ALIGN_STATE_PAGES} x {states} state layers x {one:,} B page "
-        f"(padded to the attention page) = {padded:,} B",
+        how,
+        f"{mode_how}: {per_sequence}",
+        f"state per {'block of a request' if mode == 'all' else 'sequence'} = {pages} x "
+        f"{states} state layers x {one:,} B page (padded to the attention page) = {padded:,} B",
     )
     notes.append(
         "vLLM groups the layers of each kind into KV cache groups of equal size; padding "

@@ -17,6 +17,7 @@ from apron.constraints import (
     EngineConstraints,
     load_constraints,
 )
+from apron.deployment import Deployment
 from apron.engines import ENGINE_RULES
 from apron.engines import llamacpp as llamacpp_rules
 from apron.engines import vllm as vllm_rules
@@ -47,7 +48,13 @@ KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 AUTO_KV_DTYPE = "auto"  # each engine resolves it from the checkpoint (apron.kv_dtype)
 # vLLM's --kv-cache-dtype spellings (vllm/config/cache.py CacheDType) -> KV_DTYPES names: both
 # fp8 formats store 1 byte per element, the only property apron's figures use
-ENGINE_KV_DTYPE_NAMES = {"bfloat16": "bf16", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}
+ENGINE_KV_DTYPE_NAMES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+    "fp8_inc": "fp8",
+}
 AUTO_PLACEHOLDER = "bf16"  # computes state figures when no engine resolves auto; KV blanked
 CONTEXT_KEYS = ("max_position_embeddings",)
 
@@ -199,8 +206,10 @@ def _view(
             "apron does not model"
         )
     tp = serving.tp if serving is not None else request.tp
+    flags = serving.deployment.llamacpp if serving is not None else None
+    pp = serving.deployment.pp if serving is not None else 1
     own = _llamacpp_view(
-        model, request, tp, engine_id, constraints, decision, registered, notes, cites
+        model, request, tp, engine_id, constraints, decision, registered, notes, cites, flags, pp
     )
     if own is not None:
         return own
@@ -276,11 +285,29 @@ def _view(
     if figures.unknown:
         notes.extend(f"unknown: {u}" for u in figures.unknown)
     gpu, fits, serving_cites = (
-        _serving_figures(model, request, engine_id, constraints, selection, heads, figures, serving)
+        _serving_figures(
+            model,
+            request,
+            engine_id,
+            constraints,
+            selection,
+            heads,
+            figures,
+            serving,
+            decision.window_aware,
+        )
         if serving is not None
         else (None, None, ())
     )
     cites.extend(serving_cites)
+    share = gpu if gpu is not None and gpu.status == "split" else None
+    per_sequence = (
+        share.kv_bytes_at_context + share.state_bytes_per_sequence
+        if share is not None
+        and share.kv_bytes_at_context is not None
+        and share.state_bytes_per_sequence is not None
+        else None
+    )
     return EngineView(
         engine_id,
         title,
@@ -298,6 +325,7 @@ def _view(
         tuple(dict.fromkeys(cites)),
         gpu,
         fits,
+        per_sequence * request.batch if per_sequence is not None else None,
     )
 
 
@@ -311,22 +339,25 @@ def _llamacpp_view(
     registered: bool | None,
     notes: list[str],
     cites: list,
+    flags=None,  # apron.deployment.LlamaCppFlags
+    flags_pp: int = 1,
 ) -> EngineView | None:
     """llama.cpp's column from its own extracted sizing rules (apron.engines.llamacpp), or None
     when those rules are not in its generated module (then the generic path says why)."""
     if engine_id != llamacpp_rules.ENGINE or model.architecture is None:
         return None
-    found = llamacpp_rules.plan_figures(model, constraints, request)
+    found = llamacpp_rules.plan_figures(model, constraints, request, flags)
     if found is None:
         return None
-    figures, extra, extra_cites = found
+    figures, extra, extra_cites, total, split = found
     unknown = [f"unknown: {u}" for u in figures.unknown]
-    if tp > 1:  # no per-GPU rule: the column says so and does not vote on refusing tp
+    pp = flags_pp
+    if tp > 1 or pp > 1:  # no per-GPU rule: the column says so and does not vote on refusing tp
         unknown.append("unknown: llama.cpp splits layers across GPUs (--split-mode), not modelled")
     known = not figures.unknown
     gpu = (
         None
-        if tp > 1
+        if tp > 1 or pp > 1
         else GpuShare(
             tp,
             "split" if known else "unknown",
@@ -367,6 +398,9 @@ def _llamacpp_view(
         ),
         tuple(dict.fromkeys([*cites, *extra_cites])),
         gpu,
+        None,
+        total if tp == 1 and pp == 1 else None,
+        split,
     )
 
 
@@ -377,6 +411,7 @@ class Serving(NamedTuple):
     gpu_memory: int | None
     memory_fraction: float | None
     weights: Weights
+    deployment: Deployment = Deployment()
 
 
 def _serving_figures(
@@ -388,6 +423,7 @@ def _serving_figures(
     heads: HeadCount,
     figures: MechanismResult,
     serving: Serving,
+    window_aware: bool | None = None,
 ) -> tuple[GpuShare, Capacity | None, tuple[Citation, ...]]:
     """The engine's per-GPU share at --tp and, with --gpu-memory, what fits (and the serving
     rules it cites)."""
@@ -413,7 +449,56 @@ def _serving_figures(
         )
         rules = rules._replace(memory_fraction=fraction, memory_fraction_source=source)
         used = tuple(dict.fromkeys((*used, *cites)))
-    fits = per_gpu.engine_capacity(
+    fits = _engine_capacity(
+        model, request, engine_id, constraints, figures, share, heads, rules, serving, window_aware
+    )
+    if fraction_lines:
+        fits = fits._replace(arithmetic=(*fraction_lines, *fits.arithmetic))
+    return share, fits, used
+
+
+def _engine_capacity(
+    model: ModelConfig,
+    request: Request,
+    engine_id: str,
+    constraints: EngineConstraints,
+    figures: MechanismResult,
+    share: GpuShare,
+    heads: HeadCount,
+    rules,
+    serving: Serving,
+    window_aware: bool | None,
+) -> Capacity:
+    """What fits on one GPU, by the engine's own pool arithmetic (vLLM's KV cache groups,
+    SGLang's pool configurators); the generic block fit for an engine without its own."""
+    from apron import per_gpu
+
+    deployment = serving.deployment._replace(
+        gpu_memory=serving.gpu_memory,
+        memory_fraction=serving.memory_fraction,
+        batch=request.batch,
+    )
+    split = per_gpu.heads_per_gpu(model, heads, share.tp, rules)
+    shared = dict(
+        model=model,
+        mechanism=figures.mechanism,
+        share=share,
+        heads=split,
+        request=request._replace(tp=share.tp),
+        rules=rules,
+        deployment=deployment,
+        context=request.context,
+        weights_unknown=serving.weights.unknown,
+    )
+    if engine_id == "vllm":
+        from apron import vllm_capacity
+
+        return vllm_capacity.capacity(vllm=constraints, **shared)
+    if engine_id == "sglang":
+        from apron import sglang_capacity
+
+        return sglang_capacity.capacity(sglang=constraints, window_aware=window_aware, **shared)
+    return per_gpu.engine_capacity(
         model,
         figures.mechanism,
         share,
@@ -423,19 +508,38 @@ def _serving_figures(
         request.context,
         serving.weights.unknown,
     )
-    if fraction_lines:
-        fits = fits._replace(arithmetic=(*fraction_lines, *fits.arithmetic))
-    return share, fits, used
+
+
+SAMPLE_PREFIX = "sample:"
+GIVE_WEIGHTS = "give --params N or --weights-bytes N"
+
+
+def sample_weights(model: ModelConfig) -> Weights | None:
+    """The published checkpoint's weight bytes a sample carries (apron/samples/weights.json)."""
+    if not model.source.startswith(SAMPLE_PREFIX):
+        return None
+    import json
+
+    from apron.config import SAMPLES_DIR
+
+    found = json.loads((SAMPLES_DIR / "weights.json").read_text(encoding="utf-8"))
+    entry = found.get(model.source.removeprefix(SAMPLE_PREFIX))
+    if entry is None:
+        return None
+    return Weights(int(entry["total_size"]), (), f"the sample's {entry['source']}", "", ())
 
 
 def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
     """The checkpoint's weight bytes from the model directory (apron.weights), or unknown."""
     if model_dir is None:
+        found = sample_weights(model)
+        if found is not None:
+            return found
         return Weights(
             None,
             (),
             "",
-            f"{model.source} is not a model directory: no safetensors index or headers to read",
+            f"{model.source} is not a model directory: {GIVE_WEIGHTS} (no safetensors to read)",
             (),
         )
     from apron import weights as weight_files
@@ -474,10 +578,14 @@ PARAM_DTYPE_BITS = {
 
 
 def given_weights(
-    weights_bytes: int | None, params: int | None, weights_dtype: str | None
+    weights_bytes: int | None,
+    params: int | None,
+    weights_dtype: str | None,
+    config_dtype: str | None = None,
 ) -> Weights | None:
     """The weights figure given instead of a checkpoint: --weights-bytes, or --params times the
-    bytes of --weights-dtype; None when neither is given."""
+    bytes of --weights-dtype (default: the config's torch_dtype / dtype); None when neither is
+    given."""
     if weights_bytes is not None and params is not None:
         raise ApronInputError("give --weights-bytes or --params, not both")
     if weights_dtype is not None and params is None:
@@ -488,17 +596,22 @@ def given_weights(
     if params is None:
         return None
     params = bounds.checked(params, bounds.PARAMS, "--params")
+    from_config = weights_dtype is None and config_dtype in PARAM_DTYPE_BITS
+    if from_config:
+        weights_dtype = config_dtype
     if weights_dtype is None or weights_dtype not in PARAM_DTYPE_BITS:
         given = "none" if weights_dtype is None else shown(repr(weights_dtype))
         raise ApronInputError(
-            f"--params needs --weights-dtype (got {given}): one of {', '.join(PARAM_DTYPE_BITS)}"
+            f"--params needs --weights-dtype (got {given}; the config's torch_dtype is "
+            f"{config_dtype or 'absent'}): one of {', '.join(PARAM_DTYPE_BITS)}"
         )
     bits = PARAM_DTYPE_BITS[weights_dtype]
     total = bounds.checked(-(-params * bits // 8), bounds.BYTES, f"--params x {weights_dtype}")
+    source = f"the config's {weights_dtype}" if from_config else weights_dtype
     return Weights(
         total,
         (),
-        f"--params {params:,} x {bits} bits ({weights_dtype})",
+        f"--params {params:,} x {bits} bits ({source})",
         "",
         (f"weights = ceil({params:,} parameters x {bits} / 8) = {total:,} B",),
     )
@@ -688,6 +801,7 @@ def plan(
     weights_bytes: int | None = None,
     params: int | None = None,
     weights_dtype: str | None = None,
+    deployment: Deployment | None = None,
 ) -> Plan:
     """A labelled prediction for one config, citing the engine commits whose rules it used.
 
@@ -695,7 +809,8 @@ def plan(
     (adds what fits per engine); memory_fraction: overrides every engine's default fraction;
     model_dir: where the checkpoint's safetensors are (default: the config's directory);
     weights_bytes, or params with weights_dtype (PARAM_DTYPE_BITS): the weights figure without
-    a checkpoint (it replaces what model_dir holds).
+    a checkpoint (it replaces what model_dir holds); deployment: the GPU's name and the engine
+    settings beyond these (apron.deployment.Deployment).
     kv_dtype "auto" is resolved per engine from the checkpoint (its quantization config, or
     hf_quant_config.json in model_dir, default the directory of the config.json read)."""
     cs = constraints if constraints is not None else load_constraints()
@@ -720,10 +835,10 @@ def plan(
             "(vLLM's gpu_memory_utilization: Field(gt=0, le=1))"
         )
     directory = _checkpoint_dir(model, model_dir)
-    weights = given_weights(weights_bytes, params, weights_dtype) or checkpoint_weights(
-        model, directory
-    )
-    serving = Serving(tp, gpu_memory, memory_fraction, weights)
+    weights = given_weights(
+        weights_bytes, params, weights_dtype, model.model_dtype()
+    ) or checkpoint_weights(model, directory)
+    serving = Serving(tp, gpu_memory, memory_fraction, weights, deployment or Deployment())
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
     for engine_id, engine in cs.engines.items():
@@ -851,4 +966,5 @@ def plan(
         tp,
         gpu_memory,
         weights,
+        pp=serving.deployment.pp,
     )

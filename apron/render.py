@@ -153,21 +153,37 @@ def _brief(reason: str) -> str:
 def _capacity_cells(c: Capacity | None) -> list[str]:
     if c is None:
         return []
+    verdict = c.verdict
+    fits = "?" if verdict is None or verdict.fits is None else "yes" if verdict.fits else "no"
     if c.unknown and c.kv_tokens is None and c.sequences is None:
-        return [UNKNOWN, UNKNOWN, ""]
+        return [UNKNOWN, UNKNOWN, "?"]
     tokens = f"{c.kv_tokens:,}" if c.kv_tokens is not None else "-"
-    sequences = f"{c.sequences:,}" if c.sequences is not None else UNKNOWN
-    return [tokens, sequences, LIMITS.get(c.limit, "")]
+    sequences = f"{c.sequences:,}" if c.sequences is not None else "-"
+    return [tokens, sequences, fits]
+
+
+def _batch_bytes(v: EngineView) -> int | None:
+    """KV + state of the batch at the context, as the engine allocates it (per GPU)."""
+    if v.capacity is not None and v.capacity.verdict is not None:
+        if v.capacity.verdict.cache_bytes is not None:
+            return v.capacity.verdict.cache_bytes
+    return v.bytes_for_batch
 
 
 def _engines(plan: Plan, width: int) -> list[str]:
     capacity = plan.gpu_memory_bytes is not None
-    head = ["engine", "weights", "KV/token", "at context", "state/seq"]
-    widths = [ENGINE_COLUMN - 1, 9, 9, 10, 9]
+    batch = plan.request.batch
+    head = ["engine", "weights", "KV/token", "1 seq", "state"]
+    widths = [ENGINE_COLUMN - 3, 8, 8, 8, 8]
+    if batch > 1:
+        head.append(f"batch {batch}" if len(f"batch {batch}") <= 9 else "batch")
+        widths.append(9)
     if capacity:
-        head += ["KV tokens", "seqs", "first"]
-        widths += [10, 6, 7]
+        head += ["KV tokens", "seqs", "fits"]
+        widths += [9, 5, 4]
     where = f"per GPU at tp {plan.tp}" if plan.tp > 1 else "one GPU (tp 1)"
+    if plan.pp > 1:
+        where += f" x pp {plan.pp} (capacity: the busiest stage)"
     title = f"What each engine would allocate, {where}"
     if capacity:
         title += f", {short_bytes(plan.gpu_memory_bytes)}"
@@ -189,12 +205,58 @@ def _engines(plan: Plan, width: int) -> list[str]:
             if g.state_bytes_per_sequence is not None
             else UNKNOWN,
         ]
+        if batch > 1:
+            cells.append(short_bytes(_batch_bytes(v)))
         cells += _capacity_cells(v.capacity)
         lines.append(_row(cells, widths[: len(cells)]))
         if v.capacity is not None and v.capacity.unknown and v.capacity.sequences is None:
             brief = "; ".join(dict.fromkeys(_brief(u) for u in v.capacity.unknown))
             lines += wrap(f"capacity unknown: {brief}", width, indent)
+        if v.llamacpp_context is not None and batch > 1:
+            lines += wrap(v.llamacpp_context.words, width, indent)
+    if batch > 1:
+        lines += wrap(f"1 seq: KV at the context; batch {batch}: KV + state of all {batch}", width)
     return lines
+
+
+def _weights_first(plan: Plan, width: int) -> list[str]:
+    """The engines whose budget the weights alone exceed, said before anything else."""
+    lines: list[str] = []
+    for v in plan.engines:
+        verdict = v.capacity.verdict if v.capacity is not None else None
+        if verdict is not None and verdict.weights_fit is False:
+            lines += wrap(f"{v.title}: {verdict.reason}: nothing fits", width)
+    return lines
+
+
+def _verdicts(plan: Plan, width: int) -> list[str]:
+    """The engines the batch does not fit at the context: why, and what would fit instead (the
+    table's fits column says yes for the others; the weights are said first)."""
+    r = plan.request
+    if plan.gpu_memory_bytes is None or r.context is None:
+        return []
+    lines: list[str] = []
+    for v in plan.engines:
+        verdict = v.capacity.verdict if v.capacity is not None else None
+        if verdict is not None and verdict.context is not None:
+            lines += wrap(
+                f"{v.title}: --max-model-len auto: it fits max_model_len to memory, "
+                f"{verdict.context:,} tokens (the table's seqs and fits are at that length)",
+                width,
+                "  ",
+                "",
+            )
+        if verdict is None or verdict.fits is not False or verdict.weights_fit is False:
+            continue
+        instead = []
+        if verdict.largest_batch:
+            instead.append(f"batch {verdict.largest_batch:,} at {r.context:,} tokens")
+        if verdict.largest_context:
+            instead.append(f"batch {r.batch:,} at {verdict.largest_context:,} tokens")
+        text = f"{v.title}: {verdict.reason}"
+        text += "; fits " + ", or ".join(instead) if instead else "; nothing fits"
+        lines += wrap(text, width, "  ", "")
+    return ["", *lines] if lines else []
 
 
 def _differences(plan: Plan, width: int) -> list[str]:
@@ -206,13 +268,9 @@ def _differences(plan: Plan, width: int) -> list[str]:
     lines: list[str] = []
     if differ:
         lines += wrap("differs from apron's reading: " + ", ".join(differ), width)
-    fits = {
-        (v.capacity.kv_tokens, v.capacity.sequences): v.title
-        for v in plan.engines
-        if v.capacity is not None and v.capacity.sequences is not None
-    }
-    if len(fits) > 1:
-        lines += wrap("engines differ in what fits: " + ", ".join(fits.values()), width)
+    fits = what_fits_differs(plan)
+    if fits:
+        lines += wrap("engines differ in what fits: " + fits, width)
     registered = [s.title for s in plan.support if s.status == "registered"]
     missing = [s.title for s in plan.support if s.status == "not registered"]
     unknown = [s.title for s in plan.support if s.status not in ("registered", "not registered")]
@@ -223,6 +281,42 @@ def _differences(plan: Plan, width: int) -> list[str]:
         parts.append(f"unknown for {', '.join(unknown)}")
     lines += wrap(f"{plan.architecture or 'architecture'}: " + "; ".join(parts), width)
     return lines
+
+
+def what_fits_differs(plan: Plan) -> str:
+    """The engines' differing answers ("" when they agree): the verdict, the sequences, or KV
+    tokens that differ by at least one block of the larger block size."""
+    known = [
+        v
+        for v in plan.engines
+        if v.capacity is not None and (v.capacity.sequences is not None or v.capacity.verdict)
+    ]
+    if len(known) < 2:
+        return ""
+    first = known[0].capacity
+    for v in known[1:]:
+        c = v.capacity
+        block = max(first.block_tokens or 1, c.block_tokens or 1)
+        verdicts = (
+            first.verdict.fits if first.verdict else None,
+            c.verdict.fits if c.verdict else None,
+        )
+        tokens_differ = (
+            first.kv_tokens is not None
+            and c.kv_tokens is not None
+            and abs(first.kv_tokens - c.kv_tokens) >= block
+        )
+        if verdicts[0] != verdicts[1] or first.sequences != c.sequences or tokens_differ:
+            what = "sequences" if first.sequences != c.sequences else "KV tokens"
+            return ", ".join(f"{x.title} {_fit_words(x.capacity, what)}" for x in known)
+    return ""
+
+
+def _fit_words(c: Capacity, what: str) -> str:
+    value = c.sequences if what == "sequences" else c.kv_tokens
+    if value is None:
+        return f"{what} unknown"
+    return f"{value:,} {what.removesuffix('s') if value == 1 else what}"
 
 
 def _footer(plan: Plan, width: int, verbose: bool) -> list[str]:
@@ -248,9 +342,11 @@ def summary_lines(plan: Plan, width: int = WIDTH, verbose: bool = False) -> list
     engines that differ, in lines of at most `width` columns."""
     return [
         *_heading(plan, width),
+        *_weights_first(plan, width),
         *_weights(plan, width),
         *_whole_model(plan, width),
         *_engines(plan, width),
+        *_verdicts(plan, width),
         "",
         *_differences(plan, width),
         *_footer(plan, width, verbose),

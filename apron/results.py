@@ -9,7 +9,9 @@ from apron.constraints import Citation
 PREDICTION = "prediction"
 # `apron plan --json` layout version: bumped when a field is removed, renamed or changes meaning
 # (adding a field does not bump it). 2: per-GPU shares, capacity and weights (tp, gpu memory).
-SCHEMA_VERSION = 2
+# 3: llama.cpp's kv_bytes_at_context is one sequence at the context, like every engine's (it was
+# n_ctx / n_seq_max of an n_ctx of --context); the batch total is bytes_for_batch.
+SCHEMA_VERSION = 3
 
 
 class Request(NamedTuple):
@@ -101,6 +103,25 @@ class GpuShare(NamedTuple):
     arithmetic: tuple[str, ...]
 
 
+class Verdict(NamedTuple):
+    """Whether `batch` sequences at the context fit one GPU in one engine, as that engine sizes
+    them: weights + KV + state against GPU memory x the engine's memory fraction; and, when they
+    do not, the largest context at this batch and the largest batch at this context that do.
+
+    fits None: unknown (reason says why). largest_context / largest_batch: None unknown, 0 none."""
+
+    fits: bool | None
+    reason: str
+    weights_fit: bool | None
+    budget_bytes: int | None  # GPU memory x memory fraction (the engine's usable memory)
+    weights_bytes: int | None
+    cache_bytes: int | None  # KV + state the batch at the context takes, as the engine allocates
+    largest_context: int | None
+    largest_batch: int | None
+    notes: tuple[str, ...]
+    context: int | None = None  # the context it is for, when the engine chose another (auto)
+
+
 class Capacity(NamedTuple):
     """What fits on one GPU for one engine: a prediction from gpu_memory x memory_fraction minus
     the weights; activations, CUDA graphs and non-torch memory are not modelled (see notes).
@@ -124,6 +145,11 @@ class Capacity(NamedTuple):
     unknown: tuple[str, ...]
     arithmetic: tuple[str, ...]
     notes: tuple[str, ...]
+    max_concurrency: float | None = None  # requests at the context the pool holds (vLLM's figure)
+    verdict: Verdict | None = None  # whether --batch at --context fits, and what would
+    # how the engine lays the pool out: vLLM "uniform", "uniform_type", "groups"; SGLang
+    # "default", "hybrid_swa", "mamba" (its configurator); "" unknown
+    layout: str = ""
 
 
 class DtypeWeights(NamedTuple):
@@ -142,6 +168,18 @@ class Weights(NamedTuple):
     source: str
     unknown: str
     notes: tuple[str, ...]
+
+
+class LlamaCppContext(NamedTuple):
+    """How llama.cpp holds the batch: its n_ctx is split across n_seq_max sequences (unless the
+    KV cache is unified), so serving `batch` sequences of `context` tokens takes
+    n_ctx = batch x context with n_seq_max = batch; n_ctx_seq is what each sequence gets."""
+
+    n_ctx: int
+    n_seq_max: int
+    n_ctx_seq: int
+    kv_unified: bool
+    words: str  # the same, for people
 
 
 class EngineView(NamedTuple):
@@ -163,6 +201,10 @@ class EngineView(NamedTuple):
     citations: tuple[Citation, ...]
     gpu: GpuShare | None = None  # per-GPU figures at --tp (None: no figures to split)
     capacity: Capacity | None = None  # what fits, when --gpu-memory is given
+    # KV + state of --batch sequences at the context, as this engine allocates them, per GPU
+    # (kv_bytes_at_context is one sequence's)
+    bytes_for_batch: int | None = None
+    llamacpp_context: LlamaCppContext | None = None  # llama.cpp's split of n_ctx (its column)
     context: int | None = None  # the context this engine's figures are at
     context_source: str = ""  # where it came from (--context, or the engine's own default)
 
@@ -221,3 +263,4 @@ class Plan(NamedTuple):
     gpu_memory_bytes: int | None = None
     weights: Weights | None = None
     schema_version: int = SCHEMA_VERSION
+    pp: int = 1  # pipeline-parallel stages: capacity is per stage (vLLM)

@@ -25,7 +25,9 @@ class HybridPage(NamedTuple):
     shape "align_ceil": block = align * ceil(mamba_page / (align * attn_page_per_token)),
     where align = max(min(kernel block sizes of the attention backend), block size) when
     `alignment_floor_is_block_size`; the block is only raised (`raises_only`), and the mamba
-    page is padded to the attention page (`pads_mamba_page`)."""
+    page is padded to the attention page (`pads_mamba_page`).
+    shape "chunk_align_ceil" (mamba_cache_mode "all"): chunk = lcm(the mamba chunk size,
+    align), block = chunk * ceil(ceil(mamba_page / attn_page_per_token) / chunk)."""
 
     shape: str
     alignment: str  # the engine's code for the alignment
@@ -72,6 +74,11 @@ class ServingRules(NamedTuple):
     # divides them; None when the engine's rows have no such rule
     kv_heads_tp_rule: str | None = None
     backend_blocks: tuple[BackendBlock, ...] = ()
+    # the smallest kernel block size of the first backend of the default non-MLA list: the block
+    # a sliding-window layer takes (vLLM Attention.get_kv_cache_spec); None when not extracted
+    kernel_min_block: int | None = None
+    # the rule under mamba_cache_mode "all" (prefix caching on a class that supports it)
+    hybrid_page_rule_all: HybridPage | None = None
 
 
 def _where(row: Any) -> str:
@@ -170,13 +177,23 @@ def _kernel_min_block(engine: EngineConstraints) -> int | None:
     return None
 
 
-def _hybrid(engine: EngineConstraints, cites: list[Citation], unknown: list[str]):
+def _hybrid(
+    engine: EngineConstraints,
+    cites: list[Citation],
+    unknown: list[str],
+    mode: str | None = None,
+):
+    """The hybrid page rule of the default cache mode, or of mamba_cache_mode `mode`."""
     rows = engine.rows(HYBRID_PAGE_RULES)
-    default = [r for r in rows if all(t[1] != "equals" for t in r.when)]
-    if not default:
-        unknown.append(f"hybrid_page_rule: {engine.engine} has no {HYBRID_PAGE_RULES} rows")
+    if mode is None:
+        chosen = [r for r in rows if all(t[1] != "equals" for t in r.when)]
+    else:
+        chosen = [r for r in rows if ("mamba_cache_mode", "equals", mode) in r.when]
+    if not chosen:
+        if mode is None:
+            unknown.append(f"hybrid_page_rule: {engine.engine} has no {HYBRID_PAGE_RULES} rows")
         return None
-    row = default[0]
+    row = chosen[0]
     cites.append(engine.cite(row))
     others = tuple(
         f"{' and '.join(' '.join(t) for t in r.when)}: {r.shape}" for r in rows if r is not row
@@ -224,6 +241,8 @@ def serving_rules(engine: EngineConstraints | None, engine_id: str) -> ServingRu
         unknown=tuple(unknown),
         kv_heads_tp_rule=kv_tp_rule,
         backend_blocks=_backends(engine),
+        kernel_min_block=_kernel_min_block(engine),
+        hybrid_page_rule_all=_hybrid(engine, [], [], "all"),
     )
 
 

@@ -148,10 +148,16 @@ def _kv_cache_dtype(cache_dtype: Any, model_dtype: Any) -> Any:
     return model_dtype if cache_dtype == "auto" else cache_dtype
 
 
+def _cdiv(a: Any, b: Any) -> Any:
+    """vllm.utils.math_utils.cdiv: -(a // -b)."""
+    return -(a // -b)
+
+
 CALLS: dict[str, Callable[..., Any]] = {
     "divide/2": _divide,
     "int/1": int,
     "get_kv_cache_torch_dtype/2": _kv_cache_dtype,
+    "cdiv/2": _cdiv,
     "max/2": max,
     "min/2": min,
     "len/1": lambda value: len(value) if isinstance(value, list | tuple | str) else MISSING,
@@ -163,13 +169,17 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "//": lambda a, b: a // b,
     "%": lambda a, b: a % b,
     "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
     ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b,
+    "in": lambda a, b: a in b,
+    "not in": lambda a, b: a not in b,
     "and": lambda a, b: bool(a and b),
+    "or": lambda a, b: bool(a or b),
 }
-NOT_NUMERIC = frozenset({"==", "and"})  # operators that take any operands
+NOT_NUMERIC = frozenset({"==", "!=", "in", "not in", "and", "or"})  # any operands
 
 
 def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
@@ -231,12 +241,16 @@ def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
 
 LEVELS = {
     "if": 0,
+    "or": 0,
     "and": 1,
     "==": 1,
+    "!=": 1,
     "<": 1,
     "<=": 1,
     ">": 1,
     ">=": 1,
+    "in": 1,
+    "not in": 1,
     "+": 2,
     "-": 2,
     "*": 3,

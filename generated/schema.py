@@ -447,6 +447,16 @@ class ModelClassFlags(NamedTuple):
     symbol: str
 
 
+class OptionLiteral(NamedTuple):
+    """A literal vLLM's command line accepts for a flag apron also takes: a member of a `Literal`"""
+
+    symbol: str
+    key: str
+    value: str
+    order: int
+    path: str
+
+
 class RecurrentLayerRule(NamedTuple):
     """How one architecture's hparams loader marks its recurrent layers: `value` (an expression,"""
 
@@ -514,6 +524,21 @@ class SglangArchitectureSet(NamedTuple):
     condition_check: str
     condition_default: str
     condition_when_absent: bool | None
+    path: str
+    symbol: str
+
+
+class SglangArgOverride(NamedTuple):
+    """A value SGLang's override registry (arg_groups/overrides.py) gives a pool-sizing server arg"""
+
+    setting: str
+    value: str
+    architectures: tuple[str, ...]
+    predicate: str
+    guards: tuple[str, ...]
+    applies_by_default: bool
+    function: str
+    order: int
     path: str
     symbol: str
 
@@ -639,6 +664,21 @@ class SglangRegistryRow(NamedTuple):
     class_path: str
     also_in: tuple[str, ...]
     import_error: str
+    path: str
+
+
+class SizingPath(NamedTuple):
+    """One way through a vLLM KV cache sizing method (vllm/v1/kv_cache_interface.py,"""
+
+    symbol: str
+    order: int
+    effect: str
+    target: str
+    conditions: tuple[tuple[str, ...], ...]
+    value: tuple[str, ...]
+    code: str
+    status: str
+    reason: str
     path: str
 
 

@@ -16,6 +16,7 @@ from typing import Optional
 class ServerArgs:
     model_path: str = ""
     mem_fraction_static: A[Optional[float], "fraction", NS("schedule")] = None
+    swa_full_tokens_ratio: A[float, "ratio", NS("schedule")] = 0.8
     page_size: A[Optional[int], Arg(help="tokens in a page"), NS("schedule")] = None
     tp_size: int = 1
 
@@ -139,6 +140,25 @@ def _page_default(view):
     if not is_musa():
         return {"page_size": 4}
     return {"page_size": 32}
+
+
+MODEL_OVERRIDES: Dict[str, Dict[str, Any]] = {"TinyMistral": {"dtype": "bfloat16"}}
+
+
+@_register_for("TinySwa", "TinySwaMtp")
+def _tiny_swa_overrides(server_args, hf_config):
+    overrides = {}
+    # a ratio for the family unless the user gave one
+    if server_args.swa_full_tokens_ratio == ServerArgs.swa_full_tokens_ratio:
+        overrides["swa_full_tokens_ratio"] = 0.25
+    if server_args.enable_hierarchical_cache:
+        overrides["page_size"] = 64
+    return overrides
+
+
+@register_model_override_predicate(lambda arch: "TinyGemma" in arch)
+def _tiny_gemma_overrides(server_args, hf_config):
+    return {"disable_hybrid_swa_memory": True}
 """
 
 POOL = """

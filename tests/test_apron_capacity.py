@@ -398,7 +398,7 @@ def test_json_carries_the_schema_version_and_capacity(llama):
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["schema_version"] == 2 and data["tp"] == 2
+    assert data["schema_version"] == 3 and data["tp"] == 2
     assert data["request"]["tp"] == 2  # issue 27: make_request never filled it (it said 1)
     engine = next(e for e in data["engines"] if e["engine"] == "vllm")
     assert engine["capacity"]["kv_tokens"] == 1_083_328
@@ -470,28 +470,38 @@ def test_state_split_must_match_the_engine(dims, expected):
     assert (found == "") if not expected else (expected in found)
 
 
-def test_hybrid_capacity_with_mamba_prefix_caching_is_unknown_naming_the_mode():
-    # Jamba-v0.1 supports mamba prefix caching, so vLLM's default prefix caching sets
-    # mamba_cache_mode 'all': vLLM aligns the block to the mamba chunk (it measured 2,048
-    # tokens, conformance/vllm), not the align_ceil block of 80 the 'none'/'align' branch gives
-    from apron.constraints import load_constraints
-    from apron.per_gpu import engine_capacity, gpu_share
-    from apron.select import Selection
-    from apron.serving_rules import serving_rules
+def test_hybrid_capacity_with_mamba_prefix_caching_aligns_the_block_to_the_chunk():
+    # Jamba-v0.1 supports mamba prefix caching, so with prefix caching on vLLM sets
+    # mamba_cache_mode 'all' and aligns the block to the mamba chunk: Jamba has no chunk_size,
+    # so get_mamba_chunk_size gives 2,048; chunk = lcm(2,048, 16) and the block 2,048 x
+    # ceil(ceil(311,296 B state page / 4,096 B per token per layer) / 2,048) = 2,048 tokens
+    # (vLLM measured 2,048: conformance/vllm). A request takes one state page per block:
+    # 8 groups (4 full, 28 mamba layers in groups of 4) x 32,768 / 2,048 = 128 blocks;
+    # 20 GiB / (4 x 2,048 x 4,096 B) = 640 blocks -> 5 sequences (vLLM's own figures)
+    from apron.deployment import Deployment
 
-    result = plan(load_config(CORPUS / "jamba-v0.1.json"), context=32768)
-    view = vllm(result)
-    rules = serving_rules(load_constraints().get("vllm"), "vllm")
-    assert rules.hybrid_page_rule is not None and rules.hybrid_page_rule.shape == "align_ceil"
-    rules = rules._replace(hybrid_page_rule=rules.hybrid_page_rule._replace(kernel_min_block=16))
-    model = load_config(CORPUS / "jamba-v0.1.json")
-    figures = result.prediction
-    share = gpu_share(
-        model, result.request, 1, rules, Selection(None, ""), result.kv_heads, figures, 0
+    result = plan(
+        load_config(CORPUS / "jamba-v0.1.json"),
+        context=32768,
+        gpu_memory=20 * 2**30 + 1,
+        memory_fraction=1.0,
+        weights_bytes=1,
+        deployment=Deployment(prefix_caching=True, async_scheduling=False),
     )
-    c = engine_capacity(model, view.mechanism, share, rules, 10 * 2**30, None, 32768, "")
-    assert c.sequences is None
-    assert "mamba_cache_mode 'all'" in c.unknown[0]
+    c = vllm(result).capacity
+    assert (c.block_tokens, c.blocks, c.blocks_per_sequence, c.sequences) == (2048, 640, 128, 5)
+    assert any("mamba_cache_mode 'all'" in line for line in c.arithmetic)
+    # vllm serve leaves prefix caching off for a hybrid: mamba_cache_mode 'none', one state page
+    serve = vllm(
+        plan(
+            load_config(CORPUS / "jamba-v0.1.json"),
+            context=32768,
+            gpu_memory=GIB80,
+            weights_bytes=1,
+        )
+    )
+    assert serve.capacity.block_tokens != 2048
+    assert any("mamba_cache_mode 'none'" in line for line in serve.capacity.arithmetic)
 
 
 def test_hybrid_capacity_is_unknown_without_the_kernel_block_size():
@@ -503,7 +513,10 @@ def test_hybrid_capacity_is_unknown_without_the_kernel_block_size():
     model = load_config(CORPUS / "jamba-v0.1.json")
     result = plan(model, context=32768)
     rules = serving_rules(load_constraints().get("vllm"), "vllm")
-    rules = rules._replace(hybrid_page_rule=rules.hybrid_page_rule._replace(kernel_min_block=None))
+    rules = rules._replace(
+        hybrid_page_rule=rules.hybrid_page_rule._replace(kernel_min_block=None),
+        hybrid_page_rule_all=rules.hybrid_page_rule_all._replace(kernel_min_block=None),
+    )
     share = gpu_share(
         model, result.request, 1, rules, Selection(None, ""), result.kv_heads, result.prediction, 0
     )
@@ -532,8 +545,10 @@ def test_hybrid_committed_index_at_tp2():
     g, c = vllm(result).gpu, vllm(result).capacity
     assert (g.weights_bytes, g.kv_bytes_per_token) == (18_543_997_568, 10_240)
     assert g.state_bytes_per_sequence == 30 * 1_073_152
-    assert (c.block_tokens, c.blocks, c.kv_tokens) == (1_056, 5_593, 5_906_208)
-    assert (c.sequence_bytes, c.sequences, c.limit) == (410_910_720, 147, "kv")
+    # KV tokens: vLLM's "GPU KV cache size", max concurrency x max_model_len =
+    # int(5,593 / 35 x 32,768) = 5,236,326 (state pages are not tokens)
+    assert (c.block_tokens, c.blocks, c.kv_tokens) == (1_056, 5_593, 5_236_326)
+    assert (c.sequence_bytes, c.sequences, c.limit) == (378_470_400, 159, "kv")
 
 
 def test_a_tp_the_mamba2_mixer_refuses_is_refused():

@@ -92,7 +92,7 @@ def test_unknown_vllm_style_dtype_names_the_spellings():
     assert result.exit_code == 2
     message = " ".join(result.stderr.split())
     assert "unknown KV dtype 'int4'" in message
-    assert "bfloat16, fp8_e4m3, fp8_e5m2" in message
+    assert "bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc" in message
     with pytest.raises(ApronInputError, match="unknown KV dtype 'fp4'"):
         plan({"model_type": "llama"}, kv_dtype="fp4")
 

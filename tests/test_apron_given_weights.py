@@ -71,12 +71,28 @@ def bad(*args: str) -> str:
     return " ".join(result.stderr.split())
 
 
+def bad_config(config: dict, *args: str) -> str:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/config.json"
+        with open(path, "w") as handle:
+            json.dump(config, handle)
+        result = runner.invoke(app, ["plan", path, *args])
+    assert result.exit_code == 2, result.output
+    return " ".join(result.stderr.split())
+
+
 def test_bad_weights_input():
     assert "give --weights-bytes or --params, not both" in bad(
         "--weights-bytes", "10", "--params", "8B", "--weights-dtype", "bf16"
     )
-    assert "--params needs --weights-dtype (got none)" in bad("--params", "8B")
-    assert "--params needs --weights-dtype (got 'q4')" in bad(
+    # the sample's torch_dtype (bfloat16) stands in for --weights-dtype; a config without one
+    # still needs it
+    assert "--params needs --weights-dtype (got none" in bad_config(
+        {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}, "--params", "8B"
+    )
+    assert "--params needs --weights-dtype (got 'q4'" in bad(
         "--params", "8B", "--weights-dtype", "q4"
     )
     assert "--weights-dtype goes with --params" in bad("--weights-dtype", "bf16")

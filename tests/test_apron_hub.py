@@ -181,3 +181,70 @@ def test_a_model_in_the_cache_is_not_read_from_the_hub(online):
     fake.downloads.clear()
     plan_json("meta-llama/Llama-3.1-8B")
     assert fake.downloads == []
+
+
+def test_no_answer_from_the_hub_is_a_network_failure_not_a_missing_file(online):
+    # huggingface_hub raises LocalEntryNotFoundError (a subclass of EntryNotFoundError) when the
+    # Hub cannot be reached and the cache does not hold the file: that is not "no config.json"
+    from huggingface_hub.utils import LocalEntryNotFoundError
+
+    online({}, error=LocalEntryNotFoundError("cannot reach the Hub and not in the cache"))
+    result = runner.invoke(app, ["plan", "Qwen/Qwen3-8B"])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert "has no config.json" not in message
+    assert "could not be reached (a network failure: LocalEntryNotFoundError)" in message
+    assert "set HF_HUB_OFFLINE=1" in message and "hf download Qwen/Qwen3-8B config.json" in message
+
+
+def test_a_missing_file_is_said_only_when_the_hub_said_so(online):
+    online({})  # the fake Hub answers EntryNotFoundError (its 404) for config.json
+    result = runner.invoke(app, ["plan", "Qwen/Qwen3-8B"])
+    assert result.exit_code == 2
+    assert "is on the Hub but has no config.json" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(
+    ("given", "revision"),
+    [
+        ("https://huggingface.co/meta-llama/Llama-3.1-8B", "main"),
+        ("https://huggingface.co/meta-llama/Llama-3.1-8B/tree/v1.0", "v1.0"),
+        ("https://hf.co/meta-llama/Llama-3.1-8B/blob/abc123/config.json", "abc123"),
+    ],
+)
+def test_a_model_url_is_read_like_its_id(online, given, revision):
+    fake = online({"config.json": SAMPLE.read_text()})
+    asked = []
+    download = huggingface_hub.hf_hub_download
+
+    def spy(repo_id, filename, **kw):
+        asked.append((repo_id, kw.get("revision")))
+        return download(repo_id, filename, **kw)
+
+    huggingface_hub.hf_hub_download = spy
+    try:
+        data = plan_json(given)
+    finally:
+        huggingface_hub.hf_hub_download = fake.download
+    assert data["architecture"] == "LlamaForCausalLM"
+    assert asked[0] == ("meta-llama/Llama-3.1-8B", revision)
+
+
+def test_revision_reads_that_revision_and_must_agree_with_one_named(online):
+    fake = online({"config.json": SAMPLE.read_text()})
+    seen = []
+    download = fake.download
+
+    def spy(repo_id, filename, **kw):
+        seen.append(kw.get("revision"))
+        return download(repo_id, filename, **kw)
+
+    huggingface_hub.hf_hub_download = spy
+    try:
+        plan_json("meta-llama/Llama-3.1-8B", "--revision", "v1.2")
+    finally:
+        huggingface_hub.hf_hub_download = fake.download
+    assert seen[0] == "v1.2"
+    result = runner.invoke(app, ["plan", "meta-llama/Llama-3.1-8B@v2", "--revision", "v3"])
+    assert result.exit_code == 2
+    assert "names revision v2, --revision v3; give one" in result.output

@@ -33,11 +33,20 @@ def test_llama_31_8b_from_its_hf_config():
     assert any(c.symbol == "llama_model::create_memory" for c in view.citations)
 
 
-def test_batch_is_n_seq_max_and_splits_n_ctx():
+def test_batch_is_n_seq_max_and_n_ctx_is_batch_times_context():
     view = llamacpp(plan(load_sample("llama-3.1-8b"), context=8192, batch=4))
-    # n_ctx_seq = GGML_PAD(8192 / 4, 256) = 2048 cells per stream, 4 streams: the total is the
-    # same 1,073,741,824 B; per sequence a quarter
-    assert view.kv_bytes_at_context == 1_073_741_824 // 4
+    # 4 sequences of 8192 each: llama.cpp needs -c 32768 -np 4 (it splits n_ctx across them);
+    # each stream has 8192 cells: one sequence 1,073,741,824 B, the batch 4 x that
+    assert view.kv_bytes_at_context == 1_073_741_824
+    assert view.bytes_for_batch == 4 * 1_073_741_824
+    split = view.llamacpp_context
+    assert (split.n_ctx, split.n_seq_max, split.n_ctx_seq, split.kv_unified) == (
+        32768,
+        4,
+        8192,
+        False,
+    )
+    assert "-c 32768 -np 4" in split.words
 
 
 def test_gemma3_27b_swa_from_its_hf_config():

@@ -59,15 +59,31 @@ def gguf_answer(path: Path, settings_json: str) -> Answer:
     return Answer(values, got.unknown, got.refused)
 
 
+def llamacpp_view(path: Path, context: int | None, batch: int):
+    return next(
+        v
+        for v in plan(path, context=context, kv_dtype="fp16", batch=batch).engines
+        if v.engine == "llamacpp"
+    )
+
+
 @cache
 def config_answer(path: Path, context: int, n_seq: int) -> Answer:
     """The llama.cpp column of `apron plan` (fp16 is llama.cpp's f16 cache): figures per
-    sequence, times n_seq for the totals llama.cpp allocates."""
-    view = next(
-        v
-        for v in plan(path, context=context or None, kv_dtype="fp16", batch=n_seq).engines
-        if v.engine == "llamacpp"
-    )
+    sequence, times n_seq for the totals llama.cpp allocates. `apron plan --context C --batch N`
+    is N sequences of C tokens each, llama.cpp's -c N*C -np N: the record's -c n_ctx -np N is
+    asked as --context n_ctx/N (n_ctx 0: the context_length, apron's default context)."""
+    if n_seq == 1:
+        view = llamacpp_view(path, context or None, 1)
+    else:
+        n_ctx = context or llamacpp_view(path, None, 1).context
+        if n_ctx is None:  # no default context: the batch-1 view says why
+            view = llamacpp_view(path, None, 1)
+        else:
+            assert n_ctx % n_seq == 0, f"{path.name}: n_ctx {n_ctx} is not {n_seq} sequences"
+            view = llamacpp_view(path, n_ctx // n_seq, n_seq)
+            split = view.llamacpp_context
+            assert split is None or (split.n_ctx, split.n_seq_max) == (n_ctx, n_seq)
     unknown = tuple(n for n in view.notes if n.startswith("unknown: "))
     kv, state = view.kv_bytes_at_context, view.state_bytes_per_sequence
     values = {

@@ -14,6 +14,7 @@ import pytest
 
 from apron import plan
 from apron.constraints import load_constraints
+from apron.deployment import Deployment
 from apron.errors import ApronInputError
 from tests.conformance_records import Measurement, commit_dirs, facts, measurements
 
@@ -52,13 +53,29 @@ def _records() -> list[Measurement]:
 KV_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
+# The engine settings the harness's VllmConfig ran with (conformance/vllm/harness/measure.py:
+# CacheConfig and SchedulerConfig at their defaults, on the CPU device): prefix caching on (so a
+# Mamba model's mamba_cache_mode is "align" or "all"), asynchronous scheduling off (one batch in
+# flight), and the max_num_batched_tokens the record names. `vllm serve` on a GPU differs (async
+# on, prefix caching off for a hybrid): apron takes these as the flags vLLM takes them.
+HARNESS = {"async_scheduling": False, "prefix_caching": True}
+
+
 @functools.cache
-def _plan(path: Path, tp: int, kv_dtype: str, context: int | None, budget: int | None):
+def _plan(
+    path: Path,
+    tp: int,
+    kv_dtype: str,
+    context: int | None,
+    budget: int | None,
+    batched: int | None = None,
+):
     """apron's plan, or its refusal. A KV budget B is asked as --gpu-memory B+1
     --memory-fraction 1 --weights-bytes 1 (apron's budget: GPU x fraction - weights)."""
     capacity = {}
     if budget is not None:
         capacity = {"gpu_memory": budget + 1, "memory_fraction": 1.0, "weights_bytes": 1}
+        capacity["deployment"] = Deployment(max_num_batched_tokens=batched, **HARNESS)
     try:
         return plan(path, tp=tp, kv_dtype=kv_dtype, context=context, **capacity)
     except ApronInputError as refusal:
@@ -90,6 +107,7 @@ def apron_answer(m: Measurement) -> Any:
         KV_DTYPES.get(settings.get("kv_dtype", "bfloat16"), settings.get("kv_dtype")),
         settings.get("context") if is_capacity else None,
         settings.get("kv_budget_bytes") if is_capacity else None,
+        settings.get("max_num_batched_tokens") if is_capacity else None,
     )
     if isinstance(result, Refused):
         return result

@@ -65,3 +65,16 @@ def test_apron_plan_needs_no_parser():
     assert done.returncode == 0, done.stderr
     # DeepSeek-V3 MLA: 61 layers x (512 latent + 64 rope) x 2 B = 70,272 B/token
     assert '"kv_bytes_per_token": 70272,' in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"), [(["--version"], "extract "), (["-h"], "Usage: extract")]
+)
+def test_version_and_help_work_without_the_parsers(args, shown):
+    # #33 item 8: in a calculator-only install `extract --version` and `extract -h` exited 2
+    code = f"import sys; sys.argv = ['extract', *{args!r}]\n"
+    code += "from apron.extractors.commands.entry import main; main()"
+    done = run_without({"tree_sitter", "libcst"}, code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(shown)
+    assert "apron-extract[extract]" in done.stdout or args == ["--version"]

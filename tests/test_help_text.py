@@ -13,7 +13,9 @@ runner = CliRunner()
 PLAN_OPTIONS = (
     "--context", "--kv-dtype", "--batch", "--json", "--sample", "--tp", "--gpu-memory",
     "--memory-fraction", "--verbose", "--weights", "--weights-bytes", "--params",
-    "--weights-dtype", "--help",
+    "--weights-dtype", "--help", "--gpu", "--revision", "--block-size", "--kv-memory", "--pp",
+    "--cache-type-k", "-ctk", "--cache-type-v", "-ctv", "--flash-attn", "-fa", "--kv-unified",
+    "-kvu", "--swa-full", "--batch-size", "-b", "--ubatch-size", "-ub",
 )  # fmt: skip
 
 
@@ -23,6 +25,7 @@ PLAN_OPTIONS = (
         (apron_app, []),
         (apron_app, ["plan"]),
         (apron_app, ["plot"]),
+        (apron_app, ["gguf"]),
         (extract_app, []),
         (extract_app, ["support"]),
         (extract_app, ["history"]),

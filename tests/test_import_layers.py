@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# folder -> the package name it installs as (setup.py's mapping)
+# folder -> the package name it imports as (apron/extractors and apron/generated are symlinks)
 PACKAGES = {"apron": "apron", "extractors": "apron.extractors", "generated": "apron.generated"}
 
 

@@ -1,5 +1,5 @@
 """The converter's own computations as data: set_gguf_parameters and __init__ read in order
-(extractors/llamacpp/py_body.py, py_formula.py) as (snippet, expected writes) tables, and apron
+(extractors/llamacpp/py_body.py, parsing/expressions.py) as (snippet, expected writes) tables, and apron
 evaluating them on a config (apron/llamacpp_hf.py); Mamba2's refusal and llama.cpp's own default
 context on both paths."""
 

@@ -200,6 +200,7 @@ def test_engine_runs_the_serving_facts_on_the_miniature_tree():
     assert [(r.setting, r.kind, r.value) for r in by_name["serving_defaults"].records] == [
         ("mem_fraction_static", "computed", ""),
         ("page_size", "cuda", "4"),
+        ("swa_full_tokens_ratio", "literal", "0.8"),
     ]
     assert {s.path for s in by_name["serving_defaults"].sources} == {
         SERVER_ARGS_PATH,

@@ -25,6 +25,13 @@ class CacheConfig:
         if self.block_size is None:
             self.block_size = self.DEFAULT_BLOCK_SIZE
         return self
+
+
+CacheDType = Literal[
+    "auto",  # the model's dtype
+    "bfloat16",
+    "fp8",
+]
 '''
 
 # Methods appended to a miniature ModelConfig class body (four-space indent).
@@ -143,8 +150,110 @@ class QKVParallelLinear(ColumnParallelLinear):
 """
 
 
+SIZING_INTERFACE_PATH = "vllm/v1/kv_cache_interface.py"
+SIZING_CONFIG_PATH = "vllm/config/vllm.py"
+SIZING_ARGS_PATH = "vllm/engine/arg_utils.py"
+
+# Hand-written shapes of the sizing methods (not vLLM's text): a cap with a local, a
+# three-way if/elif/else, a property with nested returns, a try and dict defaults.
+SIZING_INTERFACE = """
+class FullAttentionSpec(AttentionSpec):
+    def max_memory_usage_bytes(self, vllm_config):
+        max_model_len = vllm_config.model_config.max_model_len
+        if vllm_config.parallel_config.dcp > 1:
+            max_model_len = cdiv(max_model_len, vllm_config.parallel_config.dcp)
+        return cdiv(max_model_len, self.block_size) * self.page_size_bytes
+
+
+class SlidingWindowSpec(AttentionSpec):
+    def max_admission_blocks_per_request(self, max_in_flight_tokens, max_model_len):
+        # a comment the reader never sees
+        num_tokens = min(self.sliding_window - 1 + max_in_flight_tokens, max_model_len)
+        return cdiv(num_tokens, self.block_size) + 1
+
+
+class MambaSpec(KVCacheSpec):
+    def max_memory_usage_bytes(self, vllm_config):
+        if vllm_config.cache_config.mamba_cache_mode == "all":
+            return cdiv(vllm_config.model_config.max_model_len, self.block_size) * self.page_size_bytes
+        elif vllm_config.cache_config.mamba_cache_mode == "align":
+            return self.page_size_bytes * 2
+        else:
+            return self.page_size_bytes
+"""
+
+SIZING_CONFIG = """
+class VllmConfig:
+    @property
+    def max_concurrent_batches(self) -> int:
+        pp = self.parallel_config.pipeline_parallel_size
+        if self.scheduler_config.async_scheduling:
+            if pp <= 1:
+                return 2
+        return pp
+
+    @property
+    def max_in_flight_tokens(self) -> int:
+        return self.max_concurrent_batches * self.scheduler_config.max_num_batched_tokens
+"""
+
+SIZING_ARGS = """
+class EngineArgs:
+    @classmethod
+    def get_batch_defaults(cls, world_size):
+        from vllm.usage.usage_lib import UsageContext
+
+        tokens: dict[UsageContext | None, int]
+        try:
+            device_memory = current_platform.get_device_total_memory()
+        except Exception:
+            device_memory = 0
+        if device_memory >= 70 * GiB_bytes:
+            tokens = {UsageContext.OPENAI_API_SERVER: 8192}
+        else:
+            tokens = {UsageContext.OPENAI_API_SERVER: 2048}
+        if current_platform.is_cpu():
+            logger.info("cpu")
+            tokens = {UsageContext.OPENAI_API_SERVER: 2048 * world_size}
+        return tokens
+"""
+
+
+ARGPARSE_PATH = "vllm/utils/argparse_utils.py"
+ARGPARSE = """
+def human_readable_int(value):
+    value = value.strip()
+    match = re.fullmatch(r"(\\d+)([kK])", value)
+    if match:
+        decimal_multiplier = {"k": 10**3}
+        binary_multiplier = {
+            "K": 2**10,
+        }
+        number, suffix = match.groups()
+        return int(number) * (decimal_multiplier.get(suffix) or binary_multiplier[suffix])
+    return int(value)
+
+
+def human_readable_int_or_auto(value):
+    value = value.strip()
+    if value == "-1" or value.lower() == "auto":
+        return -1
+    return human_readable_int(value)
+"""
+
+
+def sizing_files() -> dict[str, str]:
+    return {
+        ARGPARSE_PATH: ARGPARSE,
+        SIZING_INTERFACE_PATH: SIZING_INTERFACE,
+        SIZING_CONFIG_PATH: SIZING_CONFIG,
+        SIZING_ARGS_PATH: SIZING_ARGS,
+    }
+
+
 def serving_files() -> dict[str, str]:
     return {
+        **sizing_files(),
         CACHE_PATH: CACHE_CONFIG,
         MAMBA_PATH: MAMBA_UTILS,
         PLATFORM_PATH: PLATFORM_INTERFACE,

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
+from apron.deployment import LlamaCppFlags
 from apron.engines.base import ContextDefault, EngineDecision
+from apron.errors import ApronInputError
 from apron.expressions import Unread
 from apron.llamacpp_hf import hf_header
+from apron.llamacpp_memory import Unknown, cache_type
 from apron.llamacpp_memory import figures as llamacpp_figures
-from apron.results import MechanismResult, Request
+from apron.results import LlamaCppContext, MechanismResult, Request
 from apron.terminal import shown
 
 ENGINE = "llamacpp"
@@ -102,11 +105,17 @@ CACHE_TYPE_OF = {"bf16": "GGML_TYPE_BF16", "fp16": "GGML_TYPE_F16", "fp32": "GGM
 
 
 def plan_figures(
-    model: ModelConfig, llamacpp: EngineConstraints, request: Request
-) -> tuple[MechanismResult, tuple[str, ...], tuple] | None:
+    model: ModelConfig,
+    llamacpp: EngineConstraints,
+    request: Request,
+    flags: LlamaCppFlags | None = None,
+) -> tuple[MechanismResult, tuple[str, ...], tuple, int | None, LlamaCppContext | None] | None:
     """The llama.cpp column's figures for an HF config: its hparams through the converter's
-    extracted HF -> GGUF mapping, sized by llama.cpp's extracted rules with n_ctx = --context
-    and n_seq_max = --batch. None when the rules are not in generated/llamacpp."""
+    extracted HF -> GGUF mapping, sized by llama.cpp's extracted rules for --batch sequences of
+    --context tokens each: llama.cpp splits n_ctx across n_seq_max sequences, so that is
+    n_ctx = batch x context, n_seq_max = batch. The result's at-context figure is one sequence's
+    share; the batch total and the split come beside it. None when the rules are not in
+    generated/llamacpp."""
     if not llamacpp.has("converter_hparams") or not llamacpp.has("memory_rules"):
         return None
     rows = matches(model, llamacpp)
@@ -114,34 +123,82 @@ def plan_figures(
     if row is None:
         return None
     title = "llama.cpp"
+    flags = flags or LlamaCppFlags()
     cache = CACHE_TYPE_OF.get(request.kv_dtype)
     header, unread, cites, considered = hf_header(model, llamacpp, row)
     unknown: list[str] = []
-    if cache is None:
+    if cache is None and not (flags.type_k and flags.type_v):
         unknown.append(f"llama.cpp has no {request.kv_dtype} KV cache type")
-    # llama.cpp's own default context: n_ctx 0 = the context_length the converter writes
-    n_ctx = request.context if request.context_source == "--context" else None
+    try:
+        type_k = cache_type(llamacpp, flags.type_k) if flags.type_k else cache
+        type_v = cache_type(llamacpp, flags.type_v) if flags.type_v else cache
+    except Unknown as err:
+        raise ApronInputError(str(err)) from None
+    if flags.type_v and flags.flash_attn == "off" and type_v not in CACHE_TYPE_OF.values():
+        raise ApronInputError(
+            f"-ctv {flags.type_v} with -fa off: llama.cpp refuses it (V cache quantization "
+            "requires flash_attn, src/llama-context.cpp)"
+        )
+    n = max(1, request.batch)
+    # batch sequences of context tokens each: n_ctx = context x batch. One sequence at
+    # llama.cpp's own default context is its n_ctx 0 (the context_length the converter writes)
+    own_default = request.context_source != "--context"
+    if request.context is None or (own_default and n == 1):
+        n_ctx = None
+    else:
+        n_ctx = request.context * n
     got = llamacpp_figures(
         header,
         llamacpp,
         n_ctx=n_ctx,
-        n_seq_max=max(1, request.batch),
-        type_k=cache or "GGML_TYPE_F16",
-        type_v=cache or "GGML_TYPE_F16",
+        n_seq_max=n,
+        type_k=type_k or "GGML_TYPE_F16",
+        type_v=type_v or "GGML_TYPE_F16",
+        settings=flags.overrides(),
         # a required key no extracted write targets: the converter may write it in code not
         # extracted (a helper method), so it is taken as written, its value unknown wherever a
         # figure needs it; one an extracted write skips for this config is absent (refused)
         assume_written=lambda key: key not in considered,
     )
+    given = "--context" if not own_default else "llama.cpp's default context"
     context_note = (
-        f"n_ctx = --context ({request.context:,})"
+        f"n_ctx = {given} x --batch ({request.context:,} x {n:,})"
         if n_ctx is not None
         else "n_ctx = llama.cpp's default 0: the context_length the converter writes"
         + (f" ({got.n_ctx:,} after padding)" if got.n_ctx else "")
     )
+    split = None
+    unified = bool(flags.kv_unified)
+    if n_ctx is not None:
+        how = (
+            f"one unified buffer of {n_ctx:,} cells shared by the {n:,} sequences"
+            if unified
+            else f"{request.context:,} each"
+        )
+        split = LlamaCppContext(
+            n_ctx=n_ctx,
+            n_seq_max=n,
+            n_ctx_seq=n_ctx if unified else n_ctx // n,
+            kv_unified=unified,
+            words=(
+                f"llama.cpp splits n_ctx across sequences: {n:,} x {request.context:,} tokens "
+                f"is -c {n_ctx} -np {n}" + (" -kvu" if unified else "") + f" ({how})"
+            ),
+        )
+    elif got.n_ctx:  # one sequence at llama.cpp's default -c 0
+        split = LlamaCppContext(
+            n_ctx=got.n_ctx,
+            n_seq_max=1,
+            n_ctx_seq=got.n_ctx,
+            kv_unified=unified,
+            words=(
+                f"llama.cpp's default -c 0 -np 1: one sequence of the context_length the "
+                f"converter writes ({got.n_ctx:,} cells after padding)"
+            ),
+        )
     notes = [
-        f"{title} figures: {context_note}, n_seq_max = --batch "
-        "(llama.cpp splits n_ctx across the sequences); per sequence below = total / n_seq_max",
+        f"{title} figures: {context_note}, n_seq_max = --batch (llama.cpp splits n_ctx across "
+        "the sequences); one sequence below = total / n_seq_max",
         *got.notes,
         *(f"llama.cpp: {a}" for a in got.arithmetic),
     ]
@@ -160,9 +217,13 @@ def plan_figures(
         for suffix, text in unread
         if suffix
     )
-    n = max(1, request.batch)
     kv = None if unknown or got.kv_bytes is None else got.kv_bytes // n
     state = None if unknown or got.state_bytes is None else got.state_bytes // n
+    total = (
+        None
+        if unknown or got.kv_bytes is None or got.state_bytes is None
+        else got.kv_bytes + got.state_bytes
+    )
     # every attention layer of a plain or hybrid cache holds all n_ctx_seq cells: bytes per cell
     per_token = None
     if kv is not None and got.memory_class in ("llama_kv_cache", "llama_memory_hybrid"):
@@ -181,7 +242,7 @@ def plan_figures(
         arithmetic=got.arithmetic,
         notes=tuple(notes),
     )
-    return result, tuple(notes), (*cites, *got.citations)
+    return result, tuple(notes), (*cites, *got.citations), total, split
 
 
 def default_context(model: ModelConfig, llamacpp: EngineConstraints) -> ContextDefault | None:

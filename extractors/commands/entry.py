@@ -21,6 +21,38 @@ EXTRA_MODULES = frozenset(
 INSTALL_HINT = "pip install 'apron-extract[extract]'"
 
 
+VERSION_FLAGS = ("--version",)
+HELP_FLAGS = ("--help", "-h")
+HELP = """Usage: extract [OPTIONS] COMMAND [ARGS]...
+
+  Extract engine constraints at pinned commits into generated/ (extract, bump, check,
+  support, history). This install leaves out the extractor's parsers: {hint}
+
+Options:
+  --version  Print the version and exit.
+  -h, --help Show this message and exit.
+"""
+
+
+def _without_parsers(argv: list[str], missing: str) -> None:
+    """`extract --version` and `extract -h` answer in any install; anything else names the
+    extra and exits 2."""
+    if argv[:1] and argv[0] in VERSION_FLAGS:
+        from apron.version import version
+
+        print(f"extract {version()}")
+        sys.exit(0)
+    if not argv or argv[0] in HELP_FLAGS:
+        print(HELP.format(hint=INSTALL_HINT))
+        sys.exit(0)
+    print(
+        f"error: extract needs the extractor's parsers, which this install leaves out "
+        f"({missing} is not installed): {INSTALL_HINT}",
+        file=sys.stderr,
+    )
+    sys.exit(2)
+
+
 def main() -> None:
     try:
         from apron.extractors.commands.cli import main as cli_main
@@ -28,10 +60,5 @@ def main() -> None:
         missing = (err.name or "").partition(".")[0]
         if missing not in EXTRA_MODULES:
             raise
-        print(
-            f"error: extract needs the extractor's parsers, which this install leaves out "
-            f"({missing} is not installed): {INSTALL_HINT}",
-            file=sys.stderr,
-        )
-        sys.exit(2)
+        _without_parsers(sys.argv[1:], missing)
     cli_main()

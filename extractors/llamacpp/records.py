@@ -116,7 +116,7 @@ class SlidingWindowRule(Record):
 
 class HparamsFormula(Record):
     """One branch of a llama_hparams sizing method (src/llama-hparams.cpp): where `condition`
-    holds and no earlier branch returned, the method returns `value`. Both are expressions (extractors/llamacpp/cpp_formula.py); () condition: unconditional; () value with
+    holds and no earlier branch returned, the method returns `value`. Both are expressions (apron/expressions.py); () condition: unconditional; () value with
     `unknown` set: a statement this reader could not turn into tokens."""
 
     KEY: ClassVar[tuple[str, ...]] = ("method", "branch")

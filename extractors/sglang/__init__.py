@@ -19,6 +19,7 @@ from apron.extractors.serving.records import (
 )
 from apron.extractors.sglang import (
     architecture_sets,
+    arg_overrides,
     attention_chain,
     context_length,
     docs_tables,
@@ -34,6 +35,7 @@ from apron.extractors.sglang import (
 )
 from apron.extractors.sglang.records import (
     SglangArchitectureSet,
+    SglangArgOverride,
     SglangDocsRow,
     SglangExplicitMha,
     SglangHybridConfigClass,
@@ -301,7 +303,8 @@ def _serving_defaults(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]
         page = serving_defaults.page_size_from_pass(
             snapshot.read_text(source), source, function, handler
         )
-    return FactOutput((serving_defaults.mem_fraction_default(text, path), page))
+    ratios = serving_defaults.pool_ratio_defaults(text, path)
+    return FactOutput((serving_defaults.mem_fraction_default(text, path), page, *ratios))
 
 
 def _tp_rules(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
@@ -356,6 +359,28 @@ SSM_TP_SPLITS = FactKind(
     SsmTpSplit,
     "the dimensions each *StateShape.create of configs/mamba_utils.py divides by the "
     "tensor-parallel size to size a state.",
+)
+
+
+def _arg_overrides(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = next((p for p in arg_overrides.OVERRIDES_PATHS if snapshot.exists(p)), None)
+    if path is None:
+        name = "the server-arg override registry"
+        message = f"no {name} at this commit in " + ", ".join(arg_overrides.OVERRIDES_PATHS)
+        return FactOutput(
+            (), (warning("absent", name, message, arg_overrides.OVERRIDES_PATHS[0], name),)
+        )
+    rows, warnings = arg_overrides.arg_overrides(snapshot.read_text(path), path)
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+ARG_OVERRIDES = FactKind(
+    "arg_overrides",
+    "Per-architecture overrides of the pool settings",
+    SglangArgOverride,
+    "the values the override registry (arg_groups/overrides.py) declares per architecture for the "
+    "SWA and Mamba pool ratios, the page size and the hybrid-SWA switch, with the tests on the way "
+    "and whether a server with default args gets them.",
 )
 
 
@@ -444,6 +469,12 @@ ENGINE = EngineSpec(
             MEMORY_FRACTION_STEPS,
             _memory_fraction_steps,
             reads=serving_defaults.SERVER_ARGS_PATHS,
+        ),
+        FactExtractor(
+            ARG_OVERRIDES,
+            _arg_overrides,
+            reads=arg_overrides.OVERRIDES_PATHS,
+            allow_empty=True,
         ),
         FactExtractor(
             PREFILL_GRAPH_RULES,

@@ -197,6 +197,30 @@ class SglangKvDtypeSet(Record):
         return f"{self.set_name}: {self.architecture or 'unknown'}"
 
 
+class SglangArgOverride(Record):
+    """A value SGLang's override registry (arg_groups/overrides.py) gives a pool-sizing server arg
+    for some architectures: `architectures` (exact names) or `predicate` (its code), the `if`
+    tests that lead to it, and whether a server started with default args gets it."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("function", "setting", "order")
+
+    setting: str  # swa_full_tokens_ratio, mamba_full_memory_ratio, disable_hybrid_swa_memory, ...
+    value: str  # the literal's code; "" when it is not a literal
+    architectures: tuple[str, ...]
+    predicate: str  # "" when keyed by exact names
+    guards: tuple[str, ...]  # the tests on the way, as code
+    applies_by_default: bool  # no test, or only "the field was left at its default"
+    function: str
+    order: int
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        who = ", ".join(self.architectures) or self.predicate
+        when = f" when {' and '.join(self.guards)}" if self.guards else ""
+        return f"{self.setting} = {self.value or '?'} for {who}{when}"
+
+
 class SglangContextRule(Record):
     """One part of SGLang's default context length (`get_context_length` over the text config,
     apron.extractors.sglang.context_length): kind "key" (a config key tried, in `order`),

@@ -170,6 +170,40 @@ def _field(cls: Node, setting: str, path: str) -> Node:
     return field_default(fields[setting])
 
 
+POOL_RATIOS = ("swa_full_tokens_ratio", "mamba_full_memory_ratio")
+
+
+def pool_ratio_defaults(text: str, path: str) -> list[ServingDefault]:
+    """ServerArgs' literal defaults of the pool ratios (role = the setting); a ratio that is not a
+    field at this commit gives no row."""
+    cls = _server_args(text, path)
+    fields = class_fields(cls)
+    rows = []
+    for setting in POOL_RATIOS:
+        if setting not in fields:
+            continue
+        default = field_default(fields[setting])
+        literal = number_literal(default)
+        symbol = f"{SERVER_ARGS_CLASS}.{setting}"
+        if literal is not None:
+            rows.append(_literal_row(setting, setting, literal, "", path, symbol))
+        else:
+            rows.append(
+                ServingDefault(
+                    setting=setting,
+                    role=setting,
+                    kind="opaque",
+                    value="",
+                    candidates=(),
+                    computed_by="",
+                    reason=f"the default {compact(default)} is not a literal",
+                    path=path,
+                    symbol=symbol,
+                )
+            )
+    return rows
+
+
 def _literal_row(setting: str, role: str, value: str, reason: str, path: str, symbol: str):
     return ServingDefault(
         setting=setting,

@@ -29,7 +29,9 @@ from apron.extractors.vllm import (
     kv_dtype_rules,
     matrix_cells,
     model_config_defaults,
+    option_literals,
     serving_rules,
+    sizing_rules,
     state_shapes,
 )
 from apron.extractors.vllm.records import (
@@ -45,8 +47,10 @@ from apron.extractors.vllm.records import (
     MlaGate,
     MlaModelType,
     ModelClassFlags,
+    OptionLiteral,
     RegistryNotice,
     RegistryRow,
+    SizingPath,
     VllmDocsRow,
 )
 from apron.extractors.vllm.registry_notices import registry_notices, removal_notes
@@ -332,6 +336,41 @@ HYBRID_PAGE_RULES = FactKind(
     "attention page holds one mamba state, per mamba_cache_mode branch.",
 )
 
+KV_SIZING_PATHS = FactKind(
+    sizing_rules.FACT,
+    "KV cache sizing rules",
+    SizingPath,
+    "the ways through the methods that size a request's KV cache (the pages a full-attention, "
+    "sliding-window, chunked-local or Mamba group takes at max_model_len), the in-flight tokens "
+    "a windowed group reserves for, and the scheduler's batch defaults: tests and value as "
+    "postfix terms, in source order.",
+)
+
+
+def _option_literals(snapshot: Snapshot, done: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    rows, warnings = [], []
+    for path, reader in (
+        (option_literals.CACHE_PATH, option_literals.literal_members),
+        (option_literals.ARGPARSE_PATH, option_literals.length_parser),
+    ):
+        if not snapshot.exists(path):
+            warnings.append(warning("absent", path, f"no {path} at this commit", path, path))
+            continue
+        found, warned = reader(snapshot.read_text(path), path)
+        rows += found
+        warnings += warned
+    return FactOutput(tuple(rows), tuple(warnings))
+
+
+OPTION_LITERALS = FactKind(
+    "option_literals",
+    "Command-line literals",
+    OptionLiteral,
+    "the values vLLM's command line accepts for flags apron also takes: the members of "
+    "CacheDType (--kv-cache-dtype) and the suffixes and auto spellings of "
+    "human_readable_int_or_auto (--max-model-len).",
+)
+
 MAMBA_STATE_CALCULATORS = FactKind(
     state_shapes.CALCULATORS_FACT,
     "Recurrent state calculators",
@@ -535,6 +574,15 @@ ENGINE = EngineSpec(
             KV_DTYPE_LITERALS,
             kv_dtype_rules.kv_dtype_literals,
             reads=kv_dtype_rules.READS,
+            allow_empty=True,
+        ),
+        FactExtractor(
+            OPTION_LITERALS, _option_literals, reads=option_literals.READS, allow_empty=True
+        ),
+        FactExtractor(
+            KV_SIZING_PATHS,
+            sizing_rules.kv_sizing_paths,
+            reads=sizing_rules.READS,
             allow_empty=True,
         ),
         FactExtractor(

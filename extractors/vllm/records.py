@@ -293,7 +293,10 @@ TERM_OPS = {
     "<=": 2,
     ">": 2,
     ">=": 2,
+    "in": 2,  # item, container
+    "not in": 2,
     "and": 2,
+    "or": 2,
     "is None": 1,  # the value is None
     "not": 1,
     "if": 3,  # test, then, else -> then when test holds, else `else`
@@ -369,6 +372,54 @@ class KvDtypeLiteral(Record):
 
     def label(self) -> str:
         return f"{self.literal}: {self.key} -> {self.value if self.status == 'read' else 'unknown'}"
+
+
+class SizingPath(Record):
+    """One way through a vLLM KV cache sizing method (vllm/v1/kv_cache_interface.py,
+    vllm/config/vllm.py, vllm/engine/arg_utils.py): the tests that lead to a `return` (or, in
+    get_batch_defaults, to the assignment of a default, or to a `raise`) and the value, as
+    postfix terms over the method's parameters and `self` paths. In source order: the first
+    return whose tests hold is what the method gives; the last assignment whose tests hold is the
+    default it sets."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("symbol", "order")
+
+    symbol: str  # "SlidingWindowSpec.max_admission_blocks_per_request"
+    order: int  # the path's place in source order
+    effect: str  # "return", "assign" or "raise"; "" when the method is unknown
+    target: str  # what an assignment sets: "default_max_num_batched_tokens[UsageContext.X]"
+    conditions: tuple[tuple[str, ...], ...]  # the tests that all hold on this path, as terms
+    value: tuple[str, ...]  # what it returns or assigns, as terms; () for a raise
+    code: str  # the value's code on one line, for people
+    status: str  # "read" or "unknown" (the reason says why)
+    reason: str
+    path: str
+
+    def label(self) -> str:
+        if self.status != "read":
+            return f"{self.symbol} (unknown: {self.reason})"
+        where = (
+            f" when {' and '.join(' '.join(c) for c in self.conditions)}" if self.conditions else ""
+        )
+        target = f" {self.target} =" if self.target else ""
+        return f"{self.symbol}: {self.effect}{target} {self.code}{where}"
+
+
+class OptionLiteral(Record):
+    """A literal vLLM's command line accepts for a flag apron also takes: a member of a `Literal`
+    option type (CacheDType: --kv-cache-dtype), or a suffix and its multiplier (or an auto
+    spelling and its value) of the parser of --max-model-len."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("symbol", "key")
+
+    symbol: str  # "CacheDType", "human_readable_int.decimal", "human_readable_int_or_auto.auto"
+    key: str  # the member or suffix as written: "fp8_inc", "k", "auto"
+    value: str  # the multiplier or value ("1000", "-1"); "" for a Literal member
+    order: int
+    path: str
+
+    def label(self) -> str:
+        return f"{self.symbol}: {self.key}" + (f" = {self.value}" if self.value else "")
 
 
 class IndexerLayerRule(Record):

@@ -179,6 +179,13 @@ def expression(node: Node, scope: _Scope) -> Value:
         return (*left, *right, _BINARY[op])
     if kind == "comparison_operator":
         return _comparison(node, scope)
+    if kind == "boolean_operator":
+        op = node_text(node.child_by_field_name("operator"))
+        left = _scalar(expression(node.child_by_field_name("left"), scope), node)
+        right = _scalar(expression(node.child_by_field_name("right"), scope), node)
+        return (*left, *right, op)
+    if kind == "not_operator":
+        return (*_scalar(expression(node.child_by_field_name("argument"), scope), node), "not")
     if kind == "conditional_expression":
         then, test, otherwise = node.named_children
         return _choose(
@@ -198,12 +205,16 @@ def expression(node: Node, scope: _Scope) -> Value:
 
 
 _ORDER = ("<", "<=", ">", ">=")
+_MEMBERSHIP = ("in", "not in")  # item, container
 
 
 def _comparison(node: Node, scope: _Scope) -> tuple[str, ...]:
     """`a == b`, `a != b` (== then not), `a is None`, `a is not None`, and orderings, chained
     ones (`0 <= i < n`) as their pairs joined by `and`."""
     parts = [c for c in node.children]
+    if len(parts) == 3 and node_text(parts[1]) in _MEMBERSHIP:
+        left = _scalar(expression(parts[0], scope), node)
+        return (*left, *_scalar(expression(parts[2], scope), node), node_text(parts[1]))
     if len(parts) == 3 and node_text(parts[1]) == "is" and parts[2].type == "none":
         return (*_scalar(expression(parts[0], scope), node), "is None")
     if len(parts) == 3 and node_text(parts[1]) == "is not" and parts[2].type == "none":

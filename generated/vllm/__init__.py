@@ -8,7 +8,7 @@ ENGINE = "vllm"
 COMMIT = "0231dd5467c61dca76f66269b6298a43772b3519"
 COMMIT_DATE = "2026-07-24"
 UPSTREAM_URL = "https://github.com/vllm-project/vllm"
-FACTS = ("mla_model_types", "mla_gates", "kv_head_aliases", "kv_head_fallback", "kv_head_overrides", "registry_rows", "docs_table_rows", "docs_registry_findings", "mamba_ssm_dtype_defaults", "model_class_flags", "interface_flags", "registry_notices", "attn_type_rule", "serving_defaults", "tp_rules", "attention_backends", "ssm_tp_splits", "mamba_state_calculators", "mamba_state_hooks", "kv_dtype_literals", "indexer_layer_rules", "hybrid_page_rules")
+FACTS = ("mla_model_types", "mla_gates", "kv_head_aliases", "kv_head_fallback", "kv_head_overrides", "registry_rows", "docs_table_rows", "docs_registry_findings", "mamba_ssm_dtype_defaults", "model_class_flags", "interface_flags", "registry_notices", "attn_type_rule", "serving_defaults", "tp_rules", "attention_backends", "ssm_tp_splits", "mamba_state_calculators", "mamba_state_hooks", "kv_dtype_literals", "option_literals", "kv_sizing_paths", "indexer_layer_rules", "hybrid_page_rules")
 # facts apron scans for a config's architecture: (fact, field naming it, role)
 ARCHITECTURE_FACTS: tuple[tuple[str, str, str], ...] = (
     ("registry_rows", "architecture", "registry"),

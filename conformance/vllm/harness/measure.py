@@ -70,8 +70,14 @@ def _model_config(folder: Path):
 
 def _vllm_config(model_config, tp: int):
     from vllm.config import CacheConfig, DeviceConfig, LoadConfig, ParallelConfig, VllmConfig
+    from vllm.transformers_utils.config import is_interleaved
 
-    cache = CacheConfig(block_size=BLOCK_TOKENS, cache_dtype="auto")
+    # EngineArgs.create_engine_config: a model that windows every layer (not interleaved) gets
+    # CacheConfig.sliding_window, which its Attention layers take when they have no per-layer
+    # window (Mistral 7B v0.1 builds SlidingWindowSpec layers under `vllm serve`)
+    interleaved = is_interleaved(model_config.hf_text_config)
+    window = None if interleaved else model_config.get_sliding_window()
+    cache = CacheConfig(block_size=BLOCK_TOKENS, cache_dtype="auto", sliding_window=window)
     return VllmConfig(
         model_config=model_config,
         cache_config=cache,
