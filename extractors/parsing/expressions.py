@@ -212,7 +212,7 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
         return kind == "true"
     if kind == "none":
         return None
-    if kind == "string":
+    if kind in ("string", "concatenated_string"):  # "a" "b" is the one string "ab"
         value = python_ts.string_value(node)
         if value is None:
             raise UnreadableExpression("an f-string")

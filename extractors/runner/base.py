@@ -162,6 +162,12 @@ class EngineSpec:
     # "MLA", "MLA (conditional)", "MHA (explicit)"}; None: the engine says nothing about MLA
     mla_decided_by: str | None = None
     mla_verdicts: Callable[[EngineFacts], Mapping[str, str]] | None = None
+    # the facts whose rows apron evaluates for its figures (an MLA list, the KV-head scan, state
+    # calculators, block sizes, memory rules): a bump lists their changes first, item by item
+    calculator_facts: tuple[str, ...] = ()
+    # facts -> the registered architectures that are drafts or speculative heads (an MTP module,
+    # an EAGLE head), counted apart from the models people serve; None: the engine says none
+    draft_architectures: Callable[[EngineFacts], set[str]] | None = None
 
     def __post_init__(self) -> None:
         run_order(self.facts)  # a bad declaration fails when the engine module is imported

@@ -53,7 +53,11 @@ from apron.extractors.vllm.records import (
     SizingPath,
     VllmDocsRow,
 )
-from apron.extractors.vllm.registry_notices import registry_notices, removal_notes
+from apron.extractors.vllm.registry_notices import (
+    draft_architectures,
+    registry_notices,
+    removal_notes,
+)
 from apron.extractors.vllm.registry_rows import registry_rows
 
 
@@ -505,6 +509,27 @@ ENGINE = EngineSpec(
     release_tags=r"v\d+\.\d+\.\d+",
     support_facts=("mla_model_types", "model_class_flags", "attn_type_rule", "registry_notices"),
     removal_notes=removal_notes,
+    calculator_facts=(
+        "mla_model_types",
+        "mla_gates",
+        "kv_head_aliases",
+        "kv_head_fallback",
+        "kv_head_overrides",
+        "mamba_ssm_dtype_defaults",
+        "attn_type_rule",
+        "serving_defaults",
+        "tp_rules",
+        "attention_backends",
+        "ssm_tp_splits",
+        "mamba_state_calculators",
+        "mamba_state_hooks",
+        "kv_dtype_literals",
+        "hybrid_page_rules",
+        "indexer_layer_rules",
+        "kv_sizing_paths",
+        "option_literals",
+    ),
+    draft_architectures=draft_architectures,
     facts=(
         FactExtractor(MLA_MODEL_TYPES, _mla_model_types, reads=CONVERTOR_READS),
         FactExtractor(MLA_GATES, _mla_gates, reads=CONVERTOR_READS),
