@@ -36,7 +36,7 @@ def writes(body: str, init: str = "") -> dict[str, tuple]:
         (  # adjacent literals are one string (Baichuan's layout, split over two literals)
             "        self.gguf_writer.add_tensor_data_layout('Meta AI' ' original pth')\n",
             "add_tensor_data_layout",
-            ("expr", "str:Meta AI original pth"),
+            ("expr", ("str", "Meta AI original pth")),
         ),
         (  # a local read once, arithmetic over two keys
             "        d = self.hparams['kv_lora_rank']\n"
