@@ -111,7 +111,7 @@ PRIMITIVE_SIZES = {
 class Event:
     """A statement the walker reached: kind "return", "assign", "declare", or "unread" (a
     statement that may change the result and that the walker does not follow: a loop, a
-    switch); `conditions` are the reverse-Polish conditions of the enclosing ifs."""
+    switch); `conditions` are the conditions (expressions) of the enclosing ifs."""
 
     kind: str
     conditions: tuple[Any, ...]

@@ -115,20 +115,21 @@ class SlidingWindowRule(Record):
 
 
 def infix_field(record: Record, name: str, formulas: tuple[str, ...]) -> str | None:
-    """A reverse-Polish field of `record` in C++-like infix ("always" for an empty condition),
+    """An expression field of `record` in C++-like infix ("always" for an empty condition),
     None for any other field."""
     if name not in formulas:
         return None
-    tokens = getattr(record, name)
-    if not tokens:
+    expression = getattr(record, name)
+    if expression == ():
         return "always" if name in ("condition", "when") else "unknown"
-    return infix(tokens)
+    return infix(expression)
 
 
 class HparamsFormula(Record):
     """One branch of a llama_hparams sizing method (src/llama-hparams.cpp): where `condition`
-    holds and no earlier branch returned, the method returns `value`. Both are expressions (apron/expressions.py); () condition: unconditional; () value with
-    `unknown` set: a statement this reader could not turn into tokens."""
+    holds and no earlier branch returned, the method returns `value`. Both are expressions
+    (apron/expressions.py); () condition: unconditional; () value with `unknown` set: a
+    statement this reader could not turn into an expression."""
 
     KEY: ClassVar[tuple[str, ...]] = ("method", "branch")
 

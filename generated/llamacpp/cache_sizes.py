@@ -4,7 +4,7 @@
 # upstream: https://github.com/ggml-org/llama.cpp
 # source: src/llama-context.cpp @ blob d62abc4009b85622a8f40dba1a978185880fc448
 # source: src/llama-kv-cache-iswa.cpp @ blob 26e2cb4270b08771d0569d0f25ca5b6761aef677
-"""Cache size and context padding: the SWA cache size of llama_kv_cache_iswa and the padding of n_ctx / n_ctx_seq in llama_context: each assignment in order, with its condition, as reverse-Polish tokens."""
+"""Cache size and context padding: the SWA cache size of llama_kv_cache_iswa and the padding of n_ctx / n_ctx_seq in llama_context: each assignment in order, with its condition, as expressions."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 # commit: 0253fb21f595246f54c192fe8332f34173be251b (2026-05-16)
 # upstream: https://github.com/ggml-org/llama.cpp
 # source: src/llama-hparams.cpp @ blob 2239309c8fb436474fb072956e456d646e094e46
-"""KV and state sizes per layer (llama_hparams): the branches of llama_hparams' sizing methods (n_embd_k_gqa, n_embd_v_gqa, n_embd_r, n_embd_s, has_kv, is_mla, ...): where the condition holds the method returns the value; both are reverse-Polish tokens over llama_hparams members."""
+"""KV and state sizes per layer (llama_hparams): the branches of llama_hparams' sizing methods (n_embd_k_gqa, n_embd_v_gqa, n_embd_r, n_embd_s, has_kv, is_mla, ...): where the condition holds the method returns the value; both are expressions over llama_hparams members."""
 
 from __future__ import annotations
 

@@ -135,7 +135,7 @@
 # source: src/models/t5encoder.cpp @ blob 23c5f9b6a1cad2e822b6cc3c0561dc077dbde361
 # source: src/models/wavtokenizer-dec.cpp @ blob 214fed99bad8e2e0ace07700706323bdd85213b1
 # source: src/models/xverse.cpp @ blob d6d1c7a2e5def045619df4239f4548d93b6efc55
-"""Hparams loading steps (llama_hparams): the member defaults of struct llama_hparams, the base loader, each architecture's load_arch_hparams and the helpers they call, one step per statement that can change a member: GGUF key reads (key, required, found), assignments, loops, fills, calls, asserts, throws, with the condition they run under (reverse-Polish; $x is a local)."""
+"""Hparams loading steps (llama_hparams): the member defaults of struct llama_hparams, the base loader, each architecture's load_arch_hparams and the helpers they call, one step per statement that can change a member: GGUF key reads (key, required, found), assignments, loops, fills, calls, asserts, throws, with the condition they run under (an expression; $x is a local)."""
 
 from __future__ import annotations
 

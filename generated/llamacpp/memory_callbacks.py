@@ -8,7 +8,7 @@
 # source: src/llama-memory-hybrid.h @ blob 484eafb749910567b8c50ec36d46bdb678c75426
 # source: src/llama-memory-recurrent.h @ blob 29c58afc9c279a36fff7e5f90c5763529ab80f54
 # source: src/llama-model.cpp @ blob 8bf20a716eba22c1aeeb55f76e9b37e19a22a16e
-"""Layer filters and reuse (create_memory): the per-architecture layer filters (attention / recurrent) and KV reuse callbacks create_memory passes: what the lambda returns for layer il, as reverse-Polish tokens."""
+"""Layer filters and reuse (create_memory): the per-architecture layer filters (attention / recurrent) and KV reuse callbacks create_memory passes: what the lambda returns for layer il, as expressions."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@
 # source: src/models/t5encoder.cpp @ blob 23c5f9b6a1cad2e822b6cc3c0561dc077dbde361
 # source: src/models/wavtokenizer-dec.cpp @ blob 214fed99bad8e2e0ace07700706323bdd85213b1
 # source: src/models/xverse.cpp @ blob d6d1c7a2e5def045619df4239f4548d93b6efc55
-"""Recurrent layers per architecture: per architecture whose hparams loader marks recurrent layers: the value given recurrent_layer_arr[il] (reverse-Polish in il), the loader's local integers and the GGUF keys that override them. Recurrent architectures not listed are recurrent in every layer (llm_arch_is_recurrent fills the array)."""
+"""Recurrent layers per architecture: per architecture whose hparams loader marks recurrent layers: the value given recurrent_layer_arr[il] (an expression in il), the loader's local integers and the GGUF keys that override them. Recurrent architectures not listed are recurrent in every layer (llm_arch_is_recurrent fills the array)."""
 
 from __future__ import annotations
 

@@ -134,7 +134,7 @@
 # source: src/models/t5encoder.cpp @ blob 23c5f9b6a1cad2e822b6cc3c0561dc077dbde361
 # source: src/models/wavtokenizer-dec.cpp @ blob 214fed99bad8e2e0ace07700706323bdd85213b1
 # source: src/models/xverse.cpp @ blob d6d1c7a2e5def045619df4239f4548d93b6efc55
-"""Tensor shapes per architecture (load_arch_tensors): every create_tensor of each architecture's load_arch_tensors: the GGUF tensor name, the dimensions it expects (reverse-Polish over llama_hparams and LLAMA_LOAD_LOCALS), whether the file must hold it, and the condition it is under; llama.cpp refuses another shape."""
+"""Tensor shapes per architecture (load_arch_tensors): every create_tensor of each architecture's load_arch_tensors: the GGUF tensor name, the dimensions it expects (expressions over llama_hparams and LLAMA_LOAD_LOCALS), whether the file must hold it, and the condition it is under; llama.cpp refuses another shape."""
 
 from __future__ import annotations
 
