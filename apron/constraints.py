@@ -169,6 +169,8 @@ _SCALARS: dict[str, Callable[[Any], bool]] = {
     "bool": lambda v: type(v) is bool,
     "int": lambda v: type(v) is int,
     "None": lambda v: v is None,
+    # an expression of apron/expressions.py: its shape here, its nodes where it is compiled
+    "Expression": lambda v: v is None or type(v) in (str, int, float, bool, tuple),
 }
 
 

@@ -51,8 +51,8 @@ class CacheSizeRule(NamedTuple):
     function: str
     variable: str
     order: int
-    condition: tuple[str, ...]
-    value: tuple[str, ...]
+    condition: Expression
+    value: Expression
     unknown: str
     path: str
     symbol: str
@@ -114,10 +114,10 @@ class ConverterHparams(NamedTuple):
     calls_base: str
     defines: bool
     defines_find_hparam: bool
-    writes: tuple[tuple[str, ...], ...]
+    writes: tuple[tuple[Expression, ...], ...]
     block_count_keys: tuple[str, ...]
-    attributes: tuple[tuple[str, ...], ...]
-    hparams_sets: tuple[tuple[str, ...], ...]
+    attributes: tuple[tuple[Expression, ...], ...]
+    hparams_sets: tuple[tuple[Expression, ...], ...]
     path: str
     symbol: str
 
@@ -192,8 +192,8 @@ class HparamsFormula(NamedTuple):
 
     method: str
     branch: int
-    condition: tuple[str, ...]
-    value: tuple[str, ...]
+    condition: Expression
+    value: Expression
     unknown: str
     path: str
     symbol: str
@@ -212,11 +212,11 @@ class HparamsStep(NamedTuple):
     key_form: str
     required: bool
     found: str
-    value: tuple[str, ...]
-    arguments: tuple[tuple[str, ...], ...]
-    index: tuple[str, ...]
+    value: Expression
+    arguments: tuple[Expression, ...]
+    index: Expression
     loop: int
-    condition: tuple[str, ...]
+    condition: Expression
     unknown: str
     code: str
     path: str
@@ -371,10 +371,10 @@ class MemoryCallback(NamedTuple):
 
     variable: str
     archs: tuple[str, ...]
-    condition: tuple[str, ...]
+    condition: Expression
     branch: int
-    when: tuple[str, ...]
-    value: tuple[str, ...]
+    when: Expression
+    value: Expression
     unknown: str
     path: str
     symbol: str
@@ -385,7 +385,7 @@ class MemoryRule(NamedTuple):
 
     branch: int
     archs: tuple[str, ...]
-    condition: tuple[str, ...]
+    condition: Expression
     memory_class: str
     arguments: tuple[str, ...]
     path: str
@@ -458,12 +458,12 @@ class OptionLiteral(NamedTuple):
 
 
 class RecurrentLayerRule(NamedTuple):
-    """How one architecture's hparams loader marks its recurrent layers: `value` (reverse-Polish,"""
+    """How one architecture's hparams loader marks its recurrent layers: `value` (an expression,"""
 
     arch: str
     gguf_name: str
     index: str
-    value: tuple[str, ...]
+    value: Expression
     fill: str
     locals_: tuple[str, ...]
     local_keys: tuple[str, ...]
@@ -724,11 +724,11 @@ class TensorShape(NamedTuple):
     tensor: str
     name: str
     suffix: str
-    block: tuple[str, ...]
-    dims: tuple[tuple[str, ...], ...]
+    block: Expression
+    dims: tuple[Expression, ...]
     flags: str
     required: bool
-    condition: tuple[str, ...]
+    condition: Expression
     unknown: str
     path: str
     symbol: str

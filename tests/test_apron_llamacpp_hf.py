@@ -136,15 +136,10 @@ def test_converter_writes_table():
         (
             "add_head_count_kv",
             "expr",
-            "hpget:num_kv_heads/1",
-            "None",
-            "==",
-            "1",
-            "hpget:num_kv_heads/1",
-            "?:",
+            ("?:", ("==", ("hpget", "num_kv_heads"), None), 1, ("hpget", "num_kv_heads")),
         ),
         # the converter's own expression, the local d_model read through
-        ("add_value_length", "expr", "2", "hp:hidden_size", "*"),
+        ("add_value_length", "expr", ("*", 2, ("hp", "hidden_size"))),
     )
     mine = rows["MyModel"]
     assert (mine.bases, mine.calls_super, mine.writes) == (("TextModel",), True, ())

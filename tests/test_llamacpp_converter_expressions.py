@@ -1,6 +1,6 @@
 """The converter's own computations as data: set_gguf_parameters and __init__ read in order
-(extractors/llamacpp/py_body.py, py_formula.py) as (snippet, expected writes) tables, and apron
-evaluating them on a config (apron/engines/llamacpp/hf.py); Mamba2's refusal and llama.cpp's own default
+(extractors/llamacpp/py_body.py, parsing/expressions.py) as (snippet, expected writes) tables, and
+apron evaluating them on a config (apron/engines/llamacpp/hf.py); Mamba2's refusal and llama.cpp's own default
 context on both paths."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from apron.config import load_config
 from apron.constraints import load_constraints
 from apron.engines.llamacpp.gguf_header import gguf_limits, read_header
 from apron.engines.llamacpp.memory import figures
+from apron.expressions import Converter, evaluate
 from apron.extractors.llamacpp import converter_hparams as ch
-from apron.llamacpp_formula import Converter, evaluate
 from apron.planner import plan
 from tests.test_apron_llamacpp_gguf import MAMBA_CODESTRAL
 
@@ -21,7 +21,7 @@ C = load_constraints().get("llamacpp")
 LIMITS = gguf_limits(C) if C is not None else None
 
 
-def writes(body: str, init: str = "") -> dict[str, tuple[str, ...]]:
+def writes(body: str, init: str = "") -> dict[str, tuple]:
     text = "class M(TextModel):\n"
     if init:
         text += "    def __init__(self, *args, **kwargs):\n" + init
@@ -36,19 +36,19 @@ def writes(body: str, init: str = "") -> dict[str, tuple[str, ...]]:
         (  # adjacent literals are one string (Baichuan's layout, split over two literals)
             "        self.gguf_writer.add_tensor_data_layout('Meta AI' ' original pth')\n",
             "add_tensor_data_layout",
-            ("expr", "str:Meta AI original pth"),
+            ("expr", ("str", "Meta AI original pth")),
         ),
         (  # a local read once, arithmetic over two keys
             "        d = self.hparams['kv_lora_rank']\n"
             "        self.gguf_writer.add_key_length(d + self.hparams['qk_rope_head_dim'])\n",
             "add_key_length",
-            ("expr", "hp:kv_lora_rank", "hp:qk_rope_head_dim", "+"),
+            ("expr", ("+", ("hp", "kv_lora_rank"), ("hp", "qk_rope_head_dim"))),
         ),
         (  # Python's `or` keeps the deciding value
             "        d_conv = self.find_hparam(['conv_kernel', 'd_conv'], optional=True) or 4\n"
             "        self.gguf_writer.add_ssm_conv_kernel(d_conv)\n",
             "add_ssm_conv_kernel",
-            ("expr", "findopt:conv_kernel|d_conv", "4", "or"),
+            ("expr", ("or", ("findopt", "conv_kernel", "d_conv"), 4)),
         ),
         (  # if/else branches folded into ?:
             "        if 'num_key_value_heads' in self.hparams:\n"
@@ -57,7 +57,7 @@ def writes(body: str, init: str = "") -> dict[str, tuple[str, ...]]:
             "            n = 1\n"
             "        self.gguf_writer.add_head_count_kv(n)\n",
             "add_head_count_kv",
-            ("expr", "has:num_key_value_heads", "hp:num_key_value_heads", "1", "?:"),
+            ("expr", ("?:", ("has", "num_key_value_heads"), ("hp", "num_key_value_heads"), 1)),
         ),
         (  # a per-layer list by a comprehension over layer_types
             "        self.gguf_writer.add_head_count_kv(\n"
@@ -66,14 +66,12 @@ def writes(body: str, init: str = "") -> dict[str, tuple[str, ...]]:
             "add_head_count_kv",
             (
                 "expr",
-                "hp:layer_types",
-                "map:$t/6",
-                "$t",
-                "str:conv",
-                "==",
-                "0",
-                "hp:num_key_value_heads",
-                "?:",
+                (
+                    "map",
+                    "$t",
+                    ("hp", "layer_types"),
+                    ("?:", ("==", "$t", ("str", "conv")), 0, ("hp", "num_key_value_heads")),
+                ),
             ),
         ),
         (  # a list built by one append loop reads as its comprehension
@@ -84,23 +82,19 @@ def writes(body: str, init: str = "") -> dict[str, tuple[str, ...]]:
             "add_sliding_window_pattern",
             (
                 "expr",
-                "hp:num_hidden_layers",
-                "call:range/1",
-                "map:$i/7",
-                "$i",
-                "1",
-                "+",
-                "4",
-                "%",
-                "0",
-                "!=",
+                (
+                    "map",
+                    "$i",
+                    ("call", "range", ("hp", "num_hidden_layers")),
+                    ("!=", ("%", ("+", "$i", 1), 4), 0),
+                ),
             ),
         ),
         (  # a write under a condition carries it
             "        if self.hparams.get('sliding_window') is not None:\n"
             "            self.gguf_writer.add_sliding_window(self.hparams['sliding_window'])\n",
             "add_sliding_window",
-            ("expr_when", "3", "hpget:sliding_window/1", "None", "!=", "hp:sliding_window"),
+            ("expr_when", ("!=", ("hpget", "sliding_window"), None), ("hp", "sliding_window")),
         ),
     ],
 )
@@ -122,20 +116,22 @@ def test_hparams_assignments_and_attributes_in_order():
         "        self.block_count += 1\n",
     )
     assert row.calls_super
-    assert row.hparams_sets == (("num_key_value_heads", "expr", "1"),)
+    assert row.hparams_sets == (("num_key_value_heads", "expr", 1),)
     assert row.attributes == (
-        ("d_inner", "=", "expr", "findopt:d_inner", "2", "hp:hidden_size", "*", "or"),
-        ("block_count", "+=", "expr", "1"),
+        ("d_inner", "=", "expr", ("or", ("findopt", "d_inner"), ("*", 2, ("hp", "hidden_size")))),
+        ("block_count", "+=", "expr", 1),
     )
 
 
 def test_an_unused_branch_never_needs_what_it_cannot_compute():
-    # (has:x ? hp:x : 0) on a config without x: the missing key is in the arm not taken
+    # ('x' in hparams ? hparams['x'] : 0) on a config without x: the missing key is in the arm
+    # not taken
     hparams: dict = {}
-    got = evaluate(("has:x", "hp:x", "0", "?:"), {}, None, Converter(hparams, lambda n: None))
+    choice = ("?:", ("has", "x"), ("hp", "x"), 0)
+    got = evaluate(choice, {}, None, Converter(hparams, lambda n: None))
     assert got == 0
     # && stops at a false left side: the right side's len() of an int never runs
-    tokens = ("False", "hp:n", "call:len/1", "2", "==", "&&")
+    tokens = ("&&", False, ("==", ("call", "len", ("hp", "n")), 2))
     assert evaluate(tokens, {}, None, Converter({"n": 4}, lambda n: None)) == 0
 
 

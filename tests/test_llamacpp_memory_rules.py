@@ -9,36 +9,36 @@ from __future__ import annotations
 import pytest
 
 from apron.constraints import load_constraints
+from apron.expressions import Unknown, evaluate
 from apron.extractors.errors import ExtractionError
 from apron.extractors.llamacpp import memory_rules as m
-from apron.extractors.llamacpp.cpp_formula import formula
 from apron.extractors.llamacpp.records import HparamsFormula
 from apron.extractors.parsing.cpp_ts import parse_cpp, walk
-from apron.llamacpp_formula import Unknown, evaluate
+from apron.extractors.parsing.expressions import cpp_expression, infix
 
 
-def expr(code: str) -> tuple[str, ...]:
+def expr(code: str):
     source = parse_cpp(f"int f() {{ return {code}; }}", "x.cpp")
     ret = next(n for n in walk(source.root) if n.type == "return_statement")
-    return formula(ret.named_children[0])
+    return cpp_expression(ret.named_children[0])
 
 
 @pytest.mark.parametrize(
-    ("code", "tokens"),
+    ("code", "expression"),
     [
-        ("token_shift_count * n_embd", ("token_shift_count", "n_embd", "*")),
-        ("this->n_embd * (l - 1)", ("n_embd", "l", "1", "-", "*")),
-        ("hparams.n_swa + n_ubatch", ("n_swa", "n_ubatch", "+")),
-        ("(c > 0 ? c - 1 : 0) * d", ("c", "0", ">", "c", "1", "-", "0", "?:", "d", "*")),
-        ("std::min(a, b)", ("a", "b", "call:std::min/2")),
-        ("n_head()", ("call:n_head/0",)),
-        ("(uint32_t) il < n", ("il", "cast:uint32_t", "n", "<")),
-        ("!x && y[il]", ("x", "!", "il", "at:y", "&&")),
-        ("cparams.n_ctx", ("cparams.n_ctx",)),
+        ("token_shift_count * n_embd", ("*", "token_shift_count", "n_embd")),
+        ("this->n_embd * (l - 1)", ("*", "n_embd", ("-", "l", 1))),
+        ("hparams.n_swa + n_ubatch", ("+", "n_swa", "n_ubatch")),
+        ("(c > 0 ? c - 1 : 0) * d", ("*", ("?:", (">", "c", 0), ("-", "c", 1), 0), "d")),
+        ("std::min(a, b)", ("call", "std::min", "a", "b")),
+        ("n_head()", ("call", "n_head")),
+        ("(uint32_t) il < n", ("<", ("cast", "uint32_t", "il"), "n")),
+        ("!x && y[il]", ("&&", ("!", "x"), ("at", "y", "il"))),
+        ("cparams.n_ctx", "cparams.n_ctx"),
     ],
 )
-def test_formula_tokens(code, tokens):
-    assert expr(code) == tokens
+def test_formula_expressions(code, expression):
+    assert expr(code) == expression
 
 
 def test_formula_tokens_evaluate_like_cpp():
@@ -47,7 +47,7 @@ def test_formula_tokens_evaluate_like_cpp():
     assert evaluate(tokens, {"c": 4, "d": 8192, "g": 8, "s": 128}) == 30_720
     assert evaluate(expr("GGML_PAD(x, 256)"), {"x": 1025}) == 1280
     with pytest.raises(Unknown, match="missing"):
-        evaluate(("missing",), {})
+        evaluate("missing", {})
 
 
 HPARAMS = """
@@ -70,8 +70,8 @@ def test_hparams_branches_in_order_with_locals_inlined():
     rows, warnings = m.hparams_formulas(HPARAMS, "src/llama-hparams.cpp")
     got = [(r.method, r.branch, r.condition, r.value, bool(r.unknown)) for r in rows]
     assert got[:2] == [
-        ("n_embd_r", 0, ("wkv_head_size", "0", "!="), ("token_shift_count", "n_embd", "*"), False),
-        ("n_embd_r", 1, (), ("ssm_d_inner", "1", "+", "2", "*"), False),
+        ("n_embd_r", 0, ("!=", "wkv_head_size", 0), ("*", "token_shift_count", "n_embd"), False),
+        ("n_embd_r", 1, (), ("*", ("+", "ssm_d_inner", 1), 2), False),
     ]
     # a loop is an explicit unknown branch with a warning, never a dropped one
     assert got[2] == ("n_layer_kv", 0, (), (), True)
@@ -112,13 +112,13 @@ def test_create_memory_rules_and_callbacks():
         (("LLM_ARCH_BERT", "LLM_ARCH_T5ENCODER"), (), "", ()),
         (
             (),
-            ("arch", "call:llm_arch_is_recurrent/1"),
+            ("call", "llm_arch_is_recurrent", "arch"),
             "llama_memory_recurrent",
             ("model=*this", "type_r=GGML_TYPE_F32", "type_s=GGML_TYPE_F16"),
         ),
         (
             (),
-            ("arch", "call:llm_arch_is_recurrent/1", "!"),
+            ("!", ("call", "llm_arch_is_recurrent", "arch")),
             "llama_kv_cache",
             ("model=*this", "type_k=params.type_k", "filter=filter"),
         ),
@@ -127,7 +127,7 @@ def test_create_memory_rules_and_callbacks():
     assert (callback.variable, callback.archs, callback.value) == (
         "filter",
         ("LLM_ARCH_X",),
-        ("il", "3", "<"),
+        ("<", "il", 3),
     )
     assert warnings == []
 
@@ -166,14 +166,19 @@ llama_kv_cache_iswa::llama_kv_cache_iswa(uint32_t kv_size, bool swa_full) {
 def test_cache_size_assignments_in_source_order():
     rows, _ = m.assignments_in(ISWA, "x.cpp", m.ISWA_CONSTRUCTOR, m.ISWA_VARIABLES)
     assert [(r.variable, r.order, r.condition, r.value) for r in rows] == [
-        ("size_base", 0, (), ("kv_size",)),
+        ("size_base", 0, (), "kv_size"),
         (
             "size_swa",
             1,
             (),
-            ("size_base", "n_swa", "n_ubatch", "+", "call:std::min/2", "256", "call:GGML_PAD/2"),
+            (
+                "call",
+                "GGML_PAD",
+                ("call", "std::min", "size_base", ("+", "n_swa", "n_ubatch")),
+                256,
+            ),
         ),
-        ("size_swa", 2, ("swa_full",), ("size_base",)),
+        ("size_swa", 2, "swa_full", "size_base"),
     ]
     with pytest.raises(ExtractionError, match="size_swa"):
         m.assignments_in(
@@ -235,27 +240,25 @@ def test_pin_n_embd_r_and_n_embd_s_branches():
         if row.method == "n_embd_r"
     }
     # RWKV: token_shift_count * n_embd; LFM2: n_embd * (n_shortconv_l_cache - 1); KDA; Mamba
-    assert r[0] == (("wkv_head_size", "0", "!="), ("token_shift_count", "n_embd", "*"))
+    assert r[0] == (("!=", "wkv_head_size", 0), ("*", "token_shift_count", "n_embd"))
     assert r[1] == (
-        ("n_shortconv_l_cache", "0", "!="),
-        ("n_embd", "n_shortconv_l_cache", "1", "-", "*"),
+        ("!=", "n_shortconv_l_cache", 0),
+        ("*", "n_embd", ("-", "n_shortconv_l_cache", 1)),
     )
-    assert r[3][1] == (
-        "ssm_d_conv", "0", ">", "ssm_d_conv", "1", "-", "0", "?:",
-        "ssm_d_inner", "2", "ssm_n_group", "*", "ssm_d_state", "*", "+", "*",
-    )  # fmt: skip
+    assert infix(r[3][1]) == (
+        "(ssm_d_conv > 0 ? ssm_d_conv - 1 : 0) * (ssm_d_inner + 2 * ssm_n_group * ssm_d_state)"
+    )
     s = {row.branch: row.value for row in C.rows("hparams_formulas") if row.method == "n_embd_s"}
-    assert s[2] == ("ssm_d_state", "ssm_d_inner", "*")
+    assert s[2] == ("*", "ssm_d_state", "ssm_d_inner")
 
 
 def test_pin_swa_cache_size():
     rows = [r for r in C.rows("cache_sizes") if r.variable == "size_swa"]
     # GGML_PAD(std::min(size_base, hparams.n_swa*(unified ? n_seq_max : 1) + n_ubatch), 256)
-    assert rows[0].value == (
-        "size_base", "n_swa", "unified", "n_seq_max", "1", "?:", "*", "n_ubatch", "+",
-        "call:std::min/2", "256", "call:GGML_PAD/2",
-    )  # fmt: skip
-    assert (rows[1].condition, rows[1].value) == (("swa_full",), ("size_base",))
+    assert infix(rows[0].value) == (
+        "GGML_PAD(std::min(size_base, n_swa * (unified ? n_seq_max : 1) + n_ubatch), 256)"
+    )
+    assert (rows[1].condition, rows[1].value) == ("swa_full", "size_base")
 
 
 def test_pin_memory_and_types():
@@ -291,13 +294,11 @@ def test_pin_memory_and_types():
 
 
 def test_a_bump_names_a_formula_in_words():
-    from apron.extractors.llamacpp.cpp_formula import infix
-
     row = next(r for r in C.rows("hparams_formulas") if r.method == "n_embd_r" and r.branch == 1)
     record = HparamsFormula(**row._asdict())
     assert record.label() == (
         "n_embd_r #1: n_embd * (n_shortconv_l_cache - 1) when n_shortconv_l_cache != 0"
     )
-    assert infix(("a", "b", "+", "c", "*")) == "(a + b) * c"
-    assert infix(("a", "b", "c", "-", "-")) == "a - (b - c)"
-    assert infix(("x", "y")) == "x y"  # not one expression: the tokens as they are
+    assert infix(("*", ("+", "a", "b"), "c")) == "(a + b) * c"
+    assert infix(("-", "a", ("-", "b", "c"))) == "a - (b - c)"
+    assert infix(("-", ("-", "a", "b"), "c")) == "a - b - c"

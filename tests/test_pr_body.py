@@ -810,7 +810,7 @@ def test_state_calculators_and_formulas_are_shown_in_infix():
             method="n_embd_r", branch=1, condition=(), value=value, unknown="", path="p", symbol="s"
         )
 
-    assert change_text(formula(("n_embd", "l", "*")), formula(("n_embd", "l", "1", "-", "*"))) == (
+    assert change_text(formula(("*", "n_embd", "l")), formula(("*", "n_embd", ("-", "l", 1)))) == (
         "~n_embd_r 1: value n_embd * l -> n_embd * (l - 1)"
     )
 

@@ -496,7 +496,7 @@ HPARAMS_STEPS = FactKind(
     "the member defaults of struct llama_hparams, the base loader, each architecture's "
     "load_arch_hparams and the helpers they call, one step per statement that can change a "
     "member: GGUF key reads (key, required, found), assignments, loops, fills, calls, asserts, "
-    "throws, with the condition they run under (reverse-Polish; $x is a local).",
+    "throws, with the condition they run under (an expression; $x is a local).",
 )
 
 TENSOR_SHAPES = FactKind(
@@ -504,7 +504,7 @@ TENSOR_SHAPES = FactKind(
     "Tensor shapes per architecture (load_arch_tensors)",
     TensorShape,
     "every create_tensor of each architecture's load_arch_tensors: the GGUF tensor name, the "
-    "dimensions it expects (reverse-Polish over llama_hparams and LLAMA_LOAD_LOCALS), whether "
+    "dimensions it expects (expressions over llama_hparams and LLAMA_LOAD_LOCALS), whether "
     "the file must hold it, and the condition it is under; llama.cpp refuses another shape.",
 )
 
@@ -514,7 +514,7 @@ HPARAMS_FORMULAS = FactKind(
     HparamsFormula,
     "the branches of llama_hparams' sizing methods (n_embd_k_gqa, n_embd_v_gqa, n_embd_r, "
     "n_embd_s, has_kv, is_mla, ...): where the condition holds the method returns the value; "
-    "both are reverse-Polish tokens over llama_hparams members.",
+    "both are expressions over llama_hparams members.",
 )
 MEMORY_RULES = FactKind(
     "memory_rules",
@@ -529,14 +529,14 @@ MEMORY_CALLBACKS = FactKind(
     "Layer filters and reuse (create_memory)",
     MemoryCallback,
     "the per-architecture layer filters (attention / recurrent) and KV reuse callbacks "
-    "create_memory passes: what the lambda returns for layer il, as reverse-Polish tokens.",
+    "create_memory passes: what the lambda returns for layer il, as expressions.",
 )
 CACHE_SIZES = FactKind(
     "cache_sizes",
     "Cache size and context padding",
     CacheSizeRule,
     "the SWA cache size of llama_kv_cache_iswa and the padding of n_ctx / n_ctx_seq in "
-    "llama_context: each assignment in order, with its condition, as reverse-Polish tokens.",
+    "llama_context: each assignment in order, with its condition, as expressions.",
 )
 CONTEXT_DEFAULTS = FactKind(
     "context_defaults",
@@ -566,7 +566,7 @@ RECURRENT_LAYERS = FactKind(
     "Recurrent layers per architecture",
     RecurrentLayerRule,
     "per architecture whose hparams loader marks recurrent layers: the value given "
-    "recurrent_layer_arr[il] (reverse-Polish in il), the loader's local integers and the GGUF "
+    "recurrent_layer_arr[il] (an expression in il), the loader's local integers and the GGUF "
     "keys that override them. Recurrent architectures not listed are recurrent in every layer "
     "(llm_arch_is_recurrent fills the array).",
 )

@@ -6,13 +6,14 @@ tree-sitter Python layer; a write whose argument is not a plain key read is "unr
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tree_sitter import Node
 
 from apron.extractors.errors import ParseError
-from apron.extractors.llamacpp import py_body, py_formula
-from apron.extractors.llamacpp.cpp_formula import UnreadableFormula
+from apron.extractors.llamacpp import py_body
 from apron.extractors.llamacpp.records import ConverterHparams, GgufWriterKey
+from apron.extractors.parsing.expressions import UNREAD, UnreadableExpression, python_expression
 from apron.extractors.parsing.python_classes import base_names
 from apron.extractors.parsing.python_describe import string_sequence
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
@@ -120,28 +121,26 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
     return rows
 
 
-def _plain(tokens: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The plain forms a write's tokens may be: (how, keys...), or None."""
-    if len(tokens) == 1:
-        token = tokens[0]
-        kind, _, rest = token.partition(":")
-        if kind == "hp":
-            return ("hparams", rest)
-        if kind in ("find", "findopt"):
-            return ("find_hparam", *rest.split("|"))
-        if kind == "hpget" and rest.endswith("/1"):
-            return ("get", rest[:-2])
-        if token == "self:block_count":
+def _plain(value: Any) -> tuple[str, ...] | None:
+    """The plain forms a write's expression may be: (how, keys...), or None."""
+    if isinstance(value, tuple) and value:
+        node, *rest = value
+        if node == "hp":
+            return ("hparams", rest[0])
+        if node in ("find", "findopt"):
+            return ("find_hparam", *rest)
+        if node == "hpget" and len(rest) == 1:
+            return ("get", rest[0])
+        if node == "self" and rest == ["block_count"]:
             return ("block_count",)
-        if token.lstrip("-").isdigit():
-            return ("literal", token)
-    if len(tokens) == 2 and tokens[0].isdigit() and tokens[1].startswith("hpget:"):
-        if tokens[1].endswith("/2"):
-            return ("get", tokens[1][6:-2], tokens[0])
+        if node == "hpget" and type(rest[1]) is int and rest[1] >= 0:
+            return ("get", rest[0], str(rest[1]))
+    if type(value) is int:
+        return ("literal", str(value))
     return None
 
 
-def _write(write: py_body.Write) -> tuple[str, ...]:
+def _write(write: py_body.Write) -> tuple[Any, ...]:
     """(writer method, how, ...) of one GGUFWriter call (see ConverterHparams)."""
     function = code_of(write.call.child_by_field_name("function"))
     method = function.rsplit(".", 1)[1]
@@ -152,31 +151,34 @@ def _write(write: py_body.Write) -> tuple[str, ...]:
     if condition is None:  # in a loop or a with/try block
         return (method, "unread", _code(args[0]))
     try:
-        tokens = py_formula.formula(args[0], write.values)
-    except UnreadableFormula:
-        if not condition:
+        value = python_expression(args[0], write.values)
+    except UnreadableExpression:
+        if condition == ():
             return (method, "unread", _code(args[0]))
-        tokens = (f"undef:{_code(args[0])[:60]}",)  # unknown where the condition holds
-    plain = _plain(tokens)
-    optional = len(tokens) == 1 and tokens[0].startswith(("findopt:", "hpget:"))
-    if plain is not None and (not condition or (optional and condition == (*tokens, "None", "!="))):
+        value = ("undef", _code(args[0])[:60])  # unknown where the condition holds
+    plain = _plain(value)
+    optional = isinstance(value, tuple) and value[:1] in (("findopt",), ("hpget",))
+    if plain is not None and (
+        condition == () or (optional and repr(condition) == repr(("!=", value, None)))
+    ):
         return (method, *plain)  # `if (x := find/get) is not None:` is what find/get mean
-    if not condition:
-        return (method, "expr", *tokens)
-    return (method, "expr_when", str(len(condition)), *condition, *tokens)
+    if condition == ():
+        return (method, "expr", value)
+    return (method, "expr_when", condition, value)
 
 
-def _assignment(a: py_body.Assignment, with_op: bool = True) -> tuple[str, ...]:
-    """(NAME, [op,] how, ...): how "expr", "expr_when" or "unread" (its code)."""
+def _assignment(a: py_body.Assignment, with_op: bool = True) -> tuple[Any, ...]:
+    """(NAME, [op,] how, ...): how "expr" (its expression), "expr_when" (condition, expression)
+    or "unread" (its code)."""
     head = (a.name, a.op) if with_op else (a.name,)
-    if a.condition is None or a.value is None or (not with_op and a.op != "="):
+    if a.condition is None or a.value is UNREAD or (not with_op and a.op != "="):
         return (*head, "unread", a.code)
-    if not a.condition:
-        return (*head, "expr", *a.value)
-    return (*head, "expr_when", str(len(a.condition)), *a.condition, *a.value)
+    if a.condition == ():
+        return (*head, "expr", a.value)
+    return (*head, "expr_when", a.condition, a.value)
 
 
-def _class_attributes(cls: Node) -> list[tuple[str, ...]]:
+def _class_attributes(cls: Node) -> list[tuple[Any, ...]]:
     """`NAME = value` / `NAME: T = value` in the class body: defaults of self.NAME."""
     body = cls.child_by_field_name("body")
     out = []
@@ -193,8 +195,8 @@ def _class_attributes(cls: Node) -> list[tuple[str, ...]]:
         ):
             continue
         try:
-            out.append((node_text(left), "=", "expr", *py_formula.formula(right)))
-        except UnreadableFormula:
+            out.append((node_text(left), "=", "expr", python_expression(right)))
+        except UnreadableExpression:
             continue  # model_arch = gguf.MODEL_ARCH.X and the like: read elsewhere
     return out
 

@@ -5,7 +5,7 @@ older layout), each architecture's `load_arch_hparams` (src/models/*.cpp) and th
 `llama_hparams` helpers they call (`set_swa_pattern`, src/llama-hparams.cpp).
 
 Each statement that can change an hparams member becomes one HparamsStep, in source order, with
-the reverse-Polish condition of the ifs and switch cases it sits under: a GGUF key read
+the condition (an expression) of the ifs and switch cases it sits under: a GGUF key read
 (`ml.get_key` / `get_key_or_arr` / `get_arr`, its key resolved through LLM_KV_NAMES, whether it
 is required, the local bound to "found"), an assignment, a per-layer loop, a `std::fill`, a call
 of another loader function, a `GGML_ASSERT` or `throw` (what refuses a file) and a `return`.
@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tree_sitter import Node
 
-from apron.extractors.llamacpp.cpp_formula import UnreadableFormula, formula, name_token
 from apron.extractors.llamacpp.records import HparamsStep
 from apron.extractors.parsing.cpp_ts import (
     CppSource,
@@ -36,6 +36,15 @@ from apron.extractors.parsing.cpp_ts import (
     nodes_of_type,
     parse_cpp,
     switch_case_groups,
+)
+from apron.extractors.parsing.expressions import (
+    TRUE,
+    UnreadableExpression,
+    conjunction,
+    cpp_expression,
+    cpp_name,
+    negation,
+    sorted_expressions,
 )
 from apron.extractors.records import ExtractionWarning, warning
 
@@ -60,20 +69,15 @@ class _Function:
     archs: tuple[str, ...]
     path: str
     member_owner: bool  # a llama_hparams method: bare names are members
-    locals_: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    locals_: dict[str, Any] = field(default_factory=dict)
     local_types: dict[str, str] = field(default_factory=dict)
     steps: list[HparamsStep] = field(default_factory=list)
     warnings: list[ExtractionWarning] = field(default_factory=list)
     loops: list[int] = field(default_factory=list)
 
 
-def _conjunction(conditions: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
-    out: list[str] = []
-    for i, c in enumerate(conditions):
-        out.extend(c)
-        if i:
-            out.append("&&")
-    return tuple(out)
+def _conjunction(conditions: Sequence[Any]) -> Any:
+    return conjunction(conditions)
 
 
 class StepReader:
@@ -86,14 +90,14 @@ class StepReader:
         path: str,
         keys: Mapping[str, str],
         member_types: Mapping[str, str],
-        parameters: Sequence[tuple[str, str, tuple[str, ...]]] = (),
+        parameters: Sequence[tuple[str, str, Any]] = (),
     ) -> None:
         owner = function.rpartition("::")[0]
         self.f = _Function(function, archs, path, member_owner=owner == HPARAMS_STRUCT)
         self.keys = keys
         self.member_types = member_types
         for order, (name, type_, default) in enumerate(parameters):
-            self.f.locals_[name] = (f"${name}",)
+            self.f.locals_[name] = f"${name}"
             self.f.local_types[name] = type_
             self._add("param", (), target=f"${name}", target_type=type_, value=default, order=order)
 
@@ -105,18 +109,18 @@ class StepReader:
         text = re.sub(r"\s+", "", node_text(node))
         if text in self.f.locals_:
             return f"${text}", self.f.local_types.get(text, "")
-        stripped = name_token(text)
+        stripped = cpp_name(text)
         member = stripped != text or self.f.member_owner
         if not member or not re.fullmatch(r"\w+", stripped):
             return None
         return stripped, self.member_types.get(stripped, "")
 
-    def _tokens(self, node: Node, conditions: tuple) -> tuple[str, ...]:
-        """Reverse-Polish tokens of an expression; a GGUF key read inside it (a condition such
+    def _tokens(self, node: Node, conditions: tuple) -> Any:
+        """The expression of a node; a GGUF key read inside it (a condition such
         as `!ml.get_key(...)` or `a || b`) becomes a key step first, its `found` in its place."""
         kind = node.type
         if kind == "call_expression" and _key_reader(node):
-            return (self._key(node, conditions, found=f"$found{len(self.f.steps)}"),)
+            return self._key(node, conditions, found=f"$found{len(self.f.steps)}")
         if kind == "parenthesized_expression":
             inner = code_children(node)
             if len(inner) == 1:
@@ -125,19 +129,19 @@ class StepReader:
             argument = node.child_by_field_name("argument")
             operator = node.child_by_field_name("operator")
             if argument is not None and operator is not None and node_text(operator) == "!":
-                return (*self._tokens(argument, conditions), "!")
+                return negation(self._tokens(argument, conditions))
         if kind == "binary_expression" and _has_key_read(node):
             operator = node_text(node.child_by_field_name("operator"))
             left = node.child_by_field_name("left")
             right = node.child_by_field_name("right")
             if operator in ("&&", "||") and left is not None and right is not None:
                 a = self._tokens(left, conditions)
-                guard = a if operator == "&&" else (*a, "!")
+                guard = a if operator == "&&" else negation(a)
                 b = self._tokens(right, (*conditions, guard))
-                return (*a, *b, operator)
+                return (operator, a, b)
         if _has_key_read(node):
-            raise UnreadableFormula(f"a key read inside {kind}")
-        return formula(node, self.f.locals_)
+            raise UnreadableExpression(f"a key read inside {kind}")
+        return cpp_expression(node, self.f.locals_)
 
     # ------------------------------------------------------------ steps
 
@@ -187,7 +191,7 @@ class StepReader:
         key = self.keys.get(key_name, "")
         target = self._target(args[1]) if len(args) > 1 else None
         required_node = None
-        count: tuple[str, ...] = ()
+        count: Any = ()
         if form == "scalar_or_array" and len(args) >= 4:  # (key, array, n, required)
             count = self._plain(args[2])
             required_node = args[3]
@@ -224,10 +228,10 @@ class StepReader:
         )
         return found
 
-    def _plain(self, node: Node) -> tuple[str, ...]:
+    def _plain(self, node: Node) -> Any:
         try:
-            return formula(node, self.f.locals_)
-        except UnreadableFormula:
+            return cpp_expression(node, self.f.locals_)
+        except UnreadableExpression:
             return ()
 
     def block(self, node: Node, conditions: tuple = ()) -> None:
@@ -267,14 +271,14 @@ class StepReader:
             operator = node_text(expr.child_by_field_name("operator"))
             if left is None or right is None:
                 return
-            index: tuple[str, ...] = ()
+            index: Any = ()
             array = left
             if left.type == "subscript_expression":
                 array = left.child_by_field_name("argument") or left
                 indices = left.child_by_field_name("indices")
                 inner = code_children(indices) if indices is not None else []
                 index = self._plain(inner[0]) if len(inner) == 1 else ()
-                if not index:
+                if index == ():
                     self._unread(expr, conditions, "an index this reader does not read")
                     return
             target = self._target(array)
@@ -285,7 +289,7 @@ class StepReader:
                 return
             try:
                 value = self._tokens(right, conditions)
-            except UnreadableFormula as err:
+            except UnreadableExpression as err:
                 self._add(
                     "unread",
                     conditions,
@@ -309,7 +313,7 @@ class StepReader:
         elif kind == "binary_expression" and _has_key_read(expr):
             try:
                 self._tokens(expr, conditions)
-            except UnreadableFormula as err:
+            except UnreadableExpression as err:
                 self._unread(expr, conditions, str(err))
         elif _writes_member(expr):
             self._unread(expr, conditions, f"a {kind} this reader does not follow")
@@ -333,7 +337,7 @@ class StepReader:
                 checked = checked.child_by_field_name("left")
             try:
                 value = self._tokens(checked, conditions)
-            except UnreadableFormula as err:
+            except UnreadableExpression as err:
                 self._add("assert", conditions, unknown=str(err), code=compact(call))
                 return
             self._add("assert", conditions, value=value, code=compact(call))
@@ -349,7 +353,7 @@ class StepReader:
                 return
             try:
                 value = self._tokens(args[2], conditions)
-            except UnreadableFormula as err:
+            except UnreadableExpression as err:
                 self._unread(
                     call, conditions, f"a fill value this reader does not read ({err})", target[0]
                 )
@@ -372,7 +376,7 @@ class StepReader:
                     continue
                 try:
                     arguments.append(self._tokens(a, conditions))
-                except UnreadableFormula as err:
+                except UnreadableExpression as err:
                     self._unread(call, conditions, f"an argument this reader does not read ({err})")
                     return
             target = name.split(".")[-1] if method in HELPERS else name
@@ -394,7 +398,7 @@ class StepReader:
                     conditions,
                     target=f"${name}",
                     target_type=type_,
-                    value=("0",),
+                    value=0,
                     code=compact(node),
                 )
                 continue
@@ -415,7 +419,7 @@ class StepReader:
                 continue
             try:
                 tokens = self._tokens(value, conditions)
-            except UnreadableFormula as err:
+            except UnreadableExpression as err:
                 self._add(
                     "unread",
                     conditions,
@@ -434,7 +438,7 @@ class StepReader:
             )
 
     def _declare(self, name: str, type_: str) -> None:
-        self.f.locals_[name] = (f"${name}",)
+        self.f.locals_[name] = f"${name}"
         self.f.local_types[name] = type_
 
     def if_statement(self, node: Node, conditions: tuple) -> None:
@@ -454,13 +458,11 @@ class StepReader:
             self.declaration(value, conditions)
             declarator = value.child_by_field_name("declarator")
             inner = declarator.child_by_field_name("declarator") if declarator is not None else None
-            tokens: tuple[str, ...] | None = (
-                (f"${node_text(inner)}",) if inner is not None else None
-            )
+            tokens: Any = f"${node_text(inner)}" if inner is not None else None
         else:
             try:
                 tokens = self._tokens(value, conditions) if value is not None else None
-            except UnreadableFormula:
+            except UnreadableExpression:
                 tokens = None
         if tokens is None:
             self._poison(node, conditions, "a condition this reader does not read")
@@ -471,7 +473,7 @@ class StepReader:
         alternative = node.child_by_field_name("alternative")
         if alternative is not None:
             for part in code_children(alternative):
-                self.statement(part, (*conditions, (*tokens, "!")))
+                self.statement(part, (*conditions, negation(tokens)))
 
     def _poison(self, node: Node, conditions: tuple, why: str) -> None:
         """Every member written below an unreadable condition becomes an unread step."""
@@ -496,13 +498,13 @@ class StepReader:
         update = node.child_by_field_name("update")
         body = node.child_by_field_name("body")
         variable = None
-        start: tuple[str, ...] = ()
+        start: Any = ()
         if init is not None and init.type == "declaration":
             declarators = init.children_by_field_name("declarator")
             if len(declarators) == 1 and declarators[0].type == "init_declarator":
                 variable = node_text(declarators[0].child_by_field_name("declarator"))
                 start = self._plain(declarators[0].child_by_field_name("value"))
-        bound: tuple[str, ...] = ()
+        bound: Any = ()
         test = _bare(test)
         if variable and test is not None and test.type == "binary_expression":
             left = _bare(test.child_by_field_name("left"))
@@ -513,7 +515,7 @@ class StepReader:
         steps_up = update is not None and re.fullmatch(
             rf"(\+\+{variable}|{variable}\+\+)", re.sub(r"\s+", "", node_text(update))
         )
-        if not (variable and start and bound and steps_up and body is not None):
+        if not (variable and start != () and bound != () and steps_up and body is not None):
             self._poison(node, conditions, "a loop this reader does not follow")
             return
         loop = self._add(
@@ -533,17 +535,19 @@ class StepReader:
         inner = code_children(subject) if subject is not None else []
         try:
             subject_tokens = self._plain_strict(inner[0]) if len(inner) == 1 else None
-        except UnreadableFormula:
+        except UnreadableExpression:
             subject_tokens = None
         groups = switch_case_groups(node)
         if subject_tokens is None:
             self._poison(node, conditions, "a switch on a value this reader does not read")
             return
-        every_label = sorted(
-            (*subject_tokens, *self._plain(label), "==") for g in groups for label in g.labels
+        every_label = sorted_expressions(
+            [("==", subject_tokens, self._plain(label)) for g in groups for label in g.labels]
         )
         for group in groups:
-            tests = sorted((*subject_tokens, *self._plain(label), "==") for label in group.labels)
+            tests = sorted_expressions(
+                [("==", subject_tokens, self._plain(label)) for label in group.labels]
+            )
             statements = list(group.statements)
             if statements and statements[-1].type == "break_statement":
                 statements = statements[:-1]
@@ -552,16 +556,16 @@ class StepReader:
                     self._poison(node, conditions, "a switch case that falls through")
                     return
             if group.has_default:  # no label of the switch matches
-                test = _conjunction([(*o, "!") for o in every_label]) if every_label else ("1",)
+                test = _conjunction([negation(o) for o in every_label]) if every_label else TRUE
             else:  # the order of `case` labels means nothing
                 test = tests[0]
                 for other in tests[1:]:
-                    test = (*test, *other, "||")
+                    test = ("||", test, other)
             for statement in statements:
                 self.statement(statement, (*conditions, test))
 
-    def _plain_strict(self, node: Node) -> tuple[str, ...]:
-        return formula(node, self.f.locals_)
+    def _plain_strict(self, node: Node) -> Any:
+        return cpp_expression(node, self.f.locals_)
 
 
 def _local_name(declarator: Node | None) -> str:
@@ -664,7 +668,7 @@ def member_defaults(text: str, path: str) -> tuple[list[HparamsStep], dict[str, 
             _default_step(
                 node_text(name_node),
                 "#define",
-                (number.group(1),),
+                int(number.group(1)),
                 "",
                 compact(define),
                 path,
@@ -689,12 +693,12 @@ def member_defaults(text: str, path: str) -> tuple[list[HparamsStep], dict[str, 
                 or "llama_hparams_" in type_
             ):
                 continue
-            tokens: tuple[str, ...] = ("0",)
+            tokens: Any = 0
             unknown = ""
             if value is not None:
                 try:
-                    tokens = formula(value)
-                except UnreadableFormula as err:
+                    tokens = cpp_expression(value)
+                except UnreadableExpression as err:
                     tokens, unknown = (), f"an initializer this reader does not read ({err})"
             steps.append(
                 _default_step(name, type_, tokens, unknown, compact(item), path, len(steps))
@@ -703,7 +707,7 @@ def member_defaults(text: str, path: str) -> tuple[list[HparamsStep], dict[str, 
 
 
 def _default_step(
-    name: str, type_: str, tokens: tuple[str, ...], unknown: str, code: str, path: str, order: int
+    name: str, type_: str, tokens: Any, unknown: str, code: str, path: str, order: int
 ) -> HparamsStep:
     return HparamsStep(
         function=HPARAMS_STRUCT,
@@ -728,10 +732,8 @@ def _default_step(
     )
 
 
-def helper_parameters(
-    header: str, header_path: str, method: str
-) -> list[tuple[str, str, tuple[str, ...]]]:
-    """(name, type, default tokens) of a llama_hparams method's parameters, from its
+def helper_parameters(header: str, header_path: str, method: str) -> list[tuple[str, str, Any]]:
+    """(name, type, default expression) of a llama_hparams method's parameters, from its
     declaration in the header (where the defaults are)."""
     source = parse_cpp(header, header_path)
     for name, node in function_declarations(source.root):
@@ -750,7 +752,7 @@ def helper_parameters(
                 (
                     node_text(declarator),
                     compact(type_node) if type_node is not None else "",
-                    formula(default) if default is not None else (),
+                    cpp_expression(default) if default is not None else (),
                 )
             )
         return out
@@ -767,7 +769,7 @@ def read_function(
     archs: tuple[str, ...],
     keys: Mapping[str, str],
     member_types: Mapping[str, str],
-    parameters: Sequence[tuple[str, str, tuple[str, ...]]] = (),
+    parameters: Sequence[tuple[str, str, Any]] = (),
 ) -> tuple[list[HparamsStep], list[ExtractionWarning]]:
     body = function_body(definition)
     source.require_clean(body, function)

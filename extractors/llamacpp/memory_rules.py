@@ -2,17 +2,17 @@
 the memory each architecture gets (llama_model::create_memory), the llama_hparams sizing methods
 (n_embd_k_gqa, n_embd_r, n_embd_s, ...), the SWA cache size and context padding, the context
 defaults of common_params, and the bytes per block of ggml's types. One pure function of file
-text per fact; arithmetic as reverse-Polish tokens (cpp_formula)."""
+text per fact; arithmetic as expressions (parsing/expressions.py)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from tree_sitter import Node
 
-from apron.extractors.llamacpp.cpp_formula import UnreadableFormula, formula, name_token
 from apron.extractors.llamacpp.records import (
     CacheSizeRule,
     ContextDefault,
@@ -38,6 +38,14 @@ from apron.extractors.parsing.cpp_ts import (
     string_value,
     switch_case_groups,
     walk,
+)
+from apron.extractors.parsing.expressions import (
+    UnreadableExpression,
+    conjunction,
+    cpp_expression,
+    cpp_name,
+    names_in,
+    negation,
 )
 from apron.extractors.records import ExtractionWarning, warning
 
@@ -103,21 +111,16 @@ PRIMITIVE_SIZES = {
 class Event:
     """A statement the walker reached: kind "return", "assign", "declare", or "unread" (a
     statement that may change the result and that the walker does not follow: a loop, a
-    switch); `conditions` are the reverse-Polish conditions of the enclosing ifs."""
+    switch); `conditions` are the conditions (expressions) of the enclosing ifs."""
 
     kind: str
-    conditions: tuple[tuple[str, ...], ...]
+    conditions: tuple[Any, ...]
     target: str
     node: Node
 
 
-def _conjunction(conditions: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
-    out: list[str] = []
-    for i, c in enumerate(conditions):
-        out.extend(c)
-        if i:
-            out.append("&&")
-    return tuple(out)
+def _conjunction(conditions: tuple) -> Any:
+    return conjunction(conditions)
 
 
 def _condition_value(if_node: Node) -> Node | None:
@@ -131,9 +134,7 @@ def _condition_value(if_node: Node) -> Node | None:
     return kids[-1] if kids else None
 
 
-def events(
-    body: Node, locals_: dict[str, tuple[str, ...]], conditions: tuple = ()
-) -> Iterator[Event]:
+def events(body: Node, locals_: dict[str, Any], conditions: tuple = ()) -> Iterator[Event]:
     """The returns, assignments and declarations of a body in source order, with the
     conditions they sit under; `locals_` collects `const T x = expr;` declarations read."""
     for statement in code_children(body) if body.type == "compound_statement" else [body]:
@@ -147,8 +148,8 @@ def events(
         elif kind == "if_statement":
             test = _condition_value(statement)
             try:
-                tokens = formula(test, locals_) if test is not None else None
-            except UnreadableFormula:
+                tokens = cpp_expression(test, locals_) if test is not None else None
+            except UnreadableExpression:
                 tokens = None
             if tokens is None:
                 yield Event("unread", conditions, "if", statement)
@@ -164,7 +165,7 @@ def events(
             if alternative is not None:
                 inner = code_children(alternative)
                 for node in inner:
-                    yield from events(node, locals_, (*conditions, (*tokens, "!")))
+                    yield from events(node, locals_, (*conditions, negation(tokens)))
         elif kind == "declaration":
             for declarator in statement.children_by_field_name("declarator"):
                 if declarator.type != "init_declarator":
@@ -177,8 +178,8 @@ def events(
                 yield Event("declare", conditions, name, value)
                 if value.type != "lambda_expression":
                     try:
-                        locals_[name] = formula(value, locals_)
-                    except UnreadableFormula:
+                        locals_[name] = cpp_expression(value, locals_)
+                    except UnreadableExpression:
                         pass
         elif kind == "expression_statement":
             for expr in code_children(statement):
@@ -189,19 +190,19 @@ def events(
                     if left is None or right is None:
                         continue
                     if op is not None and node_text(op) != "=":
-                        yield Event("unread", conditions, name_token(node_text(left)), expr)
+                        yield Event("unread", conditions, cpp_name(node_text(left)), expr)
                         continue
-                    yield Event("assign", conditions, name_token(node_text(left)), right)
+                    yield Event("assign", conditions, cpp_name(node_text(left)), right)
         elif kind in ("for_statement", "for_range_loop", "while_statement", "do_statement"):
             yield Event("unread", conditions, kind, statement)
         elif kind == "switch_statement":
             yield Event("unread", conditions, kind, statement)
 
 
-def _tokens(node: Node, locals_: dict[str, tuple[str, ...]]) -> tuple[tuple[str, ...], str]:
+def _tokens(node: Node, locals_: dict[str, Any]) -> tuple[Any, str]:
     try:
-        return formula(node, locals_), ""
-    except UnreadableFormula as err:
+        return cpp_expression(node, locals_), ""
+    except UnreadableExpression as err:
         return (), f"{err} in `{compact(node)[:120]}`"
 
 
@@ -222,7 +223,7 @@ def hparams_formulas(text: str, path: str) -> tuple[list[HparamsFormula], list[E
                 warning("method-absent", method, f"{symbol} is not defined in {path}", path, symbol)
             )
             continue
-        locals_: dict[str, tuple[str, ...]] = {}
+        locals_: dict[str, Any] = {}
         branch = 0
         for event in events(function_body(definition), locals_):
             if event.kind not in ("return", "unread"):
@@ -296,8 +297,8 @@ def _create_memory_body(source: CppSource, path: str) -> Node:
     return function_body(definition)
 
 
-def _archs(tokens: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(sorted({t for t in tokens if t.startswith("LLM_ARCH_")}))
+def _archs(condition: Any) -> tuple[str, ...]:
+    return tuple(sorted({t for t in names_in(condition) if t.startswith("LLM_ARCH_")}))
 
 
 def create_memory_rules(
@@ -315,7 +316,7 @@ def create_memory_rules(
     warnings: list[ExtractionWarning] = []
     for group in switch_case_groups(switches[0]):
         archs = tuple(sorted(node_text(label) for label in group.labels))
-        locals_: dict[str, tuple[str, ...]] = {}
+        locals_: dict[str, Any] = {}
         for statement in group.statements:
             for event in events(statement, locals_):
                 if event.kind == "unread":
@@ -357,7 +358,7 @@ def create_memory_rules(
 def _memory_rule(
     branch: int,
     archs: tuple[str, ...],
-    condition: tuple[str, ...],
+    condition: Any,
     value: Node,
     parameters: dict[str, tuple[str, ...] | None],
     path: str,
@@ -422,10 +423,10 @@ def _memory_rule(
 
 def _callback_rows(
     variable: str,
-    condition: tuple[str, ...],
-    innermost: tuple[str, ...],
+    condition: Any,
+    innermost: Any,
     lam: Node,
-    locals_: dict[str, tuple[str, ...]],
+    locals_: dict[str, Any],
     path: str,
     warnings: list[ExtractionWarning],
 ) -> list[MemoryCallback]:
@@ -475,7 +476,7 @@ def assignments_in(
         raise source.missing(f"{function} is not defined in {path}", function)
     rows: list[CacheSizeRule] = []
     warnings: list[ExtractionWarning] = []
-    locals_: dict[str, tuple[str, ...]] = {}
+    locals_: dict[str, Any] = {}
     order: dict[str, int] = {}
     for event in events(function_body(definition), locals_):
         if event.kind not in ("assign", "declare") or event.target not in variables:
@@ -825,7 +826,7 @@ def recurrent_layer_rule(
                 left = node.child_by_field_name("left")
                 if left is not None and left.type == "subscript_expression":
                     array = left.child_by_field_name("argument")
-                    if array is not None and name_token(node_text(array)) == "recurrent_layer_arr":
+                    if array is not None and cpp_name(node_text(array)) == "recurrent_layer_arr":
                         assignment = assignment or (left, node.child_by_field_name("right"))
                         conditional = conditional or any(
                             a.type == "if_statement" for a in _ancestors(node, statement)

@@ -1,18 +1,23 @@
-"""A converter method's body read in order, as the converter runs it: each local's value as
-reverse-Polish tokens (py_formula), an if/elif/else folded into `?:` where the branches assign
+"""A converter method's body read in order, as the converter runs it: each local's value as an
+expression (parsing/expressions.py), an if/elif/else folded into `?:` where the branches assign
 it, a list built by one `for v in SEQ: x.append(E)` loop as its comprehension; and, with the
 condition each runs under, the GGUFWriter calls, the `self.hparams["KEY"] = ...` and the
-`self.NAME = ...` / `+=` assignments. A value or condition of another shape is None: unread."""
+`self.NAME = ...` / `+=` assignments. A value of another shape is UNREAD, a condition None."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from tree_sitter import Node
 
-from apron.extractors.llamacpp import py_formula
-from apron.extractors.llamacpp.cpp_formula import UnreadableFormula
+from apron.extractors.parsing.expressions import (
+    HPARAMS,
+    UNREAD,
+    UnreadableExpression,
+    python_expression,
+)
 from apron.extractors.parsing.python_ts import (
     code_of,
     node_text,
@@ -21,7 +26,7 @@ from apron.extractors.parsing.python_ts import (
     walk,
 )
 
-Tokens = tuple[str, ...]
+Expression = Any  # an expression of apron/expressions.py; () for no condition
 SUPER_CALL = "super().set_gguf_parameters"
 WRITER = "self.gguf_writer.add_"
 
@@ -30,27 +35,27 @@ def _chain(node: Node | None) -> str:
     return "".join(node_text(node).split()) if node is not None else ""
 
 
-def _and(a: Tokens | None, b: Tokens | None) -> Tokens | None:
+def _and(a: Expression | None, b: Expression | None) -> Expression | None:
     if a is None or b is None:
         return None
-    if not a:
+    if a == ():
         return b
-    return (*a, *b, "&&") if b else a
+    return ("&&", a, b) if b != () else a
 
 
 @dataclass
 class Write:
     call: Node
-    condition: Tokens | None  # () unconditional, None unread
-    values: dict[str, Tokens | None]  # the locals when it runs
+    condition: Expression | None  # () unconditional, None unread
+    values: dict[str, Expression]  # the locals when it runs (UNREAD: not followed)
 
 
 @dataclass
 class Assignment:
     name: str  # a self.hparams key, or a self attribute
     op: str  # "=" or "+="
-    condition: Tokens | None
-    value: Tokens | None
+    condition: Expression | None
+    value: Expression  # UNREAD when not read
     code: str
 
 
@@ -65,18 +70,18 @@ class BodyReading:
 
 class _Body:
     def __init__(self) -> None:
-        self.values: dict[str, Tokens | None] = {}
+        self.values: dict[str, Expression] = {}
         self.out = BodyReading()
 
-    def tokens(self, node: Node) -> Tokens:
-        """The expression's tokens; what the reader does not read is an `undef:` token, so a
-        branch that never uses it still reads."""
+    def tokens(self, node: Node) -> Expression:
+        """The expression; what the reader does not read is an "undef" node, so a branch that
+        never uses it still reads."""
         try:
-            return py_formula.formula(node, self.values)
-        except UnreadableFormula as err:
-            return (f"undef:{str(err)[:60]}",)
+            return python_expression(node, self.values)
+        except UnreadableExpression as err:
+            return ("undef", str(err)[:60])
 
-    def block(self, node: Node | None, condition: Tokens | None) -> None:
+    def block(self, node: Node | None, condition: Expression | None) -> None:
         if node is None:
             return
         for statement in node.named_children if node.type == "block" else [node]:
@@ -86,7 +91,7 @@ class _Body:
             if rest is not False:  # a branch returned: the rest runs where it did not
                 condition = _and(condition, rest) if rest is not None else None
 
-    def statement(self, node: Node, condition: Tokens | None) -> Tokens | None | bool:
+    def statement(self, node: Node, condition: Expression | None) -> Expression | None | bool:
         """False, or (after a branch that returns) the condition the rest runs under."""
         kind = node.type
         if kind == "expression_statement":
@@ -109,9 +114,9 @@ class _Body:
             if inner.type in ("assignment", "augmented_assignment"):
                 left = inner.child_by_field_name("left")
                 if left is not None and left.type == "identifier":
-                    self.values[node_text(left)] = None
+                    self.values[node_text(left)] = UNREAD
                 elif left is not None:
-                    self.target(left, "=", None, None, inner)
+                    self.target(left, "=", None, UNREAD, inner)
             elif inner.type == "call" and _chain(inner.child_by_field_name("function")).startswith(
                 WRITER
             ):
@@ -123,7 +128,7 @@ class _Body:
                 name = node_text(inner.child_by_field_name("name"))
                 self.values[name] = self.tokens(inner.child_by_field_name("value"))
 
-    def expression(self, expr: Node, condition: Tokens | None) -> None:
+    def expression(self, expr: Node, condition: Expression | None) -> None:
         self.walrus(expr)
         if expr.type in ("assignment", "augmented_assignment"):
             left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
@@ -138,11 +143,12 @@ class _Body:
             if left.type == "identifier" and node_text(left) != "hparams":
                 name = node_text(left)
                 if op != "=":
-                    previous = self.values.get(name)
+                    previous = self.values.get(name, UNREAD)
                     binary = {"+=": "+", "-=": "-", "*=": "*", "//=": "//"}.get(op)
-                    value = (*previous, *value, binary) if previous and value and binary else None
+                    readable = previous not in (UNREAD, ()) and value != () and binary
+                    value = (binary, previous, value) if readable else UNREAD
                 # a branch's own copy of the locals: if_statement folds the branches
-                self.values[name] = value if condition is not None else None
+                self.values[name] = value if condition is not None else UNREAD
             else:
                 self.target(left, op, condition, value, expr)
         elif expr.type == "call":
@@ -158,16 +164,18 @@ class _Body:
             elif function.endswith((".append", ".extend", ".insert", ".pop", ".update", ".clear")):
                 owner = function.rpartition(".")[0]
                 if owner in self.values:
-                    self.values[owner] = None
+                    self.values[owner] = UNREAD
 
     def target(
-        self, left: Node, op: str, condition: Tokens | None, value: Tokens | None, node: Node
+        self,
+        left: Node,
+        op: str,
+        condition: Expression | None,
+        value: Expression,
+        node: Node,
     ) -> None:
         code = re.sub(r",(?=\S)", ", ", code_of(node))  # canonical: layout and quotes aside
-        if (
-            left.type == "subscript"
-            and _chain(left.child_by_field_name("value")) in py_formula.HPARAMS
-        ):
+        if left.type == "subscript" and _chain(left.child_by_field_name("value")) in HPARAMS:
             key = string_value(left.child_by_field_name("subscript"))
             if key is not None:
                 self.out.hparams_sets.append(Assignment(key, op, condition, value, code))
@@ -180,11 +188,11 @@ class _Body:
         else:
             for name in (node_text(n) for n in walk(left) if n.type == "identifier"):
                 if name in self.values:
-                    self.values[name] = None
+                    self.values[name] = UNREAD
 
-    def if_statement(self, node: Node, condition: Tokens | None) -> Tokens | None | bool:
+    def if_statement(self, node: Node, condition: Expression | None) -> Expression | None | bool:
         """Runs each branch on its own copy of the locals, then folds what they assign into
-        `test ? then : else` tokens. Returns False, or when a branch returns, the condition
+        `test ? then : else` expressions. Returns False, or when a branch returns, the condition
         under which the rest runs (None: unread)."""
         clauses: list[tuple[Node | None, Node | None]] = [
             (node.child_by_field_name("condition"), node.child_by_field_name("consequence"))
@@ -196,9 +204,9 @@ class _Body:
             else:
                 clauses.append((None, alternative.child_by_field_name("body")))
         before = dict(self.values)
-        tests: list[Tokens | None] = []
-        branches: list[dict[str, Tokens | None]] = []
-        earlier_false: Tokens | None = ()
+        tests: list[Expression | None] = []
+        branches: list[dict[str, Expression]] = []
+        earlier_false: Expression | None = ()
         returned = False
         for test, body in clauses:
             self.values = dict(before)
@@ -213,30 +221,30 @@ class _Body:
             returned = returned or _returns(body)
             if test is not None:
                 tests.append(tested)
-                earlier_false = _and(earlier_false, (*tested, "!") if tested is not None else None)
+                earlier_false = _and(earlier_false, ("not", tested) if tested is not None else None)
             branches.append(dict(self.values))
         if clauses[-1][0] is not None:  # no else: the locals as they were
             branches.append(dict(before))
         merged = dict(before)
         for name in {n for values in branches for n in values}:
-            values = [b.get(name, before.get(name)) for b in branches]
-            if name in before and all(v == before[name] for v in values):
+            values = [b.get(name, before.get(name, UNREAD)) for b in branches]
+            if name in before and all(_same(v, before[name]) for v in values):
                 continue
             value = values[-1]
             for tested, branch in zip(reversed(tests), reversed(values[:-1]), strict=True):
-                if tested is None or branch is None or value is None:
-                    value = None
+                if tested is None or branch is UNREAD or value is UNREAD:
+                    value = UNREAD
                     break
-                value = (*tested, *branch, *value, "?:")
+                value = ("?:", tested, branch, value)
             merged[name] = value
         self.values = merged
         if not returned:
             return False
         if len(clauses) == 1 and tests[0] is not None and _returns(clauses[0][1]):
-            return (*tests[0], "!")
+            return ("not", tests[0])
         return None
 
-    def for_statement(self, node: Node, condition: Tokens | None) -> None:
+    def for_statement(self, node: Node, condition: Expression | None) -> None:
         target = node.child_by_field_name("left")
         sequence = node.child_by_field_name("right")
         body = node.child_by_field_name("body")
@@ -257,22 +265,27 @@ class _Body:
             )
             if (
                 function.endswith(".append")
-                and self.values.get(owner) == ("tuple/0",)
+                and _same(self.values.get(owner, UNREAD), ("list",))
                 and len(arguments) == 1
             ):
                 name = node_text(target)
                 seq = self.tokens(sequence) if sequence is not None else None
-                saved = self.values.get(name)
-                self.values[name] = (f"${name}",)
+                saved = self.values.get(name, UNREAD)
+                self.values[name] = f"${name}"
                 body_tokens = self.tokens(arguments[0])
                 self.values[name] = saved
                 self.values[owner] = (
-                    (*seq, f"map:${name}/{len(body_tokens)}", *body_tokens)
-                    if seq is not None and body_tokens is not None and condition is not None
-                    else None
+                    ("map", f"${name}", seq, body_tokens)
+                    if seq is not None and condition is not None
+                    else UNREAD
                 )
                 return
         self.unread_inside(node)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """The same value read (True == 1 in Python, not here: `x = True` is not `x = 1`)."""
+    return repr(a) == repr(b)
 
 
 def _returns(body: Node | None) -> bool:

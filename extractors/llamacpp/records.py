@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from apron.extractors.llamacpp.cpp_formula import infix
+from apron.extractors.parsing.expressions import Expression, infix
 from apron.extractors.records import Record
 
 
@@ -115,36 +115,36 @@ class SlidingWindowRule(Record):
 
 
 def infix_field(record: Record, name: str, formulas: tuple[str, ...]) -> str | None:
-    """A reverse-Polish field of `record` in C++-like infix ("always" for an empty condition),
+    """An expression field of `record` in C++-like infix ("always" for an empty condition),
     None for any other field."""
     if name not in formulas:
         return None
-    tokens = getattr(record, name)
-    if not tokens:
+    expression = getattr(record, name)
+    if expression == ():
         return "always" if name in ("condition", "when") else "unknown"
-    return infix(tokens)
+    return infix(expression)
 
 
 class HparamsFormula(Record):
     """One branch of a llama_hparams sizing method (src/llama-hparams.cpp): where `condition`
-    holds and no earlier branch returned, the method returns `value`. Both are reverse-Polish
-    tokens (extractors/llamacpp/cpp_formula.py); () condition: unconditional; () value with
-    `unknown` set: a statement this reader could not turn into tokens."""
+    holds and no earlier branch returned, the method returns `value`. Both are expressions
+    (apron/expressions.py); () condition: unconditional; () value with `unknown` set: a
+    statement this reader could not turn into an expression."""
 
     KEY: ClassVar[tuple[str, ...]] = ("method", "branch")
 
     method: str  # n_embd_r
     branch: int  # source order, from 0
-    condition: tuple[str, ...]
-    value: tuple[str, ...]
+    condition: Expression
+    value: Expression
     unknown: str  # "" when read
     path: str
     symbol: str
 
     def label(self) -> str:
         """ "n_embd_r #1: n_embd * (n_shortconv_l_cache - 1) when n_shortconv_l_cache != 0"."""
-        value = infix(self.value) if self.value else f"unknown ({self.unknown})"
-        when = f" when {infix(self.condition)}" if self.condition else ""
+        value = infix(self.value) if self.value != () else f"unknown ({self.unknown})"
+        when = f" when {infix(self.condition)}" if self.condition != () else ""
         return f"{self.method} #{self.branch}: {value}{when}"
 
     def shown(self, name: str) -> str | None:
@@ -153,14 +153,14 @@ class HparamsFormula(Record):
 
 class MemoryRule(Record):
     """One memory llama_model::create_memory builds: for the architectures `archs` (a case of
-    its switch; () the default case) under `condition` (reverse-Polish, () always), the class
+    its switch; () the default case) under `condition` (an expression, () always), the class
     it constructs ("" for nullptr: no memory) with its arguments by constructor parameter."""
 
     KEY: ClassVar[tuple[str, ...]] = ("branch",)
 
     branch: int  # source order, from 0
     archs: tuple[str, ...]
-    condition: tuple[str, ...]
+    condition: Expression
     memory_class: str  # llama_memory_recurrent, llama_kv_cache_iswa, ...; "" = nullptr
     arguments: tuple[str, ...]  # "parameter=code", in parameter order
     path: str
@@ -172,17 +172,17 @@ class MemoryRule(Record):
 
 class MemoryCallback(Record):
     """A layer filter or reuse callback create_memory sets before it builds a memory: for the
-    callback `variable` when `condition` holds (reverse-Polish; it names the architectures),
+    callback `variable` when `condition` holds (an expression; it names the architectures),
     branch `branch` of the lambda returns `value` where `when` holds (`il`: the layer index)."""
 
     KEY: ClassVar[tuple[str, ...]] = ("variable", "archs", "branch")
 
     variable: str  # filter_attn, filter_recr, filter, reuse
     archs: tuple[str, ...]  # the LLM_ARCH_* the condition names
-    condition: tuple[str, ...]
+    condition: Expression
     branch: int
-    when: tuple[str, ...]
-    value: tuple[str, ...]
+    when: Expression
+    value: Expression
     unknown: str
     path: str
     symbol: str
@@ -193,7 +193,7 @@ class MemoryCallback(Record):
 
 class CacheSizeRule(Record):
     """An assignment that sizes a cache or the context: in `function`, `variable` is set to
-    `value` where `condition` holds (reverse-Polish tokens both). `order` is the source order
+    `value` where `condition` holds (expressions both). `order` is the source order
     among all the function's rows: an assignment reads the values assigned before it."""
 
     KEY: ClassVar[tuple[str, ...]] = ("function", "variable", "order")
@@ -201,16 +201,16 @@ class CacheSizeRule(Record):
     function: str  # llama_kv_cache_iswa::llama_kv_cache_iswa
     variable: str  # size_swa, cparams.n_ctx
     order: int
-    condition: tuple[str, ...]
-    value: tuple[str, ...]
+    condition: Expression
+    value: Expression
     unknown: str
     path: str
     symbol: str
 
     def label(self) -> str:
         """ "size_swa #1 = GGML_PAD(std::min(...), 256)" (the function is in the section)."""
-        value = infix(self.value) if self.value else f"unknown ({self.unknown})"
-        when = f" when {infix(self.condition)}" if self.condition else ""
+        value = infix(self.value) if self.value != () else f"unknown ({self.unknown})"
+        when = f" when {infix(self.condition)}" if self.condition != () else ""
         return f"{self.variable} #{self.order} = {value}{when}"
 
     def shown(self, name: str) -> str | None:
@@ -249,7 +249,7 @@ class GgmlTypeSize(Record):
 
 
 class RecurrentLayerRule(Record):
-    """How one architecture's hparams loader marks its recurrent layers: `value` (reverse-Polish,
+    """How one architecture's hparams loader marks its recurrent layers: `value` (an expression,
     in the layer index `index`) is assigned to `hparams.recurrent_layer_arr[index]` for every
     layer, or `fill` is the one value std::fill gives every layer. `locals_` are the loader's
     local integers with their defaults ("full_attn_interval=4"), `local_keys` the GGUF keys that
@@ -261,7 +261,7 @@ class RecurrentLayerRule(Record):
     arch: str
     gguf_name: str
     index: str
-    value: tuple[str, ...]
+    value: Expression
     fill: str  # "true"/"false" for std::fill over the array, "" otherwise
     locals_: tuple[str, ...]
     local_keys: tuple[str, ...]
@@ -290,9 +290,8 @@ class ConverterHparams(Record):
     (writer method, how, HF keys...): how is "find_hparam" (the first key present), "hparams"
     (hparams[key]), "get" (hparams.get(key[, integer default]): not written when absent
     without one), "literal" (an integer), "block_count" (self.block_count: the keys of
-    `block_count_keys`), "expr" (the converter's own expression, reverse-Polish tokens of
-    extractors/llamacpp/py_formula.py), "expr_when" (N, then N condition tokens, then the
-    value's: written where the condition holds) or "unread" (an argument of another shape, or
+    `block_count_keys`), "expr" (the converter's own expression, its expression), "expr_when" (the condition and the value: written where
+    the condition holds) or "unread" (an argument of another shape, or
     under a condition not read, as code in the last element). `calls_super`: it
     calls super().set_gguf_parameters() first; `bases`: its base classes, for the MRO."""
 
@@ -305,14 +304,14 @@ class ConverterHparams(Record):
     calls_base: str  # `Base.set_gguf_parameters(self)`: the class it calls by name, or ""
     defines: bool  # the class defines set_gguf_parameters itself
     defines_find_hparam: bool  # it overrides find_hparam (the lookup the writes' keys go through)
-    writes: tuple[tuple[str, ...], ...]
+    writes: tuple[tuple[Expression, ...], ...]
     block_count_keys: tuple[str, ...]  # from `self.block_count = self.find_hparam([...])`
     # (NAME, op, how, ...): class-body defaults, then `self.NAME = / += expr` in __init__, in
     # order (op "=" or "+="; how as a write's: expr, expr_when, unread)
-    attributes: tuple[tuple[str, ...], ...]
+    attributes: tuple[tuple[Expression, ...], ...]
     # (KEY, how, ...): `self.hparams["KEY"] = expr` in __init__ then set_gguf_parameters, in
     # order (how: expr, expr_when, unread, as a write)
-    hparams_sets: tuple[tuple[str, ...], ...]
+    hparams_sets: tuple[tuple[Expression, ...], ...]
     path: str
     symbol: str
 
@@ -320,7 +319,7 @@ class ConverterHparams(Record):
 class HparamsStep(Record):
     """One step of llama.cpp's hparams loading, in source order within `function` (the member
     defaults of struct llama_hparams, the base loader, an architecture's load_arch_hparams, a
-    llama_hparams helper), where `condition` holds (reverse-Polish; `$x` names a local):
+    llama_hparams helper), where `condition` holds (an expression; `$x` names a local):
 
     - key: read the GGUF key `key` ("%s" = the architecture) into `target` when present
       (`key_form`: scalar, scalar_or_array, per_layer with `value` the count, array,
@@ -346,11 +345,11 @@ class HparamsStep(Record):
     key_form: str
     required: bool
     found: str
-    value: tuple[str, ...]
-    arguments: tuple[tuple[str, ...], ...]
-    index: tuple[str, ...]
+    value: Expression
+    arguments: tuple[Expression, ...]
+    index: Expression
     loop: int  # the order of the enclosing loop step, -1 outside loops
-    condition: tuple[str, ...]
+    condition: Expression
     unknown: str
     code: str
     path: str
@@ -358,16 +357,16 @@ class HparamsStep(Record):
 
     def label(self) -> str:
         """ "llama_model_exaone4::load_arch_hparams #3: n_swa = 4096 when n_layer == 64"."""
-        when = f" when {infix(self.condition)}" if self.condition else ""
+        when = f" when {infix(self.condition)}" if self.condition != () else ""
         if self.kind == "key":
             what = f"{self.target} <- {self.key}{' (required)' if self.required else ''}"
         elif self.kind in ("assign", "fill", "param"):
-            at = f"[{infix(self.index)}]" if self.index else ""
-            what = f"{self.target}{at} = {infix(self.value) if self.value else '?'}"
+            at = f"[{infix(self.index)}]" if self.index != () else ""
+            what = f"{self.target}{at} = {infix(self.value) if self.value != () else '?'}"
         elif self.kind == "call":
             what = f"{self.target}({', '.join(infix(a) for a in self.arguments)})"
         elif self.kind == "assert":
-            what = f"GGML_ASSERT({infix(self.value) if self.value else self.unknown})"
+            what = f"GGML_ASSERT({infix(self.value) if self.value != () else self.unknown})"
         else:
             what = f"{self.kind} {self.target} {self.unknown}".strip()
         return f"{self.function} #{self.order}: {what}{when}"
@@ -375,7 +374,7 @@ class HparamsStep(Record):
 
 class TensorShape(Record):
     """A tensor an architecture's load_arch_tensors creates: its GGUF name (`name` % layer,
-    then "." + `suffix`), the dimensions it expects (ne0, ne1, ...; reverse-Polish tokens over
+    then "." + `suffix`), the dimensions it expects (ne0, ne1, ...; expressions over
     llama_hparams, `$i` the layer), whether the file must hold it, under which condition.
     llama.cpp refuses a file whose tensor has another shape (check_tensor_dims)."""
 
@@ -387,11 +386,11 @@ class TensorShape(Record):
     tensor: str  # LLM_TENSOR_SSM_IN
     name: str  # "blk.%d.ssm_in"
     suffix: str  # "weight", "bias", ""
-    block: tuple[str, ...]  # the block number: ("$i",) in a loop over n_layer, ("0",), ()
-    dims: tuple[tuple[str, ...], ...]
+    block: Expression  # the block number: "$i" in a loop over n_layer, 0, ()
+    dims: tuple[Expression, ...]
     flags: str  # the flags argument as code
     required: bool  # no TENSOR_NOT_REQUIRED / TENSOR_SKIP among the flags
-    condition: tuple[str, ...]
+    condition: Expression
     unknown: str
     path: str
     symbol: str

@@ -1,6 +1,6 @@
 """The tensor shapes each architecture's `load_arch_tensors` expects (src/models/*.cpp): every
 `create_tensor(tn(LLM_TENSOR_X, "suffix"[, i]), {ne0, ne1, ...}, flags)` with its GGUF tensor name
-(LLM_TENSOR_NAMES), its dimensions as reverse-Polish tokens over llama_hparams (the locals of
+(LLM_TENSOR_NAMES), its dimensions as expressions over llama_hparams (the locals of
 LLAMA_LOAD_LOCALS, src/llama-model.h, and the function's own `const` locals read through),
 whether the file must hold it, and the condition and per-layer loop it sits in. llama.cpp
 refuses a file whose tensor has another shape (llama_model_loader::check_tensor_dims): apron
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tree_sitter import Node
 
-from apron.extractors.llamacpp.cpp_formula import UnreadableFormula, formula
 from apron.extractors.llamacpp.records import TensorShape
 from apron.extractors.parsing.cpp_ts import (
     CppSource,
@@ -28,6 +28,13 @@ from apron.extractors.parsing.cpp_ts import (
     parse_cpp,
     parse_cpp_methods,
     string_value,
+)
+from apron.extractors.parsing.expressions import (
+    UnreadableExpression,
+    conjunction,
+    cpp_expression,
+    names_in,
+    negation,
 )
 from apron.extractors.records import ExtractionWarning, warning
 
@@ -53,23 +60,24 @@ def tensor_names(text: str, path: str) -> dict[str, str]:
     return out
 
 
-def load_locals(text: str, path: str) -> dict[str, tuple[str, ...]]:
-    """The locals #define LLAMA_LOAD_LOCALS declares (src/llama-model.h), as tokens."""
+def load_locals(text: str, path: str) -> dict[str, Any]:
+    """The locals #define LLAMA_LOAD_LOCALS declares (src/llama-model.h), as expressions (one
+    not read is the name "unread:NAME", which no environment has)."""
     found = re.search(rf"#define\s+{LOCALS_MACRO}\s*\\\s*\n((?:.*\\\s*\n)*.*)", text)
     if found is None:
         return {}
     body = "void f() {\n" + re.sub(r"\\\s*\n", "\n", found.group(1)) + "\n}\n"
     source = parse_cpp(body, path)
-    out: dict[str, tuple[str, ...]] = {}
+    out: dict[str, Any] = {}
     for declaration in nodes_of_type(source.root, "declaration"):
         for declarator in declaration.children_by_field_name("declarator"):
             if declarator.type != "init_declarator":
                 continue
             name = node_text(declarator.child_by_field_name("declarator"))
             try:
-                out[name] = formula(declarator.child_by_field_name("value"), out)
-            except UnreadableFormula:
-                out[name] = (f"unread:{name}",)
+                out[name] = cpp_expression(declarator.child_by_field_name("value"), out)
+            except UnreadableExpression:
+                out[name] = f"unread:{name}"
     return out
 
 
@@ -88,7 +96,7 @@ class _Reader:
     def __init__(self, function, archs, path, names, macro_locals) -> None:
         self.function, self.archs, self.path = function, archs, path
         self.names = names
-        self.locals: dict[str, tuple[str, ...]] = {}
+        self.locals: dict[str, Any] = {}
         self.macro_locals = macro_locals
         self.rows: list[TensorShape] = []
         self.warnings: list[ExtractionWarning] = []
@@ -115,9 +123,13 @@ class _Reader:
                 name = node_text(declarator.child_by_field_name("declarator"))
                 value = declarator.child_by_field_name("value")
                 try:
-                    self.locals[name] = formula(value, self.locals) if value is not None else ()
-                except UnreadableFormula:
-                    self.locals[name] = (f"unread:{name}",)
+                    self.locals[name] = (
+                        cpp_expression(value, self.locals)
+                        if value is not None
+                        else f"unread:{name}"
+                    )
+                except UnreadableExpression:
+                    self.locals[name] = f"unread:{name}"
                 for call in nodes_of_type(value, "call_expression") if value is not None else []:
                     if call_name(call) == "create_tensor":
                         self.tensor(call, conditions, loop)
@@ -125,15 +137,17 @@ class _Reader:
             clause = node.child_by_field_name("condition")
             value = clause.child_by_field_name("value") if clause is not None else None
             try:
-                test = formula(value, {**self.locals, **({loop: (f"${loop}",)} if loop else {})})
-            except (UnreadableFormula, TypeError):
-                test = ("unread:condition",)
+                test = cpp_expression(
+                    value, {**self.locals, **({loop: f"${loop}"} if loop else {})}
+                )
+            except (UnreadableExpression, TypeError):
+                test = "unread:condition"
             consequence = node.child_by_field_name("consequence")
             if consequence is not None:
                 self.block(consequence, (*conditions, test), loop)
             alternative = node.child_by_field_name("alternative")
             for part in code_children(alternative) if alternative is not None else []:
-                self.statement(part, (*conditions, (*test, "!")), loop)
+                self.statement(part, (*conditions, negation(test)), loop)
         elif kind == "for_statement":
             init = node.child_by_field_name("initializer")
             declarators = init.children_by_field_name("declarator") if init is not None else []
@@ -159,26 +173,26 @@ class _Reader:
         unknown = ""
         if tensor not in self.names:
             unknown = f"{tensor} is not in LLM_TENSOR_NAMES"
-        block: tuple[str, ...] = ()
+        block: Any = ()
         if bid and bid == loop:
-            block = (f"${loop}",)
+            block = f"${loop}"
         elif bid.isdigit():
-            block = (bid,)
+            block = int(bid)
         elif bid:
             unknown = unknown or f"a tensor of block {bid}, outside a loop over n_layer"
         bound = {
             **self.locals,
-            **({loop: (f"${loop}",)} if loop and not loop.startswith("?") else {}),
+            **({loop: f"${loop}"} if loop and not loop.startswith("?") else {}),
         }
-        dims: list[tuple[str, ...]] = []
+        dims: list[Any] = []
         shape = args[1]
         for dim in code_children(shape) if shape.type == "initializer_list" else []:
             try:
-                tokens = formula(dim, bound)
-            except UnreadableFormula as err:
+                tokens = cpp_expression(dim, bound)
+            except UnreadableExpression as err:
                 unknown = unknown or f"a dimension this reader does not read ({err})"
                 tokens = ()
-            if any(t.startswith("unread:") for t in tokens):
+            if any(t.startswith("unread:") for t in names_in(tokens)):
                 unknown = (
                     unknown
                     or f"a dimension reads a local this reader does not read ({compact(dim)})"
@@ -187,8 +201,8 @@ class _Reader:
         if shape.type != "initializer_list":
             unknown = unknown or "a shape that is not a braced list"
         flags = compact(args[2])
-        condition = tuple(t for c in conditions for t in c) + ("&&",) * max(len(conditions) - 1, 0)
-        if any(t.startswith("unread:") for t in condition):
+        condition = conjunction(conditions)
+        if any(t.startswith("unread:") for t in names_in(condition)):
             unknown = unknown or "a condition this reader does not read"
         self.rows.append(
             TensorShape(
@@ -216,14 +230,14 @@ def read_tensors(
     function: str,
     archs: tuple[str, ...],
     names: Mapping[str, str],
-    macro_locals: Mapping[str, tuple[str, ...]],
+    macro_locals: Mapping[str, Any],
 ) -> tuple[list[TensorShape], list[ExtractionWarning]]:
     body = function_body(definition)
     source.require_clean(body, function)
     reader = _Reader(function, archs, source.path, names, macro_locals)
     reader.block(body, (), "")
     for row in reader.rows:
-        if row.unknown and row.required and not row.condition:
+        if row.unknown and row.required and row.condition == ():
             reader.warnings.append(
                 warning(
                     "unread-tensor",

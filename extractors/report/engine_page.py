@@ -12,6 +12,7 @@ import types
 import typing
 from collections.abc import Sequence
 
+from apron.extractors.parsing.expressions import Expression, infix
 from apron.extractors.records import EngineFacts, FactResult, Record
 from apron.extractors.report.families import FAMILIES, engine_families, has_families
 from apron.extractors.report.markdown import markdown_table, md_cell
@@ -124,6 +125,24 @@ def _table(lines: list[str], headers: list[str], rows: list[list[object]], what:
     lines.append("")
 
 
+def _expression_words(annotation: object, value: object) -> object:
+    """A field's value for the page: an expression as its infix words ("" for none)."""
+    if annotation is Expression:
+        return "" if value == () else infix(value)
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is tuple and args and isinstance(value, tuple):
+        each = args[0]
+        if each is Expression:  # a tuple of expressions, or a tuple of (text, ..., expression)
+            return tuple(v if isinstance(v, str) else infix(v) for v in value)
+        return tuple(_expression_words(each, v) for v in value)
+    return value
+
+
+def _in_words(record: type[Record], dumped: dict[str, object]) -> dict[str, object]:
+    fields = record.model_fields
+    return {n: _expression_words(fields[n].annotation, v) for n, v in dumped.items()}
+
+
 def _fact_section(result: FactResult) -> list[str]:
     kind = result.kind
     records = result.sorted_records()
@@ -131,7 +150,7 @@ def _fact_section(result: FactResult) -> list[str]:
     if kind.ordered:
         lines += ["Order matters: rows are in upstream order.", ""]
     lines += [_sources_line(result), ""]
-    dumped = [r.model_dump() for r in records]
+    dumped = [_in_words(kind.record, r.model_dump()) for r in records]
     omitted = list(kind.page_omit)
     if len(dumped) > FOLD_ROWS:
         omitted += [n for n in TRACE_FIELDS if n in kind.record.model_fields and n not in omitted]

@@ -8,11 +8,12 @@ import typing
 from collections.abc import Iterable
 from typing import Any
 
+from apron.extractors.parsing.expressions import Expression
 from apron.extractors.records import EngineFacts, ExtractionWarning, FactResult, Record
 
 EXPORT_NAME = "constraints.json"
 SCHEMA_NAME = "schema.json"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: rules as expressions of apron/expressions.py (llama.cpp facts)
 SCHEMA_ID = "https://apron-extract/generated/schema.json"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -63,9 +64,20 @@ def render_engine_json(facts: EngineFacts) -> str:
 
 # ---------------------------------------------------------------- schema
 
+# apron/expressions.py: a literal, a name, or a node (its name first, then its operands)
+EXPRESSION_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": ["string", "integer", "number", "boolean", "null"]},
+        {"type": "array", "items": {"$ref": "#/$defs/Expression"}},
+    ]
+}
+
 
 def field_schema(tp: object) -> dict[str, Any]:
-    """The JSON Schema of one record field type (str, int, bool, None, unions, tuples)."""
+    """The JSON Schema of one record field type (str, int, bool, None, unions, tuples, and an
+    expression of the rule language)."""
+    if tp is Expression:
+        return {"$ref": "#/$defs/Expression"}
     if tp is str:
         return {"type": "string"}
     if tp is bool:
@@ -127,6 +139,7 @@ def render_json_schema(record_types: Iterable[type[Record]]) -> str:
     types_by_name = {t.__name__: t for t in {*record_types, ExtractionWarning}}
     names = sorted(types_by_name)
     defs: dict[str, Any] = {name: record_schema(types_by_name[name]) for name in names}
+    defs["Expression"] = EXPRESSION_SCHEMA
     defs["SourceFile"] = {
         "type": "object",
         "properties": {"path": {"type": "string"}, "blob": {"type": "string"}},

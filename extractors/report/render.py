@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from apron.constraints import engine_directory, load_engine
 from apron.errors import ConstraintsError
 from apron.extractors.errors import GeneratedError
+from apron.extractors.parsing.expressions import Expression
 from apron.extractors.records import (
     EngineFacts,
     ExtractionWarning,
@@ -35,7 +36,7 @@ __all__ = ["markdown_table", "md_cell", "render_engine_markdown"]
 
 def py_literal(value: object) -> str:
     """A Python literal for a plain value, stable across runs."""
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool | int | float):
         return repr(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
@@ -48,6 +49,8 @@ def py_literal(value: object) -> str:
 
 
 def _annotation(tp: object) -> str:
+    if tp is Expression:
+        return "Expression"
     if tp is str:
         return "str"
     if tp is int:

@@ -4,7 +4,7 @@
 # upstream: https://github.com/ggml-org/llama.cpp
 # source: src/llama-context.cpp @ blob d62abc4009b85622a8f40dba1a978185880fc448
 # source: src/llama-kv-cache-iswa.cpp @ blob 26e2cb4270b08771d0569d0f25ca5b6761aef677
-"""Cache size and context padding: the SWA cache size of llama_kv_cache_iswa and the padding of n_ctx / n_ctx_seq in llama_context: each assignment in order, with its condition, as reverse-Polish tokens."""
+"""Cache size and context padding: the SWA cache size of llama_kv_cache_iswa and the padding of n_ctx / n_ctx_seq in llama_context: each assignment in order, with its condition, as expressions."""
 
 from __future__ import annotations
 
@@ -18,15 +18,15 @@ SOURCES: tuple[tuple[str, str], ...] = (
 )
 
 ROWS: tuple[CacheSizeRule, ...] = (
-    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_batch", order=1, condition=(), value=("cparams.causal_attn", "cparams.n_ctx", "params.n_batch", "call:std::min/2", "params.n_batch", "?:"), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
-    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx", order=0, condition=(), value=("params.n_ctx", "0", "==", "n_ctx_train", "params.n_ctx", "?:"), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
-    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx", order=3, condition=(), value=("cparams.n_ctx", "256", "call:GGML_PAD/2"), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
-    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx", order=7, condition=("cparams.kv_unified", "!", "cparams.n_ctx", "cparams.n_ctx_seq", "cparams.n_seq_max", "*", "!=", "&&"), value=("cparams.n_ctx_seq", "cparams.n_seq_max", "*"), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
-    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx_seq", order=4, condition=("cparams.kv_unified",), value=("cparams.n_ctx",), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
-    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx_seq", order=5, condition=("cparams.kv_unified", "!"), value=("cparams.n_ctx", "cparams.n_seq_max", "/"), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
-    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx_seq", order=6, condition=("cparams.kv_unified", "!"), value=("cparams.n_ctx_seq", "256", "call:GGML_PAD/2"), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
-    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ubatch", order=2, condition=(), value=("cparams.n_batch", "params.n_ubatch", "0", "==", "params.n_batch", "params.n_ubatch", "?:", "call:std::min/2"), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
-    CacheSizeRule(function="llama_kv_cache_iswa::llama_kv_cache_iswa", variable="size_base", order=0, condition=(), value=("kv_size",), unknown="", path="src/llama-kv-cache-iswa.cpp", symbol="llama_kv_cache_iswa::llama_kv_cache_iswa"),
-    CacheSizeRule(function="llama_kv_cache_iswa::llama_kv_cache_iswa", variable="size_swa", order=1, condition=(), value=("size_base", "n_swa", "unified", "n_seq_max", "1", "?:", "*", "n_ubatch", "+", "call:std::min/2", "256", "call:GGML_PAD/2"), unknown="", path="src/llama-kv-cache-iswa.cpp", symbol="llama_kv_cache_iswa::llama_kv_cache_iswa"),
-    CacheSizeRule(function="llama_kv_cache_iswa::llama_kv_cache_iswa", variable="size_swa", order=2, condition=("swa_full",), value=("size_base",), unknown="", path="src/llama-kv-cache-iswa.cpp", symbol="llama_kv_cache_iswa::llama_kv_cache_iswa"),
+    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_batch", order=1, condition=(), value=("?:", "cparams.causal_attn", ("call", "std::min", "cparams.n_ctx", "params.n_batch"), "params.n_batch"), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
+    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx", order=0, condition=(), value=("?:", ("==", "params.n_ctx", 0), "n_ctx_train", "params.n_ctx"), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
+    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx", order=3, condition=(), value=("call", "GGML_PAD", "cparams.n_ctx", 256), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
+    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx", order=7, condition=("&&", ("!", "cparams.kv_unified"), ("!=", "cparams.n_ctx", ("*", "cparams.n_ctx_seq", "cparams.n_seq_max"))), value=("*", "cparams.n_ctx_seq", "cparams.n_seq_max"), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
+    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx_seq", order=4, condition="cparams.kv_unified", value="cparams.n_ctx", unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
+    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx_seq", order=5, condition=("!", "cparams.kv_unified"), value=("/", "cparams.n_ctx", "cparams.n_seq_max"), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
+    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ctx_seq", order=6, condition=("!", "cparams.kv_unified"), value=("call", "GGML_PAD", "cparams.n_ctx_seq", 256), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
+    CacheSizeRule(function="llama_context::llama_context", variable="cparams.n_ubatch", order=2, condition=(), value=("call", "std::min", "cparams.n_batch", ("?:", ("==", "params.n_ubatch", 0), "params.n_batch", "params.n_ubatch")), unknown="", path="src/llama-context.cpp", symbol="llama_context::llama_context"),
+    CacheSizeRule(function="llama_kv_cache_iswa::llama_kv_cache_iswa", variable="size_base", order=0, condition=(), value="kv_size", unknown="", path="src/llama-kv-cache-iswa.cpp", symbol="llama_kv_cache_iswa::llama_kv_cache_iswa"),
+    CacheSizeRule(function="llama_kv_cache_iswa::llama_kv_cache_iswa", variable="size_swa", order=1, condition=(), value=("call", "GGML_PAD", ("call", "std::min", "size_base", ("+", ("*", "n_swa", ("?:", "unified", "n_seq_max", 1)), "n_ubatch")), 256), unknown="", path="src/llama-kv-cache-iswa.cpp", symbol="llama_kv_cache_iswa::llama_kv_cache_iswa"),
+    CacheSizeRule(function="llama_kv_cache_iswa::llama_kv_cache_iswa", variable="size_swa", order=2, condition="swa_full", value="size_base", unknown="", path="src/llama-kv-cache-iswa.cpp", symbol="llama_kv_cache_iswa::llama_kv_cache_iswa"),
 )

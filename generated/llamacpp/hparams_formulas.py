@@ -3,7 +3,7 @@
 # commit: 0253fb21f595246f54c192fe8332f34173be251b (2026-05-16)
 # upstream: https://github.com/ggml-org/llama.cpp
 # source: src/llama-hparams.cpp @ blob 2239309c8fb436474fb072956e456d646e094e46
-"""KV and state sizes per layer (llama_hparams): the branches of llama_hparams' sizing methods (n_embd_k_gqa, n_embd_v_gqa, n_embd_r, n_embd_s, has_kv, is_mla, ...): where the condition holds the method returns the value; both are reverse-Polish tokens over llama_hparams members."""
+"""KV and state sizes per layer (llama_hparams): the branches of llama_hparams' sizing methods (n_embd_k_gqa, n_embd_v_gqa, n_embd_r, n_embd_s, has_kv, is_mla, ...): where the condition holds the method returns the value; both are expressions over llama_hparams members."""
 
 from __future__ import annotations
 
@@ -16,30 +16,30 @@ SOURCES: tuple[tuple[str, str], ...] = (
 )
 
 ROWS: tuple[HparamsFormula, ...] = (
-    HparamsFormula(method="has_kv", branch=0, condition=("kv_only_nextn",), value=("nextn_predict_layers", "0", ">", "il", "n_layer", "nextn_predict_layers", "-", ">=", "&&"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::has_kv"),
-    HparamsFormula(method="has_kv", branch=1, condition=("n_layer_kv_from_start", "0", ">=", "il", "n_layer_kv_from_start", "cast:uint32_t", "<", "&&"), value=("1",), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::has_kv"),
-    HparamsFormula(method="has_kv", branch=2, condition=("n_layer_kv_from_start", "0", ">="), value=("0",), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::has_kv"),
-    HparamsFormula(method="has_kv", branch=3, condition=(), value=("1",), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::has_kv"),
-    HparamsFormula(method="is_mla", branch=0, condition=(), value=("n_embd_head_k_mla_impl", "0", "!=", "n_embd_head_v_mla_impl", "0", "!=", "&&"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::is_mla"),
-    HparamsFormula(method="is_recurrent", branch=0, condition=("il", "n_layer", "<"), value=("il", "at:recurrent_layer_arr"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::is_recurrent"),
-    HparamsFormula(method="is_swa", branch=0, condition=("il", "n_layer", "<"), value=("il", "at:swa_layers"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::is_swa"),
-    HparamsFormula(method="n_embd_head_k", branch=0, condition=("il", "n_layer", "<"), value=("il", "call:is_swa/1", "n_embd_head_k_swa", "n_embd_head_k_full", "?:"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_head_k"),
-    HparamsFormula(method="n_embd_head_k_mla", branch=0, condition=(), value=("call:is_mla/0", "n_embd_head_k_mla_impl", "call:n_embd_head_k/0", "?:"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_head_k_mla"),
-    HparamsFormula(method="n_embd_head_v", branch=0, condition=("il", "n_layer", "<"), value=("il", "call:is_swa/1", "n_embd_head_v_swa", "n_embd_head_v_full", "?:"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_head_v"),
-    HparamsFormula(method="n_embd_head_v_mla", branch=0, condition=(), value=("call:is_mla/0", "n_embd_head_v_mla_impl", "call:n_embd_head_v/0", "?:"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_head_v_mla"),
-    HparamsFormula(method="n_embd_k_gqa", branch=0, condition=(), value=("il", "call:n_embd_head_k/1", "il", "call:n_head_kv/1", "*"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_k_gqa"),
-    HparamsFormula(method="n_embd_r", branch=0, condition=("wkv_head_size", "0", "!="), value=("token_shift_count", "n_embd", "*"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_r"),
-    HparamsFormula(method="n_embd_r", branch=1, condition=("n_shortconv_l_cache", "0", "!="), value=("n_embd", "n_shortconv_l_cache", "1", "-", "*"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_r"),
-    HparamsFormula(method="n_embd_r", branch=2, condition=("n_embd_head_kda", "0", "!="), value=("3", "ssm_d_conv", "0", ">", "ssm_d_conv", "1", "-", "3", "?:", "*", "call:n_head/0", "n_embd_head_kda", "*", "*"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_r"),
-    HparamsFormula(method="n_embd_r", branch=3, condition=(), value=("ssm_d_conv", "0", ">", "ssm_d_conv", "1", "-", "0", "?:", "ssm_d_inner", "2", "ssm_n_group", "*", "ssm_d_state", "*", "+", "*"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_r"),
-    HparamsFormula(method="n_embd_s", branch=0, condition=("wkv_head_size", "0", "!="), value=("n_embd", "wkv_head_size", "*"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_s"),
-    HparamsFormula(method="n_embd_s", branch=1, condition=("n_embd_head_kda", "0", "!="), value=("n_embd_head_kda", "n_embd_head_kda", "*", "call:n_head/0", "*"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_s"),
-    HparamsFormula(method="n_embd_s", branch=2, condition=(), value=("ssm_d_state", "ssm_d_inner", "*"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_s"),
-    HparamsFormula(method="n_embd_v_gqa", branch=0, condition=(), value=("il", "call:n_embd_head_v/1", "il", "call:n_head_kv/1", "*"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_v_gqa"),
-    HparamsFormula(method="n_gqa", branch=0, condition=("il", "call:n_head_kv/1", "0", "=="), value=("0",), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_gqa"),
-    HparamsFormula(method="n_gqa", branch=1, condition=(), value=("il", "call:n_head/1", "il", "call:n_head_kv/1", "/"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_gqa"),
-    HparamsFormula(method="n_head", branch=0, condition=("il", "n_layer", "<"), value=("il", "at:n_head_arr"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_head"),
-    HparamsFormula(method="n_head_kv", branch=0, condition=("il", "n_layer", "<"), value=("il", "at:n_head_kv_arr"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_head_kv"),
+    HparamsFormula(method="has_kv", branch=0, condition="kv_only_nextn", value=("&&", (">", "nextn_predict_layers", 0), (">=", "il", ("-", "n_layer", "nextn_predict_layers"))), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::has_kv"),
+    HparamsFormula(method="has_kv", branch=1, condition=("&&", (">=", "n_layer_kv_from_start", 0), ("<", "il", ("cast", "uint32_t", "n_layer_kv_from_start"))), value=1, unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::has_kv"),
+    HparamsFormula(method="has_kv", branch=2, condition=(">=", "n_layer_kv_from_start", 0), value=0, unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::has_kv"),
+    HparamsFormula(method="has_kv", branch=3, condition=(), value=1, unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::has_kv"),
+    HparamsFormula(method="is_mla", branch=0, condition=(), value=("&&", ("!=", "n_embd_head_k_mla_impl", 0), ("!=", "n_embd_head_v_mla_impl", 0)), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::is_mla"),
+    HparamsFormula(method="is_recurrent", branch=0, condition=("<", "il", "n_layer"), value=("at", "recurrent_layer_arr", "il"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::is_recurrent"),
+    HparamsFormula(method="is_swa", branch=0, condition=("<", "il", "n_layer"), value=("at", "swa_layers", "il"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::is_swa"),
+    HparamsFormula(method="n_embd_head_k", branch=0, condition=("<", "il", "n_layer"), value=("?:", ("call", "is_swa", "il"), "n_embd_head_k_swa", "n_embd_head_k_full"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_head_k"),
+    HparamsFormula(method="n_embd_head_k_mla", branch=0, condition=(), value=("?:", ("call", "is_mla"), "n_embd_head_k_mla_impl", ("call", "n_embd_head_k")), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_head_k_mla"),
+    HparamsFormula(method="n_embd_head_v", branch=0, condition=("<", "il", "n_layer"), value=("?:", ("call", "is_swa", "il"), "n_embd_head_v_swa", "n_embd_head_v_full"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_head_v"),
+    HparamsFormula(method="n_embd_head_v_mla", branch=0, condition=(), value=("?:", ("call", "is_mla"), "n_embd_head_v_mla_impl", ("call", "n_embd_head_v")), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_head_v_mla"),
+    HparamsFormula(method="n_embd_k_gqa", branch=0, condition=(), value=("*", ("call", "n_embd_head_k", "il"), ("call", "n_head_kv", "il")), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_k_gqa"),
+    HparamsFormula(method="n_embd_r", branch=0, condition=("!=", "wkv_head_size", 0), value=("*", "token_shift_count", "n_embd"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_r"),
+    HparamsFormula(method="n_embd_r", branch=1, condition=("!=", "n_shortconv_l_cache", 0), value=("*", "n_embd", ("-", "n_shortconv_l_cache", 1)), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_r"),
+    HparamsFormula(method="n_embd_r", branch=2, condition=("!=", "n_embd_head_kda", 0), value=("*", ("*", 3, ("?:", (">", "ssm_d_conv", 0), ("-", "ssm_d_conv", 1), 3)), ("*", ("call", "n_head"), "n_embd_head_kda")), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_r"),
+    HparamsFormula(method="n_embd_r", branch=3, condition=(), value=("*", ("?:", (">", "ssm_d_conv", 0), ("-", "ssm_d_conv", 1), 0), ("+", "ssm_d_inner", ("*", ("*", 2, "ssm_n_group"), "ssm_d_state"))), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_r"),
+    HparamsFormula(method="n_embd_s", branch=0, condition=("!=", "wkv_head_size", 0), value=("*", "n_embd", "wkv_head_size"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_s"),
+    HparamsFormula(method="n_embd_s", branch=1, condition=("!=", "n_embd_head_kda", 0), value=("*", ("*", "n_embd_head_kda", "n_embd_head_kda"), ("call", "n_head")), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_s"),
+    HparamsFormula(method="n_embd_s", branch=2, condition=(), value=("*", "ssm_d_state", "ssm_d_inner"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_s"),
+    HparamsFormula(method="n_embd_v_gqa", branch=0, condition=(), value=("*", ("call", "n_embd_head_v", "il"), ("call", "n_head_kv", "il")), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_embd_v_gqa"),
+    HparamsFormula(method="n_gqa", branch=0, condition=("==", ("call", "n_head_kv", "il"), 0), value=0, unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_gqa"),
+    HparamsFormula(method="n_gqa", branch=1, condition=(), value=("/", ("call", "n_head", "il"), ("call", "n_head_kv", "il")), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_gqa"),
+    HparamsFormula(method="n_head", branch=0, condition=("<", "il", "n_layer"), value=("at", "n_head_arr", "il"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_head"),
+    HparamsFormula(method="n_head_kv", branch=0, condition=("<", "il", "n_layer"), value=("at", "n_head_kv_arr", "il"), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_head_kv"),
     HparamsFormula(method="n_layer_kv", branch=0, condition=(), value=(), unknown="a for_statement this reader does not follow", path="src/llama-hparams.cpp", symbol="llama_hparams::n_layer_kv"),
-    HparamsFormula(method="n_layer_kv", branch=1, condition=(), value=("0",), unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_layer_kv"),
+    HparamsFormula(method="n_layer_kv", branch=1, condition=(), value=0, unknown="", path="src/llama-hparams.cpp", symbol="llama_hparams::n_layer_kv"),
 )

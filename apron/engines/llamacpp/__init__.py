@@ -15,7 +15,7 @@ from apron.engines.llamacpp.hf import hf_header
 from apron.engines.llamacpp.memory import Unknown, cache_type
 from apron.engines.llamacpp.memory import figures as llamacpp_figures
 from apron.errors import ApronInputError
-from apron.llamacpp_formula import Unread
+from apron.expressions import Unread
 from apron.results import EngineView, GpuShare, LlamaCppContext, MechanismResult, Request
 from apron.terminal import shown
 

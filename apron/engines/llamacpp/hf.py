@@ -6,13 +6,14 @@ when the sizing then needs it, the figure is unknown naming that write."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.engines.llamacpp.gguf_header import GgufHeader
 from apron.engines.llamacpp.memory import SIZING_KEYS
-from apron.llamacpp_formula import Converter, Symbol, Unknown, Unread, evaluate
+from apron.expressions import Converter, Symbol, Unknown, Unread, evaluate
 
 
 def _chain(c: EngineConstraints, name: str, path: str) -> list:
@@ -86,7 +87,7 @@ class _Scope:
             return Unread(f"{what} is set by code apron does not read: {rest[-1] if rest else ''}")
         try:
             tokens, condition = _split(how, rest)
-            if condition and not evaluate(condition, {}, None, self.converter):
+            if condition != () and not evaluate(condition, {}, None, self.converter):
                 return _SKIP
             return evaluate(tokens, {}, None, self.converter)
         except Unknown as err:
@@ -105,12 +106,12 @@ class _Scope:
 _SKIP = object()  # an assignment whose condition does not hold: nothing changes
 
 
-def _split(how: str, rest: list) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(value tokens, condition tokens) of an "expr" or "expr_when" write."""
+def _split(how: str, rest: Sequence[Any]) -> tuple[Any, Any]:
+    """(value, condition) expressions of an "expr" (value) or "expr_when" (condition, value)
+    write; () for no condition."""
     if how == "expr":
-        return tuple(rest), ()
-    n = int(rest[0])
-    return tuple(rest[1 + n :]), tuple(rest[1 : 1 + n])
+        return rest[0], ()
+    return rest[1], rest[0]
 
 
 def hf_header(
@@ -183,7 +184,7 @@ def hf_header(
             elif how in ("expr", "expr_when"):
                 tokens, condition = _split(how, args)
                 try:
-                    if condition and not evaluate(condition, {}, None, scope.converter):
+                    if condition != () and not evaluate(condition, {}, None, scope.converter):
                         continue  # the converter does not write it for this config
                     value = evaluate(tokens, {}, None, scope.converter)
                 except Unknown as err:

@@ -12,7 +12,7 @@ from typing import Any
 
 from apron.constraints import EngineConstraints
 from apron.engines.llamacpp.gguf_header import GgufHeader
-from apron.llamacpp_formula import Symbol, Unknown, Unread, evaluate
+from apron.expressions import Symbol, Unknown, Unread, evaluate
 from apron.terminal import shown
 
 DEFAULTS = "llama_hparams"  # the function name of the member-default steps
@@ -106,8 +106,8 @@ class Loader:
 
     # ------------------------------------------------------------ values
 
-    def eval(self, tokens: Iterable[str], scope: dict[str, Any]) -> Any:
-        return evaluate(tuple(tokens), {**self.hp, **scope}, self.calls)
+    def eval(self, expression: Any, scope: dict[str, Any]) -> Any:
+        return evaluate(expression, {**self.hp, **scope}, self.calls)
 
     def store(self, target: str, value: Any, scope: dict[str, Any], index: Any = None) -> None:
         where = scope if target.startswith("$") else self.hp
@@ -163,7 +163,7 @@ class Loader:
         for i, param in enumerate(params):
             if i < len(arguments):
                 scope[param.target] = arguments[i]
-            elif param.value:
+            elif param.value != ():
                 scope[param.target] = self.eval(param.value, {})
             else:
                 raise Unknown(f"{name}: no value for parameter {param.target}")
@@ -178,7 +178,7 @@ class Loader:
                 return
 
     def holds(self, row, scope: dict[str, Any]) -> bool | None:
-        if not row.condition:
+        if row.condition == ():
             return True
         try:
             return bool(self.eval(row.condition, scope))
@@ -221,7 +221,7 @@ class Loader:
             if kind == "fill":
                 value = [value] * self.layers()
                 self.store(row.target, value, scope)
-            elif row.index:
+            elif row.index != ():
                 self.store(row.target, value, scope, self.eval(row.index, scope))
             else:
                 self.store(row.target, value, scope)
@@ -257,7 +257,7 @@ class Loader:
                 self.function(target, arguments)
         elif kind == "assert":
             try:
-                if not row.value:
+                if row.value == ():
                     raise Unknown(row.unknown)
                 checked = self.eval(row.value, scope)
             except Refused:
@@ -297,7 +297,7 @@ class Loader:
             ):
                 _check_type(full, kind, element, form == "per_layer")
             if form == "per_layer":
-                n = self.eval(row.value, scope) if row.value else self.layers()
+                n = self.eval(row.value, scope) if row.value != () else self.layers()
                 if isinstance(value, list):
                     if len(value) != n:
                         raise Refused(

@@ -17,7 +17,7 @@ from apron.engines.llamacpp.gguf_header import GgufHeader
 from apron.engines.llamacpp.hparams import LOADER, Refused, load_hparams
 from apron.engines.llamacpp.tensors import check_tensors
 from apron.errors import ConstraintsError
-from apron.llamacpp_formula import Symbol, Unknown, evaluate
+from apron.expressions import Symbol, Unknown, evaluate
 from apron.terminal import shown
 
 __all__ = ["Refused", "Unknown", "cache_type", "figures", "limit", "render", "weights_bytes"]
@@ -144,7 +144,7 @@ def _method_calls(c: EngineConstraints, hp: dict) -> dict[str, Callable[..., Any
         def run(il: int = 0) -> Any:
             for row in sorted(branches.get(name, ()), key=lambda r: r.branch):
                 env = {**hp, "il": il}
-                if row.condition and not evaluate(row.condition, env, calls):
+                if row.condition != () and not evaluate(row.condition, env, calls):
                     continue
                 if row.unknown:
                     raise Unknown(f"llama_hparams::{name}: {row.unknown}")
@@ -198,7 +198,7 @@ def _assign(c: EngineConstraints, function: str, env: dict) -> list:
         (r for r in c.rows("cache_sizes") if r.function == function), key=lambda r: r.order
     )
     for row in rows:
-        if row.condition and not evaluate(row.condition, env):
+        if row.condition != () and not evaluate(row.condition, env):
             continue
         if row.unknown:
             raise Unknown(f"{function}: {row.variable}: {row.unknown}")
@@ -327,7 +327,7 @@ def _figures(
             continue
         if not row.archs and any(arch in r.archs for r in c.rows("memory_rules")):
             continue
-        if not row.condition or evaluate(row.condition, env, calls):
+        if row.condition == () or evaluate(row.condition, env, calls):
             rule = row
             break
     if rule is None:

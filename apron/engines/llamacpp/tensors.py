@@ -14,7 +14,21 @@ from typing import Any
 from apron.constraints import EngineConstraints
 from apron.engines.llamacpp.gguf_header import GgufHeader
 from apron.engines.llamacpp.hparams import Refused
-from apron.llamacpp_formula import Unknown, evaluate
+from apron.expressions import Unknown, evaluate
+
+_BY_ARCH: dict[int, tuple[tuple, dict[str, list]]] = {}  # id(rows) -> (rows, arch -> its rows)
+
+
+def _rows_of(rows: tuple, arch: str) -> list:
+    """The rows of one architecture, in order (indexed once per rows tuple)."""
+    entry = _BY_ARCH.get(id(rows))
+    if entry is None or entry[0] is not rows:
+        index: dict[str, list] = {}
+        for row in rows:
+            for name in dict.fromkeys(row.archs):
+                index.setdefault(name, []).append(row)
+        entry = _BY_ARCH[id(rows)] = (rows, index)
+    return entry[1].get(arch, [])
 
 
 def _name(row: Any, block: int | None) -> str:
@@ -40,23 +54,27 @@ def check_tensors(
     vocab = {"vocab.n_tokens": lambda: n_tokens if isinstance(n_tokens, int) else _no_vocab()}
     table = {**calls, **vocab}
     n_layer = hp.get("n_layer")
-    for row in c.rows("tensor_shapes"):
-        if arch not in row.archs or row.unknown:
+    per_layer = dict(hp)  # hp and the loop's layer (set per block below)
+    for row in _rows_of(c.rows("tensor_shapes"), arch):
+        if row.unknown:
             continue
-        loop = row.block[0] if row.block and row.block[0].startswith("$") else ""
+        loop = row.block if isinstance(row.block, str) and row.block.startswith("$") else ""
         if loop:
             if not isinstance(n_layer, int):
                 continue
             blocks: list[int | None] = list(range(n_layer))
         else:
-            blocks = [int(row.block[0])] if row.block else [None]
+            blocks = [row.block] if type(row.block) is int else [None]
         for block in blocks:
             name = _name(row, block)
             if header.tensors and name not in shapes:
                 continue  # only the file's tensors are compared (a missing one: not checked)
-            names = {**hp, loop: block} if loop else hp
+            names = hp
+            if loop:
+                per_layer[loop] = block
+                names = per_layer
             try:
-                if row.condition and not evaluate(row.condition, names, table):
+                if row.condition != () and not evaluate(row.condition, names, table):
                     continue
                 dims = [evaluate(d, names, table) for d in row.dims]
             except Unknown:
@@ -70,7 +88,7 @@ def check_tensors(
                         f"{', '.join(map(str, dims))}, got {', '.join(map(str, got))} "
                         f"({row.symbol})"
                     )
-            elif from_config and row.required and not row.condition and 0 in dims:
+            elif from_config and row.required and row.condition == () and 0 in dims:
                 raise Refused(
                     f"{row.symbol} sizes the tensor '{name}' as ({', '.join(map(str, dims))}): a "
                     "dimension 0, which no checkpoint's tensor has (check_tensor_dims refuses it)"

@@ -1,0 +1,488 @@
+"""The one rule language: extracted expressions as nested tuples, and their one evaluator.
+
+An expression is stored in generated/ as a plain literal (extractors/parsing/expressions.py
+builds it from C++ or Python source and renders it for people):
+
+- a leaf: an int, float, bool or None is itself; a str is a *name* looked up in the
+  environment the caller passes ("n_embd", "$il"); a name the environment lacks that is written
+  in upper case (LLM_ARCH_LLAMA, LLAMA_SWA_TYPE_STANDARD) is an enum constant (Symbol);
+- a node: a tuple whose first item names it (NODES lists each with its operand count):
+  ("str", TEXT) a string, ("sym", NAME) an enum constant, ("undef", WHY) code the reader does not
+  read; ("call", NAME, *args) a function of the environment's call table; ("at", ARRAY, i) an
+  element of a per-layer array; ("cast", TYPE, x); ("map", VAR, seq, body) `[body for VAR in
+  seq]`; ("list", *items); ("?:", test, then, else); unary "!" (C++: 0 or 1), "not" (Python:
+  a bool), "neg"; binary "+ - * / % < <= > >= == != && ||" (C++: "/" divides integers) and
+  "// /f ** in item or and" (Python: "/f" is `/`, "item" is `x[i]`, "or"/"and" return the
+  deciding value); and the converter's reads of the HF config, resolved through the
+  environment's Converter: ("hp", KEY), ("hpget", KEY[, default]), ("find", *KEYS),
+  ("findopt", *KEYS), ("has", KEY), ("self", NAME).
+- The empty tuple is no expression (a condition that always holds).
+
+`evaluate(expression, names, calls, converter)` compiles an expression once (a closure per
+node, cached per expression object) and runs it: a name or call it lacks is Unknown; so is a
+value the caller could not compute (Unread). A division by zero is undefined, which `||`, `&&`
+and `?:` may leave unused; every operand is evaluated, in source order, before its operator."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+
+class Unknown(Exception):
+    """An expression needs a value apron does not have: the message names it."""
+
+
+class Unread(NamedTuple):
+    """A value the engine computes that apron could not: using it is Unknown for `reason`."""
+
+    reason: str
+
+
+class Symbol(str):
+    """An enum constant (LLAMA_SWA_TYPE_STANDARD, LLM_ARCH_LLAMA): compared by name only."""
+
+
+class _Undefined(NamedTuple):
+    """A value C++ or Python would not compute here (x / 0, a config key the converter reads and
+    this config lacks, code the reader does not read): fine where a short circuit or `?:` never
+    uses it, Unknown (naming why) where it is used."""
+
+    reason: str
+
+
+class Converter(NamedTuple):
+    """What the converter's reads resolve against: the HF config as the converter sees it, and
+    its class's attributes by name."""
+
+    hparams: Mapping[str, Any]
+    attribute: Callable[[str], Any]
+    find_override: str = ""  # a converter class that overrides find_hparam: misses are unknown
+
+
+UNDEFINED = _Undefined("a division by zero")
+_CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+CPP_BINARY = ("+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||")
+PY_BINARY = ("//", "/f", "**", "in", "item")
+# node -> (fewest, most) items after the node's name (None: any number)
+NODES: dict[str, tuple[int, int | None]] = {
+    **{op: (2, 2) for op in (*CPP_BINARY, *PY_BINARY, "or", "and")},
+    "!": (1, 1),
+    "not": (1, 1),
+    "neg": (1, 1),
+    "?:": (3, 3),
+    "str": (1, 1),
+    "sym": (1, 1),
+    "undef": (1, 1),
+    "call": (1, None),
+    "at": (2, 2),
+    "cast": (2, 2),
+    "map": (3, 3),
+    "list": (0, None),
+    "hp": (1, 1),
+    "hpget": (1, 2),
+    "find": (1, None),
+    "findopt": (1, None),
+    "has": (1, 1),
+    "self": (1, 1),
+}
+_TEXT_OPERANDS = {"str": 1, "sym": 1, "undef": 1, "call": 1, "at": 1, "cast": 1, "map": 1}
+_TEXT_ONLY = ("hp", "find", "findopt", "has", "self")
+
+
+def expression_problem(expression: Any) -> str:
+    """Why `expression` is not an expression of this language; "" when it is (or is ())."""
+    if expression is None or isinstance(expression, bool | int | float | str):
+        return ""
+    if not isinstance(expression, tuple):
+        return f"{expression!r} is not a literal, a name or a node tuple"
+    if not expression:
+        return ""
+    node, *operands = expression
+    if node not in NODES:
+        return f"{expression!r}: {node!r} is not a node of the rule language"
+    fewest, most = NODES[node]
+    if len(operands) < fewest or (most is not None and len(operands) > most):
+        return f"{expression!r}: {node} takes {fewest}..{most or 'n'} operands"
+    texts = len(operands) if node in _TEXT_ONLY else _TEXT_OPERANDS.get(node, 0)
+    if node == "hpget":
+        texts = 1
+    if not all(isinstance(o, str) for o in operands[:texts]):
+        return f"{expression!r}: {node} takes {texts} name(s) first"
+    for operand in operands[texts:]:
+        problem = expression_problem(operand) if operand != () else f"{expression!r}: empty"
+        if problem:
+            return problem
+    return ""
+
+
+# ---------------------------------------------------------------- the call tables
+
+
+def pad(x: int, n: int) -> int:
+    """GGML_PAD(x, n): x rounded up to a multiple of n (ggml.h)."""
+    return (x + n - 1) // n * n
+
+
+BUILTIN_CALLS: dict[str, Callable[..., Any]] = {
+    "std::min": min,
+    "std::max": max,
+    "GGML_PAD": pad,
+}
+PY_CALLS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "int": int,
+    "bool": lambda v: int(bool(v)),
+    "sum": sum,
+    "min": min,
+    "max": max,
+    "all": lambda v: int(all(v)),
+    "any": lambda v: int(any(v)),
+    "range": lambda *a: list(range(*a)),
+}
+
+_CPP: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a // b if b else UNDEFINED,  # C++ unsigned division: operands >= 0
+    "%": lambda a, b: a % b if b else UNDEFINED,
+    "<": lambda a, b: int(a < b),
+    "<=": lambda a, b: int(a <= b),
+    ">": lambda a, b: int(a > b),
+    ">=": lambda a, b: int(a >= b),
+    "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b),
+    "&&": lambda a, b: int(bool(a) and bool(b)),
+    "||": lambda a, b: int(bool(a) or bool(b)),
+}
+_PY: dict[str, Callable[[Any, Any], Any]] = {
+    "item": lambda a, b: (
+        a[b]
+        if isinstance(a, list | tuple | str) and -len(a) <= b < len(a)
+        else _Undefined(f"[{b}] of {a!r}")
+    ),
+    "//": lambda a, b: a // b if b else UNDEFINED,
+    "/f": lambda a, b: a / b if b else UNDEFINED,
+    "**": lambda a, b: a**b,
+    "in": lambda a, b: int(a in b),
+}
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+# A compiled expression is a function of (names, calls, converter): the names it reads, the
+# caller's call table, and the converter its reads resolve against (None outside the converter).
+Compiled = Callable[[Mapping[str, Any], Mapping[str, Callable[..., Any]], "Converter | None"], Any]
+_COMPILED: dict[int, tuple[Any, Compiled]] = {}  # id -> (the expression, kept alive; its function)
+_CACHE_LIMIT = 100_000
+_NO_CALLS: Mapping[str, Callable[..., Any]] = {}
+
+
+def evaluate(
+    expression: Any,
+    names: Mapping[str, Any],
+    calls: Mapping[str, Callable[..., Any]] | None = None,
+    converter: Converter | None = None,
+) -> Any:
+    """The expression's value; Unknown (naming why) when it needs what apron does not have."""
+    entry = _COMPILED.get(id(expression))
+    function = entry[1] if entry is not None and entry[0] is expression else compiled(expression)
+    value = function(names, calls or _NO_CALLS, converter)
+    if type(value) is int:
+        return value
+    if isinstance(value, list):  # a list holding an undefined element is undefined
+        value = _first_undefined(*value) or value
+    return _defined(value)
+
+
+def compiled(expression: Any) -> Compiled:
+    """The expression as a function of (names, calls, converter), built once per expression
+    object (generated modules keep theirs alive, so the id stays theirs)."""
+    entry = _COMPILED.get(id(expression))
+    if entry is not None and entry[0] is expression:
+        return entry[1]
+    function = _compile(expression)
+    if len(_COMPILED) >= _CACHE_LIMIT:  # expressions built on the fly, not generated ones
+        _COMPILED.clear()
+    _COMPILED[id(expression)] = (expression, function)
+    return function
+
+
+def _compile(e: Any) -> Compiled:
+    if isinstance(e, str):
+        return _name(e)
+    if e is None or isinstance(e, bool | int | float):
+        return lambda n, c, v: e
+    if not isinstance(e, tuple) or not e or e[0] not in NODES:
+        return _fails(f"malformed expression {e!r}")
+    node = e[0]
+    fewest, most = NODES[node]
+    if len(e) - 1 < fewest or (most is not None and len(e) - 1 > most):
+        return _fails(f"malformed expression {e!r}")
+    if node in _CPP:
+        return _cpp_binary(node, _compile(e[1]), _compile(e[2]))
+    if node in _PY:
+        return _py_binary(node, _compile(e[1]), _compile(e[2]))
+    builder = _BUILDERS.get(node)
+    if builder is None:
+        return _read(e)
+    return builder(e)
+
+
+def _fails(why: str) -> Compiled:
+    def run(n, c, v) -> Any:
+        raise Unknown(why)
+
+    return run
+
+
+def _name(name: str) -> Compiled:
+    constant = Symbol(name) if _CONSTANT.match(name) else None
+
+    def run(n, c, v) -> Any:
+        if name in n:
+            value = n[name]
+            if type(value) is Unread:
+                raise Unknown(value.reason)
+            return value
+        if constant is not None:
+            return constant
+        raise Unknown(name)
+
+    return run
+
+
+def _cpp_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
+    function = _CPP[op]
+
+    def run(n, c, v) -> Any:
+        a, b = left(n, c, v), right(n, c, v)
+        if type(a) is int and type(b) is int:  # the common case: what the checks below allow
+            return function(a, b)
+        if op == "||" and not isinstance(a, _Undefined) and a:
+            return 1
+        if op == "&&" and not isinstance(a, _Undefined) and not a:
+            return 0
+        undefined = _first_undefined(a, b)
+        if undefined is not None:
+            return undefined
+        if (a is None or b is None) and op in ("==", "!="):
+            return int((a == b) == (op == "=="))
+        if isinstance(a, str) or isinstance(b, str):
+            if op not in ("==", "!=") or not (isinstance(a, str) and isinstance(b, str)):
+                raise Unknown(f"{a} {op} {b}: an enum constant compared with a number")
+        return _safe(op, function, a, b)  # None + 1 in the converter's code: undefined
+
+    return run
+
+
+def _py_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
+    function = _PY[op]
+
+    def run(n, c, v) -> Any:
+        a, b = left(n, c, v), right(n, c, v)
+        if v is None:
+            raise Unknown(op)
+        return _first_undefined(a, b) or _safe(op, function, a, b)
+
+    return run
+
+
+def _boolean(e: tuple) -> Compiled:
+    op, left, right = e[0], _compile(e[1]), _compile(e[2])
+
+    def run(n, c, v) -> Any:  # Python's: the deciding value
+        a, b = left(n, c, v), right(n, c, v)
+        if v is None:
+            raise Unknown(op)
+        if isinstance(a, _Undefined):
+            return a
+        return (a if a else b) if op == "or" else (b if a else a)
+
+    return run
+
+
+def _unary(e: tuple) -> Compiled:
+    op, argument = e[0], _compile(e[1])
+
+    def run(n, c, v) -> Any:
+        a = argument(n, c, v)
+        if isinstance(a, _Undefined):
+            return a
+        if op == "neg":
+            return -a
+        return (not a) if op == "not" else int(not a)
+
+    return run
+
+
+def _choice(e: tuple) -> Compiled:
+    test, then, other = (_compile(part) for part in e[1:])
+
+    def run(n, c, v) -> Any:
+        cond, a, b = test(n, c, v), then(n, c, v), other(n, c, v)
+        return cond if isinstance(cond, _Undefined) else (a if cond else b)
+
+    return run
+
+
+def _cast(e: tuple) -> Compiled:
+    return _compile(e[2])  # integer casts of non-negative values change nothing here
+
+
+def _at(e: tuple) -> Compiled:
+    array, index_of = e[1], _compile(e[2])
+
+    def run(n, c, v) -> Any:
+        position = index_of(n, c, v)
+        if array not in n:
+            raise Unknown(f"per-layer array {array}")
+        values = _known(n[array])
+        index = _defined(position)
+        if not isinstance(values, list) or not 0 <= index < len(values):
+            raise Unknown(f"{array}[{index}]")
+        return _known(values[index])
+
+    return run
+
+
+def _call(e: tuple) -> Compiled:
+    name, arguments = e[1], tuple(_compile(a) for a in e[2:])
+
+    def run(n, c, v) -> Any:
+        args = [a(n, c, v) for a in arguments]
+        if v is not None and name in PY_CALLS:
+            function = PY_CALLS[name]
+        elif name in c:
+            function = c[name]
+        elif name in BUILTIN_CALLS:
+            function = BUILTIN_CALLS[name]
+        else:
+            raise Unknown(f"call {name}()")
+        for arg in args:
+            if type(arg) is _Undefined:
+                return arg
+        return _safe(name, function, *args)
+
+    return run
+
+
+def _map(e: tuple) -> Compiled:
+    variable, sequence_of, body = e[1], _compile(e[2]), _compile(e[3])
+
+    def element(n, c, v, value: Any) -> Any:
+        result = body({**n, variable: value}, c, v)
+        if isinstance(result, list):
+            result = _first_undefined(*result) or result
+        return result
+
+    def run(n, c, v) -> Any:
+        sequence = sequence_of(n, c, v)
+        if v is None:
+            raise Unknown(f"a comprehension over {variable}")
+        if isinstance(sequence, _Undefined):
+            return sequence
+        if not isinstance(sequence, list | tuple):
+            return _Undefined(f"a comprehension over {sequence!r}")
+        return [element(n, c, v, item) for item in sequence]
+
+    return run
+
+
+def _list(e: tuple) -> Compiled:
+    items = tuple(_compile(i) for i in e[1:])
+    return lambda n, c, v: [item(n, c, v) for item in items]
+
+
+def _constant(e: tuple) -> Compiled:
+    value: Any = e[1] if e[0] == "str" else Symbol(e[1])
+    if e[0] == "undef":
+        value = _Undefined(f"code the reader does not read ({e[1]})")
+    return lambda n, c, v: value
+
+
+_BUILDERS: dict[str, Callable[[tuple], Compiled]] = {
+    "or": _boolean,
+    "and": _boolean,
+    "!": _unary,
+    "not": _unary,
+    "neg": _unary,
+    "?:": _choice,
+    "cast": _cast,
+    "at": _at,
+    "call": _call,
+    "map": _map,
+    "list": _list,
+    "str": _constant,
+    "sym": _constant,
+    "undef": _constant,
+}
+
+
+def _read(e: tuple) -> Compiled:
+    """The converter's reads of the HF config ("hp", "hpget", "find", "findopt", "has",
+    "self"): Unknown where no converter is given."""
+    kind, texts = e[0], e[1:]
+    default_of = _compile(e[2]) if kind == "hpget" and len(e) == 3 else None
+
+    def run(n, c, converter) -> Any:
+        default = default_of(n, c, converter) if default_of is not None else None
+        if converter is None:
+            raise Unknown(f"{kind}:{'|'.join(texts)}")
+        hparams = converter.hparams
+        if kind == "hp":
+            key = texts[0]
+            missing = f"the converter reads hparams[{key!r}], which this config lacks"
+            return _lazy(hparams[key]) if key in hparams else _Undefined(missing)
+        if kind == "hpget":
+            return _lazy(hparams.get(texts[0], default))
+        if kind == "has":
+            return int(texts[0] in hparams)
+        if kind == "self":
+            return _known(converter.attribute(texts[0]))
+        keys = list(texts)
+        found = next((k for k in keys if k in hparams), None)
+        if found is None and converter.find_override:
+            why = (
+                f"{converter.find_override}.find_hparam, which apron does not read, looks {keys} up"
+            )
+            return _Undefined(why)
+        if found is None and kind == "find":
+            return _Undefined(f"the converter's find_hparam finds none of {keys}")
+        return _lazy(hparams[found]) if found is not None else None
+
+    return run
+
+
+def _lazy(value: Any) -> Any:
+    """An Unread value as an undefined one: Unknown only where it is used."""
+    return _Undefined(value.reason) if isinstance(value, Unread) else value
+
+
+def _known(value: Any) -> Any:
+    if isinstance(value, Unread):
+        raise Unknown(value.reason)
+    return value
+
+
+def _defined(value: Any) -> Any:
+    if isinstance(value, _Undefined):
+        raise Unknown(value.reason)
+    return value
+
+
+def _safe(name: str, function: Callable[..., Any], *args: Any) -> Any:
+    """A Python operation the converter makes; one that fails there (len of an int, in a
+    branch not taken) is undefined here."""
+    try:
+        return function(*args)
+    except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as err:
+        return _Undefined(f"{name} fails: {err}")
+
+
+def _first_undefined(*values: Any) -> _Undefined | None:
+    return next((v for v in values if isinstance(v, _Undefined)), None)

@@ -1,0 +1,431 @@
+"""The one builder of rule expressions (the language apron/expressions.py defines and evaluates):
+a tree-sitter expression node of C++ or Python -> a nested-tuple expression, never source text;
+and the expression rendered as infix words for people (never read back).
+
+C++ (`cpp_expression`): integers, `true`/`false` (1/0), names (`this->`, `hparams.` and
+`model.hparams.` dropped: they all name llama_hparams members), binary and unary operators,
+`?:`, calls, casts and `a[i]` (an "at" of a per-layer array). Python (`python_expression`,
+as llama.cpp's converter writes it): literals, `self.hparams[...]`, `.get`, `find_hparam`,
+`in self.hparams`, `self.NAME`, `gguf.MODEL_ARCH.NAME`, operators, `x if c else y`, tuples and
+lists, one-`for` comprehensions and the calls of PY_CALLS. A shape outside these raises
+UnreadableExpression naming the node type: the caller turns it into an explicit unknown."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from pydantic_core import core_schema
+from tree_sitter import Node
+
+from apron.expressions import CPP_BINARY, PY_CALLS, expression_problem
+from apron.extractors.parsing import cpp_ts, python_ts
+
+TRUE = 1  # a C++ condition that always holds
+
+
+class Expression:
+    """A record field holding an expression of apron/expressions.py (() is none): validated by
+    expression_problem, rendered as `Expression` in generated/schema.py."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        return core_schema.no_info_plain_validator_function(checked)
+
+
+class UnreadableExpression(ValueError):
+    """An expression of a shape this reader does not turn into an expression."""
+
+
+# ---------------------------------------------------------------- composing
+
+
+def conjunction(conditions: Iterable[Any]) -> Any:
+    """`a && b && ...` of the non-empty conditions, left to right; () when there are none."""
+    out: Any = ()
+    for condition in conditions:
+        if condition == ():
+            continue
+        out = condition if out == () else ("&&", out, condition)
+    return out
+
+
+def negation(expression: Any) -> Any:
+    """C++'s `!e`."""
+    return ("!", expression)
+
+
+def names_in(expression: Any) -> Iterator[str]:
+    """Every name the expression reads, in order (an enum constant is a name too)."""
+    if isinstance(expression, str):
+        yield expression
+    elif isinstance(expression, tuple) and expression:
+        node = expression[0]
+        if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
+            if node == "hpget" and len(expression) == 3:
+                yield from names_in(expression[2])
+            return
+        first = 2 if node in ("call", "at", "cast", "map") else 1
+        if node == "at":
+            yield expression[1]
+        for operand in expression[first:]:
+            yield from names_in(operand)
+
+
+def checked(expression: Any) -> Any:
+    """The expression (lists read back from JSON as tuples), or ValueError naming why it is not
+    one (a record's field validator)."""
+    expression = _tupled(expression)
+    problem = expression_problem(expression)
+    if problem:
+        raise ValueError(problem)
+    return expression
+
+
+def _tupled(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_tupled(v) for v in value)
+    return value
+
+
+# ---------------------------------------------------------------- C++
+
+_HPARAMS_PREFIX = re.compile(r"^(?:this->|model\.hparams\.|hparams\.)")
+
+
+def cpp_name(text: str) -> str:
+    """A member or variable as the expression names it (`this->n_embd` -> "n_embd")."""
+    return _HPARAMS_PREFIX.sub("", re.sub(r"\s+", "", text))
+
+
+def cpp_expression(node: Node, locals_: Mapping[str, Any] | None = None) -> Any:
+    """The expression of a tree-sitter-cpp node; a name bound in `locals_` is replaced by its
+    own expression (a `const uint32_t d_inner = ...;` read earlier in the same body)."""
+    bound = locals_ or {}
+    kind = node.type
+    if kind == "parenthesized_expression":
+        inner = cpp_ts.code_children(node)
+        if len(inner) != 1:
+            raise UnreadableExpression(kind)
+        return cpp_expression(inner[0], bound)
+    if kind == "number_literal":
+        value = cpp_ts.int_value(node)
+        if value is None:
+            raise UnreadableExpression(f"number {cpp_ts.node_text(node)}")
+        return value
+    if kind in ("true", "false"):
+        return 1 if kind == "true" else 0
+    if kind in ("identifier", "field_expression", "qualified_identifier"):
+        name = cpp_name(cpp_ts.node_text(node))
+        return bound.get(name, name)
+    if kind == "binary_expression":
+        op = node.child_by_field_name("operator")
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        symbol = cpp_ts.node_text(op) if op is not None else ""
+        if symbol not in CPP_BINARY or left is None or right is None:
+            raise UnreadableExpression(f"binary {symbol}")
+        return (symbol, cpp_expression(left, bound), cpp_expression(right, bound))
+    if kind == "unary_expression":
+        op = node.child_by_field_name("operator")
+        arg = node.child_by_field_name("argument")
+        symbol = cpp_ts.node_text(op) if op is not None else ""
+        if arg is None or symbol not in ("!", "-"):
+            raise UnreadableExpression(f"unary {symbol}")
+        return ("!" if symbol == "!" else "neg", cpp_expression(arg, bound))
+    if kind == "conditional_expression":
+        parts = [node.child_by_field_name(f) for f in ("condition", "consequence", "alternative")]
+        if any(p is None for p in parts):
+            raise UnreadableExpression(kind)
+        return ("?:", *(cpp_expression(p, bound) for p in parts))  # type: ignore[arg-type]
+    if kind == "call_expression":
+        args = cpp_ts.call_arguments(node)
+        name = cpp_name(cpp_ts.call_name(node))
+        return ("call", name, *(cpp_expression(a, bound) for a in args))
+    if kind == "cast_expression":
+        type_node = node.child_by_field_name("type")
+        value = node.child_by_field_name("value")
+        if type_node is None or value is None:
+            raise UnreadableExpression(kind)
+        cast = re.sub(r"\s+", " ", cpp_ts.node_text(type_node))
+        return ("cast", cast, cpp_expression(value, bound))
+    if kind == "subscript_expression":
+        array = node.child_by_field_name("argument")
+        index = node.child_by_field_name("indices") or node.child_by_field_name("index")
+        inner = (
+            cpp_ts.code_children(index) if index is not None and index.type != "identifier" else []
+        )
+        target = inner[0] if inner else index
+        if array is None or target is None:
+            raise UnreadableExpression(kind)
+        return ("at", cpp_name(cpp_ts.node_text(array)), cpp_expression(target, bound))
+    raise UnreadableExpression(kind)
+
+
+# ---------------------------------------------------------------- Python
+
+_PY_BINARY = {"+": "+", "-": "-", "*": "*", "/": "/f", "//": "//", "%": "%", "**": "**"}
+_PY_COMPARE = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!=", "in": "in"}
+HPARAMS = ("self.hparams", "hparams")
+
+
+class _Unread:
+    """A value assigned where the reader cannot follow (None is the expression `None`)."""
+
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+UNREAD = _Unread()
+
+
+def _chain(node: Node) -> str:
+    return "".join(python_ts.node_text(node).split())
+
+
+def _keys(node: Node) -> list[str] | None:
+    node = python_ts.unparenthesize(node)
+    if node.type not in ("list", "tuple"):
+        return None
+    keys = [python_ts.string_value(c) for c in node.named_children]
+    return keys if all(k is not None for k in keys) else None  # type: ignore[return-value]
+
+
+def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, depth: int = 0) -> Any:
+    """The expression of a tree-sitter-python node; `locals_` maps a local to its value: an
+    expression already read, a node to read, or UNREAD (assigned where this reader cannot see)."""
+    bound = locals_ or {}
+    if depth > 20:
+        raise UnreadableExpression("locals nested too deep")
+    node = python_ts.unparenthesize(node)
+    kind = node.type
+    text = python_ts.node_text
+
+    def inner(n: Node, extra: Mapping[str, Any] | None = None) -> Any:
+        return python_expression(n, {**bound, **(extra or {})}, depth + 1)
+
+    if kind == "named_expression":  # (x := value): the value
+        return inner(node.child_by_field_name("value"))
+    if kind == "integer":
+        return int(text(node).replace("_", ""), 0)
+    if kind in ("true", "false"):
+        return kind == "true"
+    if kind == "none":
+        return None
+    if kind in ("string", "concatenated_string"):  # "a" "b" is the one string "ab"
+        value = python_ts.string_value(node)
+        if value is None:
+            raise UnreadableExpression("an f-string")
+        return ("str", value)
+    if kind == "identifier":
+        name = text(node)
+        if name in bound:
+            value = bound[name]
+            if value is UNREAD:
+                raise UnreadableExpression(
+                    f"the local {name}, assigned in code this reader does not read"
+                )
+            return inner(value) if isinstance(value, Node) else value
+        raise UnreadableExpression(f"the local {name}")
+    if kind == "attribute":
+        chain = _chain(node)
+        if chain.startswith("self.") and chain.count(".") == 1:
+            return ("self", chain[5:])
+        if chain.startswith("gguf.MODEL_ARCH.") and chain.count(".") == 2:
+            return ("sym", chain.rsplit(".", 1)[1])
+        raise UnreadableExpression(f"the attribute {python_ts.code_of(node)}")
+    if kind == "subscript":
+        value = node.child_by_field_name("value")
+        key = node.child_by_field_name("subscript")
+        if value is not None and _chain(value) in HPARAMS and key is not None:
+            name = python_ts.string_value(key)
+            if name is not None:
+                return ("hp", name)
+        if value is not None and key is not None and key.type != "slice":
+            return ("item", inner(value), inner(key))
+        raise UnreadableExpression("a subscript")
+    if kind == "binary_operator":
+        op = text(node.child_by_field_name("operator"))
+        if op not in _PY_BINARY:
+            raise UnreadableExpression(f"the operator {op}")
+        left = inner(node.child_by_field_name("left"))
+        return (_PY_BINARY[op], left, inner(node.child_by_field_name("right")))
+    if kind == "unary_operator":
+        op = text(node.child_by_field_name("operator"))
+        argument = inner(node.child_by_field_name("argument"))
+        if op == "-":
+            return ("neg", argument)
+        if op == "+":
+            return argument
+        raise UnreadableExpression(f"the unary {op}")
+    if kind == "not_operator":
+        return ("not", inner(node.child_by_field_name("argument")))
+    if kind == "boolean_operator":
+        op = text(node.child_by_field_name("operator"))
+        left = inner(node.child_by_field_name("left"))
+        return (op, left, inner(node.child_by_field_name("right")))
+    if kind == "comparison_operator":
+        return _comparison(node, inner)
+    if kind == "conditional_expression":
+        body, test, other = node.named_children
+        condition = inner(test)
+        then = inner(body)
+        return ("?:", condition, then, inner(other))
+    if kind in ("tuple", "list"):
+        return ("list", *(inner(c) for c in node.named_children))
+    if kind in ("list_comprehension", "generator_expression"):
+        body = node.child_by_field_name("body")
+        clauses = [c for c in node.named_children if c != body]
+        if len(clauses) != 1 or clauses[0].type != "for_in_clause":
+            raise UnreadableExpression("a comprehension with more than one for, or an if")
+        variable = clauses[0].child_by_field_name("left")
+        sequence = clauses[0].child_by_field_name("right")
+        if variable is None or variable.type != "identifier" or sequence is None:
+            raise UnreadableExpression("a comprehension over a pattern")
+        name = text(variable)
+        over = inner(sequence)
+        return ("map", f"${name}", over, inner(body, {name: f"${name}"}))
+    if kind == "call":
+        return _call(node, inner)
+    raise UnreadableExpression(kind)
+
+
+def _comparison(node: Node, inner) -> Any:
+    text = python_ts.node_text
+    parts = node.named_children
+    operators = [text(c) for c in node.children if not c.is_named]
+    if len(parts) != 2 or len(operators) != 1:
+        raise UnreadableExpression("a chained comparison")
+    op = operators[0]
+    left, right = parts
+    if op in ("in", "not in") and _chain(right) in HPARAMS:
+        key = python_ts.string_value(python_ts.unparenthesize(left))
+        if key is not None:
+            return ("has", key) if op == "in" else ("not", ("has", key))
+    if op in ("is", "is not") and python_ts.unparenthesize(right).type == "none":
+        return ("==" if op == "is" else "!=", inner(left), None)
+    if op not in _PY_COMPARE:
+        raise UnreadableExpression(f"the comparison {op}")
+    first = inner(left)
+    return (_PY_COMPARE[op], first, inner(right))
+
+
+def _call(node: Node, inner) -> Any:
+    text = python_ts.node_text
+    function = node.child_by_field_name("function")
+    argument_node = node.child_by_field_name("arguments")
+    arguments = (
+        [argument_node]  # f(x for x in xs): the generator is the one argument
+        if argument_node.type == "generator_expression"
+        else list(argument_node.named_children)
+    )
+    chain = _chain(function) if function is not None else ""
+    if chain == "self.find_hparam" and arguments:
+        keys = _keys(arguments[0])
+        optional = any(
+            a.type == "keyword_argument"
+            and text(a.child_by_field_name("name")) == "optional"
+            and text(a.child_by_field_name("value")) == "True"
+            for a in arguments[1:]
+        )
+        if keys is not None:
+            return ("findopt" if optional else "find", *keys)
+    if chain in (f"{h}.get" for h in HPARAMS) and arguments:
+        key = python_ts.string_value(arguments[0])
+        if key is not None and len(arguments) <= 2:
+            return ("hpget", key, inner(arguments[1])) if len(arguments) == 2 else ("hpget", key)
+    if chain in PY_CALLS and all(a.type != "keyword_argument" for a in arguments):
+        return ("call", chain, *(inner(a) for a in arguments))
+    where = python_ts.code_of(function) if function is not None else "?"
+    raise UnreadableExpression(f"a call of {where}")
+
+
+# ---------------------------------------------------------------- words for people
+
+_PRECEDENCE = {
+    "or": 1,
+    "||": 1,
+    "and": 2,
+    "&&": 2,
+    "==": 3,
+    "!=": 3,
+    "<": 4,
+    "<=": 4,
+    ">": 4,
+    ">=": 4,
+    "in": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "/": 6,
+    "/f": 6,
+    "//": 6,
+    "%": 6,
+    "**": 7,
+}
+_SHOWN = {"/f": "/"}
+
+
+def infix(expression: Any) -> str:
+    """The expression as C++/Python-like words for a reviewer ("n_embd * (l - 1)")."""
+    return _words(expression)[0]
+
+
+def _words(e: Any) -> tuple[str, int]:
+    """(text, precedence of its outermost operator; 9 for an atom)."""
+    if isinstance(e, str):
+        return e, 9
+    if not isinstance(e, tuple):
+        return repr(e), 9
+    if not e:
+        return "always", 9
+    node, *rest = e
+    if node in _PRECEDENCE:
+        (a, pa), (b, pb) = _words(rest[0]), _words(rest[1])
+        p = _PRECEDENCE[node]
+        left = a if pa >= p else f"({a})"
+        right = b if pb > p else f"({b})"
+        return f"{left} {_SHOWN.get(node, node)} {right}", p
+    if node in ("!", "neg", "not"):
+        a, pa = _words(rest[0])
+        sign = {"!": "!", "neg": "-", "not": "not "}[node]
+        return sign + (a if pa >= 9 else f"({a})"), 8
+    if node == "?:":
+        cond, then, other = (_words(r)[0] for r in rest)
+        return f"({cond} ? {then} : {other})", 9
+    if node == "cast":
+        return f"({rest[0]}) {_words(rest[1])[0]}", 8
+    if node == "at":
+        return f"{rest[0]}[{_words(rest[1])[0]}]", 9
+    if node == "item":
+        return f"{_words(rest[0])[0]}[{_words(rest[1])[0]}]", 9
+    if node == "call":
+        return f"{rest[0]}({', '.join(_words(r)[0] for r in rest[1:])})", 9
+    if node == "list":
+        return "[" + ", ".join(_words(r)[0] for r in rest) + "]", 9
+    if node == "map":
+        body, over = _words(rest[2])[0], _words(rest[1])[0]
+        return f"[{body} for {rest[0]} in {over}]", 9
+    if node == "str":
+        return repr(rest[0]), 9
+    if node == "hp":
+        return f"hparams[{rest[0]!r}]", 9
+    if node == "hpget":
+        default = f", {_words(rest[1])[0]}" if len(rest) == 2 else ""
+        return f"hparams.get({rest[0]!r}{default})", 9
+    if node in ("find", "findopt"):
+        optional = ", optional=True" if node == "findopt" else ""
+        return f"find_hparam({list(rest)!r}{optional})", 9
+    if node == "has":
+        return f"{rest[0]!r} in hparams", 4
+    if node == "self":
+        return f"self.{rest[0]}", 9
+    if node == "undef":
+        return f"<unread: {rest[0]}>", 9
+    return " ".join(str(r) for r in rest), 9  # "sym"
+
+
+def sorted_expressions(expressions: Sequence[Any]) -> list[Any]:
+    """Expressions in a stable order (by their words): the order of `case` labels means
+    nothing, and ints and names do not compare with each other."""
+    return sorted(expressions, key=lambda e: (infix(e), repr(e)))
