@@ -7,10 +7,11 @@ import gc
 
 import pytest
 
+from apron.extractors.engine_api import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.collections_paced import YOUNG_THRESHOLD, fewer_collections
 from apron.extractors.records import FactKind
-from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput, extract_engine
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.sglang.records import SglangDocsRow
 from apron.extractors.snapshot import Snapshot
 

@@ -10,10 +10,11 @@ from collections.abc import Mapping
 
 import pytest
 
+from apron.extractors.engine_api import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing import workers
 from apron.extractors.records import FactKind, Record
-from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput, extract_engine
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.runner.factcache import FactCache, cached_engine
 from apron.extractors.snapshot import MemorySnapshot, Snapshot
 from tests.test_fact_graph import ENGINE_TREES, Item, _by_name, _snapshot, kind, reader

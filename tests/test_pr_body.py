@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apron.extractors.commands.bump import BumpPlan, plan_bump
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.pins import Pin
 from apron.extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
@@ -39,7 +40,6 @@ from apron.extractors.report.pr_body import (
     shown,
     warning_text,
 )
-from apron.extractors.runner.pipeline import run
 from apron.extractors.vllm.records import ModelClassFlags, RegistryRow, VllmDocsRow
 from tests import llamacpp_miniatures as llama
 from tests import vllm_miniatures as vllm

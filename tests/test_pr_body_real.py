@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from apron.extractors.commands.bump import plan_bump
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.report.pr_body import READABLE_BODY, github_length, render_pr_body
-from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.pipeline import ProjectPaths
 from tests.conftest import mirror, write_pin
 
 pytestmark = pytest.mark.real_mirror

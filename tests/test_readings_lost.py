@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from apron.extractors.commands.bump import READINGS_LOST_EXIT, plan_bump, render_pr_body
 from apron.extractors.commands.cli import app
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
-from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import (
     MODELS_CONFIG_PATH,

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from apron.extractors.engine_api import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.llamacpp import (
     class_sets,
     converter,
     converter_hparams,
-    families,
     hf_join,
     hparams_steps,
     limits,
-    matrix_cells,
     memory_rules,
     sliding_window,
     support,
@@ -42,7 +41,6 @@ from apron.extractors.llamacpp.records import (
 )
 from apron.extractors.parsing.cpp_ts import brace_warnings, parse_cpp, parse_cpp_methods
 from apron.extractors.records import FactKind, Record, SupportScan, warning
-from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.snapshot import Snapshot
 
 ARCH_CPP = "src/llama-arch.cpp"
@@ -593,9 +591,6 @@ ENGINE = EngineSpec(
     engine_id="llamacpp",
     title="llama.cpp",
     upstream_url="https://github.com/ggml-org/llama.cpp",
-    matrix_cells=matrix_cells.matrix_cells,
-    families=families.llamacpp_families,
-    family_rules=families.LLAMACPP_RULES,
     release_tags=r"b\d+",
     support_facts=("arch_names", "class_set_members"),
     support_judge=support.judge,

@@ -19,6 +19,7 @@ from apron.extractors.report.diff import (
     provenance_fields,
     rekeyed_fields,
 )
+from apron.extractors.report.engine_reports import engine_report
 
 GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
 WORKFLOW_NOTICE_RESERVE = 1_000  # left for a notice the workflow puts on top (failed tests)
@@ -344,7 +345,7 @@ def _impact_summary(plan: BumpPlan) -> str:
 def feature_flips(plan: BumpPlan) -> list[str]:
     """The matrix features (the engine's cell flags: EAGLE-3, PP, hybrid, ...) that flip on
     architectures registered before and after, as counts: "3 gain EAGLE-3", "1 loses PP"."""
-    cells = plan.engine.matrix_cells
+    cells = engine_report(plan.engine.engine_id).matrix_cells
     if cells is None or plan.old_facts is None:
         return []
     old, new = cells(plan.old_facts), cells(plan.new_facts)

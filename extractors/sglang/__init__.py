@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from apron.extractors.doc_findings import DocRegistryFinding
+from apron.extractors.engine_api import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.errors import MissingPathError
 from apron.extractors.records import ExtractionWarning, FactKind, Record, SupportScan, warning
-from apron.extractors.report.doc_findings import DocRegistryFinding
-from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.serving.records import (
     KvHeadAlias,
     KvHeadFallback,
@@ -23,11 +23,9 @@ from apron.extractors.sglang import (
     attention_chain,
     context_length,
     docs_tables,
-    families,
     hybrid_configs,
     kv_dtype_sets,
     kv_heads,
-    matrix_cells,
     memory_fraction,
     prefill_graph,
     serving_defaults,
@@ -411,11 +409,6 @@ ENGINE = EngineSpec(
     engine_id="sglang",
     title="SGLang",
     upstream_url="https://github.com/sgl-project/sglang",
-    matrix_cells=matrix_cells.matrix_cells,
-    mla_decided_by="architecture",
-    mla_verdicts=matrix_cells.mla_verdicts,
-    families=families.sglang_families,
-    family_rules=families.SGLANG_RULES,
     release_tags=r"v\d+\.\d+\.\d+(\.post\d+)?",
     support_facts=("mla_architectures", "explicit_mha_architectures", "architecture_sets"),
     facts=(

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from apron.extractors.errors import MissingPathError
-from apron.extractors.parsing.markdown import parse_document
-from apron.extractors.records import FactKind, Record, SupportScan
-from apron.extractors.report.doc_findings import (
+from apron.extractors.doc_findings import (
     OTHER_SPELLING,
     REGISTERED_NOT_DOCUMENTED,
     DocRegistryFinding,
@@ -16,9 +13,12 @@ from apron.extractors.report.doc_findings import (
     Registered,
     compare,
 )
-from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.engine_api import EngineSpec, FactExtractor, FactOutput
+from apron.extractors.errors import MissingPathError
+from apron.extractors.parsing.markdown import parse_document
+from apron.extractors.records import FactKind, Record, SupportScan
 from apron.extractors.snapshot import Snapshot
-from apron.extractors.trtllm import docs_tables, families, matrix_cells
+from apron.extractors.trtllm import docs_tables
 from apron.extractors.trtllm.records import (
     TrtllmFeatureCell,
     TrtllmRegisteredArchitecture,
@@ -198,9 +198,6 @@ ENGINE = EngineSpec(
     engine_id="trtllm",
     title="TensorRT-LLM",
     upstream_url="https://github.com/NVIDIA/TensorRT-LLM",
-    matrix_cells=matrix_cells.matrix_cells,
-    families=families.trtllm_families,
-    family_rules=families.TRTLLM_RULES,
     release_tags=r"v\d+\.\d+\.\d+",
     support_facts=("feature_matrix",),
     facts=(

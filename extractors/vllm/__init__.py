@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from apron.extractors.doc_findings import DocRegistryFinding
+from apron.extractors.engine_api import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.records import FactKind, Record, SupportScan, warning
-from apron.extractors.report.doc_findings import DocRegistryFinding
-from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.serving import kv_heads
 from apron.extractors.serving.records import (
     KvHeadAlias,
@@ -24,10 +24,8 @@ from apron.extractors.vllm import (
     class_flags,
     convertor,
     docs_tables,
-    families,
     index_cache,
     kv_dtype_rules,
-    matrix_cells,
     model_config_defaults,
     option_literals,
     serving_rules,
@@ -53,7 +51,7 @@ from apron.extractors.vllm.records import (
     SizingPath,
     VllmDocsRow,
 )
-from apron.extractors.vllm.registry_notices import registry_notices, removal_notes
+from apron.extractors.vllm.registry_notices import registry_notices
 from apron.extractors.vllm.registry_rows import registry_rows
 
 
@@ -497,14 +495,8 @@ ENGINE = EngineSpec(
     engine_id="vllm",
     title="vLLM",
     upstream_url="https://github.com/vllm-project/vllm",
-    matrix_cells=matrix_cells.matrix_cells,
-    mla_decided_by="model_type",
-    mla_verdicts=matrix_cells.mla_verdicts,
-    families=families.vllm_families,
-    family_rules=families.VLLM_RULES,
     release_tags=r"v\d+\.\d+\.\d+",
     support_facts=("mla_model_types", "model_class_flags", "attn_type_rule", "registry_notices"),
-    removal_notes=removal_notes,
     facts=(
         FactExtractor(MLA_MODEL_TYPES, _mla_model_types, reads=CONVERTOR_READS),
         FactExtractor(MLA_GATES, _mla_gates, reads=CONVERTOR_READS),

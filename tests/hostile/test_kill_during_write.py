@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from apron.extractors.commands.check import check_offline
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
-from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.pipeline import ProjectPaths
 from apron.extractors.runner.writer import leftovers, project_lock, recover_interrupted_write
 from tests.conftest import REPO_ROOT, write_pin
 from tests.hostile.helpers import UPSTREAM, clean_tree, folder_bytes
@@ -118,7 +119,8 @@ import sys
 from pathlib import Path
 from apron.extractors.engines import ENGINES
 from apron.extractors.pins import Pin
-from apron.extractors.runner.pipeline import ProjectPaths, extract_at, write_generated
+from apron.extractors.runner.pipeline import ProjectPaths, extract_at
+from apron.extractors.commands.generate import write_generated
 repo, root, *commits = sys.argv[1:]
 paths = ProjectPaths(Path(root))
 engine = ENGINES["vllm"]
