@@ -168,7 +168,7 @@ def test_matrix_cells_and_top_section():
         "registered: text-generation (Decoder-only) [MLA if model_type is "
         "deepseek_v4] (registry.py _TEXT_GENERATION_MODELS)"
     )
-    # the columns follow the engine registry (extractors/engines.py): vLLM, SGLang, llama.cpp, ...
+    # the columns follow the engine registry (extractors/engines/__init__.py): vLLM, SGLang, llama.cpp, ...
     assert cells[2] == "registered: deepseek_v4 [MHA (explicit)] (deepseek_v4.py EntryClass)"
     assert cells[3] == "?"  # no llama.cpp constraints
     assert cells[4] == (
