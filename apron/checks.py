@@ -57,26 +57,53 @@ def refuse_unnamed(model: ModelConfig) -> None:
     )
 
 
-def refuse_invalid(model: ModelConfig) -> None:
-    """ApronInputError when the configuration class the engines build the config with refuses
-    it (its extracted validate_* checks, apron.normalize.refusal): vLLM cannot load it."""
+def class_refusal(model: ModelConfig) -> str:
+    """Why the configuration class vLLM builds the config with (generated/transformers: its
+    transformers release and its own classes) refuses it ("" when it builds): a field value its
+    @strict field types refuse, its extracted validate_* checks, or a derivation that raises
+    (apron.normalize.refusal)."""
     constraints = getattr(model, "constraints", None)
     classes = constraints.config_classes() if constraints is not None else None
     if classes is None:
-        return
+        return ""
     chosen = [classes.text_class(model.text_model_type, model.text_key, model.model_type)]
     if model.text_key is not None:
         chosen.append(classes.text_class(model.model_type, None, model.model_type))
     for cls, published in zip(chosen, (model.text, model.raw), strict=False):
         why = classes.refusal(cls, published) if cls is not None else None
         if why:
-            raise ApronInputError(f"{model.source}: the config is refused: {why}")
+            return why
+    return ""
+
+
+def sglang_own_class(model: ModelConfig) -> str:
+    """The configuration class SGLang defines itself for this config's model_type (its
+    hybrid_config_classes facts name them), which it builds instead of transformers' ("")."""
+    constraints = getattr(model, "constraints", None)
+    sglang = constraints.get("sglang") if constraints is not None else None
+    if sglang is None or not sglang.has("hybrid_config_classes"):
+        return ""
+    for row in sglang.rows("hybrid_config_classes"):
+        if row.model_type and row.model_type == model.model_type:
+            return str(row.config_class)
+    return ""
+
+
+def refuse_invalid(model: ModelConfig) -> None:
+    """ApronInputError when the configuration class the engines build the config with refuses
+    it (class_refusal). When SGLang builds this model_type with a class of its own, the refusal
+    is vLLM's alone: its column says so (apron.engines.vllm) and the plan goes on."""
+    why = class_refusal(model)
+    if why and not sglang_own_class(model):
+        raise ApronInputError(f"{model.source}: the config is refused: {why}")
 
 
 def refuse_non_integers(model: ModelConfig) -> None:
     """ApronInputError for the first count field (COUNT_FIELDS) present with a value that is
     not an integer: "num_hidden_layers is true, not an integer"; null stays absent. The values
-    config.json states are checked first, then the ones derived from them."""
+    config.json states are checked first, then the ones derived from them. This is the fallback
+    for what the configuration class's own @strict field types (refuse_invalid, checked first)
+    do not cover: a class that is not read or not @strict (vLLM's own), and derived values."""
     for read_field in (model.published, model.read):
         for name in COUNT_FIELDS:
             read = read_field(name)
@@ -106,8 +133,8 @@ def refuse_layer_types_mismatch(model: ModelConfig) -> None:
 def refuse_impossible(model: ModelConfig) -> None:
     """ApronInputError naming the first value the engine would refuse (or apron cannot bound)."""
     refuse_unnamed(model)
-    refuse_non_integers(model)
     refuse_invalid(model)
+    refuse_non_integers(model)
     layers = model.integer("num_hidden_layers")
     if layers is not None and not 1 <= layers <= MAX_LAYERS:
         raise ApronInputError(

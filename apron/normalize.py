@@ -60,6 +60,8 @@ class ConfigClass(NamedTuple):
     sub_configs: dict[str, str]
     derivations: tuple[tuple[str, tuple, tuple], ...]
     validators: tuple[tuple[str, tuple, str, str], ...] = ()  # (method, condition, error, message)
+    strict: bool = False  # huggingface_hub @strict: field values are checked against field_types
+    field_types: dict[str, tuple] | None = None  # field -> annotation tree (FIELD_TYPE_OPS)
 
 
 # -- the extracted tables -----------------------------------------------------------------------
@@ -96,6 +98,10 @@ def _tables(module: Any, origin: str) -> _Tables:
     checks: dict[str, list[tuple[int, str, tuple, str, str]]] = {}
     for cls, method, step, condition, error, message in getattr(module, "VALIDATORS", ()):
         checks.setdefault(cls, []).append((step, method, condition, error, message))
+    types: dict[str, dict[str, tuple]] = {}
+    for cls, name, tree in getattr(module, "FIELD_TYPES", ()):
+        types.setdefault(cls, {})[name] = tree
+    strict = {row[0] for row in getattr(module, "STRICT_CLASSES", ())}
     classes: dict[str, ConfigClass] = {}
     by_model_type: dict[str, str] = {}
     for name, model_type, path, bases in sorted(module.CLASSES, key=lambda c: c[2]):
@@ -112,6 +118,8 @@ def _tables(module: Any, origin: str) -> _Tables:
             subs.get(name, {}),
             tuple((n, c, e) for _, n, c, e in sorted(steps.get(name, []), key=lambda s: s[0])),
             tuple(v[1:] for v in sorted(checks.get(name, []), key=lambda v: v[0])),
+            name in strict,
+            types.get(name, {}),
         )
         if model_type is not None:
             by_model_type.setdefault(model_type, name)
@@ -246,6 +254,18 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+class ClassRaises(Exception):
+    """Building the config runs a derivation that raises (a dict lookup of a key it lacks)."""
+
+
 class _Env:
     """The config as the class sees it: published keys over the class defaults, then what the
     derivations set."""
@@ -261,6 +281,7 @@ class _Env:
             self.aliases.update(member.attribute_map)
             self.defaults.update(member.defaults)
         self.set: dict[str, Any] = {}
+        self.raised = ""  # what building the config raised ("" when it built)
 
     def real(self, name: str) -> str:
         return self.aliases.get(name, name)
@@ -288,6 +309,14 @@ class _Env:
             if tree[1] in self.published:
                 return self.published[tree[1]]
             return self.evaluate(tree[2], item)
+        if op == "has kwarg":
+            return tree[1] in self.published
+        if op == "[]":
+            container, key = self.evaluate(tree[1], item), self.evaluate(tree[2], item)
+            if tree[1][0] != "const":  # a field's dict may be filled by code not read here
+                ok = isinstance(container, dict) and _hashable(key) and key in container
+                return container[key] if ok else UNKNOWN
+            return self._lookup(container, key)
         if op == "item":
             return item
         if op == "for":
@@ -315,6 +344,20 @@ class _Env:
         except (TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError):
             return UNKNOWN
 
+    @staticmethod
+    def _lookup(container: Any, key: Any) -> Any:
+        """container[key] of a dict the class writes out; a key it lacks raises (ClassRaises),
+        as the class does."""
+        if container is UNKNOWN or key is UNKNOWN or not isinstance(container, dict):
+            return UNKNOWN
+        try:
+            return container[key]
+        except KeyError:
+            keys = ", ".join(map(repr, container))
+            raise ClassRaises(f"KeyError: {shown(repr(key))} (it maps {keys})") from None
+        except TypeError:  # an unhashable key: the class raises TypeError
+            raise ClassRaises(f"TypeError: unhashable {type(key).__name__}") from None
+
     def _for(self, tree: tuple, item: Any) -> Any:
         iterable = tree[1]
         if iterable[0] == "range":
@@ -324,6 +367,8 @@ class _Env:
             values: Any = range(count)
         else:
             values = self.evaluate(iterable, item)
+            if isinstance(values, str) and len(values) <= MAX_LIST:
+                values = list(values)  # a string is iterated by character
             if not isinstance(values, list):
                 return UNKNOWN
         out = [self.evaluate(tree[2], v) for v in values]
@@ -378,6 +423,10 @@ def words(tree: tuple) -> str:
         return "[" + ", ".join(words(t) for t in tree[1:]) + "]"
     if op == "unknown":
         return f"<not read: {tree[1]}>"
+    if op == "has kwarg":
+        return f"config.json has {tree[1]}"
+    if op == "[]":
+        return f"{words(tree[1])}[{words(tree[2])}]"
     return f"({words(tree[1])} {op} {words(tree[2])})"
 
 
@@ -413,6 +462,7 @@ def _built(
     keys = classes.kv_head_keys
     where = f"{cls.origin} {cls.name} ({cls.path})"
     sources: dict[str, str] = {}
+    env.raised = ""
     for member in classes.class_chain(cls):
         for name, (_value, known) in member.defaults.items():
             usable = known and not _withheld(name, None, keys)
@@ -420,22 +470,120 @@ def _built(
     for member in classes.class_chain(cls):
         for name, condition, expression in member.derivations:
             real = env.real(name)
-            test = env.evaluate(condition)
-            if test is UNKNOWN:
-                env.set[real] = UNKNOWN
-            elif test:
-                env.set[real] = env.evaluate(expression)
-            else:
-                continue
+            try:
+                test = env.evaluate(condition)
+                if test is UNKNOWN:
+                    env.set[real] = UNKNOWN
+                elif test:
+                    env.set[real] = env.evaluate(expression)
+                else:
+                    continue
+            except ClassRaises as raised:
+                env.raised = (
+                    f"{member.origin} {member.name} ({member.path}) raises {raised} when it sets "
+                    f"{real} = {words(expression)}"
+                )
+                return env, sources
             usable = not _withheld(real, (condition, expression), keys)
             sources[real] = f"{where}: {real} = {words(expression)}" if usable else ""
     return env, sources
 
 
+SIMPLE_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def type_error(name: str, value: Any, tree: tuple) -> str:
+    """What huggingface_hub's strict type_validator says of `value` for a field annotated
+    `tree` ("" when it accepts it). Only simple types (int, float, bool, str), None and their
+    unions are checked; a container or any other class is not (apron does not model it)."""
+    kind = tree[0]
+    if kind == "none":
+        return "" if value is None else f"Field '{name}' expected None, got {type(value).__name__}"
+    if kind == "union":
+        errors = [type_error(name, value, member) for member in tree[1:]]
+        if any(not e for e in errors):
+            return ""
+        return f"Field '{name}' with value {value!r} doesn't match any type: {'; '.join(errors)}"
+    expected = SIMPLE_TYPES.get(tree[1]) if kind == "type" else None
+    if expected is None:
+        return ""
+    if (expected is int and isinstance(value, bool)) or not isinstance(value, expected):
+        return (
+            f"Field '{name}' expected {expected.__name__}, got {type(value).__name__} "
+            f"(value: {value!r})"
+        )
+    return ""
+
+
+def _checked_types(classes: ConfigClasses, cls: ConfigClass) -> dict[str, tuple]:
+    """The field annotations @strict checks for this class: those of its nearest @strict class
+    (itself or a base) and that class's bases, the most derived annotation winning."""
+    chain = classes.class_chain(cls)
+    start = next((i for i, member in enumerate(chain) if member.strict), None)
+    found: dict[str, tuple] = {}
+    for member in reversed(chain[start:] if start is not None else ()):
+        found.update(member.field_types or {})
+    return found
+
+
+TYPE_WORDS = {"int": "an integer", "float": "a float", "bool": "a boolean", "str": "a string"}
+
+
+def type_words(tree: tuple, *, article: bool = False) -> str:
+    """An annotation tree as Python-like text ("int | None"), or with `article` as words
+    ("an integer or null")."""
+    kind = tree[0]
+    if kind == "none":
+        return "null" if article else "None"
+    if kind == "union":
+        members = sorted(tree[1:], key=lambda t: t[0] == "none")  # None last, as it is written
+        return (" or " if article else " | ").join(type_words(t, article=article) for t in members)
+    if kind == "type":
+        return TYPE_WORDS.get(tree[1], tree[1]) if article else tree[1]
+    if kind == "generic":
+        return f"{tree[1]}[{', '.join(type_words(t) for t in tree[2:])}]"
+    return "..." if kind == "ellipsis" else str(tree[-1])
+
+
+def type_refusal(
+    classes: ConfigClasses, cls: ConfigClass, published: Mapping[str, Any]
+) -> str | None:
+    """Why @strict refuses a value config.json gives a field of this class (the first, by
+    key), or None: "num_hidden_layers is true, not an integer (...)"."""
+    from apron.bounds import what_it_is
+
+    types = _checked_types(classes, cls)
+    if not types:
+        return None
+    aliases = classes.attribute_map(cls)
+    for key in sorted(published):
+        if published[key] is None:
+            # null reads as absent here, as everywhere in apron (huggingface_hub would check
+            # None against the annotation too; not modelled)
+            continue
+        field_name = key if key in types else (aliases.get(key) or ("",))[0]
+        tree = types.get(field_name)
+        error = type_error(field_name, published[key], tree) if tree is not None else ""
+        if error:
+            return (
+                f"{shown(key)} is {what_it_is(published[key])}, not {type_words(tree, article=True)}"
+                f" (transformers' configuration classes declare it {type_words(tree)} and refuse "
+                f"any other type: {cls.origin} {cls.name} ({cls.path}) is @strict, so "
+                f"huggingface_hub raises StrictDataclassFieldValidationError: {error})"
+            )
+    return None
+
+
 def refusal(classes: ConfigClasses, cls: ConfigClass, published: Mapping[str, Any]) -> str | None:
-    """Why the class refuses this config (the first validate_* check whose condition holds on
-    the config as the class builds it), or None; a check apron cannot evaluate is not applied."""
+    """Why the class refuses this config (a field value its @strict type check refuses, else
+    the first validate_* check whose condition holds on the config as the class builds it), or
+    None; a check apron cannot evaluate is not applied."""
+    typed = type_refusal(classes, cls, published)
+    if typed:
+        return typed
     env, _ = _built(classes, cls, published)
+    if env.raised:
+        return env.raised
     for member in classes.class_chain(cls):
         for method, condition, error, message in member.validators:
             try:

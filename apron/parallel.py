@@ -62,8 +62,8 @@ def tp_refusal(tp: int, shares: Sequence[tuple[str, GpuShare]]) -> str:
     """One message when no engine accepts `tp` and at least one refuses it ("" otherwise): an
     engine whose tensor-parallel rules are not extracted cannot plan that tp either. When some
     engine accepts it, each refusing engine shows "refused" in its own row instead."""
-    if any(share.status == "split" for _, share in shares):
-        return ""
+    if any(share.status == "split" or share.kv_bytes_per_token is not None for _, share in shares):
+        return ""  # an engine accepts tp (a share with a KV figure, its state split unknown too)
     refused = [(title, share) for title, share in shares if share.status == "refused"]
     if not refused:
         return ""

@@ -52,6 +52,44 @@ def _mixer_refusal(model: ModelConfig, rule, tp: int) -> str:
     )
 
 
+# vLLM's vision encoders shard their attention heads over the tensor-parallel group when
+# mm_encoder_tp_mode is "weights" (its default): `num_attention_heads_per_partition =
+# dist_utils.divide(num_heads, tp_size)` (vllm/model_executor/models/qwen2_5_vl.py, qwen2_vl.py,
+# glm4_1v.py, moonvit.py, ...; read by hand), and divide asserts num_heads % tp == 0. These are
+# the vision configs that name the count `num_heads`.
+VISION_HEADS = "vision_config.num_heads"
+
+
+def _vision_refusal(model: ModelConfig, tp: int) -> str:
+    """Why vLLM's vision encoder refuses `tp` for this config ("" when it does not)."""
+    vision = model.raw.get("vision_config")
+    heads = vision.get("num_heads") if isinstance(vision, dict) else None
+    if tp == 1 or not isinstance(heads, int) or isinstance(heads, bool) or heads < 1:
+        return ""
+    if heads % tp == 0:
+        return ""
+    return (
+        f"vllm: {VISION_HEADS} = {heads} is not divisible by tp {tp}: vLLM's vision encoder "
+        "divides its attention heads over tp (dist_utils.divide in the vision attention, "
+        "mm_encoder_tp_mode 'weights')"
+    )
+
+
+def _refusals(model: ModelConfig, rules, config, tp: int, checks: dict) -> tuple[str, ...]:
+    """The engine's extracted tp checks, and for vLLM its vision encoder's head split."""
+    from apron import serving_rules as sr
+
+    refused = sr.tp_check(rules, config, tp, **checks)
+    if any(c.engine == "vllm" for c in rules.citations):
+        vision = _vision_refusal(model, tp)
+        refused = (*refused, vision) if vision else refused
+    return refused
+
+
+def _valid_tp(model: ModelConfig, rules, config, checks: dict) -> tuple[int, ...]:
+    return tuple(t for t in range(1, 65) if not _refusals(model, rules, config, t, checks))
+
+
 def _state_split_mismatch(rules, calculator: str | None) -> str:
     """Why the engine's extracted state split does not back apron's per-GPU state ("" if it does)."""
     if calculator is None:
@@ -97,9 +135,9 @@ def _mla_share(
     if tp > 1:
         config = model.raw if model.text_key is None else model.text
         checks = {"total_kv_heads": heads.count, "is_mla": True}
-        refused = sr.tp_check(rules, config, tp, **checks)
+        refused = _refusals(model, rules, config, tp, checks)
         if refused:
-            valid = sr.valid_tp_sizes(config, rules, **checks)
+            valid = _valid_tp(model, rules, config, checks)
             return GpuShare(
                 tp, "refused", None, "", None, None, None, weights, refused, valid, (), ()
             )
@@ -155,9 +193,9 @@ def gpu_share(
 
     config = model.raw if model.text_key is None else model.text
     checks = {"total_kv_heads": heads.count, "is_mla": False}
-    refused = sr.tp_check(rules, config, tp, **checks)
+    refused = _refusals(model, rules, config, tp, checks)
     if refused:
-        valid = sr.valid_tp_sizes(config, rules, **checks)
+        valid = _valid_tp(model, rules, config, checks)
         return GpuShare(tp, "refused", None, "", None, None, None, weights, refused, valid, (), ())
     if figures.kv_bytes_per_token == 0 and figures.state_bytes_per_sequence == 0:
         lines.append(f"no KV cache and no state ({figures.mechanism}): nothing to split")

@@ -787,6 +787,25 @@ def _auto_view(view: EngineView, choice: KvDtypeChoice | None) -> EngineView:
     return view._replace(notes=(f"KV dtype {choice.dtype}: {choice.reason}", *view.notes))
 
 
+def _runtime_kv_view(
+    view: EngineView,
+    model: ModelConfig,
+    cs: ConstraintSet,
+    request: Request,
+    choices: Mapping[str, KvDtypeChoice],
+) -> EngineView:
+    """The view with its KV figures unknown when the engine's cell at this KV dtype depends on
+    what it decides on the GPU at run time (the engine module's `kv_dtype_unknown` hook)."""
+    hook = getattr(ENGINE_RULES.get(view.engine), "kv_dtype_unknown", None)
+    engine = cs.get(view.engine)
+    if hook is None or engine is None or view.status != "constraints used":
+        return view
+    choice = choices.get(view.engine)
+    kv_dtype = choice.dtype if choice is not None else request.kv_dtype
+    why = hook(model, engine, kv_dtype) if kv_dtype else ""
+    return _blank_kv_view(view, why) if why else view
+
+
 def plan(
     config: ModelConfig | str | Path | Mapping[str, Any],
     *,
@@ -922,6 +941,7 @@ def plan(
     views = tuple(_with_context(view, request, requests[view.engine]) for view in views)
     if auto:
         views = tuple(_auto_view(view, choices.get(view.engine)) for view in views)
+    views = tuple(_runtime_kv_view(view, model, cs, request, choices) for view in views)
     refusal = parallel.tp_refusal(tp, [(v.title, v.gpu) for v in views if v.gpu is not None])
     if refusal:
         raise ApronInputError(refusal)

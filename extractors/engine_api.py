@@ -148,6 +148,9 @@ class EngineSpec:
     # classes); None: a row of the registry fact means yes, the classes are the engine's
     # matrix-cell flags
     support_judge: Callable[[EngineFacts, str], tuple[str, str, str, tuple[str, ...]]] | None = None
+    # the facts whose rows apron evaluates for its figures (an MLA list, the KV-head scan, state
+    # calculators, block sizes, memory rules): a bump lists their changes first, item by item
+    calculator_facts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         run_order(self.facts)  # a bad declaration fails when the engine module is imported

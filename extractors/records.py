@@ -29,6 +29,16 @@ class Record(BaseModel):
         values = self.identity() if self.KEY else tuple(self.model_dump().values())
         return " ".join(str(v) for v in values)
 
+    def shown(self, name: str) -> str | tuple[str, ...] | None:
+        """Field `name` as people read it in a semantic diff (a postfix formula in infix; a
+        tuple field element by element), or None for its plain value."""
+        return None
+
+    def reading(self, name: str) -> str:
+        """What field `name` says, in words, for a reading lost ("the default block size of
+        FLASH_ATTN"); by default the field of this record."""
+        return f"`{name}` of {self.label()}"
+
 
 class ExtractionWarning(Record):
     """A soft problem found while extracting: a shadowed registry row, an unresolved join, ..."""

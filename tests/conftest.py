@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -12,6 +13,15 @@ import pytest
 from apron.extractors.runner.pipeline import ProjectPaths
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# The tests start hundreds of Python subprocesses (the command line, kill and lock tests), each
+# importing the project. Where bytecode caching is off (PYTHONDONTWRITEBYTECODE, as in some
+# sandboxes) each start compiles ~300 modules from source, seconds each on a busy machine; the
+# subprocesses cache their bytecode in one folder outside the checkout instead.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault(
+    "PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), f"apron-tests-pycache-{os.getuid()}")
+)
 
 
 def git(cwd: Path, *args: str) -> str:

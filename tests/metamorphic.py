@@ -1,18 +1,23 @@
 """Semantics-preserving edits of engine source, for the metamorphic tests: each edit changes the
-form of a file (comments, parentheses, line breaks, annotations, imports, docstrings, quotes;
-in C++ comments, braces, parentheses, case-label order) and never its meaning. The facts read
+form of a file (comments, parentheses, line breaks, annotations, imports, docstrings, quotes,
+and inside expressions redundant brackets, operator spacing, line breaks before operators and
+split string literals; in C++ comments, braces, parentheses, case-label order, operator and
+cast spacing, redundant brackets around operands) and never its meaning. The facts read
 from an edited tree must be byte-identical to the facts read from the original.
 
 Every Python edit is checked against Python's own parser: the edited file's AST must equal the
 original's (`ast.dump` ignores comments, parentheses and layout), or for the edits that change
 the AST on purpose (annotations, import splitting and aliases, docstrings) it must parse and
-the rest of the AST be equal. An edit that cannot be applied to a file safely leaves that file
-as it was, so `changed` tells a test whether an edit really ran."""
+the rest of the AST be equal. The C++ edits of spacing and brackets must leave the parse the
+same once brackets around an expression are looked through (`cpp_shape`). An edit that cannot
+be applied to a file safely leaves that file as it was, so `changed` tells a test whether an
+edit really ran."""
 
 from __future__ import annotations
 
 import ast
 import io
+import keyword
 import re
 import tokenize
 from collections.abc import Callable
@@ -348,6 +353,151 @@ def swapped_quotes(text: str) -> str:
     return "".join(pieces)
 
 
+def _byte_offsets(text: str) -> list[int]:
+    """The byte offset of the start of each line, 1-based (ast positions count UTF-8 bytes)."""
+    starts = [0, 0]
+    for line in text.encode("utf-8").splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _in_fstring(tree: ast.AST) -> set[int]:
+    """ids of the nodes inside f-strings (their positions are not reliable before Python 3.12)."""
+    return {id(n) for j in ast.walk(tree) if isinstance(j, ast.JoinedStr) for n in ast.walk(j)}
+
+
+def _wrapped_operands(tree: ast.AST) -> list[ast.AST]:
+    skip = _in_fstring(tree)
+    wrapped: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.BinOp):
+            wrapped += [node.left, node.right]
+        elif isinstance(node, ast.BoolOp):
+            wrapped += node.values
+        elif isinstance(node, ast.Compare):
+            wrapped += [node.left, *node.comparators]
+        elif isinstance(node, ast.Call) and not (
+            len(node.args) == 1 and isinstance(node.args[0], ast.GeneratorExp) and not node.keywords
+        ):
+            wrapped += [a for a in node.args if not isinstance(a, ast.Starred)]
+            wrapped += [k.value for k in node.keywords if k.arg is not None]
+        elif isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice | ast.Tuple):
+            wrapped.append(node.slice)
+    return wrapped
+
+
+def inner_parentheses(text: str) -> str:
+    """Redundant brackets inside expressions: around every operand of a binary, boolean or
+    comparison operator, every call argument and keyword value, and every subscript, as a
+    formatter adds them for a long line: `max(1, a // b)` -> `max((1), ((a) // (b)))`."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return text
+    starts = _byte_offsets(text)
+    inserts: list[tuple[int, str]] = []
+    for node in _wrapped_operands(tree):
+        if getattr(node, "end_lineno", None) is None:
+            continue
+        inserts.append((starts[node.end_lineno] + node.end_col_offset, ")"))
+        inserts.append((starts[node.lineno] + node.col_offset, "("))
+    return _insert_bytes(text, inserts)
+
+
+SPACED_OPERATORS = frozenset(
+    "+ - * / // % ** == != < > <= >= , | & ^ << >> = -> :=".split()
+)  # the operators whose surrounding blanks a formatter decides
+
+
+def operator_spacing(text: str) -> str:
+    """The blanks around binary and comparison operators, `=` and commas removed where there
+    are some (`a + b` -> `a+b`, `f(a, b=1)` -> `f(a,b=1)`) and one added where there is none
+    (`x-1` -> `x - 1`), on every line: another formatter's spacing."""
+    tokens = _tokens(text)
+    if tokens is None:
+        return text
+    starts = _offsets(text)
+    pieces, last = [], 0
+    for i in range(1, len(tokens) - 1):
+        token = tokens[i]
+        if token.type != tokenize.OP or token.string not in SPACED_OPERATORS:
+            continue
+        for a, b in ((tokens[i - 1], token), (token, tokens[i + 1])):
+            if tokenize.NL in (a.type, b.type) or tokenize.NEWLINE in (a.type, b.type):
+                continue
+            if tokenize.COMMENT in (a.type, b.type) or a.end[0] != b.start[0]:
+                continue
+            gap_start = starts[a.end[0]] + a.end[1]
+            gap_end = starts[b.start[0]] + b.start[1]
+            if gap_start < last or text[gap_start:gap_end].strip():
+                continue
+            pieces += [text[last:gap_start], "" if gap_end > gap_start else " "]
+            last = gap_end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+BINARY_WORDS = ("and", "or")
+
+
+def break_before_operators(text: str) -> str:
+    """A line break before every binary operator, `and` and `or` inside brackets that code
+    precedes on its line: the layout of a formatter that splits a long expression."""
+    tokens = _tokens(text)
+    if tokens is None:
+        return text
+    starts = _offsets(text)
+    depths = _bracket_depths(tokens)
+    inserts = []
+    for i in range(1, len(tokens)):
+        token, previous = tokens[i], tokens[i - 1]
+        binary = (
+            token.type == tokenize.OP and token.string in SPACED_OPERATORS - {",", "=", "->", ":="}
+        ) or (token.type == tokenize.NAME and token.string in BINARY_WORDS)
+        if not binary or depths[i] <= 0 or previous.end[0] != token.start[0]:
+            continue
+        if previous.type == tokenize.OP and previous.string in ("(", "[", "{", ",", "=", ":"):
+            continue  # a unary sign after an opening bracket, a comma or `=`: not binary
+        if previous.type == tokenize.OP and previous.string in SPACED_OPERATORS:
+            continue  # a unary sign after another operator
+        if previous.type == tokenize.NAME and keyword.iskeyword(previous.string):
+            continue  # `not -x`, `return -x`
+        inserts.append((starts[token.start[0]] + token.start[1], "\n" + " " * 12))
+    return _apply(text, inserts)
+
+
+TRIPLE_QUOTES = ("'''", '"""')
+
+
+def split_strings(text: str) -> str:
+    """Every plain one-line string literal holding a blank split after its first blank into two
+    adjacent literals (`"a b"` -> `"a " "b"`), as a formatter splits a long line."""
+    tokens = _tokens(text)
+    if tokens is None:
+        return text
+    starts = _offsets(text)
+    pieces, last = [], 0
+    for token in tokens:
+        s = token.string
+        if (
+            token.type == tokenize.STRING
+            and len(s) >= 4
+            and s[0] in "'\""
+            and s[-1] == s[0]
+            and not s.startswith(TRIPLE_QUOTES)
+            and "\\" not in s
+            and " " in s[1:-2]
+        ):
+            at = starts[token.start[0]] + token.start[1]
+            cut = s.index(" ", 1) + 1
+            pieces += [text[last:at], s[:cut] + s[0] + " " + s[0] + s[cut:]]
+            last = at + len(s)
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
 class _Normalized(ast.NodeTransformer):
     """What the AST-changing edits change, undone: annotations on module constants, `as`
     aliases naming themselves, split imports, docstrings."""
@@ -415,6 +565,10 @@ PYTHON_EDITS: dict[str, Callable[[str], str]] = {
     "import-aliases-and-grouping": import_aliases_and_grouping,
     "added-docstrings": added_docstrings,
     "swapped-quotes": swapped_quotes,
+    "inner-parentheses": inner_parentheses,
+    "operator-spacing": operator_spacing,
+    "break-before-operators": break_before_operators,
+    "split-strings": split_strings,
 }
 
 
@@ -545,11 +699,121 @@ def cpp_reordered_case_labels(text: str) -> str:
     return "".join(out)
 
 
+def _cpp_gap(text: str, a, b) -> tuple[int, int] | None:
+    """The byte span of blanks between two adjacent nodes on one line, None if anything else
+    (a comment, a line break) lies between."""
+    data = text.encode("utf-8")
+    gap = data[a.end_byte : b.start_byte]
+    if gap.strip() or b"\n" in gap:
+        return None
+    return a.end_byte, b.start_byte
+
+
+def cpp_operator_spacing(text: str) -> str:
+    """The blanks around binary and assignment operators, after commas of argument lists and
+    after a cast toggled: removed where there are some, one added where there is none
+    (`a + b` -> `a+b`, `(uint32_t) 1` -> `(uint32_t)1`, `f(a, b)` -> `f(a,b)`)."""
+    spans: list[tuple[int, int]] = []
+    for node in _cpp_nodes(text, ("binary_expression", "assignment_expression", "argument_list")):
+        if _in_preproc(node):
+            continue
+        children = list(node.children)
+        if node.type == "argument_list":
+            pairs = [(c, children[i + 1]) for i, c in enumerate(children[:-1]) if c.type == ","]
+        else:
+            operator = node.child_by_field_name("operator")
+            if operator is None:
+                continue
+            at = children.index(next(c for c in children if c.id == operator.id))
+            pairs = [(children[at - 1], operator), (operator, children[at + 1])]
+        spans += [span for a, b in pairs if (span := _cpp_gap(text, a, b)) is not None]
+    for node in _cpp_nodes(text, ("cast_expression",)):
+        close = next((c for c in node.children if c.type == ")"), None)
+        value = node.child_by_field_name("value")
+        if close is not None and value is not None and not _in_preproc(node):
+            span = _cpp_gap(text, close, value)
+            if span is not None:
+                spans.append(span)
+    data = text.encode("utf-8")
+    pieces, last = [], 0
+    for start, end in sorted(set(spans)):
+        if start < last:
+            continue
+        pieces += [data[last:start], b"" if end > start else b" "]
+        last = end
+    pieces.append(data[last:])
+    return b"".join(pieces).decode("utf-8")
+
+
+ARITHMETIC = ("+", "-", "*", "/", "%", "<<", ">>", "<", ">", "<=", ">=", "==", "!=", "&&", "||")
+WRAPPABLE = ("identifier", "number_literal", "field_expression", "call_expression")
+
+
+def cpp_inner_parentheses(text: str) -> str:
+    """Redundant brackets around the operands of arithmetic, comparison and logical operators
+    that are names, numbers, members, calls or such operations themselves, and around a whole
+    call argument: `std::max(1, a / b)` -> `std::max((1), ((a) / (b)))`."""
+    inserts: list[tuple[int, str]] = []
+    for node in _cpp_nodes(text, ("binary_expression", "argument_list")):
+        if _in_preproc(node) or _in_template_context(node):
+            continue
+        if node.type == "binary_expression":
+            operator = node.child_by_field_name("operator")
+            if operator is None or operator.type not in ARITHMETIC:
+                continue
+            operands = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+        else:
+            operands = [c for c in node.named_children if c.type != "comment"]
+        for operand in operands:
+            if operand is None or operand.type not in (*WRAPPABLE, "binary_expression"):
+                continue
+            inserts += [(operand.start_byte, "("), (operand.end_byte, ")")]
+    return _insert_bytes(text, inserts)
+
+
+def _in_template_context(node) -> bool:
+    """Inside template arguments or a declaration's type, where `<` may not be an operator."""
+    while node is not None:
+        if node.type in ("template_argument_list", "template_parameter_list", "type_descriptor"):
+            return True
+        node = node.parent
+    return False
+
+
+def cpp_shape(text: str) -> list[str]:
+    """The parse of a C++ text without its layout and redundant brackets: the named node types
+    and leaf tokens in order, comments left out and a parenthesized expression replaced by its
+    content. Two texts with the same shape are one program to every reader."""
+    root = Parser(CPP).parse(text.encode("utf-8")).root_node
+    shape: list[str] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "comment":
+            continue
+        if node.type == "parenthesized_expression" and node.named_child_count == 1:
+            inner = [c for c in node.named_children if c.type != "comment"]
+            if len(inner) == 1:
+                stack.append(inner[0])
+                continue
+        if node.child_count == 0:
+            shape.append(node.text.decode("utf-8", "replace"))
+        elif node.is_named:
+            shape.append(node.type)
+        stack.extend(reversed(node.children))
+    return shape
+
+
+SHAPE_CHECKED = ("cpp-operator-spacing", "cpp-inner-parentheses")
+
+
 CPP_EDITS: dict[str, Callable[[str], str]] = {
     "cpp-comments": cpp_comments,
     "cpp-case-braces": cpp_case_braces,
     "cpp-extra-parentheses": cpp_extra_parentheses,
     "cpp-reordered-case-labels": cpp_reordered_case_labels,
+    "cpp-operator-spacing": cpp_operator_spacing,
+    "cpp-inner-parentheses": cpp_inner_parentheses,
 }
 
 
@@ -565,6 +829,8 @@ def edit_cpp(text: str, kinds: tuple[str, ...]) -> str:
     for kind in kinds:
         edited = CPP_EDITS[kind](text)
         if edited != text and _cpp_errors(edited) <= errors:
+            if kind in SHAPE_CHECKED and cpp_shape(edited) != cpp_shape(text):
+                continue  # the edit changed how the program parses: not a form-only edit
             text = edited
     return text
 

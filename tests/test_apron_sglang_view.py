@@ -230,3 +230,40 @@ def test_lfm2_gets_sglangs_state_pool_through_its_registered_model_type():
     config["architectures"] = ["Lfm2ForCausalLM"]
     pool = sglang_rules.state_pool_class(ModelConfig(config, "x"), load_constraints().get("sglang"))
     assert pool is not None and pool[0].startswith("Lfm2Config (model_type lfm2")
+
+
+DEEPSEEK_V32 = (
+    Path(__file__).resolve().parent.parent
+    / "conformance/sglang/30cb848d4b455a288a37cfeb6a45aff34f5634a6/inputs/deepseek-v3.2.json"
+)
+
+
+def test_a_dsa_model_with_an_fp8_cache_has_no_sglang_cell_figure():
+    """SGLang's DSA latent with fp8 stores per-block scales and a bf16 rope part unless the DSA
+    backend it picks from the GPU is trtllm (calculate_mla_kv_cache_dim): unknown, not a figure."""
+    sgl = view(plan(str(DEEPSEEK_V32), kv_dtype="fp8"), "sglang")
+    assert sgl.kv_bytes_per_token is None
+    assert any("DSA backend" in n and "calculate_mla_kv_cache_dim" in n for n in sgl.notes)
+
+
+def test_a_dsa_model_with_a_bf16_cache_keeps_the_latent_figure():
+    """bf16: the plain latent whatever the backend (kv_lora_rank 512 + rope 64, 61 layers, plus
+    the indexer's cache as SGLang measured it: 78,324 B/token)."""
+    sgl = view(plan(str(DEEPSEEK_V32), kv_dtype="bf16"), "sglang")
+    assert sgl.kv_bytes_per_token == 78_324
+
+
+def test_a_config_class_without_num_attention_heads_gets_no_sglang_figure():
+    """SGLang's ModelConfig reads hf_text_config.num_attention_heads by plain attribute access;
+    Mamba2Config declares no such field (transformers' class), so SGLang refuses the config
+    (AttributeError, conformance/sglang) while vLLM serves it."""
+    result = plan(sample("mamba-codestral-7b"))
+    sgl = view(result, "sglang")
+    assert (sgl.kv_bytes_per_token, sgl.state_bytes_per_sequence) == (None, None)
+    assert any("num_attention_heads" in n and "Mamba2Config" in n for n in sgl.notes)
+    assert view(result, "vllm").state_bytes_per_sequence is not None
+
+
+def test_a_published_num_attention_heads_keeps_the_sglang_figure():
+    config = {**sample("mamba-codestral-7b"), "num_attention_heads": 128}
+    assert view(plan(config), "sglang").state_bytes_per_sequence is not None

@@ -112,3 +112,25 @@ def test_an_unresolved_class_says_its_flags_are_unknown():
     view = vllm_view(plan(config, context=512, constraints=swapped))
     assert any("not statically resolved" in n for n in view.notes)
     assert view.flags == ()
+
+
+QWEN35_08B = (
+    "conformance/vllm/0231dd5467c61dca76f66269b6298a43772b3519/inputs/qwen3.5-0.8b-base.json"
+)
+
+
+def test_vllm_refuses_a_tp_its_vision_encoder_heads_do_not_divide():
+    """Qwen3.5-0.8B's vision encoder has 12 heads; vLLM's vision attention divides them by tp
+    (dist_utils.divide asserts), so tp 8 is refused at startup (conformance/vllm records it)."""
+    from pathlib import Path
+
+    path = str(Path(__file__).resolve().parent.parent / QWEN35_08B)
+    result = plan(path, tp=8)
+    gpu = vllm_view(result).gpu
+    assert gpu.status == "refused"
+    assert any("vision_config.num_heads = 12 is not divisible by tp 8" in r for r in gpu.refused)
+    assert gpu.valid_tp[:3] == (1, 2, 4) and 8 not in gpu.valid_tp
+    # SGLang accepts tp 8 (its KV cell per GPU, 6,144 B/token, is what SGLang measured)
+    sglang = next(v for v in result.engines if v.engine == "sglang")
+    assert sglang.gpu.kv_bytes_per_token == 6_144
+    assert vllm_view(plan(path, tp=2)).gpu.status == "split"

@@ -115,9 +115,9 @@ def test_bump_moves_pin_and_regenerates(pinned, tmp_path):
     assert '"kimi_k2"' in (project.generated / "vllm" / "mla_model_types.py").read_text()
     body = (tmp_path / "b.md").read_text()
     assert (
-        "**Verdict:** vLLM gains 1 architecture (OpenVLAForActionPrediction) and loses 1 "
-        "architecture (LlavaForConditionalGeneration); MLA model types +1; MLA gates +2, −1; "
-        "KV-head alias scan +1;"
+        "; vLLM gains 1 architecture (OpenVLAForActionPrediction), loses 1 "
+        "architecture (LlavaForConditionalGeneration); rules the calculator reads: MLA model "
+        "types +1; MLA gates +2, −1; KV-head alias scan +1;"
     ) in body
     assert "- +kimi_k2\n" in body
     assert "- +num_attention_groups (position 4)\n" in body
@@ -287,18 +287,38 @@ def test_impact_lists_changed_figures(project, make_repo, tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
     body = (tmp_path / "b.md").read_text()
     impact = body.split("## Calculator impact")[1]
-    assert "| deepseek-v3 | vllm mechanism | mla_latent | full_attention |" in impact
-    assert "| deepseek-v3 | prediction mechanism | mla_latent | full_attention |" in impact
+    # what moved, in words, with the rule that moved it; then the table
+    assert (
+        "- vLLM for 1 MLA model (deepseek-v3): KV at 32,768 tokens 2.14 GiB (2,302,672,896 B) -> "
+        "152 GiB (163,745,628,160 B), KV bytes per token 68.6 KiB (70,272 B) -> 4.77 MiB "
+        "(4,997,120 B)," in impact
+    )
+    assert "mechanism mla_latent -> full_attention" in impact
+    # one line for vLLM's column (its capacity on 80 GiB included), one for the prediction
+    assert impact.count(": MLA model types -deepseek_v3\n") == 2
+    assert "KV tokens on 80 GiB 794,496 -> 11,168" in impact
+    assert "sequences of 32,768 on 80 GiB 24 -> 0" in impact
+    assert "| deepseek-v3 | vLLM mechanism | mla_latent | full_attention |" in impact
+    assert "| deepseek-v3 | apron mechanism | mla_latent | full_attention |" in impact
     assert "llama-3.1-8b" not in impact  # unaffected samples are not listed
+    verdict = next(line for line in body.splitlines() if line.startswith("**Verdict:**"))
+    assert verdict.startswith(
+        "**Verdict:** the calculator's figures move on 1 of the 21 impact samples: vLLM for 1 MLA "
+        "model (deepseek-v3): KV at 32,768 tokens"
+    )
 
 
-def test_impact_compare_lists_every_changed_field():
+def test_impact_compare_lists_every_changed_figure():
     from apron.extractors.report.impact import ImpactChange, compare
+    from apron.impact import ImpactFigure
 
-    before = {"a": {"x": "1", "y": "2"}, "gone": {"x": "1"}}
-    after = {"a": {"x": "1", "y": "3"}, "new": {"x": "5"}}
+    def figure(sample, what, value, reason=""):
+        return ImpactFigure(sample, "dense models", "A", "vLLM", what, 1, value, reason)
+
+    before = [figure("a", "x", "1"), figure("a", "y", "2", "r1"), figure("gone", "x", "1")]
+    after = [figure("a", "x", "1"), figure("a", "y", "unknown", "r1; r2"), figure("new", "x", "5")]
     assert compare(before, after) == [
-        ImpactChange("a", "y", "2", "3"),
-        ImpactChange("gone", "x", "1", "-"),
-        ImpactChange("new", "x", "-", "5"),
+        ImpactChange("a", "dense models", "vLLM", "y", 1, "2", "unknown", "r2"),
+        ImpactChange("gone", "dense models", "vLLM", "x", 1, "1", "-", ""),
+        ImpactChange("new", "dense models", "vLLM", "x", 1, "-", "5", ""),
     ]

@@ -162,16 +162,7 @@ def _cases() -> list[Measurement]:
 
 # Disagreements measured at the pin and not fixed yet, each named with what differs; strict, so
 # a fix makes the test fail until its line goes.
-KNOWN = {
-    ("deepseek-v3.2.json", "cell_size", "fp8"): "SGLang's fp8 DSA latent stores per-block scales "
-    "and a bf16 rope part (calculate_mla_kv_cache_dim) unless the DSA backend it auto-detects "
-    "from the GPU is trtllm; apron sizes the plain latent",
-    ("glm-5-w4a16-awq.json", "cell_size", "fp8"): "as for DeepSeek-V3.2",
-    ("llama-4-scout-17b-16e.json", "model_config", ""): "transformers 5.12.1's Llama4TextConfig "
-    "refuses attn_temperature_tuning 4 (a bool field); apron does not read the validators",
-    ("mamba-codestral-7b.json", "model_config", ""): "SGLang's ModelConfig reads "
-    "num_attention_heads, which Mamba2Config lacks; apron gives the state figures",
-}
+KNOWN: dict[tuple[str, str, str], str] = {}
 
 
 def _known(m: Measurement) -> str:
@@ -190,7 +181,9 @@ def disagreement(m: Measurement) -> str:
     """'' when apron agrees with the measurement, else what differs."""
     if m.refused:
         view = _view(m.input, 1, "bf16")
-        if isinstance(view, str) or view.kv_bytes_per_token is None:
+        if isinstance(view, str):
+            return ""  # apron refuses the input too (exit 2, its reason in `view`)
+        if view.kv_bytes_per_token is None:
             why = _why(view)
             if _accepted(m, why):
                 return ""

@@ -278,7 +278,12 @@ def test_circles_on_miniature_trees(tmp_path, files, circles):
     assert circles_across_folders(tmp_path) == circles
 
 
-MINI_LAYERS = (("apron",), ("extractors",), ("extractors/low", "extractors/peer"), ("extractors/high",))
+MINI_LAYERS = (
+    ("apron",),
+    ("extractors",),
+    ("extractors/low", "extractors/peer"),
+    ("extractors/high",),
+)
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:

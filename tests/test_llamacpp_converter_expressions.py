@@ -33,6 +33,11 @@ def writes(body: str, init: str = "") -> dict[str, tuple[str, ...]]:
 @pytest.mark.parametrize(
     ("body", "method", "expected"),
     [
+        (  # adjacent literals are one string (Baichuan's layout, split over two literals)
+            "        self.gguf_writer.add_tensor_data_layout('Meta AI' ' original pth')\n",
+            "add_tensor_data_layout",
+            ("expr", "str:Meta AI original pth"),
+        ),
         (  # a local read once, arithmetic over two keys
             "        d = self.hparams['kv_lora_rank']\n"
             "        self.gguf_writer.add_key_length(d + self.hparams['qk_rope_head_dim'])\n",

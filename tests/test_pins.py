@@ -80,3 +80,22 @@ def test_committed_pins_are_valid(engine):
         pytest.skip(f"{engine} has no pin yet")
     pin = load_pin(REPO_ROOT / "pins", engine)
     assert len(pin.commit) == 40
+
+
+def test_the_trtllm_pin_is_the_commit_its_release_was_built_from():
+    # tensorrt_llm-1.3.0rc26.tar.gz on PyPI, PKG-INFO: "Project-URL: Source Commit,
+    # https://github.com/NVIDIA/TensorRT-LLM/commit/c295dd9fca143a3fdd2769617699fdd4d4a93eb5"
+    pin = load_pin(REPO_ROOT / "pins", "trtllm")
+    assert pin.commit == "c295dd9fca143a3fdd2769617699fdd4d4a93eb5"
+    text = (REPO_ROOT / "pins" / "trtllm.toml").read_text()
+    assert "PKG-INFO" in text and "upper bound" in text  # where the fact came from; the date
+
+
+def test_the_trtllm_column_has_no_figures_while_no_source_was_read():
+    from apron.config import load_sample
+    from apron.plan import plan
+
+    assert not (REPO_ROOT / "generated" / "trtllm").exists()
+    view = next(v for v in plan(load_sample("llama-3.1-8b")).engines if v.engine == "trtllm")
+    assert view.commit is None and view.kv_bytes_at_context is None
+    assert any("no generated/trtllm/" in note for note in view.notes)

@@ -4,6 +4,7 @@ range, a layout refactor, re-keyed rows), the size limit, and the parts it is ma
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import ClassVar
 
 import pytest
@@ -23,10 +24,11 @@ from apron.extractors.report.diff import (
     pair_rekeyed,
     plain_text,
 )
-from apron.extractors.report.impact import ImpactChange
+from apron.extractors.report.impact import CalculatorImpact, ImpactChange
 from apron.extractors.report.pr_body import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
+    HARD_BODY_BUDGET,
     BodyLinks,
     architecture_changes,
     fact_items,
@@ -40,7 +42,9 @@ from apron.extractors.report.pr_body import (
     shown,
     warning_text,
 )
+from apron.extractors.report.readings_lost import LostReading
 from apron.extractors.vllm.records import ModelClassFlags, RegistryRow, VllmDocsRow
+from apron.impact import ImpactFigure
 from tests import llamacpp_miniatures as llama
 from tests import vllm_miniatures as vllm
 from tests.conftest import assert_snapshot, write_pin
@@ -124,14 +128,20 @@ def test_long_range_body_is_capped_and_says_so(project, make_repo, monkeypatch):
     gained, lost = architecture_changes(plan)
     assert len(gained) == 71 and lost == ["LlavaForConditionalGeneration"]
     assert verdict_line.startswith(
-        "**Verdict:** vLLM gains 71 architectures (" + ", ".join(gained) + ") and loses 1 "
-        "architecture (LlavaForConditionalGeneration); MLA model types +1;"
+        "**Verdict:** the calculator's figures were not computed; vLLM gains 71 architectures ("
+        + ", ".join(gained)
+        + "), loses 1 architecture (LlavaForConditionalGeneration); rules the calculator reads: "
+        "MLA model types +1; "
     )
     assert "Made69ForCausalLM" in verdict_line
-    assert "- and 31 more (31 added; in the full semantic diff)" in body
+    # the large kinds are cut, the rules the calculator reads listed whole; never "1 more"
+    cut = [int(n) for n in re.findall(r"- and (\d+) more \(\1 added; in the full semantic", body)]
+    assert cut and all(n > 1 for n in cut)  # the large kinds, never "1 more"
+    assert "- and 1 more" not in body
+    assert "- +num_attention_groups (position 4)" in body
     assert (
-        "> **Truncated:** this body shows at most 40 additions, 40 removals and 40 changes per "
-        "fact kind; 94 more" in body
+        "> **Truncated:** this body lists every change of the rules the calculator reads and the "
+        "first items of the larger kinds; " in body
     )
     assert "2 rows differ only in markup (dropped column `V1`: 2, link syntax: 2)" in body
     assert "LlavaForConditionalGeneration',): features LoRA no -> yes" in body
@@ -314,7 +324,14 @@ def test_body_never_exceeds_the_github_limit(
         )
         for n in range(warning_count)
     )
-    impact = [ImpactChange(f"sample{n}", "KV heads", "None", "8" * 500) for n in range(impact_rows)]
+    impact = CalculatorImpact(
+        [
+            ImpactChange(
+                f"sample{n}", "dense models", "vLLM", "KV heads", 1, "unknown", "8" * 500, ""
+            )
+            for n in range(impact_rows)
+        ]
+    )
     diff = EngineDiff(facts=facts, warnings_added=warnings, first_extraction=first)
     plan = synthetic_plan(diff, impact, warnings)
     body = render_pr_body(plan, BodyLinks(full_diff_url="https://example.org/run/1"))
@@ -456,9 +473,9 @@ def test_unknown_prints_as_unknown():
         facts=(FactDiff("registry_rows", "Registry rows", added=(registry_row("A"),)),)
     )
     body = render_pr_body(
-        synthetic_plan(diff, [ImpactChange("llama-7b", "KV heads", "None", "32")])
+        synthetic_plan(diff, CalculatorImpact([change("llama-7b", "KV heads", "None", "32")]))
     )
-    assert "| llama-7b | KV heads | unknown | 32 |" in body and "None" not in body
+    assert "| llama-7b | vLLM KV heads | unknown | 32 |" in body and "None" not in body
 
 
 def test_readings_lost_come_first_in_the_body(project, make_repo, monkeypatch):
@@ -474,10 +491,22 @@ def test_readings_lost_come_first_in_the_body(project, make_repo, monkeypatch):
         ],
     )
     assert "Readings lost" not in body  # nothing given: no section
-    lost = dataclasses.replace(plan, readings_lost=("num_kv_heads of DeepseekV3 configs",))
+    reading = LostReading(
+        fact="kv_head_aliases",
+        kind="turned unknown",
+        key="num_kv_heads",
+        detail="it was 2, now unknown",
+        what="the position of num_kv_heads in the KV-head scan",
+        where="vllm/transformers_utils/model_arch_config_convertor.py line 12",
+    )
+    lost = dataclasses.replace(plan, readings_lost=[reading])
     text = render_pr_body(lost, BodyLinks())
     assert text.startswith("## Readings lost (1)\n\n> **1 suspected misread:** ")
-    assert "\n- num_kv_heads of DeepseekV3 configs\n" in text.split("\n## ")[0]
+    assert (
+        "\n- vLLM's position of num_kv_heads in the KV-head scan is no longer read (it was 2, "
+        "now unknown); still in the code at vllm/transformers_utils/model_arch_config_convertor.py"
+        " line 12 (`kv_head_aliases`)\n" in text.split("\n## ")[0]
+    )
     assert text.index("## Readings lost") < text.index("**Verdict:**")
 
 
@@ -530,8 +559,8 @@ def class_flags(name: str, **flags) -> ModelClassFlags:
         class_mro=(),
         path="m.py",
         symbol=name,
-        **flags,
     )
+    fields.update(flags)
     return ModelClassFlags(**fields)
 
 
@@ -560,14 +589,16 @@ def test_the_verdict_counts_the_features_that_flip():
          class_flags("E", supports_lora=True)],
     )  # fmt: skip
     plan = dataclasses.replace(
-        synthetic_plan(diff_engine(old, new), impact=[]), old_facts=old, new_facts=new
+        synthetic_plan(diff_engine(old, new), impact=CalculatorImpact([])),
+        old_facts=old,
+        new_facts=new,
     )
     body = render_pr_body(plan)
     verdict = next(line for line in body.splitlines() if line.startswith("**Verdict:**"))
     assert verdict.startswith(
-        "**Verdict:** vLLM gains 1 architecture (D) and loses none; 3 gain EAGLE-3, 1 loses PP; "
+        "**Verdict:** the calculator's figures are unchanged on the 21 impact samples; vLLM gains "
+        "1 architecture (D), loses none; 3 gain EAGLE-3, 1 loses PP; "
     )
-    assert verdict.endswith("the calculator's figures are unchanged on the 8 samples.")
 
 
 def test_feature_phrases_are_capped():
@@ -586,31 +617,48 @@ def test_feature_phrases_are_capped():
     assert all(p.startswith("1 gains ") for p in phrases[:6])
 
 
+def change(sample, figure, before, after, *, engine="vLLM", family="dense models", reason=""):
+    return ImpactChange(sample, family, engine, figure, 1, before, after, reason)
+
+
+def figure_of(sample, family):
+    return ImpactFigure(sample, family, "", "vLLM", "KV heads", 1, "8")
+
+
+IMPACT_SAMPLES = 21  # apron/samples (8) and apron/samples/impact (13)
+
+
 @pytest.mark.parametrize(
-    ("impact", "note", "clause"),
+    ("impact", "clause"),
     [
-        (None, "", "the calculator's figures were not computed"),
-        (None, "the calculator did not run (boom)",
+        (None, "the calculator's figures were not computed"),
+        (CalculatorImpact(None, "the calculator did not run (boom)"),
          "the calculator's figures were not computed (the calculator did not run (boom))"),
-        ([], "", "the calculator's figures are unchanged on the 8 samples"),
-        ([ImpactChange("jamba-v0.1", "KV/token", "16384", "32768"),
-          ImpactChange("jamba-v0.1", "state", "1", "2"),
-          ImpactChange("llama-7b", "KV heads", "None", "32")], "",
-         "the calculator's figures change on 2 of the 8 samples "
-         "(3 figures: jamba-v0.1: KV/token, state; llama-7b: KV heads)"),
+        (CalculatorImpact([]), f"the calculator's figures are unchanged on the {IMPACT_SAMPLES} "
+         "impact samples"),
+        (CalculatorImpact(
+            [change("jamba-v0.1", "state per sequence", "1 B", "2 B", family="hybrid models"),
+             change("llama-7b", "KV tokens on 80 GiB", "471,856", "unknown",
+                    reason="block size: FLASH_ATTN is not evaluated"),
+             change("falcon-7b", "KV tokens on 80 GiB", "7,549,744", "unknown",
+                    reason="block size: FLASH_ATTN is not evaluated")],
+            figures=[figure_of("llama-7b", "dense models"), figure_of("falcon-7b", "dense models"),
+                     figure_of("jamba-v0.1", "hybrid models"),
+                     figure_of("mamba-codestral-7b", "recurrent models")]),
+         f"the calculator's figures move on 3 of the {IMPACT_SAMPLES} impact samples: "
+         "vLLM KV tokens on 80 GiB: unknown for dense models: block size: FLASH_ATTN is not "
+         "evaluated; vLLM for 1 hybrid model (jamba-v0.1): state per sequence 1 B -> 2 B"),
     ],
 )  # fmt: skip
-def test_the_calculator_clause_in_words(impact, note, clause):
-    # 8 samples: apron/samples holds 8 configs (apron.config.sample_names)
-    from apron.config import sample_names
+def test_the_calculator_clause_in_words(impact, clause):
+    from apron.impact import impact_samples
 
-    assert len(sample_names()) == 8
+    assert len(impact_samples()) == IMPACT_SAMPLES
     diff = EngineDiff(
         facts=(FactDiff("registry_rows", "Registry rows", added=(registry_row("A"),)),)
     )
-    plan = dataclasses.replace(synthetic_plan(diff, impact), impact_note=note)
-    body = render_pr_body(plan)
-    assert f"; {clause}." in body
+    body = render_pr_body(synthetic_plan(diff, impact))
+    assert f"**Verdict:** {clause};" in body
 
 
 def test_a_class_that_now_resolves_is_said_so_not_as_a_lost_feature():
@@ -622,3 +670,189 @@ def test_a_class_that_now_resolves_is_said_so_not_as_a_lost_feature():
     assert feature_flips(plan) == ["1 class now resolves", "1 gains PP"]
     back = dataclasses.replace(plan, old_facts=new, new_facts=old)
     assert feature_flips(back) == ["1 class no longer resolves", "1 loses PP"]
+
+
+# ------------------------------------------------------------------ renames, drafts, class_mro
+
+
+def test_a_renamed_architecture_is_one_line_not_a_gain_and_a_loss():
+    # vLLM 0231dd54 -> 6adad087: ExaoneMoEForCausalLM became ExaoneMoeForCausalLM, same module
+    # and class; a draft arrives (speculative-decoding group) and a served model
+    def row(name, task="text-generation", module="exaone_moe", cls="ExaoneMoeForCausalLM"):
+        return registry_row(name, task).model_copy(update={"module": module, "class_name": cls})
+
+    old = dataclasses.replace(
+        facts_with("a" * 40, [], [class_flags("ExaoneMoEForCausalLM")]),
+        facts=(
+            FactResult(REGISTRY, (row("ExaoneMoEForCausalLM"),), ()),
+            FactResult(
+                {k.name: k for k in ENGINES["vllm"].fact_kinds}["model_class_flags"],
+                (class_flags("ExaoneMoEForCausalLM"),),
+                (),
+            ),
+        ),
+    )
+    new_rows = (
+        row("ExaoneMoeForCausalLM"),
+        row("ExaoneMoeMTP", "speculative-decoding", "exaone_moe_mtp", "ExaoneMoeMTP"),
+        row("VaultGemmaForCausalLM", module="vaultgemma", cls="VaultGemmaForCausalLM"),
+    )
+    new = dataclasses.replace(
+        old,
+        commit="b" * 40,
+        facts=(
+            FactResult(REGISTRY, new_rows, ()),
+            FactResult(
+                old.facts[1].kind,
+                tuple(class_flags(r.architecture) for r in new_rows),
+                (),
+            ),
+        ),
+    )
+    diff = diff_engine(old, new)
+    registry, flags = diff.facts
+    assert [(o.architecture, n.architecture) for o, n in registry.renamed] == [
+        ("ExaoneMoEForCausalLM", "ExaoneMoeForCausalLM")
+    ]
+    assert [(o.architecture, n.architecture) for o, n in flags.renamed] == [
+        ("ExaoneMoEForCausalLM", "ExaoneMoeForCausalLM")
+    ]
+    plan = dataclasses.replace(
+        synthetic_plan(diff, CalculatorImpact([])), old_facts=old, new_facts=new
+    )
+    verdict = next(
+        line for line in render_pr_body(plan).splitlines() if line.startswith("**Verdict:**")
+    )
+    assert (
+        "vLLM gains 1 architecture (VaultGemmaForCausalLM) and 1 draft or speculative head "
+        "(ExaoneMoeMTP), loses none, renames 1 (ExaoneMoEForCausalLM -> ExaoneMoeForCausalLM)"
+    ) in verdict
+    assert "Registry rows +2, 1 renamed" in verdict
+    full = render_full_diff(plan)
+    assert "- ~ExaoneMoEForCausalLM -> ExaoneMoeForCausalLM: renamed\n" in full
+
+
+def test_keys_that_differ_only_in_case_or_separators_are_renames():
+    from apron.extractors.report.diff import pair_renamed
+    from apron.extractors.vllm.records import MlaModelType
+
+    def mla(model_type):
+        return MlaModelType(scope="main", model_type=model_type, path="c.py", symbol="f")
+
+    pairs = pair_renamed([mla("AXK1"), mla("qwen3_5")], [mla("axk1"), mla("qwen3.5"), mla("x")])
+    assert [(o.model_type, n.model_type) for o, n in pairs] == [
+        ("AXK1", "axk1"),
+        ("qwen3_5", "qwen3.5"),
+    ]
+    # two candidates for one spelling: no rename, a loss and two gains
+    assert pair_renamed([mla("a_b")], [mla("ab"), mla("a-b")]) == []
+
+
+def test_class_mro_alone_stays_out_of_the_verdicts_counts():
+    # 6adad087: 147 rows changed only class_mro; DiffusionGemma also lost PP
+    names = [f"M{n}" for n in range(12)]
+    old = facts_with("a" * 40, names, [class_flags(n) for n in names])
+    new_flags = [class_flags(n, class_mro=("m.Base",)) for n in names]
+    new_flags[0] = class_flags("M0", class_mro=("m.Base",), supports_pp=True)
+    new = facts_with("b" * 40, names, new_flags)
+    plan = dataclasses.replace(
+        synthetic_plan(diff_engine(old, new), CalculatorImpact([])), old_facts=old, new_facts=new
+    )
+    body = render_pr_body(plan)
+    verdict = next(line for line in body.splitlines() if line.startswith("**Verdict:**"))
+    assert verdict.endswith("; 1 gains PP; Model-class flags ~1.")
+    assert "| Model-class flags | 12 | 12 | 0 | 0 | 12 | 0 | 0 |" in body  # the table counts all
+    assert "- 11 rows: class_mro +m.Base; no other field changed" in body
+
+
+def test_state_calculators_and_formulas_are_shown_in_infix():
+    from apron.extractors.llamacpp.records import HparamsFormula
+    from apron.extractors.vllm.records import MambaStateCalculator
+
+    def calculator(states):
+        return MambaStateCalculator(
+            calculator_class="MambaStateShapeCalculator",
+            method="kda_state_shape",
+            kind="kda",
+            parameters=("tp_world_size", "conv_kernel_size", "num_spec"),
+            defaults=(),
+            states=states,
+            state_names=(),
+            assumes=(),
+            status="read",
+            path="m.py",
+            symbol="MambaStateShapeCalculator.kda_state_shape",
+        )
+
+    old = calculator(((("conv_kernel_size", "1", "-"), ("h", "tp_world_size", "divide/2")),))
+    new = calculator(
+        ((("conv_kernel_size", "1", "-", "num_spec", "+"), ("h", "tp_world_size", "divide/2")),)
+    )
+    from apron.extractors.report.pr_body import change_text
+
+    assert change_text(old, new) == (
+        "~MambaStateShapeCalculator kda_state_shape: states +(conv_kernel_size - 1 + num_spec, "
+        "h / tp_world_size), -(conv_kernel_size - 1, h / tp_world_size)"
+    )
+
+    def formula(value):
+        return HparamsFormula(
+            method="n_embd_r", branch=1, condition=(), value=value, unknown="", path="p", symbol="s"
+        )
+
+    assert change_text(formula(("n_embd", "l", "*")), formula(("n_embd", "l", "1", "-", "*"))) == (
+        "~n_embd_r 1: value n_embd * l -> n_embd * (l - 1)"
+    )
+
+
+def test_the_rules_the_calculator_reads_are_listed_whole_and_never_one_more():
+    # a registry change large enough to be cut, and a KV-head alias the calculator reads
+    from apron.extractors.serving.records import KvHeadAlias
+
+    kinds = {k.name: k for k in ENGINES["vllm"].fact_kinds}
+    alias = KvHeadAlias(position=5, key="num_attention_groups", path="c.py", symbol="f")
+    rows = tuple(registry_row(f"Model{n:03d}ForCausalLM") for n in range(600))
+    diff = EngineDiff(
+        facts=(
+            FactDiff("kv_head_aliases", kinds["kv_head_aliases"].title, added=(alias,)),
+            FactDiff("registry_rows", "Registry rows", added=rows, new_count=600),
+        )
+    )
+    body = render_pr_body(synthetic_plan(diff, CalculatorImpact([])))
+    assert github_length(body) <= BODY_BUDGET
+    assert "- +num_attention_groups (position 6)\n" in body
+    assert "- and 1 more" not in body
+    shown_rows = sum(1 for r in rows if f"- +{r.label()}\n" in body)
+    left = 600 - shown_rows
+    assert 0 < shown_rows < 600 and f"- and {left} more ({left} added;" in body
+    # one more row would not have fitted
+    assert github_length(body) + len(f"- +{rows[shown_rows].label()}\n") > BODY_BUDGET - 40
+
+
+def test_rules_too_long_for_one_page_grow_the_body_and_are_never_cut():
+    # b1c1fe35 -> 9aaf83ef's shape: ten months of the rules the calculator reads (here 900
+    # KV-head aliases) and a verdict naming hundreds of architectures do not fit in one page
+    from apron.extractors.serving.records import KvHeadAlias
+
+    kinds = {k.name: k for k in ENGINES["vllm"].fact_kinds}
+    aliases = tuple(
+        KvHeadAlias(position=n, key=f"num_kv_groups_{n:04d}", path="c.py", symbol="f")
+        for n in range(900)
+    )
+    rows = tuple(registry_row(f"Model{n:03d}ForCausalLM") for n in range(600))
+    diff = EngineDiff(
+        facts=(
+            FactDiff("kv_head_aliases", kinds["kv_head_aliases"].title, added=aliases),
+            FactDiff("registry_rows", "Registry rows", added=rows, new_count=600),
+        )
+    )
+    body = render_pr_body(synthetic_plan(diff, CalculatorImpact([])))
+    assert BODY_BUDGET < github_length(body) <= HARD_BODY_BUDGET
+    assert all(f"- +num_kv_groups_{n:04d} (position {n + 1})\n" in body for n in range(900))
+    assert "> **Longer than one page:** with the verdict, the changes of the rules the " in body
+    assert "every change of the rules the calculator reads and the first items" in body
+    # past GitHub's own limit even the rules are cut, and the notice says so
+    short = render_pr_body(synthetic_plan(diff, CalculatorImpact([])), hard_limit=20_000)
+    assert github_length(short) <= 20_000
+    assert "the first items of every kind, even of the rules the calculator reads" in short
+    assert "- and 1 more" not in short

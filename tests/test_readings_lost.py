@@ -10,6 +10,7 @@ from apron.extractors.commands.bump import READINGS_LOST_EXIT, plan_bump, render
 from apron.extractors.commands.cli import app
 from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
+from apron.extractors.report.readings_lost import code_only
 from tests.conftest import write_pin
 from tests.vllm_miniatures import (
     MODELS_CONFIG_PATH,
@@ -32,6 +33,17 @@ UNREADABLE_ROW = REGISTRY_V1.replace(
 REMOVED_ROW = REGISTRY_V1.replace(
     '    "DeepseekV3ForCausalLM": ("deepseek_v2", "DeepseekV3ForCausalLM"),\n', ""
 )
+# The row is commented out (vLLM b1c1fe35 -> 9aaf83ef did so to MLPSpeculatorPreTrainedModel):
+# the key survives only in a comment, so it is a removal.
+COMMENTED_ROW = REGISTRY_V1.replace(
+    '    "DeepseekV3ForCausalLM": ("deepseek_v2", "DeepseekV3ForCausalLM"),\n',
+    '    # "DeepseekV3ForCausalLM": ("deepseek_v2", "DeepseekV3ForCausalLM"),\n',
+)
+# The key survives only in a docstring: a string that is not code.
+DOCSTRING_ROW = (
+    REMOVED_ROW + '\n\ndef _note():\n    """DeepseekV3ForCausalLM moved out of tree."""\n'
+)
+
 # The default is a call: the reader records `unknown` where it read float32.
 UNREADABLE_DEFAULT = MODELS_CONFIG_V1.replace("cls.DEFAULT_MAMBA_SSM_CACHE_DTYPE", "pick_default()")
 
@@ -62,7 +74,12 @@ def test_a_dropped_row_whose_key_is_still_in_the_file_is_a_lost_reading(bump_to)
         ("registry_rows", "DeepseekV3ForCausalLM"),
         ("model_class_flags", "DeepseekV3ForCausalLM"),
     ]
-    assert dropped[0].detail == f"no longer read, but its key is still in {REGISTRY_PATH}"
+    line = 1 + UNREADABLE_ROW[: UNREADABLE_ROW.index('"DeepseekV3ForCausalLM": _row')].count("\n")
+    assert dropped[0].where == f"{REGISTRY_PATH} line {line}"
+    assert dropped[0].line("vLLM") == (
+        "vLLM: Registry rows: DeepseekV3ForCausalLM (text-generation) is no longer read, but its "
+        f"key is still in the code at {REGISTRY_PATH} line {line} (`registry_rows`)"
+    )
     body = render_pr_body(plan)
     assert body.index("## Readings lost") < body.index("DeepseekV3ForCausalLM")
     assert body.index("## Readings lost") < min(
@@ -72,10 +89,25 @@ def test_a_dropped_row_whose_key_is_still_in_the_file_is_a_lost_reading(bump_to)
     )
 
 
-def test_a_removed_row_is_a_removal_not_a_lost_reading(bump_to):
-    plan, _ = bump_to({REGISTRY_PATH: REMOVED_ROW})
+@pytest.mark.parametrize("registry", [REMOVED_ROW, COMMENTED_ROW, DOCSTRING_ROW])
+def test_a_removed_row_is_a_removal_not_a_lost_reading(bump_to, registry):
+    plan, _ = bump_to({REGISTRY_PATH: registry})
     assert plan.readings_lost == []
     assert "## Readings lost" not in render_pr_body(plan)
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "line"),
+    [
+        ("a.py", 'x = 1  # "K"\n"""K"""\ny = "K"\n', 3),  # a comment and a docstring are not code
+        ("a.cpp", "int k; // K\n/* K\n */ int K;\n", 3),
+        ("a.md", "<!-- K\n-->\n| K |\n", 3),
+    ],
+)
+def test_only_code_is_searched_for_a_key(path, text, line):
+    code = code_only(path, text)
+    assert len(code) == len(text) and code.count("\n") == text.count("\n")  # lines kept
+    assert code.count("K") == 1 and code.splitlines()[line - 1].count("K") == 1
 
 
 def test_a_value_turned_unknown_is_a_lost_reading(bump_to):
@@ -85,7 +117,7 @@ def test_a_value_turned_unknown_is_a_lost_reading(bump_to):
         ("mamba_ssm_dtype_defaults", "HybridForCausalLM"),
         ("mamba_ssm_dtype_defaults", "HybridVisionModel"),
     ]
-    assert turned[0].detail == "`default` was 'float32', now 'unknown'"
+    assert turned[0].detail == "it was 'float32', now unknown"
 
 
 def test_bump_with_a_lost_reading_exits_4_and_still_writes_the_body(bump_to, project, tmp_path):
@@ -144,11 +176,13 @@ def test_check_lists_a_reading_an_extractor_change_lost_first_and_exits_5(
     assert lines[0] == (
         "vllm: differs: 2 readings lost (suspected misreads, not upstream changes):"
     )
-    assert lines[1] == (
-        f"  `registry_rows` DeepseekV3ForCausalLM: dropped, no longer read, but its key is "
-        f"still in {REGISTRY_PATH}"
+    assert lines[1].startswith(
+        "  Registry rows: DeepseekV3ForCausalLM (text-generation) is no longer read, but its key "
+        f"is still in the code at {REGISTRY_PATH} line "
     )
-    assert lines[2].startswith("  `model_class_flags` DeepseekV3ForCausalLM: dropped")
+    assert lines[2].startswith(
+        "  Model-class flags: DeepseekV3ForCausalLM attn_type=decoder is no longer read, but"
+    )
     assert lines[3].startswith("differs: ") and "vllm/registry_rows.py" in lines[3]
 
 

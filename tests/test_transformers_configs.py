@@ -139,7 +139,9 @@ MINI = {
 
 
 def pin_for(data: bytes) -> ReleasePin:
-    return ReleasePin("9.9.9", "https://example.invalid/t.tar.gz", hashlib.sha256(data).hexdigest())
+    return ReleasePin(
+        package="transformers", version="9.9.9", sha256=hashlib.sha256(data).hexdigest()
+    )
 
 
 # -- the reader -----------------------------------------------------------------------------------
@@ -265,34 +267,55 @@ def test_sdist_from_source_is_checked_against_the_pin(tmp_path):
     path = tmp_path / "t.tar.gz"
     path.write_bytes(data)
     assert sdist_bytes(pin_for(data), path) == data
-    wrong = ReleasePin("9.9.9", "https://example.invalid/t.tar.gz", "0" * 64)
+    wrong = ReleasePin(package="transformers", version="9.9.9", sha256="0" * 64)
     with pytest.raises(SourceError, match="has sha256"):
         sdist_bytes(wrong, path)
 
 
-def test_offline_without_a_cached_copy_says_how_to_give_the_sdist(tmp_path):
+def test_without_a_cached_copy_it_says_how_to_fetch_it_with_pip(tmp_path):
+    # apron downloads nothing and runs no installer: the user's pip fetches the sdist
     data = sdist(MINI)
-    with pytest.raises(SourceError, match="--source PATH"):
-        sdist_bytes(pin_for(data), offline=True)
-    cached = cache_path(pin_for(data))  # APRON_CACHE_DIR is a temp dir (conftest)
-    cached.parent.mkdir(parents=True)
-    cached.write_bytes(data)
-    assert sdist_bytes(pin_for(data), offline=True) == data
+    with pytest.raises(SourceError) as info:
+        sdist_bytes(pin_for(data))
+    assert "`pip download --no-deps --no-binary :all: transformers==9.9.9`" in str(info.value)
+    assert "--source PATH" in str(info.value)
+    path = tmp_path / "t.tar.gz"
+    path.write_bytes(data)
+    assert sdist_bytes(pin_for(data), path) == data  # given once, then kept in the cache
+    assert cache_path(pin_for(data)).read_bytes() == data
+    assert sdist_bytes(pin_for(data)) == data
 
 
-def test_release_pin_is_validated(tmp_path):
-    (tmp_path / "transformers.toml").write_text('release = "9.9.9"\nurl = "http://x"\n')
-    with pytest.raises(PinError, match="https://"):
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('release = "9.9.9"\nurl = "http://x"\n', "exactly package, version, sha256"),
+        (
+            'package = "transformers"\nversion = "9.9.9"\nsha256 = "%s"\nurl = "https://x"\n'
+            % ("a" * 64),
+            "exactly package, version, sha256",  # no index address lives in the pin
+        ),
+        ('package = "-x"\nversion = "9.9.9"\nsha256 = "%s"\n' % ("a" * 64), "package '-x'"),
+        ('package = "t"\nversion = "nine"\nsha256 = "%s"\n' % ("a" * 64), "version 'nine'"),
+        ('package = "t"\nversion = "9.9.9"\nsha256 = "ABC"\n', "64 lowercase hex"),
+    ],
+)
+def test_release_pin_is_validated(tmp_path, text, message):
+    (tmp_path / "transformers.toml").write_text(text)
+    with pytest.raises(PinError, match=message):
         load_release_pin(tmp_path)
 
 
 def test_the_committed_pin_names_the_release_the_vllm_pin_accepts():
     pin = load_release_pin(REPO_ROOT / "pins")
     # vLLM's requirements/common.txt at its pin: transformers >= 5.5.3
-    assert tuple(int(p) for p in pin.release.split(".")) >= (5, 5, 3)
-    assert pin.url.endswith(f"transformers-{pin.release}.tar.gz")
+    assert pin.package == "transformers"
+    assert tuple(int(p) for p in pin.version.split(".")) >= (5, 5, 3)
     header = (REPO_ROOT / "generated/transformers/config_classes.py").read_text()
-    assert f"# sha256: {pin.sha256}" in header and f'RELEASE = "{pin.release}"' in header
+    assert f"# sha256: {pin.sha256}" in header and f'RELEASE = "{pin.version}"' in header
+    # no index address in the repository: pip resolves the file from the user's index
+    assert "https://" not in (REPO_ROOT / "pins/transformers.toml").read_text()
+    assert "pythonhosted" not in header
 
 
 # -- rendering and apron reading it back -----------------------------------------------------------
@@ -382,7 +405,7 @@ def test_main_writes_and_checks_generated_transformers(project, make_repo, tmp_p
     source.write_bytes(data)
     pin = pin_for(data)
     (project.pins / "transformers.toml").write_text(
-        f'release = "{pin.release}"\nurl = "{pin.url}"\nsha256 = "{pin.sha256}"\n'
+        f'package = "{pin.package}"\nversion = "{pin.version}"\nsha256 = "{pin.sha256}"\n'
     )
     repo, shas = make_repo(
         [

@@ -55,7 +55,7 @@ def test_a_local_reassigned_under_an_if_becomes_an_if_term():
     ((_symbol, _effect, _target, conditions, value),) = rows
     assert conditions == ()
     length = "vllm_config.model_config.max_model_len"
-    dcp = "vllm_config.parallel_config.dcp"
+    dcp = "vllm_config.parallel_config.decode_context_parallel_size"
     assert value == (
         dcp, "1", ">", length, dcp, "cdiv/2", length, "if",
         "self.block_size", "cdiv/2", "self.page_size_bytes", "*",

@@ -160,8 +160,8 @@ SIZING_INTERFACE = """
 class FullAttentionSpec(AttentionSpec):
     def max_memory_usage_bytes(self, vllm_config):
         max_model_len = vllm_config.model_config.max_model_len
-        if vllm_config.parallel_config.dcp > 1:
-            max_model_len = cdiv(max_model_len, vllm_config.parallel_config.dcp)
+        if vllm_config.parallel_config.decode_context_parallel_size > 1:
+            max_model_len = cdiv(max_model_len, vllm_config.parallel_config.decode_context_parallel_size)
         return cdiv(max_model_len, self.block_size) * self.page_size_bytes
 
 

@@ -240,6 +240,34 @@ def _has_window(model: ModelConfig) -> bool:
     return any(model.get(name) is not None for name in WINDOW_FIELDS)
 
 
+# ModelConfig._derive_model_shapes reads these of hf_text_config by plain attribute access
+# (self.hf_text_config.num_attention_heads): a config without them is refused (AttributeError)
+REQUIRED_ATTRIBUTES = ("num_attention_heads", "hidden_size")
+
+
+def missing_attribute(model: ModelConfig) -> str:
+    """Why SGLang's ModelConfig cannot read an attribute it needs of this config ("" when it
+    can): config.json does not publish it (nor a spelling of it) and the configuration class
+    declares no such field."""
+    classes = model.constraints.config_classes()
+    if classes is None:
+        return ""
+    cls = classes.text_class(model.text_model_type, model.text_key, model.model_type)
+    if cls is None:
+        return ""
+    chain = classes.class_chain(cls)
+    declared = {name for member in chain for name in member.defaults}
+    declared |= set(classes.attribute_map(cls))
+    for name in REQUIRED_ATTRIBUTES:
+        if model.published(name) is None and name not in declared:
+            return (
+                f"SGLang's ModelConfig reads hf_text_config.{name}, which config.json does not "
+                f"publish and {cls.origin} {cls.name} ({cls.path}) does not declare: SGLang "
+                "refuses the config (AttributeError); no figures"
+            )
+    return ""
+
+
 def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     mla = mla_decision(model, sglang)
     heads = kv_heads(model, sglang)
@@ -290,6 +318,11 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
         )
         cites.append(Citation(ENGINE, sglang.commit, MODEL_CONFIG_PATH, "ModelConfig.__init__"))
         computes = False
+    missing = missing_attribute(model)
+    if missing:
+        notes.append(missing)
+        cites.append(Citation(ENGINE, sglang.commit, MODEL_CONFIG_PATH, "_derive_model_shapes"))
+        computes = False
     member_of = _memberships(model, sglang)
     if member_of:
         notes.append(f"member of SGLang's architecture sets: {', '.join(member_of)}")
@@ -304,6 +337,35 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
         window_aware=swa,
         window_why=window_why,
         encoder_only_kv=ENCODER_ONLY_KV,
+    )
+
+
+DSA_SET = "is_deepseek_dsa"
+KV_CONFIGURATOR_PATH = "python/sglang/srt/mem_cache/kv_cache_configurator.py"
+FP8_KV_DTYPES = frozenset({"fp8", "fp8_e4m3", "fp8_e5m2"})
+
+
+def kv_dtype_unknown(model: ModelConfig, sglang: EngineConstraints, kv_dtype: str) -> str:
+    """Why SGLang's KV cell at this KV dtype depends on what it decides on the GPU at run time
+    ("" when it does not): a DSA model (is_deepseek_dsa) with an fp8 cache stores its latent as
+    calculate_mla_kv_cache_dim says for the DSA backend it picks, trtllm the plain latent, the
+    others fp8 blocks with per-block scales and a bf16 rope part."""
+    if kv_dtype not in FP8_KV_DTYPES:
+        return ""
+    decision = mla_decision(model, sglang)
+    if decision is None or decision.is_mla is not True or _in_set(model, sglang, DSA_SET) is None:
+        return ""
+    rows = [r for r in sglang.rows(SETS) if r.set_name == DSA_SET]
+    member = next(r for r in rows if r.architecture in set(model.architectures))
+    holds, words = _set_condition(model, member)
+    if holds is False:
+        return ""
+    return (
+        f"{kv_dtype}: {member.architecture} is in SGLang's {DSA_SET}"
+        + (f" ({words})" if words else "")
+        + ", and its DSA latent cell at fp8 depends on the DSA backend SGLang picks from the GPU "
+        f"at run time ({KV_CONFIGURATOR_PATH} calculate_mla_kv_cache_dim: trtllm keeps the plain "
+        "latent, the other backends store fp8 blocks with per-block scales and a bf16 rope part)"
     )
 
 

@@ -481,6 +481,9 @@ def _class_decision(
     return tuple(flags), no_kv, tuple(notes), kind.citations
 
 
+REFUSES_CONFIG = "vLLM cannot load the config: the configuration class refuses it"
+
+
 def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
     """vLLM's decisions for this config at its pin."""
     _prediction, engine_heads = resolve_kv_heads(model, vllm)
@@ -491,6 +494,11 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
             "prediction stays unknown"
         )
     flags, no_kv, class_notes, cites = _class_decision(model, vllm)
+    from apron.checks import class_refusal
+
+    refused = class_refusal(model)
+    if refused:  # the plan goes on for the engines that build the config with their own class
+        notes.insert(0, f"{REFUSES_CONFIG}: {refused}; no figures")
     return EngineDecision(
         ENGINE,
         engine_heads,
@@ -498,7 +506,7 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
         flags,
         (*notes, *class_notes),
         cites,
-        computes_figures=True,
+        computes_figures=not refused,
         own_flags=vllm.has(CLASS_FLAGS),
         no_kv_cache=no_kv,
     )

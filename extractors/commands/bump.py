@@ -138,7 +138,7 @@ def plan_bump(
     plan.readings_lost = readings_lost_at(engine, chosen, old_facts, new_facts)
     plan.rendered = render_generated(paths, new_facts)
     if with_impact and not plan.no_change:
-        plan.impact, plan.impact_note = calculator_impact(paths, plan.rendered)
+        plan.impact = calculator_impact(paths, plan.rendered, engine.engine_id, new_facts.commit)
     return plan
 
 

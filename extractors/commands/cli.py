@@ -451,8 +451,10 @@ def history_command(
 
     from apron.extractors.commands.history import (
         default_jobs,
+        fit_rows,
         previous_support,
         release_view,
+        row_blocks,
         run_history,
         table_rows,
         unsupported_runs,
@@ -506,21 +508,32 @@ def history_command(
             body["previously_supported_check"] = [vars(c) for c in checks]
         print(json.dumps(body, indent=2))
         return
-    table = Table(
-        title=f"{history.engine} {history.fact}: {history.since.sha[:10]} "
+    title = (
+        f"{history.engine} {history.fact}: {history.since.sha[:10]} "
         f"({history.since.date}) .. {history.until.sha[:10]} ({history.until.date})"
     )
     columns = ["item", "first commit with it", "last commit with it", "removed in", "note"]
     if releases is not None and releases.shown:
         columns.insert(4, "releases that had it")
-    for column in columns:
-        table.add_column(column, no_wrap=column == "item")  # an item is never split
-    for row in table_rows(history, releases):
-        table.add_row(*row)
     # the terminal's width; a pipe or a file 80 columns, or $COLUMNS (rich's Console default):
-    # cells wrap at spaces, nothing is cut
+    # dates, SHAs and PR numbers are never cut; the item wraps instead, and where no table fits,
+    # each row is a block of lines
     console = EscapingConsole(highlight=False, soft_wrap=True)  # soft wrap: the lines after it
-    console.print(table)
+    # cells pass apron.terminal.printable too: no raw control character reaches the terminal
+    rows = [tuple(printable(cell) for cell in row) for row in table_rows(history, releases)]
+    fitted = fit_rows(columns, rows, console.width)
+    if fitted is None:
+        console.print(title, markup=False)
+        for line in row_blocks(columns, rows, console.width):
+            console.print(line, markup=False)
+    else:
+        fitted_rows, widths = fitted
+        table = Table(title=title)
+        for column, width in zip(columns, widths, strict=True):
+            table.add_column(column, width=width, overflow="fold")
+        for row in fitted_rows:
+            table.add_row(*row)
+        console.print(table)
     for span, count, reason in unsupported_runs(history):
         console.print(f"{span} ({count} commit{'s' if count != 1 else ''}): {reason}", markup=False)
     console.print(

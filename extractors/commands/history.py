@@ -720,6 +720,69 @@ def table_rows(history: History, releases: ReleaseView | None = None) -> list[tu
     return rows
 
 
+TABLE_BORDER = 3  # characters a column of a rich table takes besides its text (padding, rule)
+NARROWEST_ITEM = 12  # below this the item column would fold every word: one block per row
+
+
+def fit_rows(
+    columns: list[str], rows: list[tuple[str, ...]], width: int
+) -> tuple[list[tuple[str, ...]], list[int]] | None:
+    """(rows, the width of each column's text) for a table `width` characters wide whose other
+    cells keep every word whole (a date, a SHA, a PR number is never cut): the item, in the first
+    column, is wrapped into the room they leave. None when that room is narrower than
+    NARROWEST_ITEM: print a block per row instead."""
+    others = [
+        max(
+            len(word)
+            for cell in [columns[i], *(r[i] for r in rows)]
+            for word in cell.split() or [""]
+        )
+        for i in range(1, len(columns))
+    ]
+    room = width - TABLE_BORDER * len(columns) - 1 - sum(others)
+    if room < NARROWEST_ITEM:
+        return None
+    wrapped = [("\n".join(_wrapped(row[0], room)), *row[1:]) for row in rows]
+    item = max((len(line) for row in wrapped for line in row[0].split("\n")), default=4)
+    widths = [max(item, len(columns[0])), *others]
+    # the room left goes to the columns whose cells are longer than their longest word, in order
+    spare = width - TABLE_BORDER * len(columns) - 1 - sum(widths)
+    for i in range(1, len(columns)):
+        longest = max(len(cell) for cell in [columns[i], *(r[i] for r in rows)])
+        extra = min(spare, max(0, longest - widths[i]))
+        widths[i] += extra
+        spare -= extra
+    return wrapped, widths
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` characters, broken at blanks, a long name in pieces."""
+    import textwrap
+
+    return textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
+
+
+def row_blocks(columns: list[str], rows: list[tuple[str, ...]], width: int) -> list[str]:
+    """The table as one block per row, for a width no table fits: the item on its line, then
+    each non-empty cell as `column: value`, wrapped at blanks (words never cut)."""
+    import textwrap
+
+    lines: list[str] = []
+    for row in rows:
+        lines.append(row[0])
+        for column, cell in zip(columns[1:], row[1:], strict=True):
+            if cell:
+                lines += textwrap.wrap(
+                    f"{column}: {cell}",
+                    max(width, 20),
+                    initial_indent="  ",
+                    subsequent_indent="    ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+    return lines
+
+
 def unsupported_runs(history: History) -> list[tuple[str, int, str]]:
     """Consecutive unsupported commits with the same reason: (range, count, reason)."""
     runs: list[list] = []

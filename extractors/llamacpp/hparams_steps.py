@@ -323,9 +323,9 @@ class StepReader:
         elif SKIPPED_CALLS.match(name):
             pass
         elif name == "GGML_ASSERT" and len(args) == 1:
-            checked = args[0]
+            checked = _bare(args[0])
             right = (
-                checked.child_by_field_name("right")
+                _bare(checked.child_by_field_name("right"))
                 if checked.type == "binary_expression"
                 else None
             )
@@ -503,8 +503,9 @@ class StepReader:
                 variable = node_text(declarators[0].child_by_field_name("declarator"))
                 start = self._plain(declarators[0].child_by_field_name("value"))
         bound: tuple[str, ...] = ()
+        test = _bare(test)
         if variable and test is not None and test.type == "binary_expression":
-            left = test.child_by_field_name("left")
+            left = _bare(test.child_by_field_name("left"))
             if node_text(test.child_by_field_name("operator")) == "<" and left is not None:
                 if node_text(left) == variable:
                     self._declare(variable, "uint32_t")
@@ -790,3 +791,14 @@ def helper_definitions(source: CppSource) -> dict[str, Node]:
         for name, node in function_definitions(source.root)
         if name.startswith(f"{HPARAMS_STRUCT}::") and name.split("::")[-1] in HELPERS
     }
+
+
+def _bare(node: Node | None) -> Node | None:
+    """`node` without brackets around it that group nothing (`(il)`; the parse keeps a pair
+    next to `<`, which could open a template)."""
+    while node is not None and node.type == "parenthesized_expression":
+        inner = code_children(node)
+        if len(inner) != 1:
+            break
+        node = inner[0]
+    return node

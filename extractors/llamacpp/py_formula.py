@@ -76,7 +76,7 @@ def formula(
         return ("True" if kind == "true" else "False",)
     if kind == "none":
         return ("None",)
-    if kind == "string":
+    if kind in ("string", "concatenated_string"):  # "a" "b" is the one string "ab"
         text = string_value(node)
         if text is None:
             raise UnreadableFormula("an f-string")

@@ -114,6 +114,17 @@ class SlidingWindowRule(Record):
     symbol: str
 
 
+def infix_field(record: Record, name: str, formulas: tuple[str, ...]) -> str | None:
+    """A reverse-Polish field of `record` in C++-like infix ("always" for an empty condition),
+    None for any other field."""
+    if name not in formulas:
+        return None
+    tokens = getattr(record, name)
+    if not tokens:
+        return "always" if name in ("condition", "when") else "unknown"
+    return infix(tokens)
+
+
 class HparamsFormula(Record):
     """One branch of a llama_hparams sizing method (src/llama-hparams.cpp): where `condition`
     holds and no earlier branch returned, the method returns `value`. Both are reverse-Polish
@@ -136,6 +147,9 @@ class HparamsFormula(Record):
         when = f" when {infix(self.condition)}" if self.condition else ""
         return f"{self.method} #{self.branch}: {value}{when}"
 
+    def shown(self, name: str) -> str | None:
+        return infix_field(self, name, ("condition", "value"))
+
 
 class MemoryRule(Record):
     """One memory llama_model::create_memory builds: for the architectures `archs` (a case of
@@ -151,6 +165,9 @@ class MemoryRule(Record):
     arguments: tuple[str, ...]  # "parameter=code", in parameter order
     path: str
     symbol: str
+
+    def shown(self, name: str) -> str | None:
+        return infix_field(self, name, ("condition",))
 
 
 class MemoryCallback(Record):
@@ -169,6 +186,9 @@ class MemoryCallback(Record):
     unknown: str
     path: str
     symbol: str
+
+    def shown(self, name: str) -> str | None:
+        return infix_field(self, name, ("condition", "when", "value"))
 
 
 class CacheSizeRule(Record):
@@ -192,6 +212,9 @@ class CacheSizeRule(Record):
         value = infix(self.value) if self.value else f"unknown ({self.unknown})"
         when = f" when {infix(self.condition)}" if self.condition else ""
         return f"{self.variable} #{self.order} = {value}{when}"
+
+    def shown(self, name: str) -> str | None:
+        return infix_field(self, name, ("condition", "value"))
 
 
 class ContextDefault(Record):

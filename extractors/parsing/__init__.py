@@ -11,7 +11,8 @@ Python, tree-sitter (every new reader):
   (`if_clauses`), imports (`from_import`), classes (`top_level_classes`, `class_named`,
   `class_suite`, `methods_of`, `class_methods`, `class_fields`, `field_default`), statements
   (`statements`, `returned`, `assignments_and_ifs`, `walk`), and `code_of`, the canonical
-  rendering of any field that carries code.
+  rendering of any field that carries code (python_canonical.py: the one unparser, and which
+  brackets group nothing, which the parse blanks like comments).
 - python_skeleton.py: a module's text with the method bodies a fact does not read elided, line by
   line, so tree-sitter parses less.
 - python_top_level.py: a module's text reduced to its top-level bindings (SGLang's registry scan).
@@ -26,7 +27,8 @@ Python, libcst (the single reader of a few older facts; start nothing new on it)
   tensor-parallel rules: vLLM and SGLang), vllm/convertor.py and vllm/serving_rules.py (CUDA
   block size, tp rules), sglang/serving_rules.py.
 
-C++: cpp_ts.py (tree-sitter-cpp with the preprocessor's conditionals). Markdown: markdown.py
+C++: cpp_ts.py (tree-sitter-cpp with the preprocessor's conditionals, redundant brackets blanked)
+and cpp_canonical.py (code fields token by token with one spacing rule). Markdown: markdown.py
 (markdown-it-py). Shared by all: limits.py (size, depth and cost bounds on hostile input),
 workers.py and collections_paced.py (two cores, fewer garbage collections).
 """

@@ -17,7 +17,13 @@ import tree_sitter_cpp
 from tree_sitter import Language, Node, Parser, Point, Range, Tree
 
 from apron.extractors.errors import AnchorError, ExtractionError, ParseError
-from apron.extractors.parsing.limits import MAX_CONDITION_CHARS, MAX_SYNTAX_DEPTH, check_syntax_tree
+from apron.extractors.parsing.cpp_canonical import BracketJudge, canonical_cpp
+from apron.extractors.parsing.limits import (
+    MAX_CONDITION_CHARS,
+    MAX_SYNTAX_DEPTH,
+    check_syntax_tree,
+    too_deep,
+)
 from apron.extractors.parsing.ts_query import typed_descendants
 from apron.extractors.records import ExtractionWarning
 
@@ -234,11 +240,37 @@ def parse_cpp(text: str, path: str) -> CppSource:
     anchor needs the broken code (`require_clean`, `missing`); only a file nested too deeply to
     walk safely is a ParseError here."""
     masked, conditions = mask_conditionals(text, path)
-    tree = _parser().parse(masked.encode("utf-8"))
+    tree = _without_redundant_brackets(_parser(), masked.encode("utf-8"))
     check_syntax_tree(tree.root_node, path, "C++")
     return CppSource(
         path=path, text=text, tree=tree, root=tree.root_node, line_conditions=conditions
     )
+
+
+def _without_redundant_brackets(parser: Parser, data: bytes) -> Tree:
+    """The tree of `data` with both characters of every pair of brackets that groups nothing
+    (cpp_canonical.redundant_brackets) blanked, so that no reader sees `(x)` for `x`: form is
+    not meaning. Byte offsets and lines stay those of the file."""
+    tree = parser.parse(data)
+    if b"(" not in data or too_deep(tree.root_node):
+        return tree  # a tree too deep to read keeps its brackets for the depth check to refuse
+    judge = BracketJudge()
+    pairs = sorted(
+        typed_descendants(CPP, tree.root_node, ("parenthesized_expression",)),
+        key=lambda n: (n.start_byte, -n.end_byte),
+    )  # outer pairs first
+    spans = [
+        span
+        for node in pairs
+        if judge.redundant(node)
+        for span in ((node.start_byte, node.start_byte + 1), (node.end_byte - 1, node.end_byte))
+    ]
+    if not spans:
+        return tree
+    blanked = bytearray(data)
+    for start, end in spans:
+        blanked[start:end] = b" "
+    return parser.parse(bytes(blanked))
 
 
 # A definition's closing brace written alone at the start of a line: where a region ends.
@@ -262,7 +294,7 @@ def parse_cpp_methods(text: str, path: str, method: str) -> CppSource:
     regions = _method_regions(data, method)
     if regions:
         ranges = [Range(_point(data, a), _point(data, b), a, b) for a, b in regions]
-        tree = Parser(CPP, included_ranges=ranges).parse(data)
+        tree = _without_redundant_brackets(Parser(CPP, included_ranges=ranges), data)
         if _one_clean_definition_each(tree.root_node, regions, method):
             check_syntax_tree(tree.root_node, path, "C++")
             return CppSource(
@@ -338,17 +370,9 @@ def node_text(node: Node) -> str:
 
 
 def compact(node: Node) -> str:
-    """The node's code on one line, with comments dropped and whitespace collapsed."""
-    data = node.text or b""
-    cut = [
-        (c.start_byte - node.start_byte, c.end_byte - node.start_byte)
-        for c in (walk(node) if b"/" in data else ())  # a comment starts with `//` or `/*`
-        if c.type == "comment"
-    ]
-    for start, end in reversed(cut):
-        data = data[:start] + b" " + data[end:]
-    text = re.sub(r"\s+", " ", data.decode("utf-8")).strip()
-    return re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
+    """The node's code on one canonical line (cpp_canonical.py): no comments, no layout, no
+    redundant brackets, one spacing rule."""
+    return canonical_cpp(node)
 
 
 def walk(node: Node) -> Iterator[Node]:

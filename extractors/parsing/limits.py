@@ -93,6 +93,11 @@ def _first_deeper(root: Node, limit: int) -> Node | None:
             depth -= 1
 
 
+def too_deep(root: Node) -> bool:
+    """Whether the tree nests deeper than MAX_SYNTAX_DEPTH (the file a depth check refuses)."""
+    return _first_deeper(root, MAX_SYNTAX_DEPTH) is not None
+
+
 def _no_deeper_than(root: Node, limit: int) -> bool:
     return _first_deeper(root, limit) is None
 

@@ -424,7 +424,7 @@ def text_keeping(text: str, keep: KeepBody) -> str:
     root = parse_tree(text)
     if root.has_error:
         return text
-    data = text.encode("utf-8")
+    data = code_text(text).encode("utf-8")  # the ranges are those of the blanked tree
     pieces, at = [], 0
     for start, end in _elided_bodies(root, keep):
         pieces += [data[at:start], b"..." + b"\n" * data.count(b"\n", start, end)]

@@ -31,6 +31,7 @@ from apron.extractors.parsing.limits import CST_COST_BUDGET, check_syntax_tree
 from apron.extractors.parsing.python_cst import KeepBody, parse_module, parse_module_keeping
 from apron.extractors.parsing.python_skeleton import ODD_SPACE, method_skeleton
 from apron.extractors.parsing.python_ts import (
+    code_text,
     defined_name,
     node_text,
     parse_python,
@@ -132,7 +133,7 @@ class Cut(NamedTuple):
 def _outline_of(text: str, root: Node, path: str, keep: KeepBody, cut: Cut) -> cst.Module | None:
     """libcst's module for the outline cut from `text` (whose clean tree is `root`); None when
     the outline does not parse cleanly."""
-    data = text.encode("utf-8")
+    data = code_text(text).encode("utf-8")  # the ranges are those of the blanked tree
     pieces, at = [], 0
     for start, end, filler in _whole_lines(data, _dropped(root, keep, cut)):
         pieces += [data[at:start], filler]

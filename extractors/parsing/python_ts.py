@@ -1,7 +1,9 @@
 """The tree-sitter view of Python that every reader reads: parse entry points and primitives.
 
-Blind to comments by construction: each entry point parses the text with every comment
-replaced by spaces of the same byte length, so no comment node reaches a reader while byte
+Blind to comments and to brackets that group nothing by construction: each entry point parses
+the text with every comment, and both characters of every redundant pair of brackets (`(x)`,
+`(a * b) + c`; python_canonical.redundant_brackets), replaced by spaces of the same byte
+length, so no comment node and no such parenthesized expression reaches a reader while byte
 offsets and line numbers stay those of the file. A comment that is data (vLLM's
 `# [Encoder-decoder]` registry section labels) is read on purpose, with `comments`."""
 
@@ -16,7 +18,8 @@ import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from apron.extractors.errors import AnchorError, ParseError
-from apron.extractors.parsing.limits import check_syntax_tree
+from apron.extractors.parsing.limits import check_syntax_tree, too_deep
+from apron.extractors.parsing.python_canonical import BracketJudge, canonical_code
 
 PYTHON = Language(tree_sitter_python.language())
 
@@ -50,9 +53,29 @@ def _comment_query() -> Query:
     return Query(PYTHON, "(comment) @comment")
 
 
+@lru_cache(maxsize=1)
+def _form_query() -> Query:
+    return Query(PYTHON, "(comment) @comment (parenthesized_expression) @brackets")
+
+
 def _comment_spans(root: Node) -> list[tuple[int, int]]:
     found = QueryCursor(_comment_query()).captures(root).get("comment", [])
     return sorted((n.start_byte, n.end_byte) for n in found)
+
+
+def _form_spans(root: Node) -> list[tuple[int, int]]:
+    """What the readers never see: every comment, and the two characters of every pair of
+    brackets that groups nothing (python_canonical.redundant_brackets)."""
+    captures = QueryCursor(_form_query()).captures(root)
+    spans = [(n.start_byte, n.end_byte) for n in captures.get("comment", [])]
+    if too_deep(root):
+        return sorted(spans)  # too deep to read: its brackets stay for the depth check to refuse
+    judge = BracketJudge()
+    pairs = sorted(captures.get("brackets", []), key=lambda n: (n.start_byte, -n.end_byte))
+    for node in pairs:  # outer pairs first
+        if judge.redundant(node):
+            spans += [(node.start_byte, node.start_byte + 1), (node.end_byte - 1, node.end_byte)]
+    return sorted(spans)
 
 
 def blank_comments(data: bytes, spans: list[tuple[int, int]]) -> bytes:
@@ -66,23 +89,24 @@ def blank_comments(data: bytes, spans: list[tuple[int, int]]) -> bytes:
 
 
 def _code_tree(data: bytes) -> Node:
-    """The module node of `data` with its comments blanked (see the module docstring). A text
-    without `#` has no comment and is parsed once."""
+    """The module node of `data` with its comments and redundant brackets blanked (see the
+    module docstring). A text with neither is parsed once."""
     tree = _parser().parse(data)
-    if b"#" not in data:
+    if b"#" not in data and b"(" not in data:
         return tree.root_node
-    spans = _comment_spans(tree.root_node)
+    spans = _form_spans(tree.root_node)
     if not spans:
         return tree.root_node
     return _parser().parse(blank_comments(data, spans)).root_node
 
 
 def code_text(text: str) -> str:
-    """`text` with every comment blanked, as the readers' trees see it (same length in bytes)."""
+    """`text` with every comment and redundant pair of brackets blanked, as the readers' trees
+    see it (same length in bytes)."""
     data = text.encode("utf-8")
-    if b"#" not in data:
+    if b"#" not in data and b"(" not in data:
         return text
-    spans = _comment_spans(_parser().parse(data).root_node)
+    spans = _form_spans(_parser().parse(data).root_node)
     return blank_comments(data, spans).decode("utf-8") if spans else text
 
 
@@ -131,62 +155,27 @@ def node_text(node: Node) -> str:
     return node.text.decode("utf-8") if node.text is not None else ""
 
 
-CLOSING = (")", "]", "}")
-# a one-line literal in single quotes, no prefix, no escapes, no quote of either kind inside
-SINGLE_QUOTED = re.compile(rb"'[^'\"\\\n]*'")
 JOINED_ATTRIBUTE = re.compile(r"(?<=[\w)\]])\s*\.\s+(?=[A-Za-z_])|(?<=[\w)\]])\s+\.(?=[A-Za-z_])")
 
 
 def code_of(node: Node) -> str:
     """A node's code as one canonical line, for the fields that carry code (conditions,
-    expressions, annotations, reasons): no comments (the tree has none); line breaks and runs of
-    blanks as one space, none inside brackets or before a joined `.attribute`; no trailing comma
-    before a closing bracket (but the one of a one-element tuple); a plain string literal in
-    double quotes; no brackets around the node itself or around a whole assigned or returned
-    value."""
-    data = bytearray(node.text or b"")
-    base = node.start_byte
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        start, end = current.start_byte - base, current.end_byte - base
-        if current.type == "," and current.next_sibling is not None:
-            parent = current.parent
-            one_tuple = (
-                parent is not None and parent.type == "tuple" and parent.named_child_count == 1
-            )
-            if current.next_sibling.type in CLOSING and not one_tuple:
-                data[start:end] = b" "
-        elif current.type == "parenthesized_expression" and _whole_value(current, node):
-            data[start : start + 1] = b" "
-            data[end - 1 : end] = b" "
-        elif current.type == "string":
-            literal = bytes(data[start:end])
-            if SINGLE_QUOTED.fullmatch(literal):
-                data[start:end] = b'"' + literal[1:-1] + b'"'
-            continue
-        stack.extend(current.children)
-    return compact_text(data.decode("utf-8"))
-
-
-def _whole_value(expression: Node, top: Node) -> bool:
-    """Brackets that group nothing: around the node rendered, a whole assigned, returned or
-    yielded value, or a whole statement."""
-    if expression.named_child_count != 1:
-        return False
-    parent = expression.parent
-    if expression.id == top.id or parent is None:
-        return True
-    if parent.type in ("assignment", "augmented_assignment"):
-        right = parent.child_by_field_name("right")
-        return right is not None and right.id == expression.id
-    return parent.type in ("return_statement", "expression_statement", "parenthesized_expression")
+    expressions, annotations, reasons): rendered from the syntax tree by the one canonical
+    unparser (python_canonical.py): no comments, no layout, no redundant brackets, one spacing
+    rule, no trailing comma, one quote style."""
+    return canonical_code(node)
 
 
 def canonical_text(code: str) -> str:
-    """code_of for code given as text (what libcst renders of a node): parsed with
-    tree-sitter; text that does not parse on its own is only compacted."""
-    root = _parser().parse(code.strip().encode("utf-8")).root_node
+    """code_of for code given as text (what libcst renders of a node, perhaps without the
+    brackets that held its line breaks): parsed with tree-sitter, an expression over several
+    lines first inside brackets of its own; text that does not parse is only compacted."""
+    text = code.strip()
+    if "\n" in text:
+        bracketed = _parser().parse(f"(\n{text}\n)".encode()).root_node
+        if not bracketed.has_error and bracketed.named_child_count == 1:
+            return code_of(bracketed)
+    root = _parser().parse(text.encode("utf-8")).root_node
     if root.has_error:
         return compact_text(code)
     return code_of(root)

@@ -10,7 +10,7 @@ from apron.extractors.engine_api import EngineSpec
 from apron.extractors.pins import Pin
 from apron.extractors.records import EngineFacts
 from apron.extractors.report.diff import EngineDiff
-from apron.extractors.report.impact import ImpactChange
+from apron.extractors.report.impact import CalculatorImpact
 from apron.extractors.report.readings_lost import LostReading
 
 
@@ -31,8 +31,7 @@ class BumpPlan:
     diff: EngineDiff
     shrinks: list[Shrink]
     accepted_shrink: bool
-    impact: list[ImpactChange] | None = None
-    impact_note: str = ""
+    impact: CalculatorImpact | None = None  # None: not computed (`extract bump` computes it)
     rendered: dict[str, str] = field(default_factory=dict)
     # Suspected misreads (extractors/report/readings_lost.py); the body puts them first.
     readings_lost: list[LostReading] = field(default_factory=list)

@@ -15,7 +15,8 @@ Pair = tuple[Record, Record]
 @dataclass(frozen=True)
 class FactDiff:
     """`changed`: pairs whose facts differ (same identity, or re-keyed: see `rekeyed_fields`).
-    `moved`: pairs that differ only in provenance (path, symbol): what they say is unchanged."""
+    `moved`: pairs that differ only in provenance (path, symbol): what they say is unchanged.
+    `renamed`: pairs whose key was renamed (`renames`): one item, not a gain and a loss."""
 
     fact: str
     title: str
@@ -23,6 +24,7 @@ class FactDiff:
     removed: tuple[Record, ...] = ()
     changed: tuple[Pair, ...] = ()
     moved: tuple[Pair, ...] = ()
+    renamed: tuple[Pair, ...] = ()
     reordered: bool = False
     old_count: int = 0
     new_count: int = 0
@@ -34,12 +36,19 @@ class FactDiff:
 
     @property
     def empty(self) -> bool:
-        return not (self.added or self.removed or self.changed or self.moved or self.reordered)
+        return not (
+            self.added
+            or self.removed
+            or self.changed
+            or self.moved
+            or self.renamed
+            or self.reordered
+        )
 
     @property
     def says_nothing_new(self) -> bool:
         """Only moves: the generated files change, the facts do not."""
-        return not (self.added or self.removed or self.changed or self.reordered)
+        return not (self.added or self.removed or self.changed or self.renamed or self.reordered)
 
 
 @dataclass(frozen=True)
@@ -178,10 +187,13 @@ def _key_without_provenance(record: Record) -> tuple:
     return tuple(getattr(record, n) for n in record.KEY if n not in where)
 
 
-def _unique_matches(removed: list[Record], added: list[Record], key) -> list[Pair]:
+def _unique_matches(removed: list[Record], added: list[Record], key, new_key=None) -> list[Pair]:
+    """Pairs of a removed and an added record with one key (`new_key` for the added side when
+    given), each the only one of its side with it."""
+    new_key = new_key or key
     old_keys = Counter(key(r) for r in removed)
-    new_keys = Counter(key(r) for r in added)
-    by_new = {key(r): r for r in added}
+    new_keys = Counter(new_key(r) for r in added)
+    by_new = {new_key(r): r for r in added}
     return [
         (r, by_new[key(r)]) for r in removed if old_keys[key(r)] == 1 and new_keys.get(key(r)) == 1
     ]
@@ -208,13 +220,69 @@ def _label(record: Record) -> str:
     return record.label()
 
 
+SEPARATORS = re.compile(r"[\s_.\-]+")
+
+
+def spelling(value: object) -> object:
+    """A key value without case and separators: `ExaoneMoEForCausalLM` and
+    `ExaoneMoeForCausalLM`, `AXK1` and `axk1`, `qwen3_5` and `qwen3.5` spell one name."""
+    return SEPARATORS.sub("", value).lower() if isinstance(value, str) else value
+
+
+def _respelled(record: Record) -> tuple:
+    return tuple(spelling(v) for v in record.identity())
+
+
+def _renamed_key(record: Record, renames: Mapping[str, str]) -> tuple:
+    """The record's identity with each key string the registry renamed replaced by its new name."""
+    return tuple(renames.get(v, v) if isinstance(v, str) else v for v in record.identity())
+
+
+def pair_renamed(
+    removed: list[Record], added: list[Record], renames: Mapping[str, str] = {}
+) -> list[Pair]:
+    """Removed and added records that are one item renamed: their keys differ only in case or
+    separators, or the registry maps the old name to the new one (`renames`: the same module
+    and class registered under a new architecture name). A match must be unique on both sides."""
+    if not removed or not added or not removed[0].KEY:
+        return []
+    pairs: list[Pair] = []
+    if renames:
+        pairs = _unique_matches(
+            removed, added, lambda r: _renamed_key(r, renames), lambda r: r.identity()
+        )
+    paired_old = {id(o) for o, _ in pairs}
+    paired_new = {id(n) for _, n in pairs}
+    pairs += _unique_matches(
+        [r for r in removed if id(r) not in paired_old],
+        [r for r in added if id(r) not in paired_new],
+        _respelled,
+    )
+    return pairs
+
+
+def registry_renames(old: FactResult | None, new: FactResult) -> dict[str, str]:
+    """Architecture renames a registry fact says: a removed and an added row that register the
+    same module and class (each the only one of its side to do so), old name -> new name."""
+    if old is None or not {"module", "class_name", "architecture"} <= set(
+        new.kind.record.model_fields
+    ):
+        return {}
+    before = {r.architecture: r for r in old.records}
+    after = {r.architecture: r for r in new.records}
+    gone = [before[a] for a in sorted(before.keys() - after.keys())]
+    came = [after[a] for a in sorted(after.keys() - before.keys())]
+    target = lambda r: (r.module, r.class_name)  # noqa: E731
+    return {o.architecture: n.architecture for o, n in _unique_matches(gone, came, target)}
+
+
 def _split(pairs: list[Pair]) -> tuple[list[Pair], list[Pair]]:
     changed = [p for p in pairs if fact_fields_changed(*p)]
     moved = [p for p in pairs if not fact_fields_changed(*p)]
     return changed, moved
 
 
-def diff_fact(old: FactResult | None, new: FactResult) -> FactDiff:
+def diff_fact(old: FactResult | None, new: FactResult, renames: Mapping[str, str] = {}) -> FactDiff:
     old_keyed = _keyed(old.records) if old else {}
     new_keyed = _keyed(new.records)
     added = [new_keyed[k] for k in sorted(new_keyed.keys() - old_keyed.keys(), key=repr)]
@@ -229,6 +297,9 @@ def diff_fact(old: FactResult | None, new: FactResult) -> FactDiff:
     paired_new = {id(n) for _, n in rekeyed}
     added = [r for r in added if id(r) not in paired_new]
     removed = [r for r in removed if id(r) not in paired_old]
+    renamed = pair_renamed(removed, added, renames)
+    added = [r for r in added if id(r) not in {id(n) for _, n in renamed}]
+    removed = [r for r in removed if id(r) not in {id(o) for o, _ in renamed}]
     changed, moved = _split(same_key + rekeyed)
     reordered = bool(
         new.kind.ordered
@@ -244,6 +315,7 @@ def diff_fact(old: FactResult | None, new: FactResult) -> FactDiff:
         removed=tuple(removed),
         changed=tuple(changed),
         moved=tuple(moved),
+        renamed=tuple(renamed),
         reordered=reordered,
         old_count=len(old.records) if old else 0,
         new_count=len(new.records),
@@ -313,7 +385,12 @@ def with_removal_notes(diff: EngineDiff, notes: Mapping[str, str]) -> EngineDiff
 def diff_engine(old: EngineFacts | None, new: EngineFacts) -> EngineDiff:
     old_by_name = {r.kind.name: r for r in old.facts} if old else {}
     new_names = {r.kind.name for r in new.facts}
-    facts = tuple(diff_fact(old_by_name.get(r.kind.name), r) for r in new.facts)
+    renames: dict[str, str] = {}
+    for result in new.facts:
+        support = result.kind.support
+        if support is not None and support.role == "registry":
+            renames |= registry_renames(old_by_name.get(result.kind.name), result)
+    facts = tuple(diff_fact(old_by_name.get(r.kind.name), r, renames) for r in new.facts)
     added, removed, moved = diff_warnings(old.warnings if old else (), new.warnings)
     return EngineDiff(
         facts=facts,

@@ -1,7 +1,7 @@
 """What the report makes of each engine's facts: its matrix cells, its architecture families,
-how it decides MLA and why an architecture left its registry. One explicit dict, one entry per
-engine; the functions live in the engine's own modules (matrix_cells.py, families.py), which
-import nothing of the report."""
+how it decides MLA, why an architecture left its registry and which are drafts. One explicit
+dict, one entry per engine; the functions live in the engine's own modules (matrix_cells.py,
+families.py, registry_notices.py), which import nothing of the report."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from apron.extractors.trtllm import families as trtllm_families
 from apron.extractors.trtllm import matrix_cells as trtllm_cells
 from apron.extractors.vllm import families as vllm_families
 from apron.extractors.vllm import matrix_cells as vllm_cells
+from apron.extractors.vllm.registry_notices import draft_architectures as vllm_draft_architectures
 from apron.extractors.vllm.registry_notices import removal_notes as vllm_removal_notes
 
 
@@ -39,6 +40,9 @@ class EngineReport:
     # "MLA", "MLA (conditional)", "MHA (explicit)"}; None: the engine says nothing about MLA
     mla_decided_by: str | None = None
     mla_verdicts: Callable[[EngineFacts], Mapping[str, str]] | None = None
+    # facts -> the registered architectures that are drafts or speculative heads (an MTP module,
+    # an EAGLE head), counted apart from the models people serve; None: the engine says none
+    draft_architectures: Callable[[EngineFacts], set[str]] | None = None
 
     def __post_init__(self) -> None:
         if (self.mla_decided_by is None) != (self.mla_verdicts is None) or (
@@ -60,6 +64,7 @@ ENGINE_REPORTS: dict[str, EngineReport] = {
         families=vllm_families.vllm_families,
         family_rules=vllm_families.VLLM_RULES,
         removal_notes=vllm_removal_notes,
+        draft_architectures=vllm_draft_architectures,
     ),
     "sglang": EngineReport(
         matrix_cells=sglang_cells.matrix_cells,

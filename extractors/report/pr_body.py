@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from apron.extractors.records import ExtractionWarning, Record
 from apron.extractors.report.bump_plan import BumpPlan
+from apron.extractors.report.conformance import SHOWN_DIFFERENCES
 from apron.extractors.report.diff import (
     FactDiff,
     Pair,
@@ -20,6 +21,8 @@ from apron.extractors.report.diff import (
     rekeyed_fields,
 )
 from apron.extractors.report.engine_reports import engine_report
+from apron.extractors.report.impact import impact_phrases, rule_changes
+from apron.impact import IMPACT_CONTEXT, IMPACT_GPU_WORDS, IMPACT_TPS, IMPACT_WEIGHTS
 
 GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
 WORKFLOW_NOTICE_RESERVE = 1_000  # left for a notice the workflow puts on top (failed tests)
@@ -28,9 +31,9 @@ HARD_BODY_BUDGET = GITHUB_BODY_LIMIT - WORKFLOW_NOTICE_RESERVE
 # architecture added or removed whatever the cap); everything else is in the full diff.
 READABLE_BODY = 16_384
 BODY_BUDGET = min(READABLE_BODY, HARD_BODY_BUDGET)
-ITEM_CAPS = (40, 25, 10, 3, 0)  # items of each sign per kind, tried in turn until the body fits
 WARNING_CAP = 20
-IMPACT_CAP = 30
+IMPACT_CAP = 12  # rows of the impact table in the body (fewer when the body is long)
+IMPACT_PHRASE_CAP = 20  # what-moved phrases of the impact section in the body
 LINE_CAP = 400  # characters of one listed item
 MOVE_PATTERN_LIMIT = 3  # more distinct moves than this in one kind are summarised as a glob
 SOURCE_LIST_CAP = 8
@@ -94,7 +97,16 @@ def _tuple_change(name: str, before: tuple, after: tuple) -> str:
     return f"{name} reordered"
 
 
-def _field_change(name: str, before: object, after: object) -> str:
+def _field_change(
+    name: str, before: object, after: object, old: Record | None = None, new: Record | None = None
+) -> str:
+    """`name old -> new`; a field the records show for people (a formula in infix) as shown."""
+    if old is not None and new is not None:
+        shown_before, shown_after = old.shown(name), new.shown(name)
+        if isinstance(shown_before, tuple) and isinstance(shown_after, tuple):
+            return _tuple_change(name, shown_before, shown_after)
+        if shown_before is not None and shown_after is not None:
+            return f"{name} {shown_before} -> {shown_after}"
     if isinstance(before, tuple) and isinstance(after, tuple):
         return _tuple_change(name, before, after)
     if (
@@ -112,7 +124,8 @@ def change_text(old: Record, new: Record) -> str:
     facts = fact_fields_changed(old, new)
     keys = set(rekeyed_fields(old, new))
     parts = [
-        ("key " if name in keys else "") + _field_change(name, before.get(name), after.get(name))
+        ("key " if name in keys else "")
+        + _field_change(name, before.get(name), after.get(name), old, new)
         for name in facts
     ]
     moved = [n for n in changed_fields(old, new) if n not in facts]
@@ -127,6 +140,15 @@ def change_text(old: Record, new: Record) -> str:
     else:
         label = f"{old.label()} -> {new.label()}"
     return f"~{label}: " + "; ".join(parts)
+
+
+def renamed_text(old: Record, new: Record) -> str:
+    """`~Old -> New: renamed`, and what else changed on the row."""
+    facts = [n for n in fact_fields_changed(old, new) if n not in old.KEY]
+    before, after = old.model_dump(), new.model_dump()
+    rest = "; ".join(_field_change(n, before.get(n), after.get(n), old, new) for n in facts)
+    names = " ".join(str(v) for v in old.identity()), " ".join(str(v) for v in new.identity())
+    return f"~{names[0]} -> {names[1]}: renamed" + (f"; {rest}" if rest else "")
 
 
 # ------------------------------------------------------------------ moves
@@ -203,6 +225,8 @@ def _counts(delta: FactDiff, *, with_moves: bool = True) -> str:
         bits.append(f"−{len(delta.removed)}")
     if delta.changed:
         bits.append(f"~{len(delta.changed)}")
+    if delta.renamed:
+        bits.append(f"{len(delta.renamed)} renamed")
     if delta.reordered:
         bits.append("reordered")
     if delta.moved and with_moves:
@@ -288,6 +312,7 @@ def fact_items(delta: FactDiff, *, full: bool) -> tuple[list[str], dict[str, lis
     if delta.reordered:
         always.append("order changed (order matters for this fact)")
     items = {
+        "renamed": [renamed_text(*p) for p in delta.renamed],
         "added": [f"+{r.label()}" for r in delta.added],
         "removed": [_removed_text(delta, r) for r in delta.removed],
         "changed": [change_text(*p) for p in delta.changed if id(p) not in markup_ids],
@@ -314,32 +339,47 @@ def _link(text: str, relative: str, links: BodyLinks) -> str:
     return f"`{text}`"
 
 
-IMPACT_SAMPLES_NAMED = 4  # samples the calculator clause names before "and N more"
 FEATURE_PHRASES = 6  # feature flips the verdict names before "and N more"
 UNRESOLVED = "class unresolved"  # the cell flag of a class the engine's reader could not resolve
 
 
-def _impact_summary(plan: BumpPlan) -> str:
-    """What the calculator's figures do on the samples, in words."""
-    if plan.impact is None:
-        note = f" ({plan.impact_note})" if plan.impact_note else ""
-        return f"the calculator's figures were not computed{note}"
-    from apron.config import sample_names
+IMPACT_PHRASES = 6  # what-moved phrases the verdict names before "and N more"
 
-    total = len(sample_names())
-    if not plan.impact:
-        return f"the calculator's figures are unchanged on the {total} samples"
-    fields: dict[str, list[str]] = {}
-    for change in plan.impact:
-        fields.setdefault(change.sample, []).append(change.field)
-    named = [f"{s}: {', '.join(f)}" for s, f in sorted(fields.items())[:IMPACT_SAMPLES_NAMED]]
-    more = len(fields) - len(named)
-    listed = "; ".join(named) + (f"; and {more} more" if more else "")
-    figures = "figure" if len(plan.impact) == 1 else "figures"
-    return (
-        f"the calculator's figures change on {len(fields)} of the {total} samples "
-        f"({len(plan.impact)} {figures}: {listed})"
+
+def _phrases(plan: BumpPlan) -> list[str]:
+    impact = plan.impact
+    assert impact is not None and impact.changes is not None
+    rules = rule_changes(plan.diff, plan.engine.calculator_facts)
+    return impact_phrases(
+        impact.changes, impact.figures, plan.readings_lost, plan.engine.title, rules
     )
+
+
+def _impact_summary(plan: BumpPlan) -> str:
+    """What the calculator's figures do on the impact samples, in words: what moved, for which
+    models, and why; then how apron compares with the engine's own measurements there."""
+    impact = plan.impact
+    if impact is None or impact.changes is None:
+        note = f" ({impact.note})" if impact is not None and impact.note else ""
+        return f"the calculator's figures were not computed{note}"
+    from apron.impact import impact_samples
+
+    total = len(impact_samples())
+    if not impact.changes:
+        words = f"the calculator's figures are unchanged on the {total} impact samples"
+    else:
+        phrases = _phrases(plan)
+        shown_phrases = phrases[:IMPACT_PHRASES]
+        more = len(phrases) - len(shown_phrases)
+        samples = len({c.sample for c in impact.changes})
+        words = (
+            f"the calculator's figures move on {samples} of the {total} impact samples: "
+            + "; ".join(shown_phrases)
+            + (f"; and {more} more (under Calculator impact)" if more else "")
+        )
+    if impact.conformance is not None:
+        words += "; " + impact.conformance.words(plan.engine.title)
+    return words
 
 
 def feature_flips(plan: BumpPlan) -> list[str]:
@@ -389,54 +429,117 @@ def _architecture_names(records: tuple[Record, ...], name: str) -> set[str]:
     return names
 
 
-def architecture_changes(plan: BumpPlan) -> tuple[list[str], list[str]]:
-    """The architectures the engine's registry facts gained and lost, every one by name."""
+def _registry_deltas(plan: BumpPlan):
     kinds = {k.name: k for k in plan.engine.fact_kinds}
-    gained: set[str] = set()
-    lost: set[str] = set()
     for delta in plan.diff.facts:
         kind = kinds.get(delta.fact)
-        if kind is None or kind.support is None or kind.support.role != "registry":
-            continue
-        gained |= _architecture_names(delta.added, kind.support.field)
-        lost |= _architecture_names(delta.removed, kind.support.field)
+        if kind is not None and kind.support is not None and kind.support.role == "registry":
+            yield delta, kind.support.field
+
+
+def architecture_changes(plan: BumpPlan) -> tuple[list[str], list[str]]:
+    """The architectures the engine's registry facts gained and lost, every one by name (a
+    renamed one is neither)."""
+    gained: set[str] = set()
+    lost: set[str] = set()
+    for delta, field in _registry_deltas(plan):
+        gained |= _architecture_names(delta.added, field)
+        lost |= _architecture_names(delta.removed, field)
     return sorted(gained - lost), sorted(lost - gained)
 
 
+def architecture_renames(plan: BumpPlan) -> list[tuple[str, str]]:
+    """(old name, new name) of every architecture the registry facts renamed."""
+    found: set[tuple[str, str]] = set()
+    for delta, field in _registry_deltas(plan):
+        found |= {(str(getattr(o, field)), str(getattr(n, field))) for o, n in delta.renamed}
+    return sorted(found)
+
+
+def draft_names(plan: BumpPlan) -> set[str]:
+    """The drafts and speculative heads the engine registers, before or after the bump."""
+    drafts = engine_report(plan.engine.engine_id).draft_architectures
+    if drafts is None:
+        return set()
+    found = set(drafts(plan.new_facts))
+    if plan.old_facts is not None:
+        found |= drafts(plan.old_facts)
+    return found
+
+
+def _named(names: list[str], noun: str, nouns: str) -> str:
+    return f"{len(names)} {noun if len(names) == 1 else nouns} ({', '.join(names)})"
+
+
 def _architectures_in_words(plan: BumpPlan) -> str:
+    """ "vLLM gains 12 architectures (...) and 6 drafts or speculative heads (...), loses 2
+    architectures (...) and renames 1 (Old -> New)": every name, the models people serve apart
+    from the drafts."""
     gained, lost = architecture_changes(plan)
-    if not gained and not lost:
+    renamed = architecture_renames(plan)
+    if not gained and not lost and not renamed:
         return ""
+    drafts = draft_names(plan)
 
-    def named(names: list[str]) -> str:
-        noun = "architecture" if len(names) == 1 else "architectures"
-        return f"{len(names)} {noun} ({', '.join(names)})"
+    def listed(names: list[str]) -> str:
+        served = [n for n in names if n not in drafts]
+        heads = [n for n in names if n in drafts]
+        bits = [_named(served, "architecture", "architectures")] if served else []
+        if heads:
+            bits.append(_named(heads, "draft or speculative head", "drafts or speculative heads"))
+        return " and ".join(bits) if bits else "none"
 
-    gains = f"gains {named(gained)}" if gained else "gains none"
-    losses = f"loses {named(lost)}" if lost else "loses none"
-    return f"{plan.engine.title} {gains} and {losses}"
+    words = f"{plan.engine.title} gains {listed(gained)}, loses {listed(lost)}"
+    if renamed:
+        pairs = ", ".join(f"{old} -> {new}" for old, new in renamed)
+        words += f", renames {len(renamed)} ({pairs})"
+    return words
+
+
+def _verdict_counts(delta: FactDiff, omit: tuple[str, ...]) -> str:
+    """`_counts` for the verdict: a change of bookkeeping fields alone (`FactKind.page_omit`,
+    e.g. vLLM's `class_mro`) is not counted."""
+    changed = tuple(
+        p for p in delta.changed if omit == () or set(fact_fields_changed(*p)) - set(omit)
+    )
+    counted = replace(delta, changed=changed)
+    markup = sum(1 for p in changed if markup_only_reasons(*p))
+    note = f" ({markup} in markup only)" if markup else ""
+    return _counts(counted, with_moves=False) + note if not counted.says_nothing_new else ""
 
 
 def verdict(plan: BumpPlan) -> str:
-    """The answer in one line: the architectures gained and lost, by name, then what each fact
-    kind gained, lost and changed."""
+    """The answer in one line: what the calculator's figures do, the architectures gained, lost
+    and renamed, by name, then what each fact kind gained, lost and changed: the kinds the
+    calculator reads first."""
+    parts = [_impact_summary(plan)]
     words = _architectures_in_words(plan)
-    parts = [words] if words else []
+    if words:
+        parts.append(words)
     flips = feature_flips(plan)
     if flips:
         parts.append(", ".join(flips))
+    kinds = {k.name: k for k in plan.engine.fact_kinds}
+    calculator, other = [], []
     for delta in plan.diff.facts:
         if delta.empty or delta.says_nothing_new:
             continue
-        markup = sum(1 for p in delta.changed if markup_only_reasons(*p))
-        note = f" ({markup} in markup only)" if markup else ""
-        parts.append(f"{delta.title} {_counts(delta, with_moves=False)}{note}")
-    moved = sum(len(d.moved) for d in plan.diff.facts)
-    if not parts:
+        kind = kinds.get(delta.fact)
+        counts = _verdict_counts(delta, kind.page_omit if kind is not None else ())
+        if not counts:
+            continue
+        phrase = f"{delta.title} {counts}"
+        (calculator if delta.fact in plan.engine.calculator_facts else other).append(phrase)
+    if calculator:
+        parts.append("rules the calculator reads: " + "; ".join(calculator))
+    if other:
+        parts.append(("other facts: " if calculator else "") + "; ".join(other))
+    if len(parts) == 1 and not flips:
         parts.append("no fact changed")
+    moved = sum(len(d.moved) for d in plan.diff.facts)
     if moved:
         parts.append(f"{moved} rows moved without change")
-    return "; ".join(parts) + "; " + _impact_summary(plan)
+    return "; ".join(parts)
 
 
 def _readings_lost(plan: BumpPlan) -> list[str]:
@@ -455,7 +558,7 @@ def _readings_lost(plan: BumpPlan) -> list[str]:
         "merging: this pull request is a draft until they are explained.",
         "",
     ]
-    lines += [f"- {_clip(item.line() if hasattr(item, 'line') else str(item))}" for item in lost]
+    lines += [f"- {item.line(plan.engine.title)}" for item in lost]
     return lines + [""]
 
 
@@ -521,13 +624,16 @@ def _summary(plan: BumpPlan) -> list[str]:
     if not changed and not _has_warning_change(plan):
         return lines + ["Nothing changed beyond the header.", ""]
     lines += [
-        "| fact | before | after | + | − | ~ | moved |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| fact | before | after | + | − | ~ | renamed | moved |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for d in changed:
+    rules = plan.engine.calculator_facts
+    for d in [d for d in changed if d.fact in rules] + [d for d in changed if d.fact not in rules]:
+        title = f"{d.title} (calculator)" if d.fact in rules else d.title
         lines.append(
-            f"| {d.title} | {d.old_count} | {d.new_count} | {len(d.added)} | {len(d.removed)} "
-            f"| {len(d.changed)}{' (reordered)' if d.reordered else ''} | {len(d.moved)} |"
+            f"| {title} | {d.old_count} | {d.new_count} | {len(d.added)} | {len(d.removed)} "
+            f"| {len(d.changed)}{' (reordered)' if d.reordered else ''} | {len(d.renamed)} "
+            f"| {len(d.moved)} |"
         )
     same = [d.title for d in plan.diff.facts if d.empty and not d.header_changed]
     header_only = [d.title for d in plan.diff.facts if d.empty and d.header_changed]
@@ -565,40 +671,58 @@ def _has_warning_change(plan: BumpPlan) -> bool:
 
 
 Items = dict[str, tuple[list[str], dict[str, list[str]]]]
+Caps = dict[tuple[str, str], int]  # (fact, group) -> items shown; a group not named: all
 
 
-def _details(plan: BumpPlan, cap: int | None, items: Items | None = None) -> tuple[list[str], int]:
-    """Per-kind <details> with at most `cap` items of each sign; (lines, items left out).
-    `items`: the capped-mode lines per kind, computed once for every cap tried."""
+def ordered_deltas(plan: BumpPlan) -> list[FactDiff]:
+    """The kinds that say something new, the ones the calculator reads first (engine order)."""
+    deltas = [d for d in plan.diff.facts if not d.says_nothing_new]
+    first = [d for d in deltas if d.fact in plan.engine.calculator_facts]
+    return first + [d for d in deltas if d.fact not in plan.engine.calculator_facts]
+
+
+def _details(
+    plan: BumpPlan, caps: Caps | None, items: Items | None = None
+) -> tuple[list[str], int]:
+    """Per-kind <details>, the kinds the calculator reads first; `caps` limits the items of a
+    (fact, group), None lists everything uncapped and unclipped (the full diff). Returns the
+    lines and the number of items left out. `items`: the body's lines per kind, computed once
+    for every cap tried."""
     lines: list[str] = []
     left_out = 0
-    changed = [d for d in plan.diff.facts if not d.says_nothing_new]
+    changed = ordered_deltas(plan)
     if not changed:
         return lines, 0
     lines += [
         "## Details",
         "",
-        "`+` added, `-` removed (for findings: no longer found), `~` changed.",
+        "`+` added, `-` removed (for findings: no longer found), `~` changed. The rules the "
+        "calculator reads come first, every item listed.",
         "",
     ]
     for delta in changed:
         always, groups = (
-            items[delta.fact] if items is not None else fact_items(delta, full=cap is None)
+            items[delta.fact] if items is not None else fact_items(delta, full=caps is None)
         )
-        counts = {g: len(v) if cap is None else min(len(v), cap) for g, v in groups.items()}
+        counts = {
+            g: len(v) if caps is None else min(len(v), caps.get((delta.fact, g), len(v)))
+            for g, v in groups.items()
+        }
         shown_items = [line for g, lines in groups.items() for line in lines[: counts[g]]]
         missing = {g: len(v) - counts[g] for g, v in groups.items() if len(v) > counts[g]}
         more = sum(missing.values())
         left_out += more
+        clip = caps is not None and delta.fact not in plan.engine.calculator_facts
         small = len(always) + len(shown_items) <= OPEN_DETAILS_UP_TO and not more
+        rule = " (read by the calculator)" if delta.fact in plan.engine.calculator_facts else ""
         lines += [
-            "<details open>" if small and cap is not None else "<details>",
-            f"<summary>{delta.title}: {_counts(delta)} ({delta.old_count} -> "
+            "<details open>" if small and caps is not None else "<details>",
+            f"<summary>{delta.title}{rule}: {_counts(delta)} ({delta.old_count} -> "
             f"{delta.new_count})</summary>",
             "",
         ]
-        lines += [f"- {_clip(line) if cap is not None else line}" for line in always]
-        lines += [f"- {_clip(line) if cap is not None else line}" for line in shown_items]
+        lines += [f"- {_clip(line) if clip else line}" for line in always]
+        lines += [f"- {_clip(line) if clip else line}" for line in shown_items]
         if more:
             what = ", ".join(f"{n} {g}" for g, n in missing.items())
             lines.append(f"- and {more} more ({what}; in the full semantic diff)")
@@ -638,19 +762,47 @@ def _warnings(plan: BumpPlan, cap: int | None) -> list[str]:
     return lines + [""]
 
 
-def _impact(plan: BumpPlan, cap: int | None) -> list[str]:
+def _impact(plan: BumpPlan, cap: int | None, phrase_cap: int | None = None) -> list[str]:
+    """The impact section: what moved in words (at most `phrase_cap` phrases), then a table of
+    at most `cap` rows; None: everything."""
     lines = ["## Calculator impact", ""]
-    if plan.impact is None:
-        return lines + [f"Not computed: {plan.impact_note or 'no calculator available'}.", ""]
-    if not plan.impact:
-        return lines + ["No figure or verdict of `apron plan` changed on the sample configs.", ""]
-    rows = plan.impact if cap is None else plan.impact[:cap]
-    lines += ["| sample | field | before | after |", "| --- | --- | --- | --- |"]
+    impact = plan.impact
+    if impact is None or impact.changes is None:
+        note = impact.note if impact is not None and impact.note else "no calculator available"
+        return lines + [f"Not computed: {note}.", ""]
     lines += [
-        _clip(f"| {c.sample} | {c.field} | {shown(c.before)} | {shown(c.after)} |") for c in rows
+        f"Every shipped and impact sample (apron/samples/, apron/samples/impact/) planned at "
+        f"{IMPACT_CONTEXT:,} tokens, tp 1 and tp {max(IMPACT_TPS)}, with {IMPACT_WEIGHTS // 2**30} "
+        f"GiB of weights on a {IMPACT_GPU_WORDS} GPU, with the constraints before and after.",
+        "",
     ]
-    if len(plan.impact) > len(rows):
-        lines.append(f"\nand {len(plan.impact) - len(rows)} more rows (in the full semantic diff)")
+    if impact.conformance is not None:
+        words = impact.conformance.words(plan.engine.title)
+        lines += [words[:1].upper() + words[1:] + "."]
+        lines += [f"- {_clip(d)}" for d in impact.conformance.differences[:SHOWN_DIFFERENCES]]
+        lines.append("")
+    if not impact.changes:
+        return lines + ["No figure of `apron plan` changed on the impact samples.", ""]
+    phrases = _phrases(plan)
+    listed = phrases if phrase_cap is None else phrases[:phrase_cap]
+    lines += [f"- {phrase}" for phrase in listed]
+    if len(phrases) > len(listed):
+        lines.append(f"- and {len(phrases) - len(listed)} more (in the full semantic diff)")
+    lines.append("")
+    rows = impact.changes if cap is None else impact.changes[:cap]
+    if not rows:
+        return lines + [
+            f"{len(impact.changes)} figures changed (table in the full semantic diff).",
+            "",
+        ]
+    lines += ["| sample | figure | before | after | why |", "| --- | --- | --- | --- | --- |"]
+    for c in rows:
+        why = c.reason if cap is None else _clip(c.reason, 100)
+        lines.append(f"| {c.sample} | {c.field} | {shown(c.before)} | {shown(c.after)} | {why} |")
+    if len(impact.changes) > len(rows):
+        lines.append(
+            f"\nand {len(impact.changes) - len(rows)} more rows (in the full semantic diff)"
+        )
     return lines + [""]
 
 
@@ -674,10 +826,11 @@ def render_full_diff(plan: BumpPlan) -> str:
         lines += _first_extraction_counts(plan)
     else:
         lines += _summary(plan)
+    lines += _impact(plan, None)
     details, _ = _details(plan, None)
     lines += details
     lines += _sources_in_full(plan)
-    lines += _warnings(plan, None) + _impact(plan, None) + _footer(plan)
+    lines += _warnings(plan, None) + _footer(plan)
     return _join(lines)
 
 
@@ -692,28 +845,106 @@ def _sources_in_full(plan: BumpPlan) -> list[str]:
     return lines + [""]
 
 
-def render_pr_body(plan: BumpPlan, links: BodyLinks = BodyLinks(), limit: int = BODY_BUDGET) -> str:
-    """The pull-request body, at most `limit` characters: items per kind are capped (tighter
-    until it fits), and what is left out is counted and pointed to."""
+def render_pr_body(
+    plan: BumpPlan,
+    links: BodyLinks = BodyLinks(),
+    limit: int = BODY_BUDGET,
+    hard_limit: int = HARD_BODY_BUDGET,
+) -> str:
+    """The pull-request body, at most `limit` characters. Every change of the rules the
+    calculator reads is listed; the large kinds (registry rows, docs tables, class flags) are
+    cut first: the largest per-kind cap that fits, then one more item at a time while there is
+    room, so "and 1 more" is never written where that item would fit. When the rules alone do
+    not fit in `limit`, the body grows past it up to `hard_limit` (GitHub's own limit) and says
+    so at the top; only past that are they cut. What is left out is counted and pointed to."""
     head = _head(plan, links)
     if plan.diff.first_extraction:
         middle = _first_extraction_counts(plan)
         tail = _warnings(plan, WARNING_CAP) + _impact(plan, IMPACT_CAP)
         return _fit(_join(head + middle + tail + _footer(plan)), limit)
     summary = _summary(plan)
-    tail = _warnings(plan, WARNING_CAP) + _impact(plan, IMPACT_CAP)
-    body = ""
-    items = {d.fact: fact_items(d, full=False) for d in plan.diff.facts if not d.says_nothing_new}
-    for cap in ITEM_CAPS:
-        details, left_out = _details(plan, cap, items)
-        notice = _truncation_notice(plan, cap, left_out, links)
-        body = _join(head + notice + summary + details + tail + _footer(plan))
-        if github_length(body) <= limit:
-            return body
-    return _fit(body, limit)
+    deltas = ordered_deltas(plan)
+    items = {d.fact: fact_items(d, full=False) for d in deltas}
+    groups = [(d.fact, g) for d in deltas for g in items[d.fact][1]]
+    rules = set(plan.engine.calculator_facts)
+    knobs = {"warnings": WARNING_CAP, "rows": IMPACT_CAP, "phrases": IMPACT_PHRASE_CAP}
+
+    page = {"limit": limit, "grown": False}
+
+    def body(caps: Caps) -> tuple[str, int]:
+        details, left_out = _details(plan, caps, items)
+        rules_whole = all(
+            caps.get(key, _group_size(items, key)) >= _group_size(items, key)
+            for key in groups
+            if key[0] in rules
+        )
+        notice = _truncation_notice(left_out, links, rules_whole=rules_whole)
+        if page["grown"]:
+            notice = _longer_notice(limit) + notice
+        impact = _impact(plan, knobs["rows"], knobs["phrases"])
+        tail = _warnings(plan, knobs["warnings"])
+        text = _join(head + notice + impact + summary + details + tail + _footer(plan))
+        return text, left_out
+
+    def fits(caps: Caps) -> bool:
+        return github_length(body(caps)[0]) <= page["limit"]
+
+    caps: Caps = {}
+    large = [key for key in groups if key[0] not in rules]
+    if not fits(caps):  # what matters least goes first: the large kinds' items
+        uniform = _largest_fitting_cap(items, large, {}, fits)
+        caps = {key: uniform for key in large}
+        caps = _fill(items, large, caps, fits)
+    for knob in ("warnings", "rows", "phrases"):  # then warnings, impact rows, impact phrases
+        while not fits(caps) and knobs[knob] > 0:
+            knobs[knob] -= 1
+    rule_groups = [key for key in groups if key[0] in rules]
+    if not fits(caps) and rule_groups and hard_limit > limit:  # not cut for the page: it grows
+        page.update(limit=hard_limit, grown=True)
+    if not fits(caps):  # last, past GitHub's own limit, the rules the calculator reads
+        uniform = _largest_fitting_cap(items, rule_groups, caps, fits)
+        caps = _fill(items, rule_groups, {**caps, **{k: uniform for k in rule_groups}}, fits)
+    text, _ = body(caps)
+    return _fit(text, page["limit"])
 
 
-def _truncation_notice(plan: BumpPlan, cap: int, left_out: int, links: BodyLinks) -> list[str]:
+def _longer_notice(limit: int) -> list[str]:
+    return [
+        f"> **Longer than one page:** with the verdict, the changes of the rules the calculator "
+        f"reads do not fit in {limit:,} characters; the body runs past them so that every one "
+        f"is listed.",
+        "",
+    ]
+
+
+def _group_size(items: Items, key: tuple[str, str]) -> int:
+    return len(items[key[0]][1][key[1]])
+
+
+def _largest_fitting_cap(items: Items, keys: list[tuple[str, str]], caps: Caps, fits) -> int:
+    """The largest cap for every group of `keys` at which the body fits (0 when none does)."""
+    low, high = 0, max((_group_size(items, k) for k in keys), default=0)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits({**caps, **{key: middle for key in keys}}):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _fill(items: Items, keys: list[tuple[str, str]], caps: Caps, fits) -> Caps:
+    """One more item at a time, kind by kind in body order, while the body still fits."""
+    for key in keys:
+        while caps[key] < _group_size(items, key):
+            more = {**caps, key: caps[key] + 1}
+            if not fits(more):
+                break
+            caps = more
+    return caps
+
+
+def _truncation_notice(left_out: int, links: BodyLinks, *, rules_whole: bool = True) -> list[str]:
     note = _full_diff_note(links)
     if not left_out:
         return note
@@ -722,12 +953,12 @@ def _truncation_notice(plan: BumpPlan, cap: int, left_out: int, links: BodyLinks
         if links.full_diff_url
         else (f" (`{links.full_diff_path}`)" if links.full_diff_path else "")
     )
-    return [
-        f"> **Truncated:** this body shows at most {cap} additions, {cap} removals and {cap} "
-        f"changes per fact kind; {left_out} more "
-        f"are in {where}.",
-        "",
-    ]
+    listed = (
+        "every change of the rules the calculator reads and the first items of the larger kinds"
+        if rules_whole
+        else "the first items of every kind, even of the rules the calculator reads"
+    )
+    return [f"> **Truncated:** this body lists {listed}; {left_out} more are in {where}.", ""]
 
 
 def _fit(body: str, limit: int) -> str:

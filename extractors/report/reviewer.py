@@ -127,12 +127,49 @@ def _short(where: str) -> str:
     return " ".join(p for p in (path.rsplit("/", 1)[-1], symbol) if p)
 
 
+MATRIX_LIMIT = 100_000  # characters of MATRIX.md (tests/test_matrix_page.py holds it)
+
+
 def render_matrix(all_facts: Mapping[str, EngineFacts]) -> str:
-    engines = [e for e in ENGINE_ORDER if e in all_facts] + sorted(
+    """MATRIX.md, at most MATRIX_LIMIT characters: when the whole page would be longer, the
+    cells leave out the file and symbol they were read from, then the last rows go; the page
+    says what it left out and links the engine pages that hold it."""
+    text = _render_matrix(all_facts, traces=True)
+    if len(text) <= MATRIX_LIMIT:
+        return text
+    text = _render_matrix(all_facts, traces=False)
+    if len(text) <= MATRIX_LIMIT:
+        return text
+    low, high = 0, len(_architectures(all_facts))
+    while low < high:  # the most rows that fit
+        middle = (low + high + 1) // 2
+        if len(_render_matrix(all_facts, traces=False, rows=middle)) <= MATRIX_LIMIT:
+            low = middle
+        else:
+            high = middle - 1
+    return _render_matrix(all_facts, traces=False, rows=low)
+
+
+def _engines(all_facts: Mapping[str, EngineFacts]) -> list[str]:
+    return [e for e in ENGINE_ORDER if e in all_facts] + sorted(
         e for e in all_facts if e not in ENGINE_ORDER
     )
+
+
+def _architectures(all_facts: Mapping[str, EngineFacts]) -> list[str]:
+    return sorted({a for e in _engines(all_facts) for a in engine_cells(all_facts[e])})
+
+
+def _pages(all_facts: Mapping[str, EngineFacts]) -> str:
+    return ", ".join(f"[{_title(e)}]({e}/README.md)" for e in ENGINE_ORDER if e in all_facts)
+
+
+def _render_matrix(
+    all_facts: Mapping[str, EngineFacts], *, traces: bool, rows: int | None = None
+) -> str:
+    engines = _engines(all_facts)
     cells = {e: engine_cells(all_facts[e]) for e in engines}
-    architectures = sorted({a for per in cells.values() for a in per})
+    architectures = _architectures(all_facts)
     lines = [
         "# Cross-engine compatibility matrix",
         "",
@@ -149,12 +186,19 @@ def render_matrix(all_facts: Mapping[str, EngineFacts]) -> str:
         lines += ["", "No constraints extracted (every cell unknown): " + ", ".join(missing) + "."]
     lines += ["", *families.render_family_section(all_facts)]
     lines += _mla_section(all_facts)
+    legend = (
+        "Cell: `status: detail [flags] (file symbol)`; the engine's page gives full paths "
+        "and blob SHAs."
+        if traces
+        else "Cell: `status: detail [flags]`. The file and symbol each cell was read from are "
+        f"left out here, to keep this page under {MATRIX_LIMIT:,} characters: they are on each "
+        f"engine's page and in its modules ({_pages(all_facts)})."
+    )
     lines += [
         "",
         "## Matrix",
         "",
-        "Cell: `status: detail [flags] (file symbol)`; the engine's page gives full paths "
-        "and blob SHAs. `-` = not registered at that commit; `?` = no constraints for "
+        legend + " `-` = not registered at that commit; `?` = no constraints for "
         "that engine. `registered*` = registered with a documented constraint.",
         "",
     ]
@@ -167,11 +211,19 @@ def render_matrix(all_facts: Mapping[str, EngineFacts]) -> str:
         if found is None:
             return "-"
         flags = f" [{', '.join(found.flags)}]" if found.flags else ""
-        return f"{found.status}: {found.detail}{flags} ({_short(found.where)})"
+        where = f" ({_short(found.where)})" if traces else ""
+        return f"{found.status}: {found.detail}{flags}{where}"
 
-    lines += markdown_table(
-        headers, ([a, *[cell(e, a) for e in ENGINE_ORDER]] for a in architectures)
-    )
+    shown = architectures if rows is None else architectures[:rows]
+    lines += markdown_table(headers, ([a, *[cell(e, a) for e in ENGINE_ORDER]] for a in shown))
+    if len(shown) < len(architectures):
+        left = architectures[len(shown) :]
+        lines += [
+            "",
+            f"{len(left)} more architectures ({left[0]} .. {left[-1]}) are left out here, to "
+            f"keep this page under {MATRIX_LIMIT:,} characters: each engine's page lists "
+            f"them ({_pages(all_facts)}).",
+        ]
     lines += ["", f"{len(architectures)} architectures.", ""]
     return "\n".join(lines)
 

@@ -31,13 +31,11 @@ from apron.extractors.transformers.render import render_files
 FOLDER = "transformers"
 
 
-def render_project(
-    root: Path, source: Path | None, vllm_source: str | None, *, offline: bool
-) -> dict[str, str]:
+def render_project(root: Path, source: Path | None, vllm_source: str | None) -> dict[str, str]:
     pins = root / "pins"
     pin = load_release_pin(pins)
-    data = sdist_bytes(pin, source, offline=offline)
-    modules = configuration_modules(data, str(source or pin.url))
+    data = sdist_bytes(pin, source)
+    modules = configuration_modules(data, str(source or pin.requirement))
     ours = transformers_tables(modules, {p: blob_of(t) for p, t in modules.items()})
     vllm_pin = load_pin(pins, "vllm")
     chosen = vllm_source or os.environ.get(SOURCE_ENV.format(engine="VLLM")) or vllm_pin.url
@@ -57,16 +55,19 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m apron.extractors.transformers", description=__doc__
     )
     parser.add_argument("--root", type=Path, help="the project checkout (default: found upward)")
-    parser.add_argument("--source", type=Path, help="a local copy of the pinned sdist (.tar.gz)")
+    parser.add_argument(
+        "--source",
+        type=Path,
+        help="the pinned sdist (.tar.gz) your pip fetched; kept in the cache for later runs",
+    )
     parser.add_argument("--vllm-source", help="vLLM source: URL or mirror path (default: its pin)")
-    parser.add_argument("--offline", action="store_true", help="never download the sdist")
     parser.add_argument(
         "--check", action="store_true", help="compare with generated/, write nothing"
     )
     args = parser.parse_args(argv)
     try:
         paths = find_project(args.root)
-        files = render_project(paths.root, args.source, args.vllm_source, offline=args.offline)
+        files = render_project(paths.root, args.source, args.vllm_source)
         target = paths.generated / FOLDER
         if args.check:
             differ = sorted(

@@ -33,10 +33,14 @@ FACT = "config_classes"
 #   binary operators "+", "-", "*", "/", "//", "%", comparisons "==", "!=", "<", "<=", ">", ">=",
 #   ("is None", a), ("is not None", a), ("not", a), ("and", a, b), ("or", a, b),
 #   ("if", condition, then, otherwise), ("int", a), ("bool", a), ("len", a),
+#   ("has kwarg", name)        whether config.json has the key `name` (`"name" in kwargs`)
+#   ("[]", container, key)     container[key]; a key a dict does not hold raises KeyError
 #   ("unknown", code)          a shape this reader does not read (with a warning)
+# A call of one of the class's own methods whose body is local assignments and one `return` is
+# read as that return expression, its parameters bound to the call's arguments.
 EXPRESSION_OPS = (
     "field const kwarg item for range list + - * / // % == != < <= > >= "
-    "is None,is not None,not,and,or,if,int,bool,len,unknown"
+    "is None,is not None,not,and,or,if,int,bool,len,has kwarg,[],unknown"
 )
 BINARY = {"+", "-", "*", "/", "//", "%"}
 COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
@@ -83,6 +87,8 @@ class ConfigClass:
     sub_configs: tuple[tuple[str, str], ...]  # (key, class name)
     derivations: tuple[Derivation, ...]
     validators: tuple[Validator, ...] = ()
+    strict: bool = False  # decorated with huggingface_hub's @strict: field types are checked
+    field_types: tuple[tuple[str, tuple], ...] = ()  # (field, annotation tree; FIELD_TYPE_OPS)
 
 
 @dataclass
@@ -92,6 +98,8 @@ class _Reader:
     params: dict[str, Node] = field(default_factory=dict)  # __init__ parameters with defaults
     style: str = "dataclass"  # or "init"
     built: dict[str, str] = field(default_factory=dict)  # sub-configs __init__ builds
+    methods: dict[str, Node] = field(default_factory=dict)  # the class's own methods, by name
+    inlining: frozenset[str] = frozenset()  # methods being read inline (no recursion)
     warnings: list[ExtractionWarning] = field(default_factory=list)
 
     def warn(self, code: str, message: str, node: Node) -> None:
@@ -151,6 +159,14 @@ class _Reader:
             return ("list", *(self.expression(c, scope) for c in node.named_children))
         elif kind == "list_comprehension":
             return self._comprehension(node, scope)
+        elif kind == "subscript":
+            keys = node.children_by_field_name("subscript")
+            if len(keys) == 1 and keys[0].type != "slice":
+                return (
+                    "[]",
+                    self.expression(node.child_by_field_name("value"), scope),
+                    self.expression(keys[0], scope),
+                )
         return ("unknown", code_of(node))
 
     def _comparison(self, node: Node, scope: dict[str, tuple]) -> tuple:
@@ -159,6 +175,11 @@ class _Reader:
         if len(operands) != 2:
             return ("unknown", code_of(node))
         op = " ".join(operators)
+        if op in ("in", "not in") and node_text(operands[1]) == "kwargs":
+            key = string_value(operands[0])
+            if key is not None:
+                has = ("has kwarg", key)
+                return has if op == "in" else ("not", has)
         left = self.expression(operands[0], scope)
         if op in ("is", "is not") and node_text(operands[1]) == "None":
             return ("is None" if op == "is" else "is not None", left)
@@ -181,7 +202,54 @@ class _Reader:
             default = self.expression(arguments[1], scope) if len(arguments) == 2 else None
             if key is not None:
                 return ("kwarg", key, default if default is not None else ("const", None))
+        if function.type == "attribute" and node_text(function.child_by_field_name("object")) in (
+            "self",
+            self.class_name,
+        ):
+            inlined = self._inline(
+                node_text(function.child_by_field_name("attribute")), arguments, scope
+            )
+            if inlined is not None:
+                return inlined
         return ("unknown", code_of(node))
+
+    def _inline(self, name: str, arguments: list[Node], scope: dict[str, tuple]) -> tuple | None:
+        """The return expression of the class's own method `name` with its parameters bound to
+        the arguments; None when the method is not one of local assignments and one `return`."""
+        method = self.methods.get(name)
+        if method is None or name in self.inlining or name.startswith("__"):
+            return None
+        params = [
+            p
+            for p in method.child_by_field_name("parameters").named_children
+            if p.type in ("identifier", "typed_parameter")
+        ]
+        names = [node_text(p if p.type == "identifier" else p.named_children[0]) for p in params]
+        if names[:1] == ["self"] and not _is_static(method):
+            names = names[1:]
+        if len(names) != len(arguments) or any(a.type == "keyword_argument" for a in arguments):
+            return None
+        local = {n: self.expression(a, scope) for n, a in zip(names, arguments, strict=True)}
+        body = [
+            c
+            for c in method.child_by_field_name("body").named_children
+            if not (c.type == "expression_statement" and c.named_children[0].type == "string")
+        ]
+        if not body or body[-1].type != "return_statement" or not body[-1].named_children:
+            return None
+        self.inlining = self.inlining | {name}
+        try:
+            for statement in body[:-1]:
+                inner = statement.named_children[0] if statement.named_child_count == 1 else None
+                if statement.type != "expression_statement" or inner is None:
+                    return None
+                left = inner.child_by_field_name("left") if inner.type == "assignment" else None
+                if left is None or left.type != "identifier":
+                    return None
+                local[node_text(left)] = self.expression(inner.child_by_field_name("right"), local)
+            return self.expression(body[-1].named_children[0], local)
+        finally:
+            self.inlining = self.inlining - {name}
 
     def _comprehension(self, node: Node, scope: dict[str, tuple]) -> tuple:
         body = node.child_by_field_name("body")
@@ -267,6 +335,77 @@ class _Reader:
 
 
 _NOT_LITERAL = object()
+
+# The annotation tree of a dataclass field (a nested tuple whose first item names it):
+#   ("type", name)                 a class by name (int, float, bool, str, or any other)
+#   ("none",)                      None
+#   ("union", a, b, ...)           `a | b`, Optional[a], Union[a, b]: members sorted, no repeats
+#   ("generic", name, a, ...)      a subscripted class: list[str], dict[str, int], Literal[...]
+#   ("ellipsis",)                  the `...` of tuple[float, ...]
+#   ("unknown", code)              a shape this reader does not read (a string forward reference)
+FIELD_TYPE_OPS = "type none union generic ellipsis unknown"
+
+
+def annotation(node: Node) -> tuple:
+    """A field's annotation as a tree (FIELD_TYPE_OPS); the same tree however it is spelled."""
+    node = unparenthesize(node)
+    if node.type == "type" and node.named_child_count == 1:
+        return annotation(node.named_children[0])
+    text = node_text(node)
+    if node.type == "none" or text == "None":
+        return ("none",)
+    if node.type == "ellipsis":
+        return ("ellipsis",)
+    if node.type in ("identifier", "attribute"):
+        return ("type", text)
+    if node.type == "union_type":
+        return _union(*(annotation(c) for c in node.named_children))
+    if node.type == "binary_operator" and node_text(node.child_by_field_name("operator")) == "|":
+        return _union(
+            annotation(node.child_by_field_name("left")),
+            annotation(node.child_by_field_name("right")),
+        )
+    if node.type in ("subscript", "generic_type"):
+        if node.type == "subscript":
+            head = node.child_by_field_name("value")
+            args = node.children_by_field_name("subscript")
+        else:
+            head = node.named_children[0]
+            params = node.named_children[1] if node.named_child_count > 1 else None
+            args = params.named_children if params is not None else []
+        name = node_text(head).rsplit(".", 1)[-1]
+        if len(args) == 1 and args[0].type == "tuple":
+            args = args[0].named_children
+        members = [annotation(a) for a in args]
+        if name == "Optional" and len(members) == 1:
+            return _union(members[0], ("none",))
+        if name == "Union" and members:
+            return _union(*members)
+        return ("generic", name, *members)
+    return ("unknown", code_of(node))
+
+
+def _union(*members: tuple) -> tuple:
+    flat: set[tuple] = set()
+    for member in members:
+        flat.update(member[1:] if member[0] == "union" else (member,))
+    return ("union", *sorted(flat, key=repr))
+
+
+def _is_strict(definition: Node) -> bool:
+    """Whether the class is decorated with huggingface_hub's `@strict` (or `@strict(...)`)."""
+    parent = definition.parent
+    if parent is None or parent.type != "decorated_definition":
+        return False
+    for decorator in parent.named_children:
+        if decorator.type != "decorator" or not decorator.named_children:
+            continue
+        target = unparenthesize(decorator.named_children[0])
+        if target.type == "call":
+            target = target.child_by_field_name("function")
+        if target is not None and node_text(target).rsplit(".", 1)[-1] == "strict":
+            return True
+    return False
 
 
 def _built_config(value: Node) -> str | None:
@@ -361,6 +500,31 @@ def _string_dict(node: Node | None) -> list[tuple[str, Node]] | None:
     return pairs
 
 
+def _is_static(method: Node) -> bool:
+    parent = method.parent
+    return (
+        parent is not None
+        and parent.type == "decorated_definition"
+        and any(
+            d.type == "decorator" and node_text(d).strip() == "@staticmethod"
+            for d in parent.named_children
+        )
+    )
+
+
+def _methods(body: Node) -> dict[str, Node]:
+    found: dict[str, Node] = {}
+    for member in body.named_children:
+        method = (
+            member.child_by_field_name("definition")
+            if member.type == "decorated_definition"
+            else member
+        )
+        if method is not None and method.type == "function_definition":
+            found.setdefault(node_text(method.child_by_field_name("name")), method)
+    return found
+
+
 def _method(body: Node, name: str) -> Node | None:
     for member in body.named_children:
         method = (
@@ -392,10 +556,12 @@ def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[Extractio
     )
     body = definition.child_by_field_name("body")
     reader = _Reader(path, name)
+    reader.methods = _methods(body)
     model_type = None
     attribute_map: list[tuple[str, str]] = []
     sub_configs: list[tuple[str, str]] = []
     defaults: dict[str, Default] = {}
+    field_types: dict[str, tuple] = {}
     for target, value in assignments(body, include_bare=True):
         if target == "model_type" and value is not None:
             model_type = string_value(value)
@@ -426,10 +592,13 @@ def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[Extractio
             continue
         left = assignment.child_by_field_name("left")
         right = assignment.child_by_field_name("right")
-        if left is None or left.type != "identifier" or right is None:
+        if left is None or left.type != "identifier":
             continue
         target = node_text(left)
         if target.startswith("_") or target in ("model_type", "attribute_map", "sub_configs"):
+            continue
+        field_types[target] = annotation(assignment.child_by_field_name("type"))
+        if right is None:
             continue
         defaults[target] = _default_of(target, right)
         if not defaults[target].known:
@@ -467,6 +636,8 @@ def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[Extractio
         sub_configs=tuple(sorted(sub_configs)),
         derivations=tuple(derivations),
         validators=validators,
+        strict=_is_strict(definition),
+        field_types=tuple(sorted(field_types.items())),
     )
     return record, reader.warnings
 

@@ -1,6 +1,7 @@
-"""transformers' pinned release: `pins/transformers.toml` (release, sdist URL, sha256), the sdist
-downloaded once into the user cache directory and checked against the sha256, and the
-configuration modules read out of the archive (never unpacked, never imported)."""
+"""transformers' pinned release: `pins/transformers.toml` (package, version, sha256 of the sdist;
+no index address), the sdist the user's pip fetched from the user's index, given once with
+--source and kept in the user cache directory, checked against the sha256, and the configuration
+modules read out of the archive (never unpacked, never imported, never built)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import io
 import os
 import re
 import tarfile
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,33 +27,42 @@ CONFIG_GLOB = "src/transformers/models/*/configuration_*.py"
 MAX_SDIST_BYTES = 64 * 1024 * 1024  # the 5.5.3 sdist is 8 MB
 SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 RELEASE = re.compile(r"^[0-9][0-9A-Za-z.+-]*\Z")
+PACKAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+PIN_FIELDS = {"package", "version", "sha256"}
 
 
 @dataclass(frozen=True)
 class ReleasePin:
-    release: str
-    url: str
+    """A release sdist named the way pip asks for it; no index address (pip's own config picks
+    the index)."""
+
+    package: str
+    version: str
     sha256: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
 
 
 def load_release_pin(pins_dir: Path) -> ReleasePin:
     path = pins_dir / PIN_NAME
     data = read_pin_toml(path, "transformers")
     problems = []
-    release, url, sha = data.get("release"), data.get("url"), data.get("sha256")
-    if set(data) != {"release", "url", "sha256"}:
-        problems.append("fields must be exactly release, url, sha256")
-    if not isinstance(release, str) or not RELEASE.match(release):
-        problems.append(f"release {release!r} is not a version")
-    if not isinstance(url, str) or not url.startswith("https://") or not url.isprintable():
-        problems.append(f"url {url!r} must be an https:// URL")
+    package, version, sha = data.get("package"), data.get("version"), data.get("sha256")
+    if set(data) != PIN_FIELDS:
+        problems.append("fields must be exactly package, version, sha256")
+    if not isinstance(package, str) or not PACKAGE.match(package):
+        problems.append(f"package {package!r} is not a package name")
+    if not isinstance(version, str) or not RELEASE.match(version):
+        problems.append(f"version {version!r} is not a version")
     if not isinstance(sha, str) or not SHA256.match(sha):
         problems.append(f"sha256 {sha!r} must be 64 lowercase hex digits")
     if problems:
         raise PinError(
             f"pin file {path} is malformed: {'; '.join(problems)}", engine="transformers"
         )
-    return ReleasePin(release, url, sha)  # type: ignore[arg-type]
+    return ReleasePin(package=package, version=version, sha256=sha)  # type: ignore[arg-type]
 
 
 def cache_path(pin: ReleasePin) -> Path:
@@ -67,16 +75,18 @@ def _checked(data: bytes, pin: ReleasePin, where: str) -> bytes:
     if digest != pin.sha256:
         raise SourceError(
             f"{where} has sha256 {digest}, but pins/{PIN_NAME} names {pin.sha256} "
-            f"(transformers {pin.release})",
+            f"({pin.requirement})",
             engine="transformers",
             source=where,
         )
     return data
 
 
-def sdist_bytes(pin: ReleasePin, source: Path | None = None, *, offline: bool = False) -> bytes:
-    """The pinned sdist: from `source` (a local .tar.gz), else the cache, else downloaded from
-    the pin's URL into the cache. Always checked against the pin's sha256."""
+def sdist_bytes(pin: ReleasePin, source: Path | None = None) -> bytes:
+    """The pinned sdist: from `source` (a local .tar.gz, then kept in the cache), else the
+    cache; always checked against the pin's sha256. apron downloads nothing and runs no
+    installer: the user's pip fetches the file from the user's index."""
+    cached = cache_path(pin)
     if source is not None:
         try:
             data = source.read_bytes()
@@ -84,34 +94,21 @@ def sdist_bytes(pin: ReleasePin, source: Path | None = None, *, offline: bool = 
             raise SourceError(
                 f"cannot read {source}: {err.strerror or err}", engine="transformers"
             ) from err
-        return _checked(data, pin, str(source))
-    cached = cache_path(pin)
+        _checked(data, pin, str(source))
+        if not cached.is_file():
+            usable_cache_dir(cached.parent)
+            partial = cached.with_suffix(".part")
+            partial.write_bytes(data)
+            partial.replace(cached)
+        return data
     if cached.is_file():
         return _checked(cached.read_bytes(), pin, str(cached))
-    if offline:
-        raise SourceError(
-            f"transformers {pin.release} is not in the cache ({cached}) and downloading is off; "
-            f"give the sdist with --source PATH (e.g. `pip download --no-deps --no-binary :all: "
-            f"transformers=={pin.release}`) or run with network access",
-            engine="transformers",
-        )
-    try:
-        with urllib.request.urlopen(pin.url, timeout=120) as response:  # noqa: S310 (https only)
-            data = response.read(MAX_SDIST_BYTES + 1)
-    except (urllib.error.URLError, OSError) as err:
-        raise SourceError(
-            f"cannot download {pin.url}: {err}; give the sdist with --source PATH",
-            engine="transformers",
-            source=pin.url,
-        ) from err
-    if len(data) > MAX_SDIST_BYTES:
-        raise SourceError(f"{pin.url} is over {MAX_SDIST_BYTES} bytes", engine="transformers")
-    _checked(data, pin, pin.url)
-    usable_cache_dir(cached.parent)
-    partial = cached.with_suffix(".part")
-    partial.write_bytes(data)
-    partial.replace(cached)
-    return data
+    raise SourceError(
+        f"the {pin.requirement} sdist is not in the cache ({cached}): fetch it from your index "
+        f"with pip (`pip download --no-deps --no-binary :all: {pin.requirement}`) and give it "
+        "with --source PATH",
+        engine="transformers",
+    )
 
 
 def configuration_modules(data: bytes, where: str) -> dict[str, str]:

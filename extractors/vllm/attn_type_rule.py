@@ -12,8 +12,8 @@ from tree_sitter import Node
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_ts import (
     class_methods,
+    code_of,
     if_clauses,
-    node_text,
     parse_python,
     string_value,
     unparenthesize,
@@ -50,7 +50,7 @@ def _returns(block: Node) -> list[str]:
 
 def _condition_words(condition: Node) -> str:
     """`self.pooler_config is not None` -> `pooler_config`; `self.is_hybrid` -> `is_hybrid`."""
-    text = node_text(condition).replace("self.", "")
+    text = code_of(condition).replace("self.", "")
     return text.removesuffix(" is not None")
 
 
@@ -83,12 +83,12 @@ def attn_type_rule(text: str, path: str) -> AttnTypeRule:
                             pooling_types.append(literal)
                 if (
                     node.type == "call"
-                    and node_text(node.child_by_field_name("function")) == "getattr"
+                    and code_of(node.child_by_field_name("function")) == "getattr"
                 ):
                     arguments = node.child_by_field_name("arguments").named_children
-                    if len(arguments) == 3 and node_text(arguments[0]).endswith("hf_config"):
+                    if len(arguments) == 3 and code_of(arguments[0]).endswith("hf_config"):
                         causal_key = string_value(arguments[1]) or ""
-                        causal_default = node_text(arguments[2])
+                        causal_default = code_of(arguments[2])
             branches.append(f"{words} -> pooling rule")
         else:
             branches.append(f"{words} -> {'/'.join(returned) or '?'}")

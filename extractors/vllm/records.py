@@ -278,6 +278,14 @@ class AttentionBackendChoice(Record):
         block = self.preferred_block if self.preferred_block is not None else "unknown"
         return f"{'MLA' if self.use_mla else 'attention'} #{self.rank} {self.backend}: {block}"
 
+    def reading(self, name: str) -> str:
+        what = {
+            "preferred_block": "the default block size",
+            "kernel_block_sizes": "the kernel block sizes",
+        }.get(name, f"`{name}`")
+        kind = "MLA backend" if self.use_mla else "attention backend"
+        return f"{what} of {self.backend} ({kind} #{self.rank} where {self.branch})"
+
 
 # Operators of the postfix terms of mamba_state_calculators / mamba_state_hooks (apron.extractors.vllm.
 # state_shapes): each pops its operands and pushes one value. A term "name/N" calls the function
@@ -327,8 +335,19 @@ class MambaStateCalculator(Record):
     def label(self) -> str:
         if self.status != "read":
             return f"{self.symbol} (unknown)"
-        shown = ", ".join("(" + ", ".join(" ".join(d) for d in s) + ")" for s in self.states)
-        return f"{self.symbol}({', '.join(self.parameters)}) -> {shown}"
+        return f"{self.symbol}({', '.join(self.parameters)}) -> {', '.join(self.tensors())}"
+
+    def tensors(self) -> tuple[str, ...]:
+        """Each state tensor's dims in infix: "(conv_kernel - 1, intermediate_size / tp)"."""
+        from apron.state_shapes import infix
+
+        return tuple("(" + ", ".join(infix(d) for d in state) + ")" for state in self.states)
+
+    def shown(self, name: str) -> str | tuple[str, ...] | None:
+        return self.tensors() if name == "states" else None
+
+    def reading(self, name: str) -> str:
+        return f"the state {self.symbol} computes"
 
 
 class MambaStateHook(Record):
@@ -354,6 +373,19 @@ class MambaStateHook(Record):
             f" (hf_config = {self.delegate_config})" if self.delegate_config else ""
         )
         return f"{self.model_class} {self.hook}: {target if self.status == 'read' else 'unknown'}"
+
+    def shown(self, name: str) -> tuple[str, ...] | None:
+        if name != "arguments":
+            return None
+        from apron.state_shapes import infix
+
+        return tuple(
+            f"{p}={infix(a)}" for p, a in zip(self.parameters, self.arguments, strict=False)
+        )
+
+    def reading(self, name: str) -> str:
+        short = self.model_class.rpartition(".")[2]
+        return f"the recurrent state {self.hook} of {short} (its {self.symbol.rpartition('.')[2]})"
 
 
 class KvDtypeLiteral(Record):

@@ -77,3 +77,16 @@ def removal_notes(facts: EngineFacts) -> dict[str, str]:
         for notice in facts.records(FACT)
         if isinstance(notice, RegistryNotice) and notice.kind in REMOVAL_WORDS
     }
+
+
+SPECULATIVE_GROUP = "speculative-decoding"  # the task group of _SPECULATIVE_DECODING_MODELS
+
+
+def draft_architectures(facts: EngineFacts) -> set[str]:
+    """The architectures vLLM registers in its speculative-decoding group (MTP modules, EAGLE
+    and DFlash heads): drafts, not models people serve."""
+    return {
+        row.architecture
+        for row in facts.records("registry_rows")
+        if getattr(row, "task_group", "") == SPECULATIVE_GROUP
+    }

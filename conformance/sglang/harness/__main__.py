@@ -71,15 +71,38 @@ def versions() -> dict[str, str]:
     return found
 
 
+def annotate(out: Path, rules: list[dict]) -> int:
+    """Re-apply accept_unknown.json to the recorded measurements (nothing is measured again)."""
+    path = out / "measurements.jsonl"
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x]
+    lines = []
+    for row in rows:
+        row.pop("accept_unknown", None)
+        reason = accept_for(row["input"].removeprefix("inputs/"), row["figure"], rules)
+        if reason:
+            row["accept_unknown"] = reason
+        lines.append(json.dumps(row, sort_keys=True))
+    path.write_text("\n".join(sorted(lines)) + "\n", encoding="utf-8")
+    print(f"{len(lines)} figures annotated -> {path}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="conformance/sglang/run")
-    parser.add_argument("--source", required=True, help="SGLang git repository (bare mirror)")
+    parser.add_argument("--source", help="SGLang git repository (bare mirror)")
     parser.add_argument("--commit", default=None, help="full SHA (default: pins/sglang.toml)")
     parser.add_argument("--out", default=None, help="default conformance/sglang/<commit>")
     parser.add_argument("--no-fraction", action="store_true", help="skip mem_fraction_static")
-    parser.add_argument("inputs", nargs="+", type=Path)
+    parser.add_argument(
+        "--annotate-only", action="store_true", help="only re-apply accept_unknown.json"
+    )
+    parser.add_argument("inputs", nargs="*", type=Path)
     args = parser.parse_args(argv)
     commit = args.commit or pin_commit()
+    if args.annotate_only:
+        return annotate(Path(args.out) if args.out else HERE / commit, accepted())
+    if not args.source or not args.inputs:
+        parser.error("--source and at least one input are needed to measure")
     warnings.simplefilter("ignore")
     logging.disable(logging.WARNING - 1)  # the registry's import errors are read by a handler
     import sglang
