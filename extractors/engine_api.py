@@ -126,7 +126,7 @@ def run_order(facts: Sequence[FactExtractor]) -> tuple[FactExtractor, ...]:
     return tuple(ordered)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EngineSpec:
     """The plain implementation of `Engine` that every engine module instantiates once.
 

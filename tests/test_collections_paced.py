@@ -58,7 +58,12 @@ def test_extract_engine_runs_paced_and_restores_the_pace_when_a_fact_fails():
         return FactOutput(())
 
     kind = FactKind("docs_table_rows", "Docs rows", SglangDocsRow, "rows")
-    engine = EngineSpec("sglang", "SGLang", "https://example.com", (FactExtractor(kind, failing),))
+    engine = EngineSpec(
+        engine_id="sglang",
+        title="SGLang",
+        upstream_url="https://example.com",
+        facts=(FactExtractor(kind, failing),),
+    )
     before = gc.get_threshold()
     with pytest.raises(AnchorError, match="extracted nothing"):
         extract_engine(engine, EmptySnapshot(), commit_date="2026-01-01")

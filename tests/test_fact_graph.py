@@ -45,7 +45,9 @@ def reader(path: str):
 
 
 def toy(*facts: FactExtractor) -> EngineSpec:
-    return EngineSpec("toy", "Toy", "https://example.invalid/toy", facts=facts)
+    return EngineSpec(
+        engine_id="toy", title="Toy", upstream_url="https://example.invalid/toy", facts=facts
+    )
 
 
 ENGINE_TREES = [

@@ -51,7 +51,9 @@ def pid_fact(name: str, path: str, seconds: float = 0.0):
 
 
 def toy(*facts: FactExtractor) -> EngineSpec:
-    return EngineSpec("toy", "Toy", "https://example.invalid/toy", facts=facts)
+    return EngineSpec(
+        engine_id="toy", title="Toy", upstream_url="https://example.invalid/toy", facts=facts
+    )
 
 
 @needs_two_cores

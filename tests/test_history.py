@@ -231,9 +231,9 @@ def _tagged(snapshot: Snapshot, done) -> FactOutput:
 
 
 TOY = EngineSpec(
-    "toy",
-    "Toy",
-    "https://example.invalid/toy",
+    engine_id="toy",
+    title="Toy",
+    upstream_url="https://example.invalid/toy",
     facts=(
         FactExtractor(FactKind("names", "Names", Name, "names"), _names, reads=("names.txt",)),
         FactExtractor(
