@@ -20,6 +20,7 @@ from apron.extractors.runner.pipeline import ProjectPaths
 
 
 def render_all(facts: EngineFacts) -> dict[str, str]:
+    """The files of the engine's own folder, generated/<engine>/, by name."""
     engine = ENGINES[facts.engine]
     return render_engine_files(facts, engine.title)
 
