@@ -7,8 +7,9 @@ from typer.testing import CliRunner
 
 from apron.extractors.commands.bump import plan_bump, render_pr_body, render_pr_title
 from apron.extractors.commands.cli import app
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
-from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.pipeline import ProjectPaths
 from tests.conftest import REPO_ROOT, assert_snapshot, git, write_pin
 from tests.vllm_class_miniatures import MODEL_INFO, REGISTRY_IMPORTS
 from tests.vllm_miniatures import (

@@ -9,8 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from apron.extractors.commands.cli import app
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
-from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.pipeline import ProjectPaths
 from tests.conftest import git, write_pin
 from tests.vllm_miniatures import CONVERTOR_PATH, CONVERTOR_V2, tree_v1
 

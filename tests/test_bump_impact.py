@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from apron.extractors.commands.bump import plan_bump, render_pr_body
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
-from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.pipeline import ProjectPaths
 from tests.conftest import commit_tree, git, write_pin
 from tests.vllm_miniatures import REGISTRY_PATH, REGISTRY_V1, tree_v1
 from tests.vllm_serving_miniatures import FLASH_BACKEND

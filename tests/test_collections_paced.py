@@ -7,10 +7,11 @@ import gc
 
 import pytest
 
+from apron.extractors.engine_api import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.collections_paced import YOUNG_THRESHOLD, fewer_collections
 from apron.extractors.records import FactKind
-from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput, extract_engine
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.sglang.records import SglangDocsRow
 from apron.extractors.snapshot import Snapshot
 
@@ -57,7 +58,12 @@ def test_extract_engine_runs_paced_and_restores_the_pace_when_a_fact_fails():
         return FactOutput(())
 
     kind = FactKind("docs_table_rows", "Docs rows", SglangDocsRow, "rows")
-    engine = EngineSpec("sglang", "SGLang", "https://example.com", (FactExtractor(kind, failing),))
+    engine = EngineSpec(
+        engine_id="sglang",
+        title="SGLang",
+        upstream_url="https://example.com",
+        facts=(FactExtractor(kind, failing),),
+    )
     before = gc.get_threshold()
     with pytest.raises(AnchorError, match="extracted nothing"):
         extract_engine(engine, EmptySnapshot(), commit_date="2026-01-01")

@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 from apron.extractors.report.engine_page import PAGE_LIMIT, render_engine_markdown
-from apron.extractors.runner.pipeline import ProjectPaths, all_current_facts
+from apron.extractors.report.generated_files import all_current_facts
+from apron.extractors.runner.pipeline import ProjectPaths
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = ROOT / "generated"

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from apron.constraints import engine_directory, load_constraints
 from apron.extractors.commands.check import check_offline
 from apron.extractors.commands.cli import app
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES, all_record_types
 from apron.extractors.report.export import EXPORT_NAME, SCHEMA_VERSION, render_json_schema
-from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import tree_v1
 

@@ -9,19 +9,11 @@ from dataclasses import replace
 
 import pytest
 
+from apron.extractors.engine_api import EngineSpec, FactExtractor, FactOutput, run_order
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import FactGraphError
 from apron.extractors.records import FactKind, Record, warning
-from apron.extractors.runner.base import (
-    EngineSpec,
-    FactExtractor,
-    FactOutput,
-    declared_files,
-    expand_reads,
-    extract_engine,
-    run_order,
-    with_needs,
-)
+from apron.extractors.runner.base import declared_files, expand_reads, extract_engine, with_needs
 from apron.extractors.runner.factcache import FactCache, cached_engine
 from apron.extractors.snapshot import MemorySnapshot, Snapshot
 from tests import llamacpp_miniatures, sglang_miniatures, trtllm_miniatures, vllm_miniatures
@@ -53,7 +45,9 @@ def reader(path: str):
 
 
 def toy(*facts: FactExtractor) -> EngineSpec:
-    return EngineSpec("toy", "Toy", "https://example.invalid/toy", facts=facts)
+    return EngineSpec(
+        engine_id="toy", title="Toy", upstream_url="https://example.invalid/toy", facts=facts
+    )
 
 
 ENGINE_TREES = [

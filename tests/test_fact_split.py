@@ -10,10 +10,11 @@ from collections.abc import Mapping
 
 import pytest
 
+from apron.extractors.engine_api import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing import workers
 from apron.extractors.records import FactKind, Record
-from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput, extract_engine
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.runner.factcache import FactCache, cached_engine
 from apron.extractors.snapshot import MemorySnapshot, Snapshot
 from tests.test_fact_graph import ENGINE_TREES, Item, _by_name, _snapshot, kind, reader
@@ -50,7 +51,9 @@ def pid_fact(name: str, path: str, seconds: float = 0.0):
 
 
 def toy(*facts: FactExtractor) -> EngineSpec:
-    return EngineSpec("toy", "Toy", "https://example.invalid/toy", facts=facts)
+    return EngineSpec(
+        engine_id="toy", title="Toy", upstream_url="https://example.invalid/toy", facts=facts
+    )
 
 
 @needs_two_cores

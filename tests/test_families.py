@@ -237,20 +237,24 @@ def test_sglang_families_from_architecture_sets_when_present():
 
 
 def test_the_family_renderer_names_no_engine():
-    """Engine knowledge lives in each engine's package (its families.py, named on EngineSpec):
+    """Engine knowledge lives in each engine's package (its families.py, named in the report's
+    extractors/report/engine_reports.py):
     the generic family modules hold no engine id as a string, and every engine with rules has
     both the function and the rules in words."""
     import ast
     from pathlib import Path
 
-    report = Path(families.__file__).parent
-    for name in ("families.py", "family_cells.py"):
-        tree = ast.parse((report / name).read_text(encoding="utf-8"))
+    from apron.extractors import family_cells
+    from apron.extractors.report.engine_reports import ENGINE_REPORTS
+
+    for module in (families, family_cells):
+        name = Path(module.__file__).name
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
         strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
         assert not strings & set(ENGINES), name
-    for engine in ENGINES.values():
-        assert (engine.families is None) == (engine.family_rules == ()), engine.engine_id
-    assert [e.engine_id for e in ENGINES.values() if e.families] == [
+    for engine_id, hooks in ENGINE_REPORTS.items():
+        assert (hooks.families is None) == (hooks.family_rules == ()), engine_id
+    assert [e for e in ENGINES if ENGINE_REPORTS[e].families] == [
         "vllm",
         "sglang",
         "llamacpp",

@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 
 from apron.extractors.commands.cli import app
 from apron.extractors.commands.history import pr_number, run_history, table_rows, unsupported_runs
+from apron.extractors.engine_api import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import UsageError
 from apron.extractors.git import GitSource
 from apron.extractors.records import FactKind, Record
-from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.runner.factcache import FactCache
 from apron.extractors.snapshot import Snapshot
 
@@ -231,9 +231,9 @@ def _tagged(snapshot: Snapshot, done) -> FactOutput:
 
 
 TOY = EngineSpec(
-    "toy",
-    "Toy",
-    "https://example.invalid/toy",
+    engine_id="toy",
+    title="Toy",
+    upstream_url="https://example.invalid/toy",
     facts=(
         FactExtractor(FactKind("names", "Names", Name, "names"), _names, reads=("names.txt",)),
         FactExtractor(

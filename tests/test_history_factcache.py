@@ -8,11 +8,12 @@ from dataclasses import replace
 
 import pytest
 
+from apron.extractors.engine_api import EngineSpec, FactOutput, run_order
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import AnchorError, MissingPathError
 from apron.extractors.git import GitSource
 from apron.extractors.records import Record
-from apron.extractors.runner.base import EngineSpec, FactOutput, extract_engine, run_order
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.runner.factcache import FactCache, cached_engine, code_version
 from apron.extractors.snapshot import MemorySnapshot, Snapshot
 from tests.vllm_miniatures import CONVERTOR_PATH, REGISTRY_PATH, tree_v1

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.git import GitSource, cache_root
 from apron.extractors.runner.factcache import DB_NAME
-from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import tree_v1
 

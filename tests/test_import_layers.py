@@ -1,12 +1,14 @@
-"""No import circle between modules of different folders: the static import graph of apron/ and
-extractors/ (every import statement, inside functions and TYPE_CHECKING blocks too), and each of
-its strongly connected components must stay inside one folder. A circle within one folder (the
-runner's base <-> fact_split) is that folder's business; one across folders means two rooms that
-cannot be read, changed or tested one without the other."""
+"""The folders are layers and every import goes down: the static import graph of apron/,
+extractors/ and generated/ (every import statement, inside functions and TYPE_CHECKING blocks
+too) has no arrow from a folder to one above it or beside it in LAYERS, no circle between
+folders, and no module circle across folders. A circle within one folder (the runner's base <->
+fact_split) is that folder's business; one across folders means two rooms that cannot be read,
+changed or tested one without the other."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,7 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
+@functools.lru_cache(maxsize=8)  # the real tree is read once per process, not once per test
 def import_graph(root: Path = REPO_ROOT) -> dict[str, set[str]]:
     """Module -> the known modules it imports (parsing 11 MB of generated/ takes seconds: a test
     about one module's imports reads that module alone)."""
@@ -115,8 +118,113 @@ def circles_across_folders(root: Path = REPO_ROOT) -> list[str]:
     return problems
 
 
+# Bottom to top. A folder imports only folders of the layers below its own; the folders of one
+# layer are peers and import none of each other. "X/**" is X and every folder below it, one room.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("generated",),  # the schema the generated modules share
+    ("generated/*",),  # one folder per engine, written by `extract`
+    # the calculator: one room until its engines and mechanisms are layered (#36 item 4)
+    ("apron/**",),
+    # errors, records, pins, snapshot, progress, doc_findings, family_cells, engine_api
+    ("extractors",),
+    ("extractors/git", "extractors/parsing"),  # git in one place; the one reader layer
+    ("extractors/serving",),  # serving-rule readers more than one engine shares
+    ("extractors/vllm", "extractors/sglang", "extractors/llamacpp", "extractors/trtllm"),
+    ("extractors/engines",),  # the explicit registry of engines
+    ("extractors/runner",),  # produces facts, writes rendered files atomically
+    ("extractors/report",),  # renders facts: generated/, pages, the matrix, PR bodies
+    # the commands; transformers' extraction is its own command (python -m ...transformers)
+    ("extractors/commands", "extractors/transformers"),
+)
+
+
+def room_of(folder: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> tuple[int, str] | None:
+    """(layer index, the LAYERS entry that holds `folder`), or None when no entry does."""
+    for index, layer in enumerate(layers):
+        for entry in layer:
+            if entry.endswith("/**"):
+                top = entry[:-3]
+                if folder == top or folder.startswith(top + "/"):
+                    return index, entry
+            elif entry.endswith("/*"):
+                top = entry[:-2]
+                if folder.startswith(top + "/") and "/" not in folder[len(top) + 1 :]:
+                    return index, entry
+            elif folder == entry:
+                return index, entry
+    return None
+
+
+def room_edges(root: Path = REPO_ROOT, layers=LAYERS) -> dict[tuple[str, str], list[str]]:
+    """(importing room, imported room) -> the module imports behind that arrow, rooms apart."""
+    files = module_files(root)
+    graph = import_graph(root)
+    edges: dict[tuple[str, str], list[str]] = {}
+    for module, imported in graph.items():
+        mine = room_of(folder_of(module, files, root), layers)
+        for target in sorted(imported):
+            theirs = room_of(folder_of(target, files, root), layers)
+            if mine and theirs and mine[1] != theirs[1]:
+                edges.setdefault((mine[1], theirs[1]), []).append(f"{module} -> {target}")
+    return edges
+
+
+def unplaced_folders(root: Path = REPO_ROOT, layers=LAYERS) -> list[str]:
+    files = module_files(root)
+    return sorted({f for m in files if room_of(f := folder_of(m, files, root), layers) is None})
+
+
+def imports_not_down(root: Path = REPO_ROOT, layers=LAYERS) -> list[str]:
+    """Every arrow to a room above or beside the importing one, with the imports behind it."""
+    index = {entry: i for i, layer in enumerate(layers) for entry in layer}
+    problems = []
+    for (mine, theirs), imports in sorted(room_edges(root, layers).items()):
+        if index[theirs] >= index[mine]:
+            where = "above" if index[theirs] > index[mine] else "beside"
+            problems.append(f"{mine} imports {theirs}, a layer {where} it: {'; '.join(imports)}")
+    return problems
+
+
+def room_circles(root: Path = REPO_ROOT, layers=LAYERS) -> list[list[str]]:
+    """Circles of the room graph, whatever LAYERS declares."""
+    graph: dict[str, set[str]] = {}
+    for mine, theirs in room_edges(root, layers):
+        graph.setdefault(mine, set()).add(theirs)
+    return strongly_connected(graph)
+
+
+def test_every_folder_has_a_layer():
+    assert unplaced_folders() == []
+
+
+def test_every_import_goes_down_a_layer():
+    assert imports_not_down() == []
+
+
+def test_no_circle_between_folders():
+    assert room_circles() == []
+
+
 def test_no_import_circle_between_folders():
     assert circles_across_folders() == []
+
+
+def test_the_engine_interface_sits_below_the_engines_and_imports_only_the_bottom():
+    """engine_api is what every engine implements and the runner, report and commands consume:
+    it imports only the bottom folder."""
+    graph = import_graph()
+    files = module_files()
+    below = {folder_of(m, files, REPO_ROOT) for m in graph["apron.extractors.engine_api"]}
+    assert below == {"extractors"}
+    for engine in ("vllm", "sglang", "llamacpp", "trtllm"):
+        assert "apron.extractors.engine_api" in graph[f"apron.extractors.{engine}"]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "llamacpp", "trtllm", "transformers"])
+def test_an_engine_init_is_its_registry_of_facts(engine):
+    """Each engine's __init__.py names its facts; the adapters live in its fact modules."""
+    lines = (REPO_ROOT / "extractors" / engine / "__init__.py").read_text().splitlines()
+    assert len(lines) < 100, f"extractors/{engine}/__init__.py has {len(lines)} lines"
 
 
 def test_the_graph_sees_imports_inside_functions_and_type_checking():
@@ -175,3 +283,112 @@ def test_circles_on_miniature_trees(tmp_path, files, circles):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     assert circles_across_folders(tmp_path) == circles
+
+
+MINI_LAYERS = (
+    ("apron",),
+    ("extractors",),
+    ("extractors/low", "extractors/peer"),
+    ("extractors/high",),
+)
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    (tmp_path / "apron").mkdir()
+    (tmp_path / "apron" / "__init__.py").write_text("")
+    for relative, text in {"extractors/__init__.py": "", **files}.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("files", "problems"),
+    [
+        # down is fine
+        (
+            {
+                "extractors/high/__init__.py": "from apron.extractors.low import x\n",
+                "extractors/low/__init__.py": "from apron.extractors import base\n",
+                "extractors/base.py": "",
+            },
+            [],
+        ),
+        # up is named with the import behind it, even inside a function
+        (
+            {
+                "extractors/low/__init__.py": "",
+                "extractors/low/a.py": "def f():\n    from apron.extractors.high.b import g\n",
+                "extractors/high/__init__.py": "",
+                "extractors/high/b.py": "",
+            },
+            [
+                "extractors/low imports extractors/high, a layer above it: "
+                "apron.extractors.low.a -> apron.extractors.high.b"
+            ],
+        ),
+        # a peer of the same layer is beside, not below
+        (
+            {
+                "extractors/low/__init__.py": "from ..peer import y\n",
+                "extractors/peer/__init__.py": "",
+            },
+            [
+                "extractors/low imports extractors/peer, a layer beside it: "
+                "apron.extractors.low -> apron.extractors.peer"
+            ],
+        ),
+        # the bottom folder importing a folder above it (the old engines.py at the top level)
+        (
+            {
+                "extractors/registry.py": "from apron.extractors.high import ENGINE\n",
+                "extractors/high/__init__.py": "",
+            },
+            [
+                "extractors imports extractors/high, a layer above it: "
+                "apron.extractors.registry -> apron.extractors.high"
+            ],
+        ),
+    ],
+)
+def test_imports_not_down_on_miniature_trees(tmp_path, files, problems):
+    root = _tree(tmp_path, files)
+    assert imports_not_down(root, MINI_LAYERS) == problems
+
+
+def test_a_circle_of_folders_is_found_whatever_the_layers_say(tmp_path):
+    # no module circle (a -> b, c -> d), but the folders low and high import each other
+    root = _tree(
+        tmp_path,
+        {
+            "extractors/low/__init__.py": "",
+            "extractors/low/a.py": "from apron.extractors.high import b\n",
+            "extractors/high/__init__.py": "",
+            "extractors/high/b.py": "",
+            "extractors/high/c.py": "from apron.extractors.low import d\n",
+            "extractors/low/d.py": "",
+        },
+    )
+    assert circles_across_folders(root) == []
+    assert room_circles(root, MINI_LAYERS) == [["extractors/high", "extractors/low"]]
+
+
+def test_a_folder_no_layer_names_is_reported(tmp_path):
+    root = _tree(tmp_path, {"extractors/new/__init__.py": "", "extractors/low/__init__.py": ""})
+    assert unplaced_folders(root, MINI_LAYERS) == ["extractors/new"]
+
+
+@pytest.mark.parametrize(
+    ("folder", "room"),
+    [
+        ("generated", (0, "generated")),
+        ("generated/vllm", (1, "generated/*")),
+        ("apron", (2, "apron/**")),
+        ("apron/engines/vllm", (2, "apron/**")),
+        ("extractors/vllm", (6, "extractors/vllm")),
+        ("extractors/vllm/sub", None),
+    ],
+)
+def test_room_of(folder, room):
+    assert room_of(folder) == room

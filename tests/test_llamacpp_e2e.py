@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES, engine_by_id
 from apron.extractors.errors import AnchorError, ParseError
-from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.pipeline import ProjectPaths
 from tests.conftest import REPO_ROOT, mirror, write_pin
 from tests.llamacpp_miniatures import ARCH_CPP, ARCH_CPP_V2, SCRIPT, tree_v1, tree_v2
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from apron.extractors.engines import ENGINES
 from apron.extractors.git import GitSource
 from apron.extractors.pins import load_pin
+from apron.extractors.report.generated_files import render_all
 from apron.extractors.runner.base import extract_engine
-from apron.extractors.runner.pipeline import render_all
 from apron.extractors.snapshot import MemorySnapshot, Snapshot
 from tests import llamacpp_miniatures, sglang_miniatures, vllm_miniatures
 from tests.conftest import REPO_ROOT, mirror

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 from apron.extractors.commands.bump import plan_bump
 from apron.extractors.commands.check import check_engine, check_offline
 from apron.extractors.commands.cli import app
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import GuardError, PinError
 from apron.extractors.pins import load_pin
-from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import CONVERTOR_PATH, CONVERTOR_V2, tree_v1
 

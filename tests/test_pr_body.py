@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apron.extractors.commands.bump import BumpPlan, plan_bump
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.pins import Pin
 from apron.extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
@@ -42,7 +43,6 @@ from apron.extractors.report.pr_body import (
     warning_text,
 )
 from apron.extractors.report.readings_lost import LostReading
-from apron.extractors.runner.pipeline import run
 from apron.extractors.vllm.records import ModelClassFlags, RegistryRow, VllmDocsRow
 from apron.impact import ImpactFigure
 from tests import llamacpp_miniatures as llama

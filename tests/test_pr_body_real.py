@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from apron.extractors.commands.bump import plan_bump
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.report.pr_body import (
     HARD_BODY_BUDGET,
@@ -20,7 +21,7 @@ from apron.extractors.report.pr_body import (
     github_length,
     render_pr_body,
 )
-from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.pipeline import ProjectPaths
 from tests.conftest import REPO_ROOT, mirror, write_pin
 
 pytestmark = pytest.mark.real_mirror

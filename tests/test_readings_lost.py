@@ -8,9 +8,9 @@ from typer.testing import CliRunner
 
 from apron.extractors.commands.bump import READINGS_LOST_EXIT, plan_bump, render_pr_body
 from apron.extractors.commands.cli import app
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.report.readings_lost import code_only
-from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_miniatures import (
     MODELS_CONFIG_PATH,
@@ -161,12 +161,12 @@ def _dropping(row_name: str):
 def test_check_lists_a_reading_an_extractor_change_lost_first_and_exits_5(
     project, make_repo, monkeypatch, tmp_path
 ):
-    import apron.extractors.vllm as vllm_package
+    from apron.extractors.vllm import registry_facts  # the module whose adapter reads the registry
 
     repo, shas = make_repo([(tree_v1(), "v1", "2026-03-02T10:00:00+00:00")])
     write_pin(project, "vllm", URL, shas[0], "2026-03-02")
     run(VLLM, project, commit=None, source=str(repo))
-    monkeypatch.setattr(vllm_package, "registry_rows", _dropping("DeepseekV3ForCausalLM"))
+    monkeypatch.setattr(registry_facts, "registry_rows", _dropping("DeepseekV3ForCausalLM"))
     monkeypatch.setenv("APRON_CACHE_DIR", str(tmp_path / "fresh-cache"))  # no cached facts
     result = runner.invoke(
         app, ["check", "--engine", "vllm", "--source", str(repo), "--root", str(project.root)]

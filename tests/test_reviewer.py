@@ -168,7 +168,7 @@ def test_matrix_cells_and_top_section():
         "registered: text-generation (Decoder-only) [MLA if model_type is "
         "deepseek_v4] (registry.py _TEXT_GENERATION_MODELS)"
     )
-    # the columns follow the engine registry (extractors/engines.py): vLLM, SGLang, llama.cpp, ...
+    # the columns follow the engine registry (extractors/engines/__init__.py): vLLM, SGLang, llama.cpp, ...
     assert cells[2] == "registered: deepseek_v4 [MHA (explicit)] (deepseek_v4.py EntryClass)"
     assert cells[3] == "?"  # no llama.cpp constraints
     assert cells[4] == (
@@ -191,18 +191,18 @@ def test_pages_are_deterministic():
     assert a == b
 
 
-def test_mla_pairs_come_from_the_engine_specs_not_from_names(monkeypatch):
-    from apron.extractors.engines import ENGINES
+def test_mla_pairs_come_from_the_engine_reports_not_from_names(monkeypatch):
     from apron.extractors.report import reviewer
+    from apron.extractors.report.engine_reports import ENGINE_REPORTS
 
     assert reviewer.mla_pairs({"vllm": VLLM, "sglang": SGLANG}) == [("sglang", "vllm")]
-    # an engine that decides MLA by architecture joins the comparison through its spec alone
-    spec = dataclasses.replace(
-        ENGINES["trtllm"],
+    # an engine that decides MLA by architecture joins the comparison through its report alone
+    hooks = dataclasses.replace(
+        ENGINE_REPORTS["trtllm"],
         mla_decided_by="architecture",
         mla_verdicts=lambda facts: {"MiniCPM3ForCausalLM": "MLA"},
     )
-    monkeypatch.setitem(ENGINES, "trtllm", spec)
+    monkeypatch.setitem(ENGINE_REPORTS, "trtllm", hooks)
     facts = {"vllm": VLLM, "sglang": SGLANG, "trtllm": TRTLLM}
     assert reviewer.mla_pairs(facts) == [("sglang", "vllm"), ("trtllm", "vllm")]
     assert mla_disagreements(facts, ("trtllm", "vllm")) == [
@@ -212,8 +212,8 @@ def test_mla_pairs_come_from_the_engine_specs_not_from_names(monkeypatch):
     assert "### SGLang and vLLM" in text and "### TensorRT-LLM and vLLM" in text
 
 
-def test_an_engine_spec_with_half_an_mla_hook_fails_when_declared():
-    from apron.extractors.runner.base import EngineSpec
+def test_an_engine_report_with_half_an_mla_hook_fails_when_declared():
+    from apron.extractors.report.engine_reports import EngineReport
 
     with pytest.raises(ValueError, match="given together"):
-        EngineSpec("x", "X", "https://example.invalid", mla_decided_by="architecture")
+        EngineReport(mla_decided_by="architecture")

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import MissingPathError
-from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.sglang_miniatures import MODEL_CONFIG_PATH, NEW_DOCS, tree_2025, tree_2026
 

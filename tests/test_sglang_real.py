@@ -6,8 +6,9 @@ import shutil
 
 import pytest
 
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
-from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.pipeline import ProjectPaths
 from tests.conftest import REPO_ROOT, mirror
 
 pytestmark = pytest.mark.real_mirror

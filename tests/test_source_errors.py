@@ -15,11 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from apron.extractors.commands.cli import app
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import AbbreviatedCommitError, SourceUnreachableError, UsageError
 from apron.extractors.git import GitSource, cache_root
 from apron.extractors.runner.factcache import DB_NAME
-from apron.extractors.runner.pipeline import run
 from tests.conftest import git, mirror, write_pin
 from tests.vllm_miniatures import tree_v1
 

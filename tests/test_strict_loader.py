@@ -17,9 +17,10 @@ from apron.constraints import (
     matches,
 )
 from apron.extractors.commands.bump import plan_bump
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import GeneratedError
-from apron.extractors.runner.pipeline import current_facts, render_generated, run
+from apron.extractors.report.generated_files import current_facts, render_generated
 from tests.conftest import write_pin
 from tests.vllm_miniatures import tree_v1
 

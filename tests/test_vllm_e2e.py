@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from apron.extractors.commands.cli import app
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import AnchorError, MissingPathError
-from apron.extractors.runner.pipeline import run
 from tests.conftest import write_pin
 from tests.vllm_class_miniatures import interface_files
 from tests.vllm_miniatures import (

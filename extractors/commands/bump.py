@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from apron.extractors.commands.generate import readings_lost_at
+from apron.extractors.engine_api import EngineSpec
 from apron.extractors.errors import (
     GeneratedError,
     GuardError,
@@ -14,6 +16,8 @@ from apron.extractors.git import GitSource
 from apron.extractors.pins import ANY_SHA, FULL_SHA, Pin, load_pin, pin_path, render_pin
 from apron.extractors.report.bump_plan import BumpPlan, Shrink
 from apron.extractors.report.diff import EngineDiff, diff_engine, with_removal_notes
+from apron.extractors.report.engine_reports import engine_report
+from apron.extractors.report.generated_files import current_facts, render_generated
 from apron.extractors.report.impact import calculator_impact
 from apron.extractors.report.pr_body import (
     BodyLinks,
@@ -21,14 +25,10 @@ from apron.extractors.report.pr_body import (
     render_pr_body,
     render_pr_title,
 )
-from apron.extractors.runner.base import EngineSpec
 from apron.extractors.runner.pipeline import (
     ProjectPaths,
-    current_facts,
     extract_at,
-    readings_lost_at,
     refuse_leftovers,
-    render_generated,
     source_for,
     start_writing,
     write_rendered,
@@ -111,8 +111,9 @@ def plan_bump(
         )
     new_facts = extract_at(engine, commit, chosen, upstream_url=old_pin.url)
     diff = diff_engine(old_facts, new_facts)
-    if engine.removal_notes is not None:
-        diff = with_removal_notes(diff, engine.removal_notes(new_facts))
+    removal_notes = engine_report(engine.engine_id).removal_notes
+    if removal_notes is not None:
+        diff = with_removal_notes(diff, removal_notes(new_facts))
     shrinks = find_shrinks(diff)
     if shrinks and not allow_shrink:
         listed = "; ".join(f"{s.fact}: {s.old_count} -> {s.new_count}" for s in shrinks)

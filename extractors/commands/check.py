@@ -5,21 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from apron.extractors.commands.generate import readings_lost_at
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import ExtractionError, SourceError
 from apron.extractors.pins import Pin, load_pin
 from apron.extractors.records import EngineFacts
-from apron.extractors.report.readings_lost import LostReading
-from apron.extractors.runner.pipeline import (
-    ProjectPaths,
+from apron.extractors.report.generated_files import (
     all_current_facts,
     current_facts,
-    extract_at,
-    readings_lost_at,
     render_all,
     render_generated,
-    source_for,
 )
+from apron.extractors.report.readings_lost import LostReading
+from apron.extractors.runner.pipeline import ProjectPaths, extract_at, source_for
 
 CHECK_DIFFERS_EXIT = 1
 CHECK_INCOMPLETE_EXIT = 4  # nothing differs, but some engine could not be checked

@@ -11,8 +11,9 @@ import typer
 from rich.markup import escape
 
 from apron.console import EscapingConsole
+from apron.extractors.commands.generate import RunResult, run
 from apron.extractors.errors import ExtractionError, UsageError
-from apron.extractors.runner.pipeline import RunResult, find_project, run
+from apron.extractors.runner.pipeline import find_project
 from apron.terminal import printable
 from apron.version import version_option
 
@@ -603,8 +604,9 @@ def support_command(
     from apron.extractors.engines import engine_by_id
     from apron.extractors.git import GitSource
     from apron.extractors.pins import load_pin
+    from apron.extractors.report.generated_files import current_facts
     from apron.extractors.runner.factcache import FactCache
-    from apron.extractors.runner.pipeline import current_facts, source_for
+    from apron.extractors.runner.pipeline import source_for
 
     engine = _before_command(ctx, "engine", engine)
     commit = _before_command(ctx, "commit", commit)

@@ -46,12 +46,11 @@ from apron.extractors.commands.releases import (
     tags_containing,
     version_key,
 )
+from apron.extractors.engine_api import EngineSpec, FactExtractor
 from apron.extractors.errors import AnchorError, ExtractionError, SourceUnreachableError, UsageError
 from apron.extractors.git import BlobNotPresent, GitSource, ResolvedCommit
 from apron.extractors.records import Record
 from apron.extractors.runner.base import (
-    EngineSpec,
-    FactExtractor,
     PrefetchingSnapshot,
     declared_reads,
     extract_engine,

@@ -8,26 +8,9 @@ import sys
 import time
 from typing import TextIO
 
+from apron.extractors.progress import NullProgress, Progress
 
-class Progress:
-    """The interface, and the silent implementation."""
-
-    def stage(self, message: str) -> None:
-        """A one-off step (a fetch, a discovery pass)."""
-
-    def start(self, label: str, total: int) -> None:
-        """Begin counting `total` units of work."""
-
-    def advance(self, amount: int = 1) -> None: ...
-
-    def finish(self) -> None:
-        """The counted work is done."""
-
-    def close(self) -> None:
-        """Stop any live display."""
-
-
-NullProgress = Progress
+__all__ = ["LineProgress", "NullProgress", "Progress", "progress_for"]
 
 
 class LineProgress(Progress):

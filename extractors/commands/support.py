@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apron.extractors.commands.releases import release_tags, version_key
+from apron.extractors.engine_api import EngineSpec
 from apron.extractors.errors import (
     AnchorError,
     ExtractionError,
@@ -20,7 +21,8 @@ from apron.extractors.errors import (
 )
 from apron.extractors.git import GitSource, ResolvedCommit
 from apron.extractors.records import EngineFacts, FactKind, Record
-from apron.extractors.runner.base import EngineSpec, extract_engine
+from apron.extractors.report.engine_reports import engine_report
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.runner.factcache import FactCache, cached_engine
 
 YES, NO, UNKNOWN = "yes", "no", "unknown"
@@ -114,11 +116,13 @@ def decide(
         ]
         answer, reason = _any_row(rows)
         fact, classes = kind.name, ()
-        if answer == YES and engine.matrix_cells is not None:
-            cell = engine.matrix_cells(facts).get(architecture)
+        matrix_cells = engine_report(engine.engine_id).matrix_cells
+        if answer == YES and matrix_cells is not None:
+            cell = matrix_cells(facts).get(architecture)
             classes = cell.flags if cell else ()
     if answer == NO:
-        removal = (engine.removal_notes(facts) if engine.removal_notes else {}).get(architecture)
+        removal_notes = engine_report(engine.engine_id).removal_notes
+        removal = (removal_notes(facts) if removal_notes else {}).get(architecture)
         if removal:
             notes.append(f"{engine.title} says: {removal}")
         near = sorted(

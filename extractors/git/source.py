@@ -9,7 +9,6 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from apron.extractors.commands.progress import NullProgress, Progress
 from apron.extractors.errors import (
     AbbreviatedCommitError,
     CacheCorruptError,
@@ -28,6 +27,7 @@ from apron.extractors.git.objects import ObjectPresence, ObjectReader
 from apron.extractors.git.runner import GitFailed, git_env, run_git
 from apron.extractors.git.snapshot import GitSnapshot
 from apron.extractors.pins import FULL_SHA, check_commit_argument, check_source_url
+from apron.extractors.progress import NullProgress, Progress
 
 # Days before --since that a history fetch reaches back, in case committer dates are not monotonic.
 HISTORY_DATE_MARGIN_DAYS = 30

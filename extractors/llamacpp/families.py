@@ -3,8 +3,8 @@ applies them (class predicates, sliding-window types, the converter's mmproj reg
 
 from __future__ import annotations
 
+from apron.extractors.family_cells import FamilyCell, empty_cells, fact_rows
 from apron.extractors.records import EngineFacts
-from apron.extractors.report.family_cells import FamilyCell, empty_cells, fact_rows
 
 LLAMACPP_RULES = (
     (

@@ -3,9 +3,9 @@ model) first, with the class-set flags llama.cpp gives the architecture."""
 
 from __future__ import annotations
 
+from apron.extractors.engine_api import MatrixCell
 from apron.extractors.llamacpp.records import HfArchitecture
 from apron.extractors.records import EngineFacts
-from apron.extractors.runner.base import MatrixCell
 
 CLASS_FLAGS = {
     "llm_arch_is_hybrid": "hybrid",

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from apron.extractors.engine_api import EngineSpec
 from apron.extractors.pins import Pin
 from apron.extractors.records import EngineFacts
 from apron.extractors.report.diff import EngineDiff
 from apron.extractors.report.impact import CalculatorImpact
 from apron.extractors.report.readings_lost import LostReading
-from apron.extractors.runner.base import EngineSpec
 
 
 @dataclass(frozen=True)

@@ -10,25 +10,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from apron.extractors.engines import ENGINES
+from apron.extractors.family_cells import FAMILIES, FamilyCell, empty_cells
 from apron.extractors.records import EngineFacts
-from apron.extractors.report.family_cells import FAMILIES, FamilyCell, empty_cells
+from apron.extractors.report.engine_reports import engine_report
 from apron.extractors.report.markdown import markdown_table
 
 __all__ = ["FAMILIES", "FamilyCell", "engine_families", "has_families", "render_family_section"]
 
 
 def has_families(engine_id: str) -> bool:
-    """Whether the engine's package states family rules (`EngineSpec.families`)."""
-    engine = ENGINES.get(engine_id)
-    return engine is not None and engine.families is not None
+    """Whether the engine's package states family rules (`EngineReport.families`)."""
+    return engine_report(engine_id).families is not None
 
 
 def engine_families(facts: EngineFacts) -> dict[str, FamilyCell]:
     """The engine's cells by its own rules; every family without a rule when it has none."""
-    engine = ENGINES.get(facts.engine)
-    if engine is None or engine.families is None:
+    families = engine_report(facts.engine).families
+    if families is None:
         return empty_cells({f: "the engine states no family rules" for f in FAMILIES})
-    return engine.families(facts)
+    return families(facts)
 
 
 def _cell_text(cell: FamilyCell) -> str:
@@ -55,7 +55,7 @@ def render_family_section(all_facts: Mapping[str, EngineFacts]) -> list[str]:
         "",
     ]
     for engine in order:
-        rules = ENGINES[engine].family_rules
+        rules = engine_report(engine).family_rules
         lines.append(
             f"- **{ENGINES[engine].title}**: " + "; ".join(f"{f}: {r}" for f, r in rules) + "."
         )

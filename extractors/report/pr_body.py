@@ -20,6 +20,7 @@ from apron.extractors.report.diff import (
     provenance_fields,
     rekeyed_fields,
 )
+from apron.extractors.report.engine_reports import engine_report
 from apron.extractors.report.impact import impact_phrases, rule_changes
 from apron.impact import IMPACT_CONTEXT, IMPACT_GPU_WORDS, IMPACT_TPS, IMPACT_WEIGHTS
 
@@ -384,7 +385,7 @@ def _impact_summary(plan: BumpPlan) -> str:
 def feature_flips(plan: BumpPlan) -> list[str]:
     """The matrix features (the engine's cell flags: EAGLE-3, PP, hybrid, ...) that flip on
     architectures registered before and after, as counts: "3 gain EAGLE-3", "1 loses PP"."""
-    cells = plan.engine.matrix_cells
+    cells = engine_report(plan.engine.engine_id).matrix_cells
     if cells is None or plan.old_facts is None:
         return []
     old, new = cells(plan.old_facts), cells(plan.new_facts)
@@ -457,7 +458,7 @@ def architecture_renames(plan: BumpPlan) -> list[tuple[str, str]]:
 
 def draft_names(plan: BumpPlan) -> set[str]:
     """The drafts and speculative heads the engine registers, before or after the bump."""
-    drafts = plan.engine.draft_architectures
+    drafts = engine_report(plan.engine.engine_id).draft_architectures
     if drafts is None:
         return set()
     found = set(drafts(plan.new_facts))

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from apron.extractors.engine_api import MatrixCell
 from apron.extractors.engines import ENGINES
+from apron.extractors.family_cells import model_type_guess
 from apron.extractors.records import EngineFacts
 from apron.extractors.report import families
-from apron.extractors.report.family_cells import model_type_guess
+from apron.extractors.report.engine_reports import engine_report
 from apron.extractors.report.markdown import markdown_table
-from apron.extractors.runner.base import MatrixCell
 
 ENGINE_ORDER = tuple(ENGINES)  # the matrix's columns: the engine registry's order
 
@@ -40,9 +41,7 @@ def _generic_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
 
 def engine_cells(facts: EngineFacts) -> dict[str, MatrixCell]:
     """The engine's own cells (its package's `matrix_cells`), else the generic ones."""
-    engine = ENGINES.get(facts.engine)
-    cells = engine.matrix_cells if engine is not None else None
-    return (cells or _generic_cells)(facts)
+    return (engine_report(facts.engine).matrix_cells or _generic_cells)(facts)
 
 
 def _rows(facts: EngineFacts, fact: str) -> tuple:
@@ -51,11 +50,13 @@ def _rows(facts: EngineFacts, fact: str) -> tuple:
 
 def mla_pairs(all_facts: Mapping[str, EngineFacts]) -> list[tuple[str, str]]:
     """(engine deciding MLA by architecture, engine deciding it by model_type) for every pair of
-    extracted engines that decide it those two ways (EngineSpec.mla_decided_by), in the
+    extracted engines that decide it those two ways (EngineReport.mla_decided_by), in the
     registry's order."""
 
     def deciding(how: str) -> list[str]:
-        return [e for e in ENGINE_ORDER if e in all_facts and ENGINES[e].mla_decided_by == how]
+        return [
+            e for e in ENGINE_ORDER if e in all_facts and engine_report(e).mla_decided_by == how
+        ]
 
     return [(a, m) for a in deciding("architecture") for m in deciding("model_type")]
 
@@ -70,8 +71,8 @@ def mla_disagreements(
     if not pairs:
         return []
     by_arch, by_type = pairs[0]
-    arch_says = ENGINES[by_arch].mla_verdicts(all_facts[by_arch])  # type: ignore[misc]
-    type_says = ENGINES[by_type].mla_verdicts(all_facts[by_type])  # type: ignore[misc]
+    arch_says = engine_report(by_arch).mla_verdicts(all_facts[by_arch])  # type: ignore[misc]
+    type_says = engine_report(by_type).mla_verdicts(all_facts[by_type])  # type: ignore[misc]
     out = []
     for arch, says in sorted(arch_says.items()):
         guess = model_type_guess(arch)
@@ -87,7 +88,9 @@ def _mla_section(all_facts: Mapping[str, EngineFacts]) -> list[str]:
     pairs = mla_pairs(all_facts)
     if not pairs:
         missing = [
-            _title(e) for e in ENGINE_ORDER if ENGINES[e].mla_decided_by and e not in all_facts
+            _title(e)
+            for e in ENGINE_ORDER
+            if engine_report(e).mla_decided_by and e not in all_facts
         ]
         return [*lines, "Not computed: " + ", ".join(missing) + " constraints are absent."]
     for by_arch, by_type in pairs:

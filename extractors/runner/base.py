@@ -1,118 +1,25 @@
-"""The engine protocol and its runner: an engine is an id, a title and fact extractors that
-declare what they read and which other facts they need."""
+"""The runner of one engine's facts (the interface it runs is extractors/engine_api.py): each
+fact after the facts it needs, their declared reads prefetched in one batch."""
 
 from __future__ import annotations
 
 import fnmatch
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping, Sequence
 
-from apron.extractors.errors import AnchorError, ExtractionError, FactGraphError, ParseError
+from apron.extractors.engine_api import (
+    GLOB_CHARACTERS,
+    SUBTREE,
+    Engine,
+    FactExtractor,
+    FactOutput,
+    run_order,
+)
+from apron.extractors.errors import AnchorError, ExtractionError, ParseError
 from apron.extractors.parsing.collections_paced import fewer_collections
-from apron.extractors.records import EngineFacts, ExtractionWarning, FactKind, FactResult, Record
+from apron.extractors.records import EngineFacts, ExtractionWarning, FactResult, Record
 from apron.extractors.runner.fact_split import Ahead, Finished, steps
 from apron.extractors.snapshot import RecordingSnapshot, Snapshot
-
-GLOB_CHARACTERS = "*?["
-SUBTREE = "/**"  # `dir/**` in a fact's reads: every file below `dir` (fetched, not weighed)
-
-
-@dataclass(frozen=True)
-class FactOutput:
-    """What one fact extractor returns: its records and the soft problems it saw (the runner
-    stamps each warning with the fact's name)."""
-
-    records: tuple[Record, ...]
-    warnings: tuple[ExtractionWarning, ...] = ()
-
-
-# A fact extractor reads the snapshot (through which it may only read files) and the records
-# of exactly the facts it declares in `needs`, keyed by fact name. It does no git, no I/O, no
-# printing.
-FactFunction = Callable[[Snapshot, Mapping[str, tuple[Record, ...]]], FactOutput]
-
-
-@dataclass(frozen=True)
-class FactExtractor:
-    """One fact: its kind, its function, the files it may read and the facts it needs.
-
-    `reads` names paths, directories (standing for the files directly inside them), globs
-    over one directory's files (`src/models/*.cpp`) and subtrees (`vllm/models/**`: every file
-    below the directory, at any depth; a prefetch only, for a walk that discovers which of
-    them it reads); the runner fetches the union of every
-    selected fact's reads in one batch before the first file is read. `needs` names other facts
-    of the same engine; the runner runs those first and passes their records."""
-
-    kind: FactKind
-    run: FactFunction
-    reads: tuple[str, ...] = ()
-    needs: tuple[str, ...] = ()
-    allow_empty: bool = False  # True only where "no rows" is a real upstream state
-
-    def __post_init__(self) -> None:
-        for pattern in self.reads:
-            directory = pattern.rpartition("/")[0]
-            if any(c in directory for c in GLOB_CHARACTERS):
-                raise FactGraphError(
-                    f"fact '{self.kind.name}' reads {pattern!r}: a glob may match file names in "
-                    "one directory only, not directories"
-                )
-
-
-@dataclass(frozen=True)
-class MatrixCell:
-    """What one engine says about one HF architecture in the cross-engine matrix."""
-
-    status: str  # "registered", "registered*" (with a documented constraint)
-    detail: str  # task group, GGUF arch, constraint text
-    where: str  # path and symbol, no line numbers
-    flags: tuple[str, ...] = ()
-
-
-# An engine's cells of the cross-engine matrix, by HF architecture, from its own facts.
-MatrixCells = Callable[[EngineFacts], dict[str, MatrixCell]]
-
-
-class Engine(Protocol):
-    engine_id: str
-    title: str
-    upstream_url: str
-    facts: tuple[FactExtractor, ...]
-    matrix_cells: MatrixCells | None
-
-
-def run_order(facts: Sequence[FactExtractor]) -> tuple[FactExtractor, ...]:
-    """The facts ordered so that each runs after the facts it needs; ties by name, so the order
-    the facts are listed in never matters. A repeated name, an unknown need or a cycle is a
-    FactGraphError."""
-    by_name: dict[str, FactExtractor] = {}
-    for fact in facts:
-        if fact.kind.name in by_name:
-            raise FactGraphError(f"fact '{fact.kind.name}' is declared twice")
-        by_name[fact.kind.name] = fact
-    for fact in facts:
-        unknown = [n for n in fact.needs if n not in by_name]
-        if unknown:
-            raise FactGraphError(
-                f"fact '{fact.kind.name}' needs {', '.join(map(repr, unknown))}, which this "
-                f"engine does not declare; its facts: {', '.join(sorted(by_name))}"
-            )
-    ordered: list[FactExtractor] = []
-    placed: set[str] = set()
-    waiting = sorted(by_name)
-    while waiting:
-        ready = [n for n in waiting if all(d in placed for d in by_name[n].needs)]
-        if not ready:
-            raise FactGraphError(
-                "the needs of these facts form a cycle: " + ", ".join(sorted(waiting))
-            )
-        for name in ready:
-            ordered.append(by_name[name])
-            placed.add(name)
-        waiting = [n for n in waiting if n not in placed]
-    return tuple(ordered)
 
 
 def with_needs(facts: Sequence[FactExtractor], names: Iterable[str]) -> set[str]:
@@ -127,61 +34,6 @@ def with_needs(facts: Sequence[FactExtractor], names: Iterable[str]) -> set[str]
         chosen.add(name)
         todo.extend(by_name[name].needs)
     return chosen
-
-
-@dataclass(frozen=True)
-class EngineSpec:
-    """The plain implementation of `Engine` that every engine module instantiates once.
-
-    The order of `facts` is the order of the sections of the engine's README and of its
-    `FACTS` tuple; the order they run in follows their `needs` (see `run_order`)."""
-
-    engine_id: str
-    title: str  # how people write the engine's name: the one place it is spelled
-    upstream_url: str
-    facts: tuple[FactExtractor, ...] = field(default_factory=tuple)
-    matrix_cells: MatrixCells | None = None  # None: any fact with an `architecture` field
-    # architecture -> why it left the registry, from the engine's own facts (e.g. vLLM's list of
-    # previously supported architectures); a bump shows it beside each removed row
-    removal_notes: Callable[[EngineFacts], Mapping[str, str]] | None = None
-    # regex the whole name of a release tag matches (vLLM `v0.10.1`); None: no releases
-    release_tags: str | None = None
-    # facts `extract support` reads besides the registry fact: the classes the engine assigns
-    # (read through `matrix_cells`) and the removal notes
-    support_facts: tuple[str, ...] = ()
-    # (facts, architecture) -> ("yes" | "no" | "unknown", the fact that decided, why in words,
-    # classes); None: a row of the registry fact means yes, the classes are the engine's
-    # matrix-cell flags
-    support_judge: Callable[[EngineFacts, str], tuple[str, str, str, tuple[str, ...]]] | None = None
-    # the matrix's architecture families (extractors/report/family_cells.py): facts -> family ->
-    # cell, and the rules in words, (family, rule) pairs; None: no family rules
-    families: Callable[[EngineFacts], Mapping[str, Any]] | None = None
-    family_rules: tuple[tuple[str, str], ...] = ()
-    # how the engine decides MLA, for the matrix's disagreements (extractors/report/reviewer.py):
-    # by "architecture" or by "model_type", and facts -> {that key: its answer in words, e.g.
-    # "MLA", "MLA (conditional)", "MHA (explicit)"}; None: the engine says nothing about MLA
-    mla_decided_by: str | None = None
-    mla_verdicts: Callable[[EngineFacts], Mapping[str, str]] | None = None
-    # the facts whose rows apron evaluates for its figures (an MLA list, the KV-head scan, state
-    # calculators, block sizes, memory rules): a bump lists their changes first, item by item
-    calculator_facts: tuple[str, ...] = ()
-    # facts -> the registered architectures that are drafts or speculative heads (an MTP module,
-    # an EAGLE head), counted apart from the models people serve; None: the engine says none
-    draft_architectures: Callable[[EngineFacts], set[str]] | None = None
-
-    def __post_init__(self) -> None:
-        run_order(self.facts)  # a bad declaration fails when the engine module is imported
-        if (self.mla_decided_by is None) != (self.mla_verdicts is None) or (
-            self.mla_decided_by not in (None, "architecture", "model_type")
-        ):
-            raise ValueError(
-                f"{self.engine_id}: mla_decided_by ('architecture' or 'model_type') and "
-                "mla_verdicts are given together"
-            )
-
-    @property
-    def fact_kinds(self) -> tuple[FactKind, ...]:
-        return tuple(f.kind for f in self.facts)
 
 
 def expand_reads(snapshot: Snapshot, reads: Iterable[str]) -> list[str]:

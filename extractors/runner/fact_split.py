@@ -20,8 +20,8 @@ from apron.extractors.parsing import workers
 from apron.extractors.snapshot import RecordingSnapshot, Snapshot
 
 if TYPE_CHECKING:
+    from apron.extractors.engine_api import FactExtractor, FactFunction, FactOutput
     from apron.extractors.records import Record
-    from apron.extractors.runner.base import FactExtractor, FactFunction, FactOutput
 
 
 @runtime_checkable

@@ -32,9 +32,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from apron.extractors import errors as error_types
+from apron.extractors.engine_api import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.errors import AnchorError, ExtractionError, MissingPathError, ParseError
 from apron.extractors.records import ExtractionWarning, Record
-from apron.extractors.runner.base import EngineSpec, FactExtractor, FactOutput
 from apron.extractors.snapshot import Snapshot
 
 DB_NAME = "facts-v1.sqlite3"

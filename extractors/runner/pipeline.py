@@ -1,28 +1,19 @@
-"""One extraction run: pin -> source -> extractors -> render -> generated/ (atomically)."""
+"""The runner's side of an extraction: where the project is, which source to read, the facts
+at a commit, and writing rendered files with the pins atomically. Rendering them is the
+report's (report/generated_files.py); one whole run is the command's (commands/generate.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from apron.extractors.engines import ENGINES, all_record_types
-from apron.extractors.errors import CacheCorruptError, ExtractionError, GeneratedError, UsageError
+from apron.extractors.engine_api import EngineSpec
+from apron.extractors.errors import CacheCorruptError, UsageError
 from apron.extractors.git import GitSource
-from apron.extractors.pins import Pin, check_source_url, load_pin, pin_path, render_pin
+from apron.extractors.pins import Pin, check_source_url
 from apron.extractors.records import EngineFacts
-from apron.extractors.report.diff import EngineDiff, diff_engine
-from apron.extractors.report.export import SCHEMA_NAME, render_json_schema
-from apron.extractors.report.readings_lost import LostReading, readings_lost
-from apron.extractors.report.render import (
-    load_engine_facts,
-    render_engine_files,
-    render_package_init,
-    render_schema,
-)
-from apron.extractors.report.reviewer import render_index, render_matrix
-from apron.extractors.runner.base import EngineSpec, extract_engine
+from apron.extractors.runner.base import extract_engine
 from apron.extractors.runner.factcache import FactCache, cached_engine
 from apron.extractors.runner.writer import (
     JOURNAL_NAME,
@@ -140,60 +131,6 @@ def extract_at(
     return facts
 
 
-def render_all(facts: EngineFacts) -> dict[str, str]:
-    engine = ENGINES[facts.engine]
-    return render_engine_files(facts, engine.title)
-
-
-def current_facts(paths: ProjectPaths, engine: EngineSpec) -> EngineFacts | None:
-    """The committed generation of `engine`, or None when generated/<engine>/ does not exist.
-    One that cannot be read (hand-edited, or older than a record type) is a GeneratedError."""
-    return load_engine_facts(paths.generated / engine.engine_id, engine.fact_kinds)
-
-
-def all_current_facts(
-    paths: ProjectPaths, *, skip: str | None = None, unreadable: list[str] | None = None
-) -> dict[str, EngineFacts]:
-    """Every committed generation but `skip`'s. One that cannot be read is an error, or, when
-    `unreadable` is given, left out and described there."""
-    found = {}
-    for engine_id, engine in ENGINES.items():
-        if engine_id == skip:
-            continue
-        try:
-            facts = current_facts(paths, engine)
-        except GeneratedError as err:
-            if unreadable is None:
-                raise
-            unreadable.append(
-                f"generated/{engine_id} cannot be read, so README.md and MATRIX.md leave it "
-                f"out until it is regenerated: {err.message}"
-            )
-            continue
-        if facts is not None:
-            found[engine_id] = facts
-    return found
-
-
-def render_generated(
-    paths: ProjectPaths, facts: EngineFacts, *, unreadable: list[str] | None = None
-) -> dict[str, str]:
-    """Every file an extraction of `facts` writes, keyed by path relative to generated/:
-    the engine's folder, the shared schema, the index and the cross-engine matrix. The other
-    engines' generations must be readable (see `all_current_facts` for `unreadable`)."""
-    others = all_current_facts(paths, skip=facts.engine, unreadable=unreadable)
-    everything = {**others, facts.engine: facts}
-    rendered = {f"{facts.engine}/{name}": text for name, text in render_all(facts).items()}
-    rendered["__init__.py"] = render_package_init(
-        [(e.engine_id, e.title) for e in ENGINES.values()]
-    )
-    rendered["schema.py"] = render_schema(all_record_types())
-    rendered[SCHEMA_NAME] = render_json_schema(all_record_types())
-    rendered["README.md"] = render_index(everything)
-    rendered["MATRIX.md"] = render_matrix(everything)
-    return rendered
-
-
 def generated_changes(paths: ProjectPaths, rendered: dict[str, str]) -> dict[Path, Content]:
     """The targets `rendered` replaces: each engine folder whole, then the shared files."""
     engine_files: dict[str, dict[str, str]] = {}
@@ -223,20 +160,6 @@ def write_rendered(
         write_changes_atomically(changes, journal=paths.root / JOURNAL_NAME)
 
 
-def write_generated(
-    paths: ProjectPaths,
-    facts: EngineFacts,
-    pin: Pin | None = None,
-    *,
-    unreadable: list[str] | None = None,
-) -> None:
-    """Render every file of `facts` and write them with `pin`, under the project lock."""
-    with project_lock(paths.root):
-        rendered = render_generated(paths, facts, unreadable=unreadable)  # all before any write
-        pins = {pin_path(paths.pins, facts.engine): render_pin(pin)} if pin else {}
-        write_rendered(paths, rendered, pins)
-
-
 def start_writing(paths: ProjectPaths) -> list[str]:
     """Recover a write a killed process left journaled; returns the note (if any) to show.
     Call it with the project lock."""
@@ -261,84 +184,3 @@ def pin_for(pin: Pin, facts: EngineFacts) -> Pin | None:
     does (with that commit's committer date)."""
     moved = Pin(url=pin.url, commit=facts.commit, date=facts.commit_date)
     return None if moved == pin else moved
-
-
-@dataclass(frozen=True)
-class RunResult:
-    facts: EngineFacts
-    diff: EngineDiff
-    previous: EngineFacts | None
-    notices: tuple[str, ...] = ()
-    pin_moved: tuple[Pin, Pin] | None = None  # (old, new) when the run moved the pin
-
-
-def run(
-    engine: EngineSpec,
-    paths: ProjectPaths,
-    *,
-    commit: str | None,
-    source: str | None,
-    write: bool = True,
-    cache_dir: Path | None = None,
-) -> RunResult:
-    if write:  # before the extraction, so a refusal costs no fetch
-        from apron.extractors.runner.writer import refuse_writes_outside
-
-        refuse_writes_outside(paths.root, [paths.generated, paths.pins])
-    pin = load_pin(paths.pins, engine.engine_id)
-    chosen_source = source_for(engine, pin, source)
-    notices: list[str] = []
-    try:
-        facts = extract_at(
-            engine,
-            commit or pin.commit,
-            chosen_source,
-            upstream_url=pin.url,
-            cache_dir=cache_dir,
-            notices=notices,
-        )
-    except ExtractionError as err:
-        err.with_context(engine=engine.engine_id, source=chosen_source)
-        raise
-    moved = pin_for(pin, facts)
-    with project_lock(paths.root) if write else contextlib.nullcontext():
-        if write:
-            notices += start_writing(paths)
-        try:
-            previous = current_facts(paths, engine)
-        except GeneratedError as err:  # said, not swallowed; `bump` refuses instead
-            notices.append(
-                "the previous generation cannot be read, so the diff is against nothing: "
-                f"{err.message}"
-            )
-            previous = None
-        diff = diff_engine(previous, facts)
-        if write:
-            write_generated(paths, facts, moved, unreadable=notices)
-    return RunResult(
-        facts=facts,
-        diff=diff,
-        previous=previous,
-        notices=tuple(notices),
-        pin_moved=(pin, moved) if moved and write else None,
-    )
-
-
-def readings_lost_at(
-    engine: EngineSpec, source: str, old: EngineFacts | None, new: EngineFacts
-) -> list[LostReading]:
-    """readings_lost of `new` against `old` (bump: the previous pin's extraction; check: the
-    committed one), reading the new commit's files from the cache of `source`."""
-    if old is None:
-        return []
-    with GitSource(engine.engine_id, source) as git_source:
-        snapshot = git_source.snapshot(new.commit)
-
-        def read_text(path: str) -> str | None:
-            try:
-                return snapshot.read_text(path)
-            except ExtractionError:
-                return None
-
-        notes = engine.removal_notes(new) if engine.removal_notes is not None else {}
-        return readings_lost(old, new, read_text, notes)

@@ -11,10 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.markdown import Document, Table, footnote_notes, parse_document
-from apron.extractors.records import ExtractionWarning, Record
-from apron.extractors.report.doc_findings import (
+from apron.extractors.doc_findings import (
     Documented,
     DocumentedFamily,
     Registered,
@@ -22,7 +19,10 @@ from apron.extractors.report.doc_findings import (
     looks_like_architecture,
     normalized,
 )
-from apron.extractors.runner.base import FactOutput
+from apron.extractors.engine_api import FactOutput
+from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.markdown import Document, Table, footnote_notes, parse_document
+from apron.extractors.records import ExtractionWarning, Record
 from apron.extractors.sglang.records import SglangDocsRow, SglangRegistryRow
 from apron.extractors.snapshot import Snapshot
 

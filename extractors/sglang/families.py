@@ -3,8 +3,8 @@ applies them (model_config.py's architecture sets, the MLA chain, the registry).
 
 from __future__ import annotations
 
+from apron.extractors.family_cells import FamilyCell, empty_cells, fact_rows
 from apron.extractors.records import EngineFacts
-from apron.extractors.report.family_cells import FamilyCell, empty_cells, fact_rows
 
 SGLANG_RULES = (
     (

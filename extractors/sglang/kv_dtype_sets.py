@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from apron.extractors.engine_api import FactOutput
 from apron.extractors.parsing.python_ts import (
     call_name,
     code_of,
@@ -19,7 +20,6 @@ from apron.extractors.parsing.python_ts import (
     unparenthesize,
 )
 from apron.extractors.records import ExtractionWarning, Record, warning
-from apron.extractors.runner.base import FactOutput
 from apron.extractors.sglang.records import SglangKvDtypeSet
 from apron.extractors.snapshot import Snapshot
 

@@ -3,8 +3,8 @@ conditional) or explicit MHA from the ModelConfig attention chain."""
 
 from __future__ import annotations
 
+from apron.extractors.engine_api import MatrixCell
 from apron.extractors.records import EngineFacts
-from apron.extractors.runner.base import MatrixCell
 from apron.extractors.sglang.records import (
     SglangExplicitMha,
     SglangMlaArchitecture,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from apron.extractors.engine_api import FactOutput
 from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_ts import (
     assigned_name,
@@ -28,7 +29,6 @@ from apron.extractors.parsing.python_ts import (
     walk,
 )
 from apron.extractors.records import Record
-from apron.extractors.runner.base import FactOutput
 from apron.extractors.sglang.records import SglangPrefillGraphRule
 from apron.extractors.snapshot import Snapshot
 

@@ -3,8 +3,8 @@ feature matrix); no per-architecture class is extracted."""
 
 from __future__ import annotations
 
+from apron.extractors.family_cells import FAMILIES, FamilyCell, empty_cells, fact_rows
 from apron.extractors.records import EngineFacts
-from apron.extractors.report.family_cells import FAMILIES, FamilyCell, empty_cells, fact_rows
 
 TRTLLM_RULES = (
     ("sliding window", "the feature matrix's Sliding Window Attention cell is Yes"),

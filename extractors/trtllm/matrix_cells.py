@@ -4,8 +4,8 @@ Window Attention column becomes a flag."""
 
 from __future__ import annotations
 
+from apron.extractors.engine_api import MatrixCell
 from apron.extractors.records import EngineFacts
-from apron.extractors.runner.base import MatrixCell
 from apron.extractors.trtllm.records import (
     TrtllmFeatureCell,
     TrtllmRegisteredArchitecture,

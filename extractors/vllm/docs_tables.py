@@ -10,11 +10,11 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
+from apron.extractors.doc_findings import Documented, Registered, compare
+from apron.extractors.engine_api import FactOutput
 from apron.extractors.errors import AnchorError, MissingPathError
 from apron.extractors.parsing.markdown import Document, Row, Table, footnote_notes, parse_document
 from apron.extractors.records import ExtractionWarning, Record
-from apron.extractors.report.doc_findings import Documented, Registered, compare
-from apron.extractors.runner.base import FactOutput
 from apron.extractors.snapshot import Snapshot
 from apron.extractors.vllm.records import RegistryRow, VllmDocsRow
 

@@ -3,13 +3,13 @@ function that applies them to vLLM's facts (class flags, registry sections, the 
 
 from __future__ import annotations
 
-from apron.extractors.records import EngineFacts
-from apron.extractors.report.family_cells import (
+from apron.extractors.family_cells import (
     FamilyCell,
     empty_cells,
     fact_rows,
     model_type_guess,
 )
+from apron.extractors.records import EngineFacts
 
 VLLM_RULES = (
     (

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from apron.extractors.engine_api import FactOutput
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_ts import (
@@ -33,7 +34,6 @@ from apron.extractors.parsing.python_ts import (
     unparenthesize,
 )
 from apron.extractors.records import warning
-from apron.extractors.runner.base import FactOutput
 from apron.extractors.snapshot import Snapshot
 from apron.extractors.vllm.records import IndexerLayerRule
 from apron.extractors.vllm.state_shapes import Unreadable, _Scope, expression

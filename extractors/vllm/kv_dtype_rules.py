@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 
 from tree_sitter import Node
 
+from apron.extractors.engine_api import FactOutput
 from apron.extractors.parsing.python_ts import (
     code_of,
     if_clauses,
@@ -29,7 +30,6 @@ from apron.extractors.parsing.python_ts import (
     unparenthesize,
 )
 from apron.extractors.records import ExtractionWarning, Record, warning
-from apron.extractors.runner.base import FactOutput
 from apron.extractors.snapshot import Snapshot
 from apron.extractors.vllm.records import KvDtypeLiteral
 

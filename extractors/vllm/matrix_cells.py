@@ -4,9 +4,9 @@ model_type that is_deepseek_mla() lists."""
 
 from __future__ import annotations
 
+from apron.extractors.engine_api import MatrixCell
+from apron.extractors.family_cells import model_type_guess
 from apron.extractors.records import EngineFacts
-from apron.extractors.report.family_cells import model_type_guess
-from apron.extractors.runner.base import MatrixCell
 from apron.extractors.vllm.records import MlaModelType, RegistryRow
 
 VLLM_FLAG_WORDS = (

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 from tree_sitter import Node
 
+from apron.extractors.engine_api import FactOutput
 from apron.extractors.parsing.python_skeleton import method_skeleton
 from apron.extractors.parsing.python_ts import (
     class_methods,
@@ -34,7 +35,6 @@ from apron.extractors.parsing.python_ts import (
     unparenthesize,
 )
 from apron.extractors.records import ExtractionWarning, Record, warning
-from apron.extractors.runner.base import FactOutput
 from apron.extractors.snapshot import Snapshot
 from apron.extractors.vllm.records import SizingPath
 from apron.extractors.vllm.state_shapes import (

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from apron.extractors.engine_api import FactOutput
 from apron.extractors.parsing.python_imports import absolute_module
 from apron.extractors.parsing.python_ts import (
     class_methods,
@@ -35,7 +36,6 @@ from apron.extractors.parsing.python_ts import (
     unparenthesize,
 )
 from apron.extractors.records import ExtractionWarning, Record, warning
-from apron.extractors.runner.base import FactOutput
 from apron.extractors.snapshot import Snapshot
 from apron.extractors.vllm.records import TERM_OPS, MambaStateCalculator, MambaStateHook
 

@@ -30,7 +30,8 @@ from apron.extractors.runner import writer
 from apron.extractors.commands.cli import main
 from apron.extractors.engines import ENGINES
 from apron.extractors.pins import Pin
-from apron.extractors.runner.pipeline import ProjectPaths, extract_at, write_generated
+from apron.extractors.runner.pipeline import ProjectPaths, extract_at
+from apron.extractors.commands.generate import write_generated
 
 def become(request):
     os.environ.clear()

@@ -10,8 +10,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from apron.extractors.commands.generate import RunResult, run
 from apron.extractors.engines import ENGINES
-from apron.extractors.runner.pipeline import ProjectPaths, RunResult, run
+from apron.extractors.runner.pipeline import ProjectPaths
 from tests import llamacpp_miniatures, sglang_miniatures, trtllm_miniatures, vllm_miniatures
 from tests.conftest import REPO_ROOT, write_pin
 

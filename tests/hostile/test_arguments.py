@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from apron.extractors.commands.bump import apply_bump, plan_bump
 from apron.extractors.commands.cli import app
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import PinError, UsageError
-from apron.extractors.runner.pipeline import run
 from tests.conftest import commit_tree, git, write_pin
 from tests.hostile.helpers import UPSTREAM, clean_tree, folder_bytes
 from tests.vllm_miniatures import REGISTRY_PATH, REGISTRY_V2

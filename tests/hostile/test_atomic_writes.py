@@ -17,12 +17,12 @@ import pytest
 
 from apron.extractors.commands import cli
 from apron.extractors.commands.bump import apply_bump, plan_bump
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.errors import AnchorError, UnknownCommitError
 from apron.extractors.pins import load_pin
-from apron.extractors.report import render
-from apron.extractors.runner import pipeline
-from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.report import generated_files, render
+from apron.extractors.runner.pipeline import ProjectPaths
 from apron.extractors.runner.writer import WriteError
 from tests.conftest import write_pin
 from tests.hostile.helpers import UPSTREAM, clean_tree, folder_bytes
@@ -183,9 +183,9 @@ def test_failed_extract_leaves_generated_and_pins_identical(
         "renderer: a fact module": (render, "render_fact_module"),
         "renderer: engine README": (render, "render_engine_markdown"),
         "renderer: warnings module": (render, "render_warnings_module"),
-        "renderer: shared schema": (pipeline, "render_schema"),
-        "reviewer: index": (pipeline, "render_index"),
-        "reviewer: cross-engine matrix": (pipeline, "render_matrix"),
+        "renderer: shared schema": (generated_files, "render_schema"),
+        "reviewer: index": (generated_files, "render_index"),
+        "reviewer: cross-engine matrix": (generated_files, "render_matrix"),
     }.get(step)
     if patch:
         _fail_in(monkeypatch, *patch)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from apron.extractors.commands.check import check_offline
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
-from apron.extractors.runner.pipeline import ProjectPaths, run
+from apron.extractors.runner.pipeline import ProjectPaths
 from apron.extractors.runner.writer import leftovers, project_lock, recover_interrupted_write
 from tests.conftest import REPO_ROOT, write_pin
 from tests.hostile.fork_server import ForkServer

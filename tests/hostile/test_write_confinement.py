@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from apron.extractors.commands.cli import app
+from apron.extractors.commands.generate import run
 from apron.extractors.engines import ENGINES
 from apron.extractors.runner import writer
-from apron.extractors.runner.pipeline import run
 from apron.extractors.runner.writer import WriteError, leftovers, write_changes_atomically
 from tests.conftest import write_pin
 from tests.hostile.helpers import UPSTREAM, clean_tree, folder_bytes

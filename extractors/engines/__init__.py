@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from apron.extractors.engine_api import EngineSpec
 from apron.extractors.errors import UsageError
 from apron.extractors.llamacpp import ENGINE as LLAMACPP
-from apron.extractors.runner.base import EngineSpec
 from apron.extractors.sglang import ENGINE as SGLANG
 from apron.extractors.trtllm import ENGINE as TRTLLM
 from apron.extractors.vllm import ENGINE as VLLM
