@@ -21,6 +21,7 @@ from apron.extractors.sglang import (
     architecture_sets,
     arg_overrides,
     attention_chain,
+    config_classes,
     context_length,
     docs_tables,
     families,
@@ -36,6 +37,7 @@ from apron.extractors.sglang import (
 from apron.extractors.sglang.records import (
     SglangArchitectureSet,
     SglangArgOverride,
+    SglangConfigAttribute,
     SglangDocsRow,
     SglangExplicitMha,
     SglangHybridConfigClass,
@@ -171,6 +173,17 @@ def _hybrid_config_classes(
     return FactOutput(tuple(rows), tuple(warnings))
 
 
+def _config_class_attributes(
+    snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
+) -> FactOutput:
+    registry = snapshot.first_existing(config_classes.REGISTRY_PATHS, anchor="_CONFIG_REGISTRY")
+    configs = hybrid_configs.config_module_paths(snapshot.list_files(CONFIGS_DIR), CONFIGS_DIR)
+    rows = config_classes.config_class_attributes(
+        {p: snapshot.read_text(p) for p in configs}, snapshot.read_text(registry), registry
+    )
+    return FactOutput(tuple(rows))
+
+
 def _kv_head_fact(extract):
     def run(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
         text, path = _model_config(snapshot, "ModelConfig.get_total_num_kv_heads")
@@ -226,6 +239,14 @@ HYBRID_CONFIG_CLASSES = FactKind(
     "configs/ included, with their model_type); `mambaish_config` is the union that selects the "
     "Mamba / linear-attention state pool. Classes registered at run time in "
     "_LINEAR_ATTN_MODEL_REGISTRY are not statically known (a warning).",
+)
+CONFIG_CLASS_ATTRIBUTES = FactKind(
+    config_classes.FACT,
+    "Config class attributes",
+    SglangConfigAttribute,
+    "what SGLang's own configuration classes (configs/*.py; registered ones are what AutoConfig "
+    "builds) set each attribute from in __init__: a keyword argument and its default, a "
+    "sub-configuration class built from a dict argument, or code not read.",
 )
 KV_HEAD_ALIASES = FactKind(
     kv_heads.ALIASES,
@@ -424,6 +445,7 @@ ENGINE = EngineSpec(
         "explicit_mha_architectures",
         "architecture_sets",
         "hybrid_config_classes",
+        "config_class_attributes",
         "kv_head_aliases",
         "kv_head_fallback",
         "kv_head_overrides",
@@ -453,6 +475,11 @@ ENGINE = EngineSpec(
             needs=("registry_rows",),
         ),
         FactExtractor(HYBRID_CONFIG_CLASSES, _hybrid_config_classes, reads=HYBRID_CONFIG_READS),
+        FactExtractor(
+            CONFIG_CLASS_ATTRIBUTES,
+            _config_class_attributes,
+            reads=(*config_classes.REGISTRY_PATHS, f"{CONFIGS_DIR}/*.py"),
+        ),
         FactExtractor(
             KV_HEAD_ALIASES, _kv_head_fact(kv_heads.kv_head_aliases), reads=MODEL_CONFIG_PATHS
         ),
