@@ -24,6 +24,7 @@ _CONFIG_REGISTRY: Dict[str, Type[PretrainedConfig]] = {
     for cls in [
         TowerTopConfig,
         OtherConfig,
+        TableConfig,
     ]
 }
 try:
@@ -60,6 +61,18 @@ class TowerTopConfig(PretrainedConfig):
         super().__init__(**kwargs)
 
 
+class TableConfig(PretrainedConfig):
+    model_type = "table"
+    sub_configs = {"vision_config": TowerVisionConfig}
+
+    def __init__(self, vision_config=None, **kwargs):
+        if isinstance(vision_config, dict):
+            self.vision_config = self.sub_configs["vision_config"](**vision_config)
+        elif vision_config is None:
+            self.vision_config = self.sub_configs["vision_config"]()
+        super().__init__(**kwargs)
+
+
 class UnusedConfig(PretrainedConfig):
     model_type = "unused"
 
@@ -81,6 +94,7 @@ def test_the_registry_lists_the_comprehensions_classes_and_later_entries():
     assert registered_classes(REGISTRY, REGISTRY_PATH) == {
         "TowerTopConfig",
         "OtherConfig",
+        "TableConfig",
         "_Alias",
     }
 
@@ -98,6 +112,11 @@ def test_a_missing_registry_is_an_anchor_error():
             ("sub_config", "vision_config", "None", "TowerVisionConfig", False, True),
         ),
         (("TowerTopConfig", "pad"), ("kwarg", "pad", "0", "", False, True)),
+        # the class's sub_configs table names the class
+        (
+            ("TableConfig", "vision_config"),
+            ("sub_config", "vision_config", "None", "TowerVisionConfig", False, True),
+        ),
         (
             ("TowerVisionConfig", "hidden_size"),
             ("kwarg", "vt_hidden_size", "1024", "", True, False),
@@ -119,7 +138,7 @@ def test_each_attribute_says_what_init_sets_it_from(key, expected):
 
 
 def test_only_registered_classes_and_the_sub_configurations_they_build_have_rows():
-    assert {c for c, _ in _rows()} == {"TowerTopConfig", "TowerVisionConfig"}
+    assert {c for c, _ in _rows()} == {"TowerTopConfig", "TableConfig", "TowerVisionConfig"}
     assert _rows()["TowerVisionConfig", "patch"].code == "tuple(patch)"
 
 

@@ -26,6 +26,7 @@ from apron.extractors.parsing.python_ts import (
     parse_python,
     single_assignment,
     statements,
+    string_value,
     top_level_classes,
     unparenthesize,
     walk,
@@ -115,17 +116,46 @@ def _is_super_init(statement: Node) -> bool:
     return parts is not None and code_of(parts[0]) in ("super().__init__", "super(self).__init__")
 
 
-def _sub_config(value: Node, params: Mapping[str, str]) -> tuple[str, str] | None:
-    """(class, parameter) of `C(**param)`."""
+def _sub_config(
+    value: Node, params: Mapping[str, str], sub_configs: Mapping[str, str]
+) -> tuple[str, str] | None:
+    """(class, parameter) of `C(**param)`, or of `self.sub_configs["key"](**param)` with the
+    class the class-level `sub_configs` dict gives for the key."""
     inner = unparenthesize(value)
     parts = call_parts(inner)
-    if parts is None or name_of(parts[0]) is None:
+    if parts is None:
+        return None
+    called = name_of(parts[0])
+    function = unparenthesize(parts[0])
+    if called is None and function.type == "subscript":
+        table = node_text(function.child_by_field_name("value"))
+        key = string_value(function.child_by_field_name("subscript"))
+        called = sub_configs.get(key or "") if table == "self.sub_configs" else None
+    if called is None:
         return None
     args = inner.child_by_field_name("arguments").named_children
     if len(args) != 1 or args[0].type != "dictionary_splat":
         return None
     param = name_of(args[0].named_children[0])
-    return (str(name_of(parts[0])), param) if param in params else None
+    return (str(called), param) if param in params else None
+
+
+def _class_sub_configs(cls: Node) -> dict[str, str]:
+    """key -> class name of the class-level `sub_configs = {"vision_config": C, ...}`."""
+    found: dict[str, str] = {}
+    for statement in statements(cls.child_by_field_name("body")):
+        assigned = single_assignment(statement)
+        if assigned is None or node_text(assigned[0]) != "sub_configs":
+            continue
+        table = unparenthesize(assigned[1])
+        for pair in table.named_children if table.type == "dictionary" else ():
+            if pair.type != "pair":
+                continue
+            key = string_value(pair.child_by_field_name("key"))
+            name = name_of(pair.child_by_field_name("value"))
+            if key and name:
+                found[key] = name
+    return found
 
 
 def _assigned_attributes(node: Node):
@@ -139,6 +169,7 @@ def _assigned_attributes(node: Node):
 def init_attributes(cls: Node, params: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     """attribute -> how `__init__` sets it, last statement winning, in statement order."""
     init = methods_of(cls)["__init__"]
+    sub_configs = _class_sub_configs(cls)
     found: dict[str, dict[str, Any]] = {}
     after_super = False
     for statement in statements(init.child_by_field_name("body")):
@@ -156,7 +187,7 @@ def init_attributes(cls: Node, params: Mapping[str, str]) -> dict[str, dict[str,
                 found[name]["after_super"] = after_super
             continue
         if statement.type == "if_statement":
-            found.update(_if_attributes(statement, params, after_super))
+            found.update(_if_attributes(statement, params, sub_configs, after_super))
             continue
         if statement.type in CONTAINERS or statement.type.endswith("_statement"):
             for name, value in _assigned_attributes(statement):
@@ -164,7 +195,9 @@ def init_attributes(cls: Node, params: Mapping[str, str]) -> dict[str, dict[str,
     return found
 
 
-def _if_attributes(statement: Node, params: Mapping[str, str], after_super: bool):
+def _if_attributes(
+    statement: Node, params: Mapping[str, str], sub_configs: Mapping[str, str], after_super: bool
+):
     """An if/elif/else that builds a sub-configuration from a dict argument in one branch
     (`elif isinstance(x, dict): self.x = C(**x)`) is that sub-configuration; any other
     attribute an `if` sets depends on its conditions (not read)."""
@@ -176,7 +209,7 @@ def _if_attributes(statement: Node, params: Mapping[str, str], after_super: bool
             by_name.setdefault(name, []).append(value)
     found: dict[str, dict[str, Any]] = {}
     for name, values in by_name.items():
-        subs = {s for v in values if (s := _sub_config(v, params)) is not None}
+        subs = {s for v in values if (s := _sub_config(v, params, sub_configs)) is not None}
         if len(subs) == 1:
             sub_class, param = subs.pop()
             found[name] = {
