@@ -176,7 +176,10 @@ def _hybrid_config_classes(
 def _config_class_attributes(
     snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
 ) -> FactOutput:
-    registry = snapshot.first_existing(config_classes.REGISTRY_PATHS, anchor="_CONFIG_REGISTRY")
+    found = [p for p in config_classes.REGISTRY_PATHS if snapshot.exists(p)]
+    if not found:  # no _CONFIG_REGISTRY module at this commit: SGLang registers no class
+        return FactOutput(())
+    registry = found[0]
     configs = hybrid_configs.config_module_paths(snapshot.list_files(CONFIGS_DIR), CONFIGS_DIR)
     rows = config_classes.config_class_attributes(
         {p: snapshot.read_text(p) for p in configs}, snapshot.read_text(registry), registry
@@ -479,6 +482,7 @@ ENGINE = EngineSpec(
             CONFIG_CLASS_ATTRIBUTES,
             _config_class_attributes,
             reads=(*config_classes.REGISTRY_PATHS, f"{CONFIGS_DIR}/*.py"),
+            allow_empty=True,
         ),
         FactExtractor(
             KV_HEAD_ALIASES, _kv_head_fact(kv_heads.kv_head_aliases), reads=MODEL_CONFIG_PATHS
