@@ -32,11 +32,14 @@ The public API is the names in `__all__`:
 
 from __future__ import annotations
 
-from apron.config import ModelConfig, load_config, load_sample, sample_names
-from apron.constraints import ConstraintSet, EngineConstraints, load_constraints
-from apron.errors import ApronInputError, ConstraintsError
-from apron.plan import KV_DTYPES, plan
-from apron.results import Plan
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from apron.config import ModelConfig, load_config, load_sample, sample_names
+    from apron.constraints import ConstraintSet, EngineConstraints, load_constraints
+    from apron.errors import ApronInputError, ConstraintsError
+    from apron.planner import KV_DTYPES, plan
+    from apron.results import Plan
 
 __all__ = [
     "KV_DTYPES",
@@ -52,3 +55,28 @@ __all__ = [
     "plan",
     "sample_names",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A public name, imported from its module at first use and kept on the package (PEP 562),
+    so that `import apron` (and an `extract` run, which imports this package too) costs no
+    calculator; the imports are written out so static tools follow them."""
+    if name in ("KV_DTYPES", "plan"):
+        from apron import planner as module
+    elif name in ("ModelConfig", "load_config", "load_sample", "sample_names"):
+        from apron import config as module
+    elif name in ("ConstraintSet", "EngineConstraints", "load_constraints"):
+        from apron import constraints as module
+    elif name in ("ApronInputError", "ConstraintsError"):
+        from apron import errors as module
+    elif name == "Plan":
+        from apron import results as module
+    else:
+        raise AttributeError(f"module 'apron' has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

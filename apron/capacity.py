@@ -80,7 +80,18 @@ def fit(
     ]
     if room <= 0:
         lines.append("the weights alone take the whole budget: nothing fits")
-        return Fit(room, 0, None, 0, None, None, 0, "weights", (), tuple(lines))
+        return Fit(
+            budget_bytes=room,
+            blocks=0,
+            block_bytes=None,
+            kv_tokens=0,
+            blocks_per_sequence=None,
+            sequence_bytes=None,
+            sequences=0,
+            limit="weights",
+            unknown=(),
+            arithmetic=tuple(lines),
+        )
     if kv_bytes_per_token == 0:
         block_bytes = 0
         blocks = tokens = None
@@ -98,31 +109,31 @@ def fit(
         )
     if context is None:
         return Fit(
-            room,
-            blocks,
-            block_bytes or None,
-            tokens,
-            None,
-            None,
-            None,
-            "",
-            ("sequences: no context length (give --context)",),
-            tuple(lines),
+            budget_bytes=room,
+            blocks=blocks,
+            block_bytes=block_bytes or None,
+            kv_tokens=tokens,
+            blocks_per_sequence=None,
+            sequence_bytes=None,
+            sequences=None,
+            limit="",
+            unknown=("sequences: no context length (give --context)",),
+            arithmetic=tuple(lines),
         )
     per_seq_blocks = -(-context // block_tokens) if block_bytes else 0
     per_seq = per_seq_blocks * block_bytes + state_bytes_per_sequence
     if per_seq == 0:
         return Fit(
-            room,
-            blocks,
-            None,
-            tokens,
-            0,
-            0,
-            None,
-            "",
-            ("sequences: a sequence takes no KV and no state, so memory sets no limit",),
-            tuple(lines),
+            budget_bytes=room,
+            blocks=blocks,
+            block_bytes=None,
+            kv_tokens=tokens,
+            blocks_per_sequence=0,
+            sequence_bytes=0,
+            sequences=None,
+            limit="",
+            unknown=("sequences: a sequence takes no KV and no state, so memory sets no limit",),
+            arithmetic=tuple(lines),
         )
     sequences = room // per_seq
     state_part = f" + {state_bytes_per_sequence:,} B state" if state_bytes_per_sequence else ""
@@ -143,14 +154,14 @@ def fit(
         )
     limit = "state" if state_bytes_per_sequence > per_seq_blocks * block_bytes else "kv"
     return Fit(
-        room,
-        blocks,
-        block_bytes or None,
-        tokens,
-        per_seq_blocks,
-        per_seq,
-        sequences,
-        limit,
-        (),
-        tuple(lines),
+        budget_bytes=room,
+        blocks=blocks,
+        block_bytes=block_bytes or None,
+        kv_tokens=tokens,
+        blocks_per_sequence=per_seq_blocks,
+        sequence_bytes=per_seq,
+        sequences=sequences,
+        limit=limit,
+        unknown=(),
+        arithmetic=tuple(lines),
     )

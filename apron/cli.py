@@ -15,9 +15,10 @@ from apron.console import EscapingConsole
 from apron.constraints import load_constraints
 from apron.engine_flags import EngineOptions
 from apron.errors import ApronInputError
-from apron.plan import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, PARAM_DTYPE_BITS, plan
+from apron.planner import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, plan
 from apron.terminal import printable, printable_json, shown
 from apron.version import version_option
+from apron.weights_figure import PARAM_DTYPE_BITS
 
 app = typer.Typer(
     add_completion=False,
@@ -388,16 +389,16 @@ def plan_command(
     )
     pp = aliased(ctx, "pp", pp, pipeline_parallel_size, "--pipeline-parallel-size")
     engine = EngineOptions(
-        block_size,
-        kv_memory,
-        pp,
-        cache_type_k,
-        cache_type_v,
-        flash_attn,
-        kv_unified or None,
-        swa_full or None,
-        batch_size,
-        ubatch_size,
+        block_size=block_size,
+        kv_cache_memory_bytes=kv_memory,
+        pipeline_parallel_size=pp,
+        cache_type_k=cache_type_k,
+        cache_type_v=cache_type_v,
+        flash_attn=flash_attn,
+        kv_unified=kv_unified or None,
+        swa_full=swa_full or None,
+        batch_size=batch_size,
+        ubatch_size=ubatch_size,
     )
     batch = aliased(ctx, "batch", batch, max_num_seqs, "--max-num-seqs", count_option(bounds.BATCH))
     context = aliased(ctx, "context", context, max_model_len, "--max-model-len", length_option)
@@ -654,8 +655,8 @@ def _is_gguf(source: str) -> bool:
 def _gguf(path, context, parallel, kv_dtype, engine: EngineOptions, json_output: bool) -> None:
     """llama.cpp's figures for a GGUF file: `context` is n_ctx, `parallel` n_seq_max (text, or
     a number from `apron plan`)."""
-    from apron.gguf_header import gguf_limits, read_header
-    from apron.llamacpp_memory import Unknown, cache_type, figures, render
+    from apron.engines.llamacpp.gguf_header import gguf_limits, read_header
+    from apron.engines.llamacpp.memory import Unknown, cache_type, figures, render
 
     constraints = load_constraints().get("llamacpp")
     if constraints is None:
@@ -733,7 +734,7 @@ LLAMACPP_OPTIONS = {
 def llamacpp_option(constraints, option: str, text: str | None, *, low: int) -> int | None:
     """A llama.cpp option's value within the bound extracted from llama.cpp (generated/llamacpp
     limits); None when not given."""
-    from apron.llamacpp_memory import limit
+    from apron.engines.llamacpp.memory import limit
 
     if text is None:
         return None

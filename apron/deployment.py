@@ -19,7 +19,7 @@ class LlamaCppFlags(NamedTuple):
     n_ubatch: int | None = None  # -ub: sizes the SWA cache (GGML_PAD(n_swa + n_ubatch, 256))
 
     def overrides(self) -> dict[str, int]:
-        """The llama_context parameters they set, by the names apron.llamacpp_memory binds."""
+        """The llama_context parameters they set, by the names apron.engines.llamacpp.memory binds."""
         found: dict[str, int] = {}
         if self.kv_unified is not None:
             found["kv_unified"] = int(self.kv_unified)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from apron.config import SAMPLES_DIR, load_sample, sample_names
 from apron.constraints import ConstraintSet, load_constraints
 from apron.errors import ApronInputError
-from apron.plan import plan
+from apron.planner import plan
 from apron.render import short_bytes
 from apron.results import EngineView, Plan
 
@@ -85,7 +85,16 @@ def sample_figures(
                 )
             except ApronInputError as err:  # no engine accepts this tp: one message
                 found.append(
-                    ImpactFigure(name, "", "", PREDICTION, "plan", tp, "refused", str(err))
+                    ImpactFigure(
+                        sample=name,
+                        family="",
+                        architecture="",
+                        engine=PREDICTION,
+                        figure="plan",
+                        tp=tp,
+                        value="refused",
+                        reason=str(err),
+                    )
                 )
                 continue
             found += _figures(name, result, tp)
@@ -99,7 +108,16 @@ def _figures(sample: str, result: Plan, tp: int) -> Iterator[ImpactFigure]:
     architecture = " ".join(n for n in (result.architecture, result.model_type) if n)
 
     def figure(engine: str, what: str, value: object, reason: str = "") -> ImpactFigure:
-        return ImpactFigure(sample, family, architecture, engine, what, tp, _shown(value), reason)
+        return ImpactFigure(
+            sample=sample,
+            family=family,
+            architecture=architecture,
+            engine=engine,
+            figure=what,
+            tp=tp,
+            value=_shown(value),
+            reason=reason,
+        )
 
     if tp == 1:
         why = "; ".join(prediction.unknown) or "; ".join(prediction.notes)

@@ -42,6 +42,8 @@ def model_for(cls: type) -> type[BaseModel]:
     if cls not in _MODELS:
         hints = typing.get_type_hints(cls)
         fields = {name: (_convert(hints[name]), ...) for name in cls._fields}
+        for name in getattr(cls, "_json_properties", ()):  # derived values the JSON keeps
+            fields[name] = (_convert(typing.get_type_hints(getattr(cls, name).fget)["return"]), ...)
         _MODELS[cls] = create_model(
             cls.__name__, __config__=ConfigDict(frozen=True), __doc__=cls.__doc__, **fields
         )
@@ -50,7 +52,8 @@ def model_for(cls: type) -> type[BaseModel]:
 
 def _as_data(value: Any) -> Any:
     if _is_namedtuple(type(value)):
-        return {name: _as_data(getattr(value, name)) for name in value._fields}
+        names = (*value._fields, *getattr(type(value), "_json_properties", ()))
+        return {name: _as_data(getattr(value, name)) for name in names}
     if isinstance(value, tuple | list):
         return [_as_data(v) for v in value]
     if isinstance(value, dict):

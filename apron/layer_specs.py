@@ -63,7 +63,14 @@ def _unknown(why: str) -> Layers:
 
 def _attention(widths: LayerWidths) -> list[Layer]:
     return [
-        Layer(ATTENTION, w, 0, 0, (c, widths.dims.k, widths.dims.v), i)
+        Layer(
+            kind=ATTENTION,
+            per_token_bytes=w,
+            state_bytes=0,
+            window=0,
+            geometry=(c, widths.dims.k, widths.dims.v),
+            layer=i,
+        )
         for i, (w, c) in enumerate(zip(widths.widths, widths.counts, strict=True))
         if w
     ]
@@ -129,11 +136,38 @@ def _windowed(model: ModelConfig, heads: HeadCount, request: Request, title: str
         if not width:
             continue
         if kind == SLIDING:
-            layers.append(Layer(WINDOWED, width, 0, int(window), geometry, index))
+            layers.append(
+                Layer(
+                    kind=WINDOWED,
+                    per_token_bytes=width,
+                    state_bytes=0,
+                    window=int(window),
+                    geometry=geometry,
+                    layer=index,
+                )
+            )
         elif kind == CHUNKED:
-            layers.append(Layer(CHUNK, width, 0, int(chunk), geometry, index))
+            layers.append(
+                Layer(
+                    kind=CHUNK,
+                    per_token_bytes=width,
+                    state_bytes=0,
+                    window=int(chunk),
+                    geometry=geometry,
+                    layer=index,
+                )
+            )
         elif kind == FULL:
-            layers.append(Layer(ATTENTION, width, 0, 0, geometry, index))
+            layers.append(
+                Layer(
+                    kind=ATTENTION,
+                    per_token_bytes=width,
+                    state_bytes=0,
+                    window=0,
+                    geometry=geometry,
+                    layer=index,
+                )
+            )
         else:
             return _unknown(f"a layer of kind {kind} in a sliding-window model")
     return Layers(tuple(layers), source, "")
@@ -150,9 +184,27 @@ def _mla(model: ModelConfig, request: Request, per_token: int) -> Layers:
         return _unknown("the indexer cache is not the same on every layer")
     found = []
     for i in range(layers):
-        found.append(Layer(ATTENTION, latent, 0, 0, ("mla", rank + rope), i))
+        found.append(
+            Layer(
+                kind=ATTENTION,
+                per_token_bytes=latent,
+                state_bytes=0,
+                window=0,
+                geometry=("mla", rank + rope),
+                layer=i,
+            )
+        )
         if rest:
-            found.append(Layer(ATTENTION, rest // layers, 0, 0, ("indexer", rest // layers), i))
+            found.append(
+                Layer(
+                    kind=ATTENTION,
+                    per_token_bytes=rest // layers,
+                    state_bytes=0,
+                    window=0,
+                    geometry=("indexer", rest // layers),
+                    layer=i,
+                )
+            )
     return Layers(tuple(found), "one latent per layer (and one indexer entry)", "")
 
 
@@ -162,7 +214,17 @@ def _state_layers(state: int, indices: list[int]) -> list[Layer] | str:
     if state % len(indices):
         return "state layers of different sizes"
     each = state // len(indices)
-    return [Layer(STATE, 0, each, 0, ("state", each), i) for i in indices]
+    return [
+        Layer(
+            kind=STATE,
+            per_token_bytes=0,
+            state_bytes=each,
+            window=0,
+            geometry=("state", each),
+            layer=i,
+        )
+        for i in indices
+    ]
 
 
 def _hybrid(model: ModelConfig, heads: HeadCount, request: Request, state: int) -> Layers:
@@ -185,7 +247,16 @@ def _hybrid(model: ModelConfig, heads: HeadCount, request: Request, state: int) 
     for i in range(len(kinds)):  # in model order: a Zamba2 layer keeps both
         if i in attention_layers and found.widths[i]:
             geometry = (found.counts[i], found.dims.k, found.dims.v)
-            layers.append(Layer(ATTENTION, found.widths[i], 0, 0, geometry, i))
+            layers.append(
+                Layer(
+                    kind=ATTENTION,
+                    per_token_bytes=found.widths[i],
+                    state_bytes=0,
+                    window=0,
+                    geometry=geometry,
+                    layer=i,
+                )
+            )
         if i in by_layer:
             layers.append(by_layer[i])
     return Layers(tuple(layers), structure.source, "")

@@ -108,18 +108,20 @@ def _tables(module: Any, origin: str) -> _Tables:
         if name in classes:
             continue
         classes[name] = ConfigClass(
-            name,
-            model_type,
-            path,
-            origin,
-            tuple(bases),
-            defaults.get(name, {}),
-            maps.get(name, {}),
-            subs.get(name, {}),
-            tuple((n, c, e) for _, n, c, e in sorted(steps.get(name, []), key=lambda s: s[0])),
-            tuple(v[1:] for v in sorted(checks.get(name, []), key=lambda v: v[0])),
-            name in strict,
-            types.get(name, {}),
+            name=name,
+            model_type=model_type,
+            path=path,
+            origin=origin,
+            bases=tuple(bases),
+            defaults=defaults.get(name, {}),
+            attribute_map=maps.get(name, {}),
+            sub_configs=subs.get(name, {}),
+            derivations=tuple(
+                (n, c, e) for _, n, c, e in sorted(steps.get(name, []), key=lambda s: s[0])
+            ),
+            validators=tuple(v[1:] for v in sorted(checks.get(name, []), key=lambda v: v[0])),
+            strict=name in strict,
+            field_types=types.get(name, {}),
         )
         if model_type is not None:
             by_model_type.setdefault(model_type, name)

@@ -30,18 +30,17 @@ def whole_model_share(
     """The share of the only GPU at tp 1: the engine's figures and all the weights."""
     lines = () if weights_total is None else (weights_per_gpu(weights_total, 1)[1],)
     return GpuShare(
-        1,
-        "split",
-        heads.count,
-        heads.how,
-        figures.kv_bytes_per_token,
-        figures.kv_bytes_at_context,
-        figures.state_bytes_per_sequence,
-        weights_total,
-        (),
-        (),
-        figures.unknown,
-        lines,
+        status="split",
+        kv_heads_per_gpu=heads.count,
+        kv_heads_how=heads.how,
+        kv_bytes_per_token=figures.kv_bytes_per_token,
+        kv_bytes_at_context=figures.kv_bytes_at_context,
+        state_bytes_per_sequence=figures.state_bytes_per_sequence,
+        weights_bytes=weights_total,
+        refused=(),
+        valid_tp=(),
+        unknown=figures.unknown,
+        arithmetic=lines,
     )
 
 

@@ -17,7 +17,19 @@ SPLITTABLE = (full_attention.NAME, hybrid_ssm.NAME, recurrent.NAME, "sliding_win
 
 
 def _unknown(tp: int, reasons: tuple[str, ...], weights: int | None, lines=()) -> GpuShare:
-    return GpuShare(tp, "unknown", None, "", None, None, None, weights, (), (), reasons, lines)
+    return GpuShare(
+        status="unknown",
+        kv_heads_per_gpu=None,
+        kv_heads_how="",
+        kv_bytes_per_token=None,
+        kv_bytes_at_context=None,
+        state_bytes_per_sequence=None,
+        weights_bytes=weights,
+        refused=(),
+        valid_tp=(),
+        unknown=reasons,
+        arithmetic=lines,
+    )
 
 
 def _reasons(rules, field: str) -> tuple[str, ...]:
@@ -139,7 +151,17 @@ def _mla_share(
         if refused:
             valid = _valid_tp(model, rules, config, checks)
             return GpuShare(
-                tp, "refused", None, "", None, None, None, weights, refused, valid, (), ()
+                status="refused",
+                kv_heads_per_gpu=None,
+                kv_heads_how="",
+                kv_bytes_per_token=None,
+                kv_bytes_at_context=None,
+                state_bytes_per_sequence=None,
+                weights_bytes=weights,
+                refused=refused,
+                valid_tp=valid,
+                unknown=(),
+                arithmetic=(),
             )
     if not rules.mla_latent_replicated:
         if tp == 1:
@@ -158,18 +180,17 @@ def _mla_share(
             f"so each GPU holds the whole {figures.kv_bytes_per_token:,} B/token"
         )
     return GpuShare(
-        tp,
-        "split",
-        per_gpu,
-        how,
-        figures.kv_bytes_per_token,
-        figures.kv_bytes_at_context,
-        figures.state_bytes_per_sequence,
-        weights,
-        (),
-        (),
-        figures.unknown,
-        tuple(lines),
+        status="split",
+        kv_heads_per_gpu=per_gpu,
+        kv_heads_how=how,
+        kv_bytes_per_token=figures.kv_bytes_per_token,
+        kv_bytes_at_context=figures.kv_bytes_at_context,
+        state_bytes_per_sequence=figures.state_bytes_per_sequence,
+        weights_bytes=weights,
+        refused=(),
+        valid_tp=(),
+        unknown=figures.unknown,
+        arithmetic=tuple(lines),
     )
 
 
@@ -196,14 +217,38 @@ def gpu_share(
     refused = _refusals(model, rules, config, tp, checks)
     if refused:
         valid = _valid_tp(model, rules, config, checks)
-        return GpuShare(tp, "refused", None, "", None, None, None, weights, refused, valid, (), ())
+        return GpuShare(
+            status="refused",
+            kv_heads_per_gpu=None,
+            kv_heads_how="",
+            kv_bytes_per_token=None,
+            kv_bytes_at_context=None,
+            state_bytes_per_sequence=None,
+            weights_bytes=weights,
+            refused=refused,
+            valid_tp=valid,
+            unknown=(),
+            arithmetic=(),
+        )
     if figures.kv_bytes_per_token == 0 and figures.state_bytes_per_sequence == 0:
         lines.append(f"no KV cache and no state ({figures.mechanism}): nothing to split")
         share, how = None, ""
         if heads.count is not None and rules.kv_heads_split is not None:
             share = sr.kv_heads_per_gpu(rules, heads.count, tp, False)
             how = f"{heads.count} KV heads at tp {tp} (the layers keep no cache): {share}"
-        return GpuShare(tp, "split", share, how, 0, 0, 0, weights, (), (), (), tuple(lines))
+        return GpuShare(
+            status="split",
+            kv_heads_per_gpu=share,
+            kv_heads_how=how,
+            kv_bytes_per_token=0,
+            kv_bytes_at_context=0,
+            state_bytes_per_sequence=0,
+            weights_bytes=weights,
+            refused=(),
+            valid_tp=(),
+            unknown=(),
+            arithmetic=tuple(lines),
+        )
     if figures.mechanism not in SPLITTABLE:
         return _unknown(
             tp, (f"per-GPU split of a {figures.mechanism} cache is not implemented",), weights
@@ -225,7 +270,17 @@ def gpu_share(
                 if not _mixer_refusal(model, rule, t)
             )
             return GpuShare(
-                tp, "refused", None, "", None, None, None, weights, (refused,), valid, (), ()
+                status="refused",
+                kv_heads_per_gpu=None,
+                kv_heads_how="",
+                kv_bytes_per_token=None,
+                kv_bytes_at_context=None,
+                state_bytes_per_sequence=None,
+                weights_bytes=weights,
+                refused=(refused,),
+                valid_tp=valid,
+                unknown=(),
+                arithmetic=(),
             )
     split = heads_per_gpu(model, heads, tp, rules)
     shared = compute(selection, model, split, request._replace(tp=tp))
@@ -237,32 +292,30 @@ def gpu_share(
         )
     if mismatch:  # the KV heads split by their own rule; only the state's share is unknown
         return GpuShare(
-            tp,
-            "unknown",
-            split.count,
-            split.how,
-            shared.kv_bytes_per_token,
-            shared.kv_bytes_at_context,
-            None,
-            weights,
-            (),
-            (),
-            (mismatch,),
-            tuple(lines),
+            status="unknown",
+            kv_heads_per_gpu=split.count,
+            kv_heads_how=split.how,
+            kv_bytes_per_token=shared.kv_bytes_per_token,
+            kv_bytes_at_context=shared.kv_bytes_at_context,
+            state_bytes_per_sequence=None,
+            weights_bytes=weights,
+            refused=(),
+            valid_tp=(),
+            unknown=(mismatch,),
+            arithmetic=tuple(lines),
         )
     return GpuShare(
-        tp,
-        "split",
-        split.count,
-        split.how,
-        shared.kv_bytes_per_token,
-        shared.kv_bytes_at_context,
-        shared.state_bytes_per_sequence,
-        weights,
-        (),
-        (),
-        shared.unknown,
-        tuple(lines),
+        status="split",
+        kv_heads_per_gpu=split.count,
+        kv_heads_how=split.how,
+        kv_bytes_per_token=shared.kv_bytes_per_token,
+        kv_bytes_at_context=shared.kv_bytes_at_context,
+        state_bytes_per_sequence=shared.state_bytes_per_sequence,
+        weights_bytes=weights,
+        refused=(),
+        valid_tp=(),
+        unknown=shared.unknown,
+        arithmetic=tuple(lines),
     )
 
 
@@ -496,22 +549,22 @@ def engine_capacity(
         )
     if unknown:
         return Capacity(
-            gpu_memory,
-            fraction,
-            fraction_source,
-            block,
-            block_source,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            "",
-            tuple(unknown),
-            tuple(lines),
-            tuple(notes),
+            gpu_memory_bytes=gpu_memory,
+            memory_fraction=fraction,
+            memory_fraction_source=fraction_source,
+            block_tokens=block,
+            block_tokens_source=block_source,
+            budget_bytes=None,
+            blocks=None,
+            block_bytes=None,
+            kv_tokens=None,
+            blocks_per_sequence=None,
+            sequence_bytes=None,
+            sequences=None,
+            limit="",
+            unknown=tuple(unknown),
+            arithmetic=tuple(lines),
+            notes=tuple(notes),
         )
     assert fraction is not None and block is not None and share.weights_bytes is not None
     found_fit = fit_rules.fit(
@@ -524,20 +577,20 @@ def engine_capacity(
         context=context,
     )
     return Capacity(
-        gpu_memory,
-        fraction,
-        fraction_source,
-        block,
-        block_source,
-        found_fit.budget_bytes,
-        found_fit.blocks,
-        found_fit.block_bytes,
-        found_fit.kv_tokens,
-        found_fit.blocks_per_sequence,
-        found_fit.sequence_bytes,
-        found_fit.sequences,
-        found_fit.limit,
-        found_fit.unknown,
-        (*lines, *found_fit.arithmetic),
-        tuple(notes),
+        gpu_memory_bytes=gpu_memory,
+        memory_fraction=fraction,
+        memory_fraction_source=fraction_source,
+        block_tokens=block,
+        block_tokens_source=block_source,
+        budget_bytes=found_fit.budget_bytes,
+        blocks=found_fit.blocks,
+        block_bytes=found_fit.block_bytes,
+        kv_tokens=found_fit.kv_tokens,
+        blocks_per_sequence=found_fit.blocks_per_sequence,
+        sequence_bytes=found_fit.sequence_bytes,
+        sequences=found_fit.sequences,
+        limit=found_fit.limit,
+        unknown=found_fit.unknown,
+        arithmetic=(*lines, *found_fit.arithmetic),
+        notes=tuple(notes),
     )

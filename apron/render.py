@@ -411,7 +411,7 @@ def verbose_lines(plan: Plan, width: int = WIDTH) -> list[str]:
         for note in v.notes:
             lines += wrap(note, width, "    ", "  ")
         if v.gpu is not None:
-            lines += wrap(f"per GPU at tp {v.gpu.tp} ({v.gpu.status}):", width, "    ", "  ")
+            lines += wrap(f"per GPU at tp {plan.tp} ({v.gpu.status}):", width, "    ", "  ")
             lines += _share_lines(v.gpu, width)
         if v.capacity is not None:
             c = v.capacity

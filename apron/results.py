@@ -11,7 +11,9 @@ PREDICTION = "prediction"
 # (adding a field does not bump it). 2: per-GPU shares, capacity and weights (tp, gpu memory).
 # 3: llama.cpp's kv_bytes_at_context is one sequence at the context, like every engine's (it was
 # n_ctx / n_seq_max of an n_ctx of --context); the batch total is bytes_for_batch.
-SCHEMA_VERSION = 3
+# 4: engines[].gpu.tp is gone: every share is at the plan's tp, held once in request.tp (and
+# written as the top-level tp, as before).
+SCHEMA_VERSION = 4
 
 
 class Request(NamedTuple):
@@ -27,8 +29,8 @@ class Request(NamedTuple):
     context_warnings: tuple[str, ...] = ()
     ssm_dtype: str = ""  # --mamba-ssm-cache-dtype as the engine resolves it; "" = model dtype
     ssm_dtype_source: str = ""
-    tp: int = 1  # tensor-parallel size: figures computed with tp > 1 are one GPU's share
-    # (Plan.request carries the --tp asked; Plan.prediction is computed at tp 1, the whole model)
+    tp: int = 1  # the tensor-parallel size asked (--tp), held here only; whole-model figures
+    # are computed at tp 1 (apron.planner.whole_model), one GPU's share at this tp
     kv_dtype_source: str = ""  # with --kv-dtype auto: how the engine resolved it; "" = given
 
 
@@ -84,12 +86,12 @@ class MechanismResult(NamedTuple):
 
 
 class GpuShare(NamedTuple):
-    """One engine's figures for one GPU at tensor-parallel size tp (tp 1: the whole model).
+    """One engine's figures for one GPU at the plan's tensor-parallel size (Request.tp; tp 1:
+    the whole model).
 
     status: "split" (figures below), "refused" (the engine refuses this tp: `refused` says why,
     `valid_tp` what works), "unknown" (a rule is missing: `unknown` says which)."""
 
-    tp: int
     status: str
     kv_heads_per_gpu: int | None  # None also for MLA (no head factor) and per-layer counts
     kv_heads_how: str
@@ -259,8 +261,15 @@ class Plan(NamedTuple):
     support: tuple[EngineSupport, ...]
     constraints: tuple[EngineStamp, ...]
     notes: tuple[str, ...]
-    tp: int = 1
     gpu_memory_bytes: int | None = None
     weights: Weights | None = None
     schema_version: int = SCHEMA_VERSION
     pp: int = 1  # pipeline-parallel stages: capacity is per stage (vLLM)
+
+    # properties `apron plan --json` writes beside the fields (apron.json_model)
+    _json_properties = ("tp",)
+
+    @property
+    def tp(self) -> int:
+        """The tensor-parallel size asked (held once, in the request)."""
+        return self.request.tp

@@ -215,7 +215,20 @@ def serving_rules(engine: EngineConstraints | None, engine_id: str) -> ServingRu
     """The serving rules of one engine from its generated rows (all unknown when it has none)."""
     if engine is None:
         why = f"{engine_id} has no generated constraints"
-        return ServingRules(engine_id, None, why, None, why, None, None, (), (), None, (), (why,))
+        return ServingRules(
+            engine=engine_id,
+            block_tokens=None,
+            block_tokens_source=why,
+            memory_fraction=None,
+            memory_fraction_source=why,
+            kv_heads_split=None,
+            mla_latent_replicated=None,
+            tp_must_divide=(),
+            ssm_split_dims=(),
+            hybrid_page_rule=None,
+            citations=(),
+            unknown=(why,),
+        )
     cites: list[Citation] = []
     unknown: list[str] = []
     block, block_source = _default(engine, "block_tokens", cites, unknown)

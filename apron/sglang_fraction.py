@@ -53,7 +53,7 @@ VISION_FIELDS = ("num_hidden_layers", "hidden_size")  # what the VLM adjustment 
 class Model(NamedTuple):
     """What the heuristic asks of the model: the MLA backend, multimodality and the vision
     tower's size (for the VLM adjustment), the model path (a Llama-2 cap), and the prefill
-    cuda-graph backend ServerArgs settled on before it (apron.sglang_prefill_graph)."""
+    cuda-graph backend ServerArgs settled on before it (apron.engines.sglang.prefill_graph)."""
 
     use_mla: bool
     is_multimodal: bool
@@ -316,7 +316,8 @@ def _apply(env: _Env, row, value, capture, terms: dict[str, list[str]], lines: l
 
 def model_for(constraints: Any, model: Any, use_mla: bool) -> Model | str:
     """The heuristic's model inputs from SGLang's extracted rules, or why they are unknown."""
-    from apron import sglang_config_class, sglang_prefill_graph
+    from apron import sglang_config_class
+    from apron.engines.sglang import prefill_graph as sglang_prefill_graph
 
     multimodal = sglang_prefill_graph.is_multimodal(constraints, model)
     if isinstance(multimodal, str):

@@ -105,13 +105,13 @@ def layer_state(model: ModelConfig, recurrent: bool) -> LayerState:
         missing += [k for k, v in ((head_dim_key, head_dim), (groups_key, groups)) if v is None]
     if missing:
         return LayerState(
-            variant,
-            None,
-            None,
-            None,
-            (),
-            (f"{variant} state needs {', '.join(dict.fromkeys(missing))}",),
-            tuple(dict.fromkeys(missing)),
+            variant=variant,
+            elements=None,
+            bytes=None,
+            dtype=None,
+            arithmetic=(),
+            unknown=(f"{variant} state needs {', '.join(dict.fromkeys(missing))}",),
+            missing=tuple(dict.fromkeys(missing)),
         )
     assert conv is not None and state is not None and d_inner is not None
     if variant == "mamba2":
@@ -141,7 +141,13 @@ def layer_state(model: ModelConfig, recurrent: bool) -> LayerState:
             else "the config gives no torch_dtype, so the state's bytes per element are unknown"
         )
         return LayerState(
-            variant, elements, None, dtype, tuple(lines), (why,), () if dtype else ("torch_dtype",)
+            variant=variant,
+            elements=elements,
+            bytes=None,
+            dtype=dtype,
+            arithmetic=tuple(lines),
+            unknown=(why,),
+            missing=() if dtype else ("torch_dtype",),
         )
     lines.append(
         f"per layer = ({conv_elems:,} + {ssm_elems:,}) elements x {size} B ({dtype}) = "
@@ -152,4 +158,12 @@ def layer_state(model: ModelConfig, recurrent: bool) -> LayerState:
         else f"per layer = ({conv_elems:,} + {ssm_elems:,}) elements x {size} B ({dtype}) = "
         f"{elements * size:,} B"
     )
-    return LayerState(variant, elements, elements * size, dtype, tuple(lines), (), ())
+    return LayerState(
+        variant=variant,
+        elements=elements,
+        bytes=elements * size,
+        dtype=dtype,
+        arithmetic=tuple(lines),
+        unknown=(),
+        missing=(),
+    )

@@ -118,14 +118,14 @@ def rule_for(model: ModelConfig) -> ShapeRule | None:
     if dtype_method is not None and dtype_method.status != "read":
         dtype_method = None
     return ShapeRule(
-        method.kind,
-        shape.model_class,
-        shape,
-        method,
-        dtype if dtype_method is not None and dtype_config == config else None,
-        dtype_method if dtype_config == config else None,
-        config,
-        shape.path,
+        calculator=method.kind,
+        model_class=shape.model_class,
+        shape_hook=shape,
+        shape_method=method,
+        dtype_hook=dtype if dtype_method is not None and dtype_config == config else None,
+        dtype_method=dtype_method if dtype_config == config else None,
+        hf_config=config,
+        cite=shape.path,
     )
 
 
@@ -483,7 +483,13 @@ def layer_state(
         kinds = _dtypes(rule, lookup, len(shapes))
     except _Refused as err:
         why = f"{method.kind} state: {err}"
-        return TensorState(rule.calculator, None, tuple(lines), (why,), ())
+        return TensorState(
+            calculator=rule.calculator,
+            bytes=None,
+            arithmetic=tuple(lines),
+            unknown=(why,),
+            missing=(),
+        )
     if missing:
         return _unknown(rule, lines, missing)
     total = 0
@@ -498,7 +504,13 @@ def layer_state(
         values = " x ".join(f"{d:,}" for d in dims)
         if size is None:
             why = f"{label}: dtype {shown(repr(dtype))} has no size apron knows"
-            return TensorState(rule.calculator, None, tuple(lines), (why,), ())
+            return TensorState(
+                calculator=rule.calculator,
+                bytes=None,
+                arithmetic=tuple(lines),
+                unknown=(why,),
+                missing=(),
+            )
         lines.append(
             f"{label} = {formula} = {values} = {elements:,} x {size} B ({dtype}) = "
             f"{elements * size:,} B"
@@ -506,7 +518,9 @@ def layer_state(
         total += elements * size
     where = f" per GPU at tp {tp}" if tp > 1 else ""
     lines.append(f"per layer{where} = {total:,} B ({dtypes.how})")
-    return TensorState(rule.calculator, total, tuple(lines), (), ())
+    return TensorState(
+        calculator=rule.calculator, bytes=total, arithmetic=tuple(lines), unknown=(), missing=()
+    )
 
 
 def _wrapped(text: str) -> str:
@@ -523,4 +537,10 @@ def _unknown(rule: ShapeRule, lines: list[str], missing: list[str]) -> TensorSta
     names = tuple(dict.fromkeys(missing))
     fields = tuple(n for n in names if n != "torch_dtype")
     reasons = (f"{rule.calculator} state needs {', '.join(fields)}",) if fields else (NO_DTYPE,)
-    return TensorState(rule.calculator, None, tuple(lines), reasons, names)
+    return TensorState(
+        calculator=rule.calculator,
+        bytes=None,
+        arithmetic=tuple(lines),
+        unknown=reasons,
+        missing=names,
+    )

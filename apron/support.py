@@ -86,7 +86,13 @@ def _entry(engine: EngineConstraints, fact: str, row: Any) -> SupportEntry:
             constraints.append(value)
         elif isinstance(value, tuple | list):
             constraints.extend(str(v) for v in value if v)
-    return SupportEntry(fact, str(group), detail, tuple(constraints), engine.cite(row, symbol))
+    return SupportEntry(
+        kind=fact,
+        task_group=str(group),
+        detail=detail,
+        constraints=tuple(constraints),
+        citation=engine.cite(row, symbol),
+    )
 
 
 def _matrix_entry(engine: EngineConstraints, fact: str, cells: list[Any]) -> SupportEntry:
@@ -97,7 +103,11 @@ def _matrix_entry(engine: EngineConstraints, fact: str, cells: list[Any]) -> Sup
         constraints.extend(str(n) for n in (*cell.notes, *cell.row_notes) if n)
     symbol = str(cells[0].matrix or fact)
     return SupportEntry(
-        fact, "", detail, tuple(dict.fromkeys(constraints)), engine.cite(cells[0], symbol)
+        kind=fact,
+        task_group="",
+        detail=detail,
+        constraints=tuple(dict.fromkeys(constraints)),
+        citation=engine.cite(cells[0], symbol),
     )
 
 
@@ -107,22 +117,22 @@ def engine_support(
     title = ENGINE_TITLES.get(engine_id, engine_id)
     if engine is None:
         return EngineSupport(
-            engine_id,
-            title,
-            None,
-            "constraints absent",
-            (),
-            (f"no generated/{engine_id}/: apron cannot say whether {title} registers it",),
+            engine=engine_id,
+            title=title,
+            commit=None,
+            status="constraints absent",
+            entries=(),
+            notes=(f"no generated/{engine_id}/: apron cannot say whether {title} registers it",),
         )
     arch = model.architecture
     if arch is None:
         return EngineSupport(
-            engine_id,
-            title,
-            engine.commit,
-            "no architecture",
-            (),
-            ("the config has no architectures list",),
+            engine=engine_id,
+            title=title,
+            commit=engine.commit,
+            status="no architecture",
+            entries=(),
+            notes=("the config has no architectures list",),
         )
     entries: list[SupportEntry] = []
     notes: list[str] = []
@@ -161,7 +171,14 @@ def engine_support(
     entries.sort(
         key=lambda e: (e.kind not in registry_facts, "model_type mmproj" in e.detail, e.kind)
     )
-    return EngineSupport(engine_id, title, engine.commit, status, tuple(entries), tuple(notes))
+    return EngineSupport(
+        engine=engine_id,
+        title=title,
+        commit=engine.commit,
+        status=status,
+        entries=tuple(entries),
+        notes=tuple(notes),
+    )
 
 
 def _safe_support(
@@ -171,12 +188,12 @@ def _safe_support(
         return engine_support(model, engine_id, engine)
     except Exception as err:  # generated rows of a shape this apron does not know
         return EngineSupport(
-            engine_id,
-            ENGINE_TITLES.get(engine_id, engine_id),
-            engine.commit if engine else None,
-            "constraints unreadable",
-            (),
-            (f"could not read generated/{engine_id} ({type(err).__name__}: {err})",),
+            engine=engine_id,
+            title=ENGINE_TITLES.get(engine_id, engine_id),
+            commit=engine.commit if engine else None,
+            status="constraints unreadable",
+            entries=(),
+            notes=(f"could not read generated/{engine_id} ({type(err).__name__}: {err})",),
         )
 
 

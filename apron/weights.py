@@ -269,13 +269,13 @@ def _from_headers(
     experts = _expert_count(names)
     notes.extend(_expert_note(experts))
     return CheckpointWeights(
-        sum(e.bytes for e in entries),
-        _by_dtype(entries),
-        source,
-        files,
-        tuple(notes),
-        len(entries),
-        experts,
+        total_bytes=sum(e.bytes for e in entries),
+        by_dtype=_by_dtype(entries),
+        source=source,
+        files=files,
+        notes=tuple(notes),
+        tensors=len(entries),
+        expert_tensors=experts,
     )
 
 
@@ -328,11 +328,11 @@ def _from_empty_index(index: _Index, where: Path) -> CheckpointWeights | None:
     if index.total_size is None:
         return None
     return CheckpointWeights(
-        _index_total(index, where),
-        (),
-        f"{INDEX_NAME} metadata.total_size",
-        (INDEX_NAME,),
-        (f"{EMPTY_WEIGHT_MAP}; its metadata.total_size is used",),
+        total_bytes=_index_total(index, where),
+        by_dtype=(),
+        source=f"{INDEX_NAME} metadata.total_size",
+        files=(INDEX_NAME,),
+        notes=(f"{EMPTY_WEIGHT_MAP}; its metadata.total_size is used",),
     )
 
 
@@ -382,13 +382,13 @@ def checkpoint_weights(model_dir: Path) -> CheckpointWeights | None:
         experts = _expert_count(index.tensor_names)
         notes.extend(_expert_note(experts))
         return CheckpointWeights(
-            _index_total(index, index_path),
-            (),
-            f"{INDEX_NAME} metadata.total_size",
-            (INDEX_NAME,),
-            tuple(notes),
-            len(index.tensor_names),
-            experts,
+            total_bytes=_index_total(index, index_path),
+            by_dtype=(),
+            source=f"{INDEX_NAME} metadata.total_size",
+            files=(INDEX_NAME,),
+            notes=tuple(notes),
+            tensors=len(index.tensor_names),
+            expert_tensors=experts,
         )
     if not local or _incomplete_shards(local):
         return None
@@ -410,13 +410,13 @@ def from_headers_json(headers: Mapping[str, Any], where: str) -> CheckpointWeigh
     names = [e.name for e in entries]
     files = tuple(sorted(headers))
     return CheckpointWeights(
-        sum(e.bytes for e in entries),
-        _by_dtype(entries),
-        f"{where}: headers of {_plural(len(files), '.safetensors file')}",
-        files,
-        _expert_note(_expert_count(names)),
-        len(entries),
-        _expert_count(names),
+        total_bytes=sum(e.bytes for e in entries),
+        by_dtype=_by_dtype(entries),
+        source=f"{where}: headers of {_plural(len(files), '.safetensors file')}",
+        files=files,
+        notes=_expert_note(_expert_count(names)),
+        tensors=len(entries),
+        expert_tensors=_expert_count(names),
     )
 
 

@@ -7,7 +7,9 @@ Each run is a new interpreter that times, with perf_counter:
   generated  importing every module of every generated/<engine>/ package that exists
   plan       one apron.plan() of the sample, after the two steps above
 and, in a second process, the lazy path a user takes: `import apron` + one plan, which imports
-only the generated modules that plan reads.
+only the generated modules that plan reads; and in a third, what an `extract` run pays for
+`import apron.extractors.commands.cli`, with any calculator module it imported (none: `import
+apron` is lazy).
 Both run twice: without a bytecode cache (PYTHONDONTWRITEBYTECODE=1, how this sandbox runs a
 source checkout, so every module is compiled from source at every start) and with a warmed
 bytecode cache in a temporary PYTHONPYCACHEPREFIX (how an installed package runs: pip writes
@@ -57,6 +59,17 @@ print(json.dumps({"lazy": (t1 - t0) * 1e3,
                   "modules": next(apron.constraints._names)}))  # generated files executed
 """
 
+# what an `extract` run imports of apron: the command line's module, and no calculator module
+CHILD_EXTRACT = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import apron.extractors.commands.cli
+t1 = time.perf_counter()
+print(json.dumps({"extract": (t1 - t0) * 1e3,
+                  "calculator": sorted(m for m in sys.modules if m.startswith(
+                      ("apron.planner", "apron.engines", "apron.mechanisms")))}))
+"""
+
 
 def run_child(code: str, sample: str, env: dict[str, str]) -> tuple[dict, float]:
     start = time.perf_counter()
@@ -97,6 +110,13 @@ def series(label: str, sample: str, runs: int, env: dict[str, str]) -> float:
         f"({lazy[0]['modules']} generated modules imported)"
     )
     print(f"  whole process incl. interpreter start: {statistics.median(walls):.1f} ms")
+    extract = [run_child(CHILD_EXTRACT, sample, env)[0] for _ in range(runs)]
+    calculator = sorted({m for r in extract for m in r["calculator"]})
+    print(
+        f"  extract: import apron.extractors.commands.cli "
+        f"{statistics.median(r['extract'] for r in extract):6.1f} ms, calculator modules "
+        f"imported: {', '.join(calculator) if calculator else 'none'}"
+    )
     if rows[0]["bad_modules"]:
         print(f"  WARNING: imported {rows[0]['bad_modules']}")
     return total

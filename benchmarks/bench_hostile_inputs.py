@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from apron.gguf_header import MAX_ITEMS, MAX_KEPT_ITEMS, MAX_KEYS  # noqa: E402
+from apron.engines.llamacpp.gguf_header import MAX_ITEMS, MAX_KEPT_ITEMS, MAX_KEYS  # noqa: E402
 from apron.weights import MAX_SHARDS  # noqa: E402
 from tests.hostile import gguf_bytes as g  # noqa: E402
 

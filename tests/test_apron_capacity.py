@@ -218,7 +218,19 @@ def test_kv_heads_must_divide_or_be_divided_by_tp():
 
 
 def share(status: str, refused: tuple[str, ...] = ()) -> GpuShare:
-    return GpuShare(8, status, None, "", None, None, None, None, refused, (1, 2), (), ())
+    return GpuShare(
+        status=status,
+        kv_heads_per_gpu=None,
+        kv_heads_how="",
+        kv_bytes_per_token=None,
+        kv_bytes_at_context=None,
+        state_bytes_per_sequence=None,
+        weights_bytes=None,
+        refused=refused,
+        valid_tp=(1, 2),
+        unknown=(),
+        arithmetic=(),
+    )
 
 
 @pytest.mark.parametrize(
@@ -398,7 +410,7 @@ def test_json_carries_the_schema_version_and_capacity(llama):
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["schema_version"] == 3 and data["tp"] == 2
+    assert data["schema_version"] == 4 and data["tp"] == 2
     assert data["request"]["tp"] == 2  # issue 27: make_request never filled it (it said 1)
     engine = next(e for e in data["engines"] if e["engine"] == "vllm")
     assert engine["capacity"]["kv_tokens"] == 1_083_328
@@ -465,7 +477,20 @@ def test_state_split_must_match_the_engine(dims, expected):
     from apron.per_gpu import _state_split_mismatch
     from apron.serving_rules import ServingRules
 
-    rules = ServingRules("x", 16, "", 0.9, "", "split", True, (), dims, None, (), ())
+    rules = ServingRules(
+        engine="x",
+        block_tokens=16,
+        block_tokens_source="",
+        memory_fraction=0.9,
+        memory_fraction_source="",
+        kv_heads_split="split",
+        mla_latent_replicated=True,
+        tp_must_divide=(),
+        ssm_split_dims=dims,
+        hybrid_page_rule=None,
+        citations=(),
+        unknown=(),
+    )
     found = _state_split_mismatch(rules, "mamba1")
     assert (found == "") if not expected else (expected in found)
 

@@ -79,7 +79,7 @@ def test_json_output_is_the_plan_model():
         "kv_dtype_source": "",
         "tp": 1,
     }
-    assert data["schema_version"] == 3
+    assert data["schema_version"] == 4
     assert data["prediction"]["mechanism"] == "hybrid_ssm"
     assert data["state_bytes_for_batch"] == 3 * 8_716_288
     assert {e["engine"] for e in data["engines"]} >= {"vllm"}

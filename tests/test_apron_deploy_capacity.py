@@ -13,10 +13,7 @@ from pathlib import Path
 import pytest
 
 from apron.config import load_sample
-from apron.plan import plan
-from apron.render import summary_lines, what_fits_differs
-from apron.results import Capacity, Verdict
-from apron.vllm_kv_cache import (
+from apron.engines.vllm.kv_cache import (
     CHUNKED,
     FULL,
     MAMBA,
@@ -25,6 +22,9 @@ from apron.vllm_kv_cache import (
     group_specs,
     kv_cache_plan,
 )
+from apron.planner import plan
+from apron.render import summary_lines, what_fits_differs
+from apron.results import Capacity, Verdict
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 GIB = 2**30
@@ -189,9 +189,36 @@ def test_weights_that_do_not_fit_are_said_first():
 
 
 def _capacity(tokens: int, sequences: int, block: int, fits: bool = True) -> Capacity:
-    verdict = Verdict(fits, "", True, 1, 1, 1, None, None, ())
+    verdict = Verdict(
+        fits=fits,
+        reason="",
+        weights_fit=True,
+        budget_bytes=1,
+        weights_bytes=1,
+        cache_bytes=1,
+        largest_context=None,
+        largest_batch=None,
+        notes=(),
+    )
     return Capacity(
-        GIB80, 0.9, "", block, "", 1, 1, 1, tokens, 1, 1, sequences, "kv", (), (), (), None, verdict
+        gpu_memory_bytes=GIB80,
+        memory_fraction=0.9,
+        memory_fraction_source="",
+        block_tokens=block,
+        block_tokens_source="",
+        budget_bytes=1,
+        blocks=1,
+        block_bytes=1,
+        kv_tokens=tokens,
+        blocks_per_sequence=1,
+        sequence_bytes=1,
+        sequences=sequences,
+        limit="kv",
+        unknown=(),
+        arithmetic=(),
+        notes=(),
+        max_concurrency=None,
+        verdict=verdict,
     )
 
 
@@ -283,7 +310,13 @@ def test_attention_free_recurrent_state_is_one_page_per_sequence_per_layer():
 
 def _attention(kind: str, window: int = 0, heads: int = 8, head: int = 128, block: int = 16):
     per_token = heads * 2 * head * 2
-    return LayerSpec(kind, block, per_token * block, window, (heads, head))
+    return LayerSpec(
+        kind=kind,
+        block_tokens=block,
+        page_bytes=per_token * block,
+        window=window,
+        geometry=(heads, head),
+    )
 
 
 def _pages(in_flight: int):
@@ -342,7 +375,13 @@ def test_groups_blocks_and_concurrency_match_vllms_own(
 
 def test_a_hybrid_with_padded_state_pages_matches_vllms_own():
     attention = _attention(FULL, block=1_056)
-    state = LayerSpec(MAMBA, 1_056, 1_056 * 8 * 256 * 2, 0, ("mamba", 2_000_000))
+    state = LayerSpec(
+        kind=MAMBA,
+        block_tokens=1_056,
+        page_bytes=1_056 * 8 * 256 * 2,
+        window=0,
+        geometry=("mamba", 2_000_000),
+    )
     specs = [attention if i % 8 == 4 else state for i in range(32)]
     grouping = group_specs(specs)
     assert [g.real_layers for g in grouping.groups] == [4] * 8
@@ -351,7 +390,7 @@ def test_a_hybrid_with_padded_state_pages_matches_vllms_own():
 
 
 def test_one_request_that_does_not_fit_is_vllms_refusal_with_its_estimate():
-    from apron.vllm_kv_cache import estimated_max_model_len
+    from apron.engines.vllm.kv_cache import estimated_max_model_len
 
     grouping = group_specs([_attention(FULL)] * 32)
     got = kv_cache_plan(grouping, GIB, 32_768, _pages(16_384))

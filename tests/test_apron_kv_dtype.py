@@ -24,8 +24,9 @@ from typer.testing import CliRunner
 from apron import plan
 from apron.cli import app
 from apron.constraints import load_constraints
+from apron.engines import resolve_kv_dtype_auto
 from apron.errors import ApronInputError
-from apron.kv_dtype import KvDtypeChoice, resolve_kv_dtype_auto
+from apron.kv_dtype import KvDtypeChoice
 
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -410,30 +411,37 @@ def test_cli_accepts_auto_and_shows_where_it_came_from(tmp_path):
 
 
 def test_vllm_literals_are_the_extracted_facts():
-    from apron import kv_dtype
+    from apron.engines.sglang import kv_dtype as sglang_kv_dtype
+    from apron.engines.vllm import kv_dtype as vllm_kv_dtype
 
     # generated/vllm kv_dtype_literals at 0231dd54: vllm/config/model.py
     # _FLOAT16_NOT_SUPPORTED_MODELS, vllm/utils/torch_utils.py MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP,
     # _normalize_quantization_config's `quant_algo_upper in {...}` / `== "NVFP4"` clauses
-    assert set(kv_dtype.vllm_literal(load_constraints().get("vllm"), kv_dtype.FLOAT16_REFUSED)) == {
+    assert set(
+        vllm_kv_dtype.vllm_literal(load_constraints().get("vllm"), vllm_kv_dtype.FLOAT16_REFUSED)
+    ) == {
         "gemma2",
         "gemma3",
         "gemma3_text",
         "plamo2",
         "glm4",
     }
-    assert kv_dtype.vllm_literal(load_constraints().get("vllm"), kv_dtype.MODELOPT_KV) == {
+    assert vllm_kv_dtype.vllm_literal(
+        load_constraints().get("vllm"), vllm_kv_dtype.MODELOPT_KV
+    ) == {
         "fp8": "fp8_e4m3",
         "nvfp4": "nvfp4",
     }
-    assert kv_dtype.vllm_literal(load_constraints().get("vllm"), kv_dtype.MODELOPT_METHOD) == {
+    assert vllm_kv_dtype.vllm_literal(
+        load_constraints().get("vllm"), vllm_kv_dtype.MODELOPT_METHOD
+    ) == {
         "FP8": "modelopt",
         "FP8_PER_CHANNEL_PER_TOKEN": "modelopt",
         "FP8_PB_WO": "modelopt",
         "NVFP4": "modelopt_fp4",
     }
     # overrides.py _DEEPSEEK_FAMILY_ARCHS (8) and model_config.py is_deepseek_dsa (9) share 7
-    assert kv_dtype.sglang_dsa_archs(load_constraints().get("sglang")) == {
+    assert sglang_kv_dtype.sglang_dsa_archs(load_constraints().get("sglang")) == {
         "DeepseekV3ForCausalLM",
         "DeepseekV32ForCausalLM",
         "GlmMoeDsaForCausalLM",

@@ -1,6 +1,6 @@
-"""apron.kv_dtype's engine facts checked against the real engine sources at the pins.
+"""The KV dtype rules' engine facts (apron/engines/<engine>/kv_dtype.py) checked against the real engine sources at the pins.
 
-apron/kv_dtype.py reads vLLM's literals (the ModelOpt KV map, the model types refused in float16,
+apron/engines/vllm/kv_dtype.py reads vLLM's literals (the ModelOpt KV map, the model types refused in float16,
 the ModelOpt quant_algo normalisation) from generated/vllm kv_dtype_literals; these tests parse
 those places in the mirrors with `ast` (APRON_MIRROR_VLLM, APRON_MIRROR_SGLANG; skipped when unset),
 a second reader beside the extractor's, and check the code paths around them. SGLang's DSA
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from apron import kv_dtype
 from apron.constraints import load_constraints
+from apron.engines.sglang import kv_dtype as sglang_kv_dtype
+from apron.engines.vllm import kv_dtype as vllm_kv_dtype
 from apron.extractors.git.runner import run_git
 from apron.extractors.pins import load_pin
 from tests.conftest import REPO_ROOT, mirror
@@ -58,7 +59,7 @@ def strings(node: ast.AST) -> set[str]:
 def test_vllm_modelopt_kv_map_and_fp8_algorithms():
     torch_utils = ast.parse(source("vllm", "vllm/utils/torch_utils.py"))
     assert ast.literal_eval(assigned(torch_utils, "MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP")) == (
-        kv_dtype.vllm_literal(load_constraints().get("vllm"), kv_dtype.MODELOPT_KV)
+        vllm_kv_dtype.vllm_literal(load_constraints().get("vllm"), vllm_kv_dtype.MODELOPT_KV)
     )
     resolve = function(torch_utils, "resolve_kv_cache_dtype_string")
     assert "get_kv_cache_quant_algo_string" in {
@@ -71,7 +72,9 @@ def test_vllm_modelopt_kv_map_and_fp8_algorithms():
     convertor = ast.parse(source("vllm", "vllm/transformers_utils/model_arch_config_convertor.py"))
     normalize = function(convertor, "_normalize_quantization_config")
     sets = [ast.literal_eval(n) for n in ast.walk(normalize) if isinstance(n, ast.Set)]
-    methods = kv_dtype.vllm_literal(load_constraints().get("vllm"), kv_dtype.MODELOPT_METHOD)
+    methods = vllm_kv_dtype.vllm_literal(
+        load_constraints().get("vllm"), vllm_kv_dtype.MODELOPT_METHOD
+    )
     assert methods is not None
     fp8 = frozenset(k for k, v in methods.items() if v == "modelopt")
     assert fp8 in [frozenset(s) for s in sets]
@@ -81,8 +84,8 @@ def test_vllm_modelopt_kv_map_and_fp8_algorithms():
 def test_vllm_float16_refusals_and_the_auto_dtype_rule():
     model = ast.parse(source("vllm", "vllm/config/model.py"))
     refused = ast.literal_eval(assigned(model, "_FLOAT16_NOT_SUPPORTED_MODELS"))
-    assert refused == kv_dtype.vllm_literal(
-        load_constraints().get("vllm"), kv_dtype.FLOAT16_REFUSED
+    assert refused == vllm_kv_dtype.vllm_literal(
+        load_constraints().get("vllm"), vllm_kv_dtype.FLOAT16_REFUSED
     )
     auto = function(model, "_resolve_auto_dtype")
     assert {"is_pooling_model", "supported_dtypes"} <= {
@@ -121,5 +124,7 @@ def test_sglang_dsa_architectures():
     family = assigned(overrides, "_DEEPSEEK_FAMILY_ARCHS")
     model_config = ast.parse(source("sglang", "python/sglang/srt/configs/model_config.py"))
     dsa = strings(function(model_config, "is_deepseek_dsa"))
-    assert strings(family) & dsa == kv_dtype.sglang_dsa_archs(load_constraints().get("sglang"))
+    assert strings(family) & dsa == sglang_kv_dtype.sglang_dsa_archs(
+        load_constraints().get("sglang")
+    )
     assert "index_topk" in dsa

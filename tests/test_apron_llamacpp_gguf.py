@@ -14,8 +14,8 @@ import gguf
 import pytest
 
 from apron.constraints import load_constraints
-from apron.gguf_header import gguf_limits, read_header
-from apron.llamacpp_memory import cache_type, figures
+from apron.engines.llamacpp.gguf_header import gguf_limits, read_header
+from apron.engines.llamacpp.memory import cache_type, figures
 
 C = load_constraints().get("llamacpp")
 LIMITS = gguf_limits(C)

@@ -378,11 +378,11 @@ SGLANG_KV_SCAN = tuple(
 
 def sglang(*, mla=(), conditions=(), mha=(), registry=(), sets=()) -> EngineConstraints:
     return EngineConstraints(
-        "sglang",
-        "c" * 40,
-        "2026-08-11",
-        "https://example.invalid",
-        {
+        engine="sglang",
+        commit="c" * 40,
+        commit_date="2026-08-11",
+        upstream="https://example.invalid",
+        facts={
             "mla_architectures": tuple(mla),
             "mla_conditions": tuple(conditions),
             "explicit_mha_architectures": tuple(mha),
@@ -390,7 +390,7 @@ def sglang(*, mla=(), conditions=(), mha=(), registry=(), sets=()) -> EngineCons
             "architecture_sets": tuple(sets),
             "kv_head_aliases": SGLANG_KV_SCAN,
         },
-        architecture_facts("sglang"),
+        architecture_facts=architecture_facts("sglang"),
     )
 
 
@@ -489,12 +489,12 @@ HfArch = namedtuple(
 
 def llamacpp(*rows) -> EngineConstraints:
     return EngineConstraints(
-        "llamacpp",
-        "d" * 40,
-        "2026-05-16",
-        "https://example.invalid",
-        {"hf_architectures": tuple(rows), "sliding_window": ()},
-        architecture_facts("llamacpp"),
+        engine="llamacpp",
+        commit="d" * 40,
+        commit_date="2026-05-16",
+        upstream="https://example.invalid",
+        facts={"hf_architectures": tuple(rows), "sliding_window": ()},
+        architecture_facts=architecture_facts("llamacpp"),
     )
 
 
@@ -649,16 +649,16 @@ PAGE = "docs/source/models/supported-models.md"
 
 def trtllm(*, registry=(), models=(), cells=()) -> EngineConstraints:
     return EngineConstraints(
-        "trtllm",
-        "e" * 40,
-        "2026-09-01",
-        "https://example.invalid",
-        {
+        engine="trtllm",
+        commit="e" * 40,
+        commit_date="2026-09-01",
+        upstream="https://example.invalid",
+        facts={
             "registry_rows": tuple(registry),
             "supported_models": tuple(models),
             "feature_matrix": tuple(cells),
         },
-        architecture_facts("trtllm"),
+        architecture_facts=architecture_facts("trtllm"),
     )
 
 

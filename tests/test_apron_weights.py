@@ -284,19 +284,19 @@ def test_mixed_dtypes_are_totalled_per_dtype(tmp_path):
     )
     result = checkpoint_weights(tmp_path)
     assert result == CheckpointWeights(
-        132_768,
-        (
+        total_bytes=132_768,
+        by_dtype=(
             DtypeBytes("BF16", 128_128, 2),
             DtypeBytes("F32", 256, 1),
             DtypeBytes("F4", 32, 1),
             DtypeBytes("F8_E4M3", 4_096, 1),
             DtypeBytes("I32", 256, 1),
         ),
-        "headers of 1 .safetensors file",
-        ("model.safetensors",),
-        (),
-        6,
-        0,
+        source="headers of 1 .safetensors file",
+        files=("model.safetensors",),
+        notes=(),
+        tensors=6,
+        expert_tensors=0,
     )
 
 

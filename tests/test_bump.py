@@ -312,7 +312,16 @@ def test_impact_compare_lists_every_changed_figure():
     from apron.impact import ImpactFigure
 
     def figure(sample, what, value, reason=""):
-        return ImpactFigure(sample, "dense models", "A", "vLLM", what, 1, value, reason)
+        return ImpactFigure(
+            sample=sample,
+            family="dense models",
+            architecture="A",
+            engine="vLLM",
+            figure=what,
+            tp=1,
+            value=value,
+            reason=reason,
+        )
 
     before = [figure("a", "x", "1"), figure("a", "y", "2", "r1"), figure("gone", "x", "1")]
     after = [figure("a", "x", "1"), figure("a", "y", "unknown", "r1; r2"), figure("new", "x", "5")]

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from apron.cli import app
 from apron.constraints import load_constraints
-from apron.gguf_header import gguf_limits, read_header
-from apron.llamacpp_memory import cache_type, figures
-from apron.plan import plan
+from apron.engines.llamacpp.gguf_header import gguf_limits, read_header
+from apron.engines.llamacpp.memory import cache_type, figures
+from apron.planner import plan
 from tests.conformance_records import Measurement, commit_dirs, facts, measurements
 
 C = load_constraints().get("llamacpp")
@@ -36,10 +36,16 @@ class Answer(NamedTuple):
 
 
 @cache
+def header(path: Path):
+    """One GGUF file's header, read once for all the settings its records measure."""
+    return read_header(path, LIMITS)
+
+
+@cache
 def gguf_answer(path: Path, settings_json: str) -> Answer:
     s = json.loads(settings_json)
     got = figures(
-        read_header(path, LIMITS),
+        header(path),
         C,
         n_ctx=s["context"],
         n_seq_max=s["n_seq"],

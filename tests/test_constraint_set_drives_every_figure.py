@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from apron.constraints import default_directory, load_constraints
-from apron.plan import plan
+from apron.planner import plan
 
 QWEN3_NO_HEAD_DIM = {
     "architectures": ["Qwen3ForCausalLM"],
@@ -120,7 +120,7 @@ def test_the_memory_fraction_comes_from_the_set(edited):
 
 # the loader itself, and the entry points that take the installed generated/ when the caller
 # gives no set
-DEFAULT_SET_AT = {"constraints.py", "plan.py", "config.py", "cli.py", "impact.py"}
+DEFAULT_SET_AT = {"constraints.py", "planner.py", "config.py", "cli.py", "impact.py"}
 
 
 def test_no_calculator_module_loads_generated_on_its_own():

@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 # the calculator's dependencies and the extractor's extra: .ci/floors pins both
 DEPENDENCIES = PROJECT["dependencies"] + PROJECT["optional-dependencies"]["extract"]
-PARSERS = ("libcst", "tree-sitter", "tree-sitter-python", "tree-sitter-cpp", "markdown-it-py")
+PARSERS = ("tree-sitter", "tree-sitter-python", "tree-sitter-cpp", "markdown-it-py")
 # the first version that works, and what the one below it does
 WORKING_FLOORS = {
     "typer": (0, 16),  # 0.12.0: "Type not yet supported: str | None"; 0.12.5 misparses --sample

@@ -31,7 +31,7 @@ def run_without(blocked: set[str], code: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("module", ["tree_sitter", "libcst", "markdown_it", "filelock"])
+@pytest.mark.parametrize("module", ["tree_sitter", "tree_sitter_python", "markdown_it", "filelock"])
 def test_extract_without_a_parser_names_the_extra(module):
     code = "import sys; sys.argv = ['extract', 'check', '--offline']\n"
     code += "from apron.extractors.commands.entry import main; main()"
@@ -51,7 +51,6 @@ def test_another_missing_module_is_not_blamed_on_the_extra():
 def test_apron_plan_needs_no_parser():
     parsers = {
         "tree_sitter",
-        "libcst",
         "markdown_it",
         "mdit_py_plugins",
         "platformdirs",

@@ -1,6 +1,6 @@
 """The converter's own computations as data: set_gguf_parameters and __init__ read in order
 (extractors/llamacpp/py_body.py, py_formula.py) as (snippet, expected writes) tables, and apron
-evaluating them on a config (apron/llamacpp_hf.py); Mamba2's refusal and llama.cpp's own default
+evaluating them on a config (apron/engines/llamacpp/hf.py); Mamba2's refusal and llama.cpp's own default
 context on both paths."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 
 from apron.config import load_config
 from apron.constraints import load_constraints
+from apron.engines.llamacpp.gguf_header import gguf_limits, read_header
+from apron.engines.llamacpp.memory import figures
 from apron.extractors.llamacpp import converter_hparams as ch
-from apron.gguf_header import gguf_limits, read_header
 from apron.llamacpp_formula import Converter, evaluate
-from apron.llamacpp_memory import figures
-from apron.plan import plan
+from apron.planner import plan
 from tests.test_apron_llamacpp_gguf import MAMBA_CODESTRAL
 
 C = load_constraints().get("llamacpp")

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from apron.constraints import load_constraints
+from apron.engines.llamacpp.gguf_header import gguf_limits, read_header
+from apron.engines.llamacpp.memory import figures
 from apron.extractors.llamacpp.hparams_steps import read_function
 from apron.extractors.llamacpp.records import HparamsStep
 from apron.extractors.parsing.cpp_ts import function_definitions, parse_cpp
-from apron.gguf_header import gguf_limits, read_header
-from apron.llamacpp_memory import figures
 from tests.test_apron_llamacpp_gguf import write_header
 
 C = load_constraints().get("llamacpp")

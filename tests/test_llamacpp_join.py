@@ -173,7 +173,7 @@ def index_of(modules: dict[str, str]) -> converter.ConverterIndex:
     counter, warnings = [0], []
     parsed = [
         converter.read_module(
-            text, f"conversion/{name}.py", f"conversion.{name}", "conversion", counter, warnings
+            text, f"conversion/{name}.py", f"conversion.{name}", counter, warnings
         )
         for name, text in modules.items()
     ]
@@ -293,7 +293,7 @@ def test_a_method_with_a_triple_quote_in_a_one_line_string_is_kept_whole():
     )
     assert converter.method_skeleton(text, keep=lambda definition: False).count("class") == 1
     assert converter.method_skeleton(text, keep=converter._method_scanned) == text
-    module = converter.read_module(text, "conversion/s.py", "conversion.s", "conversion", [0], [])
+    module = converter.read_module(text, "conversion/s.py", "conversion.s", [0], [])
     assert list(module.classes) == ["Vocab", "After"]
 
 
@@ -315,7 +315,7 @@ def test_a_module_whose_skeleton_does_not_parse_is_read_whole():
     # a bracket continued at column 0 ends the elided body early: the skeleton does not parse
     text = SCANNED_METHODS.replace("        self.vocab = 3  #", "        self.vocab = [\n3]  #")
     assert parse_tree(converter.method_skeleton(text, keep=converter._method_scanned)).has_error
-    module = converter.read_module(text, "conversion/s.py", "conversion.s", "conversion", [0], [])
+    module = converter.read_module(text, "conversion/s.py", "conversion.s", [0], [])
     assert module.classes["Switching"].delegates == ("LlamaModel",)
     assert module.classes["Refusing"].init_raises
 

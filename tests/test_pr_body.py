@@ -294,20 +294,22 @@ def test_body_never_exceeds_the_github_limit(
 ):
     rows = tuple(registry_row(n) for n in added)
     gone = tuple(registry_row(f"Gone{n}ForCausalLM" * 5) for n in range(removed))
+    # the same rows in every kind: built once, shared (records are immutable)
+    changed_rows = tuple(
+        (registry_row(f"C{n}"), registry_row(f"C{n}", task="embedding")) for n in range(changed)
+    )
+    moved_rows = tuple(
+        (registry_row(f"M{n}", path=f"a{n}.py"), registry_row(f"M{n}", path=f"b/{n}.py"))
+        for n in range(changed)
+    )
     facts = tuple(
         FactDiff(
             fact=f"kind{k}",
             title=f"Kind {k} " + "x" * 200,
             added=rows,
             removed=gone,
-            changed=tuple(
-                (registry_row(f"C{n}"), registry_row(f"C{n}", task="embedding"))
-                for n in range(changed)
-            ),
-            moved=tuple(
-                (registry_row(f"M{n}", path=f"a{n}.py"), registry_row(f"M{n}", path=f"b/{n}.py"))
-                for n in range(changed)
-            ),
+            changed=changed_rows,
+            moved=moved_rows,
             old_count=removed,
             new_count=len(rows),
         )
@@ -622,7 +624,15 @@ def change(sample, figure, before, after, *, engine="vLLM", family="dense models
 
 
 def figure_of(sample, family):
-    return ImpactFigure(sample, family, "", "vLLM", "KV heads", 1, "8")
+    return ImpactFigure(
+        sample=sample,
+        family=family,
+        architecture="",
+        engine="vLLM",
+        figure="KV heads",
+        tp=1,
+        value="8",
+    )
 
 
 IMPACT_SAMPLES = 21  # apron/samples (8) and apron/samples/impact (13)

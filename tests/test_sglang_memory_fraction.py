@@ -273,7 +273,7 @@ def test_nemotron_h_has_no_prefill_graph_reserve():
     ],
 )
 def test_the_prefill_backend_follows_the_extracted_rules(architecture, extra, backend, why):
-    from apron import sglang_prefill_graph
+    from apron.engines.sglang import prefill_graph as sglang_prefill_graph
 
     sglang = load_constraints().get("sglang")
     model = _model(architecture, **extra)
@@ -283,7 +283,7 @@ def test_the_prefill_backend_follows_the_extracted_rules(architecture, extra, ba
 
 
 def test_kimi_k3_counts_as_multimodal_through_its_text_sub_config():
-    from apron import sglang_prefill_graph
+    from apron.engines.sglang import prefill_graph as sglang_prefill_graph
 
     sglang = load_constraints().get("sglang")
     sets = {
@@ -301,7 +301,7 @@ def test_kimi_k3_counts_as_multimodal_through_its_text_sub_config():
 
 
 def test_an_unknown_rule_condition_makes_the_backend_unknown():
-    from apron import sglang_prefill_graph
+    from apron.engines.sglang import prefill_graph as sglang_prefill_graph
 
     sglang = load_constraints().get("sglang")
     rows = [

@@ -292,7 +292,7 @@ def test_the_chain_reads_the_shapes_the_libcst_reader_read():
         ("C", "hf_text_config", "n", "truthy", "0", False),
         ("C", "hf_config", "s", "truthy", '"x"', True),
         ("C", "hf_config", "f", "truthy", "1.5", True),
-        ("C", "hf_config", "neg", "truthy", "-1", None),  # not a plain literal
+        ("C", "hf_config", "neg", "truthy", "-1", True),  # a negative number is a literal
         ("C", "hf_config", "j", "truthy", "2j", None),
     ]
     assert [(r.architecture, r.mla_fields_read) for r in chain.explicit_mha] == [

@@ -99,40 +99,45 @@ def test_a_backend_module_that_does_not_parse_is_the_files_error():
 @pytest.mark.parametrize(
     ("text", "imports"),
     [
-        ("from vllm.a import Base\n", {"Base": "vllm.a"}),
-        ("from vllm.a import Base as Alias, Other\n", {"Base": "vllm.a", "Other": "vllm.a"}),
+        ("from vllm.a import Base\n", {"Base": "vllm.a.Base"}),
+        (
+            "from vllm.a import Base as Alias, Other\n",
+            {"Alias": "vllm.a.Base", "Other": "vllm.a.Other"},
+        ),
         (
             "from vllm.a import (\n    Base,  # the base\n    Other,\n)\n",
-            {"Base": "vllm.a", "Other": "vllm.a"},
+            {"Base": "vllm.a.Base", "Other": "vllm.a.Other"},
         ),
+        ("from __future__ import annotations\nfrom vllm.a import Base\n", {"Base": "vllm.a.Base"}),
         (
-            "from __future__ import annotations\nfrom vllm.a import Base\n",
-            {"annotations": "__future__", "Base": "vllm.a"},
+            "from . import Base\nfrom ..x import Other\nfrom vllm.s import *\n",
+            {"Base": "vllm.backends.Base", "Other": "vllm.x.Other"},
         ),
-        ("from . import Base\nfrom .x import Other\nfrom vllm.s import *\n", {}),
         (
             "if TYPE_CHECKING: from vllm.a import Base\nelse:\n    from vllm.b import Base\n",
-            {"Base": "vllm.b"},
+            {"Base": "vllm.b.Base"},
         ),
         (
             "if x:\n    pass\nelif y:\n    from vllm.c import Base\nelse: from vllm.d import Base\n",
-            {"Base": "vllm.c"},
+            {"Base": "vllm.c.Base"},
         ),
-        ("if x:  # a comment\n    from vllm.e import Base\n", {"Base": "vllm.e"}),
+        ("if x:  # a comment\n    from vllm.e import Base\n", {"Base": "vllm.e.Base"}),
         (
             "try:\n    from vllm.a import A\nexcept ImportError:\n    from vllm.b import A\n"
             "else:\n    from vllm.c import C\nfinally:\n    from vllm.d import D\n",
-            {"A": "vllm.b", "C": "vllm.c", "D": "vllm.d"},
+            {"A": "vllm.b.A", "C": "vllm.c.C", "D": "vllm.d.D"},
         ),
         ("try:\n    from vllm.a import A\nexcept* ValueError:\n    pass\n", {}),
-        ("with ctx():\n    from vllm.a import A\n", {"A": "vllm.a"}),
+        ("with ctx():\n    from vllm.a import A\n", {"A": "vllm.a.A"}),
         ("for x in y:\n    from vllm.a import A\nclass K:\n    from vllm.b import B\n", {}),
         (
             "def f():\n    from vllm.a import A\nif a:\n    if b:\n        from vllm.n import N\n",
-            {"N": "vllm.n"},
+            {"N": "vllm.n.N"},
         ),
     ],
 )
 def test_backend_imports_are_the_module_scope_ones(text, imports):
-    # what Python binds at module scope; a one-line `if x: import` body is not a line of its own
-    assert attention_backends._imports(parse_tree(text)) == imports
+    # what Python binds at module scope, local name -> what it names (relative imports resolved
+    # from the module's place); a one-line `if x: import` body is not a line of its own
+    found = attention_backends._imports(parse_tree(text), "vllm.backends.flash", False)
+    assert found == imports

@@ -1,17 +1,12 @@
-"""Outline parses (python_outline.parse_outline) and the vLLM facts that read through them: the
-same records and the same errors as when the whole file is parsed."""
+"""vLLM's serving and KV-head facts among decoys and odd spellings, and the skeleton tree
+(python_skeleton.clean_tree) the hybrid page rule reads: the same records as the plain file."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 
 from apron.extractors.errors import AnchorError, ParseError
-from apron.extractors.parsing import python_cst
-from apron.extractors.parsing.python_cst import class_methods, parse_module, top_level_classes
-from apron.extractors.parsing.python_outline import parse_outline
-from apron.extractors.parsing.python_ts import code_text
+from apron.extractors.parsing.python_skeleton import _misread
 from apron.extractors.serving import kv_heads
 from apron.extractors.vllm import convertor, model_config_defaults, serving_rules
 from tests.vllm_class_miniatures import MODEL_CONFIG
@@ -27,8 +22,6 @@ from tests.vllm_serving_miniatures import (
     PLATFORM_INTERFACE,
     PLATFORM_PATH,
 )
-
-MODULES_READING_OUTLINES = (serving_rules,)
 
 # Decoys around the anchors: a top-level function and another class with the same method
 # names, a class field and a docstring; none of it may change what a fact finds.
@@ -57,12 +50,6 @@ class Other:
 RENAMED_KEY = CONVERTOR_V1.replace('"num_attention_heads", 0', '"n_heads_total", 0') + DECOYS
 
 
-def code_lines(code: str) -> list[str]:
-    """The lines of `code` that hold code, without trailing blanks (a blanked comment leaves
-    blanks behind)."""
-    return [line.rstrip() for line in code.splitlines() if line.strip()]
-
-
 def outcome(function, *args):
     try:
         return function(*args)
@@ -70,82 +57,38 @@ def outcome(function, *args):
         return type(err), str(err)
 
 
-def both_ways(monkeypatch, function, *args):
-    """(the fact's result with outlines, its result with every file parsed whole)."""
-    with_outline = outcome(function, *args)
-    with monkeypatch.context() as patch:
-        for module in MODULES_READING_OUTLINES:
-            patch.setattr(
-                module, "parse_outline", lambda text, path, keep, **_: parse_module(text, path)
-            )
-        whole = outcome(function, *args)
-    return with_outline, whole
-
-
-def test_outline_keeps_kept_bodies_class_headers_and_module_statements():
-    text = (
-        "import os\nfrom a import B\n\n\nX = 1\n\n\ndef helper():\n    return os\n\n\n"
-        "@decorate\nclass C(B, metaclass=M):\n    '''Doc.'''\n\n    field = 2\n\n"
-        "    def read(self):\n        return 1\n\n    def skipped(self):\n        return 2\n\n\n"
-        "class Empty(B):\n    def skipped(self):\n        pass\n"
-    )
-    module = parse_outline(text, "m.py", lambda q, _code: q == "C.read")
-    assert module.code == (
-        "import os\nfrom a import B\n\n\nX = 1\n"
-        "@decorate\nclass C(B, metaclass=M):\n    def read(self):\n        return 1\n"
-        "class Empty(B):\n    ...\n"
-    )
-    with_fields = parse_outline(text, "m.py", lambda q, _code: False, class_statements=True)
-    assert "field = 2" in with_fields.code and "def" not in with_fields.code
-    bare = parse_outline(text, "m.py", lambda q, _code: q == "C.read", module_statements=False)
-    assert "import" not in bare.code and "X = 1" not in bare.code and "return 1" in bare.code
-
-
-def test_an_outline_that_does_not_parse_falls_back_to_the_kept_bodies(monkeypatch):
-    # `;` joins two class statements on one line: leaving one out breaks the line.
-    text = "class C:\n    x = 1; y = 2\n\n    def read(self):\n        return 1\n"
-    calls = []
-    real = python_cst.parse_module_keeping
-
-    def spy(*args):
-        calls.append(args[1])
-        return real(*args)
-
-    monkeypatch.setattr("apron.extractors.parsing.python_outline.parse_module_keeping", spy)
-    module = parse_outline(text, "m.py", lambda q, _code: q == "C.read")
-    assert calls == ["m.py"]
-    cls = top_level_classes(module)["C"]
-    assert "return 1" in module.code_for_node(class_methods(cls)["read"])
-
-
-def test_a_file_with_syntax_errors_reports_parse_modules_error():
-    text = "class C:\n    def read(self):\n        return (\n"
-    with pytest.raises(ParseError) as outlined:
-        parse_outline(text, "bad.py", lambda q, _code: True)
-    with pytest.raises(ParseError) as whole:
-        parse_module(text, "bad.py")
-    assert str(outlined.value) == str(whole.value)
-
-
 @pytest.mark.parametrize(
     ("function", "args"),
     [
-        (serving_rules.tp_rules, (MODEL_CONFIG + MODEL_CONFIG_TP_METHODS + DECOYS, "m.py", None)),
-        (serving_rules.tp_rules, (MODEL_CONFIG + MODEL_CONFIG_TP_METHODS, "m.py", RENAMED_KEY)),
-        (serving_rules.tp_rules, (MODEL_CONFIG + DECOYS, "m.py", None)),  # anchor missing
-        (serving_rules.tp_rules, (DECOYS, "m.py", None)),  # class missing
-        (serving_rules.kv_divisibility_rule, (LINEAR + DECOYS, LINEAR_PATH)),
-        (serving_rules.ssm_tp_splits, (MAMBA_UTILS + DECOYS, MAMBA_PATH)),
-        (serving_rules.hybrid_page_rules, (PLATFORM_INTERFACE + DECOYS, PLATFORM_PATH)),
-        (serving_rules.hybrid_page_rules, (PLATFORM_INTERFACE, PLATFORM_PATH, "Other")),
-        (serving_rules.cache_defaults, (CACHE_CONFIG + DECOYS, CACHE_PATH)),
+        (serving_rules.tp_rules, (MODEL_CONFIG + MODEL_CONFIG_TP_METHODS, "m.py", None)),
+        (serving_rules.kv_divisibility_rule, (LINEAR, LINEAR_PATH)),
+        (serving_rules.ssm_tp_splits, (MAMBA_UTILS, MAMBA_PATH)),
+        (serving_rules.hybrid_page_rules, (PLATFORM_INTERFACE, PLATFORM_PATH)),
+        (serving_rules.cache_defaults, (CACHE_CONFIG, CACHE_PATH)),
     ],
 )
-def test_facts_read_the_same_through_outlines(monkeypatch, function, args):
-    with_outline, whole = both_ways(monkeypatch, function, *args)
-    assert with_outline == whole
-    if args[-1] is RENAMED_KEY:
-        keys = {rule.rule: rule.keys for rule in with_outline}
+def test_decoys_change_no_fact(function, args):
+    """A top-level function and another class with the same method names, a class field and a
+    docstring: the facts are those of the file without them."""
+    text, *rest = args
+    assert outcome(function, text + DECOYS, *rest) == outcome(function, text, *rest)
+
+
+def test_the_anchors_are_not_found_in_the_decoys():
+    for text in (MODEL_CONFIG + DECOYS, DECOYS):
+        with pytest.raises(AnchorError):
+            serving_rules.tp_rules(text, "m.py", None)
+    with pytest.raises(AnchorError, match="class Other is not defined"):
+        serving_rules.hybrid_page_rules(PLATFORM_INTERFACE, PLATFORM_PATH, "Other")
+
+
+def test_the_divisibility_key_is_the_one_the_convertor_getter_reads():
+    config = MODEL_CONFIG + MODEL_CONFIG_TP_METHODS
+    unreached = RENAMED_KEY.replace(
+        "default_factory = self.get_total_num_attention_heads", "default_factory = lambda: 0"
+    )
+    for text in (RENAMED_KEY, unreached):
+        keys = {rule.rule: rule.keys for rule in serving_rules.tp_rules(config, "m.py", text)}
         assert keys["attention_heads_divisible"] == ("n_heads_total",)
 
 
@@ -177,16 +120,35 @@ def test_mamba_hook_filter_keeps_every_spelling_of_a_class_method_call(call):
     assert "PlainHookConfig.verify_and_update_config" not in wanted
 
 
-# ------------------------------------------------------------ the convertor's shared outline
+def test_mamba_hook_filter_drops_calls_that_reach_no_setter():
+    hooks = (
+        "\n\nclass Unrelated(VerifyAndUpdateConfig):\n    @classmethod\n"
+        "    def verify_and_update_config(cls, vllm_config) -> None:\n"
+        "        cls.helper(vllm_config)\n        PlainHookConfig.verify_and_update_config(vllm_config)\n"
+        "\n\nclass Relay(VerifyAndUpdateConfig):\n    @staticmethod\n"
+        "    def verify_and_update_config(vllm_config) -> None:\n"
+        "        c, h = vllm_config.cache_config, vllm_config.hf_config\n"
+        "        Second.verify_and_update_config(vllm_config)\n"
+        "\n\nclass Second(VerifyAndUpdateConfig):\n    @staticmethod\n"
+        "    def verify_and_update_config(vllm_config) -> None:\n"
+        "        HybridSsmConfig.set_ssm_dtype(cache_config=vllm_config.cache_config,"
+        " hf_config=vllm_config.hf_config)\n"
+    )
+    text = MODELS_CONFIG_V1.replace(
+        '"PlainModel": PlainHookConfig,',
+        '"PlainModel": PlainHookConfig,\n    "Relay": Relay,\n    "Unrelated": Unrelated,',
+    )
+    wanted = model_config_defaults._hook_method_names(text + hooks)
+    assert "Relay.verify_and_update_config" in wanted
+    assert "Second.verify_and_update_config" in wanted
+    assert "Unrelated.verify_and_update_config" not in wanted
+    rows, _ = model_config_defaults.mamba_ssm_dtype_defaults(text + hooks, MODELS_CONFIG_PATH)
+    assert {r.architecture: r.symbol for r in rows}["Relay"] == "HybridSsmConfig.set_ssm_dtype"
+
+
+# ------------------------------------------------------------ the convertor
 
 CONVERTOR_BASE = "ModelArchConfigConvertorBase"
-CONVERTOR_FACTS = (
-    kv_heads.kv_head_aliases,
-    kv_heads.kv_head_fallback,
-    convertor.kv_head_overrides_by_convertor,
-    convertor.mla_model_types,
-    convertor.mla_gates,
-)
 # The base class's factory is named through a comment inside brackets, and its MLA test calls a
 # one-line method the describer follows; Other has a method of the same name that must not be.
 REACHING_CONVERTOR = (
@@ -215,30 +177,7 @@ REACHING_CONVERTOR = (
 )
 
 
-def convertor_both_ways(monkeypatch, function, text):
-    with_outline = outcome(function, text, "c.py", CONVERTOR_BASE)
-    with monkeypatch.context() as patch:
-        for module in (kv_heads, convertor):  # the shared outline, and convertor's name for it
-            patch.setattr(module, "parsed", lambda text, path: parse_module(text, path))
-        whole = outcome(function, text, "c.py", CONVERTOR_BASE)
-    return with_outline, whole
-
-
-@pytest.mark.parametrize("function", CONVERTOR_FACTS)
-@pytest.mark.parametrize("text", [CONVERTOR_V1, REACHING_CONVERTOR, DECOYS])
-def test_convertor_facts_read_the_same_through_the_shared_outline(monkeypatch, function, text):
-    with_outline, whole = convertor_both_ways(monkeypatch, function, text)
-    assert with_outline == whole
-
-
-def test_convertor_outline_keeps_the_methods_reached_through_self():
-    assert kv_heads.read_methods(REACHING_CONVERTOR) >= {
-        f"{CONVERTOR_BASE}.heads_from_config",
-        f"{CONVERTOR_BASE}.has_latent",
-        "FalconConvertor.get_total_num_kv_heads",
-    }
-    assert f"{CONVERTOR_BASE}.get_vocab_size" not in kv_heads.read_methods(REACHING_CONVERTOR)
-    assert "Other.heads_from_config" not in kv_heads.read_methods(REACHING_CONVERTOR)
+def test_the_describer_follows_methods_reached_through_self():
     (fallback,) = kv_heads.kv_head_fallback(REACHING_CONVERTOR, "c.py", CONVERTOR_BASE)
     assert fallback.fallback_key == "n_heads_total"
     gates = convertor.mla_gates(REACHING_CONVERTOR, "c.py", CONVERTOR_BASE)
@@ -246,60 +185,20 @@ def test_convertor_outline_keeps_the_methods_reached_through_self():
     assert main.other_conditions == ("kv_lora_rank is not None",)  # has_latent() described
 
 
-def test_convertor_outline_misses_a_method_named_through_a_comment_with_a_plain_pattern():
-    # What SELF_MEMBER must catch: `self  # ...\n.name` is a reference to `name`.
-    assert "heads_from_config" in kv_heads.SELF_MEMBER.findall(REACHING_CONVERTOR)
-    assert "heads_from_config" not in re.findall(r"\bself\s*\.\s*(\w+)", REACHING_CONVERTOR)
+@pytest.mark.parametrize(
+    "function",
+    [
+        kv_heads.kv_head_aliases,
+        kv_heads.kv_head_fallback,
+        convertor.kv_head_overrides_by_convertor,
+        convertor.mla_model_types,
+        convertor.mla_gates,
+    ],
+)
+def test_convertor_facts_of_the_decoys_alone_are_missing_anchors(function):
+    with pytest.raises(AnchorError):
+        function(DECOYS, "c.py", CONVERTOR_BASE)
 
-
-# ------------------------------------------------------------ smaller outlines
-
-
-def test_class_docs_false_leaves_out_own_line_strings_and_comments_only():
-    text = 'class C:  # c\n    """doc"""\n    x = 1  # t\n    "d"\n    # own\n    y = 2; "z"\n'
-    module = parse_outline(
-        text, "m.py", lambda q, _c: False, class_statements=True, class_docs=False
-    )
-    # no comment reaches a reader: the outline's code has them blanked (python_ts.code_text)
-    assert code_lines(module.code) == code_lines('class C:\n    x = 1\n    y = 2; "z"\n')
-    assert "#" not in module.code
-
-
-def test_a_module_statement_predicate_keeps_the_statements_it_accepts():
-    text = "import os\nMAP = {'a': 1}\nOTHER = 2\n\n\nclass C:\n    pass\n"
-    module = parse_outline(
-        text, "m.py", lambda q, _c: False, module_statements=lambda c: b"MAP" in c
-    )
-    assert module.code == "MAP = {'a': 1}\nclass C:\n    ...\n"
-
-
-def test_mamba_hook_filter_drops_calls_that_reach_no_setter():
-    hooks = (
-        "\n\nclass Unrelated(VerifyAndUpdateConfig):\n    @classmethod\n"
-        "    def verify_and_update_config(cls, vllm_config) -> None:\n"
-        "        cls.helper(vllm_config)\n        PlainHookConfig.verify_and_update_config(vllm_config)\n"
-        "\n\nclass Relay(VerifyAndUpdateConfig):\n    @staticmethod\n"
-        "    def verify_and_update_config(vllm_config) -> None:\n"
-        "        c, h = vllm_config.cache_config, vllm_config.hf_config\n"
-        "        Second.verify_and_update_config(vllm_config)\n"
-        "\n\nclass Second(VerifyAndUpdateConfig):\n    @staticmethod\n"
-        "    def verify_and_update_config(vllm_config) -> None:\n"
-        "        HybridSsmConfig.set_ssm_dtype(cache_config=vllm_config.cache_config,"
-        " hf_config=vllm_config.hf_config)\n"
-    )
-    text = MODELS_CONFIG_V1.replace(
-        '"PlainModel": PlainHookConfig,',
-        '"PlainModel": PlainHookConfig,\n    "Relay": Relay,\n    "Unrelated": Unrelated,',
-    )
-    wanted = model_config_defaults._hook_method_names(text + hooks)
-    assert "Relay.verify_and_update_config" in wanted
-    assert "Second.verify_and_update_config" in wanted
-    assert "Unrelated.verify_and_update_config" not in wanted
-    rows, _ = model_config_defaults.mamba_ssm_dtype_defaults(text + hooks, MODELS_CONFIG_PATH)
-    assert {r.architecture: r.symbol for r in rows}["Relay"] == "HybridSsmConfig.set_ssm_dtype"
-
-
-# ------------------------------------------------------------ outlines cut from the skeleton
 
 SKELETON_CONFIG = MODEL_CONFIG + MODEL_CONFIG_TP_METHODS + DECOYS
 # A one-line string holding a triple quote in a method the skeleton elides: the line-based pass
@@ -314,32 +213,11 @@ QUOTE_TRAP = (
 )
 
 
-def test_a_skeleton_outline_reads_what_the_whole_file_outline_reads(monkeypatch):
-    calls = []
-    real = serving_rules.parse_outline
-
-    def spy(text, path, keep, **options):
-        calls.append(options.get("skeleton_keep") is not None)
-        return real(text, path, keep, **options)
-
-    monkeypatch.setattr(serving_rules, "parse_outline", spy)
-    fast = serving_rules.tp_rules(SKELETON_CONFIG, "m.py", None)
-    monkeypatch.setattr(
-        serving_rules, "parse_outline", lambda t, p, k, skeleton_keep=None, **o: real(t, p, k, **o)
+def test_a_triple_quote_in_a_one_line_string_changes_no_fact():
+    assert _misread(QUOTE_TRAP)
+    assert serving_rules.tp_rules(QUOTE_TRAP, "m.py", None) == serving_rules.tp_rules(
+        SKELETON_CONFIG, "m.py", None
     )
-    assert fast == serving_rules.tp_rules(SKELETON_CONFIG, "m.py", None)
-    assert calls == [True]
-
-
-def test_a_triple_quote_in_a_one_line_string_turns_the_skeleton_off(monkeypatch):
-    from apron.extractors.parsing import python_outline as cst_outline
-
-    assert cst_outline._misread(QUOTE_TRAP)
-    rules = serving_rules.tp_rules(QUOTE_TRAP, "m.py", None)
-    assert rules == serving_rules.tp_rules(SKELETON_CONFIG, "m.py", None)
-    monkeypatch.setattr(cst_outline, "_misread", lambda text: False)
-    with pytest.raises(AnchorError):  # what the skeleton alone would have said
-        serving_rules.tp_rules(QUOTE_TRAP, "m.py", None)
 
 
 @pytest.mark.parametrize(
@@ -356,61 +234,15 @@ def test_a_triple_quote_in_a_one_line_string_turns_the_skeleton_off(monkeypatch)
     ],
 )
 def test_misread_finds_what_the_skeleton_pass_cannot_read(text, misread):
-    from apron.extractors.parsing import python_outline as cst_outline
-
-    assert cst_outline._misread(text) is misread
+    assert _misread(text) is misread
 
 
-def test_a_syntax_error_in_an_elided_method_body_is_not_seen_by_a_skeleton_outline():
+def test_a_syntax_error_anywhere_in_the_file_is_a_parse_error_naming_its_line():
     broken = SKELETON_CONFIG.replace(
         "class Other:", "class Other:\n    def broken(self):\n        return (\n\n", 1
     )
-    assert serving_rules.tp_rules(broken, "m.py", None) == serving_rules.tp_rules(
-        SKELETON_CONFIG, "m.py", None
-    )
-    in_kept = SKELETON_CONFIG.replace(
-        "    def get_num_kv_heads(self", "    def get_num_kv_heads(self, (", 1
-    )
-    with pytest.raises(ParseError):
-        serving_rules.tp_rules(in_kept, "m.py", None)
-
-
-def test_the_convertor_key_is_read_from_its_own_outline_when_the_shared_one_lacks_it():
-    # No KV-head method reaches get_total_num_attention_heads, so the shared convertor outline
-    # leaves it out; the divisibility key is still the one the getter reads.
-    unreached = RENAMED_KEY.replace(
-        "default_factory = self.get_total_num_attention_heads", "default_factory = lambda: 0"
-    )
-    getter = f"{CONVERTOR_BASE}.get_total_num_attention_heads"
-    assert getter in kv_heads.read_methods(RENAMED_KEY)
-    assert getter not in kv_heads.read_methods(unreached)
-    config = MODEL_CONFIG + MODEL_CONFIG_TP_METHODS
-    for text in (RENAMED_KEY, unreached):
-        keys = {rule.rule: rule.keys for rule in serving_rules.tp_rules(config, "m.py", text)}
-        assert keys["attention_heads_divisible"] == ("n_heads_total",)
-
-
-def test_method_docs_false_leaves_out_only_statement_level_comments_and_plain_docstrings():
-    text = (
-        "class C:\n    def read(self):\n"
-        '        """Doc."""\n'
-        "        # own line\n\n"
-        "        x = f(\n            1,  # in brackets\n        )  # trailing\n"
-        '        f"{x}"\n        b"raw"\n'
-        "        if x:\n"
-        '            """only"""\n'
-        "        return x\n"
-    )
-    module = parse_outline(text, "m.py", lambda q, _c: q == "C.read", method_docs=False)
-    assert code_lines(module.code) == code_lines(
-        "class C:\n    def read(self):\n"
-        "        x = f(\n            1,\n        )\n"
-        '        f"{x}"\n        b"raw"\n'
-        "        if x:\n"
-        '            """only"""\n'
-        "        return x\n"
-    )
-    assert parse_outline(text, "m.py", lambda q, _c: q == "C.read").code == code_text(text)
+    with pytest.raises(ParseError, match=r"m.py does not parse as Python \(line \d+\)"):
+        serving_rules.tp_rules(broken, "m.py", None)
 
 
 # ------------------------------------------------------------ the mamba hooks from tree-sitter

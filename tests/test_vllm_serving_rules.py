@@ -398,4 +398,5 @@ def test_backend_base_resolution_reads_module_scope_imports_only():
         "def helper():\n    from vllm.elsewhere import Base\n"
         "class Flash(Base):\n    pass\n"
     )
-    assert _imports(parse_tree(text)) == {"Base": "vllm.a", "Other": "vllm.b"}
+    found = _imports(parse_tree(text), "vllm.backends.flash", False)
+    assert found == {"Base": "vllm.a.Base", "Other": "vllm.b.Other"}

@@ -1,12 +1,17 @@
-"""What an engine module (apron/engines/<engine>.py, with ENGINE and `decide(model, constraints)`)
-returns: its decisions for one config, from its constraints."""
+"""The protocol every engine package (apron/engines/<engine>/) implements for the planner, its
+records, and the shared defaults an engine assigns for what it has nothing of its own for."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
 
-from apron.constraints import Citation
-from apron.results import HeadCount, MlaDecision
+from apron.config import ModelConfig
+from apron.constraints import Citation, EngineConstraints
+from apron.deployment import Deployment
+from apron.kv_dtype import KvDtypeChoice
+from apron.results import Capacity, EngineView, GpuShare, HeadCount, MlaDecision, Request
 
 
 class EngineDecision(NamedTuple):
@@ -45,3 +50,146 @@ class ContextDefault(NamedTuple):
     tokens: int | None
     how: str
     citations: tuple[Citation, ...] = ()
+
+
+class MemoryFraction(NamedTuple):
+    """An engine's own default memory fraction for a config (used when --memory-fraction is not
+    given), where it comes from, the arithmetic lines and the rules it cites."""
+
+    fraction: float | None
+    source: str
+    arithmetic: tuple[str, ...]
+    citations: tuple[Citation, ...]
+
+
+class EngineRules(Protocol):
+    """What the planner asks each engine's package (apron/engines/<engine>/) for; an engine with
+    nothing of its own for a member assigns the shared default below (pre-commit's lang_base)."""
+
+    ENGINE: str
+
+    def decide(self, model: ModelConfig, constraints: EngineConstraints) -> EngineDecision:
+        """Its decisions for one config (KV heads, MLA, flags, whether it computes figures)."""
+
+    def default_context(
+        self, model: ModelConfig, constraints: EngineConstraints
+    ) -> ContextDefault | None:
+        """Its own default context when --context is not given; None: the shared one."""
+
+    def own_view(self, column: Column) -> EngineView | None:
+        """Its whole column by its own sizing rules; None: the shared mechanism path."""
+
+    def memory_fraction(
+        self,
+        constraints: EngineConstraints,
+        model: ModelConfig,
+        mla: bool,
+        gpu_memory: int,
+        tp: int,
+    ) -> MemoryFraction | None:
+        """Its default memory fraction for this config; None: its serving rules' fraction."""
+
+    def fit_capacity(self, fit: CapacityInputs) -> Capacity:
+        """What fits on one GPU by its own pool arithmetic."""
+
+    def pooling(self, model: ModelConfig, constraints: EngineConstraints) -> bool:
+        """Whether it runs the config as a pooling (embedding) model: its KV dtype auto differs."""
+
+    def kv_dtype_unknown(
+        self, model: ModelConfig, constraints: EngineConstraints, kv_dtype: str
+    ) -> str:
+        """Why its KV cell at this KV dtype depends on what it decides on the GPU at run time
+        ("" when it does not): its KV figures are then unknown."""
+
+    def auto_kv_dtype(
+        self,
+        constraints: EngineConstraints | None,
+        config: Mapping[str, Any],
+        model_dir: Path | None,
+        mla: bool,
+        pooling: bool,
+    ) -> KvDtypeChoice | None:
+        """What `--kv-dtype auto` resolves to for this checkpoint; None: not extracted."""
+
+
+class Column(NamedTuple):
+    """What an engine's own column is computed from (EngineRules.own_view)."""
+
+    model: ModelConfig
+    request: Request
+    constraints: EngineConstraints
+    decision: EngineDecision
+    registered: bool | None
+    notes: tuple[str, ...]
+    citations: tuple[Citation, ...]
+    deployment: Deployment
+
+
+class CapacityInputs(NamedTuple):
+    """What an engine's capacity rule reads (EngineRules.fit_capacity)."""
+
+    constraints: EngineConstraints
+    model: ModelConfig
+    mechanism: str | None
+    share: GpuShare
+    heads: HeadCount
+    request: Request
+    rules: Any  # apron.serving_rules.ServingRules
+    deployment: Deployment
+    context: int | None
+    weights_unknown: str
+    window_aware: bool | None
+
+
+def no_default_context(model: ModelConfig, constraints: EngineConstraints) -> None:
+    """The shared default: the context the request already carries."""
+    return None
+
+
+def no_own_view(column: Column) -> None:
+    """The shared default: the column comes from apron's mechanism path."""
+    return None
+
+
+def no_memory_fraction(
+    constraints: EngineConstraints, model: ModelConfig, mla: bool, gpu_memory: int, tp: int
+) -> None:
+    """The shared default: the memory fraction of the engine's serving rules."""
+    return None
+
+
+def block_capacity(fit: CapacityInputs) -> Capacity:
+    """The shared default: the generic block fit (apron.per_gpu.engine_capacity)."""
+    from apron import per_gpu
+
+    return per_gpu.engine_capacity(
+        fit.model,
+        fit.mechanism,
+        fit.share,
+        fit.rules,
+        fit.deployment.gpu_memory,
+        fit.deployment.memory_fraction,
+        fit.context,
+        fit.weights_unknown,
+    )
+
+
+def no_auto_kv_dtype(
+    constraints: EngineConstraints | None,
+    config: Mapping[str, Any],
+    model_dir: Path | None,
+    mla: bool,
+    pooling: bool,
+) -> None:
+    """The shared default: how the engine resolves `auto` is not among the extracted rules."""
+    return None
+
+
+def kv_dtype_known(model: ModelConfig, constraints: EngineConstraints, kv_dtype: str) -> str:
+    """The shared default: the KV cell does not depend on a run-time decision."""
+    return ""
+
+
+def not_pooling(model: ModelConfig, constraints: EngineConstraints) -> bool:
+    """The shared default: no pooling-model rule of its own."""
+    return False

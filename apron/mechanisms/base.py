@@ -34,17 +34,17 @@ def result(
     if naive is None and ratio is None:
         naive = at_context
     return MechanismResult(
-        name,
-        title,
-        per_token,
-        at_context,
-        naive,
-        ratio,
-        state,
-        tuple(dict.fromkeys(unknown)),
-        tuple(dict.fromkeys(missing)),
-        arithmetic,
-        notes,
+        mechanism=name,
+        title=title,
+        kv_bytes_per_token=per_token,
+        kv_bytes_at_context=at_context,
+        naive_kv_bytes_at_context=naive,
+        naive_ratio=ratio,
+        state_bytes_per_sequence=state,
+        unknown=tuple(dict.fromkeys(unknown)),
+        missing=tuple(dict.fromkeys(missing)),
+        arithmetic=arithmetic,
+        notes=notes,
     )
 
 

@@ -8,7 +8,6 @@ import sys
 # top-level modules of the [extract] extra (pyproject.toml); any other missing module is a bug
 EXTRA_MODULES = frozenset(
     {
-        "libcst",
         "tree_sitter",
         "tree_sitter_python",
         "tree_sitter_cpp",

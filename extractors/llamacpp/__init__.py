@@ -133,16 +133,14 @@ def _converter_modules(
             stem = path.rsplit("/", 1)[-1].removesuffix(".py")
             name = CONVERTER_PACKAGE if stem == "__init__" else f"{CONVERTER_PACKAGE}.{stem}"
             modules.append(
-                converter.read_module(
-                    snapshot.read_text(path), path, name, CONVERTER_PACKAGE, counter, warnings
-                )
+                converter.read_module(snapshot.read_text(path), path, name, counter, warnings)
             )
         return modules, CONVERTER_PACKAGE, CONVERTER_PACKAGE_INIT
     path = snapshot.first_existing(
         [CONVERTER_PACKAGE_INIT, CONVERTER_SCRIPT], anchor=REGISTER_ANCHOR
     )
     module = converter.read_module(
-        snapshot.read_text(path), path, "convert_hf_to_gguf", "", counter, warnings
+        snapshot.read_text(path), path, "convert_hf_to_gguf", counter, warnings
     )
     return [module], "", ""
 

@@ -15,11 +15,18 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError, ParseError
+from apron.extractors.parsing.python_classes import (
+    InconsistentHierarchy,
+    base_names,
+    c3_linearization,
+)
+from apron.extractors.parsing.python_imports import absolute_module
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     PYTHON,
     assignments,
     code_of,
+    defined_name,
     import_source,
     imported_names,
     node_text,
@@ -102,7 +109,7 @@ def gguf_arch_names(text: str, path: str) -> tuple[dict[str, str], list[Extracti
 
 def _enum_members(root: Node) -> list[str] | None:
     for statement in root.named_children:
-        if statement.type == "class_definition" and _name(statement) == ENUM_CLASS:
+        if statement.type == "class_definition" and defined_name(statement) == ENUM_CLASS:
             body = statement.child_by_field_name("body")
             return (
                 [name for name, _ in assignments(body, include_bare=True)]
@@ -139,11 +146,6 @@ class ConverterModule:
     classes: dict[str, ConverterClass] = field(default_factory=dict)
     imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local -> (module, name)
     assignments: dict[str, Node] = field(default_factory=dict)
-
-
-def _name(node: Node) -> str:
-    name = node.child_by_field_name("name")
-    return node_text(name) if name is not None else ""
 
 
 def _definitions(block: Node) -> Iterator[tuple[Node, list[Node]]]:
@@ -246,13 +248,8 @@ def _read_class(
     counter: list[int],
     warnings: list[ExtractionWarning],
 ) -> None:
-    qualname = prefix + _name(node)
-    superclasses = node.child_by_field_name("superclasses")
-    bases = tuple(
-        node_text(b).replace(" ", "")
-        for b in (superclasses.named_children if superclasses is not None else ())
-        if b.type in ("identifier", "attribute")
-    )
+    qualname = prefix + defined_name(node)
+    bases = tuple(base_names(node))
     counter[0] += 1
     cls = ConverterClass(
         qualname=qualname,
@@ -277,7 +274,7 @@ def _read_class(
                 _read_class(module, definition, inner_decorators, qualname + ".", counter, warnings)
             elif definition.type == "function_definition":
                 _scan_method(definition, runtime, delegates)
-                if _name(definition) == "__init__" and _raises_unconditionally(definition):
+                if defined_name(definition) == "__init__" and _raises_unconditionally(definition):
                     cls.init_raises = True
     cls.runtime_archs = tuple(dict.fromkeys(runtime))
     cls.delegates = tuple(dict.fromkeys(delegates))
@@ -316,7 +313,6 @@ def read_module(
     text: str,
     path: str,
     module_name: str,
-    package: str,
     counter: list[int],
     warnings: list[ExtractionWarning],
 ) -> ConverterModule:
@@ -325,7 +321,7 @@ def read_module(
     module = ConverterModule(name=module_name, path=path)
     for statement in root.named_children:
         if statement.type == "import_from_statement":
-            _read_import(module, statement, package)
+            _read_import(module, statement)
     for definition, decorators in _definitions(root):
         if definition.type == "class_definition":
             _read_class(module, definition, decorators, "", counter, warnings)
@@ -333,15 +329,13 @@ def read_module(
     return module
 
 
-def _read_import(module: ConverterModule, statement: Node, package: str) -> None:
+def _read_import(module: ConverterModule, statement: Node) -> None:
     source = import_source(statement)
     if source is None:
         return
     level, dotted = source
-    if level:
-        target = f"{package}.{dotted}" if dotted else package
-    else:
-        target = dotted
+    is_package = module.path.endswith("__init__.py")
+    target = absolute_module(module.name, is_package, level, dotted)
     for local, imported in imported_names(statement):
         module.imports[local] = (target, imported)
 
@@ -412,35 +406,23 @@ class ConverterIndex:
                 found.append(resolved)
         return found
 
-    def mro(self, cls: ConverterClass, seen: frozenset[str] = frozenset()) -> list[ConverterClass]:
+    def mro(self, cls: ConverterClass) -> list[ConverterClass]:
         """C3 linearization over the bases that resolve to converter classes (a plain
         depth-first order if C3 fails); external bases are skipped."""
         key = (cls.module, cls.qualname)
-        if key in self._mro:
-            return self._mro[key]
-        if f"{cls.module}:{cls.qualname}" in seen:
-            return [cls]
-        seen = seen | {f"{cls.module}:{cls.qualname}"}
-        bases = self.bases(cls)
-        sequences = [list(self.mro(b, seen)) for b in bases] + [list(bases)]
-        result = [cls]
-        while True:
-            sequences = [s for s in sequences if s]
-            if not sequences:
-                break
-            for sequence in sequences:
-                head = sequence[0]
-                if not any(head in s[1:] for s in sequences):
-                    break
-            else:
-                result = _depth_first(self, cls)
-                break
-            result.append(head)
-            for s in sequences:
-                if s[0] is head:
-                    del s[0]
-        self._mro[key] = result
-        return result
+        if key not in self._mro:
+            try:
+                found = c3_linearization(
+                    cls,
+                    self.bases,
+                    key=lambda c: (c.module, c.qualname),
+                    known=lambda c: self._mro.get((c.module, c.qualname)),
+                    keep=lambda c, mro: self._mro.setdefault((c.module, c.qualname), list(mro)),
+                )
+                self._mro[key] = list(found)
+            except InconsistentHierarchy:
+                self._mro[key] = _depth_first(self, cls)
+        return self._mro[key]
 
     def model_arch(self, cls: ConverterClass) -> tuple[str | None, ConverterClass | None, str]:
         """(MODEL_ARCH member, the class that sets it, problem) following the MRO."""

@@ -13,13 +13,17 @@ from apron.extractors.errors import ParseError
 from apron.extractors.llamacpp import py_body, py_formula
 from apron.extractors.llamacpp.cpp_formula import UnreadableFormula
 from apron.extractors.llamacpp.records import ConverterHparams, GgufWriterKey
+from apron.extractors.parsing.python_classes import base_names
+from apron.extractors.parsing.python_describe import string_sequence
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     code_of,
+    defined_name,
     methods_of,
     node_text,
     parse_python,
     string_value,
+    undecorated,
     unparenthesize,
     walk,
 )
@@ -31,11 +35,9 @@ KEYS_CLASS = "Keys"
 
 def _classes(root: Node, prefix: str = ""):
     for statement in root.named_children:
-        definition = statement
-        if statement.type == "decorated_definition":
-            definition = statement.child_by_field_name("definition")
-        if definition is not None and definition.type == "class_definition":
-            name = prefix + node_text(definition.child_by_field_name("name"))
+        definition = undecorated(statement)
+        if definition.type == "class_definition":
+            name = prefix + defined_name(definition)
             yield name, definition
             body = definition.child_by_field_name("body")
             if body is not None:
@@ -46,18 +48,6 @@ def _code(node: Node) -> str:
     """code_of with one blank after every comma (code_of keeps `f(a,b)` and `f(a, b)` apart,
     and a line break after a comma reads as a blank)."""
     return re.sub(r",(?=\S)", ", ", code_of(node))
-
-
-def _attribute_chain(node: Node) -> str:
-    return "".join(node_text(node).split())
-
-
-def _string_list(node: Node) -> tuple[str, ...] | None:
-    node = unparenthesize(node)
-    if node.type not in ("list", "tuple"):
-        return None
-    values = [string_value(c) for c in node.named_children]
-    return tuple(values) if all(v is not None for v in values) else None  # type: ignore[return-value]
 
 
 # `def set_gguf_parameters(` / `def __init__(` at a definition's start: the methods read here
@@ -86,23 +76,17 @@ def converter_hparams(text: str, path: str) -> list[ConverterHparams]:
         for node in walk(init) if init is not None else ():
             if (
                 node.type == "assignment"
-                and _attribute_chain(node.child_by_field_name("left")) == "self.block_count"
+                and code_of(node.child_by_field_name("left")) == "self.block_count"
             ):
                 right = unparenthesize(node.child_by_field_name("right"))
                 if (
                     right.type == "call"
-                    and _attribute_chain(right.child_by_field_name("function"))
-                    == "self.find_hparam"
+                    and code_of(right.child_by_field_name("function")) == "self.find_hparam"
                 ):
                     args = right.child_by_field_name("arguments").named_children
-                    block_keys = (_string_list(args[0]) or ()) if args else ()
+                    block_keys = (_strings(args[0]) or ()) if args else ()
         # every converter class is a row, writing or not: a chain needs each class's bases
-        superclasses = cls.child_by_field_name("superclasses")
-        bases = tuple(
-            _attribute_chain(b)
-            for b in (superclasses.named_children if superclasses is not None else ())
-            if b.type in ("identifier", "attribute")
-        )
+        bases = tuple(base_names(cls))
         reading = py_body.read_body(method)
         writes = [_write(w) for w in reading.writes]
         init_reading = py_body.read_body(init)
@@ -159,7 +143,7 @@ def _plain(tokens: tuple[str, ...]) -> tuple[str, ...] | None:
 
 def _write(write: py_body.Write) -> tuple[str, ...]:
     """(writer method, how, ...) of one GGUFWriter call (see ConverterHparams)."""
-    function = _attribute_chain(write.call.child_by_field_name("function"))
+    function = code_of(write.call.child_by_field_name("function"))
     method = function.rsplit(".", 1)[1]
     args = write.call.child_by_field_name("arguments").named_children
     if len(args) != 1:
@@ -249,7 +233,7 @@ def writer_keys(text: str, path: str, constants: dict[str, str]) -> list[GgufWri
             constant = ""
             for inner in walk(node):
                 if inner.type == "attribute":
-                    chain = _attribute_chain(inner)
+                    chain = code_of(inner)
                     if chain.startswith(KEYS_CLASS + ".") and chain.count(".") >= 2:
                         constant = chain.removesuffix(".format")
                         break
@@ -264,3 +248,11 @@ def writer_keys(text: str, path: str, constants: dict[str, str]) -> list[GgufWri
                     )
                 )
     return rows
+
+
+def _strings(node: Node) -> tuple[str, ...] | None:
+    """The strings of a literal list or tuple of string literals; else None."""
+    if unparenthesize(node).type not in ("list", "tuple"):
+        return None
+    found = string_sequence(node)
+    return tuple(found) if found is not None else None

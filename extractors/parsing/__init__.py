@@ -13,19 +13,22 @@ Python, tree-sitter (every new reader):
   (`statements`, `returned`, `assignments_and_ifs`, `walk`), and `code_of`, the canonical
   rendering of any field that carries code (python_canonical.py: the one unparser, and which
   brackets group nothing, which the parse blanks like comments).
+- python_classes.py: class bases (`class_bases`, `base_names`) and the one C3 linearization
+  (`c3_linearization`); python_imports.py: import resolution (`absolute_module`,
+  `imported_module`, `imported_path_stem`); config_reads.py: reads of a model config's fields
+  with the one table of config roots (`config_read`, `CONFIG_ROOTS`) and a condition's truth
+  when the field is absent (`truth_when_absent`); python_forms.py: an `if`/`elif` as a
+  `Branch`, a function's `parameters`, `binary` and `unary` operations; python_describe.py:
+  small rule expressions in words (`ExpressionDescriber`, `int_value`, `string_sequence`).
 - python_skeleton.py: a module's text with the method bodies a fact does not read elided, line by
-  line, so tree-sitter parses less.
+  line, so tree-sitter parses less (`clean_tree`: the skeleton's tree, else the whole file's).
 - python_top_level.py: a module's text reduced to its top-level bindings (SGLang's registry scan).
 - outline_imports.py, signature_text.py: plain imports and parameter lists read from a module
   outline's text (vLLM's class tree), with the nodes as the fallback for any other shape.
 - ts_query.py: tree-sitter queries for "every node of these types" walks.
 
-Python, libcst (the single reader of a few older facts; start nothing new on it):
-- python_cst.py: safe parses and the expression describer; python_outline.py and
-  python_slices.py hand libcst only the definitions a reader looks into; cst_children.py walks
-  libcst nodes in lexical order. Its readers: extractors/serving/ (KV-head scan, rule fields,
-  tensor-parallel rules: vLLM and SGLang), vllm/convertor.py and vllm/serving_rules.py (CUDA
-  block size, tp rules), sglang/serving_rules.py.
+Python has no second reader: libcst is gone (the KV-head scan and its overrides, the MLA gates,
+the tensor-parallel rules and vLLM's CUDA block size read tree-sitter's tree like every fact).
 
 C++: cpp_ts.py (tree-sitter-cpp with the preprocessor's conditionals, redundant brackets blanked)
 and cpp_canonical.py (code fields token by token with one spacing rule). Markdown: markdown.py

@@ -1,11 +1,9 @@
 """Limits that keep hostile source files from costing unbounded time, memory or stack.
 
-Every parser entry point (python_cst, python_ts, cpp_ts, markdown) checks these before or right
-after parsing, so a pathological file is one ParseError naming its path. The numbers leave wide
-room over the real engine files (measured at the pins: the files the extractors read are at most
-27 levels deep, any C++ or Python file of the three engines at most 156 (long else-if chains);
-the largest file libcst reads, vLLM's old single-file config.py, costs about 280,000
-node-levels)."""
+Every parser entry point (python_ts, cpp_ts, markdown) checks these before or right after
+parsing, so a pathological file is one ParseError naming its path. The numbers leave wide room
+over the real engine files (measured at the pins: the files the extractors read are at most 27
+levels deep, any C++ or Python file of the three engines at most 156 (long else-if chains))."""
 
 from __future__ import annotations
 
@@ -13,14 +11,9 @@ from tree_sitter import Node
 
 from apron.extractors.errors import ParseError
 
-# tree-sitter levels. libcst's native parser crashes the interpreter (stack overflow) on about
-# 2,000 nested brackets, and the recursive tree walkers would hit Python's recursion limit
-# (extract_engine turns a RecursionError that still happens into a ParseError).
+# tree-sitter levels. The recursive tree walkers would hit Python's recursion limit (extract_engine
+# turns a RecursionError that still happens into a ParseError).
 MAX_SYNTAX_DEPTH = 500
-# Sum of node depths over a tree-sitter tree of the file. libcst's memory grows with it (about
-# 150 bytes per node-level on ordinary code, up to 600 on bracket-heavy code): this caps a libcst
-# parse at well under 1 GB and ten seconds.
-CST_COST_BUDGET = 1_000_000
 # C++ preprocessor: the total text of the distinct line conditions (`#if A` inside `#if B` ...).
 MAX_CONDITION_CHARS = 4_000_000
 # Markdown pages: markdown-it-py's tokens cost ~400 bytes per source character on table-heavy
@@ -56,8 +49,8 @@ def check_syntax_tree(
                 )
             if cost_budget is not None and cost > cost_budget:
                 raise ParseError(
-                    f"{path} is too large or too deeply bracketed to parse with libcst (over "
-                    f"{cost_budget} node-levels; the real engine files cost under 300,000)",
+                    f"{path} is too large or too deeply bracketed to parse (over "
+                    f"{cost_budget} node-levels)",
                     paths=[path],
                 )
             continue

@@ -11,13 +11,22 @@ parses the full text instead whenever the skeleton does not parse cleanly.
 `module_outline` goes further: it elides the bodies of top-level classes and functions too and
 says where each came from, so that the class tree parses a module's top level first and then
 only the classes and functions it needs, each from its own span (most classes of a model file,
-its layers and blocks, are never needed)."""
+its layers and blocks, are never needed).
+
+`clean_tree` is the tree of a skeleton for a reader of class headers and a few methods (the
+hybrid page rule), else of the whole file."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from functools import lru_cache
+
+from tree_sitter import Node
+
+from apron.extractors.errors import ParseError
+from apron.extractors.parsing.limits import check_syntax_tree
+from apron.extractors.parsing.python_ts import parse_python, parse_tree
 
 TRIPLE_QUOTES = ('"""', "'''")
 
@@ -388,3 +397,56 @@ __all__ = [
     "module_outline",
     "quotes_only_in_docstring",
 ]
+
+
+# ------------------------------------------------------------------ the skeleton as a tree
+
+# Comments and string literals, left to right: where the line-based skeleton pass could read a
+# triple quote wrongly. (A prefix such as r or f is read as code before the quote; a backslash
+# escapes the next character in every kind of literal, raw ones too, as far as where the
+# literal ends is concerned.)
+LITERALS = re.compile(
+    r"#[^\n]*"
+    r'|"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
+    r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
+    r'|"(?:[^"\\\n]|\\[\s\S])*"'
+    r"|'(?:[^'\\\n]|\\[\s\S])*'"
+)
+TRIPLES = ('"""', "'''")
+
+
+def _misread(text: str) -> bool:
+    """Whether the skeleton pass may cut `text` where its statements do not end: at a line
+    joined by a backslash (a body could end early), or past a triple quote that does not open
+    or close a triple-quoted string (in a comment, in a one-line string, escaped inside a
+    triple-quoted one): the pass tracks triple quotes only, so it would see a string there."""
+    if "\\\n" in text:
+        return True
+    for literal in LITERALS.findall(text):
+        quote = literal[:3]
+        if quote in TRIPLES and len(literal) >= 6:
+            if quote in literal[3:-3]:  # an escaped quote: the pass ends the string there
+                return True
+        elif '"""' in literal or "'''" in literal:
+            return True
+    return False
+
+
+def _within_limits(root: Node, path: str) -> bool:
+    try:
+        check_syntax_tree(root, path, "Python")
+    except ParseError:
+        return False  # the whole file is measured, and reported, instead
+    return True
+
+
+def clean_tree(text: str, path: str, skeleton_keep: Callable[[str], bool]) -> Node:
+    """For a tree-sitter reader of class headers and methods: the tree of the skeleton
+    parse_outline would cut the outline from (`skeleton_keep` as there), else of the whole file.
+    The whole file over the parse limits, or with syntax errors, is a ParseError naming its
+    first bad line (python_ts.parse_python)."""
+    if not ODD_SPACE.search(text) and not _misread(text):
+        root = parse_tree(method_skeleton(text, keep=skeleton_keep, functions=True))
+        if not root.has_error and _within_limits(root, path):
+            return root
+    return parse_python(text, path)

@@ -610,7 +610,7 @@ def comparison(node: Node) -> tuple[list[Node], list[str]] | None:
         return None
     operators = inner.children_by_field_name("operators")
     ids = {o.id for o in operators}
-    operands = [c for c in inner.children if c.is_named and c.id not in ids]
+    operands = [c for c in inner.children if c.is_named and not c.is_extra and c.id not in ids]
     return operands, [o.type for o in operators]
 
 

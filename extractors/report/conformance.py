@@ -16,29 +16,29 @@ from typing import Any
 
 from apron.constraints import ConstraintSet
 from apron.errors import ApronInputError
-from apron.plan import plan
+from apron.planner import plan
 from apron.results import EngineView
 
 SHOWN_DIFFERENCES = 5
 
 
-def _per_gpu(view: EngineView, name: str) -> Any:
+def _per_gpu(view: EngineView, tp: int, name: str) -> Any:
     share = view.gpu
-    if share is not None and share.tp > 1:
+    if share is not None and tp > 1:
         return getattr(share, name)
     return getattr(view, name)
 
 
-# recorded figure -> apron's answer in that engine's column (None: apron has none)
-FIGURES: dict[str, Callable[[EngineView], Any]] = {
-    "kv_bytes_per_token": lambda v: _per_gpu(v, "kv_bytes_per_token"),
-    "cell_size": lambda v: _per_gpu(v, "kv_bytes_per_token"),
-    "kv_bytes_at_context": lambda v: _per_gpu(v, "kv_bytes_at_context"),
-    "state_bytes_per_sequence": lambda v: _per_gpu(v, "state_bytes_per_sequence"),
-    "kv_heads_per_gpu": lambda v: v.gpu.kv_heads_per_gpu if v.gpu is not None else None,
-    "block_size": lambda v: v.capacity.block_tokens if v.capacity is not None else None,
-    "memory_fraction": lambda v: v.capacity.memory_fraction if v.capacity is not None else None,
-    "mem_fraction_static": lambda v: v.capacity.memory_fraction if v.capacity is not None else None,
+# recorded figure -> apron's answer in that engine's column at the plan's tp (None: apron has none)
+FIGURES: dict[str, Callable[[EngineView, int], Any]] = {
+    "kv_bytes_per_token": lambda v, tp: _per_gpu(v, tp, "kv_bytes_per_token"),
+    "cell_size": lambda v, tp: _per_gpu(v, tp, "kv_bytes_per_token"),
+    "kv_bytes_at_context": lambda v, tp: _per_gpu(v, tp, "kv_bytes_at_context"),
+    "state_bytes_per_sequence": lambda v, tp: _per_gpu(v, tp, "state_bytes_per_sequence"),
+    "kv_heads_per_gpu": lambda v, tp: v.gpu.kv_heads_per_gpu if v.gpu is not None else None,
+    "block_size": lambda v, tp: v.capacity.block_tokens if v.capacity is not None else None,
+    "memory_fraction": lambda v, tp: v.capacity.memory_fraction if v.capacity else None,
+    "mem_fraction_static": lambda v, tp: v.capacity.memory_fraction if v.capacity else None,
 }
 
 
@@ -120,7 +120,7 @@ def _compare_one(folder, engine, record, read, constraints, outcome) -> None:
             )
         return
     view = next((v for v in result.engines if v.engine == engine), None)
-    value = read(view) if view is not None else None
+    value = read(view, result.tp) if view is not None else None
     if record.get("refused"):
         if value is None:
             outcome.equal += 1

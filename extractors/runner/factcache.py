@@ -41,7 +41,6 @@ DB_NAME = "facts-v1.sqlite3"
 _QUESTION, _RESULT = 0, 1
 _CACHEABLE_ERRORS = (AnchorError, ParseError, MissingPathError)
 _PARSER_PACKAGES = (
-    "libcst",
     "tree-sitter",
     "tree-sitter-python",
     "tree-sitter-cpp",

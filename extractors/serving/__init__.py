@@ -6,7 +6,8 @@ these rules (and of the serving defaults) are shared too. Each engine's package 
 copy lives (paths, class names) and calls these readers; neither engine imports the other's.
 
 - records.py: KvHeadAlias, KvHeadFallback, KvHeadOverride, ServingDefault, TpRule, SsmTpSplit.
-- kv_heads.py: the alias scan, its fallback and the inline overrides (libcst).
-- rule_fields.py: a KV-head rule's body as the fields of a KvHeadOverride (libcst).
-- tp_rules.py: the per-GPU KV-head rule, the divisibility checks, the state splits (libcst).
+- kv_heads.py: the alias scan, its fallback and the inline overrides.
+- rule_fields.py: a KV-head rule's body as the fields of a KvHeadOverride.
+- tp_rules.py: the per-GPU KV-head rule, the divisibility checks, the state splits.
+All read tree-sitter's tree through the primitives of extractors/parsing/.
 """

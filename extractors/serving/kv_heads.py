@@ -1,30 +1,36 @@
-"""The KV-head count as a ModelConfig-shaped class computes it, read with libcst (the single
-reader of these rules): the config keys `get_total_num_kv_heads` scans, in order, what it returns
-when none is present, and the per-model_type overrides written inline in it. vLLM's model-arch
-convertor (and its older ModelConfig) and SGLang's ModelConfig state them alike.
+"""The KV-head count as a ModelConfig-shaped class computes it: the config keys
+`get_total_num_kv_heads` scans, in order, what it returns when none is present, and the
+per-model_type overrides written inline in it. vLLM's model-arch convertor (and its older
+ModelConfig) and SGLang's ModelConfig state them alike.
 
-Pure functions: file text in, records out."""
+Pure functions: file text in, records out (read from tree-sitter's tree, parsing/python_ts.py)."""
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
-import libcst as cst
+from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.python_cst import (
-    ExpressionDescriber,
-    class_methods,
+from apron.extractors.parsing.python_describe import ExpressionDescriber, string_sequence
+from apron.extractors.parsing.python_forms import body_statements, if_branch
+from apron.extractors.parsing.python_ts import (
+    arguments,
+    assigned_name,
+    attribute,
+    code_of,
+    keywords,
+    methods_of,
+    name_of,
+    parse_python,
+    returned,
+    single_comparison,
     statements,
-    string_sequence,
     string_value,
     top_level_classes,
-    unparenthesized,
-    walk_code,
+    unparenthesize,
+    walk,
 )
-from apron.extractors.parsing.python_outline import parse_outline
-from apron.extractors.parsing.python_ts import node_text, parse_tree, undecorated
 from apron.extractors.serving.records import KvHeadAlias, KvHeadFallback, KvHeadOverride
 from apron.extractors.serving.rule_fields import (
     KV_METHOD,
@@ -35,103 +41,53 @@ from apron.extractors.serving.rule_fields import (
 MLA_METHOD = "is_deepseek_mla"
 
 
-# `self.<name>`, also split by blanks, line joins or comments inside brackets: how a method of
-# the class is named where the describer follows it (`self.<name>()`, `self.<name>` as a factory)
-SELF_MEMBER = re.compile(r"\bself(?:\s|\\|#[^\n]*)*\.(?:\s|\\|#[^\n]*)*(\w+)")
-
-
 @lru_cache(maxsize=16)
-def read_methods(text: str) -> frozenset[str]:
-    """`C.m` for every method these readers may read: in each top-level class C, is_deepseek_mla,
-    get_total_num_kv_heads and the methods of C they reach through `self.<name>`, transitively
-    (the describer looks `self.<name>` up among the class's own methods, never elsewhere)."""
-    methods: dict[str, dict[str, list[str]]] = {}
-    for statement in parse_tree(text).named_children:
-        cls = undecorated(statement)
-        name = cls.child_by_field_name("name")
-        body = cls.child_by_field_name("body")
-        if cls.type != "class_definition" or name is None or body is None:
-            continue
-        members = methods.setdefault(node_text(name), {})
-        for member in body.named_children:
-            method = undecorated(member)
-            method_name = method.child_by_field_name("name")
-            if method.type == "function_definition" and method_name is not None:
-                members.setdefault(node_text(method_name), []).append(node_text(member))
-    wanted = set()
-    for class_name, members in methods.items():
-        todo = [MLA_METHOD, KV_METHOD]
-        while todo:
-            method = todo.pop()
-            if f"{class_name}.{method}" in wanted or method not in members:
-                continue
-            wanted.add(f"{class_name}.{method}")
-            todo += [m for code in members[method] for m in SELF_MEMBER.findall(code)]
-    return frozenset(wanted)
+def parsed(text: str, path: str) -> Node:
+    """The module's tree, checked once per text (parse_python: a file with syntax errors, or
+    nested too deeply, is a ParseError naming the file and line)."""
+    return parse_python(text, path)
 
 
-@lru_cache(maxsize=16)
-def parsed(text: str, path: str) -> cst.Module:
-    """The module as these readers (and vLLM's MLA and convertor readers, and tp_rules' base-class
-    getter) need it: the outline (parsing/python_outline) with the module-level
-    statements that can assign (their text holds `=`), every class header and the methods
-    `read_methods` names."""
-    wanted = read_methods(text)
-    return parse_outline(
-        text,
-        path,
-        lambda qualname, _code: qualname in wanted,
-        module_statements=lambda code: b"=" in code,
-    )
-
-
-def class_method(
-    text: str, path: str, class_name: str, method: str
-) -> tuple[cst.Module, cst.FunctionDef]:
-    module = parsed(text, path)
-    cls = top_level_classes(module).get(class_name)
+def class_method(text: str, path: str, class_name: str, method: str) -> tuple[Node, Node]:
+    """(module, method) of `class_name.method`; a missing class or method is an AnchorError."""
+    root = parsed(text, path)
+    cls = top_level_classes(root).get(class_name)
     if cls is None:
         raise AnchorError(
             f"class {class_name} not found in {path}", paths=[path], anchor=f"{class_name}.{method}"
         )
-    found = class_methods(cls).get(method)
+    found = methods_of(cls).get(method)
     if found is None:
         raise AnchorError(
             f"method {class_name}.{method} not found in {path}",
             paths=[path],
             anchor=f"{class_name}.{method}",
         )
-    return module, found
+    return root, found
 
 
-def class_describer(module: cst.Module, class_name: str) -> ExpressionDescriber:
-    cls = top_level_classes(module).get(class_name)
-    return ExpressionDescriber(module, methods=class_methods(cls) if cls else {})
+def class_describer(root: Node, class_name: str) -> ExpressionDescriber:
+    cls = top_level_classes(root).get(class_name)
+    return ExpressionDescriber(methods=methods_of(cls) if cls is not None else {})
 
 
-def _alias_list(method: cst.FunctionDef) -> cst.BaseExpression | None:
+def _alias_list(method: Node) -> Node | None:
     """The string list the scan iterates: a local list used as a `for` iterable or passed to a
     call (`getattr_iter(config, attributes, ...)`), not one used in a membership test."""
-    lists: dict[str, cst.BaseExpression] = {}
-    for node in statements(method.body):
-        if (
-            isinstance(node, cst.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0].target, cst.Name)
-            and string_sequence(node.value) is not None
-        ):
-            lists[node.targets[0].target.value] = node.value
-    for node in walk_code(method):
-        if (
-            isinstance(node, cst.For)
-            and isinstance(node.iter, cst.Name)
-            and node.iter.value in lists
-        ):
-            return lists[node.iter.value]
-        if isinstance(node, cst.Call):
-            for arg in node.args:
-                if isinstance(arg.value, cst.Name) and arg.value.value in lists:
-                    return lists[arg.value.value]
+    lists: dict[str, Node] = {}
+    for node in body_statements(method):
+        assigned = assigned_name(node)
+        if assigned is not None and string_sequence(assigned[1]) is not None:
+            lists[assigned[0]] = assigned[1]
+    for node in walk(method):
+        if node.type == "for_statement":
+            iterated = name_of(node.child_by_field_name("right"))
+            if iterated in lists:
+                return lists[iterated]
+        elif node.type == "call":
+            for argument in arguments(node):
+                if name_of(argument) in lists:
+                    return lists[name_of(argument)]  # type: ignore[index]
     return None
 
 
@@ -152,31 +108,34 @@ def kv_head_aliases(text: str, path: str, class_name: str) -> list[KvHeadAlias]:
 
 def kv_head_fallback(text: str, path: str, class_name: str) -> list[KvHeadFallback]:
     """What the scan returns when no alias key is present."""
-    module, method = class_method(text, path, class_name, KV_METHOD)
-    describer = class_describer(module, class_name)
+    root, method = class_method(text, path, class_name, KV_METHOD)
+    describer = class_describer(root, class_name)
     symbol = f"{class_name}.{KV_METHOD}"
-    fallback: cst.BaseExpression | None = None
-    for node in walk_code(method):
-        if isinstance(node, cst.Arg) and node.keyword and node.keyword.value == "default_factory":
-            fallback = node.value
-    body = statements(method.body)
+    fallback: Node | None = None
+    for node in walk(method):
+        if node.type == "call":
+            fallback = keywords(node).get("default_factory", fallback)
+    body = body_statements(method)
     for node in body:
-        if isinstance(node, cst.Assign) and isinstance(node.targets[0].target, cst.Name):
-            describer.env[node.targets[0].target.value] = node.value
-    if fallback is None and body and isinstance(body[-1], cst.Return) and body[-1].value:
-        fallback = body[-1].value
+        assigned = assigned_name(node)
+        if assigned is not None:
+            describer.env[assigned[0]] = assigned[1]
+    if fallback is None and body:
+        fallback = returned(body[-1])
     if fallback is None:
         raise AnchorError(
             f"{symbol} in {path} has no fallback after the alias scan",
             paths=[path],
             anchor=f"{symbol}: final return / default_factory",
         )
-    fallback = unparenthesized(fallback)
-    if isinstance(fallback, cst.Name) and fallback.value in describer.env:
-        fallback = unparenthesized(describer.env[fallback.value])
-    if isinstance(fallback, cst.Attribute) and describer.code(fallback.value) == "self":
-        words = describer.describe(cst.Call(func=fallback))  # a bound method used as a factory
-        key = _method_return_key(describer, fallback.attr.value)
+    fallback = unparenthesize(fallback)
+    if name_of(fallback) in describer.env:
+        fallback = unparenthesize(describer.env[name_of(fallback)])  # type: ignore[index]
+    method_of_self = attribute(fallback)
+    if method_of_self is not None and code_of(method_of_self[0]) == "self":
+        name = method_of_self[1]  # a bound method used as a factory: what it returns
+        words = describer.describe_method(name)
+        key = _method_return_key(describer, name)
     else:
         words = describer.describe(fallback)
         key = describer.config_ref(fallback) or ""
@@ -194,48 +153,46 @@ def kv_head_fallback(text: str, path: str, class_name: str) -> list[KvHeadFallba
 def _method_return_key(describer: ExpressionDescriber, name: str) -> str:
     """The config key a one-line method returns (`return getattr(cfg, "k", 0)`); "" otherwise."""
     method = describer.methods.get(name)
-    body = statements(method.body) if method is not None else []
-    if len(body) == 1 and isinstance(body[0], cst.Return) and body[0].value is not None:
-        return describer.config_ref(body[0].value) or ""
-    return ""
+    body = body_statements(method) if method is not None else []
+    value = returned(body[0]) if len(body) == 1 else None
+    return (describer.config_ref(value) or "") if value is not None else ""
 
 
-def _model_types_tested(test: cst.BaseExpression, d: ExpressionDescriber) -> list[str] | None:
+def _model_types_tested(test: Node, d: ExpressionDescriber) -> list[str] | None:
     """[types] when `test` is `model_type == "x"` or `model_type in [...]`, else None."""
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+    compared = single_comparison(test)
+    if compared is None or d.config_ref(compared[0]) != "model_type":
         return None
-    if d.config_ref(test.left) != "model_type":
-        return None
-    op = test.comparisons[0].operator
-    right = test.comparisons[0].comparator
-    if isinstance(right, cst.Name) and right.value in d.env:
-        right = d.env[right.value]
-    if isinstance(op, cst.Equal) and string_value(right) is not None:
+    _, op, right = compared
+    right = d.resolved(right)
+    if op == "==" and string_value(right) is not None:
         return [string_value(right)]  # type: ignore[list-item]
-    if isinstance(op, cst.In):
+    if op == "in":
         return string_sequence(right)
     return None
 
 
 def kv_head_overrides_inline(text: str, path: str, class_name: str) -> list[KvHeadOverride]:
     """The special cases at the top of ModelConfig.get_total_num_kv_heads (2025 layouts)."""
-    module, method = class_method(text, path, class_name, KV_METHOD)
-    d = class_describer(module, class_name)
+    root, method = class_method(text, path, class_name, KV_METHOD)
+    d = class_describer(root, class_name)
     symbol = f"{class_name}.{KV_METHOD}"
     alias_list = _alias_list(method)
     rows: list[KvHeadOverride] = []
     order = 0
-    for node in statements(method.body):
-        if isinstance(node, cst.Assign) and node.value is alias_list:
+    for node in body_statements(method):
+        assigned = assigned_name(node)
+        if assigned is not None and alias_list is not None and assigned[1].id == alias_list.id:
             break
-        if isinstance(node, cst.Assign) and isinstance(node.targets[0].target, cst.Name):
-            d.env[node.targets[0].target.value] = node.value
+        if assigned is not None:
+            d.env[assigned[0]] = assigned[1]
             continue
-        if not isinstance(node, cst.If):
+        branch = if_branch(node)
+        if branch is None:
             continue
-        model_types = _model_types_tested(node.test, d)
+        model_types = _model_types_tested(branch.test, d)
         if model_types:
-            bodies = kv_rule_bodies(statements(node.body), d, f"{path}::{symbol}")
+            bodies = kv_rule_bodies(statements(branch.body), d, f"{path}::{symbol}")
             for model_type in model_types:
                 rows += [
                     KvHeadOverride(
@@ -250,7 +207,7 @@ def kv_head_overrides_inline(text: str, path: str, class_name: str) -> list[KvHe
                 ]
             order += len(bodies)
             continue
-        fields = star_rule(node.test, statements(node.body), d, f"{path}::{symbol}")
+        fields = star_rule(branch.test, statements(branch.body), d, f"{path}::{symbol}")
         rows.append(
             KvHeadOverride(
                 model_type="*",

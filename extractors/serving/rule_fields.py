@@ -1,23 +1,37 @@
 """vLLM rule code -> structured fields: condition terms, rule values and KV-head rule bodies.
 
-Pure functions over libcst nodes. What they cannot structure they return as None (a term or a
-value) or as an "opaque" rule with the reason in words; they never guess."""
+Pure functions over tree-sitter nodes (parsing/python_ts.py). What they cannot structure they
+return as None (a term or a value) or as an "opaque" rule with the reason in words; they never
+guess."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import libcst as cst
+from tree_sitter import Node
 
-from apron.extractors.parsing.python_cst import (
+from apron.extractors.parsing.config_reads import truth_when_absent
+from apron.extractors.parsing.python_describe import (
     ExpressionDescriber,
-    conjuncts,
     int_value,
-    statements,
     string_sequence,
-    string_value,
-    walk_code,
 )
+from apron.extractors.parsing.python_forms import if_branch
+from apron.extractors.parsing.python_ts import (
+    arguments,
+    assigned_name,
+    attribute,
+    call_parts,
+    conjuncts,
+    name_of,
+    returned,
+    single_comparison,
+    statements,
+    string_value,
+    unparenthesize,
+    walk,
+)
+from apron.extractors.parsing.python_ts import negated as not_of
 from apron.extractors.rule_terms import (
     EQUALS,
     IN,
@@ -34,76 +48,68 @@ KV_METHOD = "get_total_num_kv_heads"
 Value = tuple[str, str, int | None]  # (gives, key, constant) as in KvHeadOverride
 
 
-def resolved(node: cst.BaseExpression, d: ExpressionDescriber) -> cst.BaseExpression:
+def resolved(node: Node, d: ExpressionDescriber) -> Node:
     """`node` with local names replaced by what they were assigned."""
-    seen: set[str] = set()
-    while isinstance(node, cst.Name) and node.value in d.env and node.value not in seen:
-        seen.add(node.value)
-        node = d.env[node.value]
-    return node
+    return d.resolved(node)
 
 
-def _reads_false_when_absent(default: cst.BaseExpression | None) -> bool:
-    """A getattr default under which an absent key reads as false (or no default at all)."""
-    if default is None:
-        return True
-    if isinstance(default, cst.Name):
-        return default.value in ("False", "None")
-    return int_value(default) == 0 or string_value(default) == ""
-
-
-def _compared(node: cst.BaseExpression, d: ExpressionDescriber) -> Term | None:
-    if len(node.comparisons) != 1:  # type: ignore[attr-defined]
+def _compared(node: Node, d: ExpressionDescriber) -> Term | None:
+    compared = single_comparison(node)
+    if compared is None:
         return None
-    target = node.comparisons[0]  # type: ignore[attr-defined]
-    left, op = node.left, target.operator  # type: ignore[attr-defined]
-    right = resolved(target.comparator, d)
+    left, op, right = compared
+    right = resolved(right, d)
     key = string_value(left)
-    if key is not None and isinstance(op, cst.In | cst.NotIn):
+    if key is not None and op in ("in", "not in"):
         base = d.config_ref(right)
         if base is None:
             return None
         term: Term = (f"{base}.{key}" if base else key, PRESENT)
-        return term if isinstance(op, cst.In) else negated(term)
+        return term if op == "in" else negated(term)
     ref = d.config_ref(left)
     if not ref:
         return None
-    if isinstance(op, cst.Equal | cst.NotEqual):
+    if op in ("==", "!="):
         value = string_value(right)
         if value is None:
             return None
-        return (ref, EQUALS if isinstance(op, cst.Equal) else NOT_EQUALS, value)
-    if isinstance(op, cst.In | cst.NotIn):
+        return (ref, EQUALS if op == "==" else NOT_EQUALS, value)
+    if op in ("in", "not in"):
         values = string_sequence(right)
         if not values:
             return None
-        return (ref, IN if isinstance(op, cst.In) else NOT_IN, *values)
+        return (ref, IN if op == "in" else NOT_IN, *values)
     return None
 
 
-def term_of(node: cst.BaseExpression, d: ExpressionDescriber) -> Term | None:
+def term_of(node: Node, d: ExpressionDescriber) -> Term | None:
     """One condition term for `node`, or None when it is not a single simple test."""
-    node = resolved(node, d)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-        inner = term_of(node.expression, d)
-        return negated(inner) if inner else None
-    if isinstance(node, cst.Comparison):
+    node = unparenthesize(resolved(node, d))
+    inner = not_of(node)
+    if inner is not None:
+        found = term_of(inner, d)
+        return negated(found) if found else None
+    if node.type == "comparison_operator":
         return _compared(node, d)
-    if isinstance(node, cst.Call) and d.code(node.func) == "hasattr" and len(node.args) == 2:
-        base = d.config_ref(node.args[0].value)
-        key = string_value(node.args[1].value)
+    args = arguments(node)
+    if node.type == "call" and d.callee(node) == "hasattr" and len(args) == 2:
+        base = d.config_ref(args[0])
+        key = string_value(args[1])
         if base is None or key is None:
             return None
         return (f"{base}.{key}" if base else key, PRESENT)
     ref = d.config_ref(node)
     if ref:
-        return (ref, TRUTHY) if _reads_false_when_absent(d.getattr_default(node)) else None
-    if isinstance(node, cst.Attribute) and d.code(node.value) == "self":
-        return (node.attr.value, TRUTHY)  # a ModelConfig property, read like a config flag
+        default = d.getattr_default(node)  # an absent key must read as false, or raise
+        absent = truth_when_absent("truthy", d.code(default)) if default is not None else False
+        return (ref, TRUTHY) if absent is False else None
+    read = attribute(node)
+    if read is not None and d.code(read[0]) == "self":
+        return (read[1], TRUTHY)  # a ModelConfig property, read like a config flag
     return None
 
 
-def condition_of(node: cst.BaseExpression, d: ExpressionDescriber) -> tuple[Term, ...] | None:
+def condition_of(node: Node, d: ExpressionDescriber) -> tuple[Term, ...] | None:
     """The terms of a conjunction, or None when any part is not a simple term."""
     terms = [term_of(part, d) for part in conjuncts(resolved(node, d))]
     if any(t is None for t in terms):
@@ -111,18 +117,17 @@ def condition_of(node: cst.BaseExpression, d: ExpressionDescriber) -> tuple[Term
     return tuple(terms)  # type: ignore[arg-type]
 
 
-def is_super_call(node: cst.BaseExpression | None, method: str) -> bool:
-    return (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value == method
-        and isinstance(node.func.value, cst.Call)
-        and isinstance(node.func.value.func, cst.Name)
-        and node.func.value.func.value == "super"
-    )
+def is_super_call(node: Node | None, method: str) -> bool:
+    """`super().<method>(...)`."""
+    parts = call_parts(node) if node is not None else None
+    called = attribute(parts[0]) if parts is not None else None
+    if called is None or called[1] != method:
+        return False
+    inner = call_parts(called[0])
+    return inner is not None and name_of(inner[0]) == "super"
 
 
-def value_of(node: cst.BaseExpression | None, d: ExpressionDescriber) -> Value | None:
+def value_of(node: Node | None, d: ExpressionDescriber) -> Value | None:
     """A constant, a config key read without a default, or the base scan; None otherwise."""
     if node is None:
         return None
@@ -138,7 +143,7 @@ def value_of(node: cst.BaseExpression | None, d: ExpressionDescriber) -> Value |
     return None
 
 
-def value_words(node: cst.BaseExpression | None, d: ExpressionDescriber) -> str:
+def value_words(node: Node | None, d: ExpressionDescriber) -> str:
     if node is None:
         return "None"
     if is_super_call(node, KV_METHOD):
@@ -173,7 +178,7 @@ def opaque(reason: str) -> dict[str, Any]:
     return rule_fields("opaque", reason=reason)
 
 
-def _single_value(last: cst.BaseExpression | None, d: ExpressionDescriber) -> dict[str, Any]:
+def _single_value(last: Node | None, d: ExpressionDescriber) -> dict[str, Any]:
     value = value_of(last, d)
     if value is not None and value[0] == CONSTANT:
         return rule_fields("constant", gives=value)
@@ -191,44 +196,40 @@ def _single_value(last: cst.BaseExpression | None, d: ExpressionDescriber) -> di
     return opaque(f"returns {value_words(last, d)}")
 
 
-def kv_rule_bodies(
-    body: list[cst.CSTNode], d: ExpressionDescriber, where: str
-) -> list[dict[str, Any]]:
+def kv_rule_bodies(body: list[Node], d: ExpressionDescriber, where: str) -> list[dict[str, Any]]:
     """Structured fields for the body of a get_total_num_kv_heads override or inline rule.
 
     One entry per rule, in evaluation order: `if c1: return v1; if c2: return v2; return v3`
     is two rules, "v1 when c1" (no else: the next rule) and "v2 when c2; else v3"."""
     real = []
     for node in body:
-        if (
-            isinstance(node, cst.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0].target, cst.Name)
-        ):
-            d.env[node.targets[0].target.value] = node.value
-        elif not isinstance(node, cst.Assert):
+        assigned = assigned_name(node)
+        if assigned is not None:
+            d.env[assigned[0]] = assigned[1]
+        elif node.type != "assert_statement":
             real.append(node)
     for node in real:
-        if isinstance(node, cst.For):
+        if node.type == "for_statement":
             loop = " ".join(d.code(node).split())
             return [
                 rule_fields(
                     "derived",
-                    derived_from=d.config_ref(node.iter) or "",
+                    derived_from=d.config_ref(node.child_by_field_name("right")) or "",
                     reason=f"computed in a loop: {loop}",
                 )
             ]
-    if not real or not isinstance(real[-1], cst.Return):
+    if not real or real[-1].type != "return_statement":
         return [opaque(f"see {where}")]
     branches = []
     for node in real[:-1]:
-        if not isinstance(node, cst.If) or node.orelse is not None:
+        branch = if_branch(node)
+        if branch is None or not branch.alone:
             return [opaque(f"see {where}")]
-        inner = statements(node.body)
-        if len(inner) != 1 or not isinstance(inner[0], cst.Return):
+        inner = statements(branch.body)
+        if len(inner) != 1 or inner[0].type != "return_statement":
             return [opaque(f"see {where}")]
-        branches.append((node.test, inner[0].value))
-    last = real[-1].value
+        branches.append((branch.test, returned(inner[0])))
+    last = returned(real[-1])
     if not branches:
         return [_single_value(last, d)]
     if len(branches) == 1:
@@ -248,40 +249,32 @@ def kv_rule_bodies(
     return rules
 
 
-def mentions_model_type(node: cst.BaseExpression, d: ExpressionDescriber) -> bool:
+def mentions_model_type(node: Node, d: ExpressionDescriber) -> bool:
     node = resolved(node, d)
-    return any(
-        d.config_ref(n) == "model_type"
-        for n in walk_code(node)
-        if isinstance(n, cst.BaseExpression)
-    )
+    return any(d.config_ref(n) == "model_type" for n in walk(node))
 
 
-def star_rule(
-    test: cst.BaseExpression, body: list[cst.CSTNode], d: ExpressionDescriber, where: str
-) -> dict[str, Any]:
+def star_rule(test: Node, body: list[Node], d: ExpressionDescriber, where: str) -> dict[str, Any]:
     """Fields of an inline rule that applies to every model type (`if <test>: return <value>`).
 
     A negated conjunction that tests model_type (`not (model_type in [...] and flag)`) becomes
     `excludes`; the other conjuncts are the rule's condition."""
-    if len(body) != 1 or not isinstance(body[0], cst.Return):
+    if len(body) != 1 or body[0].type != "return_statement":
         return opaque(f"see {where}")
-    value = body[0].value
+    value = returned(body[0])
     parts = conjuncts(test)
     excluded = [
         c
         for c in parts
-        if isinstance(c, cst.UnaryOperation)
-        and isinstance(c.operator, cst.Not)
-        and term_of(c, d) is None
-        and mentions_model_type(c.expression, d)
+        if not_of(c) is not None and term_of(c, d) is None and mentions_model_type(not_of(c), d)  # type: ignore[arg-type]
     ]
-    kept = [c for c in parts if c not in excluded]
+    excluded_ids = {c.id for c in excluded}
+    kept = [c for c in parts if c.id not in excluded_ids]
     words = f"{value_words(value, d)} when " + (
         " and ".join(d.describe(c) for c in kept) or "always"
     )
     when = tuple(term_of(c, d) for c in kept)
-    excludes = condition_of(excluded[0].expression, d) if len(excluded) == 1 else ()
+    excludes = condition_of(not_of(excluded[0]), d) if len(excluded) == 1 else ()  # type: ignore[arg-type]
     gives = value_of(value, d)
     if None in when or gives is None or (excluded and not excludes) or len(excluded) > 1:
         return opaque(words)

@@ -13,13 +13,14 @@ shows them: parentheses are looked through when a node's kind is tested, and kep
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.config_reads import config_read, config_root, truth_when_absent
+from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_ts import (
     COLLECTIONS,
     COMPREHENSIONS,
@@ -54,13 +55,6 @@ CLASS = "ModelConfig"
 PREDICATE_PREFIX = "is_"
 HYBRID_SWA_SETS = ("is_hybrid_swa_model", "is_hybrid_model")
 ARCH_CALLS = ("_hf_arch",)
-CONFIG_ROOTS = {
-    "self.hf_text_config": "hf_text_config",
-    "self.hf_config": "hf_config",
-    "hf_text_config": "hf_text_config",
-    "hf_config": "hf_config",
-    "config": "hf_config",
-}
 CONFIG_READERS = ("getattr", "_hf_attr")
 
 
@@ -233,30 +227,17 @@ class _Reader(WarnsInFile):
         return (
             op == "is not"
             and code_of(right) == "None"
-            and (name_of(left) in CONFIG_ROOTS or code_of(left).endswith(".architectures"))
+            and (config_root(left) is not None or code_of(left).endswith(".architectures"))
         )
 
     # -- conditions
 
-    def config_read(self, node: Node) -> tuple[str, str, str] | None:
+    def field_read(self, node: Node) -> tuple[str, str, str] | None:
         """(config, field, default) for `getattr(cfg, "f", D)`, `_hf_attr(cfg, "f")`, `cfg.f`."""
-        parts = call_parts(node)
-        if parts is not None and code_of(parts[0]) in CONFIG_READERS:
-            args = parts[1]
-            if len(args) in (2, 3):
-                root = CONFIG_ROOTS.get(code_of(args[0]))
-                key = string_value(args[1])
-                if root and key:
-                    default = code_of(args[2]) if len(args) == 3 else ""
-                    if code_of(parts[0]) == "_hf_attr":
-                        default = "None"
-                    return root, key, default
-        read = attribute(node)
-        if read is not None:
-            root = CONFIG_ROOTS.get(code_of(read[0]))
-            if root:
-                return root, read[1], ""
-        return None
+        read = config_read(node, readers=CONFIG_READERS)
+        if read is None or not read.field or "." in read.field:
+            return None
+        return read.config, read.field, read.default or ""
 
     def condition(self, node: Node, negate: bool = False) -> Condition:
         text = code_of(node)
@@ -270,18 +251,18 @@ class _Reader(WarnsInFile):
         if compared is not None:
             left, op, right = compared
             if code_of(right) == "None" and op in ("is not", "is"):
-                read = self.config_read(left)
+                read = self.field_read(left)
                 check = "is not None" if op == "is not" else "is None"
         elif comparison(node) is not None:
             pass
         elif parts is not None and code_of(parts[0]) == "hasattr":
             if len(parts[1]) == 2:
-                root = CONFIG_ROOTS.get(code_of(parts[1][0]))
+                root = config_root(parts[1][0])
                 key = string_value(parts[1][1])
                 if root and key:
                     read, check = (root, key, ""), "present"
         else:
-            read = self.config_read(node)
+            read = self.field_read(node)
         if read is None:
             return Condition(f"not ({text})" if negate else text)
         if negate:
@@ -296,7 +277,7 @@ class _Reader(WarnsInFile):
                 if text.endswith(" is not None")
                 else (f"not {text}")
             )
-        return Condition(text, read[0], read[1], check, read[2], _when_absent(check, read[2]))
+        return Condition(text, read[0], read[1], check, read[2], truth_when_absent(check, read[2]))
 
     def row(
         self,
@@ -331,30 +312,6 @@ class _Reader(WarnsInFile):
             path=self.path,
             symbol=member.symbol,
         )
-
-
-_LITERALS: dict[str, object] = {"None": None, "True": True, "False": False}
-
-
-def _when_absent(check: str, default: str) -> bool | None:
-    """The truth of a structured condition when its field is absent, from the getattr default
-    as written; None when the read has no default or the default is not a plain literal."""
-    if check in ("present", "absent"):
-        return check == "absent"
-    if default in _LITERALS:
-        value = _LITERALS[default]
-    elif re.fullmatch(r"-?\d+(?:\.\d+)?", default):
-        value = float(default)
-    elif len(default) >= 2 and default[0] == default[-1] and default[0] in "\"'":
-        value = default[1:-1]
-    else:
-        return None
-    return {
-        "is not None": value is not None,
-        "is None": value is None,
-        "truthy": bool(value),
-        "falsy": not value,
-    }.get(check)
 
 
 def _returned_bool(body: list[Node]) -> bool | None:
@@ -413,7 +370,7 @@ def _branch_rows(
 
 
 def _predicate_rows(reader: _Reader, name: str, fn: Node) -> list[SglangArchitectureSet]:
-    body = statements(fn.child_by_field_name("body"))
+    body = body_statements(fn)
     assigned = [a for a in map(single_assignment, body) if a is not None]
     env, arch_names = _locals(assigned, reader, frozenset())
     rows: list[SglangArchitectureSet] = []

@@ -11,13 +11,18 @@ libcst reader read it (extractors/parsing/python_ts.py)."""
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 from functools import lru_cache
 
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.config_reads import (
+    ConfigRead,
+    config_read,
+    config_root,
+    truth_when_absent,
+)
 from apron.extractors.parsing.python_ts import (
     assignments_and_ifs,
     attribute,
@@ -28,16 +33,14 @@ from apron.extractors.parsing.python_ts import (
     defined_name,
     if_clauses,
     methods_of,
-    name_of,
     negated,
-    node_text,
     parse_python,
     single_assignment,
     single_comparison,
     statements,
     string_value,
     undecorated,
-    unparenthesize,
+    walk,
 )
 from apron.extractors.records import ExtractionWarning
 from apron.extractors.sglang.records import (
@@ -50,12 +53,6 @@ CLASS = "ModelConfig"
 TARGET = "self.attention_arch"
 TARGET_ATTRIBUTE = "attention_arch"
 ENUM = "AttentionArch"
-CONFIG_ROOTS = {
-    "self.hf_text_config": "hf_text_config",
-    "self.hf_config": "hf_config",
-    "hf_text_config": "hf_text_config",
-    "hf_config": "hf_config",
-}
 # latent-attention config fields; a branch that reads them treats the model as MLA-shaped
 MLA_FIELDS = (
     "kv_lora_rank",
@@ -147,27 +144,24 @@ class _Reader:
         return string_value(compared[0])
 
     def condition(self, arch: str, node: Node) -> SglangMlaCondition:
-        config, fld, check, default = "", "", "expression", None
+        read, check = None, "expression"
         inner = node
         compared = single_comparison(inner)
         parts = call_parts(inner)
         if negated(inner) is not None:
-            read = self.config_read(negated(inner))  # type: ignore[arg-type]
-            if read:
-                (config, fld, default), check = read, "falsy"
+            read = self.field_read(negated(inner))  # type: ignore[arg-type]
+            check = "falsy" if read else check
         elif compared is not None and compared[1] == "is not" and self.code(compared[2]) == "None":
-            read = self.config_read(compared[0])
-            if read:
-                (config, fld, default), check = read, "is not None"
+            read = self.field_read(compared[0])
+            check = "is not None" if read else check
         elif parts is not None and self.code(parts[0]) == "hasattr" and len(parts[1]) == 2:
-            root = CONFIG_ROOTS.get(self.code(parts[1][0]))
+            root = config_root(parts[1][0])
             key = string_value(parts[1][1])
             if root and key:
-                config, fld, check = root, key, "present"
+                read, check = ConfigRead(config=root, field=key, default=None), "present"
         else:
-            read = self.config_read(inner)
-            if read:
-                (config, fld, default), check = read, "truthy"
+            read = self.field_read(inner)
+            check = "truthy" if read else check
         if check == "expression":
             self.warn(
                 "unstructured-condition",
@@ -176,77 +170,39 @@ class _Reader:
             )
         return SglangMlaCondition(
             architecture=arch,
-            config=config,
-            field=fld,
+            config=read.config if read else "",
+            field=read.field if read else "",
             check=check,
-            default=self.code(default) if default is not None else "",
-            when_absent=_truth_when_absent(check, default),
+            default=(read.default or "") if read and check != "present" else "",
+            when_absent=(
+                truth_when_absent(check, read.default) if read and check != "expression" else None
+            ),
             expression=self.code(node),
             path=self.path,
             symbol=self.symbol,
         )
 
-    def config_read(self, node: Node) -> tuple[str, str, Node | None] | None:
-        """(config, field, default node) for `getattr(self.hf_text_config, "f", D)` /
-        `self.hf_config.f` (default None when read without one)."""
-        parts = call_parts(node)
-        if parts is not None and self.code(parts[0]) == "getattr" and len(parts[1]) in (2, 3):
-            args = parts[1]
-            root = CONFIG_ROOTS.get(self.code(args[0]))
-            key = string_value(args[1])
-            if root and key:
-                return root, key, args[2] if len(args) == 3 else None
-        read = attribute(node)
-        if read is not None:
-            root = CONFIG_ROOTS.get(self.code(read[0]))
-            if root:
-                return root, read[1], None
-        return None
+    def field_read(self, node: Node) -> ConfigRead | None:
+        """`getattr(self.hf_text_config, "f", D)` / `self.hf_config.f`: one field of a config
+        root (default None when read without one)."""
+        read = config_read(node)
+        return read if read is not None and read.field and "." not in read.field else None
 
     def mla_reads(self, body: Node | None) -> tuple[str, ...]:
+        """The latent-attention fields a branch reads of a config, and the MLA helpers of
+        `self` it names."""
         found: set[str] = set()
-        stack = [body] if body is not None else []
-        while stack:
-            node = stack.pop()
-            stack.extend(node.children)
-            read = attribute(node) if node.type == "attribute" else None
-            if read is not None:
-                if read[1] in MLA_FIELDS and self.code(read[0]) in CONFIG_ROOTS:
-                    found.add(read[1])
-                elif read[1] in MLA_HELPERS and self.code(read[0]) == "self":
-                    found.add(read[1] + "()")
+        for node in walk(body) if body is not None else ():
+            if node.type not in ("attribute", "call"):
                 continue
-            parts = call_parts(node) if node.type == "call" else None
-            if parts is not None and self.code(parts[0]) == "getattr" and len(parts[1]) >= 2:
-                key = string_value(parts[1][1])
-                if key in MLA_FIELDS and self.code(parts[1][0]) in CONFIG_ROOTS:
-                    found.add(key)  # type: ignore[arg-type]
+            read = self.field_read(node)
+            if read is not None and read.field in MLA_FIELDS:
+                found.add(read.field)
+                continue
+            named = attribute(node)
+            if named is not None and named[1] in MLA_HELPERS and self.code(named[0]) == "self":
+                found.add(named[1] + "()")
         return tuple(sorted(found))
-
-
-_LITERALS = {"None": None, "True": True, "False": False}
-
-
-def _truth_when_absent(check: str, default: Node | None) -> bool | None:
-    """The truth of a condition when its field is absent: from the getattr default, or False
-    for `present`; None when the read has no default (it would raise) or the default is not a
-    plain None/True/False/number/string literal."""
-    if check == "present":
-        return False
-    if check == "expression" or default is None:
-        return None
-    number, name = unparenthesize(default), name_of(default)
-    if name is not None and name in _LITERALS:
-        value: object = _LITERALS[name]
-    elif number.type in ("integer", "float") and not node_text(number).endswith(("j", "J")):
-        value = ast.literal_eval(node_text(number))
-    elif string_value(default) is not None:
-        value = string_value(default)
-    else:
-        return None
-    if check == "is not None":
-        return value is not None
-    return bool(value) if check == "truthy" else not value
 
 
 def _branches(node: Node) -> tuple[list[Branch], Node | None]:

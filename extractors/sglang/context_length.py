@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_ts import (
     assigned_name,
     call_parts,
     callee,
     code_of,
     comparison,
+    defined_name,
     if_clauses,
     number_literal,
     parse_python,
@@ -22,6 +24,7 @@ from apron.extractors.parsing.python_ts import (
     statements,
     string_value,
     top_level_assignments,
+    undecorated,
     unparenthesize,
 )
 from apron.extractors.records import Record
@@ -48,11 +51,9 @@ def _row(kind: str, order: int, path: str, *, name="", value="", code="") -> Sgl
 
 def _function(root, name: str):
     for node in root.named_children:
-        target = (
-            node.child_by_field_name("definition") if node.type == "decorated_definition" else node
-        )
-        if target is not None and target.type == "function_definition":
-            if code_of(target.child_by_field_name("name")) == name:
+        target = undecorated(node)
+        if target.type == "function_definition":
+            if defined_name(target) == name:
                 return target
     return None
 
@@ -168,7 +169,7 @@ def context_length_rules(text: str, path: str) -> list[SglangContextRule]:
     function = _function(root, FUNCTION)
     if function is None:
         return [_row("unread", 0, path, code=f"no {FUNCTION}")]
-    body = statements(function.child_by_field_name("body"))
+    body = body_statements(function)
     return _keys(root, path) + _rope_rules(body, path) + _default(body, path)
 
 

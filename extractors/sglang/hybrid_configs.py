@@ -18,6 +18,7 @@ from functools import lru_cache
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_classes import base_names
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     CONTAINERS,
@@ -98,19 +99,11 @@ def _file_classes(text: str, path: str) -> tuple[ConfigClass, ...]:
         if root.has_error:
             parse_python(text, path, check_depth=False)  # raises its ParseError
     found = []
-    for node in root.named_children:
-        cls = (
-            node.child_by_field_name("definition") if node.type == "decorated_definition" else node
-        )
-        if cls is None or cls.type != "class_definition":
+    for cls in map(undecorated, root.named_children):
+        if cls.type != "class_definition":
             continue
-        name = node_text(cls.child_by_field_name("name"))
-        supers = cls.child_by_field_name("superclasses")
-        bases = tuple(
-            node_text(b).rsplit(".", 1)[-1]
-            for b in (supers.named_children if supers is not None else [])
-            if b.type in ("identifier", "attribute")
-        )
+        name = defined_name(cls)
+        bases = tuple(name.rsplit(".", 1)[-1] for name in base_names(cls))
         body = cls.child_by_field_name("body")
         model_type = ""
         for key, value in assignments(body) if body is not None else []:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from apron.extractors.records import Record
 from apron.extractors.serving import kv_heads
-from apron.extractors.sglang.model_config_shape import kv_scan_text
 
 CLASS = "ModelConfig"
 ALIASES = "kv_head_aliases"
@@ -16,14 +15,14 @@ OVERRIDES = "kv_head_overrides"
 
 def kv_head_aliases(text: str, path: str) -> list[Record]:
     """The config keys the scan tries on hf_text_config, in order."""
-    return list(kv_heads.kv_head_aliases(kv_scan_text(text), path, CLASS))
+    return list(kv_heads.kv_head_aliases(text, path, CLASS))
 
 
 def kv_head_overrides(text: str, path: str) -> list[Record]:
     """The rules before the scan: multi_query, then the mpt / dbrx / nemotron-nas branches."""
-    return list(kv_heads.kv_head_overrides_inline(kv_scan_text(text), path, CLASS))
+    return list(kv_heads.kv_head_overrides_inline(text, path, CLASS))
 
 
 def kv_head_fallback(text: str, path: str) -> list[Record]:
     """What the method returns when no alias key is present."""
-    return list(kv_heads.kv_head_fallback(kv_scan_text(text), path, CLASS))
+    return list(kv_heads.kv_head_fallback(text, path, CLASS))

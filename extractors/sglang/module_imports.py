@@ -8,12 +8,12 @@ not in the snapshot is taken to provide the name."""
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable
 from functools import lru_cache
 
 from tree_sitter import Node
 
+from apron.extractors.parsing.python_imports import imported_path_stem
 from apron.extractors.parsing.python_top_level import top_level_outline
 from apron.extractors.parsing.python_ts import (
     import_source,
@@ -21,6 +21,7 @@ from apron.extractors.parsing.python_ts import (
     node_text,
     parse_once,
     parse_python,
+    undecorated,
 )
 
 PACKAGE = "sglang"
@@ -68,8 +69,7 @@ def bound_names(text: str, path: str) -> frozenset[str]:
         if node.type in BLOCKS:
             statements.extend(_inner(node))
     for node in statements:
-        if node.type == "decorated_definition":
-            node = node.child_by_field_name("definition") or node
+        node = undecorated(node)
         if node.type in ("class_definition", "function_definition"):
             name = node.child_by_field_name("name")
             if name is not None:
@@ -94,16 +94,6 @@ def bound_names(text: str, path: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def _stem(importer: str, module: str, level: int) -> str:
-    if level:
-        base = posixpath.dirname(importer)
-        for _ in range(level - 1):
-            base = posixpath.dirname(base)
-    else:
-        base = PACKAGE_ROOT
-    return posixpath.join(base, *module.split(".")) if module else base
-
-
 def _dotted(stem: str) -> str:
     return stem.removeprefix(PACKAGE_ROOT + "/").replace("/", ".")
 
@@ -122,7 +112,7 @@ def import_errors(text: str, path: str, read: Callable[[str], str | None]) -> tu
         level, module = source
         if not level and module.split(".")[0] != PACKAGE:
             continue
-        stem = _stem(path, module, level)
+        stem = imported_path_stem(path, level, module, PACKAGE_ROOT)
         target_path = f"{stem}.py"
         target = read(target_path)
         if target is None:

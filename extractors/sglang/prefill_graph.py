@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_ts import (
     assigned_name,
     attribute,
@@ -64,7 +65,7 @@ def _backend_name(node) -> str | None:
 
 def _rules(method, backend: str, path: str, symbol: str) -> list[SglangPrefillGraphRule]:
     """The `rules = [(label, lambda: condition), ...]` list of one disable method."""
-    for statement in statements(method.child_by_field_name("body")):
+    for statement in body_statements(method):
         found = assigned_name(statement)
         if found is None or found[0] != "rules":
             continue

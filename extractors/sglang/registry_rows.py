@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_imports import imported_path_stem
 from apron.extractors.parsing.python_top_level import Outline, top_level_outline
 from apron.extractors.parsing.python_ts import (
     import_source,
@@ -23,6 +24,7 @@ from apron.extractors.parsing.python_ts import (
     node_text,
     parse_once,
     parse_python,
+    undecorated,
     unparenthesize,
 )
 from apron.extractors.records import ExtractionWarning
@@ -70,18 +72,6 @@ class ModuleScan:
         return self.read_imports
 
 
-def _module_file(importer: str, module: str, level: int) -> str:
-    """`from .x import A` in python/sglang/srt/models/y.py -> python/sglang/srt/models/x.py
-    (the caller tries `<stem>.py` and `<stem>/__init__.py`; this returns the stem)."""
-    if level:
-        base = posixpath.dirname(importer)
-        for _ in range(level - 1):
-            base = posixpath.dirname(base)
-    else:
-        base = PACKAGE_ROOT
-    return posixpath.join(base, *module.split(".")) if module else base
-
-
 def _statements(root: Node):
     """Top-level statements, descending into top-level if/try/with blocks (not defs)."""
     for statement in root.named_children:
@@ -122,9 +112,7 @@ def scan_module(text: str, path: str) -> ModuleScan:
     if not outline.imports:
         scan.read_imports = {}
     for statement, at_top in _statements(root):
-        node = statement
-        if node.type == "decorated_definition":
-            node = node.child_by_field_name("definition") or node
+        node = undecorated(statement)
         if node.type == "class_definition":
             name = node.child_by_field_name("name")
             if name is not None:
@@ -212,7 +200,7 @@ def resolve(name: str, scan: ModuleScan, load: Loader) -> Resolved | None:
             continue
         if name in scan.imports:
             level, module, imported = scan.imports[name]
-            stem = _module_file(scan.path, module, level)
+            stem = imported_path_stem(scan.path, level, module, PACKAGE_ROOT)
             target_scan = load(stem + ".py") or load(stem + "/__init__.py")
             if target_scan is None:
                 return None

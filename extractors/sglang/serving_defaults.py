@@ -12,6 +12,7 @@ from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.limits import check_syntax_tree
+from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     PYTHON,
@@ -417,7 +418,7 @@ def page_size_from_pass(text: str, path: str, function: str, handler: str) -> Se
     branches: list[str] = []
     value: str | None = None
     why = ""
-    for statement in statements(definition.child_by_field_name("body")):
+    for statement in body_statements(definition):
         if statement.type == "if_statement":
             inner = statements(statement.child_by_field_name("consequence"))
             result = returned(inner[-1]) if inner else None

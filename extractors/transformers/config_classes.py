@@ -11,6 +11,7 @@ from typing import Any
 
 from tree_sitter import Node
 
+from apron.extractors.parsing.python_classes import base_names
 from apron.extractors.parsing.python_ts import (
     assignments,
     code_of,
@@ -548,12 +549,7 @@ def _default_of(name: str, value: Node) -> Default:
 def read_class(definition: Node, path: str) -> tuple[ConfigClass, list[ExtractionWarning]]:
     """One class_definition node -> its ConfigClass and the warnings of shapes not read."""
     name = node_text(definition.child_by_field_name("name"))
-    supers = definition.child_by_field_name("superclasses")
-    bases = tuple(
-        node_text(b)
-        for b in (supers.named_children if supers is not None else ())
-        if b.type in ("identifier", "attribute")
-    )
+    bases = tuple(base_names(definition))
     body = definition.child_by_field_name("body")
     reader = _Reader(path, name)
     reader.methods = _methods(body)

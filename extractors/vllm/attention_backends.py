@@ -14,6 +14,12 @@ from collections.abc import Callable, Iterator
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_classes import (
+    InconsistentHierarchy,
+    c3_linearization,
+    class_bases,
+)
+from apron.extractors.parsing.python_imports import absolute_module, module_of_path
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     arguments,
@@ -21,6 +27,7 @@ from apron.extractors.parsing.python_ts import (
     class_named,
     code_of,
     defined_name,
+    from_import,
     if_clauses,
     methods_of,
     node_text,
@@ -247,33 +254,19 @@ def _block_of(clause: Node) -> Node | None:
     return next((c for c in clause.named_children if c.type == "block"), None)
 
 
-def _imports(root: Node) -> dict[str, str]:
-    """Imported name -> the module it comes from (absolute `from a.b import X` at module scope)."""
+def _imports(root: Node, module: str, is_package: bool) -> dict[str, str]:
+    """Local name -> the dotted path of what it imports, for the `from` imports at module scope
+    (`from .base import AttentionBackend as Base` in `a.b.x` -> Base: a.b.base.AttentionBackend)."""
     found = {}
     for statement in _module_scope_statements(root):
-        if statement.type == "future_import_statement":
-            source = "__future__"
-        elif statement.type == "import_from_statement":
-            module = statement.child_by_field_name("module_name")
-            if module is None or module.type != "dotted_name":
-                continue  # relative
-            if any(c.type == "wildcard_import" for c in statement.children):
-                continue
-            source = code_of(module)
-        else:
-            continue
-        for name in statement.children_by_field_name("name"):
-            if name.type == "aliased_import":
-                name = name.child_by_field_name("name")
-            found[code_of(name)] = source
+        parts = from_import(statement) if statement.type == "import_from_statement" else None
+        if parts is None or parts[3]:
+            continue  # no module, or `import *`
+        level, dotted, names, _ = parts
+        source = absolute_module(module, is_package, level, dotted)
+        for local, imported in names:
+            found[local] = f"{source}.{imported}"
     return found
-
-
-class _Class:
-    __slots__ = ("node", "path", "imports")
-
-    def __init__(self, node: Node, path: str, imports: dict[str, str]) -> None:
-        self.node, self.path, self.imports = node, path, imports
 
 
 class _Modules:
@@ -292,51 +285,48 @@ class _Modules:
             if text is not None:
                 root = _tree(text, path)
                 self.parsed[path] = root
-                self.imported[path] = _imports(root)
+                self.imported[path] = _imports(root, *module_of_path(path))
         return self.parsed[path]
 
     def imports(self, path: str) -> dict[str, str]:
         return self.imported[path]
 
 
-def _bases(cls: Node) -> list[str]:
-    """The positional bases of a class as code (keywords such as `metaclass=` left out)."""
-    superclasses = cls.child_by_field_name("superclasses")
+class _Class:
+    __slots__ = ("dotted", "node", "path", "imports")
+
+    def __init__(self, dotted: str, node: Node, path: str, imports: dict[str, str]) -> None:
+        self.dotted, self.node, self.path, self.imports = dotted, node, path, imports
+
+
+def _class_at(modules: _Modules, dotted: str) -> _Class | None:
+    """The class a dotted path names, when its module is in the tree and defines it."""
+    module_name, _, class_name = dotted.rpartition(".")
+    path = module_path(module_name)
+    root = modules.module(path)
+    node = top_level_classes(root).get(class_name) if root is not None else None
+    return _Class(dotted, node, path, modules.imports(path)) if node is not None else None
+
+
+def _bases_in_tree(modules: _Modules, cls: _Class) -> list[_Class]:
+    """The bases of a class that are classes of the tree, followed through imports; a base
+    from outside it (torch, abc) has nothing the walk reads."""
+    module_name = cls.dotted.rpartition(".")[0]
     found = []
-    for argument in superclasses.named_children if superclasses is not None else ():
-        if argument.type in ("comment", "keyword_argument", "dictionary_splat"):
-            continue
-        if argument.type == "list_splat":
-            argument = argument.named_children[0]
-        found.append(code_of(argument))
+    for name in map(code_of, class_bases(cls.node)):
+        base = _class_at(modules, cls.imports.get(name, f"{module_name}.{name}"))
+        if base is not None:
+            found.append(base)
     return found
 
 
-def _mro(modules: _Modules, dotted: str) -> Iterator[_Class]:
-    """The class at `dotted` and its bases (first base first), followed through imports."""
-    seen = set()
-    todo = [dotted]
-    while todo and len(seen) < 12:
-        current = todo.pop(0)
-        if current in seen:
-            continue
-        seen.add(current)
-        module_name, _, class_name = current.rpartition(".")
-        path = module_path(module_name)
-        root = modules.module(path)
-        if root is None:
-            continue
-        classes = top_level_classes(root)
-        node = classes.get(class_name)
-        if node is None:
-            continue
-        found = _Class(node, path, modules.imports(path))
-        yield found
-        for name in _bases(node):
-            if name in found.imports:
-                todo.append(f"{found.imports[name]}.{name}")
-            elif name in classes:
-                todo.append(f"{module_name}.{name}")
+def _mro(modules: _Modules, dotted: str) -> tuple[_Class, ...]:
+    """The class at `dotted` and the classes of its MRO that are in the tree, in Python's C3
+    order; InconsistentHierarchy when Python would refuse the class."""
+    start = _class_at(modules, dotted)
+    if start is None:
+        return ()
+    return c3_linearization(start, lambda c: _bases_in_tree(modules, c), key=lambda c: c.dotted)
 
 
 def _sizes(cls: _Class) -> tuple[str, ...] | None:
@@ -451,7 +441,11 @@ def backend_block(modules: _Modules, dotted: str, default: int | None, base_ok: 
     sizes_from = ""
     override = ""
     path, symbol = module_path(dotted.rpartition(".")[0]), dotted.rpartition(".")[2]
-    for cls in _mro(modules, dotted):
+    try:
+        mro = _mro(modules, dotted)
+    except InconsistentHierarchy as err:
+        return (), None, str(err), path, symbol
+    for cls in mro:
         methods = methods_of(cls.node)
         if PREFERRED in methods and not override and defined_name(cls.node) != BASE_CLASS:
             override = _override_on_cuda(cls) or "opaque"

@@ -12,7 +12,13 @@ from collections.abc import Callable, Sequence
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.python_ts import class_methods, code_of, node_text, unparenthesize
+from apron.extractors.parsing.python_ts import (
+    class_methods,
+    code_of,
+    node_text,
+    undecorated,
+    unparenthesize,
+)
 from apron.extractors.records import ExtractionWarning, warning
 from apron.extractors.vllm.class_tree import ClassInfo, ClassTree, Unresolved, c3_mro
 from apron.extractors.vllm.flag_eval import ClassValue, FlagEvaluator, Unknown
@@ -102,10 +108,7 @@ def interface_flags(tree: ClassTree, modules: Sequence[str]) -> list[InterfaceFl
         if mod is None:
             continue
         for statement in mod.root.named_children:
-            definition = statement
-            if statement.type == "decorated_definition":
-                definition = statement.child_by_field_name("definition")
-            if definition.type != "class_definition":
+            if undecorated(statement).type != "class_definition":
                 continue
             definition = tree.full_definition(mod, statement)
             protocol = node_text(definition.child_by_field_name("name"))

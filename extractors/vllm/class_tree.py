@@ -24,6 +24,12 @@ from apron.extractors.parsing.outline_imports import (
     outside_statements,
     split_plain_imports,
 )
+from apron.extractors.parsing.python_classes import (
+    InconsistentHierarchy,
+    c3_linearization,
+    class_bases,
+)
+from apron.extractors.parsing.python_imports import absolute_module
 from apron.extractors.parsing.python_skeleton import (
     lean_class_skeleton,
     method_skeleton,
@@ -181,34 +187,21 @@ def opaque_class(qualname: str, reason: str) -> ClassInfo:
 def c3_mro(cls: ClassInfo) -> tuple[ClassInfo, ...]:
     """Python's C3 linearization; an inconsistent hierarchy is Unresolved (as Python's TypeError).
     Computed once per class: the linearization of a complete hierarchy never changes."""
-    return _c3(cls, ())
+    try:
+        return c3_linearization(
+            cls,
+            lambda c: c.bases,
+            key=lambda c: c.qualname,
+            known=lambda c: c.mro_cache,
+            keep=_keep_mro,
+        )
+    except InconsistentHierarchy as err:
+        raise Unresolved(str(err)) from None
 
 
-def _c3(cls: ClassInfo, seen: tuple[str, ...]) -> tuple[ClassInfo, ...]:
-    if cls.mro_cache is not None:
-        return cls.mro_cache
-    if cls.qualname in seen:
-        raise Unresolved(f"{cls.qualname} inherits from itself")
-    seen = (*seen, cls.qualname)
-    sequences = [list(_c3(base, seen)) for base in cls.bases] + [list(cls.bases)]
-    result = [cls]
-    while True:
-        sequences = [s for s in sequences if s]
-        if not sequences:
-            break
-        tails = {c.qualname for s in sequences for c in s[1:]}
-        for sequence in sequences:
-            head = sequence[0]
-            if head.qualname not in tails:
-                break
-        else:
-            raise Unresolved(f"no consistent method resolution order for {cls.qualname}")
-        result.append(head)
-        sequences = [s[1:] if s[0].qualname == head.qualname else s for s in sequences]
-    mro = tuple(result)
+def _keep_mro(cls: ClassInfo, mro: tuple[ClassInfo, ...]) -> None:
     if all(c.complete for c in mro):
         cls.mro_cache = mro
-    return mro
 
 
 @dataclass(slots=True)
@@ -235,17 +228,6 @@ class Module:
 def module_candidates(module: str) -> tuple[str, ...]:
     base = module.replace(".", "/")
     return (f"{base}.py", f"{base}/__init__.py")
-
-
-def absolute_module(current: str, is_package: bool, level: int, dotted: str) -> str:
-    """`from ..a import b` inside `current` -> the absolute dotted module name."""
-    if level == 0:
-        return dotted
-    parts = current.split(".")
-    package = parts if is_package else parts[:-1]
-    if level > 1:
-        package = package[: len(package) - (level - 1)]
-    return ".".join([*package, dotted] if dotted else package)
 
 
 def _definition(statement: Node) -> tuple[Node, list[Node]]:
@@ -594,10 +576,7 @@ class ClassTree:
             info.complete = True
 
     def _fill_class(self, mod: Module, definition: Node, info: ClassInfo, scope) -> None:
-        superclasses = definition.child_by_field_name("superclasses")
-        for argument in superclasses.named_children if superclasses is not None else ():
-            if argument.type == "keyword_argument":
-                continue
+        for argument in class_bases(definition):
             try:
                 base = self.evaluate_class(mod, argument, scope)
             except Unresolved as err:

@@ -5,23 +5,33 @@ Pure functions: file text in, records out."""
 
 from __future__ import annotations
 
-import libcst as cst
+from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.python_cst import (
-    ExpressionDescriber,
-    base_names,
-    class_methods,
+from apron.extractors.parsing.python_classes import base_names
+from apron.extractors.parsing.python_describe import ExpressionDescriber, string_sequence
+from apron.extractors.parsing.python_forms import body_statements, if_branch
+from apron.extractors.parsing.python_ts import (
+    code_of,
     conjuncts,
+    methods_of,
+    name_of,
+    returned,
+    single_comparison,
     statements,
-    string_sequence,
     string_value,
     top_level_assignments,
     top_level_classes,
-    walk_code,
+    unparenthesize,
+    walk,
 )
 from apron.extractors.rule_terms import EQUALS, negated
-from apron.extractors.serving.kv_heads import MLA_METHOD, class_describer, class_method, parsed
+from apron.extractors.serving.kv_heads import (
+    MLA_METHOD,
+    class_describer,
+    class_method,
+    parsed,
+)
 from apron.extractors.serving.records import KvHeadOverride
 from apron.extractors.serving.rule_fields import (
     KV_METHOD,
@@ -39,37 +49,43 @@ SCOPE_BY_REF = {"model_type": "main", "model.model_type": "eagle_inner"}
 def defines_method(text: str, path: str, class_name: str, method: str) -> bool:
     """Whether `class_name.method` is defined in this file (used to pick the layout)."""
     cls = top_level_classes(parsed(text, path)).get(class_name)
-    return cls is not None and method in class_methods(cls)
+    return cls is not None and method in methods_of(cls)
 
 
 def _model_type_membership(
-    node: cst.CSTNode, describer: ExpressionDescriber, constants: dict[str, cst.BaseExpression]
+    node: Node, describer: ExpressionDescriber, constants: dict[str, Node]
 ) -> tuple[str, list[str]] | None:
     """(scope, model types) when `node` is `<config>.model_type in (...)`, else None."""
-    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+    compared = single_comparison(node)
+    if compared is None or compared[1] != "in":
         return None
-    target = node.comparisons[0]
-    if not isinstance(target.operator, cst.In):
-        return None
-    scope = SCOPE_BY_REF.get(describer.config_ref(node.left) or "")
+    scope = SCOPE_BY_REF.get(describer.config_ref(compared[0]) or "")
     if scope is None:
         return None
-    comparator = target.comparator
-    if isinstance(comparator, cst.Name) and comparator.value in constants:
-        comparator = constants[comparator.value]
+    comparator = compared[2]
+    if name_of(comparator) in constants:
+        comparator = constants[name_of(comparator)]  # type: ignore[index]
     values = string_sequence(comparator)
     return (scope, values) if values is not None else None
 
 
+def _constants(root: Node) -> dict[str, Node]:
+    return dict(top_level_assignments(root))
+
+
 def mla_model_types(text: str, path: str, class_name: str) -> list[MlaModelType]:
     """Every model_type string `is_deepseek_mla()` compares with, by scope, in source order."""
-    module, method = class_method(text, path, class_name, MLA_METHOD)
-    describer = class_describer(module, class_name)
-    constants = top_level_assignments(module)
+    root, method = class_method(text, path, class_name, MLA_METHOD)
+    describer = class_describer(root, class_name)
+    constants = _constants(root)
     symbol = f"{class_name}.{MLA_METHOD}"
     rows: list[MlaModelType] = []
-    for node in walk_code(method):
-        found = _model_type_membership(node, describer, constants)
+    for node in walk(method):
+        found = (
+            _model_type_membership(node, describer, constants)
+            if node.type == "comparison_operator"
+            else None
+        )
         if found:
             scope, values = found
             rows += [
@@ -85,36 +101,35 @@ def mla_model_types(text: str, path: str, class_name: str) -> list[MlaModelType]
 
 
 def _split_requirements(
-    expr: cst.BaseExpression, describer: ExpressionDescriber, constants: dict
+    expr: Node, describer: ExpressionDescriber, constants: dict
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     requires: list[str] = []
     other: list[str] = []
     for part in conjuncts(expr):
         if _model_type_membership(part, describer, constants):
             continue  # the membership test itself is recorded as MlaModelType rows
+        compared = single_comparison(part)
         if (
-            isinstance(part, cst.Comparison)
-            and len(part.comparisons) == 1
-            and isinstance(part.comparisons[0].operator, cst.IsNot)
-            and isinstance(part.comparisons[0].comparator, cst.Name)
-            and part.comparisons[0].comparator.value == "None"
-            and describer.config_ref(part.left)
+            compared is not None
+            and compared[1] == "is not"
+            and unparenthesize(compared[2]).type == "none"
+            and describer.config_ref(compared[0])
         ):
-            requires.append(describer.config_ref(part.left))  # type: ignore[arg-type]
+            requires.append(describer.config_ref(compared[0]))  # type: ignore[arg-type]
         else:
             other.append(describer.describe(part))
     return tuple(requires), tuple(other)
 
 
 def _gates_of_body(
-    body: list[cst.CSTNode],
+    body: list[Node],
     scope: str,
     describer: ExpressionDescriber,
     constants: dict,
     path: str,
     symbol: str,
 ) -> list[MlaGate]:
-    def gate(condition: tuple[tuple[str, ...], ...], expr: cst.BaseExpression | None) -> MlaGate:
+    def gate(condition: tuple[tuple[str, ...], ...], expr: Node | None) -> MlaGate:
         if expr is None:
             requires, other = (), ("returns None",)
         else:
@@ -128,23 +143,23 @@ def _gates_of_body(
             symbol=symbol,
         )
 
-    if len(body) == 1 and isinstance(body[0], cst.Return):
-        return [gate((), body[0].value)]
-    if len(body) == 1 and isinstance(body[0], cst.If) and isinstance(body[0].orelse, cst.Else):
-        branch = body[0]
+    if len(body) == 1 and body[0].type == "return_statement":
+        return [gate((), returned(body[0]))]
+    branch = if_branch(body[0]) if len(body) == 1 else None
+    if branch is not None and branch.otherwise is not None:
         then_body = statements(branch.body)
-        else_body = statements(branch.orelse.body)
+        else_body = statements(branch.otherwise)
         test = term_of(branch.test, describer)
         if (
             test is not None
             and len(then_body) == 1
-            and isinstance(then_body[0], cst.Return)
+            and then_body[0].type == "return_statement"
             and len(else_body) == 1
-            and isinstance(else_body[0], cst.Return)
+            and else_body[0].type == "return_statement"
         ):
             return [
-                gate((test,), then_body[0].value),
-                gate((negated(test),), else_body[0].value),
+                gate((test,), returned(then_body[0])),
+                gate((negated(test),), returned(else_body[0])),
             ]
     code = " ".join(describer.code(s) for s in body)
     return [
@@ -161,19 +176,20 @@ def _gates_of_body(
 
 def mla_gates(text: str, path: str, class_name: str) -> list[MlaGate]:
     """The conditions beyond model_type membership: per scope, when they apply and what they need."""
-    module, method = class_method(text, path, class_name, MLA_METHOD)
-    describer = class_describer(module, class_name)
-    constants = top_level_assignments(module)
+    root, method = class_method(text, path, class_name, MLA_METHOD)
+    describer = class_describer(root, class_name)
+    constants = _constants(root)
     symbol = f"{class_name}.{MLA_METHOD}"
     gates: list[MlaGate] = []
-    for node in walk_code(method):
-        if not isinstance(node, cst.If):
+    for node in walk(method):
+        branch = if_branch(node)
+        if branch is None:
             continue
-        found = _model_type_membership(node.test, describer, constants)
-        body = statements(node.body)
+        found = _model_type_membership(branch.test, describer, constants)
+        body = statements(branch.body)
         if found and found[0] == "main":
             gates += _gates_of_body(body, "main", describer, constants, path, symbol)
-        elif condition_of(node.test, describer) == (("model_type", EQUALS, "eagle"),):
+        elif condition_of(branch.test, describer) == (("model_type", EQUALS, "eagle"),):
             gates += _gates_of_body(body, "eagle_inner", describer, constants, path, symbol)
     if not gates:
         raise AnchorError(
@@ -188,15 +204,15 @@ def mla_gates(text: str, path: str, class_name: str) -> list[MlaGate]:
 
 
 def _resolve_method(
-    classes: dict[str, cst.ClassDef], name: str, method: str, seen: frozenset[str] = frozenset()
+    classes: dict[str, Node], name: str, method: str, seen: frozenset[str] = frozenset()
 ) -> str | None:
     """The class (among `classes`) whose `method` `name` would run; None when not found here."""
     if name in seen or name not in classes:
         return None
-    if method in class_methods(classes[name]):
+    if method in methods_of(classes[name]):
         return name
     for base in base_names(classes[name]):
-        found = _resolve_method(classes, base, method, seen | {name})
+        found = _resolve_method(classes, base.rsplit(".", 1)[-1], method, seen | {name})
         if found:
             return found
     return None
@@ -204,18 +220,19 @@ def _resolve_method(
 
 def convertor_map(text: str, path: str) -> dict[str, str]:
     """MODEL_ARCH_CONFIG_CONVERTORS: model_type -> convertor class name."""
-    module = parsed(text, path)
-    value = top_level_assignments(module).get(CONVERTOR_MAP)
-    if not isinstance(value, cst.Dict):
+    value = _constants(parsed(text, path)).get(CONVERTOR_MAP)
+    if value is None or unparenthesize(value).type != "dictionary":
         raise AnchorError(
             f"{CONVERTOR_MAP} dict not found in {path}", paths=[path], anchor=CONVERTOR_MAP
         )
     mapping: dict[str, str] = {}
-    for element in value.elements:
-        if isinstance(element, cst.DictElement):
-            key = string_value(element.key)
-            if key is not None and isinstance(element.value, cst.Name | cst.Attribute):
-                mapping[key] = ExpressionDescriber(module).code(element.value).split(".")[-1]
+    for element in unparenthesize(value).named_children:
+        if element.type != "pair":
+            continue
+        key = string_value(element.child_by_field_name("key"))
+        named = unparenthesize(element.child_by_field_name("value"))
+        if key is not None and named.type in ("identifier", "attribute"):
+            mapping[key] = code_of(named).split(".")[-1]
     if not mapping:
         raise AnchorError(f"{CONVERTOR_MAP} in {path} is empty", paths=[path], anchor=CONVERTOR_MAP)
     return mapping
@@ -223,8 +240,8 @@ def convertor_map(text: str, path: str) -> dict[str, str]:
 
 def kv_head_overrides_by_convertor(text: str, path: str, base_class: str) -> list[KvHeadOverride]:
     """Per-model_type overrides of the scan, from the convertor classes (2026 layout)."""
-    module = parsed(text, path)
-    classes = top_level_classes(module)
+    root = parsed(text, path)
+    classes = top_level_classes(root)
     rows: list[KvHeadOverride] = []
     for model_type, class_name in convertor_map(text, path).items():
         owner = _resolve_method(classes, class_name, KV_METHOD)
@@ -242,10 +259,10 @@ def kv_head_overrides_by_convertor(text: str, path: str, base_class: str) -> lis
                 )
             )
             continue
-        method = class_methods(classes[owner])[KV_METHOD]
+        method = methods_of(classes[owner])[KV_METHOD]
         symbol = f"{owner}.{KV_METHOD}"
         bodies = kv_rule_bodies(
-            statements(method.body), class_describer(module, owner), f"{path}::{symbol}"
+            body_statements(method), class_describer(root, owner), f"{path}::{symbol}"
         )
         rows += [
             KvHeadOverride(

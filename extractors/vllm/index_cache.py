@@ -20,13 +20,16 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_ts import (
     code_of,
+    defined_name,
     if_clauses,
     node_text,
     parse_python,
     statements,
     string_value,
+    undecorated,
     unparenthesize,
 )
 from apron.extractors.records import warning
@@ -145,15 +148,13 @@ def indexer_rules(text: str, path: str) -> list[IndexerLayerRule]:
         if node.type != "class_definition":
             continue
         class_name = node_text(node.child_by_field_name("name"))
-        for item in statements(node.child_by_field_name("body")):
-            definition = item
-            if item.type == "decorated_definition":
-                definition = item.child_by_field_name("definition")
+        for item in body_statements(node):
+            definition = undecorated(item)
             if definition.type != "function_definition":
                 continue
-            if node_text(definition.child_by_field_name("name")) != "__init__":
+            if defined_name(definition) != "__init__":
                 continue
-            rule = _rule(statements(definition.child_by_field_name("body")), class_name, path)
+            rule = _rule(body_statements(definition), class_name, path)
             if rule is not None:
                 rules.append(rule)
     return rules

@@ -67,18 +67,14 @@ def _hook_method_names(text: str) -> frozenset[str]:
     kept method name is kept, so the class's methods keep their order."""
     methods: dict[str, dict[str, list[bytes]]] = {}
     for statement in parse_tree(text).named_children:
-        cls = statement
-        if statement.type == "decorated_definition":
-            cls = statement.child_by_field_name("definition") or statement
+        cls = undecorated(statement)
         name = cls.child_by_field_name("name")
         body = cls.child_by_field_name("body")
         if cls.type != "class_definition" or name is None:
             continue
         members = methods.setdefault(node_text(name), {})
         for member in body.named_children if body is not None else ():
-            method = member
-            if member.type == "decorated_definition":
-                method = member.child_by_field_name("definition") or member
+            method = undecorated(member)
             method_name = method.child_by_field_name("name")
             if method.type == "function_definition" and method_name is not None:
                 members.setdefault(node_text(method_name), []).append(member.text or b"")

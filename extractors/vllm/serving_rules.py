@@ -7,31 +7,35 @@ from __future__ import annotations
 
 import re
 
-import libcst as cst
+from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.limits import CST_COST_BUDGET
-from apron.extractors.parsing.python_cst import (
-    class_methods,
-    compact_code,
+from apron.extractors.parsing.python_forms import binary, body_statements, if_branch
+from apron.extractors.parsing.python_skeleton import clean_tree
+from apron.extractors.parsing.python_ts import (
+    arguments,
+    attribute,
+    call_name,
+    class_named,
+    code_of,
+    methods_of,
+    number_literal,
+    parse_python,
+    returned,
+    single_assignment,
+    single_comparison,
     statements,
     string_value,
     top_level_classes,
-    walk_code,
+    walk,
 )
-from apron.extractors.parsing.python_outline import clean_tree, parse_outline
-from apron.extractors.parsing.python_ts import parse_python
-from apron.extractors.serving import kv_heads
 from apron.extractors.serving.records import ServingDefault, SsmTpSplit, TpRule
 from apron.extractors.serving.tp_rules import (
     KV_METHOD,
     MODEL_CLASS,
-    call_name,
-    class_named,
     divides_or_divided,
     is_tp,
     kv_head_rules,
-    literal_text,
     local_bindings,
     method_named,
     quantity_of,
@@ -72,13 +76,6 @@ HYBRID_LAYOUTS = (
 )
 
 
-def keeping_methods(class_name: str, *methods: str):
-    """A keep predicate (parse_outline) that keeps `class_name`'s `methods`
-    only (of every top-level class so named, as `class_named` may pick any)."""
-    wanted = frozenset(f"{class_name}.{method}" for method in methods)
-    return lambda qualname, _code: qualname in wanted
-
-
 DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
 
 
@@ -96,31 +93,24 @@ def named(*methods: str):
 
 def cuda_block_size(text: str, path: str) -> tuple[str, str] | None:
     """(value, symbol) of `cache_config.block_size = N` under a `block_size is None` guard in a
-    platform class's method (older vLLM let the CUDA platform fill the default); else None.
-    Only methods that assign a `.block_size` are read, so their text names it."""
-    module = parse_outline(
-        text,
-        path,
-        lambda q, code: "." in q and b"block_size" in code,
-        method_docs=False,
-        module_statements=False,
-    )
-    for cls in top_level_classes(module).values():
-        for name, method in class_methods(cls).items():
-            for node in walk_code(method):
-                if not isinstance(node, cst.If):
+    platform class's method (older vLLM let the CUDA platform fill the default); else None."""
+    root = parse_python(text, path)
+    for cls in top_level_classes(root).values():
+        for name, method in methods_of(cls).items():
+            for node in walk(method):
+                branch = if_branch(node)
+                if branch is None or "block_size is None" not in code_of(branch.test):
                     continue
-                guard = compact_code(module, node.test)
-                if "block_size is None" not in guard:
-                    continue
-                for inner in statements(node.body):
+                for inner in statements(branch.body):
+                    assigned = single_assignment(inner)
+                    target = attribute(assigned[0]) if assigned is not None else None
                     if (
-                        isinstance(inner, cst.Assign)
-                        and isinstance(inner.targets[0].target, cst.Attribute)
-                        and inner.targets[0].target.attr.value == "block_size"
-                        and literal_text(inner.value) is not None
+                        target is not None
+                        and target[1] == "block_size"
+                        and number_literal(assigned[1]) is not None  # type: ignore[index]
                     ):
-                        return literal_text(inner.value) or "", f"{cls.name.value}.{name}"
+                        value = number_literal(assigned[1]) or ""  # type: ignore[index]
+                        return value, f"{cls.child_by_field_name('name').text.decode()}.{name}"
     return None
 
 
@@ -136,7 +126,7 @@ def cache_defaults(text: str, path: str, cuda_text: str | None = None) -> list[S
     methods, only CacheConfig's that assign `self.<setting>` are read, so their text names it.
     Read from tree-sitter's tree (cache_defaults_ts); a file tree-sitter finds errors in is a
     ParseError naming its first bad line."""
-    root = parse_python(text, path, cost_budget=CST_COST_BUDGET)
+    root = parse_python(text, path)
     rows = cache_rows(root, path, CACHE_CLASS, CACHE_SETTINGS, _assigns_cache_setting)
     cuda_path = CUDA_PLATFORM_PATHS[0]
     for i, row in enumerate(rows):
@@ -162,58 +152,46 @@ def _convertor_key(convertor_text: str | None, quantity: str) -> str:
     """The hf_text_config key the convertor base class's `get_<quantity>` reads; "" if none."""
     if convertor_text is None:
         return ""
-    method = f"get_{quantity}"
-    if f"{CONVERTOR_CLASS}.{method}" in kv_heads.read_methods(convertor_text):
-        shared = kv_heads.parsed(convertor_text, CONVERTOR_PATH)  # the KV-head facts' parse
-        return _getattr_key(top_level_classes(shared).get(CONVERTOR_CLASS), method)
-    module = parse_outline(
-        convertor_text,
-        CONVERTOR_PATH,
-        keeping_methods(CONVERTOR_CLASS, method),
-        method_docs=False,
-        module_statements=False,
-        skeleton_keep=named(method),
-    )
-    return _getattr_key(top_level_classes(module).get(CONVERTOR_CLASS), method)
+    root = parse_python(convertor_text, CONVERTOR_PATH)
+    cls = top_level_classes(root).get(CONVERTOR_CLASS)
+    return _getattr_key(cls, f"get_{quantity}")
 
 
-def _getattr_key(cls: cst.ClassDef | None, method: str) -> str:
+def _getattr_key(cls: Node | None, method: str) -> str:
     """The key of `return getattr(<config>, "<key>", ...)`, the one statement of `method`."""
-    found = class_methods(cls).get(method) if cls is not None else None
+    found = methods_of(cls).get(method) if cls is not None else None
     if found is None:
         return ""
-    body = statements(found.body)
-    if len(body) == 1 and isinstance(body[0], cst.Return):
-        value = body[0].value
-        if call_name(value) == "getattr" and len(value.args) >= 2:  # type: ignore[union-attr]
-            return string_value(value.args[1].value) or ""  # type: ignore[union-attr]
+    body = body_statements(found)
+    value = returned(body[0]) if len(body) == 1 else None
+    args = arguments(value) if value is not None else []
+    if call_name(value) == "getattr" and len(args) >= 2:
+        return string_value(args[1]) or ""
     return ""
 
 
-def divisibility_rules(
-    module: cst.Module, method: cst.FunctionDef, path: str, convertor_text: str | None
-) -> list[TpRule]:
+def divisibility_rules(method: Node, path: str, convertor_text: str | None) -> list[TpRule]:
     """`if <heads> % <tp> != 0: raise` in ModelConfig.verify_with_parallel_config."""
     symbol = f"{MODEL_CLASS}.{VERIFY_METHOD}"
     tp_names = tp_names_of(method)
     bindings = local_bindings(method)
-    for statement in statements(method.body):
-        if not isinstance(statement, cst.If):
+    for statement in body_statements(method):
+        branch = if_branch(statement)
+        if branch is None:
             continue
-        test = statement.test
+        compared = single_comparison(branch.test)
+        remainder = binary(compared[0], "%") if compared is not None else None
         if not (
-            isinstance(test, cst.Comparison)
-            and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, cst.NotEqual)
-            and literal_text(test.comparisons[0].comparator) == "0"
-            and isinstance(test.left, cst.BinaryOperation)
-            and isinstance(test.left.operator, cst.Modulo)
-            and is_tp(test.left.right, tp_names)
+            compared is not None
+            and compared[1] == "!="
+            and number_literal(compared[2]) == "0"
+            and remainder is not None
+            and is_tp(remainder[1], tp_names)
         ):
             continue
-        if not any(isinstance(s, cst.Raise) for s in statements(statement.body)):
+        if not any(s.type == "raise_statement" for s in statements(branch.body)):
             continue
-        quantity = quantity_of(test.left.left, bindings)
+        quantity = quantity_of(remainder[0], bindings)
         key = _convertor_key(convertor_text, quantity) or quantity
         rule = "kv_heads_divisible" if "kv_heads" in quantity else "attention_heads_divisible"
         return [
@@ -223,7 +201,7 @@ def divisibility_rules(
                 keys=(key,),
                 constant=None,
                 when=(),
-                code=compact_code(module, test),
+                code=code_of(branch.test),
                 scope="every model",
                 path=path,
                 symbol=symbol,
@@ -243,16 +221,9 @@ QKV_CLASS = "QKVParallelLinear"
 def kv_divisibility_rule(text: str, path: str) -> TpRule:
     """QKVParallelLinear.__init__: tp must be a multiple of the KV heads when it is at least
     their number, and must divide them otherwise."""
-    module = parse_outline(
-        text,
-        path,
-        keeping_methods(QKV_CLASS, "__init__"),
-        method_docs=False,
-        module_statements=False,
-        skeleton_keep=named("__init__"),
-    )
-    init = method_named(class_named(module, QKV_CLASS, path), "__init__", path)
-    found = divides_or_divided(module, init)
+    root = parse_python(text, path)
+    init = method_named(class_named(root, QKV_CLASS, path), "__init__", path)
+    found = divides_or_divided(init)
     symbol = f"{QKV_CLASS}.__init__"
     if found is None:
         raise AnchorError(
@@ -276,57 +247,30 @@ def kv_divisibility_rule(text: str, path: str) -> TpRule:
 
 def tp_rules(text: str, path: str, convertor_text: str | None) -> list[TpRule]:
     """The KV-head split, the MLA head count and the head divisibility check of ModelConfig."""
-    module = parse_outline(
-        text,
-        path,
-        keeping_methods(MODEL_CLASS, KV_METHOD, VERIFY_METHOD),
-        method_docs=False,
-        module_statements=False,
-        skeleton_keep=named(KV_METHOD, VERIFY_METHOD),
-    )
-    cls = class_named(module, MODEL_CLASS, path)
-    rules = kv_head_rules(module, method_named(cls, KV_METHOD, path), path)
-    rules += divisibility_rules(
-        module, method_named(cls, VERIFY_METHOD, path), path, convertor_text
-    )
+    cls = class_named(parse_python(text, path), MODEL_CLASS, path)
+    rules = kv_head_rules(method_named(cls, KV_METHOD, path), path)
+    rules += divisibility_rules(method_named(cls, VERIFY_METHOD, path), path, convertor_text)
     return sorted(rules, key=lambda r: r.rule)
 
 
 # ---------------------------------------------------------------- recurrent state
 
 
-def state_shape_methods(module: cst.Module, class_name: str):
+def state_shape_methods(root: Node, class_name: str):
     """(calculator, symbol, method) for MambaStateShapeCalculator's `<kind>_state_shape`."""
-    cls = top_level_classes(module).get(class_name)
+    cls = top_level_classes(root).get(class_name)
     if cls is None:
         return
-    for name, method in class_methods(cls).items():
+    for name, method in methods_of(cls).items():
         if name.endswith(SHAPE_SUFFIX):
             yield name.removesuffix(SHAPE_SUFFIX), f"{class_name}.{name}", method
 
 
-def _state_shape_method(qualname: str, _code: bytes) -> bool:
-    owner, _, method = qualname.partition(".")
-    return owner == MAMBA_CLASS and method.endswith(SHAPE_SUFFIX)
-
-
-def _shape_method_text(code: str) -> bool:
-    found = DEF_NAME.match(code)
-    return found is not None and found.group(1).endswith(SHAPE_SUFFIX)
-
-
 def ssm_tp_splits(text: str, path: str) -> list[SsmTpSplit]:
     """Per `<kind>_state_shape` method of MambaStateShapeCalculator, what it divides by tp."""
-    module = parse_outline(
-        text,
-        path,
-        _state_shape_method,
-        method_docs=False,
-        module_statements=False,
-        skeleton_keep=_shape_method_text,
-    )
-    class_named(module, MAMBA_CLASS, path)
-    rows = ssm_tp_splits_of(module, path, state_shape_methods(module, MAMBA_CLASS))
+    root = parse_python(text, path)
+    class_named(root, MAMBA_CLASS, path)
+    rows = ssm_tp_splits_of(path, state_shape_methods(root, MAMBA_CLASS))
     if not rows:
         raise AnchorError(
             f"no {MAMBA_CLASS}.*{SHAPE_SUFFIX} method divides by a tp parameter in {path}",

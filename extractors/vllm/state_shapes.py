@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from apron.extractors.parsing.python_imports import absolute_module
 from apron.extractors.parsing.python_ts import (
     class_methods,
     code_of,
@@ -476,17 +477,13 @@ def _module_of(path: str) -> str:
 
 def _imported_classes(root: Node, module: str) -> dict[str, str]:
     """Local name -> dotted class path for `from X import Name` at module level."""
-    package = module.rsplit(".", 1)[0]
     found: dict[str, str] = {}
     for statement in root.named_children:
         parsed = from_import(statement)
         if parsed is None:
             continue
         dots, source, names, _ = parsed
-        if dots:
-            base = package.split(".")
-            base = base[: len(base) - (dots - 1)] if dots > 1 else base
-            source = ".".join([*base, source] if source else base)
+        source = absolute_module(module, False, dots, source)
         for name, alias in names:
             found[alias or name] = f"{source}.{name}"
     return found

@@ -4,10 +4,10 @@ APRON_CACHE_DIR that is a file, a FIFO or cannot be created is exit 2 naming it.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -16,19 +16,32 @@ from apron.extractors.git.cache import usable_cache_dir
 from apron.extractors.pins import MAX_PIN_BYTES, load_pin
 from apron.extractors.transformers.release import load_release_pin
 from tests.conftest import REPO_ROOT
+from tests.hostile.fork_server import ForkServer
 
-CLI = "from apron.extractors.commands.cli import main; main()"
+
+@pytest.fixture(scope="module")
+def cli_server():
+    """One Python that imports the extractor once and forks a fresh process per command."""
+    server = ForkServer()
+    yield server
+    server.close()
 
 
-def extract(*args: str, env: dict | None = None, timeout: float = 60):
-    return subprocess.run(
-        [sys.executable, "-c", CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO_ROOT)},
-        check=False,
-    )
+@pytest.fixture
+def extract(cli_server, tmp_path):
+    """`extract(*args, env=...)`: the command line in a fresh forked process, with the test's
+    environment plus `env`; a CompletedProcess. A command that runs past `timeout` (a hang)
+    fails the test."""
+    calls = itertools.count()
+
+    def run(*args: str, env: dict | None = None, timeout: float = 60):
+        out, err = (tmp_path / f"extract-{next(calls)}.{n}" for n in ("out", "err"))
+        code = cli_server.extract(
+            list(args), {**os.environ, **(env or {})}, out, errors=err, timeout=timeout
+        )
+        return subprocess.CompletedProcess(args, code, out.read_text(), err.read_text())
+
+    return run
 
 
 @pytest.fixture
@@ -63,7 +76,7 @@ WORDS = {
 
 
 @pytest.mark.parametrize("how", sorted(WORDS))
-def test_a_pin_that_is_no_pin_file(project, how):
+def test_a_pin_that_is_no_pin_file(project, how, extract):
     spoil(project / "pins" / "vllm.toml", how)
     with pytest.raises(PinError, match=WORDS[how].replace("(", r"\(").replace(")", r"\)")):
         load_pin(project / "pins", "vllm")
@@ -82,7 +95,7 @@ def test_the_transformers_pin_too(project, how):
 
 
 @pytest.mark.parametrize("how", ["file", "fifo", "uncreatable"])
-def test_a_cache_dir_apron_cannot_use(project, tmp_path, how):
+def test_a_cache_dir_apron_cannot_use(project, tmp_path, how, extract):
     base = tmp_path / "cache"
     if how == "file":
         base.write_text("x")
@@ -106,7 +119,7 @@ def test_a_usable_cache_dir_is_created(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["fifo", "3 GB"])
-def test_a_write_journal_that_is_no_journal_is_one_message(project, how):
+def test_a_write_journal_that_is_no_journal_is_one_message(project, how, extract):
     journal = project / ".extract-journal.json"
     journal.write_text("{}")
     spoil(journal, how)

@@ -12,8 +12,7 @@ import threading
 import pytest
 
 from apron.constraints import load_constraints
-from apron.errors import ApronInputError
-from apron.gguf_header import (
+from apron.engines.llamacpp.gguf_header import (
     MAX_ITEMS,
     MAX_KEPT_ITEMS,
     MAX_KEYS,
@@ -22,6 +21,7 @@ from apron.gguf_header import (
     gguf_limits,
     read_header,
 )
+from apron.errors import ApronInputError
 from tests.hostile.apron_run import answered, apron, apron_measured, refused
 from tests.hostile.gguf_bytes import (
     ARR,

@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,43 +16,26 @@ from apron.extractors.engines import ENGINES
 from apron.extractors.runner.pipeline import ProjectPaths, run
 from apron.extractors.runner.writer import leftovers, project_lock, recover_interrupted_write
 from tests.conftest import REPO_ROOT, write_pin
+from tests.hostile.fork_server import ForkServer
 from tests.hostile.helpers import UPSTREAM, clean_tree, folder_bytes
 from tests.vllm_miniatures import CONVERTOR_PATH, CONVERTOR_V2, REGISTRY_PATH, REGISTRY_V2
 
 VLLM = ENGINES["vllm"]
 
-# The child replaces the writer's step hook: it counts the steps into a file and, at step
-# APRON_KILL_AT, kills its own process with SIGKILL (no cleanup of any kind runs).
-CHILD = """
-import os, signal, sys
-from apron.extractors.runner import writer
-kill_at = int(os.environ.get("APRON_KILL_AT", "0"))
-count = 0
-def step(what):
-    global count
-    count += 1
-    with open(os.environ["APRON_STEP_LOG"], "a") as log:
-        log.write(what + "\\n")
-    if count == kill_at:
-        os.kill(os.getpid(), signal.SIGKILL)
-writer._step_done = step
-sys.argv = ["extract", *sys.argv[1:]]
-from apron.extractors.commands.cli import main
-main()
-"""
+
+@pytest.fixture
+def fork_server():
+    """One Python that imports the extractor once and forks a fresh process per run."""
+    server = ForkServer()
+    yield server
+    server.close()
 
 
-def extract_in_child(args: list[str], log: Path, kill_at: int = 0) -> int:
-    env = {
-        **os.environ,
-        "APRON_KILL_AT": str(kill_at),
-        "APRON_STEP_LOG": str(log),
-        "PYTHONPATH": str(REPO_ROOT),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, *args], env=env, capture_output=True, text=True, timeout=120
-    )
-    return done.returncode
+def extract_in_child(server: ForkServer, args: list[str], log: Path, kill_at: int = 0) -> int:
+    """`extract ARGS` in a fresh forked process whose writer kills itself with SIGKILL at step
+    `kill_at` (0: never), logging each step's name to `log`; its exit code."""
+    env = {**os.environ, "APRON_KILL_AT": str(kill_at), "APRON_STEP_LOG": str(log)}
+    return server.extract(args, env, log.with_suffix(".out"))
 
 
 def project_files(root: Path) -> dict[str, bytes]:
@@ -78,7 +60,9 @@ def upgrade(project, make_repo):
 
 
 @pytest.mark.parametrize("command", ["extract", "bump"])
-def test_a_kill_at_any_step_is_recovered_to_all_old_or_all_new(project, upgrade, tmp_path, command):
+def test_a_kill_at_any_step_is_recovered_to_all_old_or_all_new(
+    project, upgrade, tmp_path, command, fork_server
+):
     repo, shas = upgrade
     args = {
         "extract": ["--engine", "vllm", "--commit", shas[1]],
@@ -88,7 +72,7 @@ def test_a_kill_at_any_step_is_recovered_to_all_old_or_all_new(project, upgrade,
     shutil.copytree(project.root, clone.root)
     log = tmp_path / "steps.log"
     clone_args = [a if a != str(project.root) else str(clone.root) for a in args]
-    assert extract_in_child(clone_args, log) == 0
+    assert extract_in_child(fork_server, clone_args, log) == 0
     steps = log.read_text().splitlines()
     assert steps[0] == "journal staging" and steps[-1] == "journal removed", steps
     assert any(s.startswith("swap in") and s.endswith("vllm.toml") for s in steps), steps
@@ -99,7 +83,7 @@ def test_a_kill_at_any_step_is_recovered_to_all_old_or_all_new(project, upgrade,
     outcomes = []
     for kill_at in range(1, len(steps) + 1):
         log.unlink()
-        code = extract_in_child(args, log, kill_at)
+        code = extract_in_child(fork_server, args, log, kill_at)
         assert code == -signal.SIGKILL, (kill_at, steps[kill_at - 1])
         with project_lock(project.root):  # what the next run does first
             recover_interrupted_write(project.root)
@@ -113,40 +97,21 @@ def test_a_kill_at_any_step_is_recovered_to_all_old_or_all_new(project, upgrade,
     assert "old" in outcomes and "new" in outcomes, outcomes
 
 
-WRITER = """
-import sys
-from pathlib import Path
-from apron.extractors.engines import ENGINES
-from apron.extractors.pins import Pin
-from apron.extractors.runner.pipeline import ProjectPaths, extract_at, write_generated
-repo, root, *commits = sys.argv[1:]
-paths = ProjectPaths(Path(root))
-engine = ENGINES["vllm"]
-url = "https://github.com/vllm-project/vllm"
-facts = [extract_at(engine, c, repo, upstream_url=url) for c in commits]
-for round in range(25):
-    done = facts[round % len(facts)]
-    write_generated(paths, done, Pin(url=url, commit=done.commit, date=done.commit_date))
-"""
-
-
-def test_concurrent_writers_take_turns(project, upgrade):
+def test_concurrent_writers_take_turns(project, upgrade, fork_server, tmp_path):
     """Four processes writing generated/ at once, 25 writes each: every write succeeds,
     nothing is left behind, and what is left re-renders byte for byte."""
     repo, shas = upgrade
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    writers = [
-        subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(repo), str(project.root), *order],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for order in (shas, shas[::-1], shas, shas[::-1])
-    ]
-    results = [(w.wait(timeout=300), w.stderr.read()[-2000:]) for w in writers]
-    assert [code for code, _ in results] == [0, 0, 0, 0], results
+    output = tmp_path / "writers.out"
+    codes = fork_server.writers(
+        engine="vllm",
+        url=UPSTREAM["vllm"],
+        repo=repo,
+        root=project.root,
+        orders=[shas, shas[::-1], shas, shas[::-1]],
+        rounds=25,
+        output=output,
+    )
+    assert codes == [0, 0, 0, 0], output.read_text()[-2000:]
     assert leftovers(project.root) == []
     assert check_offline(project) == []
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 from apron.conditions import evaluate
 from apron.config import ModelConfig, is_int
 from apron.constraints import Citation, EngineConstraints
+from apron.engines import base
 from apron.engines.base import EngineDecision
+from apron.engines.vllm.kv_dtype import auto_kv_dtype as auto_kv_dtype  # the protocol member
 from apron.layers import layout
-from apron.results import HeadCount, MlaDecision
+from apron.results import Capacity, HeadCount, MlaDecision
 from apron.terminal import shown
 
 ENGINE = "vllm"
@@ -25,7 +27,9 @@ CLASS_FLAGS, ATTN_RULE = "model_class_flags", "attn_type_rule"
 def _unknown(
     reason: str, missing: tuple[str, ...] = (), cites: tuple[Citation, ...] = ()
 ) -> HeadCount:
-    return HeadCount(None, (), "", (reason,), missing, cites)
+    return HeadCount(
+        count=None, per_layer=(), how="", unknown=(reason,), missing=missing, citations=cites
+    )
 
 
 class _Outcome:
@@ -46,7 +50,11 @@ def _value(
 ) -> _Outcome:
     """What a rule value gives: a constant, the base alias scan, or a config key's value."""
     if what == "constant" and is_int(constant):
-        return _Outcome(HeadCount(constant, (), how, (), (), (cite,)))  # type: ignore[arg-type]
+        return _Outcome(
+            HeadCount(
+                count=constant, per_layer=(), how=how, unknown=(), missing=(), citations=(cite,)
+            )
+        )  # type: ignore[arg-type]
     if what == "base scan":
         return _Outcome(scan=True)
     if what == "key" and key:
@@ -60,7 +68,14 @@ def _value(
                 )
             )
         return _Outcome(
-            HeadCount(read.value, (), f"{how}: {read.key} = {read.value}", (), (), (cite,))
+            HeadCount(
+                count=read.value,
+                per_layer=(),
+                how=f"{how}: {read.key} = {read.value}",
+                unknown=(),
+                missing=(),
+                citations=(cite,),
+            )
         )
     return _Outcome(_unknown(f"{how}: value {shown(repr(what))} is not interpreted", (), (cite,)))
 
@@ -125,7 +140,16 @@ def _block_configs(model: ModelConfig, how: str, cite: Citation) -> _Outcome:
         f"{how}: per block num_attention_heads // attention.n_heads_in_group "
         f"({heads} // n), 0 for no_op / replace_with_linear blocks"
     )
-    return _Outcome(HeadCount(None, tuple(per_layer), text, (), (), (cite,)))
+    return _Outcome(
+        HeadCount(
+            count=None,
+            per_layer=tuple(per_layer),
+            how=text,
+            unknown=(),
+            missing=(),
+            citations=(cite,),
+        )
+    )
 
 
 def _reads(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
@@ -133,7 +157,14 @@ def _reads(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcom
     read = model.read(source) if source else None
     if read is not None and is_int(read.value):
         return _Outcome(
-            HeadCount(read.value, (), f"{how}: {source} = {read.value}", (), (), (cite,))
+            HeadCount(
+                count=read.value,
+                per_layer=(),
+                how=f"{how}: {source} = {read.value}",
+                unknown=(),
+                missing=(),
+                citations=(cite,),
+            )
         )
     if read is not None and read.value is not None:
         return _Outcome(
@@ -229,7 +260,9 @@ def resolve_kv_heads(
                 f"{key} = {read.value} (vLLM alias scan: key {position + 1} of {len(keys)}: "
                 f"{', '.join(keys)})"
             )
-            heads = HeadCount(read.value, (), how, (), (), (cite,))
+            heads = HeadCount(
+                count=read.value, per_layer=(), how=how, unknown=(), missing=(), citations=(cite,)
+            )
             return heads, heads
         bad = _unknown(
             f"{key} is present but {shown(repr(read.value))}; vLLM's scan stops at the first "
@@ -261,7 +294,12 @@ def resolve_kv_heads(
         )
     else:
         engine = HeadCount(
-            value, (), f"no KV-head key: vLLM silently assumes MHA, {name} = {value}", (), (), cites
+            count=value,
+            per_layer=(),
+            how=f"no KV-head key: vLLM silently assumes MHA, {name} = {value}",
+            unknown=(),
+            missing=(),
+            citations=cites,
         )
     if value is None:
         prediction = _unknown(
@@ -500,13 +538,90 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
     if refused:  # the plan goes on for the engines that build the config with their own class
         notes.insert(0, f"{REFUSES_CONFIG}: {refused}; no figures")
     return EngineDecision(
-        ENGINE,
-        engine_heads,
-        mla_decision(model, vllm),
-        flags,
-        (*notes, *class_notes),
-        cites,
+        engine=ENGINE,
+        kv_heads=engine_heads,
+        mla=mla_decision(model, vllm),
+        flags=flags,
+        notes=(*notes, *class_notes),
+        citations=cites,
         computes_figures=not refused,
         own_flags=vllm.has(CLASS_FLAGS),
         no_kv_cache=no_kv,
+    )
+
+
+# what apron's own prediction reads of vLLM's rules (apron.engines.REFERENCE_ENGINE)
+def ssm_cache_dtype(model: ModelConfig, vllm: EngineConstraints | None) -> tuple[str, str]:
+    """--mamba-ssm-cache-dtype as vLLM resolves it for this architecture when left 'auto':
+    (dtype or "" for the model dtype, where it came from)."""
+    if vllm is None or model.architecture is None:
+        return "", ""
+    for row in vllm.rows("mamba_ssm_dtype_defaults"):
+        if row.architecture != model.architecture:
+            continue
+        where = f"vLLM {row.symbol}"
+        obj = row.config_object
+        field_name = row.reads
+        value = model.top(field_name) if obj == "hf_config" else model.get(field_name)
+        if isinstance(value, str) and value:
+            return value, f"the config's {field_name} = {value} ({where} reads {obj})"
+        default = row.default
+        if default:
+            return default, f"{where}: {field_name} absent, default {default}"
+        return "", f"{where}: {field_name} absent, so auto (the model dtype)"
+    return "", ""
+
+
+def encoder_decoder_section(model: ModelConfig, vllm: EngineConstraints | None) -> str:
+    architecture = model.architecture
+    if vllm is None or architecture is None:
+        return ""
+    for row in vllm.rows("registry_rows"):
+        if row.architecture == architecture and "encoder-decoder" in str(row.section).lower():
+            return f"vLLM's registry files {architecture} under [Encoder-decoder]"
+    return ""
+
+
+def encoder_only_why(model: ModelConfig, vllm: EngineConstraints | None) -> str:
+    """Why vLLM runs this architecture with encoder-only attention, or "": its class flags and
+    its ModelConfig.attn_type rule, both extracted, decide (attention_kind)."""
+    if vllm is None or model.architecture is None:
+        return ""
+    kind = attention_kind(model, vllm)
+    return kind.why if kind is not None and kind.value == "encoder_only" else ""
+
+
+# the planner's protocol (apron.engines.base.EngineRules)
+
+default_context = base.no_default_context
+own_view = base.no_own_view
+memory_fraction = base.no_memory_fraction
+kv_dtype_unknown = base.kv_dtype_known
+
+
+def fit_capacity(fit: base.CapacityInputs) -> Capacity:
+    """What fits on one GPU by vLLM's KV cache groups (apron.engines.vllm.capacity)."""
+    from apron.engines.vllm import capacity as pool
+
+    return pool.capacity(
+        vllm=fit.constraints,
+        model=fit.model,
+        mechanism=fit.mechanism,
+        share=fit.share,
+        heads=fit.heads,
+        request=fit.request,
+        rules=fit.rules,
+        deployment=fit.deployment,
+        context=fit.context,
+        weights_unknown=fit.weights_unknown,
+    )
+
+
+def pooling(model: ModelConfig, vllm: EngineConstraints) -> bool:
+    """Whether vLLM runs the architecture as a pooling model (its class flags)."""
+    row = class_flags(model, vllm)
+    return bool(
+        row is not None
+        and row.status == "resolved"
+        and (row.is_pooling_model is True or row.is_text_generation_model is False)
     )

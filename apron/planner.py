@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron import bounds, parallel
 from apron import context as context_rules
@@ -12,37 +12,33 @@ from apron.checks import refuse_impossible
 from apron.config import ModelConfig, load_config
 from apron.constraints import (
     ENGINE_TITLES,
-    Citation,
     ConstraintSet,
     EngineConstraints,
     load_constraints,
 )
 from apron.deployment import Deployment
-from apron.engines import ENGINE_RULES
-from apron.engines import llamacpp as llamacpp_rules
+from apron.engines import ENGINE_RULES, REFERENCE_ENGINE, resolve_kv_dtype_auto
 from apron.engines import vllm as vllm_rules
-from apron.engines.base import EngineDecision
+from apron.engines.base import Column, EngineDecision
 from apron.errors import ApronInputError
-from apron.kv_dtype import KvDtypeChoice, resolve_kv_dtype_auto
+from apron.kv_dtype import KvDtypeChoice
 from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_window
 from apron.mechanisms.base import is_mla_shaped
 from apron.results import (
     PREDICTION,
-    Capacity,
-    DtypeWeights,
     EngineStamp,
     EngineSupport,
     EngineView,
-    GpuShare,
     HeadCount,
     MechanismResult,
     Plan,
     Request,
-    Weights,
 )
 from apron.select import Selection, compute, select
+from apron.serving import Serving, serving_figures
 from apron.support import support
 from apron.terminal import shown
+from apron.weights_figure import checkpoint_dir, checkpoint_weights, given_weights
 
 KV_DTYPES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 AUTO_KV_DTYPE = "auto"  # each engine resolves it from the checkpoint (apron.kv_dtype)
@@ -57,27 +53,6 @@ ENGINE_KV_DTYPE_NAMES = {
 }
 AUTO_PLACEHOLDER = "bf16"  # computes state figures when no engine resolves auto; KV blanked
 CONTEXT_KEYS = ("max_position_embeddings",)
-
-
-def ssm_cache_dtype(model: ModelConfig, vllm: EngineConstraints | None) -> tuple[str, str]:
-    """--mamba-ssm-cache-dtype as vLLM resolves it for this architecture when left 'auto':
-    (dtype or "" for the model dtype, where it came from)."""
-    if vllm is None or model.architecture is None:
-        return "", ""
-    for row in vllm.rows("mamba_ssm_dtype_defaults"):
-        if row.architecture != model.architecture:
-            continue
-        where = f"vLLM {row.symbol}"
-        obj = row.config_object
-        field_name = row.reads
-        value = model.top(field_name) if obj == "hf_config" else model.get(field_name)
-        if isinstance(value, str) and value:
-            return value, f"the config's {field_name} = {value} ({where} reads {obj})"
-        default = row.default
-        if default:
-            return default, f"{where}: {field_name} absent, default {default}"
-        return "", f"{where}: {field_name} absent, so auto (the model dtype)"
-    return "", ""
 
 
 def canonical_kv_dtype(kv_dtype: str) -> str:
@@ -114,38 +89,19 @@ def make_request(
             if context is not None
             else f"none: no --context and {maximum.how}"
         )
-    ssm_dtype, ssm_source = ssm_cache_dtype(model, vllm)
+    ssm_dtype, ssm_source = vllm_rules.ssm_cache_dtype(model, vllm)
     return Request(
-        context,
-        source,
-        kv_dtype,
-        KV_DTYPES[kv_dtype],
-        batch,
-        maximum.tokens,
-        maximum.how,
-        warnings,
-        ssm_dtype,
-        ssm_source,
+        context=context,
+        context_source=source,
+        kv_dtype=kv_dtype,
+        kv_dtype_bytes=KV_DTYPES[kv_dtype],
+        batch=batch,
+        max_model_len=maximum.tokens,
+        max_model_len_source=maximum.how,
+        context_warnings=warnings,
+        ssm_dtype=ssm_dtype,
+        ssm_dtype_source=ssm_source,
     )
-
-
-def _encoder_decoder_section(model: ModelConfig, vllm: EngineConstraints | None) -> str:
-    architecture = model.architecture
-    if vllm is None or architecture is None:
-        return ""
-    for row in vllm.rows("registry_rows"):
-        if row.architecture == architecture and "encoder-decoder" in str(row.section).lower():
-            return f"vLLM's registry files {architecture} under [Encoder-decoder]"
-    return ""
-
-
-def _encoder_only(model: ModelConfig, vllm: EngineConstraints | None) -> str:
-    """Why vLLM runs this architecture with encoder-only attention, or "": its class flags and
-    its ModelConfig.attn_type rule, both extracted, decide (apron/engines/vllm.attention_kind)."""
-    if vllm is None or model.architecture is None:
-        return ""
-    kind = vllm_rules.attention_kind(model, vllm)
-    return kind.why if kind is not None and kind.value == "encoder_only" else ""
 
 
 def _figures_differ(a: MechanismResult, b: MechanismResult) -> bool:
@@ -174,23 +130,23 @@ def _view(
     title = ENGINE_TITLES.get(engine_id, engine_id)
     if constraints is None or decision is None:
         return EngineView(
-            engine_id,
-            title,
-            None,
-            "constraints absent",
-            None,
-            (),
-            None,
-            None,
-            None,
-            None,
-            None,
-            False,
-            (
+            engine=engine_id,
+            title=title,
+            commit=None,
+            status="constraints absent",
+            registered=None,
+            flags=(),
+            mechanism=None,
+            kv_bytes_per_token=None,
+            kv_bytes_at_context=None,
+            naive_kv_bytes_at_context=None,
+            state_bytes_per_sequence=None,
+            differs_from_prediction=False,
+            notes=(
                 f"no generated/{engine_id}/ module: apron has none of {title}'s rules, "
                 "so it cannot say what it would allocate",
             ),
-            (),
+            citations=(),
         )
     notes = list(decision.notes)
     cites = list(decision.citations)
@@ -205,33 +161,39 @@ def _view(
             "load only through a generic fallback (e.g. a Transformers backend), which "
             "apron does not model"
         )
-    tp = serving.tp if serving is not None else request.tp
-    flags = serving.deployment.llamacpp if serving is not None else None
-    pp = serving.deployment.pp if serving is not None else 1
-    own = _llamacpp_view(
-        model, request, tp, engine_id, constraints, decision, registered, notes, cites, flags, pp
+    own = ENGINE_RULES[engine_id].own_view(
+        Column(
+            model=model,
+            request=request,
+            constraints=constraints,
+            decision=decision,
+            registered=registered,
+            notes=tuple(notes),
+            citations=tuple(cites),
+            deployment=serving.deployment if serving is not None else Deployment(),
+        )
     )
     if own is not None:
         return own
     if not decision.computes_figures:
         return EngineView(
-            engine_id,
-            title,
-            constraints.commit,
-            "constraints used",
-            registered,
-            decision.flags,
-            None,
-            None,
-            None,
-            None,
-            None,
-            False,
-            (
+            engine=engine_id,
+            title=title,
+            commit=constraints.commit,
+            status="constraints used",
+            registered=registered,
+            flags=decision.flags,
+            mechanism=None,
+            kv_bytes_per_token=None,
+            kv_bytes_at_context=None,
+            naive_kv_bytes_at_context=None,
+            state_bytes_per_sequence=None,
+            differs_from_prediction=False,
+            notes=(
                 *notes,
                 f"byte figures: {title}'s KV sizing rules are not among the extracted constraints",
             ),
-            tuple(cites),
+            citations=tuple(cites),
         )
     heads = decision.kv_heads or apron_heads
     if decision.own_flags:
@@ -264,7 +226,7 @@ def _view(
     figures = (
         no_kv_cache.compute(decision.no_kv_cache)
         if decision.no_kv_cache
-        else compute(selection, model, heads, request)
+        else compute(selection, model, heads, whole_model(request))
     )
     if full_context:
         notes.append(_full_context_note(decision.window_why, figures, request))
@@ -275,7 +237,7 @@ def _view(
             f"whether {title} treats this config as MLA is unknown; shown as full attention"
         )
     if mla is False and is_mla_shaped(model) and figures.mechanism != mla_latent.NAME:
-        latent = mla_latent.compute(model, heads, request)
+        latent = mla_latent.compute(model, heads, whole_model(request))
         if latent.kv_bytes_per_token and figures.kv_bytes_per_token:
             notes.append(
                 f"MLA-shaped config allocated as full attention: "
@@ -285,7 +247,7 @@ def _view(
     if figures.unknown:
         notes.extend(f"unknown: {u}" for u in figures.unknown)
     gpu, fits, serving_cites = (
-        _serving_figures(
+        serving_figures(
             model,
             request,
             engine_id,
@@ -309,311 +271,23 @@ def _view(
         else None
     )
     return EngineView(
-        engine_id,
-        title,
-        constraints.commit,
-        "constraints used",
-        registered,
-        decision.flags,
-        figures.mechanism,
-        figures.kv_bytes_per_token,
-        figures.kv_bytes_at_context,
-        figures.naive_kv_bytes_at_context,
-        figures.state_bytes_per_sequence,
-        _figures_differ(figures, prediction),
-        tuple(dict.fromkeys(notes)),
-        tuple(dict.fromkeys(cites)),
-        gpu,
-        fits,
-        per_sequence * request.batch if per_sequence is not None else None,
-    )
-
-
-def _llamacpp_view(
-    model: ModelConfig,
-    request: Request,
-    tp: int,
-    engine_id: str,
-    constraints: EngineConstraints,
-    decision: EngineDecision,
-    registered: bool | None,
-    notes: list[str],
-    cites: list,
-    flags=None,  # apron.deployment.LlamaCppFlags
-    flags_pp: int = 1,
-) -> EngineView | None:
-    """llama.cpp's column from its own extracted sizing rules (apron.engines.llamacpp), or None
-    when those rules are not in its generated module (then the generic path says why)."""
-    if engine_id != llamacpp_rules.ENGINE or model.architecture is None:
-        return None
-    found = llamacpp_rules.plan_figures(model, constraints, request, flags)
-    if found is None:
-        return None
-    figures, extra, extra_cites, total, split = found
-    unknown = [f"unknown: {u}" for u in figures.unknown]
-    pp = flags_pp
-    if tp > 1 or pp > 1:  # no per-GPU rule: the column says so and does not vote on refusing tp
-        unknown.append("unknown: llama.cpp splits layers across GPUs (--split-mode), not modelled")
-    known = not figures.unknown
-    gpu = (
-        None
-        if tp > 1 or pp > 1
-        else GpuShare(
-            tp,
-            "split" if known else "unknown",
-            None,
-            "",
-            figures.kv_bytes_per_token,
-            figures.kv_bytes_at_context,
-            figures.state_bytes_per_sequence,
-            None,
-            (),
-            (),
-            tuple(figures.unknown),
-            figures.arithmetic,
-        )
-    )
-    return EngineView(
-        engine_id,
-        ENGINE_TITLES.get(engine_id, engine_id),
-        constraints.commit,
-        "constraints used",
-        registered,
-        decision.flags,
-        figures.mechanism if known else None,
-        figures.kv_bytes_per_token,
-        figures.kv_bytes_at_context,
-        None,
-        figures.state_bytes_per_sequence,
-        False,
-        tuple(
-            dict.fromkeys(
-                [
-                    *notes,
-                    *unknown,
-                    *extra,
-                    "weights: a GGUF's depend on its quantization (apron gguf FILE reads them)",
-                ]
-            )
-        ),
-        tuple(dict.fromkeys([*cites, *extra_cites])),
-        gpu,
-        None,
-        total if tp == 1 and pp == 1 else None,
-        split,
-    )
-
-
-class Serving(NamedTuple):
-    """What the per-GPU and capacity figures need beyond the request."""
-
-    tp: int
-    gpu_memory: int | None
-    memory_fraction: float | None
-    weights: Weights
-    deployment: Deployment = Deployment()
-
-
-def _serving_figures(
-    model: ModelConfig,
-    request: Request,
-    engine_id: str,
-    constraints: EngineConstraints,
-    selection: Selection,
-    heads: HeadCount,
-    figures: MechanismResult,
-    serving: Serving,
-    window_aware: bool | None = None,
-) -> tuple[GpuShare, Capacity | None, tuple[Citation, ...]]:
-    """The engine's per-GPU share at --tp and, with --gpu-memory, what fits (and the serving
-    rules it cites)."""
-    mla = figures.mechanism == mla_latent.NAME  # the MLA KV-head rule holds at tp 1 too
-    if serving.tp == 1 and serving.gpu_memory is None and not mla:  # no serving rule is needed
-        return parallel.whole_model_share(heads, figures, serving.weights.total_bytes), None, ()
-    from apron import per_gpu
-    from apron.serving_rules import serving_rules
-
-    rules = serving_rules(constraints, engine_id)
-    share = per_gpu.gpu_share(
-        model, request, serving.tp, rules, selection, heads, figures, serving.weights.total_bytes
-    )
-    used = rules.citations if serving.tp > 1 or serving.gpu_memory is not None or mla else ()
-    if serving.gpu_memory is None:
-        return share, None, used
-    fraction_lines: tuple[str, ...] = ()
-    if engine_id == "sglang" and serving.memory_fraction is None:
-        from apron import sglang_fraction
-
-        fraction, source, fraction_lines, cites = sglang_fraction.fraction_for(
-            constraints, model, figures.mechanism == mla_latent.NAME, serving.gpu_memory, serving.tp
-        )
-        rules = rules._replace(memory_fraction=fraction, memory_fraction_source=source)
-        used = tuple(dict.fromkeys((*used, *cites)))
-    fits = _engine_capacity(
-        model, request, engine_id, constraints, figures, share, heads, rules, serving, window_aware
-    )
-    if fraction_lines:
-        fits = fits._replace(arithmetic=(*fraction_lines, *fits.arithmetic))
-    return share, fits, used
-
-
-def _engine_capacity(
-    model: ModelConfig,
-    request: Request,
-    engine_id: str,
-    constraints: EngineConstraints,
-    figures: MechanismResult,
-    share: GpuShare,
-    heads: HeadCount,
-    rules,
-    serving: Serving,
-    window_aware: bool | None,
-) -> Capacity:
-    """What fits on one GPU, by the engine's own pool arithmetic (vLLM's KV cache groups,
-    SGLang's pool configurators); the generic block fit for an engine without its own."""
-    from apron import per_gpu
-
-    deployment = serving.deployment._replace(
-        gpu_memory=serving.gpu_memory,
-        memory_fraction=serving.memory_fraction,
-        batch=request.batch,
-    )
-    split = per_gpu.heads_per_gpu(model, heads, share.tp, rules)
-    shared = dict(
-        model=model,
+        engine=engine_id,
+        title=title,
+        commit=constraints.commit,
+        status="constraints used",
+        registered=registered,
+        flags=decision.flags,
         mechanism=figures.mechanism,
-        share=share,
-        heads=split,
-        request=request._replace(tp=share.tp),
-        rules=rules,
-        deployment=deployment,
-        context=request.context,
-        weights_unknown=serving.weights.unknown,
-    )
-    if engine_id == "vllm":
-        from apron import vllm_capacity
-
-        return vllm_capacity.capacity(vllm=constraints, **shared)
-    if engine_id == "sglang":
-        from apron import sglang_capacity
-
-        return sglang_capacity.capacity(sglang=constraints, window_aware=window_aware, **shared)
-    return per_gpu.engine_capacity(
-        model,
-        figures.mechanism,
-        share,
-        rules,
-        serving.gpu_memory,
-        serving.memory_fraction,
-        request.context,
-        serving.weights.unknown,
-    )
-
-
-SAMPLE_PREFIX = "sample:"
-GIVE_WEIGHTS = "give --params N or --weights-bytes N"
-
-
-def sample_weights(model: ModelConfig) -> Weights | None:
-    """The published checkpoint's weight bytes a sample carries (apron/samples/weights.json)."""
-    if not model.source.startswith(SAMPLE_PREFIX):
-        return None
-    import json
-
-    from apron.config import SAMPLES_DIR
-
-    found = json.loads((SAMPLES_DIR / "weights.json").read_text(encoding="utf-8"))
-    entry = found.get(model.source.removeprefix(SAMPLE_PREFIX))
-    if entry is None:
-        return None
-    return Weights(int(entry["total_size"]), (), f"the sample's {entry['source']}", "", ())
-
-
-def checkpoint_weights(model: ModelConfig, model_dir: Path | None) -> Weights:
-    """The checkpoint's weight bytes from the model directory (apron.weights), or unknown."""
-    if model_dir is None:
-        found = sample_weights(model)
-        if found is not None:
-            return found
-        return Weights(
-            None,
-            (),
-            "",
-            f"{model.source} is not a model directory: {GIVE_WEIGHTS} (no safetensors to read)",
-            (),
-        )
-    from apron import weights as weight_files
-
-    found = weight_files.checkpoint_weights(model_dir)
-    if found is None:
-        from apron.hf_cache import hub_safetensors_headers
-
-        headers = hub_safetensors_headers(model_dir)  # only for a model read from the Hub
-        if headers:
-            found = weight_files.from_headers_json(headers, "the Hub")
-    if found is None:
-        return Weights(None, (), "", weight_files.weights_unknown_reason(model_dir), ())
-    return Weights(
-        found.total_bytes,
-        tuple(DtypeWeights(d.dtype, d.bytes, d.tensors) for d in found.by_dtype),
-        found.source,
-        "",
-        tuple(found.notes),
-    )
-
-
-# bits per parameter of the --weights-dtype names: a parameter count times this is the weights
-PARAM_DTYPE_BITS = {
-    "fp32": 32,
-    "float32": 32,
-    "bf16": 16,
-    "bfloat16": 16,
-    "fp16": 16,
-    "float16": 16,
-    "fp8": 8,
-    "int8": 8,
-    "fp4": 4,
-    "int4": 4,
-}
-
-
-def given_weights(
-    weights_bytes: int | None,
-    params: int | None,
-    weights_dtype: str | None,
-    config_dtype: str | None = None,
-) -> Weights | None:
-    """The weights figure given instead of a checkpoint: --weights-bytes, or --params times the
-    bytes of --weights-dtype (default: the config's torch_dtype / dtype); None when neither is
-    given."""
-    if weights_bytes is not None and params is not None:
-        raise ApronInputError("give --weights-bytes or --params, not both")
-    if weights_dtype is not None and params is None:
-        raise ApronInputError("--weights-dtype goes with --params (the parameter count)")
-    if weights_bytes is not None:
-        weights_bytes = bounds.checked(weights_bytes, bounds.BYTES, "--weights-bytes")
-        return Weights(weights_bytes, (), "--weights-bytes", "", ())
-    if params is None:
-        return None
-    params = bounds.checked(params, bounds.PARAMS, "--params")
-    from_config = weights_dtype is None and config_dtype in PARAM_DTYPE_BITS
-    if from_config:
-        weights_dtype = config_dtype
-    if weights_dtype is None or weights_dtype not in PARAM_DTYPE_BITS:
-        given = "none" if weights_dtype is None else shown(repr(weights_dtype))
-        raise ApronInputError(
-            f"--params needs --weights-dtype (got {given}; the config's torch_dtype is "
-            f"{config_dtype or 'absent'}): one of {', '.join(PARAM_DTYPE_BITS)}"
-        )
-    bits = PARAM_DTYPE_BITS[weights_dtype]
-    total = bounds.checked(-(-params * bits // 8), bounds.BYTES, f"--params x {weights_dtype}")
-    source = f"the config's {weights_dtype}" if from_config else weights_dtype
-    return Weights(
-        total,
-        (),
-        f"--params {params:,} x {bits} bits ({source})",
-        "",
-        (f"weights = ceil({params:,} parameters x {bits} / 8) = {total:,} B",),
+        kv_bytes_per_token=figures.kv_bytes_per_token,
+        kv_bytes_at_context=figures.kv_bytes_at_context,
+        naive_kv_bytes_at_context=figures.naive_kv_bytes_at_context,
+        state_bytes_per_sequence=figures.state_bytes_per_sequence,
+        differs_from_prediction=_figures_differ(figures, prediction),
+        notes=tuple(dict.fromkeys(notes)),
+        citations=tuple(dict.fromkeys(cites)),
+        gpu=gpu,
+        capacity=fits,
+        bytes_for_batch=per_sequence * request.batch if per_sequence is not None else None,
     )
 
 
@@ -625,12 +299,11 @@ def engine_request(
     context: int | None,
 ) -> Request:
     """The request one engine's column is computed for: with no --context, the engine's own
-    default context where its rules module has a `default_context` hook (else the shared one)."""
+    default context where its package has one (EngineRules.default_context; else the shared one)."""
     rules = ENGINE_RULES.get(engine_id)
-    hook = getattr(rules, "default_context", None)
-    if context is not None or hook is None or constraints is None:
+    if context is not None or rules is None or constraints is None:
         return request
-    found = hook(model, constraints)
+    found = rules.default_context(model, constraints)
     if found is None:
         return request
     title = ENGINE_TITLES.get(engine_id, engine_id)
@@ -660,23 +333,6 @@ def _full_context_note(why: str, figures: MechanismResult, request: Request) -> 
     return text
 
 
-def _checkpoint_dir(model: ModelConfig, model_dir: str | Path | None) -> Path | None:
-    """The directory holding the checkpoint: given, else the one of the config.json read."""
-    if model_dir is not None:
-        return Path(model_dir)
-    path = Path(model.source)
-    return path.parent if path.is_file() else None
-
-
-def _vllm_pooling(model: ModelConfig, vllm: EngineConstraints | None) -> bool:
-    row = vllm_rules.class_flags(model, vllm) if vllm is not None else None
-    return bool(
-        row is not None
-        and row.status == "resolved"
-        and (row.is_pooling_model is True or row.is_text_generation_model is False)
-    )
-
-
 def auto_kv_dtypes(
     model: ModelConfig,
     cs: ConstraintSet,
@@ -688,7 +344,8 @@ def auto_kv_dtypes(
     for engine_id in cs.engines:
         decision = decisions.get(engine_id)
         mla = bool(decision is not None and decision.mla is not None and decision.mla.is_mla)
-        pooling = engine_id == "vllm" and _vllm_pooling(model, cs.get("vllm"))
+        rules, engine = ENGINE_RULES.get(engine_id), cs.get(engine_id)
+        pooling = bool(rules is not None and engine is not None and rules.pooling(model, engine))
         choices[engine_id] = resolve_kv_dtype_auto(
             model.raw, model_dir, engine_id, rules=cs.get(engine_id), mla=mla, pooling=pooling
         )
@@ -702,7 +359,7 @@ def _auto_request(
     follows vLLM, else the first engine that resolves it); kv_dtype_bytes 0 when unknown."""
     if engine_id is None:
         known = [(e, c) for e, c in choices.items() if c.dtype is not None]
-        known.sort(key=lambda item: item[0] != "vllm")
+        known.sort(key=lambda item: item[0] != REFERENCE_ENGINE)
         if not known:
             reasons = "; ".join(
                 f"{ENGINE_TITLES.get(e, e)}: {c.reason}" for e, c in choices.items()
@@ -723,6 +380,12 @@ def _auto_request(
         kv_dtype_bytes=KV_DTYPES[choice.dtype],
         kv_dtype_source=f"{ENGINE_TITLES.get(engine_id, engine_id)} {choice.reason}",
     )
+
+
+def whole_model(request: Request) -> Request:
+    """The request the whole model's figures are computed for (tp 1); per-GPU shares at
+    request.tp come from the capacity step (apron.serving)."""
+    return request._replace(tp=1)
 
 
 def _placeholder(request: Request) -> Request:
@@ -795,14 +458,14 @@ def _runtime_kv_view(
     choices: Mapping[str, KvDtypeChoice],
 ) -> EngineView:
     """The view with its KV figures unknown when the engine's cell at this KV dtype depends on
-    what it decides on the GPU at run time (the engine module's `kv_dtype_unknown` hook)."""
-    hook = getattr(ENGINE_RULES.get(view.engine), "kv_dtype_unknown", None)
+    what it decides on the GPU at run time (EngineRules.kv_dtype_unknown)."""
+    rules = ENGINE_RULES.get(view.engine)
     engine = cs.get(view.engine)
-    if hook is None or engine is None or view.status != "constraints used":
+    if rules is None or engine is None or view.status != "constraints used":
         return view
     choice = choices.get(view.engine)
     kv_dtype = choice.dtype if choice is not None else request.kv_dtype
-    why = hook(model, engine, kv_dtype) if kv_dtype else ""
+    why = rules.kv_dtype_unknown(model, engine, kv_dtype) if kv_dtype else ""
     return _blank_kv_view(view, why) if why else view
 
 
@@ -837,11 +500,11 @@ def plan(
         config.bound(cs) if isinstance(config, ModelConfig) else load_config(config, constraints=cs)
     )
     refuse_impossible(model)
-    vllm = cs.get("vllm")
+    vllm = cs.get(REFERENCE_ENGINE)
     kv_dtype = canonical_kv_dtype(kv_dtype)
     auto = kv_dtype == AUTO_KV_DTYPE
     request = make_request(model, context, AUTO_PLACEHOLDER if auto else kv_dtype, batch, vllm)
-    tp = bounds.checked(tp, bounds.TP, "--tp")
+    request = request._replace(tp=bounds.checked(tp, bounds.TP, "--tp"))  # the one --tp
     if gpu_memory is not None:
         gpu_memory = bounds.checked(gpu_memory, bounds.BYTES, "--gpu-memory")
     if memory_fraction is not None and not (
@@ -853,11 +516,16 @@ def plan(
             f"--memory-fraction {shown(memory_fraction)}: must be more than 0 and at most 1 "
             "(vLLM's gpu_memory_utilization: Field(gt=0, le=1))"
         )
-    directory = _checkpoint_dir(model, model_dir)
+    directory = checkpoint_dir(model, model_dir)
     weights = given_weights(
         weights_bytes, params, weights_dtype, model.model_dtype()
     ) or checkpoint_weights(model, directory)
-    serving = Serving(tp, gpu_memory, memory_fraction, weights, deployment or Deployment())
+    serving = Serving(
+        gpu_memory=gpu_memory,
+        memory_fraction=memory_fraction,
+        weights=weights,
+        deployment=deployment or Deployment(),
+    )
     apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
     for engine_id, engine in cs.engines.items():
@@ -867,12 +535,14 @@ def plan(
                 decisions[engine_id] = rules.decide(model, engine)
             except Exception as err:  # generated rows of a shape this apron does not know
                 decisions[engine_id] = EngineDecision(
-                    engine_id,
-                    None,
-                    None,
-                    (),
-                    (f"could not interpret generated/{engine_id} ({type(err).__name__}: {err})",),
-                    (),
+                    engine=engine_id,
+                    kv_heads=None,
+                    mla=None,
+                    flags=(),
+                    notes=(
+                        f"could not interpret generated/{engine_id} ({type(err).__name__}: {err})",
+                    ),
+                    citations=(),
                     computes_figures=False,
                 )
     choices = auto_kv_dtypes(model, cs, decisions, directory) if auto else {}
@@ -881,8 +551,8 @@ def plan(
     flags = frozenset(f for d in decisions.values() for f in d.flags)
     mla_votes = [d.mla for d in decisions.values() if d.mla is not None]
     apron_mla = any(m.is_mla for m in mla_votes)
-    enc_dec = _encoder_decoder_section(model, vllm)
-    enc_only = _encoder_only(model, vllm)
+    enc_dec = vllm_rules.encoder_decoder_section(model, vllm)
+    enc_only = vllm_rules.encoder_only_why(model, vllm)
     selection = select(
         model,
         mla=apron_mla,
@@ -891,7 +561,7 @@ def plan(
         encoder_decoder_section=enc_dec,
         encoder_only=enc_only,
     )
-    prediction = compute(selection, model, apron_heads, _placeholder(request))
+    prediction = compute(selection, model, apron_heads, whole_model(_placeholder(request)))
     if auto and not request.kv_dtype_bytes:
         prediction = _blank_kv_prediction(prediction, f"KV dtype {request.kv_dtype_source}")
     notes: list[str] = [model.reading, *request.context_warnings]
@@ -942,7 +612,9 @@ def plan(
     if auto:
         views = tuple(_auto_view(view, choices.get(view.engine)) for view in views)
     views = tuple(_runtime_kv_view(view, model, cs, request, choices) for view in views)
-    refusal = parallel.tp_refusal(tp, [(v.title, v.gpu) for v in views if v.gpu is not None])
+    refusal = parallel.tp_refusal(
+        request.tp, [(v.title, v.gpu) for v in views if v.gpu is not None]
+    )
     if refusal:
         raise ApronInputError(refusal)
     batch_kv = (
@@ -958,33 +630,32 @@ def plan(
     total = batch_kv + batch_state if batch_kv is not None and batch_state is not None else None
     stamps = tuple(
         EngineStamp(
-            engine_id,
-            ENGINE_TITLES.get(engine_id, engine_id),
-            engine.commit if engine else None,
-            engine.commit_date if engine else None,
-            engine is not None,
+            engine=engine_id,
+            title=ENGINE_TITLES.get(engine_id, engine_id),
+            commit=engine.commit if engine else None,
+            commit_date=engine.commit_date if engine else None,
+            present=engine is not None,
         )
         for engine_id, engine in cs.engines.items()
     )
     return Plan(
-        PREDICTION,
-        model.source,
-        model.architecture,
-        model.model_type,
-        model.text_model_type,
-        model.text_key,
-        request._replace(tp=tp),  # what was asked; `prediction` stays the whole model's
-        apron_heads,
-        prediction,
-        batch_kv,
-        batch_state,
-        total,
-        views,
-        supported,
-        stamps,
-        tuple(notes),
-        tp,
-        gpu_memory,
-        weights,
+        label=PREDICTION,
+        source=model.source,
+        architecture=model.architecture,
+        model_type=model.model_type,
+        text_model_type=model.text_model_type,
+        text_config_key=model.text_key,
+        request=request,  # what was asked, --tp too; `prediction` stays the whole model's
+        kv_heads=apron_heads,
+        prediction=prediction,
+        kv_bytes_for_batch=batch_kv,
+        state_bytes_for_batch=batch_state,
+        total_bytes_for_batch=total,
+        engines=views,
+        support=supported,
+        constraints=stamps,
+        notes=tuple(notes),
+        gpu_memory_bytes=gpu_memory,
+        weights=weights,
         pp=serving.deployment.pp,
     )

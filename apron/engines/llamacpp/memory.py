@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
+from apron.engines.llamacpp.gguf_header import GgufHeader
+from apron.engines.llamacpp.hparams import LOADER, Refused, load_hparams
+from apron.engines.llamacpp.tensors import check_tensors
 from apron.errors import ConstraintsError
-from apron.gguf_header import GgufHeader
 from apron.llamacpp_formula import Symbol, Unknown, evaluate
-from apron.llamacpp_hparams import LOADER, Refused, load_hparams
-from apron.llamacpp_tensors import check_tensors
 from apron.terminal import shown
 
 __all__ = ["Refused", "Unknown", "cache_type", "figures", "limit", "render", "weights_bytes"]
@@ -40,7 +40,7 @@ def limit(c: EngineConstraints, name: str) -> int:
 
 ENGINE = "llamacpp"
 # the GGUF keys (after "<arch>.") hparams_of reads: a converter write of one of them that apron
-# cannot reproduce makes an HF config's figure unknown (apron/llamacpp_hf.py)
+# cannot reproduce makes an HF config's figure unknown (apron/engines/llamacpp/hf.py)
 SIZING_KEYS = frozenset(
     {
         "block_count",
@@ -99,7 +99,7 @@ def hparams_of(
     arch: str,
     assume_written: Callable[[str], bool] | None = None,
 ) -> tuple[dict, dict[str, Callable[..., Any]], list[str]]:
-    """llama_hparams as llama.cpp's loader reads the header (apron/llamacpp_hparams.py replays
+    """llama_hparams as llama.cpp's loader reads the header (apron/engines/llamacpp/hparams.py replays
     the extracted steps), and llama_hparams' sizing methods as calls over them."""
     hp: dict[str, Any] = {}
     calls = _method_calls(c, hp)
@@ -233,12 +233,40 @@ def figures(
         return _figures(header, c, n_ctx, n_seq_max, type_k, type_v, given, assume_written)
     except Refused as err:
         why = f"llama.cpp refuses this: {err}"
-        return LlamaCppFigures("", None, None, {}, (), (why,), ASSUMPTIONS, (), str(err))
+        return LlamaCppFigures(
+            memory_class="",
+            kv_bytes=None,
+            state_bytes=None,
+            kv_cells={},
+            arithmetic=(),
+            unknown=(why,),
+            notes=ASSUMPTIONS,
+            citations=(),
+            refused=str(err),
+        )
     except Unknown as err:
-        return LlamaCppFigures("", None, None, {}, (), (str(err),), ASSUMPTIONS, ())
+        return LlamaCppFigures(
+            memory_class="",
+            kv_bytes=None,
+            state_bytes=None,
+            kv_cells={},
+            arithmetic=(),
+            unknown=(str(err),),
+            notes=ASSUMPTIONS,
+            citations=(),
+        )
     except (TypeError, ValueError, IndexError) as err:  # a metadata value of another shape
         why = f"a metadata value llama.cpp's loader would not read ({type(err).__name__}: {err})"
-        return LlamaCppFigures("", None, None, {}, (), (why,), ASSUMPTIONS, ())
+        return LlamaCppFigures(
+            memory_class="",
+            kv_bytes=None,
+            state_bytes=None,
+            kv_cells={},
+            arithmetic=(),
+            unknown=(why,),
+            notes=ASSUMPTIONS,
+            citations=(),
+        )
 
 
 def _figures(
@@ -307,14 +335,14 @@ def _figures(
     cites.append(c.cite(rule))
     if not rule.memory_class:
         return LlamaCppFigures(
-            "",
-            0,
-            0,
-            {},
-            (f"{arch}: create_memory builds no memory (nullptr)",),
-            (),
-            tuple(notes),
-            tuple(cites),
+            memory_class="",
+            kv_bytes=0,
+            state_bytes=0,
+            kv_cells={},
+            arithmetic=(f"{arch}: create_memory builds no memory (nullptr)",),
+            unknown=(),
+            notes=tuple(notes),
+            citations=tuple(cites),
             n_ctx=env["cparams.n_ctx"],
         )
     args = dict(a.split("=", 1) for a in rule.arguments)
@@ -394,14 +422,14 @@ def _figures(
         if r.method in ("n_embd_k_gqa", "n_embd_v_gqa", "n_embd_r", "n_embd_s")
     )
     return LlamaCppFigures(
-        rule.memory_class,
-        kv_bytes,
-        state_bytes,
-        cells,
-        tuple(arithmetic),
-        (),
-        tuple(notes),
-        tuple(dict.fromkeys(cites)),
+        memory_class=rule.memory_class,
+        kv_bytes=kv_bytes,
+        state_bytes=state_bytes,
+        kv_cells=cells,
+        arithmetic=tuple(arithmetic),
+        unknown=(),
+        notes=tuple(notes),
+        citations=tuple(dict.fromkeys(cites)),
         n_ctx=env["cparams.n_ctx"],
     )
 

@@ -1,7 +1,7 @@
 """An HF config.json through the llama.cpp converter's extracted HF -> GGUF mapping
 (generated/llamacpp converter_hparams and gguf_writer_keys): the GGUF metadata
 `convert_hf_to_gguf` would write for the hparams, as a header apron sizes with the rules of
-apron/llamacpp_memory.py. A write apron cannot reproduce (a computed value) is left out, and
+apron/engines/llamacpp/memory.py. A write apron cannot reproduce (a computed value) is left out, and
 when the sizing then needs it, the figure is unknown naming that write."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
-from apron.gguf_header import GgufHeader
+from apron.engines.llamacpp.gguf_header import GgufHeader
+from apron.engines.llamacpp.memory import SIZING_KEYS
 from apron.llamacpp_formula import Converter, Symbol, Unknown, Unread, evaluate
-from apron.llamacpp_memory import SIZING_KEYS
 
 
 def _chain(c: EngineConstraints, name: str, path: str) -> list:
@@ -201,7 +201,12 @@ def hf_header(
                 continue
             if value is not None:
                 metadata[key] = _gguf_value(value)
-    return GgufHeader(model.source, 3, metadata, ()), unread, cites, considered
+    return (
+        GgufHeader(path=model.source, version=3, metadata=metadata, tensors=()),
+        unread,
+        cites,
+        considered,
+    )
 
 
 def _gguf_value(value: Any) -> Any:

@@ -428,4 +428,6 @@ def read_header(path: str | Path, limits: GgufLimits) -> GgufHeader:
         n_kv = _count(r, "key-value pairs", MAX_KEYS)
         metadata, types = _metadata(r, n_kv)
         tensors = _tensors(r, n_tensors, metadata.get(ALIGNMENT_KEY, DEFAULT_ALIGNMENT))
-    return GgufHeader(str(path), version, metadata, tensors, types)
+    return GgufHeader(
+        path=str(path), version=version, metadata=metadata, tensors=tensors, types=types
+    )

@@ -126,7 +126,15 @@ def pools(
             f"sequences = min({slots:,}, {tokens:,} // {context:,}) = {sequences:,}",
         )
         refused = "" if slots > 0 else "SGLang refuses to start: no room for a state slot"
-        return Pools("mamba", tokens, None, slots, max(sequences, 0), lines, refused)
+        return Pools(
+            kind="mamba",
+            full_tokens=tokens,
+            swa_tokens=None,
+            state_slots=slots,
+            sequences=max(sequences, 0),
+            lines=lines,
+            refused=refused,
+        )
     if local and swa:
         if swa_ratio is None:
             return f"{SWA_RATIO} is not extracted"
@@ -144,7 +152,15 @@ def pools(
                 f"sequences = {swa_tokens:,} // min({context:,}, window {window:,} + page "
                 f"{page}) = {sequences:,}",
             )
-            return Pools("hybrid_swa", swa_tokens, swa_tokens, None, sequences, lines, "")
+            return Pools(
+                kind="hybrid_swa",
+                full_tokens=swa_tokens,
+                swa_tokens=swa_tokens,
+                state_slots=None,
+                sequences=sequences,
+                lines=lines,
+                refused="",
+            )
         cell = full + swa_ratio * local_bytes
         full_tokens = align(int(budget // cell))
         swa_tokens = align(int(full_tokens * swa_ratio))
@@ -164,10 +180,26 @@ def pools(
             f"sequences = min({full_tokens:,} // {context:,}, {swa_tokens:,} // min({context:,}, "
             f"{window:,} + {page})) = {sequences:,}",
         )
-        return Pools("hybrid_swa", full_tokens, swa_tokens, None, sequences, lines, refused)
+        return Pools(
+            kind="hybrid_swa",
+            full_tokens=full_tokens,
+            swa_tokens=swa_tokens,
+            state_slots=None,
+            sequences=sequences,
+            lines=lines,
+            refused=refused,
+        )
     cell = full + local_bytes  # window-unaware: every layer at full context
     if cell == 0:
-        return Pools("default", context_len, None, None, 0, ("no KV cache",), "")
+        return Pools(
+            kind="default",
+            full_tokens=context_len,
+            swa_tokens=None,
+            state_slots=None,
+            sequences=0,
+            lines=("no KV cache",),
+            refused="",
+        )
     tokens = align(budget // cell)
     sequences = tokens // context
     lines = (
@@ -175,13 +207,21 @@ def pools(
         f"sequences = {tokens:,} // {context:,} = {sequences:,}",
     )
     refused = "" if tokens > 0 else "SGLang refuses to start: not enough memory for the KV pool"
-    return Pools("default", tokens, None, None, sequences, lines, refused)
+    return Pools(
+        kind="default",
+        full_tokens=tokens,
+        swa_tokens=None,
+        state_slots=None,
+        sequences=sequences,
+        lines=lines,
+        refused=refused,
+    )
 
 
 def _unknown(gpu_memory, fraction, source, page, page_source, unknown, notes) -> Capacity:
     return Capacity(
-        gpu_memory, fraction, source, page, page_source, None, None, None, None, None, None,
-        None, "", tuple(dict.fromkeys(unknown)), (), tuple(notes),
+        gpu_memory_bytes=gpu_memory, memory_fraction=fraction, memory_fraction_source=source, block_tokens=page, block_tokens_source=page_source, budget_bytes=None, blocks=None, block_bytes=None, kv_tokens=None, blocks_per_sequence=None, sequence_bytes=None,
+        sequences=None, limit="", unknown=tuple(dict.fromkeys(unknown)), arithmetic=(), notes=tuple(notes),
     )  # fmt: skip
 
 
@@ -257,14 +297,14 @@ def capacity(
     ]
     if budget <= 0:
         verdict = Verdict(
-            False,
-            f"the weights alone ({share.weights_bytes:,} B) do not fit in {requested:,} B "
+            fits=False,
+            reason=f"the weights alone ({share.weights_bytes:,} B) do not fit in {requested:,} B "
             "(GPU memory x mem_fraction_static)",
-            False, requested, share.weights_bytes, None, 0, 0, (),
+            weights_fit=False, budget_bytes=requested, weights_bytes=share.weights_bytes, cache_bytes=None, largest_context=0, largest_batch=0, notes=(),
         )  # fmt: skip
         return Capacity(
-            gpu_memory, fraction, source, page, page_source, budget, 0, None, 0, None, None, 0,
-            "weights", (), tuple(lines), tuple(notes), 0.0, verdict,
+            gpu_memory_bytes=gpu_memory, memory_fraction=fraction, memory_fraction_source=source, block_tokens=page, block_tokens_source=page_source, budget_bytes=budget, blocks=0, block_bytes=None, kv_tokens=0, blocks_per_sequence=None, sequence_bytes=None, sequences=0,
+            limit="weights", unknown=(), arithmetic=tuple(lines), notes=tuple(notes), max_concurrency=0.0, verdict=verdict,
         )  # fmt: skip
     found = pools(
         layers, budget, page, context, swa=bool(window_aware),
@@ -289,25 +329,25 @@ def capacity(
     kv = context * sum(layer.per_token_bytes for layer in layers.layers)
     kv_layers = any(layer.kind != STATE for layer in layers.layers)
     return Capacity(
-        gpu_memory,
-        fraction,
-        source,
-        page,
-        page_source,
-        budget,
-        found.full_tokens // page if page and kv_layers else None,
-        None,
-        found.full_tokens if kv_layers else None,
-        None,
-        None,
-        found.sequences,
-        "state" if state > kv else "kv",
-        (),
-        tuple(lines),
-        tuple(notes),
-        None,
-        verdict,
-        found.kind,
+        gpu_memory_bytes=gpu_memory,
+        memory_fraction=fraction,
+        memory_fraction_source=source,
+        block_tokens=page,
+        block_tokens_source=page_source,
+        budget_bytes=budget,
+        blocks=found.full_tokens // page if page and kv_layers else None,
+        block_bytes=None,
+        kv_tokens=found.full_tokens if kv_layers else None,
+        blocks_per_sequence=None,
+        sequence_bytes=None,
+        sequences=found.sequences,
+        limit="state" if state > kv else "kv",
+        unknown=(),
+        arithmetic=tuple(lines),
+        notes=tuple(notes),
+        max_concurrency=None,
+        verdict=verdict,
+        layout=found.kind,
     )
 
 
@@ -339,7 +379,17 @@ def _verdict(
     state = sum(layer.state_bytes for layer in layers.of(STATE))
     cache = batch * (context * full + held * local_bytes + state)
     if found.refused:
-        return Verdict(False, found.refused, True, requested, weights, cache, best, 0, ())
+        return Verdict(
+            fits=False,
+            reason=found.refused,
+            weights_fit=True,
+            budget_bytes=requested,
+            weights_bytes=weights,
+            cache_bytes=cache,
+            largest_context=best,
+            largest_batch=0,
+            notes=(),
+        )
     fits = found.sequences >= batch
     held = (
         f"{found.sequences:,} sequence{'' if found.sequences == 1 else 's'} of {context:,} tokens"
@@ -349,4 +399,14 @@ def _verdict(
         if fits
         else f"does not fit: the pools hold {held}, batch {batch:,}"
     )
-    return Verdict(fits, reason, True, requested, weights, cache, best, found.sequences, ())
+    return Verdict(
+        fits=fits,
+        reason=reason,
+        weights_fit=True,
+        budget_bytes=requested,
+        weights_bytes=weights,
+        cache_bytes=cache,
+        largest_context=best,
+        largest_batch=found.sequences,
+        notes=(),
+    )

@@ -17,10 +17,12 @@ from typing import Any
 
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
+from apron.engines import base
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import ContextDefault, EngineDecision
+from apron.engines.sglang.kv_dtype import auto_kv_dtype as auto_kv_dtype  # the protocol member
 from apron.layers import layout
-from apron.results import HeadCount, MlaDecision
+from apron.results import Capacity, HeadCount, MlaDecision
 from apron.terminal import shown
 
 ENGINE = "sglang"
@@ -327,12 +329,12 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     if member_of:
         notes.append(f"member of SGLang's architecture sets: {', '.join(member_of)}")
     return EngineDecision(
-        ENGINE,
-        heads,
-        mla,
-        (),
-        tuple(notes),
-        tuple(cites),
+        engine=ENGINE,
+        kv_heads=heads,
+        mla=mla,
+        flags=(),
+        notes=tuple(notes),
+        citations=tuple(cites),
         computes_figures=computes,
         window_aware=swa,
         window_why=window_why,
@@ -433,4 +435,41 @@ def _rope_factor(model: ModelConfig, by_kind: dict[str, list[Any]]) -> tuple[flo
         f"SGLang's get_context_length multiplies by {attribute[0].name}[{key!r}] of transformers' "
         f"configuration object; config.json gives {key} {factor!r}, but how transformers "
         "standardizes rope parameters for this model is not extracted"
+    )
+
+
+# the planner's protocol (apron.engines.base.EngineRules)
+
+own_view = base.no_own_view
+pooling = base.not_pooling
+
+
+def memory_fraction(
+    sglang: EngineConstraints, model: ModelConfig, mla: bool, gpu_memory: int, tp: int
+) -> base.MemoryFraction:
+    """SGLang's default mem_fraction_static for this config and GPU (apron.sglang_fraction)."""
+    from apron import sglang_fraction
+
+    fraction, source, lines, cites = sglang_fraction.fraction_for(
+        sglang, model, mla, gpu_memory, tp
+    )
+    return base.MemoryFraction(fraction=fraction, source=source, arithmetic=lines, citations=cites)
+
+
+def fit_capacity(fit: base.CapacityInputs) -> Capacity:
+    """What fits on one GPU by SGLang's pool configurators (apron.engines.sglang.capacity)."""
+    from apron.engines.sglang import capacity as pool
+
+    return pool.capacity(
+        sglang=fit.constraints,
+        window_aware=fit.window_aware,
+        model=fit.model,
+        mechanism=fit.mechanism,
+        share=fit.share,
+        heads=fit.heads,
+        request=fit.request,
+        rules=fit.rules,
+        deployment=fit.deployment,
+        context=fit.context,
+        weights_unknown=fit.weights_unknown,
     )

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from apron.constraints import EngineConstraints
-from apron.gguf_header import GgufHeader
+from apron.engines.llamacpp.gguf_header import GgufHeader
 from apron.llamacpp_formula import Symbol, Unknown, Unread, evaluate
 from apron.terminal import shown
 

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from apron.constraints import EngineConstraints
-from apron.gguf_header import GgufHeader
+from apron.engines.llamacpp.gguf_header import GgufHeader
+from apron.engines.llamacpp.hparams import Refused
 from apron.llamacpp_formula import Unknown, evaluate
-from apron.llamacpp_hparams import Refused
 
 
 def _name(row: Any, block: int | None) -> str:

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
+from apron.engines.vllm.kv_cache import CHUNKED, FULL, MAMBA, SLIDING, LayerSpec
 from apron.state_shapes import MISSING, _Refused, evaluate
-from apron.vllm_kv_cache import CHUNKED, FULL, MAMBA, SLIDING, LayerSpec
 
 FACT = "kv_sizing_paths"
 SERVER = "UsageContext.OPENAI_API_SERVER"
@@ -212,7 +212,12 @@ def scheduler(
         f"{max_num_batched_tokens:,} = {in_flight:,} ({IN_FLIGHT})"
     )
     return Scheduler(
-        max_num_batched_tokens, max_num_seqs, batches, in_flight, tuple(lines), tuple(cites)
+        max_num_batched_tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs,
+        concurrent_batches=batches,
+        in_flight_tokens=in_flight,
+        lines=tuple(lines),
+        citations=tuple(cites),
     )
 
 

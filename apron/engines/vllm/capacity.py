@@ -4,8 +4,8 @@ batch at the context.
 
 Budget = ceil(GPU memory x gpu_memory_utilization) - weights (vLLM's requested memory minus the
 model; activations, CUDA graphs and non-torch memory are not modelled). The groups, blocks and
-concurrency are vLLM's own arithmetic (apron.vllm_kv_cache, from vllm/v1/core/kv_cache_utils.py);
-what a request takes per group is vLLM's extracted sizing rules (apron.vllm_sizing). Block sizes:
+concurrency are vLLM's own arithmetic (apron.engines.vllm.kv_cache, from vllm/v1/core/kv_cache_utils.py);
+what a request takes per group is vLLM's extracted sizing rules (apron.engines.vllm.sizing). Block sizes:
 the first default attention backend's (full attention, chunked-local, Mamba pages), raised for a
 hybrid by the page-size rule; the backend's smallest kernel block for sliding-window layers
 (vLLM Attention.get_kv_cache_spec)."""
@@ -18,10 +18,7 @@ from apron import capacity as fit_rules
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
 from apron.deployment import Deployment
-from apron.layer_specs import ATTENTION, CHUNK, STATE, WINDOWED, Layers, layers_of
-from apron.mechanisms import hybrid_ssm, mla_latent
-from apron.results import Capacity, GpuShare, HeadCount, Request, Verdict
-from apron.vllm_kv_cache import (
+from apron.engines.vllm.kv_cache import (
     CHUNKED,
     FULL,
     MAMBA,
@@ -36,7 +33,10 @@ from apron.vllm_kv_cache import (
     pipeline_stages,
     stage_pools,
 )
-from apron.vllm_sizing import Unknown, request_pages, scheduler
+from apron.engines.vllm.sizing import Unknown, request_pages, scheduler
+from apron.layer_specs import ATTENTION, CHUNK, STATE, WINDOWED, Layers, layers_of
+from apron.mechanisms import hybrid_ssm, mla_latent
+from apron.results import Capacity, GpuShare, HeadCount, Request, Verdict
 
 HMA_CHUNKED = (
     "chunked-local layers keep their own groups: VllmConfig turns the hybrid KV cache manager "
@@ -49,22 +49,22 @@ def _unknown_capacity(
     gpu_memory: int, fraction, fraction_source: str, block, block_source: str, unknown, notes
 ) -> Capacity:
     return Capacity(
-        gpu_memory,
-        fraction,
-        fraction_source,
-        block,
-        block_source,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        "",
-        tuple(dict.fromkeys(unknown)),
-        (),
-        tuple(notes),
+        gpu_memory_bytes=gpu_memory,
+        memory_fraction=fraction,
+        memory_fraction_source=fraction_source,
+        block_tokens=block,
+        block_tokens_source=block_source,
+        budget_bytes=None,
+        blocks=None,
+        block_bytes=None,
+        kv_tokens=None,
+        blocks_per_sequence=None,
+        sequence_bytes=None,
+        sequences=None,
+        limit="",
+        unknown=tuple(dict.fromkeys(unknown)),
+        arithmetic=(),
+        notes=tuple(notes),
     )
 
 
@@ -80,7 +80,15 @@ def _specs(layers: Layers, block: int, sliding_block: int | None) -> tuple[list[
         state_page = block * widths.pop()  # padded to the attention page (hybrid page rule)
     for layer in layers.layers:
         if layer.kind == ATTENTION:
-            specs.append(LayerSpec(FULL, block, layer.per_token_bytes * block, 0, layer.geometry))
+            specs.append(
+                LayerSpec(
+                    kind=FULL,
+                    block_tokens=block,
+                    page_bytes=layer.per_token_bytes * block,
+                    window=0,
+                    geometry=layer.geometry,
+                )
+            )
         elif layer.kind == WINDOWED:
             if sliding_block is None:
                 return [], (
@@ -88,13 +96,37 @@ def _specs(layers: Layers, block: int, sliding_block: int | None) -> tuple[list[
                     "layer takes the smallest of them"
                 )
             page = layer.per_token_bytes * sliding_block
-            specs.append(LayerSpec(SLIDING, sliding_block, page, layer.window, layer.geometry))
+            specs.append(
+                LayerSpec(
+                    kind=SLIDING,
+                    block_tokens=sliding_block,
+                    page_bytes=page,
+                    window=layer.window,
+                    geometry=layer.geometry,
+                )
+            )
         elif layer.kind == CHUNK:
             page = layer.per_token_bytes * block
-            specs.append(LayerSpec(CHUNKED, block, page, layer.window, layer.geometry))
+            specs.append(
+                LayerSpec(
+                    kind=CHUNKED,
+                    block_tokens=block,
+                    page_bytes=page,
+                    window=layer.window,
+                    geometry=layer.geometry,
+                )
+            )
         else:
             page = max(state_page, layer.state_bytes)
-            specs.append(LayerSpec(MAMBA, block, page, 0, layer.geometry))
+            specs.append(
+                LayerSpec(
+                    kind=MAMBA,
+                    block_tokens=block,
+                    page_bytes=page,
+                    window=0,
+                    geometry=layer.geometry,
+                )
+            )
     return specs, ""
 
 
@@ -211,7 +243,7 @@ def capacity(
                 vllm,
                 gpu_memory=gpu_memory,
                 gpu_name=deployment.gpu_name,
-                tp=share.tp,
+                tp=request.tp,
                 pp=deployment.pp,
                 max_model_len=context,
                 max_num_batched_tokens=deployment.max_num_batched_tokens,
@@ -272,25 +304,29 @@ def capacity(
     state_pages = sum(pages(g.spec, context) for g in grouping.groups if g.spec.kind == MAMBA)
     kv_pages = plan.blocks_per_request - state_pages
     return Capacity(
-        gpu_memory,
-        fraction,
-        fraction_source,
-        block,
-        block_source,
-        available,
-        plan.num_blocks,
-        grouping.pool_block_bytes or None,
-        plan.tokens if any(g.spec.kind != MAMBA for g in grouping.groups) else None,
-        plan.blocks_per_request,
-        plan.needed_bytes,
-        math.floor(plan.max_concurrency) if grouping.groups and plan.blocks_per_request else None,
-        "weights" if available <= 0 else "state" if state_pages > kv_pages else "kv",
-        () if grouping.groups else ("no KV cache or state: memory sets no limit on sequences",),
-        tuple(lines),
-        tuple(notes),
-        plan.max_concurrency if grouping.groups else None,
-        verdict,
-        grouping.layout,
+        gpu_memory_bytes=gpu_memory,
+        memory_fraction=fraction,
+        memory_fraction_source=fraction_source,
+        block_tokens=block,
+        block_tokens_source=block_source,
+        budget_bytes=available,
+        blocks=plan.num_blocks,
+        block_bytes=grouping.pool_block_bytes or None,
+        kv_tokens=plan.tokens if any(g.spec.kind != MAMBA for g in grouping.groups) else None,
+        blocks_per_sequence=plan.blocks_per_request,
+        sequence_bytes=plan.needed_bytes,
+        sequences=math.floor(plan.max_concurrency)
+        if grouping.groups and plan.blocks_per_request
+        else None,
+        limit="weights" if available <= 0 else "state" if state_pages > kv_pages else "kv",
+        unknown=()
+        if grouping.groups
+        else ("no KV cache or state: memory sets no limit on sequences",),
+        arithmetic=tuple(lines),
+        notes=tuple(notes),
+        max_concurrency=plan.max_concurrency if grouping.groups else None,
+        verdict=verdict,
+        layout=grouping.layout,
     )
 
 
@@ -349,20 +385,28 @@ def _verdict(
     budget_notes = ()
     if weights > requested or available <= 0:
         return Verdict(
-            False,
-            f"the weights alone ({weights:,} B) do not fit in {requested:,} B "
+            fits=False,
+            reason=f"the weights alone ({weights:,} B) do not fit in {requested:,} B "
             "(GPU memory x gpu_memory_utilization)",
-            False,
-            requested,
-            weights,
-            None,
-            0,
-            0,
-            budget_notes,
+            weights_fit=False,
+            budget_bytes=requested,
+            weights_bytes=weights,
+            cache_bytes=None,
+            largest_context=0,
+            largest_batch=0,
+            notes=budget_notes,
         )
     if not grouping.groups:
         return Verdict(
-            True, "fits: no KV cache or state", True, requested, weights, 0, None, None, ()
+            fits=True,
+            reason="fits: no KV cache or state",
+            weights_fit=True,
+            budget_bytes=requested,
+            weights_bytes=weights,
+            cache_bytes=0,
+            largest_context=None,
+            largest_batch=None,
+            notes=(),
         )
     upper = max(context, request.max_model_len or 0)
     largest_context = _largest_context(grouping, plan.num_blocks, batch, upper, pages)
@@ -375,17 +419,17 @@ def _verdict(
     )
     if not plan.fits_one_request:
         return Verdict(
-            False,
-            f"vLLM refuses to start: one request at max_model_len {context:,} needs "
+            fits=False,
+            reason=f"vLLM refuses to start: one request at max_model_len {context:,} needs "
             f"{plan.needed_bytes:,} B of KV cache, {available:,} B are left "
             f"(its estimate of the largest max_model_len: {largest_context if batch == 1 else _largest_context(grouping, plan.num_blocks, 1, upper, pages):,})",
-            True,
-            requested,
-            weights,
-            cache,
-            largest_context,
-            0,
-            tuple(notes),
+            weights_fit=True,
+            budget_bytes=requested,
+            weights_bytes=weights,
+            cache_bytes=cache,
+            largest_context=largest_context,
+            largest_batch=0,
+            notes=tuple(notes),
         )
     fits = batch * plan.blocks_per_request <= plan.num_blocks
     reason = (
@@ -394,5 +438,13 @@ def _verdict(
         else f"does not fit: {batch:,} x {plan.blocks_per_request:,} blocks > {plan.num_blocks:,}"
     )
     return Verdict(
-        fits, reason, True, requested, weights, cache, largest_context, largest_batch, tuple(notes)
+        fits=fits,
+        reason=reason,
+        weights_fit=True,
+        budget_bytes=requested,
+        weights_bytes=weights,
+        cache_bytes=cache,
+        largest_context=largest_context,
+        largest_batch=largest_batch,
+        notes=tuple(notes),
     )

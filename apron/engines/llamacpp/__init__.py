@@ -1,21 +1,22 @@
 """llama.cpp's column for an HF config: converter support and the architecture class flags
 (recurrent, hybrid, diffusion, ...) from `hf_architectures` and `class_set_members`, the
 sliding-window rule in words from `sliding_window`, and the byte figures of the GGUF the
-converter would write (apron/llamacpp_hf.py) sized by llama.cpp's own rules
-(apron/llamacpp_memory.py), at llama.cpp's own default context when none is given."""
+converter would write (apron/engines/llamacpp/hf.py) sized by llama.cpp's own rules
+(apron/engines/llamacpp/memory.py), at llama.cpp's own default context when none is given."""
 
 from __future__ import annotations
 
 from apron.config import ModelConfig
-from apron.constraints import EngineConstraints
+from apron.constraints import ENGINE_TITLES, EngineConstraints
 from apron.deployment import LlamaCppFlags
+from apron.engines import base
 from apron.engines.base import ContextDefault, EngineDecision
+from apron.engines.llamacpp.hf import hf_header
+from apron.engines.llamacpp.memory import Unknown, cache_type
+from apron.engines.llamacpp.memory import figures as llamacpp_figures
 from apron.errors import ApronInputError
 from apron.llamacpp_formula import Unread
-from apron.llamacpp_hf import hf_header
-from apron.llamacpp_memory import Unknown, cache_type
-from apron.llamacpp_memory import figures as llamacpp_figures
-from apron.results import LlamaCppContext, MechanismResult, Request
+from apron.results import EngineView, GpuShare, LlamaCppContext, MechanismResult, Request
 from apron.terminal import shown
 
 ENGINE = "llamacpp"
@@ -38,27 +39,27 @@ def matches(model: ModelConfig, llamacpp: EngineConstraints) -> list:
 def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
     if not llamacpp.has(HF):
         return EngineDecision(
-            ENGINE,
-            None,
-            None,
-            (),
-            ("no hf_architectures fact in generated/llamacpp",),
-            (),
+            engine=ENGINE,
+            kv_heads=None,
+            mla=None,
+            flags=(),
+            notes=("no hf_architectures fact in generated/llamacpp",),
+            citations=(),
             computes_figures=False,
         )
     rows = matches(model, llamacpp)
     text_rows = [r for r in rows if r.model_type == "text"] or rows
     if not text_rows:
         return EngineDecision(
-            ENGINE,
-            None,
-            None,
-            (),
-            (
+            engine=ENGINE,
+            kv_heads=None,
+            mla=None,
+            flags=(),
+            notes=(
                 f"the llama.cpp converter registers no {shown(repr(model.architecture))}: it cannot convert this "
                 "checkpoint to GGUF at this commit",
             ),
-            (),
+            citations=(),
             computes_figures=False,
         )
     row = text_rows[0]
@@ -96,7 +97,13 @@ def decide(model: ModelConfig, llamacpp: EngineConstraints) -> EngineDecision:
             notes.append(", ".join(bits))
             cites.append(llamacpp.cite(rule))
     return EngineDecision(
-        ENGINE, None, None, flags, tuple(notes), tuple(cites), computes_figures=False
+        engine=ENGINE,
+        kv_heads=None,
+        mla=None,
+        flags=flags,
+        notes=tuple(notes),
+        citations=tuple(cites),
+        computes_figures=False,
     )
 
 
@@ -270,3 +277,84 @@ def default_context(model: ModelConfig, llamacpp: EngineConstraints) -> ContextD
         )
     how = f"llama.cpp's n_ctx 0: the context_length {value:,} the converter writes"
     return ContextDefault(value, how, tuple(cites))
+
+
+# the planner's protocol (apron.engines.base.EngineRules)
+memory_fraction = base.no_memory_fraction
+fit_capacity = base.block_capacity
+pooling = base.not_pooling
+kv_dtype_unknown = base.kv_dtype_known
+
+
+def own_view(column: base.Column) -> EngineView | None:
+    """llama.cpp's column from its own extracted sizing rules (apron.engines.llamacpp), or None
+    when those rules are not in its generated module (then the generic path says why)."""
+    model, request, constraints, decision = (
+        column.model,
+        column.request,
+        column.constraints,
+        column.decision,
+    )
+    notes, cites, registered = column.notes, column.citations, column.registered
+    tp = request.tp
+    engine_id = ENGINE
+    if model.architecture is None:
+        return None
+    found = plan_figures(model, constraints, request, column.deployment.llamacpp)
+    if found is None:
+        return None
+    figures, extra, extra_cites, total, split = found
+    unknown = [f"unknown: {u}" for u in figures.unknown]
+    pp = column.deployment.pp
+    if tp > 1 or pp > 1:  # no per-GPU rule: the column says so and does not vote on refusing tp
+        unknown.append("unknown: llama.cpp splits layers across GPUs (--split-mode), not modelled")
+    known = not figures.unknown
+    gpu = (
+        None
+        if tp > 1 or pp > 1
+        else GpuShare(
+            status="split" if known else "unknown",
+            kv_heads_per_gpu=None,
+            kv_heads_how="",
+            kv_bytes_per_token=figures.kv_bytes_per_token,
+            kv_bytes_at_context=figures.kv_bytes_at_context,
+            state_bytes_per_sequence=figures.state_bytes_per_sequence,
+            weights_bytes=None,
+            refused=(),
+            valid_tp=(),
+            unknown=tuple(figures.unknown),
+            arithmetic=figures.arithmetic,
+        )
+    )
+    return EngineView(
+        engine=engine_id,
+        title=ENGINE_TITLES.get(engine_id, engine_id),
+        commit=constraints.commit,
+        status="constraints used",
+        registered=registered,
+        flags=decision.flags,
+        mechanism=figures.mechanism if known else None,
+        kv_bytes_per_token=figures.kv_bytes_per_token,
+        kv_bytes_at_context=figures.kv_bytes_at_context,
+        naive_kv_bytes_at_context=None,
+        state_bytes_per_sequence=figures.state_bytes_per_sequence,
+        differs_from_prediction=False,
+        notes=tuple(
+            dict.fromkeys(
+                [
+                    *notes,
+                    *unknown,
+                    *extra,
+                    "weights: a GGUF's depend on its quantization (apron gguf FILE reads them)",
+                ]
+            )
+        ),
+        citations=tuple(dict.fromkeys([*cites, *extra_cites])),
+        gpu=gpu,
+        capacity=None,
+        bytes_for_batch=total if tp == 1 and pp == 1 else None,
+        llamacpp_context=split,
+    )
+
+
+auto_kv_dtype = base.no_auto_kv_dtype

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
+from apron.engines import base
 from apron.engines.base import EngineDecision
 from apron.terminal import shown
 
@@ -60,11 +61,21 @@ def decide(model: ModelConfig, trtllm: EngineConstraints) -> EngineDecision:
     if not cells and trtllm.has(MATRIX):
         notes.append(f"no feature-matrix row for {shown(arch)}")
     return EngineDecision(
-        ENGINE,
-        None,
-        None,
-        (),
-        tuple(dict.fromkeys(notes)),
-        tuple(cites[:4]),
+        engine=ENGINE,
+        kv_heads=None,
+        mla=None,
+        flags=(),
+        notes=tuple(dict.fromkeys(notes)),
+        citations=tuple(cites[:4]),
         computes_figures=False,
     )
+
+
+# the planner's protocol (apron.engines.base.EngineRules): no sizing rules of its own
+default_context = base.no_default_context
+own_view = base.no_own_view
+memory_fraction = base.no_memory_fraction
+fit_capacity = base.block_capacity
+pooling = base.not_pooling
+kv_dtype_unknown = base.kv_dtype_known
+auto_kv_dtype = base.no_auto_kv_dtype

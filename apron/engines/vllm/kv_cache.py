@@ -82,7 +82,13 @@ def _promote(specs: Sequence[LayerSpec]) -> list[LayerSpec]:
             per_token = spec.page_bytes // spec.block_tokens
             # FullAttentionSpec keeps the window (sliding_window / attention_chunk_size), so a
             # promoted layer is not the same spec as a plain full-attention one
-            spec = LayerSpec(FULL, target, per_token * target, spec.window, spec.geometry)
+            spec = LayerSpec(
+                kind=FULL,
+                block_tokens=target,
+                page_bytes=per_token * target,
+                window=spec.window,
+                geometry=spec.geometry,
+            )
         promoted.append(spec)
     return promoted
 
@@ -210,7 +216,16 @@ def kv_cache_plan(
     """Blocks in `available` bytes, blocks per request at max_model_len, concurrency, check."""
     lines = list(grouping.lines)
     if not grouping.groups:
-        return KvCachePlan(grouping, 1, 0, 0.0, 0, 0, True, tuple(lines))
+        return KvCachePlan(
+            grouping=grouping,
+            num_blocks=1,
+            blocks_per_request=0,
+            max_concurrency=0.0,
+            tokens=0,
+            needed_bytes=0,
+            fits_one_request=True,
+            lines=tuple(lines),
+        )
     blocks = max(available // grouping.pool_block_bytes, 0)
     per_group = [pages(g.spec, max_model_len) for g in grouping.groups]
     per_request = sum(per_group)
@@ -227,14 +242,14 @@ def kv_cache_plan(
         f"{per_request:,} = {concurrency:.2f}"
     )
     return KvCachePlan(
-        grouping,
-        blocks,
-        per_request,
-        concurrency,
-        int(concurrency * max_model_len),
-        needed,
-        needed <= available,
-        tuple(lines),
+        grouping=grouping,
+        num_blocks=blocks,
+        blocks_per_request=per_request,
+        max_concurrency=concurrency,
+        tokens=int(concurrency * max_model_len),
+        needed_bytes=needed,
+        fits_one_request=needed <= available,
+        lines=tuple(lines),
     )
 
 
