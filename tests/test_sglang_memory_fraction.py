@@ -368,7 +368,7 @@ def test_mimo_v2_is_multimodal_only_with_both_sub_configs(
     """ModelConfig.__init__ turns multimodal off for MIMO_V2_MULTIMODAL_ARCHS unless hf_config
     has both vision_config and audio_config (model_config.py), extracted as the set
     ModelConfig.__init__.MIMO_V2_MULTIMODAL_ARCHS with that condition."""
-    from apron import sglang_prefill_graph
+    from apron.engines.sglang import prefill_graph as sglang_prefill_graph
     from apron.sglang_fraction import fraction_for
 
     sglang = load_constraints().get("sglang")
