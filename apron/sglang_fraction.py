@@ -47,6 +47,7 @@ DEFAULT_ARGS = (
 )
 MIB = 2**20
 PREFILL_SIZES = "ServerArgs._generate_prefill_cuda_graph_batch_sizes"
+VISION_FIELDS = ("num_hidden_layers", "hidden_size")  # what the VLM adjustment getattr()s
 
 
 class Model(NamedTuple):
@@ -315,6 +316,7 @@ def _apply(env: _Env, row, value, capture, terms: dict[str, list[str]], lines: l
 
 def model_for(constraints: Any, model: Any, use_mla: bool) -> Model | str:
     """The heuristic's model inputs from SGLang's extracted rules, or why they are unknown."""
+    from apron import sglang_config_class
     from apron.engines.sglang import prefill_graph as sglang_prefill_graph
 
     multimodal = sglang_prefill_graph.is_multimodal(constraints, model)
@@ -323,7 +325,15 @@ def model_for(constraints: Any, model: Any, use_mla: bool) -> Model | str:
     backend = sglang_prefill_graph.prefill_backend(constraints, model, use_mla, multimodal)
     if backend.backend is None:
         return backend.why
-    vision = model.raw.get("vision_config")
+    vision = sglang_config_class.presented(
+        constraints,
+        str(model.raw.get("model_type") or ""),
+        "vision_config",
+        model.raw.get("vision_config"),
+        VISION_FIELDS,
+    )
+    if isinstance(vision, str):
+        return f"SGLang's VLM adjustment reads hf_config.vision_config: {vision}"
     if multimodal and vision is None and model.text_key is not None:
         return (
             "SGLang's VLM adjustment reads hf_config.vision_config: config.json has none, and the "
@@ -332,7 +342,7 @@ def model_for(constraints: Any, model: Any, use_mla: bool) -> Model | str:
     return Model(
         use_mla=use_mla,
         is_multimodal=multimodal,
-        vision_config=vision if isinstance(vision, Mapping) else None,
+        vision_config=vision,
         model_path=model.source,
         prefill_backend=backend.backend,
     )

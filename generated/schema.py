@@ -543,6 +543,23 @@ class SglangArgOverride(NamedTuple):
     symbol: str
 
 
+class SglangConfigAttribute(NamedTuple):
+    """An attribute one of SGLang's own configuration classes (configs/*.py) sets in its"""
+
+    config_class: str
+    model_type: str
+    registered: bool
+    attribute: str
+    kind: str
+    kwarg: str
+    default: str
+    sub_class: str
+    after_super: bool
+    code: str
+    path: str
+    symbol: str
+
+
 class SglangContextRule(NamedTuple):
     """One part of SGLang's default context length (`get_context_length` over the text config,"""
 

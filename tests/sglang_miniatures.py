@@ -381,7 +381,8 @@ from transformers import PretrainedConfig
 class NemotronHConfig(PretrainedConfig):
     model_type = "nemotron_h"
 
-    def __init__(self, **kwargs):
+    def __init__(self, hybrid_override_pattern="M-M*", **kwargs):
+        self.hybrid_override_pattern = hybrid_override_pattern
         super().__init__(**kwargs)
 
 
@@ -640,6 +641,14 @@ CONTEXT_OLD_PATH = "python/sglang/srt/hf_transformers_utils.py"
 CONTEXT_PATH = "python/sglang/srt/utils/hf_transformers/common.py"
 CONTEXT_LENGTH = """
 import logging
+
+# the classes AutoConfig builds for their model_type (read by config_class_attributes)
+_CONFIG_REGISTRY: Dict[str, Type[PretrainedConfig]] = {
+    cls.model_type: cls
+    for cls in [
+        NemotronHConfig,
+    ]
+}
 
 # keys tried for the context length, first one set wins
 CONTEXT_LENGTH_KEYS = [

@@ -341,3 +341,49 @@ def test_the_real_server_args_gives_the_committed_steps():
         "draft_tokens",
         "running_requests",
     ]
+
+
+@pytest.mark.parametrize(
+    ("architecture", "extra", "multimodal", "fraction"),
+    [
+        # text-only MiMo-V2 (no vision_config and audio_config): multimodal off, prefill capture
+        # on: reserved 512 + 12,288 + 128 + (512 + 8 x 58) = 13,904 MiB -> round(68,016 / 81,920,
+        # 3) = 0.83
+        ("MiMoV2ForCausalLM", {}, False, 0.83),
+        ("MiMoV2ForCausalLM", {"vision_config": {"hidden_size": 1280}}, False, 0.83),
+        # both sub-configs: multimodal, prefill capture off (13,440 MiB -> 0.836), then the VLM
+        # factor 0.95 x (1 - 0.1 x (32 x 1280^2 / (24 x 1024^2) - 1)) = 0.8470833...
+        (
+            "MiMoV2ForCausalLM",
+            {"vision_config": {"num_hidden_layers": 32, "hidden_size": 1280}, "audio_config": {}},
+            True,
+            0.836 * 0.95 * (1 - 0.1 * (32 * 1280**2 / (24 * 1024**2) - 1)),
+        ),
+        ("MiMoV2FlashForCausalLM", {}, False, 0.83),  # not in MIMO_V2_MULTIMODAL_ARCHS
+    ],
+)
+def test_mimo_v2_is_multimodal_only_with_both_sub_configs(
+    architecture, extra, multimodal, fraction
+):
+    """ModelConfig.__init__ turns multimodal off for MIMO_V2_MULTIMODAL_ARCHS unless hf_config
+    has both vision_config and audio_config (model_config.py), extracted as the set
+    ModelConfig.__init__.MIMO_V2_MULTIMODAL_ARCHS with that condition."""
+    from apron.engines.sglang import prefill_graph as sglang_prefill_graph
+    from apron.sglang_fraction import fraction_for
+
+    sglang = load_constraints().get("sglang")
+    rows = [
+        r
+        for r in sglang.rows("architecture_sets")
+        if r.set_name == "ModelConfig.__init__.MIMO_V2_MULTIMODAL_ARCHS"
+    ]
+    assert [(r.architecture, r.condition) for r in rows] == [
+        (
+            "MiMoV2ForCausalLM",
+            'not (hasattr(self.hf_config, "vision_config") and '
+            'hasattr(self.hf_config, "audio_config"))',
+        )
+    ]
+    model = _model(architecture, **extra)
+    assert sglang_prefill_graph.is_multimodal(sglang, model) is multimodal
+    assert fraction_for(sglang, model, False, GIB80, 1)[0] == pytest.approx(fraction, abs=1e-12)

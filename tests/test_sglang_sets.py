@@ -403,6 +403,10 @@ class ModelConfig:
             pass
         elif hf_architectures in local_list:
             self.q = 1
+        elif hf_architectures in E_ARCHS and not (
+            hasattr(self.hf_config, "v") and hasattr(self.hf_config, "a")
+        ):  # a module constant tested in a method: a set of its own
+            self.r = 2
         for i in range(3):
             try:
                 self.w = any(a in ["W1"] for a in self.hf_config.architectures)
@@ -420,11 +424,16 @@ class ModelConfig:
 '''
 
 
+MIMO_LIKE = 'not (hasattr(self.hf_config, "v") and hasattr(self.hf_config, "a"))'
+
+
 def test_the_architecture_sets_of_these_shapes():
     rows, warnings = architecture_sets(SHAPES_CONFIG, PATH)
     assert sorted(
         (r.set_name, r.architecture, r.member_returns, r.via, r.condition) for r in rows
     ) == [
+        ("ModelConfig.__init__.E_ARCHS", "E1", True, "", MIMO_LIKE),
+        ("ModelConfig.__init__.E_ARCHS", "E2", True, "", MIMO_LIKE),
         ("ModelConfig.__init__.local_list", "LL1", True, "", None),
         ("ModelConfig.__init__.local_list", "LL2", True, "", None),
         ("ModelConfig.c", "C2", True, "", None),
@@ -460,6 +469,7 @@ def test_the_architecture_sets_of_these_shapes():
         ("non-literal-member", "name_var"),
         ("unstructured-condition", "is_hybrid_swa_model"),
         ("unread-predicate", "is_cmp"),
+        ("unstructured-condition", "ModelConfig.__init__.E_ARCHS"),
     ]
 
 

@@ -13,6 +13,7 @@ shows them: parentheses are looked through when a node's kind is tested, and kep
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -408,7 +409,7 @@ def _attribute_rows(reader: _Reader, cls: Node) -> list[SglangArchitectureSet]:
                 continue
             test = clause.child_by_field_name("condition")
             for part in conjuncts(test):
-                local = _local_collection(part, env)
+                local = _local_collection(part, env, reader.constants)
                 if local is None or local in arch_names:
                     continue
                 members, others = reader.split(test, env, arch_names, symbol)
@@ -418,13 +419,17 @@ def _attribute_rows(reader: _Reader, cls: Node) -> list[SglangArchitectureSet]:
     return rows
 
 
-def _local_collection(node: Node, env: dict[str, Node]) -> str | None:
-    """The local list name in `<arch> in local_list`, else None."""
+def _local_collection(
+    node: Node, env: dict[str, Node], constants: Mapping[str, Node]
+) -> str | None:
+    """The local list or module constant named in `<arch> in NAME`, else None (a method's `if`
+    on a module constant, `elif architectures[0] in MIMO_V2_MULTIMODAL_ARCHS and ...`, is a set
+    of its own, named after the constant)."""
     compared = single_comparison(node)
     if compared is None or compared[1] != "in" or unparenthesize(compared[2]).type != "identifier":
         return None
     name = name_of(compared[2])
-    return name if name in env else None
+    return name if name in env or name in constants else None
 
 
 def _top_level_assignments(root: Node) -> dict[str, Node]:

@@ -18,12 +18,14 @@ from apron.extractors.serving.records import (
 from apron.extractors.sglang import (
     architecture_sets,
     attention_chain,
+    config_classes,
     docs_tables,
     hybrid_configs,
     kv_heads,
 )
 from apron.extractors.sglang.records import (
     SglangArchitectureSet,
+    SglangConfigAttribute,
     SglangDocsRow,
     SglangExplicitMha,
     SglangHybridConfigClass,
@@ -68,6 +70,20 @@ def _registry_rows(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]])
         texts, lambda path: snapshot.read_text(path) if snapshot.exists(path) else None
     )
     return FactOutput(tuple(rows), tuple(warnings))
+
+
+def _config_class_attributes(
+    snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]
+) -> FactOutput:
+    found = [p for p in config_classes.REGISTRY_PATHS if snapshot.exists(p)]
+    if not found:  # no _CONFIG_REGISTRY module at this commit: SGLang registers no class
+        return FactOutput(())
+    registry = found[0]
+    configs = hybrid_configs.config_module_paths(snapshot.list_files(CONFIGS_DIR), CONFIGS_DIR)
+    rows = config_classes.config_class_attributes(
+        {p: snapshot.read_text(p) for p in configs}, snapshot.read_text(registry), registry
+    )
+    return FactOutput(tuple(rows))
 
 
 def _chain(snapshot: Snapshot) -> attention_chain.ChainFacts:
@@ -214,6 +230,14 @@ HYBRID_CONFIG_CLASSES = FactKind(
     "Mamba / linear-attention state pool. Classes registered at run time in "
     "_LINEAR_ATTN_MODEL_REGISTRY are not statically known (a warning).",
 )
+CONFIG_CLASS_ATTRIBUTES = FactKind(
+    config_classes.FACT,
+    "Config class attributes",
+    SglangConfigAttribute,
+    "what SGLang's own configuration classes (configs/*.py; registered ones are what AutoConfig "
+    "builds) set each attribute from in __init__: a keyword argument and its default, a "
+    "sub-configuration class built from a dict argument, or code not read.",
+)
 KV_HEAD_ALIASES = FactKind(
     kv_heads.ALIASES,
     "KV-head alias scan",
@@ -280,6 +304,13 @@ ARCHITECTURE_SETS_FACT = FactExtractor(
 
 HYBRID_CONFIG_CLASSES_FACT = FactExtractor(
     HYBRID_CONFIG_CLASSES, _hybrid_config_classes, reads=HYBRID_CONFIG_READS
+)
+
+CONFIG_CLASS_ATTRIBUTES_FACT = FactExtractor(
+    CONFIG_CLASS_ATTRIBUTES,
+    _config_class_attributes,
+    reads=(*config_classes.REGISTRY_PATHS, f"{CONFIGS_DIR}/*.py"),
+    allow_empty=True,
 )
 
 KV_HEAD_ALIASES_FACT = FactExtractor(

@@ -264,3 +264,35 @@ class SglangPrefillGraphRule(Record):
 
     def label(self) -> str:
         return f"{self.backend} {self.kind} {self.order}: {self.name or self.condition}"
+
+
+class SglangConfigAttribute(Record):
+    """An attribute one of SGLang's own configuration classes (configs/*.py) sets in its
+    `__init__`, and from what: how SGLang presents a config.json's field through the class.
+
+    kind: "kwarg" (the keyword argument `kwarg`, default `default` as written, "" without one),
+    "sub_config" (`sub_class(**kwarg)` when the argument is a dict), "unread" (other code,
+    `code`). `after_super`: set after `super().__init__(**kwargs)`, which sets the remaining
+    keyword arguments as attributes, so this assignment wins over a JSON key of the same name."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("config_class", "attribute")
+
+    config_class: str
+    model_type: str  # the class's model_type ("" when not found)
+    registered: bool  # in utils/hf_transformers' _CONFIG_REGISTRY (what AutoConfig builds)
+    attribute: str
+    kind: str
+    kwarg: str
+    default: str
+    sub_class: str
+    after_super: bool
+    code: str
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        source = {
+            "kwarg": f"{self.kwarg} (default {self.default or 'none'})",
+            "sub_config": f"{self.sub_class}(**{self.kwarg})",
+        }.get(self.kind, f"`{self.code}`")
+        return f"{self.config_class}.{self.attribute} <- {source}"

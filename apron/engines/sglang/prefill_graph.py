@@ -9,6 +9,7 @@ sub-config: Kimi-K3)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -17,7 +18,11 @@ CUDA_DEFAULT = "breakable"  # cuda_graph_config.default_prefill_backend() on CUD
 DISABLED = "disabled"
 SETS = "architecture_sets"
 MM_DISABLED = "ModelConfig.__init__.mm_disabled_models"
-MIMO_V2 = "MiMoV2"  # MIMO_V2_MULTIMODAL_ARCHS decides their multimodality: not extracted
+# ModelConfig.__init__'s `elif architectures[0] in MIMO_V2_MULTIMODAL_ARCHS and not (hasattr(
+# hf_config, "vision_config") and hasattr(hf_config, "audio_config"))`: multimodal off
+MIMO_V2_MM = "ModelConfig.__init__.MIMO_V2_MULTIMODAL_ARCHS"
+HAS_ALL = re.compile(r"not \((.+)\)")
+HAS_ONE = re.compile(r'hasattr\(self\.hf_config, "(\w+)"\)')
 
 
 class Backend(NamedTuple):
@@ -116,14 +121,34 @@ def _sets(constraints: Any, architecture: str) -> frozenset[str]:
 def is_multimodal(constraints: Any, model: Any) -> bool | str:
     """ModelConfig.is_multimodal under default server args, or why it is unknown."""
     architecture = model.architecture or ""
-    if architecture.startswith(MIMO_V2):
-        return f"whether SGLang runs {architecture} as multimodal (MIMO_V2_MULTIMODAL_ARCHS) is not extracted"
     sets = _sets(constraints, architecture)
     enable = MM_DISABLED not in sets  # its condition model_impl != TRANSFORMERS holds (auto)
+    if MIMO_V2_MM in sets:
+        turned_off = _lacks_sub_configs(constraints, architecture, model)
+        if isinstance(turned_off, str):
+            return turned_off
+        enable = enable and not turned_off
     language_only = bool(model.top("language_model_only"))
     llava_causal = architecture.startswith("Llava") and architecture.endswith("ForCausalLM")
     sub_config = model.text_key is not None and not llava_causal
     return enable and not language_only and ("is_multimodal_model" in sets or sub_config)
+
+
+def _lacks_sub_configs(constraints: Any, architecture: str, model: Any) -> bool | str:
+    """Whether MIMO_V2_MULTIMODAL_ARCHS' condition holds (multimodal off): not every
+    sub-configuration it asks hf_config for is there (a key of config.json, null included, is an
+    attribute of the loaded config); why it is unknown when the condition is another shape."""
+    row = next(
+        r
+        for r in constraints.rows(SETS)
+        if r.set_name == MIMO_V2_MM and r.architecture == architecture and r.member_returns
+    )
+    condition = str(row.condition or "")
+    inner = HAS_ALL.fullmatch(condition)
+    keys = [HAS_ONE.fullmatch(p) for p in inner.group(1).split(" and ")] if inner else [None]
+    if not all(keys):
+        return f"{row.symbol}: `{condition}` ({MIMO_V2_MM}) is not evaluated"
+    return not all(k.group(1) in model.raw for k in keys if k is not None)
 
 
 def prefill_backend(constraints: Any, model: Any, use_mla: bool, multimodal: bool) -> Backend:
