@@ -144,3 +144,32 @@ def test_brackets_nested_deep_are_each_judged_once():
     tree = parse_cpp(f"int f() {{ return {nested} * c; }}", "a.cpp")
     kept = [n.text.decode() for n in _walk(tree.root) if n.type == "parenthesized_expression"]
     assert [" ".join(k.split()) for k in kept] == ["(a + b)"]
+
+
+# A condition broken over lines that dedent below its block, inside brackets that group
+# nothing (the shape the composed metamorphic edits give vLLM's deepseek_v2.py): Python accepts
+# it, and so does tree-sitter-python while the inner pair is there; blanked, its grammar
+# rejects the dedent. Pairs that hold line breaks then stay, and the one-line pairs still go.
+DEDENT_INSIDE_BRACKETS = """def load(name, w):
+    for k in w:
+        if k:
+            n = (g(w, 'n', 1)) or (1)
+            split_dim = (
+                1
+                if (
+                    (('down') in (name))
+        and ((w.ndim)
+        > (1)))
+                else 0
+            )
+            total = w.shape[split_dim]
+"""
+
+
+def test_brackets_holding_a_dedented_line_break_stay_and_the_one_line_pairs_go():
+    tree = parse_tree(DEDENT_INSIDE_BRACKETS)
+    assert not tree.has_error
+    seen = code_text(DEDENT_INSIDE_BRACKETS)
+    assert "                if (\n" in seen  # the pair that holds the line breaks stays
+    assert "n =  g(w, 'n', 1)  or  1 \n" in seen  # one-line pairs that group nothing go
+    assert "  'down'  in  name  \n" in seen

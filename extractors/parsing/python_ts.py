@@ -63,9 +63,10 @@ def _comment_spans(root: Node) -> list[tuple[int, int]]:
     return sorted((n.start_byte, n.end_byte) for n in found)
 
 
-def _form_spans(root: Node) -> list[tuple[int, int]]:
+def _form_spans(root: Node, *, keep_multiline: bool = False) -> list[tuple[int, int]]:
     """What the readers never see: every comment, and the two characters of every pair of
-    brackets that groups nothing (python_canonical.redundant_brackets)."""
+    brackets that groups nothing (python_canonical.redundant_brackets); with `keep_multiline`,
+    a pair whose text spans lines stays."""
     captures = QueryCursor(_form_query()).captures(root)
     spans = [(n.start_byte, n.end_byte) for n in captures.get("comment", [])]
     if too_deep(root):
@@ -73,7 +74,9 @@ def _form_spans(root: Node) -> list[tuple[int, int]]:
     judge = BracketJudge()
     pairs = sorted(captures.get("brackets", []), key=lambda n: (n.start_byte, -n.end_byte))
     for node in pairs:  # outer pairs first
-        if judge.redundant(node):
+        if judge.redundant(node) and not (
+            keep_multiline and node.start_point[0] != node.end_point[0]
+        ):
             spans += [(node.start_byte, node.start_byte + 1), (node.end_byte - 1, node.end_byte)]
     return sorted(spans)
 
@@ -97,7 +100,14 @@ def _code_tree(data: bytes) -> Node:
     spans = _form_spans(tree.root_node)
     if not spans:
         return tree.root_node
-    return _parser().parse(blank_comments(data, spans)).root_node
+    blanked = _parser().parse(blank_comments(data, spans)).root_node
+    if blanked.has_error and not tree.root_node.has_error:
+        # a pair that held line breaks can leave a shape tree-sitter-python's grammar rejects
+        # though Python accepts it (a conditional broken across lines inside a call's brackets):
+        # such pairs stay, the rest are blanked
+        spans = _form_spans(tree.root_node, keep_multiline=True)
+        blanked = _parser().parse(blank_comments(data, spans)).root_node
+    return blanked
 
 
 def code_text(text: str) -> str:
@@ -106,7 +116,14 @@ def code_text(text: str) -> str:
     data = text.encode("utf-8")
     if b"#" not in data and b"(" not in data:
         return text
-    spans = _form_spans(_parser().parse(data).root_node)
+    tree = _parser().parse(data).root_node
+    spans = _form_spans(tree)
+    if (
+        spans
+        and not tree.has_error
+        and _parser().parse(blank_comments(data, spans)).root_node.has_error
+    ):
+        spans = _form_spans(tree, keep_multiline=True)  # as _code_tree does
     return blank_comments(data, spans).decode("utf-8") if spans else text
 
 
