@@ -91,23 +91,28 @@ def blank_comments(data: bytes, spans: list[tuple[int, int]]) -> bytes:
     return b"".join(parts)
 
 
+def _readable(data: bytes, root: Node) -> tuple[list[tuple[int, int]], Node]:
+    """The spans the readers never see (_form_spans) and the tree of `data` with them blanked.
+    Where blanking leaves a shape tree-sitter-python rejects though the source parses (a
+    condition broken over lines that dedent below its block, inside brackets that group
+    nothing), the bracket pairs that hold line breaks stay."""
+    spans = _form_spans(root)
+    if not spans:
+        return spans, root
+    blanked = _parser().parse(blank_comments(data, spans)).root_node
+    if blanked.has_error and not root.has_error:
+        spans = _form_spans(root, keep_multiline=True)
+        blanked = _parser().parse(blank_comments(data, spans)).root_node
+    return spans, blanked
+
+
 def _code_tree(data: bytes) -> Node:
     """The module node of `data` with its comments and redundant brackets blanked (see the
     module docstring). A text with neither is parsed once."""
     tree = _parser().parse(data)
     if b"#" not in data and b"(" not in data:
         return tree.root_node
-    spans = _form_spans(tree.root_node)
-    if not spans:
-        return tree.root_node
-    blanked = _parser().parse(blank_comments(data, spans)).root_node
-    if blanked.has_error and not tree.root_node.has_error:
-        # a pair that held line breaks can leave a shape tree-sitter-python's grammar rejects
-        # though Python accepts it (a conditional broken across lines inside a call's brackets):
-        # such pairs stay, the rest are blanked
-        spans = _form_spans(tree.root_node, keep_multiline=True)
-        blanked = _parser().parse(blank_comments(data, spans)).root_node
-    return blanked
+    return _readable(data, tree.root_node)[1]
 
 
 def code_text(text: str) -> str:
@@ -116,14 +121,7 @@ def code_text(text: str) -> str:
     data = text.encode("utf-8")
     if b"#" not in data and b"(" not in data:
         return text
-    tree = _parser().parse(data).root_node
-    spans = _form_spans(tree)
-    if (
-        spans
-        and not tree.has_error
-        and _parser().parse(blank_comments(data, spans)).root_node.has_error
-    ):
-        spans = _form_spans(tree, keep_multiline=True)  # as _code_tree does
+    spans, _ = _readable(data, _parser().parse(data).root_node)
     return blank_comments(data, spans).decode("utf-8") if spans else text
 
 
