@@ -136,7 +136,7 @@ class SglangHybridConfigClass(Record):
     Matching is by `isinstance`, so subclasses defined in configs/ count (`via` names the class
     written in the check); `model_type` is the class's own attribute ("" when not found)."""
 
-    KEY: ClassVar[tuple[str, ...]] = ("function", "config_class")
+    KEY: ClassVar[tuple[str, ...]] = ("function", "config_class", "config_read")
 
     function: str  # e.g. "mamba2_config", "hybrid_gdn_config", "mambaish_config"
     config_class: str
@@ -149,7 +149,8 @@ class SglangHybridConfigClass(Record):
 
     def label(self) -> str:
         cond = f" when {self.condition}" if self.condition else ""
-        return f"{self.function}: {self.config_class} ({self.model_type or '?'}){cond}"
+        read = f" on {self.config_read}" if self.config_read != "hf_config" else ""
+        return f"{self.function}: {self.config_class} ({self.model_type or '?'}){read}{cond}"
 
 
 class SglangMemoryStep(Record):
