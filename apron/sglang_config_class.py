@@ -26,6 +26,15 @@ def registered_class(constraints: Any, model_type: str) -> str | None:
     return None
 
 
+def sub_config_class(constraints: Any, model_type: str, key: str) -> str | None:
+    """The SGLang class that SGLang's registered class for `model_type` builds `key`'s
+    sub-configuration as (KimiK3Config: text_config -> KimiLinearConfig), None when it builds
+    none (no registered class, or the class does not build `key`)."""
+    top = registered_class(constraints, model_type)
+    row = _rows(constraints).get((top, key)) if top is not None else None
+    return str(row.sub_class) if row is not None and row.kind == "sub_config" else None
+
+
 def _value(row: Any, given: Mapping[str, Any]) -> tuple[bool, Any] | str:
     """(present, value) of one attribute as the class sets it, or why it is unknown."""
     where = f"SGLang's {row.symbol} ({row.path})"

@@ -170,8 +170,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     # SGLang's context_len for Kimi Linear / Kimi-K3 is 4096; apron's SGLang column gives 2048
     ("kimi-linear-48b-a3b.json", "context_len", ""): "Kimi Linear: SGLang's context_len 4096",
     ("kimi-k3-shaped.json", "context_len", ""): "Kimi-K3: SGLang's context_len 4096",
-    # mambaish_config(model_config) tests hf_config.get_text_config(): Kimi-K3's KimiLinearConfig
-    ("kimi-k3-shaped.json", "state_pool_config", ""): "Kimi-K3: state pool through text_config",
 }
 
 

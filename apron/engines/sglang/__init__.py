@@ -218,13 +218,30 @@ def _in_set(model: ModelConfig, sglang: EngineConstraints, set_name: str) -> str
     return None
 
 
+TEXT_CONFIG_READ = "hf_config.text_config"
+
+
 def state_pool_class(model: ModelConfig, sglang: EngineConstraints) -> tuple[str, Citation] | None:
     """The config class by which SGLang's mambaish_config gives this config a Mamba /
-    linear-attention state pool, matched on model_type; None when no extracted class matches."""
+    linear-attention state pool, matched on model_type (a test of hf_config.text_config: on
+    the class SGLang's registered class builds text_config as, when it builds one); None when no
+    extracted class matches."""
+    from apron import sglang_config_class
+
+    built = sglang_config_class.sub_config_class(sglang, model.model_type or "", "text_config")
     for row in sglang.rows(HYBRID_CLASSES):
         if row.function != STATE_POOL_UNION:
             continue
         read = str(row.config_read or "")
+        if read == TEXT_CONFIG_READ and built is not None:
+            if row.config_class == built:
+                text = (
+                    f"{row.config_class} (its text_config: SGLang's class for model_type "
+                    f"{model.model_type} builds it as {built}"
+                )
+                text += f"; when {row.condition})" if row.condition else ")"
+                return text, sglang.cite(row)
+            continue
         model_type = model.model_type if read == "hf_config" else model.text_model_type
         if model_type and row.model_type == model_type:
             text = f"{row.config_class} (model_type {model_type}"
