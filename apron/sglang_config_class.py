@@ -81,3 +81,29 @@ def presented(
             return value
         found[name] = value[1]
     return found
+
+
+def text_class(constraints: Any, model: Any) -> str | None:
+    """The SGLang class the config's text configuration is an object of: the class registered
+    for its model_type (no sub-config), or the class that one builds its text sub-config as;
+    None when SGLang builds none (transformers' class, or a plain mapping, holds it)."""
+    top = registered_class(constraints, str(model.model_type or ""))
+    if top is None:
+        return None
+    if model.text_key is None:
+        return top
+    return sub_config_class(constraints, str(model.model_type or ""), model.text_key)
+
+
+def text_attribute(constraints: Any, model: Any, name: str) -> tuple[str, Any] | str | None:
+    """`name` of the text configuration as SGLang's own class presents it: (the class, its
+    value, None when unset), or why it is unknown; None when no SGLang class builds the text
+    configuration or the class does not set `name` itself (then the config reads as elsewhere)."""
+    cls = text_class(constraints, model)
+    row = _rows(constraints).get((cls, name)) if cls is not None else None
+    if row is None:
+        return None
+    value = _value(row, model.text)
+    if isinstance(value, str):
+        return value
+    return str(cls), value[1]

@@ -167,9 +167,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     # (utils/hf_transformers/config.py): 4 / 2 / 1; apron's SGLang column gives the sliding
     # layers' 16 / 8 / 2 (its per-kind bytes are the vLLM column's kind_geometry)
     ("gemma-4-31b.json", "kv_heads_per_gpu", ""): "Gemma 4: SGLang reports the global KV heads",
-    # SGLang's context_len for Kimi Linear / Kimi-K3 is 4096; apron's SGLang column gives 2048
-    ("kimi-linear-48b-a3b.json", "context_len", ""): "Kimi Linear: SGLang's context_len 4096",
-    ("kimi-k3-shaped.json", "context_len", ""): "Kimi-K3: SGLang's context_len 4096",
 }
 
 

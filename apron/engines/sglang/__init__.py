@@ -13,7 +13,7 @@ config classes of `mambaish_config` (`hybrid_config_classes`)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
@@ -408,14 +408,20 @@ def default_context(model: ModelConfig, sglang: EngineConstraints) -> ContextDef
     if factor is None:
         return ContextDefault(None, factor_how, cites)
     for row in by_kind.get("key", ()):
-        value = model.get(row.name)
+        read = _text_attribute(model, sglang, row.name)
+        value = read.value
+        if read.unknown:
+            why = f"SGLang's get_context_length reads {row.name}: {read.unknown}"
+            return ContextDefault(None, why, cites + _class_cite(model, sglang, row.name))
         if value is None:
             continue
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return ContextDefault(None, f"SGLang reads {row.name} = {value!r}, not a number", cites)
         tokens = int(factor * value)
         return ContextDefault(
-            tokens, f"SGLang's get_context_length: {row.name} = {value:,}{factor_how}", cites
+            tokens,
+            f"SGLang's get_context_length: {row.name} = {value:,}{read.whose}{factor_how}",
+            cites + tuple(c for c in _class_cite(model, sglang, row.name) if c not in cites),
         )
     default = by_kind.get("default")
     if not default:
@@ -426,6 +432,46 @@ def default_context(model: ModelConfig, sglang: EngineConstraints) -> ContextDef
         f"SGLang's get_context_length: none of {tried} is set, so {int(default[0].value):,}",
         cites,
     )
+
+
+CONFIG_CLASSES = "config_class_attributes"
+
+
+class TextAttribute(NamedTuple):
+    """A text-config attribute as SGLang reads it: its value, words on whose value it is, and
+    why it is unknown ("" when known)."""
+
+    value: Any
+    whose: str = ""
+    unknown: str = ""
+
+
+def _text_attribute(model: ModelConfig, sglang: EngineConstraints, name: str) -> TextAttribute:
+    """The file's value, or the default of SGLang's own class where SGLang builds the text
+    config with one (KimiLinearConfig's max_position_embeddings 4,096)."""
+    from apron import sglang_config_class
+
+    found = sglang_config_class.text_attribute(sglang, model, name)
+    if found is None:
+        return TextAttribute(model.get(name))
+    if isinstance(found, str):
+        return TextAttribute(None, unknown=found)
+    cls, value = found
+    published = model.published(name)
+    if published is not None and published.value == value:
+        return TextAttribute(value)
+    return TextAttribute(value, f" ({cls}'s default: config.json does not set it)")
+
+
+def _class_cite(model: ModelConfig, sglang: EngineConstraints, name: str) -> tuple[Citation, ...]:
+    """Where SGLang's class for the text config sets `name` (() when no such row)."""
+    from apron import sglang_config_class
+
+    cls = sglang_config_class.text_class(sglang, model)
+    for row in sglang.rows(CONFIG_CLASSES) if sglang.has(CONFIG_CLASSES) else ():
+        if row.config_class == cls and row.attribute == name:
+            return (sglang.cite(row),)
+    return ()
 
 
 def _rope_factor(model: ModelConfig, by_kind: dict[str, list[Any]]) -> tuple[float | None, str]:
