@@ -161,13 +161,9 @@ def _cases() -> list[Measurement]:
 
 
 # Disagreements measured at the pin and not fixed yet, each named with what differs; strict, so
-# a fix makes the test fail until its line goes.
-KNOWN: dict[tuple[str, str, str], str] = {
-    # SGLang's get_num_kv_heads after get_config swaps in num_global_key_value_heads for Gemma 4
-    # (utils/hf_transformers/config.py): 4 / 2 / 1; apron's SGLang column gives the sliding
-    # layers' 16 / 8 / 2 (its per-kind bytes are the vLLM column's kind_geometry)
-    ("gemma-4-31b.json", "kv_heads_per_gpu", ""): "Gemma 4: SGLang reports the global KV heads",
-}
+# a fix makes the test fail until its line goes. None at the pin (issue #32's last six: Gemma 4's
+# KV heads after the loader's swap, Kimi Linear's and Kimi-K3's context and Kimi-K3's state pool).
+KNOWN: dict[tuple[str, str, str], str] = {}
 
 
 def _known(m: Measurement) -> str:

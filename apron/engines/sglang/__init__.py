@@ -20,6 +20,7 @@ from apron.constraints import Citation, EngineConstraints
 from apron.engines import base
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import ContextDefault, EngineDecision
+from apron.engines.sglang import rewrites
 from apron.engines.sglang.kv_dtype import auto_kv_dtype as auto_kv_dtype  # the protocol member
 from apron.layers import layout
 from apron.results import Capacity, HeadCount, MlaDecision
@@ -143,13 +144,33 @@ def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision |
 
 
 def kv_heads(model: ModelConfig, sglang: EngineConstraints) -> HeadCount | None:
-    """What SGLang's get_total_num_kv_heads gives for this config (None: rule not extracted)."""
+    """What SGLang's get_total_num_kv_heads gives for this config as its config loader presents
+    it (apron.engines.sglang.rewrites; None: rule not extracted)."""
     if not sglang.has(ALIASES):
         return None
-    _prediction, engine = vllm_rules.resolve_kv_heads(model, sglang)
+    loaded = rewrites.rewritten(model, sglang)
+    if loaded.unknown:
+        return HeadCount(None, (), "", (loaded.unknown,), (), loaded.citations)
+    _prediction, engine = vllm_rules.resolve_kv_heads(loaded.model, sglang)
+    how = engine.how.replace("vLLM", "SGLang")
+    if loaded.words:
+        how += f" (after SGLang's config loader sets {', '.join(loaded.words)})"
     return engine._replace(
-        how=engine.how.replace("vLLM", "SGLang"),
+        how=how,
         unknown=tuple(u.replace("vLLM", "SGLang") for u in engine.unknown),
+        citations=tuple(dict.fromkeys((*engine.citations, *loaded.citations))),
+    )
+
+
+def _rewrite_note(model: ModelConfig, sglang: EngineConstraints, heads: HeadCount) -> str:
+    """What SGLang's config loader rewrote for the KV-head scan ("" when nothing)."""
+    loaded = rewrites.rewritten(model, sglang)
+    if not loaded.words or heads.count is None:
+        return ""
+    return (
+        f"SGLang's config loader rewrites {model.model_type}'s {model.text_key}: "
+        f"{', '.join(loaded.words)}; its KV-head scan then reads {heads.count} KV heads (what "
+        "get_num_kv_heads reports); the per-layer bytes keep each layer kind's own heads"
     )
 
 
@@ -294,6 +315,8 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     cites: list[Citation] = []
     if heads is None:
         notes.append("SGLang's KV-head rule is not extracted: no byte figures")
+    elif note := _rewrite_note(model, sglang, heads):
+        notes.append(note)
     swa, why, swa_cites = hybrid_swa(model, sglang)
     window_why = ""
     computes = mla is not None and (heads is not None or mla.is_mla is True)
