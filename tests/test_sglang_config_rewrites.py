@@ -91,3 +91,20 @@ def test_vllm_keeps_its_own_kv_head_count_for_gemma4():
     found = plan(GEMMA4, tp=2, kv_dtype="bf16", context=262144)
     vllm = next(v for v in found.engines if v.engine == "vllm")
     assert vllm.gpu.kv_heads_per_gpu == 8
+
+
+def test_another_read_of_the_config_before_the_sub_config_changes_nothing():
+    text = CONFIG_PARSER.replace(
+        "            text_config = config.text_config\n",
+        "            names = config.architectures\n            text_config = config.text_config\n",
+    )
+    assert _rows(text) == _rows()
+
+
+def test_a_block_in_an_elif_clause_is_read_too():
+    text = CONFIG_PARSER.replace(
+        '        if config.model_type in ("duo", "duo_assistant"):',
+        '        if config.model_type == "solo":\n            pass\n'
+        '        elif config.model_type in ("duo", "duo_assistant"):',
+    )
+    assert _rows(text) == _rows()

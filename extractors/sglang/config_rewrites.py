@@ -86,74 +86,82 @@ def _read_of(value: Node, owner: str) -> tuple[str, str] | None:
 
 @dataclass
 class _Block:
-    """What one block has bound and set so far."""
+    """What one block has bound and set so far: sub-configuration locals (`text_config =
+    config.text_config`: local -> attribute of the config), locals read from them, and the
+    rows (kind, sub-configuration, attribute, source, read, when, code)."""
 
     config: str
-    sub: str = ""
-    sub_name: str = ""
-    locals: dict[str, tuple[str, str, frozenset[str]]] = field(default_factory=dict)
-    written: set[str] = field(default_factory=set)
-    rows: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
+    subs: dict[str, str] = field(default_factory=dict)
+    locals: dict[str, tuple[str, str, str, frozenset[tuple[str, str]]]] = field(
+        default_factory=dict
+    )
+    written: set[tuple[str, str]] = field(default_factory=set)
+    rows: list[tuple[str, str, str, str, str, str, str]] = field(default_factory=list)
 
     def mentions(self, node: Node) -> bool:
-        names = {self.sub, *self.locals} - {""}
+        names = {*self.subs, *self.locals}
         return any(n.type == "identifier" and node_text(n) in names for n in walk(node))
 
     def unread(self, node: Node) -> None:
-        self.rows.append(("unread", "", "", "", "", code_of(node)))
+        self.rows.append(("unread", "", "", "", "", "", code_of(node)))
 
-    def source(self, value: Node) -> tuple[str, str] | None:
-        """(attribute, how) a value reads: a local read from the sub-config, or a direct read;
+    def source(self, value: Node, sub: str) -> tuple[str, str] | None:
+        """(attribute, how) a value reads of `sub`: a local read from it, or a direct read;
         None when it reads anything else, or a local whose attribute was set since."""
         local = name_of(value)
         if local is not None and local in self.locals:
-            name, how, written_then = self.locals[local]
-            return None if name in self.written - written_then else (name, how)
-        return _read_of(value, self.sub)
+            owner, name, how, written_then = self.locals[local]
+            if owner != sub or (owner, name) in self.written - written_then:
+                return None
+            return name, how
+        return _read_of(value, sub)
 
-    def target(self, node: Node) -> tuple[str, Node] | None:
-        """(attribute, value) of `sub.attribute = value`."""
+    def target(self, node: Node) -> tuple[str, str, Node] | None:
+        """(sub local, attribute, value) of `sub.attribute = value`."""
         found = single_assignment(node)
         if found is None:
             return None
         read = attribute(found[0])
-        if read is None or name_of(read[0]) != self.sub:
+        owner = name_of(read[0]) if read is not None else None
+        if read is None or owner not in self.subs:
             return None
-        return read[1], found[1]
+        return str(owner), read[1], found[1]
 
     def copy(self, node: Node, when: str, only: str = "") -> None:
         """One `sub.t = source` under `when` (`only`: the local or target the guard names)."""
         found = self.target(node)
-        source = self.source(found[1]) if found is not None else None
+        source = self.source(found[2], found[0]) if found is not None else None
         if found is None or source is None:
             self.unread(node)
             return
-        if when == "source_not_none" and name_of(found[1]) != only:
+        sub, name, value = found
+        if (when == "source_not_none" and name_of(value) != only) or (
+            when == "target_absent" and name != only
+        ):
             self.unread(node)
             return
-        if when == "target_absent" and found[0] != only:
-            self.unread(node)
-            return
-        self.rows.append(("copy", found[0], source[0], source[1], when, ""))
-        self.written.add(found[0])
+        self.rows.append(("copy", self.subs[sub], name, source[0], source[1], when, ""))
+        self.written.add((sub, name))
 
     def statement(self, node: Node) -> None:
         bound = assigned_name(node)
         if bound is not None:
             name, value = bound
             read = _read_of(value, self.config)
-            if not self.sub and read is not None:
-                self.sub, self.sub_name = name, read[0]
+            if read is not None:
+                self.subs[name] = read[0]
+                self.locals.pop(name, None)
                 return
-            if self.sub and (found := _read_of(value, self.sub)) is not None:
-                self.locals[name] = (*found, frozenset(self.written))
+            owner = next((s for s in self.subs if _read_of(value, s) is not None), None)
+            if owner is not None:
+                found = _read_of(value, owner)
+                assert found is not None
+                self.locals[name] = (owner, *found, frozenset(self.written))
                 return
-        if not self.sub:
-            return
         if self.target(node) is not None:
             self.copy(node, "always")
             return
-        if node.type == "if_statement":
+        if node.type == "if_statement" and self.mentions(node):
             self.guarded(node)
             return
         if self.mentions(node):
@@ -161,22 +169,16 @@ class _Block:
 
     def guarded(self, node: Node) -> None:
         clauses, otherwise = if_clauses(node)
-        if len(clauses) != 1 or otherwise is not None:
-            if self.mentions(node):
-                self.unread(node)
-            return
-        test, block = clauses[0]
-        guard = _guard(test, self.sub)
-        if guard is None:
-            if self.mentions(node):
-                self.unread(node)
+        guard = _guard(clauses[0][0], set(self.subs)) if len(clauses) == 1 else None
+        if guard is None or otherwise is not None:
+            self.unread(node)
             return
         when, only = guard
-        for inner in statements(block):
+        for inner in statements(clauses[0][1]):
             self.copy(inner, when, only)
 
 
-def _guard(test: Node, sub: str) -> tuple[str, str] | None:
+def _guard(test: Node, subs: set[str]) -> tuple[str, str] | None:
     """("source_not_none", local) of `local is not None`, ("target_absent", attribute) of
     `not hasattr(sub, "attribute")`."""
     found = single_comparison(test)
@@ -187,7 +189,7 @@ def _guard(test: Node, sub: str) -> tuple[str, str] | None:
     parts = call_parts(inner) if inner is not None else None
     if parts is not None and name_of(parts[0]) == "hasattr" and len(parts[1]) == 2:
         name = string_value(parts[1][1])
-        if name_of(parts[1][0]) == sub and name is not None:
+        if name_of(parts[1][0]) in subs and name is not None:
             return "target_absent", name
     return None
 
@@ -211,30 +213,35 @@ def config_rewrites(text: str, path: str) -> list[SglangConfigRewrite]:
         if node.type != "if_statement":
             continue
         clauses, _otherwise = if_clauses(node)
-        found = _model_types(clauses[0][0])
-        if found is None:
-            continue
-        block = _Block(config=found[0])
-        for statement in statements(clauses[0][1]):
-            block.statement(statement)
-        if not block.sub or not block.rows:
-            continue
-        symbol = _function_name(node)
-        for model_type in found[1]:
-            for order, (kind, target, source, how, when, code) in enumerate(block.rows):
-                rows.append(
-                    SglangConfigRewrite(
-                        model_type=model_type,
-                        sub_config=block.sub_name,
-                        order=order,
-                        kind=kind,
-                        attribute=target,
-                        source=source,
-                        read=how,
-                        when=when,
-                        code=code,
-                        path=path,
-                        symbol=symbol,
-                    )
-                )
+        for test, body in clauses:
+            found = _model_types(test)
+            if found is not None:
+                rows.extend(_block_rows(found, body, path, _function_name(node)))
     return rows
+
+
+def _block_rows(
+    found: tuple[str, list[str]], body: Node, path: str, symbol: str
+) -> list[SglangConfigRewrite]:
+    """The rows of one model-type block, one set per model type (none when it sets nothing of a
+    sub-configuration)."""
+    block = _Block(config=found[0])
+    for statement in statements(body):
+        block.statement(statement)
+    return [
+        SglangConfigRewrite(
+            model_type=model_type,
+            sub_config=sub,
+            order=order,
+            kind=kind,
+            attribute=target,
+            source=source,
+            read=how,
+            when=when,
+            code=code,
+            path=path,
+            symbol=symbol,
+        )
+        for model_type in found[1]
+        for order, (kind, sub, target, source, how, when, code) in enumerate(block.rows)
+    ]
