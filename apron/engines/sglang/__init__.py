@@ -5,10 +5,12 @@ SGLang tests `"<Arch>" in hf_config.architectures` branch by branch (generated/s
 `mla_architectures`, `mla_conditions`, `explicit_mha_architectures`); the first branch that
 matches wins, and an MLA branch whose extra condition fails falls through to the next ones.
 KV heads come from SGLang's own get_total_num_kv_heads (`kv_head_*` facts, read with vLLM's
-evaluation, which has the same shape). A window-aware pool is used only for the architectures
+evaluation, which has the same shape) over the config as SGLang's loader rewrites it
+(`config_rewrites`: Gemma 4's global heads on the base names). A window-aware pool is used only for the architectures
 of `is_hybrid_swa_model` (`architecture_sets`); every other architecture, windowed or not, is
 allocated at full context on every layer. A Mamba / linear-attention state pool is sized for the
-config classes of `mambaish_config` (`hybrid_config_classes`)."""
+config classes of `mambaish_config` (`hybrid_config_classes`; a test of text_config on the
+class SGLang's own class builds it as, `config_class_attributes`)."""
 
 from __future__ import annotations
 
