@@ -152,7 +152,14 @@ def kv_heads(model: ModelConfig, sglang: EngineConstraints) -> HeadCount | None:
         return None
     loaded = rewrites.rewritten(model, sglang)
     if loaded.unknown:
-        return HeadCount(None, (), "", (loaded.unknown,), (), loaded.citations)
+        return HeadCount(
+            count=None,
+            per_layer=(),
+            how="",
+            unknown=(loaded.unknown,),
+            missing=(),
+            citations=loaded.citations,
+        )
     _prediction, engine = vllm_rules.resolve_kv_heads(loaded.model, sglang)
     how = engine.how.replace("vLLM", "SGLang")
     if loaded.words:
