@@ -20,6 +20,7 @@ from apron.deployment import Deployment
 from apron.engines import ENGINE_RULES, REFERENCE_ENGINE, resolve_kv_dtype_auto
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import Column, EngineDecision
+from apron.engines.kv_head_scan import resolve_kv_heads
 from apron.errors import ApronInputError
 from apron.kv_dtype import KvDtypeChoice
 from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_window
@@ -526,7 +527,7 @@ def plan(
         weights=weights,
         deployment=deployment or Deployment(),
     )
-    apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
+    apron_heads, _ = resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
     for engine_id, engine in cs.engines.items():
         rules = ENGINE_RULES.get(engine_id)
