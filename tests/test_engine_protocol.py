@@ -19,6 +19,8 @@ MEMBERS = (
     "pooling",
     "kv_dtype_unknown",
     "auto_kv_dtype",
+    "encoder_tp_refusal",
+    "state_tp_refusal",
 )
 
 
