@@ -25,6 +25,7 @@ from apron.errors import ApronInputError
 from apron.kv_dtype import KvDtypeChoice
 from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_window
 from apron.mechanisms.base import is_mla_shaped
+from apron.mechanisms.select import Selection, compute, select
 from apron.results import (
     PREDICTION,
     EngineStamp,
@@ -35,7 +36,6 @@ from apron.results import (
     Plan,
     Request,
 )
-from apron.select import Selection, compute, select
 from apron.serving import Serving, serving_figures
 from apron.support import support
 from apron.terminal import shown

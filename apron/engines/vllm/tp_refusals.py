@@ -1,6 +1,6 @@
 """The tp sizes vLLM refuses at startup beyond its extracted serving rules, read by hand: its
 Mamba2 mixer's n_groups assertion and its vision encoders' head split (EngineRules members
-state_tp_refusal and encoder_tp_refusal, which apron.per_gpu applies)."""
+state_tp_refusal and encoder_tp_refusal, which apron.mechanisms.per_gpu applies)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from apron import parallel
 from apron.config import ModelConfig
 from apron.layers import ATTENTION_KINDS, STATE_KINDS, layout
 from apron.mechanisms import full_attention, hybrid_ssm, mla_latent, recurrent
+from apron.mechanisms.select import Selection, compute
 from apron.results import Capacity, GpuShare, HeadCount, MechanismResult, Request
-from apron.select import Selection, compute
 
 SPLITTABLE = (full_attention.NAME, hybrid_ssm.NAME, recurrent.NAME, "sliding_window")
 
