@@ -15,7 +15,7 @@ from apron.console import EscapingConsole
 from apron.constraints import load_constraints
 from apron.engine_flags import EngineOptions
 from apron.errors import ApronInputError
-from apron.planner import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, plan
+from apron.planning.planner import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, plan
 from apron.terminal import printable, printable_json, shown
 from apron.version import version_option
 from apron.weights_figure import PARAM_DTYPE_BITS

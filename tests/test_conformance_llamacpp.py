@@ -18,7 +18,7 @@ from apron.cli import app
 from apron.constraints import load_constraints
 from apron.engines.llamacpp.gguf_header import gguf_limits, read_header
 from apron.engines.llamacpp.memory import cache_type, figures
-from apron.planner import plan
+from apron.planning.planner import plan
 from tests.conformance_records import Measurement, commit_dirs, facts, measurements
 
 C = load_constraints().get("llamacpp")

@@ -7,9 +7,10 @@ import inspect
 import re
 from pathlib import Path
 
-from apron.engines import ENGINE_RULES, REFERENCE_ENGINE, base
+from apron.engines import base
+from apron.planning.engine_registry import ENGINE_RULES, REFERENCE_ENGINE
 
-PLANNER = Path(__file__).resolve().parent.parent / "apron" / "planner.py"
+PLANNER = Path(__file__).resolve().parent.parent / "apron" / "planning" / "planner.py"
 MEMBERS = (
     "decide",
     "default_context",

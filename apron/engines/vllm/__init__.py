@@ -262,7 +262,7 @@ def decide(model: ModelConfig, vllm: EngineConstraints) -> EngineDecision:
     )
 
 
-# what apron's own prediction reads of vLLM's rules (apron.engines.REFERENCE_ENGINE)
+# what apron's own prediction reads of vLLM's rules (apron.planning.engine_registry.REFERENCE_ENGINE)
 def ssm_cache_dtype(model: ModelConfig, vllm: EngineConstraints | None) -> tuple[str, str]:
     """--mamba-ssm-cache-dtype as vLLM resolves it for this architecture when left 'auto':
     (dtype or "" for the model dtype, where it came from)."""

@@ -9,10 +9,10 @@ from apron import parallel
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.deployment import Deployment
-from apron.engines import ENGINE_RULES
 from apron.engines.base import CapacityInputs
 from apron.mechanisms import mla_latent
 from apron.mechanisms.select import Selection
+from apron.planning.engine_registry import ENGINE_RULES
 from apron.results import Capacity, GpuShare, HeadCount, MechanismResult, Request, Weights
 
 
