@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from apron import ApronInputError, load_config, plan
 from apron.capacity import budget, fit, parse_memory
-from apron.cli import app
+from apron.command_line.cli import app
 from apron.parallel import tp_refusal
 from apron.results import GpuShare
 

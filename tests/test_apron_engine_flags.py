@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from apron.cli import app
+from apron.command_line.cli import app
 from apron.config import load_sample
 from apron.constraints import load_constraints
 from apron.deployment import Deployment, LlamaCppFlags

@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from apron import plan
-from apron.cli import app
+from apron.command_line.cli import app
 from apron.constraints import load_constraints
 from apron.errors import ApronInputError
 from apron.kv_dtype import KvDtypeChoice

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from apron.cli import app
+from apron.command_line.cli import app
 from apron.config import load_sample
 from apron.errors import ApronInputError
 from apron.extractors.llamacpp import converter_hparams as ch
