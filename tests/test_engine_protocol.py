@@ -20,8 +20,6 @@ MEMBERS = (
     "pooling",
     "kv_dtype_unknown",
     "auto_kv_dtype",
-    "encoder_tp_refusal",
-    "state_tp_refusal",
 )
 
 

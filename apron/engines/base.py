@@ -111,13 +111,6 @@ class EngineRules(Protocol):
     ) -> KvDtypeChoice | None:
         """What `--kv-dtype auto` resolves to for this checkpoint; None: not extracted."""
 
-    def encoder_tp_refusal(self, model: ModelConfig, tp: int) -> str:
-        """Why its multimodal encoder refuses --tp for this config ("" when it does not)."""
-
-    def state_tp_refusal(self, model: ModelConfig, state_rule: Any, tp: int) -> str:
-        """Why its state mixer refuses --tp for this config's state rule (apron.state_shapes
-        rule_for; "" when it does not)."""
-
 
 class Column(NamedTuple):
     """What an engine's own column is computed from (EngineRules.own_view)."""
@@ -200,13 +193,3 @@ def kv_dtype_known(model: ModelConfig, constraints: EngineConstraints, kv_dtype:
 def not_pooling(model: ModelConfig, constraints: EngineConstraints) -> bool:
     """The shared default: no pooling-model rule of its own."""
     return False
-
-
-def no_encoder_tp_refusal(model: ModelConfig, tp: int) -> str:
-    """The shared default: no encoder refusal of its own beyond the extracted tp checks."""
-    return ""
-
-
-def no_state_tp_refusal(model: ModelConfig, state_rule: Any, tp: int) -> str:
-    """The shared default: no state-mixer refusal of its own beyond the extracted tp checks."""
-    return ""

@@ -4,8 +4,6 @@ rules (apron.serving_rules) and the mechanism figures; a rule the engine lacks g
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
 
 from apron import capacity as fit_rules
 from apron import parallel
@@ -49,29 +47,59 @@ STATE_SPLITS = {
 }
 
 
-# What an engine refuses at startup beyond its extracted tp checks (EngineRules members
-# encoder_tp_refusal and state_tp_refusal): why, or "" when it starts.
-EncoderRefusal = Callable[[ModelConfig, int], str]
-StateRefusal = Callable[[ModelConfig, Any, int], str]
+def _mixer_refusal(model: ModelConfig, rule, tp: int) -> str:
+    """vLLM's Mamba2 mixer asserts `n_groups % tp == 0 or n_groups == 1` when it is built
+    (vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2.__init__, read by hand): a tp
+    it fails is refused at startup. "" when the rule does not apply or holds."""
+    if rule is None or rule.calculator != "mamba2" or tp == 1:
+        return ""
+    from apron.state_shapes import MISSING, hook_argument
+
+    groups = hook_argument(model, rule, "n_groups")
+    if groups is MISSING or not isinstance(groups, int) or groups == 1 or groups % tp == 0:
+        return ""
+    return (
+        f"vLLM's MambaMixer2 asserts n_groups % tp == 0 or n_groups == 1 "
+        f"(vllm/model_executor/layers/mamba/mamba_mixer2.py): n_groups {groups} at tp {tp}"
+    )
 
 
-def _refusals(
-    model: ModelConfig, rules, config, tp: int, checks: dict, encoder_refusal: EncoderRefusal
-) -> tuple[str, ...]:
-    """The engine's extracted tp checks, and its encoder's refusal of this tp."""
+# vLLM's vision encoders shard their attention heads over the tensor-parallel group when
+# mm_encoder_tp_mode is "weights" (its default): `num_attention_heads_per_partition =
+# dist_utils.divide(num_heads, tp_size)` (vllm/model_executor/models/qwen2_5_vl.py, qwen2_vl.py,
+# glm4_1v.py, moonvit.py, ...; read by hand), and divide asserts num_heads % tp == 0. These are
+# the vision configs that name the count `num_heads`.
+VISION_HEADS = "vision_config.num_heads"
+
+
+def _vision_refusal(model: ModelConfig, tp: int) -> str:
+    """Why vLLM's vision encoder refuses `tp` for this config ("" when it does not)."""
+    vision = model.raw.get("vision_config")
+    heads = vision.get("num_heads") if isinstance(vision, dict) else None
+    if tp == 1 or not isinstance(heads, int) or isinstance(heads, bool) or heads < 1:
+        return ""
+    if heads % tp == 0:
+        return ""
+    return (
+        f"vllm: {VISION_HEADS} = {heads} is not divisible by tp {tp}: vLLM's vision encoder "
+        "divides its attention heads over tp (dist_utils.divide in the vision attention, "
+        "mm_encoder_tp_mode 'weights')"
+    )
+
+
+def _refusals(model: ModelConfig, rules, config, tp: int, checks: dict) -> tuple[str, ...]:
+    """The engine's extracted tp checks, and for vLLM its vision encoder's head split."""
     from apron import serving_rules as sr
 
     refused = sr.tp_check(rules, config, tp, **checks)
-    encoder = encoder_refusal(model, tp)
-    return (*refused, encoder) if encoder else refused
+    if any(c.engine == "vllm" for c in rules.citations):
+        vision = _vision_refusal(model, tp)
+        refused = (*refused, vision) if vision else refused
+    return refused
 
 
-def _valid_tp(
-    model: ModelConfig, rules, config, checks: dict, encoder_refusal: EncoderRefusal
-) -> tuple[int, ...]:
-    return tuple(
-        t for t in range(1, 65) if not _refusals(model, rules, config, t, checks, encoder_refusal)
-    )
+def _valid_tp(model: ModelConfig, rules, config, checks: dict) -> tuple[int, ...]:
+    return tuple(t for t in range(1, 65) if not _refusals(model, rules, config, t, checks))
 
 
 def _state_split_mismatch(rules, calculator: str | None) -> str:
@@ -109,7 +137,6 @@ def _mla_share(
     heads: HeadCount,
     figures: MechanismResult,
     weights_total: int | None,
-    encoder_refusal: EncoderRefusal,
 ) -> GpuShare:
     """An MLA model's share: the latent is one KV head, replicated on every GPU (the engine's
     extracted mla_kv_heads_per_gpu rule; vLLM ModelConfig.get_num_kv_heads returns 1 for MLA at
@@ -120,9 +147,9 @@ def _mla_share(
     if tp > 1:
         config = model.raw if model.text_key is None else model.text
         checks = {"total_kv_heads": heads.count, "is_mla": True}
-        refused = _refusals(model, rules, config, tp, checks, encoder_refusal)
+        refused = _refusals(model, rules, config, tp, checks)
         if refused:
-            valid = _valid_tp(model, rules, config, checks, encoder_refusal)
+            valid = _valid_tp(model, rules, config, checks)
             return GpuShare(
                 status="refused",
                 kv_heads_per_gpu=None,
@@ -176,14 +203,10 @@ def gpu_share(
     heads: HeadCount,
     figures: MechanismResult,
     weights_total: int | None,
-    *,
-    encoder_refusal: EncoderRefusal,
-    state_refusal: StateRefusal,
 ) -> GpuShare:
-    """The engine's figures for one GPU: weights / tp, KV heads by its rule, state by its split,
-    a tp the engine refuses (its extracted checks, its encoder, its state mixer) refused."""
+    """The engine's figures for one GPU: weights / tp, KV heads by its rule, state by its split."""
     if figures.mechanism == mla_latent.NAME:
-        return _mla_share(model, tp, rules, heads, figures, weights_total, encoder_refusal)
+        return _mla_share(model, tp, rules, heads, figures, weights_total)
     if tp == 1:
         return parallel.whole_model_share(heads, figures, weights_total)
     weights, lines = _weights(weights_total, tp)
@@ -191,9 +214,9 @@ def gpu_share(
 
     config = model.raw if model.text_key is None else model.text
     checks = {"total_kv_heads": heads.count, "is_mla": False}
-    refused = _refusals(model, rules, config, tp, checks, encoder_refusal)
+    refused = _refusals(model, rules, config, tp, checks)
     if refused:
-        valid = _valid_tp(model, rules, config, checks, encoder_refusal)
+        valid = _valid_tp(model, rules, config, checks)
         return GpuShare(
             status="refused",
             kv_heads_per_gpu=None,
@@ -238,12 +261,13 @@ def gpu_share(
 
         rule = rule_for(model)
         mismatch = _state_split_mismatch(rules, rule.calculator if rule else None)
-        refused = state_refusal(model, rule, tp)
+        vllm_rules = any(c.engine == "vllm" for c in rules.citations)
+        refused = _mixer_refusal(model, rule, tp) if vllm_rules else ""
         if refused:
             valid = tuple(
                 t
                 for t in sr.valid_tp_sizes(config, rules, **checks)
-                if not state_refusal(model, rule, t)
+                if not _mixer_refusal(model, rule, t)
             )
             return GpuShare(
                 status="refused",

@@ -45,18 +45,8 @@ def serving_figures(
     from apron.serving_rules import serving_rules
 
     rules = serving_rules(constraints, engine_id)
-    engine = ENGINE_RULES[engine_id]
     share = per_gpu.gpu_share(
-        model,
-        request,
-        request.tp,
-        rules,
-        selection,
-        heads,
-        figures,
-        serving.weights.total_bytes,
-        encoder_refusal=engine.encoder_tp_refusal,
-        state_refusal=engine.state_tp_refusal,
+        model, request, request.tp, rules, selection, heads, figures, serving.weights.total_bytes
     )
     used = rules.citations if request.tp > 1 or serving.gpu_memory is not None or mla else ()
     if serving.gpu_memory is None:

@@ -358,5 +358,3 @@ def own_view(column: base.Column) -> EngineView | None:
 
 
 auto_kv_dtype = base.no_auto_kv_dtype
-encoder_tp_refusal = base.no_encoder_tp_refusal
-state_tp_refusal = base.no_state_tp_refusal

@@ -473,7 +473,3 @@ def fit_capacity(fit: base.CapacityInputs) -> Capacity:
         context=fit.context,
         weights_unknown=fit.weights_unknown,
     )
-
-
-encoder_tp_refusal = base.no_encoder_tp_refusal
-state_tp_refusal = base.no_state_tp_refusal

@@ -79,5 +79,3 @@ fit_capacity = base.block_capacity
 pooling = base.not_pooling
 kv_dtype_unknown = base.kv_dtype_known
 auto_kv_dtype = base.no_auto_kv_dtype
-encoder_tp_refusal = base.no_encoder_tp_refusal
-state_tp_refusal = base.no_state_tp_refusal

@@ -16,7 +16,6 @@ from apron.engines import base
 from apron.engines.base import EngineDecision
 from apron.engines.kv_head_scan import resolve_kv_heads
 from apron.engines.vllm.kv_dtype import auto_kv_dtype as auto_kv_dtype  # the protocol member
-from apron.engines.vllm.tp_refusals import mixer_refusal, vision_encoder_refusal
 from apron.layers import layout
 from apron.results import Capacity, MlaDecision
 from apron.terminal import shown
@@ -309,8 +308,6 @@ default_context = base.no_default_context
 own_view = base.no_own_view
 memory_fraction = base.no_memory_fraction
 kv_dtype_unknown = base.kv_dtype_known
-encoder_tp_refusal = vision_encoder_refusal
-state_tp_refusal = mixer_refusal
 
 
 def fit_capacity(fit: base.CapacityInputs) -> Capacity:
