@@ -15,7 +15,7 @@ from apron import sglang_fraction
 from apron.config import load_config
 from apron.constraints import load_constraints
 from apron.engines import sglang as sglang_rules
-from apron.planner import plan
+from apron.planning.planner import plan
 from tests.conformance_records import Measurement, commit_dirs, facts, measurements
 
 ENGINE = "sglang"
@@ -52,10 +52,10 @@ def _plan(path: Path, tp: int, kv_dtype: str):
 def _layer_bytes(m: Measurement) -> Answer:
     """One layer's bytes per token of a kind (the full-attention or windowed layers of SGLang's
     hybrid-SWA pool) on one GPU: apron's per-layer breakdown of the SGLang column at tp
-    (apron.layer_specs.layers_of, what its pool arithmetic sizes), one figure for every layer of
+    (apron.mechanisms.layer_specs.layers_of, what its pool arithmetic sizes), one figure for every layer of
     that kind."""
-    from apron import per_gpu
-    from apron.layer_specs import ATTENTION, WINDOWED, layers_of
+    from apron.mechanisms import per_gpu
+    from apron.mechanisms.layer_specs import ATTENTION, WINDOWED, layers_of
     from apron.serving_rules import serving_rules
 
     tp, kv_dtype = m.settings["tp"], m.settings["kv_dtype"]

@@ -63,7 +63,7 @@ GEMMA4 = "conformance/sglang/30cb848d4b455a288a37cfeb6a45aff34f5634a6/inputs/gem
 
 
 def _sglang(path: str, tp: int):
-    from apron.planner import plan
+    from apron.planning.planner import plan
 
     found = plan(path, tp=tp, kv_dtype="bf16", context=262144)
     return next(v for v in found.engines if v.engine == "sglang")
@@ -86,7 +86,7 @@ def test_gemma4_kv_heads_are_the_global_ones_sglang_swaps_in_and_the_bytes_stay(
 
 
 def test_vllm_keeps_its_own_kv_head_count_for_gemma4():
-    from apron.planner import plan
+    from apron.planning.planner import plan
 
     found = plan(GEMMA4, tp=2, kv_dtype="bf16", context=262144)
     vllm = next(v for v in found.engines if v.engine == "vllm")

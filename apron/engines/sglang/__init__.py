@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.engines import base
-from apron.engines import vllm as vllm_rules
 from apron.engines.base import ContextDefault, EngineDecision
+from apron.engines.kv_head_scan import resolve_kv_heads
 from apron.engines.sglang import rewrites
 from apron.engines.sglang.kv_dtype import auto_kv_dtype as auto_kv_dtype  # the protocol member
 from apron.layers import layout
@@ -160,7 +160,7 @@ def kv_heads(model: ModelConfig, sglang: EngineConstraints) -> HeadCount | None:
             missing=(),
             citations=loaded.citations,
         )
-    _prediction, engine = vllm_rules.resolve_kv_heads(loaded.model, sglang)
+    _prediction, engine = resolve_kv_heads(loaded.model, sglang)
     how = engine.how.replace("vLLM", "SGLang")
     if loaded.words:
         how += f" (after SGLang's config loader sets {', '.join(loaded.words)})"
@@ -537,6 +537,8 @@ def _rope_factor(model: ModelConfig, by_kind: dict[str, list[Any]]) -> tuple[flo
 
 own_view = base.no_own_view
 pooling = base.not_pooling
+tp_refusals = base.no_tp_refusals
+state_tp_refusal = base.no_state_tp_refusal
 
 
 def memory_fraction(
