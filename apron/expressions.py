@@ -15,8 +15,14 @@ builds it from C++ or Python source and renders it for people):
   "// /f ** in item or and" (Python: "/f" is `/`, "item" is `x[i]`, "or"/"and" return the
   deciding value); and the converter's reads of the HF config, resolved through the
   environment's Converter: ("hp", KEY), ("hpget", KEY[, default]), ("find", *KEYS),
-  ("findopt", *KEYS), ("has", KEY), ("self", NAME).
+  ("findopt", *KEYS), ("has", KEY), ("self", NAME); ("getattr", NAME, default) is Python's
+  `getattr(obj, "attr", default)` (NAME the dotted path): NAME's value, or `default` where the
+  environment holds none for it (no such name, or a value given as `absent(why)`).
 - The empty tuple is no expression (a condition that always holds).
+
+The Python operators need no converter (vLLM's rules are Python too); `x[i]` also indexes a
+mapping. An environment may give a name the value `absent(why)`: undefined, so Unknown naming
+`why` only where the value is used (vLLM's config paths a config lacks).
 
 `evaluate(expression, names, calls, converter)` compiles an expression once (a closure per
 node, cached per expression object) and runs it: a name or call it lacks is Unknown; so is a
@@ -26,7 +32,7 @@ and `?:` may leave unused; every operand is evaluated, in source order, before i
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 
@@ -62,6 +68,14 @@ class Converter(NamedTuple):
 
 
 UNDEFINED = _Undefined("a division by zero")
+
+
+def absent(why: str) -> Any:
+    """A value for a name the environment cannot give: undefined, Unknown (naming `why`) only
+    where it is used; `getattr` takes its default instead."""
+    return _Undefined(why)
+
+
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 CPP_BINARY = ("+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||")
@@ -87,8 +101,12 @@ NODES: dict[str, tuple[int, int | None]] = {
     "findopt": (1, None),
     "has": (1, 1),
     "self": (1, 1),
+    "getattr": (2, 2),
 }
-_TEXT_OPERANDS = {"str": 1, "sym": 1, "undef": 1, "call": 1, "at": 1, "cast": 1, "map": 1}
+_TEXT_OPERANDS = {
+    **{"str": 1, "sym": 1, "undef": 1, "call": 1, "at": 1, "cast": 1, "map": 1},
+    "getattr": 1,
+}
 _TEXT_ONLY = ("hp", "find", "findopt", "has", "self")
 
 
@@ -116,6 +134,23 @@ def expression_problem(expression: Any) -> str:
         if problem:
             return problem
     return ""
+
+
+def names_in(expression: Any) -> Iterator[str]:
+    """Every name the expression reads, in order (an enum constant is a name too)."""
+    if isinstance(expression, str):
+        yield expression
+    elif isinstance(expression, tuple) and expression:
+        node = expression[0]
+        if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
+            if node == "hpget" and len(expression) == 3:
+                yield from names_in(expression[2])
+            return
+        first = 2 if node in ("call", "at", "cast", "map", "getattr") else 1
+        if node in ("at", "getattr"):
+            yield expression[1]
+        for operand in expression[first:]:
+            yield from names_in(operand)
 
 
 # ---------------------------------------------------------------- the call tables
@@ -159,16 +194,21 @@ _CPP: dict[str, Callable[[Any, Any], Any]] = {
     "||": lambda a, b: int(bool(a) or bool(b)),
 }
 _PY: dict[str, Callable[[Any, Any], Any]] = {
-    "item": lambda a, b: (
-        a[b]
-        if isinstance(a, list | tuple | str) and -len(a) <= b < len(a)
-        else _Undefined(f"[{b}] of {a!r}")
-    ),
+    "item": lambda a, b: _item(a, b),
     "//": lambda a, b: a // b if b else UNDEFINED,
     "/f": lambda a, b: a / b if b else UNDEFINED,
     "**": lambda a, b: a**b,
     "in": lambda a, b: int(a in b),
 }
+
+
+def _item(a: Any, b: Any) -> Any:
+    """Python's `a[b]`: a sequence's element or a mapping's value; undefined where it has none."""
+    if isinstance(a, Mapping):
+        return a[b] if b in a else _Undefined(f"[{b!r}] of {a!r}")
+    if isinstance(a, list | tuple | str) and -len(a) <= b < len(a):
+        return a[b]
+    return _Undefined(f"[{b}] of {a!r}")
 
 
 # ---------------------------------------------------------------- evaluation
@@ -285,8 +325,6 @@ def _py_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
 
     def run(n, c, v) -> Any:
         a, b = left(n, c, v), right(n, c, v)
-        if v is None:
-            raise Unknown(op)
         return _first_undefined(a, b) or _safe(op, function, a, b)
 
     return run
@@ -297,8 +335,6 @@ def _boolean(e: tuple) -> Compiled:
 
     def run(n, c, v) -> Any:  # Python's: the deciding value
         a, b = left(n, c, v), right(n, c, v)
-        if v is None:
-            raise Unknown(op)
         if isinstance(a, _Undefined):
             return a
         return (a if a else b) if op == "or" else (b if a else a)
@@ -382,8 +418,6 @@ def _map(e: tuple) -> Compiled:
 
     def run(n, c, v) -> Any:
         sequence = sequence_of(n, c, v)
-        if v is None:
-            raise Unknown(f"a comprehension over {variable}")
         if isinstance(sequence, _Undefined):
             return sequence
         if not isinstance(sequence, list | tuple):
@@ -405,6 +439,19 @@ def _constant(e: tuple) -> Compiled:
     return lambda n, c, v: value
 
 
+def _getattr(e: tuple) -> Compiled:
+    name, default_of = e[1], _compile(e[2])
+
+    def run(n, c, v) -> Any:
+        default = default_of(n, c, v)
+        if name not in n:
+            return default
+        value = n[name]
+        return default if isinstance(value, _Undefined) else _known(value)
+
+    return run
+
+
 _BUILDERS: dict[str, Callable[[tuple], Compiled]] = {
     "or": _boolean,
     "and": _boolean,
@@ -420,6 +467,7 @@ _BUILDERS: dict[str, Callable[[tuple], Compiled]] = {
     "str": _constant,
     "sym": _constant,
     "undef": _constant,
+    "getattr": _getattr,
 }
 
 
@@ -486,3 +534,91 @@ def _safe(name: str, function: Callable[..., Any], *args: Any) -> Any:
 
 def _first_undefined(*values: Any) -> _Undefined | None:
     return next((v for v in values if isinstance(v, _Undefined)), None)
+
+
+# ---------------------------------------------------------------- words for people
+
+_PRECEDENCE = {
+    "or": 1,
+    "||": 1,
+    "and": 2,
+    "&&": 2,
+    "==": 3,
+    "!=": 3,
+    "<": 4,
+    "<=": 4,
+    ">": 4,
+    ">=": 4,
+    "in": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "/": 6,
+    "/f": 6,
+    "//": 6,
+    "%": 6,
+    "**": 7,
+}
+_SHOWN = {"/f": "/"}
+
+
+def infix(expression: Any, names: Callable[[str], str] = str) -> str:
+    """The expression as C++/Python-like words for people ("n_embd * (l - 1)"), the one
+    renderer; `names` shows a name shorter ("model_config.hf_config.x" as "x")."""
+    return _words(expression, names)[0]
+
+
+def _words(e: Any, names: Callable[[str], str] = str) -> tuple[str, int]:
+    """(text, precedence of its outermost operator; 9 for an atom)."""
+    if isinstance(e, str):
+        return names(e), 9
+    if not isinstance(e, tuple):
+        return repr(e), 9
+    if not e:
+        return "always", 9
+    node, *rest = e
+    if node in _PRECEDENCE:
+        (a, pa), (b, pb) = _words(rest[0], names), _words(rest[1], names)
+        p = _PRECEDENCE[node]
+        left = a if pa >= p else f"({a})"
+        right = b if pb > p else f"({b})"
+        return f"{left} {_SHOWN.get(node, node)} {right}", p
+    if node in ("!", "neg", "not"):
+        a, pa = _words(rest[0], names)
+        sign = {"!": "!", "neg": "-", "not": "not "}[node]
+        return sign + (a if pa >= 9 else f"({a})"), 8
+    if node == "?:":
+        cond, then, other = (_words(r, names)[0] for r in rest)
+        return f"({cond} ? {then} : {other})", 9
+    if node == "cast":
+        return f"({rest[0]}) {_words(rest[1], names)[0]}", 8
+    if node == "at":
+        return f"{rest[0]}[{_words(rest[1], names)[0]}]", 9
+    if node == "item":
+        return f"{_words(rest[0], names)[0]}[{_words(rest[1], names)[0]}]", 9
+    if node == "call":
+        return f"{rest[0]}({', '.join(_words(r, names)[0] for r in rest[1:])})", 9
+    if node == "list":
+        return "[" + ", ".join(_words(r, names)[0] for r in rest) + "]", 9
+    if node == "map":
+        body, over = _words(rest[2], names)[0], _words(rest[1], names)[0]
+        return f"[{body} for {rest[0]} in {over}]", 9
+    if node == "str":
+        return repr(rest[0]), 9
+    if node == "hp":
+        return f"hparams[{rest[0]!r}]", 9
+    if node == "hpget":
+        default = f", {_words(rest[1], names)[0]}" if len(rest) == 2 else ""
+        return f"hparams.get({rest[0]!r}{default})", 9
+    if node in ("find", "findopt"):
+        optional = ", optional=True" if node == "findopt" else ""
+        return f"find_hparam({list(rest)!r}{optional})", 9
+    if node == "has":
+        return f"{rest[0]!r} in hparams", 4
+    if node == "self":
+        return f"self.{rest[0]}", 9
+    if node == "getattr":
+        return f"getattr({names(rest[0])}, {_words(rest[1], names)[0]})", 9
+    if node == "undef":
+        return f"<unread: {rest[0]}>", 9
+    return " ".join(str(r) for r in rest), 9  # "sym"

@@ -53,7 +53,7 @@ def _mixer_refusal(model: ModelConfig, rule, tp: int) -> str:
     it fails is refused at startup. "" when the rule does not apply or holds."""
     if rule is None or rule.calculator != "mamba2" or tp == 1:
         return ""
-    from apron.state_shapes import MISSING, hook_argument
+    from apron.engines.vllm.state_shapes import MISSING, hook_argument
 
     groups = hook_argument(model, rule, "n_groups")
     if groups is MISSING or not isinstance(groups, int) or groups == 1 or groups % tp == 0:
@@ -257,7 +257,7 @@ def gpu_share(
         return _unknown(tp, _reasons(rules, "kv_heads_split"), weights)
     mismatch = ""
     if figures.state_bytes_per_sequence:
-        from apron.state_shapes import rule_for
+        from apron.engines.vllm.state_shapes import rule_for
 
         rule = rule_for(model)
         mismatch = _state_split_mismatch(rules, rule.calculator if rule else None)

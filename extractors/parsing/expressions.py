@@ -7,19 +7,23 @@ C++ (`cpp_expression`): integers, `true`/`false` (1/0), names (`this->`, `hparam
 `?:`, calls, casts and `a[i]` (an "at" of a per-layer array). Python (`python_expression`,
 as llama.cpp's converter writes it): literals, `self.hparams[...]`, `.get`, `find_hparam`,
 `in self.hparams`, `self.NAME`, `gguf.MODEL_ARCH.NAME`, operators, `x if c else y`, tuples and
-lists, one-`for` comprehensions and the calls of PY_CALLS. A shape outside these raises
-UnreadableExpression naming the node type: the caller turns it into an explicit unknown."""
+lists, one-`for` comprehensions and the calls of PY_CALLS. A reader whose names mean something
+else (vLLM's paths from `vllm_config`, its calls, its inlined helpers) passes `resolve`: asked
+first at every node, it reads the nodes it knows and leaves the rest (NOT_RESOLVED) to this
+builder. A shape outside these raises UnreadableExpression naming the node type: the caller
+turns it into an explicit unknown."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic_core import core_schema
 from tree_sitter import Node
 
-from apron.expressions import CPP_BINARY, PY_CALLS, expression_problem
+from apron.expressions import CPP_BINARY, PY_CALLS, expression_problem, infix
+from apron.expressions import names_in as names_in  # the readers' import (it walks rule nodes)
 from apron.extractors.parsing import cpp_ts, python_ts
 
 TRUE = 1  # a C++ condition that always holds
@@ -54,23 +58,6 @@ def conjunction(conditions: Iterable[Any]) -> Any:
 def negation(expression: Any) -> Any:
     """C++'s `!e`."""
     return ("!", expression)
-
-
-def names_in(expression: Any) -> Iterator[str]:
-    """Every name the expression reads, in order (an enum constant is a name too)."""
-    if isinstance(expression, str):
-        yield expression
-    elif isinstance(expression, tuple) and expression:
-        node = expression[0]
-        if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
-            if node == "hpget" and len(expression) == 3:
-                yield from names_in(expression[2])
-            return
-        first = 2 if node in ("call", "at", "cast", "map") else 1
-        if node == "at":
-            yield expression[1]
-        for operand in expression[first:]:
-            yield from names_in(operand)
 
 
 def checked(expression: Any) -> Any:
@@ -167,6 +154,9 @@ def cpp_expression(node: Node, locals_: Mapping[str, Any] | None = None) -> Any:
 _PY_BINARY = {"+": "+", "-": "-", "*": "*", "/": "/f", "//": "//", "%": "%", "**": "**"}
 _PY_COMPARE = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!=", "in": "in"}
 HPARAMS = ("self.hparams", "hparams")
+NOT_RESOLVED = object()  # a resolver's answer for a node it leaves to the builder
+# resolve(node, read) -> the node's expression, or NOT_RESOLVED; read(child) builds a child
+Resolver = Callable[[Node, Callable[[Node], Any]], Any]
 
 
 class _Unread:
@@ -191,9 +181,15 @@ def _keys(node: Node) -> list[str] | None:
     return keys if all(k is not None for k in keys) else None  # type: ignore[return-value]
 
 
-def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, depth: int = 0) -> Any:
+def python_expression(
+    node: Node,
+    locals_: Mapping[str, Any] | None = None,
+    depth: int = 0,
+    resolve: Resolver | None = None,
+) -> Any:
     """The expression of a tree-sitter-python node; `locals_` maps a local to its value: an
-    expression already read, a node to read, or UNREAD (assigned where this reader cannot see)."""
+    expression already read, a node to read, or UNREAD (assigned where this reader cannot see);
+    `resolve` reads the nodes whose names mean something to its reader."""
     bound = locals_ or {}
     if depth > 20:
         raise UnreadableExpression("locals nested too deep")
@@ -202,7 +198,12 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
     text = python_ts.node_text
 
     def inner(n: Node, extra: Mapping[str, Any] | None = None) -> Any:
-        return python_expression(n, {**bound, **(extra or {})}, depth + 1)
+        return python_expression(n, {**bound, **(extra or {})}, depth + 1, resolve)
+
+    if resolve is not None:
+        resolved = resolve(node, inner)
+        if resolved is not NOT_RESOLVED:
+            return resolved
 
     if kind == "named_expression":  # (x := value): the value
         return inner(node.child_by_field_name("value"))
@@ -294,16 +295,30 @@ def _comparison(node: Node, inner) -> Any:
     text = python_ts.node_text
     parts = node.named_children
     operators = [text(c) for c in node.children if not c.is_named]
-    if len(parts) != 2 or len(operators) != 1:
-        raise UnreadableExpression("a chained comparison")
-    op = operators[0]
-    left, right = parts
+    if len(parts) != len(operators) + 1 or not operators:
+        raise UnreadableExpression("a comparison of this shape")
+    if len(operators) > 1:  # a < b < c: a < b and b < c (b read once in Python, twice here)
+        pairs = [
+            _compare(operators[i], parts[i], parts[i + 1], inner) for i in range(len(operators))
+        ]
+        chained = pairs[0]
+        for pair in pairs[1:]:
+            chained = ("and", chained, pair)
+        return chained
+    return _compare(operators[0], parts[0], parts[1], inner)
+
+
+def _compare(op: str, left: Node, right: Node, inner) -> Any:
+    """One comparison `left op right`."""
     if op in ("in", "not in") and _chain(right) in HPARAMS:
         key = python_ts.string_value(python_ts.unparenthesize(left))
         if key is not None:
             return ("has", key) if op == "in" else ("not", ("has", key))
     if op in ("is", "is not") and python_ts.unparenthesize(right).type == "none":
         return ("==" if op == "is" else "!=", inner(left), None)
+    if op == "not in":
+        first = inner(left)
+        return ("not", ("in", first, inner(right)))
     if op not in _PY_COMPARE:
         raise UnreadableExpression(f"the comparison {op}")
     first = inner(left)
@@ -338,91 +353,6 @@ def _call(node: Node, inner) -> Any:
         return ("call", chain, *(inner(a) for a in arguments))
     where = python_ts.code_of(function) if function is not None else "?"
     raise UnreadableExpression(f"a call of {where}")
-
-
-# ---------------------------------------------------------------- words for people
-
-_PRECEDENCE = {
-    "or": 1,
-    "||": 1,
-    "and": 2,
-    "&&": 2,
-    "==": 3,
-    "!=": 3,
-    "<": 4,
-    "<=": 4,
-    ">": 4,
-    ">=": 4,
-    "in": 4,
-    "+": 5,
-    "-": 5,
-    "*": 6,
-    "/": 6,
-    "/f": 6,
-    "//": 6,
-    "%": 6,
-    "**": 7,
-}
-_SHOWN = {"/f": "/"}
-
-
-def infix(expression: Any) -> str:
-    """The expression as C++/Python-like words for a reviewer ("n_embd * (l - 1)")."""
-    return _words(expression)[0]
-
-
-def _words(e: Any) -> tuple[str, int]:
-    """(text, precedence of its outermost operator; 9 for an atom)."""
-    if isinstance(e, str):
-        return e, 9
-    if not isinstance(e, tuple):
-        return repr(e), 9
-    if not e:
-        return "always", 9
-    node, *rest = e
-    if node in _PRECEDENCE:
-        (a, pa), (b, pb) = _words(rest[0]), _words(rest[1])
-        p = _PRECEDENCE[node]
-        left = a if pa >= p else f"({a})"
-        right = b if pb > p else f"({b})"
-        return f"{left} {_SHOWN.get(node, node)} {right}", p
-    if node in ("!", "neg", "not"):
-        a, pa = _words(rest[0])
-        sign = {"!": "!", "neg": "-", "not": "not "}[node]
-        return sign + (a if pa >= 9 else f"({a})"), 8
-    if node == "?:":
-        cond, then, other = (_words(r)[0] for r in rest)
-        return f"({cond} ? {then} : {other})", 9
-    if node == "cast":
-        return f"({rest[0]}) {_words(rest[1])[0]}", 8
-    if node == "at":
-        return f"{rest[0]}[{_words(rest[1])[0]}]", 9
-    if node == "item":
-        return f"{_words(rest[0])[0]}[{_words(rest[1])[0]}]", 9
-    if node == "call":
-        return f"{rest[0]}({', '.join(_words(r)[0] for r in rest[1:])})", 9
-    if node == "list":
-        return "[" + ", ".join(_words(r)[0] for r in rest) + "]", 9
-    if node == "map":
-        body, over = _words(rest[2])[0], _words(rest[1])[0]
-        return f"[{body} for {rest[0]} in {over}]", 9
-    if node == "str":
-        return repr(rest[0]), 9
-    if node == "hp":
-        return f"hparams[{rest[0]!r}]", 9
-    if node == "hpget":
-        default = f", {_words(rest[1])[0]}" if len(rest) == 2 else ""
-        return f"hparams.get({rest[0]!r}{default})", 9
-    if node in ("find", "findopt"):
-        optional = ", optional=True" if node == "findopt" else ""
-        return f"find_hparam({list(rest)!r}{optional})", 9
-    if node == "has":
-        return f"{rest[0]!r} in hparams", 4
-    if node == "self":
-        return f"self.{rest[0]}", 9
-    if node == "undef":
-        return f"<unread: {rest[0]}>", 9
-    return " ".join(str(r) for r in rest), 9  # "sym"
 
 
 def sorted_expressions(expressions: Sequence[Any]) -> list[Any]:
