@@ -1,7 +1,7 @@
 """The one rule language: extracted expressions as nested tuples, and their one evaluator.
 
 An expression is stored in generated/ as a plain literal (extractors/parsing/expressions.py
-builds it from C++ or Python source and renders it for people):
+builds it from C++ or Python source; `infix` below, the one renderer, writes it for people):
 
 - a leaf: an int, float, bool or None is itself; a str is a *name* looked up in the
   environment the caller passes ("n_embd", "$il"); a name the environment lacks that is written
@@ -15,9 +15,9 @@ builds it from C++ or Python source and renders it for people):
   "// /f ** in item or and" (Python: "/f" is `/`, "item" is `x[i]`, "or"/"and" return the
   deciding value); and the converter's reads of the HF config, resolved through the
   environment's Converter: ("hp", KEY), ("hpget", KEY[, default]), ("find", *KEYS),
-  ("findopt", *KEYS), ("has", KEY), ("self", NAME); ("getattr", NAME, default) is Python's
-  `getattr(obj, "attr", default)` (NAME the dotted path): NAME's value, or `default` where the
-  environment holds none for it (no such name, or a value given as `absent(why)`).
+  ("findopt", *KEYS), ("has", KEY), ("self", NAME); and ("getattr", NAME, default), Python's
+  `getattr(obj, "attr", default)` with NAME the dotted path (vLLM's rules): NAME's value, or
+  `default` where the environment holds none for it (no such name, or `absent(why)`).
 - The empty tuple is no expression (a condition that always holds).
 
 The Python operators need no converter (vLLM's rules are Python too); `x[i]` also indexes a

@@ -138,3 +138,56 @@ def test_every_generated_llamacpp_expression_is_well_formed():
     assert HparamsStep(**row._asdict()).value == row.value
     assert TensorShape(**llamacpp.rows("tensor_shapes")[0]._asdict())
     assert ConverterHparams(**llamacpp.rows("converter_hparams")[0]._asdict())
+
+
+def test_python_comparisons_not_in_and_chained():
+    # a name the builder cannot resolve alone is a local: bind it
+    root = parse_python("x = 0 <= i < len(p)\n", "x.py")
+    node = root.named_children[0].named_children[0].child_by_field_name("right")
+    tree = build.python_expression(node, {"i": "i", "p": "p"})
+    assert tree == ("and", ("<=", 0, "i"), ("<", "i", ("call", "len", "p")))
+    assert build.infix(tree) == "0 <= i and i < len(p)"
+    # no converter needed for Python's operators: 0 <= 2 < 3 holds, 0 <= 3 < 3 does not
+    calls = {"len": len}  # the caller's call table (outside the converter)
+    assert ex.evaluate(tree, {"i": 2, "p": "abc"}, calls)
+    assert not ex.evaluate(tree, {"i": 3, "p": "abc"}, calls)
+    root = parse_python("x = 'a100' not in name\n", "x.py")
+    node = root.named_children[0].named_children[0].child_by_field_name("right")
+    tree = build.python_expression(node, {"name": "name"})
+    assert tree == ("not", ("in", ("str", "a100"), "name"))
+    assert ex.evaluate(tree, {"name": "h100 80gb"}) is True
+
+
+def test_a_resolver_reads_the_names_and_leaves_the_operators_to_the_builder():
+    root = parse_python("x = divide(cfg.width, tp) - 1\n", "x.py")
+    node = root.named_children[0].named_children[0].child_by_field_name("right")
+
+    def resolve(n, read):
+        if n.type == "call":  # a call of the reader's own: ("call", NAME, *args)
+            args = n.child_by_field_name("arguments").named_children
+            return ("call", "divide", *(read(a) for a in args))
+        if n.type in ("identifier", "attribute"):
+            return n.text.decode()
+        return build.NOT_RESOLVED
+
+    tree = build.python_expression(node, resolve=resolve)
+    assert tree == ("-", ("call", "divide", "cfg.width", "tp"), 1)
+    assert ex.evaluate(tree, {"cfg.width": 12, "tp": 4}, {"divide": lambda a, b: a // b}) == 2
+
+
+def test_getattr_absent_and_a_mapping_subscript():
+    tree = ("*", ("getattr", "freq", 1), ("item", "table", ("str", "k")))
+    assert ex.expression_problem(tree) == ""
+    assert build.infix(tree) == "getattr(freq, 1) * table['k']"
+    assert list(build.names_in(tree)) == ["freq", "table"]
+    # getattr takes its default where the name is missing or absent, the value where it is not
+    assert ex.evaluate(tree, {"table": {"k": 5}}) == 5
+    assert ex.evaluate(tree, {"freq": ex.absent("no freq"), "table": {"k": 5}}) == 5
+    assert ex.evaluate(tree, {"freq": 3, "table": {"k": 5}}) == 15
+    # an absent value is undefined: unused by `?:` it is fine, used it is Unknown naming why
+    choice = ("?:", "flag", 7, ("+", "gone", 1))
+    assert ex.evaluate(choice, {"flag": 1, "gone": ex.absent("the config has no gone")}) == 7
+    with pytest.raises(ex.Unknown, match="the config has no gone"):
+        ex.evaluate(choice, {"flag": 0, "gone": ex.absent("the config has no gone")})
+    with pytest.raises(ex.Unknown, match=r"\['j'\] of"):
+        ex.evaluate(("item", "table", ("str", "j")), {"table": {"k": 5}})

@@ -5,7 +5,7 @@
 # source: vllm/config/vllm.py @ blob bda5013a5ff68c56fca6212d464d7e983f18d9ca
 # source: vllm/engine/arg_utils.py @ blob c947e2035cf1ffc39aa724a177a995de5d4c8c63
 # source: vllm/v1/kv_cache_interface.py @ blob 7b694db051bda96d30971c92ac8ca81e72f09f96
-"""KV cache sizing rules: the ways through the methods that size a request's KV cache (the pages a full-attention, sliding-window, chunked-local or Mamba group takes at max_model_len), the in-flight tokens a windowed group reserves for, and the scheduler's batch defaults: tests and value as postfix terms, in source order."""
+"""KV cache sizing rules: the ways through the methods that size a request's KV cache (the pages a full-attention, sliding-window, chunked-local or Mamba group takes at max_model_len), the in-flight tokens a windowed group reserves for, and the scheduler's batch defaults: tests and value as expressions, in source order."""
 
 from __future__ import annotations
 

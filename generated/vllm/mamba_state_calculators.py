@@ -3,7 +3,7 @@
 # commit: 0231dd5467c61dca76f66269b6298a43772b3519 (2026-07-24)
 # upstream: https://github.com/vllm-project/vllm
 # source: vllm/model_executor/layers/mamba/mamba_utils.py @ blob 9e78b822280394703eeb10ec51425ac8f5d77c4c
-"""Recurrent state calculators: each MambaStateShapeCalculator / MambaStateDtypeCalculator method: its parameters and the state tensors it returns (dims, or dtype, as postfix terms over the parameters)."""
+"""Recurrent state calculators: each MambaStateShapeCalculator / MambaStateDtypeCalculator method: its parameters and the state tensors it returns (dims, or dtype, as expressions over the parameters)."""
 
 from __future__ import annotations
 
