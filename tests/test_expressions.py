@@ -191,3 +191,23 @@ def test_getattr_absent_and_a_mapping_subscript():
         ex.evaluate(choice, {"flag": 0, "gone": ex.absent("the config has no gone")})
     with pytest.raises(ex.Unknown, match=r"\['j'\] of"):
         ex.evaluate(("item", "table", ("str", "j")), {"table": {"k": 5}})
+
+
+def test_every_generated_vllm_expression_is_well_formed():
+    """vLLM's state shapes, indexer rule and sizing paths are expressions of the one language."""
+    from apron.constraints import load_constraints
+
+    vllm = load_constraints().get("vllm")
+    assert vllm is not None
+    found = []
+    for row in vllm.rows("mamba_state_calculators"):
+        found += [*row.defaults, *(dim for state in row.states for dim in state)]
+    for row in vllm.rows("mamba_state_hooks"):
+        found += row.arguments
+    for row in vllm.rows("kv_sizing_paths"):
+        found += [*row.conditions, row.value]
+    found += [row.skip for row in vllm.rows("indexer_layer_rules")]
+    assert len(found) > 250  # 293 at the pin
+    assert [e for e in found if ex.expression_problem(e)] == []
+    # no postfix term survives: a call is a node, never "name/arity"
+    assert not [n for e in found for n in ex.names_in(e) if "/" in n]
