@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from apron import plan
-from apron.engines.vllm.rule_env import CALLS
 from apron.expressions import evaluate
 from apron.extractors.vllm.index_cache import indexer_rules
+from apron.vllm_rule_env import CALLS
 from tests.conftest import mirror
 from tests.vllm_miniatures import DEEPSEEK_V2
 

@@ -202,7 +202,7 @@ def test_every_rule_names_a_model_type_transformers_or_vllm_knows():
 
 
 def test_granite_4_h_without_mamba_expand_has_a_state_figure():
-    from apron.engines.vllm.state_shapes import StateDtypes, layer_state, rule_for
+    from apron.state_shapes import StateDtypes, layer_state, rule_for
 
     # a granite-4.0-h-style config without mamba_expand (nor mamba_d_head):
     # GraniteMoeHybridConfig defaults mamba_expand to 2, so intermediate = 2 x 2048 = 4,096 and

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from apron.config import load_config
-from apron.engines.vllm.rule_env import CALLS
-from apron.engines.vllm.state_shapes import StateDtypes, layer_state, rule_for
 from apron.expressions import Unknown, evaluate, infix
+from apron.state_shapes import StateDtypes, layer_state, rule_for
+from apron.vllm_rule_env import CALLS
 
 BF16 = StateDtypes("bfloat16", "bfloat16", "every tensor in the model dtype")
 SSM_FP32 = StateDtypes("bfloat16", "float32", "ssm tensor in float32")

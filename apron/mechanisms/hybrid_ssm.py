@@ -33,7 +33,7 @@ RULE_KINDS = {
 def state_dtypes(model: ModelConfig, request: Request):  # -> apron.state_shapes.StateDtypes
     """Conv tensors in the model dtype; the ssm tensor in --mamba-ssm-cache-dtype as the engine
     resolves it (request.ssm_dtype), else the model dtype too."""
-    from apron.engines.vllm.state_shapes import StateDtypes
+    from apron.state_shapes import StateDtypes
 
     dtype = model.model_dtype()
     if dtype in ("float32", "float"):
@@ -61,8 +61,8 @@ def _state(
     notes: list[str],
 ) -> int | None:
     """Fixed per-sequence state of every state layer, by the model class's vLLM rule."""
-    from apron.engines.vllm.state_shapes import layer_state as rule_state
-    from apron.engines.vllm.state_shapes import rule_for
+    from apron.state_shapes import layer_state as rule_state
+    from apron.state_shapes import rule_for
 
     rule = rule_for(model)
     total = 0

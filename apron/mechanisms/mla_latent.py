@@ -87,7 +87,7 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
             f"{INDEX_QUANT_BLOCK} x 4 = {index_dim} + {index_dim // INDEX_QUANT_BLOCK * 4} = "
             f"{index_bytes} B (uint8: fp8 values + fp32 scales, whatever the KV dtype)"
         )
-        from apron.engines.vllm.indexer_layers import indexer_layers
+        from apron.indexer_layers import indexer_layers
 
         indexed = indexer_layers(model, layers)
         if indexed.count is None:

@@ -32,7 +32,7 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
         )
     if layers is None:
         return unknown_result(NAME, TITLE, (f"{layers_key} is absent",), (layers_key,), state=None)
-    from apron.engines.vllm.state_shapes import rule_for
+    from apron.state_shapes import rule_for
 
     if request.tp > 1 or rule_for(model) is not None:  # the model class's vLLM rule decides
         return _split_state(model, request, layers)
@@ -71,9 +71,9 @@ def compute(model: ModelConfig, heads: HeadCount, request: Request) -> Mechanism
 def _split_state(model: ModelConfig, request: Request, layers: int) -> MechanismResult:
     """One GPU's state at the request's tp by the model class's vLLM state rule (unknown without
     one at tp > 1, where how the state splits is the rule's)."""
-    from apron.engines.vllm.state_shapes import layer_state as rule_state
-    from apron.engines.vllm.state_shapes import rule_for
     from apron.mechanisms.hybrid_ssm import state_dtypes
+    from apron.state_shapes import layer_state as rule_state
+    from apron.state_shapes import rule_for
 
     rule = rule_for(model)
     if rule is None:

@@ -15,9 +15,9 @@ from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
 from apron.engines.vllm.kv_cache import CHUNKED, FULL, MAMBA, SLIDING, LayerSpec
-from apron.engines.vllm.rule_env import CALLS
 from apron.expressions import Unknown as ExpressionUnknown
 from apron.expressions import evaluate, names_in
+from apron.vllm_rule_env import CALLS
 
 FACT = "kv_sizing_paths"
 SERVER = "UsageContext.OPENAI_API_SERVER"

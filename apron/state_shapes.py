@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from apron.config import ModelConfig
-from apron.engines.vllm.rule_env import CALLS, CalculatorNames, LazyNames
 from apron.expressions import Unknown, absent, evaluate, infix
 from apron.ssm import DTYPE_BYTES
 from apron.terminal import shown
+from apron.vllm_rule_env import CALLS, CalculatorNames, LazyNames
 
 SHAPE_CLASS = "MambaStateShapeCalculator"
 HOOKS_FACT = "mamba_state_hooks"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from apron.config import ModelConfig
-from apron.engines.vllm.rule_env import ABSENT, CALLS, LazyNames
 from apron.expressions import Unknown, evaluate, infix
+from apron.vllm_rule_env import ABSENT, CALLS, LazyNames
 
 FACT = "indexer_layer_rules"
 LAYER_ID = "layer_id"
