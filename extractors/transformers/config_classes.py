@@ -1,7 +1,8 @@
 """transformers-style configuration classes, read statically: for each class its model_type,
 field defaults (dataclass-style class fields, or `__init__` parameters stored as `self.x = x`),
-attribute_map, sub_configs and the values `__post_init__` / `__init__` derive, as expression
-trees (see EXPRESSION_OPS). Pure: text in, records and warnings out."""
+attribute_map, sub_configs and the values `__post_init__` / `__init__` derive and the
+conditions `validate_*` checks, as expressions of the one rule language (apron/expressions.py).
+Pure: text in, records and warnings out."""
 
 from __future__ import annotations
 
@@ -24,29 +25,24 @@ from apron.extractors.records import ExtractionWarning, warning
 
 FACT = "config_classes"
 
-# The operators of a derivation's expression tree (a nested tuple whose first item names it):
-#   ("field", name)            the config's value of `name` (self.name, or an __init__ parameter)
-#   ("const", value)           a literal
-#   ("kwarg", name, default)   a key of config.json that is not a field (kwargs.get/pop), else default
-#   ("item",)                  the loop variable of the enclosing ("for", ...)
-#   ("for", iterable, body)    a list comprehension; ("range", n) as iterable counts 0..n-1
-#   ("list", a, ...)           a list display of non-literal items
-#   binary operators "+", "-", "*", "/", "//", "%", comparisons "==", "!=", "<", "<=", ">", ">=",
-#   ("is None", a), ("is not None", a), ("not", a), ("and", a, b), ("or", a, b),
-#   ("if", condition, then, otherwise), ("int", a), ("bool", a), ("len", a),
-#   ("has kwarg", name)        whether config.json has the key `name` (`"name" in kwargs`)
-#   ("[]", container, key)     container[key]; a key a dict does not hold raises KeyError
-#   ("unknown", code)          a shape this reader does not read (with a warning)
+# What the class's code reads, as nodes of the rule language (apron/expressions.py):
+#   self.name, or an __init__ parameter        ("self", name): the config's value of `name`
+#   a literal                                  itself; ("str", s), ("list", ...), ("dict", k, v, ...)
+#   kwargs.get(k[, d]) / kwargs.pop(k[, d])    ("hpget", k[, d]): a config.json key not a field
+#   "k" in kwargs                              ("has", k)
+#   [body for x in xs]                         ("map", "$x", xs, body); range(n) is ("call", "range", n)
+#   x is None / x is not None                  ("==", x, None) / ("!=", x, None)
+#   a / b                                      ("/f", a, b); other operators keep their symbol
+#   a if c else b                              ("?:", c, a, b)
+#   int(a), bool(a), len(a)                    ("call", name, a)
+#   container[key]                             ("item", container, key)
+#   a shape this reader does not read          ("undef", code), with a warning
 # A call of one of the class's own methods whose body is local assignments and one `return` is
 # read as that return expression, its parameters bound to the call's arguments.
-EXPRESSION_OPS = (
-    "field const kwarg item for range list + - * / // % == != < <= > >= "
-    "is None,is not None,not,and,or,if,int,bool,len,has kwarg,[],unknown"
-)
-BINARY = {"+", "-", "*", "/", "//", "%"}
+BINARY = {"+": "+", "-": "-", "*": "*", "/": "/f", "//": "//", "%": "%"}
 COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
-CALLS = {"int", "bool", "len"}
-ALWAYS: tuple = ("const", True)
+CALLS = {"int", "bool", "len", "range"}
+ALWAYS: tuple = ()  # the condition of a statement that always runs
 
 
 @dataclass(frozen=True)
@@ -62,8 +58,8 @@ class Derivation:
     """`field` is set to `expression` when `condition` holds, in this order after the defaults."""
 
     field: str
-    condition: tuple
-    expression: tuple
+    condition: Any  # an expression of apron/expressions.py; () always
+    expression: Any
 
 
 @dataclass(frozen=True)
@@ -72,7 +68,7 @@ class Validator:
     `message` is the raise's message as code."""
 
     method: str
-    condition: tuple
+    condition: Any
     error: str
     message: str
 
@@ -111,27 +107,27 @@ class _Reader:
         )
 
     # -- expressions -----------------------------------------------------------------------------
-    def expression(self, node: Node, scope: dict[str, tuple]) -> tuple:
+    def expression(self, node: Node, scope: dict[str, Any]) -> Any:
         node = unparenthesize(node)
         literal = _literal(node)
         if literal is not _NOT_LITERAL:
-            return ("const", literal)
+            return constant(literal)
         kind = node.type
         if kind == "attribute":
             obj = node.child_by_field_name("object")
             if obj is not None and node_text(obj) == "self":
-                return ("field", node_text(node.child_by_field_name("attribute")))
+                return ("self", node_text(node.child_by_field_name("attribute")))
         elif kind == "identifier":
             name = node_text(node)
             if name in scope:
                 return scope[name]
             if self.style == "init" and name in self.params:
-                return ("field", name)
+                return ("self", name)
         elif kind == "binary_operator":
             op = node_text(node.child_by_field_name("operator"))
             if op in BINARY:
                 return (
-                    op,
+                    BINARY[op],
                     self.expression(node.child_by_field_name("left"), scope),
                     self.expression(node.child_by_field_name("right"), scope),
                 )
@@ -149,7 +145,7 @@ class _Reader:
         elif kind == "conditional_expression":
             then, condition, otherwise = node.named_children
             return (
-                "if",
+                "?:",
                 self.expression(condition, scope),
                 self.expression(then, scope),
                 self.expression(otherwise, scope),
@@ -164,45 +160,43 @@ class _Reader:
             keys = node.children_by_field_name("subscript")
             if len(keys) == 1 and keys[0].type != "slice":
                 return (
-                    "[]",
+                    "item",
                     self.expression(node.child_by_field_name("value"), scope),
                     self.expression(keys[0], scope),
                 )
-        return ("unknown", code_of(node))
+        return ("undef", code_of(node))
 
-    def _comparison(self, node: Node, scope: dict[str, tuple]) -> tuple:
+    def _comparison(self, node: Node, scope: dict[str, Any]) -> Any:
         operands = node.named_children
         operators = [node_text(c) for c in node.children if not c.is_named]
         if len(operands) != 2:
-            return ("unknown", code_of(node))
+            return ("undef", code_of(node))
         op = " ".join(operators)
         if op in ("in", "not in") and node_text(operands[1]) == "kwargs":
             key = string_value(operands[0])
             if key is not None:
-                has = ("has kwarg", key)
+                has = ("has", key)
                 return has if op == "in" else ("not", has)
         left = self.expression(operands[0], scope)
         if op in ("is", "is not") and node_text(operands[1]) == "None":
-            return ("is None" if op == "is" else "is not None", left)
+            return ("==" if op == "is" else "!=", left, None)
         if op in COMPARISONS:
             return (op, left, self.expression(operands[1], scope))
-        return ("unknown", code_of(node))
+        return ("undef", code_of(node))
 
-    def _call(self, node: Node, scope: dict[str, tuple]) -> tuple:
+    def _call(self, node: Node, scope: dict[str, Any]) -> Any:
         function = node.child_by_field_name("function")
         arguments = [
             c for c in node.child_by_field_name("arguments").named_children if c.type != "comment"
         ]
         name = node_text(function)
         if name in CALLS and len(arguments) == 1 and arguments[0].type != "keyword_argument":
-            return (name, self.expression(arguments[0], scope))
-        if name == "range" and len(arguments) == 1:
-            return ("range", self.expression(arguments[0], scope))
+            return ("call", name, self.expression(arguments[0], scope))
         if name in ("kwargs.get", "kwargs.pop") and 1 <= len(arguments) <= 2:
             key = string_value(arguments[0])
             default = self.expression(arguments[1], scope) if len(arguments) == 2 else None
-            if key is not None:
-                return ("kwarg", key, default if default is not None else ("const", None))
+            if key is not None:  # .get(k, None) is .get(k)
+                return ("hpget", key) if default is None else ("hpget", key, default)
         if function.type == "attribute" and node_text(function.child_by_field_name("object")) in (
             "self",
             self.class_name,
@@ -212,9 +206,9 @@ class _Reader:
             )
             if inlined is not None:
                 return inlined
-        return ("unknown", code_of(node))
+        return ("undef", code_of(node))
 
-    def _inline(self, name: str, arguments: list[Node], scope: dict[str, tuple]) -> tuple | None:
+    def _inline(self, name: str, arguments: list[Node], scope: dict[str, Any]) -> Any:
         """The return expression of the class's own method `name` with its parameters bound to
         the arguments; None when the method is not one of local assignments and one `return`."""
         method = self.methods.get(name)
@@ -252,21 +246,22 @@ class _Reader:
         finally:
             self.inlining = self.inlining - {name}
 
-    def _comprehension(self, node: Node, scope: dict[str, tuple]) -> tuple:
+    def _comprehension(self, node: Node, scope: dict[str, Any]) -> Any:
         body = node.child_by_field_name("body")
         clauses = [c for c in node.named_children if c.id != body.id]
         if len(clauses) != 1 or clauses[0].type != "for_in_clause":
-            return ("unknown", code_of(node))
+            return ("undef", code_of(node))
         target = clauses[0].child_by_field_name("left")
         iterable = clauses[0].child_by_field_name("right")
         if target is None or target.type != "identifier" or iterable is None:
-            return ("unknown", code_of(node))
-        inner = {**scope, node_text(target): ("item",)}
-        return ("for", self.expression(iterable, scope), self.expression(body, inner))
+            return ("undef", code_of(node))
+        variable = f"${node_text(target)}"
+        inner = {**scope, node_text(target): variable}
+        return ("map", variable, self.expression(iterable, scope), self.expression(body, inner))
 
     # -- statements ------------------------------------------------------------------------------
     def block(
-        self, block: Node, condition: tuple, scope: dict[str, tuple], skip: frozenset[str]
+        self, block: Node, condition: Any, scope: dict[str, Any], skip: frozenset[str]
     ) -> list[Derivation]:
         found: list[Derivation] = []
         scope = dict(scope)
@@ -288,7 +283,7 @@ class _Reader:
         return found
 
     def _assignment(
-        self, node: Node, condition: tuple, scope: dict[str, tuple], skip: frozenset[str]
+        self, node: Node, condition: Any, scope: dict[str, Any], skip: frozenset[str]
     ) -> list[Derivation]:
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         if left is None or right is None:
@@ -315,7 +310,7 @@ class _Reader:
         return [Derivation(name, condition, expression)]
 
     def _if(
-        self, node: Node, condition: tuple, scope: dict[str, tuple], skip: frozenset[str]
+        self, node: Node, condition: Any, scope: dict[str, Any], skip: frozenset[str]
     ) -> list[Derivation]:
         alternatives = node.children_by_field_name("alternative")
         found: list[Derivation] = []
@@ -383,7 +378,7 @@ def annotation(node: Node) -> tuple:
         if name == "Union" and members:
             return _union(*members)
         return ("generic", name, *members)
-    return ("unknown", code_of(node))
+    return ("undef", code_of(node))
 
 
 def _union(*members: tuple) -> tuple:
@@ -445,12 +440,27 @@ def _literal(node: Node) -> Any:
 
 def _has_unknown(expression: Any) -> bool:
     if isinstance(expression, tuple) and expression:
-        if expression[0] == "unknown":
+        if expression[0] == "undef":
             return True
-        if expression[0] == "const":
+        if expression[0] == "str":
             return False
         return any(_has_unknown(part) for part in expression[1:])
     return False
+
+
+def constant(value: Any) -> Any:
+    """A literal value as an expression: a number, bool or None is itself, a string ("str", s),
+    a list or tuple ("list", ...), a dict ("dict", k, v, ...) with its keys in a stable order."""
+    if isinstance(value, str):
+        return ("str", value)
+    if isinstance(value, list | tuple):
+        return ("list", *(constant(v) for v in value))
+    if isinstance(value, dict):
+        pairs = sorted(value.items(), key=lambda kv: str(kv[0]))
+        return ("dict", *(constant(x) for pair in pairs for x in pair))
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return ("undef", repr(value))
 
 
 def _assigns_self(node: Node) -> bool:
@@ -469,7 +479,7 @@ def _assigns_self(node: Node) -> bool:
     return False
 
 
-def _unknown_targets(node: Node, condition: tuple, skip: frozenset[str]) -> list[Derivation]:
+def _unknown_targets(node: Node, condition: Any, skip: frozenset[str]) -> list[Derivation]:
     found, stack = [], [node]
     while stack:
         current = stack.pop()
@@ -482,7 +492,7 @@ def _unknown_targets(node: Node, condition: tuple, skip: frozenset[str]) -> list
             ):
                 name = node_text(left.child_by_field_name("attribute"))
                 if name not in skip:
-                    found.append(Derivation(name, condition, ("unknown", code_of(current))))
+                    found.append(Derivation(name, condition, ("undef", code_of(current))))
         stack.extend(reversed(current.named_children))
     return found
 
