@@ -184,7 +184,8 @@ def _repeat(a: Any, b: Any) -> Any:
     sequence, count = (a, b) if isinstance(a, list | str) else (b, a)
     if isinstance(sequence, list | str) and isinstance(count, int):
         if len(sequence) * count > MAX_LIST:
-            return _Undefined(f"a sequence of {len(sequence)} repeated {count:,} times")
+            why = f"a sequence of {len(sequence)} repeated {count:,} times: over {MAX_LIST:,} items"
+            return _Undefined(why)
     return a * b
 
 

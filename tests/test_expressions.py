@@ -138,3 +138,109 @@ def test_every_generated_llamacpp_expression_is_well_formed():
     assert HparamsStep(**row._asdict()).value == row.value
     assert TensorShape(**llamacpp.rows("tensor_shapes")[0]._asdict())
     assert ConverterHparams(**llamacpp.rows("converter_hparams")[0]._asdict())
+
+
+# -- Python code of a configuration class (transformers): read through a Converter -------------
+
+
+def _class_reads(fields: dict, config: dict | None = None) -> ex.Converter:
+    """`self.x` is the field x (an absent field is unknown only where it is used); `kwargs` is
+    config.json."""
+
+    def attribute(name: str):
+        return fields[name] if name in fields else ex.unknown_value(f"the field {name}")
+
+    return ex.Converter(hparams=config or {}, attribute=attribute)
+
+
+def test_a_dict_display_indexed_with_a_key_it_lacks_raises():
+    # NemotronHConfig: [{"*": "attention", "E": "moe", "M": "mamba"}[c] for c in pattern]
+    table = ("dict", ("str", "*"), ("str", "attention"), ("str", "M"), ("str", "mamba"))
+    layers = ("map", "$c", ("hpget", "pattern"), ("item", table, "$c"))
+    reads = _class_reads({}, {"pattern": "M*M"})
+    assert ex.evaluate(layers, {}, None, reads) == ["mamba", "attention", "mamba"]
+    with pytest.raises(ex.Raises, match=r"KeyError: '-' \(it maps '\*', 'M'\)"):
+        ex.evaluate(layers, {}, None, _class_reads({}, {"pattern": "M-"}))
+    # a dict read from the config lacking the key is unknown, not a raise: code not read may fill it
+    lookup = ("item", ("self", "rope_parameters"), ("str", "rope_theta"))
+    with pytest.raises(ex.Unknown) as unknown:
+        ex.evaluate(lookup, {}, None, _class_reads({"rope_parameters": {}}))
+    assert not isinstance(unknown.value, ex.Raises)
+    assert (
+        ex.evaluate(lookup, {}, None, _class_reads({"rope_parameters": {"rope_theta": 1e6}})) == 1e6
+    )
+    assert ex.infix(table) == "{'*': 'attention', 'M': 'mamba'}"
+    assert ex.expression_problem(("dict", 1)) != ""
+
+
+def test_a_branch_not_taken_may_read_an_unknown_field_or_raise():
+    # head_dim if head_dim is not None else hidden_size // num_attention_heads
+    head_dim = (
+        "?:",
+        ("!=", ("self", "head_dim"), None),
+        ("self", "head_dim"),
+        ("//", ("self", "hidden_size"), ("self", "num_attention_heads")),
+    )
+    assert ex.evaluate(head_dim, {}, None, _class_reads({"head_dim": 96})) == 96
+    assert (
+        ex.evaluate(
+            head_dim,
+            {},
+            None,
+            _class_reads({"head_dim": None, "hidden_size": 4096, "num_attention_heads": 32}),
+        )
+        == 128
+    )
+    with pytest.raises(ex.Unknown, match="the field hidden_size"):
+        ex.evaluate(head_dim, {}, None, _class_reads({"head_dim": None}))
+    raising = ("item", ("dict", ("str", "a"), 1), ("str", "b"))
+    assert ex.evaluate(("?:", True, 7, raising), {}, None, _class_reads({})) == 7
+    assert ex.evaluate(("or", 5, raising), {}, None, _class_reads({})) == 5
+
+
+def test_python_strings_compare_and_concatenate_as_python_does():
+    # BambaConfig: mamba_d_head == "auto" with a published 64 is False, not an enum comparison
+    auto = ("==", ("self", "mamba_d_head"), ("str", "auto"))
+    assert ex.evaluate(auto, {}, None, _class_reads({"mamba_d_head": 64})) == 0
+    assert ex.evaluate(auto, {}, None, _class_reads({"mamba_d_head": "auto"})) == 1
+    assert ex.evaluate(("+", ("str", "a"), ("str", "b")), {}, None, _class_reads({})) == "ab"
+    with pytest.raises(ex.Unknown):  # C++: an enum constant compared with a number
+        ex.evaluate(("==", "LLM_ARCH_LLAMA", 1), {})
+
+
+def test_lists_past_the_bound_are_not_built():
+    hostile = _class_reads({"n": 10**12})
+    for huge in (("call", "range", ("self", "n")), ("*", ("list", ("str", "x")), ("self", "n"))):
+        with pytest.raises(ex.Unknown, match="100,000"):
+            ex.evaluate(huge, {}, None, hostile)
+    assert ex.evaluate(("*", ("list", 0), 3), {}, None, hostile) == [0, 0, 0]
+    # range(n - 3) with n = 2 is empty, as in Python: ZambaConfig's three leading layers only
+    zamba = (
+        "+",
+        ("list", ("str", "m")),
+        ("map", "$i", ("call", "range", ("-", ("self", "n"), 3)), ("str", "h")),
+    )
+    assert ex.evaluate(zamba, {}, None, _class_reads({"n": 2})) == ["m"]
+
+
+def test_a_list_holding_an_unknown_item_at_any_depth_is_unknown():
+    nested = ("list", ("list", 1, ("self", "missing")), 2)
+    with pytest.raises(ex.Unknown, match="the field missing"):
+        ex.evaluate(nested, {}, None, _class_reads({}))
+
+
+def test_every_generated_transformers_expression_is_well_formed():
+    from apron.constraints import load_constraints
+
+    tables = load_constraints().config_tables
+    assert tables is not None
+    seen = 0
+    for module in tables.modules():
+        assert module.SCHEMA_VERSION == 2
+        for _cls, _step, _field, condition, value in module.DERIVATIONS:
+            assert ex.expression_problem(condition) == ex.expression_problem(value) == ""
+            seen += 1
+        for _cls, _method, _step, condition, _error, _message in module.VALIDATORS:
+            assert condition != () and ex.expression_problem(condition) == ""
+            seen += 1
+    assert seen > 800

@@ -454,3 +454,14 @@ class ToyVLConfig(PretrainedConfig):
     # the value read through the sub-config is not read: unknown, with a warning
     assert [(d.field, d.expression[0]) for d in cls.derivations] == [("vocab_size", "undef")]
     assert [w.code for w in warnings] == ["unread_expression"]
+
+
+def test_tables_of_another_rule_encoding_are_refused_naming_the_file():
+    """Tables rendered before the rules became expressions of apron/expressions.py (no
+    SCHEMA_VERSION: the tagged trees) are an error naming the module and the command, never read
+    with the wrong meaning."""
+    from apron.errors import ConstraintsError
+
+    old = types.SimpleNamespace(__file__="generated/transformers/config_classes.py", RELEASE="1")
+    with pytest.raises(ConstraintsError, match=r"config_classes\.py: SCHEMA_VERSION is 1; .*"):
+        normalize.ConfigClasses.from_modules(old, old, frozenset())
