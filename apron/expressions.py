@@ -429,11 +429,12 @@ def _at(e: tuple) -> Compiled:
 
 def _call(e: tuple) -> Compiled:
     name, arguments = e[1], tuple(_compile(a) for a in e[2:])
+    python = PY_CALLS.get(name)
 
     def run(n, c, v) -> Any:
         args = [a(n, c, v) for a in arguments]
-        if v is not None and name in PY_CALLS:
-            function = PY_CALLS[name]
+        if v is not None and python is not None:
+            function = python
         elif name in c:
             function = c[name]
         elif name in BUILTIN_CALLS:
@@ -481,12 +482,6 @@ def _subscript(e: tuple) -> Compiled:
 def _map(e: tuple) -> Compiled:
     variable, sequence_of, body = e[1], _compile(e[2]), _compile(e[3])
 
-    def element(n, c, v, value: Any) -> Any:
-        result = body({**n, variable: value}, c, v)
-        if isinstance(result, list):
-            result = _first_undefined(*result) or result
-        return result
-
     def run(n, c, v) -> Any:
         sequence = sequence_of(n, c, v)
         if v is None:
@@ -497,7 +492,13 @@ def _map(e: tuple) -> Compiled:
             sequence = list(sequence)  # a string is iterated by character
         if not isinstance(sequence, list | tuple):
             return _Undefined(f"a comprehension over {sequence!r}")
-        return [element(n, c, v, item) for item in sequence]
+        found = []
+        for item in sequence:
+            result = body({**n, variable: item}, c, v)
+            if type(result) is list:  # an element holding an undefined item is undefined
+                result = _first_undefined(*result) or result
+            found.append(result)
+        return found
 
     return run
 
@@ -539,6 +540,8 @@ def _read(e: tuple) -> Compiled:
     "self"): Unknown where no converter is given."""
     kind, texts = e[0], e[1:]
     default_of = _compile(e[2]) if kind == "hpget" and len(e) == 3 else None
+    if kind == "self":  # the most frequent read: its own closure
+        return _self_read(texts[0])
 
     def run(n, c, converter) -> Any:
         default = default_of(n, c, converter) if default_of is not None else None
@@ -565,6 +568,15 @@ def _read(e: tuple) -> Compiled:
         if found is None and kind == "find":
             return _Undefined(f"the converter's find_hparam finds none of {keys}")
         return _lazy(hparams[found]) if found is not None else None
+
+    return run
+
+
+def _self_read(name: str) -> Compiled:
+    def run(n, c, converter) -> Any:
+        if converter is None:
+            raise Unknown(f"self:{name}")
+        return _known(converter.attribute(name))
 
     return run
 
@@ -596,7 +608,10 @@ def _safe(name: str, function: Callable[..., Any], *args: Any) -> Any:
 
 
 def _first_undefined(*values: Any) -> _Undefined | None:
-    return next((v for v in values if isinstance(v, _Undefined)), None)
+    for value in values:
+        if isinstance(value, _Undefined):
+            return value
+    return None
 
 
 # ---------------------------------------------------------------- words for people

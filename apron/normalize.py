@@ -296,7 +296,15 @@ class _Env:
         return UNKNOWN
 
     def _attribute(self, name: str) -> Any:
-        value = self.field(name)
+        """`self.name` for the class's expressions: field(name), an unknown one unknown only where
+        it is used (the common cases first: this runs for every field an expression reads)."""
+        real = self.aliases.get(name, name)
+        if real in self.set:
+            value = self.set[real]
+        elif real in self.published:
+            return self.published[real]
+        else:
+            value = self.field(name)
         return unknown_value(f"the field {name}") if value is UNKNOWN else value
 
     def evaluate(self, expression: Any) -> Any:
@@ -310,6 +318,19 @@ class _Env:
             raise ClassRaises(shown(str(raised))) from None
         except Unknown:
             return UNKNOWN
+
+
+_WORDS: dict[int, tuple[Any, str]] = {}  # id -> (the expression, kept alive; its infix words)
+
+
+def _words(expression: Any) -> str:
+    """infix(expression), rendered once per expression object (the tables keep theirs alive)."""
+    entry = _WORDS.get(id(expression))
+    if entry is None or entry[0] is not expression:
+        if len(_WORDS) >= 100_000:  # expressions built on the fly, not the tables' own
+            _WORDS.clear()
+        entry = _WORDS[id(expression)] = (expression, infix(expression))
+    return entry[1]
 
 
 def _mentions(expression: Any, names: set[str]) -> bool:
@@ -360,11 +381,11 @@ def _built(
             except ClassRaises as raised:
                 env.raised = (
                     f"{member.origin} {member.name} ({member.path}) raises {raised} when it sets "
-                    f"{real} = {infix(expression)}"
+                    f"{real} = {_words(expression)}"
                 )
                 return env, sources
             usable = not _withheld(real, (condition, expression), keys)
-            sources[real] = f"{where}: {real} = {infix(expression)}" if usable else ""
+            sources[real] = f"{where}: {real} = {_words(expression)}" if usable else ""
     return env, sources
 
 
