@@ -244,3 +244,39 @@ def test_every_generated_transformers_expression_is_well_formed():
             assert condition != () and ex.expression_problem(condition) == ""
             seen += 1
     assert seen > 800
+
+
+def test_one_builder_reads_a_configuration_class_through_its_reads():
+    """The converter's builder reads a configuration class's Python too: `kwargs` is its config
+    dict (`.get` and `.pop`), a literal display is its value, and with `partial` a part it does
+    not read is ("undef", code) in place rather than the whole expression unreadable."""
+    reads = build.PythonReads(config=("kwargs",), config_reads=("get", "pop"), partial=True)
+
+    def cls(code: str):
+        root = parse_python(f"x = {code}\n", "configuration_x.py")
+        right = root.named_children[0].named_children[0].child_by_field_name("right")
+        return build.python_expression(right, {"n": ("self", "n")}, reads=reads)
+
+    assert cls('kwargs.pop("interval", 4)') == ("hpget", "interval", 4)
+    assert (
+        cls('kwargs.get("n_embed", None)') == cls('kwargs.get("n_embed")') == ("hpget", "n_embed")
+    )
+    assert cls('"k" not in kwargs') == ("not", ("has", "k"))
+    assert cls("{'M': 'mamba', '*': 'attention'}") == (
+        "dict",
+        ("str", "*"),
+        ("str", "attention"),
+        ("str", "M"),
+        ("str", "mamba"),
+    )
+    assert cls("-1.5") == -1.5
+    assert cls("sum(self.repeats) * 4 + n") == (
+        "+",
+        ("*", ("call", "sum", ("self", "repeats")), 4),
+        ("self", "n"),
+    )
+    assert cls("self.a.b + 1") == ("+", ("undef", "self.a.b"), 1)
+    # the converter's reading is unchanged: a part it does not read leaves the whole unreadable
+    with pytest.raises(build.UnreadableExpression):
+        py("self.a.b + 1")
+    assert py('self.hparams.get("k", None)') == ("hpget", "k")

@@ -5,16 +5,19 @@ Python -> a nested-tuple expression, never source text.
 C++ (`cpp_expression`): integers, `true`/`false` (1/0), names (`this->`, `hparams.` and
 `model.hparams.` dropped: they all name llama_hparams members), binary and unary operators,
 `?:`, calls, casts and `a[i]` (an "at" of a per-layer array). Python (`python_expression`,
-as llama.cpp's converter writes it): literals, `self.hparams[...]`, `.get`, `find_hparam`,
-`in self.hparams`, `self.NAME`, `gguf.MODEL_ARCH.NAME`, operators, `x if c else y`, tuples and
-lists, one-`for` comprehensions and the calls of PY_CALLS. A shape outside these raises
-UnreadableExpression naming the node type: the caller turns it into an explicit unknown."""
+as llama.cpp's converter writes it, and as a configuration class does: PythonReads says which
+names are the config dict and what else the code may read): literals, `self.hparams[...]`,
+`.get`, `find_hparam`, `in self.hparams`, `self.NAME`, `gguf.MODEL_ARCH.NAME`, operators,
+`x if c else y`, tuples and lists, one-`for` comprehensions and the calls of PY_CALLS. A shape
+outside these raises UnreadableExpression naming the node type: the caller turns it into an
+explicit unknown (with PythonReads.partial, the builder puts ("undef", code) in its place)."""
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from pydantic_core import core_schema
 from tree_sitter import Node
@@ -179,6 +182,23 @@ class _Unread:
 UNREAD = _Unread()
 
 
+class PythonReads(NamedTuple):
+    """What a Python body reads besides its locals: the names of the config dict (`X[k]`,
+    `X.get(k[, d])`, `k in X`) and the methods that read it like `.get`; with `partial`, a
+    sub-expression not read is ("undef", its code) in place rather than the whole expression
+    unreadable, and a literal display (numbers, strings, lists, tuples, dicts of them) is read
+    as its value; `call` reads a call the builder does not know (a class's own method, read
+    inline) or returns None."""
+
+    config: tuple[str, ...] = ("self.hparams", "hparams")
+    config_reads: tuple[str, ...] = ("get",)
+    partial: bool = False
+    call: Callable[[str, list[Node], Mapping[str, Any]], Any] | None = None
+
+
+CONVERTER = PythonReads(config=HPARAMS)  # llama.cpp's converter: self.hparams is the HF config
+
+
 def _chain(node: Node) -> str:
     return "".join(python_ts.node_text(node).split())
 
@@ -191,10 +211,59 @@ def _keys(node: Node) -> list[str] | None:
     return keys if all(k is not None for k in keys) else None  # type: ignore[return-value]
 
 
-def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, depth: int = 0) -> Any:
+def python_expression(
+    node: Node,
+    locals_: Mapping[str, Any] | None = None,
+    depth: int = 0,
+    reads: PythonReads = CONVERTER,
+) -> Any:
     """The expression of a tree-sitter-python node; `locals_` maps a local to its value: an
     expression already read, a node to read, or UNREAD (assigned where this reader cannot see)."""
-    bound = locals_ or {}
+    if not reads.partial:
+        return _python_expression(node, locals_ or {}, depth, reads)
+    node = python_ts.unparenthesize(node)
+    literal = _literal(node)
+    if literal is not _NOT_LITERAL:
+        return literal
+    try:
+        return _python_expression(node, locals_ or {}, depth, reads)
+    except UnreadableExpression:
+        return ("undef", python_ts.code_of(node))
+
+
+_NOT_LITERAL = object()
+_LITERAL_NODES = ("integer", "float", "string", "concatenated_string", "true", "false", "none")
+_DISPLAYS = ("list", "tuple", "dictionary", "unary_operator")
+
+
+def _literal(node: Node) -> Any:
+    """A literal display (numbers, strings, None, True/False, lists, tuples, dicts of literals)
+    as its expression, read with ast.literal_eval (never evaluating code); _NOT_LITERAL else."""
+    if node.type not in _LITERAL_NODES and node.type not in _DISPLAYS:
+        return _NOT_LITERAL
+    try:
+        value = ast.literal_eval(python_ts.code_of(node))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NOT_LITERAL
+    return constant(value)
+
+
+def constant(value: Any) -> Any:
+    """A literal value as an expression: a number, bool or None is itself, a string ("str", s),
+    a list or tuple ("list", ...), a dict ("dict", k, v, ...) with its keys in a stable order."""
+    if isinstance(value, str):
+        return ("str", value)
+    if isinstance(value, list | tuple):
+        return ("list", *(constant(v) for v in value))
+    if isinstance(value, dict):
+        pairs = sorted(value.items(), key=lambda kv: str(kv[0]))
+        return ("dict", *(constant(x) for pair in pairs for x in pair))
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return ("undef", repr(value))
+
+
+def _python_expression(node: Node, bound: Mapping[str, Any], depth: int, reads: PythonReads) -> Any:
     if depth > 20:
         raise UnreadableExpression("locals nested too deep")
     node = python_ts.unparenthesize(node)
@@ -202,7 +271,7 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
     text = python_ts.node_text
 
     def inner(n: Node, extra: Mapping[str, Any] | None = None) -> Any:
-        return python_expression(n, {**bound, **(extra or {})}, depth + 1)
+        return python_expression(n, {**bound, **(extra or {})}, depth + 1, reads)
 
     if kind == "named_expression":  # (x := value): the value
         return inner(node.child_by_field_name("value"))
@@ -237,7 +306,7 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
     if kind == "subscript":
         value = node.child_by_field_name("value")
         key = node.child_by_field_name("subscript")
-        if value is not None and _chain(value) in HPARAMS and key is not None:
+        if value is not None and _chain(value) in reads.config and key is not None:
             name = python_ts.string_value(key)
             if name is not None:
                 return ("hp", name)
@@ -265,7 +334,7 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
         left = inner(node.child_by_field_name("left"))
         return (op, left, inner(node.child_by_field_name("right")))
     if kind == "comparison_operator":
-        return _comparison(node, inner)
+        return _comparison(node, inner, reads)
     if kind == "conditional_expression":
         body, test, other = node.named_children
         condition = inner(test)
@@ -286,11 +355,11 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
         over = inner(sequence)
         return ("map", f"${name}", over, inner(body, {name: f"${name}"}))
     if kind == "call":
-        return _call(node, inner)
+        return _call(node, inner, reads, bound)
     raise UnreadableExpression(kind)
 
 
-def _comparison(node: Node, inner) -> Any:
+def _comparison(node: Node, inner, reads: PythonReads) -> Any:
     text = python_ts.node_text
     parts = node.named_children
     operators = [text(c) for c in node.children if not c.is_named]
@@ -298,7 +367,7 @@ def _comparison(node: Node, inner) -> Any:
         raise UnreadableExpression("a chained comparison")
     op = operators[0]
     left, right = parts
-    if op in ("in", "not in") and _chain(right) in HPARAMS:
+    if op in ("in", "not in") and _chain(right) in reads.config:
         key = python_ts.string_value(python_ts.unparenthesize(left))
         if key is not None:
             return ("has", key) if op == "in" else ("not", ("has", key))
@@ -310,7 +379,7 @@ def _comparison(node: Node, inner) -> Any:
     return (_PY_COMPARE[op], first, inner(right))
 
 
-def _call(node: Node, inner) -> Any:
+def _call(node: Node, inner, reads: PythonReads, bound: Mapping[str, Any]) -> Any:
     text = python_ts.node_text
     function = node.child_by_field_name("function")
     argument_node = node.child_by_field_name("arguments")
@@ -330,12 +399,17 @@ def _call(node: Node, inner) -> Any:
         )
         if keys is not None:
             return ("findopt" if optional else "find", *keys)
-    if chain in (f"{h}.get" for h in HPARAMS) and arguments:
+    owner, _, method = chain.rpartition(".")
+    if owner in reads.config and method in reads.config_reads and arguments:
         key = python_ts.string_value(arguments[0])
         if key is not None and len(arguments) <= 2:
-            return ("hpget", key, inner(arguments[1])) if len(arguments) == 2 else ("hpget", key)
+            default = inner(arguments[1]) if len(arguments) == 2 else None
+            return ("hpget", key) if default is None else ("hpget", key, default)  # .get(k, None)
     if chain in PY_CALLS and all(a.type != "keyword_argument" for a in arguments):
         return ("call", chain, *(inner(a) for a in arguments))
+    found = reads.call(chain, arguments, bound) if reads.call is not None else None
+    if found is not None:
+        return found
     where = python_ts.code_of(function) if function is not None else "?"
     raise UnreadableExpression(f"a call of {where}")
 

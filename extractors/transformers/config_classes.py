@@ -7,11 +7,13 @@ Pure: text in, records and warnings out."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tree_sitter import Node
 
+from apron.extractors.parsing.expressions import PythonReads, python_expression
 from apron.extractors.parsing.python_classes import base_names
 from apron.extractors.parsing.python_ts import (
     assignments,
@@ -25,23 +27,12 @@ from apron.extractors.records import ExtractionWarning, warning
 
 FACT = "config_classes"
 
-# What the class's code reads, as nodes of the rule language (apron/expressions.py):
-#   self.name, or an __init__ parameter        ("self", name): the config's value of `name`
-#   a literal                                  itself; ("str", s), ("list", ...), ("dict", k, v, ...)
-#   kwargs.get(k[, d]) / kwargs.pop(k[, d])    ("hpget", k[, d]): a config.json key not a field
-#   "k" in kwargs                              ("has", k)
-#   [body for x in xs]                         ("map", "$x", xs, body); range(n) is ("call", "range", n)
-#   x is None / x is not None                  ("==", x, None) / ("!=", x, None)
-#   a / b                                      ("/f", a, b); other operators keep their symbol
-#   a if c else b                              ("?:", c, a, b)
-#   int(a), bool(a), len(a)                    ("call", name, a)
-#   container[key]                             ("item", container, key)
-#   a shape this reader does not read          ("undef", code), with a warning
-# A call of one of the class's own methods whose body is local assignments and one `return` is
-# read as that return expression, its parameters bound to the call's arguments.
-BINARY = {"+": "+", "-": "-", "*": "*", "/": "/f", "//": "//", "%": "%"}
-COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
-CALLS = {"int", "bool", "len", "range"}
+# The values and conditions are expressions of the rule language (apron/expressions.py), built by
+# extractors/parsing/expressions.py: `self.x` (or an __init__ parameter) is ("self", "x"),
+# `kwargs.get(k[, d])` / `.pop` is ("hpget", k[, d]), `"k" in kwargs` is ("has", k), a literal is
+# itself, ("str", s), ("list", ...) or ("dict", k, v, ...); a part not read is ("undef", code),
+# with a warning. A call of one of the class's own methods whose body is local assignments and
+# one `return` is read as that return expression, its parameters bound to the call's arguments.
 ALWAYS: tuple = ()  # the condition of a statement that always runs
 
 
@@ -108,105 +99,21 @@ class _Reader:
 
     # -- expressions -----------------------------------------------------------------------------
     def expression(self, node: Node, scope: dict[str, Any]) -> Any:
-        node = unparenthesize(node)
-        literal = _literal(node)
-        if literal is not _NOT_LITERAL:
-            return constant(literal)
-        kind = node.type
-        if kind == "attribute":
-            obj = node.child_by_field_name("object")
-            if obj is not None and node_text(obj) == "self":
-                return ("self", node_text(node.child_by_field_name("attribute")))
-        elif kind == "identifier":
-            name = node_text(node)
-            if name in scope:
-                return scope[name]
-            if self.style == "init" and name in self.params:
-                return ("self", name)
-        elif kind == "binary_operator":
-            op = node_text(node.child_by_field_name("operator"))
-            if op in BINARY:
-                return (
-                    BINARY[op],
-                    self.expression(node.child_by_field_name("left"), scope),
-                    self.expression(node.child_by_field_name("right"), scope),
-                )
-        elif kind == "boolean_operator":
-            op = node_text(node.child_by_field_name("operator"))
-            return (
-                op,
-                self.expression(node.child_by_field_name("left"), scope),
-                self.expression(node.child_by_field_name("right"), scope),
-            )
-        elif kind == "not_operator":
-            return ("not", self.expression(node.child_by_field_name("argument"), scope))
-        elif kind == "comparison_operator":
-            return self._comparison(node, scope)
-        elif kind == "conditional_expression":
-            then, condition, otherwise = node.named_children
-            return (
-                "?:",
-                self.expression(condition, scope),
-                self.expression(then, scope),
-                self.expression(otherwise, scope),
-            )
-        elif kind == "call":
-            return self._call(node, scope)
-        elif kind == "list":
-            return ("list", *(self.expression(c, scope) for c in node.named_children))
-        elif kind == "list_comprehension":
-            return self._comprehension(node, scope)
-        elif kind == "subscript":
-            keys = node.children_by_field_name("subscript")
-            if len(keys) == 1 and keys[0].type != "slice":
-                return (
-                    "item",
-                    self.expression(node.child_by_field_name("value"), scope),
-                    self.expression(keys[0], scope),
-                )
-        return ("undef", code_of(node))
+        """The expression of a value the class computes (extractors/parsing/expressions.py, the
+        one builder): `self.x` and, in an `__init__`, a parameter are the field; `kwargs` is
+        config.json; a part not read is ("undef", code) in place."""
+        names = {p: ("self", p) for p in self.params} if self.style == "init" else {}
+        reads = PythonReads(
+            config=("kwargs",), config_reads=("get", "pop"), partial=True, call=self._own_call
+        )
+        return python_expression(node, {**names, **scope}, reads=reads)
 
-    def _comparison(self, node: Node, scope: dict[str, Any]) -> Any:
-        operands = node.named_children
-        operators = [node_text(c) for c in node.children if not c.is_named]
-        if len(operands) != 2:
-            return ("undef", code_of(node))
-        op = " ".join(operators)
-        if op in ("in", "not in") and node_text(operands[1]) == "kwargs":
-            key = string_value(operands[0])
-            if key is not None:
-                has = ("has", key)
-                return has if op == "in" else ("not", has)
-        left = self.expression(operands[0], scope)
-        if op in ("is", "is not") and node_text(operands[1]) == "None":
-            return ("==" if op == "is" else "!=", left, None)
-        if op in COMPARISONS:
-            return (op, left, self.expression(operands[1], scope))
-        return ("undef", code_of(node))
-
-    def _call(self, node: Node, scope: dict[str, Any]) -> Any:
-        function = node.child_by_field_name("function")
-        arguments = [
-            c for c in node.child_by_field_name("arguments").named_children if c.type != "comment"
-        ]
-        name = node_text(function)
-        if name in CALLS and len(arguments) == 1 and arguments[0].type != "keyword_argument":
-            return ("call", name, self.expression(arguments[0], scope))
-        if name in ("kwargs.get", "kwargs.pop") and 1 <= len(arguments) <= 2:
-            key = string_value(arguments[0])
-            default = self.expression(arguments[1], scope) if len(arguments) == 2 else None
-            if key is not None:  # .get(k, None) is .get(k)
-                return ("hpget", key) if default is None else ("hpget", key, default)
-        if function.type == "attribute" and node_text(function.child_by_field_name("object")) in (
-            "self",
-            self.class_name,
-        ):
-            inlined = self._inline(
-                node_text(function.child_by_field_name("attribute")), arguments, scope
-            )
-            if inlined is not None:
-                return inlined
-        return ("undef", code_of(node))
+    def _own_call(self, chain: str, arguments: list[Node], scope: Mapping[str, Any]) -> Any:
+        """`self.m(...)` / `ThisClass.m(...)`: the method's return expression, or None."""
+        owner, _, method = chain.rpartition(".")
+        if owner not in ("self", self.class_name):
+            return None
+        return self._inline(method, arguments, dict(scope))
 
     def _inline(self, name: str, arguments: list[Node], scope: dict[str, Any]) -> Any:
         """The return expression of the class's own method `name` with its parameters bound to
@@ -245,19 +152,6 @@ class _Reader:
             return self.expression(body[-1].named_children[0], local)
         finally:
             self.inlining = self.inlining - {name}
-
-    def _comprehension(self, node: Node, scope: dict[str, Any]) -> Any:
-        body = node.child_by_field_name("body")
-        clauses = [c for c in node.named_children if c.id != body.id]
-        if len(clauses) != 1 or clauses[0].type != "for_in_clause":
-            return ("undef", code_of(node))
-        target = clauses[0].child_by_field_name("left")
-        iterable = clauses[0].child_by_field_name("right")
-        if target is None or target.type != "identifier" or iterable is None:
-            return ("undef", code_of(node))
-        variable = f"${node_text(target)}"
-        inner = {**scope, node_text(target): variable}
-        return ("map", variable, self.expression(iterable, scope), self.expression(body, inner))
 
     # -- statements ------------------------------------------------------------------------------
     def block(
@@ -446,21 +340,6 @@ def _has_unknown(expression: Any) -> bool:
             return False
         return any(_has_unknown(part) for part in expression[1:])
     return False
-
-
-def constant(value: Any) -> Any:
-    """A literal value as an expression: a number, bool or None is itself, a string ("str", s),
-    a list or tuple ("list", ...), a dict ("dict", k, v, ...) with its keys in a stable order."""
-    if isinstance(value, str):
-        return ("str", value)
-    if isinstance(value, list | tuple):
-        return ("list", *(constant(v) for v in value))
-    if isinstance(value, dict):
-        pairs = sorted(value.items(), key=lambda kv: str(kv[0]))
-        return ("dict", *(constant(x) for pair in pairs for x in pair))
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    return ("undef", repr(value))
 
 
 def _assigns_self(node: Node) -> bool:
