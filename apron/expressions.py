@@ -300,6 +300,8 @@ def _compile(e: Any) -> Compiled:
     fewest, most = NODES[node]
     if len(e) - 1 < fewest or (most is not None and len(e) - 1 > most):
         return _fails(f"malformed expression {e!r}")
+    if node in ("==", "!=") and e[2] is None:  # Python's `x is None`: the commonest test
+        return _none_test(node == "==", _compile(e[1]))
     if node in _CPP:
         return _cpp_binary(node, _compile(e[1]), _compile(e[2]))
     if node in _PY:
@@ -353,6 +355,18 @@ def _cpp_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
             if op not in ("==", "!=") or not (isinstance(a, str) and isinstance(b, str)):
                 raise Unknown(f"{a} {op} {b}: an enum constant compared with a number")
         return _safe(op, function, a, b)  # None + 1 in the converter's code: undefined
+
+    return run
+
+
+def _none_test(equal: bool, left: Compiled) -> Compiled:
+    """x == None (1 or 0, as _cpp_binary gives it), compiled on its own."""
+
+    def run(n, c, v) -> Any:
+        a = left(n, c, v)
+        if isinstance(a, _Undefined):
+            return a
+        return int((a is None) == equal)
 
     return run
 
