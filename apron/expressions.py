@@ -67,10 +67,10 @@ class _Undefined(NamedTuple):
     raises: bool = False  # the engine's code raises here (Raises where it is used)
 
 
-def unknown_value(reason: str) -> Any:
-    """A value for an environment (a name, a converter attribute) that is Unknown for `reason`
+def absent(why: str) -> Any:
+    """A value for an environment (a name, a converter attribute) that is Unknown naming `why`
     only where an expression uses it: a branch not taken, or a short circuit, leaves it unused."""
-    return _Undefined(reason)
+    return _Undefined(why)
 
 
 class Converter(NamedTuple):

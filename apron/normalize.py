@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from apron import expressions
 from apron.errors import ConstraintsError
-from apron.expressions import Converter, Raises, Unknown, infix, unknown_value
+from apron.expressions import Converter, Raises, Unknown, absent, infix
 from apron.terminal import shown
 
 
@@ -305,7 +305,7 @@ class _Env:
             return self.published[real]
         else:
             value = self.field(name)
-        return unknown_value(f"the field {name}") if value is UNKNOWN else value
+        return absent(f"the field {name}") if value is UNKNOWN else value
 
     def evaluate(self, expression: Any) -> Any:
         """The expression's value on this config; UNKNOWN where it needs what apron lacks;

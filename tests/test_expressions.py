@@ -148,7 +148,7 @@ def _class_reads(fields: dict, config: dict | None = None) -> ex.Converter:
     config.json."""
 
     def attribute(name: str):
-        return fields[name] if name in fields else ex.unknown_value(f"the field {name}")
+        return fields[name] if name in fields else ex.absent(f"the field {name}")
 
     return ex.Converter(hparams=config or {}, attribute=attribute)
 
