@@ -7,10 +7,12 @@ or `sys.modules` edits, so two directories load side by side in one process) wit
 against that schema: every row is a record type of the schema and every field holds a value of
 the type the schema declares. A mismatch is a `ConstraintsError` naming the file and the field,
 never a silent default. An engine's facts are loaded on first use, so a plan pays only for the
-modules it reads. A module's compiled code is kept by the hash of its bytes outside the checkout
-(`bytecode_directory`), so a start reads it instead of compiling megabytes of literals."""
+modules it reads. What a load makes is kept outside the checkout by the hash of the bytes it was
+made from (apron/generated_cache.py): a module's compiled code, and a checked module's rows, so a
+start neither compiles megabytes of literals nor checks again what passed the same check."""
 
 from __future__ import annotations
+import __future__
 
 import builtins
 import contextlib
@@ -18,11 +20,8 @@ import functools
 import gc
 import importlib.util
 import itertools
-import marshal
 import operator
-import os
 import re
-import sys
 import types
 import typing
 import weakref
@@ -30,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from apron import generated_cache
 from apron.errors import ConstraintsError
 
 WARNINGS_MODULE = "warnings_found"
@@ -86,60 +86,6 @@ class EngineConstraints(NamedTuple):
 
 # ---------------------------------------------------------------- executing one module
 
-CACHE_ENV = "APRON_CACHE_DIR"
-BYTECODE_FOLDER = "generated-bytecode"
-BYTECODE_KEPT = 2048  # compiled modules kept; about 150 make one generated/
-# the header of a checked hash-based .pyc (PEP 552): the interpreter's magic, flags 0b11 (hash
-# based, checked) and the source's hash; a cached file is used only when its header matches
-_CHECKED_HASH = (3).to_bytes(4, "little")
-
-
-def bytecode_directory() -> Path:
-    """Where compiled generated modules are kept, named by their source's hash: a folder of
-    $APRON_CACHE_DIR, else of $XDG_CACHE_HOME/apron (~/.cache/apron): never in the checkout."""
-    root = os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "apron"
-    )
-    return Path(root) / BYTECODE_FOLDER
-
-
-def _compiled(path: Path, source: bytes, digest: bytes) -> types.CodeType:
-    """The code of one generated file: from the bytecode cache when it holds code compiled from
-    exactly these bytes (keyed and checked by their hash, so a file rewritten within the same
-    second is never answered from stale code), else compiled from the bytes and cached where the
-    cache can be written (a read-only home only makes every start compile)."""
-    header = importlib.util.MAGIC_NUMBER + _CHECKED_HASH + digest
-    cached = bytecode_directory() / f"{digest.hex()}.{sys.implementation.cache_tag}.pyc"
-    try:
-        data = cached.read_bytes()
-        if data[: len(header)] == header:
-            code = marshal.loads(memoryview(data)[len(header) :])
-            if isinstance(code, types.CodeType):
-                return (
-                    code if code.co_filename == str(path) else code.replace(co_filename=str(path))
-                )
-    except (OSError, ValueError, EOFError, TypeError):
-        pass  # absent, unreadable or damaged: compiled again below
-    code = compile(source, str(path), "exec", dont_inherit=True)
-    _store(cached, header + marshal.dumps(code))
-    return code
-
-
-def _store(cached: Path, data: bytes) -> None:
-    """Write one cache file atomically (a temporary file renamed over it), keeping at most
-    BYTECODE_KEPT files; a cache that cannot be written is skipped silently."""
-    temporary = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        kept = sorted(cached.parent.glob("*.pyc"), key=lambda p: p.stat().st_mtime)
-        for old in kept[: max(0, len(kept) + 1 - BYTECODE_KEPT)]:
-            old.unlink(missing_ok=True)
-        temporary.write_bytes(data)
-        os.replace(temporary, cached)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
-
 
 def _importer(schema: types.ModuleType | None):
     def generated_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
@@ -162,6 +108,7 @@ def _importer(schema: types.ModuleType | None):
 _LOADED: dict[tuple[str, bytes, int | None], types.ModuleType] = {}
 _LOADED_KEPT = 1024  # a generated/ holds about 150 modules
 _ROWS: weakref.WeakKeyDictionary[types.ModuleType, tuple] = weakref.WeakKeyDictionary()
+_DIGESTS: weakref.WeakKeyDictionary[types.ModuleType, bytes] = weakref.WeakKeyDictionary()
 
 
 @contextlib.contextmanager
@@ -180,30 +127,92 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _execute(path: Path, schema: types.ModuleType | None) -> types.ModuleType:
-    """Run one generated file as a private module (not in sys.modules), once per content."""
+    """Run one generated file as a private module (not in sys.modules), once per content; a
+    module checked before under the same schema is rebuilt from its kept rows instead."""
     if not path.is_file():
         raise ConstraintsError(f"{path} is missing")
     source = path.read_bytes()
-    digest = importlib.util.source_hash(source)
+    digest = generated_cache.digest(source)
     key = (str(path), digest, id(schema))
     known = _LOADED.get(key)
     if known is not None and (schema is None or vars(known).get("__schema__") is schema):
         return known
     name = f"_apron_generated_{next(_names)}_{path.stem}"
-    module = types.ModuleType(name)
-    module.__file__ = str(path)
-    module.__dict__["__builtins__"] = {**builtins.__dict__, "__import__": _importer(schema)}
     with _collector_paused():
-        code = _compiled(path, source, digest)
-        try:
-            exec(code, module.__dict__)  # noqa: S102 - as exec_module does
-        except Exception as err:
-            raise ConstraintsError(f"{path} does not load: {type(err).__name__}: {err}") from err
+        module = _from_checked_data(name, path, digest, schema)
+        if module is None:
+            module = _run(name, path, source, digest, schema)
     module.__dict__["__schema__"] = schema
+    _DIGESTS[module] = digest
     if len(_LOADED) >= _LOADED_KEPT:
         del _LOADED[next(iter(_LOADED))]
     _LOADED[key] = module
     return module
+
+
+def _run(
+    name: str, path: Path, source: bytes, digest: bytes, schema: types.ModuleType | None
+) -> types.ModuleType:
+    """Execute the file's code with its imports answered by `schema` (see `_importer`)."""
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    module.__dict__["__builtins__"] = {**builtins.__dict__, "__import__": _importer(schema)}
+    code = generated_cache.compiled(path, source, digest)
+    try:
+        exec(code, module.__dict__)  # noqa: S102 - as exec_module does
+    except Exception as err:
+        raise ConstraintsError(f"{path} does not load: {type(err).__name__}: {err}") from err
+    return module
+
+
+def _from_checked_data(
+    name: str, path: Path, digest: bytes, schema: types.ModuleType | None
+) -> types.ModuleType | None:
+    """The module rebuilt from what `_keep_checked_data` kept when a module of these bytes
+    passed checked_rows under a schema of the same bytes (None when nothing was kept): the
+    same names, and the same rows, each a record of this schema, already checked."""
+    schema_digest = _DIGESTS.get(schema) if schema is not None else None
+    kept = generated_cache.checked_data(digest, schema_digest) if schema_digest else None
+    if kept is None:
+        return None
+    names, records, rows = kept
+    types_in_schema = _record_types(schema)
+    if len(records) != 1 or records[0][1] not in types_in_schema:
+        return None
+    binding, record_name = records[0]
+    record = types_in_schema[record_name]
+    module = types.ModuleType(name)
+    module.__dict__.update(names)
+    module.__file__ = str(path)
+    module.__dict__[binding] = record
+    module.ROWS = tuple(map(functools.partial(tuple.__new__, record), rows))
+    _ROWS[module] = module.ROWS
+    return module
+
+
+def _keep_checked_data(module: types.ModuleType, schema: types.ModuleType, rows: tuple) -> None:
+    """Keep a module that passed checked_rows for `_from_checked_data`: its plain names, the
+    record type it imports and its rows as plain tuples."""
+    digest, schema_digest = _DIGESTS.get(module), _DIGESTS.get(schema)
+    if digest is None or schema_digest is None:
+        return
+    types_in_schema = _record_types(schema)
+    records = tuple(
+        (name, value.__name__)
+        for name, value in vars(module).items()
+        if isinstance(value, type) and types_in_schema.get(value.__name__) is value
+    )
+    names = {
+        name: value
+        for name, value in vars(module).items()
+        if (name == "__doc__" or not name.startswith("__"))
+        and name != "ROWS"
+        and value is not __future__.annotations
+        and all(name != binding for binding, _ in records)
+    }
+    generated_cache.keep_checked_data(
+        digest, schema_digest, names, records, tuple(map(tuple, rows))
+    )
 
 
 # ---------------------------------------------------------------- checking values
@@ -317,6 +326,7 @@ def checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType)
     if module in _ROWS:
         return _ROWS[module]
     _ROWS[module] = rows = _checked_rows(module, path, schema)
+    _keep_checked_data(module, schema, rows)
     return rows
 
 
