@@ -46,7 +46,15 @@ def serving_figures(
 
     rules = serving_rules(constraints, engine_id)
     share = per_gpu.gpu_share(
-        model, request, request.tp, rules, selection, heads, figures, serving.weights.total_bytes
+        model,
+        request,
+        request.tp,
+        rules,
+        selection,
+        heads,
+        figures,
+        serving.weights.total_bytes,
+        engine=ENGINE_RULES[engine_id],
     )
     used = rules.citations if request.tp > 1 or serving.gpu_memory is not None or mla else ()
     if serving.gpu_memory is None:

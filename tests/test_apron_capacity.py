@@ -531,6 +531,7 @@ def test_hybrid_capacity_with_mamba_prefix_caching_aligns_the_block_to_the_chunk
 
 def test_hybrid_capacity_is_unknown_without_the_kernel_block_size():
     from apron.constraints import load_constraints
+    from apron.engines import ENGINE_RULES
     from apron.per_gpu import engine_capacity, gpu_share
     from apron.select import Selection
     from apron.serving_rules import serving_rules
@@ -543,7 +544,15 @@ def test_hybrid_capacity_is_unknown_without_the_kernel_block_size():
         hybrid_page_rule_all=rules.hybrid_page_rule_all._replace(kernel_min_block=None),
     )
     share = gpu_share(
-        model, result.request, 1, rules, Selection(None, ""), result.kv_heads, result.prediction, 0
+        model,
+        result.request,
+        1,
+        rules,
+        Selection(None, ""),
+        result.kv_heads,
+        result.prediction,
+        0,
+        engine=ENGINE_RULES["vllm"],
     )
     c = engine_capacity(model, "hybrid_ssm", share, rules, GIB80, None, 32768, "")
     assert c.sequences is None

@@ -442,6 +442,8 @@ def _rope_factor(model: ModelConfig, by_kind: dict[str, list[Any]]) -> tuple[flo
 
 own_view = base.no_own_view
 pooling = base.not_pooling
+tp_refusals = base.no_tp_refusals
+state_tp_refusal = base.no_state_tp_refusal
 
 
 def memory_fraction(

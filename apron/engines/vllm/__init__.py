@@ -14,6 +14,8 @@ from apron.constraints import Citation, EngineConstraints
 from apron.engines import base
 from apron.engines.base import EngineDecision
 from apron.engines.vllm.kv_dtype import auto_kv_dtype as auto_kv_dtype  # the protocol member
+from apron.engines.vllm.tp_refusals import state_tp_refusal as state_tp_refusal
+from apron.engines.vllm.tp_refusals import tp_refusals as tp_refusals
 from apron.layers import layout
 from apron.results import Capacity, HeadCount, MlaDecision
 from apron.terminal import shown
