@@ -7,9 +7,10 @@ import inspect
 import re
 from pathlib import Path
 
-from apron.engines import ENGINE_RULES, REFERENCE_ENGINE, base
+from apron.engines import base
+from apron.planning.engine_registry import ENGINE_RULES, REFERENCE_ENGINE
 
-PLANNER = Path(__file__).resolve().parent.parent / "apron" / "planner.py"
+PLANNER = Path(__file__).resolve().parent.parent / "apron" / "planning" / "planner.py"
 MEMBERS = (
     "decide",
     "default_context",
@@ -55,7 +56,7 @@ def test_shared_defaults_are_assigned_where_an_engine_has_none_of_its_own():
 
 
 def test_the_shared_share_asks_the_engine_for_its_tp_refusals():
-    per_gpu = (PLANNER.parent / "per_gpu.py").read_text(encoding="utf-8")
+    per_gpu = (PLANNER.parent.parent / "mechanisms" / "per_gpu.py").read_text(encoding="utf-8")
     assert 'c.engine == "vllm"' not in per_gpu and "MambaMixer2" not in per_gpu
     assert "engine.tp_refusals(" in per_gpu and "engine.state_tp_refusal(" in per_gpu
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from apron import conditions as apron_conditions
 from apron.config import ModelConfig, is_int
 from apron.constraints import load_engine
-from apron.engines.vllm import resolve_kv_heads
+from apron.engines.kv_head_scan import resolve_kv_heads
 from apron.extractors import rule_terms
 from apron.extractors.serving import kv_heads
 from apron.extractors.serving.rule_fields import rule_fields

@@ -167,8 +167,8 @@ def no_memory_fraction(
 
 
 def block_capacity(fit: CapacityInputs) -> Capacity:
-    """The shared default: the generic block fit (apron.per_gpu.engine_capacity)."""
-    from apron import per_gpu
+    """The shared default: the generic block fit (apron.mechanisms.per_gpu.engine_capacity)."""
+    from apron.mechanisms import per_gpu
 
     return per_gpu.engine_capacity(
         fit.model,

@@ -11,8 +11,12 @@ from apron import parallel
 from apron.config import ModelConfig
 from apron.layers import ATTENTION_KINDS, STATE_KINDS, layout
 from apron.mechanisms import full_attention, hybrid_ssm, mla_latent, recurrent
+from apron.mechanisms.select import Selection, compute
 from apron.results import Capacity, GpuShare, HeadCount, MechanismResult, Request
-from apron.select import Selection, compute
+
+# an engine's package (apron.engines.<engine>, the protocol apron.engines.base.EngineRules); not
+# imported here: apron/engines/ sits above this module
+EngineRules = Any
 
 # an engine's package (apron.engines.<engine>, the protocol apron.engines.base.EngineRules); not
 # imported here: apron/engines/ sits above this module
