@@ -57,7 +57,7 @@ def test_vllm_hybrid_page_rule():
     assert page.shape == "align_ceil"
     assert page.alignment_floor_is_block_size and page.raises_only and page.pads_mamba_page
     assert page.kernel_sizes_from == "get_supported_kernel_block_sizes"
-    assert page.other_modes == ("mamba_cache_mode equals all: chunk_align_ceil",)
+    assert page.other_modes == ("mamba_cache_mode == 'all': chunk_align_ceil",)
 
 
 def test_sglang_rules_from_its_rows():

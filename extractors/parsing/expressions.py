@@ -1,6 +1,7 @@
 """The one builder of rule expressions (the language apron/expressions.py defines and evaluates):
-a tree-sitter expression node of C++ or Python -> a nested-tuple expression, never source text;
-and the expression rendered as infix words for people (never read back).
+a tree-sitter expression node of C++ or Python -> a nested-tuple expression, never source text
+(the words for people are apron.expressions.infix's, never read back); and the constructors of
+a serving engine's conditions on its config (config_has, config_flag, equals, one_of, ...).
 
 C++ (`cpp_expression`): integers, `true`/`false` (1/0), names (`this->`, `hparams.` and
 `model.hparams.` dropped: they all name llama_hparams members), binary and unary operators,
@@ -19,7 +20,7 @@ from typing import Any
 from pydantic_core import core_schema
 from tree_sitter import Node
 
-from apron.expressions import CPP_BINARY, PY_CALLS, expression_problem
+from apron.expressions import CPP_BINARY, PY_CALLS, expression_problem, infix
 from apron.extractors.parsing import cpp_ts, python_ts
 
 TRUE = 1  # a C++ condition that always holds
@@ -87,6 +88,68 @@ def _tupled(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(_tupled(v) for v in value)
     return value
+
+
+# ---------------------------------------------------------------- conditions on a config
+# A serving engine's tests of its config (vLLM's `hasattr(cfg, "k")`, `getattr(cfg, "k", False)`,
+# `cfg.model_type == "x"`, `... in (...)`) as expressions: the config is read through the
+# environment's Converter, as llama.cpp's converter reads its hparams ("has", "hpget").
+
+
+def config_has(key: str) -> Any:
+    """`hasattr(config, key)`: the key is in the config."""
+    return ("has", key)
+
+
+def config_flag(key: str) -> Any:
+    """`getattr(config, key, False)`: the value, false when the config lacks the key."""
+    return ("hpget", key, False)
+
+
+def config_value(key: str) -> Any:
+    """`getattr(config, key, None)`: the value, None when the config lacks the key."""
+    return ("hpget", key)
+
+
+def equals(value: Any, text: str, equal: bool = True) -> Any:
+    """`value == "text"` (`!=` when not `equal`)."""
+    return ("==" if equal else "!=", value, ("str", text))
+
+
+def one_of(value: Any, texts: Sequence[str], inside: bool = True) -> Any:
+    """`value in ("a", "b", ...)` (`not in` when not `inside`)."""
+    found = ("in", value, ("list", *(("str", t) for t in texts)))
+    return found if inside else ("not", found)
+
+
+def python_not(expression: Any) -> Any:
+    """Python's `not e`, in the form a reader writes it: `not not e` is `e`, `not a == b` is
+    `a != b` (and the reverse)."""
+    if isinstance(expression, tuple) and expression:
+        if expression[0] == "not":
+            return expression[1]
+        if expression[0] in ("==", "!="):
+            return ("!=" if expression[0] == "==" else "==", *expression[1:])
+    return ("not", expression)
+
+
+def python_all(conditions: Iterable[Any]) -> Any:
+    """Python's `a and b and ...` of the non-empty conditions, left to right; () when none."""
+    out: Any = ()
+    for condition in conditions:
+        if condition == ():
+            continue
+        out = condition if out == () else ("and", out, condition)
+    return out
+
+
+def python_conjuncts(expression: Any) -> list[Any]:
+    """The parts of `a and b and ...` (python_all's inverse); [] for ()."""
+    if expression == ():
+        return []
+    if isinstance(expression, tuple) and expression and expression[0] == "and":
+        return [*python_conjuncts(expression[1]), *python_conjuncts(expression[2])]
+    return [expression]
 
 
 # ---------------------------------------------------------------- C++
@@ -338,91 +401,6 @@ def _call(node: Node, inner) -> Any:
         return ("call", chain, *(inner(a) for a in arguments))
     where = python_ts.code_of(function) if function is not None else "?"
     raise UnreadableExpression(f"a call of {where}")
-
-
-# ---------------------------------------------------------------- words for people
-
-_PRECEDENCE = {
-    "or": 1,
-    "||": 1,
-    "and": 2,
-    "&&": 2,
-    "==": 3,
-    "!=": 3,
-    "<": 4,
-    "<=": 4,
-    ">": 4,
-    ">=": 4,
-    "in": 4,
-    "+": 5,
-    "-": 5,
-    "*": 6,
-    "/": 6,
-    "/f": 6,
-    "//": 6,
-    "%": 6,
-    "**": 7,
-}
-_SHOWN = {"/f": "/"}
-
-
-def infix(expression: Any) -> str:
-    """The expression as C++/Python-like words for a reviewer ("n_embd * (l - 1)")."""
-    return _words(expression)[0]
-
-
-def _words(e: Any) -> tuple[str, int]:
-    """(text, precedence of its outermost operator; 9 for an atom)."""
-    if isinstance(e, str):
-        return e, 9
-    if not isinstance(e, tuple):
-        return repr(e), 9
-    if not e:
-        return "always", 9
-    node, *rest = e
-    if node in _PRECEDENCE:
-        (a, pa), (b, pb) = _words(rest[0]), _words(rest[1])
-        p = _PRECEDENCE[node]
-        left = a if pa >= p else f"({a})"
-        right = b if pb > p else f"({b})"
-        return f"{left} {_SHOWN.get(node, node)} {right}", p
-    if node in ("!", "neg", "not"):
-        a, pa = _words(rest[0])
-        sign = {"!": "!", "neg": "-", "not": "not "}[node]
-        return sign + (a if pa >= 9 else f"({a})"), 8
-    if node == "?:":
-        cond, then, other = (_words(r)[0] for r in rest)
-        return f"({cond} ? {then} : {other})", 9
-    if node == "cast":
-        return f"({rest[0]}) {_words(rest[1])[0]}", 8
-    if node == "at":
-        return f"{rest[0]}[{_words(rest[1])[0]}]", 9
-    if node == "item":
-        return f"{_words(rest[0])[0]}[{_words(rest[1])[0]}]", 9
-    if node == "call":
-        return f"{rest[0]}({', '.join(_words(r)[0] for r in rest[1:])})", 9
-    if node == "list":
-        return "[" + ", ".join(_words(r)[0] for r in rest) + "]", 9
-    if node == "map":
-        body, over = _words(rest[2])[0], _words(rest[1])[0]
-        return f"[{body} for {rest[0]} in {over}]", 9
-    if node == "str":
-        return repr(rest[0]), 9
-    if node == "hp":
-        return f"hparams[{rest[0]!r}]", 9
-    if node == "hpget":
-        default = f", {_words(rest[1])[0]}" if len(rest) == 2 else ""
-        return f"hparams.get({rest[0]!r}{default})", 9
-    if node in ("find", "findopt"):
-        optional = ", optional=True" if node == "findopt" else ""
-        return f"find_hparam({list(rest)!r}{optional})", 9
-    if node == "has":
-        return f"{rest[0]!r} in hparams", 4
-    if node == "self":
-        return f"self.{rest[0]}", 9
-    if node == "undef":
-        return f"<unread: {rest[0]}>", 9
-    return " ".join(str(r) for r in rest), 9  # "sym"
 
 
 def sorted_expressions(expressions: Sequence[Any]) -> list[Any]:
