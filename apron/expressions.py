@@ -4,7 +4,8 @@ An expression is stored in generated/ as a plain literal (extractors/parsing/exp
 builds it from C++ or Python source and renders it for people):
 
 - a leaf: an int, float, bool or None is itself; a str is a *name* looked up in the
-  environment the caller passes ("n_embd", "$il"); a name the environment lacks that is written
+  environment the caller passes ("n_embd", "$il"; SGLang's quantities spelled as their code,
+  "self.tp_size", "self.use_mla_backend()"); a name the environment lacks that is written
   in upper case (LLM_ARCH_LLAMA, LLAMA_SWA_TYPE_STANDARD) is an enum constant (Symbol);
 - a node: a tuple whose first item names it (NODES lists each with its operand count):
   ("str", TEXT) a string, ("sym", NAME) an enum constant, ("undef", WHY) code the reader does not
@@ -20,7 +21,8 @@ builds it from C++ or Python source and renders it for people):
   ("findopt", *KEYS), ("has", KEY) `KEY in hparams` (vLLM's `hasattr(cfg, KEY)`), ("self", NAME).
 - The empty tuple is no expression (a condition that always holds).
 
-`infix(expression)` renders it as C++/Python-like words for people (nothing reads them back).
+`infix(expression)` renders it as C++/Python-like words for people (nothing reads them back);
+`names_in` lists the names it reads and `substituted` puts values in their place (for words).
 
 `evaluate(expression, names, calls, converter)` compiles an expression once (a closure per
 node, cached per expression object) and runs it: a name or call it lacks is Unknown; so is a
@@ -30,7 +32,7 @@ and `?:` may leave unused; every operand is evaluated, in source order, before i
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 
@@ -205,6 +207,37 @@ def _words(e: Any) -> tuple[str, int]:
     if node == "undef":
         return f"<unread: {rest[0]}>", 9
     return " ".join(str(r) for r in rest), 9  # "sym"
+
+
+def names_in(expression: Any) -> Iterator[str]:
+    """Every name the expression reads, in order (an enum constant is a name too)."""
+    if isinstance(expression, str):
+        yield expression
+    elif isinstance(expression, tuple) and expression:
+        node = expression[0]
+        if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
+            if node == "hpget" and len(expression) == 3:
+                yield from names_in(expression[2])
+            return
+        first = 2 if node in ("call", "at", "cast", "map") else 1
+        if node == "at":
+            yield expression[1]
+        for operand in expression[first:]:
+            yield from names_in(operand)
+
+
+def substituted(expression: Any, values: Mapping[str, Any]) -> Any:
+    """The expression with each name `values` has replaced by its value, the rest as it is (for
+    people: `infix(substituted(e, shown))` reads "round((81,920 - 13,904) / 81,920, 3)")."""
+    if isinstance(expression, str):
+        return values.get(expression, expression)
+    if not isinstance(expression, tuple) or not expression:
+        return expression
+    node = expression[0]
+    if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
+        return expression
+    first = 2 if node in ("call", "at", "cast", "map") else 1
+    return (*expression[:first], *(substituted(e, values) for e in expression[first:]))
 
 
 # ---------------------------------------------------------------- the call tables

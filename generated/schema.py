@@ -624,10 +624,8 @@ class SglangMemoryStep(NamedTuple):
     order: int
     target: str
     op: str
-    value: str
-    factors: tuple[str, ...]
-    at_least: str
-    when: tuple[tuple[str, ...], ...]
+    value: Expression
+    when: Expression
     code: str
     path: str
     symbol: str

@@ -14,13 +14,19 @@ UnreadableExpression naming the node type: the caller turns it into an explicit 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic_core import core_schema
 from tree_sitter import Node
 
-from apron.expressions import CPP_BINARY, PY_CALLS, expression_problem, infix
+from apron.expressions import (  # infix and names_in: the language's own, re-exported here
+    CPP_BINARY,
+    PY_CALLS,
+    expression_problem,
+    infix,
+    names_in,  # noqa: F401 - the language's own name walker, re-exported for the readers
+)
 from apron.extractors.parsing import cpp_ts, python_ts
 
 TRUE = 1  # a C++ condition that always holds
@@ -55,23 +61,6 @@ def conjunction(conditions: Iterable[Any]) -> Any:
 def negation(expression: Any) -> Any:
     """C++'s `!e`."""
     return ("!", expression)
-
-
-def names_in(expression: Any) -> Iterator[str]:
-    """Every name the expression reads, in order (an enum constant is a name too)."""
-    if isinstance(expression, str):
-        yield expression
-    elif isinstance(expression, tuple) and expression:
-        node = expression[0]
-        if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
-            if node == "hpget" and len(expression) == 3:
-                yield from names_in(expression[2])
-            return
-        first = 2 if node in ("call", "at", "cast", "map") else 1
-        if node == "at":
-            yield expression[1]
-        for operand in expression[first:]:
-            yield from names_in(operand)
 
 
 def checked(expression: Any) -> Any:
@@ -350,6 +339,89 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
         return ("map", f"${name}", over, inner(body, {name: f"${name}"}))
     if kind == "call":
         return _call(node, inner)
+    raise UnreadableExpression(kind)
+
+
+def quantity_expression(node: Node) -> Any:
+    """The expression of a tree-sitter-python node whose operands are program quantities (SGLang's
+    ServerArgs code): literals, operators, comparisons (`x is None` is `x == None`), `and`, `or`,
+    `not`, `x if c else y`, and calls of a plain function (`max`, `len`, `round`: the caller's
+    call table says what each is); an attribute chain, a method call or a local is a *name*
+    spelled as its canonical code (`self.tp_size`, `self.use_mla_backend()`, `gpu_mem`), which
+    the caller's environment gives. Any other shape raises UnreadableExpression."""
+    node = python_ts.unparenthesize(node)
+    kind = node.type
+    text = python_ts.node_text
+    if kind == "integer":
+        return int(text(node).replace("_", ""), 0)
+    if kind == "float":
+        return float(text(node).replace("_", ""))
+    if kind in ("true", "false"):
+        return kind == "true"
+    if kind == "none":
+        return None
+    if kind in ("string", "concatenated_string"):
+        value = python_ts.string_value(node)
+        if value is None:
+            raise UnreadableExpression("an f-string")
+        return ("str", value)
+    if kind in ("identifier", "attribute"):
+        return python_ts.code_of(node)
+    if kind == "call":
+        function = node.child_by_field_name("function")
+        arguments = node.child_by_field_name("arguments")
+        if function is None or arguments is None:
+            raise UnreadableExpression("a call")
+        if function.type != "identifier":
+            return python_ts.code_of(node)  # a method's result: a quantity of the program
+        if any(
+            a.type in ("keyword_argument", "list_splat", "dictionary_splat")
+            for a in arguments.named_children
+        ):
+            raise UnreadableExpression(f"a call of {text(function)} with keywords")
+        return ("call", text(function), *(quantity_expression(a) for a in arguments.named_children))
+    if kind == "binary_operator":
+        op = text(node.child_by_field_name("operator"))
+        if op not in _PY_BINARY:
+            raise UnreadableExpression(f"the operator {op}")
+        left = quantity_expression(node.child_by_field_name("left"))
+        return (_PY_BINARY[op], left, quantity_expression(node.child_by_field_name("right")))
+    if kind == "unary_operator":
+        op = text(node.child_by_field_name("operator"))
+        argument = quantity_expression(node.child_by_field_name("argument"))
+        if op == "-":
+            return ("neg", argument)
+        if op == "+":
+            return argument
+        raise UnreadableExpression(f"the unary {op}")
+    if kind == "not_operator":
+        return python_not(quantity_expression(node.child_by_field_name("argument")))
+    if kind == "boolean_operator":
+        op = text(node.child_by_field_name("operator"))
+        left = quantity_expression(node.child_by_field_name("left"))
+        return (op, left, quantity_expression(node.child_by_field_name("right")))
+    if kind == "comparison_operator":
+        parts = node.named_children
+        operators = [text(c) for c in node.children if not c.is_named]
+        if len(parts) != 2:
+            raise UnreadableExpression("a chained comparison")
+        op = " ".join(operators)
+        left, right = (quantity_expression(p) for p in parts)
+        if op in ("is", "is not") and right is None:
+            return ("==" if op == "is" else "!=", left, None)
+        if op == "not in":
+            return ("not", ("in", left, right))
+        if op not in _PY_COMPARE:
+            raise UnreadableExpression(f"the comparison {op}")
+        return (_PY_COMPARE[op], left, right)
+    if kind == "conditional_expression":
+        body, test, other = node.named_children
+        return (
+            "?:",
+            quantity_expression(test),
+            quantity_expression(body),
+            quantity_expression(other),
+        )
     raise UnreadableExpression(kind)
 
 
