@@ -68,6 +68,8 @@ class Converter(NamedTuple):
 
 
 UNDEFINED = _Undefined("a division by zero")
+# A Python rule that reads no HF config (a serving engine's own settings): Python's operators.
+PYTHON = Converter({}, lambda name: Unread(f"self.{name}: the rule reads no attribute"))
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 CPP_BINARY = ("+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||")

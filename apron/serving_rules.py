@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
-from apron.expressions import Unknown, evaluate, infix
+from apron.expressions import PYTHON, Unknown, evaluate, infix
 
 SERVING_DEFAULTS = "serving_defaults"
 TP_RULES = "tp_rules"
@@ -187,7 +187,7 @@ def _runs_for(condition: Any, mode: str) -> bool:
     if condition == ():
         return True
     try:
-        return bool(evaluate(condition, {"mamba_cache_mode": mode}))
+        return bool(evaluate(condition, {"mamba_cache_mode": mode}, None, PYTHON))
     except Unknown:
         return False
 

@@ -60,7 +60,8 @@ READ_METHODS = (HANDLER, PREFILL_SIZES, VLM, "reserve_for_graph_mb", "reserve_fo
 
 
 def number(node: Node | None) -> Fraction | None:
-    """The exact value of a numeric literal or of arithmetic over literals, else None."""
+    """The exact value of a numeric literal or of arithmetic over literals, else None (which
+    shapes are read as numbers: a capture range's bounds, a clamp's, a floor's)."""
     if node is None:
         return None
     node = unparenthesize(node)
@@ -86,18 +87,6 @@ def number(node: Node | None) -> Fraction | None:
         if op == "-":
             return left - right
     return None
-
-
-def number_text(value: Fraction) -> str:
-    """An exact number as text: an integer, a terminating decimal, or `p/q`."""
-    if value.denominator == 1:
-        return str(value.numerator)
-    scaled = value
-    for digits in range(1, 13):
-        scaled *= 10
-        if scaled.denominator == 1:
-            return f"{float(value):.{digits}f}".rstrip("0")
-    return f"{value.numerator}/{value.denominator}"
 
 
 def expression(node: Node) -> Any:

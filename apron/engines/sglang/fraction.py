@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from apron.expressions import Converter, Unknown, Unread, evaluate, infix, names_in, substituted
+from apron.expressions import PYTHON, Unknown, Unread, evaluate, infix, names_in, substituted
 
 FACT = "memory_fraction_steps"
 ASSUMPTIONS = (
@@ -47,7 +47,6 @@ MIB = 2**20
 PREFILL_SIZES = "ServerArgs._generate_prefill_cuda_graph_batch_sizes"
 VISION_FIELDS = ("num_hidden_layers", "hidden_size")  # what the VLM adjustment getattr()s
 CALLS = {"round": lambda x, digits: round(float(x), digits)}  # SGLang rounds a float
-_PYTHON = Converter({}, lambda name: Unread(f"self.{name} is not read"))  # Python's operators
 
 
 class Model(NamedTuple):
@@ -86,24 +85,11 @@ def _show(value: Any) -> str:
 
 
 class _Names(Mapping[str, Any]):
-    """The names the steps read: the server args as the steps set them, the assumptions, and the
-    model's answers."""
+    """The names the steps read: the server args as the steps set them (`values`), the
+    assumptions, the model's answers, and the cuda-graph backend enum's members."""
 
-    def __init__(self, gpu_mib: Fraction, tp: int, model: Model) -> None:
-        self.values: dict[str, Any] = {name: None for name in DEFAULT_ARGS}
-        self.values.update(
-            {
-                "gpu_mem": gpu_mib,
-                "self.tp_size": tp,
-                "self.pp_size": 1,
-                "self.dp_size": 1,
-                "self.use_mla_backend()": model.use_mla,
-                "model_config.is_multimodal": model.is_multimodal,
-                "self.model_path.lower()": model.model_path.lower(),
-                "prefill_cuda_graph_config.backend": model.prefill_backend,
-                **ASSUMED,
-            }
-        )
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
 
     def __getitem__(self, name: str) -> Any:
         if name in self.values:
@@ -122,9 +108,27 @@ class _Names(Mapping[str, Any]):
         return len(self.values)
 
 
+def _initial(gpu_mib: Fraction, tp: int, model: Model) -> _Names:
+    """The names before the first step: default server args (None: not given) and the rest."""
+    return _Names(
+        {
+            **dict.fromkeys(DEFAULT_ARGS),
+            "gpu_mem": gpu_mib,
+            "self.tp_size": tp,
+            "self.pp_size": 1,
+            "self.dp_size": 1,
+            "self.use_mla_backend()": model.use_mla,
+            "model_config.is_multimodal": model.is_multimodal,
+            "self.model_path.lower()": model.model_path.lower(),
+            "prefill_cuda_graph_config.backend": model.prefill_backend,
+            **ASSUMED,
+        }
+    )
+
+
 def _value(names: _Names, expression: Any, what: str) -> Any:
     try:
-        return evaluate(expression, names, CALLS, _PYTHON)
+        return evaluate(expression, names, CALLS, PYTHON)
     except Unknown as err:
         raise _Stop(f"{what}: {err}") from None
 
@@ -133,7 +137,7 @@ def _holds(names: _Names, row: Any) -> bool:
     if row.when == ():
         return True
     try:
-        return bool(evaluate(row.when, names, CALLS, _PYTHON))
+        return bool(evaluate(row.when, names, CALLS, PYTHON))
     except Unknown as err:
         raise _Stop(
             f"`{err}` is not evaluated under the assumptions (condition `{infix(row.when)}`)"
@@ -144,8 +148,7 @@ def _sizes(names: _Names, capture: Sequence[Any], max_bs: Any) -> list[int]:
     """The prefill capture sizes for `max_bs` from the extracted ranges and filter."""
     if not any(r.op == "at_most" for r in capture):
         raise _Stop("the prefill capture sizes have no extracted `<= max_bs` filter")
-    inner = _Names.__new__(_Names)
-    inner.values = {**names.values, "max_bs": max_bs}
+    inner = _Names({**names.values, "max_bs": max_bs})  # the method's parameter
     sizes: list[int] = []
     for row in capture:
         if row.op == "unread":
@@ -202,7 +205,7 @@ def static_fraction(
         why = f"sglang has no {FACT} rows"
         return StaticFraction(None, (), (why,), ())
     gpu_mib = Fraction(gpu_memory_bytes, MIB)
-    names = _Names(gpu_mib, tp, model)
+    names = _initial(gpu_mib, tp, model)
     capture = [r for r in rows if r.part == "prefill_capture"]
     used: list[Any] = []
     terms: dict[str, list[str]] = {}
