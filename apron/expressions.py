@@ -14,7 +14,8 @@ builds it from C++ or Python source and renders it for people):
   seq]`; ("list", *items); ("?:", test, then, else); unary "!" (C++: 0 or 1), "not" (Python:
   a bool), "neg"; binary "+ - * / % < <= > >= == != && ||" (C++: "/" divides integers) and
   "// /f ** in item or and" (Python: "/f" is `/`, "item" is `x[i]`, "or"/"and" return the
-  deciding value); and the reads of the HF config, resolved through the environment's
+  deciding value; in a Python rule, one evaluated with a converter, "==" and "!=" compare any
+  two values as Python does); and the reads of the HF config, resolved through the environment's
   Converter (llama.cpp's converter's `self.hparams`, or the config as a serving engine's
   conditions read it: apron/conditions.py): ("hp", KEY) `hparams[KEY]`, ("hpget", KEY[, default])
   `hparams.get(KEY, default)` (vLLM's `getattr(cfg, KEY, default)`), ("find", *KEYS),
