@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from apron.config import ModelConfig, load_config, load_sample, sample_names
     from apron.constraints import ConstraintSet, EngineConstraints, load_constraints
     from apron.errors import ApronInputError, ConstraintsError
-    from apron.planner import KV_DTYPES, plan
+    from apron.planning.planner import KV_DTYPES, plan
     from apron.results import Plan
 
 __all__ = [
@@ -62,7 +62,7 @@ def __getattr__(name: str) -> object:
     so that `import apron` (and an `extract` run, which imports this package too) costs no
     calculator; the imports are written out so static tools follow them."""
     if name in ("KV_DTYPES", "plan"):
-        from apron import planner as module
+        from apron.planning import planner as module
     elif name in ("ModelConfig", "load_config", "load_sample", "sample_names"):
         from apron import config as module
     elif name in ("ConstraintSet", "EngineConstraints", "load_constraints"):

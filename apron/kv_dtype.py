@@ -1,7 +1,7 @@
 """What `--kv-cache-dtype auto` resolves to, per engine, from the checkpoint's config and quant config:
 the checkpoint reading every engine shares; each engine's own rule is its
 apron/engines/<engine>/kv_dtype.py (EngineRules.auto_kv_dtype, dispatched by
-apron.engines.resolve_kv_dtype_auto).
+apron.planning.engine_registry.resolve_kv_dtype_auto).
 
 vLLM (pin 0231dd54): `resolve_kv_cache_dtype_string` (vllm/utils/torch_utils.py) maps a ModelOpt
 `kv_cache_scheme` / `kv_cache_quant_algo` to fp8_e4m3 or nvfp4; else `Attention.__init__`
@@ -24,7 +24,7 @@ from apron.json_files import read_json_object
 HF_QUANT_CONFIG = "hf_quant_config.json"
 MAX_QUANT_CONFIG_BYTES = 10_000_000
 
-# torch dtype spellings in config.json -> apron.planner.KV_DTYPES names
+# torch dtype spellings in config.json -> apron.planning.planner.KV_DTYPES names
 CONFIG_DTYPES = {
     "bfloat16": "bf16",
     "float16": "fp16",
@@ -41,7 +41,7 @@ class KvDtypeChoice(NamedTuple):
 
     dtype: (
         str | None
-    )  # "bf16" / "fp16" / "fp8" / "fp32" (apron.planner.KV_DTYPES names), None = unknown
+    )  # "bf16" / "fp16" / "fp8" / "fp32" (apron.planning.planner.KV_DTYPES names), None = unknown
     reason: str
     source_keys: tuple[str, ...]
 

@@ -30,7 +30,7 @@ class Request(NamedTuple):
     ssm_dtype: str = ""  # --mamba-ssm-cache-dtype as the engine resolves it; "" = model dtype
     ssm_dtype_source: str = ""
     tp: int = 1  # the tensor-parallel size asked (--tp), held here only; whole-model figures
-    # are computed at tp 1 (apron.planner.whole_model), one GPU's share at this tp
+    # are computed at tp 1 (apron.planning.planner.whole_model), one GPU's share at this tp
     kv_dtype_source: str = ""  # with --kv-dtype auto: how the engine resolved it; "" = given
 
 

@@ -67,7 +67,7 @@ import apron.extractors.commands.cli
 t1 = time.perf_counter()
 print(json.dumps({"extract": (t1 - t0) * 1e3,
                   "calculator": sorted(m for m in sys.modules if m.startswith(
-                      ("apron.planner", "apron.engines", "apron.mechanisms")))}))
+                      ("apron.planning.planner", "apron.engines", "apron.mechanisms")))}))
 """
 
 

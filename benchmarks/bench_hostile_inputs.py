@@ -45,7 +45,7 @@ import os, resource, sys
 sys.argv = ["apron", *sys.argv[1:]]
 code = 0
 try:
-    from apron.cli import main
+    from apron.command_line.cli import main
     main()
 except SystemExit as done:
     code = done.code if isinstance(done.code, int) else 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from apron.cli import app
+from apron.command_line.cli import app
 
 runner = CliRunner()
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from apron import ApronInputError, load_config, plan
 from apron.capacity import budget, fit, parse_memory
-from apron.cli import app
+from apron.command_line.cli import app
 from apron.parallel import tp_refusal
 from apron.results import GpuShare
 
@@ -474,7 +474,7 @@ def test_moe_committed_index_at_tp8():
     ],
 )
 def test_state_split_must_match_the_engine(dims, expected):
-    from apron.per_gpu import _state_split_mismatch
+    from apron.mechanisms.per_gpu import _state_split_mismatch
     from apron.serving_rules import ServingRules
 
     rules = ServingRules(
@@ -531,8 +531,9 @@ def test_hybrid_capacity_with_mamba_prefix_caching_aligns_the_block_to_the_chunk
 
 def test_hybrid_capacity_is_unknown_without_the_kernel_block_size():
     from apron.constraints import load_constraints
-    from apron.per_gpu import engine_capacity, gpu_share
-    from apron.select import Selection
+    from apron.mechanisms.per_gpu import engine_capacity, gpu_share
+    from apron.mechanisms.select import Selection
+    from apron.planning.engine_registry import ENGINE_RULES
     from apron.serving_rules import serving_rules
 
     model = load_config(CORPUS / "jamba-v0.1.json")
@@ -543,7 +544,15 @@ def test_hybrid_capacity_is_unknown_without_the_kernel_block_size():
         hybrid_page_rule_all=rules.hybrid_page_rule_all._replace(kernel_min_block=None),
     )
     share = gpu_share(
-        model, result.request, 1, rules, Selection(None, ""), result.kv_heads, result.prediction, 0
+        model,
+        result.request,
+        1,
+        rules,
+        Selection(None, ""),
+        result.kv_heads,
+        result.prediction,
+        0,
+        engine=ENGINE_RULES["vllm"],
     )
     c = engine_capacity(model, "hybrid_ssm", share, rules, GIB80, None, 32768, "")
     assert c.sequences is None

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from apron import ApronInputError, load_config, plan
-from apron.cli import app
+from apron.command_line.cli import app
 
 REPO = Path(__file__).resolve().parent.parent
 runner = CliRunner()

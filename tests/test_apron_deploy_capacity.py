@@ -22,7 +22,7 @@ from apron.engines.vllm.kv_cache import (
     group_specs,
     kv_cache_plan,
 )
-from apron.planner import plan
+from apron.planning.planner import plan
 from apron.render import summary_lines, what_fits_differs
 from apron.results import Capacity, Verdict
 

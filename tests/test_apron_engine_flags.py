@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from apron.cli import app
+from apron.command_line.cli import app
 from apron.config import load_sample
 from apron.constraints import load_constraints
 from apron.deployment import Deployment, LlamaCppFlags
 from apron.engine_flags import kv_cache_dtype, max_model_len
 from apron.errors import ApronInputError
-from apron.planner import plan
+from apron.planning.planner import plan
 from tests.test_apron_llamacpp_gguf import LLAMA_31_8B, write_header
 
 runner = CliRunner()

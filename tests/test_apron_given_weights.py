@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from apron import ApronInputError, load_sample, plan
-from apron.cli import app
+from apron.command_line.cli import app
 
 runner = CliRunner()
 # 80 GiB x 0.92 (vLLM's default fraction at the pin), rounded up as vLLM's request_memory does

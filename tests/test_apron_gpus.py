@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from apron.cli import app
+from apron.command_line.cli import app
 from apron.gpus import GPUS, gpu
 
 runner = CliRunner()

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from apron import ApronInputError, load_config
-from apron.cli import app
+from apron.command_line.cli import app
 from apron.hf_cache import cache_dir
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,7 +107,7 @@ def test_done_when_in_a_fresh_process(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
     env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1")
     done = subprocess.run(
-        [sys.executable, "-c", "from apron.cli import main; main()", "plan",
+        [sys.executable, "-c", "from apron.command_line.cli import main; main()", "plan",
          "meta-llama/Llama-3.1-8B", "--context", "8192", "--json"],
         capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
     )  # fmt: skip

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from apron.cli import app
+from apron.command_line.cli import app
 
 SAMPLE = Path(__file__).resolve().parent.parent / "apron" / "samples" / "llama-3.1-8b.json"
 runner = CliRunner()

@@ -21,7 +21,7 @@ from huggingface_hub.utils import (
 from typer.testing import CliRunner
 
 from apron import hf_cache
-from apron.cli import app
+from apron.command_line.cli import app
 
 SAMPLE = Path(__file__).resolve().parent.parent / "apron/samples/llama-3.1-8b.json"
 COMMIT = "0e9e39f249a16976918f6564b8830bc894c89659"

@@ -22,11 +22,11 @@ import pytest
 from typer.testing import CliRunner
 
 from apron import plan
-from apron.cli import app
+from apron.command_line.cli import app
 from apron.constraints import load_constraints
-from apron.engines import resolve_kv_dtype_auto
 from apron.errors import ApronInputError
 from apron.kv_dtype import KvDtypeChoice
+from apron.planning.engine_registry import resolve_kv_dtype_auto
 
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 CORPUS = Path(__file__).resolve().parent / "corpus"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from apron.cli import app
+from apron.command_line.cli import app
 from apron.config import load_sample
 from apron.errors import ApronInputError
 from apron.extractors.llamacpp import converter_hparams as ch
-from apron.planner import plan
+from apron.planning.planner import plan
 from tests.test_apron_llamacpp_gguf import LLAMA_31_8B, write_header
 
 runner = CliRunner()

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from apron import load_config, load_sample, plan
-from apron.cli import app
-from apron.plot import (
+from apron.command_line.cli import app
+from apron.command_line.plot import (
     PlotUnavailable,
     check_out,
     contexts_up_to,

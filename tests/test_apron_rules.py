@@ -23,7 +23,7 @@ from apron.constraints import (
     load_constraints,
     load_engine,
 )
-from apron.engines.vllm import resolve_kv_heads
+from apron.engines.kv_head_scan import resolve_kv_heads
 from apron.extractors.serving import records as serving_records
 from apron.extractors.serving.rule_fields import rule_fields
 from apron.extractors.vllm import records

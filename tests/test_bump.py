@@ -310,7 +310,7 @@ def test_impact_lists_changed_figures(project, make_repo, tmp_path, monkeypatch)
 
 def test_impact_compare_lists_every_changed_figure():
     from apron.extractors.report.impact import ImpactChange, compare
-    from apron.impact import ImpactFigure
+    from apron.planning.impact import ImpactFigure
 
     def figure(sample, what, value, reason=""):
         return ImpactFigure(

@@ -14,11 +14,11 @@ from typing import Any, NamedTuple
 import pytest
 from typer.testing import CliRunner
 
-from apron.cli import app
+from apron.command_line.cli import app
 from apron.constraints import load_constraints
 from apron.engines.llamacpp.gguf_header import gguf_limits, read_header
 from apron.engines.llamacpp.memory import cache_type, figures
-from apron.planner import plan
+from apron.planning.planner import plan
 from tests.conformance_records import Measurement, commit_dirs, facts, measurements
 
 C = load_constraints().get("llamacpp")

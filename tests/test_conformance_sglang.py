@@ -15,7 +15,7 @@ from apron.config import load_config
 from apron.constraints import load_constraints
 from apron.engines import sglang as sglang_rules
 from apron.engines.sglang import fraction as sglang_fraction
-from apron.planner import plan
+from apron.planning.planner import plan
 from tests.conformance_records import Measurement, commit_dirs, facts, measurements
 
 ENGINE = "sglang"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from apron.constraints import default_directory, load_constraints
-from apron.planner import plan
+from apron.planning.planner import plan
 
 QWEN3_NO_HEAD_DIM = {
     "architectures": ["Qwen3ForCausalLM"],

@@ -7,9 +7,10 @@ import inspect
 import re
 from pathlib import Path
 
-from apron.engines import ENGINE_RULES, REFERENCE_ENGINE, base
+from apron.engines import base
+from apron.planning.engine_registry import ENGINE_RULES, REFERENCE_ENGINE
 
-PLANNER = Path(__file__).resolve().parent.parent / "apron" / "planner.py"
+PLANNER = Path(__file__).resolve().parent.parent / "apron" / "planning" / "planner.py"
 MEMBERS = (
     "decide",
     "default_context",
@@ -18,6 +19,8 @@ MEMBERS = (
     "fit_capacity",
     "pooling",
     "kv_dtype_unknown",
+    "tp_refusals",
+    "state_tp_refusal",
     "auto_kv_dtype",
 )
 
@@ -48,6 +51,14 @@ def test_shared_defaults_are_assigned_where_an_engine_has_none_of_its_own():
     assert ENGINE_RULES["sglang"].memory_fraction is not base.no_memory_fraction
     assert ENGINE_RULES["vllm"].fit_capacity is not base.block_capacity
     assert REFERENCE_ENGINE == "vllm"
+    assert ENGINE_RULES["sglang"].tp_refusals is base.no_tp_refusals
+    assert ENGINE_RULES["vllm"].state_tp_refusal is not base.no_state_tp_refusal
+
+
+def test_the_shared_share_asks_the_engine_for_its_tp_refusals():
+    per_gpu = (PLANNER.parent.parent / "mechanisms" / "per_gpu.py").read_text(encoding="utf-8")
+    assert 'c.engine == "vllm"' not in per_gpu and "MambaMixer2" not in per_gpu
+    assert "engine.tp_refusals(" in per_gpu and "engine.state_tp_refusal(" in per_gpu
 
 
 def test_the_planner_names_no_engine_in_a_branch():

@@ -58,7 +58,7 @@ def test_apron_plan_needs_no_parser():
     }
     code = (
         "import sys; sys.argv = ['apron', 'plan', '--sample', 'deepseek-v3', '--json']\n"
-        "from apron.cli import main; main()"
+        "from apron.command_line.cli import main; main()"
     )
     done = run_without(parsers, code)
     assert done.returncode == 0, done.stderr

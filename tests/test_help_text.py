@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from apron.cli import app as apron_app
+from apron.command_line.cli import app as apron_app
 from apron.extractors.commands.cli import app as extract_app
 
 runner = CliRunner()

@@ -1,5 +1,5 @@
 """`import apron` is lazy (PEP 562): an `extract` run imports no calculator module, and
-`apron.plan` is always the function, never the orchestrator module apron.planner."""
+`apron.plan` is always the function, never the orchestrator module apron.planning.planner."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CALCULATOR = ("apron.planner", "apron.engines", "apron.mechanisms")
+CALCULATOR = ("apron.planning", "apron.engines", "apron.mechanisms")
 
 
 def imported_after(code: str) -> list[str]:
@@ -33,8 +33,8 @@ def test_import_apron_imports_only_the_package():
 
 def test_apron_plan_is_the_function_even_after_the_planner_module_is_imported():
     import apron
-    import apron.planner
+    import apron.planning.planner
 
-    assert callable(apron.plan) and apron.plan is apron.planner.plan
-    assert apron.plan.__module__ == "apron.planner"
+    assert callable(apron.plan) and apron.plan is apron.planning.planner.plan
+    assert apron.plan.__module__ == "apron.planning.planner"
     assert "plan" in dir(apron) and "planner" not in apron.__all__

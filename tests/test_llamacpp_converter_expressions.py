@@ -14,7 +14,7 @@ from apron.engines.llamacpp.gguf_header import gguf_limits, read_header
 from apron.engines.llamacpp.memory import figures
 from apron.expressions import Converter, evaluate
 from apron.extractors.llamacpp import converter_hparams as ch
-from apron.planner import plan
+from apron.planning.planner import plan
 from tests.test_apron_llamacpp_gguf import MAMBA_CODESTRAL
 
 C = load_constraints().get("llamacpp")

@@ -93,7 +93,7 @@ def test_the_trtllm_pin_is_the_commit_its_release_was_built_from():
 
 def test_the_trtllm_column_has_no_figures_while_no_source_was_read():
     from apron.config import load_sample
-    from apron.planner import plan
+    from apron.planning.planner import plan
 
     assert not (REPO_ROOT / "generated" / "trtllm").exists()
     view = next(v for v in plan(load_sample("llama-3.1-8b")).engines if v.engine == "trtllm")

@@ -44,7 +44,7 @@ from apron.extractors.report.pr_body import (
 )
 from apron.extractors.report.readings_lost import LostReading
 from apron.extractors.vllm.records import ModelClassFlags, RegistryRow, VllmDocsRow
-from apron.impact import ImpactFigure
+from apron.planning.impact import ImpactFigure
 from tests import llamacpp_miniatures as llama
 from tests import vllm_miniatures as vllm
 from tests.conftest import assert_snapshot, write_pin
@@ -661,7 +661,7 @@ IMPACT_SAMPLES = 21  # apron/samples (8) and apron/samples/impact (13)
     ],
 )  # fmt: skip
 def test_the_calculator_clause_in_words(impact, clause):
-    from apron.impact import impact_samples
+    from apron.planning.impact import impact_samples
 
     assert len(impact_samples()) == IMPACT_SAMPLES
     diff = EngineDiff(

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from apron import conditions as apron_conditions
 from apron.config import ModelConfig, is_int
 from apron.constraints import load_engine
-from apron.engines.vllm import resolve_kv_heads
+from apron.engines.kv_head_scan import resolve_kv_heads
 from apron.expressions import infix
 from apron.extractors.parsing.expressions import (
     config_flag,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from apron.extractors.sglang.context_length import context_length_rules
-from apron.planner import plan
+from apron.planning.planner import plan
 from tests.sglang_miniatures import CONTEXT_LENGTH, CONTEXT_PATH
 
 

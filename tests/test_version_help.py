@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from apron import version as version_module
-from apron.cli import app as apron_app
+from apron.command_line.cli import app as apron_app
 from apron.extractors.commands.cli import app as extract_app
 
 REPO = Path(__file__).resolve().parent.parent

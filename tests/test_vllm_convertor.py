@@ -267,7 +267,7 @@ def test_base_scan_in_an_early_branch_ends_the_rules():
     """`if c1: return super()...` returns the scan at once; the later branch is not tried."""
     from apron.config import ModelConfig
     from apron.constraints import load_engine
-    from apron.engines.vllm import resolve_kv_heads
+    from apron.engines.kv_head_scan import resolve_kv_heads
     from apron.generated.schema import KvHeadOverride as Row
 
     rules = _falcon_rules(

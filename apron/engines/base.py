@@ -101,6 +101,14 @@ class EngineRules(Protocol):
         """Why its KV cell at this KV dtype depends on what it decides on the GPU at run time
         ("" when it does not): its KV figures are then unknown."""
 
+    def tp_refusals(self, model: ModelConfig, tp: int) -> tuple[str, ...]:
+        """Why it refuses `tp` for this config besides its extracted tp checks (rules of its model
+        code read by hand); () when it does not."""
+
+    def state_tp_refusal(self, model: ModelConfig, state_rule: Any, tp: int) -> str:
+        """Why its state mixer for `state_rule` (apron.state_shapes) refuses `tp` ("" when it
+        does not)."""
+
     def auto_kv_dtype(
         self,
         constraints: EngineConstraints | None,
@@ -159,8 +167,8 @@ def no_memory_fraction(
 
 
 def block_capacity(fit: CapacityInputs) -> Capacity:
-    """The shared default: the generic block fit (apron.per_gpu.engine_capacity)."""
-    from apron import per_gpu
+    """The shared default: the generic block fit (apron.mechanisms.per_gpu.engine_capacity)."""
+    from apron.mechanisms import per_gpu
 
     return per_gpu.engine_capacity(
         fit.model,
@@ -187,6 +195,16 @@ def no_auto_kv_dtype(
 
 def kv_dtype_known(model: ModelConfig, constraints: EngineConstraints, kv_dtype: str) -> str:
     """The shared default: the KV cell does not depend on a run-time decision."""
+    return ""
+
+
+def no_tp_refusals(model: ModelConfig, tp: int) -> tuple[str, ...]:
+    """The shared default: no tp refusal beyond the extracted tp checks."""
+    return ()
+
+
+def no_state_tp_refusal(model: ModelConfig, state_rule: Any, tp: int) -> str:
+    """The shared default: its state mixers refuse no tp of their own."""
     return ""
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from apron.constraints import ConstraintSet
 from apron.errors import ApronInputError
-from apron.planner import plan
+from apron.planning.planner import plan
 from apron.results import EngineView
 
 SHOWN_DIFFERENCES = 5

@@ -18,7 +18,7 @@ from pathlib import Path
 from apron.constraints import load_constraints
 from apron.errors import ConstraintsError
 from apron.extractors.report.conformance import ConformanceOutcome, compare_with_records
-from apron.impact import PREDICTION, ImpactFigure, sample_figures
+from apron.planning.impact import PREDICTION, ImpactFigure, sample_figures
 
 NAMED_SAMPLES = 4  # samples a change names before "and N more"
 REASON_CAP = 240  # characters of one reason in the verdict

@@ -22,7 +22,7 @@ from apron.extractors.report.diff import (
 )
 from apron.extractors.report.engine_reports import engine_report
 from apron.extractors.report.impact import impact_phrases, rule_changes
-from apron.impact import IMPACT_CONTEXT, IMPACT_GPU_WORDS, IMPACT_TPS, IMPACT_WEIGHTS
+from apron.planning.impact import IMPACT_CONTEXT, IMPACT_GPU_WORDS, IMPACT_TPS, IMPACT_WEIGHTS
 
 GITHUB_BODY_LIMIT = 65_536  # characters (UTF-16 code units) GitHub accepts in a PR body
 WORKFLOW_NOTICE_RESERVE = 1_000  # left for a notice the workflow puts on top (failed tests)
@@ -362,7 +362,7 @@ def _impact_summary(plan: BumpPlan) -> str:
     if impact is None or impact.changes is None:
         note = f" ({impact.note})" if impact is not None and impact.note else ""
         return f"the calculator's figures were not computed{note}"
-    from apron.impact import impact_samples
+    from apron.planning.impact import impact_samples
 
     total = len(impact_samples())
     if not impact.changes:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from apron.cli import app
+from apron.command_line.cli import app
 from tests.conftest import REPO_ROOT
 
 runner = CliRunner()
@@ -51,7 +51,7 @@ _MEASURED = """
 import os, sys
 sys.argv = ["apron", *sys.argv[2:]]
 try:
-    from apron.cli import main
+    from apron.command_line.cli import main
     main()
 finally:
     with open("/proc/self/status") as status:

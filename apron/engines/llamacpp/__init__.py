@@ -283,6 +283,8 @@ def default_context(model: ModelConfig, llamacpp: EngineConstraints) -> ContextD
 memory_fraction = base.no_memory_fraction
 fit_capacity = base.block_capacity
 pooling = base.not_pooling
+tp_refusals = base.no_tp_refusals
+state_tp_refusal = base.no_state_tp_refusal
 kv_dtype_unknown = base.kv_dtype_known
 
 

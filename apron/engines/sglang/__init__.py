@@ -18,8 +18,8 @@ from typing import Any
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.engines import base
-from apron.engines import vllm as vllm_rules
 from apron.engines.base import ContextDefault, EngineDecision
+from apron.engines.kv_head_scan import resolve_kv_heads
 from apron.engines.sglang.kv_dtype import auto_kv_dtype as auto_kv_dtype  # the protocol member
 from apron.layers import layout
 from apron.results import Capacity, HeadCount, MlaDecision
@@ -146,7 +146,7 @@ def kv_heads(model: ModelConfig, sglang: EngineConstraints) -> HeadCount | None:
     """What SGLang's get_total_num_kv_heads gives for this config (None: rule not extracted)."""
     if not sglang.has(ALIASES):
         return None
-    _prediction, engine = vllm_rules.resolve_kv_heads(model, sglang)
+    _prediction, engine = resolve_kv_heads(model, sglang)
     return engine._replace(
         how=engine.how.replace("vLLM", "SGLang"),
         unknown=tuple(u.replace("vLLM", "SGLang") for u in engine.unknown),
@@ -442,6 +442,8 @@ def _rope_factor(model: ModelConfig, by_kind: dict[str, list[Any]]) -> tuple[flo
 
 own_view = base.no_own_view
 pooling = base.not_pooling
+tp_refusals = base.no_tp_refusals
+state_tp_refusal = base.no_state_tp_refusal
 
 
 def memory_fraction(

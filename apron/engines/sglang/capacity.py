@@ -25,7 +25,7 @@ from apron import capacity as fit_rules
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
 from apron.deployment import Deployment
-from apron.layer_specs import ATTENTION, CHUNK, STATE, WINDOWED, Layers, layers_of
+from apron.mechanisms.layer_specs import ATTENTION, CHUNK, STATE, WINDOWED, Layers, layers_of
 from apron.results import Capacity, GpuShare, HeadCount, Request, Verdict
 
 SERVING_DEFAULTS, OVERRIDES = "serving_defaults", "arg_overrides"

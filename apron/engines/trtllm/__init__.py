@@ -77,5 +77,7 @@ own_view = base.no_own_view
 memory_fraction = base.no_memory_fraction
 fit_capacity = base.block_capacity
 pooling = base.not_pooling
+tp_refusals = base.no_tp_refusals
+state_tp_refusal = base.no_state_tp_refusal
 kv_dtype_unknown = base.kv_dtype_known
 auto_kv_dtype = base.no_auto_kv_dtype

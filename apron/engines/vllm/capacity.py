@@ -34,8 +34,8 @@ from apron.engines.vllm.kv_cache import (
     stage_pools,
 )
 from apron.engines.vllm.sizing import Unknown, request_pages, scheduler
-from apron.layer_specs import ATTENTION, CHUNK, STATE, WINDOWED, Layers, layers_of
 from apron.mechanisms import hybrid_ssm, mla_latent
+from apron.mechanisms.layer_specs import ATTENTION, CHUNK, STATE, WINDOWED, Layers, layers_of
 from apron.results import Capacity, GpuShare, HeadCount, Request, Verdict
 
 HMA_CHUNKED = (
@@ -162,7 +162,7 @@ def capacity(
     weights_unknown: str,
 ) -> Capacity:
     """vLLM's blocks, concurrency and verdict on one GPU, or unknown with what is missing."""
-    from apron.per_gpu import _block_tokens, _hybrid_block
+    from apron.mechanisms.per_gpu import _block_tokens, _hybrid_block
 
     gpu_memory = deployment.gpu_memory or 0
     fraction, fraction_source = (
@@ -345,7 +345,7 @@ def mamba_cache_mode(model: ModelConfig, prefix_caching: bool | None) -> tuple[s
             else "vllm serve's default: prefix caching off for a hybrid or attention-free model"
         )
         return "none", f"mamba_cache_mode 'none' ({why})"
-    from apron.per_gpu import _mamba_cache_mode
+    from apron.mechanisms.per_gpu import _mamba_cache_mode
 
     return _mamba_cache_mode(model)
 

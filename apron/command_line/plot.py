@@ -105,7 +105,7 @@ def kv_curves(plans: Sequence[Plan]) -> PlotData:
 
 def plans_for_plot(config, contexts: Sequence[int], **options) -> tuple[Plan, ...]:
     """One plan per context (the plot's input)."""
-    from apron.planner import plan
+    from apron.planning.planner import plan
 
     return tuple(plan(config, context=c, **options) for c in contexts)
 

@@ -9,11 +9,11 @@ from apron import parallel
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.deployment import Deployment
-from apron.engines import ENGINE_RULES
 from apron.engines.base import CapacityInputs
 from apron.mechanisms import mla_latent
+from apron.mechanisms.select import Selection
+from apron.planning.engine_registry import ENGINE_RULES
 from apron.results import Capacity, GpuShare, HeadCount, MechanismResult, Request, Weights
-from apron.select import Selection
 
 
 class Serving(NamedTuple):
@@ -41,12 +41,20 @@ def serving_figures(
     mla = figures.mechanism == mla_latent.NAME  # the MLA KV-head rule holds at tp 1 too
     if request.tp == 1 and serving.gpu_memory is None and not mla:  # no serving rule is needed
         return parallel.whole_model_share(heads, figures, serving.weights.total_bytes), None, ()
-    from apron import per_gpu
+    from apron.mechanisms import per_gpu
     from apron.serving_rules import serving_rules
 
     rules = serving_rules(constraints, engine_id)
     share = per_gpu.gpu_share(
-        model, request, request.tp, rules, selection, heads, figures, serving.weights.total_bytes
+        model,
+        request,
+        request.tp,
+        rules,
+        selection,
+        heads,
+        figures,
+        serving.weights.total_bytes,
+        engine=ENGINE_RULES[engine_id],
     )
     used = rules.citations if request.tp > 1 or serving.gpu_memory is not None or mla else ()
     if serving.gpu_memory is None:
@@ -85,7 +93,7 @@ def _engine_capacity(
 ) -> Capacity:
     """What fits on one GPU, by the engine's own pool arithmetic (vLLM's KV cache groups,
     SGLang's pool configurators); the generic block fit for an engine without its own."""
-    from apron import per_gpu
+    from apron.mechanisms import per_gpu
 
     deployment = serving.deployment._replace(
         gpu_memory=serving.gpu_memory,

@@ -15,7 +15,7 @@ from apron.console import EscapingConsole
 from apron.constraints import load_constraints
 from apron.engine_flags import EngineOptions
 from apron.errors import ApronInputError
-from apron.planner import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, plan
+from apron.planning.planner import ENGINE_KV_DTYPE_NAMES, KV_DTYPES, plan
 from apron.terminal import printable, printable_json, shown
 from apron.version import version_option
 from apron.weights_figure import PARAM_DTYPE_BITS
@@ -548,8 +548,8 @@ def plot_command(
     tp = aliased(
         ctx, "tp", tp, tensor_parallel_size, "--tensor-parallel-size", count_option(bounds.TP)
     )
+    from apron.command_line.plot import check_out
     from apron.output_files import discard
-    from apron.plot import check_out
 
     try:
         output = check_out(out, follow_symlinks=follow_symlinks)
@@ -565,7 +565,7 @@ def plot_command(
 
 def _plot(output, config, sample, context, kv_dtype, tp) -> str:
     """Plan at increasing contexts and draw the plot into the checked output."""
-    from apron.plot import contexts_up_to, kv_curves, plans_for_plot, write_plot
+    from apron.command_line.plot import contexts_up_to, kv_curves, plans_for_plot, write_plot
 
     first = _plan(config, sample, context, kv_dtype, 1, tp, None, None, None)
     maximum = first.request.context or DEFAULT_PLOT_CONTEXT

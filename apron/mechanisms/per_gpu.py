@@ -4,14 +4,19 @@ rules (apron.serving_rules) and the mechanism figures; a rule the engine lacks g
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from apron import capacity as fit_rules
 from apron import parallel
 from apron.config import ModelConfig
 from apron.layers import ATTENTION_KINDS, STATE_KINDS, layout
 from apron.mechanisms import full_attention, hybrid_ssm, mla_latent, recurrent
+from apron.mechanisms.select import Selection, compute
 from apron.results import Capacity, GpuShare, HeadCount, MechanismResult, Request
-from apron.select import Selection, compute
+
+# an engine's package (apron.engines.<engine>, the protocol apron.engines.base.EngineRules); not
+# imported here: apron/engines/ sits above this module
+EngineRules = Any
 
 SPLITTABLE = (full_attention.NAME, hybrid_ssm.NAME, recurrent.NAME, "sliding_window")
 
@@ -47,59 +52,19 @@ STATE_SPLITS = {
 }
 
 
-def _mixer_refusal(model: ModelConfig, rule, tp: int) -> str:
-    """vLLM's Mamba2 mixer asserts `n_groups % tp == 0 or n_groups == 1` when it is built
-    (vllm/model_executor/layers/mamba/mamba_mixer2.py MambaMixer2.__init__, read by hand): a tp
-    it fails is refused at startup. "" when the rule does not apply or holds."""
-    if rule is None or rule.calculator != "mamba2" or tp == 1:
-        return ""
-    from apron.state_shapes import MISSING, hook_argument
-
-    groups = hook_argument(model, rule, "n_groups")
-    if groups is MISSING or not isinstance(groups, int) or groups == 1 or groups % tp == 0:
-        return ""
-    return (
-        f"vLLM's MambaMixer2 asserts n_groups % tp == 0 or n_groups == 1 "
-        f"(vllm/model_executor/layers/mamba/mamba_mixer2.py): n_groups {groups} at tp {tp}"
-    )
-
-
-# vLLM's vision encoders shard their attention heads over the tensor-parallel group when
-# mm_encoder_tp_mode is "weights" (its default): `num_attention_heads_per_partition =
-# dist_utils.divide(num_heads, tp_size)` (vllm/model_executor/models/qwen2_5_vl.py, qwen2_vl.py,
-# glm4_1v.py, moonvit.py, ...; read by hand), and divide asserts num_heads % tp == 0. These are
-# the vision configs that name the count `num_heads`.
-VISION_HEADS = "vision_config.num_heads"
-
-
-def _vision_refusal(model: ModelConfig, tp: int) -> str:
-    """Why vLLM's vision encoder refuses `tp` for this config ("" when it does not)."""
-    vision = model.raw.get("vision_config")
-    heads = vision.get("num_heads") if isinstance(vision, dict) else None
-    if tp == 1 or not isinstance(heads, int) or isinstance(heads, bool) or heads < 1:
-        return ""
-    if heads % tp == 0:
-        return ""
-    return (
-        f"vllm: {VISION_HEADS} = {heads} is not divisible by tp {tp}: vLLM's vision encoder "
-        "divides its attention heads over tp (dist_utils.divide in the vision attention, "
-        "mm_encoder_tp_mode 'weights')"
-    )
-
-
-def _refusals(model: ModelConfig, rules, config, tp: int, checks: dict) -> tuple[str, ...]:
-    """The engine's extracted tp checks, and for vLLM its vision encoder's head split."""
+def _refusals(
+    model: ModelConfig, rules, config, tp: int, checks: dict, engine: EngineRules
+) -> tuple[str, ...]:
+    """The engine's extracted tp checks, and the refusals it reads by hand (its tp_refusals)."""
     from apron import serving_rules as sr
 
-    refused = sr.tp_check(rules, config, tp, **checks)
-    if any(c.engine == "vllm" for c in rules.citations):
-        vision = _vision_refusal(model, tp)
-        refused = (*refused, vision) if vision else refused
-    return refused
+    return (*sr.tp_check(rules, config, tp, **checks), *engine.tp_refusals(model, tp))
 
 
-def _valid_tp(model: ModelConfig, rules, config, checks: dict) -> tuple[int, ...]:
-    return tuple(t for t in range(1, 65) if not _refusals(model, rules, config, t, checks))
+def _valid_tp(
+    model: ModelConfig, rules, config, checks: dict, engine: EngineRules
+) -> tuple[int, ...]:
+    return tuple(t for t in range(1, 65) if not _refusals(model, rules, config, t, checks, engine))
 
 
 def _state_split_mismatch(rules, calculator: str | None) -> str:
@@ -137,6 +102,7 @@ def _mla_share(
     heads: HeadCount,
     figures: MechanismResult,
     weights_total: int | None,
+    engine: EngineRules,
 ) -> GpuShare:
     """An MLA model's share: the latent is one KV head, replicated on every GPU (the engine's
     extracted mla_kv_heads_per_gpu rule; vLLM ModelConfig.get_num_kv_heads returns 1 for MLA at
@@ -147,9 +113,9 @@ def _mla_share(
     if tp > 1:
         config = model.raw if model.text_key is None else model.text
         checks = {"total_kv_heads": heads.count, "is_mla": True}
-        refused = _refusals(model, rules, config, tp, checks)
+        refused = _refusals(model, rules, config, tp, checks, engine)
         if refused:
-            valid = _valid_tp(model, rules, config, checks)
+            valid = _valid_tp(model, rules, config, checks, engine)
             return GpuShare(
                 status="refused",
                 kv_heads_per_gpu=None,
@@ -203,10 +169,13 @@ def gpu_share(
     heads: HeadCount,
     figures: MechanismResult,
     weights_total: int | None,
+    *,
+    engine: EngineRules,
 ) -> GpuShare:
-    """The engine's figures for one GPU: weights / tp, KV heads by its rule, state by its split."""
+    """The engine's figures for one GPU: weights / tp, KV heads by its rule, state by its split;
+    `engine` (its package, apron.engines.<engine>) adds the tp refusals it reads by hand."""
     if figures.mechanism == mla_latent.NAME:
-        return _mla_share(model, tp, rules, heads, figures, weights_total)
+        return _mla_share(model, tp, rules, heads, figures, weights_total, engine)
     if tp == 1:
         return parallel.whole_model_share(heads, figures, weights_total)
     weights, lines = _weights(weights_total, tp)
@@ -214,9 +183,9 @@ def gpu_share(
 
     config = model.raw if model.text_key is None else model.text
     checks = {"total_kv_heads": heads.count, "is_mla": False}
-    refused = _refusals(model, rules, config, tp, checks)
+    refused = _refusals(model, rules, config, tp, checks, engine)
     if refused:
-        valid = _valid_tp(model, rules, config, checks)
+        valid = _valid_tp(model, rules, config, checks, engine)
         return GpuShare(
             status="refused",
             kv_heads_per_gpu=None,
@@ -261,13 +230,12 @@ def gpu_share(
 
         rule = rule_for(model)
         mismatch = _state_split_mismatch(rules, rule.calculator if rule else None)
-        vllm_rules = any(c.engine == "vllm" for c in rules.citations)
-        refused = _mixer_refusal(model, rule, tp) if vllm_rules else ""
+        refused = engine.state_tp_refusal(model, rule, tp)
         if refused:
             valid = tuple(
                 t
                 for t in sr.valid_tp_sizes(config, rules, **checks)
-                if not _mixer_refusal(model, rule, t)
+                if not engine.state_tp_refusal(model, rule, t)
             )
             return GpuShare(
                 status="refused",

@@ -17,13 +17,16 @@ from apron.constraints import (
     load_constraints,
 )
 from apron.deployment import Deployment
-from apron.engines import ENGINE_RULES, REFERENCE_ENGINE, resolve_kv_dtype_auto
 from apron.engines import vllm as vllm_rules
 from apron.engines.base import Column, EngineDecision
+from apron.engines.kv_head_scan import resolve_kv_heads
 from apron.errors import ApronInputError
 from apron.kv_dtype import KvDtypeChoice
 from apron.mechanisms import full_attention, mla_latent, no_kv_cache, sliding_window
 from apron.mechanisms.base import is_mla_shaped
+from apron.mechanisms.select import Selection, compute, select
+from apron.planning.engine_registry import ENGINE_RULES, REFERENCE_ENGINE, resolve_kv_dtype_auto
+from apron.planning.serving import Serving, serving_figures
 from apron.results import (
     PREDICTION,
     EngineStamp,
@@ -34,8 +37,6 @@ from apron.results import (
     Plan,
     Request,
 )
-from apron.select import Selection, compute, select
-from apron.serving import Serving, serving_figures
 from apron.support import support
 from apron.terminal import shown
 from apron.weights_figure import checkpoint_dir, checkpoint_weights, given_weights
@@ -384,7 +385,7 @@ def _auto_request(
 
 def whole_model(request: Request) -> Request:
     """The request the whole model's figures are computed for (tp 1); per-GPU shares at
-    request.tp come from the capacity step (apron.serving)."""
+    request.tp come from the capacity step (apron.planning.serving)."""
     return request._replace(tp=1)
 
 
@@ -526,7 +527,7 @@ def plan(
         weights=weights,
         deployment=deployment or Deployment(),
     )
-    apron_heads, _ = vllm_rules.resolve_kv_heads(model, vllm)
+    apron_heads, _ = resolve_kv_heads(model, vllm)
     decisions: dict[str, EngineDecision] = {}
     for engine_id, engine in cs.engines.items():
         rules = ENGINE_RULES.get(engine_id)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from apron.config import SAMPLES_DIR, load_sample, sample_names
 from apron.constraints import ConstraintSet, load_constraints
 from apron.errors import ApronInputError
-from apron.planner import plan
+from apron.planning.planner import plan
 from apron.render import short_bytes
 from apron.results import EngineView, Plan
 
