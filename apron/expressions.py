@@ -4,7 +4,8 @@ An expression is stored in generated/ as a plain literal (extractors/parsing/exp
 builds it from C++ or Python source and renders it for people):
 
 - a leaf: an int, float, bool or None is itself; a str is a *name* looked up in the
-  environment the caller passes ("n_embd", "$il"); a name the environment lacks that is written
+  environment the caller passes ("n_embd", "$il"; SGLang's quantities spelled as their code,
+  "self.tp_size", "self.use_mla_backend()"); a name the environment lacks that is written
   in upper case (LLM_ARCH_LLAMA, LLAMA_SWA_TYPE_STANDARD) is an enum constant (Symbol);
 - a node: a tuple whose first item names it (NODES lists each with its operand count):
   ("str", TEXT) a string, ("sym", NAME) an enum constant, ("undef", WHY) code the reader does not
@@ -13,16 +14,23 @@ builds it from C++ or Python source and renders it for people):
   seq]`; ("list", *items); ("?:", test, then, else); unary "!" (C++: 0 or 1), "not" (Python:
   a bool), "neg"; binary "+ - * / % < <= > >= == != && ||" (C++: "/" divides integers) and
   "// /f ** in item or and" (Python: "/f" is `/`, "item" is `x[i]`, "or"/"and" return the
-  deciding value); and the converter's reads of the HF config, resolved through the
-  environment's Converter: ("hp", KEY), ("hpget", KEY[, default]), ("find", *KEYS),
-  ("findopt", *KEYS), ("has", KEY), ("self", NAME); a configuration class's code reads the same
-  nodes (transformers, extractors/transformers/config_classes.py: `self.x` is ("self", "x"), a
-  config.json key that is not a field, `kwargs.get(k, d)`, is ("hpget", k, d), `k in kwargs` is
-  ("has", k)), resolved against the config the class builds.
+  deciding value; in a Python rule, one evaluated with a converter, "==" and "!=" compare any
+  two values as Python does, and strings compare and concatenate as Python's do); and the reads
+  of the HF config, resolved through the environment's Converter (llama.cpp's converter's
+  `self.hparams`, or the config as a serving engine's conditions read it: apron/conditions.py):
+  ("hp", KEY) `hparams[KEY]`, ("hpget", KEY[, default]) `hparams.get(KEY, default)` (vLLM's
+  `getattr(cfg, KEY, default)`), ("find", *KEYS), ("findopt", *KEYS), ("has", KEY) `KEY in
+  hparams` (vLLM's `hasattr(cfg, KEY)`), ("self", NAME); a configuration class's code reads the
+  same nodes (transformers, extractors/transformers/config_classes.py: `self.x` is ("self", "x"),
+  a config.json key that is not a field, `kwargs.get(k, d)`, is ("hpget", k, d), `k in kwargs`
+  is ("has", k)), resolved against the config the class builds.
 - ("dict", k1, v1, k2, v2, ...) a Python dict display; indexing it ("item") with a key it does
   not hold raises KeyError in the engine's code: Raises, not Unknown, where the value is used (a
   key a dict from the environment lacks is Unknown: that dict may be filled by code not read).
 - The empty tuple is no expression (a condition that always holds).
+
+`infix(expression)` renders it as C++/Python-like words for people (nothing reads them back);
+`names_in` lists the names it reads and `substituted` puts values in their place (for words).
 
 `evaluate(expression, names, calls, converter)` compiles an expression once (a closure per
 node, cached per expression object) and runs it: a name or call it lacks is Unknown; so is a
@@ -35,7 +43,7 @@ undefined rather than built. `infix` renders any expression for people (the one 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 
@@ -84,6 +92,8 @@ class Converter(NamedTuple):
 
 UNDEFINED = _Undefined("a division by zero")
 MAX_LIST = 100_000  # a list longer than this (a hostile layer count) is undefined, not built
+# A Python rule that reads no HF config (a serving engine's own settings): Python's operators.
+PYTHON = Converter({}, lambda name: Unread(f"self.{name}: the rule reads no attribute"))
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 CPP_BINARY = ("+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||")
@@ -141,6 +151,127 @@ def expression_problem(expression: Any) -> str:
         if problem:
             return problem
     return ""
+
+
+# ---------------------------------------------------------------- words for people
+
+_PRECEDENCE = {
+    "or": 1,
+    "||": 1,
+    "and": 2,
+    "&&": 2,
+    "==": 3,
+    "!=": 3,
+    "<": 4,
+    "<=": 4,
+    ">": 4,
+    ">=": 4,
+    "in": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "/": 6,
+    "/f": 6,
+    "//": 6,
+    "%": 6,
+    "**": 7,
+}
+_SHOWN = {"/f": "/"}
+
+
+def infix(expression: Any) -> str:
+    """The expression as C++/Python-like words for a reviewer ("n_embd * (l - 1)")."""
+    return _words(expression)[0]
+
+
+def _words(e: Any) -> tuple[str, int]:
+    """(text, precedence of its outermost operator; 9 for an atom)."""
+    if isinstance(e, str):
+        return e, 9
+    if not isinstance(e, tuple):
+        return repr(e), 9
+    if not e:
+        return "always", 9
+    node, *rest = e
+    if node in _PRECEDENCE:
+        (a, pa), (b, pb) = _words(rest[0]), _words(rest[1])
+        p = _PRECEDENCE[node]
+        left = a if pa >= p else f"({a})"
+        right = b if pb > p else f"({b})"
+        return f"{left} {_SHOWN.get(node, node)} {right}", p
+    if node in ("!", "neg", "not"):
+        a, pa = _words(rest[0])
+        sign = {"!": "!", "neg": "-", "not": "not "}[node]
+        return sign + (a if pa >= 9 else f"({a})"), 8
+    if node == "?:":
+        cond, then, other = (_words(r)[0] for r in rest)
+        return f"({cond} ? {then} : {other})", 9
+    if node == "cast":
+        return f"({rest[0]}) {_words(rest[1])[0]}", 8
+    if node == "at":
+        return f"{rest[0]}[{_words(rest[1])[0]}]", 9
+    if node == "item":
+        return f"{_words(rest[0])[0]}[{_words(rest[1])[0]}]", 9
+    if node == "call":
+        return f"{rest[0]}({', '.join(_words(r)[0] for r in rest[1:])})", 9
+    if node == "list":
+        return "[" + ", ".join(_words(r)[0] for r in rest) + "]", 9
+    if node == "map":
+        body, over = _words(rest[2])[0], _words(rest[1])[0]
+        return f"[{body} for {rest[0]} in {over}]", 9
+    if node == "str":
+        return repr(rest[0]), 9
+    if node == "hp":
+        return f"hparams[{rest[0]!r}]", 9
+    if node == "hpget":
+        default = f", {_words(rest[1])[0]}" if len(rest) == 2 else ""
+        return f"hparams.get({rest[0]!r}{default})", 9
+    if node in ("find", "findopt"):
+        optional = ", optional=True" if node == "findopt" else ""
+        return f"find_hparam({list(rest)!r}{optional})", 9
+    if node == "has":
+        return f"{rest[0]!r} in hparams", 4
+    if node == "self":
+        return f"self.{rest[0]}", 9
+    if node == "undef":
+        return f"<unread: {rest[0]}>", 9
+    if node == "dict":
+        pairs = (
+            f"{_words(k)[0]}: {_words(v)[0]}" for k, v in zip(rest[::2], rest[1::2], strict=True)
+        )
+        return "{" + ", ".join(pairs) + "}", 9
+    return " ".join(str(r) for r in rest), 9  # "sym"
+
+
+def names_in(expression: Any) -> Iterator[str]:
+    """Every name the expression reads, in order (an enum constant is a name too)."""
+    if isinstance(expression, str):
+        yield expression
+    elif isinstance(expression, tuple) and expression:
+        node = expression[0]
+        if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
+            if node == "hpget" and len(expression) == 3:
+                yield from names_in(expression[2])
+            return
+        first = 2 if node in ("call", "at", "cast", "map") else 1
+        if node == "at":
+            yield expression[1]
+        for operand in expression[first:]:
+            yield from names_in(operand)
+
+
+def substituted(expression: Any, values: Mapping[str, Any]) -> Any:
+    """The expression with each name `values` has replaced by its value, the rest as it is (for
+    people: `infix(substituted(e, shown))` reads "round((81,920 - 13,904) / 81,920, 3)")."""
+    if isinstance(expression, str):
+        return values.get(expression, expression)
+    if not isinstance(expression, tuple) or not expression:
+        return expression
+    node = expression[0]
+    if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
+        return expression
+    first = 2 if node in ("call", "at", "cast", "map") else 1
+    return (*expression[:first], *(substituted(e, values) for e in expression[first:]))
 
 
 # ---------------------------------------------------------------- the call tables
@@ -349,8 +480,8 @@ def _cpp_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
         undefined = _first_undefined(a, b)
         if undefined is not None:
             return undefined
-        if (a is None or b is None) and op in ("==", "!="):
-            return int((a == b) == (op == "=="))
+        if (a is None or b is None or v is not None) and op in ("==", "!="):
+            return int((a == b) == (op == "=="))  # Python's == (v: a Python rule) of any values
         if (isinstance(a, str) or isinstance(b, str)) and v is None:  # C++: enum constants
             if op not in ("==", "!=") or not (isinstance(a, str) and isinstance(b, str)):
                 raise Unknown(f"{a} {op} {b}: an enum constant compared with a number")
@@ -626,93 +757,3 @@ def _first_undefined(*values: Any) -> _Undefined | None:
         if isinstance(value, _Undefined):
             return value
     return None
-
-
-# ---------------------------------------------------------------- words for people
-
-_PRECEDENCE = {
-    "or": 1,
-    "||": 1,
-    "and": 2,
-    "&&": 2,
-    "==": 3,
-    "!=": 3,
-    "<": 4,
-    "<=": 4,
-    ">": 4,
-    ">=": 4,
-    "in": 4,
-    "+": 5,
-    "-": 5,
-    "*": 6,
-    "/": 6,
-    "/f": 6,
-    "//": 6,
-    "%": 6,
-    "**": 7,
-}
-_SHOWN = {"/f": "/"}
-
-
-def infix(expression: Any) -> str:
-    """The expression as C++/Python-like words for a reviewer ("n_embd * (l - 1)")."""
-    return _words(expression)[0]
-
-
-def _words(e: Any) -> tuple[str, int]:
-    """(text, precedence of its outermost operator; 9 for an atom)."""
-    if isinstance(e, str):
-        return e, 9
-    if not isinstance(e, tuple):
-        return repr(e), 9
-    if not e:
-        return "always", 9
-    node, *rest = e
-    if node in _PRECEDENCE:
-        (a, pa), (b, pb) = _words(rest[0]), _words(rest[1])
-        p = _PRECEDENCE[node]
-        left = a if pa >= p else f"({a})"
-        right = b if pb > p else f"({b})"
-        return f"{left} {_SHOWN.get(node, node)} {right}", p
-    if node in ("!", "neg", "not"):
-        a, pa = _words(rest[0])
-        sign = {"!": "!", "neg": "-", "not": "not "}[node]
-        return sign + (a if pa >= 9 else f"({a})"), 8
-    if node == "?:":
-        cond, then, other = (_words(r)[0] for r in rest)
-        return f"({cond} ? {then} : {other})", 9
-    if node == "cast":
-        return f"({rest[0]}) {_words(rest[1])[0]}", 8
-    if node == "at":
-        return f"{rest[0]}[{_words(rest[1])[0]}]", 9
-    if node == "item":
-        return f"{_words(rest[0])[0]}[{_words(rest[1])[0]}]", 9
-    if node == "call":
-        return f"{rest[0]}({', '.join(_words(r)[0] for r in rest[1:])})", 9
-    if node == "list":
-        return "[" + ", ".join(_words(r)[0] for r in rest) + "]", 9
-    if node == "map":
-        body, over = _words(rest[2])[0], _words(rest[1])[0]
-        return f"[{body} for {rest[0]} in {over}]", 9
-    if node == "str":
-        return repr(rest[0]), 9
-    if node == "hp":
-        return f"hparams[{rest[0]!r}]", 9
-    if node == "hpget":
-        default = f", {_words(rest[1])[0]}" if len(rest) == 2 else ""
-        return f"hparams.get({rest[0]!r}{default})", 9
-    if node in ("find", "findopt"):
-        optional = ", optional=True" if node == "findopt" else ""
-        return f"find_hparam({list(rest)!r}{optional})", 9
-    if node == "has":
-        return f"{rest[0]!r} in hparams", 4
-    if node == "self":
-        return f"self.{rest[0]}", 9
-    if node == "undef":
-        return f"<unread: {rest[0]}>", 9
-    if node == "dict":
-        pairs = (
-            f"{_words(k)[0]}: {_words(v)[0]}" for k, v in zip(rest[::2], rest[1::2], strict=True)
-        )
-        return "{" + ", ".join(pairs) + "}", 9
-    return " ".join(str(r) for r in rest), 9  # "sym"

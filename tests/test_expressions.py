@@ -280,3 +280,49 @@ def test_one_builder_reads_a_configuration_class_through_its_reads():
     with pytest.raises(build.UnreadableExpression):
         py("self.a.b + 1")
     assert py('self.hparams.get("k", None)') == ("hpget", "k")
+
+
+def quantity(code: str):
+    root = parse_python(f"x = {code}\n", "x.py")
+    assignment = root.named_children[0].named_children[0]
+    return build.quantity_expression(assignment.child_by_field_name("right"))
+
+
+@pytest.mark.parametrize(
+    ("code", "tree", "names", "value"),
+    [
+        # SGLang's reserve: a quantity of the program is a name spelled as its code
+        (
+            "self.tp_size * self.pp_size / 8 * 1024",
+            ("*", ("/f", ("*", "self.tp_size", "self.pp_size"), 8), 1024),
+            {"self.tp_size": 2, "self.pp_size": 1},
+            256.0,
+        ),
+        (
+            "max(self.chunked_prefill_size, 2048)",
+            ("call", "max", "self.chunked_prefill_size", 2048),
+            {"self.chunked_prefill_size": 8192},
+            8192,
+        ),
+        ("x is not None", ("!=", "x", None), {"x": 0}, 1),  # 0 is given: not None
+        ('"llama-2" not in p', ("not", ("in", ("str", "llama-2"), "p")), {"p": "llama-3"}, True),
+        ("self.use_mla_backend()", "self.use_mla_backend()", {"self.use_mla_backend()": 1}, 1),
+        ("a or b or 1", ("or", ("or", "a", "b"), 1), {"a": None, "b": 0}, 1),
+        ('m == "all"', ("==", "m", ("str", "all")), {"m": 3}, 0),  # Python's == of any values
+    ],
+)
+def test_quantity_expressions_read_and_evaluate_as_python(code, tree, names, value):
+    assert quantity(code) == tree
+    assert ex.evaluate(tree, names, None, ex.PYTHON) == value
+
+
+def test_an_unread_quantity_shape_is_named():
+    with pytest.raises(build.UnreadableExpression, match="subscript"):
+        quantity("{2: a}[2]")
+
+
+def test_substituted_values_read_in_words():
+    tree = quantity("round((gpu_mem - reserved_mem) / gpu_mem, 3)")
+    shown = ex.substituted(tree, {"gpu_mem": "81,920", "reserved_mem": "13,904"})
+    assert ex.infix(shown) == "round((81,920 - 13,904) / 81,920, 3)"
+    assert list(ex.names_in(tree)) == ["gpu_mem", "reserved_mem", "gpu_mem"]

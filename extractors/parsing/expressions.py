@@ -1,6 +1,7 @@
 """The one builder of rule expressions (the language apron/expressions.py defines, evaluates and
 renders as infix words for people, never read back): a tree-sitter expression node of C++ or
-Python -> a nested-tuple expression, never source text.
+Python -> a nested-tuple expression, never source text; and the constructors of a serving
+engine's conditions on its config (config_has, config_flag, equals, one_of, ...).
 
 C++ (`cpp_expression`): integers, `true`/`false` (1/0), names (`this->`, `hparams.` and
 `model.hparams.` dropped: they all name llama_hparams members), binary and unary operators,
@@ -16,13 +17,19 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from pydantic_core import core_schema
 from tree_sitter import Node
 
-from apron.expressions import CPP_BINARY, PY_CALLS, expression_problem, infix
+from apron.expressions import (  # infix and names_in: the language's own, re-exported here
+    CPP_BINARY,
+    PY_CALLS,
+    expression_problem,
+    infix,
+    names_in,  # noqa: F401 - the language's own name walker, re-exported for the readers
+)
 from apron.extractors.parsing import cpp_ts, python_ts
 
 TRUE = 1  # a C++ condition that always holds
@@ -59,23 +66,6 @@ def negation(expression: Any) -> Any:
     return ("!", expression)
 
 
-def names_in(expression: Any) -> Iterator[str]:
-    """Every name the expression reads, in order (an enum constant is a name too)."""
-    if isinstance(expression, str):
-        yield expression
-    elif isinstance(expression, tuple) and expression:
-        node = expression[0]
-        if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
-            if node == "hpget" and len(expression) == 3:
-                yield from names_in(expression[2])
-            return
-        first = 2 if node in ("call", "at", "cast", "map") else 1
-        if node == "at":
-            yield expression[1]
-        for operand in expression[first:]:
-            yield from names_in(operand)
-
-
 def checked(expression: Any) -> Any:
     """The expression (lists read back from JSON as tuples), or ValueError naming why it is not
     one (a record's field validator)."""
@@ -90,6 +80,68 @@ def _tupled(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(_tupled(v) for v in value)
     return value
+
+
+# ---------------------------------------------------------------- conditions on a config
+# A serving engine's tests of its config (vLLM's `hasattr(cfg, "k")`, `getattr(cfg, "k", False)`,
+# `cfg.model_type == "x"`, `... in (...)`) as expressions: the config is read through the
+# environment's Converter, as llama.cpp's converter reads its hparams ("has", "hpget").
+
+
+def config_has(key: str) -> Any:
+    """`hasattr(config, key)`: the key is in the config."""
+    return ("has", key)
+
+
+def config_flag(key: str) -> Any:
+    """`getattr(config, key, False)`: the value, false when the config lacks the key."""
+    return ("hpget", key, False)
+
+
+def config_value(key: str) -> Any:
+    """`getattr(config, key, None)`: the value, None when the config lacks the key."""
+    return ("hpget", key)
+
+
+def equals(value: Any, text: str, equal: bool = True) -> Any:
+    """`value == "text"` (`!=` when not `equal`)."""
+    return ("==" if equal else "!=", value, ("str", text))
+
+
+def one_of(value: Any, texts: Sequence[str], inside: bool = True) -> Any:
+    """`value in ("a", "b", ...)` (`not in` when not `inside`)."""
+    found = ("in", value, ("list", *(("str", t) for t in texts)))
+    return found if inside else ("not", found)
+
+
+def python_not(expression: Any) -> Any:
+    """Python's `not e`, in the form a reader writes it: `not not e` is `e`, `not a == b` is
+    `a != b` (and the reverse)."""
+    if isinstance(expression, tuple) and expression:
+        if expression[0] == "not":
+            return expression[1]
+        if expression[0] in ("==", "!="):
+            return ("!=" if expression[0] == "==" else "==", *expression[1:])
+    return ("not", expression)
+
+
+def python_all(conditions: Iterable[Any]) -> Any:
+    """Python's `a and b and ...` of the non-empty conditions, left to right; () when none."""
+    out: Any = ()
+    for condition in conditions:
+        if condition == ():
+            continue
+        out = condition if out == () else ("and", out, condition)
+    return out
+
+
+def python_conjuncts(expression: Any) -> list[Any]:
+    """The parts of `a and b and ...` (python_all's inverse); [] for ()."""
+    if expression == ():
+        return []
+    if isinstance(expression, tuple) and expression and expression[0] == "and":
+        return [*python_conjuncts(expression[1]), *python_conjuncts(expression[2])]
+    return [expression]
 
 
 # ---------------------------------------------------------------- C++
@@ -356,6 +408,89 @@ def _python_expression(node: Node, bound: Mapping[str, Any], depth: int, reads: 
         return ("map", f"${name}", over, inner(body, {name: f"${name}"}))
     if kind == "call":
         return _call(node, inner, reads, bound)
+    raise UnreadableExpression(kind)
+
+
+def quantity_expression(node: Node) -> Any:
+    """The expression of a tree-sitter-python node whose operands are program quantities (SGLang's
+    ServerArgs code): literals, operators, comparisons (`x is None` is `x == None`), `and`, `or`,
+    `not`, `x if c else y`, and calls of a plain function (`max`, `len`, `round`: the caller's
+    call table says what each is); an attribute chain, a method call or a local is a *name*
+    spelled as its canonical code (`self.tp_size`, `self.use_mla_backend()`, `gpu_mem`), which
+    the caller's environment gives. Any other shape raises UnreadableExpression."""
+    node = python_ts.unparenthesize(node)
+    kind = node.type
+    text = python_ts.node_text
+    if kind == "integer":
+        return int(text(node).replace("_", ""), 0)
+    if kind == "float":
+        return float(text(node).replace("_", ""))
+    if kind in ("true", "false"):
+        return kind == "true"
+    if kind == "none":
+        return None
+    if kind in ("string", "concatenated_string"):
+        value = python_ts.string_value(node)
+        if value is None:
+            raise UnreadableExpression("an f-string")
+        return ("str", value)
+    if kind in ("identifier", "attribute"):
+        return python_ts.code_of(node)
+    if kind == "call":
+        function = node.child_by_field_name("function")
+        arguments = node.child_by_field_name("arguments")
+        if function is None or arguments is None:
+            raise UnreadableExpression("a call")
+        if function.type != "identifier":
+            return python_ts.code_of(node)  # a method's result: a quantity of the program
+        if any(
+            a.type in ("keyword_argument", "list_splat", "dictionary_splat")
+            for a in arguments.named_children
+        ):
+            raise UnreadableExpression(f"a call of {text(function)} with keywords")
+        return ("call", text(function), *(quantity_expression(a) for a in arguments.named_children))
+    if kind == "binary_operator":
+        op = text(node.child_by_field_name("operator"))
+        if op not in _PY_BINARY:
+            raise UnreadableExpression(f"the operator {op}")
+        left = quantity_expression(node.child_by_field_name("left"))
+        return (_PY_BINARY[op], left, quantity_expression(node.child_by_field_name("right")))
+    if kind == "unary_operator":
+        op = text(node.child_by_field_name("operator"))
+        argument = quantity_expression(node.child_by_field_name("argument"))
+        if op == "-":
+            return ("neg", argument)
+        if op == "+":
+            return argument
+        raise UnreadableExpression(f"the unary {op}")
+    if kind == "not_operator":
+        return python_not(quantity_expression(node.child_by_field_name("argument")))
+    if kind == "boolean_operator":
+        op = text(node.child_by_field_name("operator"))
+        left = quantity_expression(node.child_by_field_name("left"))
+        return (op, left, quantity_expression(node.child_by_field_name("right")))
+    if kind == "comparison_operator":
+        parts = node.named_children
+        operators = [text(c) for c in node.children if not c.is_named]
+        if len(parts) != 2:
+            raise UnreadableExpression("a chained comparison")
+        op = " ".join(operators)
+        left, right = (quantity_expression(p) for p in parts)
+        if op in ("is", "is not") and right is None:
+            return ("==" if op == "is" else "!=", left, None)
+        if op == "not in":
+            return ("not", ("in", left, right))
+        if op not in _PY_COMPARE:
+            raise UnreadableExpression(f"the comparison {op}")
+        return (_PY_COMPARE[op], left, right)
+    if kind == "conditional_expression":
+        body, test, other = node.named_children
+        return (
+            "?:",
+            quantity_expression(test),
+            quantity_expression(body),
+            quantity_expression(other),
+        )
     raise UnreadableExpression(kind)
 
 

@@ -13,7 +13,9 @@ from apron.extractors.records import EngineFacts, ExtractionWarning, FactResult,
 
 EXPORT_NAME = "constraints.json"
 SCHEMA_NAME = "schema.json"
-SCHEMA_VERSION = 2  # 2: rules as expressions of apron/expressions.py (llama.cpp facts)
+SCHEMA_VERSION = (
+    3  # 2: rules as expressions of apron/expressions.py (llama.cpp facts); 3: conditions too
+)
 SCHEMA_ID = "https://apron-extract/generated/schema.json"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
