@@ -226,7 +226,7 @@ class HparamsStep(NamedTuple):
 class HybridPageRule(NamedTuple):
     """How a hybrid model's attention block size is raised so its page holds one mamba state."""
 
-    when: tuple[tuple[str, ...], ...]
+    when: Expression
     shape: str
     alignment: str
     alignment_floor_is_block_size: bool
@@ -297,7 +297,7 @@ class KvHeadOverride(NamedTuple):
     rule_order: int
     convertor_class: str
     kind: str
-    when: tuple[tuple[str, ...], ...]
+    when: Expression
     gives: str
     gives_key: str
     gives_constant: int | None
@@ -306,7 +306,7 @@ class KvHeadOverride(NamedTuple):
     otherwise_constant: int | None
     derived_from: str
     reason: str
-    excludes: tuple[tuple[str, ...], ...]
+    excludes: Expression
     rule: str
     path: str
     symbol: str
@@ -397,7 +397,7 @@ class MlaGate(NamedTuple):
 
     scope: str
     when: str
-    condition: tuple[tuple[str, ...], ...]
+    condition: Expression
     requires_non_null: tuple[str, ...]
     other_conditions: tuple[str, ...]
     path: str
@@ -624,10 +624,8 @@ class SglangMemoryStep(NamedTuple):
     order: int
     target: str
     op: str
-    value: str
-    factors: tuple[str, ...]
-    at_least: str
-    when: tuple[tuple[str, ...], ...]
+    value: Expression
+    when: Expression
     code: str
     path: str
     symbol: str
@@ -758,7 +756,7 @@ class TpRule(NamedTuple):
     shape: str
     keys: tuple[str, ...]
     constant: int | None
-    when: tuple[tuple[str, ...], ...]
+    when: Expression
     code: str
     scope: str
     path: str

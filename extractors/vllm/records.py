@@ -6,9 +6,8 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
-from apron.extractors.parsing.expressions import Expression, infix
+from apron.extractors.parsing.expressions import Expression, checked, infix
 from apron.extractors.records import Record
-from apron.extractors.rule_terms import condition_problem, condition_words
 from apron.extractors.serving.records import rendered_field
 
 
@@ -32,8 +31,8 @@ class MlaGate(Record):
     KEY: ClassVar[tuple[str, ...]] = ("scope", "when")
 
     scope: str
-    when: str  # words of `condition`, rendered from it ("always", "has f", "not has f")
-    condition: tuple[tuple[str, ...], ...]  # terms (see apron.extractors.rule_terms); () = always
+    when: str  # words of `condition`, rendered from it ("always", "'f' in hparams")
+    condition: Expression  # apron/expressions.py, the config read as hparams; () = always
     requires_non_null: tuple[str, ...]  # config fields that must be present and not None
     other_conditions: tuple[str, ...]  # anything not of that form, in words; empty when none
     path: str
@@ -42,14 +41,7 @@ class MlaGate(Record):
     @model_validator(mode="before")
     @classmethod
     def _render_when(cls, data: Any) -> Any:
-        return rendered_field(data, "when", lambda d: condition_words(d.get("condition", ())))
-
-    @model_validator(mode="after")
-    def _check(self) -> MlaGate:
-        problem = condition_problem(self.condition)
-        if problem:
-            raise ValueError(f"MLA gate condition: {problem}")
-        return self
+        return rendered_field(data, "when", lambda d: infix(checked(d.get("condition", ()))))
 
     def label(self) -> str:
         needs = (
@@ -234,7 +226,7 @@ class HybridPageRule(Record):
 
     KEY: ClassVar[tuple[str, ...]] = ("when",)
 
-    when: tuple[tuple[str, ...], ...]  # terms (rule_terms) under which this branch runs
+    when: Expression  # the condition under which this branch runs (mamba_cache_mode a name)
     shape: str  # one of HYBRID_PAGE_SHAPES
     alignment: str  # the code of the alignment the block size is rounded to
     alignment_floor_is_block_size: bool  # the alignment is never below the current block size
@@ -249,13 +241,10 @@ class HybridPageRule(Record):
     def _check(self) -> HybridPageRule:
         if self.shape not in HYBRID_PAGE_SHAPES:
             raise ValueError(f"hybrid page rule shape {self.shape!r} is not known")
-        problem = condition_problem(self.when)
-        if problem:
-            raise ValueError(f"hybrid page rule: {problem}")
         return self
 
     def label(self) -> str:
-        return f"when {condition_words(self.when)}: {self.shape} ({self.formula})"
+        return f"when {infix(self.when)}: {self.shape} ({self.formula})"
 
 
 class AttentionBackendChoice(Record):
