@@ -243,7 +243,7 @@ class IndexerLayerRule(NamedTuple):
 
     model_class: str
     gate_key: str
-    skip: tuple[str, ...]
+    skip: Expression
     builds_when: str
     path: str
     symbol: str
@@ -342,8 +342,8 @@ class MambaStateCalculator(NamedTuple):
     method: str
     kind: str
     parameters: tuple[str, ...]
-    defaults: tuple[str, ...]
-    states: tuple[tuple[tuple[str, ...], ...], ...]
+    defaults: tuple[Expression, ...]
+    states: tuple[tuple[Expression, ...], ...]
     state_names: tuple[str, ...]
     assumes: tuple[str, ...]
     status: str
@@ -358,7 +358,7 @@ class MambaStateHook(NamedTuple):
     hook: str
     calculator: str
     parameters: tuple[str, ...]
-    arguments: tuple[tuple[str, ...], ...]
+    arguments: tuple[Expression, ...]
     delegate: str
     delegate_config: str
     status: str
@@ -689,8 +689,8 @@ class SizingPath(NamedTuple):
     order: int
     effect: str
     target: str
-    conditions: tuple[tuple[str, ...], ...]
-    value: tuple[str, ...]
+    conditions: tuple[Expression, ...]
+    value: Expression
     code: str
     status: str
     reason: str

@@ -1,21 +1,27 @@
-"""The one builder of rule expressions (the language apron/expressions.py defines and evaluates):
-a tree-sitter expression node of C++ or Python -> a nested-tuple expression, never source text
-(the words for people are apron.expressions.infix's, never read back); and the constructors of
-a serving engine's conditions on its config (config_has, config_flag, equals, one_of, ...).
+"""The one builder of rule expressions (the language apron/expressions.py defines, evaluates and
+renders as infix words for people, never read back): a tree-sitter expression node of C++ or
+Python -> a nested-tuple expression, never source text; and the constructors of a serving
+engine's conditions on its config (config_has, config_flag, equals, one_of, ...).
 
 C++ (`cpp_expression`): integers, `true`/`false` (1/0), names (`this->`, `hparams.` and
 `model.hparams.` dropped: they all name llama_hparams members), binary and unary operators,
 `?:`, calls, casts and `a[i]` (an "at" of a per-layer array). Python (`python_expression`,
-as llama.cpp's converter writes it): literals, `self.hparams[...]`, `.get`, `find_hparam`,
-`in self.hparams`, `self.NAME`, `gguf.MODEL_ARCH.NAME`, operators, `x if c else y`, tuples and
-lists, one-`for` comprehensions and the calls of PY_CALLS. A shape outside these raises
-UnreadableExpression naming the node type: the caller turns it into an explicit unknown."""
+as llama.cpp's converter writes it, and as a configuration class does: PythonReads says which
+names are the config dict and what else the code may read): literals, `self.hparams[...]`,
+`.get`, `find_hparam`, `in self.hparams`, `self.NAME`, `gguf.MODEL_ARCH.NAME`, operators,
+`x if c else y`, tuples and lists, one-`for` comprehensions and the calls of PY_CALLS. A reader
+whose names mean something else (vLLM's paths from `vllm_config`, its calls, its inlined
+helpers) passes `resolve`: asked first at every node, it reads the nodes it knows and leaves the
+rest (NOT_RESOLVED) to this builder. A shape outside these raises UnreadableExpression naming
+the node type: the caller turns it into an explicit unknown (with PythonReads.partial, the
+builder puts ("undef", code) in its place)."""
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from pydantic_core import core_schema
 from tree_sitter import Node
@@ -219,6 +225,9 @@ def cpp_expression(node: Node, locals_: Mapping[str, Any] | None = None) -> Any:
 _PY_BINARY = {"+": "+", "-": "-", "*": "*", "/": "/f", "//": "//", "%": "%", "**": "**"}
 _PY_COMPARE = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!=", "in": "in"}
 HPARAMS = ("self.hparams", "hparams")
+NOT_RESOLVED = object()  # a resolver's answer for a node it leaves to the builder
+# resolve(node, read) -> the node's expression, or NOT_RESOLVED; read(child) builds a child
+Resolver = Callable[[Node, Callable[[Node], Any]], Any]
 
 
 class _Unread:
@@ -229,6 +238,23 @@ class _Unread:
 
 
 UNREAD = _Unread()
+
+
+class PythonReads(NamedTuple):
+    """What a Python body reads besides its locals: the names of the config dict (`X[k]`,
+    `X.get(k[, d])`, `k in X`) and the methods that read it like `.get`; with `partial`, a
+    sub-expression not read is ("undef", its code) in place rather than the whole expression
+    unreadable, and a literal display (numbers, strings, lists, tuples, dicts of them) is read
+    as its value; `call` reads a call the builder does not know (a class's own method, read
+    inline) or returns None."""
+
+    config: tuple[str, ...] = ("self.hparams", "hparams")
+    config_reads: tuple[str, ...] = ("get",)
+    partial: bool = False
+    call: Callable[[str, list[Node], Mapping[str, Any]], Any] | None = None
+
+
+CONVERTER = PythonReads(config=HPARAMS)  # llama.cpp's converter: self.hparams is the HF config
 
 
 def _chain(node: Node) -> str:
@@ -243,10 +269,67 @@ def _keys(node: Node) -> list[str] | None:
     return keys if all(k is not None for k in keys) else None  # type: ignore[return-value]
 
 
-def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, depth: int = 0) -> Any:
+def python_expression(
+    node: Node,
+    locals_: Mapping[str, Any] | None = None,
+    depth: int = 0,
+    reads: PythonReads = CONVERTER,
+    resolve: Resolver | None = None,
+) -> Any:
     """The expression of a tree-sitter-python node; `locals_` maps a local to its value: an
-    expression already read, a node to read, or UNREAD (assigned where this reader cannot see)."""
-    bound = locals_ or {}
+    expression already read, a node to read, or UNREAD (assigned where this reader cannot see);
+    `resolve` reads the nodes whose names mean something to its reader."""
+    if not reads.partial:
+        return _python_expression(node, locals_ or {}, depth, reads, resolve)
+    node = python_ts.unparenthesize(node)
+    literal = _literal(node)
+    if literal is not _NOT_LITERAL:
+        return literal
+    try:
+        return _python_expression(node, locals_ or {}, depth, reads, resolve)
+    except UnreadableExpression:
+        return ("undef", python_ts.code_of(node))
+
+
+_NOT_LITERAL = object()
+_LITERAL_NODES = ("integer", "float", "string", "concatenated_string", "true", "false", "none")
+_DISPLAYS = ("list", "tuple", "dictionary", "unary_operator")
+
+
+def _literal(node: Node) -> Any:
+    """A literal display (numbers, strings, None, True/False, lists, tuples, dicts of literals)
+    as its expression, read with ast.literal_eval (never evaluating code); _NOT_LITERAL else."""
+    if node.type not in _LITERAL_NODES and node.type not in _DISPLAYS:
+        return _NOT_LITERAL
+    try:
+        value = ast.literal_eval(python_ts.code_of(node))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NOT_LITERAL
+    return constant(value)
+
+
+def constant(value: Any) -> Any:
+    """A literal value as an expression: a number, bool or None is itself, a string ("str", s),
+    a list or tuple ("list", ...), a dict ("dict", k, v, ...) with its keys in a stable order."""
+    if isinstance(value, str):
+        return ("str", value)
+    if isinstance(value, list | tuple):
+        return ("list", *(constant(v) for v in value))
+    if isinstance(value, dict):
+        pairs = sorted(value.items(), key=lambda kv: str(kv[0]))
+        return ("dict", *(constant(x) for pair in pairs for x in pair))
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return ("undef", repr(value))
+
+
+def _python_expression(
+    node: Node,
+    bound: Mapping[str, Any],
+    depth: int,
+    reads: PythonReads,
+    resolve: Resolver | None = None,
+) -> Any:
     if depth > 20:
         raise UnreadableExpression("locals nested too deep")
     node = python_ts.unparenthesize(node)
@@ -254,7 +337,12 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
     text = python_ts.node_text
 
     def inner(n: Node, extra: Mapping[str, Any] | None = None) -> Any:
-        return python_expression(n, {**bound, **(extra or {})}, depth + 1)
+        return python_expression(n, {**bound, **(extra or {})}, depth + 1, reads, resolve)
+
+    if resolve is not None:
+        resolved = resolve(node, inner)
+        if resolved is not NOT_RESOLVED:
+            return resolved
 
     if kind == "named_expression":  # (x := value): the value
         return inner(node.child_by_field_name("value"))
@@ -289,7 +377,7 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
     if kind == "subscript":
         value = node.child_by_field_name("value")
         key = node.child_by_field_name("subscript")
-        if value is not None and _chain(value) in HPARAMS and key is not None:
+        if value is not None and _chain(value) in reads.config and key is not None:
             name = python_ts.string_value(key)
             if name is not None:
                 return ("hp", name)
@@ -317,7 +405,7 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
         left = inner(node.child_by_field_name("left"))
         return (op, left, inner(node.child_by_field_name("right")))
     if kind == "comparison_operator":
-        return _comparison(node, inner)
+        return _comparison(node, inner, reads)
     if kind == "conditional_expression":
         body, test, other = node.named_children
         condition = inner(test)
@@ -338,7 +426,7 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
         over = inner(sequence)
         return ("map", f"${name}", over, inner(body, {name: f"${name}"}))
     if kind == "call":
-        return _call(node, inner)
+        return _call(node, inner, reads, bound)
     raise UnreadableExpression(kind)
 
 
@@ -425,27 +513,42 @@ def quantity_expression(node: Node) -> Any:
     raise UnreadableExpression(kind)
 
 
-def _comparison(node: Node, inner) -> Any:
+def _comparison(node: Node, inner, reads: PythonReads) -> Any:
     text = python_ts.node_text
     parts = node.named_children
     operators = [text(c) for c in node.children if not c.is_named]
-    if len(parts) != 2 or len(operators) != 1:
-        raise UnreadableExpression("a chained comparison")
-    op = operators[0]
-    left, right = parts
-    if op in ("in", "not in") and _chain(right) in HPARAMS:
+    if len(parts) != len(operators) + 1 or not operators:
+        raise UnreadableExpression("a comparison of this shape")
+    if len(operators) > 1:  # a < b < c: a < b and b < c (b read once in Python, twice here)
+        pairs = [
+            _compare(operators[i], parts[i], parts[i + 1], inner, reads)
+            for i in range(len(operators))
+        ]
+        chained = pairs[0]
+        for pair in pairs[1:]:
+            chained = ("and", chained, pair)
+        return chained
+    return _compare(operators[0], parts[0], parts[1], inner, reads)
+
+
+def _compare(op: str, left: Node, right: Node, inner, reads: PythonReads) -> Any:
+    """One comparison `left op right`."""
+    if op in ("in", "not in") and _chain(right) in reads.config:
         key = python_ts.string_value(python_ts.unparenthesize(left))
         if key is not None:
             return ("has", key) if op == "in" else ("not", ("has", key))
     if op in ("is", "is not") and python_ts.unparenthesize(right).type == "none":
         return ("==" if op == "is" else "!=", inner(left), None)
+    if op == "not in":
+        first = inner(left)
+        return ("not", ("in", first, inner(right)))
     if op not in _PY_COMPARE:
         raise UnreadableExpression(f"the comparison {op}")
     first = inner(left)
     return (_PY_COMPARE[op], first, inner(right))
 
 
-def _call(node: Node, inner) -> Any:
+def _call(node: Node, inner, reads: PythonReads, bound: Mapping[str, Any]) -> Any:
     text = python_ts.node_text
     function = node.child_by_field_name("function")
     argument_node = node.child_by_field_name("arguments")
@@ -465,12 +568,17 @@ def _call(node: Node, inner) -> Any:
         )
         if keys is not None:
             return ("findopt" if optional else "find", *keys)
-    if chain in (f"{h}.get" for h in HPARAMS) and arguments:
+    owner, _, method = chain.rpartition(".")
+    if owner in reads.config and method in reads.config_reads and arguments:
         key = python_ts.string_value(arguments[0])
         if key is not None and len(arguments) <= 2:
-            return ("hpget", key, inner(arguments[1])) if len(arguments) == 2 else ("hpget", key)
+            default = inner(arguments[1]) if len(arguments) == 2 else None
+            return ("hpget", key) if default is None else ("hpget", key, default)  # .get(k, None)
     if chain in PY_CALLS and all(a.type != "keyword_argument" for a in arguments):
         return ("call", chain, *(inner(a) for a in arguments))
+    found = reads.call(chain, arguments, bound) if reads.call is not None else None
+    if found is not None:
+        return found
     where = python_ts.code_of(function) if function is not None else "?"
     raise UnreadableExpression(f"a call of {where}")
 
