@@ -1,20 +1,13 @@
-"""Evaluate the structured condition terms of extracted rules against a config.
-
-A term is `(key, test, *operands)` as the extractors write it (`("multi_query", "truthy")`,
-`("compress_ratios", "absent")`, `("model_type", "in", "falcon", "RefinedWeb")`); a condition is
-a tuple of terms that must all hold. A test apron does not know evaluates to None (unknown) and
-the caller reports it: apron never guesses what an uninterpreted rule means, and it never reads
-the rule's words."""
+"""The config as a serving engine's conditions read it: the environment apron/expressions.py
+evaluates an extracted condition in (vLLM's `hasattr(cfg, k)` is "has", `getattr(cfg, k, d)` is
+"hpget"). Engine meaning lives here, in the environment; the evaluation is apron/expressions.py's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from apron.config import ModelConfig
-
-# the tests of extractors/rule_terms.py; the round-trip test keeps the two lists the same
-TESTS = ("present", "absent", "truthy", "falsy", "equals", "not-equals", "in", "not-in")
+from apron.expressions import Converter, Unknown, Unread, evaluate
 
 
 class Evaluation(NamedTuple):
@@ -25,45 +18,50 @@ class Evaluation(NamedTuple):
     problem: str
 
 
-def _compared(model: ModelConfig, key: str) -> Any:
-    # vLLM keys its model_type tests on hf_config.model_type, the top-level one
-    return model.model_type if key == "model_type" else model.get(key)
+class _ConfigReads:
+    """The config as the condition's `hparams`: fields of the text config (dotted paths reach
+    into dicts), or the derived value the engine's config class supplies; `model_type` is the
+    top-level one (vLLM keys its model_type tests on hf_config.model_type). A key read with a
+    false default and absent from the config is noted."""
 
+    __slots__ = ("model", "notes")
 
-def term_truth(model: ModelConfig, term: Any) -> Evaluation:
-    """Truth of one term for this config."""
-    if not isinstance(term, tuple | list) or len(term) < 2:
-        return Evaluation(None, (), f"condition term {term!r} is not (key, test, *operands)")
-    key, test, *operands = term
-    if test in ("present", "absent"):
-        return Evaluation(model.present(key) == (test == "present"), (), "")
-    if test in ("truthy", "falsy"):
-        read = model.read(key)
+    def __init__(self, model: ModelConfig) -> None:
+        self.model = model
+        self.notes: list[str] = []
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.model.present(key)
+
+    def __getitem__(self, key: str) -> Any:
+        read = self.model.read(key)
         if read is None:
-            # A flag the config does not carry reads as false (Python's getattr(cfg, flag, False)).
-            value = False
-            notes: tuple[str, ...] = (f"{key} absent from the config: read as false",)
-        else:
-            value = bool(read.value)
-            notes = ()
-        return Evaluation(value == (test == "truthy"), notes, "")
-    if test in ("equals", "not-equals") and len(operands) == 1:
-        equal = _compared(model, key) == operands[0]
-        return Evaluation(equal == (test == "equals"), (), "")
-    if test in ("in", "not-in") and operands:
-        inside = (_compared(model, key) or "") in operands
-        return Evaluation(inside == (test == "in"), (), "")
-    return Evaluation(None, (), f"condition term {tuple(term)!r} is not interpreted")
+            raise KeyError(key)
+        return read.value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "model_type":
+            value = self.model.model_type
+            return default if value is None else value
+        read = self.model.read(key)
+        if read is None:
+            if default is False:  # getattr(cfg, flag, False)
+                self.notes.append(f"{key} absent from the config: read as false")
+            return default
+        return read.value
 
 
-def evaluate(model: ModelConfig, terms: Iterable[Any]) -> Evaluation:
-    """Truth of a conjunction of terms for this config; the empty condition holds."""
-    notes: list[str] = []
-    result = True
-    for term in terms:
-        ev = term_truth(model, term)
-        if ev.value is None:
-            return Evaluation(None, tuple(notes), ev.problem)
-        notes.extend(ev.notes)
-        result = result and ev.value
-    return Evaluation(result, tuple(notes), "")
+def _no_attribute(name: str) -> Unread:
+    return Unread(f"self.{name}: a condition on the config reads no attribute")
+
+
+def holds(model: ModelConfig, condition: Any) -> Evaluation:
+    """Truth of an extracted condition for this config; the empty condition () holds."""
+    if condition == ():
+        return Evaluation(True, (), "")
+    reads = _ConfigReads(model)
+    try:
+        value = evaluate(condition, {}, None, Converter(reads, _no_attribute))  # type: ignore[arg-type]
+    except Unknown as err:
+        return Evaluation(None, tuple(reads.notes), f"condition not evaluated: {err}")
+    return Evaluation(bool(value), tuple(reads.notes), "")

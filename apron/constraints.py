@@ -7,24 +7,29 @@ or `sys.modules` edits, so two directories load side by side in one process) wit
 against that schema: every row is a record type of the schema and every field holds a value of
 the type the schema declares. A mismatch is a `ConstraintsError` naming the file and the field,
 never a silent default. An engine's facts are loaded on first use, so a plan pays only for the
-modules it reads."""
+modules it reads. What a load makes is kept outside the checkout by the hash of the bytes it was
+made from (apron/generated_cache.py): a module's compiled code, and a checked module's rows, so a
+start neither compiles megabytes of literals nor checks again what passed the same check."""
 
 from __future__ import annotations
+import __future__
 
 import builtins
+import contextlib
 import functools
-import hashlib
+import gc
 import importlib.util
 import itertools
+import operator
 import re
 import types
 import typing
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from apron import generated_cache
 from apron.errors import ConstraintsError
 
 WARNINGS_MODULE = "warnings_found"
@@ -82,14 +87,6 @@ class EngineConstraints(NamedTuple):
 # ---------------------------------------------------------------- executing one module
 
 
-class _FreshLoader(SourceFileLoader):
-    """Compiles from source every time: no bytecode is read or written, so a file rewritten
-    within the same second (same size, new commit hash) is never answered from a stale .pyc."""
-
-    def path_stats(self, path: str) -> Mapping[str, Any]:
-        raise OSError("bytecode caching is off for this load")
-
-
 def _importer(schema: types.ModuleType | None):
     def generated_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
         if level == 0 and name == "apron.generated.schema" and schema is not None:
@@ -103,7 +100,7 @@ def _importer(schema: types.ModuleType | None):
     return generated_import
 
 
-# Loaded modules, shared within a process by what they are: the file's path, its bytes' digest
+# Loaded modules, shared within a process by what they are: the file's path, its bytes' hash
 # and the schema module it imports. Loading the same generated/ again, as every ConstraintSet
 # does, costs a lookup; a rewritten file (or one under another schema) loads anew. Sharing is
 # safe because a generated module holds only immutable data (str, int, bool, None, tuples and
@@ -111,34 +108,111 @@ def _importer(schema: types.ModuleType | None):
 _LOADED: dict[tuple[str, bytes, int | None], types.ModuleType] = {}
 _LOADED_KEPT = 1024  # a generated/ holds about 150 modules
 _ROWS: weakref.WeakKeyDictionary[types.ModuleType, tuple] = weakref.WeakKeyDictionary()
+_DIGESTS: weakref.WeakKeyDictionary[types.ModuleType, bytes] = weakref.WeakKeyDictionary()
 
 
-def _execute(path: Path, schema: types.ModuleType | None, *, fresh: bool) -> types.ModuleType:
-    """Run one generated file as a private module (not in sys.modules), once per content."""
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cycle collector while generated data is built (and resume it as it was).
+    Loading a generated module makes tens of thousands of tuples (its code's constants, then
+    its rows), none in a cycle; with the collector on, every 700 of them start a collection
+    that scans the young ones again, which costs more than building them."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _execute(path: Path, schema: types.ModuleType | None) -> types.ModuleType:
+    """Run one generated file as a private module (not in sys.modules), once per content; a
+    module checked before under the same schema is rebuilt from its kept rows instead."""
     if not path.is_file():
         raise ConstraintsError(f"{path} is missing")
     source = path.read_bytes()
-    key = (str(path), hashlib.blake2b(source, digest_size=16).digest(), id(schema))
+    digest = generated_cache.digest(source)
+    key = (str(path), digest, id(schema))
     known = _LOADED.get(key)
     if known is not None and (schema is None or vars(known).get("__schema__") is schema):
         return known
     name = f"_apron_generated_{next(_names)}_{path.stem}"
-    loader = (_FreshLoader if fresh else SourceFileLoader)(name, str(path))
-    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    module.__dict__["__builtins__"] = {**builtins.__dict__, "__import__": _importer(schema)}
-    # a fresh load compiles the bytes it read; an installed one may use the file's bytecode
-    code = compile(source, str(path), "exec", dont_inherit=True) if fresh else None
-    try:
-        exec(code or loader.get_code(name), module.__dict__)  # noqa: S102 - as exec_module does
-    except Exception as err:
-        raise ConstraintsError(f"{path} does not load: {type(err).__name__}: {err}") from err
+    with _collector_paused():
+        module = _from_checked_data(name, path, digest, schema)
+        if module is None:
+            module = _run(name, path, source, digest, schema)
     module.__dict__["__schema__"] = schema
+    _DIGESTS[module] = digest
     if len(_LOADED) >= _LOADED_KEPT:
         del _LOADED[next(iter(_LOADED))]
     _LOADED[key] = module
     return module
+
+
+def _run(
+    name: str, path: Path, source: bytes, digest: bytes, schema: types.ModuleType | None
+) -> types.ModuleType:
+    """Execute the file's code with its imports answered by `schema` (see `_importer`)."""
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    module.__dict__["__builtins__"] = {**builtins.__dict__, "__import__": _importer(schema)}
+    code = generated_cache.compiled(path, source, digest)
+    try:
+        exec(code, module.__dict__)  # noqa: S102 - as exec_module does
+    except Exception as err:
+        raise ConstraintsError(f"{path} does not load: {type(err).__name__}: {err}") from err
+    return module
+
+
+def _from_checked_data(
+    name: str, path: Path, digest: bytes, schema: types.ModuleType | None
+) -> types.ModuleType | None:
+    """The module rebuilt from what `_keep_checked_data` kept when a module of these bytes
+    passed checked_rows under a schema of the same bytes (None when nothing was kept): the
+    same names, and the same rows, each a record of this schema, already checked."""
+    schema_digest = _DIGESTS.get(schema) if schema is not None else None
+    kept = generated_cache.checked_data(digest, schema_digest) if schema_digest else None
+    if kept is None:
+        return None
+    names, records, rows = kept
+    types_in_schema = _record_types(schema)
+    if len(records) != 1 or records[0][1] not in types_in_schema:
+        return None
+    binding, record_name = records[0]
+    record = types_in_schema[record_name]
+    module = types.ModuleType(name)
+    module.__dict__.update(names)
+    module.__file__ = str(path)
+    module.__dict__[binding] = record
+    module.ROWS = tuple(map(functools.partial(tuple.__new__, record), rows))
+    _ROWS[module] = module.ROWS
+    return module
+
+
+def _keep_checked_data(module: types.ModuleType, schema: types.ModuleType, rows: tuple) -> None:
+    """Keep a module that passed checked_rows for `_from_checked_data`: its plain names, the
+    record type it imports and its rows as plain tuples."""
+    digest, schema_digest = _DIGESTS.get(module), _DIGESTS.get(schema)
+    if digest is None or schema_digest is None:
+        return
+    types_in_schema = _record_types(schema)
+    records = tuple(
+        (name, value.__name__)
+        for name, value in vars(module).items()
+        if isinstance(value, type) and types_in_schema.get(value.__name__) is value
+    )
+    names = {
+        name: value
+        for name, value in vars(module).items()
+        if (name == "__doc__" or not name.startswith("__"))
+        and name != "ROWS"
+        and value is not __future__.annotations
+        and all(name != binding for binding, _ in records)
+    }
+    generated_cache.keep_checked_data(
+        digest, schema_digest, names, records, tuple(map(tuple, rows))
+    )
 
 
 # ---------------------------------------------------------------- checking values
@@ -161,39 +235,58 @@ def _split_top(text: str, sep: str) -> list[str]:
 def matches(value: Any, annotation: str) -> bool:
     """Does `value` have the type a schema annotation names (str, int, bool, None, unions of
     them, tuple[X, ...] and tuple[X, Y])?"""
-    return _checker(annotation)(value)
+    kinds, deep = _shape(annotation)
+    return type(value) in kinds and (deep is None or type(value) is not tuple or deep(value))
 
 
-_SCALARS: dict[str, Callable[[Any], bool]] = {
-    "str": lambda v: type(v) is str,
-    "bool": lambda v: type(v) is bool,
-    "int": lambda v: type(v) is int,
-    "None": lambda v: v is None,
+_NONE = type(None)
+# the exact types a value of each scalar annotation has (a bool is not an int)
+_SCALAR_TYPES: dict[str, frozenset[type]] = {
+    "str": frozenset({str}),
+    "bool": frozenset({bool}),
+    "int": frozenset({int}),
+    "None": frozenset({_NONE}),
     # an expression of apron/expressions.py: its shape here, its nodes where it is compiled
-    "Expression": lambda v: v is None or type(v) in (str, int, float, bool, tuple),
+    "Expression": frozenset({_NONE, str, int, float, bool, tuple}),
 }
 
 
 @functools.cache
-def _checker(annotation: str) -> Callable[[Any], bool]:
-    """A predicate for one annotation, built once (a module has thousands of values)."""
-    options = _split_top(annotation, "|")
-    if len(options) > 1:
-        checks = tuple(_checker(option) for option in options)
-        return lambda v: any(check(v) for check in checks)
-    annotation = annotation.strip()
-    if annotation in _SCALARS:
-        return _SCALARS[annotation]
-    found = re.fullmatch(r"tuple\[(.*)\]", annotation)
-    if found is None:
-        raise ConstraintsError(f"the schema uses a type apron does not know: {annotation}")
-    items = _split_top(found.group(1), ",")
+def _shape(annotation: str) -> tuple[frozenset[type], Callable[[tuple], bool] | None]:
+    """One annotation, built once, as what a value is checked against: the exact types it may
+    have, and for a tuple value, the check of its items (None when its type says enough)."""
+    kinds: set[type] = set()
+    item_checks = []
+    for option in _split_top(annotation, "|"):
+        if option in _SCALAR_TYPES:
+            kinds |= _SCALAR_TYPES[option]
+            continue
+        found = re.fullmatch(r"tuple\[(.*)\]", option)
+        if found is None:
+            raise ConstraintsError(f"the schema uses a type apron does not know: {option}")
+        item_checks.append(_items_check(found.group(1)))
+    if tuple in kinds or not item_checks:  # a scalar option takes any tuple (an Expression)
+        return frozenset(kinds), None
+    if len(item_checks) == 1:
+        return frozenset({*kinds, tuple}), item_checks[0]
+    return frozenset({*kinds, tuple}), lambda v: any(check(v) for check in item_checks)
+
+
+def _items_check(items_text: str) -> Callable[[tuple], bool]:
+    """The check of a tuple's items: `X, ...` (any number of X) or `X, Y` (exactly these)."""
+    items = _split_top(items_text, ",")
     if len(items) == 2 and items[1] == "...":
-        item = _checker(items[0])
-        return lambda v: type(v) is tuple and all(item(x) for x in v)
-    each = tuple(_checker(i) for i in items)
+        kinds, deep = _shape(items[0])
+        if deep is None:  # one pass in C over the items' types
+            return lambda v: all(map(kinds.__contains__, map(type, v)))
+        return lambda v: all(type(x) in kinds and (type(x) is not tuple or deep(x)) for x in v)
+    each = tuple(_shape(item) for item in items)
     return lambda v: (
-        type(v) is tuple and len(v) == len(each) and all(c(x) for c, x in zip(each, v, strict=True))
+        len(v) == len(each)
+        and all(
+            type(x) in kinds and (deep is None or type(x) is not tuple or deep(x))
+            for (kinds, deep), x in zip(each, v, strict=True)
+        )
     )
 
 
@@ -233,6 +326,7 @@ def checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType)
     if module in _ROWS:
         return _ROWS[module]
     _ROWS[module] = rows = _checked_rows(module, path, schema)
+    _keep_checked_data(module, schema, rows)
     return rows
 
 
@@ -246,20 +340,41 @@ def _checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType
     record = imported[0]
     rows = _declared(module, path, "ROWS", lambda v: isinstance(v, tuple), "a tuple")
     annotations = {name: _annotation_text(a) for name, a in record.__annotations__.items()}
-    checks = [(field, _checker(annotations[field])) for field in record._fields]
+    if not _rows_fit(rows, record, [_shape(annotations[field]) for field in record._fields]):
+        raise ConstraintsError(_row_problem(path, rows, record, annotations))
+    return rows
+
+
+def _rows_fit(rows: tuple, record: type, shapes: list) -> bool:
+    """Is every row a `record` whose fields have the shapes given? Checked a column at a time,
+    in C over the values' types; only the items of tuple values run a check of their own."""
+    if not set(map(type, rows)) <= {record}:
+        return False
+    for i, (kinds, deep) in enumerate(shapes):
+        column = tuple(map(operator.itemgetter(i), rows))
+        if not all(map(kinds.__contains__, map(type, column))):
+            return False
+        if deep is not None and not all(map(deep, [v for v in column if type(v) is tuple])):
+            return False
+    return True
+
+
+def _row_problem(path: Path, rows: tuple, record: type, annotations: dict) -> str:
+    """Where rows that do not fit first go wrong: the row that is not a `record`, or the first
+    field of a value that does not match its annotation."""
     for number, row in enumerate(rows, 1):
         if type(row) is not record:
-            raise ConstraintsError(
+            return (
                 f"{path}: row {number} is a {type(row).__name__}, not a {record.__name__} "
                 "of generated/schema.py"
             )
-        for (field, check), value in zip(checks, row, strict=True):
-            if not check(value):
-                raise ConstraintsError(
+        for field, value in zip(record._fields, row, strict=True):
+            if not matches(value, annotations[field]):
+                return (
                     f"{path}: row {number}, field {field!r}: {value!r} is not "
                     f"{annotations[field]} ({record.__name__} in generated/schema.py)"
                 )
-    return rows
+    raise AssertionError("rows that did not fit were found to fit")
 
 
 # ---------------------------------------------------------------- one engine
@@ -268,24 +383,21 @@ def _checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType
 class EngineDirectory:
     """One `generated/<engine>/` folder, read on demand and checked against the schema."""
 
-    def __init__(self, root: Path, engine: str, *, fresh: bool) -> None:
+    def __init__(self, root: Path, engine: str) -> None:
         self.root = root
         self.engine = engine
         self.folder = root / engine
-        self.fresh = fresh
         self._schema: types.ModuleType | None = None
         self._modules: dict[str, types.ModuleType] = {}
 
     def schema(self) -> types.ModuleType:
         if self._schema is None:
-            self._schema = _execute(self.root / "schema.py", None, fresh=self.fresh)
+            self._schema = _execute(self.root / "schema.py", None)
         return self._schema
 
     def module(self, name: str) -> types.ModuleType:
         if name not in self._modules:
-            self._modules[name] = _execute(
-                self.folder / f"{name}.py", self.schema(), fresh=self.fresh
-            )
+            self._modules[name] = _execute(self.folder / f"{name}.py", self.schema())
         return self._modules[name]
 
     def fact_module(self, fact: str) -> tuple[types.ModuleType, tuple]:
@@ -357,7 +469,7 @@ def load_engine(engine: str, directory: Path | None = None) -> EngineConstraints
     root = (directory or default_directory()).resolve()
     if not (root / engine / "__init__.py").is_file():
         return None
-    folder = EngineDirectory(root, engine, fresh=directory is not None)
+    folder = EngineDirectory(root, engine)
     init = folder.module("__init__")
     path = folder.folder / "__init__.py"
 
@@ -394,17 +506,15 @@ class ConfigClassTables:
 
     MODULES = ("config_classes", "vllm_config_classes")
 
-    def __init__(self, folder: Path, *, fresh: bool) -> None:
+    def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.fresh = fresh
         self._modules: tuple[types.ModuleType, ...] | None = None
         self._classes: dict[frozenset[str], Any] = {}
 
     def modules(self) -> tuple[types.ModuleType, ...]:
         if self._modules is None:
             self._modules = tuple(
-                _execute(self.folder / f"{name}.py", None, fresh=self.fresh)
-                for name in self.MODULES
+                _execute(self.folder / f"{name}.py", None) for name in self.MODULES
             )
         return self._modules
 
@@ -413,7 +523,9 @@ class ConfigClassTables:
         if kv_head_keys not in self._classes:
             from apron.normalize import ConfigClasses
 
-            self._classes[kv_head_keys] = ConfigClasses.from_modules(*self.modules(), kv_head_keys)
+            with _collector_paused():  # tens of thousands of tables entries, none in a cycle
+                tables = ConfigClasses.from_modules(*self.modules(), kv_head_keys)
+            self._classes[kv_head_keys] = tables
         return self._classes[kv_head_keys]
 
 
@@ -454,7 +566,7 @@ def engine_titles(directory: Path | None = None) -> dict[str, str]:
     """Engine id -> title, in the order apron reports engines (`generated/__init__.py`)."""
     root = directory or default_directory()
     path = root / "__init__.py"
-    module = _execute(path, None, fresh=directory is not None)
+    module = _execute(path, None)
     pairs = _declared(
         module,
         path,
@@ -507,21 +619,21 @@ def load_constraints(directory: Path | None = None) -> ConstraintSet:
     if directory is not None:
         return ConstraintSet(
             {e: load_engine(e, directory) for e in engine_titles(directory)},
-            _config_tables(directory, fresh=True),
+            _config_tables(directory),
         )
     cached = _CACHE.get("default")
     if cached is None:
         cached = ConstraintSet(
             {engine: load_engine(engine) for engine in ENGINES},
-            _config_tables(default_directory(), fresh=False),
+            _config_tables(default_directory()),
         )
         _CACHE["default"] = cached
     return cached
 
 
-def _config_tables(directory: Path, *, fresh: bool) -> ConfigClassTables | None:
+def _config_tables(directory: Path) -> ConfigClassTables | None:
     folder = directory.resolve() / "transformers"
-    return ConfigClassTables(folder, fresh=fresh) if (folder / "__init__.py").is_file() else None
+    return ConfigClassTables(folder) if (folder / "__init__.py").is_file() else None
 
 
 def reset_cache() -> None:

@@ -1,10 +1,11 @@
 """The one rule language: extracted expressions as nested tuples, and their one evaluator.
 
 An expression is stored in generated/ as a plain literal (extractors/parsing/expressions.py
-builds it from C++ or Python source and renders it for people):
+builds it from C++ or Python source; `infix` below, the one renderer, writes it for people):
 
 - a leaf: an int, float, bool or None is itself; a str is a *name* looked up in the
-  environment the caller passes ("n_embd", "$il"); a name the environment lacks that is written
+  environment the caller passes ("n_embd", "$il"; SGLang's quantities spelled as their code,
+  "self.tp_size", "self.use_mla_backend()"); a name the environment lacks that is written
   in upper case (LLM_ARCH_LLAMA, LLAMA_SWA_TYPE_STANDARD) is an enum constant (Symbol);
 - a node: a tuple whose first item names it (NODES lists each with its operand count):
   ("str", TEXT) a string, ("sym", NAME) an enum constant, ("undef", WHY) code the reader does not
@@ -13,25 +14,52 @@ builds it from C++ or Python source and renders it for people):
   seq]`; ("list", *items); ("?:", test, then, else); unary "!" (C++: 0 or 1), "not" (Python:
   a bool), "neg"; binary "+ - * / % < <= > >= == != && ||" (C++: "/" divides integers) and
   "// /f ** in item or and" (Python: "/f" is `/`, "item" is `x[i]`, "or"/"and" return the
-  deciding value); and the converter's reads of the HF config, resolved through the
-  environment's Converter: ("hp", KEY), ("hpget", KEY[, default]), ("find", *KEYS),
-  ("findopt", *KEYS), ("has", KEY), ("self", NAME).
+  deciding value; in a Python rule, one evaluated with a converter, "==" and "!=" compare any
+  two values as Python does, and strings compare and concatenate as Python's do); and the reads
+  of the HF config, resolved through the environment's Converter (llama.cpp's converter's
+  `self.hparams`, or the config as a serving engine's conditions read it: apron/conditions.py):
+  ("hp", KEY) `hparams[KEY]`, ("hpget", KEY[, default]) `hparams.get(KEY, default)` (vLLM's
+  `getattr(cfg, KEY, default)`), ("find", *KEYS), ("findopt", *KEYS), ("has", KEY) `KEY in
+  hparams` (vLLM's `hasattr(cfg, KEY)`), ("self", NAME); a configuration class's code reads the
+  same nodes (transformers, extractors/transformers/config_classes.py: `self.x` is ("self", "x"),
+  a config.json key that is not a field, `kwargs.get(k, d)`, is ("hpget", k, d), `k in kwargs`
+  is ("has", k)), resolved against the config the class builds; and ("getattr", NAME, default),
+  Python's `getattr(obj, "attr", default)` with NAME the dotted path (vLLM's rules): NAME's value,
+  or `default` where the environment holds none for it (no such name, or `absent(why)`).
+- ("dict", k1, v1, k2, v2, ...) a Python dict display; indexing it ("item") with a key it does
+  not hold raises KeyError in the engine's code: Raises, not Unknown, where the value is used (a
+  key a dict from the environment lacks is Unknown: that dict may be filled by code not read).
 - The empty tuple is no expression (a condition that always holds).
+
+The Python operators need no converter (vLLM's rules are Python too); `x[i]` also indexes a
+mapping. An environment may give a name the value `absent(why)`: undefined, so Unknown naming
+`why` only where the value is used (vLLM's config paths a config lacks).
+
+`infix(expression)` renders it as C++/Python-like words for people (nothing reads them back);
+`names_in` lists the names it reads and `substituted` puts values in their place (for words).
 
 `evaluate(expression, names, calls, converter)` compiles an expression once (a closure per
 node, cached per expression object) and runs it: a name or call it lacks is Unknown; so is a
 value the caller could not compute (Unread). A division by zero is undefined, which `||`, `&&`
-and `?:` may leave unused; every operand is evaluated, in source order, before its operator."""
+and `?:` may leave unused; every operand is evaluated, in source order, before its operator.
+Python's operators follow Python where C++'s would not (a string compared with a number is not
+equal; strings concatenate); a list built past MAX_LIST items (`[x] * n`, `range(n)`) is
+undefined rather than built. `infix` renders any expression for people (the one renderer)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 
 class Unknown(Exception):
     """An expression needs a value apron does not have: the message names it."""
+
+
+class Raises(Unknown):
+    """The engine's own code raises here (a dict display indexed with a key it lacks): building
+    fails, so the input is refused, not unknown."""
 
 
 class Unread(NamedTuple):
@@ -50,6 +78,13 @@ class _Undefined(NamedTuple):
     uses it, Unknown (naming why) where it is used."""
 
     reason: str
+    raises: bool = False  # the engine's code raises here (Raises where it is used)
+
+
+def absent(why: str) -> Any:
+    """A value for an environment (a name, a converter attribute) that is Unknown naming `why`
+    only where an expression uses it: a branch not taken, or a short circuit, leaves it unused."""
+    return _Undefined(why)
 
 
 class Converter(NamedTuple):
@@ -62,6 +97,9 @@ class Converter(NamedTuple):
 
 
 UNDEFINED = _Undefined("a division by zero")
+MAX_LIST = 100_000  # a list longer than this (a hostile layer count) is undefined, not built
+# A Python rule that reads no HF config (a serving engine's own settings): Python's operators.
+PYTHON = Converter({}, lambda name: Unread(f"self.{name}: the rule reads no attribute"))
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 CPP_BINARY = ("+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||")
@@ -87,8 +125,13 @@ NODES: dict[str, tuple[int, int | None]] = {
     "findopt": (1, None),
     "has": (1, 1),
     "self": (1, 1),
+    "getattr": (2, 2),
+    "dict": (0, None),
 }
-_TEXT_OPERANDS = {"str": 1, "sym": 1, "undef": 1, "call": 1, "at": 1, "cast": 1, "map": 1}
+_TEXT_OPERANDS = {
+    **{"str": 1, "sym": 1, "undef": 1, "call": 1, "at": 1, "cast": 1, "map": 1},
+    "getattr": 1,
+}
 _TEXT_ONLY = ("hp", "find", "findopt", "has", "self")
 
 
@@ -109,6 +152,8 @@ def expression_problem(expression: Any) -> str:
     texts = len(operands) if node in _TEXT_ONLY else _TEXT_OPERANDS.get(node, 0)
     if node == "hpget":
         texts = 1
+    if node == "dict" and len(operands) % 2:
+        return f"{expression!r}: dict takes key, value pairs"
     if not all(isinstance(o, str) for o in operands[:texts]):
         return f"{expression!r}: {node} takes {texts} name(s) first"
     for operand in operands[texts:]:
@@ -116,6 +161,37 @@ def expression_problem(expression: Any) -> str:
         if problem:
             return problem
     return ""
+
+
+def names_in(expression: Any) -> Iterator[str]:
+    """Every name the expression reads, in order (an enum constant is a name too)."""
+    if isinstance(expression, str):
+        yield expression
+    elif isinstance(expression, tuple) and expression:
+        node = expression[0]
+        if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
+            if node == "hpget" and len(expression) == 3:
+                yield from names_in(expression[2])
+            return
+        first = 2 if node in ("call", "at", "cast", "map", "getattr") else 1
+        if node in ("at", "getattr"):
+            yield expression[1]
+        for operand in expression[first:]:
+            yield from names_in(operand)
+
+
+def substituted(expression: Any, values: Mapping[str, Any]) -> Any:
+    """The expression with each name `values` has replaced by its value, the rest as it is (for
+    people: `infix(substituted(e, shown))` reads "round((81,920 - 13,904) / 81,920, 3)")."""
+    if isinstance(expression, str):
+        return values.get(expression, expression)
+    if not isinstance(expression, tuple) or not expression:
+        return expression
+    node = expression[0]
+    if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
+        return expression
+    first = 2 if node in ("call", "at", "cast", "map", "getattr") else 1
+    return (*expression[:first], *(substituted(e, values) for e in expression[first:]))
 
 
 # ---------------------------------------------------------------- the call tables
@@ -140,13 +216,34 @@ PY_CALLS: dict[str, Callable[..., Any]] = {
     "max": max,
     "all": lambda v: int(all(v)),
     "any": lambda v: int(any(v)),
-    "range": lambda *a: list(range(*a)),
+    "range": lambda *a: _bounded_range(*a),
 }
+
+
+def _bounded_range(*arguments: Any) -> Any:
+    """list(range(...)) of integers (not bools), undefined past MAX_LIST items."""
+    if any(type(a) is not int for a in arguments):
+        return _Undefined(f"range{arguments!r}: not integers")
+    numbers = range(*arguments)
+    if len(numbers) > MAX_LIST:
+        return _Undefined(f"range{arguments!r}: more than {MAX_LIST:,} items")
+    return list(numbers)
+
+
+def _repeat(a: Any, b: Any) -> Any:
+    """a * b, where a sequence repeated past MAX_LIST items is undefined."""
+    sequence, count = (a, b) if isinstance(a, list | str) else (b, a)
+    if isinstance(sequence, list | str) and isinstance(count, int):
+        if len(sequence) * count > MAX_LIST:
+            why = f"a sequence of {len(sequence)} repeated {count:,} times: over {MAX_LIST:,} items"
+            return _Undefined(why)
+    return a * b
+
 
 _CPP: dict[str, Callable[[Any, Any], Any]] = {
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
+    "*": lambda a, b: a * b if type(a) is int and type(b) is int else _repeat(a, b),
     "/": lambda a, b: a // b if b else UNDEFINED,  # C++ unsigned division: operands >= 0
     "%": lambda a, b: a % b if b else UNDEFINED,
     "<": lambda a, b: int(a < b),
@@ -159,16 +256,34 @@ _CPP: dict[str, Callable[[Any, Any], Any]] = {
     "||": lambda a, b: int(bool(a) or bool(b)),
 }
 _PY: dict[str, Callable[[Any, Any], Any]] = {
-    "item": lambda a, b: (
-        a[b]
-        if isinstance(a, list | tuple | str) and -len(a) <= b < len(a)
-        else _Undefined(f"[{b}] of {a!r}")
-    ),
     "//": lambda a, b: a // b if b else UNDEFINED,
     "/f": lambda a, b: a / b if b else UNDEFINED,
     "**": lambda a, b: a**b,
     "in": lambda a, b: int(a in b),
 }
+
+
+def _item(a: Any, b: Any, *, raises: bool) -> Any:
+    """a[b] of a list, string or dict; undefined where Python would fail (raising, when `a` is a
+    dict display of the code: `raises`)."""
+    if isinstance(a, Mapping):
+        if not _hashable(b):
+            return _Undefined(f"TypeError: unhashable {type(b).__name__}", raises)
+        if b in a:
+            return a[b]
+        keys = ", ".join(map(repr, a))
+        return _Undefined(f"KeyError: {b!r} (it maps {keys})", raises)
+    if isinstance(a, list | tuple | str) and isinstance(b, int) and -len(a) <= b < len(a):
+        return a[b]
+    return _Undefined(f"[{b}] of {a!r}")
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- evaluation
@@ -194,9 +309,22 @@ def evaluate(
     value = function(names, calls or _NO_CALLS, converter)
     if type(value) is int:
         return value
-    if isinstance(value, list):  # a list holding an undefined element is undefined
-        value = _first_undefined(*value) or value
+    if isinstance(value, list | dict):  # a list (or dict) holding an undefined item is undefined
+        value = _held_undefined(value) or value
     return _defined(value)
+
+
+def _held_undefined(value: Any) -> _Undefined | None:
+    """The first undefined item of a list or dict, at any depth; None when there is none."""
+    items = value.values() if isinstance(value, dict) else value
+    for item in items:
+        if isinstance(item, _Undefined):
+            return item
+        if isinstance(item, list | dict):
+            found = _held_undefined(item)
+            if found is not None:
+                return found
+    return None
 
 
 def compiled(expression: Any) -> Compiled:
@@ -223,6 +351,8 @@ def _compile(e: Any) -> Compiled:
     fewest, most = NODES[node]
     if len(e) - 1 < fewest or (most is not None and len(e) - 1 > most):
         return _fails(f"malformed expression {e!r}")
+    if node in ("==", "!=") and e[2] is None:  # Python's `x is None`: the commonest test
+        return _none_test(node == "==", _compile(e[1]))
     if node in _CPP:
         return _cpp_binary(node, _compile(e[1]), _compile(e[2]))
     if node in _PY:
@@ -270,12 +400,24 @@ def _cpp_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
         undefined = _first_undefined(a, b)
         if undefined is not None:
             return undefined
-        if (a is None or b is None) and op in ("==", "!="):
-            return int((a == b) == (op == "=="))
-        if isinstance(a, str) or isinstance(b, str):
+        if (a is None or b is None or v is not None) and op in ("==", "!="):
+            return int((a == b) == (op == "=="))  # Python's == (v: a Python rule) of any values
+        if (isinstance(a, str) or isinstance(b, str)) and v is None:  # C++: enum constants
             if op not in ("==", "!=") or not (isinstance(a, str) and isinstance(b, str)):
                 raise Unknown(f"{a} {op} {b}: an enum constant compared with a number")
         return _safe(op, function, a, b)  # None + 1 in the converter's code: undefined
+
+    return run
+
+
+def _none_test(equal: bool, left: Compiled) -> Compiled:
+    """x == None (1 or 0, as _cpp_binary gives it), compiled on its own."""
+
+    def run(n, c, v) -> Any:
+        a = left(n, c, v)
+        if isinstance(a, _Undefined):
+            return a
+        return int((a is None) == equal)
 
     return run
 
@@ -285,8 +427,6 @@ def _py_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
 
     def run(n, c, v) -> Any:
         a, b = left(n, c, v), right(n, c, v)
-        if v is None:
-            raise Unknown(op)
         return _first_undefined(a, b) or _safe(op, function, a, b)
 
     return run
@@ -297,8 +437,6 @@ def _boolean(e: tuple) -> Compiled:
 
     def run(n, c, v) -> Any:  # Python's: the deciding value
         a, b = left(n, c, v), right(n, c, v)
-        if v is None:
-            raise Unknown(op)
         if isinstance(a, _Undefined):
             return a
         return (a if a else b) if op == "or" else (b if a else a)
@@ -352,11 +490,12 @@ def _at(e: tuple) -> Compiled:
 
 def _call(e: tuple) -> Compiled:
     name, arguments = e[1], tuple(_compile(a) for a in e[2:])
+    python = PY_CALLS.get(name)
 
     def run(n, c, v) -> Any:
         args = [a(n, c, v) for a in arguments]
-        if v is not None and name in PY_CALLS:
-            function = PY_CALLS[name]
+        if v is not None and python is not None:
+            function = python
         elif name in c:
             function = c[name]
         elif name in BUILTIN_CALLS:
@@ -371,24 +510,52 @@ def _call(e: tuple) -> Compiled:
     return run
 
 
+def _dict(e: tuple) -> Compiled:
+    keys = tuple(_compile(k) for k in e[1::2])
+    values = tuple(_compile(v) for v in e[2::2])
+
+    def run(n, c, v) -> Any:
+        pairs = [(key(n, c, v), value(n, c, v)) for key, value in zip(keys, values, strict=True)]
+        undefined = _first_undefined(*(x for pair in pairs for x in pair))
+        if undefined is not None:
+            return undefined
+        if not all(_hashable(key) for key, _ in pairs):
+            return _Undefined("a dict display with an unhashable key")
+        return dict(pairs)
+
+    return run
+
+
+def _subscript(e: tuple) -> Compiled:
+    """x[i]; a dict display indexed with a key it lacks raises (the engine's code fails there)."""
+    literal = isinstance(e[1], tuple) and bool(e[1]) and e[1][0] == "dict"
+    container, key = _compile(e[1]), _compile(e[2])
+
+    def run(n, c, v) -> Any:
+        a, b = container(n, c, v), key(n, c, v)
+        return _first_undefined(a, b) or _item(a, b, raises=literal)
+
+    return run
+
+
 def _map(e: tuple) -> Compiled:
     variable, sequence_of, body = e[1], _compile(e[2]), _compile(e[3])
 
-    def element(n, c, v, value: Any) -> Any:
-        result = body({**n, variable: value}, c, v)
-        if isinstance(result, list):
-            result = _first_undefined(*result) or result
-        return result
-
     def run(n, c, v) -> Any:
         sequence = sequence_of(n, c, v)
-        if v is None:
-            raise Unknown(f"a comprehension over {variable}")
         if isinstance(sequence, _Undefined):
             return sequence
+        if isinstance(sequence, str) and len(sequence) <= MAX_LIST:
+            sequence = list(sequence)  # a string is iterated by character
         if not isinstance(sequence, list | tuple):
             return _Undefined(f"a comprehension over {sequence!r}")
-        return [element(n, c, v, item) for item in sequence]
+        found = []
+        for item in sequence:
+            result = body({**n, variable: item}, c, v)
+            if type(result) is list:  # an element holding an undefined item is undefined
+                result = _first_undefined(*result) or result
+            found.append(result)
+        return found
 
     return run
 
@@ -403,6 +570,19 @@ def _constant(e: tuple) -> Compiled:
     if e[0] == "undef":
         value = _Undefined(f"code the reader does not read ({e[1]})")
     return lambda n, c, v: value
+
+
+def _getattr(e: tuple) -> Compiled:
+    name, default_of = e[1], _compile(e[2])
+
+    def run(n, c, v) -> Any:
+        default = default_of(n, c, v)
+        if name not in n:
+            return default
+        value = n[name]
+        return default if isinstance(value, _Undefined) else _known(value)
+
+    return run
 
 
 _BUILDERS: dict[str, Callable[[tuple], Compiled]] = {
@@ -420,6 +600,9 @@ _BUILDERS: dict[str, Callable[[tuple], Compiled]] = {
     "str": _constant,
     "sym": _constant,
     "undef": _constant,
+    "getattr": _getattr,
+    "dict": _dict,
+    "item": _subscript,
 }
 
 
@@ -428,6 +611,8 @@ def _read(e: tuple) -> Compiled:
     "self"): Unknown where no converter is given."""
     kind, texts = e[0], e[1:]
     default_of = _compile(e[2]) if kind == "hpget" and len(e) == 3 else None
+    if kind == "self":  # the most frequent read: its own closure
+        return _self_read(texts[0])
 
     def run(n, c, converter) -> Any:
         default = default_of(n, c, converter) if default_of is not None else None
@@ -458,6 +643,15 @@ def _read(e: tuple) -> Compiled:
     return run
 
 
+def _self_read(name: str) -> Compiled:
+    def run(n, c, converter) -> Any:
+        if converter is None:
+            raise Unknown(f"self:{name}")
+        return _known(converter.attribute(name))
+
+    return run
+
+
 def _lazy(value: Any) -> Any:
     """An Unread value as an undefined one: Unknown only where it is used."""
     return _Undefined(value.reason) if isinstance(value, Unread) else value
@@ -471,7 +665,7 @@ def _known(value: Any) -> Any:
 
 def _defined(value: Any) -> Any:
     if isinstance(value, _Undefined):
-        raise Unknown(value.reason)
+        raise (Raises if value.raises else Unknown)(value.reason)
     return value
 
 
@@ -480,9 +674,106 @@ def _safe(name: str, function: Callable[..., Any], *args: Any) -> Any:
     branch not taken) is undefined here."""
     try:
         return function(*args)
-    except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as err:
+    except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError) as err:
         return _Undefined(f"{name} fails: {err}")
 
 
 def _first_undefined(*values: Any) -> _Undefined | None:
-    return next((v for v in values if isinstance(v, _Undefined)), None)
+    for value in values:
+        if isinstance(value, _Undefined):
+            return value
+    return None
+
+
+# ---------------------------------------------------------------- words for people
+
+_PRECEDENCE = {
+    "or": 1,
+    "||": 1,
+    "and": 2,
+    "&&": 2,
+    "==": 3,
+    "!=": 3,
+    "<": 4,
+    "<=": 4,
+    ">": 4,
+    ">=": 4,
+    "in": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "/": 6,
+    "/f": 6,
+    "//": 6,
+    "%": 6,
+    "**": 7,
+}
+_SHOWN = {"/f": "/"}
+
+
+def infix(expression: Any, names: Callable[[str], str] = str) -> str:
+    """The expression as C++/Python-like words for people ("n_embd * (l - 1)"), the one
+    renderer; `names` shows a name shorter ("model_config.hf_config.x" as "x")."""
+    return _words(expression, names)[0]
+
+
+def _words(e: Any, names: Callable[[str], str] = str) -> tuple[str, int]:
+    """(text, precedence of its outermost operator; 9 for an atom)."""
+    if isinstance(e, str):
+        return names(e), 9
+    if not isinstance(e, tuple):
+        return repr(e), 9
+    if not e:
+        return "always", 9
+    node, *rest = e
+    if node in _PRECEDENCE:
+        (a, pa), (b, pb) = _words(rest[0], names), _words(rest[1], names)
+        p = _PRECEDENCE[node]
+        left = a if pa >= p else f"({a})"
+        right = b if pb > p else f"({b})"
+        return f"{left} {_SHOWN.get(node, node)} {right}", p
+    if node in ("!", "neg", "not"):
+        a, pa = _words(rest[0], names)
+        sign = {"!": "!", "neg": "-", "not": "not "}[node]
+        return sign + (a if pa >= 9 else f"({a})"), 8
+    if node == "?:":
+        cond, then, other = (_words(r, names)[0] for r in rest)
+        return f"({cond} ? {then} : {other})", 9
+    if node == "cast":
+        return f"({rest[0]}) {_words(rest[1], names)[0]}", 8
+    if node == "at":
+        return f"{rest[0]}[{_words(rest[1], names)[0]}]", 9
+    if node == "item":
+        return f"{_words(rest[0], names)[0]}[{_words(rest[1], names)[0]}]", 9
+    if node == "call":
+        return f"{rest[0]}({', '.join(_words(r, names)[0] for r in rest[1:])})", 9
+    if node == "list":
+        return "[" + ", ".join(_words(r, names)[0] for r in rest) + "]", 9
+    if node == "map":
+        body, over = _words(rest[2], names)[0], _words(rest[1], names)[0]
+        return f"[{body} for {rest[0]} in {over}]", 9
+    if node == "str":
+        return repr(rest[0]), 9
+    if node == "hp":
+        return f"hparams[{rest[0]!r}]", 9
+    if node == "hpget":
+        default = f", {_words(rest[1], names)[0]}" if len(rest) == 2 else ""
+        return f"hparams.get({rest[0]!r}{default})", 9
+    if node in ("find", "findopt"):
+        optional = ", optional=True" if node == "findopt" else ""
+        return f"find_hparam({list(rest)!r}{optional})", 9
+    if node == "has":
+        return f"{rest[0]!r} in hparams", 4
+    if node == "self":
+        return f"self.{rest[0]}", 9
+    if node == "getattr":
+        return f"getattr({names(rest[0])}, {_words(rest[1], names)[0]})", 9
+    if node == "undef":
+        return f"<unread: {rest[0]}>", 9
+    if node == "dict":
+        pairs = (
+            f"{_words(k, names)[0]}: {_words(v, names)[0]}"
+            for k, v in zip(rest[::2], rest[1::2], strict=True)
+        )
+        return "{" + ", ".join(pairs) + "}", 9
+    return " ".join(str(r) for r in rest), 9  # "sym"

@@ -1,12 +1,14 @@
 """Which layers of a DSA (sparse-attention) MLA model build an indexer cache: vLLM's IndexCache
 rule (generated/vllm indexer_layer_rules, read from deepseek_v2.py's attention class),
-evaluated for each layer of the config."""
+evaluated for each layer of the config by apron/expressions.py."""
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
 from apron.config import ModelConfig
+from apron.expressions import Unknown, evaluate, infix
+from apron.vllm_rule_env import ABSENT, CALLS, LazyNames
 
 FACT = "indexer_layer_rules"
 LAYER_ID = "layer_id"
@@ -27,28 +29,28 @@ def _rule(vllm) -> Any | None:
 def indexer_layers(model: ModelConfig, layers: int) -> IndexerLayers:
     """The layers 0..layers-1 on which the rule's skip test is false (the rule from the
     constraint set the config is read with)."""
-    from apron.state_shapes import MISSING, _Refused, evaluate, infix
-
     rule = _rule(model.constraints.get("vllm"))
     if rule is None:
         return IndexerLayers(
             None, "vLLM's indexer layer rule (indexer_layer_rules) is not extracted"
         )
-
-    def lookup(term: str, layer: int) -> Any:
-        if term == LAYER_ID:
-            return layer
-        return model.get(term) if model.present(term) else MISSING
-
     built = 0
-    try:
-        for layer in range(layers):
-            skip = evaluate(rule.skip, lambda term, layer=layer: lookup(term, layer))
-            if skip is MISSING:
+    for layer in range(layers):
+        missing: list[str] = []
+
+        def lookup(name: str, layer: int = layer) -> tuple[Any, str | None]:
+            if name == LAYER_ID:
+                return layer, None
+            return (model.get(name), None) if model.present(name) else (None, name)
+
+        try:
+            skip = evaluate(rule.skip, LazyNames(lookup, missing), CALLS)
+        except Unknown as error:
+            if str(error).startswith(ABSENT):  # a field read without getattr's default
                 return IndexerLayers(None, "the indexer rule needs a field the config lacks")
-            built += not skip
-    except (_Refused, TypeError, ValueError) as error:
-        return IndexerLayers(None, f"the indexer rule cannot be evaluated on this config: {error}")
+            why = f"the indexer rule cannot be evaluated on this config: {error}"
+            return IndexerLayers(None, why)
+        built += not skip
     where = f"{rule.path} {rule.symbol}"
     return IndexerLayers(
         built,

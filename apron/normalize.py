@@ -5,9 +5,10 @@ which replace them for the model_types vLLM registers).
 
 transformers is not imported (one configuration module costs about a second to import). The
 class's defaults fill what config.json leaves out, then its `__post_init__` / `__init__`
-derivations run in order, evaluated from their expression trees (operators:
-extractors/transformers/config_classes.py EXPRESSION_OPS); a field whose default or derivation
-was not read stays absent. A published field always wins over a derived one.
+derivations run in order, each an expression of the one rule language evaluated by
+apron/expressions.py (`self.x` resolved against the config as the class builds it, `kwargs` against
+config.json); a field whose default or derivation was not read stays absent. A published field
+always wins over a derived one.
 
 The tables come from the constraint set the caller gives (ConstraintSet.config_classes()): no
 generated module is imported here.
@@ -17,10 +18,12 @@ names its file. A model_type without a class gets no derived fields, and the pla
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from apron import expressions
+from apron.errors import ConstraintsError
+from apron.expressions import Converter, Raises, Unknown, absent, infix
 from apron.terminal import shown
 
 
@@ -44,7 +47,8 @@ class _Unknown:
 
 
 UNKNOWN = _Unknown()
-MAX_LIST = 100_000  # a derived per-layer list longer than this is not built
+MAX_LIST = expressions.MAX_LIST  # a derived per-layer list longer than this is not built
+SCHEMA_VERSION = 2  # the generated tables' rule encoding this module reads
 
 
 class ConfigClass(NamedTuple):
@@ -58,8 +62,8 @@ class ConfigClass(NamedTuple):
     defaults: dict[str, tuple[Any, bool]]
     attribute_map: dict[str, str]  # attribute read -> field stored
     sub_configs: dict[str, str]
-    derivations: tuple[tuple[str, tuple, tuple], ...]
-    validators: tuple[tuple[str, tuple, str, str], ...] = ()  # (method, condition, error, message)
+    derivations: tuple[tuple[str, Any, Any], ...]  # (field, condition, value): expressions
+    validators: tuple[tuple[str, Any, str, str], ...] = ()  # (method, condition, error, message)
     strict: bool = False  # huggingface_hub @strict: field values are checked against field_types
     field_types: dict[str, tuple] | None = None  # field -> annotation tree (FIELD_TYPE_OPS)
 
@@ -83,6 +87,14 @@ class _Tables(NamedTuple):
 
 
 def _tables(module: Any, origin: str) -> _Tables:
+    version = getattr(module, "SCHEMA_VERSION", 1)
+    if version != SCHEMA_VERSION:
+        where = getattr(module, "__file__", None) or module.__name__
+        raise ConstraintsError(
+            f"{where}: SCHEMA_VERSION is {version!r}; apron reads {SCHEMA_VERSION} (rules as "
+            "expressions of apron/expressions.py): re-extract with python -m "
+            "apron.extractors.transformers"
+        )
     defaults: dict[str, dict[str, tuple[Any, bool]]] = {}
     for cls, name, value, known in module.DEFAULTS:
         defaults.setdefault(cls, {})[name] = (_plain(value) if known else UNKNOWN, known)
@@ -240,37 +252,18 @@ class ConfigClasses:
 
 # -- evaluating derivations ---------------------------------------------------------------------
 
-BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add,
-    "-": operator.sub,
-    "*": operator.mul,
-    "/": operator.truediv,
-    "//": operator.floordiv,
-    "%": operator.mod,
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
 
 class ClassRaises(Exception):
     """Building the config runs a derivation that raises (a dict lookup of a key it lacks)."""
 
 
+ALWAYS = ()  # the condition of a derivation that always runs
+
+
 class _Env:
     """The config as the class sees it: published keys over the class defaults, then what the
-    derivations set."""
+    derivations set; the class's expressions read it through a Converter (`self.x` is a field,
+    `kwargs` is config.json)."""
 
     def __init__(
         self, published: Mapping[str, Any], cls: ConfigClass, classes: ConfigClasses
@@ -284,6 +277,7 @@ class _Env:
             self.defaults.update(member.defaults)
         self.set: dict[str, Any] = {}
         self.raised = ""  # what building the config raised ("" when it built)
+        self.reads = Converter(hparams=published, attribute=self._attribute)
 
     def real(self, name: str) -> str:
         return self.aliases.get(name, name)
@@ -301,150 +295,54 @@ class _Env:
             return self.defaults[real][0]
         return UNKNOWN
 
-    def evaluate(self, tree: tuple, item: Any = UNKNOWN) -> Any:
-        op = tree[0]
-        if op == "const":
-            return _plain(tree[1]) if isinstance(tree[1], tuple) else tree[1]
-        if op == "field":
-            return self.field(tree[1])
-        if op == "kwarg":
-            if tree[1] in self.published:
-                return self.published[tree[1]]
-            return self.evaluate(tree[2], item)
-        if op == "has kwarg":
-            return tree[1] in self.published
-        if op == "[]":
-            container, key = self.evaluate(tree[1], item), self.evaluate(tree[2], item)
-            if tree[1][0] != "const":  # a field's dict may be filled by code not read here
-                ok = isinstance(container, dict) and _hashable(key) and key in container
-                return container[key] if ok else UNKNOWN
-            return self._lookup(container, key)
-        if op == "item":
-            return item
-        if op == "for":
-            return self._for(tree, item)
-        if op == "list":
-            values = [self.evaluate(t, item) for t in tree[1:]]
-            return UNKNOWN if any(v is UNKNOWN for v in values) else values
-        if op == "if":
-            test = self.evaluate(tree[1], item)
-            if test is UNKNOWN:
-                return UNKNOWN
-            return self.evaluate(tree[2] if test else tree[3], item)
-        if op in ("and", "or"):
-            left = self.evaluate(tree[1], item)
-            if left is UNKNOWN:
-                return UNKNOWN
-            if (op == "and") != bool(left):
-                return left
-            return self.evaluate(tree[2], item)
-        args = [self.evaluate(t, item) for t in tree[1:]]
-        if op == "unknown" or any(a is UNKNOWN for a in args):
-            return UNKNOWN
-        try:
-            return self._apply(op, args)
-        except (TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError):
-            return UNKNOWN
-
-    @staticmethod
-    def _lookup(container: Any, key: Any) -> Any:
-        """container[key] of a dict the class writes out; a key it lacks raises (ClassRaises),
-        as the class does."""
-        if container is UNKNOWN or key is UNKNOWN or not isinstance(container, dict):
-            return UNKNOWN
-        try:
-            return container[key]
-        except KeyError:
-            keys = ", ".join(map(repr, container))
-            raise ClassRaises(f"KeyError: {shown(repr(key))} (it maps {keys})") from None
-        except TypeError:  # an unhashable key: the class raises TypeError
-            raise ClassRaises(f"TypeError: unhashable {type(key).__name__}") from None
-
-    def _for(self, tree: tuple, item: Any) -> Any:
-        iterable = tree[1]
-        if iterable[0] == "range":
-            count = self.evaluate(iterable[1], item)
-            if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_LIST:
-                return UNKNOWN
-            values: Any = range(count)
+    def _attribute(self, name: str) -> Any:
+        """`self.name` for the class's expressions: field(name), an unknown one unknown only where
+        it is used (the common cases first: this runs for every field an expression reads)."""
+        real = self.aliases.get(name, name)
+        if real in self.set:
+            value = self.set[real]
+        elif real in self.published:
+            return self.published[real]
         else:
-            values = self.evaluate(iterable, item)
-            if isinstance(values, str) and len(values) <= MAX_LIST:
-                values = list(values)  # a string is iterated by character
-            if not isinstance(values, list):
-                return UNKNOWN
-        out = [self.evaluate(tree[2], v) for v in values]
-        return UNKNOWN if any(v is UNKNOWN for v in out) else out
+            value = self.field(name)
+        return absent(f"the field {name}") if value is UNKNOWN else value
 
-    @staticmethod
-    def _apply(op: str, args: list[Any]) -> Any:
-        if op in BINARY:
-            left, right = args
-            if op == "*":  # a sequence repeated: bounded like a per-layer list
-                seq, count = (left, right) if isinstance(left, list | str) else (right, left)
-                if isinstance(seq, list | str) and isinstance(count, int):
-                    if len(seq) * count > MAX_LIST:
-                        return UNKNOWN
-            return BINARY[op](left, right)
-        if op == "is None":
-            return args[0] is None
-        if op == "is not None":
-            return args[0] is not None
-        if op == "not":
-            return not args[0]
-        if op == "int":
-            return int(args[0])
-        if op == "bool":
-            return bool(args[0])
-        if op == "len":
-            return len(args[0])
-        return UNKNOWN
+    def evaluate(self, expression: Any) -> Any:
+        """The expression's value on this config; UNKNOWN where it needs what apron lacks;
+        ClassRaises where the class's own code raises."""
+        if expression == ALWAYS:
+            return True
+        try:
+            return expressions.evaluate(expression, {}, None, self.reads)
+        except Raises as raised:
+            raise ClassRaises(shown(str(raised))) from None
+        except Unknown:
+            return UNKNOWN
 
 
-def words(tree: tuple) -> str:
-    """An expression tree as Python-like text, for the source of a derived field."""
-    op = tree[0]
-    if op == "const":
-        return repr(_plain(tree[1]) if isinstance(tree[1], tuple) else tree[1])
-    if op == "field":
-        return tree[1]
-    if op == "kwarg":
-        return f"config.json {tree[1]} (else {words(tree[2])})"
-    if op == "item":
-        return "i"
-    if op == "for":
-        over = f"range({words(tree[1][1])})" if tree[1][0] == "range" else words(tree[1])
-        return f"[{words(tree[2])} for i in {over}]"
-    if op == "if":
-        return f"{words(tree[2])} if {words(tree[1])} else {words(tree[3])}"
-    if op in ("is None", "is not None"):
-        return f"{words(tree[1])} {op}"
-    if op in ("not", "int", "bool", "len"):
-        return f"{op}({words(tree[1])})"
-    if op == "list":
-        return "[" + ", ".join(words(t) for t in tree[1:]) + "]"
-    if op == "unknown":
-        return f"<not read: {tree[1]}>"
-    if op == "has kwarg":
-        return f"config.json has {tree[1]}"
-    if op == "[]":
-        return f"{words(tree[1])}[{words(tree[2])}]"
-    return f"({words(tree[1])} {op} {words(tree[2])})"
+_WORDS: dict[int, tuple[Any, str]] = {}  # id -> (the expression, kept alive; its infix words)
 
 
-def _mentions(tree: Any, names: set[str]) -> bool:
-    if not isinstance(tree, tuple) or not tree:
+def _words(expression: Any) -> str:
+    """infix(expression), rendered once per expression object (the tables keep theirs alive)."""
+    entry = _WORDS.get(id(expression))
+    if entry is None or entry[0] is not expression:
+        if len(_WORDS) >= 100_000:  # expressions built on the fly, not the tables' own
+            _WORDS.clear()
+        entry = _WORDS[id(expression)] = (expression, infix(expression))
+    return entry[1]
+
+
+def _mentions(expression: Any, names: set[str]) -> bool:
+    """Whether the expression reads one of the fields `names` (`self.name`)."""
+    if not isinstance(expression, tuple) or not expression:
         return False
-    if tree[0] == "field":
-        return tree[1] in names
-    if tree[0] == "const":
-        return False
-    return any(_mentions(part, names) for part in tree[1:])
+    if expression[0] == "self":
+        return expression[1] in names
+    return any(_mentions(part, names) for part in expression[1:])
 
 
-def _withheld(
-    name: str, derivation: tuple[tuple, tuple] | None, kv_head_keys: frozenset[str]
-) -> bool:
+def _withheld(name: str, derivation: tuple[Any, Any] | None, kv_head_keys: frozenset[str]) -> bool:
     """A KV-head key is not filled in from a class default, nor by a derivation that tests the
     key itself (`num_key_value_heads = num_attention_heads` when it is None): that is the MHA
     fallback, and where config.json names no KV-head key apron answers unknown (DESIGN: never a
@@ -483,11 +381,11 @@ def _built(
             except ClassRaises as raised:
                 env.raised = (
                     f"{member.origin} {member.name} ({member.path}) raises {raised} when it sets "
-                    f"{real} = {words(expression)}"
+                    f"{real} = {_words(expression)}"
                 )
                 return env, sources
             usable = not _withheld(real, (condition, expression), keys)
-            sources[real] = f"{where}: {real} = {words(expression)}" if usable else ""
+            sources[real] = f"{where}: {real} = {_words(expression)}" if usable else ""
     return env, sources
 
 
@@ -590,12 +488,15 @@ def refusal(classes: ConfigClasses, cls: ConfigClass, published: Mapping[str, An
         for method, condition, error, message in member.validators:
             try:
                 holds = env.evaluate(condition)
-            except (ArithmeticError, TypeError, ValueError):
-                continue
+            except ClassRaises as raised:
+                return (
+                    f"{member.origin} {member.name}.{method} ({member.path}) raises {raised} "
+                    f"while it checks {infix(condition)}"
+                )
             if holds is not UNKNOWN and holds:
                 return (
                     f"{member.origin} {member.name}.{method} ({member.path}) raises {error} when "
-                    f"{words(condition)}: {message}"
+                    f"{infix(condition)}: {message}"
                 )
     return None
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
+from apron.expressions import PYTHON, Unknown, evaluate, infix
 
 SERVING_DEFAULTS = "serving_defaults"
 TP_RULES = "tp_rules"
@@ -177,27 +178,38 @@ def _kernel_min_block(engine: EngineConstraints) -> int | None:
     return None
 
 
+DEFAULT_MODE = "none"  # a mamba_cache_mode other than "all": vllm serve's, prefix caching off
+
+
+def _runs_for(condition: Any, mode: str) -> bool:
+    """Whether a hybrid page branch runs for mamba_cache_mode `mode` (False when its condition
+    reads anything else)."""
+    if condition == ():
+        return True
+    try:
+        return bool(evaluate(condition, {"mamba_cache_mode": mode}, None, PYTHON))
+    except Unknown:
+        return False
+
+
 def _hybrid(
     engine: EngineConstraints,
     cites: list[Citation],
     unknown: list[str],
     mode: str | None = None,
 ):
-    """The hybrid page rule of the default cache mode, or of mamba_cache_mode `mode`."""
+    """The hybrid page rule of the default cache mode, or of mamba_cache_mode `mode`: the first
+    row whose condition holds for it (the default: a mode other than "all"; "none" and "align"
+    take the same branch)."""
     rows = engine.rows(HYBRID_PAGE_RULES)
-    if mode is None:
-        chosen = [r for r in rows if all(t[1] != "equals" for t in r.when)]
-    else:
-        chosen = [r for r in rows if ("mamba_cache_mode", "equals", mode) in r.when]
+    chosen = [r for r in rows if _runs_for(r.when, DEFAULT_MODE if mode is None else mode)]
     if not chosen:
         if mode is None:
             unknown.append(f"hybrid_page_rule: {engine.engine} has no {HYBRID_PAGE_RULES} rows")
         return None
     row = chosen[0]
     cites.append(engine.cite(row))
-    others = tuple(
-        f"{' and '.join(' '.join(t) for t in r.when)}: {r.shape}" for r in rows if r is not row
-    )
+    others = tuple(f"{infix(r.when)}: {r.shape}" for r in rows if r is not row)
     return HybridPage(
         shape=row.shape,
         alignment=row.alignment,

@@ -3,8 +3,9 @@
 generated/vllm mamba_state_hooks says which MambaStateShapeCalculator / MambaStateDtypeCalculator
 method a model class's get_mamba_state_shape_from_config / get_mamba_state_dtype_from_config
 calls and what it passes (paths from vllm_config); mamba_state_calculators says what that method
-returns, tensor by tensor, as postfix terms (extractors/vllm/state_shapes.py). This module binds
-the paths to the config and the request and evaluates the terms; it restates no shape.
+returns, tensor by tensor, as expressions (extractors/vllm/state_shapes.py). This module binds
+the paths to the config and the request; apron/expressions.py evaluates them; it restates no
+shape.
 
 The model class is the architecture's class and its MRO (generated/vllm model_class_flags): the
 first class there with a hook is the one vLLM calls. Bound as apron runs: tensor parallel size
@@ -15,22 +16,23 @@ orders the dims, not their product)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from apron.config import ModelConfig
+from apron.expressions import Unknown, absent, evaluate, infix
 from apron.ssm import DTYPE_BYTES
 from apron.terminal import shown
+from apron.vllm_rule_env import CALLS, CalculatorNames, LazyNames
 
 SHAPE_CLASS = "MambaStateShapeCalculator"
 HOOKS_FACT = "mamba_state_hooks"
 CALCULATORS_FACT = "mamba_state_calculators"
 FLAGS_FACT = "model_class_flags"
-TORCH_DTYPES = "STR_DTYPE_TO_TORCH_DTYPE"  # vllm/utils/torch_utils.py: the name is the dtype
 HF_CONFIG = "model_config.hf_config."
 HF_TEXT_CONFIG = "model_config.hf_text_config."
 TEXT_CONFIG = "model_config.hf_config.text_config."
-MISSING = object()  # a config path the config does not hold
+MISSING = object()  # hook_argument's answer where the config does not give the value
 
 
 class ShapeRule(NamedTuple):
@@ -65,7 +67,7 @@ class TensorState(NamedTuple):
 
 
 class _Refused(Exception):
-    """vLLM refuses these values (divide() of a non-multiple) or a term apron cannot evaluate."""
+    """vLLM refuses these values (divide() of a non-multiple) or a rule apron cannot evaluate."""
 
 
 def _index(vllm) -> tuple[dict, dict, dict]:
@@ -129,173 +131,6 @@ def rule_for(model: ModelConfig) -> ShapeRule | None:
     )
 
 
-# -- the terms ----------------------------------------------------------------------------------
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _divide(a: Any, b: Any) -> Any:
-    """vllm.distributed.divide: asserts a % b == 0, then a // b."""
-    if a % b:
-        raise _Refused(f"{a:,} is not divisible by tp {b}: vLLM's divide() refuses it")
-    return a // b
-
-
-def _kv_cache_dtype(cache_dtype: Any, model_dtype: Any) -> Any:
-    """vllm/utils/torch_utils.py get_kv_cache_torch_dtype: auto -> the model dtype."""
-    return model_dtype if cache_dtype == "auto" else cache_dtype
-
-
-def _cdiv(a: Any, b: Any) -> Any:
-    """vllm.utils.math_utils.cdiv: -(a // -b)."""
-    return -(a // -b)
-
-
-CALLS: dict[str, Callable[..., Any]] = {
-    "divide/2": _divide,
-    "int/1": int,
-    "get_kv_cache_torch_dtype/2": _kv_cache_dtype,
-    "cdiv/2": _cdiv,
-    "max/2": max,
-    "min/2": min,
-    "len/1": lambda value: len(value) if isinstance(value, list | tuple | str) else MISSING,
-}
-BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "//": lambda a, b: a // b,
-    "%": lambda a, b: a % b,
-    "==": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-    "in": lambda a, b: a in b,
-    "not in": lambda a, b: a not in b,
-    "and": lambda a, b: bool(a and b),
-    "or": lambda a, b: bool(a or b),
-}
-NOT_NUMERIC = frozenset({"==", "!=", "in", "not in", "and", "or"})  # any operands
-
-
-def evaluate(terms: Sequence[str], lookup: Callable[[str], Any]) -> Any:
-    """The value of postfix `terms`; MISSING when an operand it needs is missing."""
-    stack: list[Any] = []
-    for term in terms:
-        if term in BINARY:
-            b, a = stack.pop(), stack.pop()
-            if a is MISSING or b is MISSING:
-                stack.append(MISSING)
-            elif term not in NOT_NUMERIC and not (_number(a) and _number(b)):
-                raise _Refused(f"{term} of {shown(repr(a))} and {shown(repr(b))}")
-            else:
-                stack.append(BINARY[term](a, b))
-        elif term == "is None":
-            value = stack.pop()
-            stack.append(value is None or value is MISSING)
-        elif term == "not":
-            stack.append(not stack.pop())
-        elif term == "if":
-            otherwise, then, test = stack.pop(), stack.pop(), stack.pop()
-            if test is MISSING:
-                stack.append(MISSING)
-            else:
-                stack.append(then if test else otherwise)
-        elif term == "getattr":
-            default, value = stack.pop(), stack.pop()
-            stack.append(default if value is MISSING else value)
-        elif term == "[]":
-            key, value = stack.pop(), stack.pop()
-            if value == TORCH_DTYPES:
-                stack.append(key)
-            elif isinstance(value, Mapping):
-                stack.append(value.get(key, MISSING))
-            elif isinstance(value, list | tuple | str) and _number(key) and 0 <= key < len(value):
-                stack.append(value[key])
-            else:
-                stack.append(MISSING)
-        elif term in CALLS:
-            arity = int(term.rsplit("/", 1)[1])
-            args = [stack.pop() for _ in range(arity)][::-1]
-            stack.append(MISSING if MISSING in args else CALLS[term](*args))
-        elif term.isdigit():
-            stack.append(int(term))
-        elif term.startswith('"'):
-            stack.append(term[1:-1])
-        elif term in ("None", "True", "False"):
-            stack.append({"None": None, "True": True, "False": False}[term])
-        elif term.startswith("torch."):
-            stack.append(term.removeprefix("torch."))
-        elif "/" in term:
-            raise _Refused(f"the call {term.rsplit('/', 1)[0]}")
-        else:
-            stack.append(lookup(term))
-    if len(stack) != 1:
-        raise _Refused(f"terms {' '.join(terms)} do not reduce to one value")
-    return stack[0]
-
-
-LEVELS = {
-    "if": 0,
-    "or": 0,
-    "and": 1,
-    "==": 1,
-    "!=": 1,
-    "<": 1,
-    "<=": 1,
-    ">": 1,
-    ">=": 1,
-    "in": 1,
-    "not in": 1,
-    "+": 2,
-    "-": 2,
-    "*": 3,
-    "//": 3,
-    "%": 3,
-    "divide/2": 3,
-}
-
-
-def infix(terms: Sequence[str], names: Callable[[str], str] = str) -> str:
-    """The terms as one expression for people: "(conv_kernel - 1) x intermediate_size / tp"."""
-    stack: list[tuple[str, int]] = []  # (text, binding level; 9 for an atom)
-
-    def side(item: tuple[str, int], level: int, right: bool = False) -> str:
-        low = item[1] < level or (right and item[1] == level)
-        return f"({item[0]})" if low else item[0]
-
-    for term in terms:
-        if term in BINARY or term == "divide/2":
-            b, a = stack.pop(), stack.pop()
-            op = {"*": "x", "divide/2": "/"}.get(term, term)
-            level = LEVELS[term]
-            stack.append((f"{side(a, level)} {op} {side(b, level, True)}", level))
-        elif term in ("is None", "not"):
-            value = stack.pop()
-            text = f"{side(value, 2)} is None" if term == "is None" else f"not {side(value, 2)}"
-            stack.append((text, 1))
-        elif term == "if":
-            otherwise, then, test = stack.pop(), stack.pop(), stack.pop()
-            stack.append((f"{side(then, 1)} if {side(test, 1)} else {side(otherwise, 0)}", 0))
-        elif term == "getattr":
-            default, value = stack.pop(), stack.pop()
-            stack.append((f"{value[0]} (else {default[0]})", 9))
-        elif term == "[]":
-            key, value = stack.pop(), stack.pop()
-            stack.append((f"{value[0]}[{key[0]}]", 9))
-        elif "/" in term and term.rsplit("/", 1)[1].isdigit():
-            name, arity = term.rsplit("/", 1)
-            args = [stack.pop()[0] for _ in range(int(arity))][::-1]
-            stack.append((f"{name}({', '.join(args)})", 9))
-        else:
-            stack.append((names(term), 9))
-    return stack[0][0] if len(stack) == 1 else " ".join(terms)
-
-
 def _short(path: str) -> str:
     for prefix in (TEXT_CONFIG, HF_TEXT_CONFIG, HF_CONFIG):
         if path.startswith(prefix):
@@ -326,64 +161,61 @@ def _config_value(model: ModelConfig, path: str, hf_config: str) -> tuple[Any, s
     return MISSING, key
 
 
-def _binder(model: ModelConfig, rule: ShapeRule, dtypes: StateDtypes, tp: int, missing: list):
-    def lookup(path: str) -> Any:
-        fixed = {
-            "parallel_config.tensor_parallel_size": tp,
-            "num_speculative_tokens": 0,
-            "speculative_config": None,
-            "speculative_config.num_speculative_tokens": 0,
-            "model_config.dtype": dtypes.model,
-            "cache_config.mamba_cache_dtype": "auto",
-            "cache_config.mamba_ssm_cache_dtype": dtypes.ssm,
-        }
+def _names(model: ModelConfig, rule: ShapeRule, dtypes: StateDtypes, tp: int, missing: list):
+    """The hook's names: vllm_config paths bound to the config and the request, read when read."""
+    fixed = {
+        "parallel_config.tensor_parallel_size": tp,
+        "num_speculative_tokens": 0,
+        "speculative_config": None,
+        "speculative_config.num_speculative_tokens": 0,
+        "model_config.dtype": dtypes.model,
+        "cache_config.mamba_cache_dtype": "auto",
+        "cache_config.mamba_ssm_cache_dtype": dtypes.ssm,
+    }
+
+    def lookup(path: str) -> tuple[Any, str | None]:
         if path in fixed:
             value = fixed[path]
             if value is None and path.endswith("dtype"):
-                missing.append("torch_dtype")
-                return MISSING
-            return value
+                return None, "torch_dtype"
+            return value, None
         value, key = _config_value(model, path, rule.hf_config)
-        if value is MISSING:
-            missing.append(key)
-        return value
+        return (value, None) if value is not MISSING else (None, key)
 
-    return lookup
+    return LazyNames(lookup, missing)
 
 
-def _scope(values: Mapping[str, Any]) -> Callable[[str], Any]:
-    """Names inside a calculator: its parameters, and the dtype table it indexes."""
-
-    def lookup(name: str) -> Any:
-        if name in values:
-            return values[name]
-        if name == TORCH_DTYPES:
-            return TORCH_DTYPES
-        raise _Refused(f"the name {name}, not a parameter")
-
-    return lookup
+def _value(expression: Any, names: Mapping[str, Any], missing: list[str]) -> Any:
+    """The expression's value; absent where it needs a field the config lacks (the field is in
+    `missing`, and the answer unknown for it), refused where vLLM or apron cannot compute it."""
+    try:
+        return evaluate(expression, names, CALLS)
+    except Unknown as err:
+        if missing:
+            return absent(str(err))
+        raise _Refused(str(err)) from None
 
 
-def _bind(hook, method, lookup: Callable[[str], Any]) -> dict[str, Any]:
+def _bind(hook, method, names: Mapping[str, Any], missing: list[str]) -> dict[str, Any]:
     """The calculator's parameters bound to what the hook passes, else their defaults."""
     values: dict[str, Any] = {}
     given = dict(zip(hook.parameters, hook.arguments, strict=True))
-    defaults = {d.split("=", 1)[0]: d.split("=", 1)[1].split(" ") for d in method.defaults}
+    defaults = dict(zip(method.parameters, method.defaults, strict=False))
     for name in method.parameters:
         if name in given:
-            values[name] = evaluate(given[name], lookup)
-        elif name in defaults:
-            values[name] = evaluate(defaults[name], _scope(values))
+            values[name] = _value(given[name], names, missing)
+        elif defaults.get(name, ()) != ():
+            values[name] = _value(defaults[name], CalculatorNames(values), missing)
         else:
             raise _Refused(f"{hook.symbol} passes no {name}")
     return values
 
 
-def _dtypes(rule: ShapeRule, lookup, count: int) -> list[Any]:
+def _dtypes(rule: ShapeRule, names: Mapping[str, Any], count: int, missing: list[str]) -> list:
     if rule.dtype_hook is None or rule.dtype_method is None:
         raise _Refused(f"no dtype hook read for {rule.model_class}")
-    params = _bind(rule.dtype_hook, rule.dtype_method, lookup)
-    found = [evaluate(state[0], _scope(params)) for state in rule.dtype_method.states]
+    params = CalculatorNames(_bind(rule.dtype_hook, rule.dtype_method, names, missing))
+    found = [_value(state[0], params, missing) for state in rule.dtype_method.states]
     if len(found) != count:
         raise _Refused(
             f"{rule.dtype_method.symbol} returns {len(found)} dtypes for {count} state tensors"
@@ -400,23 +232,29 @@ def _bytes_of(dtype: Any) -> int | None:
 # vllm/model_executor/models/zamba2.py Zamba2MambaDecoderLayer builds MambaMixer2 with
 # head_dim = intermediate_size // n_mamba_heads (intermediate_size = mamba_expand x hidden_size),
 # while Zamba2ForCausalLM.get_mamba_state_shape_from_config passes mamba_headdim.
-LAYER_ARGUMENTS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
+LAYER_ARGUMENTS: dict[str, tuple[str, dict[str, Any]]] = {
     "vllm.model_executor.models.zamba2.Zamba2ForCausalLM": (
         "vllm/model_executor/models/zamba2.py Zamba2MambaDecoderLayer (MambaMixer2)",
         {
             "head_dim": (
-                "model_config.hf_config.mamba_expand",
-                "model_config.hf_config.hidden_size",
-                "*",
-                "model_config.hf_config.n_mamba_heads",
                 "//",
+                ("*", "model_config.hf_config.mamba_expand", "model_config.hf_config.hidden_size"),
+                "model_config.hf_config.n_mamba_heads",
             )
         },
     ),
 }
 
 
-def _layer_hook(rule: ShapeRule, lookup, lines: list[str]):
+def _known(expression: Any, names: Mapping[str, Any]) -> Any:
+    """The expression's value, or MISSING where the config does not give it."""
+    try:
+        return evaluate(expression, names, CALLS)
+    except Unknown:
+        return MISSING
+
+
+def _layer_hook(rule: ShapeRule, names: Mapping[str, Any], lines: list[str]):
     """The hook with the arguments the allocating layer is built with, where they differ."""
     hook = rule.shape_hook
     layer = LAYER_ARGUMENTS.get(rule.model_class)
@@ -424,19 +262,19 @@ def _layer_hook(rule: ShapeRule, lookup, lines: list[str]):
         return hook
     where, passed = layer
     arguments = list(hook.arguments)
-    for name, terms in passed.items():
+    for name, built_with in passed.items():
         if name not in hook.parameters:
             raise _Refused(f"{where} passes {name}, which {hook.symbol} does not")
         index = hook.parameters.index(name)
-        hooked, built = evaluate(arguments[index], lookup), evaluate(terms, lookup)
+        hooked, built = _known(arguments[index], names), _known(built_with, names)
         if hooked is MISSING or built is MISSING or hooked == built:
             continue
         lines.append(
             f"{name}: the hook passes {infix(arguments[index], _short)} = {hooked:,}, but the "
-            f"layer vLLM builds ({where}) takes {infix(terms, _short)} = {built:,}: the layer "
-            "allocates, so apron uses it"
+            f"layer vLLM builds ({where}) takes {infix(built_with, _short)} = {built:,}: the "
+            "layer allocates, so apron uses it"
         )
-        arguments[index] = terms
+        arguments[index] = built_with
     return hook._replace(arguments=tuple(arguments))
 
 
@@ -445,14 +283,14 @@ def hook_argument(model: ModelConfig, rule: ShapeRule, name: str) -> Any:
     where LAYER_ARGUMENTS says the layer decides), or MISSING."""
     lines: list[str] = []
     missing: list[str] = []
-    lookup = _binder(model, rule, StateDtypes(None, None, ""), 1, missing)
+    names = _names(model, rule, StateDtypes(None, None, ""), 1, missing)
     try:
-        hook = _layer_hook(rule, lookup, lines)
-        if name not in hook.parameters:
-            return MISSING
-        return evaluate(hook.arguments[hook.parameters.index(name)], lookup)
+        hook = _layer_hook(rule, names, lines)
     except _Refused:
         return MISSING
+    if name not in hook.parameters:
+        return MISSING
+    return _known(hook.arguments[hook.parameters.index(name)], names)
 
 
 def layer_state(
@@ -465,22 +303,23 @@ def layer_state(
         + (f", hf_config = {rule.hf_config}" if rule.hf_config else "")
     ]
     missing: list[str] = []
-    lookup = _binder(model, rule, dtypes, tp, missing)
+    names = _names(model, rule, dtypes, tp, missing)
     try:
-        rule = rule._replace(shape_hook=_layer_hook(rule, lookup, lines))
-        params = _bind(rule.shape_hook, method, lookup)
+        rule = rule._replace(shape_hook=_layer_hook(rule, names, lines))
+        params = _bind(rule.shape_hook, method, names, missing)
         if missing:
             return _unknown(rule, lines, missing)
         passed = ", ".join(
-            f"{name} = {infix(terms, _short)}"
-            + (f" = {params[name]:,}" if terms != (str(params[name]),) else "")
-            for name, terms in zip(
+            f"{name} = {infix(argument, _short)}"
+            + (f" = {params[name]:,}" if argument != params[name] else "")
+            for name, argument in zip(
                 rule.shape_hook.parameters, rule.shape_hook.arguments, strict=True
             )
         )
         lines.append(f"{method.method}({passed})")
-        shapes = [[evaluate(dim, _scope(params)) for dim in state] for state in method.states]
-        kinds = _dtypes(rule, lookup, len(shapes))
+        scope = CalculatorNames(params)
+        shapes = [[_value(dim, scope, missing) for dim in state] for state in method.states]
+        kinds = _dtypes(rule, names, len(shapes), missing)
     except _Refused as err:
         why = f"{method.kind} state: {err}"
         return TensorState(

@@ -30,7 +30,7 @@ class Record(BaseModel):
         return " ".join(str(v) for v in values)
 
     def shown(self, name: str) -> str | tuple[str, ...] | None:
-        """Field `name` as people read it in a semantic diff (a postfix formula in infix; a
+        """Field `name` as people read it in a semantic diff (an expression in infix; a
         tuple field element by element), or None for its plain value."""
         return None
 

@@ -226,7 +226,7 @@ class HparamsStep(NamedTuple):
 class HybridPageRule(NamedTuple):
     """How a hybrid model's attention block size is raised so its page holds one mamba state."""
 
-    when: tuple[tuple[str, ...], ...]
+    when: Expression
     shape: str
     alignment: str
     alignment_floor_is_block_size: bool
@@ -243,7 +243,7 @@ class IndexerLayerRule(NamedTuple):
 
     model_class: str
     gate_key: str
-    skip: tuple[str, ...]
+    skip: Expression
     builds_when: str
     path: str
     symbol: str
@@ -297,7 +297,7 @@ class KvHeadOverride(NamedTuple):
     rule_order: int
     convertor_class: str
     kind: str
-    when: tuple[tuple[str, ...], ...]
+    when: Expression
     gives: str
     gives_key: str
     gives_constant: int | None
@@ -306,7 +306,7 @@ class KvHeadOverride(NamedTuple):
     otherwise_constant: int | None
     derived_from: str
     reason: str
-    excludes: tuple[tuple[str, ...], ...]
+    excludes: Expression
     rule: str
     path: str
     symbol: str
@@ -342,8 +342,8 @@ class MambaStateCalculator(NamedTuple):
     method: str
     kind: str
     parameters: tuple[str, ...]
-    defaults: tuple[str, ...]
-    states: tuple[tuple[tuple[str, ...], ...], ...]
+    defaults: tuple[Expression, ...]
+    states: tuple[tuple[Expression, ...], ...]
     state_names: tuple[str, ...]
     assumes: tuple[str, ...]
     status: str
@@ -358,7 +358,7 @@ class MambaStateHook(NamedTuple):
     hook: str
     calculator: str
     parameters: tuple[str, ...]
-    arguments: tuple[tuple[str, ...], ...]
+    arguments: tuple[Expression, ...]
     delegate: str
     delegate_config: str
     status: str
@@ -397,7 +397,7 @@ class MlaGate(NamedTuple):
 
     scope: str
     when: str
-    condition: tuple[tuple[str, ...], ...]
+    condition: Expression
     requires_non_null: tuple[str, ...]
     other_conditions: tuple[str, ...]
     path: str
@@ -640,10 +640,8 @@ class SglangMemoryStep(NamedTuple):
     order: int
     target: str
     op: str
-    value: str
-    factors: tuple[str, ...]
-    at_least: str
-    when: tuple[tuple[str, ...], ...]
+    value: Expression
+    when: Expression
     code: str
     path: str
     symbol: str
@@ -707,8 +705,8 @@ class SizingPath(NamedTuple):
     order: int
     effect: str
     target: str
-    conditions: tuple[tuple[str, ...], ...]
-    value: tuple[str, ...]
+    conditions: tuple[Expression, ...]
+    value: Expression
     code: str
     status: str
     reason: str
@@ -774,7 +772,7 @@ class TpRule(NamedTuple):
     shape: str
     keys: tuple[str, ...]
     constant: int | None
-    when: tuple[tuple[str, ...], ...]
+    when: Expression
     code: str
     scope: str
     path: str

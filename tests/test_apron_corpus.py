@@ -317,7 +317,7 @@ def test_zamba2_derived_fields_say_where_they_come_from():
     read = model.read("attention_head_dim")
     # Zamba2Config.__post_init__: attention_head_dim = 2 * hidden_size // num_attention_heads
     # = 2 x 3584 / 32 = 224
-    assert read.value == 224 and "((2 * hidden_size) // num_attention_heads)" in read.key
+    assert read.value == 224 and "2 * self.hidden_size // self.num_attention_heads" in read.key
     assert model.read("n_mamba_heads").value == 8
 
 

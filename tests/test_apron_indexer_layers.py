@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from apron import plan
+from apron.expressions import evaluate
 from apron.extractors.vllm.index_cache import indexer_rules
-from apron.state_shapes import MISSING, evaluate
+from apron.vllm_rule_env import CALLS
 from tests.conftest import mirror
 from tests.vllm_miniatures import DEEPSEEK_V2
 
@@ -21,10 +22,7 @@ PIN = "0231dd5467c61dca76f66269b6298a43772b3519"
 
 
 def _skips(rule, config: dict, layers: int) -> list[bool]:
-    def lookup(term, layer):
-        return layer if term == "layer_id" else config.get(term, MISSING)
-
-    return [evaluate(rule.skip, lambda t, i=i: lookup(t, i)) for i in range(layers)]
+    return [bool(evaluate(rule.skip, {**config, "layer_id": i}, CALLS)) for i in range(layers)]
 
 
 def test_the_miniature_rule_is_read_as_one_conditional():

@@ -152,8 +152,13 @@ def test_rows_missing_fields_fail_loudly():
 
 # -- per-model_type overrides, as their structured fields say --------------------------------------
 
-FALCON_WHEN = (("new_decoder_architecture", "falsy"), ("multi_query", "truthy"))
-STAR_EXCLUDES = (("model_type", "in", "m", "other"), ("new_decoder_architecture", "truthy"))
+MULTI_QUERY = ("hpget", "multi_query", False)  # getattr(cfg, "multi_query", False)
+FALCON_WHEN = ("and", ("not", ("hpget", "new_decoder_architecture", False)), MULTI_QUERY)
+STAR_EXCLUDES = (
+    "and",
+    ("in", ("hpget", "model_type"), ("list", ("str", "m"), ("str", "other"))),
+    ("hpget", "new_decoder_architecture", False),
+)
 
 
 def override(model_type: str, kind: str, order: int = 0, **given):
@@ -251,7 +256,7 @@ def override(model_type: str, kind: str, order: int = 0, **given):
             override(
                 "*",
                 "conditional",
-                when=(("multi_query", "truthy"),),
+                when=MULTI_QUERY,
                 gives=("constant", "", 1),
                 excludes=STAR_EXCLUDES,
             ),
@@ -262,7 +267,7 @@ def override(model_type: str, kind: str, order: int = 0, **given):
             override(
                 "*",
                 "conditional",
-                when=(("multi_query", "truthy"),),
+                when=MULTI_QUERY,
                 gives=("constant", "", 1),
                 excludes=STAR_EXCLUDES,
             ),
@@ -274,7 +279,7 @@ def override(model_type: str, kind: str, order: int = 0, **given):
             override(
                 "*",
                 "conditional",
-                when=(("multi_query", "truthy"),),
+                when=MULTI_QUERY,
                 gives=("constant", "", 1),
                 excludes=STAR_EXCLUDES,
             ),
@@ -286,7 +291,7 @@ def override(model_type: str, kind: str, order: int = 0, **given):
             override(
                 "*",
                 "conditional",
-                when=(("model_type", "equals", "m"),),
+                when=("==", ("hpget", "model_type"), ("str", "m")),
                 gives=("key", "n_kv", None),
             ),
             {"n_kv": 5, "num_key_value_heads": 4},
@@ -296,7 +301,7 @@ def override(model_type: str, kind: str, order: int = 0, **given):
             override(
                 "*",
                 "conditional",
-                when=(("model_type", "not-in", "m", "x"),),
+                when=("not", ("in", ("hpget", "model_type"), ("list", ("str", "m"), ("str", "x")))),
                 gives=("key", "n_kv", None),
             ),
             {"n_kv": 5, "num_key_value_heads": 4},
@@ -781,8 +786,8 @@ def gate(scope: str, condition: tuple, requires: tuple, other: tuple = ()):
 
 
 V4_GATES = (
-    gate("main", (("compress_ratios", "present"),), ("head_dim",)),
-    gate("main", (("compress_ratios", "absent"),), ("kv_lora_rank",)),
+    gate("main", ("has", "compress_ratios"), ("head_dim",)),
+    gate("main", ("not", ("has", "compress_ratios")), ("kv_lora_rank",)),
 )
 
 
@@ -795,14 +800,14 @@ V4_GATES = (
         (V4_GATES, {"compress_ratios": [1], "head_dim": 512}, True),
         ((gate("main", (), ("kv_lora_rank",)),), {"kv_lora_rank": 8}, True),
         ((gate("main", (), ("kv_lora_rank",), ("opaque: x",)),), {"kv_lora_rank": 8}, None),
-        (  # a test this apron does not know (the extractor record refuses to write it)
-            (MlaGateRow("main", "?", (("compress_ratios", "bigger"),), (), (), CONVERTOR, "B"),),
+        (  # a condition on what this apron does not have (a name no environment gives)
+            (MlaGateRow("main", "?", ("<", "n_unread", 1), (), (), CONVERTOR, "B"),),
             {},
             None,
         ),
     ],
 )
-def test_mla_gates_evaluate_their_condition_terms(gates, config, expected):
+def test_mla_gates_evaluate_their_condition(gates, config, expected):
     from apron.engines.vllm import mla_decision
 
     engine = vllm()._replace(facts={**vllm().facts, "mla_gates": gates})

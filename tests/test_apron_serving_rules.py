@@ -57,7 +57,20 @@ def test_vllm_hybrid_page_rule():
     assert page.shape == "align_ceil"
     assert page.alignment_floor_is_block_size and page.raises_only and page.pads_mamba_page
     assert page.kernel_sizes_from == "get_supported_kernel_block_sizes"
-    assert page.other_modes == ("mamba_cache_mode equals all: chunk_align_ceil",)
+    assert page.other_modes == ("mamba_cache_mode == 'all': chunk_align_ceil",)
+
+
+def test_the_hybrid_page_rule_is_chosen_by_evaluating_its_condition_for_the_mode():
+    vllm = load_constraints().get("vllm")
+    (all_mode,) = [r for r in vllm.rows("hybrid_page_rules") if r.shape == "chunk_align_ceil"]
+    # an older layout's branch under two tests: `mode == "all" and not flag`
+    both = all_mode._replace(when=("and", all_mode.when, ("not", "flag")))
+    engine = vllm._replace(facts={**vllm.facts, "hybrid_page_rules": (both,)})
+    assert serving_rules(engine, "vllm").hybrid_page_rule_all is None  # `flag` is not given
+    engine = vllm._replace(facts={**vllm.facts, "hybrid_page_rules": (all_mode,)})
+    rules = serving_rules(engine, "vllm")
+    assert rules.hybrid_page_rule_all.shape == "chunk_align_ceil"
+    assert rules.hybrid_page_rule is None  # no branch for the default mode ("none")
 
 
 def test_sglang_rules_from_its_rows():

@@ -5,8 +5,12 @@ model files at the pin."""
 
 from __future__ import annotations
 
+import pytest
+
 from apron.config import load_config
-from apron.state_shapes import StateDtypes, evaluate, infix, layer_state, rule_for
+from apron.expressions import Unknown, evaluate, infix
+from apron.state_shapes import StateDtypes, layer_state, rule_for
+from apron.vllm_rule_env import CALLS
 
 BF16 = StateDtypes("bfloat16", "bfloat16", "every tensor in the model dtype")
 SSM_FP32 = StateDtypes("bfloat16", "float32", "ssm tensor in float32")
@@ -99,14 +103,15 @@ def test_no_rule_without_an_architecture_or_for_an_unregistered_one():
     assert rule_for(load_config({"architectures": ["MiniMaxM1ForCausalLM"]})) is None
 
 
-def test_terms_evaluate_and_read_as_infix():
-    terms = ("a", "2", "b", "*", "+", "t", "divide/2")
-    names = {"a": 10, "b": 3, "t": 2}
-    assert evaluate(terms, names.__getitem__) == (10 + 2 * 3) // 2
-    assert infix(terms) == "(a + 2 x b) / t"
-    choice = ("x", "is None", "y", "x", "if")
-    assert evaluate(choice, {"x": None, "y": 7}.__getitem__) == 7
-    assert infix(choice) == "y if x is None else x"
+def test_expressions_evaluate_with_vllms_calls_and_read_as_words():
+    tree = ("call", "divide", ("+", "a", ("*", 2, "b")), "t")
+    assert evaluate(tree, {"a": 10, "b": 3, "t": 2}, CALLS) == (10 + 2 * 3) // 2 == 8
+    assert infix(tree) == "divide(a + 2 * b, t)"
+    with pytest.raises(Unknown, match="9 is not divisible by tp 2"):
+        evaluate(tree, {"a": 5, "b": 2, "t": 2}, CALLS)  # vllm.distributed.divide asserts
+    choice = ("?:", ("==", "x", None), "y", "x")
+    assert evaluate(choice, {"x": None, "y": 7}) == 7
+    assert infix(choice) == "(x == None ? y : x)"
 
 
 def test_zamba2_the_layer_that_allocates_decides_and_apron_says_so():

@@ -11,10 +11,10 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from apron import sglang_fraction
 from apron.config import load_config
 from apron.constraints import load_constraints
 from apron.engines import sglang as sglang_rules
+from apron.engines.sglang import fraction as sglang_fraction
 from apron.planning.planner import plan
 from tests.conformance_records import Measurement, commit_dirs, facts, measurements
 

@@ -75,8 +75,8 @@ def test_the_state_calculators_come_from_the_set(edited):
     before = plan(config, context=1024)
     changed = edited(
         "vllm/mamba_state_calculators.py",
-        '(("num_heads", "tp_world_size", "divide/2"), ("head_dim",), ("state_size",))',
-        '(("num_heads", "tp_world_size", "divide/2"), ("head_dim", "2", "*"), ("state_size",))',
+        '(("call", "divide", "num_heads", "tp_world_size"), "head_dim", "state_size")',
+        '(("call", "divide", "num_heads", "tp_world_size"), ("*", "head_dim", 2), "state_size")',
     )
     after = plan(config, context=1024, constraints=changed)
     old = next(v for v in before.engines if v.engine == "vllm").state_bytes_per_sequence

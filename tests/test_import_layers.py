@@ -177,12 +177,9 @@ def room_of(folder: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> tuple[
 # Named, temporary exceptions to the layering: (importing module, imported module) -> why it is
 # still there and what removes it. The lead deletes an entry when its arrow is gone (a test fails
 # on an entry the graph no longer has).
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("apron.sglang_fraction", "apron.engines.sglang.prefill_graph"): (
-        "sglang_fraction (SGLang's memory fraction) belongs in apron/engines/sglang/; it stays in "
-        "apron/ while the rule-language helpers rewrite it, and moves there after the merge"
-    ),
-}
+EXCEPTIONS: dict[
+    tuple[str, str], str
+] = {}  # sglang_fraction's went with apron/engines/sglang/fraction.py
 
 
 def room_edges(

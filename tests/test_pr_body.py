@@ -794,15 +794,14 @@ def test_state_calculators_and_formulas_are_shown_in_infix():
             symbol="MambaStateShapeCalculator.kda_state_shape",
         )
 
-    old = calculator(((("conv_kernel_size", "1", "-"), ("h", "tp_world_size", "divide/2")),))
-    new = calculator(
-        ((("conv_kernel_size", "1", "-", "num_spec", "+"), ("h", "tp_world_size", "divide/2")),)
-    )
+    split = ("call", "divide", "h", "tp_world_size")
+    old = calculator(((("-", "conv_kernel_size", 1), split),))
+    new = calculator(((("+", ("-", "conv_kernel_size", 1), "num_spec"), split),))
     from apron.extractors.report.pr_body import change_text
 
     assert change_text(old, new) == (
         "~MambaStateShapeCalculator kda_state_shape: states +(conv_kernel_size - 1 + num_spec, "
-        "h / tp_world_size), -(conv_kernel_size - 1, h / tp_world_size)"
+        "divide(h, tp_world_size)), -(conv_kernel_size - 1, divide(h, tp_world_size))"
     )
 
     def formula(value):

@@ -67,7 +67,7 @@ def test_the_march_to_may_2026_body_lists_every_rule_the_calculator_reads(tmp_pa
     # every change of the rules the calculator reads, item by item
     assert "- +num_attention_groups (position 5)\n" in body
     assert "- +deepseek_v4\n" in body
-    assert "- +main, when has compress_ratios: requires head_dim is not None\n" in body
+    assert "- +main, when 'compress_ratios' in hparams: requires head_dim is not None\n" in body
     assert "- -main, when always: requires kv_lora_rank is not None\n" in body
     assert "- `score_type` new on 248 rows: 238 'bi-encoder', 10 'cross-encoder'" in body
     assert plan.readings_lost == []  # three months of real upstream change: no false alarm

@@ -1,6 +1,8 @@
 """Rules as data: structured rule -> code -> extracted fields -> words, and the same meaning.
 
-Hypothesis draws structured KV-head rules and condition terms. Each rule is written out as a
+Hypothesis draws structured KV-head rules and their conditions (drawn as terms, a test's
+shorthand: `(key, test, *operands)`, turned into expressions of apron/expressions.py by the
+builder's constructors). Each rule is written out as a
 miniature convertor method (the shape of vLLM's, hand-made here), extracted back, and must give
 the same fields; its rendered words must name every key it reads; and apron's evaluation of the
 fields must agree, on drawn configs, with the oracle: Python running that miniature method."""
@@ -16,7 +18,17 @@ from apron import conditions as apron_conditions
 from apron.config import ModelConfig, is_int
 from apron.constraints import load_engine
 from apron.engines.kv_head_scan import resolve_kv_heads
-from apron.extractors import rule_terms
+from apron.expressions import infix
+from apron.extractors.parsing.expressions import (
+    config_flag,
+    config_has,
+    config_value,
+    equals,
+    one_of,
+    python_all,
+    python_conjuncts,
+    python_not,
+)
 from apron.extractors.serving import kv_heads
 from apron.extractors.serving.rule_fields import rule_fields
 from apron.extractors.vllm import convertor
@@ -43,7 +55,30 @@ terms = st.one_of(
         st.lists(st.sampled_from(STRINGS), min_size=1, max_size=3, unique=True),
     ),
 )
-conjunctions = st.lists(terms, min_size=1, max_size=3, unique_by=lambda t: t[0]).map(tuple)
+
+
+def _expression(term: tuple[str, ...]):
+    """The condition a drawn term stands for, as the builder writes it."""
+    key, test, *operands = term
+    return {
+        "present": lambda: config_has(key),
+        "absent": lambda: python_not(config_has(key)),
+        "truthy": lambda: config_flag(key),
+        "falsy": lambda: python_not(config_flag(key)),
+        "equals": lambda: equals(config_value(key), operands[0]),
+        "not-equals": lambda: equals(config_value(key), operands[0], False),
+        "in": lambda: one_of(config_value(key), operands),
+        "not-in": lambda: one_of(config_value(key), operands, False),
+    }[test]()
+
+
+def _condition(drawn) -> object:
+    return python_all(_expression(t) for t in drawn)
+
+
+conjunctions = (
+    st.lists(terms, min_size=1, max_size=3, unique_by=lambda t: t[0]).map(tuple).map(_condition)
+)
 constants = st.integers(min_value=0, max_value=64).map(lambda n: ("constant", "", n))
 key_values = st.sampled_from(VALUE_KEYS).map(lambda k: ("key", k, None))
 base_scan = st.just(("base scan", "", None))
@@ -95,21 +130,38 @@ def _has(key: str) -> str:
     return f'hasattr(self.hf_text_config, "{key}")'
 
 
-def _term_code(term: tuple[str, ...]) -> str:
-    key, test, *operands = term
-    flag = f'getattr(self.hf_text_config, "{key}", False)'
-    value = f'getattr(self.hf_text_config, "{key}", None)'
-    listed = "(" + ", ".join(f'"{o}"' for o in operands) + ",)"
-    return {
-        "present": _has(key),
-        "absent": f"not {_has(key)}",
-        "truthy": flag,
-        "falsy": f"not {flag}",
-        "equals": f'{value} == "{operands[0]}"' if operands else "",
-        "not-equals": f'{value} != "{operands[0]}"' if operands else "",
-        "in": f"{value} in {listed}",
-        "not-in": f"{value} not in {listed}",
-    }[test]
+def _code(condition) -> str:
+    """The Python code vLLM writes for a condition of a drawn shape."""
+    node = condition[0]
+    if node == "and":
+        return f"{_code(condition[1])} and {_code(condition[2])}"
+    if node == "not" and condition[1][0] == "in":
+        value, listed = condition[1][1:]
+        return f"{_code(value)} not in {_code(listed)}"
+    if node == "not":
+        return f"not {_code(condition[1])}"
+    if node == "has":
+        return _has(condition[1])
+    if node == "hpget" and condition[1] == "model_type":
+        return "self.hf_config.model_type"
+    if node == "hpget":
+        default = "False" if len(condition) == 3 else "None"
+        return f'getattr(self.hf_text_config, "{condition[1]}", {default})'
+    if node in ("==", "!=", "in"):
+        return f"{_code(condition[1])} {node} {_code(condition[2])}"
+    if node == "str":
+        return f'"{condition[1]}"'
+    if node == "list":
+        return "(" + ", ".join(_code(item) for item in condition[1:]) + ",)"
+    raise AssertionError(condition)
+
+
+def _config_keys(condition) -> set[str]:
+    if not isinstance(condition, tuple) or not condition:
+        return set()
+    if condition[0] in ("has", "hpget"):
+        return {condition[1]}
+    return set().union(*(_config_keys(part) for part in condition[1:]))
 
 
 def _value_code(what: str, key: str, constant: int | None) -> str:
@@ -133,7 +185,7 @@ def rule_code(fields: dict) -> str:
     if fields["kind"] == "reads":
         test = _has(fields["gives_key"])
     else:
-        test = " and ".join(_term_code(t) for t in fields["when"])
+        test = _code(fields["when"])
     return f"        if {test}:\n            return {gives}\n        return {otherwise}\n"
 
 
@@ -175,7 +227,7 @@ def oracle(source: str, config: dict) -> int | None:
 
 
 def _keys_read(fields: dict) -> set[str]:
-    keys = {t[0] for t in fields["when"]} | {t[0] for t in fields["excludes"]}
+    keys = _config_keys(fields["when"]) | _config_keys(fields["excludes"])
     return keys | {k for k in (fields["gives_key"], fields["otherwise_key"]) if k}
 
 
@@ -186,7 +238,7 @@ def _keys_read(fields: dict) -> set[str]:
 @given(rules, st.lists(configs, min_size=1, max_size=4))
 def test_rule_round_trips_through_code_words_and_evaluation(fields, sample_configs):
     # `if has k: return k` is how vLLM writes a read with a default: the extractor calls it "reads"
-    assume(fields["when"] != ((fields["gives_key"], "present"),))
+    assume(fields["when"] != config_has(fields["gives_key"]))
     source = convertor_source(rule_code(fields))
     (extracted,) = convertor.kv_head_overrides_by_convertor(source, PATH, BASE)
     assert {k: getattr(extracted, k) for k in fields} == fields  # code -> the same fields
@@ -208,16 +260,17 @@ def test_rule_round_trips_through_code_words_and_evaluation(fields, sample_confi
 
 @settings(max_examples=200, deadline=None)
 @given(terms, configs)
-def test_term_words_and_truth_match_the_code(term, config):
-    words = rule_terms.term_words(term)
+def test_condition_words_and_truth_match_the_code(term, config):
+    condition = _expression(term)
+    words = infix(condition)
     assert term[0] in words and all(o in words for o in term[2:])
     scope: dict = {}
-    code = f"def check(self):\n    return {_term_code(term)}\n"
+    code = f"def check(self):\n    return {_code(condition)}\n"
     exec(compile(code, "<term>", "exec"), scope)  # noqa: S102 - our own test text
     truth = bool(scope["check"](SimpleNamespace(hf_text_config=_namespace(config))))
     model = ModelConfig(config, "drawn")
-    assert apron_conditions.term_truth(model, term).value is truth
-    assert apron_conditions.term_truth(model, rule_terms.negated(term)).value is (not truth)
+    assert apron_conditions.holds(model, condition).value is truth
+    assert apron_conditions.holds(model, python_not(condition)).value is (not truth)
 
 
 chains = st.builds(
@@ -235,7 +288,7 @@ chains = st.builds(
 @given(chains, st.lists(configs, min_size=1, max_size=4))
 def test_branch_chain_round_trips_as_ordered_rules(chain, sample_configs):
     body = "".join(
-        f"        if {' and '.join(_term_code(t) for t in rule['when'])}:\n"
+        f"        if {_code(rule['when'])}:\n"
         f"            return {_value_code(rule['gives'], rule['gives_key'], rule['gives_constant'])}\n"
         for rule in chain
     )
@@ -272,7 +325,7 @@ model_type_terms = st.one_of(
 )
 star_rules = st.builds(
     lambda when, gives, mt, flags: rule_fields(
-        "conditional", when=when, gives=gives, excludes=(mt, *flags)
+        "conditional", when=_condition(when), gives=gives, excludes=_condition((mt, *flags))
     ),
     st.lists(terms, min_size=1, max_size=2, unique_by=lambda t: t[0]).map(tuple),
     st.one_of(constants, key_values),
@@ -281,20 +334,10 @@ star_rules = st.builds(
 )
 
 
-def _star_term_code(term: tuple[str, ...]) -> str:
-    if term[0] != "model_type":
-        return _term_code(term)
-    _, test, *operands = term
-    listed = "[" + ", ".join(f'"{o}"' for o in operands) + "]"
-    op = {"equals": "==", "not-equals": "!=", "in": "in", "not-in": "not in"}[test]
-    right = f'"{operands[0]}"' if test in ("equals", "not-equals") else listed
-    return f"self.hf_config.model_type {op} {right}"
-
-
 def inline_source(fields: dict) -> str:
     """A ModelConfig whose get_total_num_kv_heads starts with this "*" rule (2025 layouts)."""
-    excluded = " and ".join(_star_term_code(t) for t in fields["excludes"])
-    when = " and ".join(_term_code(t) for t in fields["when"])
+    excluded = _code(fields["excludes"])
+    when = _code(fields["when"])
     gives = _value_code(fields["gives"], fields["gives_key"], fields["gives_constant"])
     return (
         "class ModelConfig:\n"
@@ -321,7 +364,7 @@ def test_star_rule_with_excludes_round_trips(fields, sample_configs, model_type)
     (extracted,) = kv_heads.kv_head_overrides_inline(source, "vllm/config.py", "ModelConfig")
     assert extracted.model_type == "*"
     assert {k: getattr(extracted, k) for k in fields} == fields
-    for key in {t[0] for t in fields["when"]} | {fields["gives_key"]} - {""}:
+    for key in _config_keys(fields["when"]) | {fields["gives_key"]} - {""}:
         assert key in extracted.rule
 
     engine = load_engine("vllm")
@@ -340,12 +383,19 @@ def test_star_rule_with_excludes_round_trips(fields, sample_configs, model_type)
         assert heads.count == (expected if is_int(expected) else None), (extracted.rule, config)
 
 
-def test_apron_knows_exactly_the_extractor_tests():
-    assert apron_conditions.TESTS == rule_terms.TESTS
-
-
-def test_an_unknown_test_is_unknown_never_a_guess():
+def test_a_condition_apron_cannot_evaluate_is_unknown_never_a_guess():
     model = ModelConfig({"ka": 1}, "t")
-    ev = apron_conditions.evaluate(model, (("ka", "truthy"), ("ka", "greater-than", "0")))
-    assert ev.value is None and "not interpreted" in ev.problem
-    assert rule_terms.term_problem(("ka", "greater-than", "0")).startswith("term")
+    ev = apron_conditions.holds(model, python_all([config_flag("ka"), ("<", "n_unread", 0)]))
+    assert ev.value is None and "n_unread" in ev.problem
+
+
+def test_the_empty_condition_holds_and_conjuncts_split_back():
+    model = ModelConfig({}, "t")
+    assert apron_conditions.holds(model, ()).value is True
+    parts = [config_has("a"), python_not(config_flag("b")), equals(config_value("c"), "x")]
+    assert python_conjuncts(python_all(parts)) == parts
+
+
+def test_an_absent_flag_reads_as_false_with_a_note():
+    ev = apron_conditions.holds(ModelConfig({}, "t"), python_not(config_flag("multi_query")))
+    assert ev == (True, ("multi_query absent from the config: read as false",), "")

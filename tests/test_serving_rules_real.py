@@ -56,7 +56,7 @@ def test_vllm_tp_rules():
         "max(1, total_num_kv_heads // parallel_config.tensor_parallel_size)",
     )
     mla = rows["mla_kv_heads_per_gpu"]
-    assert (mla.shape, mla.constant, mla.when) == ("constant", 1, (("use_mla", "truthy"),))
+    assert (mla.shape, mla.constant, mla.when) == ("constant", 1, "use_mla")
     heads = rows["attention_heads_divisible"]
     assert (heads.keys, heads.code) == (
         ("num_attention_heads",),
@@ -93,10 +93,10 @@ def test_vllm_state_splits():
 def test_vllm_hybrid_page_rule():
     rows = vllm_rules.hybrid_page_rules(vllm("vllm/platforms/interface.py"), "p")
     assert [(r.when, r.shape) for r in rows] == [
-        ((("mamba_cache_mode", "equals", "all"),), "chunk_align_ceil"),
-        ((("mamba_cache_mode", "not-equals", "all"),), "align_ceil"),
+        (("!=", "mamba_cache_mode", ("str", "all")), "align_ceil"),
+        (("==", "mamba_cache_mode", ("str", "all")), "chunk_align_ceil"),
     ]
-    default = rows[1]
+    default = rows[0]
     assert default.formula == (
         "attn_block_size = kernel_block_alignment_size * cdiv(mamba_page_size, "
         "kernel_block_alignment_size * attn_page_size_1_token)"  # canonical: no trailing comma
@@ -138,7 +138,7 @@ def test_sglang_tp_rules():
     mla = sglang_rules.mla_cell_rule(sglang(sglang_rules.POOL_PATHS[0]), "p")
     assert (mla.shape, mla.when, mla.symbol) == (
         "replicated",
-        (("use_mla_backend", "truthy"),),
+        "use_mla_backend",
         "DefaultPoolConfigurator._compute_cell_size",
     )
     rows = {

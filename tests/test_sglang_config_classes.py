@@ -10,9 +10,9 @@ import pytest
 
 from apron.config import ModelConfig
 from apron.constraints import load_constraints
+from apron.engines.sglang.fraction import fraction_for
 from apron.extractors.errors import AnchorError
 from apron.extractors.sglang.config_classes import config_class_attributes, registered_classes
-from apron.sglang_fraction import fraction_for
 
 ROOT = Path(__file__).resolve().parent.parent
 KIMI_K3 = ROOT / "conformance" / "sglang" / "configs" / "kimi-k3-shaped.json"

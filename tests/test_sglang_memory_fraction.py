@@ -12,9 +12,11 @@ import pytest
 
 from apron import plan
 from apron.constraints import load_constraints
+from apron.engines.sglang.fraction import ASSUMPTIONS, Model, static_fraction
+from apron.expressions import infix
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.expressions import python_conjuncts
 from apron.extractors.sglang.memory_fraction import memory_fraction_steps
-from apron.sglang_fraction import ASSUMPTIONS, Model, static_fraction
 from tests.sglang_serving_miniatures import SERVER_ARGS, SERVER_ARGS_PATH
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -27,67 +29,80 @@ def steps(text: str = SERVER_ARGS):
     return memory_fraction_steps(text, SERVER_ARGS_PATH)
 
 
+GPU_MEM_GIVEN = ("!=", "gpu_mem", None)  # `gpu_mem is not None`
+
+
 def test_bands_give_chunked_prefill_and_decode_max_bs_by_gpu_memory_and_tp():
     rows, warnings = steps()
-    bands = [(r.target, r.value, r.when[1:]) for r in rows if r.part == "band"]
+    bands = [(r.target, r.value, python_conjuncts(r.when)) for r in rows if r.part == "band"]
     # the miniature: < 30 GiB -> 1024 / 16; < 100 GiB -> 4096 / 64 (tp < 2) or 128; else 8192 / 256
     assert [(t, v) for t, v, _ in bands] == [
-        ("self.chunked_prefill_size", "1024"),
-        ("decode_cuda_graph_config.max_bs", "16"),
-        ("self.chunked_prefill_size", "4096"),
-        ("decode_cuda_graph_config.max_bs", "64"),
-        ("decode_cuda_graph_config.max_bs", "128"),
-        ("self.chunked_prefill_size", "8192"),
-        ("decode_cuda_graph_config.max_bs", "256"),
-        ("self.chunked_prefill_size", "2048"),
+        ("self.chunked_prefill_size", 1024),
+        ("decode_cuda_graph_config.max_bs", 16),
+        ("self.chunked_prefill_size", 4096),
+        ("decode_cuda_graph_config.max_bs", 64),
+        ("decode_cuda_graph_config.max_bs", 128),
+        ("self.chunked_prefill_size", 8192),
+        ("decode_cuda_graph_config.max_bs", 256),
+        ("self.chunked_prefill_size", 2048),
     ]
-    assert bands[3][2] == (
-        ("gpu_mem", ">=", "30720"),
-        ("gpu_mem", "<", "102400"),
-        ("decode_cuda_graph_config.max_bs is None",),
-        ("self.tp_size", "<", "2"),
-    )
-    assert bands[4][2][-1] == ("self.tp_size", ">=", "2")
-    assert bands[7][2] == (("self.chunked_prefill_size is None",),)  # the `gpu_mem is None` else
+    assert bands[3][2] == [
+        GPU_MEM_GIVEN,
+        (">=", "gpu_mem", ("*", 30, 1024)),
+        ("<", "gpu_mem", ("*", 100, 1024)),
+        ("==", "decode_cuda_graph_config.max_bs", None),
+        ("<", "self.tp_size", 2),
+    ]
+    assert bands[4][2][-1] == (">=", "self.tp_size", 2)
+    # the `gpu_mem is None` else
+    assert bands[7][2] == [("==", "gpu_mem", None), ("==", "self.chunked_prefill_size", None)]
     assert warnings == []
 
 
 def test_reserve_terms_floor_and_fraction_are_structured():
     rows, _ = steps()
-    reserve = [
-        (r.target, r.op, r.value, r.factors, r.at_least) for r in rows if r.part == "reserve"
-    ]
-    assert ("activation_tokens", "set", "1", ("self.chunked_prefill_size",), "1024") in reserve
-    assert ("reserved_mem", "add", "2", ("activation_tokens",), "") in reserve
-    assert ("reserved_mem", "add", "256", ("self.tp_size",), "") in reserve  # tp / 4 x 1024
-    assert ("reserved_mem", "at_least", "12288", (), "") in reserve
+    reserve = [(r.target, r.op, infix(r.value)) for r in rows if r.part == "reserve"]
+    assert ("activation_tokens", "set", "max(self.chunked_prefill_size, 1024)") in reserve
+    assert ("reserved_mem", "add", "activation_tokens * 2") in reserve
+    assert ("reserved_mem", "add", "self.tp_size / 4 * 1024") in reserve
+    assert ("reserved_mem", "at_least", "12 * 1024") in reserve
+    # the reserve block assigns mem_fraction_static, then runs on: its test is taken once
+    test = next(r for r in rows if r.op == "test")
+    assert (test.target, test.value) == (
+        "self.mem_fraction_static is None",
+        ("==", "self.mem_fraction_static", None),
+    )
     graph = [r for r in rows if r.symbol == "ServerArgs.reserve_for_graph_mb" and r.op == "add"]
-    assert [(r.value, r.factors, r.when[-1]) for r in graph] == [
-        ("4", ("decode_cuda_graph_config.max_bs",), ('self.disaggregation_mode != "prefill"',)),
-        ("16", ("len(prefill_cuda_graph_config.bs)",), ("not self.use_mla_backend()",)),
-        ("2048", (), ("self.use_mla_backend()",)),
+    assert [(infix(r.value), python_conjuncts(r.when)[-1]) for r in graph] == [
+        (
+            "decode_cuda_graph_config.max_bs * 4",
+            ("!=", "self.disaggregation_mode", ("str", "prefill")),
+        ),
+        ("len(prefill_cuda_graph_config.bs) * 16", ("not", "self.use_mla_backend()")),
+        ("2 * 1024", "self.use_mla_backend()"),
     ]
     floor = next(r for r in rows if r.op == "at_least" and r.target == "reserved_mem")
-    assert floor.when[-1] == ("gpu_mem", ">", "51200")
+    assert python_conjuncts(floor.when)[-1] == (">", "gpu_mem", ("*", 50, 1024))
     # the code after `if ...: return 3 * 1024` holds only when the `if` did not
     deepep = [r for r in rows if r.symbol == "ServerArgs.reserve_for_deepep_a2a_mb"]
-    assert [(r.value, r.when[-1]) for r in deepep] == [
-        ("3072", ('resolved_view(self).moe_a2a_backend == "deepep"',)),
-        ("0", ('resolved_view(self).moe_a2a_backend != "deepep"',)),
+    backend = "resolved_view(self).moe_a2a_backend"
+    assert [(r.value, python_conjuncts(r.when)[-1]) for r in deepep] == [
+        (("*", 3, 1024), ("==", backend, ("str", "deepep"))),
+        (0, ("!=", backend, ("str", "deepep"))),
     ]
-    fraction = [(r.op, r.value) for r in rows if r.part == "fraction"]
-    assert fraction == [("round", "3"), ("set", "0.9")]
-    capture = [(r.op, r.factors) for r in rows if r.part == "prefill_capture"]
+    fraction = [(r.op, infix(r.value)) for r in rows if r.part == "fraction"]
+    assert fraction == [("round", "round((gpu_mem - reserved_mem) / gpu_mem, 3)"), ("set", "0.9")]
+    capture = [(r.op, infix(r.value)) for r in rows if r.part == "prefill_capture"]
     assert capture == [
-        ("range", ("8", "64", "8")),
-        ("range", ("128", "1024", "128")),
-        ("range", ("2048", "max_bs", "1024")),
-        ("at_most", ("max_bs",)),
+        ("range", "range(8, 65, 8)"),
+        ("range", "range(128, 1024 + 1, 128)"),
+        ("range", "range(2048, max_bs + 1, 1024)"),
+        ("at_most", "max_bs"),
     ]
     vlm = {r.target + r.op: r.value for r in rows if r.part == "vlm"}
-    assert vlm["base_mem_fraction_reduction_ratioconstant"] == "0.9"
-    assert vlm["dynamic_adjustment_factorat_least"] == "0.7"
-    assert vlm["dynamic_adjustment_factorat_most"] == "1.1"
+    assert vlm["base_mem_fraction_reduction_ratioconstant"] == 0.9
+    assert vlm["dynamic_adjustment_factorat_least"] == 0.7
+    assert vlm["dynamic_adjustment_factorat_most"] == 1.1
 
 
 def test_the_miniature_evaluates_with_its_own_numbers():
@@ -105,16 +120,16 @@ def test_the_miniature_evaluates_with_its_own_numbers():
 
 def test_an_unread_shape_is_a_warning_and_its_figure_unknown():
     text = SERVER_ARGS.replace(
-        "reserved_mem += activation_tokens * 2", "reserved_mem += activation_tokens ** 2"
+        "reserved_mem += activation_tokens * 2", "reserved_mem += {2: activation_tokens}[2]"
     )
     rows, warnings = steps(text)
     assert [w.code for w in warnings] == ["unread-memory-step"]
-    assert "activation_tokens ** 2" in warnings[0].message
+    assert "{2: activation_tokens}[2]" in warnings[0].message
     unread = next(r for r in rows if r.op == "unread")
-    assert unread.target == "reserved_mem" and unread.value == ""
+    assert unread.target == "reserved_mem" and unread.value == ()
     result = static_fraction(rows, GIB80, 1, LLAMA)
     assert result.fraction is None
-    assert "activation_tokens ** 2" in result.unknown[0]
+    assert "{2: activation_tokens}[2]" in result.unknown[0]
 
 
 def test_a_condition_outside_the_assumptions_makes_it_unknown():
@@ -243,7 +258,7 @@ def test_nemotron_h_has_no_prefill_graph_reserve():
     at 80 GiB, tp 1: reserved = 512 + 1.5 x 8,192 + 1/8 x 1,024 + 2 x 256 = 13,440 MiB and the
     fraction is round(68,480 / 81,920, 3) = 0.836, what SGLang's ServerArgs gives (a llama with
     the prefill graph gets 0.83)."""
-    from apron.sglang_fraction import fraction_for
+    from apron.engines.sglang.fraction import fraction_for
 
     sglang = load_constraints().get("sglang")
     fraction, source, _, _ = fraction_for(sglang, _model("NemotronHForCausalLM"), False, GIB80, 1)
@@ -336,11 +351,14 @@ def test_the_real_server_args_gives_the_committed_steps():
     ).stdout
     rows, warnings = memory_fraction_steps(text, SERVER_ARGS_PATH)
     assert tuple(r.model_dump() for r in rows) == tuple(r._asdict() for r in committed_rows())
-    # the decode-disaggregation branch's `x or y or 1` is not read (and not taken by default)
-    assert sorted(w.subject.rsplit(": ", 1)[1] for w in warnings) == [
-        "draft_tokens",
-        "running_requests",
-    ]
+    # the decode-disaggregation branch's `x or y or 1` is read (and not taken by default)
+    assert warnings == []
+    running = next(r for r in rows if r.target == "running_requests")
+    assert running.value == (
+        "or",
+        ("or", "self.max_running_requests", "decode_cuda_graph_config.max_bs"),
+        1,
+    )
 
 
 @pytest.mark.parametrize(
@@ -369,7 +387,7 @@ def test_mimo_v2_is_multimodal_only_with_both_sub_configs(
     has both vision_config and audio_config (model_config.py), extracted as the set
     ModelConfig.__init__.MIMO_V2_MULTIMODAL_ARCHS with that condition."""
     from apron.engines.sglang import prefill_graph as sglang_prefill_graph
-    from apron.sglang_fraction import fraction_for
+    from apron.engines.sglang.fraction import fraction_for
 
     sglang = load_constraints().get("sglang")
     rows = [

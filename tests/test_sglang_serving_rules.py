@@ -154,7 +154,7 @@ def test_mla_cell_size_does_not_read_tp():
     assert (row.rule, row.shape, row.when, row.symbol) == (
         "mla_kv_heads_per_gpu",
         "replicated",
-        (("use_mla_backend", "truthy"),),
+        "use_mla_backend",  # the pool's own attribute: a name
         "DefaultPoolConfigurator._compute_cell_size",
     )
     split = POOL.replace("* num_layers\n        else", "* num_layers // tp_size\n        else")

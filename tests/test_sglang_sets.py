@@ -180,20 +180,21 @@ def test_kv_head_rule_reads_through_the_vllm_inline_extractor():
         (r.model_type, r.rule_order, r.kind, r.rule) for r in kv_head_overrides(MODEL_CONFIG, PATH)
     ]
     assert overrides == [
-        ("*", 0, "conditional", "1 when multi_query"),
+        ("*", 0, "conditional", "1 when hparams.get('multi_query', False)"),
         ("mpt", 1, "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
         ("dbrx", 2, "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
     ]
     multi_query = kv_head_overrides(MODEL_CONFIG, PATH)[0]
-    assert multi_query.when == (("multi_query", "truthy"),)
+    assert multi_query.when == ("hpget", "multi_query", False)
     assert (multi_query.gives, multi_query.gives_constant, multi_query.otherwise) == (
         "constant",
         1,
         "",
     )
     assert multi_query.excludes == (
-        ("model_type", "in", "falcon", "RefinedWeb"),
-        ("new_decoder_architecture", "truthy"),
+        "and",
+        ("in", ("hpget", "model_type"), ("list", ("str", "falcon"), ("str", "RefinedWeb"))),
+        ("hpget", "new_decoder_architecture", False),
     )
     assert [r.fallback for r in kv_head_fallback(MODEL_CONFIG, PATH)] == ["num_attention_heads"]
     assert kv_head_overrides(MODEL_CONFIG_OLD, PATH) == []

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from apron import normalize
+from apron.expressions import expression_problem
 from apron.extractors.errors import AnchorError, PinError, SourceError
 from apron.extractors.transformers import __main__ as cli
 from apron.extractors.transformers.config_classes import read_module
@@ -169,41 +170,37 @@ def test_dataclass_fields_are_the_defaults_and_model_type_and_maps_are_read():
     assert classes["ToyVLConfig"].derivations == ()
 
 
-def test_post_init_derivations_are_expression_trees_in_order():
+def test_post_init_derivations_are_expressions_of_the_rule_language_in_order():
     classes, _ = toy_classes()
     steps = [(d.field, d.condition, d.expression) for d in classes["ToyConfig"].derivations]
     assert steps[0] == (
         "sliding_window",
-        ("const", True),
-        ("if", ("field", "use_sliding_window"), ("field", "sliding_window"), ("const", None)),
+        (),  # always
+        ("?:", ("self", "use_sliding_window"), ("self", "sliding_window"), None),
     )
     assert steps[1] == (
         "num_key_value_heads",
-        ("is None", ("field", "num_key_value_heads")),
-        ("field", "num_attention_heads"),
+        ("==", ("self", "num_key_value_heads"), None),
+        ("self", "num_attention_heads"),
     )
     # the local `interval` is substituted: a config.json key that is not a field, default 4
     assert steps[2] == (
         "layer_types",
-        ("is None", ("field", "layer_types")),
+        ("==", ("self", "layer_types"), None),
         (
-            "for",
-            ("range", ("field", "num_hidden_layers")),
+            "map",
+            "$i",
+            ("call", "range", ("self", "num_hidden_layers")),
             (
-                "if",
-                (
-                    "bool",
-                    (
-                        "%",
-                        ("+", ("item",), ("const", 1)),
-                        ("kwarg", "full_attention_interval", ("const", 4)),
-                    ),
-                ),
-                ("const", "linear_attention"),
-                ("const", "full_attention"),
+                "?:",
+                ("call", "bool", ("%", ("+", "$i", 1), ("hpget", "full_attention_interval", 4))),
+                ("str", "linear_attention"),
+                ("str", "full_attention"),
             ),
         ),
     )
+    for _, condition, value in steps:
+        assert expression_problem(condition) == expression_problem(value) == ""
 
 
 def test_shapes_not_read_are_unknown_with_a_warning_never_dropped():
@@ -212,7 +209,7 @@ def test_shapes_not_read_are_unknown_with_a_warning_never_dropped():
     limit = next(d for d in toy.defaults if d.field == "limit")
     assert not limit.known and limit.code == '(0.0, float("inf"))'
     extra = next(d for d in toy.derivations if d.field == "extra")
-    assert extra.expression[0] == "unknown"
+    assert extra.expression[0] == "undef"
     codes = {(w.code, w.subject) for w in warnings}
     assert ("unread_default", "ToyConfig") in codes
     assert ("unread_statement", "ToyConfig") in codes
@@ -231,10 +228,10 @@ def test_init_style_class_reads_parameters_and_derivations():
         (
             "head_dim",
             (
-                "if",
-                ("is not None", ("field", "head_dim")),
-                ("field", "head_dim"),
-                ("//", ("field", "hidden_size"), ("field", "num_attention_heads")),
+                "?:",
+                ("!=", ("self", "head_dim"), None),
+                ("self", "head_dim"),
+                ("//", ("self", "hidden_size"), ("self", "num_attention_heads")),
             ),
         )
     ]
@@ -455,5 +452,16 @@ class ToyVLConfig(PretrainedConfig):
     (cls,), warnings = read_module(text, "vllm/transformers_utils/configs/toy_vl.py")
     assert cls.sub_configs == (("text_config", "ToyTextConfig"), ("vision_config", "VisionConfig"))
     # the value read through the sub-config is not read: unknown, with a warning
-    assert [(d.field, d.expression[0]) for d in cls.derivations] == [("vocab_size", "unknown")]
+    assert [(d.field, d.expression[0]) for d in cls.derivations] == [("vocab_size", "undef")]
     assert [w.code for w in warnings] == ["unread_expression"]
+
+
+def test_tables_of_another_rule_encoding_are_refused_naming_the_file():
+    """Tables rendered before the rules became expressions of apron/expressions.py (no
+    SCHEMA_VERSION: the tagged trees) are an error naming the module and the command, never read
+    with the wrong meaning."""
+    from apron.errors import ConstraintsError
+
+    old = types.SimpleNamespace(__file__="generated/transformers/config_classes.py", RELEASE="1")
+    with pytest.raises(ConstraintsError, match=r"config_classes\.py: SCHEMA_VERSION is 1; .*"):
+        normalize.ConfigClasses.from_modules(old, old, frozenset())

@@ -39,7 +39,7 @@ def test_a_validate_method_is_read_as_conditions_and_messages():
     assert tiny.validators == (
         Validator(
             "validate_architecture",
-            ("!=", ("%", ("field", "hidden_size"), ("field", "num_attention_heads")), ("const", 0)),
+            ("!=", ("%", ("self", "hidden_size"), ("self", "num_attention_heads")), 0),
             "ValueError",
             'f"{self.hidden_size} is not a multiple of {self.num_attention_heads}"',
         ),
@@ -172,11 +172,17 @@ class PatternConfig(PreTrainedConfig):
 def test_a_helper_method_is_read_inline_and_a_lookup_is_an_expression():
     (cls,), _ = read_module(PATTERN, "p.py")
     (derivation,) = cls.derivations
-    assert derivation.condition == ("has kwarg", "kind_pattern")
+    assert derivation.condition == ("has", "kind_pattern")
+    # the dict display's entries in a stable order, whatever order the source writes them in
     assert derivation.expression == (
-        "for",
-        ("kwarg", "kind_pattern", ("const", None)),
-        ("[]", ("const", {"M": "mamba", "*": "attention"}), ("item",)),
+        "map",
+        "$char",
+        ("hpget", "kind_pattern"),
+        (
+            "item",
+            ("dict", ("str", "*"), ("str", "attention"), ("str", "M"), ("str", "mamba")),
+            "$char",
+        ),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from apron.expressions import infix
 from apron.extractors.errors import AnchorError, ParseError
 from apron.extractors.serving import kv_heads
 from apron.extractors.vllm import convertor
@@ -25,12 +26,7 @@ def mla(text, path=CONVERTOR_PATH, cls=BASE):
 def gates(text, path=CONVERTOR_PATH, cls=BASE):
     rows = convertor.mla_gates(text, path, cls)
     for g in rows:  # the words are rendered from the structured condition
-        assert g.when == (
-            " and ".join(
-                f"has {k}" if t == "present" else f"not has {k}" for k, t, *_ in g.condition
-            )
-            or "always"
-        )
+        assert g.when == infix(g.condition)
     return [(g.scope, g.when, g.requires_non_null, g.other_conditions) for g in rows]
 
 
@@ -78,13 +74,13 @@ def test_mla_gate_always_kv_lora_rank():
 
 def test_mla_gate_compress_ratios_needs_head_dim():
     assert gates(CONVERTOR_V2)[:2] == [
-        ("main", "has compress_ratios", ("head_dim",), ()),
-        ("main", "not has compress_ratios", ("kv_lora_rank",), ()),
+        ("main", "'compress_ratios' in hparams", ("head_dim",), ()),
+        ("main", "not ('compress_ratios' in hparams)", ("kv_lora_rank",), ()),
     ]
     rows = convertor.mla_gates(CONVERTOR_V2, CONVERTOR_PATH, BASE)
     assert [g.condition for g in rows[:2]] == [
-        (("compress_ratios", "present"),),
-        (("compress_ratios", "absent"),),
+        ("has", "compress_ratios"),
+        ("not", ("has", "compress_ratios")),
     ]
 
 
@@ -153,7 +149,8 @@ def test_kv_head_overrides_by_convertor_class_and_inheritance():
             "falcon",
             "FalconConvertor",
             "conditional",
-            "1 when not new_decoder_architecture and multi_query; else base scan",
+            "1 when not hparams.get('new_decoder_architecture', False) and "
+            "hparams.get('multi_query', False); else base scan",
         ),
         ("mpt", "MptConvertor", "reads", "reads attn_config.kv_n_heads, else num_attention_heads"),
     }  # "quiet" inherits the plain scan: no row
@@ -188,16 +185,20 @@ def test_kv_head_overrides_inline_older_layout_with_scope():
             "*",
             0,
             "conditional",
-            "1 when multi_query",
-            (("model_type", "in", "falcon", "RefinedWeb"), ("new_decoder_architecture", "truthy")),
+            "1 when hparams.get('multi_query', False)",
+            (
+                "and",
+                ("in", ("hpget", "model_type"), ("list", ("str", "falcon"), ("str", "RefinedWeb"))),
+                ("hpget", "new_decoder_architecture", False),
+            ),
         ),
         ("mpt", 1, "reads", "reads attn_config.kv_n_heads, else num_attention_heads", ()),
         ("nemotron-nas", 2, "derived", "derived from block_configs", ()),
-        ("*", 3, "conditional", "0 when is_attention_free", ()),
+        ("*", 3, "conditional", "0 when hparams.get('is_attention_free', False)", ()),
     ]
     star = rows[0]
     assert (star.when, star.gives, star.gives_constant, star.otherwise) == (
-        (("multi_query", "truthy"),),
+        ("hpget", "multi_query", False),
         "constant",
         1,
         "",  # no else branch: the next rule, then the scan
@@ -212,7 +213,11 @@ def test_kv_head_override_fields_by_convertor():
     rows = convertor.kv_head_overrides_by_convertor(CONVERTOR_V1, CONVERTOR_PATH, BASE)
     by_type = {r.model_type: r for r in rows}
     falcon = by_type["falcon"]
-    assert falcon.when == (("new_decoder_architecture", "falsy"), ("multi_query", "truthy"))
+    assert falcon.when == (
+        "and",
+        ("not", ("hpget", "new_decoder_architecture", False)),
+        ("hpget", "multi_query", False),
+    )
     assert (falcon.gives, falcon.gives_constant, falcon.otherwise) == ("constant", 1, "base scan")
     mpt = by_type["mpt"]
     assert (mpt.gives, mpt.gives_key, mpt.otherwise, mpt.otherwise_key) == (
@@ -249,8 +254,12 @@ def test_two_branches_become_two_ordered_rules():
         "        return 7\n"
     )
     assert [(r.rule_order, r.when, r.rule) for r in rules] == [
-        (0, (("n_kv", "present"),), "n_kv when has n_kv"),
-        (1, (("model_type", "not-equals", "x"),), "2 when model_type != x; else 7"),
+        (0, ("has", "n_kv"), "n_kv when 'n_kv' in hparams"),
+        (
+            1,
+            ("!=", ("hpget", "model_type"), ("str", "x")),
+            "2 when hparams.get('model_type') != 'x'; else 7",
+        ),
     ]
 
 
@@ -268,7 +277,10 @@ def test_base_scan_in_an_early_branch_ends_the_rules():
         "            return 2\n"
         "        return 7\n"
     )
-    assert [r.rule for r in rules] == ["base scan when a", "2 when b; else 7"]
+    assert [r.rule for r in rules] == [
+        "base scan when hparams.get('a', False)",
+        "2 when hparams.get('b', False); else 7",
+    ]
     engine = load_engine("vllm")
     assert engine is not None
     rows = tuple(Row(**r.model_dump()) for r in rules)

@@ -115,7 +115,7 @@ def test_upgrade_diff_shows_what_changed(project, vllm_repo):
     assert moved == {"Qwen2Model": ("embedding", "multimodal")}
     assert [r.model_type for r in by_fact["kv_head_overrides"].removed] == ["mpt"]
     gates = {(g.when, g.requires_non_null) for g in by_fact["mla_gates"].added}
-    assert ("has compress_ratios", ("head_dim",)) in gates
+    assert ("'compress_ratios' in hparams", ("head_dim",)) in gates
 
 
 def test_layout_switch_to_single_file_config(project, vllm_repo):
@@ -126,7 +126,10 @@ def test_layout_switch_to_single_file_config(project, vllm_repo):
     overrides = third.facts.fact("kv_head_overrides")
     assert {s.path for s in overrides.sources} == {CONFIG_SINGLE_PATH}
     rules = {(r.model_type, r.rule) for r in overrides.records}
-    assert ("*", "1 when multi_query") in rules  # applies to every model type again
+    assert (
+        "*",
+        "1 when hparams.get('multi_query', False)",
+    ) in rules  # applies to every model type again
     by_fact = {d.fact: d for d in third.diff.facts}
     assert [r.model_type for r in by_fact["kv_head_overrides"].removed if r.model_type == "falcon"]
 

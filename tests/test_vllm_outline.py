@@ -465,21 +465,21 @@ HYBRID_SHAPES = [
 ]
 
 
-ALL = (("mamba_cache_mode", "equals", "all"),)
-NOT_ALL = (("mamba_cache_mode", "not-equals", "all"),)
+ALL = ("==", "mamba_cache_mode", ("str", "all"))  # a name: the setting apron passes
+NOT_ALL = ("!=", "mamba_cache_mode", ("str", "all"))
 HYBRID_SYMBOL = "Platform._align_hybrid_block_size"
 # (when, shape, raises_only, pads_mamba_page) per row of each of HYBRID_SHAPES, or the error:
 # what vLLM's rule means by each shape (libcst's reading too, while a libcst twin existed).
 HYBRID_READINGS = [
-    [(ALL, "chunk_align_ceil", True, True), (NOT_ALL, "align_ceil", True, True)],
-    [(ALL, "chunk_align_ceil", True, True), (NOT_ALL, "align_ceil", True, True)],
+    [(NOT_ALL, "align_ceil", True, True), (ALL, "chunk_align_ceil", True, True)],
+    [(NOT_ALL, "align_ceil", True, True), (ALL, "chunk_align_ceil", True, True)],
     [
         ((), "opaque", True, True),
-        (ALL, "chunk_align_ceil", True, True),
         (NOT_ALL, "align_ceil", True, True),
+        (ALL, "chunk_align_ceil", True, True),
     ],
     [(ALL, "chunk_align_ceil", True, True)],
-    [(ALL, "chunk_align_ceil", True, False), (NOT_ALL, "align_ceil", True, False)],
+    [(NOT_ALL, "align_ceil", True, False), (ALL, "chunk_align_ceil", True, False)],
     ("AnchorError", f"{HYBRID_SYMBOL} assigns no attn_block_size in {PLATFORM_PATH}"),
     ("AnchorError", f"{HYBRID_SYMBOL} is not defined in {PLATFORM_PATH}"),
     ("AnchorError", f"class Platform is not defined in {PLATFORM_PATH}"),

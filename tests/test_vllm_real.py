@@ -66,7 +66,11 @@ def test_structured_rules_at_pin(tmp_path, vllm_mirror):
     facts = run(ENGINES["vllm"], project, commit=None, source=vllm_mirror, write=False).facts
     overrides = {r.model_type: r for r in facts.fact("kv_head_overrides").records}
     falcon = overrides["falcon"]
-    assert falcon.when == (("new_decoder_architecture", "falsy"), ("multi_query", "truthy"))
+    assert falcon.when == (
+        "and",
+        ("not", ("hpget", "new_decoder_architecture", False)),
+        ("hpget", "multi_query", False),
+    )
     assert (falcon.gives_constant, falcon.otherwise) == (1, "base scan")
     dbrx = overrides["dbrx"]
     assert (dbrx.kind, dbrx.gives_key, dbrx.otherwise_key) == (
@@ -76,9 +80,10 @@ def test_structured_rules_at_pin(tmp_path, vllm_mirror):
     )
     assert overrides["nemotron-nas"].derived_from == "block_configs"
     gates = {g.when: g for g in facts.fact("mla_gates").records}
-    assert gates["has compress_ratios"].condition == (("compress_ratios", "present"),)
-    assert gates["has compress_ratios"].requires_non_null == ("head_dim",)
-    assert gates["not has compress_ratios"].requires_non_null == ("kv_lora_rank",)
+    has = "'compress_ratios' in hparams"
+    assert gates[has].condition == ("has", "compress_ratios")
+    assert gates[has].requires_non_null == ("head_dim",)
+    assert gates[f"not ({has})"].requires_non_null == ("kv_lora_rank",)
 
 
 def test_older_layouts_extract(tmp_path, vllm_mirror):
@@ -98,11 +103,14 @@ def test_older_layouts_extract(tmp_path, vllm_mirror):
         result = run(ENGINES["vllm"], project, commit=commit, source=vllm_mirror, write=False)
         overrides = result.facts.fact("kv_head_overrides").records
         assert {s.path for s in result.facts.fact("kv_head_overrides").sources} == {path}
-        assert ("*", "1 when multi_query") in {(r.model_type, r.rule) for r in overrides}
-        star = next(r for r in overrides if r.rule == "1 when multi_query")
-        assert star.when == (("multi_query", "truthy"),)
+        words = "1 when hparams.get('multi_query', False)"
+        assert ("*", words) in {(r.model_type, r.rule) for r in overrides}
+        star = next(r for r in overrides if r.rule == words)
+        assert star.when == ("hpget", "multi_query", False)
+        falcons = ("list", ("str", "falcon"), ("str", "RefinedWeb"), ("str", "RefinedWebModel"))
         assert star.excludes == (
-            ("model_type", "in", "falcon", "RefinedWeb", "RefinedWebModel"),
-            ("new_decoder_architecture", "truthy"),
+            "and",
+            ("in", ("hpget", "model_type"), falcons),
+            ("hpget", "new_decoder_architecture", False),
         )
         assert not [r for r in overrides if r.kind == "opaque"], commit

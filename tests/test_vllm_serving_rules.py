@@ -111,7 +111,7 @@ def test_kv_heads_split_and_replicated_below_tp():
 
 def test_mla_gives_one_head_per_gpu():
     row = rules()["mla_kv_heads_per_gpu"]
-    assert (row.shape, row.constant, row.when) == ("constant", 1, (("use_mla", "truthy"),))
+    assert (row.shape, row.constant, row.when) == ("constant", 1, "use_mla")
 
 
 def test_divisibility_key_follows_the_convertor():
@@ -218,13 +218,13 @@ def test_state_splits_missing_anchor():
 
 def test_hybrid_page_rule_branches():
     found = {r.when: r for r in hybrid_page_rules(PLATFORM_INTERFACE, PLATFORM_PATH)}
-    default = found[(("mamba_cache_mode", "not-equals", "all"),)]
+    default = found[("!=", "mamba_cache_mode", ("str", "all"))]
     assert default.shape == "align_ceil"
     assert default.formula == "attn_block_size = align * cdiv(mamba_page, align * page_1)"
     assert default.alignment_floor_is_block_size and default.raises_only
     assert default.pads_mamba_page
     assert default.kernel_sizes_from == "get_supported_kernel_block_sizes"
-    assert found[(("mamba_cache_mode", "equals", "all"),)].shape == "chunk_align_ceil"
+    assert found[("==", "mamba_cache_mode", ("str", "all"))].shape == "chunk_align_ceil"
 
 
 def test_hybrid_page_rule_opaque_and_missing():
@@ -232,8 +232,8 @@ def test_hybrid_page_rule_opaque_and_missing():
         "attn_block_size = align * cdiv(mamba_page, align * page_1)",
         "attn_block_size = pick_block(mamba_page, page_1)",
     )
-    shapes = {r.when[0][1]: r.shape for r in hybrid_page_rules(changed, PLATFORM_PATH)}
-    assert shapes == {"equals": "chunk_align_ceil", "not-equals": "opaque"}
+    shapes = {r.when[0]: r.shape for r in hybrid_page_rules(changed, PLATFORM_PATH)}
+    assert shapes == {"==": "chunk_align_ceil", "!=": "opaque"}
     renamed = PLATFORM_INTERFACE.replace("_align_hybrid_block_size", "_align_blocks")
     with pytest.raises(AnchorError) as info:
         hybrid_page_rules(renamed, PLATFORM_PATH)

@@ -1,5 +1,5 @@
 """vLLM's KV cache sizing methods read as code paths (extractors/vllm/sizing_rules.py): the tests
-and the value of each return, and of each default get_batch_defaults assigns, as postfix terms."""
+and the value of each return, and of each default get_batch_defaults assigns, as expressions of the one rule language."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _paths(text: str, path: str, *methods: tuple[str, str]):
     return [(r.symbol, r.effect, r.target, r.conditions, r.value) for r in rows], warnings
 
 
-def test_a_local_is_substituted_into_the_returned_terms():
+def test_a_local_is_substituted_into_the_returned_expression():
     rows, warnings = _paths(SIZING_INTERFACE, INTERFACE_PATH, WINDOW)
     assert warnings == []
     assert rows == [
@@ -32,23 +32,25 @@ def test_a_local_is_substituted_into_the_returned_terms():
             "",
             (),
             (
-                "self.sliding_window",
-                "1",
-                "-",
-                "max_in_flight_tokens",
                 "+",
-                "max_model_len",
-                "min/2",
-                "self.block_size",
-                "cdiv/2",
-                "1",
-                "+",
+                (
+                    "call",
+                    "cdiv",
+                    (
+                        "call",
+                        "min",
+                        ("+", ("-", "self.sliding_window", 1), "max_in_flight_tokens"),
+                        "max_model_len",
+                    ),
+                    "self.block_size",
+                ),
+                1,
             ),
         )
     ]
 
 
-def test_a_local_reassigned_under_an_if_becomes_an_if_term():
+def test_a_local_reassigned_under_an_if_becomes_a_choice():
     rows, _ = _paths(
         SIZING_INTERFACE, INTERFACE_PATH, ("FullAttentionSpec", "max_memory_usage_bytes")
     )
@@ -56,29 +58,28 @@ def test_a_local_reassigned_under_an_if_becomes_an_if_term():
     assert conditions == ()
     length = "vllm_config.model_config.max_model_len"
     dcp = "vllm_config.parallel_config.decode_context_parallel_size"
-    assert value == (
-        dcp, "1", ">", length, dcp, "cdiv/2", length, "if",
-        "self.block_size", "cdiv/2", "self.page_size_bytes", "*",
-    )  # fmt: skip
+    tokens = ("?:", (">", dcp, 1), ("call", "cdiv", length, dcp), length)
+    assert value == ("*", ("call", "cdiv", tokens, "self.block_size"), "self.page_size_bytes")
 
 
 def test_if_elif_else_gives_one_path_per_clause_with_the_earlier_tests_negated():
     rows, _ = _paths(SIZING_INTERFACE, INTERFACE_PATH, ("MambaSpec", "max_memory_usage_bytes"))
     mode = "vllm_config.cache_config.mamba_cache_mode"
+    is_all, is_align = ("==", mode, ("str", "all")), ("==", mode, ("str", "align"))
     assert [r[3] for r in rows] == [
-        ((mode, '"all"', "=="),),
-        ((mode, '"all"', "==", "not"), (mode, '"align"', "==")),
-        ((mode, '"all"', "==", "not"), (mode, '"align"', "==", "not")),
+        (is_all,),
+        (("not", is_all), is_align),
+        (("not", is_all), ("not", is_align)),
     ]
-    assert rows[2][4] == ("self.page_size_bytes",)
+    assert rows[2][4] == "self.page_size_bytes"
 
 
 def test_nested_returns_keep_their_enclosing_tests_in_source_order():
     rows, _ = _paths(SIZING_CONFIG, SIZING_CONFIG_PATH, ("VllmConfig", "max_concurrent_batches"))
     pp = "self.parallel_config.pipeline_parallel_size"
     assert [(r[3], r[4]) for r in rows] == [
-        ((("self.scheduler_config.async_scheduling",), (pp, "1", "<=")), ("2",)),
-        ((), (pp,)),
+        (("self.scheduler_config.async_scheduling", ("<=", pp, 1)), 2),
+        ((), pp),
     ]
 
 
@@ -86,11 +87,11 @@ def test_defaults_are_assigned_per_dictionary_key_and_a_try_leaves_its_names_fre
     rows, warnings = _paths(SIZING_ARGS, SIZING_ARGS_PATH, ("EngineArgs", "get_batch_defaults"))
     assert warnings == []
     key = "tokens[UsageContext.OPENAI_API_SERVER]"
-    big = ("device_memory", "70", "GiB_bytes", "*", ">=")
+    big = (">=", "device_memory", ("*", 70, "GiB_bytes"))
     assert [r[1:] for r in rows] == [
-        ("assign", key, (big,), ("8192",)),
-        ("assign", key, ((*big, "not"),), ("2048",)),
-        ("assign", key, (("current_platform.is_cpu/0",),), ("2048", "world_size", "*")),
+        ("assign", key, (big,), 8192),
+        ("assign", key, (("not", big),), 2048),
+        ("assign", key, (("call", "current_platform.is_cpu"),), ("*", 2048, "world_size")),
         ("return", "", (), ()),
     ]
 

@@ -1,4 +1,4 @@
-"""vLLM's state calculators and model-class state hooks as postfix terms (mamba_state_calculators,
+"""vLLM's state calculators and model-class state hooks as expressions (mamba_state_calculators,
 mamba_state_hooks): (snippet, expected) tables, unreadable shapes, and the missing anchor."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ CALCULATOR_CASES = [
         state_shape = (num_heads // tp_size, head_dim, head_dim)
         return (state_shape,)
 """,
-        ((("num_heads", "tp_size", "//"), ("head_dim",), ("head_dim",)),),
+        ((("//", "num_heads", "tp_size"), "head_dim", "head_dim"),),
         ("state_shape",),
         (),
     ),
@@ -47,14 +47,36 @@ CALCULATOR_CASES = [
 """,
         (
             (
-                ("conv_kernel", "1", "-", "num_spec", "+"),
+                ("+", ("-", "conv_kernel", 1), "num_spec"),
                 (
-                    *("intermediate_size", "2", "n_groups", "n_groups", "tp_world_size", "%"),
-                    *("0", "==", "0", "tp_world_size", "n_groups", "-", "if", "+", "*"),
-                    *("state_size", "*", "+", "tp_world_size", "divide/2"),
+                    "call",
+                    "divide",
+                    (
+                        "+",
+                        "intermediate_size",
+                        (
+                            "*",
+                            (
+                                "*",
+                                2,
+                                (
+                                    "+",
+                                    "n_groups",
+                                    (
+                                        "?:",
+                                        ("==", ("%", "n_groups", "tp_world_size"), 0),
+                                        0,
+                                        ("-", "tp_world_size", "n_groups"),
+                                    ),
+                                ),
+                            ),
+                            "state_size",
+                        ),
+                    ),
+                    "tp_world_size",
                 ),
             ),
-            (("state_size",),),
+            ("state_size",),
         ),
         (),
         (),
@@ -72,7 +94,7 @@ CALCULATOR_CASES = [
         conv_state_shape = cls._orient(divide(intermediate_size, tp_world_size), conv_kernel - 1)
         return (conv_state_shape,)
 """,
-        ((("conv_kernel", "1", "-"), ("intermediate_size", "tp_world_size", "divide/2")),),
+        ((("-", "conv_kernel", 1), ("call", "divide", "intermediate_size", "tp_world_size")),),
         ("conv_state_shape",),
         ("not dim_first()",),
     ),
@@ -84,12 +106,7 @@ CALCULATOR_CASES = [
             head_k_dim = num_heads
         return ((head_k_dim, tp_world_size),)
 """,
-        (
-            (
-                ("head_k_dim", "is None", "num_heads", "head_k_dim", "if"),
-                ("tp_world_size",),
-            ),
-        ),
+        ((("?:", ("==", "head_k_dim", None), "num_heads", "head_k_dim"), "tp_world_size"),),
         (),
         (),
     ),
@@ -116,12 +133,7 @@ CALCULATOR_CASES.append(
             return a
         return a * b
 """,
-        (
-            (
-                ("a",),
-                ("a", "1", "==", "b", "b", "1", "==", "a", "a", "b", "*", "if", "if"),
-            ),
-        ),
+        (("a", ("?:", ("==", "a", 1), "b", ("?:", ("==", "b", 1), "a", ("*", "a", "b")))),),
         (),
         ("not b == 0", "not a == 0"),
     )
@@ -129,7 +141,7 @@ CALCULATOR_CASES.append(
 
 
 @pytest.mark.parametrize(("body", "states", "names", "assumes"), CALCULATOR_CASES)
-def test_calculator_states_as_terms(body, states, names, assumes):
+def test_calculator_states_as_expressions(body, states, names, assumes):
     rows, warnings = state_shapes.calculators(_calculators(body), PATH)
     assert not warnings
     row = next(r for r in rows if r.method.endswith("_state_shape"))
@@ -163,17 +175,19 @@ def test_dtype_calculator_with_an_if_and_a_torch_dtype():
     )
     rows, warnings = state_shapes.calculators(text, PATH)
     dtype = next(r for r in rows if r.calculator_class == "MambaStateDtypeCalculator")
-    conv = ("mamba_cache_dtype", "model_dtype", "get_kv_cache_torch_dtype/2")
-    assert dtype.defaults == ('mamba_ssm_cache_dtype="auto"',)
+    conv = ("call", "get_kv_cache_torch_dtype", "mamba_cache_dtype", "model_dtype")
+    assert dtype.defaults == ((), (), ("str", "auto"))
     assert dtype.states == (
         (conv,),
         (
             (
-                *("mamba_ssm_cache_dtype", '"auto"', "==", *conv),
-                *("STR_DTYPE_TO_TORCH_DTYPE", "mamba_ssm_cache_dtype", "[]", "if"),
+                "?:",
+                ("==", "mamba_ssm_cache_dtype", ("str", "auto")),
+                conv,
+                ("item", "STR_DTYPE_TO_TORCH_DTYPE", "mamba_ssm_cache_dtype"),
             ),
         ),
-        (("torch.float32",),),
+        ("torch.float32",),
     )
     assert not warnings
 
@@ -184,6 +198,7 @@ def test_dtype_calculator_with_an_if_and_a_torch_dtype():
         ("        return [a for a in range(tp_world_size)]\n", "list_comprehension"),
         ("        for i in x:\n            pass\n        return ((1,),)\n", "for_statement"),
         ("        return ((tp_world_size ** 2,),)\n", "the operator **"),
+        ("        return ((lambda: 1,),)\n", "an expression of type lambda"),
     ],
 )
 def test_unreadable_calculator_is_unknown_with_a_warning(body, shape):
@@ -225,9 +240,9 @@ HOOK_CASES = [
 """,
         ("tp_world_size", "intermediate_size", "state_size"),
         (
-            ("parallel_config.tensor_parallel_size",),
-            ("model_config.hf_config.mamba_expand", "model_config.hf_config.hidden_size", "*"),
-            ("model_config.hf_config.mamba_d_state",),
+            "parallel_config.tensor_parallel_size",
+            ("*", "model_config.hf_config.mamba_expand", "model_config.hf_config.hidden_size"),
+            "model_config.hf_config.mamba_d_state",
         ),
     ),
     (  # positional arguments, hf_text_config, a conditional expression, a subscript
@@ -240,15 +255,15 @@ HOOK_CASES = [
 """,
         ("tp_world_size", "intermediate_size"),
         (
-            ("speculative_config", "speculative_config.n", "0", "if"),
-            ("model_config.hf_text_config.linear", '"width"', "[]"),
+            ("?:", "speculative_config", "speculative_config.n", 0),
+            ("item", "model_config.hf_text_config.linear", ("str", "width")),
         ),
     ),
 ]
 
 
 @pytest.mark.parametrize(("body", "parameters", "arguments"), HOOK_CASES)
-def test_hook_passes_terms_per_parameter(body, parameters, arguments):
+def test_hook_passes_an_expression_per_parameter(body, parameters, arguments):
     text = (
         "class MForCausalLM(nn.Module):\n    @classmethod\n"
         "    def get_mamba_state_shape_from_config(cls, vllm_config):\n" + body
@@ -294,7 +309,7 @@ class VL(nn.Module):
             "        return MambaStateShapeCalculator.mamba1_state_shape(width=1)\n",
             "arguments that do not fit",
         ),
-        (  # a call the reader does not turn into terms
+        (  # a call the reader does not turn into an expression
             "        return MambaStateShapeCalculator.mamba1_state_shape(f(x=1))\n",
             "a call of this shape",
         ),

@@ -4,7 +4,7 @@ SGLang's, whose get_total_num_kv_heads reads the same way (apron.engines.sglang)
 
 from __future__ import annotations
 
-from apron.conditions import evaluate
+from apron.conditions import holds
 from apron.config import ModelConfig, is_int
 from apron.constraints import Citation, EngineConstraints
 from apron.results import HeadCount
@@ -165,7 +165,7 @@ def _reads(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcom
 
 
 def _conditional(model: ModelConfig, row: object, how: str, cite: Citation) -> _Outcome:
-    ev = evaluate(model, row.when or ())
+    ev = holds(model, row.when)
     if ev.value is None:
         outcome = _Outcome(_unknown(f"{how}: {ev.problem}", (), (cite,)))
     elif ev.value:
@@ -184,9 +184,8 @@ def _apply_override(model: ModelConfig, row: object, vllm: EngineConstraints) ->
     cite = vllm.cite(row)
     owner = row.convertor_class or row.symbol
     how = f"vLLM override for model_type {row.model_type} ({owner}: {rule})"
-    excludes = tuple(row.excludes or ())
-    if excludes:  # tested first, as `if not excluded and ...` does
-        ev = evaluate(model, excludes)
+    if row.excludes != ():  # tested first, as `if not excluded and ...` does
+        ev = holds(model, row.excludes)
         if ev.value is None:
             return _Outcome(_unknown(f"{how}: exclusion: {ev.problem}", (), (cite,)))
         if ev.value:

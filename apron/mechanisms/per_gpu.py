@@ -18,6 +18,10 @@ from apron.results import Capacity, GpuShare, HeadCount, MechanismResult, Reques
 # imported here: apron/engines/ sits above this module
 EngineRules = Any
 
+# an engine's package (apron.engines.<engine>, the protocol apron.engines.base.EngineRules); not
+# imported here: apron/engines/ sits above this module
+EngineRules = Any
+
 SPLITTABLE = (full_attention.NAME, hybrid_ssm.NAME, recurrent.NAME, "sliding_window")
 
 

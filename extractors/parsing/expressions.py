@@ -1,25 +1,38 @@
-"""The one builder of rule expressions (the language apron/expressions.py defines and evaluates):
-a tree-sitter expression node of C++ or Python -> a nested-tuple expression, never source text;
-and the expression rendered as infix words for people (never read back).
+"""The one builder of rule expressions (the language apron/expressions.py defines, evaluates and
+renders as infix words for people, never read back): a tree-sitter expression node of C++ or
+Python -> a nested-tuple expression, never source text; and the constructors of a serving
+engine's conditions on its config (config_has, config_flag, equals, one_of, ...).
 
 C++ (`cpp_expression`): integers, `true`/`false` (1/0), names (`this->`, `hparams.` and
 `model.hparams.` dropped: they all name llama_hparams members), binary and unary operators,
 `?:`, calls, casts and `a[i]` (an "at" of a per-layer array). Python (`python_expression`,
-as llama.cpp's converter writes it): literals, `self.hparams[...]`, `.get`, `find_hparam`,
-`in self.hparams`, `self.NAME`, `gguf.MODEL_ARCH.NAME`, operators, `x if c else y`, tuples and
-lists, one-`for` comprehensions and the calls of PY_CALLS. A shape outside these raises
-UnreadableExpression naming the node type: the caller turns it into an explicit unknown."""
+as llama.cpp's converter writes it, and as a configuration class does: PythonReads says which
+names are the config dict and what else the code may read): literals, `self.hparams[...]`,
+`.get`, `find_hparam`, `in self.hparams`, `self.NAME`, `gguf.MODEL_ARCH.NAME`, operators,
+`x if c else y`, tuples and lists, one-`for` comprehensions and the calls of PY_CALLS. A reader
+whose names mean something else (vLLM's paths from `vllm_config`, its calls, its inlined
+helpers) passes `resolve`: asked first at every node, it reads the nodes it knows and leaves the
+rest (NOT_RESOLVED) to this builder. A shape outside these raises UnreadableExpression naming
+the node type: the caller turns it into an explicit unknown (with PythonReads.partial, the
+builder puts ("undef", code) in its place)."""
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from pydantic_core import core_schema
 from tree_sitter import Node
 
-from apron.expressions import CPP_BINARY, PY_CALLS, expression_problem
+from apron.expressions import (  # infix and names_in: the language's own, re-exported here
+    CPP_BINARY,
+    PY_CALLS,
+    expression_problem,
+    infix,
+    names_in,  # noqa: F401 - the language's own name walker, re-exported for the readers
+)
 from apron.extractors.parsing import cpp_ts, python_ts
 
 TRUE = 1  # a C++ condition that always holds
@@ -56,23 +69,6 @@ def negation(expression: Any) -> Any:
     return ("!", expression)
 
 
-def names_in(expression: Any) -> Iterator[str]:
-    """Every name the expression reads, in order (an enum constant is a name too)."""
-    if isinstance(expression, str):
-        yield expression
-    elif isinstance(expression, tuple) and expression:
-        node = expression[0]
-        if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
-            if node == "hpget" and len(expression) == 3:
-                yield from names_in(expression[2])
-            return
-        first = 2 if node in ("call", "at", "cast", "map") else 1
-        if node == "at":
-            yield expression[1]
-        for operand in expression[first:]:
-            yield from names_in(operand)
-
-
 def checked(expression: Any) -> Any:
     """The expression (lists read back from JSON as tuples), or ValueError naming why it is not
     one (a record's field validator)."""
@@ -87,6 +83,68 @@ def _tupled(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(_tupled(v) for v in value)
     return value
+
+
+# ---------------------------------------------------------------- conditions on a config
+# A serving engine's tests of its config (vLLM's `hasattr(cfg, "k")`, `getattr(cfg, "k", False)`,
+# `cfg.model_type == "x"`, `... in (...)`) as expressions: the config is read through the
+# environment's Converter, as llama.cpp's converter reads its hparams ("has", "hpget").
+
+
+def config_has(key: str) -> Any:
+    """`hasattr(config, key)`: the key is in the config."""
+    return ("has", key)
+
+
+def config_flag(key: str) -> Any:
+    """`getattr(config, key, False)`: the value, false when the config lacks the key."""
+    return ("hpget", key, False)
+
+
+def config_value(key: str) -> Any:
+    """`getattr(config, key, None)`: the value, None when the config lacks the key."""
+    return ("hpget", key)
+
+
+def equals(value: Any, text: str, equal: bool = True) -> Any:
+    """`value == "text"` (`!=` when not `equal`)."""
+    return ("==" if equal else "!=", value, ("str", text))
+
+
+def one_of(value: Any, texts: Sequence[str], inside: bool = True) -> Any:
+    """`value in ("a", "b", ...)` (`not in` when not `inside`)."""
+    found = ("in", value, ("list", *(("str", t) for t in texts)))
+    return found if inside else ("not", found)
+
+
+def python_not(expression: Any) -> Any:
+    """Python's `not e`, in the form a reader writes it: `not not e` is `e`, `not a == b` is
+    `a != b` (and the reverse)."""
+    if isinstance(expression, tuple) and expression:
+        if expression[0] == "not":
+            return expression[1]
+        if expression[0] in ("==", "!="):
+            return ("!=" if expression[0] == "==" else "==", *expression[1:])
+    return ("not", expression)
+
+
+def python_all(conditions: Iterable[Any]) -> Any:
+    """Python's `a and b and ...` of the non-empty conditions, left to right; () when none."""
+    out: Any = ()
+    for condition in conditions:
+        if condition == ():
+            continue
+        out = condition if out == () else ("and", out, condition)
+    return out
+
+
+def python_conjuncts(expression: Any) -> list[Any]:
+    """The parts of `a and b and ...` (python_all's inverse); [] for ()."""
+    if expression == ():
+        return []
+    if isinstance(expression, tuple) and expression and expression[0] == "and":
+        return [*python_conjuncts(expression[1]), *python_conjuncts(expression[2])]
+    return [expression]
 
 
 # ---------------------------------------------------------------- C++
@@ -167,6 +225,9 @@ def cpp_expression(node: Node, locals_: Mapping[str, Any] | None = None) -> Any:
 _PY_BINARY = {"+": "+", "-": "-", "*": "*", "/": "/f", "//": "//", "%": "%", "**": "**"}
 _PY_COMPARE = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!=", "in": "in"}
 HPARAMS = ("self.hparams", "hparams")
+NOT_RESOLVED = object()  # a resolver's answer for a node it leaves to the builder
+# resolve(node, read) -> the node's expression, or NOT_RESOLVED; read(child) builds a child
+Resolver = Callable[[Node, Callable[[Node], Any]], Any]
 
 
 class _Unread:
@@ -177,6 +238,23 @@ class _Unread:
 
 
 UNREAD = _Unread()
+
+
+class PythonReads(NamedTuple):
+    """What a Python body reads besides its locals: the names of the config dict (`X[k]`,
+    `X.get(k[, d])`, `k in X`) and the methods that read it like `.get`; with `partial`, a
+    sub-expression not read is ("undef", its code) in place rather than the whole expression
+    unreadable, and a literal display (numbers, strings, lists, tuples, dicts of them) is read
+    as its value; `call` reads a call the builder does not know (a class's own method, read
+    inline) or returns None."""
+
+    config: tuple[str, ...] = ("self.hparams", "hparams")
+    config_reads: tuple[str, ...] = ("get",)
+    partial: bool = False
+    call: Callable[[str, list[Node], Mapping[str, Any]], Any] | None = None
+
+
+CONVERTER = PythonReads(config=HPARAMS)  # llama.cpp's converter: self.hparams is the HF config
 
 
 def _chain(node: Node) -> str:
@@ -191,10 +269,67 @@ def _keys(node: Node) -> list[str] | None:
     return keys if all(k is not None for k in keys) else None  # type: ignore[return-value]
 
 
-def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, depth: int = 0) -> Any:
+def python_expression(
+    node: Node,
+    locals_: Mapping[str, Any] | None = None,
+    depth: int = 0,
+    reads: PythonReads = CONVERTER,
+    resolve: Resolver | None = None,
+) -> Any:
     """The expression of a tree-sitter-python node; `locals_` maps a local to its value: an
-    expression already read, a node to read, or UNREAD (assigned where this reader cannot see)."""
-    bound = locals_ or {}
+    expression already read, a node to read, or UNREAD (assigned where this reader cannot see);
+    `resolve` reads the nodes whose names mean something to its reader."""
+    if not reads.partial:
+        return _python_expression(node, locals_ or {}, depth, reads, resolve)
+    node = python_ts.unparenthesize(node)
+    literal = _literal(node)
+    if literal is not _NOT_LITERAL:
+        return literal
+    try:
+        return _python_expression(node, locals_ or {}, depth, reads, resolve)
+    except UnreadableExpression:
+        return ("undef", python_ts.code_of(node))
+
+
+_NOT_LITERAL = object()
+_LITERAL_NODES = ("integer", "float", "string", "concatenated_string", "true", "false", "none")
+_DISPLAYS = ("list", "tuple", "dictionary", "unary_operator")
+
+
+def _literal(node: Node) -> Any:
+    """A literal display (numbers, strings, None, True/False, lists, tuples, dicts of literals)
+    as its expression, read with ast.literal_eval (never evaluating code); _NOT_LITERAL else."""
+    if node.type not in _LITERAL_NODES and node.type not in _DISPLAYS:
+        return _NOT_LITERAL
+    try:
+        value = ast.literal_eval(python_ts.code_of(node))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NOT_LITERAL
+    return constant(value)
+
+
+def constant(value: Any) -> Any:
+    """A literal value as an expression: a number, bool or None is itself, a string ("str", s),
+    a list or tuple ("list", ...), a dict ("dict", k, v, ...) with its keys in a stable order."""
+    if isinstance(value, str):
+        return ("str", value)
+    if isinstance(value, list | tuple):
+        return ("list", *(constant(v) for v in value))
+    if isinstance(value, dict):
+        pairs = sorted(value.items(), key=lambda kv: str(kv[0]))
+        return ("dict", *(constant(x) for pair in pairs for x in pair))
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return ("undef", repr(value))
+
+
+def _python_expression(
+    node: Node,
+    bound: Mapping[str, Any],
+    depth: int,
+    reads: PythonReads,
+    resolve: Resolver | None = None,
+) -> Any:
     if depth > 20:
         raise UnreadableExpression("locals nested too deep")
     node = python_ts.unparenthesize(node)
@@ -202,7 +337,12 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
     text = python_ts.node_text
 
     def inner(n: Node, extra: Mapping[str, Any] | None = None) -> Any:
-        return python_expression(n, {**bound, **(extra or {})}, depth + 1)
+        return python_expression(n, {**bound, **(extra or {})}, depth + 1, reads, resolve)
+
+    if resolve is not None:
+        resolved = resolve(node, inner)
+        if resolved is not NOT_RESOLVED:
+            return resolved
 
     if kind == "named_expression":  # (x := value): the value
         return inner(node.child_by_field_name("value"))
@@ -237,7 +377,7 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
     if kind == "subscript":
         value = node.child_by_field_name("value")
         key = node.child_by_field_name("subscript")
-        if value is not None and _chain(value) in HPARAMS and key is not None:
+        if value is not None and _chain(value) in reads.config and key is not None:
             name = python_ts.string_value(key)
             if name is not None:
                 return ("hp", name)
@@ -265,7 +405,7 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
         left = inner(node.child_by_field_name("left"))
         return (op, left, inner(node.child_by_field_name("right")))
     if kind == "comparison_operator":
-        return _comparison(node, inner)
+        return _comparison(node, inner, reads)
     if kind == "conditional_expression":
         body, test, other = node.named_children
         condition = inner(test)
@@ -286,31 +426,129 @@ def python_expression(node: Node, locals_: Mapping[str, Any] | None = None, dept
         over = inner(sequence)
         return ("map", f"${name}", over, inner(body, {name: f"${name}"}))
     if kind == "call":
-        return _call(node, inner)
+        return _call(node, inner, reads, bound)
     raise UnreadableExpression(kind)
 
 
-def _comparison(node: Node, inner) -> Any:
+def quantity_expression(node: Node) -> Any:
+    """The expression of a tree-sitter-python node whose operands are program quantities (SGLang's
+    ServerArgs code): literals, operators, comparisons (`x is None` is `x == None`), `and`, `or`,
+    `not`, `x if c else y`, and calls of a plain function (`max`, `len`, `round`: the caller's
+    call table says what each is); an attribute chain, a method call or a local is a *name*
+    spelled as its canonical code (`self.tp_size`, `self.use_mla_backend()`, `gpu_mem`), which
+    the caller's environment gives. Any other shape raises UnreadableExpression."""
+    node = python_ts.unparenthesize(node)
+    kind = node.type
+    text = python_ts.node_text
+    if kind == "integer":
+        return int(text(node).replace("_", ""), 0)
+    if kind == "float":
+        return float(text(node).replace("_", ""))
+    if kind in ("true", "false"):
+        return kind == "true"
+    if kind == "none":
+        return None
+    if kind in ("string", "concatenated_string"):
+        value = python_ts.string_value(node)
+        if value is None:
+            raise UnreadableExpression("an f-string")
+        return ("str", value)
+    if kind in ("identifier", "attribute"):
+        return python_ts.code_of(node)
+    if kind == "call":
+        function = node.child_by_field_name("function")
+        arguments = node.child_by_field_name("arguments")
+        if function is None or arguments is None:
+            raise UnreadableExpression("a call")
+        if function.type != "identifier":
+            return python_ts.code_of(node)  # a method's result: a quantity of the program
+        if any(
+            a.type in ("keyword_argument", "list_splat", "dictionary_splat")
+            for a in arguments.named_children
+        ):
+            raise UnreadableExpression(f"a call of {text(function)} with keywords")
+        return ("call", text(function), *(quantity_expression(a) for a in arguments.named_children))
+    if kind == "binary_operator":
+        op = text(node.child_by_field_name("operator"))
+        if op not in _PY_BINARY:
+            raise UnreadableExpression(f"the operator {op}")
+        left = quantity_expression(node.child_by_field_name("left"))
+        return (_PY_BINARY[op], left, quantity_expression(node.child_by_field_name("right")))
+    if kind == "unary_operator":
+        op = text(node.child_by_field_name("operator"))
+        argument = quantity_expression(node.child_by_field_name("argument"))
+        if op == "-":
+            return ("neg", argument)
+        if op == "+":
+            return argument
+        raise UnreadableExpression(f"the unary {op}")
+    if kind == "not_operator":
+        return python_not(quantity_expression(node.child_by_field_name("argument")))
+    if kind == "boolean_operator":
+        op = text(node.child_by_field_name("operator"))
+        left = quantity_expression(node.child_by_field_name("left"))
+        return (op, left, quantity_expression(node.child_by_field_name("right")))
+    if kind == "comparison_operator":
+        parts = node.named_children
+        operators = [text(c) for c in node.children if not c.is_named]
+        if len(parts) != 2:
+            raise UnreadableExpression("a chained comparison")
+        op = " ".join(operators)
+        left, right = (quantity_expression(p) for p in parts)
+        if op in ("is", "is not") and right is None:
+            return ("==" if op == "is" else "!=", left, None)
+        if op == "not in":
+            return ("not", ("in", left, right))
+        if op not in _PY_COMPARE:
+            raise UnreadableExpression(f"the comparison {op}")
+        return (_PY_COMPARE[op], left, right)
+    if kind == "conditional_expression":
+        body, test, other = node.named_children
+        return (
+            "?:",
+            quantity_expression(test),
+            quantity_expression(body),
+            quantity_expression(other),
+        )
+    raise UnreadableExpression(kind)
+
+
+def _comparison(node: Node, inner, reads: PythonReads) -> Any:
     text = python_ts.node_text
     parts = node.named_children
     operators = [text(c) for c in node.children if not c.is_named]
-    if len(parts) != 2 or len(operators) != 1:
-        raise UnreadableExpression("a chained comparison")
-    op = operators[0]
-    left, right = parts
-    if op in ("in", "not in") and _chain(right) in HPARAMS:
+    if len(parts) != len(operators) + 1 or not operators:
+        raise UnreadableExpression("a comparison of this shape")
+    if len(operators) > 1:  # a < b < c: a < b and b < c (b read once in Python, twice here)
+        pairs = [
+            _compare(operators[i], parts[i], parts[i + 1], inner, reads)
+            for i in range(len(operators))
+        ]
+        chained = pairs[0]
+        for pair in pairs[1:]:
+            chained = ("and", chained, pair)
+        return chained
+    return _compare(operators[0], parts[0], parts[1], inner, reads)
+
+
+def _compare(op: str, left: Node, right: Node, inner, reads: PythonReads) -> Any:
+    """One comparison `left op right`."""
+    if op in ("in", "not in") and _chain(right) in reads.config:
         key = python_ts.string_value(python_ts.unparenthesize(left))
         if key is not None:
             return ("has", key) if op == "in" else ("not", ("has", key))
     if op in ("is", "is not") and python_ts.unparenthesize(right).type == "none":
         return ("==" if op == "is" else "!=", inner(left), None)
+    if op == "not in":
+        first = inner(left)
+        return ("not", ("in", first, inner(right)))
     if op not in _PY_COMPARE:
         raise UnreadableExpression(f"the comparison {op}")
     first = inner(left)
     return (_PY_COMPARE[op], first, inner(right))
 
 
-def _call(node: Node, inner) -> Any:
+def _call(node: Node, inner, reads: PythonReads, bound: Mapping[str, Any]) -> Any:
     text = python_ts.node_text
     function = node.child_by_field_name("function")
     argument_node = node.child_by_field_name("arguments")
@@ -330,99 +568,19 @@ def _call(node: Node, inner) -> Any:
         )
         if keys is not None:
             return ("findopt" if optional else "find", *keys)
-    if chain in (f"{h}.get" for h in HPARAMS) and arguments:
+    owner, _, method = chain.rpartition(".")
+    if owner in reads.config and method in reads.config_reads and arguments:
         key = python_ts.string_value(arguments[0])
         if key is not None and len(arguments) <= 2:
-            return ("hpget", key, inner(arguments[1])) if len(arguments) == 2 else ("hpget", key)
+            default = inner(arguments[1]) if len(arguments) == 2 else None
+            return ("hpget", key) if default is None else ("hpget", key, default)  # .get(k, None)
     if chain in PY_CALLS and all(a.type != "keyword_argument" for a in arguments):
         return ("call", chain, *(inner(a) for a in arguments))
+    found = reads.call(chain, arguments, bound) if reads.call is not None else None
+    if found is not None:
+        return found
     where = python_ts.code_of(function) if function is not None else "?"
     raise UnreadableExpression(f"a call of {where}")
-
-
-# ---------------------------------------------------------------- words for people
-
-_PRECEDENCE = {
-    "or": 1,
-    "||": 1,
-    "and": 2,
-    "&&": 2,
-    "==": 3,
-    "!=": 3,
-    "<": 4,
-    "<=": 4,
-    ">": 4,
-    ">=": 4,
-    "in": 4,
-    "+": 5,
-    "-": 5,
-    "*": 6,
-    "/": 6,
-    "/f": 6,
-    "//": 6,
-    "%": 6,
-    "**": 7,
-}
-_SHOWN = {"/f": "/"}
-
-
-def infix(expression: Any) -> str:
-    """The expression as C++/Python-like words for a reviewer ("n_embd * (l - 1)")."""
-    return _words(expression)[0]
-
-
-def _words(e: Any) -> tuple[str, int]:
-    """(text, precedence of its outermost operator; 9 for an atom)."""
-    if isinstance(e, str):
-        return e, 9
-    if not isinstance(e, tuple):
-        return repr(e), 9
-    if not e:
-        return "always", 9
-    node, *rest = e
-    if node in _PRECEDENCE:
-        (a, pa), (b, pb) = _words(rest[0]), _words(rest[1])
-        p = _PRECEDENCE[node]
-        left = a if pa >= p else f"({a})"
-        right = b if pb > p else f"({b})"
-        return f"{left} {_SHOWN.get(node, node)} {right}", p
-    if node in ("!", "neg", "not"):
-        a, pa = _words(rest[0])
-        sign = {"!": "!", "neg": "-", "not": "not "}[node]
-        return sign + (a if pa >= 9 else f"({a})"), 8
-    if node == "?:":
-        cond, then, other = (_words(r)[0] for r in rest)
-        return f"({cond} ? {then} : {other})", 9
-    if node == "cast":
-        return f"({rest[0]}) {_words(rest[1])[0]}", 8
-    if node == "at":
-        return f"{rest[0]}[{_words(rest[1])[0]}]", 9
-    if node == "item":
-        return f"{_words(rest[0])[0]}[{_words(rest[1])[0]}]", 9
-    if node == "call":
-        return f"{rest[0]}({', '.join(_words(r)[0] for r in rest[1:])})", 9
-    if node == "list":
-        return "[" + ", ".join(_words(r)[0] for r in rest) + "]", 9
-    if node == "map":
-        body, over = _words(rest[2])[0], _words(rest[1])[0]
-        return f"[{body} for {rest[0]} in {over}]", 9
-    if node == "str":
-        return repr(rest[0]), 9
-    if node == "hp":
-        return f"hparams[{rest[0]!r}]", 9
-    if node == "hpget":
-        default = f", {_words(rest[1])[0]}" if len(rest) == 2 else ""
-        return f"hparams.get({rest[0]!r}{default})", 9
-    if node in ("find", "findopt"):
-        optional = ", optional=True" if node == "findopt" else ""
-        return f"find_hparam({list(rest)!r}{optional})", 9
-    if node == "has":
-        return f"{rest[0]!r} in hparams", 4
-    if node == "self":
-        return f"self.{rest[0]}", 9
-    if node == "undef":
-        return f"<unread: {rest[0]}>", 9
-    return " ".join(str(r) for r in rest), 9  # "sym"
 
 
 def sorted_expressions(expressions: Sequence[Any]) -> list[Any]:

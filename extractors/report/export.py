@@ -13,7 +13,9 @@ from apron.extractors.records import EngineFacts, ExtractionWarning, FactResult,
 
 EXPORT_NAME = "constraints.json"
 SCHEMA_NAME = "schema.json"
-SCHEMA_VERSION = 2  # 2: rules as expressions of apron/expressions.py (llama.cpp facts)
+# 2: rules as expressions of apron/expressions.py (llama.cpp facts); 3: the serving conditions
+# too; 4: vLLM's state shapes, indexer layers and sizing paths too
+SCHEMA_VERSION = 4
 SCHEMA_ID = "https://apron-extract/generated/schema.json"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
+from apron.extractors.parsing.expressions import Expression, checked, infix
 from apron.extractors.records import Record
-from apron.extractors.rule_terms import condition_problem, condition_words
 
 
 class KvHeadAlias(Record):
@@ -55,11 +55,11 @@ class KvHeadOverride(Record):
 
     kind "constant" gives `gives_constant`; "base" runs the alias scan; "reads" gives the value of
     `gives_key` and, when that key is absent or null, does `otherwise` ("" = the read fails);
-    "conditional" gives `gives` when every term of `when` holds and does `otherwise` when not
+    "conditional" gives `gives` when the condition `when` holds and does `otherwise` when not
     ("" = no else branch: the next rule, then the scan). "derived" computes the count from
     `derived_from` in a loop and "opaque" is code the extractor did not structure: neither can
     be evaluated from its fields, and `reason` says why.
-    A "*" rule does not apply when every term of `excludes` holds. `rule` is rendered from the
+    A "*" rule does not apply when `excludes` holds. `rule` is rendered from the
     other fields."""
 
     KEY: ClassVar[tuple[str, ...]] = ("model_type", "rule_order")
@@ -68,9 +68,7 @@ class KvHeadOverride(Record):
     rule_order: int  # position among the rules that apply to this model type
     convertor_class: str  # "" when the rule sits inline in ModelConfig (older layouts)
     kind: str  # one of RULE_KINDS
-    when: tuple[
-        tuple[str, ...], ...
-    ]  # conditional: terms that must all hold (apron.extractors.rule_terms)
+    when: Expression  # conditional: the condition (apron/expressions.py); () = none
     gives: str  # one of RULE_VALUES; "" for derived and opaque rules
     gives_key: str  # the config key (dotted path) read when gives == "key"
     gives_constant: int | None  # the count when gives == "constant"
@@ -79,7 +77,7 @@ class KvHeadOverride(Record):
     otherwise_constant: int | None
     derived_from: str  # derived: the config key the code loops over; "" when not one key
     reason: str  # derived, opaque: why the fields cannot be evaluated (the code, in words)
-    excludes: tuple[tuple[str, ...], ...]  # "*" rules: terms under which the rule does not apply
+    excludes: Expression  # "*" rules: the condition under which the rule does not apply
     rule: str  # words rendered from the fields above
     path: str
     symbol: str
@@ -126,7 +124,7 @@ def kv_rule_words(fields: Mapping[str, Any]) -> str:
     if kind == "reads":
         return f"reads {gives}" + (f", else {otherwise}" if otherwise else "")
     if kind == "conditional":
-        when = condition_words(fields.get("when", ()))
+        when = infix(checked(fields.get("when", ())))
         return f"{gives} when {when}" + (f"; else {otherwise}" if otherwise else "")
     if kind == "derived":
         source = fields.get("derived_from", "")
@@ -148,12 +146,9 @@ def _kv_rule_problem(rule: KvHeadOverride) -> str:
     """Why the fields do not describe one rule of its kind; "" when they do."""
     if rule.kind not in RULE_KINDS:
         return f"kind {rule.kind!r} is not one of {', '.join(RULE_KINDS)}"
-    problem = (
-        _value_problem("gives", rule.gives, rule.gives_key, rule.gives_constant)
-        or _value_problem("otherwise", rule.otherwise, rule.otherwise_key, rule.otherwise_constant)
-        or condition_problem(rule.when)
-        or condition_problem(rule.excludes)
-    )
+    problem = _value_problem(
+        "gives", rule.gives, rule.gives_key, rule.gives_constant
+    ) or _value_problem("otherwise", rule.otherwise, rule.otherwise_key, rule.otherwise_constant)
     if problem:
         return problem
     expected_gives = {
@@ -169,7 +164,7 @@ def _kv_rule_problem(rule: KvHeadOverride) -> str:
     if rule.kind not in ("reads", "conditional") and rule.otherwise:
         return f"a {rule.kind} rule has no else branch"
     if rule.kind == "conditional" and not rule.when:
-        return "a conditional rule needs at least one term"
+        return "a conditional rule needs a condition"
     if rule.kind != "conditional" and rule.when:
         return f"a {rule.kind} rule has no condition"
     if (rule.kind in ("derived", "opaque")) != bool(rule.reason):
@@ -260,7 +255,7 @@ class TpRule(Record):
     shape: str  # one of TP_RULE_SHAPES
     keys: tuple[str, ...]  # config keys (or the engine's derived quantities) the rule reads
     constant: int | None  # heads per GPU for a "constant" shape
-    when: tuple[tuple[str, ...], ...]  # terms under which the rule applies (rule_terms)
+    when: Expression  # the condition under which the rule applies; () = always
     code: str  # the expression or check, on one line
     scope: str  # where it holds: "every model" or the model class it is read from
     path: str
@@ -272,13 +267,10 @@ class TpRule(Record):
             raise ValueError(f"tp rule {self.rule!r} of shape {self.shape!r} is not known")
         if (self.shape == "constant") != (self.constant is not None):
             raise ValueError(f"{self.rule}: constant is set exactly for the constant shape")
-        problem = condition_problem(self.when)
-        if problem:
-            raise ValueError(f"{self.rule}: {problem}")
         return self
 
     def label(self) -> str:
-        when = f" when {condition_words(self.when)}" if self.when else ""
+        when = f" when {infix(self.when)}" if self.when != () else ""
         return f"{self.rule}: {self.shape}{when} ({self.code})"
 
 

@@ -1,4 +1,5 @@
-"""vLLM rule code -> structured fields: condition terms, rule values and KV-head rule bodies.
+"""vLLM rule code -> structured fields: conditions (expressions of apron/expressions.py, the
+config read as the converter's hparams), rule values and KV-head rule bodies.
 
 Pure functions over tree-sitter nodes (parsing/python_ts.py). What they cannot structure they
 return as None (a term or a value) or as an "opaque" rule with the reason in words; they never
@@ -11,6 +12,15 @@ from typing import Any
 from tree_sitter import Node
 
 from apron.extractors.parsing.config_reads import truth_when_absent
+from apron.extractors.parsing.expressions import (
+    config_flag,
+    config_has,
+    config_value,
+    equals,
+    one_of,
+    python_all,
+    python_not,
+)
 from apron.extractors.parsing.python_describe import (
     ExpressionDescriber,
     int_value,
@@ -32,20 +42,11 @@ from apron.extractors.parsing.python_ts import (
     walk,
 )
 from apron.extractors.parsing.python_ts import negated as not_of
-from apron.extractors.rule_terms import (
-    EQUALS,
-    IN,
-    NOT_EQUALS,
-    NOT_IN,
-    PRESENT,
-    TRUTHY,
-    Term,
-    negated,
-)
 from apron.extractors.serving.records import BASE_SCAN, CONSTANT, KEY_VALUE
 
 KV_METHOD = "get_total_num_kv_heads"
 Value = tuple[str, str, int | None]  # (gives, key, constant) as in KvHeadOverride
+Condition = Any  # an expression of apron/expressions.py
 
 
 def resolved(node: Node, d: ExpressionDescriber) -> Node:
@@ -53,7 +54,7 @@ def resolved(node: Node, d: ExpressionDescriber) -> Node:
     return d.resolved(node)
 
 
-def _compared(node: Node, d: ExpressionDescriber) -> Term | None:
+def _compared(node: Node, d: ExpressionDescriber) -> Condition | None:
     compared = single_comparison(node)
     if compared is None:
         return None
@@ -64,8 +65,8 @@ def _compared(node: Node, d: ExpressionDescriber) -> Term | None:
         base = d.config_ref(right)
         if base is None:
             return None
-        term: Term = (f"{base}.{key}" if base else key, PRESENT)
-        return term if op == "in" else negated(term)
+        has = config_has(f"{base}.{key}" if base else key)
+        return has if op == "in" else python_not(has)
     ref = d.config_ref(left)
     if not ref:
         return None
@@ -73,22 +74,23 @@ def _compared(node: Node, d: ExpressionDescriber) -> Term | None:
         value = string_value(right)
         if value is None:
             return None
-        return (ref, EQUALS if op == "==" else NOT_EQUALS, value)
+        return equals(config_value(ref), value, op == "==")
     if op in ("in", "not in"):
         values = string_sequence(right)
         if not values:
             return None
-        return (ref, IN if op == "in" else NOT_IN, *values)
+        return one_of(config_value(ref), values, op == "in")
     return None
 
 
-def term_of(node: Node, d: ExpressionDescriber) -> Term | None:
-    """One condition term for `node`, or None when it is not a single simple test."""
+def term_of(node: Node, d: ExpressionDescriber) -> Condition | None:
+    """The condition of one simple test (`hasattr`, a flag, `==`, `in`, their `not`), or None
+    when `node` is not one."""
     node = unparenthesize(resolved(node, d))
     inner = not_of(node)
     if inner is not None:
         found = term_of(inner, d)
-        return negated(found) if found else None
+        return python_not(found) if found is not None else None
     if node.type == "comparison_operator":
         return _compared(node, d)
     args = arguments(node)
@@ -97,24 +99,24 @@ def term_of(node: Node, d: ExpressionDescriber) -> Term | None:
         key = string_value(args[1])
         if base is None or key is None:
             return None
-        return (f"{base}.{key}" if base else key, PRESENT)
+        return config_has(f"{base}.{key}" if base else key)
     ref = d.config_ref(node)
     if ref:
         default = d.getattr_default(node)  # an absent key must read as false, or raise
         absent = truth_when_absent("truthy", d.code(default)) if default is not None else False
-        return (ref, TRUTHY) if absent is False else None
+        return config_flag(ref) if absent is False else None
     read = attribute(node)
     if read is not None and d.code(read[0]) == "self":
-        return (read[1], TRUTHY)  # a ModelConfig property, read like a config flag
+        return config_flag(read[1])  # a ModelConfig property, read like a config flag
     return None
 
 
-def condition_of(node: Node, d: ExpressionDescriber) -> tuple[Term, ...] | None:
-    """The terms of a conjunction, or None when any part is not a simple term."""
-    terms = [term_of(part, d) for part in conjuncts(resolved(node, d))]
-    if any(t is None for t in terms):
+def condition_of(node: Node, d: ExpressionDescriber) -> Condition | None:
+    """The condition of a conjunction of simple tests, or None when any part is not one."""
+    parts = [term_of(part, d) for part in conjuncts(resolved(node, d))]
+    if any(p is None for p in parts):
         return None
-    return tuple(terms)  # type: ignore[arg-type]
+    return python_all(parts)
 
 
 def is_super_call(node: Node | None, method: str) -> bool:
@@ -236,13 +238,18 @@ def kv_rule_bodies(body: list[Node], d: ExpressionDescriber, where: str) -> list
         test, value = branches[0]
         ref = d.config_ref(value) if value is not None else None
         otherwise = value_of(last, d)
-        if ref and otherwise and condition_of(test, d) == ((ref, PRESENT),):
+        if ref and otherwise and condition_of(test, d) == config_has(ref):
             return [rule_fields("reads", gives=(KEY_VALUE, ref, None), otherwise=otherwise)]
     rules = []
     for position, (test, value) in enumerate(branches):
         when, gives = condition_of(test, d), value_of(value, d)
         otherwise = value_of(last, d) if position == len(branches) - 1 else None
-        if not when or gives is None or (position == len(branches) - 1 and otherwise is None):
+        if (
+            when is None
+            or when == ()
+            or gives is None
+            or (position == len(branches) - 1 and otherwise is None)
+        ):
             parts = [f"{value_words(v, d)} when {d.describe(t)}" for t, v in branches]
             return [opaque("; ".join(parts) + f"; else {value_words(last, d)}")]
         rules.append(rule_fields("conditional", when=when, gives=gives, otherwise=otherwise))
@@ -273,12 +280,14 @@ def star_rule(test: Node, body: list[Node], d: ExpressionDescriber, where: str) 
     words = f"{value_words(value, d)} when " + (
         " and ".join(d.describe(c) for c in kept) or "always"
     )
-    when = tuple(term_of(c, d) for c in kept)
+    parts_read = [term_of(c, d) for c in kept]
     excludes = condition_of(not_of(excluded[0]), d) if len(excluded) == 1 else ()  # type: ignore[arg-type]
     gives = value_of(value, d)
-    if None in when or gives is None or (excluded and not excludes) or len(excluded) > 1:
+    unread_exclusion = excluded and (excludes is None or excludes == ())
+    if any(p is None for p in parts_read) or gives is None or unread_exclusion or len(excluded) > 1:
         return opaque(words)
-    if not when:
+    when = python_all(parts_read)
+    if when == ():
         if gives[0] != CONSTANT:
             return opaque(words)
         return rule_fields("constant", gives=gives, excludes=excludes)

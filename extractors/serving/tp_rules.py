@@ -176,7 +176,7 @@ def kv_head_rules(method: Node, path: str) -> list[TpRule]:
                             shape="constant",
                             keys=(),
                             constant=int(constant),
-                            when=((flag, "truthy"),),
+                            when=flag,  # the engine's own attribute, a name
                             code=f"if self.{flag}: return {constant}",
                             scope="every model",
                             path=path,

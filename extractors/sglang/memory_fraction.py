@@ -4,18 +4,29 @@ cuda-graph max_bs per GPU-memory band and tp, the prefill cuda-graph sizes, the 
 terms (with the methods they call inlined: `reserve_for_graph_mb`, `reserve_for_deepep_a2a_mb`)
 with their conditions, the floor, the fraction, and the VLM adjustment's constants.
 
-Each assignment becomes one step (`SglangMemoryStep`) with the conditions of the branches it
-sits in; a shape not read is an `unread` step with its code and a warning, never a default.
-Pure: file text in, records out."""
+Each assignment becomes one step (`SglangMemoryStep`) with the condition of the branches it
+sits in and its value, both expressions of apron/expressions.py over the program's quantities
+(names spelled as their code); an `if` whose body assigns what its test reads before running
+more of the body is a "test" step, taken once where the `if` is reached, as Python does. A shape
+not read is an `unread` step with its code and a warning, never a default. Pure: file text in,
+records out."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from fractions import Fraction
+from typing import Any
 
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.expressions import (
+    UnreadableExpression,
+    names_in,
+    python_all,
+    python_not,
+    quantity_expression,
+)
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
 from apron.extractors.parsing.python_ts import (
     call_name,
@@ -44,16 +55,13 @@ BLOCKS = (
     ("prefill_cuda_graph_config.bs is None", "prefill_max_bs"),
     ("self.mem_fraction_static is None", "reserve"),
 )
-FLIPPED = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "==", "is": "is not"}
-FLIPPED.update({"is not": "is", "in": "not in", "not in": "in"})
+FLIPPED = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}  # negated
 READ_METHODS = (HANDLER, PREFILL_SIZES, VLM, "reserve_for_graph_mb", "reserve_for_deepep_a2a_mb")
-
-Term = tuple[str, ...]
-NOT_ALL = "not all"  # a term ("not all", code, code, ...): at least one of the codes is false
 
 
 def number(node: Node | None) -> Fraction | None:
-    """The exact value of a numeric literal or of arithmetic over literals, else None."""
+    """The exact value of a numeric literal or of arithmetic over literals, else None (which
+    shapes are read as numbers: a capture range's bounds, a clamp's, a floor's)."""
     if node is None:
         return None
     node = unparenthesize(node)
@@ -81,38 +89,12 @@ def number(node: Node | None) -> Fraction | None:
     return None
 
 
-def number_text(value: Fraction) -> str:
-    """An exact number as text: an integer, a terminating decimal, or `p/q`."""
-    if value.denominator == 1:
-        return str(value.numerator)
-    scaled = value
-    for digits in range(1, 13):
-        scaled *= 10
-        if scaled.denominator == 1:
-            return f"{float(value):.{digits}f}".rstrip("0")
-    return f"{value.numerator}/{value.denominator}"
-
-
-def product(node: Node) -> tuple[Fraction, tuple[str, ...]] | None:
-    """`coefficient x factors` of a product of literals and quantities, else None."""
-    node = unparenthesize(node)
-    constant = number(node)
-    if constant is not None:
-        return constant, ()
-    if node.type in ("identifier", "attribute", "call", "subscript"):
-        return Fraction(1), (code_of(node),)
-    if node.type == "binary_operator":
-        op = node_text(node.child_by_field_name("operator"))
-        left = product(node.child_by_field_name("left"))
-        if left is None:
-            return None
-        if op == "*":
-            right = product(node.child_by_field_name("right"))
-            return (left[0] * right[0], left[1] + right[1]) if right is not None else None
-        divisor = number(node.child_by_field_name("right"))
-        if op == "/" and divisor:
-            return left[0] / divisor, left[1]
-    return None
+def expression(node: Node) -> Any:
+    """The expression of `node`, or None when the reader does not read its shape."""
+    try:
+        return quantity_expression(node)
+    except UnreadableExpression:
+        return None
 
 
 def _operands(node: Node) -> tuple[Node, str, Node] | None:
@@ -126,34 +108,18 @@ def _operands(node: Node) -> tuple[Node, str, Node] | None:
     return left, " ".join(between.decode().split()), right
 
 
-def term(node: Node) -> Term:
-    """(quantity, comparison, number) for a comparison with a numeric side, else (code,)."""
-    found = _operands(node)
-    if found is not None:
-        left, op, right = found
-        value = number(right)
-        if value is not None and op in FLIPPED:
-            return (code_of(left), op, number_text(value))
-    return (code_of(node),)
+def condition(node: Node) -> Any:
+    """The condition of an `if` test; code the reader does not read is ("undef", code), which
+    apron cannot evaluate."""
+    found = expression(node)
+    return found if found is not None else ("undef", code_of(node))
 
 
-def negated(node: Node) -> Term:
-    """The term that holds when the condition `node` does not."""
-    node = unparenthesize(node)
-    if node.type == "not_operator":
-        return term(node.child_by_field_name("argument"))
-    found = _operands(node)
-    if found is not None and found[1] in FLIPPED:
-        left, op, right = found
-        value = number(right)
-        flipped = FLIPPED[op]
-        if value is not None:
-            return (code_of(left), flipped, number_text(value))
-        return (f"{code_of(left)} {flipped} {code_of(right)}",)
-    parts = _conjunct_nodes(node)
-    if len(parts) > 1:  # not (a and b ...): ("not all", a, b, ...)
-        return (NOT_ALL, *(code_of(p) for p in parts))
-    return (f"not {code_of(node)}",)
+def negated(test: Any) -> Any:
+    """The condition that holds when `test` does not, in the form Python would write it."""
+    if isinstance(test, tuple) and test and test[0] in FLIPPED:
+        return (FLIPPED[test[0]], *test[1:])
+    return python_not(test)
 
 
 def _conjunct_nodes(node: Node) -> list[Node]:
@@ -166,8 +132,26 @@ def _conjunct_nodes(node: Node) -> list[Node]:
     return [node]
 
 
-def conjuncts(node: Node) -> list[Term]:
-    return [term(n) for n in _conjunct_nodes(node)]
+def conjuncts(node: Node) -> list[Any]:
+    return [condition(n) for n in _conjunct_nodes(node)]
+
+
+def _assigned(node: Node) -> set[str]:
+    """The code of everything assigned anywhere in `node`."""
+    return {
+        code_of(n.child_by_field_name("left"))
+        for n in walk_tree(node)
+        if n.type in ("assignment", "augmented_assignment")
+        and n.child_by_field_name("left") is not None
+    }
+
+
+def _retested(test: Node, body: Node | None) -> bool:
+    """Whether the body assigns a name the test reads and then runs more of itself: the test is
+    then taken once, where the `if` is reached, not again under each later step."""
+    statements = body.named_children if body is not None else []
+    read = set(names_in(condition(test)))
+    return any(read & _assigned(s) for s in statements[:-1])
 
 
 def _ends_in_return(block: Node | None) -> bool:
@@ -184,17 +168,15 @@ class _Walk:
         self.steps: list[SglangMemoryStep] = []
         self.warnings: list[ExtractionWarning] = []
 
-    def step(self, part, symbol, target, op, value, factors, when, node, at_least=None):
+    def step(self, part, symbol, target, op, value, when, node):
         self.steps.append(
             SglangMemoryStep(
                 part=part,
                 order=len(self.steps) + 1,
                 target=target,
                 op=op,
-                value=number_text(value) if value is not None else "",
-                factors=tuple(factors),
-                at_least=number_text(at_least) if at_least is not None else "",
-                when=tuple(when),
+                value=value if op != "unread" and value is not None else (),
+                when=python_all(when),
                 code=code_of(node),
                 path=self.path,
                 symbol=symbol,
@@ -222,9 +204,7 @@ class _Walk:
                 order=len(self.steps) + 1,
                 target=f"if {condition}",
                 op="unread",
-                value="",
-                factors=(),
-                at_least="",
+                value=(),
                 when=(),
                 code="",
                 path=self.path,
@@ -242,17 +222,22 @@ class _Walk:
             )
         )
 
-    def block(self, block: Node | None, part: str, symbol: str, when: list[Term], rename) -> None:
+    def block(self, block: Node | None, part: str, symbol: str, when: list[Any], rename) -> None:
         when = list(when)
         for statement in block.named_children if block is not None else []:
             if statement.type == "if_statement":
                 clauses, otherwise = if_clauses(statement)
-                before: list[Term] = []
-                for condition, body in clauses:
-                    self.block(body, part, symbol, when + before + conjuncts(condition), rename)
+                before: list[Any] = []
+                for test, body in clauses:
+                    tested = conjuncts(test)
+                    if _retested(test, body):
+                        taken = code_of(test)
+                        self.step(part, symbol, taken, "test", condition(test), when + before, test)
+                        tested = [taken]
+                    self.block(body, part, symbol, when + before + tested, rename)
                     if _ends_in_return(body):
-                        when.append(negated(condition))
-                    before.append(negated(condition))
+                        when.append(negated(python_all(tested)))
+                    before.append(negated(python_all(tested)))
                 if otherwise is not None:
                     self.block(otherwise, part, symbol, when + before, rename)
             elif statement.type == "expression_statement" and statement.named_child_count == 1:
@@ -262,9 +247,9 @@ class _Walk:
                 if value is not None and code_of(value) != rename[0]:
                     self.assign(rename[1], value, part, symbol, when, value)
             elif statement.type not in ("pass_statement", "return_statement"):
-                self.step(part, symbol, "", "unread", None, (), when, statement)
+                self.step(part, symbol, "", "unread", None, when, statement)
 
-    def expression(self, node: Node, part: str, symbol: str, when: list[Term], rename) -> None:
+    def expression(self, node: Node, part: str, symbol: str, when: list[Any], rename) -> None:
         if node.type in ("assignment", "augmented_assignment"):
             left = code_of(node.child_by_field_name("left"))
             if rename is not None and left == rename[0]:
@@ -278,19 +263,19 @@ class _Walk:
             if op == "+=":
                 self.add(left, right, part, symbol, when, node)
             elif op == "*=" and left == "self.mem_fraction_static":
-                self.step(part, symbol, left, "unread", None, (), when, node)
+                self.step(part, symbol, left, "unread", None, when, node)
             elif op == "=":
                 self.assign(left, right, part, symbol, when, node)
             else:
-                self.step(part, symbol, left, "unread", None, (), when, node)
+                self.step(part, symbol, left, "unread", None, when, node)
         elif call_name(node) == VLM and VLM in self.methods:
             self.vlm(self.methods[VLM], when)
         elif node.type == "string":
             return  # a docstring
         else:
-            self.step(part, symbol, "", "unread", None, (), when, node)
+            self.step(part, symbol, "", "unread", None, when, node)
 
-    def _inline(self, call: Node, when: list[Term]) -> str | None:
+    def _inline(self, call: Node, when: list[Any]) -> str | None:
         """A `self.m()` call of a method read: its steps under the call's conditions, the
         method's result named by the call's code."""
         function = unparenthesize(call).child_by_field_name("function")
@@ -313,13 +298,10 @@ class _Walk:
         if unparenthesize(right).type == "call":
             inlined = self._inline(right, when)
             if inlined is not None:
-                self.step(part, symbol, left, "add", Fraction(1), (inlined,), when, node)
+                self.step(part, symbol, left, "add", inlined, when, node)
                 return
-        found = product(right)
-        if found is None:
-            self.step(part, symbol, left, "unread", None, (), when, node)
-        else:
-            self.step(part, symbol, left, "add", found[0], found[1], when, node)
+        found = expression(right)
+        self.step(part, symbol, left, "add" if found is not None else "unread", found, when, node)
 
     def assign(self, left, right, part, symbol, when, node) -> None:
         value = unparenthesize(right)
@@ -328,35 +310,26 @@ class _Walk:
         args = [a for a in arguments.named_children] if arguments is not None else []
         if name in ("max", "min") and len(args) == 2:
             first, second = args
-            bound = number(second) if number(first) is None else number(first)
-            other = first if number(first) is None else second
-            found = product(other)
-            if bound is not None and found is not None:
-                if found == (Fraction(1), (left,)):
-                    op = "at_least" if name == "max" else "at_most"
-                    self.step(part, symbol, left, op, bound, (), when, node)
-                    return
-                if name == "max":
-                    self.step(part, symbol, left, "set", found[0], found[1], when, node, bound)
-                    return
-            if name == "min" and code_of(first) == left and found is not None:
-                self.step(part, symbol, left, "at_most", found[0], found[1], when, node)
+            bound, other = (first, second) if number(first) is not None else (second, first)
+            if number(bound) is not None and code_of(other) == left:
+                op = "at_least" if name == "max" else "at_most"
+                self.step(part, symbol, left, op, expression(bound), when, node)
+                return
+            if name == "min" and code_of(first) == left and expression(second) is not None:
+                self.step(part, symbol, left, "at_most", expression(second), when, node)
                 return
         if name == PREFILL_SIZES and len(args) == 1 and PREFILL_SIZES in self.methods:
-            self.step(part, symbol, left, "range", None, (code_of(args[0]),), when, node)
+            self.step(part, symbol, left, "range", expression(args[0]), when, node)
             return
         if left == "self.mem_fraction_static" and value.type == "conditional_expression":
             self.fraction(left, value, part, symbol, when, node)
             return
-        found = product(value)
-        if found is None:
-            self.step(part, symbol, left, "unread", None, (), when, node)
-        else:
-            self.step(part, symbol, left, "set", found[0], found[1], when, node)
+        found = expression(value)
+        self.step(part, symbol, left, "set" if found is not None else "unread", found, when, node)
 
     def fraction(self, left, value, part, symbol, when, node) -> None:
         """`round((gpu_mem - reserved_mem) / gpu_mem, N) if gpu_mem is not None else F`."""
-        body, condition, otherwise = value.named_children[:3]
+        body, test, otherwise = value.named_children[:3]
         args = body.child_by_field_name("arguments") if body.type == "call" else None
         parts = [a for a in args.named_children] if args is not None else []
         shape = (
@@ -366,43 +339,32 @@ class _Walk:
             and number(parts[1]) is not None
         )
         if not shape:
-            self.step("fraction", symbol, left, "unread", None, (), when, node)
+            self.step("fraction", symbol, left, "unread", None, when, node)
             return
-        self.step(
-            "fraction",
-            symbol,
-            left,
-            "round",
-            number(parts[1]),
-            ("gpu_mem", "reserved_mem"),
-            when + conjuncts(condition),
-            body,
-        )
-        fallback = number(otherwise)
+        tested = conjuncts(test)
+        self.step("fraction", symbol, left, "round", expression(body), when + tested, body)
+        fallback = expression(otherwise) if number(otherwise) is not None else None
         op = "set" if fallback is not None else "unread"
-        self.step(
-            "fraction", symbol, left, op, fallback, (), when + [negated(condition)], otherwise
-        )
+        otherwise_when = when + [negated(python_all(tested))]
+        self.step("fraction", symbol, left, op, fallback, otherwise_when, otherwise)
 
-    def vlm(self, method: Node, when: list[Term]) -> None:
+    def vlm(self, method: Node, when: list[Any]) -> None:
         """The constants of the VLM adjustment: literal assignments, getattr defaults, clamps."""
         symbol = f"{SERVER_ARGS}.{VLM}"
         for node in _assignments_in(method.child_by_field_name("body")):
             left = code_of(node.child_by_field_name("left"))
             value = unparenthesize(node.child_by_field_name("right"))
-            constant = number(value)
-            if constant is not None:
-                self.step("vlm", symbol, left, "constant", constant, (), when, node)
+            if number(value) is not None:
+                self.step("vlm", symbol, left, "constant", expression(value), when, node)
             elif call_name(value) == "getattr":
                 args = value.child_by_field_name("arguments").named_children
-                default = number(args[2]) if len(args) == 3 else None
-                if default is not None:
+                if len(args) == 3 and number(args[2]) is not None:
                     field = f"{code_of(args[0])}.{code_of(args[1]).strip(chr(34))}"
-                    self.step("vlm", symbol, field, "default", default, (), when, node)
+                    self.step("vlm", symbol, field, "default", expression(args[2]), when, node)
             elif call_name(value) == "max":
                 for low, high in _clamp(value):
-                    self.step("vlm", symbol, left, "at_least", low, (), when, node)
-                    self.step("vlm", symbol, left, "at_most", high, (), when, node)
+                    self.step("vlm", symbol, left, "at_least", expression(low), when, node)
+                    self.step("vlm", symbol, left, "at_most", expression(high), when, node)
 
 
 def _assignments_in(block: Node | None) -> Iterator[Node]:
@@ -413,15 +375,15 @@ def _assignments_in(block: Node | None) -> Iterator[Node]:
                 yield inner
 
 
-def _clamp(value: Node) -> list[tuple[Fraction, Fraction]]:
-    """`max(low, min(high, x))` -> [(low, high)]."""
+def _clamp(value: Node) -> list[tuple[Node, Node]]:
+    """`max(low, min(high, x))` -> [(low, high)] for literal bounds."""
     args = value.child_by_field_name("arguments").named_children
     if len(args) != 2 or call_name(args[1]) != "min":
         return []
-    low = number(args[0])
     inner = args[1].child_by_field_name("arguments").named_children
-    high = number(inner[0]) if len(inner) == 2 else None
-    return [(low, high)] if low is not None and high is not None else []
+    if number(args[0]) is None or len(inner) != 2 or number(inner[0]) is None:
+        return []
+    return [(args[0], inner[0])]
 
 
 def _capture_ranges(walk: _Walk, method: Node) -> None:
@@ -446,34 +408,18 @@ def _capture_ranges(walk: _Walk, method: Node) -> None:
         args = node.child_by_field_name("arguments").named_children
         values = [number(a) for a in args]
         stop_code = code_of(args[1]) if len(args) > 1 else ""
-        if len(args) == 3 and values[0] is not None and values[2] is not None:
-            if values[1] is not None:
-                last = number_text(values[1] - 1)
-            elif stop_code == f"{bound} + 1":
-                last = bound
-            else:
-                last = ""
-            if last:
-                factors = (number_text(values[0]), last, number_text(values[2]))
-                walk.step(
-                    "prefill_capture", symbol, "capture_sizes", "range", None, factors, [], node
-                )
-                continue
-        walk.step("prefill_capture", symbol, "capture_sizes", "unread", None, (), [], node)
+        read = len(args) == 3 and values[0] is not None and values[2] is not None
+        if read and (values[1] is not None or stop_code == f"{bound} + 1"):
+            walk.step(
+                "prefill_capture", symbol, "capture_sizes", "range", expression(node), [], node
+            )
+        else:
+            walk.step("prefill_capture", symbol, "capture_sizes", "unread", None, [], node)
     for node in _descendants(method, "list_comprehension"):
         for clause in node.named_children:
             found = _operands(clause.named_children[0]) if clause.type == "if_clause" else None
             if found is not None and found[1] == "<=" and code_of(found[2]) == bound:
-                walk.step(
-                    "prefill_capture",
-                    symbol,
-                    "capture_sizes",
-                    "at_most",
-                    Fraction(1),
-                    (bound,),
-                    [],
-                    node,
-                )
+                walk.step("prefill_capture", symbol, "capture_sizes", "at_most", bound, [], node)
 
 
 def _descendants(node: Node, kind: str) -> list[Node]:

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
+from apron.extractors.parsing.expressions import Expression
 from apron.extractors.records import Record
 
 
@@ -160,12 +161,14 @@ class SglangMemoryStep(Record):
     part: "band" (chunked prefill size / decode cuda-graph max_bs per GPU-memory band and tp),
     "prefill_max_bs", "prefill_capture" (one range of the prefill capture sizes), "reserve" (a
     term of reserved_mem, MiB), "fraction", "vlm" (a constant of the VLM adjustment). `op`:
-    "set", "add", "at_least" (max with `value`), "at_most" (min with the product), "range",
-    "round", "constant", "unread" (a shape not read: `value` is "", see `code`). `value` is an
-    exact number as text ("1.5", "128"); the step's number is value x the product of `factors`
-    (quantities as canonical code), at least `at_least` when given. `when`: terms that must all
-    hold, each (code,), (quantity, comparison, number), or ("not all", code, code, ...) for the
-    negation of a conjunction (an `else`, or the code after an `if ...: return`)."""
+    "set", "add", "at_least" (max with `value`), "at_most" (min with `value`), "range" (the
+    capture sizes: `value` is the max_bs, or the `range(...)` of one part), "round" (`value` is
+    the fraction's expression), "constant", "default" (a getattr default), "test" (an `if`
+    test taken when the `if` is reached: `target` is its code, a name the steps under it read),
+    "unread" (a shape not read: `value` is (), see `code`). `value` and `when` are expressions of
+    apron/expressions.py over the program's quantities, each a name spelled as its code
+    (`self.tp_size`, `decode_cuda_graph_config.max_bs`, `self.use_mla_backend()`); `when` is the
+    condition of the branches the step sits in (() = always)."""
 
     KEY: ClassVar[tuple[str, ...]] = ("part", "order")
 
@@ -173,10 +176,8 @@ class SglangMemoryStep(Record):
     order: int
     target: str
     op: str
-    value: str
-    factors: tuple[str, ...]
-    at_least: str
-    when: tuple[tuple[str, ...], ...]
+    value: Expression
+    when: Expression
     code: str
     path: str
     symbol: str

@@ -88,7 +88,7 @@ def mla_cell_rule(text: str, path: str) -> TpRule:
                 shape="opaque" if reads_tp else "replicated",
                 keys=(),
                 constant=None,
-                when=((_flag(branch.test), "truthy"),),
+                when=_flag(branch.test),  # the engine's own attribute, a name
                 code=code_of(cell[0]),
                 scope="every model",
                 path=path,

@@ -1,16 +1,19 @@
 """transformers-style configuration classes, read statically: for each class its model_type,
 field defaults (dataclass-style class fields, or `__init__` parameters stored as `self.x = x`),
-attribute_map, sub_configs and the values `__post_init__` / `__init__` derive, as expression
-trees (see EXPRESSION_OPS). Pure: text in, records and warnings out."""
+attribute_map, sub_configs and the values `__post_init__` / `__init__` derive and the
+conditions `validate_*` checks, as expressions of the one rule language (apron/expressions.py).
+Pure: text in, records and warnings out."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tree_sitter import Node
 
+from apron.extractors.parsing.expressions import PythonReads, python_expression
 from apron.extractors.parsing.python_classes import base_names
 from apron.extractors.parsing.python_ts import (
     assignments,
@@ -24,29 +27,13 @@ from apron.extractors.records import ExtractionWarning, warning
 
 FACT = "config_classes"
 
-# The operators of a derivation's expression tree (a nested tuple whose first item names it):
-#   ("field", name)            the config's value of `name` (self.name, or an __init__ parameter)
-#   ("const", value)           a literal
-#   ("kwarg", name, default)   a key of config.json that is not a field (kwargs.get/pop), else default
-#   ("item",)                  the loop variable of the enclosing ("for", ...)
-#   ("for", iterable, body)    a list comprehension; ("range", n) as iterable counts 0..n-1
-#   ("list", a, ...)           a list display of non-literal items
-#   binary operators "+", "-", "*", "/", "//", "%", comparisons "==", "!=", "<", "<=", ">", ">=",
-#   ("is None", a), ("is not None", a), ("not", a), ("and", a, b), ("or", a, b),
-#   ("if", condition, then, otherwise), ("int", a), ("bool", a), ("len", a),
-#   ("has kwarg", name)        whether config.json has the key `name` (`"name" in kwargs`)
-#   ("[]", container, key)     container[key]; a key a dict does not hold raises KeyError
-#   ("unknown", code)          a shape this reader does not read (with a warning)
-# A call of one of the class's own methods whose body is local assignments and one `return` is
-# read as that return expression, its parameters bound to the call's arguments.
-EXPRESSION_OPS = (
-    "field const kwarg item for range list + - * / // % == != < <= > >= "
-    "is None,is not None,not,and,or,if,int,bool,len,has kwarg,[],unknown"
-)
-BINARY = {"+", "-", "*", "/", "//", "%"}
-COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
-CALLS = {"int", "bool", "len"}
-ALWAYS: tuple = ("const", True)
+# The values and conditions are expressions of the rule language (apron/expressions.py), built by
+# extractors/parsing/expressions.py: `self.x` (or an __init__ parameter) is ("self", "x"),
+# `kwargs.get(k[, d])` / `.pop` is ("hpget", k[, d]), `"k" in kwargs` is ("has", k), a literal is
+# itself, ("str", s), ("list", ...) or ("dict", k, v, ...); a part not read is ("undef", code),
+# with a warning. A call of one of the class's own methods whose body is local assignments and
+# one `return` is read as that return expression, its parameters bound to the call's arguments.
+ALWAYS: tuple = ()  # the condition of a statement that always runs
 
 
 @dataclass(frozen=True)
@@ -62,8 +49,8 @@ class Derivation:
     """`field` is set to `expression` when `condition` holds, in this order after the defaults."""
 
     field: str
-    condition: tuple
-    expression: tuple
+    condition: Any  # an expression of apron/expressions.py; () always
+    expression: Any
 
 
 @dataclass(frozen=True)
@@ -72,7 +59,7 @@ class Validator:
     `message` is the raise's message as code."""
 
     method: str
-    condition: tuple
+    condition: Any
     error: str
     message: str
 
@@ -111,110 +98,24 @@ class _Reader:
         )
 
     # -- expressions -----------------------------------------------------------------------------
-    def expression(self, node: Node, scope: dict[str, tuple]) -> tuple:
-        node = unparenthesize(node)
-        literal = _literal(node)
-        if literal is not _NOT_LITERAL:
-            return ("const", literal)
-        kind = node.type
-        if kind == "attribute":
-            obj = node.child_by_field_name("object")
-            if obj is not None and node_text(obj) == "self":
-                return ("field", node_text(node.child_by_field_name("attribute")))
-        elif kind == "identifier":
-            name = node_text(node)
-            if name in scope:
-                return scope[name]
-            if self.style == "init" and name in self.params:
-                return ("field", name)
-        elif kind == "binary_operator":
-            op = node_text(node.child_by_field_name("operator"))
-            if op in BINARY:
-                return (
-                    op,
-                    self.expression(node.child_by_field_name("left"), scope),
-                    self.expression(node.child_by_field_name("right"), scope),
-                )
-        elif kind == "boolean_operator":
-            op = node_text(node.child_by_field_name("operator"))
-            return (
-                op,
-                self.expression(node.child_by_field_name("left"), scope),
-                self.expression(node.child_by_field_name("right"), scope),
-            )
-        elif kind == "not_operator":
-            return ("not", self.expression(node.child_by_field_name("argument"), scope))
-        elif kind == "comparison_operator":
-            return self._comparison(node, scope)
-        elif kind == "conditional_expression":
-            then, condition, otherwise = node.named_children
-            return (
-                "if",
-                self.expression(condition, scope),
-                self.expression(then, scope),
-                self.expression(otherwise, scope),
-            )
-        elif kind == "call":
-            return self._call(node, scope)
-        elif kind == "list":
-            return ("list", *(self.expression(c, scope) for c in node.named_children))
-        elif kind == "list_comprehension":
-            return self._comprehension(node, scope)
-        elif kind == "subscript":
-            keys = node.children_by_field_name("subscript")
-            if len(keys) == 1 and keys[0].type != "slice":
-                return (
-                    "[]",
-                    self.expression(node.child_by_field_name("value"), scope),
-                    self.expression(keys[0], scope),
-                )
-        return ("unknown", code_of(node))
+    def expression(self, node: Node, scope: dict[str, Any]) -> Any:
+        """The expression of a value the class computes (extractors/parsing/expressions.py, the
+        one builder): `self.x` and, in an `__init__`, a parameter are the field; `kwargs` is
+        config.json; a part not read is ("undef", code) in place."""
+        names = {p: ("self", p) for p in self.params} if self.style == "init" else {}
+        reads = PythonReads(
+            config=("kwargs",), config_reads=("get", "pop"), partial=True, call=self._own_call
+        )
+        return python_expression(node, {**names, **scope}, reads=reads)
 
-    def _comparison(self, node: Node, scope: dict[str, tuple]) -> tuple:
-        operands = node.named_children
-        operators = [node_text(c) for c in node.children if not c.is_named]
-        if len(operands) != 2:
-            return ("unknown", code_of(node))
-        op = " ".join(operators)
-        if op in ("in", "not in") and node_text(operands[1]) == "kwargs":
-            key = string_value(operands[0])
-            if key is not None:
-                has = ("has kwarg", key)
-                return has if op == "in" else ("not", has)
-        left = self.expression(operands[0], scope)
-        if op in ("is", "is not") and node_text(operands[1]) == "None":
-            return ("is None" if op == "is" else "is not None", left)
-        if op in COMPARISONS:
-            return (op, left, self.expression(operands[1], scope))
-        return ("unknown", code_of(node))
+    def _own_call(self, chain: str, arguments: list[Node], scope: Mapping[str, Any]) -> Any:
+        """`self.m(...)` / `ThisClass.m(...)`: the method's return expression, or None."""
+        owner, _, method = chain.rpartition(".")
+        if owner not in ("self", self.class_name):
+            return None
+        return self._inline(method, arguments, dict(scope))
 
-    def _call(self, node: Node, scope: dict[str, tuple]) -> tuple:
-        function = node.child_by_field_name("function")
-        arguments = [
-            c for c in node.child_by_field_name("arguments").named_children if c.type != "comment"
-        ]
-        name = node_text(function)
-        if name in CALLS and len(arguments) == 1 and arguments[0].type != "keyword_argument":
-            return (name, self.expression(arguments[0], scope))
-        if name == "range" and len(arguments) == 1:
-            return ("range", self.expression(arguments[0], scope))
-        if name in ("kwargs.get", "kwargs.pop") and 1 <= len(arguments) <= 2:
-            key = string_value(arguments[0])
-            default = self.expression(arguments[1], scope) if len(arguments) == 2 else None
-            if key is not None:
-                return ("kwarg", key, default if default is not None else ("const", None))
-        if function.type == "attribute" and node_text(function.child_by_field_name("object")) in (
-            "self",
-            self.class_name,
-        ):
-            inlined = self._inline(
-                node_text(function.child_by_field_name("attribute")), arguments, scope
-            )
-            if inlined is not None:
-                return inlined
-        return ("unknown", code_of(node))
-
-    def _inline(self, name: str, arguments: list[Node], scope: dict[str, tuple]) -> tuple | None:
+    def _inline(self, name: str, arguments: list[Node], scope: dict[str, Any]) -> Any:
         """The return expression of the class's own method `name` with its parameters bound to
         the arguments; None when the method is not one of local assignments and one `return`."""
         method = self.methods.get(name)
@@ -252,21 +153,9 @@ class _Reader:
         finally:
             self.inlining = self.inlining - {name}
 
-    def _comprehension(self, node: Node, scope: dict[str, tuple]) -> tuple:
-        body = node.child_by_field_name("body")
-        clauses = [c for c in node.named_children if c.id != body.id]
-        if len(clauses) != 1 or clauses[0].type != "for_in_clause":
-            return ("unknown", code_of(node))
-        target = clauses[0].child_by_field_name("left")
-        iterable = clauses[0].child_by_field_name("right")
-        if target is None or target.type != "identifier" or iterable is None:
-            return ("unknown", code_of(node))
-        inner = {**scope, node_text(target): ("item",)}
-        return ("for", self.expression(iterable, scope), self.expression(body, inner))
-
     # -- statements ------------------------------------------------------------------------------
     def block(
-        self, block: Node, condition: tuple, scope: dict[str, tuple], skip: frozenset[str]
+        self, block: Node, condition: Any, scope: dict[str, Any], skip: frozenset[str]
     ) -> list[Derivation]:
         found: list[Derivation] = []
         scope = dict(scope)
@@ -288,7 +177,7 @@ class _Reader:
         return found
 
     def _assignment(
-        self, node: Node, condition: tuple, scope: dict[str, tuple], skip: frozenset[str]
+        self, node: Node, condition: Any, scope: dict[str, Any], skip: frozenset[str]
     ) -> list[Derivation]:
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         if left is None or right is None:
@@ -315,7 +204,7 @@ class _Reader:
         return [Derivation(name, condition, expression)]
 
     def _if(
-        self, node: Node, condition: tuple, scope: dict[str, tuple], skip: frozenset[str]
+        self, node: Node, condition: Any, scope: dict[str, Any], skip: frozenset[str]
     ) -> list[Derivation]:
         alternatives = node.children_by_field_name("alternative")
         found: list[Derivation] = []
@@ -383,7 +272,7 @@ def annotation(node: Node) -> tuple:
         if name == "Union" and members:
             return _union(*members)
         return ("generic", name, *members)
-    return ("unknown", code_of(node))
+    return ("undef", code_of(node))
 
 
 def _union(*members: tuple) -> tuple:
@@ -445,9 +334,9 @@ def _literal(node: Node) -> Any:
 
 def _has_unknown(expression: Any) -> bool:
     if isinstance(expression, tuple) and expression:
-        if expression[0] == "unknown":
+        if expression[0] == "undef":
             return True
-        if expression[0] == "const":
+        if expression[0] == "str":
             return False
         return any(_has_unknown(part) for part in expression[1:])
     return False
@@ -469,7 +358,7 @@ def _assigns_self(node: Node) -> bool:
     return False
 
 
-def _unknown_targets(node: Node, condition: tuple, skip: frozenset[str]) -> list[Derivation]:
+def _unknown_targets(node: Node, condition: Any, skip: frozenset[str]) -> list[Derivation]:
     found, stack = [], [node]
     while stack:
         current = stack.pop()
@@ -482,7 +371,7 @@ def _unknown_targets(node: Node, condition: tuple, skip: frozenset[str]) -> list
             ):
                 name = node_text(left.child_by_field_name("attribute"))
                 if name not in skip:
-                    found.append(Derivation(name, condition, ("unknown", code_of(current))))
+                    found.append(Derivation(name, condition, ("undef", code_of(current))))
         stack.extend(reversed(current.named_children))
     return found
 

@@ -11,6 +11,9 @@ from apron.extractors.transformers.extract import ClassTables
 from apron.extractors.transformers.release import ReleasePin
 
 GENERATED_BY = "python -m apron.extractors.transformers"
+# 2: derivation and validator conditions and values as expressions of apron/expressions.py
+# (1: the tagged trees of config_classes.py's own operators)
+SCHEMA_VERSION = 2
 
 
 def literal(value: Any) -> str:
@@ -45,7 +48,12 @@ def _table(name: str, comment: str, rows: list[tuple]) -> list[str]:
 
 def module_lines(tables: ClassTables, constant: str) -> list[str]:
     classes = sorted(tables.classes, key=lambda c: (c.class_name, c.path))
-    lines = ["", "from __future__ import annotations", "", constant, ""]
+    lines = ["", "from __future__ import annotations", "", constant]
+    lines += [
+        "# the rule encoding: conditions and values are expressions of apron/expressions.py",
+        f"SCHEMA_VERSION = {SCHEMA_VERSION}",
+        "",
+    ]
     lines += _table(
         "CLASSES",
         "(class, model_type or None, path, bases)",
@@ -77,8 +85,8 @@ def module_lines(tables: ClassTables, constant: str) -> list[str]:
     lines.append("")
     lines += _table(
         "DERIVATIONS",
-        "(class, step, field, condition, expression): run in step order after the defaults "
-        "(operators: extractors/transformers/config_classes.py EXPRESSION_OPS)",
+        "(class, step, field, condition, expression): run in step order after the defaults; "
+        "condition and expression are expressions of apron/expressions.py (() always holds)",
         [
             (c.class_name, step, d.field, d.condition, d.expression)
             for c in classes
@@ -89,7 +97,8 @@ def module_lines(tables: ClassTables, constant: str) -> list[str]:
     lines += _table(
         "VALIDATORS",
         "(class, method, step, condition, error, message): the class refuses a config when a "
-        "condition holds (huggingface_hub @strict runs each validate_* method when it is built)",
+        "condition (an expression of apron/expressions.py) holds (huggingface_hub @strict runs "
+        "each validate_* method when it is built)",
         [
             (c.class_name, v.method, step, v.condition, v.error, v.message)
             for c in classes
@@ -177,9 +186,11 @@ def readme(pin: ReleasePin, ours: ClassTables, commit: str, vllm: ClassTables) -
         f"| vLLM `vllm_config_classes.py` ({len(vllm.registry)} model_types) | {v[0]} | {v[1]} | "
         f"{v[2]} | {v[3]} |",
         "",
-        "A default or derivation that is not read is kept as unknown (`known` False, or an "
-        "`unknown` expression) and listed in the module's `WARNINGS`; apron then does not fill "
-        "that field.",
+        "Derivations and validator conditions are expressions of the one rule language "
+        "(`apron/expressions.py`, schema version "
+        f"{SCHEMA_VERSION}). A default or derivation that is not read is kept as unknown "
+        "(`known` False, or an `undef` expression) and listed in the module's `WARNINGS`; apron "
+        "then does not fill that field.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -208,6 +219,7 @@ def _json_tables(tables: ClassTables) -> dict[str, Any]:
 
 def constraints_json(pin: ReleasePin, ours: ClassTables, commit: str, vllm: ClassTables) -> str:
     data = {
+        "schema_version": SCHEMA_VERSION,
         "transformers": {"package": pin.package, "version": pin.version, "sha256": pin.sha256}
         | _json_tables(ours),
         "vllm": {"commit": commit} | _json_tables(vllm),

@@ -5,9 +5,12 @@ Pure functions: file text in, records out."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.expressions import config_value, equals, python_not
 from apron.extractors.parsing.python_classes import base_names
 from apron.extractors.parsing.python_describe import ExpressionDescriber, string_sequence
 from apron.extractors.parsing.python_forms import body_statements, if_branch
@@ -25,7 +28,6 @@ from apron.extractors.parsing.python_ts import (
     unparenthesize,
     walk,
 )
-from apron.extractors.rule_terms import EQUALS, negated
 from apron.extractors.serving.kv_heads import (
     MLA_METHOD,
     class_describer,
@@ -129,7 +131,7 @@ def _gates_of_body(
     path: str,
     symbol: str,
 ) -> list[MlaGate]:
-    def gate(condition: tuple[tuple[str, ...], ...], expr: Node | None) -> MlaGate:
+    def gate(condition: Any, expr: Node | None) -> MlaGate:
         if expr is None:
             requires, other = (), ("returns None",)
         else:
@@ -158,8 +160,8 @@ def _gates_of_body(
             and else_body[0].type == "return_statement"
         ):
             return [
-                gate((test,), returned(then_body[0])),
-                gate((negated(test),), returned(else_body[0])),
+                gate(test, returned(then_body[0])),
+                gate(python_not(test), returned(else_body[0])),
             ]
     code = " ".join(describer.code(s) for s in body)
     return [
@@ -189,7 +191,7 @@ def mla_gates(text: str, path: str, class_name: str) -> list[MlaGate]:
         body = statements(branch.body)
         if found and found[0] == "main":
             gates += _gates_of_body(body, "main", describer, constants, path, symbol)
-        elif condition_of(branch.test, describer) == (("model_type", EQUALS, "eagle"),):
+        elif condition_of(branch.test, describer) == equals(config_value("model_type"), "eagle"):
             gates += _gates_of_body(body, "eagle_inner", describer, constants, path, symbol)
     if not gates:
         raise AnchorError(

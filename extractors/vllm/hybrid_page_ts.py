@@ -5,9 +5,12 @@ mamba page. Pure: a tree in, records out."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
+from apron.extractors.parsing.expressions import equals, infix, python_all
 from apron.extractors.parsing.python_ts import (
     arguments,
     assigned_name,
@@ -69,17 +72,19 @@ def _assignments(function: Node, name: str) -> list[tuple[Node, tuple[tuple[Node
     return found
 
 
-def _equals_term(test: Node, positive: bool) -> tuple[str, ...] | None:
+def _equals_term(test: Node, positive: bool) -> Any:
+    """The branch test `obj.setting == "x"` (or a bare `obj.flag`) as an expression over the
+    setting's name (`mamba_cache_mode`: apron passes it), negated when not `positive`."""
     compared = comparison(test)
     if compared is not None and compared[1] == ["=="]:
         left, right = compared[0]
         attribute = attribute_name(left)
         value = string_value(right)
         if attribute and value is not None:
-            return (attribute, "equals" if positive else "not-equals", value)
+            return equals(attribute, value, positive)
     attribute = attribute_name(test)
     if attribute:
-        return (attribute, "truthy" if positive else "falsy")
+        return attribute if positive else ("not", attribute)
     return None
 
 
@@ -202,12 +207,12 @@ def hybrid_rows(root: Node, path: str, class_name: str, method_name: str) -> lis
     rows = []
     for assignment, tests in found:
         value = assignment.child_by_field_name("right")
-        terms = tuple(t for t in (_equals_term(test, pos) for test, pos in tests) if t)
+        when = python_all(t for t in (_equals_term(test, pos) for test, pos in tests) if t)
         alignment = _alignment(value, bindings)
         alignment_args = arguments(unparenthesize(alignment)) if alignment is not None else []
         rows.append(
             HybridPageRule(
-                when=terms,
+                when=when,
                 shape=_hybrid_shape(value, bindings),
                 alignment=code_of(alignment) if alignment is not None else "",
                 alignment_floor_is_block_size=alignment is not None
@@ -230,4 +235,4 @@ def hybrid_rows(root: Node, path: str, class_name: str, method_name: str) -> lis
                 symbol=symbol,
             )
         )
-    return sorted(rows, key=lambda r: r.when)
+    return sorted(rows, key=lambda r: (infix(r.when), repr(r.when)))

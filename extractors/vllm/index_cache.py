@@ -17,6 +17,8 @@ not read. Code of another shape is an error naming it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tree_sitter import Node
 
 from apron.extractors.engine_api import FactOutput
@@ -36,12 +38,13 @@ from apron.extractors.parsing.python_ts import (
 from apron.extractors.records import warning
 from apron.extractors.snapshot import Snapshot
 from apron.extractors.vllm.records import IndexerLayerRule
-from apron.extractors.vllm.state_shapes import Unreadable, _Scope, expression
+from apron.extractors.vllm.state_shapes import Unreadable, _scalar, _Scope, expression
 
 FACT = "indexer_layer_rules"
 PATHS = ("vllm/model_executor/models/deepseek_v2.py",)
 INDEXER_ATTRIBUTE = "indexer"
 LAYER_ID = "layer_id"
+_NONE = object()  # no `<skip> = ...` read yet (None is the expression `None`)
 
 
 def _assignment(statement: Node) -> tuple[Node, Node] | None:
@@ -110,7 +113,7 @@ def _settings(block: Node, scope: _Scope) -> list[Node]:
                 "extract_layer_index",
             ):
                 if node_text(value.child_by_field_name("function")) == "extract_layer_index":
-                    scope.names[name] = (LAYER_ID,)
+                    scope.names[name] = LAYER_ID
                 else:
                     scope.names[name] = expression(value, scope)
                 continue
@@ -118,7 +121,7 @@ def _settings(block: Node, scope: _Scope) -> list[Node]:
     return rest
 
 
-def _fold(statement: Node, skip: str, initial: tuple[str, ...], scope: _Scope) -> tuple[str, ...]:
+def _fold(statement: Node, skip: str, initial: Any, scope: _Scope) -> Any:
     """An if/elif/else whose every block assigns <skip> once, as one conditional."""
     clauses, otherwise = if_clauses(statement)
     value = initial
@@ -126,11 +129,11 @@ def _fold(statement: Node, skip: str, initial: tuple[str, ...], scope: _Scope) -
         value = _assigned(otherwise, skip, scope, statement)
     for test, block in reversed(clauses):
         then = _assigned(block, skip, scope, statement)
-        value = (*expression(test, scope), *then, *value, "if")
+        value = ("?:", _scalar(expression(test, scope), test), then, value)
     return value
 
 
-def _assigned(block: Node, skip: str, scope: _Scope, where: Node) -> tuple[str, ...]:
+def _assigned(block: Node, skip: str, scope: _Scope, where: Node) -> Any:
     found = [_assignment(s) for s in statements(block)]
     if len(found) != 1 or found[0] is None or node_text(found[0][0]) != skip:
         raise Unreadable(where, f"a branch that does more than assign {skip}")
@@ -172,13 +175,13 @@ def _rule(body: list[Node], class_name: str, path: str) -> IndexerLayerRule | No
         return IndexerLayerRule(
             model_class=class_name,
             gate_key=key,
-            skip=("False",),
+            skip=False,
             builds_when=code_of(condition),
             path=path,
             symbol=f"{class_name}.__init__",
         )
     scope = _Scope({}, root="config")
-    initial: tuple[str, ...] | None = None
+    initial: Any = _NONE
     gated = None
     for statement in body[index + 1 :]:
         found = _assignment(statement)
@@ -189,7 +192,7 @@ def _rule(body: list[Node], class_name: str, path: str) -> IndexerLayerRule | No
         ):
             gated = statement
             break
-    if initial is None or gated is None:
+    if initial is _NONE or gated is None:
         raise Unreadable(builds[0], f"no `{skip} = ...` then `if self.{gate}:` before it")
     value = initial
     for statement in _settings(if_clauses(gated)[0][0][1], scope):

@@ -6,8 +6,8 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
+from apron.extractors.parsing.expressions import Expression, checked, infix
 from apron.extractors.records import Record
-from apron.extractors.rule_terms import condition_problem, condition_words
 from apron.extractors.serving.records import rendered_field
 
 
@@ -31,8 +31,8 @@ class MlaGate(Record):
     KEY: ClassVar[tuple[str, ...]] = ("scope", "when")
 
     scope: str
-    when: str  # words of `condition`, rendered from it ("always", "has f", "not has f")
-    condition: tuple[tuple[str, ...], ...]  # terms (see apron.extractors.rule_terms); () = always
+    when: str  # words of `condition`, rendered from it ("always", "'f' in hparams")
+    condition: Expression  # apron/expressions.py, the config read as hparams; () = always
     requires_non_null: tuple[str, ...]  # config fields that must be present and not None
     other_conditions: tuple[str, ...]  # anything not of that form, in words; empty when none
     path: str
@@ -41,14 +41,7 @@ class MlaGate(Record):
     @model_validator(mode="before")
     @classmethod
     def _render_when(cls, data: Any) -> Any:
-        return rendered_field(data, "when", lambda d: condition_words(d.get("condition", ())))
-
-    @model_validator(mode="after")
-    def _check(self) -> MlaGate:
-        problem = condition_problem(self.condition)
-        if problem:
-            raise ValueError(f"MLA gate condition: {problem}")
-        return self
+        return rendered_field(data, "when", lambda d: infix(checked(d.get("condition", ()))))
 
     def label(self) -> str:
         needs = (
@@ -233,7 +226,7 @@ class HybridPageRule(Record):
 
     KEY: ClassVar[tuple[str, ...]] = ("when",)
 
-    when: tuple[tuple[str, ...], ...]  # terms (rule_terms) under which this branch runs
+    when: Expression  # the condition under which this branch runs (mamba_cache_mode a name)
     shape: str  # one of HYBRID_PAGE_SHAPES
     alignment: str  # the code of the alignment the block size is rounded to
     alignment_floor_is_block_size: bool  # the alignment is never below the current block size
@@ -248,13 +241,10 @@ class HybridPageRule(Record):
     def _check(self) -> HybridPageRule:
         if self.shape not in HYBRID_PAGE_SHAPES:
             raise ValueError(f"hybrid page rule shape {self.shape!r} is not known")
-        problem = condition_problem(self.when)
-        if problem:
-            raise ValueError(f"hybrid page rule: {problem}")
         return self
 
     def label(self) -> str:
-        return f"when {condition_words(self.when)}: {self.shape} ({self.formula})"
+        return f"when {infix(self.when)}: {self.shape} ({self.formula})"
 
 
 class AttentionBackendChoice(Record):
@@ -287,36 +277,10 @@ class AttentionBackendChoice(Record):
         return f"{what} of {self.backend} ({kind} #{self.rank} where {self.branch})"
 
 
-# Operators of the postfix terms of mamba_state_calculators / mamba_state_hooks (apron.extractors.vllm.
-# state_shapes): each pops its operands and pushes one value. A term "name/N" calls the function
-# `name` with the N values below it (vLLM's divide, int, get_kv_cache_torch_dtype, ...).
-TERM_OPS = {
-    "+": 2,
-    "-": 2,
-    "*": 2,
-    "//": 2,
-    "%": 2,
-    "==": 2,
-    "<": 2,
-    "<=": 2,
-    ">": 2,
-    ">=": 2,
-    "in": 2,  # item, container
-    "not in": 2,
-    "and": 2,
-    "or": 2,
-    "is None": 1,  # the value is None
-    "not": 1,
-    "if": 3,  # test, then, else -> then when test holds, else `else`
-    "[]": 2,  # value, key -> value[key]
-    "getattr": 2,  # path, default -> the path's value when the attribute exists, else default
-}
-
-
 class MambaStateCalculator(Record):
     """One MambaStateShapeCalculator / MambaStateDtypeCalculator method: its parameters and the
-    state tensors it returns, in order (shape methods: each tensor's dims as postfix terms over
-    the parameters; dtype methods: each tensor's dtype as one term list)."""
+    state tensors it returns, in order (shape methods: each tensor's dims as expressions over
+    the parameters; dtype methods: each tensor's dtype as one expression)."""
 
     KEY: ClassVar[tuple[str, ...]] = ("calculator_class", "method")
 
@@ -324,8 +288,8 @@ class MambaStateCalculator(Record):
     method: str  # "mamba2_state_shape"
     kind: str  # the method name without _state_shape / _state_dtype: "mamba2"
     parameters: tuple[str, ...]  # in order, cls left out
-    defaults: tuple[str, ...]  # "num_spec=0": the default's terms after "="
-    states: tuple[tuple[tuple[str, ...], ...], ...]  # tensor -> dims -> terms; () when unknown
+    defaults: tuple[Expression, ...]  # one per parameter: its default, () where it has none
+    states: tuple[tuple[Expression, ...], ...]  # tensor -> dims; () when unknown
     state_names: tuple[str, ...]  # the locals the return lists ("conv_state_shape"); () if none
     assumes: tuple[str, ...]  # tests a helper's fall-through return takes as not holding
     status: str  # "read" or "unknown" (the warnings say why)
@@ -338,9 +302,7 @@ class MambaStateCalculator(Record):
         return f"{self.symbol}({', '.join(self.parameters)}) -> {', '.join(self.tensors())}"
 
     def tensors(self) -> tuple[str, ...]:
-        """Each state tensor's dims in infix: "(conv_kernel - 1, intermediate_size / tp)"."""
-        from apron.state_shapes import infix
-
+        """Each state tensor's dims in words: "(conv_kernel - 1, divide(intermediate_size, tp))"."""
         return tuple("(" + ", ".join(infix(d) for d in state) + ")" for state in self.states)
 
     def shown(self, name: str) -> str | tuple[str, ...] | None:
@@ -352,7 +314,7 @@ class MambaStateCalculator(Record):
 
 class MambaStateHook(Record):
     """A model class's get_mamba_state_shape_from_config / get_mamba_state_dtype_from_config:
-    the calculator method it calls with the terms it passes per parameter (paths from
+    the calculator method it calls with the expression it passes per parameter (paths from
     vllm_config), or the class it delegates to (with hf_config replaced by `delegate_config`)."""
 
     KEY: ClassVar[tuple[str, ...]] = ("model_class", "hook")
@@ -361,7 +323,7 @@ class MambaStateHook(Record):
     hook: str  # "shape" or "dtype"
     calculator: str  # "MambaStateShapeCalculator.mamba1_state_shape"; "" when delegating
     parameters: tuple[str, ...]  # the calculator parameters passed, in the calculator's order
-    arguments: tuple[tuple[str, ...], ...]  # the terms passed for each of `parameters`
+    arguments: tuple[Expression, ...]  # the expression passed for each of `parameters`
     delegate: str  # dotted class whose hook is returned; "" when calling a calculator
     delegate_config: str  # the path given to vllm_config.with_hf_config; "" when unchanged
     status: str  # "read" or "unknown"
@@ -377,8 +339,6 @@ class MambaStateHook(Record):
     def shown(self, name: str) -> tuple[str, ...] | None:
         if name != "arguments":
             return None
-        from apron.state_shapes import infix
-
         return tuple(
             f"{p}={infix(a)}" for p, a in zip(self.parameters, self.arguments, strict=False)
         )
@@ -410,7 +370,7 @@ class SizingPath(Record):
     """One way through a vLLM KV cache sizing method (vllm/v1/kv_cache_interface.py,
     vllm/config/vllm.py, vllm/engine/arg_utils.py): the tests that lead to a `return` (or, in
     get_batch_defaults, to the assignment of a default, or to a `raise`) and the value, as
-    postfix terms over the method's parameters and `self` paths. In source order: the first
+    expressions over the method's parameters and `self` paths. In source order: the first
     return whose tests hold is what the method gives; the last assignment whose tests hold is the
     default it sets."""
 
@@ -420,8 +380,8 @@ class SizingPath(Record):
     order: int  # the path's place in source order
     effect: str  # "return", "assign" or "raise"; "" when the method is unknown
     target: str  # what an assignment sets: "default_max_num_batched_tokens[UsageContext.X]"
-    conditions: tuple[tuple[str, ...], ...]  # the tests that all hold on this path, as terms
-    value: tuple[str, ...]  # what it returns or assigns, as terms; () for a raise
+    conditions: tuple[Expression, ...]  # the tests that all hold on this path
+    value: Expression  # what it returns or assigns; () for a raise
     code: str  # the value's code on one line, for people
     status: str  # "read" or "unknown" (the reason says why)
     reason: str
@@ -431,7 +391,7 @@ class SizingPath(Record):
         if self.status != "read":
             return f"{self.symbol} (unknown: {self.reason})"
         where = (
-            f" when {' and '.join(' '.join(c) for c in self.conditions)}" if self.conditions else ""
+            f" when {' and '.join(infix(c) for c in self.conditions)}" if self.conditions else ""
         )
         target = f" {self.target} =" if self.target else ""
         return f"{self.symbol}: {self.effect}{target} {self.code}{where}"
@@ -457,17 +417,17 @@ class OptionLiteral(Record):
 class IndexerLayerRule(Record):
     """Which layers of a sparse-attention (DSA) MLA model build an indexer, and so an indexer
     cache: the model's attention class gates the indexer on a config key (`hasattr`), and skips
-    it on a layer where `skip` holds (the IndexCache rule). `skip` is postfix terms (TERM_OPS)
-    over `layer_id` and `config.<key>` paths (a `getattr` term carries the default)."""
+    it on a layer where `skip` holds (the IndexCache rule). `skip` is an expression over
+    `layer_id` and `config.<key>` paths (a `getattr` node carries the default)."""
 
     KEY: ClassVar[tuple[str, ...]] = ("model_class",)
 
     model_class: str  # the attention class: DeepseekV2MLAAttention
     gate_key: str  # the config key whose presence makes the model sparse: index_topk
-    skip: tuple[str, ...]  # a layer builds no indexer when these terms are true
+    skip: Expression  # a layer builds no indexer where this holds
     builds_when: str  # the condition building the indexer, for people
     path: str
     symbol: str
 
     def label(self) -> str:
-        return f"{self.model_class}: skip when {' '.join(self.skip)}"
+        return f"{self.model_class}: skip when {infix(self.skip)}"

@@ -196,7 +196,7 @@ KV_SIZING_PATHS = FactKind(
     "the ways through the methods that size a request's KV cache (the pages a full-attention, "
     "sliding-window, chunked-local or Mamba group takes at max_model_len), the in-flight tokens "
     "a windowed group reserves for, and the scheduler's batch defaults: tests and value as "
-    "postfix terms, in source order.",
+    "expressions, in source order.",
 )
 
 
@@ -229,7 +229,7 @@ MAMBA_STATE_CALCULATORS = FactKind(
     "Recurrent state calculators",
     MambaStateCalculator,
     "each MambaStateShapeCalculator / MambaStateDtypeCalculator method: its parameters and the "
-    "state tensors it returns (dims, or dtype, as postfix terms over the parameters).",
+    "state tensors it returns (dims, or dtype, as expressions over the parameters).",
 )
 MAMBA_STATE_HOOKS = FactKind(
     state_shapes.HOOKS_FACT,

@@ -5,9 +5,9 @@ defaults those depend on.
 Each method is read as its ways through: every `return` (and, in get_batch_defaults, every
 assignment of a default) with the `if` / `elif` / `else` tests that lead to it, in source order.
 apron evaluates them the way the code runs: the first return whose tests hold is the value; for
-assignments, the last one whose tests hold. Tests and values are postfix terms
-(apron.extractors.vllm.state_shapes.expression); a name is a parameter of the method or a path
-from `self`. Code of another shape is an `unknown` row with a warning naming it.
+assignments, the last one whose tests hold. Tests and values are expressions of the one rule
+language (apron.extractors.vllm.state_shapes.expression); a name is a parameter of the method or
+a path from `self`. Code of another shape is an `unknown` row with a warning naming it.
 
 Methods read (a method absent at a commit is a warning, not a row):
 - vllm/v1/kv_cache_interface.py: FullAttentionSpec.max_memory_usage_bytes,
@@ -19,10 +19,12 @@ Methods read (a method absent at a commit is a warning, not a row):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from tree_sitter import Node
 
 from apron.extractors.engine_api import FactOutput
+from apron.extractors.parsing.expressions import names_in
 from apron.extractors.parsing.python_skeleton import method_skeleton
 from apron.extractors.parsing.python_ts import (
     class_methods,
@@ -65,6 +67,7 @@ METHODS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 RETURN, ASSIGN, RAISE = "return", "assign", "raise"
 PARTLY_BOUND = "<partly bound> "
+_UNBOUND = object()  # a name no scope binds (None is the expression `None`)
 LOGGING = ("logger", "logging")
 
 
@@ -72,7 +75,7 @@ class _Walk:
     """The paths of one method, in source order."""
 
     def __init__(self) -> None:
-        self.paths: list[tuple[tuple[tuple[str, ...], ...], str, str, tuple[str, ...], str]] = []
+        self.paths: list[tuple[tuple[Any, ...], str, str, Any, str]] = []
 
 
 def _code(node: Node) -> str:
@@ -170,11 +173,11 @@ def _branches(statement: Node, scope: _Scope, conditions, walk: _Walk, record: b
     """The paths of each clause of an `if`; a local a clause binds is, after the `if`, the value
     of the first clause whose test holds (`if` terms), else what it was before."""
     clauses, otherwise = if_clauses(statement)
-    earlier: list[tuple[str, ...]] = []
-    bound: list[tuple[tuple[str, ...] | None, dict]] = []
+    earlier: list[Any] = []
+    bound: list[tuple[Any, dict]] = []
     for test_node, consequence in clauses:
         test = _scalar(expression(test_node, scope), test_node)
-        tests = (*conditions, *((*t, "not") for t in earlier), test)
+        tests = (*conditions, *(("not", t) for t in earlier), test)
         inner = _Scope(dict(scope.names))
         _walk(statements(consequence), inner, tests, walk, record)
         if not _returns(consequence):  # a clause that returns binds nothing for what follows
@@ -182,7 +185,7 @@ def _branches(statement: Node, scope: _Scope, conditions, walk: _Walk, record: b
         earlier.append(test)
     inner = _Scope(dict(scope.names))
     if otherwise is not None:
-        tests = (*conditions, *((*t, "not") for t in earlier))
+        tests = (*conditions, *(("not", t) for t in earlier))
         _walk(statements(otherwise), inner, tests, walk, record)
         if _returns(otherwise):
             inner = _Scope(dict(scope.names))
@@ -190,17 +193,17 @@ def _branches(statement: Node, scope: _Scope, conditions, walk: _Walk, record: b
         name
         for _test, names in [*bound, (None, inner.names)]
         for name in set(names) | set(scope.names)
-        if names.get(name) != scope.names.get(name)
+        if names.get(name, _UNBOUND) != scope.names.get(name, _UNBOUND)
     }
     for name in sorted(changed):
-        value = inner.names.get(name)
+        value = inner.names.get(name, _UNBOUND)
         for test, names in reversed(bound):
-            then = names.get(name)
-            if then is None or value is None or isinstance(then, list) or isinstance(value, list):
-                value = (PARTLY_BOUND + name,)  # an error if anything reads it (method_paths)
+            then = names.get(name, _UNBOUND)
+            if _UNBOUND in (then, value) or isinstance(then, list) or isinstance(value, list):
+                value = PARTLY_BOUND + name  # an error if anything reads it (method_paths)
                 break
-            value = (*test, *then, *value, "if")
-        scope.names[name] = value or (PARTLY_BOUND + name,)
+            value = ("?:", test, then, value)
+        scope.names[name] = PARTLY_BOUND + name if value is _UNBOUND else value
 
 
 def _returns(block: Node) -> bool:
@@ -213,15 +216,15 @@ def method_paths(definition: Node, record_assignments: bool) -> list[tuple]:
     """The ways through a method: (tests, effect, target, value terms, value code), in order.
     Locals are substituted where they are read; a name assigned inside an `if` is not."""
     params = _parameters(definition)
-    scope = _Scope({name: (name,) for name, _ in params})
+    scope = _Scope({name: name for name, _ in params})
     walk = _Walk()
     _walk(statements(definition.child_by_field_name("body")), scope, (), walk, record_assignments)
     if not walk.paths:
         raise Unreadable(definition, "a method without a return")
     for tests, _effect, _target, value, _code in walk.paths:
-        for term in (*value, *(t for test in tests for t in test)):
-            if term.startswith(PARTLY_BOUND):
-                name = term.removeprefix(PARTLY_BOUND)
+        for read in (*names_in(value), *(n for test in tests for n in names_in(test))):
+            if read.startswith(PARTLY_BOUND):
+                name = read.removeprefix(PARTLY_BOUND)
                 raise Unreadable(definition, f"{name}, bound on some branches only, is read")
     return walk.paths
 

@@ -7,9 +7,12 @@ mamba_utils.py) with its parameters and what it returns, one state tensor after 
 `get_mamba_state_dtype_from_config` (vllm/model_executor/models/*.py): the calculator it calls
 and the expression it passes for each parameter, or the class it delegates to.
 
-Expressions are postfix terms (a tuple of strings, evaluated on a stack); see `TERM_OPS`.
-A name term is a parameter of the calculator, or (in a hook) a path from `vllm_config`
-("model_config.hf_config.mamba_d_state", "parallel_config.tensor_parallel_size"). Locals and
+Expressions are the one rule language (apron/expressions.py), built by
+extractors/parsing/expressions.py with this module's resolver for what names mean here. A name is
+a parameter of the calculator, or (in a hook) a path from `vllm_config`
+("model_config.hf_config.mamba_d_state", "parallel_config.tensor_parallel_size"); a call is
+("call", NAME, *args) ("divide", "cdiv", "get_kv_cache_torch_dtype"), `getattr(obj, "attr", d)`
+is ("getattr", PATH, d). Locals and
 the calculators' own helpers (`cls.extra_groups_for_head_shards`, `cls._orient_conv_shape`,
 `cls._mamba_state_dtype`) are inlined. Where a helper returns one of two tuples, the tuple of
 its fall-through `return` is kept and the test it skips is recorded in `assumes`.
@@ -17,12 +20,19 @@ Code of any other shape is an `unknown` row with a warning naming it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tree_sitter import Node
 
+from apron.expressions import expression_problem
 from apron.extractors.engine_api import FactOutput
+from apron.extractors.parsing.expressions import (
+    NOT_RESOLVED,
+    UnreadableExpression,
+    python_expression,
+)
 from apron.extractors.parsing.python_imports import absolute_module
 from apron.extractors.parsing.python_ts import (
     class_methods,
@@ -37,7 +47,7 @@ from apron.extractors.parsing.python_ts import (
 )
 from apron.extractors.records import ExtractionWarning, Record, warning
 from apron.extractors.snapshot import Snapshot
-from apron.extractors.vllm.records import TERM_OPS, MambaStateCalculator, MambaStateHook
+from apron.extractors.vllm.records import MambaStateCalculator, MambaStateHook
 
 CALCULATOR_PATHS = ("vllm/model_executor/layers/mamba/mamba_utils.py",)
 SHAPE_CLASS = "MambaStateShapeCalculator"
@@ -54,18 +64,43 @@ HOOKS_FACT = "mamba_state_hooks"
 MODELS_PACKAGE = "vllm.model_executor.models"
 ROOT = "vllm_config"
 
-_BINARY = {"+": "+", "-": "-", "*": "*", "//": "//", "%": "%"}
+_BINARY = ("+", "-", "*", "//", "%")
+# node types the builder reads once this module's resolver has read the names inside them
+_BUILT = frozenset(
+    {
+        "integer",
+        "none",
+        "true",
+        "false",
+        "binary_operator",
+        "comparison_operator",
+        "boolean_operator",
+        "not_operator",
+        "subscript",
+    }
+)
+_OWN = frozenset(
+    {"tuple", "expression_list", "conditional_expression", "identifier", "attribute", "call"}
+)
+_UNBOUND = object()  # a name no scope binds (None is the expression `None`)
 
 
 class Unreadable(Exception):
-    """Code the reader does not turn into terms; the message names the shape."""
+    """Code the reader does not turn into expressions; the message names the shape."""
 
     def __init__(self, node: Node, what: str) -> None:
         super().__init__(f"{what}: {code_of(node)}")
 
 
-# A value while reading: terms (a scalar) or a tuple of values.
-Value = tuple[str, ...] | list
+@dataclass(frozen=True)
+class _WithHfConfig:
+    """A local bound to `vllm_config.with_hf_config(<config path>)`."""
+
+    config: str
+
+
+# A value while reading: an expression (a scalar) or a list of values (a tuple).
+Value = Any
 
 
 @dataclass
@@ -77,19 +112,7 @@ class _Scope:
     depth: int = 0
 
 
-def _is_name(term: str) -> bool:
-    return all(part.isidentifier() for part in term.split("."))
-
-
-def substitute(terms: Sequence[str], names: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """`terms` with every name term that `names` binds replaced by its terms."""
-    out: list[str] = []
-    for term in terms:
-        out.extend(names[term] if term in names else (term,))
-    return tuple(out)
-
-
-def _scalar(value: Value, node: Node) -> tuple[str, ...]:
+def _scalar(value: Value, node: Node) -> Any:
     if isinstance(value, list):
         raise Unreadable(node, "a tuple where a number is read")
     return value
@@ -102,10 +125,10 @@ def _path(node: Node, scope: _Scope) -> str | None:
         name = node_text(node)
         if name == scope.root:
             return ""
-        bound = scope.names.get(name)
-        if isinstance(bound, tuple) and len(bound) == 1 and _is_name(bound[0]):
-            return bound[0]
-        return None if bound is not None else name
+        if name in scope.names:
+            bound = scope.names[name]
+            return bound if isinstance(bound, str) else None
+        return name
     if node.type == "attribute":
         base = _path(node.child_by_field_name("object"), scope)
         if base is None:
@@ -148,45 +171,11 @@ def _parameters(definition: Node) -> list[tuple[str, Node | None]]:
 
 
 def expression(node: Node, scope: _Scope) -> Value:
-    """The terms of `node` (or a tuple of values for a tuple)."""
+    """The expression of `node` (or a list of values for a tuple)."""
     node = unparenthesize(node)
     kind = node.type
-    if kind == "integer":
-        return (str(int(node_text(node), 0)),)
-    if kind == "none":
-        return ("None",)
-    if kind in ("true", "false"):
-        return (kind.capitalize(),)
-    if kind == "string":
-        value = string_value(node)
-        if value is None:
-            raise Unreadable(node, "a string of this shape")
-        return ('"' + value + '"',)
     if kind in ("tuple", "expression_list"):
         return [expression(child, scope) for child in node.named_children]
-    if kind in ("identifier", "attribute"):
-        if kind == "identifier" and node_text(node) in scope.names:
-            return scope.names[node_text(node)]
-        path = _path(node, scope)
-        if path is None or path == "":
-            raise Unreadable(node, "a name that is not a parameter, local or path")
-        return (path,)
-    if kind == "binary_operator":
-        op = node_text(node.child_by_field_name("operator"))
-        if op not in _BINARY:
-            raise Unreadable(node, f"the operator {op}")
-        left = _scalar(expression(node.child_by_field_name("left"), scope), node)
-        right = _scalar(expression(node.child_by_field_name("right"), scope), node)
-        return (*left, *right, _BINARY[op])
-    if kind == "comparison_operator":
-        return _comparison(node, scope)
-    if kind == "boolean_operator":
-        op = node_text(node.child_by_field_name("operator"))
-        left = _scalar(expression(node.child_by_field_name("left"), scope), node)
-        right = _scalar(expression(node.child_by_field_name("right"), scope), node)
-        return (*left, *right, op)
-    if kind == "not_operator":
-        return (*_scalar(expression(node.child_by_field_name("argument"), scope), node), "not")
     if kind == "conditional_expression":
         then, test, otherwise = node.named_children
         return _choose(
@@ -196,51 +185,49 @@ def expression(node: Node, scope: _Scope) -> Value:
             test,
             scope,
         )
-    if kind == "subscript":
-        base = _scalar(expression(node.child_by_field_name("value"), scope), node)
-        index = node.child_by_field_name("subscript")
-        return (*base, *_scalar(expression(index, scope), node), "[]")
+    if kind in ("identifier", "attribute"):
+        if kind == "identifier" and node_text(node) in scope.names:
+            value = scope.names[node_text(node)]
+            if isinstance(value, _WithHfConfig):
+                raise Unreadable(node, "a config from with_hf_config read as a value")
+            return value
+        path = _path(node, scope)
+        if path is None or path == "":
+            raise Unreadable(node, "a name that is not a parameter, local or path")
+        return path
     if kind == "call":
         return _call(node, scope)
+    try:
+        return python_expression(node, resolve=lambda n, read: _resolve(n, scope))
+    except UnreadableExpression as err:
+        raise Unreadable(node, str(err)) from None
+
+
+def _resolve(node: Node, scope: _Scope) -> Any:
+    """The builder's question for each node inside an expression: names, calls, tuples and
+    choices are read here; operators and literals are the builder's."""
+    kind = node.type
+    if kind in _OWN:
+        return _scalar(expression(node, scope), node)
+    if kind == "string":
+        value = string_value(node)
+        if value is None:
+            raise Unreadable(node, "a string of this shape")
+        return ("str", value)
+    if kind == "binary_operator":
+        op = node_text(node.child_by_field_name("operator"))
+        if op not in _BINARY:
+            raise Unreadable(node, f"the operator {op}")
+    if kind in _BUILT:
+        return NOT_RESOLVED
     raise Unreadable(node, f"an expression of type {kind}")
 
 
-_ORDER = ("<", "<=", ">", ">=")
-_MEMBERSHIP = ("in", "not in")  # item, container
-
-
-def _comparison(node: Node, scope: _Scope) -> tuple[str, ...]:
-    """`a == b`, `a != b` (== then not), `a is None`, `a is not None`, and orderings, chained
-    ones (`0 <= i < n`) as their pairs joined by `and`."""
-    parts = [c for c in node.children]
-    if len(parts) == 3 and node_text(parts[1]) in _MEMBERSHIP:
-        left = _scalar(expression(parts[0], scope), node)
-        return (*left, *_scalar(expression(parts[2], scope), node), node_text(parts[1]))
-    if len(parts) == 3 and node_text(parts[1]) == "is" and parts[2].type == "none":
-        return (*_scalar(expression(parts[0], scope), node), "is None")
-    if len(parts) == 3 and node_text(parts[1]) == "is not" and parts[2].type == "none":
-        return (*_scalar(expression(parts[0], scope), node), "is None", "not")
-    operands, operators = parts[0::2], [node_text(p) for p in parts[1::2]]
-    if len(operands) != len(operators) + 1 or not all(
-        o in ("==", "!=", *_ORDER) for o in operators
-    ):
-        raise Unreadable(node, "a comparison of this shape")
-    values = [_scalar(expression(o, scope), node) for o in operands]
-    out: list[str] = []
-    for index, operator in enumerate(operators):
-        pair = [*values[index], *values[index + 1]]
-        pair += ["==", "not"] if operator == "!=" else [operator]
-        out.extend(pair)
-        if index:
-            out.append("and")
-    return tuple(out)
-
-
-def _choose(test: tuple[str, ...], then: Value, otherwise: Value, node: Node, scope: _Scope):
-    """`then if test else otherwise`: an `if` term for numbers; for tuples, `otherwise` (the
+def _choose(test: Any, then: Value, otherwise: Value, node: Node, scope: _Scope) -> Value:
+    """`then if test else otherwise`: a `?:` for numbers; for tuples, `otherwise` (the
     fall-through) with the test recorded as not holding."""
-    if isinstance(then, tuple) and isinstance(otherwise, tuple):
-        return (*test, *then, *otherwise, "if")
+    if not isinstance(then, list) and not isinstance(otherwise, list):
+        return ("?:", test, then, otherwise)
     if isinstance(then, list) and isinstance(otherwise, list):
         scope.assumes.append(f"not {code_of(node)}")
         return otherwise
@@ -265,11 +252,8 @@ def _call(node: Node, scope: _Scope) -> Value:
             raise Unreadable(node, "a getattr of this shape")
         default = _scalar(expression(positional[2], scope), node)
         path = f"{obj}.{attr}" if obj else attr
-        return (path, *default, "getattr")
-    args: list[str] = []
-    for arg in positional:
-        args.extend(_scalar(expression(arg, scope), node))
-    return (*args, f"{name}/{len(positional)}")
+        return ("getattr", path, default)
+    return ("call", name, *(_scalar(expression(arg, scope), node) for arg in positional))
 
 
 def _inline(definition: Node, positional, keywords, scope: _Scope, node: Node) -> Value:
@@ -322,12 +306,12 @@ def _block(block_statements: list[Node], scope: _Scope, where: Node) -> Value:
             if otherwise is not None:
                 _run(otherwise, else_scope)
             for name in sorted(set(then_scope.names) | set(else_scope.names)):
-                a, b = then_scope.names.get(name), else_scope.names.get(name)
+                a = then_scope.names.get(name, _UNBOUND)
+                b = else_scope.names.get(name, _UNBOUND)
                 if a == b:
-                    if a is not None:
-                        scope.names[name] = a
+                    scope.names[name] = a
                     continue
-                if a is None or b is None:
+                if a is _UNBOUND or b is _UNBOUND:
                     raise Unreadable(statement, f"{name} bound on one branch only")
                 scope.names[name] = _choose(test, a, b, test_node, scope)
             continue
@@ -370,8 +354,8 @@ def _assign(statement: Node, scope: _Scope) -> None:
     scope.names[node_text(left)] = expression(right, scope)
 
 
-def _tensors(value: Value, node: Node, dtype: bool) -> tuple[tuple[tuple[str, ...], ...], ...]:
-    """The returned tuple as state tensors: dims per shape tensor, one term list per dtype."""
+def _tensors(value: Value, node: Node, dtype: bool) -> tuple[tuple[Any, ...], ...]:
+    """The returned tuple as state tensors: dims per shape tensor, one expression per dtype."""
     if not isinstance(value, list):
         raise Unreadable(node, "a return that is not a tuple")
     out = []
@@ -387,24 +371,12 @@ def _tensors(value: Value, node: Node, dtype: bool) -> tuple[tuple[tuple[str, ..
     return tuple(out)
 
 
-def _check_terms(states, node: Node) -> None:
-    for state in states:
-        for terms in state:
-            for term in terms:
-                if _literal(term) or _is_name(term) or _op_of(term):
-                    continue
-                raise Unreadable(node, f"the term {term!r}")
-
-
-def _literal(term: str) -> bool:
-    return term.isdigit() or term in ("None", "True", "False") or term.startswith('"')
-
-
-def _op_of(term: str) -> bool:
-    if term in TERM_OPS:
-        return True
-    name, _, arity = term.rpartition("/")
-    return bool(name) and _is_name(name) and arity.isdigit()
+def _check(expressions: Iterable[Any], node: Node) -> None:
+    """Every expression one of the rule language (the builder makes no other)."""
+    for item in expressions:
+        problem = expression_problem(item)
+        if problem:
+            raise Unreadable(node, problem)
 
 
 def calculators(text: str, path: str) -> tuple[list[MambaStateCalculator], list[ExtractionWarning]]:
@@ -421,15 +393,13 @@ def calculators(text: str, path: str) -> tuple[list[MambaStateCalculator], list[
             symbol = f"{cls}.{name}"
             try:
                 params = _parameters(definition)
-                scope = _Scope({p: (p,) for p, _ in params}, helpers)
+                scope = _Scope({p: p for p, _ in params}, helpers)
                 defaults = tuple(
-                    f"{p}=" + " ".join(_scalar(expression(d, scope), d))
-                    for p, d in params
-                    if d is not None
+                    () if d is None else _scalar(expression(d, scope), d) for _, d in params
                 )
                 value = _body(definition.child_by_field_name("body"), scope)
                 states = _tensors(value, definition, cls == DTYPE_CLASS)
-                _check_terms(states, definition)
+                _check((*defaults, *(dim for state in states for dim in state)), definition)
                 status, assumes = "read", tuple(dict.fromkeys(scope.assumes))
                 names = _returned_names(definition, len(states))
             except Unreadable as err:
@@ -572,7 +542,7 @@ def _hook(definition, params, imports, local, module) -> dict:
                 config = _path(positional[0], scope) if len(positional) == 1 else None
                 if config is None or _path(function.child_by_field_name("object"), scope) != "":
                     raise Unreadable(call, "a with_hf_config of this shape")
-                scope.names[left] = ("with_hf_config:" + config,)
+                scope.names[left] = _WithHfConfig(config)
                 continue
         _assign(statement, scope)
     last = body[-1] if body else definition
@@ -592,8 +562,8 @@ def _hook(definition, params, imports, local, module) -> dict:
         bound = scope.names.get(node_text(arg)) if arg.type == "identifier" else None
         if node_text(arg) == scope.root:
             config = ""
-        elif bound and len(bound) == 1 and bound[0].startswith("with_hf_config:"):
-            config = bound[0].split(":", 1)[1]
+        elif isinstance(bound, _WithHfConfig):
+            config = bound.config
         else:
             raise Unreadable(call, "a delegation passing another config")
         target = imports.get(owner) or (f"{module}.{owner}" if owner in local else "")
@@ -606,12 +576,12 @@ def _hook(definition, params, imports, local, module) -> dict:
     wanted = params[key]
     if len(positional) > len(wanted) or any(k not in wanted for k in keywords):
         raise Unreadable(call, f"arguments that do not fit {owner}.{method}")
-    given: dict[str, tuple[str, ...]] = {}
+    given: dict[str, Any] = {}
     for name, arg in zip(wanted, positional, strict=False):
         given[name] = _scalar(expression(arg, scope), arg)
     for name, arg in keywords.items():
         given[name] = _scalar(expression(arg, scope), arg)
-    _check_terms(((tuple(given.values())),), call)
+    _check(given.values(), call)
     ordered = [p for p in wanted if p in given]
     return {
         "calculator": f"{owner}.{method}",

@@ -16,5 +16,5 @@ SOURCES: tuple[tuple[str, str], ...] = (
 )
 
 ROWS: tuple[IndexerLayerRule, ...] = (
-    IndexerLayerRule(model_class="DeepseekV2MLAAttention", gate_key="index_topk", skip=("index_topk_pattern", "None", "getattr", "is None", "layer_id", "index_skip_topk_offset", "2", "getattr", "-", "1", "+", "0", "max/2", "index_topk_freq", "1", "getattr", "%", "0", "==", "not", "0", "layer_id", "<=", "layer_id", "index_topk_pattern", "None", "getattr", "len/1", "<", "and", "index_topk_pattern", "None", "getattr", "layer_id", "[]", "\"S\"", "==", "False", "if", "if"), builds_when="self.is_v32 and (not _skip_topk or is_mtp_layer)", path="vllm/model_executor/models/deepseek_v2.py", symbol="DeepseekV2MLAAttention.__init__"),
+    IndexerLayerRule(model_class="DeepseekV2MLAAttention", gate_key="index_topk", skip=("?:", ("==", ("getattr", "index_topk_pattern", None), None), ("!=", ("%", ("call", "max", ("+", ("-", "layer_id", ("getattr", "index_skip_topk_offset", 2)), 1), 0), ("getattr", "index_topk_freq", 1)), 0), ("?:", ("and", ("<=", 0, "layer_id"), ("<", "layer_id", ("call", "len", ("getattr", "index_topk_pattern", None)))), ("==", ("item", ("getattr", "index_topk_pattern", None), "layer_id"), ("str", "S")), False)), builds_when="self.is_v32 and (not _skip_topk or is_mtp_layer)", path="vllm/model_executor/models/deepseek_v2.py", symbol="DeepseekV2MLAAttention.__init__"),
 )

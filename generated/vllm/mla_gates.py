@@ -17,6 +17,6 @@ SOURCES: tuple[tuple[str, str], ...] = (
 
 ROWS: tuple[MlaGate, ...] = (
     MlaGate(scope="eagle_inner", when="always", condition=(), requires_non_null=("kv_lora_rank",), other_conditions=(), path="vllm/transformers_utils/model_arch_config_convertor.py", symbol="ModelArchConfigConvertorBase.is_deepseek_mla"),
-    MlaGate(scope="main", when="has compress_ratios", condition=(("compress_ratios", "present"),), requires_non_null=("head_dim",), other_conditions=(), path="vllm/transformers_utils/model_arch_config_convertor.py", symbol="ModelArchConfigConvertorBase.is_deepseek_mla"),
-    MlaGate(scope="main", when="not has compress_ratios", condition=(("compress_ratios", "absent"),), requires_non_null=("kv_lora_rank",), other_conditions=(), path="vllm/transformers_utils/model_arch_config_convertor.py", symbol="ModelArchConfigConvertorBase.is_deepseek_mla"),
+    MlaGate(scope="main", when="'compress_ratios' in hparams", condition=("has", "compress_ratios"), requires_non_null=("head_dim",), other_conditions=(), path="vllm/transformers_utils/model_arch_config_convertor.py", symbol="ModelArchConfigConvertorBase.is_deepseek_mla"),
+    MlaGate(scope="main", when="not ('compress_ratios' in hparams)", condition=("not", ("has", "compress_ratios")), requires_non_null=("kv_lora_rank",), other_conditions=(), path="vllm/transformers_utils/model_arch_config_convertor.py", symbol="ModelArchConfigConvertorBase.is_deepseek_mla"),
 )

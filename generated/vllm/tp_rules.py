@@ -23,5 +23,5 @@ ROWS: tuple[TpRule, ...] = (
     TpRule(rule="attention_heads_divisible", shape="divides", keys=("num_attention_heads",), constant=None, when=(), code="total_num_attention_heads % tensor_parallel_size != 0", scope="every model", path="vllm/config/model.py", symbol="ModelConfig.verify_with_parallel_config"),
     TpRule(rule="kv_heads_divisible", shape="divides_or_divided", keys=("total_num_kv_heads",), constant=None, when=(), code="tp_size >= self.total_num_kv_heads", scope="layers built on QKVParallelLinear", path="vllm/model_executor/layers/linear.py", symbol="QKVParallelLinear.__init__"),
     TpRule(rule="kv_heads_per_gpu", shape="split_replicate", keys=("total_num_kv_heads",), constant=None, when=(), code="max(1, total_num_kv_heads // parallel_config.tensor_parallel_size)", scope="every model", path="vllm/config/model.py", symbol="ModelConfig.get_num_kv_heads"),
-    TpRule(rule="mla_kv_heads_per_gpu", shape="constant", keys=(), constant=1, when=(("use_mla", "truthy"),), code="if self.use_mla: return 1", scope="every model", path="vllm/config/model.py", symbol="ModelConfig.get_num_kv_heads"),
+    TpRule(rule="mla_kv_heads_per_gpu", shape="constant", keys=(), constant=1, when="use_mla", code="if self.use_mla: return 1", scope="every model", path="vllm/config/model.py", symbol="ModelConfig.get_num_kv_heads"),
 )

@@ -544,8 +544,8 @@ state_tp_refusal = base.no_state_tp_refusal
 def memory_fraction(
     sglang: EngineConstraints, model: ModelConfig, mla: bool, gpu_memory: int, tp: int
 ) -> base.MemoryFraction:
-    """SGLang's default mem_fraction_static for this config and GPU (apron.sglang_fraction)."""
-    from apron import sglang_fraction
+    """SGLang's default mem_fraction_static for this config and GPU (apron.engines.sglang.fraction)."""
+    from apron.engines.sglang import fraction as sglang_fraction
 
     fraction, source, lines, cites = sglang_fraction.fraction_for(
         sglang, model, mla, gpu_memory, tp

@@ -9,7 +9,7 @@ checks MLA against the text config's `model_type` (hf_text_config.model_type).""
 
 from __future__ import annotations
 
-from apron.conditions import evaluate
+from apron.conditions import holds
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.engines import base
@@ -33,7 +33,7 @@ def _gate(
     gates = [g for g in vllm.rows(MLA_GATES) if g.scope == scope]
     cites: list[Citation] = []
     for gate in gates:
-        ev = evaluate(model, gate.condition or ())
+        ev = holds(model, gate.condition)
         if ev.value is None:
             return None, f"MLA gate condition not interpreted: {ev.problem}", (vllm.cite(gate),)
         if not ev.value:

@@ -15,7 +15,9 @@ from typing import Any, NamedTuple
 
 from apron.constraints import Citation, EngineConstraints
 from apron.engines.vllm.kv_cache import CHUNKED, FULL, MAMBA, SLIDING, LayerSpec
-from apron.state_shapes import MISSING, _Refused, evaluate
+from apron.expressions import Unknown as ExpressionUnknown
+from apron.expressions import evaluate, names_in
+from apron.vllm_rule_env import CALLS
 
 FACT = "kv_sizing_paths"
 SERVER = "UsageContext.OPENAI_API_SERVER"
@@ -36,6 +38,14 @@ SPEC_BINDINGS = {
     "self.num_speculative_blocks": 0,
     "vllm_config.parallel_config.decode_context_parallel_size": 1,
     "dcp_world_size": 1,
+}
+
+
+# the platform probes the rules call, answered as apron runs: a CUDA device, not a TPU or a CPU
+RULE_CALLS = {
+    **CALLS,
+    "current_platform.is_tpu": lambda: False,
+    "current_platform.is_cpu": lambda: False,
 }
 
 
@@ -64,41 +74,33 @@ def _rows(vllm: EngineConstraints, symbol: str) -> list[Any]:
     return rows
 
 
-def _lookup(bindings: Mapping[str, Any]):
-    return lambda name: bindings.get(name.removeprefix(CALLED).replace("#", "/"), MISSING)
+def _unbound(expression: Any, bindings: Mapping[str, Any]) -> list[str]:
+    """The names the expression reads that apron does not bind."""
+    return sorted({n for n in names_in(expression) if n not in bindings})
 
 
-CALLED = "called:"  # a bound call term ("current_platform.is_cpu/0"), read as a name
-
-
-def _terms(terms: Sequence[str], bindings: Mapping[str, Any]) -> tuple[str, ...]:
-    """The terms with each call apron binds (a platform probe) turned into a name it looks up."""
-    return tuple(CALLED + t.replace("/", "#") if "/" in t and t in bindings else t for t in terms)
+def _evaluate(row: Any, expression: Any, bindings: Mapping[str, Any]) -> Any:
+    try:
+        return evaluate(expression, bindings, RULE_CALLS)
+    except ExpressionUnknown as err:
+        raise Unknown(f"{row.symbol}: {err}") from None
 
 
 def _holds(row: Any, bindings: Mapping[str, Any]) -> bool | None:
     """Whether every test of the path holds; None when one needs an unbound name."""
     for test in row.conditions:
-        try:
-            value = evaluate(_terms(test, bindings), _lookup(bindings))
-        except _Refused as err:
-            raise Unknown(f"{row.symbol}: {err}") from None
-        if value is MISSING:
+        if _unbound(test, bindings):
             return None
-        if not value:
+        if not _evaluate(row, test, bindings):
             return False
     return True
 
 
 def _value(row: Any, bindings: Mapping[str, Any]) -> Any:
-    try:
-        value = evaluate(_terms(row.value, bindings), _lookup(bindings))
-    except _Refused as err:
-        raise Unknown(f"{row.symbol}: {err}") from None
-    if value is MISSING:
-        names = [t for t in row.value if t not in bindings and t.replace(".", "").isidentifier()]
-        raise Unknown(f"{row.symbol}: {row.code} needs {', '.join(names) or 'a name'} bound")
-    return value
+    names = _unbound(row.value, bindings)
+    if names:
+        raise Unknown(f"{row.symbol}: {row.code} needs {', '.join(names)} bound")
+    return _evaluate(row, row.value, bindings)
 
 
 def _first_return(rows: Sequence[Any], bindings: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -107,7 +109,7 @@ def _first_return(rows: Sequence[Any], bindings: Mapping[str, Any]) -> tuple[Any
             continue
         holds = _holds(row, bindings)
         if holds is None:
-            names = sorted({t for test in row.conditions for t in test if t not in bindings})
+            names = sorted({n for test in row.conditions for n in _unbound(test, bindings)})
             raise Unknown(f"{row.symbol}: the test needs {', '.join(names)} bound")
         if holds:
             return _value(row, bindings), row
@@ -142,7 +144,7 @@ def assigned(vllm: EngineConstraints, symbol: str, target: str, bindings: Mappin
             continue
         holds = _holds(row, bindings)
         if holds is None:
-            names = sorted({t for test in row.conditions for t in test if t not in bindings})
+            names = sorted({n for test in row.conditions for n in _unbound(test, bindings)})
             raise Unknown(f"{symbol}: the test of {target} needs {', '.join(names)} bound")
         if holds:
             found = (_value(row, bindings), row)
@@ -168,8 +170,6 @@ def scheduler(
         "device_memory": gpu_memory,
         "device_name": gpu_name.lower(),
         "GiB_bytes": GIB_BYTES,
-        "current_platform.is_tpu/0": False,
-        "current_platform.is_cpu/0": False,
         "world_size": tp * pp,
     }
     lines: list[str] = []

@@ -1,7 +1,9 @@
 """SGLang's static memory fraction for a GPU of a given size: the extracted steps of
-ServerArgs._handle_gpu_memory_settings (generated/sglang/memory_fraction_steps.py) evaluated in
-order, under stated assumptions. A step whose condition or number cannot be evaluated makes the
-fraction unknown, naming it; nothing is filled in by hand but the assumptions below."""
+ServerArgs._handle_gpu_memory_settings (generated/sglang/memory_fraction_steps.py) run in order,
+each condition and value evaluated by apron/expressions.py in the environment this module gives
+(the server args and the model under stated assumptions). A step whose condition or number
+cannot be evaluated makes the fraction unknown, naming it; nothing is filled in by hand but the
+assumptions below."""
 
 from __future__ import annotations
 
@@ -9,33 +11,29 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+from apron.expressions import PYTHON, Unknown, Unread, evaluate, infix, names_in, substituted
+
 FACT = "memory_fraction_steps"
-NOT_ALL = "not all"
 ASSUMPTIONS = (
     "a CUDA device",
     "default server args",
     "no environment variables set",
     "not disaggregated",
 )
-# What the conditions the heuristic tests are under ASSUMPTIONS (the code is the engine's, as
-# extracted). Any other condition the evaluation meets makes the fraction unknown.
-HOLDS_BY_DEFAULT = {
-    "gpu_mem is not None": True,  # --gpu-memory is given
-    "gpu_mem is None": False,
-    'self.disaggregation_mode == "decode"': False,  # disaggregation_mode "null"
-    'self.disaggregation_mode != "decode"': True,
-    'self.disaggregation_mode == "prefill"': False,
-    'self.disaggregation_mode != "prefill"': True,
+# The quantities the heuristic's conditions read, under ASSUMPTIONS (the code is the engine's,
+# as extracted). A condition that reads any other quantity makes the fraction unknown.
+ASSUMED: dict[str, Any] = {
+    "self.disaggregation_mode": "null",
     # SGLANG_ENABLE_POST_CAPTURE_KV_SIZING unset (EnvBool(False)): the method's first test
     "self.post_capture_kv_sizing_planned()": False,
-    "not self.post_capture_kv_sizing_planned()": True,
     # cuda_graph_config defaults: decode "full"; the prefill backend is Model.prefill_backend
-    "decode_cuda_graph_config.backend != Backend.DISABLED": True,
+    "decode_cuda_graph_config.backend": "full",
     "self._resolved().enable_dp_attention": False,
-    'resolved_view(self).moe_a2a_backend == "deepep"': False,  # moe_a2a_backend "none"
-    "not self.language_only": True,
-    "not self.language_model_only": True,
+    "resolved_view(self).moe_a2a_backend": "none",
+    "self.language_only": False,
+    "self.language_model_only": False,
 }
+BACKEND = "Backend."  # the cuda-graph backend enum: Backend.DISABLED is "disabled"
 # Server args the steps read or set, at their defaults (None: not given).
 DEFAULT_ARGS = (
     "self.chunked_prefill_size",
@@ -48,6 +46,7 @@ DEFAULT_ARGS = (
 MIB = 2**20
 PREFILL_SIZES = "ServerArgs._generate_prefill_cuda_graph_batch_sizes"
 VISION_FIELDS = ("num_hidden_layers", "hidden_size")  # what the VLM adjustment getattr()s
+CALLS = {"round": lambda x, digits: round(float(x), digits)}  # SGLang rounds a float
 
 
 class Model(NamedTuple):
@@ -71,107 +70,96 @@ class StaticFraction(NamedTuple):
     rows: tuple[Any, ...]
 
 
-class _Unknown(Exception):
+class _Stop(Exception):
     """A step the evaluation cannot take (its message is the reason); caught in static_fraction."""
 
 
-def _num(text: str) -> Fraction:
-    return Fraction(text)
-
-
 def _show(value: Any) -> str:
-    if isinstance(value, Fraction):
-        return f"{value.numerator:,}" if value.denominator == 1 else f"{float(value):,.4g}"
+    if isinstance(value, Fraction | float) and float(value).is_integer():
+        return f"{int(value):,}"
+    if isinstance(value, Fraction | float):
+        return f"{float(value):,.4g}"
     if isinstance(value, list):
         return f"{len(value)} sizes"
-    return str(value)
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
-class _Env:
-    def __init__(self, gpu_mib: Fraction, tp: int, model: Model) -> None:
-        self.values: dict[str, Any] = {name: None for name in DEFAULT_ARGS}
-        self.values.update(
-            {"gpu_mem": gpu_mib, "self.tp_size": Fraction(tp), "self.pp_size": Fraction(1)}
-        )
-        self.values["self.dp_size"] = Fraction(1)
-        self.unread: dict[str, str] = {}
-        self.model = model
+class _Names(Mapping[str, Any]):
+    """The names the steps read: the server args as the steps set them (`values`), the
+    assumptions, the model's answers, and the cuda-graph backend enum's members."""
 
-    def holds(self, term: Sequence[str]) -> bool:
-        if term[0] == NOT_ALL:
-            return not all(self.holds((code,)) for code in term[1:])
-        if len(term) == 3:
-            quantity, op, bound = term
-            value = self.get(quantity)
-            return {
-                "<": value < _num(bound),
-                "<=": value <= _num(bound),
-                ">": value > _num(bound),
-                ">=": value >= _num(bound),
-                "==": value == _num(bound),
-                "!=": value != _num(bound),
-            }[op]
-        code = term[0]
-        if code in HOLDS_BY_DEFAULT:
-            return HOLDS_BY_DEFAULT[code]
-        for op, flipped in ((" != ", " == "), (" == ", " != ")):  # the negation of a known one
-            other = code.replace(op, flipped, 1)
-            if op in code and code.count(op) == 1 and other in HOLDS_BY_DEFAULT:
-                return not HOLDS_BY_DEFAULT[other]
-        if code.startswith("prefill_cuda_graph_config.backend "):
-            _, op, backend = code.split(" ", 2)
-            name = backend.removeprefix("Backend.").lower()
-            if op in ("==", "!=") and backend.startswith("Backend."):
-                return (self.model.prefill_backend == name) == (op == "==")
-        if code in ("self.use_mla_backend()", "not self.use_mla_backend()"):
-            return self.model.use_mla == (not code.startswith("not "))
-        if code == "model_config.is_multimodal":
-            return self.model.is_multimodal
-        if code == '"llama-2" in self.model_path.lower()':
-            return "llama-2" in self.model.model_path.lower()
-        # `if X is None:` guards test what the user gave, when the branch is entered (a step
-        # inside may set X): under default server args none of DEFAULT_ARGS is given
-        for suffix, when_none in ((" is not None", False), (" is None", True)):
-            if code.endswith(suffix) and code.removesuffix(suffix) in DEFAULT_ARGS:
-                return when_none
-        raise _Unknown(f"condition `{code}` is not evaluated under the assumptions")
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
 
-    def get(self, factor: str) -> Any:
-        if factor.startswith("len(") and factor.endswith(")"):
-            inner = self.get(factor[4:-1])
-            if isinstance(inner, list):
-                return Fraction(len(inner))
-        elif factor in self.unread:
-            raise _Unknown(self.unread[factor])
-        elif self.values.get(factor) is not None:
-            return self.values[factor]
-        raise _Unknown(f"`{factor}` has no value at this step")
+    def __getitem__(self, name: str) -> Any:
+        if name in self.values:
+            return self.values[name]
+        if name.startswith(BACKEND):
+            return name.removeprefix(BACKEND).lower()
+        raise KeyError(name)
 
-    def product(self, row) -> Fraction:
-        value = _num(row.value)
-        for factor in row.factors:
-            value *= self.get(factor)
-        if row.at_least:
-            value = max(value, _num(row.at_least))
-        return value
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name in self.values or name.startswith(BACKEND))
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
 
 
-def _sizes(capture: Sequence[Any], max_bs: Fraction) -> list[int]:
+def _initial(gpu_mib: Fraction, tp: int, model: Model) -> _Names:
+    """The names before the first step: default server args (None: not given) and the rest."""
+    return _Names(
+        {
+            **dict.fromkeys(DEFAULT_ARGS),
+            "gpu_mem": gpu_mib,
+            "self.tp_size": tp,
+            "self.pp_size": 1,
+            "self.dp_size": 1,
+            "self.use_mla_backend()": model.use_mla,
+            "model_config.is_multimodal": model.is_multimodal,
+            "self.model_path.lower()": model.model_path.lower(),
+            "prefill_cuda_graph_config.backend": model.prefill_backend,
+            **ASSUMED,
+        }
+    )
+
+
+def _value(names: _Names, expression: Any, what: str) -> Any:
+    try:
+        return evaluate(expression, names, CALLS, PYTHON)
+    except Unknown as err:
+        raise _Stop(f"{what}: {err}") from None
+
+
+def _holds(names: _Names, row: Any) -> bool:
+    if row.when == ():
+        return True
+    try:
+        return bool(evaluate(row.when, names, CALLS, PYTHON))
+    except Unknown as err:
+        raise _Stop(
+            f"`{err}` is not evaluated under the assumptions (condition `{infix(row.when)}`)"
+        ) from None
+
+
+def _sizes(names: _Names, capture: Sequence[Any], max_bs: Any) -> list[int]:
     """The prefill capture sizes for `max_bs` from the extracted ranges and filter."""
     if not any(r.op == "at_most" for r in capture):
-        raise _Unknown("the prefill capture sizes have no extracted `<= max_bs` filter")
+        raise _Stop("the prefill capture sizes have no extracted `<= max_bs` filter")
+    inner = _Names({**names.values, "max_bs": max_bs})  # the method's parameter
     sizes: list[int] = []
     for row in capture:
         if row.op == "unread":
-            raise _Unknown(f"prefill capture sizes: `{row.code}` not read")
+            raise _Stop(f"prefill capture sizes: `{row.code}` not read")
         if row.op == "range":
-            first, last, step = row.factors
-            top = max_bs if not last.isdigit() else Fraction(int(last))
-            sizes += list(range(int(first), int(top) + 1, int(step)))
-    return [s for s in sizes if s <= max_bs]
+            sizes += _value(inner, row.value, PREFILL_SIZES)
+    bound = next(_value(inner, r.value, PREFILL_SIZES) for r in capture if r.op == "at_most")
+    return [s for s in sizes if s <= bound]
 
 
-def _vlm(constants: dict[str, Fraction], vision: Mapping[str, Any] | None, lines: list[str]):
+def _vlm(constants: dict[str, Any], vision: Mapping[str, Any] | None, lines: list[str]):
     """The VLM factor: base x clamp(1 - sensitivity x (complexity ratio - 1), low, high),
     complexity = layers x hidden^2 of the vision tower against the baseline ViT's."""
     if vision is None:
@@ -189,7 +177,7 @@ def _vlm(constants: dict[str, Fraction], vision: Mapping[str, Any] | None, lines
     )
     missing = [n for n in needed if n not in constants]
     if missing:
-        raise _Unknown(f"VLM adjustment: {', '.join(missing)} not extracted")
+        raise _Stop(f"VLM adjustment: {', '.join(missing)} not extracted")
     # in Python floats, in SGLang's order, so the product rounds as the engine's does
     layers = int(vision.get("num_hidden_layers", constants["vision_config.num_hidden_layers"]))
     hidden = int(vision.get("hidden_size", constants["vision_config.hidden_size"]))
@@ -217,101 +205,109 @@ def static_fraction(
         why = f"sglang has no {FACT} rows"
         return StaticFraction(None, (), (why,), ())
     gpu_mib = Fraction(gpu_memory_bytes, MIB)
-    env = _Env(gpu_mib, tp, model)
+    names = _initial(gpu_mib, tp, model)
     capture = [r for r in rows if r.part == "prefill_capture"]
     used: list[Any] = []
     terms: dict[str, list[str]] = {}
     lines: list[str] = []
-    vlm: dict[str, Fraction] = {}
+    vlm: dict[str, Any] = {}
     fraction: Fraction | float | None = None
     try:
         for row in rows:
-            if row.part == "prefill_capture" or not all(env.holds(t) for t in row.when):
+            if row.part == "prefill_capture":
+                continue
+            if row.op == "test":  # an `if` test, taken where the `if` is reached
+                names.values[row.target] = _holds(names, row) and bool(
+                    _value(names, row.value, row.target)
+                )
+                continue
+            if not _holds(names, row):
                 continue
             used.append(row)
             if row.op == "unread":
                 if not row.target:
-                    raise _Unknown(f"`{row.code}` ({row.symbol}) is not read")
+                    raise _Stop(f"`{row.code}` ({row.symbol}) is not read")
                 if not row.code:  # a block the extractor found absent at this commit
-                    raise _Unknown(f"{row.symbol} has no `{row.target}:` block at this commit")
-                env.unread[row.target] = f"`{row.code}` ({row.symbol}) is not read"
+                    raise _Stop(f"{row.symbol} has no `{row.target}:` block at this commit")
+                names.values[row.target] = Unread(f"`{row.code}` ({row.symbol}) is not read")
                 continue
             if row.part == "vlm":
                 key = row.target + {"at_least": ">=", "at_most": "<="}.get(row.op, "")
-                vlm[key] = _num(row.value)
+                vlm[key] = _value(names, row.value, row.target)
                 continue
             if row.op == "round":
-                reserved = env.get("reserved_mem")
+                reserved = _value(names, "reserved_mem", "reserved_mem")
                 if len(terms.get("reserved_mem", [])) > 1:
                     lines.append(f"reserved_mem = {' + '.join(terms['reserved_mem'])} MiB")
-                fraction = round(float((gpu_mib - reserved) / gpu_mib), int(row.value))
+                fraction = _value(names, row.value, row.target)
+                shown = {"gpu_mem": _show(gpu_mib), "reserved_mem": _show(reserved)}
                 lines.append(
-                    f"mem_fraction_static = round(({_show(gpu_mib)} - {_show(reserved)}) / "
-                    f"{_show(gpu_mib)}, {row.value}) = {fraction}"
+                    f"mem_fraction_static = {infix(substituted(row.value, shown))} = {fraction}"
                 )
                 continue
             if row.target == "self.mem_fraction_static":
-                fraction = float(env.product(row))
+                fraction = float(_value(names, row.value, row.target))
+                continue
+            if row.op == "range":
+                max_bs = _value(names, row.value, row.target)
+                names.values[row.target] = _sizes(names, capture, max_bs)
+                lines.append(
+                    f"{row.target} = {len(names.values[row.target])} prefill capture sizes up to "
+                    f"{_show(max_bs)} ({row.symbol} -> {PREFILL_SIZES})"
+                )
                 continue
             try:
-                value = env.product(row) if row.op != "range" else None
-            except _Unknown as err:  # a name the later steps may never read
-                env.unread[row.target] = str(err)
+                value = _value(names, row.value, row.target)
+            except _Stop as err:  # a name the later steps may never read
+                names.values[row.target] = Unread(str(err))
                 continue
-            _apply(env, row, value, capture, terms, lines)
+            _apply(names, row, value, terms, lines)
         if vlm:
             fraction = float(fraction) * _vlm(vlm, model.vision_config, lines)
-    except _Unknown as err:
+    except _Stop as err:
         return StaticFraction(None, tuple(lines), (f"memory fraction: {err}",), tuple(used))
     if fraction is None:
         return StaticFraction(None, tuple(lines), ("memory fraction: no step set it",), tuple(used))
     return StaticFraction(fraction, tuple(lines), (), tuple(used))
 
 
-def _term(env: _Env, row, value: Fraction) -> str:
-    """One term for people: `1.5 x activation_tokens (8,192) = 12,288`."""
-    if not row.factors:
-        return _show(value)
-    named = " x ".join(f"{f} {_show(env.get(f))}" for f in row.factors)
-    coefficient = "" if row.value == "1" else f"{row.value} x "
-    floor = f", at least {row.at_least}" if row.at_least else ""
-    if not coefficient and not floor and len(row.factors) == 1:
-        return f"{_show(value)} ({row.factors[0]})"
-    return f"{_show(value)} ({coefficient}{named}{floor})"
+def _term(names: _Names, row, value: Any) -> str:
+    """One term for people: `12,288 (activation_tokens * 1.5: 8,192 * 1.5)`."""
+    words = infix(row.value)
+    if words == _show(value):
+        return words
+    shown = {
+        name: _show(names.values[name])
+        for name in names_in(row.value)
+        if isinstance(names.values.get(name), int | float | Fraction)
+    }
+    with_values = infix(substituted(row.value, shown))
+    return f"{_show(value)} ({words}{': ' + with_values if with_values != words else ''})"
 
 
-def _apply(env: _Env, row, value, capture, terms: dict[str, list[str]], lines: list[str]) -> None:
+def _apply(names: _Names, row, value, terms: dict[str, list[str]], lines: list[str]) -> None:
     target = row.target
-    for factor in row.factors:  # a sum the step reads: its terms, once
-        if factor in terms and len(terms[factor]) > 1:
-            lines.append(f"{factor} = {' + '.join(terms.pop(factor))} MiB")
+    for name in dict.fromkeys(names_in(row.value)):  # a sum the step reads: its terms, once
+        if name in terms and len(terms[name]) > 1:
+            lines.append(f"{name} = {' + '.join(terms.pop(name))} MiB")
     if row.op == "set":
-        env.values[target] = value
-        terms[target] = [_term(env, row, value)]
+        names.values[target] = value
+        terms[target] = [_term(names, row, value)]
         if row.part in ("band", "prefill_max_bs"):
             lines.append(f"{target} = {terms[target][0]} ({row.part}, {row.symbol})")
     elif row.op == "add":
-        env.values[target] = env.get(target) + value
-        terms.setdefault(target, []).append(_term(env, row, value))
+        names.values[target] = _value(names, target, target) + value
+        terms.setdefault(target, []).append(_term(names, row, value))
     elif row.op in ("at_least", "at_most"):
-        before = env.get(target)
-        env.values[target] = max(before, value) if row.op == "at_least" else min(before, value)
+        before = _value(names, target, target)
+        names.values[target] = max(before, value) if row.op == "at_least" else min(before, value)
         kind = "at least" if row.op == "at_least" else "at most"
-        bound = [t for t in row.when if len(t) == 3]
-        where = f" (when {' and '.join(' '.join(t) for t in bound)})" if bound else ""
         sum_text = " + ".join(terms.pop(target, [])) or _show(before)
         lines.append(
-            f"{target} = {sum_text} = {_show(before)}; {kind} {_show(value)}{where} -> "
-            f"{_show(env.values[target])}"
+            f"{target} = {sum_text} = {_show(before)}; {kind} {_show(value)} -> "
+            f"{_show(names.values[target])}"
         )
-        terms[target] = [_show(env.values[target])]
-    elif row.op == "range":
-        max_bs = env.get(row.factors[0])
-        env.values[target] = _sizes(capture, max_bs)
-        lines.append(
-            f"{target} = {len(env.values[target])} prefill capture sizes up to {_show(max_bs)} "
-            f"({row.symbol} -> {PREFILL_SIZES})"
-        )
+        terms[target] = [_show(names.values[target])]
 
 
 def model_for(constraints: Any, model: Any, use_mla: bool) -> Model | str:
