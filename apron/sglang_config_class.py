@@ -26,6 +26,15 @@ def registered_class(constraints: Any, model_type: str) -> str | None:
     return None
 
 
+def sub_config_class(constraints: Any, model_type: str, key: str) -> str | None:
+    """The SGLang class that SGLang's registered class for `model_type` builds `key`'s
+    sub-configuration as (KimiK3Config: text_config -> KimiLinearConfig), None when it builds
+    none (no registered class, or the class does not build `key`)."""
+    top = registered_class(constraints, model_type)
+    row = _rows(constraints).get((top, key)) if top is not None else None
+    return str(row.sub_class) if row is not None and row.kind == "sub_config" else None
+
+
 def _value(row: Any, given: Mapping[str, Any]) -> tuple[bool, Any] | str:
     """(present, value) of one attribute as the class sets it, or why it is unknown."""
     where = f"SGLang's {row.symbol} ({row.path})"
@@ -72,3 +81,29 @@ def presented(
             return value
         found[name] = value[1]
     return found
+
+
+def text_class(constraints: Any, model: Any) -> str | None:
+    """The SGLang class the config's text configuration is an object of: the class registered
+    for its model_type (no sub-config), or the class that one builds its text sub-config as;
+    None when SGLang builds none (transformers' class, or a plain mapping, holds it)."""
+    top = registered_class(constraints, str(model.model_type or ""))
+    if top is None:
+        return None
+    if model.text_key is None:
+        return top
+    return sub_config_class(constraints, str(model.model_type or ""), model.text_key)
+
+
+def text_attribute(constraints: Any, model: Any, name: str) -> tuple[str, Any] | str | None:
+    """`name` of the text configuration as SGLang's own class presents it: (the class, its
+    value, None when unset), or why it is unknown; None when no SGLang class builds the text
+    configuration or the class does not set `name` itself (then the config reads as elsewhere)."""
+    cls = text_class(constraints, model)
+    row = _rows(constraints).get((cls, name)) if cls is not None else None
+    if row is None:
+        return None
+    value = _value(row, model.text)
+    if isinstance(value, str):
+        return value
+    return str(cls), value[1]

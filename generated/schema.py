@@ -560,6 +560,22 @@ class SglangConfigAttribute(NamedTuple):
     symbol: str
 
 
+class SglangConfigRewrite(NamedTuple):
+    """An attribute SGLang's config loader sets on a sub-configuration for the model_types an"""
+
+    model_type: str
+    sub_config: str
+    order: int
+    kind: str
+    attribute: str
+    source: str
+    read: str
+    when: str
+    code: str
+    path: str
+    symbol: str
+
+
 class SglangContextRule(NamedTuple):
     """One part of SGLang's default context length (`get_context_length` over the text config,"""
 

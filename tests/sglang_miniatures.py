@@ -679,6 +679,38 @@ def get_context_length(config):
 """
 
 
+CONFIG_PARSER_PATH = "python/sglang/srt/utils/hf_transformers/config.py"
+# the loader's per-model_type rewrites of text_config (read by config_rewrites)
+CONFIG_PARSER = """
+from .common import AutoConfig
+
+
+class HfParser(ParserBase):
+    def parse(self, model, trust_remote_code, revision=None, **kwargs):
+        config = AutoConfig.from_pretrained(model, revision=revision, **kwargs)
+        if config.model_type == "flash":
+            config.update({"architectures": ["FlashForCausalLM"]})
+        if config.model_type in ("duo", "duo_assistant"):
+            # the global values go on the base names, the local ones on swa_*
+            text_config = config.text_config
+            wide_dim = getattr(text_config, "wide_head_dim", None)
+            wide_heads = getattr(text_config, "num_wide_kv_heads", None)
+            local_dim = text_config.head_dim
+            local_heads = text_config.num_key_value_heads
+            text_config.swa_head_dim = local_dim
+            text_config.swa_num_key_value_heads = local_heads
+            if wide_dim is not None:
+                text_config.head_dim = wide_dim
+            if wide_heads is not None:
+                text_config.num_key_value_heads = wide_heads
+            if not hasattr(text_config, "v_head_dim"):
+                text_config.v_head_dim = text_config.head_dim
+            if not hasattr(config, "eos_id") and hasattr(config, "eos_index"):
+                config.eos_id = config.eos_index
+        return config
+"""
+
+
 def models_tree() -> dict[str, str]:
     return {
         f"{MODELS}/__init__.py": "",
@@ -717,6 +749,7 @@ def tree_2026() -> dict[str, str | None]:
         HYBRID_ARCH_PATH: HYBRID_ARCH,
         CONTEXT_OLD_PATH: None,
         CONTEXT_PATH: CONTEXT_LENGTH,
+        CONFIG_PARSER_PATH: CONFIG_PARSER,
         f"{OLD_DOCS}/generative_models.md": None,
         f"{OLD_DOCS}/multimodal_language_models.md": None,
         f"{NEW_DOCS}/generative_models.mdx": NEW_GENERATIVE,

@@ -267,3 +267,36 @@ def test_a_config_class_without_num_attention_heads_gets_no_sglang_figure():
 def test_a_published_num_attention_heads_keeps_the_sglang_figure():
     config = {**sample("mamba-codestral-7b"), "num_attention_heads": 128}
     assert view(plan(config), "sglang").state_bytes_per_sequence is not None
+
+
+KIMI_K3 = Path(__file__).resolve().parent.parent / "conformance/sglang/configs/kimi-k3-shaped.json"
+
+
+def test_kimi_k3_gets_the_state_pool_through_the_text_config_sglangs_class_builds():
+    """kimi_linear_config tests getattr(config, "text_config", None) too, and KimiK3Config builds
+    text_config as KimiLinearConfig(**text_config) (config_class_attributes): the class decides,
+    not the model_type the file's text_config names (the record: KimiLinearConfig)."""
+    from apron.engines import sglang as sglang_rules
+
+    config = json.loads(KIMI_K3.read_text())
+    engine = load_constraints().get("sglang")
+    for text_model_type in ("kimi_linear", None, "llama"):
+        text = {k: v for k, v in config["text_config"].items() if k != "model_type"}
+        if text_model_type:
+            text["model_type"] = text_model_type
+        pool = sglang_rules.state_pool_class(
+            ModelConfig({**config, "text_config": text}, "x"), engine
+        )
+        assert pool is not None and pool[0].startswith("KimiLinearConfig"), text_model_type
+        assert "text_config" in pool[0]
+
+
+def test_a_text_config_sglang_builds_as_another_class_gets_no_state_pool():
+    """Without SGLang's class for the top model_type, the sub-config is the class of its own
+    model_type: a llama text_config is no KimiLinearConfig."""
+    from apron.engines import sglang as sglang_rules
+
+    config = {**json.loads(KIMI_K3.read_text()), "model_type": "not_registered"}
+    config["text_config"] = {**config["text_config"], "model_type": "llama"}
+    pool = sglang_rules.state_pool_class(ModelConfig(config, "x"), load_constraints().get("sglang"))
+    assert pool is None

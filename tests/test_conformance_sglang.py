@@ -38,10 +38,60 @@ def _constraints():
 def _view(path: Path, tp: int, kv_dtype: str):
     """apron's SGLang column for one input at tp and KV dtype (None: apron refuses the input)."""
     try:
-        found = plan(str(path), tp=tp, kv_dtype=kv_dtype, constraints=_constraints())
+        found = _plan(path, tp, kv_dtype)
     except Exception as err:  # an ApronInputError is a refusal: the reason is its message
         return str(err)
     return next(v for v in found.engines if v.engine == ENGINE)
+
+
+@cache
+def _plan(path: Path, tp: int, kv_dtype: str):
+    return plan(str(path), tp=tp, kv_dtype=kv_dtype, constraints=_constraints())
+
+
+def _layer_bytes(m: Measurement) -> Answer:
+    """One layer's bytes per token of a kind (the full-attention or windowed layers of SGLang's
+    hybrid-SWA pool) on one GPU: apron's per-layer breakdown of the SGLang column at tp
+    (apron.mechanisms.layer_specs.layers_of, what its pool arithmetic sizes), one figure for every layer of
+    that kind."""
+    from apron.mechanisms import per_gpu
+    from apron.mechanisms.layer_specs import ATTENTION, WINDOWED, layers_of
+    from apron.serving_rules import serving_rules
+
+    tp, kv_dtype = m.settings["tp"], m.settings["kv_dtype"]
+    view = _view(m.input, tp, kv_dtype)
+    if isinstance(view, str) or view.gpu is None or view.gpu.kv_bytes_per_token is None:
+        return Answer(None, _why(view))
+    engine = _constraints().get(ENGINE)
+    model = load_config(str(m.input))
+    heads = sglang_rules.kv_heads(model, engine)
+    split = per_gpu.heads_per_gpu(model, heads, tp, serving_rules(engine, ENGINE))
+    request = _plan(m.input, tp, kv_dtype).request
+    layers = layers_of(
+        model, view.mechanism, split, request, view.gpu.kv_bytes_per_token,
+        view.gpu.state_bytes_per_sequence or 0,
+    )  # fmt: skip
+    if layers.unknown:
+        return Answer(None, layers.unknown)
+    kind = ATTENTION if m.figure == "full_layer_bytes_per_token" else WINDOWED
+    found = {layer.per_token_bytes for layer in layers.of(kind)}
+    if len(found) != 1:
+        return Answer(None, f"{len(found)} different {kind} layer widths: {sorted(found)}")
+    return Answer(found.pop())
+
+
+def _swa_ratio(m: Measurement) -> Answer:
+    """The hybrid-SWA pool's swa_full_tokens_ratio: ServerArgs' default and the per-model
+    overrides apron reads (apron.engines.sglang.capacity.setting)."""
+    from apron.engines.sglang.capacity import SWA_RATIO, setting
+
+    value, source, _others = setting(
+        _constraints().get(ENGINE), load_config(str(m.input)), SWA_RATIO
+    )
+    try:
+        return Answer(float(value), "")
+    except (TypeError, ValueError):
+        return Answer(None, f"{SWA_RATIO} {value!r} ({source})")
 
 
 def _why(view) -> str:
@@ -116,6 +166,9 @@ COMPARED = {
     "state_pool_config": _state_pool,
     "context_len": _context,
     "mem_fraction_static": _fraction,
+    "full_layer_bytes_per_token": _layer_bytes,
+    "swa_layer_bytes_per_token": _layer_bytes,
+    "swa_full_tokens_ratio": _swa_ratio,
 }
 
 
@@ -161,18 +214,9 @@ def _cases() -> list[Measurement]:
 
 
 # Disagreements measured at the pin and not fixed yet, each named with what differs; strict, so
-# a fix makes the test fail until its line goes.
-KNOWN: dict[tuple[str, str, str], str] = {
-    # SGLang's get_num_kv_heads after get_config swaps in num_global_key_value_heads for Gemma 4
-    # (utils/hf_transformers/config.py): 4 / 2 / 1; apron's SGLang column gives the sliding
-    # layers' 16 / 8 / 2 (its per-kind bytes are the vLLM column's kind_geometry)
-    ("gemma-4-31b.json", "kv_heads_per_gpu", ""): "Gemma 4: SGLang reports the global KV heads",
-    # SGLang's context_len for Kimi Linear / Kimi-K3 is 4096; apron's SGLang column gives 2048
-    ("kimi-linear-48b-a3b.json", "context_len", ""): "Kimi Linear: SGLang's context_len 4096",
-    ("kimi-k3-shaped.json", "context_len", ""): "Kimi-K3: SGLang's context_len 4096",
-    # mambaish_config(model_config) tests hf_config.get_text_config(): Kimi-K3's KimiLinearConfig
-    ("kimi-k3-shaped.json", "state_pool_config", ""): "Kimi-K3: state pool through text_config",
-}
+# a fix makes the test fail until its line goes. None at the pin (issue #32's last six: Gemma 4's
+# KV heads after the loader's swap, Kimi Linear's and Kimi-K3's context and Kimi-K3's state pool).
+KNOWN: dict[tuple[str, str, str], str] = {}
 
 
 def _known(m: Measurement) -> str:

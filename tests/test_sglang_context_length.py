@@ -108,3 +108,30 @@ def test_sglang_sizes_an_encoder_only_model_like_any_other(tmp_path):
     assert views["vllm"].kv_bytes_per_token == 0
     assert views["sglang"].kv_bytes_per_token == 9216
     assert any("ordinary KV pool for encoder-only" in n for n in views["sglang"].notes)
+
+
+KIMI_LINEAR = (
+    "conformance/sglang/30cb848d4b455a288a37cfeb6a45aff34f5634a6/inputs/kimi-linear-48b-a3b.json"
+)
+KIMI_K3 = "conformance/sglang/configs/kimi-k3-shaped.json"
+
+
+def test_a_key_the_file_lacks_is_sglangs_registered_class_default(tmp_path):
+    """kimi_linear is in SGLang's _CONFIG_REGISTRY: KimiLinearConfig(max_position_embeddings=4096)
+    is what get_context_length reads (the record: context_len 4,096); vLLM's column stays at its
+    own 2,048. Kimi-K3's text_config is built as that class (KimiK3Config), so 4,096 too."""
+    for path in (KIMI_LINEAR, KIMI_K3):
+        config = json.loads(open(path).read())
+        found = _engine_context(config, tmp_path)
+        assert found["sglang"][0] == 4096, path
+        assert "KimiLinearConfig" in found["sglang"][1] and "4,096" in found["sglang"][1]
+        assert found["vllm"][0] == 2048
+
+
+def test_a_key_the_file_gives_wins_over_the_class_default(tmp_path):
+    config = json.loads(open(KIMI_LINEAR).read())
+    config["max_position_embeddings"] = 1_048_576
+    assert _engine_context(config, tmp_path)["sglang"][0] == 1_048_576
+    k3 = json.loads(open(KIMI_K3).read())
+    k3["text_config"] = {**k3["text_config"], "max_position_embeddings": 262_144}
+    assert _engine_context(k3, tmp_path)["sglang"][0] == 262_144

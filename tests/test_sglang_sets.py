@@ -247,6 +247,44 @@ def test_hybrid_config_classes_follow_isinstance_and_subclasses():
     assert union["NemotronHConfig"] == "mamba2_config()"
 
 
+def test_a_class_tested_on_the_config_and_on_its_text_config_gives_a_row_for_each():
+    """kimi_linear_config at the pin: isinstance(config, KimiLinearConfig), then the same class
+    on getattr(config, "text_config", None): a composite config (Kimi-K3) whose text_config is a
+    KimiLinearConfig gets the state pool through the second test, so both are rows."""
+    from tests.sglang_miniatures import HYBRID_ARCH, HYBRID_ARCH_PATH
+
+    kimi = """
+
+def kimi_linear_config(model_config):
+    config = model_config.hf_config
+    if isinstance(config, Qwen3NextConfig):
+        return config
+    text_config = getattr(config, "text_config", None)
+    if isinstance(text_config, Qwen3NextConfig):
+        return text_config
+    return None
+"""
+    text = HYBRID_ARCH.replace(
+        "existing = mamba2_config(model_config) or hybrid_gdn_config(model_config)",
+        "existing = mamba2_config(model_config) or kimi_linear_config(model_config)",
+    )
+    from tests.sglang_miniatures import CONFIG_MODULES
+
+    rows, _ = hybrid_config_classes(text + kimi, HYBRID_ARCH_PATH, CONFIG_MODULES, {}, None)
+    reads = sorted(
+        (r.function, r.config_class, r.config_read)
+        for r in rows
+        if r.config_class == "Qwen3NextConfig"
+        and r.function in ("kimi_linear_config", "mambaish_config")
+    )
+    assert reads == [
+        ("kimi_linear_config", "Qwen3NextConfig", "hf_config"),
+        ("kimi_linear_config", "Qwen3NextConfig", "hf_config.text_config"),
+        ("mambaish_config", "Qwen3NextConfig", "hf_config"),
+        ("mambaish_config", "Qwen3NextConfig", "hf_config.text_config"),
+    ]
+
+
 def test_hybrid_config_warnings_say_what_is_not_static():
     _, warnings = _hybrid()
     codes = {(w.code, w.subject) for w in warnings}
@@ -592,6 +630,7 @@ def test_hybrid_functions_read_the_shapes_the_libcst_reader_read():
     first_lead = "try: y = 1 except Exception: return None return config"  # no comment text
     enabled = "t.enabled (where t = config.text_config)"
     text_config = 'getattr(model_config.hf_config, "text_config", None)'
+    inner = "def inner(): return 1 return None"
     assert sorted(
         (r.function, r.config_class, r.via, r.config_read, r.condition) for r in rows
     ) == [
@@ -600,12 +639,16 @@ def test_hybrid_functions_read_the_shapes_the_libcst_reader_read():
         # `isinstance((config), ...)` reads the local `config`, bound to hf_config
         ("a_config", "BConfig", "", "hf_config", first_lead),
         ("a_config", "CConfig", "", "hf_config", first_lead),
-        ("b_config", "A2Config", "AConfig", text_config, "def inner(): return 1 return None"),
-        ("b_config", "AConfig", "", text_config, "def inner(): return 1 return None"),
+        ("b_config", "A2Config", "AConfig", text_config, inner),
+        ("b_config", "AConfig", "", text_config, inner),
         ("b_config", "BConfig", "", text_config, None),
+        # the union keeps b_config's tests of text_config beside a_config's of the config
         ("mambaish_config", "A2Config", "a_config()", "hf_config", enabled),
+        ("mambaish_config", "A2Config", "b_config()", text_config, inner),
         ("mambaish_config", "AConfig", "a_config()", "hf_config", enabled),
+        ("mambaish_config", "AConfig", "b_config()", text_config, inner),
         ("mambaish_config", "BConfig", "a_config()", "hf_config", first_lead),
+        ("mambaish_config", "BConfig", "b_config()", text_config, None),
         ("mambaish_config", "CConfig", "a_config()", "hf_config", first_lead),
     ]
     assert [(w.code, w.subject) for w in warnings] == [

@@ -446,9 +446,11 @@ def hybrid_config_classes(
             paths=[path],
             anchor="isinstance(config, <ConfigClass> | ...)",
         )
-    unique: dict[tuple[str, str], SglangHybridConfigClass] = {}
+    # one row per class and config tested: a function may test a class on the config and again
+    # on its text_config (kimi_linear_config), and each is a way in
+    unique: dict[tuple[str, str, str], SglangHybridConfigClass] = {}
     for row in rows:
-        unique.setdefault((row.function, row.config_class), row)
+        unique.setdefault((row.function, row.config_class, row.config_read), row)
     for name in sorted({r.config_class for r in unique.values() if not r.model_type}):
         if name in classes:
             reader.warn(

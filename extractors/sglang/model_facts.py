@@ -19,6 +19,7 @@ from apron.extractors.sglang import (
     architecture_sets,
     attention_chain,
     config_classes,
+    config_rewrites,
     docs_tables,
     hybrid_configs,
     kv_heads,
@@ -26,6 +27,7 @@ from apron.extractors.sglang import (
 from apron.extractors.sglang.records import (
     SglangArchitectureSet,
     SglangConfigAttribute,
+    SglangConfigRewrite,
     SglangDocsRow,
     SglangExplicitMha,
     SglangHybridConfigClass,
@@ -84,6 +86,11 @@ def _config_class_attributes(
         {p: snapshot.read_text(p) for p in configs}, snapshot.read_text(registry), registry
     )
     return FactOutput(tuple(rows))
+
+
+def _config_rewrites(snapshot: Snapshot, needed: Mapping[str, tuple[Record, ...]]) -> FactOutput:
+    path = snapshot.first_existing(config_rewrites.PATHS, anchor="the config loader (get_config)")
+    return FactOutput(tuple(config_rewrites.config_rewrites(snapshot.read_text(path), path)))
 
 
 def _chain(snapshot: Snapshot) -> attention_chain.ChainFacts:
@@ -238,6 +245,15 @@ CONFIG_CLASS_ATTRIBUTES = FactKind(
     "builds) set each attribute from in __init__: a keyword argument and its default, a "
     "sub-configuration class built from a dict argument, or code not read.",
 )
+CONFIG_REWRITES = FactKind(
+    config_rewrites.FACT,
+    "Config rewrites by model_type",
+    SglangConfigRewrite,
+    "the attributes SGLang's config loader sets on a sub-configuration for the model_types an "
+    "`if config.model_type in (...)` block names (Gemma 4: the full-attention global_* values "
+    "onto the base names, the sliding-window ones onto swa_*), in order; a statement of "
+    "another shape is a row not read.",
+)
 KV_HEAD_ALIASES = FactKind(
     kv_heads.ALIASES,
     "KV-head alias scan",
@@ -311,6 +327,10 @@ CONFIG_CLASS_ATTRIBUTES_FACT = FactExtractor(
     _config_class_attributes,
     reads=(*config_classes.REGISTRY_PATHS, f"{CONFIGS_DIR}/*.py"),
     allow_empty=True,
+)
+
+CONFIG_REWRITES_FACT = FactExtractor(
+    CONFIG_REWRITES, _config_rewrites, reads=config_rewrites.PATHS, allow_empty=True
 )
 
 KV_HEAD_ALIASES_FACT = FactExtractor(

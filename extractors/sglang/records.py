@@ -137,7 +137,7 @@ class SglangHybridConfigClass(Record):
     Matching is by `isinstance`, so subclasses defined in configs/ count (`via` names the class
     written in the check); `model_type` is the class's own attribute ("" when not found)."""
 
-    KEY: ClassVar[tuple[str, ...]] = ("function", "config_class")
+    KEY: ClassVar[tuple[str, ...]] = ("function", "config_class", "config_read")
 
     function: str  # e.g. "mamba2_config", "hybrid_gdn_config", "mambaish_config"
     config_class: str
@@ -150,7 +150,8 @@ class SglangHybridConfigClass(Record):
 
     def label(self) -> str:
         cond = f" when {self.condition}" if self.condition else ""
-        return f"{self.function}: {self.config_class} ({self.model_type or '?'}){cond}"
+        read = f" on {self.config_read}" if self.config_read != "hf_config" else ""
+        return f"{self.function}: {self.config_class} ({self.model_type or '?'}){read}{cond}"
 
 
 class SglangMemoryStep(Record):
@@ -297,3 +298,37 @@ class SglangConfigAttribute(Record):
             "sub_config": f"{self.sub_class}(**{self.kwarg})",
         }.get(self.kind, f"`{self.code}`")
         return f"{self.config_class}.{self.attribute} <- {source}"
+
+
+class SglangConfigRewrite(Record):
+    """An attribute SGLang's config loader sets on a sub-configuration for the model_types an
+    `if config.model_type in (...)` block names (Gemma 4: the full-attention `global_*` values
+    onto the base names, the sliding-window ones onto `swa_*`), in statement `order`.
+
+    `source` is the sub-configuration's attribute the value is read from, as it is at that
+    statement; `read`: "getattr" (None when absent) or "attribute" (AttributeError when absent);
+    `when`: "always", "source_not_none" (`if local is not None:`) or "target_absent"
+    (`if not hasattr(sub, target):`). kind "unread": a statement of another shape that touches
+    the sub-configuration (`code`); apron then reads nothing of the block."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("model_type", "order")
+
+    model_type: str
+    sub_config: str  # e.g. "text_config"
+    order: int
+    kind: str  # "copy" or "unread"
+    attribute: str
+    source: str
+    read: str
+    when: str
+    code: str
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        if self.kind != "copy":
+            return f"{self.model_type} {self.order}: `{self.code}` (not read)"
+        return (
+            f"{self.model_type} {self.order}: {self.sub_config}.{self.attribute} <- "
+            f"{self.sub_config}.{self.source} ({self.when})"
+        )

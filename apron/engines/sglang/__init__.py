@@ -5,21 +5,24 @@ SGLang tests `"<Arch>" in hf_config.architectures` branch by branch (generated/s
 `mla_architectures`, `mla_conditions`, `explicit_mha_architectures`); the first branch that
 matches wins, and an MLA branch whose extra condition fails falls through to the next ones.
 KV heads come from SGLang's own get_total_num_kv_heads (`kv_head_*` facts, read with vLLM's
-evaluation, which has the same shape). A window-aware pool is used only for the architectures
+evaluation, which has the same shape) over the config as SGLang's loader rewrites it
+(`config_rewrites`: Gemma 4's global heads on the base names). A window-aware pool is used only for the architectures
 of `is_hybrid_swa_model` (`architecture_sets`); every other architecture, windowed or not, is
 allocated at full context on every layer. A Mamba / linear-attention state pool is sized for the
-config classes of `mambaish_config` (`hybrid_config_classes`)."""
+config classes of `mambaish_config` (`hybrid_config_classes`; a test of text_config on the
+class SGLang's own class builds it as, `config_class_attributes`)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.engines import base
 from apron.engines.base import ContextDefault, EngineDecision
 from apron.engines.kv_head_scan import resolve_kv_heads
+from apron.engines.sglang import rewrites
 from apron.engines.sglang.kv_dtype import auto_kv_dtype as auto_kv_dtype  # the protocol member
 from apron.layers import layout
 from apron.results import Capacity, HeadCount, MlaDecision
@@ -143,13 +146,40 @@ def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision |
 
 
 def kv_heads(model: ModelConfig, sglang: EngineConstraints) -> HeadCount | None:
-    """What SGLang's get_total_num_kv_heads gives for this config (None: rule not extracted)."""
+    """What SGLang's get_total_num_kv_heads gives for this config as its config loader presents
+    it (apron.engines.sglang.rewrites; None: rule not extracted)."""
     if not sglang.has(ALIASES):
         return None
-    _prediction, engine = resolve_kv_heads(model, sglang)
+    loaded = rewrites.rewritten(model, sglang)
+    if loaded.unknown:
+        return HeadCount(
+            count=None,
+            per_layer=(),
+            how="",
+            unknown=(loaded.unknown,),
+            missing=(),
+            citations=loaded.citations,
+        )
+    _prediction, engine = resolve_kv_heads(loaded.model, sglang)
+    how = engine.how.replace("vLLM", "SGLang")
+    if loaded.words:
+        how += f" (after SGLang's config loader sets {', '.join(loaded.words)})"
     return engine._replace(
-        how=engine.how.replace("vLLM", "SGLang"),
+        how=how,
         unknown=tuple(u.replace("vLLM", "SGLang") for u in engine.unknown),
+        citations=tuple(dict.fromkeys((*engine.citations, *loaded.citations))),
+    )
+
+
+def _rewrite_note(model: ModelConfig, sglang: EngineConstraints, heads: HeadCount) -> str:
+    """What SGLang's config loader rewrote for the KV-head scan ("" when nothing)."""
+    loaded = rewrites.rewritten(model, sglang)
+    if not loaded.words or heads.count is None:
+        return ""
+    return (
+        f"SGLang's config loader rewrites {model.model_type}'s {model.text_key}: "
+        f"{', '.join(loaded.words)}; its KV-head scan then reads {heads.count} KV heads (what "
+        "get_num_kv_heads reports); the per-layer bytes keep each layer kind's own heads"
     )
 
 
@@ -218,13 +248,30 @@ def _in_set(model: ModelConfig, sglang: EngineConstraints, set_name: str) -> str
     return None
 
 
+TEXT_CONFIG_READ = "hf_config.text_config"
+
+
 def state_pool_class(model: ModelConfig, sglang: EngineConstraints) -> tuple[str, Citation] | None:
     """The config class by which SGLang's mambaish_config gives this config a Mamba /
-    linear-attention state pool, matched on model_type; None when no extracted class matches."""
+    linear-attention state pool, matched on model_type (a test of hf_config.text_config: on
+    the class SGLang's registered class builds text_config as, when it builds one); None when no
+    extracted class matches."""
+    from apron import sglang_config_class
+
+    built = sglang_config_class.sub_config_class(sglang, model.model_type or "", "text_config")
     for row in sglang.rows(HYBRID_CLASSES):
         if row.function != STATE_POOL_UNION:
             continue
         read = str(row.config_read or "")
+        if read == TEXT_CONFIG_READ and built is not None:
+            if row.config_class == built:
+                text = (
+                    f"{row.config_class} (its text_config: SGLang's class for model_type "
+                    f"{model.model_type} builds it as {built}"
+                )
+                text += f"; when {row.condition})" if row.condition else ")"
+                return text, sglang.cite(row)
+            continue
         model_type = model.model_type if read == "hf_config" else model.text_model_type
         if model_type and row.model_type == model_type:
             text = f"{row.config_class} (model_type {model_type}"
@@ -277,6 +324,8 @@ def decide(model: ModelConfig, sglang: EngineConstraints) -> EngineDecision:
     cites: list[Citation] = []
     if heads is None:
         notes.append("SGLang's KV-head rule is not extracted: no byte figures")
+    elif note := _rewrite_note(model, sglang, heads):
+        notes.append(note)
     swa, why, swa_cites = hybrid_swa(model, sglang)
     window_why = ""
     computes = mla is not None and (heads is not None or mla.is_mla is True)
@@ -391,14 +440,20 @@ def default_context(model: ModelConfig, sglang: EngineConstraints) -> ContextDef
     if factor is None:
         return ContextDefault(None, factor_how, cites)
     for row in by_kind.get("key", ()):
-        value = model.get(row.name)
+        read = _text_attribute(model, sglang, row.name)
+        value = read.value
+        if read.unknown:
+            why = f"SGLang's get_context_length reads {row.name}: {read.unknown}"
+            return ContextDefault(None, why, cites + _class_cite(model, sglang, row.name))
         if value is None:
             continue
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return ContextDefault(None, f"SGLang reads {row.name} = {value!r}, not a number", cites)
         tokens = int(factor * value)
         return ContextDefault(
-            tokens, f"SGLang's get_context_length: {row.name} = {value:,}{factor_how}", cites
+            tokens,
+            f"SGLang's get_context_length: {row.name} = {value:,}{read.whose}{factor_how}",
+            cites + tuple(c for c in _class_cite(model, sglang, row.name) if c not in cites),
         )
     default = by_kind.get("default")
     if not default:
@@ -409,6 +464,46 @@ def default_context(model: ModelConfig, sglang: EngineConstraints) -> ContextDef
         f"SGLang's get_context_length: none of {tried} is set, so {int(default[0].value):,}",
         cites,
     )
+
+
+CONFIG_CLASSES = "config_class_attributes"
+
+
+class TextAttribute(NamedTuple):
+    """A text-config attribute as SGLang reads it: its value, words on whose value it is, and
+    why it is unknown ("" when known)."""
+
+    value: Any
+    whose: str = ""
+    unknown: str = ""
+
+
+def _text_attribute(model: ModelConfig, sglang: EngineConstraints, name: str) -> TextAttribute:
+    """The file's value, or the default of SGLang's own class where SGLang builds the text
+    config with one (KimiLinearConfig's max_position_embeddings 4,096)."""
+    from apron import sglang_config_class
+
+    found = sglang_config_class.text_attribute(sglang, model, name)
+    if found is None:
+        return TextAttribute(model.get(name))
+    if isinstance(found, str):
+        return TextAttribute(None, unknown=found)
+    cls, value = found
+    published = model.published(name)
+    if published is not None and published.value == value:
+        return TextAttribute(value)
+    return TextAttribute(value, f" ({cls}'s default: config.json does not set it)")
+
+
+def _class_cite(model: ModelConfig, sglang: EngineConstraints, name: str) -> tuple[Citation, ...]:
+    """Where SGLang's class for the text config sets `name` (() when no such row)."""
+    from apron import sglang_config_class
+
+    cls = sglang_config_class.text_class(sglang, model)
+    for row in sglang.rows(CONFIG_CLASSES) if sglang.has(CONFIG_CLASSES) else ():
+        if row.config_class == cls and row.attribute == name:
+            return (sglang.cite(row),)
+    return ()
 
 
 def _rope_factor(model: ModelConfig, by_kind: dict[str, list[Any]]) -> tuple[float | None, str]:
