@@ -1,6 +1,12 @@
 """The config as a serving engine's conditions read it: the environment apron/expressions.py
 evaluates an extracted condition in (vLLM's `hasattr(cfg, k)` is "has", `getattr(cfg, k, d)` is
-"hpget"). Engine meaning lives here, in the environment; the evaluation is apron/expressions.py's."""
+"hpget"). Engine meaning lives here, in the environment; the evaluation is apron/expressions.py's.
+
+`holds` reads one config (the text config, derived values too: vLLM's rules); `object_holds`
+reads the config objects SGLang's conditions name, each key spelled "<object>.<field>" as the
+builder (parsing.expressions.config_check) writes it: "hf_config.index_topk" is the config.json
+as published, "hf_text_config.use_mla" its text config (the config itself when it has none);
+both as published, no derived value (SGLang's getattr reads the loaded object)."""
 
 from __future__ import annotations
 
@@ -51,6 +57,35 @@ class _ConfigReads:
         return read.value
 
 
+class _ConfigObjects:
+    """SGLang's config objects as one `hparams`: a key "<object>.<field>" reads `field` of
+    hf_config (model.raw) or hf_text_config (model.text); any other object is Unknown."""
+
+    __slots__ = ("model",)
+
+    def __init__(self, model: ModelConfig) -> None:
+        self.model = model
+
+    def _split(self, key: object) -> tuple[Any, str]:
+        root, _, name = str(key).partition(".")
+        objects = {"hf_config": self.model.raw, "hf_text_config": self.model.text}
+        if root not in objects or not name:
+            raise Unknown(f"{key}: not a field of hf_config or hf_text_config")
+        return objects[root], name
+
+    def __contains__(self, key: object) -> bool:
+        source, name = self._split(key)
+        return name in source
+
+    def __getitem__(self, key: str) -> Any:
+        source, name = self._split(key)
+        return source[name]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        source, name = self._split(key)
+        return source[name] if name in source else default
+
+
 def _no_attribute(name: str) -> Unread:
     return Unread(f"self.{name}: a condition on the config reads no attribute")
 
@@ -65,3 +100,15 @@ def holds(model: ModelConfig, condition: Any) -> Evaluation:
     except Unknown as err:
         return Evaluation(None, tuple(reads.notes), f"condition not evaluated: {err}")
     return Evaluation(bool(value), tuple(reads.notes), "")
+
+
+def object_holds(model: ModelConfig, condition: Any) -> Evaluation:
+    """Truth of a condition on SGLang's config objects (keys "<object>.<field>") for this
+    config; the empty condition () holds."""
+    if condition == ():
+        return Evaluation(True, (), "")
+    try:
+        value = evaluate(condition, {}, None, Converter(_ConfigObjects(model), _no_attribute))  # type: ignore[arg-type]
+    except Unknown as err:
+        return Evaluation(None, (), f"condition not evaluated: {err}")
+    return Evaluation(bool(value), (), "")

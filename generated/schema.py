@@ -524,6 +524,7 @@ class SglangArchitectureSet(NamedTuple):
     condition_check: str
     condition_default: str
     condition_when_absent: bool | None
+    condition_rule: Expression
     path: str
     symbol: str
 
@@ -667,6 +668,7 @@ class SglangMlaCondition(NamedTuple):
     default: str
     when_absent: bool | None
     expression: str
+    rule: Expression
     path: str
     symbol: str
 

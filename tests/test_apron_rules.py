@@ -24,6 +24,7 @@ from apron.constraints import (
     load_engine,
 )
 from apron.engines.kv_head_scan import resolve_kv_heads
+from apron.extractors.parsing.expressions import config_check
 from apron.extractors.serving import records as serving_records
 from apron.extractors.serving.rule_fields import rule_fields
 from apron.extractors.vllm import records
@@ -365,9 +366,19 @@ def test_alias_key_present_but_null_is_unknown():
 # -- other engines, with the field names of their generated modules --------------------------------
 
 SglMla = namedtuple("SglMla", "architecture branch conditional path symbol")
-SglCond = namedtuple(
-    "SglCond", "architecture config field check default when_absent expression path symbol"
+SglCondRow = namedtuple(
+    "SglCondRow", "architecture config field check default when_absent expression rule path symbol"
 )
+
+
+def SglCond(architecture, config, field, check, default, when_absent, expression, path, symbol):  # noqa: N802
+    """An mla_conditions row whose rule the one builder makes from its structured read."""
+    rule = config_check(config, field, check, default, expression)
+    return SglCondRow(
+        architecture, config, field, check, default, when_absent, expression, rule, path, symbol
+    )
+
+
 SglMha = namedtuple("SglMha", "architecture branch mla_fields_read path symbol")
 SglReg = namedtuple(
     "SglReg", "architecture module entry_name class_name resolved_via class_path also_in path"
@@ -748,25 +759,24 @@ def test_an_engine_module_of_an_unknown_shape_does_not_take_the_plan_down():
 
 
 @pytest.mark.parametrize(
-    ("when_absent", "config", "expected"),
+    ("default", "config", "expected"),
     [
-        (True, {}, True),  # getattr(cfg, "use_mla", True): absent reads as true
-        (True, {"use_mla": False}, False),
-        (True, {"use_mla": 1}, True),
-        (False, {}, False),
+        ("True", {}, True),  # getattr(cfg, "use_mla", True): absent reads as true
+        ("True", {"use_mla": False}, False),
+        ("True", {"use_mla": 1}, True),
+        ("False", {}, False),
         (None, {}, None),  # no default: SGLang's read would raise, so apron does not know
+        (None, {"use_mla": True}, True),
     ],
 )
-def test_sglang_condition_uses_its_truth_when_absent(when_absent, config, expected):
+def test_sglang_condition_uses_its_truth_when_absent(default, config, expected):
     from apron.engines.sglang import mla_decision
 
     arch = "DeepseekVL2ForCausalLM"
     engine = sglang(
         mla=[SglMla(arch, 5, True, CHAIN, "s")],
         conditions=[
-            SglCond(
-                arch, "hf_text_config", "use_mla", "truthy", "True", when_absent, "e", CHAIN, "s"
-            )
+            SglCond(arch, "hf_text_config", "use_mla", "truthy", default, None, "e", CHAIN, "s")
         ],
     )
     decision = mla_decision(ModelConfig({"architectures": [arch], **config}, "t"), engine)

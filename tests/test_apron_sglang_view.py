@@ -12,6 +12,7 @@ from apron import plan
 from apron.config import ModelConfig
 from apron.constraints import load_constraints, load_engine
 from apron.engines.sglang import hybrid_swa, kv_heads
+from apron.extractors.parsing.expressions import config_check
 from apron.extractors.sglang.kv_heads import kv_head_fallback, kv_head_overrides
 from apron.generated.schema import (
     KvHeadAlias,
@@ -35,19 +36,21 @@ def sample(name: str) -> dict:
 def member(
     arch: str, *, condition=None, field="", check="", default="", absent=None, set_name=None
 ):
+    config = "hf_text_config" if condition else ""
     return SglangArchitectureSet(
-        set_name or "is_hybrid_swa_model",
-        arch,
-        True,
-        "",
-        condition,
-        "hf_text_config" if condition else "",
-        field,
-        check,
-        default,
-        absent,
-        CHAIN,
-        "is_hybrid_swa_model",
+        set_name=set_name or "is_hybrid_swa_model",
+        architecture=arch,
+        member_returns=True,
+        via="",
+        condition=condition,
+        condition_config=config,
+        condition_field=field,
+        condition_check=check,
+        condition_default=default,
+        condition_when_absent=absent,
+        condition_rule=config_check(config, field, check, default, condition) if condition else (),
+        path=CHAIN,
+        symbol="is_hybrid_swa_model",
     )
 
 

@@ -106,6 +106,31 @@ def config_value(key: str) -> Any:
     return ("hpget", key)
 
 
+def config_check(config: str, field: str, check: str, default: str | None, code: str) -> Any:
+    """A test of one field of a named config object (SGLang's `getattr(self.hf_text_config, "f",
+    D) is not None`): the read is keyed "<config>.<field>" so hf_config and hf_text_config stay
+    apart (apron/conditions.py's config_objects reads each). `check` is one of is not None, is
+    None, truthy, falsy, present, absent; a default that is not a plain literal reads as no
+    default (the field must then be present); any other check is ("undef", code)."""
+    from apron.extractors.parsing.config_reads import literal_default
+
+    key = f"{config}.{field}"
+    if not config or not field:
+        return ("undef", code)
+    if check in ("present", "absent"):
+        found = ("has", key)
+        return found if check == "present" else ("not", found)
+    known, value = literal_default(default)
+    read = ("hpget", key, value) if known else ("hp", key)
+    tests = {
+        "is not None": ("!=", read, None),
+        "is None": ("==", read, None),
+        "truthy": read,  # its truth is bool(value), as Python's `if` takes it
+        "falsy": ("not", read),
+    }
+    return tests.get(check, ("undef", code))
+
+
 def equals(value: Any, text: str, equal: bool = True) -> Any:
     """`value == "text"` (`!=` when not `equal`)."""
     return ("==" if equal else "!=", value, ("str", text))

@@ -15,7 +15,7 @@ EXPORT_NAME = "constraints.json"
 SCHEMA_NAME = "schema.json"
 # 2: rules as expressions of apron/expressions.py (llama.cpp facts); 3: the serving conditions
 # too; 4: vLLM's state shapes, indexer layers and sizing paths too
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA_ID = "https://apron-extract/generated/schema.json"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 

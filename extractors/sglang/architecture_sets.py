@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.config_reads import config_read, config_root, truth_when_absent
+from apron.extractors.parsing.expressions import config_check
 from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_ts import (
     COLLECTIONS,
@@ -309,9 +311,20 @@ class _Reader(WarnsInFile):
             condition_check=(single.check if single else "expression") if conditions else "",
             condition_default=single.default if single else "",
             condition_when_absent=single.when_absent if single else None,
+            condition_rule=_rule(single, expression),
             path=self.path,
             symbol=member.symbol,
         )
+
+
+def _rule(single: Condition | None, expression: str | None) -> Any:
+    """The condition in the rule language: () when there is none; one structured read built by
+    the one builder; several conditions, or one not structured, are code not read."""
+    if expression is None:
+        return ()
+    if single is None:
+        return ("undef", expression)
+    return config_check(single.config, single.field, single.check, single.default, expression)
 
 
 def _returned_bool(body: list[Node]) -> bool | None:

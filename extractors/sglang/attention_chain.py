@@ -23,6 +23,7 @@ from apron.extractors.parsing.config_reads import (
     config_root,
     truth_when_absent,
 )
+from apron.extractors.parsing.expressions import config_check
 from apron.extractors.parsing.python_ts import (
     assignments_and_ifs,
     attribute,
@@ -178,6 +179,13 @@ class _Reader:
                 truth_when_absent(check, read.default) if read and check != "expression" else None
             ),
             expression=self.code(node),
+            rule=config_check(
+                read.config if read else "",
+                read.field if read else "",
+                check,
+                read.default if read else None,
+                self.code(node),
+            ),
             path=self.path,
             symbol=self.symbol,
         )

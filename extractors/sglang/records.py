@@ -49,7 +49,8 @@ class SglangMlaCondition(Record):
     check: str  # one of CONDITION_CHECKS
     default: str  # the getattr default as written ("None", "True"); "" when read without one
     when_absent: bool | None  # the condition's truth when `field` is absent; None: not known
-    expression: str  # the condition as written, whitespace collapsed
+    expression: str  # the condition as written, whitespace collapsed (the reviewer's words)
+    rule: Expression  # the condition in the rule language (parsing.expressions.config_check)
     path: str
     symbol: str
 
@@ -122,6 +123,7 @@ class SglangArchitectureSet(Record):
     condition_check: str  # "truthy", "falsy", "is not None", "present", "expression", ""
     condition_default: str  # the getattr default as written; "" when none
     condition_when_absent: bool | None  # the condition's truth when the field is absent
+    condition_rule: Expression  # the condition in the rule language; () when there is none
     path: str
     symbol: str  # the function or variable whose literal names the architecture
 

@@ -14,9 +14,9 @@ class SGLang's own class builds it as, `config_class_attributes`)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any, NamedTuple
 
+from apron.conditions import object_holds
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.engines import base
@@ -45,38 +45,14 @@ ENCODER_ONLY_KV = (
 )
 
 
-_CHECK_WORDS = {
-    "is not None": "{} is not None",
-    "truthy": "{} is truthy",
-    "falsy": "{} is falsy",
-    "present": "has {}",
-}
-
-
-def _condition(model: ModelConfig, row: Any) -> tuple[bool | None, str]:
-    """A structured MLA-branch condition for this config: its truth (None: unknown) and words."""
-    check = str(row.check or "")
-    name = str(row.field or "")
-    expression = str(row.expression or name)
-    if not name or check == "expression":
-        return None, f"condition {expression!r} is not interpreted"
-    if check not in _CHECK_WORDS:
-        return None, f"condition check {check!r} is not interpreted"
-    words = _CHECK_WORDS[check].format(name)
-    source = model.raw if row.config == "hf_config" else model.text
-    if name not in source:
-        when_absent = row.when_absent
-        if when_absent is None:
-            return None, f"{name} is absent and the condition {expression!r} has no default"
-        return bool(when_absent), words
-    value = source.get(name)
-    truth = {
-        "is not None": value is not None,
-        "truthy": bool(value),
-        "falsy": not value,
-        "present": True,
-    }[check]
-    return truth, words
+def _condition(model: ModelConfig, rule: Any, written: str) -> tuple[bool | None, str]:
+    """A branch's or set member's extracted condition (an expression on SGLang's config objects,
+    apron.conditions.object_holds) for this config: its truth (None: unknown) and words (the
+    code as SGLang writes it)."""
+    evaluation = object_holds(model, rule)
+    if evaluation.value is None:
+        return None, f"condition {written!r}: {evaluation.problem}"
+    return evaluation.value, f"{written} is {'true' if evaluation.value else 'false'}"
 
 
 def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision | None:
@@ -109,7 +85,7 @@ def mla_decision(model: ModelConfig, sglang: EngineConstraints) -> MlaDecision |
             )
         if row.conditional:
             conds = [c for c in sglang.rows(CONDITIONS) if c.architecture == arch]
-            results = [_condition(model, c) for c in conds]
+            results = [_condition(model, c.rule, str(c.expression)) for c in conds]
             cites: tuple[Citation, ...] = (cite, *(sglang.cite(c) for c in conds))
             if not conds:
                 return MlaDecision(
@@ -184,19 +160,10 @@ def _rewrite_note(model: ModelConfig, sglang: EngineConstraints, heads: HeadCoun
 
 
 def _set_condition(model: ModelConfig, row: Any) -> tuple[bool | None, str]:
-    """A set member's structured condition, read like an MLA-branch condition."""
+    """A set member's extracted condition, read like an MLA-branch condition."""
     if not row.condition:
         return True, ""
-    return _condition(
-        model,
-        SimpleNamespace(
-            config=row.condition_config,
-            field=row.condition_field,
-            check=row.condition_check,
-            when_absent=row.condition_when_absent,
-            expression=row.condition,
-        ),
-    )
+    return _condition(model, row.condition_rule, str(row.condition))
 
 
 def hybrid_swa(
