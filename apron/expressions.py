@@ -173,7 +173,7 @@ def names_in(expression: Any) -> Iterator[str]:
             if node == "hpget" and len(expression) == 3:
                 yield from names_in(expression[2])
             return
-        first = 2 if node in ("call", "at", "cast", "map", "getattr") else 1
+        first = 1 + _TEXT_OPERANDS.get(node, 0)  # the operands after its text ones
         if node in ("at", "getattr"):
             yield expression[1]
         for operand in expression[first:]:
@@ -190,7 +190,7 @@ def substituted(expression: Any, values: Mapping[str, Any]) -> Any:
     node = expression[0]
     if node in ("str", "sym", "undef", "hp", "hpget", "find", "findopt", "has", "self"):
         return expression
-    first = 2 if node in ("call", "at", "cast", "map", "getattr") else 1
+    first = 1 + _TEXT_OPERANDS.get(node, 0)  # the operands after its text ones
     return (*expression[:first], *(substituted(e, values) for e in expression[first:]))
 
 
