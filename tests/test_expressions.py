@@ -394,7 +394,30 @@ def test_quantity_expressions_read_and_evaluate_as_python(code, tree, names, val
 
 def test_an_unread_quantity_shape_is_named():
     with pytest.raises(build.UnreadableExpression, match="subscript"):
+        quantity("sizes[1:2]")
+    with pytest.raises(build.UnreadableExpression, match="dictionary"):
         quantity("{2: a}[2]")
+    with pytest.raises(build.UnreadableExpression, match="with keywords"):
+        quantity("round(x, ndigits=2)")
+
+
+STRS = (("str", "none"), ("str", "deepep"))
+
+
+@pytest.mark.parametrize(
+    ("code", "tree"),
+    [
+        ('self.backends()[0] != "x"', ("!=", ("item", "self.backends()", 0), ("str", "x"))),
+        ('v.a not in ("none", "deepep")', ("not", ("in", "v.a", ("list", *STRS)))),
+        ("0 < self.n <= 4", ("and", ("<", 0, "self.n"), ("<=", "self.n", 4))),
+        ("not a == b", ("!=", "a", "b")),
+        ("is_hip() or f(self.x)", ("or", ("call", "is_hip"), ("call", "f", "self.x"))),
+    ],
+)
+def test_quantity_expressions_are_the_one_builders_shapes(code, tree):
+    """quantity_expression is the one builder with a resolver: subscripts, tuples and chained
+    comparisons read as everywhere else; names are spelled as their code."""
+    assert quantity(code) == tree
 
 
 def test_substituted_values_read_in_words():

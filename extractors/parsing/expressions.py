@@ -455,87 +455,43 @@ def _python_expression(
     raise UnreadableExpression(kind)
 
 
+PROGRAM = PythonReads(config=())  # a program's quantities: no HF config dict is read
+
+
 def quantity_expression(node: Node) -> Any:
     """The expression of a tree-sitter-python node whose operands are program quantities (SGLang's
-    ServerArgs code): literals, operators, comparisons (`x is None` is `x == None`), `and`, `or`,
-    `not`, `x if c else y`, and calls of a plain function (`max`, `len`, `round`: the caller's
-    call table says what each is); an attribute chain, a method call or a local is a *name*
-    spelled as its canonical code (`self.tp_size`, `self.use_mla_backend()`, `gpu_mem`), which
-    the caller's environment gives. Any other shape raises UnreadableExpression."""
-    node = python_ts.unparenthesize(node)
+    ServerArgs code), built by the one builder with `_program_quantity` as its resolver: an
+    attribute chain, a method's result or a name is a *name* spelled as its canonical code
+    (`self.tp_size`, `self.use_mla_backend()`, `gpu_mem`), which the caller's environment gives;
+    a plain function's call (`max`, `len`, `round`, `is_hip`) is ("call", name, *args), which
+    the caller's call table says; `not e` is written as a reader would (python_not). Any shape
+    the builder does not read raises UnreadableExpression."""
+    return python_expression(node, reads=PROGRAM, resolve=_program_quantity)
+
+
+def _program_quantity(node: Node, read: Callable[[Node], Any]) -> Any:
+    """The nodes whose meaning differs for program quantities (quantity_expression)."""
     kind = node.type
-    text = python_ts.node_text
-    if kind == "integer":
-        return int(text(node).replace("_", ""), 0)
     if kind == "float":
-        return float(text(node).replace("_", ""))
-    if kind in ("true", "false"):
-        return kind == "true"
-    if kind == "none":
-        return None
-    if kind in ("string", "concatenated_string"):
-        value = python_ts.string_value(node)
-        if value is None:
-            raise UnreadableExpression("an f-string")
-        return ("str", value)
+        return float(python_ts.node_text(node).replace("_", ""))
     if kind in ("identifier", "attribute"):
         return python_ts.code_of(node)
-    if kind == "call":
-        function = node.child_by_field_name("function")
-        arguments = node.child_by_field_name("arguments")
-        if function is None or arguments is None:
-            raise UnreadableExpression("a call")
-        if function.type != "identifier":
-            return python_ts.code_of(node)  # a method's result: a quantity of the program
-        if any(
-            a.type in ("keyword_argument", "list_splat", "dictionary_splat")
-            for a in arguments.named_children
-        ):
-            raise UnreadableExpression(f"a call of {text(function)} with keywords")
-        return ("call", text(function), *(quantity_expression(a) for a in arguments.named_children))
-    if kind == "binary_operator":
-        op = text(node.child_by_field_name("operator"))
-        if op not in _PY_BINARY:
-            raise UnreadableExpression(f"the operator {op}")
-        left = quantity_expression(node.child_by_field_name("left"))
-        return (_PY_BINARY[op], left, quantity_expression(node.child_by_field_name("right")))
-    if kind == "unary_operator":
-        op = text(node.child_by_field_name("operator"))
-        argument = quantity_expression(node.child_by_field_name("argument"))
-        if op == "-":
-            return ("neg", argument)
-        if op == "+":
-            return argument
-        raise UnreadableExpression(f"the unary {op}")
     if kind == "not_operator":
-        return python_not(quantity_expression(node.child_by_field_name("argument")))
-    if kind == "boolean_operator":
-        op = text(node.child_by_field_name("operator"))
-        left = quantity_expression(node.child_by_field_name("left"))
-        return (op, left, quantity_expression(node.child_by_field_name("right")))
-    if kind == "comparison_operator":
-        parts = node.named_children
-        operators = [text(c) for c in node.children if not c.is_named]
-        if len(parts) != 2:
-            raise UnreadableExpression("a chained comparison")
-        op = " ".join(operators)
-        left, right = (quantity_expression(p) for p in parts)
-        if op in ("is", "is not") and right is None:
-            return ("==" if op == "is" else "!=", left, None)
-        if op == "not in":
-            return ("not", ("in", left, right))
-        if op not in _PY_COMPARE:
-            raise UnreadableExpression(f"the comparison {op}")
-        return (_PY_COMPARE[op], left, right)
-    if kind == "conditional_expression":
-        body, test, other = node.named_children
-        return (
-            "?:",
-            quantity_expression(test),
-            quantity_expression(body),
-            quantity_expression(other),
-        )
-    raise UnreadableExpression(kind)
+        return python_not(read(node.child_by_field_name("argument")))
+    if kind != "call":
+        return NOT_RESOLVED
+    function = node.child_by_field_name("function")
+    arguments = node.child_by_field_name("arguments")
+    if function is None or arguments is None or arguments.type != "argument_list":
+        raise UnreadableExpression("a call")
+    if function.type != "identifier":
+        return python_ts.code_of(node)  # a method's result: a quantity of the program
+    if any(
+        a.type in ("keyword_argument", "list_splat", "dictionary_splat")
+        for a in arguments.named_children
+    ):
+        raise UnreadableExpression(f"a call of {python_ts.node_text(function)} with keywords")
+    return ("call", python_ts.node_text(function), *(read(a) for a in arguments.named_children))
 
 
 def _comparison(node: Node, inner, reads: PythonReads) -> Any:
