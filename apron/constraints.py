@@ -300,11 +300,20 @@ def _annotation_text(annotation: Any) -> str:
 
 
 def _record_types(schema: types.ModuleType) -> dict[str, type]:
-    return {
-        name: value
-        for name, value in vars(schema).items()
-        if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
-    }
+    """The schema's record types by name (found once per schema module)."""
+    found = _RECORD_TYPES.get(schema)
+    if found is None:
+        found = _RECORD_TYPES[schema] = {
+            name: value
+            for name, value in vars(schema).items()
+            if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
+        }
+    return found
+
+
+_RECORD_TYPES: weakref.WeakKeyDictionary[types.ModuleType, dict[str, type]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _declared(module: types.ModuleType, path: Path, name: str, check, expected: str) -> Any:
@@ -317,7 +326,17 @@ def _declared(module: types.ModuleType, path: Path, name: str, check, expected: 
 
 
 def _str_tuple(value: Any) -> bool:
-    return isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+    return isinstance(value, tuple) and all(map(isinstance, value, itertools.repeat(str)))
+
+
+def _sources(value: Any) -> bool:
+    """Is `value` a tuple of (path, blob) string pairs? (one pass in C over the pairs)"""
+    return (
+        isinstance(value, tuple)
+        and all(map(isinstance, value, itertools.repeat(tuple)))
+        and set(map(len, value)) <= {2}
+        and _str_tuple(tuple(itertools.chain.from_iterable(value)))
+    )
 
 
 def checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType) -> tuple:
@@ -410,7 +429,7 @@ class EngineDirectory:
             module,
             path,
             "SOURCES",
-            lambda v: isinstance(v, tuple) and all(_str_tuple(s) and len(s) == 2 for s in v),
+            _sources,
             "a tuple of (path, blob) pairs",
         )
         return module, checked_rows(module, path, self.schema())
