@@ -521,13 +521,17 @@ def engine_directory(engine: EngineConstraints) -> EngineDirectory:
 
 class ConfigClassTables:
     """generated/transformers/ (the configuration classes of transformers' release and of vLLM),
-    loaded on first use: the modules are large and many plans never read them."""
+    loaded on first use: the modules are large and many plans never read them. A plan reads a
+    few classes of hundreds, so each module is kept (apron/generated_cache.py) as its small
+    names and each class's rows apart, and a class's rows are decoded when it is first read."""
 
     MODULES = ("config_classes", "vllm_config_classes")
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._modules: tuple[types.ModuleType, ...] | None = None
+        self._indexes: tuple[tuple[str, Mapping[str, Any], Mapping[str, Any]], ...] | None = None
+        self._grouped_modules: dict[int, tuple[dict[str, Any], dict[str, dict]]] = {}
         self._classes: dict[frozenset[str], Any] = {}
 
     def modules(self) -> tuple[types.ModuleType, ...]:
@@ -537,15 +541,81 @@ class ConfigClassTables:
             )
         return self._modules
 
+    def indexes(self) -> tuple[tuple[str, Mapping[str, Any], Mapping[str, Any]], ...]:
+        """Each module as (path, its names but the per-class tables, class name -> table -> that
+        class's rows): kept by the hash of the module's bytes, else made from the module."""
+        if self._indexes is None:
+            self._indexes = tuple(self._index(number) for number in range(len(self.MODULES)))
+        return self._indexes
+
+    def _index(self, number: int) -> tuple[str, Mapping[str, Any], Mapping[str, Any]]:
+        path = self.folder / f"{self.MODULES[number]}.py"
+        if not path.is_file():
+            raise ConstraintsError(f"{path} is missing")
+        digest = generated_cache.digest(path.read_bytes())
+        kept = generated_cache.class_rows(digest)
+        if kept is not None:
+            names, encoded = kept
+            return str(path), names, _KeptClassRows(encoded, lambda: self._grouped(number)[1])
+        names, by_class = self._grouped(number)
+        generated_cache.keep_class_rows(digest, names, by_class)
+        return str(path), names, by_class
+
+    def _grouped(self, number: int) -> tuple[dict[str, Any], dict[str, dict[str, tuple]]]:
+        """One module's names but its per-class tables, and those tables' rows by class."""
+        from apron.normalize import PER_CLASS_TABLES, rows_by_class
+
+        if number in self._grouped_modules:
+            return self._grouped_modules[number]
+        module = self.modules()[number]
+        names = {
+            name: value
+            for name, value in vars(module).items()
+            if not name.startswith("__")
+            and name not in PER_CLASS_TABLES
+            and value is not __future__.annotations
+        }
+        with _collector_paused():  # tens of thousands of rows, none in a cycle
+            by_class = rows_by_class(vars(module), str(self.folder / f"{self.MODULES[number]}.py"))
+            grouped = self._grouped_modules[number] = (names, by_class)
+        return grouped
+
     def classes(self, kv_head_keys: frozenset[str]):  # -> apron.normalize.ConfigClasses
         """The tables with these KV-head keys withheld from defaults, built once per key set."""
         if kv_head_keys not in self._classes:
             from apron.normalize import ConfigClasses
 
-            with _collector_paused():  # tens of thousands of tables entries, none in a cycle
-                tables = ConfigClasses.from_modules(*self.modules(), kv_head_keys)
+            tables = ConfigClasses.from_indexes(self.indexes(), kv_head_keys)
             self._classes[kv_head_keys] = tables
         return self._classes[kv_head_keys]
+
+
+class _KeptClassRows(Mapping[str, Mapping[str, tuple]]):
+    """Class name -> table -> rows, each class decoded from the cache when first read; a class
+    that does not decode (a damaged entry) is read from the module instead."""
+
+    def __init__(self, encoded: dict[str, bytes], from_module: Callable[[], Mapping]) -> None:
+        self._encoded = encoded
+        self._from_module = from_module
+        self._decoded: dict[str, Mapping[str, tuple]] = {}
+
+    def __getitem__(self, name: str) -> Mapping[str, tuple]:
+        found = self._decoded.get(name)
+        if found is None:
+            found = generated_cache.decoded(self._encoded[name])
+            if type(found) is not dict:
+                found = self._from_module()[name]
+            self._decoded[name] = found
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._encoded
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._encoded)
+
+    def __len__(self) -> int:
+        return len(self._encoded)
 
 
 class ConstraintSet(NamedTuple):
