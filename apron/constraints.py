@@ -104,7 +104,7 @@ def _importer(schema: types.ModuleType | None):
 # and the schema module it imports. Loading the same generated/ again, as every ConstraintSet
 # does, costs a lookup; a rewritten file (or one under another schema) loads anew. Sharing is
 # safe because a generated module holds only immutable data (str, int, bool, None, tuples and
-# the schema's NamedTuples), which checked_rows verifies.
+# the schema's record types), which checked_rows verifies.
 _LOADED: dict[tuple[str, bytes, int | None], types.ModuleType] = {}
 _LOADED_KEPT = 1024  # a generated/ holds about 150 modules
 _ROWS: weakref.WeakKeyDictionary[types.ModuleType, tuple] = weakref.WeakKeyDictionary()
@@ -291,7 +291,7 @@ def _items_check(items_text: str) -> Callable[[tuple], bool]:
 
 
 def _annotation_text(annotation: Any) -> str:
-    """A schema annotation as written (NamedTuple keeps postponed ones as ForwardRef)."""
+    """A schema annotation as written (a Record keeps it as text; a NamedTuple, as ForwardRef)."""
     if isinstance(annotation, typing.ForwardRef):
         return annotation.__forward_arg__
     if isinstance(annotation, str):

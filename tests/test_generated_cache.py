@@ -96,7 +96,7 @@ def test_a_schema_edit_checks_the_rows_again(cache, copy, monkeypatch):
     rows_of(copy, "vllm", "mla_model_types")
     schema = copy / "schema.py"
     text = schema.read_text()
-    block = text[text.index("class MlaModelType(NamedTuple):") :].split("\n\n\n", 1)[0]
+    block = text[text.index("class MlaModelType(Record):") :].split("\n\n\n", 1)[0]
     schema.write_text(text.replace(block, block.replace("    scope: str\n", "    scope: int\n")))
     new_process(monkeypatch)
     with pytest.raises(ConstraintsError, match="field 'scope'"):

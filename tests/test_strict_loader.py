@@ -172,7 +172,7 @@ def current_facts_at(generated: Path, engine: str):
 
 def test_rows_that_no_longer_fit_the_record_name_the_field(copy):
     schema = (copy / "schema.py").read_text()
-    start = schema.index("class MlaModelType(NamedTuple):")
+    start = schema.index("class MlaModelType(Record):")
     block = schema[start:].split("\n\n\n", 1)[0]
     (copy / "schema.py").write_text(
         schema.replace(block, block.replace("    scope: str\n", "    scope: str\n    extra: str\n"))
