@@ -27,17 +27,18 @@ import typing
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron import generated_cache
 from apron.errors import ConstraintsError
+from apron.record import Record
 
 WARNINGS_MODULE = "warnings_found"
 SUPPORT_ROLES = ("registry", "documented", "finding", "matrix")
 _names = itertools.count()
 
 
-class Citation(NamedTuple):
+class Citation(Record):
     """Where a fact came from: engine, commit, path and symbol (the unit every answer cites)."""
 
     engine: str
@@ -46,7 +47,7 @@ class Citation(NamedTuple):
     symbol: str
 
 
-class ArchitectureFact(NamedTuple):
+class ArchitectureFact(Record):
     """A fact apron scans for a config's architecture: its name, the field holding the
     architecture (a string or a tuple of strings) and its role (see SUPPORT_ROLES)."""
 
@@ -55,7 +56,7 @@ class ArchitectureFact(NamedTuple):
     role: str
 
 
-class EngineConstraints(NamedTuple):
+class EngineConstraints(Record):
     """One engine's generated constraints: provenance plus fact name -> rows."""
 
     engine: str
@@ -618,7 +619,7 @@ class _KeptClassRows(Mapping[str, Mapping[str, tuple]]):
         return len(self._encoded)
 
 
-class ConstraintSet(NamedTuple):
+class ConstraintSet(Record):
     """The rules apron consults: engine id -> constraints (None when that engine has none), and
     the configuration classes configs are read with. Everything apron evaluates comes from the
     set the caller gives; no module loads generated/ on its own."""

@@ -19,15 +19,16 @@ names its file. A model_type without a class gets no derived fields, and the pla
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron import expressions
 from apron.errors import ConstraintsError
 from apron.expressions import Converter, Raises, Unknown, absent, infix
+from apron.record import Record
 from apron.terminal import shown
 
 
-class Derived(NamedTuple):
+class Derived(Record):
     """One field the engine reads that config.json does not hold, and where its value comes from."""
 
     name: str
@@ -51,7 +52,7 @@ MAX_LIST = expressions.MAX_LIST  # a derived per-layer list longer than this is 
 SCHEMA_VERSION = 2  # the generated tables' rule encoding this module reads
 
 
-class ConfigClass(NamedTuple):
+class ConfigClass(Record):
     """One configuration class as extracted: where it is, what it declares."""
 
     name: str
@@ -80,7 +81,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class _Tables(NamedTuple):
+class _Tables(Record):
     classes: Mapping[str, ConfigClass]  # class name -> the class, built on first use
     registry: dict[str, str]
     by_model_type: dict[str, str]

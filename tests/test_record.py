@@ -57,7 +57,7 @@ def test_the_base_is_not_itself_a_record_type():
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: Alias(position=1, key="k"), r"Alias\(\) takes 3 fields, got 2 \(missing 'path'\)"),
+        (lambda: Alias(position=1, key="k"), r"Alias\(\) is missing field\(s\) 'path'"),
         (lambda: Alias(1, "k", "p", "q"), r"Alias\(\) takes 3 fields, got 4"),
         (lambda: Alias(pos=1, key="k", path="p"), r"unexpected field\(s\) 'pos'"),
         (lambda: Alias(1, position=1, key="k", path="p"), r"unexpected field\(s\) 'position'"),
@@ -69,13 +69,39 @@ def test_a_wrong_construction_is_refused_naming_the_field(make, message):
         make()
 
 
-def test_a_record_type_cannot_extend_one_or_give_a_field_a_value():
+class Entry(Record):
+    key: str
+    note: str = ""
+    order: int = 0
+
+
+def test_a_field_with_a_value_is_a_default_as_in_a_namedtuple():
+    class EntryTuple(NamedTuple):
+        key: str
+        note: str = ""
+        order: int = 0
+
+    assert Entry("k") == EntryTuple("k") == ("k", "", 0)
+    assert Entry(key="k", order=2) == EntryTuple(key="k", order=2) == ("k", "", 2)
+    assert Entry._field_defaults == EntryTuple._field_defaults == {"note": "", "order": 0}
+    assert Entry("k").note == "" and Entry.note.__doc__ == "Alias for field number 1"
+    with pytest.raises(TypeError, match=r"Entry\(\) is missing field\(s\) 'key'"):
+        Entry(note="n")
+
+
+def test_a_record_type_cannot_extend_one_or_put_a_default_before_a_required_field():
     with pytest.raises(TypeError, match="cannot extend"):
 
         class Wider(Alias):
             extra: str
 
-    with pytest.raises(TypeError, match="'key' starts with _ or has a value"):
+    with pytest.raises(TypeError, match="'path' without a default follows one with"):
 
         class Defaulted(Record):
             key: str = "x"
+            path: str
+
+    with pytest.raises(TypeError, match="'_hidden' starts with _"):
+
+        class Hidden(Record):
+            _hidden: str

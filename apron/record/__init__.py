@@ -21,8 +21,12 @@ except ImportError:  # pragma: no cover - another interpreter
         return property(itemgetter(index), doc=doc)
 
 
+_MISSING = object()  # a field without a default, in a record type's _padding
+
+
 class _RecordType(type):
-    """Makes each class declared on Record a tuple of its annotated fields, in their order."""
+    """Makes each class declared on Record a tuple of its annotated fields, in their order; a
+    field given a value in the class body has that value as its default."""
 
     def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> type:
         namespace["__slots__"] = ()  # no per-instance dict, as a NamedTuple
@@ -30,34 +34,34 @@ class _RecordType(type):
             if any(hasattr(base, "_fields") for base in bases):
                 raise TypeError(f"{name}: a record type cannot extend another record type")
             fields = tuple(namespace.get("__annotations__", {}))
+            defaults = {f: namespace.pop(f) for f in fields if f in namespace}
             for index, field in enumerate(fields):
-                if field.startswith("_") or field in namespace:
-                    raise TypeError(f"{name}: field {field!r} starts with _ or has a value")
+                if field.startswith("_"):
+                    raise TypeError(f"{name}: field {field!r} starts with _")
+                if defaults and field not in defaults and index and fields[index - 1] in defaults:
+                    raise TypeError(f"{name}: field {field!r} without a default follows one with")
                 namespace[field] = _tuplegetter(index, f"Alias for field number {index}")
             namespace["_fields"] = namespace["__match_args__"] = fields
+            namespace["_field_defaults"] = defaults
+            namespace["_padding"] = tuple(defaults.get(f, _MISSING) for f in fields)
         return super().__new__(mcs, name, bases, namespace)
 
 
 class Record(tuple, metaclass=_RecordType):
     """The base of a record type: a tuple of the fields its class annotates, built by position
-    or by keyword; every field is required."""
+    or by keyword; a field without a default is required."""
 
     _fields: tuple[str, ...]
-    _field_defaults: dict[str, Any] = {}
+    _field_defaults: dict[str, Any]
+    _padding: tuple[Any, ...]
 
     def __new__(cls, *values: Any, **named: Any) -> Any:
         fields = cls._fields
-        if named:
-            values += tuple(named.pop(field) for field in fields[len(values) :] if field in named)
-            if named:
-                unexpected = ", ".join(map(repr, named))
-                raise TypeError(f"{cls.__name__}() got unexpected field(s) {unexpected}")
-        if len(values) != len(fields):
-            missing = ", ".join(map(repr, fields[len(values) :]))
-            raise TypeError(
-                f"{cls.__name__}() takes {len(fields)} fields, got {len(values)}"
-                + (f" (missing {missing})" if missing else "")
-            )
+        if named or len(values) != len(fields):
+            given = len(values)
+            values += tuple(map(named.pop, fields[given:], cls._padding[given:]))
+            if named or len(values) != len(fields) or _MISSING in values:
+                raise TypeError(_wrong(cls, given, named, values))
         return tuple.__new__(cls, values)
 
     @classmethod
@@ -82,3 +86,14 @@ class Record(tuple, metaclass=_RecordType):
     def __repr__(self) -> str:
         shown = ", ".join(f"{f}={v!r}" for f, v in zip(self._fields, self, strict=True))
         return f"{type(self).__name__}({shown})"
+
+
+def _wrong(cls: type, given: int, unexpected: dict[str, Any], values: tuple) -> str:
+    """Why these arguments do not build a `cls`."""
+    fields = cls._fields  # type: ignore[attr-defined]
+    if given > len(fields):
+        return f"{cls.__name__}() takes {len(fields)} fields, got {given}"
+    if unexpected:
+        return f"{cls.__name__}() got unexpected field(s) {', '.join(map(repr, unexpected))}"
+    missing = [f for f, v in zip(fields, values, strict=True) if v is _MISSING]
+    return f"{cls.__name__}() is missing field(s) {', '.join(map(repr, missing))}"
