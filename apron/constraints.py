@@ -124,15 +124,19 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         if collecting:
+            gc.freeze()  # everything made, kept for the process's life, joins the oldest
+            gc.unfreeze()  # generation unscanned (freeze then unfreeze moves, scans nothing)
             gc.enable()
 
 
 def _execute(path: Path, schema: types.ModuleType | None) -> types.ModuleType:
     """Run one generated file as a private module (not in sys.modules), once per content; a
     module checked before under the same schema is rebuilt from its kept rows instead."""
-    if not path.is_file():
-        raise ConstraintsError(f"{path} is missing")
-    source = path.read_bytes()
+    try:
+        with open(path, "rb") as file:
+            source = file.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise ConstraintsError(f"{path} is missing") from None
     digest = generated_cache.digest(source)
     key = (str(path), digest, id(schema))
     known = _LOADED.get(key)
@@ -317,7 +321,7 @@ _RECORD_TYPES: weakref.WeakKeyDictionary[types.ModuleType, dict[str, type]] = (
 )
 
 
-def _declared(module: types.ModuleType, path: Path, name: str, check, expected: str) -> Any:
+def _declared(module: types.ModuleType, path: Path | str, name: str, check, expected: str) -> Any:
     if name not in vars(module):
         raise ConstraintsError(f"{path}: {name} is missing")
     value = vars(module)[name]
@@ -340,7 +344,7 @@ def _sources(value: Any) -> bool:
     )
 
 
-def checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType) -> tuple:
+def checked_rows(module: types.ModuleType, path: Path | str, schema: types.ModuleType) -> tuple:
     """The module's ROWS, each an instance of the one schema record type the module imports,
     each field of the type the schema declares (checked once per loaded module)."""
     if module in _ROWS:
@@ -350,7 +354,7 @@ def checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType)
     return rows
 
 
-def _checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType) -> tuple:
+def _checked_rows(module: types.ModuleType, path: Path | str, schema: types.ModuleType) -> tuple:
     types_in_schema = _record_types(schema)
     imported = [v for v in vars(module).values() if v in types_in_schema.values()]
     if len(imported) != 1:
@@ -379,7 +383,7 @@ def _rows_fit(rows: tuple, record: type, shapes: list) -> bool:
     return True
 
 
-def _row_problem(path: Path, rows: tuple, record: type, annotations: dict) -> str:
+def _row_problem(path: Path | str, rows: tuple, record: type, annotations: dict) -> str:
     """Where rows that do not fit first go wrong: the row that is not a `record`, or the first
     field of a value that does not match its annotation."""
     for number, row in enumerate(rows, 1):
@@ -415,15 +419,19 @@ class EngineDirectory:
             self._schema = _execute(self.root / "schema.py", None)
         return self._schema
 
+    def path(self, name: str) -> Path:
+        """The file of the module `name` (a fact, __init__ or the warnings)."""
+        return self.folder / f"{name}.py"
+
     def module(self, name: str) -> types.ModuleType:
         if name not in self._modules:
-            self._modules[name] = _execute(self.folder / f"{name}.py", self.schema())
+            self._modules[name] = _execute(self.path(name), self.schema())
         return self._modules[name]
 
     def fact_module(self, fact: str) -> tuple[types.ModuleType, tuple]:
         """The fact's module and its checked rows (FACT, ORDERED and SOURCES checked too)."""
         module = self.module(fact)
-        path = self.folder / f"{fact}.py"
+        path = module.__file__  # named in an error only
         _declared(module, path, "FACT", lambda v: v == fact, repr(fact))
         _declared(module, path, "ORDERED", lambda v: isinstance(v, bool), "True or False")
         _declared(

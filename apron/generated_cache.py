@@ -30,10 +30,14 @@ ROWS_FORMAT = 1  # the layout of a rows entry below
 
 def directory() -> Path:
     """The cache folder: in $APRON_CACHE_DIR, else $XDG_CACHE_HOME/apron (~/.cache/apron)."""
+    return Path(_folder())
+
+
+def _folder() -> str:
     root = os.environ.get(CACHE_ENV) or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "apron"
     )
-    return Path(root) / FOLDER
+    return os.path.join(root, FOLDER)
 
 
 def digest(source: bytes) -> bytes:
@@ -45,7 +49,7 @@ def compiled(path: Path, source: bytes, source_digest: bytes) -> types.CodeType:
     """The code of one generated file: the cached code compiled from exactly these bytes, else
     compiled from them now (and cached)."""
     header = _CHECKED_HASH + source_digest
-    entry = directory() / f"{source_digest.hex()}.{sys.implementation.cache_tag}.pyc"
+    entry = os.path.join(_folder(), f"{source_digest.hex()}.{sys.implementation.cache_tag}.pyc")
     code = _read(entry, header)
     if isinstance(code, types.CodeType):
         return code if code.co_filename == str(path) else code.replace(co_filename=str(path))
@@ -74,10 +78,10 @@ def _loader_digest() -> bytes:
 _LOADER: list[bytes] = []
 
 
-def _rows_entry(source_digest: bytes, schema_digest: bytes) -> tuple[Path, bytes]:
+def _rows_entry(source_digest: bytes, schema_digest: bytes) -> tuple[str, bytes]:
     loader = _loader_digest()
     name = f"{source_digest.hex()}-{schema_digest.hex()}-{loader.hex()}.rows"
-    return directory() / name, _CHECKED_HASH + source_digest + schema_digest + loader
+    return os.path.join(_folder(), name), _CHECKED_HASH + source_digest + schema_digest + loader
 
 
 def checked_data(source_digest: bytes, schema_digest: bytes) -> tuple[Any, ...] | None:
@@ -101,10 +105,10 @@ def keep_checked_data(
     _write(entry, header, (names, records, rows))
 
 
-def _class_rows_entry(source_digest: bytes) -> tuple[Path, bytes]:
+def _class_rows_entry(source_digest: bytes) -> tuple[str, bytes]:
     loader = _loader_digest()
     name = f"{source_digest.hex()}-{loader.hex()}.classes"
-    return directory() / name, _CHECKED_HASH + source_digest + loader
+    return os.path.join(_folder(), name), _CHECKED_HASH + source_digest + loader
 
 
 def class_rows(source_digest: bytes) -> tuple[dict[str, Any], dict[str, bytes]] | None:
@@ -137,9 +141,10 @@ def decoded(encoded: bytes) -> Any:
         return None
 
 
-def _read(entry: Path, header: bytes) -> Any:
+def _read(entry: str, header: bytes) -> Any:
     try:
-        data = entry.read_bytes()
+        with open(entry, "rb") as file:
+            data = file.read()
         if data[: len(header)] == header:
             return marshal.loads(memoryview(data)[len(header) :])
     except (OSError, ValueError, EOFError, TypeError):
@@ -147,8 +152,9 @@ def _read(entry: Path, header: bytes) -> Any:
     return None
 
 
-def _write(entry: Path, header: bytes, value: Any) -> None:
+def _write(path: str, header: bytes, value: Any) -> None:
     """Write one entry atomically (a temporary file renamed over it), keeping at most KEPT."""
+    entry = Path(path)
     temporary = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
     try:
         payload = marshal.dumps(value)
