@@ -307,7 +307,7 @@ def _apply(names: _Names, row, value, terms: dict[str, list[str]], lines: list[s
 
 def model_for(constraints: Any, model: Any, use_mla: bool) -> Model | str:
     """The heuristic's model inputs from SGLang's extracted rules, or why they are unknown."""
-    from apron import sglang_config_class
+    from apron.engines.sglang import config_class as sglang_config_class
     from apron.engines.sglang import prefill_graph as sglang_prefill_graph
 
     multimodal = sglang_prefill_graph.is_multimodal(constraints, model)
