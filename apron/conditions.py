@@ -4,7 +4,7 @@ evaluates an extracted condition in (vLLM's `hasattr(cfg, k)` is "has", `getattr
 
 `holds` reads one config (the text config, derived values too: vLLM's rules); `object_holds`
 reads the config objects SGLang's conditions name, each key spelled "<object>.<field>" as the
-builder (parsing.expressions.config_check) writes it: "hf_config.index_topk" is the config.json
+builder (parsing.expressions.config_condition) writes it: "hf_config.index_topk" is the config.json
 as published, "hf_text_config.use_mla" its text config (the config itself when it has none);
 both as published, no derived value (SGLang's getattr reads the loaded object)."""
 

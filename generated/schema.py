@@ -519,11 +519,6 @@ class SglangArchitectureSet(Record):
     member_returns: bool
     via: str
     condition: str | None
-    condition_config: str
-    condition_field: str
-    condition_check: str
-    condition_default: str
-    condition_when_absent: bool | None
     condition_rule: Expression
     path: str
     symbol: str
@@ -659,14 +654,9 @@ class SglangMlaArchitecture(Record):
 
 
 class SglangMlaCondition(Record):
-    """A config condition an MLA architecture must also meet, in structured form."""
+    """A config condition an MLA architecture must also meet: as written (`expression`, the"""
 
     architecture: str
-    config: str
-    field: str
-    check: str
-    default: str
-    when_absent: bool | None
     expression: str
     rule: Expression
     path: str
@@ -681,6 +671,7 @@ class SglangPrefillGraphRule(Record):
     order: int
     name: str
     condition: str
+    rule: Expression
     target: str
     path: str
     symbol: str
@@ -698,6 +689,15 @@ class SglangRegistryRow(Record):
     also_in: tuple[str, ...]
     import_error: str
     path: str
+
+
+class SglangServerArgDefault(Record):
+    """The default a ServerArgs field starts with (apron.extractors.sglang.server_arg_defaults):"""
+
+    field: str
+    default: Expression
+    path: str
+    symbol: str
 
 
 class SizingPath(Record):

@@ -19,6 +19,15 @@ class ServerArgs:
     swa_full_tokens_ratio: A[float, "ratio", NS("schedule")] = 0.8
     page_size: A[Optional[int], Arg(help="tokens in a page"), NS("schedule")] = None
     tp_size: int = 1
+    pp_size: A[int, "pipeline stages", NS("parallel")] = 1
+    dp_size: int = 1
+    chunked_prefill_size: Optional[int] = None
+    max_total_tokens: Optional[int] = None
+    disaggregation_mode: A[str, "PD", NS("disagg")] = "null"
+    enable_dp_attention: bool = False
+    moe_a2a_backend: A[str, "a2a", NS("exec.moe")] = "none"
+    language_only: bool = False
+    language_model_only: bool = False
 
     def _handle_page_size(self):
         from sglang.srt.arg_groups.overrides import _page_default, run_post_process_pass

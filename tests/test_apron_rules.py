@@ -24,7 +24,8 @@ from apron.constraints import (
     load_engine,
 )
 from apron.engines.kv_head_scan import resolve_kv_heads
-from apron.extractors.parsing.expressions import config_check
+from apron.extractors.parsing.expressions import config_condition
+from apron.extractors.parsing.python_ts import parse_python
 from apron.extractors.serving import records as serving_records
 from apron.extractors.serving.rule_fields import rule_fields
 from apron.extractors.vllm import records
@@ -366,17 +367,23 @@ def test_alias_key_present_but_null_is_unknown():
 # -- other engines, with the field names of their generated modules --------------------------------
 
 SglMla = namedtuple("SglMla", "architecture branch conditional path symbol")
-SglCondRow = namedtuple(
-    "SglCondRow", "architecture config field check default when_absent expression rule path symbol"
-)
+SglCondRow = namedtuple("SglCondRow", "architecture expression rule path symbol")
 
 
-def SglCond(architecture, config, field, check, default, when_absent, expression, path, symbol):  # noqa: N802
-    """An mla_conditions row whose rule the one builder makes from its structured read."""
-    rule = config_check(config, field, check, default, expression)
+def SglCond(architecture, expression, path, symbol):  # noqa: N802
+    """An mla_conditions row whose rule the one builder makes from its code."""
+    (statement,) = parse_python(f"x = ({expression})\n", "c.py").named_children
+    value = statement.named_children[0].child_by_field_name("right")
     return SglCondRow(
-        architecture, config, field, check, default, when_absent, expression, rule, path, symbol
+        architecture=architecture,
+        expression=expression,
+        rule=config_condition(value),
+        path=path,
+        symbol=symbol,
     )
+
+
+KV_LORA_RANK_SET = 'getattr(self.hf_text_config, "kv_lora_rank", None) is not None'
 
 
 SglMha = namedtuple("SglMha", "architecture branch mla_fields_read path symbol")
@@ -418,19 +425,7 @@ def test_sglang_architecture_set_makes_apron_predict_mla():
         "sglang",
         sglang(
             mla=[SglMla("MyLatentForCausalLM", 2, True, CHAIN, "ModelConfig.__init__")],
-            conditions=[
-                SglCond(
-                    "MyLatentForCausalLM",
-                    "hf_text_config",
-                    "kv_lora_rank",
-                    "is not None",
-                    "None",
-                    False,
-                    "kv_lora_rank is not None",
-                    CHAIN,
-                    "s",
-                )
-            ],
+            conditions=[SglCond("MyLatentForCausalLM", KV_LORA_RANK_SET, CHAIN, "s")],
             registry=[
                 SglReg(
                     "MyLatentForCausalLM",
@@ -462,19 +457,7 @@ def test_sglang_condition_failing_falls_through_to_mha():
         "sglang",
         sglang(
             mla=[SglMla("DeepseekV3ForCausalLM", 1, True, CHAIN, "s")],
-            conditions=[
-                SglCond(
-                    "DeepseekV3ForCausalLM",
-                    "hf_text_config",
-                    "kv_lora_rank",
-                    "is not None",
-                    "None",
-                    False,
-                    "kv_lora_rank is not None",
-                    CHAIN,
-                    "s",
-                )
-            ],
+            conditions=[SglCond("DeepseekV3ForCausalLM", KV_LORA_RANK_SET, CHAIN, "s")],
         ),
     )
     result = plan(config, context=8, constraints=engines)
@@ -773,10 +756,11 @@ def test_sglang_condition_uses_its_truth_when_absent(default, config, expected):
     from apron.engines.sglang import mla_decision
 
     arch = "DeepseekVL2ForCausalLM"
+    read_default = f", {default}" if default is not None else ""
     engine = sglang(
         mla=[SglMla(arch, 5, True, CHAIN, "s")],
         conditions=[
-            SglCond(arch, "hf_text_config", "use_mla", "truthy", default, None, "e", CHAIN, "s")
+            SglCond(arch, f'getattr(self.hf_text_config, "use_mla"{read_default})', CHAIN, "s")
         ],
     )
     decision = mla_decision(ModelConfig({"architectures": [arch], **config}, "t"), engine)

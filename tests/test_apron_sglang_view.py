@@ -12,7 +12,8 @@ from apron import plan
 from apron.config import ModelConfig
 from apron.constraints import load_constraints, load_engine
 from apron.engines.sglang import hybrid_swa, kv_heads
-from apron.extractors.parsing.expressions import config_check
+from apron.extractors.parsing.expressions import config_condition
+from apron.extractors.parsing.python_ts import parse_python
 from apron.extractors.sglang.kv_heads import kv_head_fallback, kv_head_overrides
 from apron.generated.schema import (
     KvHeadAlias,
@@ -33,22 +34,19 @@ def sample(name: str) -> dict:
     return json.loads((SAMPLES / f"{name}.json").read_text())
 
 
-def member(
-    arch: str, *, condition=None, field="", check="", default="", absent=None, set_name=None
-):
-    config = "hf_text_config" if condition else ""
+def member(arch: str, *, condition=None, set_name=None):
+    """An architecture_sets row; its condition's rule made by the one builder from its code."""
+    rule = ()
+    if condition:
+        (statement,) = parse_python(f"x = ({condition})\n", "c.py").named_children
+        rule = config_condition(statement.named_children[0].child_by_field_name("right"))
     return SglangArchitectureSet(
         set_name=set_name or "is_hybrid_swa_model",
         architecture=arch,
         member_returns=True,
         via="",
         condition=condition,
-        condition_config=config,
-        condition_field=field,
-        condition_check=check,
-        condition_default=default,
-        condition_when_absent=absent,
-        condition_rule=config_check(config, field, check, default, condition) if condition else (),
+        condition_rule=rule,
         path=CHAIN,
         symbol="is_hybrid_swa_model",
     )
@@ -59,18 +57,10 @@ HYBRID_SET = (
     member(
         "LagunaForCausalLM",
         condition='getattr(hf_text_config, "sliding_window", 0)',
-        field="sliding_window",
-        check="truthy",
-        default="0",
-        absent=False,
     ),
     member(
         "*",
         condition='getattr(hf_text_config, "is_hybrid_swa", False)',
-        field="is_hybrid_swa",
-        check="truthy",
-        default="False",
-        absent=False,
     ),
 )
 

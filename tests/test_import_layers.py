@@ -30,13 +30,23 @@ def module_files(root: Path = REPO_ROOT) -> dict[str, Path]:
     return modules
 
 
+def statements(node: ast.AST):
+    """Every statement at any depth (function, class, if, try, with, match bodies): an import
+    is a statement, so expressions (generated/'s big row tuples) are never walked."""
+    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for child in getattr(node, field, ()):
+            if isinstance(child, ast.stmt):
+                yield child
+            yield from statements(child)
+
+
 def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
     """The known modules one file imports: `import a.b`, `from a import b` (b a module or a
     name of a), relative imports resolved against the file's package."""
     is_package = path.name == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in statements(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -58,10 +68,14 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
-@functools.lru_cache(maxsize=8)  # the real tree is read once per process, not once per test
 def import_graph(root: Path = REPO_ROOT) -> dict[str, set[str]]:
     """Module -> the known modules it imports (parsing 11 MB of generated/ takes seconds: a test
     about one module's imports reads that module alone)."""
+    return _import_graph(Path(root).resolve())
+
+
+@functools.lru_cache(maxsize=8)  # the real tree is read once per process, not once per test
+def _import_graph(root: Path) -> dict[str, set[str]]:
     files = module_files(root)
     known = set(files)
     return {name: imported_modules(name, path, known) for name, path in files.items()}

@@ -8,7 +8,7 @@ import re
 from typing import ClassVar
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from apron.extractors.commands.bump import BumpPlan, plan_bump
@@ -279,7 +279,16 @@ names = st.text(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(  # every input at its largest, always run
+    added=[f"Arch{n}ForCausalLM" * 15 for n in range(200)],
+    removed=1000,
+    kinds=40,
+    impact_rows=400,
+    warning_count=300,
+    first=False,
+    changed=300,
+)
 @given(
     added=st.lists(names, max_size=200, unique=True),
     removed=st.integers(0, 1000),

@@ -1,5 +1,5 @@
-"""SGLang's config-field conditions as expressions of the one rule language (config_check) and
-their evaluation on SGLang's config objects (apron.conditions.object_holds)."""
+"""SGLang's config-field conditions as expressions of the one rule language (config_condition)
+and their evaluation on SGLang's config objects (apron.conditions.object_holds)."""
 
 from __future__ import annotations
 
@@ -7,22 +7,34 @@ import pytest
 
 from apron.conditions import object_holds
 from apron.config import ModelConfig
-from apron.extractors.parsing.expressions import config_check
+from apron.extractors.parsing.expressions import config_condition
+from apron.extractors.parsing.python_ts import parse_python
+
+
+def rule(code: str, readers=("getattr", "_hf_attr")):
+    """The rule of a condition written as SGLang writes it."""
+    (statement,) = parse_python(f"x = ({code})\n", "c.py").named_children
+    return config_condition(statement.named_children[0].child_by_field_name("right"), readers)
 
 
 def test_the_builder_keys_each_read_by_its_config_object():
-    assert config_check("hf_config", "index_topk", "is not None", "None", "c") == (
+    assert rule('_hf_attr(config, "index_topk") is not None') == (
         "!=",
-        ("hpget", "hf_config.index_topk", None),
+        ("hpget", "hf_config.index_topk"),
         None,
     )
-    assert config_check("hf_text_config", "use_mla", "truthy", "True", "c") == (
+    assert rule('getattr(self.hf_text_config, "use_mla", True)') == (
         "hpget",
         "hf_text_config.use_mla",
         True,
     )
-    assert config_check("hf_config", "v", "absent", "", "c") == ("not", ("has", "hf_config.v"))
-    assert config_check("", "", "expression", "", "is_draft_model") == ("undef", "is_draft_model")
+    assert rule('not hasattr(self.hf_config, "v")') == ("not", ("has", "hf_config.v"))
+    assert rule("is_draft_model") == ("undef", "is_draft_model")
+    assert rule('getattr(self.hf_config, "f", 1.5) > 0.5') == (
+        ">",
+        ("hpget", "hf_config.f", 1.5),
+        0.5,
+    )
 
 
 # A VLM config: hf_config is the top level, hf_text_config its text_config.
@@ -37,13 +49,13 @@ VLM = {"architectures": ["X"], "text_config": {"index_topk": 64}}
     ],
 )
 def test_hf_config_and_hf_text_config_stay_apart(config, field, expected):
-    rule = config_check(config, field, "is not None", "None", "c")
-    assert object_holds(ModelConfig(VLM, "t"), rule).value is expected
+    found = rule(f'getattr(self.{config}, "{field}", None) is not None')
+    assert object_holds(ModelConfig(VLM, "t"), found).value is expected
 
 
 def test_a_read_without_default_is_unknown_when_absent_and_code_not_read_is_unknown():
     model = ModelConfig(VLM, "t")
-    no_default = config_check("hf_config", "use_mla", "truthy", None, "c")
+    no_default = rule("self.hf_config.use_mla")
     assert object_holds(model, no_default).value is None
     assert object_holds(model, ("undef", "is_draft_model")).problem == (
         "condition not evaluated: code the reader does not read (is_draft_model)"
@@ -58,6 +70,6 @@ def test_the_generated_mla_conditions_carry_their_rules():
     assert rules["DeepseekVL2ForCausalLM"] == ("hpget", "hf_text_config.use_mla", True)
     assert rules["PixtralForConditionalGeneration"] == (
         "!=",
-        ("hpget", "hf_text_config.kv_lora_rank", None),
+        ("hpget", "hf_text_config.kv_lora_rank"),
         None,
     )

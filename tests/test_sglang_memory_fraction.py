@@ -12,11 +12,13 @@ import pytest
 
 from apron import plan
 from apron.constraints import load_constraints
-from apron.engines.sglang.fraction import ASSUMPTIONS, Model, static_fraction
+from apron.engines.sglang.fraction import Model, static_fraction
+from apron.engines.sglang.server_args import ASSUMPTIONS, ServerArgs, server_args
 from apron.expressions import infix
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.expressions import python_conjuncts
 from apron.extractors.sglang.memory_fraction import memory_fraction_steps
+from apron.extractors.sglang.server_arg_defaults import server_arg_defaults
 from tests.sglang_serving_miniatures import SERVER_ARGS, SERVER_ARGS_PATH
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -27,6 +29,15 @@ LLAMA = Model(use_mla=False, is_multimodal=False, vision_config=None, model_path
 
 def steps(text: str = SERVER_ARGS):
     return memory_fraction_steps(text, SERVER_ARGS_PATH)
+
+
+def defaults(text: str = SERVER_ARGS) -> ServerArgs:
+    """The miniature's ServerArgs at its defaults, as apron reads the extracted fact."""
+    return ServerArgs({r.field: r.default for r in server_arg_defaults(text, SERVER_ARGS_PATH)})
+
+
+def committed_defaults() -> ServerArgs:
+    return server_args(load_constraints().get("sglang"))
 
 
 GPU_MEM_GIVEN = ("!=", "gpu_mem", None)  # `gpu_mem is not None`
@@ -107,7 +118,7 @@ def test_reserve_terms_floor_and_fraction_are_structured():
 
 def test_the_miniature_evaluates_with_its_own_numbers():
     rows, _ = steps()
-    result = static_fraction(rows, GIB80, 1, LLAMA)
+    result = static_fraction(rows, GIB80, 1, LLAMA, defaults())
     # 81,920 MiB: band 2 -> chunked 4096, decode max_bs 64 (tp 1 < 2); prefill max_bs 4096 ->
     # sizes 8..64 (8) + 128..1024 (8) + 2048, 3072, 4096 (3) = 19
     # reserved = 256 + 2 x max(4096, 1024) + 1024 / 4 x 1 + (4 x 64 + 16 x 19) + 0
@@ -127,7 +138,7 @@ def test_an_unread_shape_is_a_warning_and_its_figure_unknown():
     assert "{2: activation_tokens}[2]" in warnings[0].message
     unread = next(r for r in rows if r.op == "unread")
     assert unread.target == "reserved_mem" and unread.value == ()
-    result = static_fraction(rows, GIB80, 1, LLAMA)
+    result = static_fraction(rows, GIB80, 1, LLAMA, defaults())
     assert result.fraction is None
     assert "{2: activation_tokens}[2]" in result.unknown[0]
 
@@ -136,7 +147,7 @@ def test_a_condition_outside_the_assumptions_makes_it_unknown():
     text = SERVER_ARGS.replace(
         'if self.disaggregation_mode != "prefill":', "if self.enable_new_thing:"
     )
-    result = static_fraction(steps(text)[0], GIB80, 1, LLAMA)
+    result = static_fraction(steps(text)[0], GIB80, 1, LLAMA, defaults(text))
     assert result.fraction is None
     assert "`self.enable_new_thing` is not evaluated" in result.unknown[0]
 
@@ -157,7 +168,7 @@ def test_a_missing_block_is_an_unread_step_a_warning_and_an_unknown_fraction():
         ("prefill_max_bs", "if prefill_cuda_graph_config.bs is None")
     ]
     assert [w.code for w in warnings] == ["absent-memory-block"]
-    result = static_fraction(rows, GIB80, 1, LLAMA)
+    result = static_fraction(rows, GIB80, 1, LLAMA, defaults())
     assert result.fraction is None
     assert result.unknown[0] == (
         "memory fraction: ServerArgs._handle_gpu_memory_settings has no "
@@ -182,7 +193,7 @@ def test_llama_on_80_gib_at_the_pin():
              = 512 + 12,288 + 128 + (256 x 2 decode graph + 58 x 8 prefill graph)
              = 13,440 + 464 = 13,904 MiB; floor max(13,904, 10 x 1024) = 13,904 (81,920 > 61,440);
     deepep 0. mem_fraction_static = round((81,920 - 13,904) / 81,920, 3) = round(0.83027, 3)."""
-    result = static_fraction(committed_rows(), GIB80, 1, LLAMA)
+    result = static_fraction(committed_rows(), GIB80, 1, LLAMA, committed_defaults())
     assert result.unknown == ()
     assert result.fraction == 0.83
     assert 0.80 <= result.fraction <= 0.845
@@ -205,14 +216,17 @@ def test_llama_on_80_gib_at_the_pin():
     ],
 )
 def test_other_bands_at_the_pin(gib, tp, expected):
-    assert static_fraction(committed_rows(), gib * 2**30, tp, LLAMA).fraction == expected
+    assert (
+        static_fraction(committed_rows(), gib * 2**30, tp, LLAMA, committed_defaults()).fraction
+        == expected
+    )
 
 
 def test_mla_uses_the_mla_graph_reserve():
     # prefill max_bs 2048 for MLA (not used: MLA reserves 1.5 x 1024 for the prefill graph):
     # 512 + 12,288 + 128 + 512 + 1,536 = 14,976; round(66,944 / 81,920, 3) = 0.817
     mla = LLAMA._replace(use_mla=True)
-    assert static_fraction(committed_rows(), GIB80, 1, mla).fraction == 0.817
+    assert static_fraction(committed_rows(), GIB80, 1, mla, committed_defaults()).fraction == 0.817
 
 
 def test_the_vlm_adjustment_at_the_pin():
@@ -221,7 +235,7 @@ def test_the_vlm_adjustment_at_the_pin():
     vlm = LLAMA._replace(
         is_multimodal=True, vision_config={"num_hidden_layers": 32, "hidden_size": 1280}
     )
-    result = static_fraction(committed_rows(), GIB80, 1, vlm)
+    result = static_fraction(committed_rows(), GIB80, 1, vlm, committed_defaults())
     assert result.fraction == pytest.approx(0.83 * 0.95 * (1 - 0.1 * (52_428_800 / 25_165_824 - 1)))
 
 
@@ -315,24 +329,79 @@ def test_kimi_k3_counts_as_multimodal_through_its_text_sub_config():
     )
 
 
-def test_an_unknown_rule_condition_makes_the_backend_unknown():
+class _Edited:
+    """SGLang's committed constraints with some rows of one fact replaced."""
+
+    def __init__(self, fact, edit):
+        self.sglang = load_constraints().get("sglang")
+        self.fact, self.edited = fact, [edit(r) for r in self.sglang.rows(fact)]
+
+    def rows(self, fact):
+        return self.edited if fact == self.fact else self.sglang.rows(fact)
+
+    def has(self, fact):
+        return True
+
+
+def _backend(constraints, architecture="LlamaForCausalLM", use_mla=False):
     from apron.engines.sglang import prefill_graph as sglang_prefill_graph
 
+    return sglang_prefill_graph.prefill_backend(constraints, _model(architecture), use_mla, False)
+
+
+@pytest.mark.parametrize(
+    ("rule", "named"),
+    [
+        ("self.enable_new_thing", "self.enable_new_thing"),  # not a ServerArgs field
+        (("call", "new_check", "self"), "new_check() is not read"),  # a call apron does not know
+        ("self.get_model_config().is_new", "self.get_model_config().is_new"),
+    ],
+)
+def test_a_rule_that_reads_what_apron_lacks_makes_the_backend_unknown(rule, named):
+    """The rules are evaluated by name, not matched by their text: a rule that reads a name
+    apron does not give is unknown, naming that name."""
+    edited = _Edited(
+        "prefill_graph_rules",
+        lambda r: r._replace(rule=rule) if r.name.startswith("NemotronH") else r,
+    )
+    found = _backend(edited)
+    assert found.backend is None and named in found.why
+
+
+def test_the_server_args_defaults_are_the_extracted_ones():
+    """A default the fact gives decides the rule: two-batch overlap on by default would turn
+    Llama's prefill graph off, as SGLang's _disable_breakable_cudagraph_if_incompatible does."""
+    assert _backend(load_constraints().get("sglang")).backend == "breakable"
+    overlap_on = _Edited(
+        "server_arg_defaults",
+        lambda r: r._replace(default=True) if r.field == "enable_two_batch_overlap" else r,
+    )
+    found = _backend(overlap_on)
+    assert found.backend == "disabled" and "two-batch overlap" in found.why
+
+
+def test_a_default_apron_cannot_evaluate_is_unknown_where_read():
+    unread = _Edited(
+        "server_arg_defaults",
+        lambda r: r._replace(default=("undef", "f()")) if r.field == "dcp_size" else r,
+    )
+    found = _backend(unread)
+    assert found.backend is None and "ServerArgs.dcp_size's default" in found.why
+
+
+def test_an_mla_models_switch_waits_on_the_gpus_attention_backend():
+    """`is_multimodal_piecewise_cuda_graph_supported and _resolved_attention_backends()[0] !=
+    "trtllm_mla"`: for a model outside the piecewise set the left side decides (False); for an
+    MLA model in it, the backend SGLang picks from the GPU decides: unknown."""
     sglang = load_constraints().get("sglang")
-    rows = [
-        r._replace(condition="self.enable_new_thing") if r.name.startswith("NemotronH") else r
-        for r in sglang.rows("prefill_graph_rules")
-    ]
-
-    class Edited:
-        def rows(self, fact):
-            return rows if fact == "prefill_graph_rules" else sglang.rows(fact)
-
-        def has(self, fact):
-            return True
-
-    found = sglang_prefill_graph.prefill_backend(Edited(), _model("LlamaForCausalLM"), False, False)
-    assert found.backend is None and "self.enable_new_thing" in found.why
+    assert _backend(sglang, use_mla=True).backend == "breakable"
+    member = next(
+        r.architecture
+        for r in sglang.rows("architecture_sets")
+        if r.set_name == "is_multimodal_piecewise_cuda_graph_supported" and r.member_returns
+    )
+    found = _backend(sglang, member, use_mla=True)
+    assert found.backend is None and "picks for an MLA model from the GPU" in found.why
 
 
 @pytest.mark.real_mirror

@@ -34,42 +34,63 @@ def test_mla_architectures_and_branches():
     assert chain.warnings == []
 
 
-def test_conditions_are_structured():
+def _truth_when_absent(rule):
+    """The rule's truth on a config without the field it tests (None: unknown), as apron
+    evaluates it (apron.conditions.object_holds)."""
+    from apron.conditions import object_holds
+    from apron.config import ModelConfig
+
+    return object_holds(ModelConfig({"architectures": ["X"]}, "x"), rule).value
+
+
+def test_conditions_are_rules():
     chain = attention_chain(MODEL_CONFIG, PATH)
-    got = {(c.architecture, c.config, c.field, c.check, c.default) for c in chain.conditions}
+    got = {(c.architecture, c.rule) for c in chain.conditions}
     assert got == {
         (
             "PixtralForConditionalGeneration",
-            "hf_text_config",
-            "kv_lora_rank",
-            "is not None",
-            "None",
+            ("!=", ("hpget", "hf_text_config.kv_lora_rank"), None),
         ),
-        ("DeepseekVL2ForCausalLM", "hf_text_config", "use_mla", "truthy", "True"),
+        ("DeepseekVL2ForCausalLM", ("hpget", "hf_text_config.use_mla", True)),
     }
-    pixtral = next(c for c in chain.conditions if c.field == "kv_lora_rank")
+    pixtral = next(c for c in chain.conditions if c.architecture.startswith("Pixtral"))
     assert pixtral.expression == 'getattr(self.hf_text_config, "kv_lora_rank", None) is not None'
-    assert {c.field: c.when_absent for c in chain.conditions} == {
-        "kv_lora_rank": False,  # getattr(..., None) is not None
-        "use_mla": True,  # getattr(..., True)
+    assert {c.architecture: _truth_when_absent(c.rule) for c in chain.conditions} == {
+        "PixtralForConditionalGeneration": False,  # getattr(..., None) is not None
+        "DeepseekVL2ForCausalLM": True,  # getattr(..., True)
     }
     assert pixtral.label() == (
-        "PixtralForConditionalGeneration: hf_text_config.kv_lora_rank is not None (absent: false)"
+        "PixtralForConditionalGeneration: "
+        'getattr(self.hf_text_config, "kv_lora_rank", None) is not None'
     )
 
 
 @pytest.mark.parametrize(
-    ("condition", "check", "when_absent"),
+    ("condition", "rule", "when_absent"),
     [
-        ('not getattr(self.hf_text_config, "use_mla", True)', "falsy", False),
-        ('not getattr(self.hf_text_config, "use_mla", 0)', "falsy", True),
-        ('hasattr(self.hf_text_config, "use_mla")', "present", False),
-        ("self.hf_text_config.use_mla", "truthy", None),  # no default: the read would raise
-        ('getattr(self.hf_text_config, "use_mla", DEFAULT)', "truthy", None),  # not a literal
-        ("self.flag_on()", "expression", None),
+        (
+            'not getattr(self.hf_text_config, "use_mla", True)',
+            ("not", ("hpget", "hf_text_config.use_mla", True)),
+            False,
+        ),
+        (
+            'not getattr(self.hf_text_config, "use_mla", 0)',
+            ("not", ("hpget", "hf_text_config.use_mla", 0)),
+            True,
+        ),
+        ('hasattr(self.hf_text_config, "use_mla")', ("has", "hf_text_config.use_mla"), False),
+        # no default: the read would raise
+        ("self.hf_text_config.use_mla", ("hp", "hf_text_config.use_mla"), None),
+        # a default that is not a literal, a method of ModelConfig: not read
+        (
+            'getattr(self.hf_text_config, "use_mla", DEFAULT)',
+            ("undef", 'getattr(self.hf_text_config, "use_mla", DEFAULT)'),
+            None,
+        ),
+        ("self.flag_on()", ("undef", "self.flag_on()"), None),
     ],
 )
-def test_condition_truth_when_absent(condition, check, when_absent):
+def test_condition_rules_and_their_truth_when_absent(condition, rule, when_absent):
     text = MODEL_CONFIG.replace(
         'getattr(\n            self.hf_text_config, "use_mla", True\n        )', condition
     )
@@ -77,7 +98,7 @@ def test_condition_truth_when_absent(condition, check, when_absent):
     (cond,) = [
         c for c in attention_chain(text, PATH).conditions if c.architecture.startswith("Deepseek")
     ]
-    assert (cond.check, cond.when_absent) == (check, when_absent)
+    assert (cond.rule, _truth_when_absent(cond.rule)) == (rule, when_absent)
 
 
 def test_explicit_mha_branches_keep_mla_reads():
@@ -224,14 +245,16 @@ def test_malformed_model_config_is_a_parse_error():
         attention_chain("class ModelConfig(:\n", PATH)
 
 
-def test_condition_record_refuses_an_unknown_check():
+def test_condition_record_refuses_a_rule_outside_the_language():
     from pydantic import ValidationError
 
     from apron.extractors.sglang.records import SglangMlaCondition
 
-    (row,) = [c for c in attention_chain(MODEL_CONFIG, PATH).conditions if c.field == "use_mla"]
-    with pytest.raises(ValidationError, match="is not one of"):
-        SglangMlaCondition(**{**row.model_dump(), "check": "bigger"})
+    (row,) = [
+        c for c in attention_chain(MODEL_CONFIG, PATH).conditions if "use_mla" in c.expression
+    ]
+    with pytest.raises(ValidationError, match="bigger"):
+        SglangMlaCondition(**{**row.model_dump(), "rule": ("bigger", "hf_config.x", 1)})
 
 
 # Shapes the tree-sitter reading must see as the libcst reader did: parentheses around a test
@@ -281,19 +304,16 @@ def test_the_chain_reads_the_shapes_the_libcst_reader_read():
         ("B", 3, True),
         ("C", 4, True),
     ]
-    assert [
-        (c.architecture, c.config, c.field, c.check, c.default, c.when_absent)
-        for c in chain.conditions
-    ] == [
-        ("A", "hf_text_config", "kv_lora_rank", "is not None", "None", False),
-        ("B", "hf_config", "use_mha", "falsy", "False", True),
-        ("B", "hf_config", "q_lora_rank", "present", "", False),
-        ("C", "hf_text_config", "flag", "truthy", "", None),
-        ("C", "hf_text_config", "n", "truthy", "0", False),
-        ("C", "hf_config", "s", "truthy", '"x"', True),
-        ("C", "hf_config", "f", "truthy", "1.5", True),
-        ("C", "hf_config", "neg", "truthy", "-1", True),  # a negative number is a literal
-        ("C", "hf_config", "j", "truthy", "2j", None),
+    assert [(c.architecture, c.rule, _truth_when_absent(c.rule)) for c in chain.conditions] == [
+        ("A", ("!=", ("hpget", "hf_text_config.kv_lora_rank"), None), False),
+        ("B", ("not", ("hpget", "hf_config.use_mha", False)), True),
+        ("B", ("has", "hf_config.q_lora_rank"), False),
+        ("C", ("hp", "hf_text_config.flag"), None),
+        ("C", ("hpget", "hf_text_config.n", 0), False),
+        ("C", ("hpget", "hf_config.s", ("str", "x")), True),
+        ("C", ("hpget", "hf_config.f", 1.5), True),
+        ("C", ("hpget", "hf_config.neg", ("neg", 1)), True),  # a negative number
+        ("C", ("undef", 'getattr(hf_config, "j", 2j)'), None),  # an imaginary default
     ]
     assert [(r.architecture, r.mla_fields_read) for r in chain.explicit_mha] == [
         # `(self.hf_config).q_lora_rank` is a read of q_lora_rank: brackets hide nothing
@@ -301,6 +321,7 @@ def test_the_chain_reads_the_shapes_the_libcst_reader_read():
         ("E", ("_init_mla_scaling()", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim")),
     ]
     assert [(w.code, w.subject) for w in chain.warnings] == [
+        ("unstructured-condition", "C"),  # the imaginary default is not read
         ("conditional-assignment", "F"),
         ("unknown-attention-arch", "G"),
         ("shadowed-branch", "A"),

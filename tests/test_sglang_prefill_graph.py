@@ -54,6 +54,10 @@ def _rows(text: str = SERVER_ARGS):
     ]
 
 
+def _rules(text: str = SERVER_ARGS):
+    return [r.rule for r in prefill_graph_rules(text, PATH)]
+
+
 def test_defaults_switch_and_rules_are_read():
     assert _rows() == [
         ("", "default", 0, "InklingForConditionalGeneration", "", "full"),
@@ -78,6 +82,22 @@ def test_defaults_switch_and_rules_are_read():
     ]
 
 
+def test_each_condition_is_an_expression_of_the_rule_language():
+    """What apron evaluates: names spelled as SGLang's code, a set predicate as a call."""
+    assert _rules() == [
+        (),
+        "self.get_model_config().is_multimodal_piecewise_cuda_graph_supported",
+        ("call", "is_nemotron_h", "self.get_model_config().hf_config"),
+        "self.enable_two_batch_overlap",
+        (">", "self.pp_size", 1),
+    ]
+
+
+def test_an_unreadable_condition_is_undefined_in_place():
+    text = SERVER_ARGS.replace("lambda: self.pp_size > 1", "lambda: self.pp_size[1:] > 1")
+    assert _rules(text)[-1] == ("undef", "self.pp_size[1:] > 1")
+
+
 def test_reformatting_changes_nothing():
     text = SERVER_ARGS.replace(
         '("two-batch overlap", lambda: self.enable_two_batch_overlap),',
@@ -85,6 +105,7 @@ def test_reformatting_changes_nothing():
         "                lambda: (self.enable_two_batch_overlap),\n            ),",
     )
     assert _rows(text) == _rows()
+    assert _rules(text) == _rules()
 
 
 def test_a_rule_of_another_shape_is_unread_not_dropped():

@@ -69,13 +69,10 @@ def test_extract_at_pin_matches_committed_generated(project, sglang_mirror):
     facts = result.facts
 
     assert {r.architecture for r in facts.fact("mla_architectures").records} == MLA_AT_PIN
-    conditions = {
-        (c.architecture, c.field, c.check, c.default, c.when_absent)
-        for c in facts.fact("mla_conditions").records
-    }
+    conditions = {(c.architecture, c.rule) for c in facts.fact("mla_conditions").records}
     assert conditions == {
-        ("PixtralForConditionalGeneration", "kv_lora_rank", "is not None", "None", False),
-        ("DeepseekVL2ForCausalLM", "use_mla", "truthy", "True", True),
+        ("PixtralForConditionalGeneration", ("!=", ("hpget", "hf_text_config.kv_lora_rank"), None)),
+        ("DeepseekVL2ForCausalLM", ("hpget", "hf_text_config.use_mla", True)),
     }
     mha = {r.architecture: r for r in facts.fact("explicit_mha_architectures").records}
     assert set(mha) == {
@@ -151,10 +148,11 @@ def test_architecture_sets_and_kv_rule_at_pin(project, sglang_mirror):
     assert "Gemma3ForConditionalGeneration" not in sets["is_hybrid_swa_model"]
     assert "Gemma3ForCausalLM" not in sets["is_hybrid_swa_model"]
     laguna = sets["is_hybrid_swa_model"]["LagunaForCausalLM"]
-    assert (laguna.condition_field, laguna.condition_check, laguna.condition_default) == (
-        "sliding_window",
-        "truthy",
-        "0",
+    assert laguna.condition_rule == ("hpget", "hf_text_config.sliding_window", 0)
+    mimo = sets["ModelConfig.__init__.MIMO_V2_MULTIMODAL_ARCHS"]["MiMoV2ForCausalLM"]
+    assert mimo.condition_rule == (
+        "not",
+        ("and", ("has", "hf_config.vision_config"), ("has", "hf_config.audio_config")),
     )
     assert sets["is_hybrid_swa_model"]["MiMoV2FlashForCausalLM"].via == "*MIMO_V2_MODEL_ARCHS"
     assert set(sets["ModelConfig.is_hybrid_swa_compress"]) == {

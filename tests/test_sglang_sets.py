@@ -92,35 +92,21 @@ def test_hybrid_swa_set_with_its_member_condition_and_config_opt_in():
         "MiMoV2ForCausalLM",
     ]
     laguna = hybrid["LagunaForCausalLM"]
-    assert (
-        laguna.condition,
-        laguna.condition_config,
-        laguna.condition_field,
-        laguna.condition_check,
-        laguna.condition_default,
-    ) == (
+    assert (laguna.condition, laguna.condition_rule) == (
         'getattr(hf_text_config, "sliding_window", 0)',
-        "hf_text_config",
-        "sliding_window",
-        "truthy",
-        "0",
+        ("hpget", "hf_text_config.sliding_window", 0),
     )
-    opt_in = hybrid["*"]
-    assert (opt_in.condition_field, opt_in.condition_check, opt_in.condition_default) == (
-        "is_hybrid_swa",
-        "truthy",
-        "False",
-    )
-    assert hybrid["GptOssForCausalLM"].condition_check == ""
+    assert hybrid["*"].condition_rule == ("hpget", "hf_text_config.is_hybrid_swa", False)
+    assert hybrid["GptOssForCausalLM"].condition_rule == ()
 
 
 def test_conditional_member_and_run_time_member():
     by_set, warnings = _sets()
     external = by_set["is_multimodal_model"]["ExternalVLMForCausalLM"]
-    assert (external.via, external.condition, external.condition_check) == (
+    assert (external.via, external.condition, external.condition_rule) == (
         "append",
         "envs.SGLANG_ENABLE_EXTERNAL_VLM.get()",
-        "expression",
+        ("undef", "envs.SGLANG_ENABLE_EXTERNAL_VLM.get()"),
     )
     assert "external_arch" not in by_set["is_multimodal_model"]
     codes = {(w.code, w.subject) for w in warnings}
@@ -132,8 +118,8 @@ def test_set_level_condition_and_polarity():
     by_set, _ = _sets()
     dsa = by_set["is_deepseek_dsa"]
     assert sorted(dsa) == ["DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"]
-    assert {(r.condition_config, r.condition_field, r.condition_check) for r in dsa.values()} == {
-        ("hf_config", "index_topk", "is not None")
+    assert {r.condition_rule for r in dsa.values()} == {
+        ("!=", ("hpget", "hf_config.index_topk"), None)
     }
     non_generation = by_set["is_generation_model"]
     assert sorted(non_generation) == ["BertModel", "LlamaEmbeddingModel", "Qwen2ForRewardModel"]
@@ -146,7 +132,10 @@ def test_set_level_condition_and_polarity():
 def test_older_layout_names_the_predicate_is_hybrid_model():
     by_set, warnings = _sets(MODEL_CONFIG_OLD)
     row = by_set["is_hybrid_model"]["Llama4ForConditionalGeneration"]
-    assert (row.condition, row.condition_check) == ("hybrid_kvcache_ratio > 0", "expression")
+    assert (row.condition, row.condition_rule) == (
+        "hybrid_kvcache_ratio > 0",
+        ("undef", "hybrid_kvcache_ratio > 0"),
+    )
     assert any(w.code == "unstructured-condition" for w in warnings)
 
 
@@ -497,9 +486,8 @@ def test_the_architecture_sets_of_these_shapes():
         ("is_paren", "B2", True, "", 'getattr(config, "x", None) is not None'),
     ]
     paren = next(r for r in rows if r.set_name == "is_paren")
-    assert (paren.condition_field, paren.condition_check, paren.symbol) == (
-        "x",
-        "is not None",
+    assert (paren.condition_rule, paren.symbol) == (
+        ("!=", ("hpget", "hf_config.x"), None),
         "B_ARCHS",
     )
     assert [(w.code, w.subject) for w in warnings] == [
@@ -508,8 +496,9 @@ def test_the_architecture_sets_of_these_shapes():
         ("non-literal-member", "name_var"),
         ("unstructured-condition", "is_hybrid_swa_model"),
         ("unread-predicate", "is_cmp"),
-        ("unstructured-condition", "ModelConfig.__init__.E_ARCHS"),
-    ]
+    ]  # E_ARCHS' `not (hasattr(...) and hasattr(...))` is read: no warning
+    e1 = next(r for r in rows if r.set_name == "ModelConfig.__init__.E_ARCHS")
+    assert e1.condition_rule == ("not", ("and", ("has", "hf_config.v"), ("has", "hf_config.a")))
 
 
 def test_a_file_tree_sitter_cannot_parse_is_a_parse_error_naming_its_line():

@@ -106,29 +106,46 @@ def config_value(key: str) -> Any:
     return ("hpget", key)
 
 
-def config_check(config: str, field: str, check: str, default: str | None, code: str) -> Any:
-    """A test of one field of a named config object (SGLang's `getattr(self.hf_text_config, "f",
-    D) is not None`): the read is keyed "<config>.<field>" so hf_config and hf_text_config stay
-    apart (apron/conditions.py's config_objects reads each). `check` is one of is not None, is
-    None, truthy, falsy, present, absent; a default that is not a plain literal reads as no
-    default (the field must then be present); any other check is ("undef", code)."""
-    from apron.extractors.parsing.config_reads import literal_default
+def config_condition(node: Node, readers: tuple[str, ...] = ("getattr",)) -> Any:
+    """A condition on named config objects (SGLang's `getattr(self.hf_text_config, "f", D) is
+    not None`, `not (hasattr(self.hf_config, "a") and hasattr(self.hf_config, "b"))`) built by
+    the one builder: a read of one field of a config root (parsing.config_reads: `getattr`, the
+    `readers`, `.f`) is ("hpget", "<config>.<field>"[, D]), or ("hp", ...) when the read has no
+    default (it raises); `hasattr(root, "f")` is ("has", "<config>.<field>"); keyed so
+    hf_config and hf_text_config stay apart (apron/conditions.py's config objects read each).
+    The rest (not, and, or, is None, comparisons, literals) is the builder's; a shape it does
+    not read is ("undef", code)."""
+    try:
+        return python_expression(
+            node,
+            reads=PythonReads(config=()),
+            resolve=lambda n, read: _config_read(n, read, readers),
+        )
+    except UnreadableExpression:
+        return ("undef", python_ts.code_of(node))
 
-    key = f"{config}.{field}"
-    if not config or not field:
-        return ("undef", code)
-    if check in ("present", "absent"):
-        found = ("has", key)
-        return found if check == "present" else ("not", found)
-    known, value = literal_default(default)
-    read = ("hpget", key, value) if known else ("hp", key)
-    tests = {
-        "is not None": ("!=", read, None),
-        "is None": ("==", read, None),
-        "truthy": read,  # its truth is bool(value), as Python's `if` takes it
-        "falsy": ("not", read),
-    }
-    return tests.get(check, ("undef", code))
+
+def _config_read(node: Node, read: Callable[[Node], Any], readers: tuple[str, ...]) -> Any:
+    from apron.extractors.parsing.config_reads import config_read, config_root
+
+    if node.type in ("integer", "float"):
+        return _number(node)
+    parts = python_ts.call_parts(node)
+    if parts is not None and python_ts.code_of(parts[0]) == "hasattr" and len(parts[1]) == 2:
+        root, key = config_root(parts[1][0]), python_ts.string_value(parts[1][1])
+        if root is None or key is None:
+            raise UnreadableExpression(f"hasattr of {python_ts.code_of(parts[1][0])}")
+        return ("has", f"{root}.{key}")
+    if node.type not in ("attribute", "call", "subscript"):
+        return NOT_RESOLVED
+    found = config_read(node, readers=readers)
+    if found is None or not found.field or "." in found.field:
+        return NOT_RESOLVED
+    key = f"{found.config}.{found.field}"
+    if found.default is None:
+        return ("hp", key)
+    default = read(found.default_node) if found.default_node is not None else None
+    return ("hpget", key) if default is None else ("hpget", key, default)
 
 
 def equals(value: Any, text: str, equal: bool = True) -> Any:
@@ -372,7 +389,10 @@ def _python_expression(
     if kind == "named_expression":  # (x := value): the value
         return inner(node.child_by_field_name("value"))
     if kind == "integer":
-        return int(text(node).replace("_", ""), 0)
+        digits = text(node).replace("_", "")
+        if digits.endswith(("j", "J")):
+            raise UnreadableExpression("an imaginary number")
+        return int(digits, 0)
     if kind in ("true", "false"):
         return kind == "true"
     if kind == "none":
@@ -469,11 +489,31 @@ def quantity_expression(node: Node) -> Any:
     return python_expression(node, reads=PROGRAM, resolve=_program_quantity)
 
 
+def quantity_condition(node: Node) -> Any:
+    """quantity_expression of a condition, with ("undef", its code) in place of a shape the
+    builder does not read: the evaluator says it is unknown where it is used."""
+    try:
+        return quantity_expression(node)
+    except UnreadableExpression:
+        return ("undef", python_ts.code_of(node))
+
+
+def _number(node: Node) -> Any:
+    """A float literal's value (these readers read floats; an imaginary literal is unread);
+    NOT_RESOLVED for any other node."""
+    text = python_ts.node_text(node).replace("_", "")
+    if node.type not in ("integer", "float"):
+        return NOT_RESOLVED
+    if text.endswith(("j", "J")):
+        raise UnreadableExpression("an imaginary number")
+    return float(text) if node.type == "float" else NOT_RESOLVED
+
+
 def _program_quantity(node: Node, read: Callable[[Node], Any]) -> Any:
     """The nodes whose meaning differs for program quantities (quantity_expression)."""
     kind = node.type
-    if kind == "float":
-        return float(python_ts.node_text(node).replace("_", ""))
+    if kind in ("integer", "float"):
+        return _number(node)
     if kind in ("identifier", "attribute"):
         return python_ts.code_of(node)
     if kind == "not_operator":

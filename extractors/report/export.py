@@ -14,8 +14,10 @@ from apron.extractors.records import EngineFacts, ExtractionWarning, FactResult,
 EXPORT_NAME = "constraints.json"
 SCHEMA_NAME = "schema.json"
 # 2: rules as expressions of apron/expressions.py (llama.cpp facts); 3: the serving conditions
-# too; 4: vLLM's state shapes, indexer layers and sizing paths too
-SCHEMA_VERSION = 5
+# too; 4: vLLM's state shapes, indexer layers and sizing paths too; 5: SGLang's config-field
+# conditions too; 6: SGLang's prefill-graph rules and ServerArgs defaults too, its config
+# conditions as rules only (the structured fields dropped)
+SCHEMA_VERSION = 6
 SCHEMA_ID = "https://apron-extract/generated/schema.json"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 

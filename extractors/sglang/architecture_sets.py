@@ -20,8 +20,8 @@ from typing import Any
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.config_reads import config_read, config_root, truth_when_absent
-from apron.extractors.parsing.expressions import config_check
+from apron.extractors.parsing.config_reads import config_root
+from apron.extractors.parsing.expressions import config_condition, python_all, python_not
 from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_ts import (
     COLLECTIONS,
@@ -70,12 +70,8 @@ class Member:
 
 @dataclass(frozen=True)
 class Condition:
-    expression: str
-    config: str = ""
-    field: str = ""
-    check: str = "expression"
-    default: str = ""
-    when_absent: bool | None = None
+    expression: str  # as written (a negated exception: its negation)
+    rule: Any  # in the rule language (config_condition)
 
 
 @dataclass
@@ -234,52 +230,10 @@ class _Reader(WarnsInFile):
 
     # -- conditions
 
-    def field_read(self, node: Node) -> tuple[str, str, str] | None:
-        """(config, field, default) for `getattr(cfg, "f", D)`, `_hf_attr(cfg, "f")`, `cfg.f`."""
-        read = config_read(node, readers=CONFIG_READERS)
-        if read is None or not read.field or "." in read.field:
-            return None
-        return read.config, read.field, read.default or ""
-
     def condition(self, node: Node, negate: bool = False) -> Condition:
-        text = code_of(node)
-        inner = negated(node)
-        if inner is not None:
-            return self.condition(inner, not negate)
-        read: tuple[str, str, str] | None = None
-        check = "truthy"
-        compared = single_comparison(node)
-        parts = call_parts(node)
-        if compared is not None:
-            left, op, right = compared
-            if code_of(right) == "None" and op in ("is not", "is"):
-                read = self.field_read(left)
-                check = "is not None" if op == "is not" else "is None"
-        elif comparison(node) is not None:
-            pass
-        elif parts is not None and code_of(parts[0]) == "hasattr":
-            if len(parts[1]) == 2:
-                root = config_root(parts[1][0])
-                key = string_value(parts[1][1])
-                if root and key:
-                    read, check = (root, key, ""), "present"
-        else:
-            read = self.field_read(node)
-        if read is None:
-            return Condition(f"not ({text})" if negate else text)
-        if negate:
-            check = {
-                "truthy": "falsy",
-                "is not None": "is None",
-                "is None": "is not None",
-                "present": "absent",
-            }[check]
-            text = (
-                text[: -len(" is not None")] + " is None"
-                if text.endswith(" is not None")
-                else (f"not {text}")
-            )
-        return Condition(text, read[0], read[1], check, read[2], truth_when_absent(check, read[2]))
+        """A condition (an exception's, negated) as written and in the rule language."""
+        rule = config_condition(node, readers=CONFIG_READERS)
+        return Condition(_text(node, negate), python_not(rule) if negate else rule)
 
     def row(
         self,
@@ -291,13 +245,13 @@ class _Reader(WarnsInFile):
     ) -> SglangArchitectureSet:
         if member.condition is not None:
             conditions = [*conditions, self.condition(member.condition)]
-        single = conditions[0] if len(conditions) == 1 else None
         expression = " and ".join(c.expression for c in conditions) or None
-        if conditions and (single is None or single.check == "expression"):
+        rule = python_all(c.rule for c in conditions)
+        if _unread(rule):
             self.warn(
                 "unstructured-condition",
                 set_name,
-                f"condition `{expression}` is kept as text only",
+                f"condition `{expression}` is not read",
                 symbol,
             )
         return SglangArchitectureSet(
@@ -306,25 +260,30 @@ class _Reader(WarnsInFile):
             member_returns=returns,
             via=member.via,
             condition=expression,
-            condition_config=single.config if single else "",
-            condition_field=single.field if single else "",
-            condition_check=(single.check if single else "expression") if conditions else "",
-            condition_default=single.default if single else "",
-            condition_when_absent=single.when_absent if single else None,
-            condition_rule=_rule(single, expression),
+            condition_rule=rule,
             path=self.path,
             symbol=member.symbol,
         )
 
 
-def _rule(single: Condition | None, expression: str | None) -> Any:
-    """The condition in the rule language: () when there is none; one structured read built by
-    the one builder; several conditions, or one not structured, are code not read."""
-    if expression is None:
-        return ()
-    if single is None:
-        return ("undef", expression)
-    return config_check(single.config, single.field, single.check, single.default, expression)
+def _text(node: Node, negate: bool) -> str:
+    """A condition's code, or its negation's as a reader writes it."""
+    inner = negated(node)
+    if inner is not None:
+        return _text(inner, not negate)
+    text = code_of(node)
+    if not negate:
+        return text
+    if text.endswith(" is not None"):
+        return text[: -len(" is not None")] + " is None"
+    return f"not ({text})"
+
+
+def _unread(rule: Any) -> bool:
+    """Whether a rule holds code the reader did not read."""
+    if not isinstance(rule, tuple) or not rule:
+        return False
+    return rule[0] == "undef" or any(_unread(part) for part in rule[1:])
 
 
 def _returned_bool(body: list[Node]) -> bool | None:

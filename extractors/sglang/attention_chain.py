@@ -17,24 +17,17 @@ from functools import lru_cache
 from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
-from apron.extractors.parsing.config_reads import (
-    ConfigRead,
-    config_read,
-    config_root,
-    truth_when_absent,
-)
-from apron.extractors.parsing.expressions import config_check
+from apron.extractors.parsing.config_reads import ConfigRead, config_read
+from apron.extractors.parsing.expressions import config_condition
 from apron.extractors.parsing.python_ts import (
     assignments_and_ifs,
     attribute,
     boolean,
-    call_parts,
     code_of,
     conjuncts,
     defined_name,
     if_clauses,
     methods_of,
-    negated,
     parse_python,
     single_assignment,
     single_comparison,
@@ -145,47 +138,13 @@ class _Reader:
         return string_value(compared[0])
 
     def condition(self, arch: str, node: Node) -> SglangMlaCondition:
-        read, check = None, "expression"
-        inner = node
-        compared = single_comparison(inner)
-        parts = call_parts(inner)
-        if negated(inner) is not None:
-            read = self.field_read(negated(inner))  # type: ignore[arg-type]
-            check = "falsy" if read else check
-        elif compared is not None and compared[1] == "is not" and self.code(compared[2]) == "None":
-            read = self.field_read(compared[0])
-            check = "is not None" if read else check
-        elif parts is not None and self.code(parts[0]) == "hasattr" and len(parts[1]) == 2:
-            root = config_root(parts[1][0])
-            key = string_value(parts[1][1])
-            if root and key:
-                read, check = ConfigRead(config=root, field=key, default=None), "present"
-        else:
-            read = self.field_read(inner)
-            check = "truthy" if read else check
-        if check == "expression":
-            self.warn(
-                "unstructured-condition",
-                arch,
-                f"condition `{self.code(node)}` is kept as text only",
-            )
+        rule = config_condition(node)
+        if isinstance(rule, tuple) and rule[:1] == ("undef",):
+            self.warn("unstructured-condition", arch, f"condition `{self.code(node)}` is not read")
         return SglangMlaCondition(
             architecture=arch,
-            config=read.config if read else "",
-            field=read.field if read else "",
-            check=check,
-            default=(read.default or "") if read and check != "present" else "",
-            when_absent=(
-                truth_when_absent(check, read.default) if read and check != "expression" else None
-            ),
             expression=self.code(node),
-            rule=config_check(
-                read.config if read else "",
-                read.field if read else "",
-                check,
-                read.default if read else None,
-                self.code(node),
-            ),
+            rule=rule,
             path=self.path,
             symbol=self.symbol,
         )

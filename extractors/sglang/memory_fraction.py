@@ -25,6 +25,7 @@ from apron.extractors.parsing.expressions import (
     names_in,
     python_all,
     python_not,
+    quantity_condition,
     quantity_expression,
 )
 from apron.extractors.parsing.python_skeleton import method_skeleton, quotes_only_in_docstring
@@ -109,10 +110,9 @@ def _operands(node: Node) -> tuple[Node, str, Node] | None:
 
 
 def condition(node: Node) -> Any:
-    """The condition of an `if` test; code the reader does not read is ("undef", code), which
-    apron cannot evaluate."""
-    found = expression(node)
-    return found if found is not None else ("undef", code_of(node))
+    """The condition of an `if` test (quantity_condition: code the reader does not read is
+    ("undef", code), which apron cannot evaluate)."""
+    return quantity_condition(node)
 
 
 def negated(test: Any) -> Any:

@@ -3,8 +3,9 @@
 and each backend's list of `(label, lambda: condition)` rules in
 `_disable_<backend>_cudagraph_if_incompatible` that turn prefill capture off. The memory fraction
 reserves prefill-graph memory only when capture stays on, so DeepSeek-V4, Nemotron-H and most
-multimodal models get no prefill-graph reserve. A rule list or branch of another shape is one
-"unread" row."""
+multimodal models get no prefill-graph reserve. Each condition is also a `rule` of the one rule
+language (quantity_condition: names spelled as SGLang's code, which apron binds). A rule list or
+branch of another shape is one "unread" row."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import re
 from collections.abc import Mapping
 
 from apron.extractors.engine_api import FactOutput
+from apron.extractors.parsing.expressions import python_all, quantity_condition
 from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_ts import (
     assigned_name,
@@ -44,13 +46,14 @@ RULE_METHODS = {
 PREFILL_BACKEND = "self.cuda_graph_config.prefill.backend"
 
 
-def _row(backend, kind, order, path, symbol, *, label="", condition="", target=""):
+def _row(backend, kind, order, path, symbol, *, label="", condition="", rule=(), target=""):
     return SglangPrefillGraphRule(
         backend=backend,
         kind=kind,
         order=order,
         name=label,
         condition=condition,
+        rule=rule,
         target=target,
         path=path,
         symbol=symbol,
@@ -84,7 +87,16 @@ def _rules(method, backend: str, path: str, symbol: str) -> list[SglangPrefillGr
                 )
                 continue
             rows.append(
-                _row(backend, "disable", order, path, symbol, label=label, condition=code_of(body))
+                _row(
+                    backend,
+                    "disable",
+                    order,
+                    path,
+                    symbol,
+                    label=label,
+                    condition=code_of(body),
+                    rule=quantity_condition(body),
+                )
             )
         return rows
     return [_row(backend, "unread", 0, path, symbol, condition="no `rules = [...]` list")]
@@ -109,7 +121,7 @@ def _switches(method, path: str) -> list[SglangPrefillGraphRule]:
             continue
         parts = conjuncts(unparenthesize(test))
         source = None
-        rest = []
+        rest: list = []
         for part in parts:
             compared = single_comparison(unparenthesize(part))
             if (
@@ -120,7 +132,7 @@ def _switches(method, path: str) -> list[SglangPrefillGraphRule]:
             ):
                 source = _backend_name(compared[2])
             else:
-                rest.append(code_of(part))
+                rest.append(part)
         if source is None:
             rows.append(_row("", "unread", len(rows), path, COMPATIBILITY, condition=code_of(test)))
             continue
@@ -131,7 +143,8 @@ def _switches(method, path: str) -> list[SglangPrefillGraphRule]:
                 len(rows),
                 path,
                 COMPATIBILITY,
-                condition=" and ".join(rest),
+                condition=" and ".join(code_of(p) for p in rest),
+                rule=python_all(quantity_condition(p) for p in rest),
                 target=targets[0],
             )
         )

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import model_validator
-
-from apron.extractors.parsing.expressions import Expression
+from apron.extractors.parsing.expressions import Expression, infix
 from apron.extractors.records import Record
 
 
@@ -39,40 +37,20 @@ class SglangMlaArchitecture(Record):
 
 
 class SglangMlaCondition(Record):
-    """A config condition an MLA architecture must also meet, in structured form."""
+    """A config condition an MLA architecture must also meet: as written (`expression`, the
+    reviewer's words) and in the rule language (`rule`, parsing.expressions.config_condition),
+    which apron evaluates."""
 
     KEY: ClassVar[tuple[str, ...]] = ("architecture", "expression")
 
     architecture: str
-    config: str  # "hf_text_config" or "hf_config"; "" when the condition reads no config field
-    field: str  # e.g. "kv_lora_rank"; "" when not a single field
-    check: str  # one of CONDITION_CHECKS
-    default: str  # the getattr default as written ("None", "True"); "" when read without one
-    when_absent: bool | None  # the condition's truth when `field` is absent; None: not known
-    expression: str  # the condition as written, whitespace collapsed (the reviewer's words)
-    rule: Expression  # the condition in the rule language (parsing.expressions.config_check)
+    expression: str  # the condition as written, whitespace collapsed
+    rule: Expression
     path: str
     symbol: str
 
-    @model_validator(mode="after")
-    def _known_check(self) -> SglangMlaCondition:
-        if self.check not in CONDITION_CHECKS:
-            raise ValueError(f"check {self.check!r} is not one of {', '.join(CONDITION_CHECKS)}")
-        if self.check == "present" and self.when_absent is not False:
-            raise ValueError("a `present` check is false when its field is absent")
-        return self
-
     def label(self) -> str:
-        if self.check == "expression":
-            return f"{self.architecture}: {self.expression} (not structured)"
-        test = {"present": "is present", "is not None": "is not None"}.get(self.check, self.check)
-        absent = {True: "true", False: "false", None: "unknown"}[self.when_absent]
-        return f"{self.architecture}: {self.config}.{self.field} {test} (absent: {absent})"
-
-
-# is not None: present and not None; truthy / falsy: bool(value); present: hasattr; expression:
-# a condition the extractor did not structure (kept as `expression` only).
-CONDITION_CHECKS = ("is not None", "truthy", "falsy", "present", "expression")
+        return f"{self.architecture}: {self.expression}"
 
 
 class SglangExplicitMha(Record):
@@ -118,11 +96,6 @@ class SglangArchitectureSet(Record):
     member_returns: bool  # what the test gives for a member (False: the set lists exceptions)
     via: str  # "" when written in the set; "*NAME" when spread from a constant; "append"
     condition: str | None  # the extra condition as written; None when membership decides alone
-    condition_config: str  # "hf_text_config" / "hf_config" / ""; structured when a single read
-    condition_field: str
-    condition_check: str  # "truthy", "falsy", "is not None", "present", "expression", ""
-    condition_default: str  # the getattr default as written; "" when none
-    condition_when_absent: bool | None  # the condition's truth when the field is absent
     condition_rule: Expression  # the condition in the rule language; () when there is none
     path: str
     symbol: str  # the function or variable whose literal names the architecture
@@ -253,7 +226,8 @@ class SglangPrefillGraphRule(Record):
     `backend` becomes `target` when `condition` holds, `_apply_cuda_graph_compatibility`) or
     "disable" (a rule of the backend's `_disable_<backend>_..._if_incompatible` list: when
     `condition` holds the prefill graph is turned off); "unread" for a shape not read (`code`).
-    `condition` is the rule's code, canonical."""
+    `condition` is the rule's code, canonical (the reviewer's words); `rule` is the condition in
+    the rule language, what apron evaluates (() for a row with no condition)."""
 
     KEY: ClassVar[tuple[str, ...]] = ("backend", "kind", "order")
 
@@ -262,12 +236,28 @@ class SglangPrefillGraphRule(Record):
     order: int
     name: str  # the rule's label as SGLang logs it
     condition: str
+    rule: Expression
     target: str
     path: str
     symbol: str
 
     def label(self) -> str:
         return f"{self.backend} {self.kind} {self.order}: {self.name or self.condition}"
+
+
+class SglangServerArgDefault(Record):
+    """The default a ServerArgs field starts with (apron.extractors.sglang.server_arg_defaults):
+    an expression of the rule language; ("undef", code) for a default the reader does not read."""
+
+    KEY: ClassVar[tuple[str, ...]] = ("field",)
+
+    field: str
+    default: Expression
+    path: str
+    symbol: str
+
+    def label(self) -> str:
+        return f"{self.field} = {infix(self.default)}"
 
 
 class SglangConfigAttribute(Record):

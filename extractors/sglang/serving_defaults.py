@@ -146,7 +146,7 @@ def _server_args_tree(text: str, path: str) -> Node:
     return skeleton
 
 
-def _server_args(text: str, path: str) -> Node:
+def server_args_class(text: str, path: str) -> Node:
     root = _server_args_tree(text, path)
     classes = [
         s
@@ -177,7 +177,7 @@ POOL_RATIOS = ("swa_full_tokens_ratio", "mamba_full_memory_ratio")
 def pool_ratio_defaults(text: str, path: str) -> list[ServingDefault]:
     """ServerArgs' literal defaults of the pool ratios (role = the setting); a ratio that is not a
     field at this commit gives no row."""
-    cls = _server_args(text, path)
+    cls = server_args_class(text, path)
     fields = class_fields(cls)
     rows = []
     for setting in POOL_RATIOS:
@@ -231,7 +231,7 @@ def _descendants(node: Node, *types: str) -> list[Node]:
 def page_size_source(text: str, path: str) -> ServingDefault | tuple[str, str, str]:
     """The page size default, or where it is computed: (module path, function, handler symbol)
     for `ServerArgs._handle_page_size` running a post-process pass imported from a module."""
-    cls = _server_args(text, path)
+    cls = server_args_class(text, path)
     default = _field(cls, PAGE_SIZE, path)
     symbol = f"{SERVER_ARGS_CLASS}.{PAGE_SIZE}"
     literal = number_literal(default)
@@ -302,7 +302,7 @@ def _if_subtree(node: Node) -> list[Node]:
 
 def mem_fraction_default(text: str, path: str) -> ServingDefault:
     """ServerArgs.mem_fraction_static: a literal, or the method that computes it when None."""
-    cls = _server_args(text, path)
+    cls = server_args_class(text, path)
     default = _field(cls, MEM_FRACTION, path)
     symbol = f"{SERVER_ARGS_CLASS}.{MEM_FRACTION}"
     literal = number_literal(default)

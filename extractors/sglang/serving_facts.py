@@ -18,6 +18,7 @@ from apron.extractors.sglang import (
     kv_dtype_sets,
     memory_fraction,
     prefill_graph,
+    server_arg_defaults,
     serving_defaults,
     serving_rules,
 )
@@ -25,6 +26,7 @@ from apron.extractors.sglang.model_facts import MODEL_CONFIG_PATHS
 from apron.extractors.sglang.records import (
     SglangArgOverride,
     SglangMemoryStep,
+    SglangServerArgDefault,
 )
 from apron.extractors.snapshot import Snapshot
 
@@ -51,6 +53,14 @@ PREFILL_GRAPH_RULES = FactKind(
     prefill_graph.SglangPrefillGraphRule,
     "how ServerArgs settles the prefill cuda-graph backend before the memory fraction: the "
     "switch of _apply_cuda_graph_compatibility and each backend's rules that turn capture off.",
+)
+
+SERVER_ARG_DEFAULTS = FactKind(
+    server_arg_defaults.FACT,
+    "ServerArgs defaults",
+    SglangServerArgDefault,
+    "the default each ServerArgs field starts with: what the rules apron evaluates read as "
+    "default server args (the memory fraction, the prefill cuda-graph backend).",
 )
 
 
@@ -192,6 +202,12 @@ ARG_OVERRIDES_FACT = FactExtractor(
     _arg_overrides,
     reads=arg_overrides.OVERRIDES_PATHS,
     allow_empty=True,
+)
+
+SERVER_ARG_DEFAULTS_FACT = FactExtractor(
+    SERVER_ARG_DEFAULTS,
+    server_arg_defaults.server_arg_defaults_fact,
+    reads=serving_defaults.SERVER_ARGS_PATHS,
 )
 
 PREFILL_GRAPH_RULES_FACT = FactExtractor(

@@ -8,7 +8,7 @@ ENGINE = "sglang"
 COMMIT = "30cb848d4b455a288a37cfeb6a45aff34f5634a6"
 COMMIT_DATE = "2026-08-11"
 UPSTREAM_URL = "https://github.com/sgl-project/sglang"
-FACTS = ("registry_rows", "mla_architectures", "mla_conditions", "explicit_mha_architectures", "architecture_sets", "hybrid_config_classes", "config_class_attributes", "config_rewrites", "kv_head_aliases", "kv_head_fallback", "kv_head_overrides", "docs_table_rows", "docs_registry_findings", "serving_defaults", "tp_rules", "ssm_tp_splits", "memory_fraction_steps", "arg_overrides", "prefill_graph_rules", "context_length_rules", "kv_dtype_sets")
+FACTS = ("registry_rows", "mla_architectures", "mla_conditions", "explicit_mha_architectures", "architecture_sets", "hybrid_config_classes", "config_class_attributes", "config_rewrites", "kv_head_aliases", "kv_head_fallback", "kv_head_overrides", "docs_table_rows", "docs_registry_findings", "serving_defaults", "server_arg_defaults", "tp_rules", "ssm_tp_splits", "memory_fraction_steps", "arg_overrides", "prefill_graph_rules", "context_length_rules", "kv_dtype_sets")
 # facts apron scans for a config's architecture: (fact, field naming it, role)
 ARCHITECTURE_FACTS: tuple[tuple[str, str, str], ...] = (
     ("registry_rows", "architecture", "registry"),

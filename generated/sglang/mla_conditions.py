@@ -16,6 +16,6 @@ SOURCES: tuple[tuple[str, str], ...] = (
 )
 
 ROWS: tuple[SglangMlaCondition, ...] = (
-    SglangMlaCondition(architecture="DeepseekVL2ForCausalLM", config="hf_text_config", field="use_mla", check="truthy", default="True", when_absent=True, expression="getattr(self.hf_text_config, \"use_mla\", True)", rule=("hpget", "hf_text_config.use_mla", True), path="python/sglang/srt/configs/model_config.py", symbol="ModelConfig._derive_model_shapes"),
-    SglangMlaCondition(architecture="PixtralForConditionalGeneration", config="hf_text_config", field="kv_lora_rank", check="is not None", default="None", when_absent=False, expression="getattr(self.hf_text_config, \"kv_lora_rank\", None) is not None", rule=("!=", ("hpget", "hf_text_config.kv_lora_rank", None), None), path="python/sglang/srt/configs/model_config.py", symbol="ModelConfig._derive_model_shapes"),
+    SglangMlaCondition(architecture="DeepseekVL2ForCausalLM", expression="getattr(self.hf_text_config, \"use_mla\", True)", rule=("hpget", "hf_text_config.use_mla", True), path="python/sglang/srt/configs/model_config.py", symbol="ModelConfig._derive_model_shapes"),
+    SglangMlaCondition(architecture="PixtralForConditionalGeneration", expression="getattr(self.hf_text_config, \"kv_lora_rank\", None) is not None", rule=("!=", ("hpget", "hf_text_config.kv_lora_rank"), None), path="python/sglang/srt/configs/model_config.py", symbol="ModelConfig._derive_model_shapes"),
 )

@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,46 +61,79 @@ def upgrade(project, make_repo):
     return repo, shas
 
 
+def extract_with_snapshots(args: list[str], root: Path, into: Path) -> list[str]:
+    """`extract ARGS` run in this process with the writer's step hook copying the project at
+    `root` to `into/<k>` after step k: what a SIGKILL right then leaves on disk (a kill runs no
+    cleanup, and every step is a file-system call that has returned). The steps' names."""
+    from apron.extractors.commands.cli import main
+    from apron.extractors.runner import writer
+
+    steps: list[str] = []
+
+    def step(what: str) -> None:
+        steps.append(what)
+        shutil.copytree(root, into / str(len(steps)), symlinks=True)
+
+    saved_hook, saved_argv = writer._step_done, sys.argv
+    writer._step_done, sys.argv = step, ["extract", *args]
+    try:
+        main()
+    except SystemExit as stop:
+        assert stop.code in (0, None), stop.code
+    finally:
+        writer._step_done, sys.argv = saved_hook, saved_argv
+    return steps
+
+
+def recovered(root: Path) -> dict[str, bytes]:
+    """What the next run leaves of a project a kill interrupted: it recovers first."""
+    with project_lock(root):
+        recover_interrupted_write(root)
+    assert check_offline(ProjectPaths(root)) == []
+    assert leftovers(root) == []
+    return project_files(root)
+
+
 @pytest.mark.parametrize("command", ["extract", "bump"])
 def test_a_kill_at_any_step_is_recovered_to_all_old_or_all_new(
     project, upgrade, tmp_path, command, fork_server
 ):
+    """Every step's state, as a kill right after it leaves the disk, recovers to all-old or
+    all-new; and a real SIGKILL at a middle step, in a forked process, leaves what its step's
+    state gives."""
     repo, shas = upgrade
     args = {
         "extract": ["--engine", "vllm", "--commit", shas[1]],
         "bump": ["bump", "--engine", "vllm", "--to", shas[1]],
-    }[command] + ["--source", str(repo), "--root", str(project.root)]
-    clone = ProjectPaths(tmp_path / "clone")
-    shutil.copytree(project.root, clone.root)
-    log = tmp_path / "steps.log"
-    clone_args = [a if a != str(project.root) else str(clone.root) for a in args]
-    assert extract_in_child(fork_server, clone_args, log) == 0
-    steps = log.read_text().splitlines()
-    assert steps[0] == "journal staging" and steps[-1] == "journal removed", steps
-    assert any(s.startswith("swap in") and s.endswith("vllm.toml") for s in steps), steps
-    old, new = project_files(project.root), project_files(clone.root)
-    assert old != new
+    }[command] + ["--source", str(repo)]
     pristine = tmp_path / "pristine"
     shutil.copytree(project.root, pristine)
+    old = project_files(pristine)
+    work, states = tmp_path / "work", tmp_path / "states"
+    shutil.copytree(pristine, work)
+    steps = extract_with_snapshots([*args, "--root", str(work)], work, states)
+    assert steps[0] == "journal staging" and steps[-1] == "journal removed", steps
+    assert any(s.startswith("swap in") and s.endswith("vllm.toml") for s in steps), steps
+    new = project_files(work)
+    assert old != new
     outcomes = []
-    for kill_at in range(1, len(steps) + 1):
-        log.unlink()
-        code = extract_in_child(fork_server, args, log, kill_at)
-        assert code == -signal.SIGKILL, (kill_at, steps[kill_at - 1])
-        with project_lock(project.root):  # what the next run does first
-            recover_interrupted_write(project.root)
-        assert check_offline(project) == []
-        now = project_files(project.root)
-        assert now in (old, new), f"mixed state after a kill at {steps[kill_at - 1]}"
-        assert leftovers(project.root) == []
+    for k, name in enumerate(steps, start=1):
+        now = recovered(states / str(k))
+        assert now in (old, new), f"mixed state after a kill at {name}"
         outcomes.append("new" if now == new else "old")
-        shutil.rmtree(project.root)
-        shutil.copytree(pristine, project.root)
     assert "old" in outcomes and "new" in outcomes, outcomes
+
+    middle = len(steps) // 2
+    log = tmp_path / "steps.log"
+    code = extract_in_child(fork_server, [*args, "--root", str(project.root)], log, middle)
+    assert code == -signal.SIGKILL, (middle, steps[middle - 1])
+    killed = log.read_text().replace(str(project.root), str(work)).splitlines()
+    assert killed == steps[:middle]
+    assert recovered(project.root) == project_files(states / str(middle))
 
 
 def test_concurrent_writers_take_turns(project, upgrade, fork_server, tmp_path):
-    """Four processes writing generated/ at once, 25 writes each: every write succeeds,
+    """Four processes writing generated/ at once, 10 writes each: every write succeeds,
     nothing is left behind, and what is left re-renders byte for byte."""
     repo, shas = upgrade
     output = tmp_path / "writers.out"
@@ -109,7 +143,7 @@ def test_concurrent_writers_take_turns(project, upgrade, fork_server, tmp_path):
         repo=repo,
         root=project.root,
         orders=[shas, shas[::-1], shas, shas[::-1]],
-        rounds=25,
+        rounds=10,
         output=output,
     )
     assert codes == [0, 0, 0, 0], output.read_text()[-2000:]

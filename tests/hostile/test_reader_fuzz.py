@@ -28,7 +28,7 @@ from tests.hostile import gguf_bytes as g
 from tests.hostile.apron_run import apron
 
 DEEP_RUN = "APRON_FUZZ_EXAMPLES" in os.environ
-FUZZ_EXAMPLES = int(os.environ.get("APRON_FUZZ_EXAMPLES", "25"))
+FUZZ_EXAMPLES = int(os.environ.get("APRON_FUZZ_EXAMPLES", "15"))
 FUZZ = settings(
     max_examples=FUZZ_EXAMPLES,
     deadline=None,

@@ -224,7 +224,7 @@ def state_pool_class(model: ModelConfig, sglang: EngineConstraints) -> tuple[str
     linear-attention state pool, matched on model_type (a test of hf_config.text_config: on
     the class SGLang's registered class builds text_config as, when it builds one); None when no
     extracted class matches."""
-    from apron import sglang_config_class
+    from apron.engines.sglang import config_class as sglang_config_class
 
     built = sglang_config_class.sub_config_class(sglang, model.model_type or "", "text_config")
     for row in sglang.rows(HYBRID_CLASSES):
@@ -449,7 +449,7 @@ class TextAttribute(Record):
 def _text_attribute(model: ModelConfig, sglang: EngineConstraints, name: str) -> TextAttribute:
     """The file's value, or the default of SGLang's own class where SGLang builds the text
     config with one (KimiLinearConfig's max_position_embeddings 4,096)."""
-    from apron import sglang_config_class
+    from apron.engines.sglang import config_class as sglang_config_class
 
     found = sglang_config_class.text_attribute(sglang, model, name)
     if found is None:
@@ -465,7 +465,7 @@ def _text_attribute(model: ModelConfig, sglang: EngineConstraints, name: str) ->
 
 def _class_cite(model: ModelConfig, sglang: EngineConstraints, name: str) -> tuple[Citation, ...]:
     """Where SGLang's class for the text config sets `name` (() when no such row)."""
-    from apron import sglang_config_class
+    from apron.engines.sglang import config_class as sglang_config_class
 
     cls = sglang_config_class.text_class(sglang, model)
     for row in sglang.rows(CONFIG_CLASSES) if sglang.has(CONFIG_CLASSES) else ():

@@ -11,37 +11,25 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+from apron.engines.sglang.server_args import ASSUMPTIONS, ServerArgs, server_args
 from apron.expressions import PYTHON, Unknown, Unread, evaluate, infix, names_in, substituted
 
 FACT = "memory_fraction_steps"
-ASSUMPTIONS = (
-    "a CUDA device",
-    "default server args",
-    "no environment variables set",
-    "not disaggregated",
-)
-# The quantities the heuristic's conditions read, under ASSUMPTIONS (the code is the engine's,
-# as extracted). A condition that reads any other quantity makes the fraction unknown.
+# The quantities the heuristic's conditions read beyond the server args (ServerArgs: the
+# extracted defaults, apron.engines.sglang.server_args), under ASSUMPTIONS. A condition that
+# reads any other quantity makes the fraction unknown.
 ASSUMED: dict[str, Any] = {
-    "self.disaggregation_mode": "null",
     # SGLANG_ENABLE_POST_CAPTURE_KV_SIZING unset (EnvBool(False)): the method's first test
     "self.post_capture_kv_sizing_planned()": False,
     # cuda_graph_config defaults: decode "full"; the prefill backend is Model.prefill_backend
     "decode_cuda_graph_config.backend": "full",
-    "self._resolved().enable_dp_attention": False,
-    "resolved_view(self).moe_a2a_backend": "none",
-    "self.language_only": False,
-    "self.language_model_only": False,
 }
 BACKEND = "Backend."  # the cuda-graph backend enum: Backend.DISABLED is "disabled"
-# Server args the steps read or set, at their defaults (None: not given).
-DEFAULT_ARGS = (
-    "self.chunked_prefill_size",
+# The cuda-graph config's sizes the steps read or set, not given (None).
+CUDA_GRAPH_SIZES = (
     "decode_cuda_graph_config.max_bs",
     "prefill_cuda_graph_config.max_bs",
     "prefill_cuda_graph_config.bs",
-    "self.mem_fraction_static",
-    "self.max_total_tokens",
 )
 MIB = 2**20
 PREFILL_SIZES = "ServerArgs._generate_prefill_cuda_graph_batch_sizes"
@@ -85,21 +73,27 @@ def _show(value: Any) -> str:
 
 
 class _Names(Mapping[str, Any]):
-    """The names the steps read: the server args as the steps set them (`values`), the
-    assumptions, the model's answers, and the cuda-graph backend enum's members."""
+    """The names the steps read: the values the steps set (`values`, first), the assumptions,
+    the model's answers, the server args at their defaults and the cuda-graph backend enum's
+    members."""
 
-    def __init__(self, values: dict[str, Any]) -> None:
+    def __init__(self, values: dict[str, Any], defaults: Mapping[str, Any]) -> None:
         self.values = values
+        self.defaults = defaults
 
     def __getitem__(self, name: str) -> Any:
         if name in self.values:
             return self.values[name]
+        if name in self.defaults:
+            return self.defaults[name]
         if name.startswith(BACKEND):
             return name.removeprefix(BACKEND).lower()
         raise KeyError(name)
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (name in self.values or name.startswith(BACKEND))
+        return isinstance(name, str) and (
+            name in self.values or name in self.defaults or name.startswith(BACKEND)
+        )
 
     def __iter__(self):
         return iter(self.values)
@@ -108,21 +102,21 @@ class _Names(Mapping[str, Any]):
         return len(self.values)
 
 
-def _initial(gpu_mib: Fraction, tp: int, model: Model) -> _Names:
-    """The names before the first step: default server args (None: not given) and the rest."""
+def _initial(gpu_mib: Fraction, tp: int, model: Model, defaults: ServerArgs) -> _Names:
+    """The names before the first step: the cuda-graph sizes (None: not given), the GPU, tp,
+    the model's answers, the assumptions, then the server args at their defaults."""
     return _Names(
         {
-            **dict.fromkeys(DEFAULT_ARGS),
+            **dict.fromkeys(CUDA_GRAPH_SIZES),
             "gpu_mem": gpu_mib,
             "self.tp_size": tp,
-            "self.pp_size": 1,
-            "self.dp_size": 1,
             "self.use_mla_backend()": model.use_mla,
             "model_config.is_multimodal": model.is_multimodal,
             "self.model_path.lower()": model.model_path.lower(),
             "prefill_cuda_graph_config.backend": model.prefill_backend,
             **ASSUMED,
-        }
+        },
+        defaults,
     )
 
 
@@ -148,7 +142,7 @@ def _sizes(names: _Names, capture: Sequence[Any], max_bs: Any) -> list[int]:
     """The prefill capture sizes for `max_bs` from the extracted ranges and filter."""
     if not any(r.op == "at_most" for r in capture):
         raise _Stop("the prefill capture sizes have no extracted `<= max_bs` filter")
-    inner = _Names({**names.values, "max_bs": max_bs})  # the method's parameter
+    inner = _Names({**names.values, "max_bs": max_bs}, names.defaults)  # the parameter
     sizes: list[int] = []
     for row in capture:
         if row.op == "unread":
@@ -198,14 +192,15 @@ def _vlm(constants: dict[str, Any], vision: Mapping[str, Any] | None, lines: lis
 
 
 def static_fraction(
-    rows: Sequence[Any], gpu_memory_bytes: int, tp: int, model: Model
+    rows: Sequence[Any], gpu_memory_bytes: int, tp: int, model: Model, defaults: ServerArgs
 ) -> StaticFraction:
-    """mem_fraction_static SGLang computes at startup for this GPU, tp and model."""
+    """mem_fraction_static SGLang computes at startup for this GPU, tp and model, the other
+    server args at `defaults`."""
     if not rows:
         why = f"sglang has no {FACT} rows"
         return StaticFraction(None, (), (why,), ())
     gpu_mib = Fraction(gpu_memory_bytes, MIB)
-    names = _initial(gpu_mib, tp, model)
+    names = _initial(gpu_mib, tp, model, defaults)
     capture = [r for r in rows if r.part == "prefill_capture"]
     used: list[Any] = []
     terms: dict[str, list[str]] = {}
@@ -312,7 +307,7 @@ def _apply(names: _Names, row, value, terms: dict[str, list[str]], lines: list[s
 
 def model_for(constraints: Any, model: Any, use_mla: bool) -> Model | str:
     """The heuristic's model inputs from SGLang's extracted rules, or why they are unknown."""
-    from apron import sglang_config_class
+    from apron.engines.sglang import config_class as sglang_config_class
     from apron.engines.sglang import prefill_graph as sglang_prefill_graph
 
     multimodal = sglang_prefill_graph.is_multimodal(constraints, model)
@@ -350,7 +345,7 @@ def fraction_for(constraints: Any, model: Any, use_mla: bool, gpu_memory: int, t
     inputs = model_for(constraints, model, use_mla)
     if isinstance(inputs, str):
         return None, f"mem_fraction_static unknown: {inputs}", (), ()
-    found = static_fraction(rows, gpu_memory, tp, inputs)
+    found = static_fraction(rows, gpu_memory, tp, inputs, server_args(constraints))
     cites = tuple(dict.fromkeys(constraints.cite(r) for r in found.rows))
     assumes = ", ".join(ASSUMPTIONS)
     if found.fraction is None:

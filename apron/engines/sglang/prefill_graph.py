@@ -2,16 +2,22 @@
 fraction, from the extracted rules (generated/sglang/prefill_graph_rules.py): a per-model default
 hook, else `breakable` (the CUDA default) switched to `tc_piecewise` for the validated multimodal
 models, then turned off when a rule of that backend's list holds (Nemotron-H, DeepSeek-V4, most
-multimodal models). Each rule's condition is matched by its code against what it means under
-default server args on CUDA; a condition not in CONDITIONS makes the backend unknown. Whether the
-model is multimodal is SGLang's ModelConfig.is_multimodal (its extracted sets, and a text
-sub-config: Kimi-K3)."""
+multimodal models). Each rule is an expression of the one rule language, evaluated by
+apron/expressions.py over the names `environment` gives: the server args at their defaults on
+CUDA (apron.engines.sglang.server_args), the ModelConfig attributes the rules read (MODEL_CONFIG)
+and SGLang's architecture-set predicates (`is_nemotron_h(hf_config)`: the architecture_sets
+fact). A name or call it does not give makes the backend unknown, naming it. Whether the model is
+multimodal is SGLang's ModelConfig.is_multimodal (its extracted sets, and a text sub-config:
+Kimi-K3)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections import ChainMap
 from typing import Any, NamedTuple
+
+from apron.conditions import object_holds
+from apron.engines.sglang.server_args import PLATFORM_CALLS, PLATFORM_NAMES, server_args
+from apron.expressions import PYTHON, Unknown, absent, evaluate
 
 FACT = "prefill_graph_rules"
 CUDA_DEFAULT = "breakable"  # cuda_graph_config.default_prefill_backend() on CUDA
@@ -21,8 +27,13 @@ MM_DISABLED = "ModelConfig.__init__.mm_disabled_models"
 # ModelConfig.__init__'s `elif architectures[0] in MIMO_V2_MULTIMODAL_ARCHS and not (hasattr(
 # hf_config, "vision_config") and hasattr(hf_config, "audio_config"))`: multimodal off
 MIMO_V2_MM = "ModelConfig.__init__.MIMO_V2_MULTIMODAL_ARCHS"
-HAS_ALL = re.compile(r"not \((.+)\)")
-HAS_ONE = re.compile(r'hasattr\(self\.hf_config, "(\w+)"\)')
+MODEL_CONFIG = "self.get_model_config()."
+PIECEWISE_SUPPORTED = "is_multimodal_piecewise_cuda_graph_supported"
+BREAKABLE_SUPPORTED = "is_multimodal_breakable_cuda_graph_supported"
+PIECEWISE_DISABLED = "is_piecewise_cuda_graph_disabled_model"
+# The attention backend SGLang resolves: trtllm_mla only ever serves an MLA model, where the GPU
+# decides; for any other model the backend it resolves is not trtllm_mla.
+NOT_MLA_BACKEND = "an attention backend for a non-MLA model (never trtllm_mla)"
 
 
 class Backend(NamedTuple):
@@ -32,82 +43,58 @@ class Backend(NamedTuple):
     why: str
 
 
-class Facts(NamedTuple):
-    """What the conditions ask of the model."""
-
-    sets: frozenset[str]  # SGLang's architecture sets listing architectures[0] unconditionally
-    multimodal: bool  # ModelConfig.is_multimodal
-    enable_multimodal: bool
-    use_mla: bool
-
-
-def _in(name: str) -> Callable[[Facts], bool | None]:
-    return lambda f: name in f.sets
-
-
-def _never(_: Facts) -> bool:
-    return False
-
-
-def _switch_to_piecewise(f: Facts) -> bool | None:
-    if not (f.enable_multimodal and "is_multimodal_piecewise_cuda_graph_supported" in f.sets):
-        return False
-    return None if f.use_mla else True  # trtllm_mla is picked by GPU for an MLA model
+def model_config_names(sets: frozenset[str], multimodal: bool) -> dict[str, Any]:
+    """The ModelConfig attributes the rules read, as ModelConfig.__init__ sets them
+    (configs/model_config.py): `enable_multimodal and <set predicate>(architectures)` for the
+    two support flags, and `<disabled set>(architectures) or (is_multimodal and not <piecewise
+    set>(architectures))` for the piecewise-disabled one; `sets` are the architecture sets that
+    list the model's architecture, `multimodal` is ModelConfig.is_multimodal."""
+    enable = MM_DISABLED not in sets  # its condition model_impl != TRANSFORMERS holds (auto)
+    return {
+        f"{MODEL_CONFIG}is_multimodal": multimodal,
+        f"{MODEL_CONFIG}{BREAKABLE_SUPPORTED}": enable and BREAKABLE_SUPPORTED in sets,
+        f"{MODEL_CONFIG}{PIECEWISE_SUPPORTED}": enable and PIECEWISE_SUPPORTED in sets,
+        f"{MODEL_CONFIG}{PIECEWISE_DISABLED}": PIECEWISE_DISABLED in sets
+        or (multimodal and PIECEWISE_SUPPORTED not in sets),
+        # what a set predicate is given; it answers for the model's architecture (above)
+        f"{MODEL_CONFIG}hf_config": "the model's hf_config",
+        "self": "the ServerArgs object",  # what SGLang's helpers are given (not read here)
+    }
 
 
-# condition code (as extracted) -> its truth for the model under default server args on CUDA
-CONDITIONS: dict[str, Callable[[Facts], bool | None]] = {
-    "is_nemotron_h(self.get_model_config().hf_config)": _in("is_nemotron_h"),
-    "is_deepseek_v4(self.get_model_config().hf_config)": _in("is_deepseek_v4"),
-    "self.get_model_config().is_multimodal and not self.get_model_config()"
-    ".is_multimodal_breakable_cuda_graph_supported": lambda f: (
-        f.multimodal
-        and not (f.enable_multimodal and "is_multimodal_breakable_cuda_graph_supported" in f.sets)
-    ),
-    "self.get_model_config().is_multimodal and not self.get_model_config()"
-    ".is_multimodal_piecewise_cuda_graph_supported": lambda f: (
-        f.multimodal
-        and not (f.enable_multimodal and "is_multimodal_piecewise_cuda_graph_supported" in f.sets)
-    ),
-    "self.get_model_config().is_piecewise_cuda_graph_disabled_model": lambda f: (
-        "is_piecewise_cuda_graph_disabled_model" in f.sets
-        or (
-            f.multimodal
-            and not (
-                f.enable_multimodal and "is_multimodal_piecewise_cuda_graph_supported" in f.sets
-            )
-        )
-    ),
-    "self.get_model_config().is_multimodal_piecewise_cuda_graph_supported and "
-    'self._resolved_attention_backends()[0] != "trtllm_mla"': _switch_to_piecewise,
-    # server args at their defaults, a CUDA platform, an HF checkpoint (not GGUF)
-    "self._resolved().attn_cp_size > 1 and not supports_prefill_cp_bcg(self)": _never,
-    "self._resolved().attn_cp_size > 1": _never,
-    "self.dcp_size > 1": _never,
-    "self.enable_two_batch_overlap": _never,
-    'resolved_view(self).moe_a2a_backend not in ("none", "deepep", "megamoe", "flashinfer")': (
-        _never
-    ),
-    'resolved_view(self).moe_a2a_backend != "none"': _never,
-    "self._resolved().enable_dp_attention": _never,
-    "self.enable_torch_compile": _never,
-    "self.pp_size > 1": _never,
-    "is_hip() or is_npu() or is_cpu() or is_mps() or is_xpu()": _never,
-    "current_platform.is_out_of_tree() and not current_platform.support_piecewise_cuda_graph()": (
-        _never
-    ),
-    "bool(self.lora_paths) or self.enable_lora": _never,
-    'self.load_format == "gguf" or resolved_view(self).quantization == "gguf" or '
-    "check_gguf_file(self.model_path)": _never,
-    "self.dllm_algorithm is not None": _never,
-    "self.cpu_offload_gb > 0 or self.enable_hierarchical_cache": _never,
-    "self.enable_deterministic_inference": _never,
-    'self.disaggregation_mode != "null"': _never,
-    "self.enable_symm_mem": _never,
-    "self.enable_eplb or self.expert_distribution_recorder_mode is not None": _never,
-    "self.debug_cuda_graph": _never,
-    "self.enable_dsa_prefill_context_parallel": _never,
-}
+def _set_predicates(constraints: Any, sets: frozenset[str]) -> dict[str, Any]:
+    """SGLang's architecture-set functions (`is_nemotron_h(hf_config)`), each answering whether
+    it lists the model's architecture; whatever argument it is given names the same model."""
+    names = {str(r.set_name) for r in constraints.rows(SETS) if "." not in str(r.set_name)}
+    return {name: (lambda *_, held=name in sets: held) for name in names}
+
+
+class _Calls(dict):
+    """The calls apron answers; any other call's value is absent: unknown only where a rule
+    uses it (`attn_cp_size > 1 and not supports_prefill_cp_bcg(self)` with attn_cp_size 1)."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+    def __missing__(self, name: str) -> Any:
+        return lambda *_: absent(f"{name}() is not read")
+
+
+def environment(constraints: Any, model: Any, use_mla: bool, multimodal: bool):
+    """(names, calls) the rules are evaluated in for this model under default server args."""
+    sets = _sets(constraints, model.architecture or "")
+    backends = (
+        absent("the attention backend SGLang picks for an MLA model from the GPU")
+        if use_mla
+        else [NOT_MLA_BACKEND]
+    )
+    names = ChainMap(
+        model_config_names(sets, multimodal),
+        {"self._resolved_attention_backends()": backends},
+        PLATFORM_NAMES,
+        server_args(constraints),
+    )
+    return names, _Calls({**_set_predicates(constraints, sets), **PLATFORM_CALLS})
 
 
 def _sets(constraints: Any, architecture: str) -> frozenset[str]:
@@ -135,20 +122,17 @@ def is_multimodal(constraints: Any, model: Any) -> bool | str:
 
 
 def _lacks_sub_configs(constraints: Any, architecture: str, model: Any) -> bool | str:
-    """Whether MIMO_V2_MULTIMODAL_ARCHS' condition holds (multimodal off): not every
-    sub-configuration it asks hf_config for is there (a key of config.json, null included, is an
-    attribute of the loaded config); why it is unknown when the condition is another shape."""
+    """Whether MIMO_V2_MULTIMODAL_ARCHS' condition holds (multimodal off), evaluated from its
+    extracted rule on the config as SGLang loads it; why it is unknown when it cannot be."""
     row = next(
         r
         for r in constraints.rows(SETS)
         if r.set_name == MIMO_V2_MM and r.architecture == architecture and r.member_returns
     )
-    condition = str(row.condition or "")
-    inner = HAS_ALL.fullmatch(condition)
-    keys = [HAS_ONE.fullmatch(p) for p in inner.group(1).split(" and ")] if inner else [None]
-    if not all(keys):
-        return f"{row.symbol}: `{condition}` ({MIMO_V2_MM}) is not evaluated"
-    return not all(k.group(1) in model.raw for k in keys if k is not None)
+    evaluation = object_holds(model, row.condition_rule)
+    if evaluation.value is None:
+        return f"{row.symbol}: `{row.condition}` ({MIMO_V2_MM}): {evaluation.problem}"
+    return evaluation.value
 
 
 def prefill_backend(constraints: Any, model: Any, use_mla: bool, multimodal: bool) -> Backend:
@@ -157,11 +141,10 @@ def prefill_backend(constraints: Any, model: Any, use_mla: bool, multimodal: boo
     if not rows:
         return Backend(None, f"SGLang's {FACT} are not extracted")
     architecture = model.architecture or ""
-    sets = _sets(constraints, architecture)
-    facts = Facts(sets, multimodal, MM_DISABLED not in sets, use_mla)
     for row in rows:
         if row.kind == "default" and row.name == architecture:
             return Backend(row.target, f"{row.symbol} sets {architecture}'s prefill backend")
+    names, calls = environment(constraints, model, use_mla, multimodal)
     backend = CUDA_DEFAULT
     steps = [f"{CUDA_DEFAULT} (the CUDA default)"]
     for kind in ("switch", "disable"):
@@ -170,11 +153,10 @@ def prefill_backend(constraints: Any, model: Any, use_mla: bool, multimodal: boo
                 return Backend(None, f"{row.symbol}: `{row.condition}` not read")
             if row.kind != kind:
                 continue
-            evaluate = CONDITIONS.get(row.condition)
-            holds = evaluate(facts) if evaluate is not None else None
-            if holds is None:
-                what = "is not evaluated" if evaluate is None else "depends on the GPU"
-                return Backend(None, f"{row.symbol}: `{row.condition}` {what}")
+            try:
+                holds = bool(evaluate(row.rule, names, calls, PYTHON))
+            except Unknown as err:
+                return Backend(None, f"{row.symbol}: `{row.condition}` is not evaluated: {err}")
             if holds and kind == "switch":
                 backend = row.target
                 steps.append(f"{row.target} ({row.symbol})")
