@@ -10,6 +10,7 @@ are plain tuples (equal to a NamedTuple with the same values) with the fields re
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import repeat
 from typing import Any
 
 try:
@@ -30,7 +31,7 @@ class _RecordType(type):
 
     def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> type:
         namespace["__slots__"] = ()  # no per-instance dict, as a NamedTuple
-        if any(isinstance(base, _RecordType) for base in bases):
+        if bases != (tuple,):  # a record type (Record itself is the one class on tuple)
             if any(hasattr(base, "_fields") for base in bases):
                 raise TypeError(f"{name}: a record type cannot extend another record type")
             fields = tuple(namespace.get("__annotations__", {}))
@@ -43,7 +44,7 @@ class _RecordType(type):
                 namespace[field] = _tuplegetter(index, f"Alias for field number {index}")
             namespace["_fields"] = namespace["__match_args__"] = fields
             namespace["_field_defaults"] = defaults
-            namespace["_padding"] = tuple(defaults.get(f, _MISSING) for f in fields)
+            namespace["_padding"] = tuple(map(defaults.get, fields, repeat(_MISSING)))
         return super().__new__(mcs, name, bases, namespace)
 
 
