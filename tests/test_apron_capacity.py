@@ -531,7 +531,8 @@ def test_hybrid_capacity_with_mamba_prefix_caching_aligns_the_block_to_the_chunk
 
 def test_hybrid_capacity_is_unknown_without_the_kernel_block_size():
     from apron.constraints import load_constraints
-    from apron.mechanisms.per_gpu import engine_capacity, gpu_share
+    from apron.engines.vllm.hybrid_page import hybrid_block
+    from apron.mechanisms.per_gpu import HYBRID_PAGE_UNKNOWN, engine_capacity, gpu_share
     from apron.mechanisms.select import Selection
     from apron.planning.engine_registry import ENGINE_RULES
     from apron.serving_rules import serving_rules
@@ -554,9 +555,12 @@ def test_hybrid_capacity_is_unknown_without_the_kernel_block_size():
         0,
         engine=ENGINE_RULES["vllm"],
     )
-    c = engine_capacity(model, "hybrid_ssm", share, rules, GIB80, None, 32768, "")
-    assert c.sequences is None
-    assert any("kernel block sizes" in u for u in c.unknown)
+    for mode in (("align", "prefix caching"), ("all", "prefix caching")):
+        block, why = hybrid_block(model, share, rules, [], mode)
+        assert block is None and "kernel block sizes" in why
+    # the shared block fit applies no engine's page rule: unknown, not a guess
+    shared = engine_capacity(model, "hybrid_ssm", share, rules, GIB80, None, 32768, "")
+    assert shared.sequences is None and HYBRID_PAGE_UNKNOWN in shared.unknown
 
 
 def test_hybrid_committed_index_at_tp2():

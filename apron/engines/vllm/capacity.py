@@ -162,7 +162,8 @@ def capacity(
     weights_unknown: str,
 ) -> Capacity:
     """vLLM's blocks, concurrency and verdict on one GPU, or unknown with what is missing."""
-    from apron.mechanisms.per_gpu import _block_tokens, _hybrid_block
+    from apron.engines.vllm.hybrid_page import hybrid_block
+    from apron.mechanisms.per_gpu import _block_tokens
 
     gpu_memory = deployment.gpu_memory or 0
     fraction, fraction_source = (
@@ -219,7 +220,7 @@ def capacity(
             gpu_memory, fraction, fraction_source, block, block_source, (mode[1],), notes
         )
     if mechanism == hybrid_ssm.NAME and layers.of(STATE) and layers.of(ATTENTION):
-        found = _hybrid_block(model, share, rules, notes, mode)
+        found = hybrid_block(model, share, rules, notes, mode)
         if found[0] is None:
             return _unknown_capacity(
                 gpu_memory, fraction, fraction_source, block, block_source, (found[1],), notes
@@ -345,9 +346,9 @@ def mamba_cache_mode(model: ModelConfig, prefix_caching: bool | None) -> tuple[s
             else "vllm serve's default: prefix caching off for a hybrid or attention-free model"
         )
         return "none", f"mamba_cache_mode 'none' ({why})"
-    from apron.mechanisms.per_gpu import _mamba_cache_mode
+    from apron.engines.vllm.hybrid_page import class_mamba_cache_mode
 
-    return _mamba_cache_mode(model)
+    return class_mamba_cache_mode(model)
 
 
 PP_WEIGHTS = (
