@@ -124,8 +124,6 @@ def _collector_paused() -> Iterator[None]:
         yield
     finally:
         if collecting:
-            gc.freeze()  # everything made, kept for the process's life, joins the oldest
-            gc.unfreeze()  # generation unscanned (freeze then unfreeze moves, scans nothing)
             gc.enable()
 
 
