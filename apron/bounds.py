@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron.errors import ApronInputError
+from apron.record import Record
 from apron.terminal import shown
 
 INT32_MAX = 2**31 - 1
@@ -24,7 +24,7 @@ INT64_MAX = 2**63 - 1
 MAX_OPTION_CHARS = 40  # the longest number text read (a 19-digit integer, a point, a unit)
 
 
-class Bound(NamedTuple):
+class Bound(Record):
     """Inclusive integer bounds and whose they are, for the message."""
 
     low: int
@@ -166,6 +166,8 @@ def parse_quantity(
             f"{where} {shown(repr(text))}: give {asks}, e.g. {example} "
             f"(units: {names}; case does not matter)"
         )
+    from decimal import Decimal, InvalidOperation  # only for an option: a plan does not need it
+
     try:
         amount = Decimal(found.group(1)) * units[unit]
     except InvalidOperation as err:  # pragma: no cover - the pattern admits only plain digits

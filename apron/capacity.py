@@ -13,7 +13,8 @@ the engine's own figure is lower by what its profiling run measures."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+
+from apron.record import Record
 
 MEMORY_UNITS = {
     "b": 1,
@@ -43,7 +44,7 @@ def parse_memory(text: str, option: str = "--gpu-memory") -> int:
     )
 
 
-class Fit(NamedTuple):
+class Fit(Record):
     """What fits in one GPU's KV budget. None fields are unknown (see `unknown`)."""
 
     budget_bytes: int | None

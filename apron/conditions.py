@@ -10,13 +10,14 @@ both as published, no derived value (SGLang's getattr reads the loaded object)."
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron.config import ModelConfig
 from apron.expressions import Converter, Unknown, Unread, evaluate
+from apron.record import Record
 
 
-class Evaluation(NamedTuple):
+class Evaluation(Record):
     """The truth of a condition (None when it cannot be evaluated) and notes on how it was read."""
 
     value: bool | None

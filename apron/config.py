@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from apron.errors import ApronInputError
 from apron.input_files import present, read_input
 from apron.json_files import parse_json, read_json_object
+from apron.record import Record
 from apron.terminal import shown
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 # generated/transformers/).
 
 
-class FieldRead(NamedTuple):
+class FieldRead(Record):
     """One config field as read: the canonical name, the key actually present, its value."""
 
     name: str

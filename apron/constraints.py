@@ -27,17 +27,18 @@ import typing
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron import generated_cache
 from apron.errors import ConstraintsError
+from apron.record import Record
 
 WARNINGS_MODULE = "warnings_found"
 SUPPORT_ROLES = ("registry", "documented", "finding", "matrix")
 _names = itertools.count()
 
 
-class Citation(NamedTuple):
+class Citation(Record):
     """Where a fact came from: engine, commit, path and symbol (the unit every answer cites)."""
 
     engine: str
@@ -46,7 +47,7 @@ class Citation(NamedTuple):
     symbol: str
 
 
-class ArchitectureFact(NamedTuple):
+class ArchitectureFact(Record):
     """A fact apron scans for a config's architecture: its name, the field holding the
     architecture (a string or a tuple of strings) and its role (see SUPPORT_ROLES)."""
 
@@ -55,7 +56,7 @@ class ArchitectureFact(NamedTuple):
     role: str
 
 
-class EngineConstraints(NamedTuple):
+class EngineConstraints(Record):
     """One engine's generated constraints: provenance plus fact name -> rows."""
 
     engine: str
@@ -104,7 +105,7 @@ def _importer(schema: types.ModuleType | None):
 # and the schema module it imports. Loading the same generated/ again, as every ConstraintSet
 # does, costs a lookup; a rewritten file (or one under another schema) loads anew. Sharing is
 # safe because a generated module holds only immutable data (str, int, bool, None, tuples and
-# the schema's NamedTuples), which checked_rows verifies.
+# the schema's record types), which checked_rows verifies.
 _LOADED: dict[tuple[str, bytes, int | None], types.ModuleType] = {}
 _LOADED_KEPT = 1024  # a generated/ holds about 150 modules
 _ROWS: weakref.WeakKeyDictionary[types.ModuleType, tuple] = weakref.WeakKeyDictionary()
@@ -129,9 +130,11 @@ def _collector_paused() -> Iterator[None]:
 def _execute(path: Path, schema: types.ModuleType | None) -> types.ModuleType:
     """Run one generated file as a private module (not in sys.modules), once per content; a
     module checked before under the same schema is rebuilt from its kept rows instead."""
-    if not path.is_file():
-        raise ConstraintsError(f"{path} is missing")
-    source = path.read_bytes()
+    try:
+        with open(path, "rb") as file:
+            source = file.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise ConstraintsError(f"{path} is missing") from None
     digest = generated_cache.digest(source)
     key = (str(path), digest, id(schema))
     known = _LOADED.get(key)
@@ -291,7 +294,7 @@ def _items_check(items_text: str) -> Callable[[tuple], bool]:
 
 
 def _annotation_text(annotation: Any) -> str:
-    """A schema annotation as written (NamedTuple keeps postponed ones as ForwardRef)."""
+    """A schema annotation as written (a Record keeps it as text; a NamedTuple, as ForwardRef)."""
     if isinstance(annotation, typing.ForwardRef):
         return annotation.__forward_arg__
     if isinstance(annotation, str):
@@ -300,14 +303,23 @@ def _annotation_text(annotation: Any) -> str:
 
 
 def _record_types(schema: types.ModuleType) -> dict[str, type]:
-    return {
-        name: value
-        for name, value in vars(schema).items()
-        if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
-    }
+    """The schema's record types by name (found once per schema module)."""
+    found = _RECORD_TYPES.get(schema)
+    if found is None:
+        found = _RECORD_TYPES[schema] = {
+            name: value
+            for name, value in vars(schema).items()
+            if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
+        }
+    return found
 
 
-def _declared(module: types.ModuleType, path: Path, name: str, check, expected: str) -> Any:
+_RECORD_TYPES: weakref.WeakKeyDictionary[types.ModuleType, dict[str, type]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _declared(module: types.ModuleType, path: Path | str, name: str, check, expected: str) -> Any:
     if name not in vars(module):
         raise ConstraintsError(f"{path}: {name} is missing")
     value = vars(module)[name]
@@ -317,10 +329,20 @@ def _declared(module: types.ModuleType, path: Path, name: str, check, expected: 
 
 
 def _str_tuple(value: Any) -> bool:
-    return isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+    return isinstance(value, tuple) and all(map(isinstance, value, itertools.repeat(str)))
 
 
-def checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType) -> tuple:
+def _sources(value: Any) -> bool:
+    """Is `value` a tuple of (path, blob) string pairs? (one pass in C over the pairs)"""
+    return (
+        isinstance(value, tuple)
+        and all(map(isinstance, value, itertools.repeat(tuple)))
+        and set(map(len, value)) <= {2}
+        and _str_tuple(tuple(itertools.chain.from_iterable(value)))
+    )
+
+
+def checked_rows(module: types.ModuleType, path: Path | str, schema: types.ModuleType) -> tuple:
     """The module's ROWS, each an instance of the one schema record type the module imports,
     each field of the type the schema declares (checked once per loaded module)."""
     if module in _ROWS:
@@ -330,7 +352,7 @@ def checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType)
     return rows
 
 
-def _checked_rows(module: types.ModuleType, path: Path, schema: types.ModuleType) -> tuple:
+def _checked_rows(module: types.ModuleType, path: Path | str, schema: types.ModuleType) -> tuple:
     types_in_schema = _record_types(schema)
     imported = [v for v in vars(module).values() if v in types_in_schema.values()]
     if len(imported) != 1:
@@ -359,7 +381,7 @@ def _rows_fit(rows: tuple, record: type, shapes: list) -> bool:
     return True
 
 
-def _row_problem(path: Path, rows: tuple, record: type, annotations: dict) -> str:
+def _row_problem(path: Path | str, rows: tuple, record: type, annotations: dict) -> str:
     """Where rows that do not fit first go wrong: the row that is not a `record`, or the first
     field of a value that does not match its annotation."""
     for number, row in enumerate(rows, 1):
@@ -395,22 +417,26 @@ class EngineDirectory:
             self._schema = _execute(self.root / "schema.py", None)
         return self._schema
 
+    def path(self, name: str) -> Path:
+        """The file of the module `name` (a fact, __init__ or the warnings)."""
+        return self.folder / f"{name}.py"
+
     def module(self, name: str) -> types.ModuleType:
         if name not in self._modules:
-            self._modules[name] = _execute(self.folder / f"{name}.py", self.schema())
+            self._modules[name] = _execute(self.path(name), self.schema())
         return self._modules[name]
 
     def fact_module(self, fact: str) -> tuple[types.ModuleType, tuple]:
         """The fact's module and its checked rows (FACT, ORDERED and SOURCES checked too)."""
         module = self.module(fact)
-        path = self.folder / f"{fact}.py"
+        path = module.__file__  # named in an error only
         _declared(module, path, "FACT", lambda v: v == fact, repr(fact))
         _declared(module, path, "ORDERED", lambda v: isinstance(v, bool), "True or False")
         _declared(
             module,
             path,
             "SOURCES",
-            lambda v: isinstance(v, tuple) and all(_str_tuple(s) and len(s) == 2 for s in v),
+            _sources,
             "a tuple of (path, blob) pairs",
         )
         return module, checked_rows(module, path, self.schema())
@@ -502,13 +528,17 @@ def engine_directory(engine: EngineConstraints) -> EngineDirectory:
 
 class ConfigClassTables:
     """generated/transformers/ (the configuration classes of transformers' release and of vLLM),
-    loaded on first use: the modules are large and many plans never read them."""
+    loaded on first use: the modules are large and many plans never read them. A plan reads a
+    few classes of hundreds, so each module is kept (apron/generated_cache.py) as its small
+    names and each class's rows apart, and a class's rows are decoded when it is first read."""
 
     MODULES = ("config_classes", "vllm_config_classes")
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._modules: tuple[types.ModuleType, ...] | None = None
+        self._indexes: tuple[tuple[str, Mapping[str, Any], Mapping[str, Any]], ...] | None = None
+        self._grouped_modules: dict[int, tuple[dict[str, Any], dict[str, dict]]] = {}
         self._classes: dict[frozenset[str], Any] = {}
 
     def modules(self) -> tuple[types.ModuleType, ...]:
@@ -518,18 +548,84 @@ class ConfigClassTables:
             )
         return self._modules
 
+    def indexes(self) -> tuple[tuple[str, Mapping[str, Any], Mapping[str, Any]], ...]:
+        """Each module as (path, its names but the per-class tables, class name -> table -> that
+        class's rows): kept by the hash of the module's bytes, else made from the module."""
+        if self._indexes is None:
+            self._indexes = tuple(self._index(number) for number in range(len(self.MODULES)))
+        return self._indexes
+
+    def _index(self, number: int) -> tuple[str, Mapping[str, Any], Mapping[str, Any]]:
+        path = self.folder / f"{self.MODULES[number]}.py"
+        if not path.is_file():
+            raise ConstraintsError(f"{path} is missing")
+        digest = generated_cache.digest(path.read_bytes())
+        kept = generated_cache.class_rows(digest)
+        if kept is not None:
+            names, encoded = kept
+            return str(path), names, _KeptClassRows(encoded, lambda: self._grouped(number)[1])
+        names, by_class = self._grouped(number)
+        generated_cache.keep_class_rows(digest, names, by_class)
+        return str(path), names, by_class
+
+    def _grouped(self, number: int) -> tuple[dict[str, Any], dict[str, dict[str, tuple]]]:
+        """One module's names but its per-class tables, and those tables' rows by class."""
+        from apron.normalize import PER_CLASS_TABLES, rows_by_class
+
+        if number in self._grouped_modules:
+            return self._grouped_modules[number]
+        module = self.modules()[number]
+        names = {
+            name: value
+            for name, value in vars(module).items()
+            if not name.startswith("__")
+            and name not in PER_CLASS_TABLES
+            and value is not __future__.annotations
+        }
+        with _collector_paused():  # tens of thousands of rows, none in a cycle
+            by_class = rows_by_class(vars(module), str(self.folder / f"{self.MODULES[number]}.py"))
+            grouped = self._grouped_modules[number] = (names, by_class)
+        return grouped
+
     def classes(self, kv_head_keys: frozenset[str]):  # -> apron.normalize.ConfigClasses
         """The tables with these KV-head keys withheld from defaults, built once per key set."""
         if kv_head_keys not in self._classes:
             from apron.normalize import ConfigClasses
 
-            with _collector_paused():  # tens of thousands of tables entries, none in a cycle
-                tables = ConfigClasses.from_modules(*self.modules(), kv_head_keys)
+            tables = ConfigClasses.from_indexes(self.indexes(), kv_head_keys)
             self._classes[kv_head_keys] = tables
         return self._classes[kv_head_keys]
 
 
-class ConstraintSet(NamedTuple):
+class _KeptClassRows(Mapping[str, Mapping[str, tuple]]):
+    """Class name -> table -> rows, each class decoded from the cache when first read; a class
+    that does not decode (a damaged entry) is read from the module instead."""
+
+    def __init__(self, encoded: dict[str, bytes], from_module: Callable[[], Mapping]) -> None:
+        self._encoded = encoded
+        self._from_module = from_module
+        self._decoded: dict[str, Mapping[str, tuple]] = {}
+
+    def __getitem__(self, name: str) -> Mapping[str, tuple]:
+        found = self._decoded.get(name)
+        if found is None:
+            found = generated_cache.decoded(self._encoded[name])
+            if type(found) is not dict:
+                found = self._from_module()[name]
+            self._decoded[name] = found
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._encoded
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._encoded)
+
+    def __len__(self) -> int:
+        return len(self._encoded)
+
+
+class ConstraintSet(Record):
     """The rules apron consults: engine id -> constraints (None when that engine has none), and
     the configuration classes configs are read with. Everything apron evaluates comes from the
     set the caller gives; no module loads generated/ on its own."""

@@ -11,11 +11,12 @@ named, not read."""
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron import bounds
 from apron.config import ModelConfig, is_int
 from apron.errors import ApronInputError
+from apron.record import Record
 
 MAX_CONTEXT = bounds.CONTEXT.high  # tokens; the longest published context (10M) is far below
 
@@ -34,7 +35,7 @@ UNSCALED_ROPE = ("su", "longrope", "llama3")
 NO_LENGTH_KEY_DEFAULT = 2048  # by hand from vllm/config/model.py (_get_and_verify_max_len)
 
 
-class MaxLen(NamedTuple):
+class MaxLen(Record):
     """The derived maximum context (None when no length key is present) and how it was found;
     `default` is what vLLM uses without --max-model-len (lower for longrope models)."""
 

@@ -4,10 +4,10 @@ fixed KV cache size). None means the engine's own default."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from apron.record import Record
 
 
-class LlamaCppFlags(NamedTuple):
+class LlamaCppFlags(Record):
     """llama.cpp's context flags apron models (None: llama.cpp's default, common_params)."""
 
     type_k: str | None = None  # -ctk
@@ -32,7 +32,7 @@ class LlamaCppFlags(NamedTuple):
         return found
 
 
-class Deployment(NamedTuple):
+class Deployment(Record):
     """One GPU's settings, as given on the command line (None: the engine decides)."""
 
     gpu_memory: int | None = None  # bytes per GPU

@@ -10,12 +10,12 @@ Numbers are checked by apron.bounds, the one number check, with each option's en
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from apron import bounds
 from apron.constraints import EngineConstraints
 from apron.deployment import Deployment, LlamaCppFlags
 from apron.errors import ApronInputError
+from apron.record import Record
 from apron.terminal import shown
 
 LITERALS = "option_literals"
@@ -143,7 +143,7 @@ def check_flash_attn(flags: LlamaCppFlags, quantized_v: bool) -> None:
         )
 
 
-class EngineOptions(NamedTuple):
+class EngineOptions(Record):
     """The engine flags as given on the command line (text; None: not given)."""
 
     block_size: str | None = None

@@ -50,7 +50,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
+
+from apron.record import Record
 
 
 class Unknown(Exception):
@@ -62,7 +64,7 @@ class Raises(Unknown):
     fails, so the input is refused, not unknown."""
 
 
-class Unread(NamedTuple):
+class Unread(Record):
     """A value the engine computes that apron could not: using it is Unknown for `reason`."""
 
     reason: str
@@ -72,7 +74,7 @@ class Symbol(str):
     """An enum constant (LLAMA_SWA_TYPE_STANDARD, LLM_ARCH_LLAMA): compared by name only."""
 
 
-class _Undefined(NamedTuple):
+class _Undefined(Record):
     """A value C++ or Python would not compute here (x / 0, a config key the converter reads and
     this config lacks, code the reader does not read): fine where a short circuit or `?:` never
     uses it, Unknown (naming why) where it is used."""
@@ -87,7 +89,7 @@ def absent(why: str) -> Any:
     return _Undefined(why)
 
 
-class Converter(NamedTuple):
+class Converter(Record):
     """What the converter's reads resolve against: the HF config as the converter sees it, and
     its class's attributes by name."""
 

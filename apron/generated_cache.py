@@ -1,5 +1,6 @@
 """The strict loader's cache of generated modules, keyed by the hash of their bytes: compiled code,
-and a checked module's data as plain tuples; outside the checkout, and never required.
+a checked module's data as plain tuples, and a configuration-class table's rows by class (each
+class encoded apart, so a plan decodes the few it reads); outside the checkout, never required.
 
 Every entry is named by the hash (importlib's `source_hash`, as a checked hash-based .pyc is) of
 exactly the bytes it was made from, so an edited file, or one rewritten within the same second,
@@ -29,10 +30,14 @@ ROWS_FORMAT = 1  # the layout of a rows entry below
 
 def directory() -> Path:
     """The cache folder: in $APRON_CACHE_DIR, else $XDG_CACHE_HOME/apron (~/.cache/apron)."""
+    return Path(_folder())
+
+
+def _folder() -> str:
     root = os.environ.get(CACHE_ENV) or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "apron"
     )
-    return Path(root) / FOLDER
+    return os.path.join(root, FOLDER)
 
 
 def digest(source: bytes) -> bytes:
@@ -44,7 +49,7 @@ def compiled(path: Path, source: bytes, source_digest: bytes) -> types.CodeType:
     """The code of one generated file: the cached code compiled from exactly these bytes, else
     compiled from them now (and cached)."""
     header = _CHECKED_HASH + source_digest
-    entry = directory() / f"{source_digest.hex()}.{sys.implementation.cache_tag}.pyc"
+    entry = os.path.join(_folder(), f"{source_digest.hex()}.{sys.implementation.cache_tag}.pyc")
     code = _read(entry, header)
     if isinstance(code, types.CodeType):
         return code if code.co_filename == str(path) else code.replace(co_filename=str(path))
@@ -54,13 +59,15 @@ def compiled(path: Path, source: bytes, source_digest: bytes) -> types.CodeType:
 
 
 def _loader_digest() -> bytes:
-    """The hash of the checking code (apron/constraints.py and this module): a change to either
-    makes every rows entry a miss."""
+    """The hash of the code that checks and groups what is kept (apron/constraints.py, this
+    module, and apron/normalize.py, which groups the class rows): a change to any makes every
+    rows and class rows entry a miss."""
     if not _LOADER:
         here = Path(__file__).resolve().parent
         try:
             text = b"".join(
-                (here / n).read_bytes() for n in ("constraints.py", "generated_cache.py")
+                (here / n).read_bytes()
+                for n in ("constraints.py", "generated_cache.py", "normalize.py")
             )
         except OSError:  # not readable: a hash no entry has, so every rows entry is a miss
             text = os.urandom(16)
@@ -71,10 +78,10 @@ def _loader_digest() -> bytes:
 _LOADER: list[bytes] = []
 
 
-def _rows_entry(source_digest: bytes, schema_digest: bytes) -> tuple[Path, bytes]:
+def _rows_entry(source_digest: bytes, schema_digest: bytes) -> tuple[str, bytes]:
     loader = _loader_digest()
     name = f"{source_digest.hex()}-{schema_digest.hex()}-{loader.hex()}.rows"
-    return directory() / name, _CHECKED_HASH + source_digest + schema_digest + loader
+    return os.path.join(_folder(), name), _CHECKED_HASH + source_digest + schema_digest + loader
 
 
 def checked_data(source_digest: bytes, schema_digest: bytes) -> tuple[Any, ...] | None:
@@ -98,9 +105,46 @@ def keep_checked_data(
     _write(entry, header, (names, records, rows))
 
 
-def _read(entry: Path, header: bytes) -> Any:
+def _class_rows_entry(source_digest: bytes) -> tuple[str, bytes]:
+    loader = _loader_digest()
+    name = f"{source_digest.hex()}-{loader.hex()}.classes"
+    return os.path.join(_folder(), name), _CHECKED_HASH + source_digest + loader
+
+
+def class_rows(source_digest: bytes) -> tuple[dict[str, Any], dict[str, bytes]] | None:
+    """What `keep_class_rows` kept for a generated/transformers/ module of these bytes: its
+    names but the per-class tables, and class name -> that class's rows, encoded (`decoded`
+    reads one); or None."""
+    data = _read(*_class_rows_entry(source_digest))
+    if type(data) is tuple and len(data) == 2 and all(type(part) is dict for part in data):
+        return data
+    return None
+
+
+def keep_class_rows(
+    source_digest: bytes, names: dict[str, Any], by_class: dict[str, dict[str, tuple]]
+) -> None:
+    """Keep one module's names and each class's rows encoded apart, so that a start decodes
+    only the classes it reads. Skipped when a value is not plain data."""
     try:
-        data = entry.read_bytes()
+        encoded = {name: marshal.dumps(rows) for name, rows in by_class.items()}
+    except ValueError:
+        return
+    _write(*_class_rows_entry(source_digest), (names, encoded))
+
+
+def decoded(encoded: bytes) -> Any:
+    """One class's rows that keep_class_rows encoded, or None when they do not decode."""
+    try:
+        return marshal.loads(encoded)
+    except (ValueError, EOFError, TypeError):
+        return None
+
+
+def _read(entry: str, header: bytes) -> Any:
+    try:
+        with open(entry, "rb") as file:
+            data = file.read()
         if data[: len(header)] == header:
             return marshal.loads(memoryview(data)[len(header) :])
     except (OSError, ValueError, EOFError, TypeError):
@@ -108,8 +152,9 @@ def _read(entry: Path, header: bytes) -> Any:
     return None
 
 
-def _write(entry: Path, header: bytes, value: Any) -> None:
+def _write(path: str, header: bytes, value: Any) -> None:
     """Write one entry atomically (a temporary file renamed over it), keeping at most KEPT."""
+    entry = Path(path)
     temporary = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
     try:
         payload = marshal.dumps(value)

@@ -10,16 +10,16 @@ A part not listed is refused with the names that are; --gpu-memory takes any fig
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from apron.errors import ApronInputError
+from apron.record import Record
 from apron.terminal import shown
 
 MIB = 2**20
 MODAL = "https://thundergolfer.com/blog/nvidia-gpu-memory-capacity (NVML totals)"
 
 
-class Gpu(NamedTuple):
+class Gpu(Record):
     """One GPU part: its short name, its name as torch reports it (vLLM tests that name), the
     NVML memory total in MiB, the other names apron accepts for it, and the source."""
 

@@ -4,17 +4,18 @@ evaluated for each layer of the config by apron/expressions.py."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron.config import ModelConfig
 from apron.expressions import Unknown, evaluate, infix
+from apron.record import Record
 from apron.vllm_rule_env import ABSENT, CALLS, LazyNames
 
 FACT = "indexer_layer_rules"
 LAYER_ID = "layer_id"
 
 
-class IndexerLayers(NamedTuple):
+class IndexerLayers(Record):
     """How many layers build an indexer (None when unknown), and how that was decided."""
 
     count: int | None

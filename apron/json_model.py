@@ -1,7 +1,7 @@
-"""Pydantic mirrors of the result NamedTuples, built from their annotations (one source of truth).
+"""Pydantic mirrors of the result records, built from their annotations (one source of truth).
 
 Imported only for `apron plan --json` and by callers who want a JSON schema: pydantic costs more
-to import than the whole calculator, so the computation itself stays on NamedTuples."""
+to import than the whole calculator, so the computation itself stays on records (apron.record)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def _convert(tp: Any) -> Any:
 
 
 def model_for(cls: type) -> type[BaseModel]:
-    """The pydantic model mirroring NamedTuple `cls` (nested NamedTuples become nested models)."""
+    """The pydantic model mirroring record `cls` (nested records become nested models)."""
     if cls not in _MODELS:
         hints = typing.get_type_hints(cls)
         fields = {name: (_convert(hints[name]), ...) for name in cls._fields}

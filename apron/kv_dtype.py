@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron.input_files import present
 from apron.json_files import read_json_object
+from apron.record import Record
 
 HF_QUANT_CONFIG = "hf_quant_config.json"
 MAX_QUANT_CONFIG_BYTES = 10_000_000
@@ -36,7 +37,7 @@ CONFIG_DTYPES = {
 SAFETENSORS_FLOAT_DTYPES = {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}
 
 
-class KvDtypeChoice(NamedTuple):
+class KvDtypeChoice(Record):
     """The KV cache dtype an engine picks for `auto`, and why."""
 
     dtype: (
@@ -46,7 +47,7 @@ class KvDtypeChoice(NamedTuple):
     source_keys: tuple[str, ...]
 
 
-class QuantConfig(NamedTuple):
+class QuantConfig(Record):
     body: Mapping[str, Any] | None
     key: (
         str  # where it came from: "quantization_config", "compression_config", hf_quant_config.json

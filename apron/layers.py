@@ -9,9 +9,8 @@ windowed). None of these present means the config states no per-layer layout."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from apron.config import ModelConfig, is_int
+from apron.record import Record
 from apron.terminal import shown
 
 FULL, SLIDING, CHUNKED, MAMBA, BOTH, LINEAR, CONV, NONE, SHARED = (
@@ -63,7 +62,7 @@ KIND_WORDS = {
 }
 
 
-class LayerLayout(NamedTuple):
+class LayerLayout(Record):
     """Per-layer kinds (empty when unknown) and where they came from."""
 
     kinds: tuple[str, ...]
@@ -198,7 +197,7 @@ def _stated_layout(model: ModelConfig) -> LayerLayout | None:
     return None
 
 
-class KindGeometry(NamedTuple):
+class KindGeometry(Record):
     """One layer kind's KV heads (whole model) and K/V head sizes, and where they came from."""
 
     kv_heads: int

@@ -18,16 +18,17 @@ names its file. A model_type without a class gets no derived fields, and the pla
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from apron import expressions
 from apron.errors import ConstraintsError
 from apron.expressions import Converter, Raises, Unknown, absent, infix
+from apron.record import Record
 from apron.terminal import shown
 
 
-class Derived(NamedTuple):
+class Derived(Record):
     """One field the engine reads that config.json does not hold, and where its value comes from."""
 
     name: str
@@ -51,7 +52,7 @@ MAX_LIST = expressions.MAX_LIST  # a derived per-layer list longer than this is 
 SCHEMA_VERSION = 2  # the generated tables' rule encoding this module reads
 
 
-class ConfigClass(NamedTuple):
+class ConfigClass(Record):
     """One configuration class as extracted: where it is, what it declares."""
 
     name: str
@@ -80,64 +81,151 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class _Tables(NamedTuple):
-    classes: dict[str, ConfigClass]
+class _Tables(Record):
+    classes: Mapping[str, ConfigClass]  # class name -> the class, built on first use
     registry: dict[str, str]
     by_model_type: dict[str, str]
 
 
-def _tables(module: Any, origin: str) -> _Tables:
-    version = getattr(module, "SCHEMA_VERSION", 1)
+# the tables with one row per class and item, the class name first: a plan reads a few classes
+# of hundreds, so each class is built from its rows when first read (_ClassMap)
+PER_CLASS_TABLES = (
+    "DEFAULTS",
+    "ATTRIBUTE_MAP",
+    "SUB_CONFIGS",
+    "DERIVATIONS",
+    "VALIDATORS",
+    "FIELD_TYPES",
+    "STRICT_CLASSES",
+)
+REQUIRED_TABLES = ("CLASSES", "DEFAULTS", "ATTRIBUTE_MAP", "SUB_CONFIGS", "DERIVATIONS")
+
+
+def rows_by_class(names: Mapping[str, Any], where: str) -> dict[str, dict[str, tuple]]:
+    """class name -> table -> that class's rows of the per-class tables, in the module's order
+    (`where` names the module in an error)."""
+    _require(names, REQUIRED_TABLES[1:], where)
+    grouped: dict[str, dict[str, list]] = {}
+    for table in PER_CLASS_TABLES:
+        for row in names.get(table, ()):
+            grouped.setdefault(row[0], {}).setdefault(table, []).append(row)
+    return {cls: {t: tuple(rows) for t, rows in tables.items()} for cls, tables in grouped.items()}
+
+
+def _config_class(
+    name: str, declared: tuple, rows: Mapping[str, tuple], origin: str
+) -> ConfigClass:
+    """One class from its CLASSES row (model_type, path, bases) and its rows of each table."""
+    model_type, path, bases = declared
+    derivations = sorted(rows.get("DERIVATIONS", ()), key=lambda row: row[1])  # by step
+    validators = sorted(rows.get("VALIDATORS", ()), key=lambda row: row[2])  # by step
+    return ConfigClass(
+        name=name,
+        model_type=model_type,
+        path=path,
+        origin=origin,
+        bases=tuple(bases),
+        defaults={
+            field: (_plain(value) if known else UNKNOWN, known)
+            for _, field, value, known in rows.get("DEFAULTS", ())
+        },
+        attribute_map={alias: stored for _, alias, stored in rows.get("ATTRIBUTE_MAP", ())},
+        sub_configs={key: sub for _, key, sub in rows.get("SUB_CONFIGS", ())},
+        derivations=tuple(
+            (field, condition, value) for _, _, field, condition, value in derivations
+        ),
+        validators=tuple(
+            (method, condition, error, message)
+            for _, method, _, condition, error, message in validators
+        ),
+        strict=bool(rows.get("STRICT_CLASSES")),
+        field_types={field: tree for _, field, tree in rows.get("FIELD_TYPES", ())},
+    )
+
+
+class _ClassMap(Mapping[str, ConfigClass]):
+    """Class name -> ConfigClass of one module, each built from its rows on first read."""
+
+    def __init__(
+        self,
+        declared: dict[str, tuple],
+        by_class: Mapping[str, Mapping[str, tuple]],
+        origin: str,
+    ) -> None:
+        self._declared = declared  # name -> (model_type, path, bases), the first by path
+        self._by_class = by_class
+        self._origin = origin
+        self._built: dict[str, ConfigClass] = {}
+
+    def __getitem__(self, name: str) -> ConfigClass:
+        found = self._built.get(name)
+        if found is None:
+            rows = self._by_class.get(name, {})
+            found = _config_class(name, self._declared[name], rows, self._origin)
+            self._built[name] = found
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._declared
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._declared)
+
+    def __len__(self) -> int:
+        return len(self._declared)
+
+
+def tables_of(
+    names: Mapping[str, Any],
+    by_class: Mapping[str, Mapping[str, tuple]],
+    origin: str,
+    where: str,
+) -> _Tables:
+    """The tables of one generated module: its names (CLASSES, REGISTRY, SCHEMA_VERSION, ...)
+    and its per-class rows (rows_by_class); `where` names the module in an error."""
+    _check_version(names, where)
+    _require(names, REQUIRED_TABLES[:1], where)
+    declared: dict[str, tuple] = {}
+    by_model_type: dict[str, str] = {}
+    for name, model_type, path, bases in sorted(names["CLASSES"], key=lambda c: c[2]):
+        if name in declared:
+            continue
+        declared[name] = (model_type, path, bases)
+        if model_type is not None:
+            by_model_type.setdefault(model_type, name)
+    classes = _ClassMap(declared, by_class, origin)
+    return _Tables(classes, dict(names.get("REGISTRY", ())), by_model_type)
+
+
+def _check_version(names: Mapping[str, Any], where: str) -> None:
+    version = names.get("SCHEMA_VERSION", 1)
     if version != SCHEMA_VERSION:
-        where = getattr(module, "__file__", None) or module.__name__
         raise ConstraintsError(
             f"{where}: SCHEMA_VERSION is {version!r}; apron reads {SCHEMA_VERSION} (rules as "
             "expressions of apron/expressions.py): re-extract with python -m "
             "apron.extractors.transformers"
         )
-    defaults: dict[str, dict[str, tuple[Any, bool]]] = {}
-    for cls, name, value, known in module.DEFAULTS:
-        defaults.setdefault(cls, {})[name] = (_plain(value) if known else UNKNOWN, known)
-    maps: dict[str, dict[str, str]] = {}
-    for cls, alias, stored in module.ATTRIBUTE_MAP:
-        maps.setdefault(cls, {})[alias] = stored
-    subs: dict[str, dict[str, str]] = {}
-    for cls, key, sub in module.SUB_CONFIGS:
-        subs.setdefault(cls, {})[key] = sub
-    steps: dict[str, list[tuple[int, str, tuple, tuple]]] = {}
-    for cls, step, name, condition, expression in module.DERIVATIONS:
-        steps.setdefault(cls, []).append((step, name, condition, expression))
-    checks: dict[str, list[tuple[int, str, tuple, str, str]]] = {}
-    for cls, method, step, condition, error, message in getattr(module, "VALIDATORS", ()):
-        checks.setdefault(cls, []).append((step, method, condition, error, message))
-    types: dict[str, dict[str, tuple]] = {}
-    for cls, name, tree in getattr(module, "FIELD_TYPES", ()):
-        types.setdefault(cls, {})[name] = tree
-    strict = {row[0] for row in getattr(module, "STRICT_CLASSES", ())}
-    classes: dict[str, ConfigClass] = {}
-    by_model_type: dict[str, str] = {}
-    for name, model_type, path, bases in sorted(module.CLASSES, key=lambda c: c[2]):
-        if name in classes:
-            continue
-        classes[name] = ConfigClass(
-            name=name,
-            model_type=model_type,
-            path=path,
-            origin=origin,
-            bases=tuple(bases),
-            defaults=defaults.get(name, {}),
-            attribute_map=maps.get(name, {}),
-            sub_configs=subs.get(name, {}),
-            derivations=tuple(
-                (n, c, e) for _, n, c, e in sorted(steps.get(name, []), key=lambda s: s[0])
-            ),
-            validators=tuple(v[1:] for v in sorted(checks.get(name, []), key=lambda v: v[0])),
-            strict=name in strict,
-            field_types=types.get(name, {}),
-        )
-        if model_type is not None:
-            by_model_type.setdefault(model_type, name)
-    return _Tables(classes, dict(getattr(module, "REGISTRY", ())), by_model_type)
+
+
+def _require(names: Mapping[str, Any], tables: tuple[str, ...], where: str) -> None:
+    missing = [table for table in tables if table not in names]
+    if missing:
+        raise ConstraintsError(f"{where}: {', '.join(missing)} missing")
+
+
+def _named(names: Mapping[str, Any], name: str, where: str) -> str:
+    """A module's name that says where its classes come from (RELEASE, COMMIT)."""
+    if not isinstance(names.get(name), str):
+        raise ConstraintsError(f"{where}: {name} is missing")
+    return names[name]
+
+
+def _tables(module: Any, origin: str) -> _Tables:
+    """The tables of one generated module object."""
+    names = vars(module)
+    where = names.get("__file__") or names.get("__name__", "a generated module")
+    _check_version(names, where)
+    return tables_of(names, rows_by_class(names, where), origin, where)
 
 
 class ConfigClasses:
@@ -159,6 +247,22 @@ class ConfigClasses:
         return cls(
             _tables(transformers_module, f"transformers {transformers_module.RELEASE}"),
             _tables(vllm_module, f"vLLM {vllm_module.COMMIT[:12]}"),
+            kv_head_keys,
+        )
+
+    @classmethod
+    def from_indexes(
+        cls,
+        indexes: tuple[tuple[str, Mapping[str, Any], Mapping[str, Mapping[str, tuple]]], ...],
+        kv_head_keys: frozenset[str],
+    ) -> ConfigClasses:
+        """From the two modules' (path, names, rows_by_class), as apron.constraints keeps them."""
+        (ours, names, by_class), (theirs, vllm_names, vllm_by_class) = indexes
+        release = f"transformers {_named(names, 'RELEASE', ours)}"
+        commit = f"vLLM {_named(vllm_names, 'COMMIT', theirs)[:12]}"
+        return cls(
+            tables_of(names, by_class, release, ours),
+            tables_of(vllm_names, vllm_by_class, commit, theirs),
             kv_head_keys,
         )
 

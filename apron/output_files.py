@@ -12,13 +12,14 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
 from apron.errors import ApronInputError
+from apron.record import Record
 from apron.terminal import shown
 
 
-class OutputFile(NamedTuple):
+class OutputFile(Record):
     """A checked output: where the file goes, and the empty temp file beside it that becomes it."""
 
     path: Path  # the symlink's target when following was asked

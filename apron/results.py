@@ -1,10 +1,10 @@
-"""The answer types: plain NamedTuples (cheap to import); `apron.json_model` mirrors them in pydantic."""
+"""The answer types: records (apron.record: tuples with named fields, cheap to create);
+`apron.json_model` mirrors them in pydantic."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from apron.constraints import Citation
+from apron.record import Record
 
 PREDICTION = "prediction"
 # `apron plan --json` layout version: bumped when a field is removed, renamed or changes meaning
@@ -16,7 +16,7 @@ PREDICTION = "prediction"
 SCHEMA_VERSION = 4
 
 
-class Request(NamedTuple):
+class Request(Record):
     """What was asked: context length, KV dtype and batch size."""
 
     context: int | None
@@ -34,7 +34,7 @@ class Request(NamedTuple):
     kv_dtype_source: str = ""  # with --kv-dtype auto: how the engine resolved it; "" = given
 
 
-class HeadCount(NamedTuple):
+class HeadCount(Record):
     """KV heads per attention layer as one engine's rule resolves them (or unknown, with why)."""
 
     count: int | None
@@ -49,7 +49,7 @@ class HeadCount(NamedTuple):
         return self.count is not None or bool(self.per_layer)
 
 
-class MlaDecision(NamedTuple):
+class MlaDecision(Record):
     """Whether one engine's extracted rule caches this config as an MLA latent."""
 
     engine: str
@@ -58,7 +58,7 @@ class MlaDecision(NamedTuple):
     citations: tuple[Citation, ...]
 
 
-class MechanismResult(NamedTuple):
+class MechanismResult(Record):
     """One mechanism's figures for one sequence; None means unknown (see `unknown`, `missing`).
 
     kv_bytes_per_token: bytes each new token adds while every caching layer keeps it (for a
@@ -85,7 +85,7 @@ class MechanismResult(NamedTuple):
         return not self.unknown
 
 
-class GpuShare(NamedTuple):
+class GpuShare(Record):
     """One engine's figures for one GPU at the plan's tensor-parallel size (Request.tp; tp 1:
     the whole model).
 
@@ -105,7 +105,7 @@ class GpuShare(NamedTuple):
     arithmetic: tuple[str, ...]
 
 
-class Verdict(NamedTuple):
+class Verdict(Record):
     """Whether `batch` sequences at the context fit one GPU in one engine, as that engine sizes
     them: weights + KV + state against GPU memory x the engine's memory fraction; and, when they
     do not, the largest context at this batch and the largest batch at this context that do.
@@ -124,7 +124,7 @@ class Verdict(NamedTuple):
     context: int | None = None  # the context it is for, when the engine chose another (auto)
 
 
-class Capacity(NamedTuple):
+class Capacity(Record):
     """What fits on one GPU for one engine: a prediction from gpu_memory x memory_fraction minus
     the weights; activations, CUDA graphs and non-torch memory are not modelled (see notes).
 
@@ -154,7 +154,7 @@ class Capacity(NamedTuple):
     layout: str = ""
 
 
-class DtypeWeights(NamedTuple):
+class DtypeWeights(Record):
     """Checkpoint tensor bytes of one dtype."""
 
     dtype: str
@@ -162,7 +162,7 @@ class DtypeWeights(NamedTuple):
     tensors: int
 
 
-class Weights(NamedTuple):
+class Weights(Record):
     """The checkpoint's weight bytes (never a parameter-count guess), or unknown with why."""
 
     total_bytes: int | None
@@ -172,7 +172,7 @@ class Weights(NamedTuple):
     notes: tuple[str, ...]
 
 
-class LlamaCppContext(NamedTuple):
+class LlamaCppContext(Record):
     """How llama.cpp holds the batch: its n_ctx is split across n_seq_max sequences (unless the
     KV cache is unified), so serving `batch` sequences of `context` tokens takes
     n_ctx = batch x context with n_seq_max = batch; n_ctx_seq is what each sequence gets."""
@@ -184,7 +184,7 @@ class LlamaCppContext(NamedTuple):
     words: str  # the same, for people
 
 
-class EngineView(NamedTuple):
+class EngineView(Record):
     """What one engine at its pinned commit would do with this config."""
 
     engine: str
@@ -211,7 +211,7 @@ class EngineView(NamedTuple):
     context_source: str = ""  # where it came from (--context, or the engine's own default)
 
 
-class SupportEntry(NamedTuple):
+class SupportEntry(Record):
     """One registration of the architecture in one engine (a registry row, a table row, ...)."""
 
     kind: str
@@ -221,7 +221,7 @@ class SupportEntry(NamedTuple):
     citation: Citation
 
 
-class EngineSupport(NamedTuple):
+class EngineSupport(Record):
     """Whether one engine registers architectures[0], from its generated constraints."""
 
     engine: str
@@ -232,7 +232,7 @@ class EngineSupport(NamedTuple):
     notes: tuple[str, ...]
 
 
-class EngineStamp(NamedTuple):
+class EngineStamp(Record):
     """An engine whose constraints this answer used (or that had none)."""
 
     engine: str
@@ -242,7 +242,7 @@ class EngineStamp(NamedTuple):
     present: bool
 
 
-class Plan(NamedTuple):
+class Plan(Record):
     """A labelled prediction for one config: mechanism, bytes, per-engine view, engine support."""
 
     label: str

@@ -6,10 +6,11 @@ lack it, with the reason in `unknown`: no figure comes from a rule the engine la
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron.constraints import Citation, EngineConstraints
 from apron.expressions import PYTHON, Unknown, evaluate, infix
+from apron.record import Record
 
 SERVING_DEFAULTS = "serving_defaults"
 TP_RULES = "tp_rules"
@@ -20,7 +21,7 @@ SPLIT_REPLICATE = "split_replicate"
 SPLIT = "split"
 
 
-class HybridPage(NamedTuple):
+class HybridPage(Record):
     """The engine's rule for a hybrid model's attention block size (default cache mode).
 
     shape "align_ceil": block = align * ceil(mamba_page / (align * attn_page_per_token)),
@@ -43,7 +44,7 @@ class HybridPage(NamedTuple):
     other_modes: tuple[str, ...]  # the other branches, "condition: shape"
 
 
-class BackendBlock(NamedTuple):
+class BackendBlock(Record):
     """One CUDA attention backend of the engine's priority lists and the block size it gives.
     The engine picks, at startup, the first listed backend that supports the GPU and config."""
 
@@ -56,7 +57,7 @@ class BackendBlock(NamedTuple):
     reason: str  # why block_tokens is None; "" otherwise
 
 
-class ServingRules(NamedTuple):
+class ServingRules(Record):
     """What one engine's source says a planner needs; None / () = not extracted (see unknown)."""
 
     engine: str

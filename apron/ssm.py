@@ -10,9 +10,8 @@ dtype (config torch_dtype) unless an engine is told otherwise (e.g. vLLM --mamba
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from apron.config import ModelConfig
+from apron.record import Record
 from apron.terminal import shown
 
 DTYPE_BYTES = {
@@ -49,7 +48,7 @@ def has_state_fields(model: ModelConfig) -> bool:
     return any(model.get(k) is not None for k in STATE_MARKERS)
 
 
-class LayerState(NamedTuple):
+class LayerState(Record):
     """One layer's state: element count and bytes (None when unknown), with the arithmetic."""
 
     variant: str

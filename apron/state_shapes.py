@@ -17,10 +17,11 @@ orders the dims, not their product)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron.config import ModelConfig
 from apron.expressions import Unknown, absent, evaluate, infix
+from apron.record import Record
 from apron.ssm import DTYPE_BYTES
 from apron.terminal import shown
 from apron.vllm_rule_env import CALLS, CalculatorNames, LazyNames
@@ -35,7 +36,7 @@ TEXT_CONFIG = "model_config.hf_config.text_config."
 MISSING = object()  # hook_argument's answer where the config does not give the value
 
 
-class ShapeRule(NamedTuple):
+class ShapeRule(Record):
     """The hooks vLLM calls for a model class and the calculator rows they reach."""
 
     calculator: str  # the calculator kind: "mamba2" for mamba2_state_shape
@@ -48,7 +49,7 @@ class ShapeRule(NamedTuple):
     cite: str
 
 
-class StateDtypes(NamedTuple):
+class StateDtypes(Record):
     """The conv (model) dtype and the ssm-tensor dtype, with where each came from."""
 
     model: str | None
@@ -56,7 +57,7 @@ class StateDtypes(NamedTuple):
     how: str
 
 
-class TensorState(NamedTuple):
+class TensorState(Record):
     """One layer's state tensors: bytes (None when unknown) and the arithmetic."""
 
     calculator: str

@@ -8,12 +8,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron import bounds
 from apron.errors import ApronInputError
 from apron.input_files import file_size, open_input, present
 from apron.json_files import parse_json_text, read_json_object
+from apron.record import Record
 from apron.terminal import shown
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -54,7 +55,7 @@ DTYPE_BITS: dict[str, int] = {
 }
 
 
-class DtypeBytes(NamedTuple):
+class DtypeBytes(Record):
     """Tensor bytes of one safetensors dtype in a checkpoint."""
 
     dtype: str  # safetensors dtype name as in the header: "BF16", "F8_E4M3", "I32", ...
@@ -62,7 +63,7 @@ class DtypeBytes(NamedTuple):
     tensors: int  # number of tensors of that dtype (0 when only known from the index total)
 
 
-class CheckpointWeights(NamedTuple):
+class CheckpointWeights(Record):
     """What a checkpoint's weights take, and where the figure was read."""
 
     total_bytes: int  # sum of tensor bytes (not file sizes: headers excluded)
@@ -74,7 +75,7 @@ class CheckpointWeights(NamedTuple):
     expert_tensors: int = 0  # of which MoE expert tensors (a name with an `experts.` part)
 
 
-class TensorEntry(NamedTuple):
+class TensorEntry(Record):
     """One tensor of a safetensors header."""
 
     name: str
@@ -82,7 +83,7 @@ class TensorEntry(NamedTuple):
     bytes: int
 
 
-class _Index(NamedTuple):
+class _Index(Record):
     total_size: int | None
     shard_files: tuple[str, ...]  # distinct weight_map values, sorted
     tensor_names: tuple[str, ...]

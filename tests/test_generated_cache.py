@@ -96,7 +96,7 @@ def test_a_schema_edit_checks_the_rows_again(cache, copy, monkeypatch):
     rows_of(copy, "vllm", "mla_model_types")
     schema = copy / "schema.py"
     text = schema.read_text()
-    block = text[text.index("class MlaModelType(NamedTuple):") :].split("\n\n\n", 1)[0]
+    block = text[text.index("class MlaModelType(Record):") :].split("\n\n\n", 1)[0]
     schema.write_text(text.replace(block, block.replace("    scope: str\n", "    scope: int\n")))
     new_process(monkeypatch)
     with pytest.raises(ConstraintsError, match="field 'scope'"):
@@ -128,3 +128,67 @@ def test_the_cache_keeps_at_most_its_limit(cache, copy, monkeypatch):
     for fact in list(engine.facts)[:4]:
         engine.rows(fact)
     assert len(list(cache.iterdir())) <= 3
+
+
+def config_classes_of(directory: Path):
+    """The configuration classes a fresh constraint set reads from `directory`."""
+    return constraints.load_constraints(directory).config_classes()
+
+
+def every_class(classes) -> dict:
+    return {
+        (origin, name): tables.classes[name]
+        for origin, tables in (("transformers", classes.transformers), ("vllm", classes.vllm))
+        for name in tables.classes
+    }
+
+
+def test_config_classes_kept_by_class_equal_the_classes_the_module_builds(cache, copy, monkeypatch):
+    from apron import normalize
+
+    module = constraints._execute(copy / "transformers" / "config_classes.py", None)
+    vllm = constraints._execute(copy / "transformers" / "vllm_config_classes.py", None)
+    whole = every_class(normalize.ConfigClasses.from_modules(module, vllm, frozenset()))
+    assert len(whole) > 600
+    first = every_class(config_classes_of(copy))  # made from the modules, and kept
+    new_process(monkeypatch)
+    ran: list[str] = []
+    real_run = constraints._run
+    monkeypatch.setattr(
+        constraints,
+        "_run",
+        lambda name, path, *rest: ran.append(path.name) or real_run(name, path, *rest),
+    )
+    kept = every_class(config_classes_of(copy))
+    assert "config_classes.py" not in ran and "vllm_config_classes.py" not in ran
+    assert list(kept) == list(first) == list(whole)
+    assert kept == first == whole
+    assert kept[("transformers", "Qwen3Config")].defaults["head_dim"] == (128, True)
+
+
+def test_a_class_read_from_the_cache_is_decoded_alone(cache, copy, monkeypatch):
+    config_classes_of(copy)
+    new_process(monkeypatch)
+    decoded: list[int] = []
+    real = generated_cache.decoded
+    monkeypatch.setattr(generated_cache, "decoded", lambda b: decoded.append(1) or real(b))
+    classes = config_classes_of(copy)
+    assert classes.class_for("qwen3").name == "Qwen3Config"
+    assert 1 <= len(decoded) <= 3  # the class and its bases, not hundreds
+
+
+def test_a_damaged_class_entry_is_read_from_the_module(cache, copy, monkeypatch):
+    expected = config_classes_of(copy).class_for("qwen3")
+    new_process(monkeypatch)
+    monkeypatch.setattr(generated_cache, "decoded", lambda encoded: None)
+    assert config_classes_of(copy).class_for("qwen3") == expected
+
+
+def test_an_edited_config_classes_module_is_read_anew(cache, copy, monkeypatch):
+    assert config_classes_of(copy).class_for("qwen3").defaults["head_dim"] == (128, True)
+    module = copy / "transformers" / "config_classes.py"
+    text = module.read_text()
+    line = next(x for x in text.splitlines() if x.startswith('    ("Qwen3Config", "head_dim", 128'))
+    module.write_text(text.replace(line, line.replace("128", "256"), 1))
+    new_process(monkeypatch)
+    assert config_classes_of(copy).class_for("qwen3").defaults["head_dim"] == (256, True)

@@ -1,5 +1,5 @@
-"""Every record of apron with more than 4 fields (a NamedTuple or dataclass) is built by keyword:
-no call in apron/ or tests/ passes one of them a positional argument."""
+"""Every record of apron with more than 4 fields (a Record, NamedTuple or dataclass) is built by
+keyword: no call in apron/ or tests/ passes one of them a positional argument."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def calculator_files() -> list[Path]:
 def is_record(node: ast.ClassDef) -> bool:
     bases = [ast.unparse(base) for base in node.bases]
     decorators = [ast.unparse(decorator) for decorator in node.decorator_list]
-    return any(base.endswith("NamedTuple") for base in bases) or any(
+    return any(base.endswith("NamedTuple") or base == "Record" for base in bases) or any(
         "dataclass" in decorator for decorator in decorators
     )
 

@@ -112,6 +112,22 @@ def test_a_missing_module_and_missing_header_names_are_errors(copy):
         load_engine("sglang", copy)
 
 
+@pytest.mark.parametrize(
+    "bad", ['("vllm/config/model.py",)', '("vllm/config/model.py", 1)', '["a", "b"]', "None"]
+)
+def test_sources_must_be_path_and_blob_pairs(copy, bad):
+    module = copy / "vllm" / "mla_model_types.py"
+    text = module.read_text()
+    start = text.index("SOURCES: tuple[tuple[str, str], ...] = (") + len(
+        "SOURCES: tuple[tuple[str, str], ...] = ("
+    )
+    module.write_text(text[:start] + bad + ", " + text[start:])
+    with pytest.raises(
+        ConstraintsError, match=r"mla_model_types\.py: SOURCES should be a tuple of"
+    ):
+        load_engine("vllm", copy).rows("mla_model_types")
+
+
 def test_an_architecture_fact_must_name_a_declared_fact_and_role(copy):
     edit(copy / "llamacpp" / "__init__.py", '"registry"),', '"guess"),')
     with pytest.raises(ConstraintsError, match="role 'guess'"):
@@ -156,7 +172,7 @@ def current_facts_at(generated: Path, engine: str):
 
 def test_rows_that_no_longer_fit_the_record_name_the_field(copy):
     schema = (copy / "schema.py").read_text()
-    start = schema.index("class MlaModelType(NamedTuple):")
+    start = schema.index("class MlaModelType(Record):")
     block = schema[start:].split("\n\n\n", 1)[0]
     (copy / "schema.py").write_text(
         schema.replace(block, block.replace("    scope: str\n", "    scope: str\n    extra: str\n"))

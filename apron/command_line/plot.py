@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 from apron.errors import ApronInputError
 from apron.output_files import OutputFile, check_output, discard, write_output
+from apron.record import Record
 from apron.results import Plan
 from apron.terminal import shown
 
@@ -29,7 +29,7 @@ class PlotUnavailable(ApronInputError):
     """matplotlib (the `plot` extra) is not installed."""
 
 
-class Series(NamedTuple):
+class Series(Record):
     """One line of the plot: (context, bytes) points; bytes None where unknown."""
 
     label: str
@@ -37,7 +37,7 @@ class Series(NamedTuple):
     naive: bool  # the naive figure (every layer at full context), drawn dashed
 
 
-class PlotData(NamedTuple):
+class PlotData(Record):
     """What `apron plot` draws."""
 
     title: str

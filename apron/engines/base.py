@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
 from apron.deployment import Deployment
 from apron.kv_dtype import KvDtypeChoice
+from apron.record import Record
 from apron.results import Capacity, EngineView, GpuShare, HeadCount, MlaDecision, Request
 
 
-class EngineDecision(NamedTuple):
+class EngineDecision(Record):
     """What one engine's extracted rules decide for a config.
 
     kv_heads / mla: the engine's own resolution (None when it has no such rule extracted).
@@ -42,7 +43,7 @@ class EngineDecision(NamedTuple):
     encoder_only_kv: str = ""
 
 
-class ContextDefault(NamedTuple):
+class ContextDefault(Record):
     """An engine's own default context for a config (its `default_context(model, constraints)`
     hook, used when --context is not given): tokens (None: unknown, see how), how it is derived,
     and where the rule is."""
@@ -52,7 +53,7 @@ class ContextDefault(NamedTuple):
     citations: tuple[Citation, ...] = ()
 
 
-class MemoryFraction(NamedTuple):
+class MemoryFraction(Record):
     """An engine's own default memory fraction for a config (used when --memory-fraction is not
     given), where it comes from, the arithmetic lines and the rules it cites."""
 
@@ -120,7 +121,7 @@ class EngineRules(Protocol):
         """What `--kv-dtype auto` resolves to for this checkpoint; None: not extracted."""
 
 
-class Column(NamedTuple):
+class Column(Record):
     """What an engine's own column is computed from (EngineRules.own_view)."""
 
     model: ModelConfig
@@ -133,7 +134,7 @@ class Column(NamedTuple):
     deployment: Deployment
 
 
-class CapacityInputs(NamedTuple):
+class CapacityInputs(Record):
     """What an engine's capacity rule reads (EngineRules.fit_capacity)."""
 
     constraints: EngineConstraints

@@ -6,9 +6,8 @@ with their names, never a default. Each figure carries its arithmetic written ou
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from apron.config import ModelConfig, is_int
+from apron.record import Record
 from apron.results import HeadCount, MechanismResult, Request
 
 
@@ -173,7 +172,7 @@ def per_layer_heads(heads: HeadCount, layers: int) -> tuple[tuple[int, ...] | No
     return (heads.count,) * layers, ""
 
 
-class LayerWidths(NamedTuple):
+class LayerWidths(Record):
     """Every attention layer's KV bytes per token, with what they were computed from."""
 
     layers: int

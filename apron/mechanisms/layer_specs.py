@@ -9,8 +9,6 @@ layers are unknown (a reading the two would disagree on)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from apron.config import ModelConfig, is_int
 from apron.layers import (
     BOTH,
@@ -27,12 +25,13 @@ from apron.layers import (
 )
 from apron.mechanisms import full_attention, hybrid_ssm, mla_latent, recurrent, sliding_window
 from apron.mechanisms.base import LayerWidths, layer_widths, num_layers
+from apron.record import Record
 from apron.results import HeadCount, Request
 
 ATTENTION, WINDOWED, CHUNK, STATE = "full", "sliding", "chunked", "mamba"
 
 
-class Layer(NamedTuple):
+class Layer(Record):
     """One layer's cache: kind ATTENTION / WINDOWED / CHUNK (KV per token) or STATE (per sequence).
 
     window: tokens of the window or chunk (0 for full attention and state); geometry tells two
@@ -46,7 +45,7 @@ class Layer(NamedTuple):
     layer: int = 0  # the model layer it belongs to (pipeline stages split by it)
 
 
-class Layers(NamedTuple):
+class Layers(Record):
     """The layers of one model on one GPU, or why they are not known."""
 
     layers: tuple[Layer, ...]

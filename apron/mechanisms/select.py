@@ -6,8 +6,6 @@ attention-free recurrent -> sliding window / chunked local / KV sharing -> full 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from apron.config import ModelConfig
 from apron.layers import HYBRID_FIELDS, SHARED, layout
 from apron.mechanisms import (
@@ -20,12 +18,13 @@ from apron.mechanisms import (
     unsupported,
 )
 from apron.mechanisms import encoder_only as encoder_only_mechanism
+from apron.record import Record
 from apron.results import HeadCount, MechanismResult, Request
 from apron.ssm import has_state_fields
 from apron.terminal import shown
 
 
-class Selection(NamedTuple):
+class Selection(Record):
     """The chosen mechanism module and why; `reason` is set for unsupported configs."""
 
     mechanism: object

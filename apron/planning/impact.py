@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from apron.config import SAMPLES_DIR, load_sample, sample_names
 from apron.constraints import ConstraintSet, load_constraints
 from apron.errors import ApronInputError
 from apron.planning.planner import plan
+from apron.record import Record
 from apron.render import short_bytes
 from apron.results import EngineView, Plan
 
@@ -37,7 +37,7 @@ FAMILIES = {  # a mechanism's models, in words
 }
 
 
-class ImpactFigure(NamedTuple):
+class ImpactFigure(Record):
     """One figure of one sample: who computes it (`engine`: a title, or "apron" for the
     prediction), what it is in words, at which tp, its value as people read it ("unknown" when
     apron has none) and why apron says what it says (its unknown reason, or its notes)."""

@@ -3,8 +3,6 @@ fits, each engine by its own rules (apron.engines.base.EngineRules: memory_fract
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from apron import parallel
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
@@ -13,10 +11,11 @@ from apron.engines.base import CapacityInputs
 from apron.mechanisms import mla_latent
 from apron.mechanisms.select import Selection
 from apron.planning.engine_registry import ENGINE_RULES
+from apron.record import Record
 from apron.results import Capacity, GpuShare, HeadCount, MechanismResult, Request, Weights
 
 
-class Serving(NamedTuple):
+class Serving(Record):
     """What the per-GPU and capacity figures need beyond the request."""
 
     gpu_memory: int | None

@@ -24,11 +24,12 @@ import functools
 import struct
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from apron.constraints import EngineConstraints
 from apron.errors import ApronInputError, ConstraintsError
 from apron.input_files import CappedReader, open_input
+from apron.record import Record
 from apron.terminal import shown
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ ALIGNMENT_KEY = "general.alignment"
 DEFAULT_ALIGNMENT = 32  # GGUF_DEFAULT_ALIGNMENT (ggml/include/gguf.h)
 
 
-class GgufLimits(NamedTuple):
+class GgufLimits(Record):
     """The bounds llama.cpp's GGUF reader checks, from its extracted `limits` fact."""
 
     version: int  # GGUF_VERSION: the newest version read (2 is the oldest, as in gguf-py)
@@ -118,21 +119,21 @@ def gguf_limits(llamacpp: EngineConstraints) -> GgufLimits:
     return GgufLimits(**{field: values[name] for field, name in LIMIT_NAMES.items()})
 
 
-class SkippedArray(NamedTuple):
+class SkippedArray(Record):
     """An array the reader checked but did not keep (past MAX_KEPT_ITEMS)."""
 
     item_type: str  # "str", "i32", ...
     length: int
 
 
-class TensorInfo(NamedTuple):
+class TensorInfo(Record):
     name: str
     shape: tuple[int, ...]
     ggml_type: str  # GGMLQuantizationType member name: "F16", "Q4_K", ...
     nbytes: int | None  # ggml_nbytes: whole blocks x block bytes; None for a type gguf-py lacks
 
 
-class GgufHeader(NamedTuple):
+class GgufHeader(Record):
     path: str
     version: int
     metadata: dict[str, Any]

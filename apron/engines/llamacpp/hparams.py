@@ -78,6 +78,26 @@ def _check(full_key: str, value: Any, type_: str) -> Any:
     return value
 
 
+# id(rows) -> (rows, kept alive; function -> its steps in order): grouped once per rows tuple
+_STEPS: dict[int, tuple[tuple, dict[str, list]]] = {}
+_KEPT = 16  # rows tuples remembered (one per generated/ loaded)
+
+
+def _steps_by_function(rows: tuple) -> dict[str, list]:
+    """The loader steps of each function, in order."""
+    entry = _STEPS.get(id(rows))
+    if entry is None or entry[0] is not rows:
+        steps: dict[str, list] = {}
+        for row in rows:
+            steps.setdefault(row.function, []).append(row)
+        for function_rows in steps.values():
+            function_rows.sort(key=lambda r: r.order)
+        if len(_STEPS) >= _KEPT:
+            _STEPS.clear()
+        entry = _STEPS[id(rows)] = (rows, steps)
+    return entry[1]
+
+
 class Loader:
     """One replay of the loader steps for one header."""
 
@@ -97,11 +117,7 @@ class Loader:
         # an HF config's header holds only the converter writes apron reproduces: a required key
         # it lacks that `assume_written` accepts is taken as written, with an unknown value
         self.assume_written = assume_written or (lambda key: False)
-        self.steps: dict[str, list] = {}
-        for row in c.rows("hparams_steps"):
-            self.steps.setdefault(row.function, []).append(row)
-        for rows in self.steps.values():
-            rows.sort(key=lambda r: r.order)
+        self.steps = _steps_by_function(c.rows("hparams_steps"))  # read, never changed
         self.notes: list[str] = []
 
     # ------------------------------------------------------------ values

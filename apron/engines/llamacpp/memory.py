@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron.constraints import Citation, EngineConstraints
 from apron.engines.llamacpp.gguf_header import GgufHeader
@@ -18,6 +18,7 @@ from apron.engines.llamacpp.hparams import LOADER, Refused, load_hparams
 from apron.engines.llamacpp.tensors import check_tensors
 from apron.errors import ConstraintsError
 from apron.expressions import Symbol, Unknown, evaluate
+from apron.record import Record
 from apron.terminal import shown
 
 __all__ = ["Refused", "Unknown", "cache_type", "figures", "limit", "render", "weights_bytes"]
@@ -78,7 +79,7 @@ ASSUMPTIONS = (
 )
 
 
-class LlamaCppFigures(NamedTuple):
+class LlamaCppFigures(Record):
     """Bytes for all n_seq_max sequences together, as llama.cpp allocates them."""
 
     memory_class: str  # "" when llama.cpp builds no memory

@@ -16,19 +16,19 @@ from apron.engines.llamacpp.gguf_header import GgufHeader
 from apron.engines.llamacpp.hparams import Refused
 from apron.expressions import Unknown, evaluate
 
-_BY_ARCH: dict[int, tuple[tuple, dict[str, list]]] = {}  # id(rows) -> (rows, arch -> its rows)
+# (id(rows), arch) -> (rows, kept alive; that architecture's rows): found once per architecture
+_BY_ARCH: dict[tuple[int, str], tuple[tuple, list]] = {}
+_KEPT = 256  # architectures remembered
 
 
 def _rows_of(rows: tuple, arch: str) -> list:
-    """The rows of one architecture, in order (indexed once per rows tuple)."""
-    entry = _BY_ARCH.get(id(rows))
+    """The rows of one architecture, in order (found once per rows tuple and architecture)."""
+    entry = _BY_ARCH.get((id(rows), arch))
     if entry is None or entry[0] is not rows:
-        index: dict[str, list] = {}
-        for row in rows:
-            for name in dict.fromkeys(row.archs):
-                index.setdefault(name, []).append(row)
-        entry = _BY_ARCH[id(rows)] = (rows, index)
-    return entry[1].get(arch, [])
+        if len(_BY_ARCH) >= _KEPT:
+            _BY_ARCH.clear()
+        entry = _BY_ARCH[(id(rows), arch)] = (rows, [row for row in rows if arch in row.archs])
+    return entry[1]
 
 
 def _name(row: Any, block: int | None) -> str:
@@ -46,8 +46,8 @@ def check_tensors(
 ) -> None:
     """Raise Refused when llama.cpp would refuse the header's tensors (see the module doc);
     `from_config`: the header is the one apron built from an HF config (no tensor infos)."""
-    if not c.has("tensor_shapes"):
-        return
+    if not c.has("tensor_shapes") or not (header.tensors or from_config):
+        return  # no tensor infos to compare, and no config-built header whose sizes to check
     shapes = {t.name: t.shape for t in header.tensors}
     tokens = header.metadata.get("tokenizer.ggml.tokens")
     n_tokens = len(tokens) if isinstance(tokens, list) else getattr(tokens, "length", None)
@@ -56,8 +56,8 @@ def check_tensors(
     n_layer = hp.get("n_layer")
     per_layer = dict(hp)  # hp and the loop's layer (set per block below)
     for row in _rows_of(c.rows("tensor_shapes"), arch):
-        if row.unknown:
-            continue
+        if row.unknown or not (header.tensors or (row.required and row.condition == ())):
+            continue  # without tensor infos only a required, unconditional tensor is checked
         loop = row.block if isinstance(row.block, str) and row.block.startswith("$") else ""
         if loop:
             if not isinstance(n_layer, int):

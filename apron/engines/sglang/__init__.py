@@ -14,7 +14,7 @@ class SGLang's own class builds it as, `config_class_attributes`)."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron.conditions import object_holds
 from apron.config import ModelConfig
@@ -25,6 +25,7 @@ from apron.engines.kv_head_scan import resolve_kv_heads
 from apron.engines.sglang import rewrites
 from apron.engines.sglang.kv_dtype import auto_kv_dtype as auto_kv_dtype  # the protocol member
 from apron.layers import layout
+from apron.record import Record
 from apron.results import Capacity, HeadCount, MlaDecision
 from apron.terminal import shown
 
@@ -436,7 +437,7 @@ def default_context(model: ModelConfig, sglang: EngineConstraints) -> ContextDef
 CONFIG_CLASSES = "config_class_attributes"
 
 
-class TextAttribute(NamedTuple):
+class TextAttribute(Record):
     """A text-config attribute as SGLang reads it: its value, words on whose value it is, and
     why it is unknown ("" when known)."""
 

@@ -19,13 +19,14 @@ The ratios are the extracted ServerArgs defaults and per-architecture overrides.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron import capacity as fit_rules
 from apron.config import ModelConfig
 from apron.constraints import EngineConstraints
 from apron.deployment import Deployment
 from apron.mechanisms.layer_specs import ATTENTION, CHUNK, STATE, WINDOWED, Layers, layers_of
+from apron.record import Record
 from apron.results import Capacity, GpuShare, HeadCount, Request, Verdict
 
 SERVING_DEFAULTS, OVERRIDES = "serving_defaults", "arg_overrides"
@@ -34,7 +35,7 @@ DISABLE_SWA = "disable_hybrid_swa_memory"
 CONFIGURATORS = "python/sglang/srt/model_executor/pool_configurator.py"
 
 
-class Pools(NamedTuple):
+class Pools(Record):
     """SGLang's pools for one budget: what a request at `context` takes, and how many fit."""
 
     kind: str  # "default", "hybrid_swa", "mamba"

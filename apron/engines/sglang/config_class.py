@@ -5,7 +5,6 @@ an attribute its __init__ sets from a renamed keyword argument (Kimi-K3's vision
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,6 +48,8 @@ def _value(row: Any, given: Mapping[str, Any]) -> tuple[bool, Any] | str:
         return True, given[row.kwarg]
     if not row.default:
         return f"{where} needs {row.kwarg}, which the file does not give"
+    import ast  # only here: a plan rarely reads a default, and ast costs a millisecond to import
+
     try:
         return True, ast.literal_eval(row.default)
     except (ValueError, SyntaxError):

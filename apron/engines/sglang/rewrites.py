@@ -5,15 +5,16 @@ ones on swa_*), applied in order to the text config apron reads."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron.config import ModelConfig
 from apron.constraints import Citation, EngineConstraints
+from apron.record import Record
 
 FACT = "config_rewrites"
 
 
-class Rewritten(NamedTuple):
+class Rewritten(Record):
     """The config SGLang's ModelConfig reads (the given one when nothing is rewritten), what
     the loader set (words), where it says so, and why it is unknown ("" when known)."""
 

@@ -10,14 +10,15 @@ spec (full, sliding-window, chunked-local, Mamba) come from the extracted sizing
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+
+from apron.record import Record
 
 FULL, SLIDING, CHUNKED, MAMBA = "full", "sliding", "chunked", "mamba"
 LOCAL = (SLIDING, CHUNKED)
 SOURCE = "vllm/v1/core/kv_cache_utils.py"
 
 
-class LayerSpec(NamedTuple):
+class LayerSpec(Record):
     """One layer's KV cache spec as vLLM builds it (per GPU).
 
     kind: FULL (full attention, MLA and the indexer included), SLIDING, CHUNKED or MAMBA.
@@ -38,7 +39,7 @@ class LayerSpec(NamedTuple):
         )
 
 
-class Group(NamedTuple):
+class Group(Record):
     """One KV cache group: `layers` layers sharing one spec (padding layers counted in `layers`
     when vLLM pads the last group of a kind: they take pool memory too)."""
 
@@ -56,7 +57,7 @@ class NotModelled(Exception):
     """A spec combination vLLM's grouping handles in a branch apron does not model."""
 
 
-class Grouping(NamedTuple):
+class Grouping(Record):
     """How vLLM lays out the KV cache: `layout` is "uniform" (one spec for every layer),
     "uniform_type" (one group, pages of different sizes summed: UniformTypeKVCacheSpecs) or
     "groups" (the hybrid allocator's groups of equal size, pages unified)."""
@@ -185,7 +186,7 @@ def group_specs(specs: Sequence[LayerSpec], hybrid_allocator: bool = True) -> Gr
     return Grouping("groups", tuple(groups), page * size, tuple(lines))
 
 
-class KvCachePlan(NamedTuple):
+class KvCachePlan(Record):
     """vLLM's numbers for one budget and one max_model_len (per GPU)."""
 
     grouping: Grouping

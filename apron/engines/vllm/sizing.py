@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from apron.constraints import Citation, EngineConstraints
 from apron.engines.vllm.kv_cache import CHUNKED, FULL, MAMBA, SLIDING, LayerSpec
 from apron.expressions import Unknown as ExpressionUnknown
 from apron.expressions import evaluate, names_in
+from apron.record import Record
 from apron.vllm_rule_env import CALLS
 
 FACT = "kv_sizing_paths"
@@ -53,7 +54,7 @@ class Unknown(Exception):
     """A sizing value the extracted rules do not give for this deployment (the message says)."""
 
 
-class Scheduler(NamedTuple):
+class Scheduler(Record):
     """The scheduler settings a windowed group's reservation depends on."""
 
     max_num_batched_tokens: int
