@@ -474,3 +474,49 @@ def test_mimo_v2_is_multimodal_only_with_both_sub_configs(
     model = _model(architecture, **extra)
     assert sglang_prefill_graph.is_multimodal(sglang, model) is multimodal
     assert fraction_for(sglang, model, False, GIB80, 1)[0] == pytest.approx(fraction, abs=1e-12)
+
+
+def test_enable_multimodal_gates_the_support_flags_as_in_model_config():
+    """ModelConfig sets `is_multimodal_piecewise_cuda_graph_supported = enable_multimodal and
+    ...`: a text-only MiMo-V2 checkpoint (no vision_config / audio_config: multimodal off) in the
+    piecewise set keeps the CUDA default; with both sub-configurations it switches to
+    tc_piecewise, which no rule then turns off."""
+    from apron.engines.sglang import prefill_graph as sglang_prefill_graph
+
+    sglang = load_constraints().get("sglang")
+    mimo = "MiMoV2ForCausalLM"
+    piecewise = next(
+        r for r in sglang.rows("architecture_sets") if r.set_name == "is_multimodal_model"
+    )._replace(set_name="is_multimodal_piecewise_cuda_graph_supported", architecture=mimo)
+    edited = _Edited("architecture_sets", lambda r: r)
+    edited.edited.append(piecewise)
+    for extra, backend in (({}, "breakable"), ({"vision_config": {}, "audio_config": {}}, None)):
+        model = _model(mimo, **extra)
+        multimodal = sglang_prefill_graph.is_multimodal(edited, model)
+        found = sglang_prefill_graph.prefill_backend(edited, model, False, multimodal)
+        assert (multimodal, found.backend) == (
+            (False, "breakable") if backend else (True, "tc_piecewise")
+        ), found.why
+
+
+def test_every_registered_architecture_gets_a_backend_under_default_server_args():
+    """No rule at the pin reads a name apron does not give: every architecture SGLang registers
+    (on a llama-shaped config) settles on a backend; for an MLA model only the multimodal
+    piecewise-validated ones wait on the GPU's attention backend."""
+    from apron.engines.sglang import prefill_graph as sglang_prefill_graph
+
+    sglang = load_constraints().get("sglang")
+    piecewise = {
+        r.architecture
+        for r in sglang.rows("architecture_sets")
+        if r.set_name == "is_multimodal_piecewise_cuda_graph_supported"
+    }
+    unknown = {False: set(), True: set()}
+    for architecture in sorted({r.architecture for r in sglang.rows("registry_rows")}):
+        model = _model(architecture)
+        multimodal = sglang_prefill_graph.is_multimodal(sglang, model)
+        for mla in (False, True):
+            if sglang_prefill_graph.prefill_backend(sglang, model, mla, multimodal).backend is None:
+                unknown[mla].add(architecture)
+    assert unknown[False] == set()
+    assert unknown[True] == piecewise and len(piecewise) == 4

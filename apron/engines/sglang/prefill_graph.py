@@ -34,6 +34,8 @@ PIECEWISE_DISABLED = "is_piecewise_cuda_graph_disabled_model"
 # The attention backend SGLang resolves: trtllm_mla only ever serves an MLA model, where the GPU
 # decides; for any other model the backend it resolves is not trtllm_mla.
 NOT_MLA_BACKEND = "an attention backend for a non-MLA model (never trtllm_mla)"
+# What SGLang's column plans is an HF checkpoint (config.json), never a GGUF file.
+CHECKPOINT = {"check_gguf_file": lambda path: False}
 
 
 class Backend(NamedTuple):
@@ -43,17 +45,19 @@ class Backend(NamedTuple):
     why: str
 
 
-def model_config_names(sets: frozenset[str], multimodal: bool) -> dict[str, Any]:
+def model_config_names(sets: frozenset[str], enable: Any, multimodal: bool) -> dict[str, Any]:
     """The ModelConfig attributes the rules read, as ModelConfig.__init__ sets them
     (configs/model_config.py): `enable_multimodal and <set predicate>(architectures)` for the
     two support flags, and `<disabled set>(architectures) or (is_multimodal and not <piecewise
     set>(architectures))` for the piecewise-disabled one; `sets` are the architecture sets that
-    list the model's architecture, `multimodal` is ModelConfig.is_multimodal."""
-    enable = MM_DISABLED not in sets  # its condition model_impl != TRANSFORMERS holds (auto)
+    list the model's architecture, `enable` is enable_multimodal (enable_multimodal below),
+    `multimodal` is ModelConfig.is_multimodal."""
+    if isinstance(enable, str):
+        enable = absent(enable)
     return {
         f"{MODEL_CONFIG}is_multimodal": multimodal,
-        f"{MODEL_CONFIG}{BREAKABLE_SUPPORTED}": enable and BREAKABLE_SUPPORTED in sets,
-        f"{MODEL_CONFIG}{PIECEWISE_SUPPORTED}": enable and PIECEWISE_SUPPORTED in sets,
+        f"{MODEL_CONFIG}{BREAKABLE_SUPPORTED}": BREAKABLE_SUPPORTED in sets and enable,
+        f"{MODEL_CONFIG}{PIECEWISE_SUPPORTED}": PIECEWISE_SUPPORTED in sets and enable,
         f"{MODEL_CONFIG}{PIECEWISE_DISABLED}": PIECEWISE_DISABLED in sets
         or (multimodal and PIECEWISE_SUPPORTED not in sets),
         # what a set predicate is given; it answers for the model's architecture (above)
@@ -89,12 +93,12 @@ def environment(constraints: Any, model: Any, use_mla: bool, multimodal: bool):
         else [NOT_MLA_BACKEND]
     )
     names = ChainMap(
-        model_config_names(sets, multimodal),
-        {"self._resolved_attention_backends()": backends},
+        model_config_names(sets, enable_multimodal(constraints, model), multimodal),
+        {"self._resolved_attention_backends()": backends, "self.model_path": model.source},
         PLATFORM_NAMES,
         server_args(constraints),
     )
-    return names, _Calls({**_set_predicates(constraints, sets), **PLATFORM_CALLS})
+    return names, _Calls({**_set_predicates(constraints, sets), **PLATFORM_CALLS, **CHECKPOINT})
 
 
 def _sets(constraints: Any, architecture: str) -> frozenset[str]:
@@ -105,16 +109,28 @@ def _sets(constraints: Any, architecture: str) -> frozenset[str]:
     )
 
 
+def enable_multimodal(constraints: Any, model: Any) -> bool | str:
+    """ModelConfig.__init__'s enable_multimodal under default server args (--enable-multimodal
+    not given): off for the mm_disabled_models (their condition model_impl != TRANSFORMERS
+    holds under the default "auto") and for a MIMO_V2_MULTIMODAL_ARCHS checkpoint without its
+    sub-configurations, else on; why it is unknown when it cannot be told."""
+    architecture = model.architecture or ""
+    sets = _sets(constraints, architecture)
+    if MM_DISABLED in sets:
+        return False
+    if MIMO_V2_MM in sets:
+        turned_off = _lacks_sub_configs(constraints, architecture, model)
+        return turned_off if isinstance(turned_off, str) else not turned_off
+    return True
+
+
 def is_multimodal(constraints: Any, model: Any) -> bool | str:
     """ModelConfig.is_multimodal under default server args, or why it is unknown."""
     architecture = model.architecture or ""
     sets = _sets(constraints, architecture)
-    enable = MM_DISABLED not in sets  # its condition model_impl != TRANSFORMERS holds (auto)
-    if MIMO_V2_MM in sets:
-        turned_off = _lacks_sub_configs(constraints, architecture, model)
-        if isinstance(turned_off, str):
-            return turned_off
-        enable = enable and not turned_off
+    enable = enable_multimodal(constraints, model)
+    if isinstance(enable, str):
+        return enable
     language_only = bool(model.top("language_model_only"))
     llava_causal = architecture.startswith("Llava") and architecture.endswith("ForCausalLM")
     sub_config = model.text_key is not None and not llava_causal
