@@ -147,8 +147,18 @@ def tagged_repo(make_repo):
     return repo, dict(c0=c0, c1=c1, c2=c2, c4=c4, s1=s1, c5=c5, merge=merge, c6=c6)
 
 
-def _history(repo, commits, tmp_path, until="c6"):
+@pytest.fixture
+def sources():
+    """Open GitSources, closed when the test ends (each keeps a `git cat-file` process)."""
+    opened: list[GitSource] = []
+    yield opened
+    for source in opened:
+        source.close()
+
+
+def _history(repo, commits, tmp_path, *, opened: list, until="c6"):
     source = GitSource("vllm", str(repo), cache_dir=tmp_path / "c")
+    opened.append(source)
     history = run_history(ENGINES["vllm"], "registry_rows", source, commits["c0"], commits[until])
     return source, history
 
@@ -164,9 +174,9 @@ def _spans(history, view) -> dict[str, list[tuple]]:
     return found
 
 
-def test_releases_by_containment(tagged_repo, tmp_path):
+def test_releases_by_containment(tagged_repo, tmp_path, sources):
     repo, commits = tagged_repo
-    source, history = _history(repo, commits, tmp_path)
+    source, history = _history(repo, commits, tmp_path, opened=sources)
     view = release_view(history, source, ENGINES["vllm"].release_tags)
     assert [t.name for t in view.tags] == ["v0.1.0", "v0.2.0", "v0.3.0", "v0.3.1", "v0.4.0"]
     assert [t.name for t in view.placed] == [t.name for t in view.tags]
@@ -195,12 +205,12 @@ def test_releases_by_containment(tagged_repo, tmp_path):
     assert body["releases"]["tags_matching"] == 5
 
 
-def test_a_tag_after_until_is_placed_and_said_to_be_outside(tagged_repo, tmp_path):
+def test_a_tag_after_until_is_placed_and_said_to_be_outside(tagged_repo, tmp_path, sources):
     repo, commits = tagged_repo
     with GitSource("vllm", str(repo), cache_dir=tmp_path / "c") as first:
         first.resolve(commits["merge"])  # fetched alone before (depth 1, as `support` does)
         assert commits["merge"] in first.shallow_commits()
-    source, history = _history(repo, commits, tmp_path, until="c4")
+    source, history = _history(repo, commits, tmp_path, until="c4", opened=sources)
     view = release_view(history, source, ENGINES["vllm"].release_tags)
     assert not view.notes, view.notes
     assert [t.name for t in view.placed] == ["v0.1.0", "v0.2.0", "v0.3.0", "v0.3.1", "v0.4.0"]
@@ -214,9 +224,9 @@ def test_a_tag_after_until_is_placed_and_said_to_be_outside(tagged_repo, tmp_pat
     assert gemma["intervals"][0]["releases"]["last_outside_until"] is True
 
 
-def test_previously_supported_claims_against_the_timeline(tagged_repo, tmp_path):
+def test_previously_supported_claims_against_the_timeline(tagged_repo, tmp_path, sources):
     repo, commits = tagged_repo
-    source, history = _history(repo, commits, tmp_path)
+    source, history = _history(repo, commits, tmp_path, opened=sources)
     view = release_view(history, source, ENGINES["vllm"].release_tags)
     checks = previous_support(ENGINES["vllm"], history, view, source, FactCache(None))
     assert last_releases(history, view)[D].name == "v0.1.0"
@@ -226,7 +236,7 @@ def test_previously_supported_claims_against_the_timeline(tagged_repo, tmp_path)
     ]
 
 
-def test_a_source_without_tags_says_so(make_repo, tmp_path):
+def test_a_source_without_tags_says_so(make_repo, tmp_path, sources):
     repo, shas = make_repo(
         [
             ({REGISTRY: registry([A])}, "init", "2025-01-01T00:00:00Z"),
@@ -235,6 +245,7 @@ def test_a_source_without_tags_says_so(make_repo, tmp_path):
     )
     git(repo, "tag", "not-a-release", shas[1])
     source = GitSource("vllm", str(repo), cache_dir=tmp_path / "c")
+    sources.append(source)
     history = run_history(ENGINES["vllm"], "registry_rows", source, shas[0], shas[1])
     view = release_view(history, source, ENGINES["vllm"].release_tags)
     assert view.notes == [NO_TAGS] and not view.shown and view.spans == {}
@@ -296,9 +307,11 @@ def test_cli_history_without_tags(make_repo, project):
     assert result.stdout.count(NO_TAGS) == 1
 
 
-def test_tags_that_cannot_be_listed_leave_the_history_alone(tagged_repo, tmp_path, monkeypatch):
+def test_tags_that_cannot_be_listed_leave_the_history_alone(
+    tagged_repo, tmp_path, monkeypatch, sources
+):
     repo, commits = tagged_repo
-    source, history = _history(repo, commits, tmp_path)
+    source, history = _history(repo, commits, tmp_path, opened=sources)
 
     def unreachable():
         raise SourceUnreachableError("cannot list the tags of the source (offline)")
