@@ -180,6 +180,18 @@ def python_all(conditions: Iterable[Any]) -> Any:
     return out
 
 
+def has_unread(expression: Any) -> bool:
+    """Whether an expression holds code the reader did not read (an "undef" node at any
+    depth; a string's text is not looked into)."""
+    if isinstance(expression, tuple) and expression:
+        if expression[0] == "undef":
+            return True
+        if expression[0] == "str":
+            return False
+        return any(has_unread(part) for part in expression[1:])
+    return False
+
+
 def python_conjuncts(expression: Any) -> list[Any]:
     """The parts of `a and b and ...` (python_all's inverse); [] for ()."""
     if expression == ():

@@ -21,7 +21,12 @@ from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.config_reads import config_root
-from apron.extractors.parsing.expressions import config_condition, python_all, python_not
+from apron.extractors.parsing.expressions import (
+    config_condition,
+    has_unread,
+    python_all,
+    python_not,
+)
 from apron.extractors.parsing.python_forms import body_statements
 from apron.extractors.parsing.python_ts import (
     COLLECTIONS,
@@ -247,7 +252,7 @@ class _Reader(WarnsInFile):
             conditions = [*conditions, self.condition(member.condition)]
         expression = " and ".join(c.expression for c in conditions) or None
         rule = python_all(c.rule for c in conditions)
-        if _unread(rule):
+        if has_unread(rule):
             self.warn(
                 "unstructured-condition",
                 set_name,
@@ -277,13 +282,6 @@ def _text(node: Node, negate: bool) -> str:
     if text.endswith(" is not None"):
         return text[: -len(" is not None")] + " is None"
     return f"not ({text})"
-
-
-def _unread(rule: Any) -> bool:
-    """Whether a rule holds code the reader did not read."""
-    if not isinstance(rule, tuple) or not rule:
-        return False
-    return rule[0] == "undef" or any(_unread(part) for part in rule[1:])
 
 
 def _returned_bool(body: list[Node]) -> bool | None:

@@ -18,7 +18,7 @@ from tree_sitter import Node
 
 from apron.extractors.errors import AnchorError
 from apron.extractors.parsing.config_reads import ConfigRead, config_read
-from apron.extractors.parsing.expressions import config_condition
+from apron.extractors.parsing.expressions import config_condition, has_unread
 from apron.extractors.parsing.python_ts import (
     assignments_and_ifs,
     attribute,
@@ -139,7 +139,7 @@ class _Reader:
 
     def condition(self, arch: str, node: Node) -> SglangMlaCondition:
         rule = config_condition(node)
-        if isinstance(rule, tuple) and rule[:1] == ("undef",):
+        if has_unread(rule):
             self.warn("unstructured-condition", arch, f"condition `{self.code(node)}` is not read")
         return SglangMlaCondition(
             architecture=arch,

@@ -13,7 +13,7 @@ from typing import Any
 
 from tree_sitter import Node
 
-from apron.extractors.parsing.expressions import PythonReads, python_expression
+from apron.extractors.parsing.expressions import PythonReads, has_unread, python_expression
 from apron.extractors.parsing.python_classes import base_names
 from apron.extractors.parsing.python_ts import (
     assignments,
@@ -199,7 +199,7 @@ class _Reader:
                 self.built[name] = built
             return []
         expression = self.expression(value, scope)
-        if _has_unknown(expression):
+        if has_unread(expression):
             self.warn("unread_expression", f"the value {name} is set to is not read", value)
         return [Derivation(name, condition, expression)]
 
@@ -330,16 +330,6 @@ def _literal(node: Node) -> Any:
         return ast.literal_eval(code_of(node))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return _NOT_LITERAL
-
-
-def _has_unknown(expression: Any) -> bool:
-    if isinstance(expression, tuple) and expression:
-        if expression[0] == "undef":
-            return True
-        if expression[0] == "str":
-            return False
-        return any(_has_unknown(part) for part in expression[1:])
-    return False
 
 
 def _assigns_self(node: Node) -> bool:
@@ -552,7 +542,7 @@ def _validators(body: Node, reader: _Reader) -> tuple[Validator, ...]:
                 continue
             test, error, message = raised
             condition = reader.expression(test, {})
-            if _has_unknown(condition):
+            if has_unread(condition):
                 reader.warn("unread_validator", f"the condition of {method} is not read", test)
                 continue
             found.append(Validator(method, condition, error, message))
