@@ -109,12 +109,6 @@ def _operands(node: Node) -> tuple[Node, str, Node] | None:
     return left, " ".join(between.decode().split()), right
 
 
-def condition(node: Node) -> Any:
-    """The condition of an `if` test (quantity_condition: code the reader does not read is
-    ("undef", code), which apron cannot evaluate)."""
-    return quantity_condition(node)
-
-
 def negated(test: Any) -> Any:
     """The condition that holds when `test` does not, in the form Python would write it."""
     if isinstance(test, tuple) and test and test[0] in FLIPPED:
@@ -133,7 +127,7 @@ def _conjunct_nodes(node: Node) -> list[Node]:
 
 
 def conjuncts(node: Node) -> list[Any]:
-    return [condition(n) for n in _conjunct_nodes(node)]
+    return [quantity_condition(n) for n in _conjunct_nodes(node)]
 
 
 def _assigned(node: Node) -> set[str]:
@@ -150,7 +144,7 @@ def _retested(test: Node, body: Node | None) -> bool:
     """Whether the body assigns a name the test reads and then runs more of itself: the test is
     then taken once, where the `if` is reached, not again under each later step."""
     statements = body.named_children if body is not None else []
-    read = set(names_in(condition(test)))
+    read = set(names_in(quantity_condition(test)))
     return any(read & _assigned(s) for s in statements[:-1])
 
 
@@ -232,7 +226,15 @@ class _Walk:
                     tested = conjuncts(test)
                     if _retested(test, body):
                         taken = code_of(test)
-                        self.step(part, symbol, taken, "test", condition(test), when + before, test)
+                        self.step(
+                            part,
+                            symbol,
+                            taken,
+                            "test",
+                            quantity_condition(test),
+                            when + before,
+                            test,
+                        )
                         tested = [taken]
                     self.block(body, part, symbol, when + before + tested, rename)
                     if _ends_in_return(body):

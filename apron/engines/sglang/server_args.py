@@ -23,8 +23,9 @@ ASSUMPTIONS = (
 # ServerArgs._resolved() is resolved_view(self), a read-through view of the declared fields).
 VIEWS = ("self.", "self._resolved().", "resolved_view(self).")
 # A CUDA platform, SGLang's platform probes (srt/utils and current_platform) answer so.
-PLATFORM_CALLS = {name: (lambda: False) for name in ("is_hip", "is_npu", "is_cpu", "is_mps")}
-PLATFORM_CALLS["is_xpu"] = lambda: False
+PLATFORM_CALLS = {
+    name: (lambda: False) for name in ("is_hip", "is_npu", "is_cpu", "is_mps", "is_xpu")
+}
 PLATFORM_NAMES: dict[str, Any] = {
     "current_platform.is_out_of_tree()": False,  # CUDA is an in-tree platform
     "current_platform.support_piecewise_cuda_graph()": absent(
