@@ -41,6 +41,18 @@ def new_process(monkeypatch) -> None:
     monkeypatch.setattr(constraints, "_LOADED", {})
 
 
+def modules_run(monkeypatch) -> list[str]:
+    """The names of the generated files the loader runs from now on, in order."""
+    ran: list[str] = []
+    real_run = constraints._run
+    monkeypatch.setattr(
+        constraints,
+        "_run",
+        lambda name, path, *rest: ran.append(path.name) or real_run(name, path, *rest),
+    )
+    return ran
+
+
 def test_a_load_keeps_code_and_checked_rows_named_by_the_hash_of_the_bytes(cache, copy):
     rows_of(copy, "vllm", "mla_model_types")
     source = (copy / "vllm" / "mla_model_types.py").read_bytes()
@@ -52,13 +64,7 @@ def test_a_load_keeps_code_and_checked_rows_named_by_the_hash_of_the_bytes(cache
 def test_rows_rebuilt_from_the_cache_equal_the_executed_rows(cache, copy, monkeypatch):
     executed = rows_of(copy, "llamacpp", "tensor_shapes")
     new_process(monkeypatch)
-    ran: list[str] = []
-    real_run = constraints._run
-    monkeypatch.setattr(
-        constraints,
-        "_run",
-        lambda name, path, *rest: ran.append(path.name) or real_run(name, path, *rest),
-    )
+    ran = modules_run(monkeypatch)
     monkeypatch.setattr(constraints, "_checked_rows", None)  # neither run nor checked again
     rebuilt = rows_of(copy, "llamacpp", "tensor_shapes")
     assert sorted(ran) == ["__init__.py", "schema.py"]  # not tensor_shapes.py
@@ -152,13 +158,7 @@ def test_config_classes_kept_by_class_equal_the_classes_the_module_builds(cache,
     assert len(whole) > 600
     first = every_class(config_classes_of(copy))  # made from the modules, and kept
     new_process(monkeypatch)
-    ran: list[str] = []
-    real_run = constraints._run
-    monkeypatch.setattr(
-        constraints,
-        "_run",
-        lambda name, path, *rest: ran.append(path.name) or real_run(name, path, *rest),
-    )
+    ran = modules_run(monkeypatch)
     kept = every_class(config_classes_of(copy))
     assert "config_classes.py" not in ran and "vllm_config_classes.py" not in ran
     assert list(kept) == list(first) == list(whole)
